@@ -1,0 +1,46 @@
+/** Schemas shared by the three kinds: object metadata and the status Condition. */
+import { z } from "zod";
+
+/** Object metadata as the API server returns it; unknown fields are kept (loose). */
+export const ObjectMetaSchema = z.looseObject({
+  name: z.string().min(1).describe("Name of the object."),
+  namespace: z.string().optional().describe("Namespace of the object."),
+  uid: z.string().optional(),
+  resourceVersion: z.string().optional(),
+  generation: z.number().int().optional(),
+  creationTimestamp: z.string().optional(),
+  deletionTimestamp: z.string().optional(),
+  labels: z.record(z.string(), z.string()).optional(),
+  annotations: z.record(z.string(), z.string()).optional(),
+  finalizers: z.array(z.string()).optional(),
+  ownerReferences: z.array(z.looseObject({})).optional(),
+});
+
+/** Condition types: CamelCase, or `<dns_subdomain>/CamelCase` (SPEC.md). */
+export const CONDITION_TYPE_PATTERN =
+  "^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$";
+/** Condition reasons: a non-empty CamelCase identifier (metav1.Condition's pattern). */
+export const CONDITION_REASON_PATTERN = "^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$";
+
+/** The shared status Condition of SPEC.md (metav1.Condition). */
+export const ConditionSchema = z.object({
+  type: z.string().regex(new RegExp(CONDITION_TYPE_PATTERN)).max(316).describe(
+    "Type of condition in CamelCase or in foo.example.com/CamelCase.",
+  ),
+  status: z.enum(["True", "False", "Unknown"]).describe("Status of the condition: True, False or Unknown."),
+  reason: z.string().min(1).max(1024).regex(new RegExp(CONDITION_REASON_PATTERN)).describe(
+    "Programmatic identifier, CamelCase, of the reason for the last transition.",
+  ),
+  message: z.string().max(32768).describe("Human-readable message with details about the transition; may be empty."),
+  lastTransitionTime: z.string().describe(
+    "Time (RFC 3339, UTC) the condition last changed from one status to another.",
+  ),
+  observedGeneration: z.number().int().min(0).optional().describe(
+    "The metadata.generation the condition was computed from; lower than the current generation means out of date.",
+  ),
+});
+
+/** A status Condition. */
+export type Condition = z.infer<typeof ConditionSchema>;
+/** Condition status values. */
+export type ConditionStatus = Condition["status"];

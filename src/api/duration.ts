@@ -1,0 +1,39 @@
+/** Go duration parsing (`300ms`, `5m`, `1h30m`) and the RateLimit bucket interval form (`30s`, `1m`). */
+
+const GO_UNITS: Record<string, number> = {
+  ns: 1e-6,
+  us: 1e-3,
+  "µs": 1e-3,
+  ms: 1,
+  s: 1000,
+  m: 60_000,
+  h: 3_600_000,
+};
+
+const GO_DURATION = /^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$/;
+const GO_PART = /([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|m|h)/g;
+
+/** Parses a Go duration string (no sign) into milliseconds; undefined when it is not one. */
+export function parseGoDuration(text: string): number | undefined {
+  if (text === "0") return 0;
+  if (!GO_DURATION.test(text)) return undefined;
+  let total = 0;
+  for (const [, num, unit] of text.matchAll(GO_PART)) total += Number(num) * GO_UNITS[unit];
+  return total;
+}
+
+/** The bucket interval syntax of SPEC.md: a whole positive number with the suffix `s` or `m`. */
+export const FILL_INTERVAL_PATTERN = "^[1-9][0-9]*(s|m)$";
+const FILL_INTERVAL = new RegExp(FILL_INTERVAL_PATTERN);
+
+/** Parses a bucket fillInterval (`30s`, `1m`) into milliseconds; undefined when it is not one. */
+export function parseFillInterval(text: string): number | undefined {
+  if (!FILL_INTERVAL.test(text)) return undefined;
+  const n = Number(text.slice(0, -1));
+  return text.endsWith("m") ? n * 60_000 : n * 1000;
+}
+
+/** Renders milliseconds as a protobuf-JSON Duration string (`"30s"`, `"0.050s"`). */
+export function protoDuration(ms: number): string {
+  return ms % 1000 === 0 ? `${ms / 1000}s` : `${(ms / 1000).toFixed(3)}s`;
+}

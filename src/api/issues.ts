@@ -1,0 +1,81 @@
+/** Turns zod issues into field errors: `spec.local.buckets[1].bucket.fillInterval: "10x" is not ...`. */
+import { z } from "zod";
+
+/** One problem with one field of an object. */
+export interface FieldError {
+  /** Dotted path with bracketed indexes, e.g. `spec.local.buckets[1].bucket.maxTokens`. */
+  path: string;
+  /** What was expected, in words. */
+  message: string;
+}
+
+/** The result of parsing an object of a kind: the typed object with defaults filled, or the errors. */
+export type ParseResult<T> = { ok: true; value: T } | { ok: false; errors: FieldError[] };
+
+/** Formats a path the way kubectl and users write it: `a.b[1].c`. */
+export function formatPath(path: readonly PropertyKey[]): string {
+  let out = "";
+  for (const key of path) {
+    if (typeof key === "number") out += `[${key}]`;
+    else if (/^[A-Za-z_][A-Za-z0-9_]*$/.test(String(key))) out += out ? `.${String(key)}` : String(key);
+    else out += `[${JSON.stringify(String(key))}]`;
+  }
+  return out || "(root)";
+}
+
+/** Renders a value for a message: strings quoted, objects as short JSON. */
+export function show(value: unknown): string {
+  if (value === undefined) return "nothing";
+  const text = JSON.stringify(value);
+  return text.length > 60 ? `${text.slice(0, 57)}...` : text;
+}
+
+function describe(issue: z.core.$ZodIssue, input: unknown): string {
+  switch (issue.code) {
+    case "invalid_type":
+      return input === undefined
+        ? `is required (expected ${issue.expected})`
+        : `expected ${issue.expected}, got ${show(input)}`;
+    case "invalid_value":
+      return `${show(input)} is not one of ${issue.values.map((v) => String(v)).join(", ")}`;
+    case "too_small":
+      return issue.origin === "object" || issue.origin === "array" || issue.origin === "string"
+        ? `must have at least ${issue.minimum} ${issue.origin === "string" ? "characters" : "entries"}`
+        : `${show(input)} is below the minimum ${issue.minimum}`;
+    case "too_big":
+      return `${show(input)} is above the maximum ${issue.maximum}`;
+    case "unrecognized_keys":
+      return `unknown field(s) ${issue.keys.join(", ")}`;
+    default:
+      return issue.message;
+  }
+}
+
+function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
+  let cur: unknown = root;
+  for (const key of path) {
+    if (cur === null || typeof cur !== "object") return undefined;
+    cur = (cur as Record<PropertyKey, unknown>)[key];
+  }
+  return cur;
+}
+
+/** Converts a zod error on `input` into field errors; custom messages are kept as written. */
+export function toFieldErrors(error: z.ZodError, input: unknown): FieldError[] {
+  return error.issues.map((issue) => {
+    const input_ = valueAt(input, issue.path);
+    const custom = issue.code === "custom" || (issue.code === "invalid_format" && issue.message && !issue.message.startsWith("Invalid"));
+    return { path: formatPath(issue.path), message: custom ? issue.message : describe(issue, input_) };
+  });
+}
+
+/** Renders field errors as one line each: `path: message`. */
+export function formatErrors(errors: readonly FieldError[]): string {
+  return errors.map((e) => `${e.path}: ${e.message}`).join("; ");
+}
+
+/** Parses `input` with `schema`, returning typed output or field errors. */
+export function parseWith<S extends z.ZodType>(schema: S, input: unknown): ParseResult<z.output<S>> {
+  const result = schema.safeParse(input);
+  return result.success ? { ok: true, value: result.data } : { ok: false, errors: toFieldErrors(result.error, input) };
+}

@@ -1,0 +1,87 @@
+/** The RateLimit resource (gateway.platform-project.io/v1alpha1), SPEC.md "RateLimit". */
+import { z } from "zod";
+import { ConditionSchema, ObjectMetaSchema } from "./common.ts";
+import { FILL_INTERVAL_PATTERN } from "./duration.ts";
+import { parseWith, type ParseResult } from "./issues.ts";
+
+/** API group of RateLimit. */
+export const GATEWAY_GROUP = "gateway.platform-project.io";
+/** Largest token count Envoy accepts (uint32). */
+export const MAX_TOKENS_LIMIT = 4294967295;
+
+const Tokens = (what: string) =>
+  z.number().int().min(1).max(MAX_TOKENS_LIMIT).describe(`${what}; an integer from 1 to 4294967295.`);
+
+/** A token bucket (SPEC.md "Bucket"). */
+export const BucketSchema = z.object({
+  maxTokens: Tokens("Capacity of the bucket: the largest burst it admits"),
+  tokensPerFill: Tokens("Tokens added at each fill, capped at maxTokens"),
+  fillInterval: z.string().regex(new RegExp(FILL_INTERVAL_PATTERN), {
+    error: (iss) => `${JSON.stringify(iss.input)} is not a duration like 30s or 1m`,
+  }).describe("Time between fills: a whole positive number with the suffix s or m, e.g. 30s or 1m."),
+});
+
+/** An additional bucket and the requests it applies to. */
+export const BucketRuleSchema = z.object({
+  path: z.string().regex(/^\//, { error: (iss) => `${JSON.stringify(iss.input)} does not start with /` })
+    .optional().describe(
+      "Request path the bucket applies to, matched exactly, query string ignored; starts with /.",
+    ),
+  headers: z.record(z.string(), z.string()).optional().describe(
+    "Request headers and values that must all match (names case-insensitive, values exact).",
+  ),
+  bucket: BucketSchema.describe("The bucket used for matching requests."),
+}).refine((r) => r.path !== undefined || r.headers !== undefined, {
+  error: "a bucket rule needs a path, headers or both",
+});
+
+/** RateLimit spec (SPEC.md). */
+export const RateLimitSpecSchema = z.object({
+  selectorLabels: z.record(z.string(), z.string()).refine((m) => Object.keys(m).length > 0, {
+    error: "must select at least one label",
+  }).describe(
+    "Labels selecting the workload's Pods; in namespace mesh-system with app: mesh-ingressgateway it selects the ingress gateway.",
+  ),
+  enableResponseHeaders: z.boolean().default(false).describe(
+    "When true, responses carry x-ratelimit-limit and x-ratelimit-remaining. Default false.",
+  ),
+  local: z.object({
+    defaultBucket: BucketSchema.describe("Bucket for all traffic no additional bucket matches."),
+    buckets: z.array(BucketRuleSchema).default([]).describe(
+      "Additional buckets, tried in order; the first matching rule wins. Each fillInterval must be a multiple of the default bucket's.",
+    ),
+  }).describe("Local (per proxy) token-bucket limits."),
+});
+
+/** RateLimit status: SPEC.md shows state; the rest is this operator's (DESIGN.md). */
+export const RateLimitStatusSchema = z.object({
+  state: z.enum(["Ready", "Error"]).optional().describe("Ready when the limit is applied, Error when not."),
+  description: z.string().optional().describe("What the state means for this object, in words."),
+  observedGeneration: z.number().int().optional().describe("The generation the status was computed from."),
+  conditions: z.array(ConditionSchema).optional().describe("Conditions of the RateLimit."),
+});
+
+/** A RateLimit object. */
+export const RateLimitSchema = z.object({
+  apiVersion: z.literal(`${GATEWAY_GROUP}/v1alpha1`),
+  kind: z.literal("RateLimit"),
+  metadata: ObjectMetaSchema,
+  spec: RateLimitSpecSchema.describe("The workload and its limits."),
+  status: RateLimitStatusSchema.optional().describe("Observed state, written by the operator."),
+});
+
+/** A parsed RateLimit, defaults filled. */
+export type RateLimit = z.output<typeof RateLimitSchema>;
+/** RateLimit spec with defaults filled. */
+export type RateLimitSpec = z.output<typeof RateLimitSpecSchema>;
+/** A token bucket. */
+export type Bucket = z.output<typeof BucketSchema>;
+/** An additional bucket rule. */
+export type BucketRule = z.output<typeof BucketRuleSchema>;
+/** RateLimit status. */
+export type RateLimitStatus = z.output<typeof RateLimitStatusSchema>;
+
+/** Parses a RateLimit object; returns it with defaults filled, or field errors. */
+export function parseRateLimit(input: unknown): ParseResult<RateLimit> {
+  return parseWith(RateLimitSchema, input);
+}

@@ -1,0 +1,60 @@
+/** Every resource type the operator reads or writes, in one place. */
+import type { ResourceType } from "../runtime/cluster.ts";
+
+const t = (group: string, version: string, kind: string, plural: string, namespaced = true): ResourceType => ({
+  group,
+  version,
+  kind,
+  plural,
+  namespaced,
+});
+
+/** Resource types by kind. */
+export const RESOURCES = {
+  Serverless: t("operator.platform-project.io", "v1alpha1", "Serverless", "serverlesses"),
+  Scaler: t("operator.platform-project.io", "v1alpha1", "Scaler", "scalers"),
+  RateLimit: t("gateway.platform-project.io", "v1alpha1", "RateLimit", "ratelimits"),
+  EnvoyFilter: t("networking.istio.io", "v1alpha3", "EnvoyFilter", "envoyfilters"),
+  Namespace: t("", "v1", "Namespace", "namespaces", false),
+  Pod: t("", "v1", "Pod", "pods"),
+  Service: t("", "v1", "Service", "services"),
+  ServiceAccount: t("", "v1", "ServiceAccount", "serviceaccounts"),
+  ConfigMap: t("", "v1", "ConfigMap", "configmaps"),
+  Secret: t("", "v1", "Secret", "secrets"),
+  Event: t("", "v1", "Event", "events"),
+  Deployment: t("apps", "v1", "Deployment", "deployments"),
+  Lease: t("coordination.k8s.io", "v1", "Lease", "leases"),
+  ClusterRole: t("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", false),
+  ClusterRoleBinding: t("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", false),
+  Role: t("rbac.authorization.k8s.io", "v1", "Role", "roles"),
+  RoleBinding: t("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings"),
+  CustomResourceDefinition: t(
+    "apiextensions.k8s.io",
+    "v1",
+    "CustomResourceDefinition",
+    "customresourcedefinitions",
+    false,
+  ),
+  APIService: t("apiregistration.k8s.io", "v1", "APIService", "apiservices", false),
+  ValidatingWebhookConfiguration: t(
+    "admissionregistration.k8s.io",
+    "v1",
+    "ValidatingWebhookConfiguration",
+    "validatingwebhookconfigurations",
+    false,
+  ),
+  Function: t("serverless.platform-project.io", "v1alpha2", "Function", "functions"),
+  ScaledObject: t("keda.sh", "v1alpha1", "ScaledObject", "scaledobjects"),
+  ScaledJob: t("keda.sh", "v1alpha1", "ScaledJob", "scaledjobs"),
+  TriggerAuthentication: t("keda.sh", "v1alpha1", "TriggerAuthentication", "triggerauthentications"),
+} as const satisfies Record<string, ResourceType>;
+
+/** The apiVersion string of a resource type. */
+export function apiVersionOf(type: ResourceType): string {
+  return type.group ? `${type.group}/${type.version}` : type.version;
+}
+
+/** Finds the resource type of an apiVersion and kind; undefined for kinds the operator does not know. */
+export function resourceFor(apiVersion: string, kind: string): ResourceType | undefined {
+  return Object.values(RESOURCES).find((r) => r.kind === kind && apiVersionOf(r) === apiVersion);
+}

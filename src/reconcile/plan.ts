@@ -1,0 +1,59 @@
+/**
+ * A Plan is what a reconciler wants done, as data (JOSDK's UpdateControl, kube-rs's Action). The
+ * runtime carries it out, skipping any write whose result is already observed.
+ */
+import type { KubeObject } from "../runtime/cluster.ts";
+
+/** A reference to an object to delete. */
+export interface ObjectRef {
+  apiVersion: string;
+  kind: string;
+  namespace?: string;
+  name: string;
+}
+
+/** A Kubernetes Event the reconciler wants recorded about the reconciled object. */
+export interface EventSpec {
+  type: "Normal" | "Warning";
+  reason: string;
+  message: string;
+}
+
+/** The outcome of one reconcile. */
+export interface Plan {
+  /** Objects to server-side apply (whole desired state of the fields this operator owns). */
+  apply: KubeObject[];
+  /** Objects to delete (background propagation). Applied after `apply`. */
+  delete: ObjectRef[];
+  /** The whole new status of the reconciled object; undefined leaves status alone. */
+  status?: Record<string, unknown>;
+  /** Finalizer to add before any apply, or to remove after everything else succeeded. */
+  finalizer?: { add?: string; remove?: string };
+  /** Reconcile this object again after this many milliseconds even if nothing changes. */
+  requeueAfterMs?: number;
+  /** Events to record. */
+  events: EventSpec[];
+}
+
+/** What happened to the last Plan's writes; the runtime feeds it back into the next reconcile. */
+export interface ApplyOutcome {
+  ok: boolean;
+  /** The object whose apply or delete failed. */
+  failed?: ObjectRef;
+  /** The API's message. */
+  error?: string;
+  /** The generation of the reconciled object the Plan was made for. */
+  generation?: number;
+}
+
+/** An empty Plan: nothing to write. */
+export function emptyPlan(): Plan {
+  return { apply: [], delete: [], events: [] };
+}
+
+/** The reference of an object. */
+export function refOf(obj: KubeObject): ObjectRef {
+  const { apiVersion, kind } = obj;
+  const { namespace, name } = obj.metadata;
+  return namespace ? { apiVersion, kind, namespace, name } : { apiVersion, kind, name };
+}

@@ -1,0 +1,52 @@
+/**
+ * What a controller is, to the runtime: a primary type, the types it reads, and a pure reconcile
+ * from cached state to a Plan. The runtime owns watching, queueing and writing.
+ */
+import type { ApplyOutcome, Plan } from "../reconcile/plan.ts";
+import type { KubeObject, ResourceType } from "./cluster.ts";
+
+/** Read access to the watch caches. Objects are frozen snapshots; never mutate them. */
+export interface CacheReader {
+  /** All cached objects of a type, optionally in one namespace, in a stable order (namespace/name). */
+  list(type: ResourceType, namespace?: string): readonly KubeObject[];
+  /** One cached object. */
+  get(type: ResourceType, namespace: string | undefined, name: string): KubeObject | undefined;
+}
+
+/** Images of the module workloads; pinned, overridable by operator flags. */
+export interface ModuleImages {
+  serverlessController: string;
+  kedaOperator: string;
+  kedaMetricsServer: string;
+  kedaAdmissionWebhooks: string;
+}
+
+/** Inputs of a reconcile besides the cache: all the impure things, passed in as values. */
+export interface ReconcileContext {
+  /** Epoch milliseconds from the runtime's Clock. */
+  now: number;
+  /** What happened to the writes of the previous Plan for this key, if the runtime remembers. */
+  lastOutcome?: ApplyOutcome;
+  images: ModuleImages;
+}
+
+/** A type a controller reads; the runtime lists, watches and caches it. */
+export interface WatchSpec {
+  type: ResourceType;
+  labelSelector?: string;
+  /** True when the type's CRD may be missing (installed later by the operator): watch it when it appears. */
+  optional?: boolean;
+}
+
+/** A controller definition. */
+export interface ControllerSpec {
+  /** Short name used in logs and metrics: `serverless`, `scaler`, `ratelimit`. */
+  name: string;
+  primary: ResourceType;
+  /** Secondary types read by `reconcile` (the primary is always watched). */
+  watches: WatchSpec[];
+  /** Keys (`namespace/name`) of primaries to reconcile when `obj` of `type` changed (added, updated, deleted). */
+  triggers(type: ResourceType, obj: KubeObject, cache: CacheReader): string[];
+  /** Pure: the Plan for one primary, from cached state. Undefined when the primary is not in the cache. */
+  reconcile(key: string, cache: CacheReader, ctx: ReconcileContext): Plan | undefined;
+}
