@@ -1,0 +1,250 @@
+/**
+ * Prometheus metrics without a dependency: counters, gauges and histograms with labels, rendered in
+ * the text exposition format (version 0.0.4), plus the operator's own metric set and a `Cluster`
+ * wrapper that counts every API call by verb and status code.
+ */
+import {
+  ApiError,
+  type Cluster,
+  type ResourceType,
+  type WatchEvent,
+  type WatchOptions,
+} from "./cluster.ts";
+
+/** Label values of one series. */
+export type Labels = Record<string, string>;
+
+/** Content type of `Metrics.render()`. */
+export const METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
+
+function seriesKey(labels: Labels): string {
+  return Object.keys(labels).sort().map((k) => `${k}=${labels[k]}`).join(",");
+}
+
+function escapeLabel(v: string): string {
+  return v.replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/"/g, '\\"');
+}
+
+function labelText(labels: Labels, extra?: [string, string]): string {
+  const pairs = Object.keys(labels).sort().map((k) => `${k}="${escapeLabel(labels[k])}"`);
+  if (extra) pairs.push(`${extra[0]}="${escapeLabel(extra[1])}"`);
+  return pairs.length ? `{${pairs.join(",")}}` : "";
+}
+
+function num(v: number): string {
+  if (v === Infinity) return "+Inf";
+  if (v === -Infinity) return "-Inf";
+  return Number.isNaN(v) ? "NaN" : String(v);
+}
+
+/** A metric family that can render itself. */
+interface Family {
+  readonly name: string;
+  render(): string[];
+}
+
+/** A monotonically increasing value per label set. */
+export class Counter implements Family {
+  readonly #values = new Map<string, { labels: Labels; value: number }>();
+  constructor(readonly name: string, readonly help: string) {}
+  /** Adds `by` (default 1) to the series of `labels`. */
+  inc(labels: Labels = {}, by = 1): void {
+    const k = seriesKey(labels);
+    const s = this.#values.get(k) ?? { labels: { ...labels }, value: 0 };
+    s.value += by;
+    this.#values.set(k, s);
+  }
+  /** The current value of a series (0 when never incremented). */
+  get(labels: Labels = {}): number {
+    return this.#values.get(seriesKey(labels))?.value ?? 0;
+  }
+  /** Text lines of the family. */
+  render(): string[] {
+    const out = [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} counter`];
+    for (const s of sorted(this.#values)) {
+      out.push(`${this.name}${labelText(s.labels)} ${num(s.value)}`);
+    }
+    return out;
+  }
+}
+
+/** A value that goes up and down per label set. */
+export class Gauge implements Family {
+  readonly #values = new Map<string, { labels: Labels; value: number }>();
+  constructor(readonly name: string, readonly help: string) {}
+  /** Sets the series of `labels`. */
+  set(labels: Labels, value: number): void {
+    this.#values.set(seriesKey(labels), { labels: { ...labels }, value });
+  }
+  /** The current value of a series (0 when never set). */
+  get(labels: Labels = {}): number {
+    return this.#values.get(seriesKey(labels))?.value ?? 0;
+  }
+  /** Text lines of the family. */
+  render(): string[] {
+    const out = [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} gauge`];
+    for (const s of sorted(this.#values)) {
+      out.push(`${this.name}${labelText(s.labels)} ${num(s.value)}`);
+    }
+    return out;
+  }
+}
+
+/** Observations counted into cumulative buckets per label set. */
+export class Histogram implements Family {
+  readonly #values = new Map<
+    string,
+    { labels: Labels; counts: number[]; sum: number; count: number }
+  >();
+  constructor(readonly name: string, readonly help: string, readonly buckets: readonly number[]) {}
+  /** Records one observation. */
+  observe(labels: Labels, value: number): void {
+    const k = seriesKey(labels);
+    const s = this.#values.get(k) ??
+      { labels: { ...labels }, counts: this.buckets.map(() => 0), sum: 0, count: 0 };
+    this.buckets.forEach((b, i) => {
+      if (value <= b) s.counts[i]++;
+    });
+    s.sum += value;
+    s.count++;
+    this.#values.set(k, s);
+  }
+  /** Number of observations of a series. */
+  count(labels: Labels = {}): number {
+    return this.#values.get(seriesKey(labels))?.count ?? 0;
+  }
+  /** Text lines of the family. */
+  render(): string[] {
+    const out = [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} histogram`];
+    for (const s of sorted(this.#values)) {
+      this.buckets.forEach((b, i) => {
+        out.push(`${this.name}_bucket${labelText(s.labels, ["le", num(b)])} ${s.counts[i]}`);
+      });
+      out.push(`${this.name}_bucket${labelText(s.labels, ["le", "+Inf"])} ${s.count}`);
+      out.push(`${this.name}_sum${labelText(s.labels)} ${num(s.sum)}`);
+      out.push(`${this.name}_count${labelText(s.labels)} ${s.count}`);
+    }
+    return out;
+  }
+}
+
+function sorted<T>(m: Map<string, T>): T[] {
+  return [...m.keys()].sort().map((k) => m.get(k)!);
+}
+
+const PREFIX = "platform_operator_";
+/** Reconcile duration buckets in seconds (controller-runtime's spread, trimmed). */
+export const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
+
+/** The operator's metrics. */
+export class Metrics {
+  /** Reconciles by controller and result (`success`, `error`, `requeue`, `requeue_after`). */
+  readonly reconcileTotal = new Counter(
+    `${PREFIX}reconcile_total`,
+    "Reconciles by controller and result.",
+  );
+  /** Failed reconciles by controller. */
+  readonly reconcileErrors = new Counter(
+    `${PREFIX}reconcile_errors_total`,
+    "Failed reconciles by controller.",
+  );
+  /** Reconcile duration (reconcile and writes) by controller. */
+  readonly reconcileDuration = new Histogram(
+    `${PREFIX}reconcile_duration_seconds`,
+    "Time to reconcile one object and carry out its plan, by controller.",
+    DURATION_BUCKETS,
+  );
+  /** Keys waiting in the work queue by controller. */
+  readonly queueDepth = new Gauge(
+    `${PREFIX}queue_depth`,
+    "Keys waiting in the work queue, by controller.",
+  );
+  /** API requests by verb and HTTP status code (0: no answer). */
+  readonly apiRequests = new Counter(
+    `${PREFIX}api_requests_total`,
+    "Kubernetes API requests by verb and code.",
+  );
+  /** 1 while this replica holds the leader lease. */
+  readonly leader = new Gauge(`${PREFIX}leader`, "1 while this replica is the leader, else 0.");
+  /** Watch restarts by resource and reason (`timeout`, `idle`, `gone`, `error`). */
+  readonly watchRestarts = new Counter(
+    `${PREFIX}watch_restarts_total`,
+    "Watch restarts by resource and reason.",
+  );
+  /** Writes skipped because the observed object already matched, by controller. */
+  readonly writesSkipped = new Counter(
+    `${PREFIX}writes_skipped_total`,
+    "Writes not made because the observed object already matched, by controller.",
+  );
+
+  /** Every family, in render order. */
+  families(): Family[] {
+    return [
+      this.reconcileTotal,
+      this.reconcileErrors,
+      this.reconcileDuration,
+      this.queueDepth,
+      this.apiRequests,
+      this.leader,
+      this.watchRestarts,
+      this.writesSkipped,
+    ];
+  }
+
+  /** The Prometheus text exposition of every metric (serve with METRICS_CONTENT_TYPE). */
+  render(): string {
+    return this.families().flatMap((f) => f.render()).join("\n") + "\n";
+  }
+}
+
+/**
+ * Wraps a Cluster so that every call counts into `api_requests_total{verb,code}`. The verb is
+ * the Kubernetes verb (`list`, `watch`, `get`, `create`, `update`, `patch`, `delete`; apply and
+ * status apply count as `patch`); the code is 200/201 on success, the ApiError code on failure.
+ */
+export function instrumentCluster(cluster: Cluster, metrics: Metrics): Cluster {
+  const count = (verb: string, code: number) =>
+    metrics.apiRequests.inc({ verb, code: String(code) });
+  async function call<T>(verb: string, ok: number, f: () => Promise<T>): Promise<T> {
+    try {
+      const r = await f();
+      count(verb, ok);
+      return r;
+    } catch (err) {
+      count(verb, err instanceof ApiError ? err.code : 0);
+      throw err;
+    }
+  }
+  return {
+    list: (t, o) => call("list", 200, () => cluster.list(t, o)),
+    watch: (t, o, signal) => countWatch(cluster, t, o, signal, count),
+    get: (t, ns, n) => call("get", 200, () => cluster.get(t, ns, n)),
+    create: (t, o) => call("create", 201, () => cluster.create(t, o)),
+    update: (t, o) => call("update", 200, () => cluster.update(t, o)),
+    apply: (t, o, opts) => call("patch", 200, () => cluster.apply(t, o, opts)),
+    applyStatus: (t, o, opts) => call("patch", 200, () => cluster.applyStatus(t, o, opts)),
+    patch: (t, ns, n, ops) => call("patch", 200, () => cluster.patch(t, ns, n, ops)),
+    delete: (t, ns, n, o) => call("delete", 200, () => cluster.delete(t, ns, n, o)),
+  };
+}
+
+async function* countWatch(
+  cluster: Cluster,
+  type: ResourceType,
+  opts: WatchOptions,
+  signal: AbortSignal,
+  count: (verb: string, code: number) => void,
+): AsyncIterable<WatchEvent> {
+  let counted = false;
+  try {
+    for await (const ev of cluster.watch(type, opts, signal)) {
+      if (!counted) count("watch", 200);
+      counted = true;
+      yield ev;
+    }
+    if (!counted) count("watch", 200);
+  } catch (err) {
+    if (!counted) count("watch", err instanceof ApiError ? err.code : 0);
+    throw err;
+  }
+}
