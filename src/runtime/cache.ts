@@ -1,0 +1,194 @@
+/**
+ * Watch caches (kube-rs's reflector store): one Store per watched (type, label selector), filled
+ * by a watcher's events, read by reconcilers through `CacheReader`. Cached objects are frozen and
+ * carry no `metadata.managedFields` (about two thirds of a cached object's memory); lists come in
+ * a stable order (namespace/name).
+ */
+import { type KubeObject, objectKey, type ResourceType } from "./cluster.ts";
+import type { CacheReader } from "./controller.ts";
+
+/** What a watcher tells its store (kube-rs `watcher::Event`). */
+export type WatcherEvent =
+  /** A (re)list starts; the following init-apply events are its whole result. */
+  | { type: "init" }
+  | { type: "init-apply"; object: KubeObject }
+  /** The (re)list is complete: the store now holds exactly what it listed. */
+  | { type: "init-done" }
+  | { type: "apply"; object: KubeObject }
+  | { type: "delete"; object: KubeObject };
+
+/** A change a store made: what the manager turns into queue keys. */
+export type CacheChange =
+  | { type: "apply"; object: KubeObject; old?: KubeObject }
+  | { type: "delete"; object: KubeObject };
+
+/** A stable id of a resource type (group/version/plural). */
+export function typeId(type: ResourceType): string {
+  return `${type.group}/${type.version}/${type.plural}`;
+}
+
+/** A readable name of a type, as in `kubectl get <plural>.<group>`. */
+export function typeName(type: ResourceType): string {
+  return type.group ? `${type.plural}.${type.group}` : type.plural;
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === "object" && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const v of Object.values(value)) deepFreeze(v);
+  }
+  return value;
+}
+
+/** A frozen copy of `obj` without `metadata.managedFields` (the input is not changed). */
+export function prepareForCache(obj: KubeObject): KubeObject {
+  if (Object.isFrozen(obj) && !obj.metadata.managedFields) return obj;
+  const { managedFields: _dropped, ...metadata } = obj.metadata;
+  return deepFreeze(structuredClone({ ...obj, metadata }));
+}
+
+function byKey(a: KubeObject, b: KubeObject): number {
+  const ka = objectKey(a);
+  const kb = objectKey(b);
+  return ka < kb ? -1 : ka > kb ? 1 : 0;
+}
+
+/** The cache of one watch. */
+export class Store {
+  #objects = new Map<string, KubeObject>();
+  #buffer: Map<string, KubeObject> | undefined;
+  #sorted: KubeObject[] | undefined;
+  #synced = false;
+
+  constructor(readonly type: ResourceType, readonly labelSelector?: string) {}
+
+  /** True once the first (re)list has completed. */
+  get synced(): boolean {
+    return this.#synced;
+  }
+
+  /** Number of cached objects. */
+  get size(): number {
+    return this.#objects.size;
+  }
+
+  /**
+   * Applies a watcher event and returns the changes it made. A relist reports only real changes:
+   * objects whose resourceVersion differs, and deletes synthesised for objects that vanished.
+   */
+  handle(ev: WatcherEvent): CacheChange[] {
+    switch (ev.type) {
+      case "init":
+        this.#buffer = new Map();
+        return [];
+      case "init-apply": {
+        const obj = prepareForCache(ev.object);
+        (this.#buffer ??= new Map()).set(objectKey(obj), obj);
+        return [];
+      }
+      case "init-done":
+        return this.#swap(this.#buffer ?? new Map());
+      case "apply": {
+        const obj = prepareForCache(ev.object);
+        const key = objectKey(obj);
+        const old = this.#objects.get(key);
+        if (old && old.metadata.resourceVersion === obj.metadata.resourceVersion) return [];
+        this.#objects.set(key, obj);
+        this.#sorted = undefined;
+        return [old ? { type: "apply", object: obj, old } : { type: "apply", object: obj }];
+      }
+      case "delete": {
+        const key = objectKey(ev.object);
+        if (!this.#objects.delete(key)) return [];
+        this.#sorted = undefined;
+        return [{ type: "delete", object: prepareForCache(ev.object) }];
+      }
+    }
+  }
+
+  #swap(next: Map<string, KubeObject>): CacheChange[] {
+    const changes: CacheChange[] = [];
+    for (const [key, old] of this.#objects) {
+      if (!next.has(key)) changes.push({ type: "delete", object: old });
+    }
+    for (const [key, obj] of next) {
+      const old = this.#objects.get(key);
+      if (!old) changes.push({ type: "apply", object: obj });
+      else if (old.metadata.resourceVersion !== obj.metadata.resourceVersion) {
+        changes.push({ type: "apply", object: obj, old });
+      }
+    }
+    this.#objects = next;
+    this.#buffer = undefined;
+    this.#sorted = undefined;
+    this.#synced = true;
+    return changes;
+  }
+
+  /** One cached object. */
+  get(namespace: string | undefined, name: string): KubeObject | undefined {
+    return this.#objects.get(namespace ? `${namespace}/${name}` : name);
+  }
+
+  /** Cached objects in namespace/name order, optionally of one namespace. */
+  list(namespace?: string): readonly KubeObject[] {
+    this.#sorted ??= Object.freeze([...this.#objects.values()].sort(byKey)) as KubeObject[];
+    return namespace === undefined
+      ? this.#sorted
+      : this.#sorted.filter((o) => o.metadata.namespace === namespace);
+  }
+}
+
+/** Every store of the manager, readable per type. */
+export class Cache implements CacheReader {
+  readonly #stores = new Map<string, Store[]>();
+
+  /** The store of (type, selector), made on first use. */
+  store(type: ResourceType, labelSelector?: string): Store {
+    const id = typeId(type);
+    const stores = this.#stores.get(id) ?? [];
+    let store = stores.find((s) => s.labelSelector === labelSelector);
+    if (!store) {
+      store = new Store(type, labelSelector);
+      stores.push(store);
+      this.#stores.set(id, stores);
+    }
+    return store;
+  }
+
+  /** Every store, in creation order. */
+  stores(): Store[] {
+    return [...this.#stores.values()].flat();
+  }
+
+  /** True when some watch caches this type. */
+  has(type: ResourceType): boolean {
+    return this.#stores.has(typeId(type));
+  }
+
+  #of(type: ResourceType): Store[] {
+    const stores = this.#stores.get(typeId(type));
+    if (!stores) {
+      throw new Error(`${typeName(type)} is not watched: add it to the controller's watches`);
+    }
+    return stores;
+  }
+
+  /** All cached objects of a type in namespace/name order; throws for a type nobody watches. */
+  list(type: ResourceType, namespace?: string): readonly KubeObject[] {
+    const stores = this.#of(type);
+    if (stores.length === 1) return stores[0].list(namespace);
+    const merged = new Map<string, KubeObject>();
+    for (const s of stores) for (const o of s.list(namespace)) merged.set(objectKey(o), o);
+    return [...merged.values()].sort(byKey);
+  }
+
+  /** One cached object; throws for a type nobody watches. */
+  get(type: ResourceType, namespace: string | undefined, name: string): KubeObject | undefined {
+    for (const s of this.#of(type)) {
+      const o = s.get(namespace, name);
+      if (o) return o;
+    }
+    return undefined;
+  }
+}

@@ -1,0 +1,332 @@
+/**
+ * List and watch one (type, label selector) as an explicit state machine, after kube-rs's
+ * `watcher`: `Empty → InitPage… → InitListed → Watching`, with `Backoff` on errors. A paged list
+ * (continue tokens) fills the cache; the watch resumes from the last resourceVersion (bookmarks
+ * move it); 410 Gone relists; a watchdog restarts a watch that is silent for `idleMs` (client-node
+ * on Deno can stall without an error). A missing CRD of an optional watch is an empty, synced
+ * cache that is retried with backoff and logged once.
+ */
+import { Backoff, type BackoffOptions } from "./backoff.ts";
+import type { WatcherEvent } from "./cache.ts";
+import { typeName } from "./cache.ts";
+import type { Clock, Random } from "./clock.ts";
+import {
+  ApiError,
+  type Cluster,
+  isApiError,
+  type ResourceType,
+  type WatchEvent,
+} from "./cluster.ts";
+import type { Logger } from "./log.ts";
+import type { Metrics } from "./metrics.ts";
+
+/** Options of a Watcher. */
+export interface WatcherOptions {
+  cluster: Cluster;
+  clock: Clock;
+  random: Random;
+  log: Logger;
+  metrics?: Metrics;
+  type: ResourceType;
+  labelSelector?: string;
+  /** The type's CRD may be missing: a 404 on list means "none yet", not an error. */
+  optional?: boolean;
+  /** Page size of the list; default 500. */
+  pageSize?: number;
+  /** Server-side watch timeout; default 300. */
+  timeoutSeconds?: number;
+  /** Restart a watch that delivers nothing (not even a bookmark) for this long; default 90 000. */
+  idleMs?: number;
+  /** Retry delays; default 800 ms doubling to 30 s, jittered. */
+  backoff?: BackoffOptions;
+}
+
+/** Where a Backoff goes when it is over. */
+export type ResumeState =
+  | { kind: "Empty" }
+  | { kind: "InitPage"; continueToken?: string }
+  | { kind: "InitListed"; resourceVersion: string };
+
+/** The watcher's state. */
+export type WatcherState =
+  /** Nothing listed yet, or a relist is due (start, 410 Gone, CRD missing). */
+  | { kind: "Empty" }
+  /** Listing: the next page is fetched with `continueToken` (none for the first page). */
+  | { kind: "InitPage"; continueToken?: string }
+  /** Listed (or a watch ended): open a watch from `resourceVersion`. */
+  | { kind: "InitListed"; resourceVersion: string }
+  /** A watch is open. */
+  | {
+    kind: "Watching";
+    resourceVersion: string;
+    stream: AsyncIterator<WatchEvent>;
+    abort: AbortController;
+    /** Events and bookmarks received on this watch. */
+    received: number;
+  }
+  /** Waiting `delayMs` after an error, then `then`. */
+  | { kind: "Backoff"; delayMs: number; then: ResumeState };
+
+/** The events one step produced and the state it leads to. */
+export interface StepResult {
+  events: WatcherEvent[];
+  next: WatcherState;
+}
+
+const IDLE: unique symbol = Symbol("idle");
+const CANCELLED: unique symbol = Symbol("cancelled");
+
+/** One list+watch loop. */
+export class Watcher {
+  /** The current state (tests may inspect it; `run` advances it). */
+  state: WatcherState = { kind: "Empty" };
+  readonly #o: WatcherOptions;
+  readonly #backoff: Backoff;
+  readonly #log: Logger;
+  #missing = false;
+  #lastProblem = "";
+
+  constructor(opts: WatcherOptions, readonly sink: (ev: WatcherEvent) => void) {
+    this.#o = opts;
+    this.#backoff = new Backoff(opts.backoff ?? { initialMs: 800, maxMs: 30_000 }, opts.random);
+    this.#log = opts.log.child({
+      resource: typeName(opts.type),
+      ...(opts.labelSelector ? { selector: opts.labelSelector } : {}),
+    });
+  }
+
+  /** Steps until `signal` aborts, feeding events to the sink; closes an open watch on the way out. */
+  async run(signal: AbortSignal): Promise<void> {
+    try {
+      while (!signal.aborted) {
+        const { events, next } = await this.step(this.state, signal);
+        if (signal.aborted) {
+          if (next.kind === "Watching") closeWatch(next);
+          break;
+        }
+        this.state = next;
+        for (const ev of events) this.sink(ev);
+      }
+    } finally {
+      if (this.state.kind === "Watching") closeWatch(this.state);
+    }
+  }
+
+  /** One transition from `state`. Never throws: errors lead to `Backoff` or a relist. */
+  step(state: WatcherState, signal: AbortSignal): Promise<StepResult> {
+    switch (state.kind) {
+      case "Empty":
+        return Promise.resolve({ events: [{ type: "init" }], next: { kind: "InitPage" } });
+      case "InitPage":
+        return this.#listPage(state.continueToken);
+      case "InitListed":
+        return Promise.resolve(this.#openWatch(state.resourceVersion, signal));
+      case "Watching":
+        return this.#next(state, signal);
+      case "Backoff":
+        return this.#clock.sleep(state.delayMs, signal).then(
+          () => ({ events: [], next: state.then }),
+          () => ({ events: [], next: state }),
+        );
+    }
+  }
+
+  get #clock(): Clock {
+    return this.#o.clock;
+  }
+
+  async #listPage(continueToken?: string): Promise<StepResult> {
+    const { cluster, type, labelSelector, optional } = this.#o;
+    try {
+      const page = await cluster.list(type, {
+        labelSelector,
+        limit: this.#o.pageSize ?? 500,
+        continue: continueToken,
+      });
+      this.#recovered();
+      this.#backoff.reset();
+      const events: WatcherEvent[] = page.items.map((object) => ({ type: "init-apply", object }));
+      if (page.continue) {
+        return { events, next: { kind: "InitPage", continueToken: page.continue } };
+      }
+      events.push({ type: "init-done" });
+      return { events, next: { kind: "InitListed", resourceVersion: page.resourceVersion } };
+    } catch (err) {
+      if (isApiError(err, 410)) {
+        this.#log.info("list continue token expired; listing again", { code: 410 });
+        return { events: [], next: { kind: "Empty" } };
+      }
+      if (isApiError(err, 404) && optional && continueToken === undefined) {
+        if (!this.#missing) {
+          this.#log.info(
+            `${
+              typeName(type)
+            } is not served (CRD not installed yet); treating it as empty and checking again with backoff`,
+          );
+        }
+        this.#missing = true;
+        return { events: [{ type: "init-done" }], next: this.#backoffTo({ kind: "Empty" }) };
+      }
+      this.#problem("list", err);
+      const resume: ResumeState = isApiError(err, 404)
+        ? { kind: "Empty" }
+        : { kind: "InitPage", continueToken };
+      return { events: [], next: this.#backoffTo(resume) };
+    }
+  }
+
+  #openWatch(resourceVersion: string, signal: AbortSignal): StepResult {
+    const { cluster, type, labelSelector } = this.#o;
+    const abort = new AbortController();
+    try {
+      const iterable = cluster.watch(type, {
+        labelSelector,
+        resourceVersion,
+        timeoutSeconds: this.#o.timeoutSeconds ?? 300,
+        allowWatchBookmarks: true,
+      }, AbortSignal.any([abort.signal, signal]));
+      const stream = iterable[Symbol.asyncIterator]();
+      return {
+        events: [],
+        next: { kind: "Watching", resourceVersion, stream, abort, received: 0 },
+      };
+    } catch (err) {
+      this.#problem("watch", err);
+      return { events: [], next: this.#backoffTo({ kind: "InitListed", resourceVersion }) };
+    }
+  }
+
+  async #next(
+    st: Extract<WatcherState, { kind: "Watching" }>,
+    signal: AbortSignal,
+  ): Promise<StepResult> {
+    const pending = st.stream.next();
+    pending.catch(() => {}); // it may settle after the watchdog gave up on it
+    const idle = new AbortController();
+    const timer = this.#clock.sleep(
+      this.#o.idleMs ?? 90_000,
+      AbortSignal.any([idle.signal, signal]),
+    )
+      .then((): typeof IDLE => IDLE, (): typeof CANCELLED => CANCELLED);
+    let result: IteratorResult<WatchEvent> | typeof IDLE | typeof CANCELLED;
+    try {
+      result = await Promise.race([pending, timer]);
+    } catch (err) {
+      idle.abort();
+      closeWatch(st);
+      return this.#watchFailed(st, err);
+    }
+    idle.abort();
+    if (result === CANCELLED) return { events: [], next: st };
+    if (result === IDLE) {
+      closeWatch(st);
+      this.#restart("idle");
+      this.#log.info("watch silent for too long; restarting it", {
+        idleMs: this.#o.idleMs ?? 90_000,
+      });
+      return { events: [], next: { kind: "InitListed", resourceVersion: st.resourceVersion } };
+    }
+    if (result.done) {
+      closeWatch(st);
+      this.#restart("closed");
+      const resume: ResumeState = { kind: "InitListed", resourceVersion: st.resourceVersion };
+      // A watch that ends before delivering anything is retried with backoff, so a server that
+      // closes at once cannot make this loop spin.
+      return { events: [], next: st.received === 0 ? this.#backoffTo(resume) : resume };
+    }
+    return this.#onEvent(st, result.value);
+  }
+
+  #onEvent(st: Extract<WatcherState, { kind: "Watching" }>, ev: WatchEvent): StepResult {
+    if (ev.type === "ERROR") {
+      const status = ev.object as unknown as { code?: number; reason?: string; message?: string };
+      return this.#watchFailed(
+        st,
+        new ApiError(
+          status.code ?? 500,
+          status.reason ?? "",
+          status.message ?? "watch error event",
+        ),
+      );
+    }
+    this.#backoff.reset();
+    this.#recovered();
+    const rv = ev.object.metadata?.resourceVersion ?? st.resourceVersion;
+    const next = { ...st, resourceVersion: rv, received: st.received + 1 };
+    if (ev.type === "BOOKMARK") return { events: [], next };
+    const type = ev.type === "DELETED" ? "delete" : "apply";
+    return { events: [{ type, object: ev.object }], next };
+  }
+
+  #watchFailed(st: Extract<WatcherState, { kind: "Watching" }>, err: unknown): StepResult {
+    closeWatch(st);
+    if (isApiError(err, 410)) {
+      this.#restart("gone");
+      this.#log.info("watch resourceVersion too old (410 Gone); listing again", {
+        resourceVersion: st.resourceVersion,
+      });
+      return { events: [], next: { kind: "Empty" } };
+    }
+    this.#restart("error");
+    this.#problem("watch", err);
+    const resume: ResumeState = isApiError(err, 404)
+      ? { kind: "Empty" }
+      : { kind: "InitListed", resourceVersion: st.resourceVersion };
+    return { events: [], next: this.#backoffTo(resume) };
+  }
+
+  #backoffTo(then: ResumeState): WatcherState {
+    return { kind: "Backoff", delayMs: this.#backoff.next(), then };
+  }
+
+  #restart(reason: string): void {
+    this.#o.metrics?.watchRestarts.inc({ resource: typeName(this.#o.type), reason });
+  }
+
+  #recovered(): void {
+    if (this.#missing) this.#log.info(`${typeName(this.#o.type)} is served now`);
+    if (this.#lastProblem) this.#log.info("list/watch recovered");
+    this.#missing = false;
+    this.#lastProblem = "";
+  }
+
+  /** Logs a failure clearly once; repeats of the same failure go to debug. */
+  #problem(verb: string, err: unknown): void {
+    const msg = describeFailure(verb, this.#o.type, err);
+    const fields = {
+      code: err instanceof ApiError ? err.code : undefined,
+      attempt: this.#backoff.attempts,
+    };
+    if (msg === this.#lastProblem) this.#log.debug(msg, fields);
+    else this.#log.error(msg, fields);
+    this.#lastProblem = msg;
+  }
+}
+
+/** Aborts an open watch and lets its iterator finish in the background. */
+function closeWatch(st: Extract<WatcherState, { kind: "Watching" }>): void {
+  st.abort.abort();
+  try {
+    st.stream.return?.()?.catch(() => {});
+  } catch {
+    // an iterator that cannot be closed is dropped
+  }
+}
+
+/** One line that says what failed and what to do about it. */
+export function describeFailure(verb: string, type: ResourceType, err: unknown): string {
+  const name = typeName(type);
+  if (!(err instanceof ApiError)) return `${verb} ${name} failed: ${String(err)}; retrying`;
+  switch (err.code) {
+    case 0:
+      return `${verb} ${name}: API server unreachable (${err.message}); check the kubeconfig or network; retrying`;
+    case 401:
+      return `${verb} ${name}: unauthorized (${err.message}); check the credentials; retrying`;
+    case 403:
+      return `${verb} ${name}: forbidden (${err.message}); grant list and watch on "${type.plural}" in API group "${type.group}" to the operator's ServiceAccount (deploy/ ClusterRole); retrying`;
+    case 404:
+      return `${verb} ${name}: not found; is its CRD installed? (kubectl apply -k deploy/); retrying`;
+    default:
+      return `${verb} ${name} failed (${err.code} ${err.reason}): ${err.message}; retrying`;
+  }
+}

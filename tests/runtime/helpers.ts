@@ -1,0 +1,102 @@
+/** Test helpers: a manual clock, a seeded Random, a capturing logger. */
+import type { Clock, Random } from "../../src/runtime/clock.ts";
+import { createLogger, type Logger } from "../../src/runtime/log.ts";
+
+interface Timer {
+  at: number;
+  seq: number;
+  resolve: () => void;
+}
+
+/** A clock that moves only when a test says so. Timers fire in (time, creation) order. */
+export class ManualClock implements Clock {
+  #now: number;
+  #seq = 0;
+  #timers: Timer[] = [];
+
+  constructor(start = Date.UTC(2026, 0, 1)) {
+    this.#now = start;
+  }
+
+  now(): number {
+    return this.#now;
+  }
+
+  sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    return new Promise((resolve, reject) => {
+      if (signal?.aborted) return reject(signal.reason);
+      const timer: Timer = {
+        at: this.#now + Math.max(0, ms),
+        seq: this.#seq++,
+        resolve: () => {
+          signal?.removeEventListener("abort", onAbort);
+          resolve();
+        },
+      };
+      const onAbort = () => {
+        this.#timers = this.#timers.filter((t) => t !== timer);
+        reject(signal?.reason);
+      };
+      signal?.addEventListener("abort", onAbort, { once: true });
+      this.#timers.push(timer);
+    });
+  }
+
+  /** Pending timers. */
+  get pending(): number {
+    return this.#timers.length;
+  }
+
+  /** Lets every queued promise callback run. */
+  async flush(): Promise<void> {
+    for (let i = 0; i < 5; i++) await new Promise((r) => setTimeout(r, 0));
+  }
+
+  /** Moves time forward by `ms`, firing due timers one at a time and flushing after each. */
+  async advance(ms: number): Promise<void> {
+    const target = this.#now + ms;
+    await this.flush();
+    for (;;) {
+      const due = this.#timers.filter((t) =>
+        t.at <= target
+      ).sort((a, b) => a.at - b.at || a.seq - b.seq)[0];
+      if (!due) break;
+      this.#timers = this.#timers.filter((t) => t !== due);
+      this.#now = due.at;
+      due.resolve();
+      await this.flush();
+    }
+    this.#now = target;
+    await this.flush();
+  }
+
+  /** Advances in `stepMs` steps until `done()` or `maxMs` passed; returns whether `done()` held. */
+  async until(done: () => boolean, maxMs: number, stepMs = 100): Promise<boolean> {
+    for (let t = 0; t <= maxMs; t += stepMs) {
+      if (done()) return true;
+      await this.advance(stepMs);
+    }
+    return done();
+  }
+}
+
+/** mulberry32: a small seeded PRNG. */
+export function seededRandom(seed = 42): Random {
+  let a = seed >>> 0;
+  return {
+    next() {
+      a = (a + 0x6d2b79f5) >>> 0;
+      let t = a;
+      t = Math.imul(t ^ (t >>> 15), t | 1);
+      t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+      return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+    },
+  };
+}
+
+/** A logger whose lines land in `lines` (parsed JSON). */
+export function captureLogger(clock: Clock): { log: Logger; lines: Record<string, unknown>[] } {
+  const lines: Record<string, unknown>[] = [];
+  const log = createLogger({ clock, level: "debug", sink: (l) => lines.push(JSON.parse(l)) });
+  return { log, lines };
+}
