@@ -1,5 +1,14 @@
 /** Schemas shared by the three kinds: object metadata and the status Condition. */
 import { z } from "zod";
+import { EXPECTED_INTEGER } from "./issues.ts";
+
+/**
+ * An integer schema. Its type errors read "expected integer" (zod alone says "number"); the CRD
+ * generator renders it as `type: integer, format: int64`.
+ */
+export function integer(): z.ZodInt {
+  return z.int({ error: (iss) => (iss.code === "invalid_type" ? EXPECTED_INTEGER : undefined) });
+}
 
 /** Object metadata as the API server returns it; unknown fields are kept (loose). */
 export const ObjectMetaSchema = z.looseObject({
@@ -7,7 +16,7 @@ export const ObjectMetaSchema = z.looseObject({
   namespace: z.string().optional().describe("Namespace of the object."),
   uid: z.string().optional(),
   resourceVersion: z.string().optional(),
-  generation: z.number().int().optional(),
+  generation: integer().optional(),
   creationTimestamp: z.string().optional(),
   deletionTimestamp: z.string().optional(),
   labels: z.record(z.string(), z.string()).optional(),
@@ -27,17 +36,30 @@ export const ConditionSchema = z.object({
   type: z.string().regex(new RegExp(CONDITION_TYPE_PATTERN)).max(316).describe(
     "Type of condition in CamelCase or in foo.example.com/CamelCase.",
   ),
-  status: z.enum(["True", "False", "Unknown"]).describe("Status of the condition: True, False or Unknown."),
+  status: z.enum(["True", "False", "Unknown"]).describe(
+    "Status of the condition: True, False or Unknown.",
+  ),
   reason: z.string().min(1).max(1024).regex(new RegExp(CONDITION_REASON_PATTERN)).describe(
     "Programmatic identifier, CamelCase, of the reason for the last transition.",
   ),
-  message: z.string().max(32768).describe("Human-readable message with details about the transition; may be empty."),
+  message: z.string().max(32768).describe(
+    "Human-readable message with details about the transition; may be empty.",
+  ),
   lastTransitionTime: z.string().describe(
     "Time (RFC 3339, UTC) the condition last changed from one status to another.",
   ),
-  observedGeneration: z.number().int().min(0).optional().describe(
+  observedGeneration: integer().min(0).optional().describe(
     "The metadata.generation the condition was computed from; lower than the current generation means out of date.",
   ),
+});
+
+/**
+ * The conditions of a status: at most one a type, merged by type the way metav1.Condition lists
+ * are (`x-kubernetes-list-type: map` in the CRD).
+ */
+export const ConditionsSchema = z.array(ConditionSchema).meta({
+  "x-kubernetes-list-type": "map",
+  "x-kubernetes-list-map-keys": ["type"],
 });
 
 /** A status Condition. */

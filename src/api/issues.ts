@@ -1,6 +1,12 @@
 /** Turns zod issues into field errors: `spec.local.buckets[1].bucket.fillInterval: "10x" is not ...`. */
 import { z } from "zod";
 
+/**
+ * The message integer schemas give for a value of the wrong type (see `integer()` in common.ts):
+ * zod's own issue only says "number", which is not what a CRD user needs to read.
+ */
+export const EXPECTED_INTEGER = "expected integer";
+
 /** One problem with one field of an object. */
 export interface FieldError {
   /** Dotted path with bracketed indexes, e.g. `spec.local.buckets[1].bucket.maxTokens`. */
@@ -17,8 +23,9 @@ export function formatPath(path: readonly PropertyKey[]): string {
   let out = "";
   for (const key of path) {
     if (typeof key === "number") out += `[${key}]`;
-    else if (/^[A-Za-z_][A-Za-z0-9_]*$/.test(String(key))) out += out ? `.${String(key)}` : String(key);
-    else out += `[${JSON.stringify(String(key))}]`;
+    else if (/^[A-Za-z_][A-Za-z0-9_]*$/.test(String(key))) {
+      out += out ? `.${String(key)}` : String(key);
+    } else out += `[${JSON.stringify(String(key))}]`;
   }
   return out || "(root)";
 }
@@ -30,22 +37,46 @@ export function show(value: unknown): string {
   return text.length > 60 ? `${text.slice(0, 57)}...` : text;
 }
 
+/** The unit a size bound counts for an origin: `characters` of a string, `entries` of a list or map. */
+function sizeUnit(origin: string): string | undefined {
+  if (origin === "string") return "characters";
+  if (origin === "array" || origin === "object" || origin === "record" || origin === "set") {
+    return "entries";
+  }
+  return undefined;
+}
+
 function describe(issue: z.core.$ZodIssue, input: unknown): string {
   switch (issue.code) {
-    case "invalid_type":
+    case "invalid_type": {
+      const expected = issue.expected === "int" || issue.message === EXPECTED_INTEGER
+        ? "integer"
+        : issue.expected;
       return input === undefined
-        ? `is required (expected ${issue.expected})`
-        : `expected ${issue.expected}, got ${show(input)}`;
+        ? `is required (expected ${expected})`
+        : `expected ${expected}, got ${show(input)}`;
+    }
     case "invalid_value":
-      return `${show(input)} is not one of ${issue.values.map((v) => String(v)).join(", ")}`;
-    case "too_small":
-      return issue.origin === "object" || issue.origin === "array" || issue.origin === "string"
-        ? `must have at least ${issue.minimum} ${issue.origin === "string" ? "characters" : "entries"}`
+      return issue.values.length === 1
+        ? `${show(input)} is not ${show(issue.values[0])}`
+        : `${show(input)} is not one of ${issue.values.map((v) => String(v)).join(", ")}`;
+    case "too_small": {
+      const unit = sizeUnit(issue.origin);
+      if (unit === "characters" && Number(issue.minimum) === 1) return "must not be empty";
+      return unit
+        ? `must have at least ${issue.minimum} ${unit}`
         : `${show(input)} is below the minimum ${issue.minimum}`;
-    case "too_big":
-      return `${show(input)} is above the maximum ${issue.maximum}`;
+    }
+    case "too_big": {
+      const unit = sizeUnit(issue.origin);
+      return unit
+        ? `must have at most ${issue.maximum} ${unit}`
+        : `${show(input)} is above the maximum ${issue.maximum}`;
+    }
     case "unrecognized_keys":
       return `unknown field(s) ${issue.keys.join(", ")}`;
+    case "invalid_key":
+      return `invalid key: ${issue.issues.map((i) => i.message).join("; ")}`;
     default:
       return issue.message;
   }
@@ -64,18 +95,28 @@ function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
 export function toFieldErrors(error: z.ZodError, input: unknown): FieldError[] {
   return error.issues.map((issue) => {
     const input_ = valueAt(input, issue.path);
-    const custom = issue.code === "custom" || (issue.code === "invalid_format" && issue.message && !issue.message.startsWith("Invalid"));
-    return { path: formatPath(issue.path), message: custom ? issue.message : describe(issue, input_) };
+    // Messages written in a schema (refine, regex with `error`) already read as "value is not X".
+    const custom = issue.code === "custom" ||
+      (issue.code === "invalid_format" && issue.message && !issue.message.startsWith("Invalid"));
+    return {
+      path: formatPath(issue.path),
+      message: custom ? issue.message : describe(issue, input_),
+    };
   });
 }
 
-/** Renders field errors as one line each: `path: message`. */
+/** Renders field errors on one line: `path: message; path: message`. */
 export function formatErrors(errors: readonly FieldError[]): string {
   return errors.map((e) => `${e.path}: ${e.message}`).join("; ");
 }
 
 /** Parses `input` with `schema`, returning typed output or field errors. */
-export function parseWith<S extends z.ZodType>(schema: S, input: unknown): ParseResult<z.output<S>> {
+export function parseWith<S extends z.ZodType>(
+  schema: S,
+  input: unknown,
+): ParseResult<z.output<S>> {
   const result = schema.safeParse(input);
-  return result.success ? { ok: true, value: result.data } : { ok: false, errors: toFieldErrors(result.error, input) };
+  return result.success
+    ? { ok: true, value: result.data }
+    : { ok: false, errors: toFieldErrors(result.error, input) };
 }

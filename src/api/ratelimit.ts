@@ -1,8 +1,8 @@
 /** The RateLimit resource (gateway.platform-project.io/v1alpha1), SPEC.md "RateLimit". */
 import { z } from "zod";
-import { ConditionSchema, ObjectMetaSchema } from "./common.ts";
+import { ConditionsSchema, integer, ObjectMetaSchema } from "./common.ts";
 import { FILL_INTERVAL_PATTERN } from "./duration.ts";
-import { parseWith, type ParseResult } from "./issues.ts";
+import { type ParseResult, parseWith } from "./issues.ts";
 
 /** API group of RateLimit. */
 export const GATEWAY_GROUP = "gateway.platform-project.io";
@@ -10,7 +10,13 @@ export const GATEWAY_GROUP = "gateway.platform-project.io";
 export const MAX_TOKENS_LIMIT = 4294967295;
 
 const Tokens = (what: string) =>
-  z.number().int().min(1).max(MAX_TOKENS_LIMIT).describe(`${what}; an integer from 1 to 4294967295.`);
+  integer().min(1).max(MAX_TOKENS_LIMIT).describe(`${what}; an integer from 1 to 4294967295.`);
+
+/** A bucket rule's path: absolute, without query or fragment (matching ignores the query string). */
+export const BUCKET_PATH_PATTERN = "^/[^?#]*$";
+/** An HTTP header name (RFC 9110 token), as Envoy accepts it in a header matcher. */
+export const HEADER_NAME_PATTERN = "^[A-Za-z0-9!#$%&'*+.^_`|~-]+$";
+const HEADER_NAME = new RegExp(HEADER_NAME_PATTERN);
 
 /** A token bucket (SPEC.md "Bucket"). */
 export const BucketSchema = z.object({
@@ -18,28 +24,50 @@ export const BucketSchema = z.object({
   tokensPerFill: Tokens("Tokens added at each fill, capped at maxTokens"),
   fillInterval: z.string().regex(new RegExp(FILL_INTERVAL_PATTERN), {
     error: (iss) => `${JSON.stringify(iss.input)} is not a duration like 30s or 1m`,
-  }).describe("Time between fills: a whole positive number with the suffix s or m, e.g. 30s or 1m."),
+  }).describe(
+    "Time between fills: a whole positive number with the suffix s or m, e.g. 30s or 1m.",
+  ),
 });
+
+/** The message of a bucket rule with neither path nor headers (zod and the CRD's CEL rule). */
+export const BUCKET_RULE_NEEDS_MATCH = "a bucket rule needs a path, headers or both";
 
 /** An additional bucket and the requests it applies to. */
 export const BucketRuleSchema = z.object({
-  path: z.string().regex(/^\//, { error: (iss) => `${JSON.stringify(iss.input)} does not start with /` })
-    .optional().describe(
-      "Request path the bucket applies to, matched exactly, query string ignored; starts with /.",
-    ),
-  headers: z.record(z.string(), z.string()).optional().describe(
-    "Request headers and values that must all match (names case-insensitive, values exact).",
+  path: z.string().regex(new RegExp(BUCKET_PATH_PATTERN), {
+    error: (iss) =>
+      `${JSON.stringify(iss.input)} is not a path like /headers (starts with /, no ? or #)`,
+  }).optional().describe(
+    "Request path the bucket applies to, matched exactly, query string ignored; starts with / and has no ? or #.",
   ),
+  headers: z.record(
+    z.string().regex(HEADER_NAME, {
+      error: (iss) => `${JSON.stringify(iss.input)} is not an HTTP header name`,
+    }),
+    z.string(),
+  ).refine((m) => Object.keys(m).length > 0, { error: "must list at least one header" })
+    // No CEL rule for the names: over an unbounded map its estimated cost is too high for the
+    // API server; the operator's parse rejects bad names instead.
+    .meta({ minProperties: 1 })
+    .optional().describe(
+      "Request headers and values that must all match (names case-insensitive, values exact); at least one.",
+    ),
   bucket: BucketSchema.describe("The bucket used for matching requests."),
 }).refine((r) => r.path !== undefined || r.headers !== undefined, {
-  error: "a bucket rule needs a path, headers or both",
-});
+  error: BUCKET_RULE_NEEDS_MATCH,
+})
+  .meta({
+    "x-kubernetes-validations": [{
+      rule: "has(self.path) || has(self.headers)",
+      message: BUCKET_RULE_NEEDS_MATCH,
+    }],
+  });
 
 /** RateLimit spec (SPEC.md). */
 export const RateLimitSpecSchema = z.object({
   selectorLabels: z.record(z.string(), z.string()).refine((m) => Object.keys(m).length > 0, {
     error: "must select at least one label",
-  }).describe(
+  }).meta({ minProperties: 1 }).describe(
     "Labels selecting the workload's Pods; in namespace mesh-system with app: mesh-ingressgateway it selects the ingress gateway.",
   ),
   enableResponseHeaders: z.boolean().default(false).describe(
@@ -55,10 +83,14 @@ export const RateLimitSpecSchema = z.object({
 
 /** RateLimit status: SPEC.md shows state; the rest is this operator's (DESIGN.md). */
 export const RateLimitStatusSchema = z.object({
-  state: z.enum(["Ready", "Error"]).optional().describe("Ready when the limit is applied, Error when not."),
+  state: z.enum(["Ready", "Error"]).optional().describe(
+    "Ready when the limit is applied, Error when not.",
+  ),
   description: z.string().optional().describe("What the state means for this object, in words."),
-  observedGeneration: z.number().int().optional().describe("The generation the status was computed from."),
-  conditions: z.array(ConditionSchema).optional().describe("Conditions of the RateLimit."),
+  observedGeneration: integer().min(0).optional().describe(
+    "The generation the status was computed from.",
+  ),
+  conditions: ConditionsSchema.optional().describe("Conditions of the RateLimit."),
 });
 
 /** A RateLimit object. */
@@ -68,7 +100,9 @@ export const RateLimitSchema = z.object({
   metadata: ObjectMetaSchema,
   spec: RateLimitSpecSchema.describe("The workload and its limits."),
   status: RateLimitStatusSchema.optional().describe("Observed state, written by the operator."),
-});
+}).describe(
+  "RateLimit applies local token-bucket rate limits to a workload's Pods or to the mesh ingress gateway.",
+);
 
 /** A parsed RateLimit, defaults filled. */
 export type RateLimit = z.output<typeof RateLimitSchema>;

@@ -1,7 +1,13 @@
 /** Every resource type the operator reads or writes, in one place. */
 import type { ResourceType } from "../runtime/cluster.ts";
 
-const t = (group: string, version: string, kind: string, plural: string, namespaced = true): ResourceType => ({
+const t = (
+  group: string,
+  version: string,
+  kind: string,
+  plural: string,
+  namespaced = true,
+): ResourceType => ({
   group,
   version,
   kind,
@@ -25,7 +31,13 @@ export const RESOURCES = {
   Deployment: t("apps", "v1", "Deployment", "deployments"),
   Lease: t("coordination.k8s.io", "v1", "Lease", "leases"),
   ClusterRole: t("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", false),
-  ClusterRoleBinding: t("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings", false),
+  ClusterRoleBinding: t(
+    "rbac.authorization.k8s.io",
+    "v1",
+    "ClusterRoleBinding",
+    "clusterrolebindings",
+    false,
+  ),
   Role: t("rbac.authorization.k8s.io", "v1", "Role", "roles"),
   RoleBinding: t("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings"),
   CustomResourceDefinition: t(
@@ -46,7 +58,12 @@ export const RESOURCES = {
   Function: t("serverless.platform-project.io", "v1alpha2", "Function", "functions"),
   ScaledObject: t("keda.sh", "v1alpha1", "ScaledObject", "scaledobjects"),
   ScaledJob: t("keda.sh", "v1alpha1", "ScaledJob", "scaledjobs"),
-  TriggerAuthentication: t("keda.sh", "v1alpha1", "TriggerAuthentication", "triggerauthentications"),
+  TriggerAuthentication: t(
+    "keda.sh",
+    "v1alpha1",
+    "TriggerAuthentication",
+    "triggerauthentications",
+  ),
 } as const satisfies Record<string, ResourceType>;
 
 /** The apiVersion string of a resource type. */

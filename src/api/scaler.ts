@@ -1,7 +1,7 @@
 /** The Scaler module resource (operator.platform-project.io/v1alpha1): KEDA, SPEC.md "Scaler". */
 import { z } from "zod";
-import { ConditionSchema, ObjectMetaSchema } from "./common.ts";
-import { parseWith, type ParseResult } from "./issues.ts";
+import { ConditionsSchema, ObjectMetaSchema } from "./common.ts";
+import { type ParseResult, parseWith } from "./issues.ts";
 import { OPERATOR_GROUP } from "./serverless.ts";
 
 /** The KEDA components a Scaler configures. */
@@ -15,7 +15,8 @@ export const QUANTITY_PATTERN =
 
 const Quantity = (what: string) =>
   z.string().regex(new RegExp(QUANTITY_PATTERN), {
-    error: (iss) => `${JSON.stringify(iss.input)} is not a Kubernetes quantity like 100m, 1 or 512Mi`,
+    error: (iss) =>
+      `${JSON.stringify(iss.input)} is not a Kubernetes quantity like 100m, 1 or 512Mi`,
   }).optional().describe(what);
 
 const ComponentLoggingSchema = z.object({
@@ -64,7 +65,9 @@ export const EnvVarSchema = z.object({
       resource: z.string().describe("Resource, e.g. limits.memory."),
       divisor: z.string().optional().describe("Output format of the exposed resource."),
     }).optional().describe("A resource of the container."),
-  }).optional().describe("Source of the value: a ConfigMap or Secret key, or a Pod or resource field."),
+  }).optional().describe(
+    "Source of the value: a ConfigMap or Secret key, or a Pod or resource field.",
+  ),
 });
 
 const perComponent = <T extends z.ZodType>(schema: T, what: string) =>
@@ -75,19 +78,25 @@ const perComponent = <T extends z.ZodType>(schema: T, what: string) =>
   });
 
 const SidecarSchema = z.object({
-  enabledSidecarInjection: z.boolean().optional().describe("Inject the service-mesh sidecar into the Pod."),
+  enabledSidecarInjection: z.boolean().optional().describe(
+    "Inject the service-mesh sidecar into the Pod.",
+  ),
 });
 
 /** Scaler spec (SPEC.md); logging defaults are filled one field at a time. */
 export const ScalerSpecSchema = z.object({
   istio: z.object({
     operator: SidecarSchema.optional().describe("Sidecar injection for the keda-operator Pod."),
-    metricServer: SidecarSchema.optional().describe("Sidecar injection for the metrics server Pod."),
+    metricServer: SidecarSchema.optional().describe(
+      "Sidecar injection for the metrics server Pod.",
+    ),
   }).optional().describe("Service-mesh sidecar injection per component."),
   logging: z.object({
     operator: ComponentLoggingSchema.prefault({}).describe("Logging of the keda-operator."),
     metricServer: ComponentLoggingSchema.prefault({}).describe("Logging of the metrics server."),
-    admissionWebhook: ComponentLoggingSchema.prefault({}).describe("Logging of the admission webhooks."),
+    admissionWebhook: ComponentLoggingSchema.prefault({}).describe(
+      "Logging of the admission webhooks.",
+    ),
   }).prefault({}).describe("Logging per component."),
   resources: perComponent(ComponentResourcesSchema, "Resources").optional().describe(
     "Resource limits and requests per component; unset keeps KEDA's defaults.",
@@ -104,9 +113,11 @@ export const ScalerStatusSchema = z.object({
   state: z.enum(["Ready", "Processing", "Error", "Warning", "Deleting"]).optional().describe(
     "State of the module: Ready, Processing, Error, Warning or Deleting.",
   ),
-  served: z.enum(["True", "False"]).describe("Whether this Scaler is the one the operator manages."),
+  served: z.enum(["True", "False"]).describe(
+    "Whether this Scaler is the one the operator manages.",
+  ),
   kedaVersion: z.string().optional().describe("Version of the installed KEDA."),
-  conditions: z.array(ConditionSchema).optional().describe("Conditions of the module."),
+  conditions: ConditionsSchema.optional().describe("Conditions of the module."),
 });
 
 /** A Scaler object. */
@@ -116,7 +127,9 @@ export const ScalerSchema = z.object({
   metadata: ObjectMetaSchema,
   spec: ScalerSpecSchema.prefault({}).describe("Configuration of the KEDA module."),
   status: ScalerStatusSchema.optional().describe("Observed state, written by the operator."),
-});
+}).describe(
+  "Scaler installs, configures and reports on the event-driven autoscaler (KEDA); one per cluster is served.",
+);
 
 /** A parsed Scaler, defaults filled. */
 export type Scaler = z.output<typeof ScalerSchema>;

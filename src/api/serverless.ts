@@ -1,7 +1,7 @@
 /** The Serverless module resource (operator.platform-project.io/v1alpha1), SPEC.md "Serverless". */
 import { z } from "zod";
-import { ConditionSchema, ObjectMetaSchema } from "./common.ts";
-import { parseWith, type ParseResult } from "./issues.ts";
+import { ConditionsSchema, ObjectMetaSchema } from "./common.ts";
+import { type ParseResult, parseWith } from "./issues.ts";
 
 /** API group of the module resources. */
 export const OPERATOR_GROUP = "operator.platform-project.io";
@@ -42,8 +42,10 @@ export const ServerlessStatusSchema = z.object({
   state: z.enum(["Ready", "Processing", "Error", "Deleting"]).optional().describe(
     "State of the module: Ready, Processing, Error or Deleting.",
   ),
-  served: z.enum(["True", "False"]).describe("Whether this Serverless is the one the operator manages."),
-  conditions: z.array(ConditionSchema).optional().describe("Conditions of the module."),
+  served: z.enum(["True", "False"]).describe(
+    "Whether this Serverless is the one the operator manages.",
+  ),
+  conditions: ConditionsSchema.optional().describe("Conditions of the module."),
   eventingEndpoint: z.string().optional().describe("Eventing endpoint in use."),
   tracingEndpoint: z.string().optional().describe("Tracing endpoint in use."),
   functionRequeueDuration: z.string().optional().describe("Function requeue duration in use."),
@@ -64,7 +66,9 @@ export const ServerlessSchema = z.object({
     "Configuration of the Serverless module.",
   ),
   status: ServerlessStatusSchema.optional().describe("Observed state, written by the operator."),
-});
+}).describe(
+  "Serverless installs, configures and reports on the Serverless module; one per cluster is served.",
+);
 
 /** A parsed Serverless, defaults filled. */
 export type Serverless = z.output<typeof ServerlessSchema>;

@@ -1,0 +1,27 @@
+/**
+ * The platform operator: Serverless, Scaler and RateLimit on Kubernetes.
+ *
+ * As a program this is the CLI (`deno run -A mod.ts --help` lists the commands); as a module it
+ * exports the library: the API schemas and their parse functions, the CRDs, the `Cluster` port and
+ * the `Plan` a reconcile returns.
+ *
+ * @module
+ */
+export * from "./src/api/common.ts";
+export * from "./src/api/duration.ts";
+export * from "./src/api/issues.ts";
+export * from "./src/api/resources.ts";
+export * from "./src/api/serverless.ts";
+export * from "./src/api/scaler.ts";
+export * from "./src/api/ratelimit.ts";
+export * from "./src/runtime/cluster.ts";
+export type { Clock, Random } from "./src/runtime/clock.ts";
+export type * from "./src/runtime/controller.ts";
+export * from "./src/reconcile/plan.ts";
+export * from "./src/crd/definitions.ts";
+export { crdSchemaOf, type JsonSchema } from "./src/crd/schema.ts";
+export { renderCrdFiles } from "./src/crd/render.ts";
+
+import { main } from "./src/cli/main.ts";
+
+if (import.meta.main) Deno.exit(await main(Deno.args));

@@ -1,0 +1,86 @@
+/** `mod.ts crds`: writes `crds/` from the zod schemas, or with `--check` reports what is stale. */
+import { parseArgs } from "node:util";
+import { join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
+import { crdDifferences, renderCrdFiles } from "../crd/render.ts";
+
+const HELP = `Usage: deno run -A mod.ts crds [--check] [--dir DIR]
+
+Writes one CustomResourceDefinition a kind to DIR/<plural>.<group>.yaml, generated from src/api/.
+
+Options:
+  --check    write nothing; list the files that differ and exit 1 if any do
+  --dir DIR  the folder of the CRD files (default: the project's crds/)
+  --help     show this help`;
+
+/** The project's `crds/` folder, wherever the command is run from. */
+export const CRDS_DIR = fileURLToPath(new URL("../../crds", import.meta.url));
+
+/** Reads every `*.yaml` file of `dir` (none when it does not exist). */
+export async function readYamlFiles(dir: string): Promise<Map<string, string>> {
+  const files = new Map<string, string>();
+  try {
+    for await (const entry of Deno.readDir(dir)) {
+      if (entry.isFile && entry.name.endsWith(".yaml")) {
+        files.set(entry.name, await Deno.readTextFile(join(dir, entry.name)));
+      }
+    }
+  } catch (err) {
+    if (!(err instanceof Deno.errors.NotFound)) throw err;
+  }
+  return files;
+}
+
+/** Runs the command; resolves to the exit code (0 ok, 1 stale with --check, 2 bad usage). */
+export async function main(args: string[]): Promise<number> {
+  let values: { check?: boolean; dir?: string; help?: boolean };
+  try {
+    ({ values } = parseArgs({
+      args,
+      options: {
+        check: { type: "boolean" },
+        dir: { type: "string" },
+        help: { type: "boolean", short: "h" },
+      },
+      strict: true,
+      allowPositionals: false,
+    }));
+  } catch (err) {
+    console.error(`error: ${err instanceof Error ? err.message : String(err)}\n\n${HELP}`);
+    return 2;
+  }
+  if (values.help) {
+    console.log(HELP);
+    return 0;
+  }
+  const dir = values.dir ?? CRDS_DIR;
+  const shown = relative(Deno.cwd(), dir) || ".";
+  const expected = renderCrdFiles();
+  const actual = await readYamlFiles(dir);
+  const differences = crdDifferences(expected, actual);
+  if (values.check) {
+    if (differences.length === 0) {
+      console.log(`${shown}/ is up to date (${expected.length} CRDs)`);
+      return 0;
+    }
+    console.error(`${shown}/ differs from the schemas in src/api/:`);
+    for (const line of differences) console.error(`  ${shown}/${line}`);
+    console.error("Run `deno task crds` to regenerate.");
+    return 1;
+  }
+  await Deno.mkdir(dir, { recursive: true });
+  for (const file of expected) {
+    if (actual.get(file.name) === file.text) continue;
+    await Deno.writeTextFile(join(dir, file.name), file.text);
+    console.log(`wrote ${shown}/${file.name}`);
+  }
+  const names = new Set(expected.map((f) => f.name));
+  for (const name of actual.keys()) {
+    // Never delete a file this command did not write; say so instead.
+    if (!names.has(name)) {
+      console.error(`warning: ${shown}/${name} is not generated from src/api/; delete it if stale`);
+    }
+  }
+  console.log(`${shown}/ has the ${expected.length} CRDs of the schemas`);
+  return 0;
+}

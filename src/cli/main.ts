@@ -1,0 +1,82 @@
+/**
+ * The CLI front door: `deno run -A mod.ts <command> [args]`. Each command is a module loaded only
+ * when it runs, exporting `main(args): Promise<number>` (the exit code).
+ */
+
+/** What a command module exports. */
+export interface CommandModule {
+  /** Runs the command with the arguments after its name; resolves to the process exit code. */
+  main(args: string[]): Promise<number>;
+}
+
+/** A subcommand: its name, a one-line summary for `--help`, and how to load it. */
+export interface Command {
+  name: string;
+  summary: string;
+  load: () => Promise<CommandModule>;
+}
+
+/** Every subcommand, in the order `--help` lists them. To add one, add a row. */
+export const COMMANDS: readonly Command[] = [
+  {
+    name: "crds",
+    summary: "write crds/ from the schemas in src/api/ (--check: exit 1 if crds/ is stale)",
+    load: () => import("./crds.ts"),
+  },
+];
+
+/** Where the front door writes: stdout for help, stderr for errors. */
+export interface Output {
+  out(line: string): void;
+  err(line: string): void;
+}
+
+const CONSOLE: Output = { out: (line) => console.log(line), err: (line) => console.error(line) };
+
+/** The help text listing the subcommands. */
+export function usage(commands: readonly Command[] = COMMANDS): string {
+  const width = Math.max(...commands.map((c) => c.name.length), "help".length);
+  const rows = commands.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`);
+  return [
+    "Platform operator: Serverless, Scaler and RateLimit.",
+    "",
+    "Usage: deno run -A mod.ts <command> [options]",
+    "",
+    "Commands:",
+    ...rows,
+    `  ${"help".padEnd(width)}  show this help, or a command's (help <command>)`,
+    "",
+    "Run `mod.ts <command> --help` for a command's options.",
+  ].join("\n");
+}
+
+/**
+ * Dispatches `args` to a command and resolves to the exit code: 0 for help, 2 for no or an
+ * unknown command, otherwise the command's own.
+ */
+export async function main(
+  args: readonly string[],
+  commands: readonly Command[] = COMMANDS,
+  output: Output = CONSOLE,
+): Promise<number> {
+  const [name, ...rest] = args;
+  if (name === undefined) {
+    output.err(usage(commands));
+    return 2;
+  }
+  if (name === "--help" || name === "-h" || name === "help") {
+    if (rest.length === 0) {
+      output.out(usage(commands));
+      return 0;
+    }
+    return main([rest[0], "--help"], commands, output);
+  }
+  const command = commands.find((c) => c.name === name);
+  if (!command) {
+    const known = commands.map((c) => c.name).join(", ");
+    output.err(`error: unknown command ${JSON.stringify(name)}; commands: ${known}, help`);
+    return 2;
+  }
+  const module = await command.load();
+  return module.main(rest);
+}

@@ -1,0 +1,140 @@
+/**
+ * The CustomResourceDefinitions of the three kinds, built from their zod schemas. The names,
+ * columns and short names live here; every field, type and constraint comes from `src/api/`.
+ */
+import type { z } from "zod";
+import { RateLimitSchema } from "../api/ratelimit.ts";
+import { RESOURCES } from "../api/resources.ts";
+import { ScalerSchema } from "../api/scaler.ts";
+import { ServerlessSchema } from "../api/serverless.ts";
+import type { ResourceType } from "../runtime/cluster.ts";
+import { crdSchemaOf, type JsonSchema } from "./schema.ts";
+
+/** A column `kubectl get` shows for a kind. */
+export type PrinterColumn = {
+  name: string;
+  type: "string" | "integer" | "number" | "boolean" | "date";
+  jsonPath: string;
+  description?: string;
+};
+
+/** One version of a CRD. */
+export type CrdVersion = {
+  name: string;
+  served: boolean;
+  storage: boolean;
+  schema: { openAPIV3Schema: JsonSchema };
+  subresources: { status: Record<string, never> };
+  additionalPrinterColumns: PrinterColumn[];
+};
+
+/** An apiextensions.k8s.io/v1 CustomResourceDefinition as this project writes it. */
+export type CustomResourceDefinition = {
+  apiVersion: "apiextensions.k8s.io/v1";
+  kind: "CustomResourceDefinition";
+  metadata: { name: string };
+  spec: {
+    group: string;
+    names: {
+      kind: string;
+      listKind: string;
+      plural: string;
+      singular: string;
+      shortNames: string[];
+      categories: string[];
+    };
+    scope: "Namespaced" | "Cluster";
+    versions: CrdVersion[];
+  };
+};
+
+/** The category all three kinds belong to: `kubectl get platform` lists them together. */
+export const CRD_CATEGORY = "platform";
+
+const AGE: PrinterColumn = { name: "Age", type: "date", jsonPath: ".metadata.creationTimestamp" };
+
+const MODULE_COLUMNS: PrinterColumn[] = [
+  {
+    name: "State",
+    type: "string",
+    jsonPath: ".status.state",
+    description: "State of the module.",
+  },
+  {
+    name: "Served",
+    type: "string",
+    jsonPath: ".status.served",
+    description: "Whether this object is the one the operator manages.",
+  },
+  AGE,
+];
+
+const RATELIMIT_COLUMNS: PrinterColumn[] = [
+  {
+    name: "Status",
+    type: "string",
+    jsonPath: ".status.state",
+    description: "Ready when the limit is applied, Error when not.",
+  },
+  AGE,
+];
+
+interface Kind {
+  type: ResourceType;
+  schema: z.ZodType;
+  shortNames: string[];
+  columns: PrinterColumn[];
+}
+
+const KINDS: Kind[] = [
+  {
+    type: RESOURCES.Serverless,
+    schema: ServerlessSchema,
+    shortNames: ["svls"],
+    columns: MODULE_COLUMNS,
+  },
+  { type: RESOURCES.Scaler, schema: ScalerSchema, shortNames: ["scl"], columns: MODULE_COLUMNS },
+  {
+    type: RESOURCES.RateLimit,
+    schema: RateLimitSchema,
+    shortNames: ["rl"],
+    columns: RATELIMIT_COLUMNS,
+  },
+];
+
+function definitionOf(kind: Kind): CustomResourceDefinition {
+  const { group, version, plural, namespaced } = kind.type;
+  return {
+    apiVersion: "apiextensions.k8s.io/v1",
+    kind: "CustomResourceDefinition",
+    metadata: { name: `${plural}.${group}` },
+    spec: {
+      group,
+      names: {
+        kind: kind.type.kind,
+        listKind: `${kind.type.kind}List`,
+        plural,
+        singular: kind.type.kind.toLowerCase(),
+        shortNames: [...kind.shortNames],
+        categories: [CRD_CATEGORY],
+      },
+      scope: namespaced ? "Namespaced" : "Cluster",
+      versions: [{
+        name: version,
+        served: true,
+        storage: true,
+        schema: { openAPIV3Schema: crdSchemaOf(kind.schema) },
+        subresources: { status: {} },
+        additionalPrinterColumns: structuredClone(kind.columns),
+      }],
+    },
+  };
+}
+
+/**
+ * The CRDs of Serverless, Scaler and RateLimit, freshly generated from the schemas (new objects on
+ * every call, so callers may change them). The simulator and the end-to-end tests install these.
+ */
+export function customResourceDefinitions(): CustomResourceDefinition[] {
+  return KINDS.map(definitionOf);
+}

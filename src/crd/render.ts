@@ -1,0 +1,65 @@
+/** CRDs as the YAML files of `crds/`: one document a file, keys sorted, so output is stable. */
+import { stringify } from "yaml";
+import { type CustomResourceDefinition, customResourceDefinitions } from "./definitions.ts";
+
+/** One file of `crds/`: its name (`<plural>.<group>.yaml`) and its text. */
+export interface CrdFile {
+  name: string;
+  text: string;
+}
+
+/** The first line of every generated file. */
+export const GENERATED_HEADER = "# Generated from src/api/ by `deno task crds`. Do not edit.";
+
+/** The file name of a CRD in `crds/`: `<plural>.<group>.yaml`. */
+export function crdFileName(crd: CustomResourceDefinition): string {
+  return `${crd.metadata.name}.yaml`;
+}
+
+/** Renders a CRD as one YAML document: keys sorted, no line folding, no anchors. */
+export function crdYaml(crd: CustomResourceDefinition): string {
+  const body = stringify(crd, { sortMapEntries: true, lineWidth: 0, aliasDuplicateObjects: false });
+  return `${GENERATED_HEADER}\n${body}`;
+}
+
+/** The files `deno task crds` writes, sorted by name. */
+export function renderCrdFiles(
+  crds: readonly CustomResourceDefinition[] = customResourceDefinitions(),
+): CrdFile[] {
+  return crds.map((crd) => ({ name: crdFileName(crd), text: crdYaml(crd) }))
+    .sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
+}
+
+/**
+ * What differs between the files `expected` and the files found in a folder (`actual`, name to
+ * text, `*.yaml` only): one line a file, naming the first differing line. Empty when they match.
+ */
+export function crdDifferences(
+  expected: readonly CrdFile[],
+  actual: ReadonlyMap<string, string>,
+): string[] {
+  const out: string[] = [];
+  for (const file of expected) {
+    const found = actual.get(file.name);
+    if (found === undefined) out.push(`${file.name}: missing`);
+    else if (found !== file.text) out.push(`${file.name}: ${firstDifference(file.text, found)}`);
+  }
+  const names = new Set(expected.map((f) => f.name));
+  for (const name of [...actual.keys()].sort()) {
+    if (!names.has(name)) out.push(`${name}: not generated from src/api/ (stale?)`);
+  }
+  return out;
+}
+
+function firstDifference(expected: string, found: string): string {
+  const want = expected.split("\n");
+  const got = found.split("\n");
+  for (let i = 0; i < Math.max(want.length, got.length); i++) {
+    if (want[i] !== got[i]) {
+      return `line ${i + 1} differs: expected ${
+        JSON.stringify(want[i] ?? "(end of file)")
+      }, found ${JSON.stringify(got[i] ?? "(end of file)")}`;
+    }
+  }
+  return "differs";
+}
