@@ -1,0 +1,208 @@
+/**
+ * HTTP to the API server on Deno's native fetch and `Deno.createHttpClient`. client-node 2.x's own
+ * transport (npm undici) is not used: under Deno an aborted undici body emits no error, so its
+ * watches stall silently (see shared/reference/operators-deno.md §2).
+ */
+import type { ApiError } from "../runtime/cluster.ts";
+import type { Connection } from "./config.ts";
+import { apiErrorFromResponse, transportError } from "./errors.ts";
+
+/** One answered request, for metrics. `code` is the HTTP status, 0 when no answer came. */
+export interface RequestRecord {
+  method: string;
+  path: string;
+  code: number;
+  durationMs: number;
+}
+
+/** Transport settings. */
+export interface TransportOptions {
+  /** Deadline of a non-watch request, body included; for a watch, of its response headers. Default 30 s. */
+  requestTimeoutMs?: number;
+  userAgent?: string;
+  /** Called after every request (metrics). */
+  onRequest?: (record: RequestRecord) => void;
+}
+
+/** A request to send. */
+export interface RequestInit {
+  body?: unknown;
+  contentType?: string;
+  /** Aborting it cancels the request (and a streamed body). */
+  signal?: AbortSignal;
+}
+
+/** An open streamed answer: its body, and `close()` to end the connection. */
+export interface Stream {
+  body: ReadableStream<Uint8Array>;
+  close(): void;
+}
+
+const DEFAULT_TIMEOUT_MS = 30_000;
+
+class Deadline extends Error {
+  constructor(ms: number) {
+    super(`timed out after ${ms} ms`);
+    this.name = "TimeoutError";
+  }
+}
+
+/** Sends requests to one API server; every failure is thrown as ApiError. */
+export class HttpTransport {
+  readonly #conn: Connection;
+  readonly #client: Deno.HttpClient;
+  readonly #timeoutMs: number;
+  readonly #userAgent: string;
+  readonly #onRequest?: (record: RequestRecord) => void;
+
+  /** Creates the Deno HTTP client (CAs, client certificate, proxy) of `conn`. */
+  constructor(conn: Connection, opts: TransportOptions = {}) {
+    this.#conn = conn;
+    const tls = conn.clientCert && conn.clientKey
+      ? { cert: conn.clientCert, key: conn.clientKey }
+      : {};
+    this.#client = Deno.createHttpClient({
+      caCerts: conn.caCerts,
+      ...tls,
+      ...(conn.proxyUrl ? { proxy: { url: conn.proxyUrl } } : {}),
+    });
+    this.#timeoutMs = opts.requestTimeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.#userAgent = opts.userAgent ?? "platform-operator";
+    this.#onRequest = opts.onRequest;
+  }
+
+  /** The server's base URL. */
+  get server(): string {
+    return this.#conn.server;
+  }
+
+  /** Sends a request and parses the JSON answer; the deadline covers the body. Throws ApiError unless 2xx. */
+  async json(method: string, path: string, init: RequestInit = {}): Promise<unknown> {
+    const ctl = this.#controller(init.signal);
+    try {
+      const res = await this.#send(method, path, init, ctl.signal);
+      return await this.#read(method, path, () => res.json(), ctl.signal);
+    } finally {
+      ctl.done();
+    }
+  }
+
+  /**
+   * Sends a request whose answer is streamed (a watch). The deadline covers the response headers
+   * only; the stream lasts until the server ends it, `init.signal` aborts, or `close()`.
+   */
+  async stream(method: string, path: string, init: RequestInit = {}): Promise<Stream> {
+    const ctl = this.#controller(init.signal);
+    try {
+      const res = await this.#send(method, path, init, ctl.signal);
+      ctl.clearDeadline();
+      if (!res.body) throw transportError("empty body", `${method} ${path}`, false);
+      return { body: res.body, close: () => ctl.abort() };
+    } catch (err) {
+      ctl.done();
+      throw err;
+    }
+  }
+
+  /** Closes idle connections. */
+  close(): void {
+    this.#client.close();
+  }
+
+  async #send(
+    method: string,
+    path: string,
+    init: RequestInit,
+    signal: AbortSignal,
+  ): Promise<Response> {
+    const url = `${this.#conn.server}${path}`;
+    for (let attempt = 0;; attempt++) {
+      const started = performance.now();
+      let res: Response;
+      try {
+        const headers: Record<string, string> = {
+          accept: "application/json",
+          "user-agent": this.#userAgent,
+          ...(await this.#conn.credentials.headers()),
+        };
+        if (init.body !== undefined) {
+          headers["content-type"] = init.contentType ?? "application/json";
+        }
+        res = await fetch(url, {
+          method,
+          headers,
+          body: init.body === undefined ? undefined : JSON.stringify(init.body),
+          signal,
+          client: this.#client,
+        });
+      } catch (err) {
+        this.#record(method, path, 0, started);
+        throw this.#failure(err, `${method} ${path}`, signal);
+      }
+      this.#record(method, path, res.status, started);
+      if (res.ok) return res;
+      // A rotated token: read it again once before giving up.
+      if (res.status === 401 && attempt === 0 && this.#conn.credentials.invalidate()) {
+        await res.body?.cancel();
+        continue;
+      }
+      throw await this.#read(method, path, () => apiErrorFromResponse(res), signal);
+    }
+  }
+
+  async #read<T>(
+    method: string,
+    path: string,
+    read: () => Promise<T>,
+    signal: AbortSignal,
+  ): Promise<T> {
+    try {
+      return await read();
+    } catch (err) {
+      throw this.#failure(err, `${method} ${path}: reading the answer`, signal);
+    }
+  }
+
+  #failure(err: unknown, what: string, signal: AbortSignal): ApiError {
+    const timedOut = signal.aborted && signal.reason instanceof Deadline;
+    const error = transportError(err, what, timedOut);
+    if (this.#conn.skipTLSVerify && /certificate|tls/i.test(error.message)) {
+      error.message +=
+        " (the kubeconfig sets insecure-skip-tls-verify: run with --unsafely-ignore-certificate-errors)";
+    }
+    return error;
+  }
+
+  #record(method: string, path: string, code: number, started: number): void {
+    this.#onRequest?.({ method, path, code, durationMs: performance.now() - started });
+  }
+
+  #controller(outer?: AbortSignal) {
+    const ctl = new AbortController();
+    const ms = this.#timeoutMs;
+    let timer: ReturnType<typeof setTimeout> | undefined = setTimeout(
+      () => ctl.abort(new Deadline(ms)),
+      ms,
+    );
+    const onAbort = () => ctl.abort(outer?.reason);
+    if (outer?.aborted) ctl.abort(outer.reason);
+    else outer?.addEventListener("abort", onAbort, { once: true });
+    const clearDeadline = () => {
+      if (timer !== undefined) clearTimeout(timer);
+      timer = undefined;
+    };
+    return {
+      signal: ctl.signal,
+      clearDeadline,
+      abort: () => {
+        clearDeadline();
+        outer?.removeEventListener("abort", onAbort);
+        ctl.abort();
+      },
+      done: () => {
+        clearDeadline();
+        outer?.removeEventListener("abort", onAbort);
+      },
+    };
+  }
+}

@@ -1,0 +1,103 @@
+/** Decodes a watch answer (one JSON WatchEvent a line) with an idle deadline, ending at once on abort. */
+import { ApiError, type WatchEvent } from "../runtime/cluster.ts";
+import type { Stream } from "./transport.ts";
+
+const EVENT_TYPES = new Set(["ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"]);
+
+/** Parses one line of a watch answer; throws ApiError on anything that is not a WatchEvent. */
+export function parseWatchLine(line: string): WatchEvent {
+  let value: unknown;
+  try {
+    value = JSON.parse(line);
+  } catch {
+    throw new ApiError(
+      0,
+      "InvalidWatchEvent",
+      `watch sent a line that is not JSON: ${line.slice(0, 200)}`,
+    );
+  }
+  const event = value as { type?: unknown; object?: unknown };
+  if (
+    typeof event?.type !== "string" || !EVENT_TYPES.has(event.type) ||
+    typeof event.object !== "object"
+  ) {
+    throw new ApiError(
+      0,
+      "InvalidWatchEvent",
+      `watch sent an unknown event: ${line.slice(0, 200)}`,
+    );
+  }
+  return event as WatchEvent;
+}
+
+type Outcome =
+  | { kind: "data"; value: ReadableStreamReadResult<string> }
+  | { kind: "failed"; error: unknown }
+  | { kind: "idle" }
+  | { kind: "aborted" };
+
+/**
+ * Yields the events of a watch stream. It ends when the server ends the stream or `signal` aborts;
+ * it throws ApiError(0, "Timeout") when nothing (not even a bookmark) arrives for `idleMs`, which
+ * turns a silently dropped connection into an error the watcher can act on.
+ */
+export async function* decodeWatch(
+  stream: Stream,
+  idleMs: number,
+  signal: AbortSignal,
+): AsyncGenerator<WatchEvent> {
+  const reader = stream.body.pipeThrough(new TextDecoderStream()).getReader();
+  let aborted!: () => void;
+  const abortedPromise = new Promise<Outcome>((resolve) => {
+    aborted = () => resolve({ kind: "aborted" });
+  });
+  if (signal.aborted) aborted();
+  signal.addEventListener("abort", aborted, { once: true });
+  let buffer = "";
+  try {
+    while (true) {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const idle = new Promise<Outcome>((resolve) => {
+        timer = setTimeout(() => resolve({ kind: "idle" }), idleMs);
+      });
+      const read = reader.read().then(
+        (value): Outcome => ({ kind: "data", value }),
+        // Never rejects: a read that loses the race may fail later, after the reader is cancelled.
+        (error): Outcome => signal.aborted ? { kind: "aborted" } : { kind: "failed", error },
+      );
+      // An abort must end the watch even if the body read never settles.
+      const outcome = await Promise.race([read, idle, abortedPromise]).finally(() =>
+        clearTimeout(timer)
+      );
+      if (outcome.kind === "aborted") return;
+      if (outcome.kind === "failed") {
+        const detail = outcome.error instanceof Error
+          ? outcome.error.message
+          : String(outcome.error);
+        throw new ApiError(0, "NetworkError", `watch connection failed: ${detail}`);
+      }
+      if (outcome.kind === "idle") {
+        throw new ApiError(
+          0,
+          "Timeout",
+          `watch stalled: no data for ${Math.round(idleMs / 1000)} s`,
+        );
+      }
+      if (outcome.value.done) break;
+      buffer += outcome.value.value;
+      let newline: number;
+      while ((newline = buffer.indexOf("\n")) >= 0) {
+        const line = buffer.slice(0, newline).trim();
+        buffer = buffer.slice(newline + 1);
+        if (line) yield parseWatchLine(line);
+        if (signal.aborted) return;
+      }
+    }
+    const rest = buffer.trim();
+    if (rest) yield parseWatchLine(rest);
+  } finally {
+    signal.removeEventListener("abort", aborted);
+    stream.close();
+    reader.cancel().catch(() => {});
+  }
+}

@@ -1,0 +1,247 @@
+import assert from "node:assert/strict";
+import { ApiError, type KubeObject } from "../../src/runtime/cluster.ts";
+import { LiveCluster } from "../../src/kube/live_cluster.ts";
+import { json, status } from "./fake_server.ts";
+import {
+  connectionTo,
+  Deployment,
+  Namespace,
+  Pod,
+  RateLimit,
+  Serverless,
+  withCluster,
+} from "./helpers.ts";
+
+const rl = (name: string, extra: Record<string, unknown> = {}): KubeObject => ({
+  apiVersion: "gateway.platform-project.io/v1alpha1",
+  kind: "RateLimit",
+  metadata: { name, namespace: "shop" },
+  ...extra,
+});
+
+Deno.test("list builds the collection path and query, fills kind and strips managedFields", async () => {
+  await withCluster(
+    () =>
+      json({
+        kind: "PodList",
+        metadata: { resourceVersion: "42", continue: "next-page" },
+        items: [{ metadata: { name: "p1", namespace: "shop", managedFields: [{ manager: "x" }] } }],
+      }),
+    async (cluster, server) => {
+      const page = await cluster.list(Pod, {
+        namespace: "shop",
+        labelSelector: "app=a,tier in (x)",
+        limit: 5,
+      });
+      assert.equal(server.seen[0].method, "GET");
+      assert.equal(server.seen[0].path, "/api/v1/namespaces/shop/pods");
+      assert.equal(server.seen[0].query.get("labelSelector"), "app=a,tier in (x)");
+      assert.equal(server.seen[0].query.get("limit"), "5");
+      assert.equal(server.seen[0].query.has("continue"), false);
+      assert.equal(server.seen[0].headers.get("authorization"), "Bearer test-token");
+      assert.equal(page.resourceVersion, "42");
+      assert.equal(page.continue, "next-page");
+      assert.equal(page.items[0].kind, "Pod");
+      assert.equal(page.items[0].apiVersion, "v1");
+      assert.equal("managedFields" in page.items[0].metadata, false);
+
+      await cluster.list(RateLimit, { continue: "next-page" });
+      assert.equal(
+        server.seen[1].url,
+        "/apis/gateway.platform-project.io/v1alpha1/ratelimits?continue=next-page",
+      );
+      await cluster.list(Namespace, { namespace: "ignored" });
+      assert.equal(server.seen[2].url, "/api/v1/namespaces");
+    },
+  );
+});
+
+Deno.test("get returns the object, or undefined on 404", async () => {
+  await withCluster(
+    (req) =>
+      req.path.endsWith("/missing")
+        ? status(404, "NotFound", 'deployments.apps "missing" not found')
+        : json({
+          apiVersion: "apps/v1",
+          kind: "Deployment",
+          metadata: { name: "d", managedFields: [] },
+        }),
+    async (cluster, server) => {
+      const found = await cluster.get(Deployment, "shop", "d");
+      assert.equal(server.seen[0].path, "/apis/apps/v1/namespaces/shop/deployments/d");
+      assert.equal(found?.metadata.name, "d");
+      assert.equal(found && "managedFields" in found.metadata, false);
+      assert.equal(await cluster.get(Deployment, "shop", "missing"), undefined);
+      await assert.rejects(() => cluster.get(Deployment, undefined, "d"), /namespaced/);
+    },
+  );
+});
+
+Deno.test("create POSTs to the collection and update PUTs the object", async () => {
+  await withCluster(
+    (req) => json(JSON.parse(req.body), req.method === "POST" ? 201 : 200),
+    async (cluster, server) => {
+      const created = await cluster.create(RateLimit, rl("a"));
+      assert.equal(server.seen[0].method, "POST");
+      assert.equal(
+        server.seen[0].path,
+        "/apis/gateway.platform-project.io/v1alpha1/namespaces/shop/ratelimits",
+      );
+      assert.equal(server.seen[0].headers.get("content-type"), "application/json");
+      assert.equal(created.metadata.name, "a");
+      await cluster.update(RateLimit, rl("a", { spec: { x: 1 } }));
+      assert.equal(server.seen[1].method, "PUT");
+      assert.equal(
+        server.seen[1].path,
+        "/apis/gateway.platform-project.io/v1alpha1/namespaces/shop/ratelimits/a",
+      );
+      assert.deepEqual(JSON.parse(server.seen[1].body).spec, { x: 1 });
+    },
+  );
+});
+
+Deno.test("apply is a server-side apply PATCH with fieldManager and force, without managedFields", async () => {
+  await withCluster((req) => json(JSON.parse(req.body)), async (cluster, server) => {
+    const obj = rl("a", { spec: { selectorLabels: { app: "a" } } });
+    obj.metadata.managedFields = [{ manager: "old" }];
+    await cluster.apply(RateLimit, obj, { fieldManager: "platform-operator", force: true });
+    const req = server.seen[0];
+    assert.equal(req.method, "PATCH");
+    assert.equal(
+      req.path,
+      "/apis/gateway.platform-project.io/v1alpha1/namespaces/shop/ratelimits/a",
+    );
+    assert.equal(req.headers.get("content-type"), "application/apply-patch+yaml");
+    assert.equal(req.query.get("fieldManager"), "platform-operator");
+    assert.equal(req.query.get("force"), "true");
+    const sent = JSON.parse(req.body);
+    assert.deepEqual(sent.spec, { selectorLabels: { app: "a" } });
+    assert.equal("managedFields" in sent.metadata, false);
+    assert.ok(obj.metadata.managedFields, "the caller's object is not changed");
+
+    await cluster.apply(RateLimit, rl("b"), { fieldManager: "m", force: false });
+    assert.equal(server.seen[1].query.has("force"), false);
+  });
+});
+
+Deno.test("applyStatus applies to the /status subresource", async () => {
+  await withCluster((req) => json(JSON.parse(req.body)), async (cluster, server) => {
+    const obj: KubeObject = {
+      apiVersion: "operator.platform-project.io/v1alpha1",
+      kind: "Serverless",
+      metadata: { name: "default", namespace: "platform-system" },
+      status: { state: "Ready", served: "True" },
+    };
+    const back = await cluster.applyStatus(Serverless, obj, { fieldManager: "platform-operator" });
+    const req = server.seen[0];
+    assert.equal(req.method, "PATCH");
+    assert.equal(
+      req.path,
+      "/apis/operator.platform-project.io/v1alpha1/namespaces/platform-system/serverlesses/default/status",
+    );
+    assert.equal(req.headers.get("content-type"), "application/apply-patch+yaml");
+    assert.equal(req.query.get("force"), "true");
+    assert.deepEqual(JSON.parse(req.body).status, { state: "Ready", served: "True" });
+    assert.equal(back.status && (back.status as { state: string }).state, "Ready");
+  });
+});
+
+Deno.test("patch sends a JSON Patch", async () => {
+  await withCluster(() => json(rl("a")), async (cluster, server) => {
+    const ops = [
+      { op: "test" as const, path: "/metadata/finalizers", value: ["f"] },
+      { op: "remove" as const, path: "/metadata/finalizers/0" },
+    ];
+    await cluster.patch(RateLimit, "shop", "a", ops);
+    assert.equal(server.seen[0].method, "PATCH");
+    assert.equal(server.seen[0].headers.get("content-type"), "application/json-patch+json");
+    assert.deepEqual(JSON.parse(server.seen[0].body), ops);
+  });
+});
+
+Deno.test("delete propagates in the background, sends preconditions, and is false on 404", async () => {
+  await withCluster(
+    (req) =>
+      req.path.endsWith("/gone")
+        ? status(404, "NotFound", "gone")
+        : json({ kind: "Status", status: "Success" }),
+    async (cluster, server) => {
+      assert.equal(
+        await cluster.delete(Deployment, "shop", "d", { preconditions: { uid: "u1" } }),
+        true,
+      );
+      const req = server.seen[0];
+      assert.equal(req.method, "DELETE");
+      assert.equal(req.path, "/apis/apps/v1/namespaces/shop/deployments/d");
+      const body = JSON.parse(req.body);
+      assert.equal(body.kind, "DeleteOptions");
+      assert.equal(body.propagationPolicy, "Background");
+      assert.deepEqual(body.preconditions, { uid: "u1" });
+      assert.equal(await cluster.delete(Deployment, "shop", "gone"), false);
+      await cluster.delete(Namespace, undefined, "ns", { propagationPolicy: "Foreground" });
+      assert.equal(server.seen[2].path, "/api/v1/namespaces/ns");
+      assert.equal(JSON.parse(server.seen[2].body).propagationPolicy, "Foreground");
+    },
+  );
+});
+
+Deno.test("errors carry the code, the Status reason and message, and Retry-After", async () => {
+  const answers: Record<string, Response | (() => Response)> = {
+    "/c409": () => status(409, "Conflict", "the object has been modified"),
+    "/c410": () => status(410, "Expired", "too old resource version"),
+    "/c422": () => status(422, "Invalid", 'RateLimit "a" is invalid: spec.local: Required value'),
+    "/c429": () => status(429, "TooManyRequests", "slow down", { "retry-after": "7" }),
+    "/c500": () => new Response("upstream broke", { status: 500 }),
+    "/c403": () => status(403, "Forbidden", 'cannot patch resource "deployments"'),
+  };
+  await withCluster(
+    (req) => {
+      const key = Object.keys(answers).find((k) => req.path.endsWith(k.slice(1)));
+      const answer = key ? answers[key] : undefined;
+      return typeof answer === "function" ? answer() : json({});
+    },
+    async (cluster) => {
+      const expect = async (
+        name: string,
+        code: number,
+        reason: string,
+        message: RegExp,
+        retry?: number,
+      ) => {
+        const err = await cluster.update(RateLimit, rl(name)).then(() => undefined, (e) => e);
+        assert.ok(err instanceof ApiError, `${name}: ApiError expected`);
+        assert.equal(err.code, code);
+        assert.equal(err.reason, reason);
+        assert.match(err.message, message);
+        assert.equal(err.retryAfterSeconds, retry);
+      };
+      await expect("c409", 409, "Conflict", /modified/);
+      await expect("c410", 410, "Expired", /too old/);
+      await expect("c422", 422, "Invalid", /spec.local: Required/);
+      await expect("c429", 429, "TooManyRequests", /slow down/, 7);
+      await expect("c500", 500, "InternalError", /upstream broke/);
+      await expect("c403", 403, "Forbidden", /cannot patch/);
+    },
+  );
+});
+
+Deno.test("no answer is ApiError code 0: refused connections and request timeouts", async () => {
+  const probe = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const port = (probe.addr as Deno.NetAddr).port;
+  probe.close();
+  const refused = new LiveCluster(connectionTo(`http://127.0.0.1:${port}`));
+  const err = await refused.list(Pod).then(() => undefined, (e) => e);
+  refused.close();
+  assert.ok(err instanceof ApiError);
+  assert.equal(err.code, 0);
+  assert.equal(err.reason, "NetworkError");
+
+  const hang = Promise.withResolvers<Response>();
+  await withCluster(() => hang.promise, async (cluster) => {
+    const err = await cluster.list(Pod).then(() => undefined, (e) => e);
+    assert.ok(err instanceof ApiError);
+    assert.equal(err.code, 0);
+    assert.equal(err.reason, "Timeout");
+    hang.resolve(json({}));
+  }, { requestTimeoutMs: 100 });
+});

@@ -1,0 +1,187 @@
+import assert from "node:assert/strict";
+import { ApiError, type WatchEvent } from "../../src/runtime/cluster.ts";
+import { parseWatchLine } from "../../src/kube/watch.ts";
+import { type Seen, status, streamed } from "./fake_server.ts";
+import { RateLimit, withCluster } from "./helpers.ts";
+
+const obj = (name: string, rv: string) => ({
+  apiVersion: "gateway.platform-project.io/v1alpha1",
+  kind: "RateLimit",
+  metadata: {
+    name,
+    namespace: "shop",
+    resourceVersion: rv,
+    managedFields: [{ manager: "kubectl" }],
+  },
+});
+
+async function collect(iter: AsyncIterable<WatchEvent>): Promise<WatchEvent[]> {
+  const out: WatchEvent[] = [];
+  for await (const e of iter) out.push(e);
+  return out;
+}
+
+Deno.test("watch streams events with bookmarks and ends when the server closes", async () => {
+  await withCluster((_req: Seen) => {
+    const s = streamed();
+    s.send({ type: "ADDED", object: obj("a", "10") });
+    s.send({ type: "MODIFIED", object: obj("a", "11") });
+    s.send({
+      type: "BOOKMARK",
+      object: { kind: "RateLimit", apiVersion: "v", metadata: { resourceVersion: "12" } },
+    });
+    s.send({ type: "DELETED", object: obj("a", "13") });
+    s.end();
+    return s.response;
+  }, async (cluster, server) => {
+    const events = await collect(
+      cluster.watch(
+        RateLimit,
+        {
+          namespace: "shop",
+          resourceVersion: "9",
+          allowWatchBookmarks: true,
+          timeoutSeconds: 290,
+          labelSelector: "a=b",
+        },
+        new AbortController().signal,
+      ),
+    );
+    const q = server.seen[0].query;
+    assert.equal(
+      server.seen[0].path,
+      "/apis/gateway.platform-project.io/v1alpha1/namespaces/shop/ratelimits",
+    );
+    assert.equal(q.get("watch"), "true");
+    assert.equal(q.get("resourceVersion"), "9");
+    assert.equal(q.get("allowWatchBookmarks"), "true");
+    assert.equal(q.get("timeoutSeconds"), "290");
+    assert.equal(q.get("labelSelector"), "a=b");
+    assert.deepEqual(events.map((e) => e.type), ["ADDED", "MODIFIED", "BOOKMARK", "DELETED"]);
+    assert.equal(events[2].object.metadata.resourceVersion, "12");
+    assert.equal("managedFields" in events[0].object.metadata, false);
+  });
+});
+
+Deno.test("a 410 ERROR event is passed through; an HTTP 410 throws ApiError(410)", async () => {
+  let calls = 0;
+  await withCluster(() => {
+    calls++;
+    if (calls === 2) return status(410, "Expired", "too old resource version: 1 (5)");
+    const s = streamed();
+    s.send({ type: "ADDED", object: obj("a", "4") });
+    s.send({
+      type: "ERROR",
+      object: {
+        kind: "Status",
+        apiVersion: "v1",
+        status: "Failure",
+        code: 410,
+        reason: "Expired",
+        message: "too old",
+      },
+    });
+    s.end();
+    return s.response;
+  }, async (cluster) => {
+    const signal = new AbortController().signal;
+    const events = await collect(cluster.watch(RateLimit, { resourceVersion: "1" }, signal));
+    assert.deepEqual(events.map((e) => e.type), ["ADDED", "ERROR"]);
+    assert.equal((events[1].object as unknown as { code: number }).code, 410);
+    const err = await collect(cluster.watch(RateLimit, { resourceVersion: "1" }, signal)).then(
+      () => undefined,
+      (e) => e,
+    );
+    assert.ok(err instanceof ApiError);
+    assert.equal(err.code, 410);
+    assert.equal(err.reason, "Expired");
+  });
+});
+
+Deno.test("a stalled watch ends promptly when its signal aborts", async () => {
+  const streams: ReturnType<typeof streamed>[] = [];
+  await withCluster(() => {
+    const s = streamed();
+    streams.push(s);
+    s.send({ type: "ADDED", object: obj("a", "4") });
+    return s.response; // then silence: the connection stays open and sends nothing
+  }, async (cluster) => {
+    const ctl = new AbortController();
+    const seen: string[] = [];
+    const done = (async () => {
+      for await (
+        const e of cluster.watch(
+          RateLimit,
+          { resourceVersion: "1", timeoutSeconds: 3600 },
+          ctl.signal,
+        )
+      ) {
+        seen.push(e.type);
+        // Abort later, while the next read waits on a connection that sends nothing.
+        setTimeout(() => ctl.abort(), 20);
+      }
+    })();
+    await done;
+    assert.deepEqual(seen, ["ADDED"]);
+  });
+  streams.forEach((s) => s.end());
+});
+
+Deno.test("a watch aborted before the server answers ends without an error", async () => {
+  const hang = Promise.withResolvers<Response>();
+  await withCluster(() => hang.promise, async (cluster) => {
+    const ctl = new AbortController();
+    const done = collect(cluster.watch(RateLimit, { resourceVersion: "1" }, ctl.signal));
+    setTimeout(() => ctl.abort(), 20);
+    assert.deepEqual(await done, []);
+    hang.resolve(new Response("{}"));
+  });
+});
+
+Deno.test("a watch silent past its timeout plus grace fails with ApiError(0, Timeout)", async () => {
+  const streams: ReturnType<typeof streamed>[] = [];
+  await withCluster(() => {
+    const s = streamed();
+    streams.push(s);
+    return s.response;
+  }, async (cluster) => {
+    const err = await collect(
+      cluster.watch(
+        RateLimit,
+        { resourceVersion: "1", timeoutSeconds: 0 },
+        new AbortController().signal,
+      ),
+    ).then(() => undefined, (e) => e);
+    assert.ok(err instanceof ApiError);
+    assert.equal(err.code, 0);
+    assert.equal(err.reason, "Timeout");
+    assert.match(err.message, /stalled/);
+  }, { watchGraceMs: 50 });
+  streams.forEach((s) => s.end());
+});
+
+Deno.test("watch lines split across chunks are joined; bad lines are an error", async () => {
+  await withCluster(() => {
+    const enc = new TextEncoder();
+    const line = JSON.stringify({ type: "ADDED", object: obj("a", "4") }) + "\n";
+    const body = new ReadableStream<Uint8Array>({
+      start(c) {
+        c.enqueue(enc.encode(line.slice(0, 10)));
+        c.enqueue(enc.encode(line.slice(10) + line.slice(0, 5)));
+        c.enqueue(enc.encode(line.slice(5)));
+        c.close();
+      },
+    });
+    return new Response(body);
+  }, async (cluster) => {
+    const events = await collect(
+      cluster.watch(RateLimit, { resourceVersion: "1" }, new AbortController().signal),
+    );
+    assert.deepEqual(events.map((e) => e.object.metadata.name), ["a", "a"]);
+  });
+  assert.throws(
+    () => parseWatchLine("{not json"),
+    (e) => e instanceof ApiError && e.reason === "InvalidWatchEvent",
+  );
+  assert.throws(() => parseWatchLine('{"type":"WHAT","object":{}}'), /unknown event/);
+});
