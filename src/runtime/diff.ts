@@ -1,0 +1,41 @@
+/**
+ * Comparisons the runner makes before writing, so that a reconcile whose result is already
+ * observed makes no write at all (DESIGN.md "a no-op reconcile makes zero writes").
+ */
+
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+/**
+ * True when every field of `desired` is present in `observed` with the same value: objects
+ * recursively (observed may have more keys), arrays element by element with equal length,
+ * scalars exactly. An `undefined` field of `desired` is absent (as in JSON); a `null` one must be
+ * absent or null in `observed`. Nothing else is ignored.
+ */
+export function isSubset(desired: unknown, observed: unknown): boolean {
+  if (desired === null) return observed === null || observed === undefined;
+  if (Array.isArray(desired)) {
+    return Array.isArray(observed) && observed.length === desired.length &&
+      desired.every((d, i) => isSubset(d, observed[i]));
+  }
+  if (isRecord(desired)) {
+    if (!isRecord(observed)) return false;
+    return Object.entries(desired).every(([k, v]) => v === undefined || isSubset(v, observed[k]));
+  }
+  return desired === observed;
+}
+
+/** Structural equality with JSON semantics: key order does not matter, undefined fields are absent. */
+export function deepEqual(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (Array.isArray(a)) {
+    return Array.isArray(b) && a.length === b.length && a.every((x, i) => deepEqual(x, b[i]));
+  }
+  if (isRecord(a) && isRecord(b)) {
+    const ka = Object.keys(a).filter((k) => a[k] !== undefined);
+    const kb = Object.keys(b).filter((k) => b[k] !== undefined);
+    return ka.length === kb.length && ka.every((k) => deepEqual(a[k], b[k]));
+  }
+  return false;
+}

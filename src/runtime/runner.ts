@@ -1,0 +1,332 @@
+/**
+ * Carries out a Plan against the Cluster, writing only what is not already observed in the cache:
+ * finalizer first, then server-side applies, deletes, status, finalizer removal last; Events on
+ * the side. Before every write it checks the leadership signal, so a replica that lost its lease
+ * stops writing at once. The result says what happened (fed back to the next reconcile as
+ * `ctx.lastOutcome`) and what the queue should do next.
+ */
+import type { ApplyOutcome, EventSpec, ObjectRef, Plan } from "../reconcile/plan.ts";
+import { refOf } from "../reconcile/plan.ts";
+import { FIELD_MANAGER, MANAGED_BY, MANAGED_BY_LABEL } from "../reconcile/labels.ts";
+import { resourceFor } from "../api/resources.ts";
+import { typeName } from "./cache.ts";
+import type { Clock, Random } from "./clock.ts";
+import { ApiError, type Cluster, type KubeObject, type ResourceType } from "./cluster.ts";
+import type { CacheReader } from "./controller.ts";
+import { deepEqual, isSubset } from "./diff.ts";
+import { classifyError, NotLeaderError, TerminalError } from "./errors.ts";
+import { EventRecorder } from "./events.ts";
+import type { Logger } from "./log.ts";
+import type { Metrics } from "./metrics.ts";
+import type { WorkResult } from "./queue.ts";
+
+/** A cache the runner can ask whether a type is watched at all. */
+export interface RunnerCache extends CacheReader {
+  has(type: ResourceType): boolean;
+}
+
+/** Options of a Runner (one a controller). */
+export interface RunnerOptions {
+  cluster: Cluster;
+  cache: RunnerCache;
+  clock: Clock;
+  random: Random;
+  log: Logger;
+  metrics?: Metrics;
+  /** Controller name for metrics and logs. */
+  controller: string;
+  /** This replica's name, for Events. */
+  identity: string;
+  /** Finds the resource type of an apiVersion and kind; default: the operator's RESOURCES table. */
+  resolveType?: (apiVersion: string, kind: string) => ResourceType | undefined;
+}
+
+/** What running a Plan came to. */
+export interface RunResult {
+  /** What happened to the writes; undefined when nothing should be remembered (lease lost, primary gone). */
+  outcome?: ApplyOutcome;
+  /** What the queue should do with the key. */
+  work: WorkResult;
+  /** Writes made (Events not counted). */
+  writes: number;
+}
+
+/** A failed write: the object and the error. */
+class WriteFailed extends Error {
+  constructor(readonly ref: ObjectRef, override readonly cause: unknown) {
+    super(cause instanceof Error ? cause.message : String(cause));
+  }
+}
+
+/** Carries out Plans for one controller. */
+export class Runner {
+  readonly #o: RunnerOptions;
+  readonly #events: EventRecorder;
+  readonly #warnedUnwatched = new Set<string>();
+
+  constructor(opts: RunnerOptions) {
+    this.#o = opts;
+    this.#events = new EventRecorder({
+      cluster: opts.cluster,
+      clock: opts.clock,
+      log: opts.log,
+      identity: opts.identity,
+    });
+  }
+
+  /**
+   * Runs `plan` for the primary `primary` (as cached when the plan was made). `lastOutcome` is the
+   * outcome the plan was made knowing; `signal` aborts when the lease is lost.
+   */
+  async run(
+    primaryType: ResourceType,
+    primary: KubeObject,
+    plan: Plan,
+    lastOutcome: ApplyOutcome | undefined,
+    signal: AbortSignal,
+  ): Promise<RunResult> {
+    const state = { writes: 0, primary };
+    const generation = primary.metadata.generation;
+    try {
+      await this.#addFinalizer(primaryType, state, plan, signal);
+      for (const obj of plan.apply) await this.#apply(obj, state, signal);
+      for (const ref of plan.delete) await this.#delete(ref, state, signal);
+      await this.#status(primaryType, state, plan.status, signal);
+      await this.#removeFinalizer(primaryType, state, plan, signal);
+    } catch (err) {
+      const result = await this.#failed(primaryType, state, plan, lastOutcome, err, signal);
+      if (result.outcome) await this.#recordEvents(state.primary, plan.events, signal);
+      return result;
+    }
+    await this.#recordEvents(state.primary, plan.events, signal);
+    const outcome: ApplyOutcome = { ok: true, generation };
+    // A plan made while the last pass had failed described that failure: look again now.
+    const stale = lastOutcome !== undefined && !lastOutcome.ok;
+    const requeueAfterMs = stale ? 0 : plan.requeueAfterMs;
+    return { outcome, work: { type: "done", requeueAfterMs }, writes: state.writes };
+  }
+
+  async #failed(
+    primaryType: ResourceType,
+    state: { writes: number; primary: KubeObject },
+    plan: Plan,
+    lastOutcome: ApplyOutcome | undefined,
+    err: unknown,
+    signal: AbortSignal,
+  ): Promise<RunResult> {
+    const { writes, primary } = state;
+    const ref = err instanceof WriteFailed ? err.ref : refOf(primary);
+    const cause = err instanceof WriteFailed ? err.cause : err;
+    const kind = classifyError(cause);
+    if (kind === "not-leader") return { work: { type: "terminal" }, writes };
+    const primaryGone = cause instanceof ApiError && cause.code === 404 &&
+      sameRef(ref, refOf(primary));
+    if (primaryGone) return { work: { type: "done" }, writes };
+    const message = cause instanceof Error ? cause.message : String(cause);
+    const outcome: ApplyOutcome = {
+      ok: false,
+      failed: ref,
+      error: message,
+      generation: primary.metadata.generation,
+    };
+    this.#o.log.error(`${describeRef(ref)}: write failed: ${message}`, {
+      code: cause instanceof ApiError ? cause.code : undefined,
+      reason: cause instanceof ApiError ? cause.reason : undefined,
+    });
+    // The plan was made knowing the previous pass failed, so its status reports a failure:
+    // write it even though this pass failed too, or the error would never reach the status.
+    if (lastOutcome && !lastOutcome.ok && !sameRef(ref, refOf(primary))) {
+      try {
+        await this.#status(primaryType, state, plan.status, signal);
+      } catch (statusErr) {
+        this.#o.log.warn("status write after a failed apply failed too", { error: statusErr });
+      }
+    }
+    const writesNow = state.writes;
+    switch (kind) {
+      case "conflict":
+        return { outcome, work: { type: "retrySoon", afterMs: this.#soon() }, writes: writesNow };
+      case "throttled": {
+        const after = cause instanceof ApiError && cause.retryAfterSeconds
+          ? cause.retryAfterSeconds * 1000
+          : this.#soon();
+        return { outcome, work: { type: "retrySoon", afterMs: after }, writes: writesNow };
+      }
+      case "terminal":
+        return { outcome, work: { type: "terminal" }, writes: writesNow };
+      default:
+        return { outcome, work: { type: "retry" }, writes: writesNow };
+    }
+  }
+
+  /** 100–500 ms: long enough for the watch to deliver the object that conflicted. */
+  #soon(): number {
+    return 100 + Math.floor(this.#o.random.next() * 400);
+  }
+
+  #guard(signal: AbortSignal): void {
+    if (signal.aborted) throw new NotLeaderError();
+  }
+
+  async #write<T>(ref: ObjectRef, signal: AbortSignal, f: () => Promise<T>): Promise<T> {
+    this.#guard(signal);
+    try {
+      return await f();
+    } catch (err) {
+      throw new WriteFailed(ref, err);
+    }
+  }
+
+  #skipped(): void {
+    this.#o.metrics?.writesSkipped.inc({ controller: this.#o.controller });
+  }
+
+  #type(apiVersion: string, kind: string): ResourceType {
+    const type = (this.#o.resolveType ?? resourceFor)(apiVersion, kind);
+    if (!type) {
+      throw new TerminalError(`unknown kind ${kind} of ${apiVersion}: add it to RESOURCES`);
+    }
+    return type;
+  }
+
+  async #addFinalizer(
+    type: ResourceType,
+    state: { writes: number; primary: KubeObject },
+    plan: Plan,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const name = plan.finalizer?.add;
+    const meta = state.primary.metadata;
+    if (!name || meta.deletionTimestamp || meta.finalizers?.includes(name)) return;
+    // The `test` op makes the patch fail (422) if the list changed since the cache saw it.
+    const ops = meta.finalizers?.length
+      ? [
+        { op: "test" as const, path: "/metadata/finalizers", value: meta.finalizers },
+        { op: "add" as const, path: "/metadata/finalizers/-", value: name },
+      ]
+      : [
+        { op: "test" as const, path: "/metadata/finalizers", value: null },
+        { op: "add" as const, path: "/metadata/finalizers", value: [name] },
+      ];
+    const ref = refOf(state.primary);
+    state.primary = await this.#write(
+      ref,
+      signal,
+      () => this.#o.cluster.patch(type, meta.namespace, meta.name, ops),
+    );
+    state.writes++;
+  }
+
+  async #removeFinalizer(
+    type: ResourceType,
+    state: { writes: number; primary: KubeObject },
+    plan: Plan,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const name = plan.finalizer?.remove;
+    const meta = state.primary.metadata;
+    const index = name ? meta.finalizers?.indexOf(name) ?? -1 : -1;
+    if (index < 0) return;
+    const ops = [
+      { op: "test" as const, path: `/metadata/finalizers/${index}`, value: name },
+      { op: "remove" as const, path: `/metadata/finalizers/${index}` },
+    ];
+    await this.#write(
+      refOf(state.primary),
+      signal,
+      () => this.#o.cluster.patch(type, meta.namespace, meta.name, ops),
+    );
+    state.writes++;
+  }
+
+  async #apply(obj: KubeObject, state: { writes: number }, signal: AbortSignal): Promise<void> {
+    const type = this.#type(obj.apiVersion, obj.kind);
+    const { namespace, name } = obj.metadata;
+    if (this.#o.cache.has(type)) {
+      const observed = this.#o.cache.get(type, namespace, name);
+      if (observed && isSubset(obj, observed)) return this.#skipped();
+    } else this.#warnUnwatched(type);
+    await this.#write(
+      refOf(obj),
+      signal,
+      () => this.#o.cluster.apply(type, obj, { fieldManager: FIELD_MANAGER, force: true }),
+    );
+    state.writes++;
+  }
+
+  async #delete(ref: ObjectRef, state: { writes: number }, signal: AbortSignal): Promise<void> {
+    const type = this.#type(ref.apiVersion, ref.kind);
+    const observed = this.#o.cache.has(type)
+      ? this.#o.cache.get(type, ref.namespace, ref.name)
+      : await this.#write(ref, signal, () => this.#o.cluster.get(type, ref.namespace, ref.name));
+    if (!observed || observed.metadata.deletionTimestamp) return this.#skipped();
+    if (observed.metadata.labels?.[MANAGED_BY_LABEL] !== MANAGED_BY) {
+      // Never delete what the operator did not create, whatever a plan says.
+      throw new WriteFailed(
+        ref,
+        new TerminalError(
+          `refusing to delete ${describeRef(ref)}: it lacks ${MANAGED_BY_LABEL}=${MANAGED_BY}`,
+        ),
+      );
+    }
+    const uid = observed.metadata.uid;
+    await this.#write(ref, signal, () =>
+      this.#o.cluster.delete(type, ref.namespace, ref.name, {
+        propagationPolicy: "Background",
+        ...(uid ? { preconditions: { uid } } : {}),
+      }));
+    state.writes++;
+  }
+
+  async #status(
+    type: ResourceType,
+    state: { writes: number; primary: KubeObject },
+    status: Record<string, unknown> | undefined,
+    signal: AbortSignal,
+  ): Promise<void> {
+    if (status === undefined) return;
+    if (deepEqual(status, state.primary.status)) return this.#skipped();
+    const { apiVersion, kind, metadata: { name, namespace } } = state.primary;
+    const body: KubeObject = {
+      apiVersion,
+      kind,
+      metadata: namespace ? { name, namespace } : { name },
+      status,
+    };
+    state.primary = await this.#write(
+      refOf(state.primary),
+      signal,
+      () => this.#o.cluster.applyStatus(type, body, { fieldManager: FIELD_MANAGER, force: true }),
+    );
+    state.writes++;
+  }
+
+  async #recordEvents(
+    primary: KubeObject,
+    events: EventSpec[],
+    signal: AbortSignal,
+  ): Promise<void> {
+    for (const ev of events) {
+      if (signal.aborted) return;
+      await this.#events.record(primary, ev);
+    }
+  }
+
+  #warnUnwatched(type: ResourceType): void {
+    const name = typeName(type);
+    if (this.#warnedUnwatched.has(name)) return;
+    this.#warnedUnwatched.add(name);
+    this.#o.log.warn(
+      `${name} is applied but not watched, so every reconcile writes it; add it to the watches`,
+    );
+  }
+}
+
+function sameRef(a: ObjectRef, b: ObjectRef): boolean {
+  return a.apiVersion === b.apiVersion && a.kind === b.kind && a.name === b.name &&
+    (a.namespace ?? "") === (b.namespace ?? "");
+}
+
+function describeRef(ref: ObjectRef): string {
+  return `${ref.kind} ${ref.namespace ? `${ref.namespace}/` : ""}${ref.name}`;
+}
