@@ -33,13 +33,18 @@ export const CONDITION_REASON_PATTERN = "^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?
 
 /** The shared status Condition of SPEC.md (metav1.Condition). */
 export const ConditionSchema = z.object({
-  type: z.string().regex(new RegExp(CONDITION_TYPE_PATTERN)).max(316).describe(
+  type: z.string().regex(new RegExp(CONDITION_TYPE_PATTERN), {
+    error: (iss) =>
+      `${JSON.stringify(iss.input)} is not a condition type like Ready or example.com/Ready`,
+  }).max(316).describe(
     "Type of condition in CamelCase or in foo.example.com/CamelCase.",
   ),
   status: z.enum(["True", "False", "Unknown"]).describe(
     "Status of the condition: True, False or Unknown.",
   ),
-  reason: z.string().min(1).max(1024).regex(new RegExp(CONDITION_REASON_PATTERN)).describe(
+  reason: z.string().min(1, { abort: true }).max(1024).regex(new RegExp(CONDITION_REASON_PATTERN), {
+    error: (iss) => `${JSON.stringify(iss.input)} is not a CamelCase reason like InstallationErr`,
+  }).describe(
     "Programmatic identifier, CamelCase, of the reason for the last transition.",
   ),
   message: z.string().max(32768).describe(

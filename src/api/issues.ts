@@ -51,12 +51,17 @@ function describe(issue: z.core.$ZodIssue, input: unknown): string {
     case "invalid_type": {
       const expected = issue.expected === "int" || issue.message === EXPECTED_INTEGER
         ? "integer"
+        : issue.expected === "record"
+        ? "object" // a map, as the CRD and kubectl call it
         : issue.expected;
       return input === undefined
         ? `is required (expected ${expected})`
         : `expected ${expected}, got ${show(input)}`;
     }
     case "invalid_value":
+      if (input === undefined) {
+        return `is required (${issue.values.map((v) => show(v)).join(" or ")})`;
+      }
       return issue.values.length === 1
         ? `${show(input)} is not ${show(issue.values[0])}`
         : `${show(input)} is not one of ${issue.values.map((v) => String(v)).join(", ")}`;
@@ -73,6 +78,10 @@ function describe(issue: z.core.$ZodIssue, input: unknown): string {
         ? `must have at most ${issue.maximum} ${unit}`
         : `${show(input)} is above the maximum ${issue.maximum}`;
     }
+    case "invalid_format":
+      return issue.format === "regex" && issue.pattern
+        ? `${show(input)} does not match ${issue.pattern}`
+        : `${show(input)} is not a valid ${issue.format}`;
     case "unrecognized_keys":
       return `unknown field(s) ${issue.keys.join(", ")}`;
     case "invalid_key":
