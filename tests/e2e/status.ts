@@ -1,0 +1,86 @@
+/** Reading the operator's status off real objects: state, served, conditions. */
+import type { KubeObject } from "../../src/runtime/cluster.ts";
+
+/** A status condition as read back from the API. */
+export interface ConditionView {
+  type: string;
+  status: string;
+  reason: string;
+  message?: string;
+  lastTransitionTime?: string;
+  observedGeneration?: number;
+}
+
+/** The part of a status every kind shares. */
+export interface StatusView {
+  state?: string;
+  served?: string;
+  conditions?: ConditionView[];
+  [key: string]: unknown;
+}
+
+/** The status of an object (empty when it has none yet). */
+export function statusOf(obj: KubeObject | undefined): StatusView {
+  return (obj?.status ?? {}) as StatusView;
+}
+
+/** The condition of `type`, if present. */
+export function conditionOf(obj: KubeObject | undefined, type: string): ConditionView | undefined {
+  return statusOf(obj).conditions?.find((c) => c.type === type);
+}
+
+/** What a condition must show; omitted fields match anything. */
+export interface ConditionWant {
+  type: string;
+  status?: string;
+  reason?: string;
+}
+
+/** What a status must show; omitted fields match anything. */
+export interface StatusWant {
+  state?: string;
+  served?: string;
+  conditions?: ConditionWant[];
+}
+
+/** True when `obj`'s status shows everything in `want`. */
+export function statusMatches(obj: KubeObject | undefined, want: StatusWant): boolean {
+  const s = statusOf(obj);
+  if (want.state !== undefined && s.state !== want.state) return false;
+  if (want.served !== undefined && s.served !== want.served) return false;
+  return (want.conditions ?? []).every((w) => {
+    const c = conditionOf(obj, w.type);
+    return c !== undefined && (w.status === undefined || c.status === w.status) &&
+      (w.reason === undefined || c.reason === w.reason);
+  });
+}
+
+/** The comparable part of a status: state, served, and each condition's type/status/reason, sorted. */
+export interface StatusSummary {
+  state?: string;
+  served?: string;
+  conditions: string[];
+}
+
+/** Summarises a status for comparison and messages (`Installed/True/Verified`). */
+export function summarize(obj: KubeObject | undefined): StatusSummary {
+  const s = statusOf(obj);
+  return {
+    ...(s.state !== undefined ? { state: s.state } : {}),
+    ...(s.served !== undefined ? { served: s.served } : {}),
+    conditions: (s.conditions ?? []).map((c) => `${c.type}/${c.status}/${c.reason}`).sort(),
+  };
+}
+
+/** One line describing an object's status, for failure messages. */
+export function describe(obj: KubeObject | undefined): string {
+  if (!obj) return "(absent)";
+  const s = statusOf(obj);
+  const conds = (s.conditions ?? []).map((c) =>
+    `${c.type}=${c.status}/${c.reason}: ${c.message ?? ""}`
+  ).join("; ");
+  const ns = obj.metadata.namespace ? `${obj.metadata.namespace}/` : "";
+  return `${obj.kind} ${ns}${obj.metadata.name}: state=${s.state ?? "-"} served=${
+    s.served ?? "-"
+  } [${conds}]`;
+}
