@@ -109,6 +109,12 @@ Deno.test("ratelimit-invalid.yaml: schema-valid, but a bucket interval is not a 
   const { base, extra } = intervals(rl);
   assert.ok(extra.length > 0);
   assert.ok(extra.some((ms) => ms % base !== 0));
+  const workload = ok(parseRateLimit(read("ratelimit-workload.yaml")));
+  assert.notDeepEqual(
+    rl.spec.selectorLabels,
+    workload.spec.selectorLabels,
+    "never competes with the valid one",
+  );
 });
 
 Deno.test("demo-workload.yaml: namespace demo and an httpbin Deployment whose pods the RateLimit selects", () => {
