@@ -1,0 +1,143 @@
+/**
+ * `deno task dev [operator flags]`: the one command that runs the project locally. It builds the
+ * control plane (first time only), starts it, installs the CRDs, runs the operator in the
+ * foreground (its JSON logs on stdout), applies the samples and prints kubectl lines to try.
+ * Ctrl-C stops the operator and the cluster.
+ */
+import { dirname, join, resolve } from "node:path";
+import { freePort } from "./cluster/processes.ts";
+import { type ClusterHandle, ensureBuilt, up } from "./cluster/mod.ts";
+import { DEFAULT_CLUSTER_DIR } from "./cluster/paths.ts";
+
+const ROOT = resolve(import.meta.dirname ?? ".", "..");
+const say = (msg: string) => console.error(`[dev] ${msg}`);
+
+async function kubectl(cluster: ClusterHandle, args: string[]): Promise<void> {
+  const r = await cluster.kubectl(args);
+  if (r.code !== 0) throw new Error(`kubectl ${args.join(" ")} failed:\n${r.stderr}${r.stdout}`);
+}
+
+function startOperator(
+  cluster: ClusterHandle,
+  extra: string[],
+): { child: Deno.ChildProcess; probe: string } {
+  const probe = `127.0.0.1:${freePort()}`;
+  const args = [
+    "run",
+    "-A",
+    "--frozen",
+    "mod.ts",
+    "run",
+    `--kubeconfig=${cluster.operatorKubeconfig}`,
+    "--identity=dev",
+    `--metrics-addr=127.0.0.1:${freePort()}`,
+    `--probe-addr=${probe}`,
+    ...extra,
+  ];
+  say(`starting the operator: deno ${args.join(" ")}`);
+  const child = new Deno.Command(Deno.execPath(), {
+    args,
+    cwd: ROOT,
+    stdin: "null",
+    stdout: "inherit",
+    stderr: "inherit",
+  })
+    .spawn();
+  return { child, probe };
+}
+
+async function waitServing(
+  probe: string,
+  child: Deno.ChildProcess,
+  timeoutMs = 60_000,
+): Promise<boolean> {
+  let exited = false;
+  child.status.then(() => exited = true);
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline && !exited) {
+    try {
+      const res = await fetch(`http://${probe}/healthz`, { signal: AbortSignal.timeout(1000) });
+      await res.body?.cancel();
+      if (res.ok) return true;
+    } catch {
+      // not up yet
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+  return false;
+}
+
+function tryLines(cluster: ClusterHandle): string {
+  const bin = dirname(cluster.kubectlPath);
+  return [
+    "",
+    "Try it (in another terminal):",
+    `  export KUBECONFIG=${cluster.kubeconfig} PATH=${bin}:$PATH`,
+    "  kubectl get serverlesses,scalers -A",
+    "  kubectl get ratelimits -A",
+    "  kubectl get deployments -A -l app.kubernetes.io/managed-by=platform-operator",
+    "  kubectl get envoyfilters -A -o yaml",
+    "  kubectl get crd serverlesses.operator.platform-project.io -o yaml",
+    `  kubectl apply -f ${join(ROOT, "samples")}/ -R   # change a sample and apply it again`,
+    "",
+    "Ctrl-C stops the operator and the cluster.",
+    "",
+  ].join("\n");
+}
+
+async function main(extra: string[]): Promise<number> {
+  const t0 = performance.now();
+  say("checking the control-plane binaries (the first run builds them from Go modules: minutes)");
+  await ensureBuilt(say);
+  const cluster = await up({ dir: DEFAULT_CLUSTER_DIR, log: say });
+  let stopping = false;
+  let operator: Deno.ChildProcess | undefined;
+  const shutdown = async (why: string) => {
+    if (stopping) return;
+    stopping = true;
+    say(`${why}: stopping the operator and the cluster`);
+    try {
+      operator?.kill("SIGTERM");
+    } catch { /* already gone */ }
+    const killer = setTimeout(() => {
+      try {
+        operator?.kill("SIGKILL");
+      } catch { /* gone */ }
+    }, 10_000);
+    await operator?.status;
+    clearTimeout(killer);
+    await cluster.down();
+    say("stopped");
+  };
+  const onSignal = (sig: Deno.Signal) => () => shutdown(sig).then(() => Deno.exit(130));
+  Deno.addSignalListener("SIGINT", onSignal("SIGINT"));
+  Deno.addSignalListener("SIGTERM", onSignal("SIGTERM"));
+  try {
+    await kubectl(cluster, ["apply", "--server-side", "-f", join(ROOT, "crds")]);
+    await kubectl(cluster, [
+      "wait",
+      "--for=condition=Established",
+      "--all",
+      "crd",
+      "--timeout=60s",
+    ]);
+    say("CRDs installed");
+    const op = startOperator(cluster, extra);
+    operator = op.child;
+    if (!await waitServing(op.probe, op.child)) {
+      throw new Error("the operator did not start serving (see its log above)");
+    }
+    await kubectl(cluster, ["apply", "-R", "-f", join(ROOT, "samples")]);
+    say(`samples applied; ready in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    console.error(tryLines(cluster));
+    const status = await op.child.status;
+    if (!stopping) await shutdown(`the operator exited with code ${status.code}`);
+    return status.code === 0 ? 0 : 1;
+  } catch (e) {
+    console.error(`[dev] ${e instanceof Error ? e.message : e}`);
+    await shutdown("error");
+    return 1;
+  }
+}
+
+if (import.meta.main) Deno.exit(await main(Deno.args));
