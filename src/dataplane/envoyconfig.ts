@@ -1,0 +1,275 @@
+/**
+ * Envoy's local rate limit filter config, read from protobuf JSON the way Envoy would load it:
+ * `api/envoy/extensions/filters/http/local_ratelimit/v3/local_rate_limit.proto` (LocalRateLimit),
+ * `api/envoy/type/v3/token_bucket.proto`, `api/envoy/extensions/common/ratelimit/v3/ratelimit.proto`
+ * (LocalRateLimitDescriptor) and `config/route/v3/route_components.proto` (RateLimit). Fields are
+ * strict: a misspelt field is an error here as it is a NACK in Envoy. The checks Envoy makes when it
+ * loads the config (fill interval floor, multiple-of rule, duplicate descriptors) are made here too.
+ */
+import { z } from "zod";
+import { type FieldError, toFieldErrors } from "../api/issues.ts";
+import type { BucketSpec } from "./bucket.ts";
+import { type Action, ActionSchema, type DescriptorEntry } from "./matchers.ts";
+
+/** Type URL of the LocalRateLimit message. */
+export const LOCAL_RATELIMIT_TYPE =
+  "type.googleapis.com/envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit";
+/** Name of the local rate limit HTTP filter. */
+export const LOCAL_RATELIMIT_FILTER = "envoy.filters.http.local_ratelimit";
+/** Envoy's floor for any fill interval ("fill timer must be >= 50ms"). */
+export const MIN_FILL_INTERVAL_MS = 50;
+const TYPED_STRUCT_TYPES = [
+  "type.googleapis.com/udpa.type.v1.TypedStruct",
+  "type.googleapis.com/xds.type.v3.TypedStruct",
+];
+const UINT32_MAX = 4294967295;
+
+/** Parses a protobuf-JSON Duration (`"30s"`, `"0.050s"`) into milliseconds. */
+export function parseProtoDuration(text: string): number | undefined {
+  const m = /^(\d+)(?:\.(\d{1,9}))?s$/.exec(text);
+  if (!m) return undefined;
+  return Number(m[1]) * 1000 + (m[2] ? Number(`0.${m[2]}`) * 1000 : 0);
+}
+
+const Duration = z.string().refine((s) => parseProtoDuration(s) !== undefined, {
+  error: (iss) => `${JSON.stringify(iss.input)} is not a protobuf Duration like "30s"`,
+});
+const UInt32 = z.number().int().min(0).max(UINT32_MAX);
+
+const TokenBucketSchema = z.strictObject({
+  max_tokens: UInt32.min(1),
+  tokens_per_fill: UInt32.min(1).optional(),
+  fill_interval: Duration,
+});
+
+const DENOMINATORS = { HUNDRED: 100, TEN_THOUSAND: 10_000, MILLION: 1_000_000 } as const;
+
+const RuntimeFractionSchema = z.strictObject({
+  runtime_key: z.string().optional(),
+  default_value: z.strictObject({
+    numerator: UInt32,
+    denominator: z.enum(["HUNDRED", "TEN_THOUSAND", "MILLION"]).optional(),
+  }),
+});
+
+const HeaderValueOptionSchema = z.strictObject({
+  header: z.strictObject({ key: z.string().min(1), value: z.string() }),
+  append_action: z.string().optional(),
+});
+
+/** Names of `envoy.type.v3.StatusCode` values a rate limit may reply with. */
+const STATUS_NAMES: Record<string, number> = {
+  BadRequest: 400,
+  Unauthorized: 401,
+  Forbidden: 403,
+  NotFound: 404,
+  TooManyRequests: 429,
+  InternalServerError: 500,
+  ServiceUnavailable: 503,
+};
+
+/** The LocalRateLimit fields the model reads; any other field is rejected by the strict schema. */
+const LocalRateLimitSchema = z.strictObject({
+  stat_prefix: z.string().min(1),
+  status: z.strictObject({ code: z.union([z.enum(Object.keys(STATUS_NAMES)), UInt32]) })
+    .optional(),
+  token_bucket: TokenBucketSchema.optional(),
+  filter_enabled: RuntimeFractionSchema.optional(),
+  filter_enforced: RuntimeFractionSchema.optional(),
+  response_headers_to_add: z.array(HeaderValueOptionSchema).max(10).optional(),
+  descriptors: z.array(z.strictObject({
+    entries: z.array(z.strictObject({ key: z.string().min(1), value: z.string().min(1) })).min(1),
+    token_bucket: TokenBucketSchema,
+  })).optional(),
+  stage: z.number().int().min(0).max(10).optional(),
+  local_rate_limit_per_downstream_connection: z.literal(false).optional(),
+  enable_x_ratelimit_headers: z.enum(["OFF", "DRAFT_VERSION_03"]).optional(),
+  always_consume_default_token_bucket: z.boolean().optional(),
+});
+
+/** A route's `rate_limits` entry (`envoy.config.route.v3.RateLimit`). */
+export const RouteRateLimitSchema = z.strictObject({
+  stage: z.number().int().min(0).max(10).optional(),
+  disable_key: z.string().optional(),
+  actions: z.array(ActionSchema).min(1),
+});
+
+/** A route `rate_limits` entry the model evaluates. */
+export interface RouteRateLimit {
+  stage: number;
+  actions: Action[];
+}
+
+/** A descriptor and its bucket. */
+export interface DescriptorBucket {
+  entries: DescriptorEntry[];
+  bucket: BucketSpec;
+}
+
+/** A LocalRateLimit config, loaded and checked. */
+export interface LocalRateLimit {
+  statPrefix: string;
+  status: number;
+  /** The default bucket; Envoy lets a listener-level config leave it out (then nothing is limited). */
+  tokenBucket?: BucketSpec;
+  /** Share of requests the filter looks at: 0 or 1 (fractions in between are not modelled). */
+  enabled: boolean;
+  /** Share of limited requests actually rejected: 0 or 1. */
+  enforced: boolean;
+  responseHeadersToAdd: Array<{ key: string; value: string }>;
+  descriptors: DescriptorBucket[];
+  stage: number;
+  xRateLimitHeaders: boolean;
+  alwaysConsumeDefault: boolean;
+}
+
+/** A result with errors naming fields under `prefix`. */
+export type Loaded<T> = { ok: true; value: T } | { ok: false; errors: FieldError[] };
+
+function prefixed(errors: FieldError[], prefix: string): FieldError[] {
+  return errors.map((e) => ({
+    path: e.path === "(root)" ? prefix : `${prefix}${e.path.startsWith("[") ? "" : "."}${e.path}`,
+    message: e.message,
+  }));
+}
+
+function bucketOf(b: z.output<typeof TokenBucketSchema>): BucketSpec {
+  return {
+    maxTokens: b.max_tokens,
+    tokensPerFill: b.tokens_per_fill ?? 1,
+    fillIntervalMs: parseProtoDuration(b.fill_interval) ?? 0,
+  };
+}
+
+/** The fraction as 0 or 1; undefined for a fraction strictly between (Envoy would roll dice). */
+function fraction(f: z.output<typeof RuntimeFractionSchema> | undefined): number | undefined {
+  if (!f) return 0; // Envoy's default for filter_enabled and filter_enforced is 0% "for safety".
+  const share = f.default_value.numerator / DENOMINATORS[f.default_value.denominator ?? "HUNDRED"];
+  return share <= 0 ? 0 : share >= 1 ? 1 : undefined;
+}
+
+/** Unwraps `typed_config` / `typed_per_filter_config` values: typed `@type`, or a TypedStruct. */
+export function unwrapTyped(value: unknown, path: string): Loaded<Record<string, unknown>> {
+  if (value === null || typeof value !== "object" || Array.isArray(value)) {
+    return { ok: false, errors: [{ path, message: "expected an object with @type" }] };
+  }
+  const { "@type": type, ...rest } = value as Record<string, unknown>;
+  if (type === LOCAL_RATELIMIT_TYPE) return { ok: true, value: rest };
+  if (typeof type === "string" && TYPED_STRUCT_TYPES.includes(type)) {
+    const { type_url: url, value: inner } = rest;
+    if (url === LOCAL_RATELIMIT_TYPE && inner && typeof inner === "object") {
+      return { ok: true, value: inner as Record<string, unknown> };
+    }
+    return {
+      ok: false,
+      errors: [{ path: `${path}.type_url`, message: `expected ${LOCAL_RATELIMIT_TYPE}` }],
+    };
+  }
+  return {
+    ok: false,
+    errors: [{
+      path: `${path}["@type"]`,
+      message: `expected ${LOCAL_RATELIMIT_TYPE}, got ${JSON.stringify(type)}`,
+    }],
+  };
+}
+
+/** The checks Envoy makes when it loads token buckets (local_ratelimit_impl.cc). */
+function bucketErrors(cfg: LocalRateLimit, path: string): FieldError[] {
+  const errors: FieldError[] = [];
+  const floor = (b: BucketSpec, at: string) => {
+    if (b.fillIntervalMs < MIN_FILL_INTERVAL_MS) {
+      errors.push({
+        path: at,
+        message: "local rate limit token bucket fill timer must be >= 50ms",
+      });
+    }
+  };
+  if (cfg.tokenBucket) floor(cfg.tokenBucket, `${path}.token_bucket.fill_interval`);
+  const seen = new Set<string>();
+  cfg.descriptors.forEach((d, i) => {
+    const at = `${path}.descriptors[${i}]`;
+    floor(d.bucket, `${at}.token_bucket.fill_interval`);
+    // Envoy up to 1.33 refills descriptor buckets on every N-th tick of the default bucket's timer.
+    const base = cfg.tokenBucket?.fillIntervalMs;
+    if (base && d.bucket.fillIntervalMs % base !== 0) {
+      errors.push({
+        path: `${at}.token_bucket.fill_interval`,
+        message: "local rate descriptor limit is not a multiple of token bucket fill timer",
+      });
+    }
+    const key = JSON.stringify(d.entries.map((e) => [e.key, e.value]));
+    if (seen.has(key)) {
+      errors.push({ path: at, message: "duplicate descriptor in the local rate descriptor" });
+    }
+    seen.add(key);
+  });
+  return errors;
+}
+
+/**
+ * Loads a LocalRateLimit from its fields (after `unwrapTyped`). `perRoute` adds Envoy's rule for
+ * typed_per_filter_config: "local rate limit token bucket must be set for per filter configs".
+ */
+export function loadLocalRateLimit(
+  fields: Record<string, unknown>,
+  path: string,
+  perRoute: boolean,
+): Loaded<LocalRateLimit> {
+  const parsed = LocalRateLimitSchema.safeParse(fields);
+  if (!parsed.success) {
+    return { ok: false, errors: prefixed(toFieldErrors(parsed.error, fields), path) };
+  }
+  const p = parsed.data;
+  const enabled = fraction(p.filter_enabled);
+  const enforced = fraction(p.filter_enforced);
+  const errors: FieldError[] = [];
+  if (enabled === undefined) {
+    errors.push({
+      path: `${path}.filter_enabled`,
+      message: "fractions between 0 and 100% are not modelled",
+    });
+  }
+  if (enforced === undefined) {
+    errors.push({
+      path: `${path}.filter_enforced`,
+      message: "fractions between 0 and 100% are not modelled",
+    });
+  }
+  if (perRoute && !p.token_bucket) {
+    errors.push({
+      path: `${path}.token_bucket`,
+      message: "local rate limit token bucket must be set for per filter configs",
+    });
+  }
+  const code = p.status?.code;
+  const status = typeof code === "string" ? STATUS_NAMES[code] : code;
+  const cfg: LocalRateLimit = {
+    statPrefix: p.stat_prefix,
+    // Envoy: "If the status is less than 400, 429 is used" (local_rate_limit.proto, status).
+    status: status !== undefined && status >= 400 ? status : 429,
+    tokenBucket: p.token_bucket ? bucketOf(p.token_bucket) : undefined,
+    enabled: enabled === 1,
+    enforced: enforced === 1,
+    responseHeadersToAdd: (p.response_headers_to_add ?? []).map((h) => h.header),
+    descriptors: (p.descriptors ?? []).map((d) => ({
+      entries: d.entries,
+      bucket: bucketOf(d.token_bucket),
+    })),
+    stage: p.stage ?? 0,
+    xRateLimitHeaders: p.enable_x_ratelimit_headers === "DRAFT_VERSION_03",
+    // The proto's default is true: the default bucket is charged even when a descriptor matched.
+    alwaysConsumeDefault: p.always_consume_default_token_bucket ?? true,
+  };
+  errors.push(...bucketErrors(cfg, path));
+  return errors.length > 0 ? { ok: false, errors } : { ok: true, value: cfg };
+}
+
+/** Loads a route's `rate_limits` list. */
+export function loadRouteRateLimits(value: unknown, path: string): Loaded<RouteRateLimit[]> {
+  const parsed = z.array(RouteRateLimitSchema).safeParse(value);
+  if (!parsed.success) {
+    return { ok: false, errors: prefixed(toFieldErrors(parsed.error, value), path) };
+  }
+  return { ok: true, value: parsed.data.map((r) => ({ stage: r.stage ?? 0, actions: r.actions })) };
+}

@@ -1,0 +1,206 @@
+/**
+ * Reads an Istio EnvoyFilter (networking.istio.io/v1alpha3) the way istiod and Envoy would apply it
+ * to a proxy, keeping only what concerns the local rate limit: the `envoy.filters.http.local_ratelimit`
+ * filters it inserts into the HTTP connection manager, the per-route config it merges into routes
+ * (`typed_per_filter_config`) and the route `rate_limits` it appends. Patches that do not touch the
+ * local rate limit are ignored; patches that do, in ways the model cannot follow, are errors.
+ */
+import type { FieldError } from "../api/issues.ts";
+import {
+  loadLocalRateLimit,
+  loadRouteRateLimits,
+  LOCAL_RATELIMIT_FILTER,
+  type LocalRateLimit,
+  type RouteRateLimit,
+  unwrapTyped,
+} from "./envoyconfig.ts";
+
+/** The patch contexts a model proxy has: inbound sidecars and gateways. */
+export type ProxyContext = "SIDECAR_INBOUND" | "GATEWAY";
+const CONTEXTS: readonly ProxyContext[] = ["SIDECAR_INBOUND", "GATEWAY"];
+const HCM = "envoy.filters.network.http_connection_manager";
+const ROUTER = "envoy.filters.http.router";
+
+/** What an EnvoyFilter does to the local rate limit of proxies in one context. */
+export interface ContextPatches {
+  /** local_ratelimit filters inserted before the router, in order, with their listener-level config. */
+  filters: LocalRateLimit[];
+  /** The per-route config merged into every route (the last merge wins, as proto map merges do). */
+  routeConfig?: LocalRateLimit;
+  /** Route `rate_limits` entries appended to every route. */
+  rateLimits: RouteRateLimit[];
+}
+
+/** An EnvoyFilter as the model reads it. */
+export interface EnvoyFilterModel {
+  namespace: string;
+  name: string;
+  creationTimestamp: string;
+  priority: number;
+  /** workloadSelector.labels; undefined selects every workload of the namespace. */
+  selector?: Record<string, string>;
+  contexts: Partial<Record<ProxyContext, ContextPatches>>;
+}
+
+/** An EnvoyFilter the model could read, or why a proxy would reject it. */
+export type EnvoyFilterResult =
+  | { ok: true; value: EnvoyFilterModel }
+  | { ok: false; namespace: string; name: string; errors: FieldError[] };
+
+type Json = Record<string, unknown>;
+
+function isObject(v: unknown): v is Json {
+  return v !== null && typeof v === "object" && !Array.isArray(v);
+}
+
+function at(v: unknown, ...keys: string[]): unknown {
+  let cur = v;
+  for (const k of keys) cur = isObject(cur) ? cur[k] : undefined;
+  return cur;
+}
+
+function contextsOf(context: unknown): ProxyContext[] {
+  if (context === undefined || context === "ANY") return [...CONTEXTS];
+  return CONTEXTS.filter((c) => c === context);
+}
+
+/** Where an HTTP_FILTER patch puts the filter relative to the router, or an error. */
+function placement(patch: Json, match: unknown, path: string): FieldError | undefined {
+  const listenerKeys = Object.keys(
+    isObject(at(match, "listener")) ? at(match, "listener") as Json : {},
+  );
+  const filterName = at(match, "listener", "filterChain", "filter", "name");
+  const subFilter = at(match, "listener", "filterChain", "filter", "subFilter", "name");
+  if (
+    listenerKeys.some((k) => k !== "filterChain") ||
+    (filterName !== undefined && filterName !== HCM)
+  ) {
+    return {
+      path: `${path}.match.listener`,
+      message: "only a match on the HTTP connection manager is modelled",
+    };
+  }
+  const op = patch.operation;
+  if (op === "INSERT_FIRST" || op === "INSERT_BEFORE") return undefined;
+  if (op === "INSERT_AFTER" && subFilter !== undefined && subFilter !== ROUTER) return undefined;
+  if (op === "ADD" || op === "INSERT_AFTER") {
+    return {
+      path: `${path}.patch.operation`,
+      message: `${String(op)} puts the filter after ${ROUTER}, which must be the last filter`,
+    };
+  }
+  return {
+    path: `${path}.patch.operation`,
+    message: `${String(op)} of ${LOCAL_RATELIMIT_FILTER} is not modelled`,
+  };
+}
+
+function emptyPatches(): ContextPatches {
+  return { filters: [], rateLimits: [] };
+}
+
+/** Reads one configPatch into `out`; returns its errors. */
+function readPatch(
+  cp: unknown,
+  path: string,
+  out: Partial<Record<ProxyContext, ContextPatches>>,
+): FieldError[] {
+  if (!isObject(cp)) return [{ path, message: "expected an object" }];
+  const match = cp.match;
+  const patch = isObject(cp.patch) ? cp.patch : {};
+  const value = patch.value;
+  const targets = contextsOf(at(match, "context"));
+  const add = (f: (p: ContextPatches) => void) => {
+    for (const c of targets) f(out[c] ??= emptyPatches());
+  };
+  if (cp.applyTo === "HTTP_FILTER" && at(value, "name") === LOCAL_RATELIMIT_FILTER) {
+    const where = placement(patch, match, path);
+    if (where) return [where];
+    const typed = unwrapTyped(at(value, "typed_config"), `${path}.patch.value.typed_config`);
+    if (!typed.ok) return typed.errors;
+    const cfg = loadLocalRateLimit(typed.value, `${path}.patch.value.typed_config`, false);
+    if (!cfg.ok) return cfg.errors;
+    add((p) => p.filters.push(cfg.value));
+    return [];
+  }
+  if (cp.applyTo !== "HTTP_ROUTE") return [];
+  const perFilter = at(value, "typed_per_filter_config", LOCAL_RATELIMIT_FILTER);
+  const rateLimits = at(value, "route", "rate_limits");
+  if (perFilter === undefined && rateLimits === undefined) return [];
+  if (patch.operation !== "MERGE") {
+    return [{
+      path: `${path}.patch.operation`,
+      message: "only MERGE of route rate limits is modelled",
+    }];
+  }
+  if (isObject(match) && Object.keys(match).some((k) => k !== "context")) {
+    return [{
+      path: `${path}.match`,
+      message: "the model has one route a proxy: only a context match is modelled",
+    }];
+  }
+  const errors: FieldError[] = [];
+  if (perFilter !== undefined) {
+    const cfgPath = `${path}.patch.value.typed_per_filter_config["${LOCAL_RATELIMIT_FILTER}"]`;
+    const typed = unwrapTyped(perFilter, cfgPath);
+    const cfg = typed.ok ? loadLocalRateLimit(typed.value, cfgPath, true) : typed;
+    if (cfg.ok) add((p) => (p.routeConfig = cfg.value));
+    else errors.push(...cfg.errors);
+  }
+  if (rateLimits !== undefined) {
+    const list = loadRouteRateLimits(rateLimits, `${path}.patch.value.route.rate_limits`);
+    if (list.ok) add((p) => p.rateLimits.push(...list.value));
+    else errors.push(...list.errors);
+  }
+  return errors;
+}
+
+/** Reads an EnvoyFilter object; never throws. */
+export function readEnvoyFilter(obj: unknown): EnvoyFilterResult {
+  const namespace = String(at(obj, "metadata", "namespace") ?? "");
+  const name = String(at(obj, "metadata", "name") ?? "");
+  const fail = (errors: FieldError[]): EnvoyFilterResult => ({
+    ok: false,
+    namespace,
+    name,
+    errors,
+  });
+  if (
+    at(obj, "kind") !== "EnvoyFilter" || at(obj, "apiVersion") !== "networking.istio.io/v1alpha3"
+  ) {
+    return fail([{
+      path: "kind",
+      message: "expected an EnvoyFilter of networking.istio.io/v1alpha3",
+    }]);
+  }
+  const spec = at(obj, "spec");
+  const selector = at(spec, "workloadSelector", "labels");
+  if (
+    selector !== undefined &&
+    (!isObject(selector) || Object.values(selector).some((v) => typeof v !== "string"))
+  ) {
+    return fail([{ path: "spec.workloadSelector.labels", message: "expected a map of strings" }]);
+  }
+  if (at(spec, "targetRefs") !== undefined) {
+    return fail([{ path: "spec.targetRefs", message: "targetRefs are not modelled" }]);
+  }
+  const patches = at(spec, "configPatches");
+  const contexts: Partial<Record<ProxyContext, ContextPatches>> = {};
+  const errors: FieldError[] = [];
+  (Array.isArray(patches) ? patches : []).forEach((cp, i) => {
+    errors.push(...readPatch(cp, `spec.configPatches[${i}]`, contexts));
+  });
+  if (errors.length > 0) return fail(errors);
+  const priority = at(spec, "priority");
+  return {
+    ok: true,
+    value: {
+      namespace,
+      name,
+      creationTimestamp: String(at(obj, "metadata", "creationTimestamp") ?? ""),
+      priority: typeof priority === "number" ? priority : 0,
+      selector: selector as Record<string, string> | undefined,
+      contexts,
+    },
+  };
+}

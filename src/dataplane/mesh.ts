@@ -1,0 +1,224 @@
+/**
+ * A service mesh of Envoy proxies, as far as local rate limits go: which EnvoyFilters reach which
+ * Pod's proxy (Istio's rules), one ProxyState a Pod, and requests spread round-robin over a target's
+ * ready Pods. Deterministic: no clock of its own, no randomness; the caller passes the time.
+ */
+import type { FieldError } from "../api/issues.ts";
+import { type EnvoyFilterModel, readEnvoyFilter } from "./envoyfilter.ts";
+import {
+  type BucketId,
+  decide,
+  type Decision,
+  newProxyState,
+  NO_LIMIT,
+  proxyConfig,
+  type ProxyState,
+} from "./proxy.ts";
+import type { Request } from "./request.ts";
+
+/** A Pod as the mesh sees it. */
+export interface MeshPod {
+  namespace: string;
+  name: string;
+  /** Changes when the Pod is replaced (a new proxy, new buckets); defaults to namespace/name. */
+  uid?: string;
+  labels: Readonly<Record<string, string>>;
+  ready: boolean;
+}
+
+/** Where a request goes: a workload (namespace and labels of its Pods) or the ingress gateway. */
+export type MeshTarget =
+  | { namespace: string; labels: Readonly<Record<string, string>> }
+  | "gateway";
+
+/** A request sent into the mesh. */
+export interface MeshRequest extends Request {
+  to: MeshTarget;
+  /** When true, a request to a workload passes the ingress gateway's proxy first. */
+  viaGateway?: boolean;
+}
+
+/** The answer, and which Pod's proxy gave it. */
+export interface MeshResponse extends Decision {
+  /** `namespace/name` of the Pod that answered; undefined when no Pod was ready. */
+  pod?: string;
+}
+
+/** An EnvoyFilter a proxy rejected (Envoy NACKs the config and keeps its previous one). */
+export interface Rejection {
+  filter: string;
+  pod: string;
+  errors: FieldError[];
+}
+
+/** Mesh options. */
+export interface MeshOptions {
+  /** Istio's config root namespace: its EnvoyFilters reach matching workloads of every namespace. */
+  rootNamespace?: string;
+  /** The ingress gateway's Pods. */
+  gateway?: { namespace: string; labels: Readonly<Record<string, string>> };
+}
+
+/** The defaults of this project's mesh (SPEC.md: gateway `app: mesh-ingressgateway` in mesh-system). */
+export const DEFAULT_MESH: Required<MeshOptions> = {
+  rootNamespace: "mesh-system",
+  gateway: { namespace: "mesh-system", labels: { app: "mesh-ingressgateway" } },
+};
+
+/** True when every label of `selector` is on `labels`. */
+export function selects(
+  selector: Readonly<Record<string, string>>,
+  labels: Readonly<Record<string, string>>,
+): boolean {
+  return Object.entries(selector).every(([k, v]) => labels[k] === v);
+}
+
+interface PodProxy {
+  key: string;
+  state: ProxyState;
+}
+
+/** Istio applies root-namespace EnvoyFilters first, then by priority, creation time and name. */
+function applicationOrder(root: string) {
+  return (a: EnvoyFilterModel, b: EnvoyFilterModel): number =>
+    Number(b.namespace === root) - Number(a.namespace === root) ||
+    a.priority - b.priority ||
+    (a.creationTimestamp < b.creationTimestamp
+      ? -1
+      : a.creationTimestamp > b.creationTimestamp
+      ? 1
+      : 0) ||
+    (`${a.namespace}/${a.name}` < `${b.namespace}/${b.name}` ? -1 : 1);
+}
+
+/** The mesh: call `sync` when EnvoyFilters or Pods change, `send` for each request. */
+export class Mesh {
+  readonly #opts: Required<MeshOptions>;
+  #pods: MeshPod[] = [];
+  #proxies = new Map<string, PodProxy>();
+  #rejections: Rejection[] = [];
+  #next = new Map<string, number>();
+
+  constructor(opts: MeshOptions = {}) {
+    this.#opts = { ...DEFAULT_MESH, ...opts };
+  }
+
+  /**
+   * Takes the current EnvoyFilters (any objects; the ones that are not rate limits are ignored) and
+   * Pods at `nowMs`. A proxy whose config changed, or a new Pod, starts with full buckets at `nowMs`;
+   * a proxy whose config is unchanged keeps its buckets.
+   */
+  sync(envoyFilters: readonly unknown[], pods: readonly MeshPod[], nowMs: number): void {
+    const read = envoyFilters.map(readEnvoyFilter);
+    const root = this.#opts.rootNamespace;
+    const good = read.flatMap((r) => (r.ok ? [r.value] : [])).sort(applicationOrder(root));
+    const bad = read.flatMap((r) => (r.ok ? [] : [r]));
+    const reaches = (f: { namespace: string; selector?: Record<string, string> }, p: MeshPod) =>
+      (f.namespace === p.namespace || f.namespace === root) && selects(f.selector ?? {}, p.labels);
+    const proxies = new Map<string, PodProxy>();
+    this.#rejections = [];
+    for (const pod of pods) {
+      const id = pod.uid ?? `${pod.namespace}/${pod.name}`;
+      const prev = this.#proxies.get(id);
+      const rejected = bad.filter((f) => reaches(f, pod));
+      if (rejected.length > 0) {
+        for (const f of rejected) {
+          this.#rejections.push({
+            filter: `${f.namespace}/${f.name}`,
+            pod: `${pod.namespace}/${pod.name}`,
+            errors: f.errors,
+          });
+        }
+        proxies.set(id, prev ?? { key: "", state: newProxyState(NO_LIMIT, nowMs) });
+        continue;
+      }
+      const config = proxyConfig(good.filter((f) => reaches(f, pod)), this.#contextOf(pod));
+      const key = JSON.stringify(config);
+      proxies.set(
+        id,
+        prev && prev.key === key ? prev : { key, state: newProxyState(config, nowMs) },
+      );
+    }
+    this.#pods = [...pods];
+    this.#proxies = proxies;
+  }
+
+  /** EnvoyFilters the proxies rejected at the last `sync`. */
+  rejections(): readonly Rejection[] {
+    return this.#rejections;
+  }
+
+  /** The proxy state of a Pod (for charts and tests); undefined for an unknown Pod. */
+  proxy(namespace: string, name: string): ProxyState | undefined {
+    const pod = this.#pods.find((p) => p.namespace === namespace && p.name === name);
+    return pod && this.#proxies.get(pod.uid ?? `${pod.namespace}/${pod.name}`)?.state;
+  }
+
+  /** Answers a request at `nowMs`. No ready Pod: 503 `no healthy upstream`. */
+  send(req: MeshRequest, nowMs: number): MeshResponse {
+    if (req.viaGateway && req.to !== "gateway") {
+      const first = this.#at("gateway", req, nowMs);
+      if (first.status !== 200) return first;
+    }
+    return this.#at(req.to, req, nowMs);
+  }
+
+  #contextOf(pod: MeshPod) {
+    const gw = this.#opts.gateway;
+    return pod.namespace === gw.namespace && selects(gw.labels, pod.labels)
+      ? "GATEWAY" as const
+      : "SIDECAR_INBOUND" as const;
+  }
+
+  #at(to: MeshTarget, req: Request, nowMs: number): MeshResponse {
+    const target = to === "gateway" ? this.#opts.gateway : to;
+    const ready = this.#pods
+      .filter((p) =>
+        p.ready && p.namespace === target.namespace && selects(target.labels, p.labels)
+      )
+      .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+    if (ready.length === 0) {
+      return {
+        status: 503,
+        headers: { "content-type": "text/plain" },
+        body: "no healthy upstream",
+      };
+    }
+    const rr = `${target.namespace}/${JSON.stringify(Object.entries(target.labels).sort())}`;
+    const n = this.#next.get(rr) ?? 0;
+    this.#next.set(rr, n + 1);
+    const pod = ready[n % ready.length];
+    const proxy = this.#proxies.get(pod.uid ?? `${pod.namespace}/${pod.name}`);
+    const decision = proxy
+      ? decide(proxy.state, req, nowMs)
+      : { status: 200, headers: {}, body: "" };
+    return { ...decision, pod: `${pod.namespace}/${pod.name}` };
+  }
+}
+
+/** Reads a Pod object (v1) into a MeshPod: ready when its `Ready` condition is True and it is not being deleted. */
+export function meshPodOf(obj: {
+  metadata: {
+    namespace?: string;
+    name: string;
+    uid?: string;
+    labels?: Record<string, string>;
+    deletionTimestamp?: string;
+  };
+  status?: unknown;
+}): MeshPod {
+  const conditions =
+    (obj.status as { conditions?: Array<{ type?: string; status?: string }> } | undefined)
+      ?.conditions;
+  const ready = !obj.metadata.deletionTimestamp &&
+    (conditions ?? []).some((c) => c.type === "Ready" && c.status === "True");
+  return {
+    namespace: obj.metadata.namespace ?? "default",
+    name: obj.metadata.name,
+    ...(obj.metadata.uid ? { uid: obj.metadata.uid } : {}),
+    labels: obj.metadata.labels ?? {},
+    ready,
+  };
+}
+
+export type { BucketId };

@@ -1,0 +1,214 @@
+/**
+ * The Istio EnvoyFilter a valid RateLimit becomes (DESIGN.md "RateLimit bucket selection").
+ *
+ * Envoy APIs used, by file in envoyproxy/envoy:
+ * - `api/envoy/extensions/filters/http/local_ratelimit/v3/local_rate_limit.proto` (LocalRateLimit):
+ *   stat_prefix, token_bucket, filter_enabled / filter_enforced (RuntimeFractionalPercent, both 0%
+ *   by default "for safety"), descriptors, enable_x_ratelimit_headers (OFF | DRAFT_VERSION_03),
+ *   always_consume_default_token_bucket (default true), status (envoy.type.v3.HttpStatus).
+ * - `api/envoy/type/v3/token_bucket.proto`: max_tokens (uint32 > 0), tokens_per_fill, fill_interval
+ *   (Duration, protobuf JSON `"30s"`).
+ * - `api/envoy/extensions/common/ratelimit/v3/ratelimit.proto`: LocalRateLimitDescriptor.
+ * - `api/envoy/config/route/v3/route_components.proto`: Route.rate_limits, RateLimit.Action
+ *   .HeaderValueMatch {descriptor_key, descriptor_value, expect_match, headers}, HeaderMatcher
+ *   {name, string_match, invert_match}.
+ */
+import type { BucketRule, RateLimit, RateLimitSpec } from "../../api/ratelimit.ts";
+import { parseFillInterval, protoDuration } from "../../api/duration.ts";
+import { apiVersionOf, RESOURCES } from "../../api/resources.ts";
+import type { KubeObject } from "../../runtime/cluster.ts";
+import { LOCAL_RATELIMIT_FILTER, LOCAL_RATELIMIT_TYPE } from "../../dataplane/envoyconfig.ts";
+import { managedLabels } from "../labels.ts";
+
+/** The namespace and selector label that mean "the ingress gateway" (SPEC.md data plane, 2). */
+export const GATEWAY_NAMESPACE = "mesh-system";
+/** The gateway's selector label. */
+export const GATEWAY_LABEL = { key: "app", value: "mesh-ingressgateway" } as const;
+
+type Json = Record<string, unknown>;
+type Matcher = Json;
+
+/** True when the RateLimit targets the ingress gateway rather than a workload's sidecars. */
+export function isGateway(namespace: string, spec: Pick<RateLimitSpec, "selectorLabels">): boolean {
+  return namespace === GATEWAY_NAMESPACE &&
+    spec.selectorLabels[GATEWAY_LABEL.key] === GATEWAY_LABEL.value;
+}
+
+function tokenBucket(b: RateLimitSpec["local"]["defaultBucket"]): Json {
+  return {
+    max_tokens: b.maxTokens,
+    tokens_per_fill: b.tokensPerFill,
+    fill_interval: protoDuration(parseFillInterval(b.fillInterval) ?? 0),
+  };
+}
+
+const ALWAYS = { numerator: 100, denominator: "HUNDRED" };
+
+/** Header matchers of a rule's headers: names in lower case (Envoy's form), values exact. */
+function headerMatchers(rule: BucketRule): Matcher[] {
+  return Object.entries(rule.headers ?? {})
+    .map(([name, value]) => ({ name: name.toLowerCase(), string_match: { exact: value } }))
+    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}
+
+/**
+ * `:path` carries the query string, and the rule's path must match with or without one. So "path
+ * matches" is a disjunction: `:path` is exactly P, or starts with `P?`. (A RE2 `safe_regex` could say
+ * it in one matcher, but Envoy rejects regexes above `re2.max_program_size.error_level`, default 100,
+ * so a long path would leave the filter NACKed while the RateLimit says Ready.)
+ */
+function pathMatchers(path: string): Matcher[] {
+  return [
+    { name: ":path", string_match: { exact: path } },
+    { name: ":path", string_match: { prefix: `${path}?` } },
+  ];
+}
+
+/** A rule as an OR of clauses, each an AND of header matchers. */
+function clauses(rule: BucketRule): Matcher[][] {
+  const headers = headerMatchers(rule);
+  return rule.path === undefined ? [headers] : pathMatchers(rule.path).map((p) => [p, ...headers]);
+}
+
+interface Entry {
+  key: string;
+  value: string;
+}
+
+/**
+ * The actions of rule i's `rate_limits` entry and the descriptor they produce.
+ *
+ * Envoy builds one request descriptor per `rate_limits` entry, and only when every action of the
+ * entry appends an entry; it then matches config descriptors verbatim (ordered, no partial match).
+ * A `header_value_match` action appends its entry when all its matchers match (expect_match true)
+ * or when they do not all match (expect_match false). So entry i requires:
+ *   - rule i matches: its path, as `expect_match: false` over the two path matchers inverted
+ *     (NOT(NOT exact AND NOT prefix) = exact OR prefix), and its headers, as one `expect_match: true`;
+ *   - no earlier rule j matches: rule j is an OR of clauses, so NOT rule j = AND over its clauses of
+ *     NOT clause, one `expect_match: false` action a clause.
+ * Hence at most one entry yields a descriptor, that of the first matching rule, and with
+ * `always_consume_default_token_bucket: false` the default bucket is charged only when none does.
+ */
+function ruleEntry(rules: readonly BucketRule[], i: number): { actions: Json[]; entries: Entry[] } {
+  const rule = rules[i];
+  const actions: Json[] = [];
+  const entries: Entry[] = [];
+  const action = (key: string, value: string, headers: Matcher[], expectMatch: boolean) => {
+    actions.push({
+      header_value_match: {
+        descriptor_key: key,
+        descriptor_value: value,
+        ...(expectMatch ? {} : { expect_match: false }),
+        headers,
+      },
+    });
+    entries.push({ key, value });
+  };
+  const own = headerMatchers(rule);
+  if (rule.path !== undefined) {
+    action(
+      "rule",
+      String(i),
+      pathMatchers(rule.path).map((m) => ({ ...m, invert_match: true })),
+      false,
+    );
+    if (own.length > 0) action("rule_headers", String(i), own, true);
+  } else {
+    action("rule", String(i), own, true);
+  }
+  for (let j = 0; j < i; j++) {
+    for (const clause of clauses(rules[j])) action("not_rule", String(j), clause, false);
+  }
+  return { actions, entries };
+}
+
+/** The LocalRateLimit config merged into the routes (typed, as Envoy loads an Any). */
+function routeConfig(spec: RateLimitSpec, descriptors: Json[]): Json {
+  return {
+    "@type": LOCAL_RATELIMIT_TYPE,
+    stat_prefix: "http_local_rate_limiter",
+    token_bucket: tokenBucket(spec.local.defaultBucket),
+    filter_enabled: { runtime_key: "local_rate_limit_enabled", default_value: ALWAYS },
+    filter_enforced: { runtime_key: "local_rate_limit_enforced", default_value: ALWAYS },
+    enable_x_ratelimit_headers: spec.enableResponseHeaders ? "DRAFT_VERSION_03" : "OFF",
+    always_consume_default_token_bucket: false,
+    status: { code: "TooManyRequests" },
+    ...(descriptors.length > 0 ? { descriptors } : {}),
+  };
+}
+
+/** The EnvoyFilter of a valid RateLimit: same name and namespace, owned by it. */
+export function renderEnvoyFilter(rl: RateLimit): KubeObject {
+  const namespace = rl.metadata.namespace ?? "default";
+  const spec = rl.spec;
+  const context = isGateway(namespace, spec) ? "GATEWAY" : "SIDECAR_INBOUND";
+  const rules = spec.local.buckets;
+  const rateLimits: Json[] = [];
+  const descriptors: Json[] = [];
+  rules.forEach((rule, i) => {
+    const { actions, entries } = ruleEntry(rules, i);
+    rateLimits.push({ actions });
+    descriptors.push({ entries, token_bucket: tokenBucket(rule.bucket) });
+  });
+  const owner = rl.metadata.uid
+    ? {
+      ownerReferences: [{
+        apiVersion: rl.apiVersion,
+        kind: rl.kind,
+        name: rl.metadata.name,
+        uid: rl.metadata.uid,
+        controller: true,
+        blockOwnerDeletion: true,
+      }],
+    }
+    : {};
+  return {
+    apiVersion: apiVersionOf(RESOURCES.EnvoyFilter),
+    kind: RESOURCES.EnvoyFilter.kind,
+    metadata: { name: rl.metadata.name, namespace, labels: managedLabels("ratelimit"), ...owner },
+    spec: {
+      workloadSelector: { labels: { ...spec.selectorLabels } },
+      configPatches: [
+        {
+          // The filter itself, inert at listener level (filter_enabled defaults to 0%); the route
+          // config below turns it on. Inserted before the router, which must stay last.
+          applyTo: "HTTP_FILTER",
+          match: {
+            context,
+            listener: {
+              filterChain: {
+                filter: {
+                  name: "envoy.filters.network.http_connection_manager",
+                  subFilter: { name: "envoy.filters.http.router" },
+                },
+              },
+            },
+          },
+          patch: {
+            operation: "INSERT_BEFORE",
+            value: {
+              name: LOCAL_RATELIMIT_FILTER,
+              typed_config: {
+                "@type": LOCAL_RATELIMIT_TYPE,
+                stat_prefix: "http_local_rate_limiter",
+              },
+            },
+          },
+        },
+        {
+          applyTo: "HTTP_ROUTE",
+          match: { context },
+          patch: {
+            operation: "MERGE",
+            value: {
+              // No rules, no `rate_limits`: an entry with `actions: []` makes Envoy reject the
+              // whole route config (Kyma api-gateway #2380).
+              ...(rateLimits.length > 0 ? { route: { rate_limits: rateLimits } } : {}),
+              typed_per_filter_config: { [LOCAL_RATELIMIT_FILTER]: routeConfig(spec, descriptors) },
+            },
+          },
+        },
+      ],
+    },
+  };
+}

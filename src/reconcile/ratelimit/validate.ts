@@ -1,0 +1,151 @@
+/**
+ * The checks of DESIGN.md "RateLimit validation" that the schema cannot express, each message naming
+ * the field and its value: fill intervals (Envoy's 50ms floor, multiples of the default's), header
+ * names and values, rules that can never be used, selector label syntax.
+ */
+import { parseFillInterval } from "../../api/duration.ts";
+import { show } from "../../api/issues.ts";
+import type { BucketRule, RateLimitSpec } from "../../api/ratelimit.ts";
+import { MIN_FILL_INTERVAL_MS } from "../../dataplane/envoyconfig.ts";
+
+const TOKEN = /^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/;
+// deno-lint-ignore no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f]/;
+const LABEL_NAME = /^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+/** A label key: `[prefix/]name`, prefix a DNS subdomain (≤ 253), name ≤ 63 (Kubernetes). */
+export function isLabelKey(key: string): boolean {
+  const slash = key.lastIndexOf("/");
+  const prefix = slash >= 0 ? key.slice(0, slash) : undefined;
+  const name = slash >= 0 ? key.slice(slash + 1) : key;
+  if (prefix !== undefined && (prefix.length > 253 || !DNS_SUBDOMAIN.test(prefix))) return false;
+  return name.length <= 63 && LABEL_NAME.test(name);
+}
+
+/** A label value: empty, or ≤ 63 characters of the label name syntax (Kubernetes). */
+export function isLabelValue(value: string): boolean {
+  return value === "" || (value.length <= 63 && LABEL_NAME.test(value));
+}
+
+/** Renders a fillInterval with its value for a message: `fillInterval 45s`. */
+function interval(text: string): string {
+  return `fillInterval ${text}`;
+}
+
+function intervalProblems(spec: RateLimitSpec): string[] {
+  const out: string[] = [];
+  const defText = spec.local.defaultBucket.fillInterval;
+  const def = parseFillInterval(defText);
+  const check = (path: string, text: string): number | undefined => {
+    const ms = parseFillInterval(text);
+    if (ms === undefined) out.push(`${path} ${show(text)} is not a duration like 30s or 1m`);
+    else if (ms < MIN_FILL_INTERVAL_MS) {
+      // Unreachable with today's syntax (whole seconds or minutes); kept so a finer syntax cannot
+      // produce a filter Envoy rejects.
+      out.push(`${path} ${text} is below Envoy's minimum of ${MIN_FILL_INTERVAL_MS}ms`);
+    }
+    return ms;
+  };
+  check("spec.local.defaultBucket.fillInterval", defText);
+  spec.local.buckets.forEach((rule, i) => {
+    const path = `spec.local.buckets[${i}].bucket.fillInterval`;
+    const ms = check(path, rule.bucket.fillInterval);
+    if (ms !== undefined && def !== undefined && ms % def !== 0) {
+      out.push(
+        `${path} ${rule.bucket.fillInterval} is not a multiple of the default bucket's ${
+          interval(defText)
+        }`,
+      );
+    }
+  });
+  return out;
+}
+
+function headerProblems(rule: BucketRule, at: string): string[] {
+  const out: string[] = [];
+  const seen = new Map<string, string>();
+  for (const [name, value] of Object.entries(rule.headers ?? {})) {
+    if (!TOKEN.test(name)) out.push(`${at}.headers name ${show(name)} is not an HTTP header name`);
+    const lower = name.toLowerCase();
+    const other = seen.get(lower);
+    if (other !== undefined) {
+      out.push(
+        `${at}.headers lists ${show(other)} and ${
+          show(name)
+        }, the same header (names are case-insensitive)`,
+      );
+    }
+    seen.set(lower, name);
+    if (CONTROL.test(value)) {
+      out.push(`${at}.headers[${show(name)}] value ${show(value)} has a control character`);
+    }
+  }
+  return out;
+}
+
+/** The headers of a rule, names lower-cased. */
+function lowerHeaders(rule: BucketRule): Map<string, string> {
+  return new Map(Object.entries(rule.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v]));
+}
+
+/** True when every request `later` matches is matched by `earlier` (so `later` is never used). */
+export function covers(earlier: BucketRule, later: BucketRule): boolean {
+  if (earlier.path !== undefined && earlier.path !== later.path) return false;
+  const need = lowerHeaders(earlier);
+  const have = lowerHeaders(later);
+  return [...need].every(([k, v]) => have.get(k) === v);
+}
+
+function ruleProblems(rules: readonly BucketRule[]): string[] {
+  const out: string[] = [];
+  rules.forEach((rule, i) => {
+    const at = `spec.local.buckets[${i}]`;
+    const headers = Object.keys(rule.headers ?? {}).length;
+    if (rule.path === undefined && headers === 0) {
+      out.push(`${at} has neither a path nor headers; a rule must say which requests it takes`);
+      return;
+    }
+    if (
+      rule.path !== undefined &&
+      (!rule.path.startsWith("/") || /[?#\s]/.test(rule.path) || CONTROL.test(rule.path))
+    ) {
+      out.push(
+        `${at}.path ${
+          show(rule.path)
+        } is not a path like /headers (starts with /, no ?, # or spaces)`,
+      );
+    }
+    out.push(...headerProblems(rule, at));
+    const first = rules.slice(0, i).findIndex((e) => covers(e, rule));
+    if (first >= 0) {
+      out.push(
+        `${at} is never used: every request it matches is matched first by spec.local.buckets[${first}]`,
+      );
+    }
+  });
+  return out;
+}
+
+function selectorProblems(labels: Record<string, string>): string[] {
+  const out: string[] = [];
+  if (Object.keys(labels).length === 0) {
+    out.push("spec.selectorLabels must select at least one label");
+  }
+  for (const [k, v] of Object.entries(labels)) {
+    if (!isLabelKey(k)) out.push(`spec.selectorLabels key ${show(k)} is not a valid label key`);
+    if (!isLabelValue(v)) {
+      out.push(`spec.selectorLabels[${show(k)}] value ${show(v)} is not a valid label value`);
+    }
+  }
+  return out;
+}
+
+/** Everything wrong with a parsed spec, one message a problem; empty when it can be applied. */
+export function validateSpec(spec: RateLimitSpec): string[] {
+  return [
+    ...selectorProblems(spec.selectorLabels),
+    ...intervalProblems(spec),
+    ...ruleProblems(spec.local.buckets),
+  ];
+}

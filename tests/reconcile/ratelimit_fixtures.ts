@@ -1,0 +1,139 @@
+/** Builders for RateLimit reconcile tests: raw objects, pods, and applying a Plan to a small world. */
+import type { KubeObject } from "../../src/runtime/cluster.ts";
+import type { Plan } from "../../src/reconcile/plan.ts";
+import { type RateLimitInput, reconcileRateLimit } from "../../src/reconcile/ratelimit.ts";
+
+/** A bucket as users write it. */
+export interface RawBucket {
+  maxTokens: unknown;
+  tokensPerFill: unknown;
+  fillInterval: unknown;
+}
+
+/** A raw RateLimit: spec and metadata fields override the defaults. */
+export function rateLimit(
+  opts: {
+    name?: string;
+    namespace?: string;
+    uid?: string;
+    generation?: number;
+    created?: string;
+    selectorLabels?: Record<string, string>;
+    enableResponseHeaders?: boolean;
+    defaultBucket?: RawBucket;
+    buckets?: unknown[];
+    status?: unknown;
+  } = {},
+): KubeObject {
+  const name = opts.name ?? "httpbin";
+  return {
+    apiVersion: "gateway.platform-project.io/v1alpha1",
+    kind: "RateLimit",
+    metadata: {
+      name,
+      namespace: opts.namespace ?? "demo",
+      uid: opts.uid ?? `uid-${name}`,
+      generation: opts.generation ?? 1,
+      creationTimestamp: opts.created ?? "2025-01-01T00:00:00Z",
+    },
+    spec: {
+      selectorLabels: opts.selectorLabels ?? { app: "httpbin" },
+      ...(opts.enableResponseHeaders !== undefined
+        ? { enableResponseHeaders: opts.enableResponseHeaders }
+        : {}),
+      local: {
+        defaultBucket: opts.defaultBucket ??
+          { maxTokens: 10, tokensPerFill: 10, fillInterval: "30s" },
+        ...(opts.buckets ? { buckets: opts.buckets } : {}),
+      },
+    },
+    ...(opts.status ? { status: opts.status } : {}),
+  };
+}
+
+/** A bucket literal. */
+export function bucket(maxTokens: number, tokensPerFill: number, fillInterval: string): RawBucket {
+  return { maxTokens, tokensPerFill, fillInterval };
+}
+
+/** A Pod with labels. */
+export function pod(name: string, labels: Record<string, string>, namespace = "demo"): KubeObject {
+  return {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { name, namespace, uid: `pod-${name}`, labels },
+    status: { conditions: [{ type: "Ready", status: "True" }] },
+  };
+}
+
+/** An input with the usual defaults: mesh installed, no peers, no pods, no filter, time 0. */
+export function input(rl: unknown, more: Partial<RateLimitInput> = {}): RateLimitInput {
+  return {
+    rateLimit: rl,
+    peers: [],
+    pods: [],
+    meshInstalled: true,
+    now: 1_700_000_000_000,
+    ...more,
+  };
+}
+
+/** The world a reconcile sees and a Plan changes: the RateLimit and its EnvoyFilter. */
+export interface World {
+  rateLimit: KubeObject;
+  envoyFilter?: KubeObject;
+}
+
+/** Carries out a Plan the way the runtime would: apply, delete, then write status. */
+export function applyPlan(world: World, plan: Plan): World {
+  let envoyFilter = world.envoyFilter;
+  for (const obj of plan.apply) {
+    if (obj.kind === "EnvoyFilter") envoyFilter = structuredClone(obj);
+  }
+  for (const ref of plan.delete) {
+    if (ref.kind === "EnvoyFilter" && envoyFilter?.metadata.name === ref.name) {
+      envoyFilter = undefined;
+    }
+  }
+  const rateLimit = plan.status
+    ? { ...world.rateLimit, status: structuredClone(plan.status) }
+    : world.rateLimit;
+  return { rateLimit, envoyFilter };
+}
+
+/**
+ * The writes a Plan would make on `world` after the runtime's comparison: applies whose object
+ * differs from the observed one, deletes of objects that exist, a status that differs, events.
+ */
+export function writesOf(world: World, plan: Plan): string[] {
+  const writes: string[] = [];
+  for (const obj of plan.apply) {
+    if (JSON.stringify(obj) !== JSON.stringify(world.envoyFilter)) writes.push(`apply ${obj.kind}`);
+  }
+  for (const ref of plan.delete) {
+    if (world.envoyFilter?.metadata.name === ref.name) writes.push(`delete ${ref.kind}`);
+  }
+  if (plan.status && JSON.stringify(plan.status) !== JSON.stringify(world.rateLimit.status)) {
+    writes.push("status");
+  }
+  for (const e of plan.events) writes.push(`event ${e.reason}`);
+  return writes;
+}
+
+/** Reconciles `world` with the rest of `base`. */
+export function reconcileWorld(world: World, base: RateLimitInput): Plan {
+  return reconcileRateLimit({
+    ...base,
+    rateLimit: world.rateLimit,
+    envoyFilter: world.envoyFilter,
+  });
+}
+
+/** Deep-freezes a value so any mutation throws in strict mode. */
+export function deepFreeze<T>(value: T): T {
+  if (value && typeof value === "object" && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const v of Object.values(value)) deepFreeze(v);
+  }
+  return value;
+}

@@ -1,0 +1,194 @@
+/** Every row of RATELIMIT_STATES is reached by some input, with the row's condition and a message. */
+import assert from "node:assert/strict";
+import { rowOfStatus } from "../../src/reconcile/conditions.ts";
+import type { Plan } from "../../src/reconcile/plan.ts";
+import {
+  RATELIMIT_STATES,
+  type RateLimitInput,
+  reconcileRateLimit,
+} from "../../src/reconcile/ratelimit.ts";
+import { renderEnvoyFilter } from "../../src/reconcile/ratelimit/envoyfilter.ts";
+import { parseRateLimit } from "../../src/api/ratelimit.ts";
+import type { Condition } from "../../src/api/common.ts";
+import type { KubeObject } from "../../src/runtime/cluster.ts";
+import { bucket, input, pod, rateLimit } from "./ratelimit_fixtures.ts";
+
+function ourFilter(rl: KubeObject): KubeObject {
+  const parsed = parseRateLimit(rl);
+  assert.ok(parsed.ok);
+  return renderEnvoyFilter(parsed.value);
+}
+
+const invalid = rateLimit({ buckets: [{ path: "/headers", bucket: bucket(2, 2, "45s") }] });
+const older = rateLimit({ name: "first", created: "2024-06-01T00:00:00Z" });
+
+/** For each reason: an input that leads to it, and words its message must contain. */
+const CASES: Record<string, { input: RateLimitInput; says: RegExp[] }> = {
+  Applied: {
+    input: input(rateLimit()),
+    says: [/Limits applied to pods with app=httpbin by EnvoyFilter demo\/httpbin/],
+  },
+  InvalidSpec: {
+    input: input(invalid, { envoyFilter: ourFilter(rateLimit()) }),
+    says: [
+      /limit not applied/,
+      /spec\.local\.buckets\[0\]\.bucket\.fillInterval 45s is not a multiple of the default bucket's fillInterval 30s/,
+    ],
+  },
+  Conflict: {
+    input: input(rateLimit(), { peers: [older, rateLimit()], envoyFilter: ourFilter(rateLimit()) }),
+    says: [/older RateLimit demo\/first/, /not applied/],
+  },
+  MeshMissing: {
+    input: input(rateLimit(), { meshInstalled: false }),
+    says: [/envoyfilters\.networking\.istio\.io/, /not applied/],
+  },
+  ApplyFailed: {
+    input: input(rateLimit(), {
+      lastOutcome: {
+        ok: false,
+        generation: 1,
+        error: "admission webhook denied the request",
+        failed: {
+          apiVersion: "networking.istio.io/v1alpha3",
+          kind: "EnvoyFilter",
+          namespace: "demo",
+          name: "httpbin",
+        },
+      },
+    }),
+    says: [/Applying EnvoyFilter demo\/httpbin failed: admission webhook denied the request/],
+  },
+};
+
+function statusOf(plan: Plan) {
+  return plan.status as {
+    state: string;
+    description: string;
+    observedGeneration?: number;
+    conditions: Condition[];
+  };
+}
+
+for (const row of RATELIMIT_STATES) {
+  Deno.test(`RateLimit row ${row.no}: ${row.state} / ${row.type} ${row.status} ${row.reason}`, () => {
+    const c = CASES[row.reason];
+    assert.ok(c, `no case for reason ${row.reason}`);
+    const plan = reconcileRateLimit(c.input);
+    const status = statusOf(plan);
+    assert.equal(rowOfStatus(RATELIMIT_STATES, status), row);
+    assert.equal(status.state, row.state);
+    assert.equal(status.conditions.length, 1);
+    const cond = status.conditions[0];
+    assert.deepEqual([cond.type, cond.status, cond.reason], [row.type, row.status, row.reason]);
+    assert.equal(cond.observedGeneration, 1);
+    assert.equal(status.observedGeneration, 1);
+    assert.equal(status.description, cond.message);
+    for (const re of c.says) assert.match(cond.message, re);
+    assert.equal(plan.events.length, 1, "a new state is announced once");
+    assert.equal(plan.events[0].reason, row.reason);
+    assert.equal(plan.events[0].type, row.state === "Ready" ? "Normal" : "Warning");
+  });
+}
+
+Deno.test("Ready applies the EnvoyFilter; ApplyFailed retries it; Error rows delete ours", () => {
+  for (const row of RATELIMIT_STATES) {
+    const c = CASES[row.reason];
+    const plan = reconcileRateLimit(c.input);
+    const keepsFilter = row.reason === "Applied" || row.reason === "ApplyFailed";
+    assert.equal(plan.apply.length, keepsFilter ? 1 : 0, row.reason);
+    if (keepsFilter) assert.equal(plan.apply[0].kind, "EnvoyFilter");
+    const hadOurs = c.input.envoyFilter !== undefined;
+    assert.equal(plan.delete.length, !keepsFilter && hadOurs ? 1 : 0, row.reason);
+  }
+});
+
+Deno.test("an ApplyFailed outcome of an older generation is ignored", () => {
+  const c = CASES.ApplyFailed;
+  const plan = reconcileRateLimit({
+    ...c.input,
+    lastOutcome: { ...c.input.lastOutcome!, generation: 0 },
+  });
+  assert.equal(statusOf(plan).conditions[0].reason, "Applied");
+});
+
+Deno.test("a filter of the same name that is not ours is neither overwritten nor deleted", () => {
+  const foreign: KubeObject = {
+    apiVersion: "networking.istio.io/v1alpha3",
+    kind: "EnvoyFilter",
+    metadata: { name: "httpbin", namespace: "demo" },
+    spec: {},
+  };
+  for (const rl of [rateLimit(), invalid]) {
+    const plan = reconcileRateLimit(input(rl, { envoyFilter: foreign }));
+    assert.deepEqual(plan.apply, []);
+    assert.deepEqual(plan.delete, []);
+    assert.equal(statusOf(plan).state, "Error");
+  }
+  const plan = reconcileRateLimit(input(rateLimit(), { envoyFilter: foreign }));
+  assert.match(
+    statusOf(plan).description,
+    /EnvoyFilter demo\/httpbin exists and was not created for this RateLimit/,
+  );
+});
+
+Deno.test("a filter owned by an earlier RateLimit of the same name (other uid) is not ours", () => {
+  const old = ourFilter(rateLimit({ uid: "old-uid" }));
+  const plan = reconcileRateLimit(input(rateLimit(), { envoyFilter: old }));
+  assert.equal(statusOf(plan).conditions[0].reason, "Conflict");
+});
+
+Deno.test("lastTransitionTime moves only when the condition's status changes", () => {
+  const first = reconcileRateLimit(input(rateLimit(), { now: Date.UTC(2025, 0, 1) }));
+  const t0 = statusOf(first).conditions[0].lastTransitionTime;
+  const withStatus = rateLimit({ status: first.status });
+  // Same status, later: time kept, no event.
+  const again = reconcileRateLimit(input(withStatus, { now: Date.UTC(2025, 0, 2) }));
+  assert.equal(statusOf(again).conditions[0].lastTransitionTime, t0);
+  assert.deepEqual(again.events, []);
+  // MeshMissing (False) then Conflict (also False): the time changes once.
+  const down = reconcileRateLimit(
+    input(withStatus, { now: Date.UTC(2025, 0, 3), meshInstalled: false }),
+  );
+  const t1 = statusOf(down).conditions[0].lastTransitionTime;
+  assert.notEqual(t1, t0);
+  const conflict = reconcileRateLimit(
+    input(rateLimit({ status: down.status }), { now: Date.UTC(2025, 0, 4), peers: [older] }),
+  );
+  assert.equal(statusOf(conflict).conditions[0].lastTransitionTime, t1);
+  assert.equal(conflict.events.length, 1, "a new reason is announced");
+});
+
+Deno.test("a RateLimit being deleted writes no status and removes only its own filter", () => {
+  const deleting = rateLimit();
+  deleting.metadata.deletionTimestamp = "2025-01-02T00:00:00Z";
+  const plan = reconcileRateLimit(input(deleting, { envoyFilter: ourFilter(rateLimit()) }));
+  assert.equal(plan.status, undefined);
+  assert.deepEqual(plan.apply, []);
+  assert.deepEqual(plan.delete.map((r) => `${r.kind} ${r.namespace}/${r.name}`), [
+    "EnvoyFilter demo/httpbin",
+  ]);
+});
+
+Deno.test("a pod that matches two partly overlapping selectors makes them conflict", () => {
+  const a = rateLimit({ name: "a", created: "2024-01-01T00:00:00Z", selectorLabels: { app: "x" } });
+  const b = rateLimit({
+    name: "b",
+    created: "2024-01-02T00:00:00Z",
+    selectorLabels: { tier: "web" },
+  });
+  const apart = reconcileRateLimit(input(b, { peers: [a, b], pods: [pod("p1", { app: "x" })] }));
+  assert.equal(statusOf(apart).state, "Ready");
+  const both = reconcileRateLimit(
+    input(b, {
+      peers: [a, b],
+      pods: [pod("p1", { app: "x" }), pod("p2", { app: "x", tier: "web" })],
+    }),
+  );
+  assert.equal(statusOf(both).conditions[0].reason, "Conflict");
+  // The older one stays Ready either way.
+  const first = reconcileRateLimit(
+    input(a, { peers: [a, b], pods: [pod("p2", { app: "x", tier: "web" })] }),
+  );
+  assert.equal(statusOf(first).state, "Ready");
+});

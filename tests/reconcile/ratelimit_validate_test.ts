@@ -1,0 +1,200 @@
+/** RateLimit validation: each problem gives InvalidSpec with a message naming the field and value. */
+import assert from "node:assert/strict";
+import fc from "fast-check";
+import { parseFillInterval } from "../../src/api/duration.ts";
+import { reconcileRateLimit } from "../../src/reconcile/ratelimit.ts";
+import { covers, isLabelKey, isLabelValue } from "../../src/reconcile/ratelimit/validate.ts";
+import { bucket, input, rateLimit } from "./ratelimit_fixtures.ts";
+
+function messageOf(rl: unknown): { state: string; reason: string; message: string } {
+  const status = reconcileRateLimit(input(rl)).status as {
+    state: string;
+    conditions: Array<{ reason: string; message: string }>;
+  };
+  return {
+    state: status.state,
+    reason: status.conditions[0].reason,
+    message: status.conditions[0].message,
+  };
+}
+
+function assertInvalid(rl: unknown, ...says: (string | RegExp)[]): void {
+  const m = messageOf(rl);
+  assert.equal(m.state, "Error", m.message);
+  assert.equal(m.reason, "InvalidSpec", m.message);
+  for (const s of says) {
+    if (typeof s === "string") {
+      assert.ok(m.message.includes(s), `${JSON.stringify(s)} not in ${m.message}`);
+    } else assert.match(m.message, s);
+  }
+}
+
+Deno.test("fillInterval not a multiple of the default's names both values", () => {
+  assertInvalid(
+    rateLimit({
+      buckets: [
+        { path: "/a", bucket: bucket(1, 1, "1m") },
+        { path: "/b", bucket: bucket(1, 1, "45s") },
+      ],
+    }),
+    "spec.local.buckets[1].bucket.fillInterval 45s is not a multiple of the default bucket's fillInterval 30s",
+  );
+  // A shorter interval is not a multiple either.
+  assertInvalid(
+    rateLimit({
+      defaultBucket: bucket(5, 5, "1m"),
+      buckets: [{ path: "/a", bucket: bucket(1, 1, "30s") }],
+    }),
+    "spec.local.buckets[0].bucket.fillInterval 30s is not a multiple of the default bucket's fillInterval 1m",
+  );
+  // 1m is a multiple of 30s and of 20s; 2m of 1m.
+  for (const [def, rule] of [["30s", "1m"], ["20s", "1m"], ["1m", "2m"], ["1m", "60s"]]) {
+    const m = messageOf(
+      rateLimit({
+        defaultBucket: bucket(5, 5, def),
+        buckets: [{ path: "/a", bucket: bucket(1, 1, rule) }],
+      }),
+    );
+    assert.equal(m.state, "Ready", `${def} ${rule}: ${m.message}`);
+  }
+});
+
+Deno.test("token counts out of 1..2^32-1 and bad intervals name the bucket", () => {
+  assertInvalid(
+    rateLimit({ defaultBucket: bucket(0, 1, "30s") }),
+    "spec.local.defaultBucket.maxTokens",
+  );
+  assertInvalid(
+    rateLimit({ buckets: [{ path: "/a", bucket: bucket(1, 4294967296, "30s") }] }),
+    "spec.local.buckets[0].bucket.tokensPerFill",
+  );
+  assertInvalid(
+    rateLimit({ defaultBucket: bucket(1.5, 1, "30s") }),
+    "spec.local.defaultBucket.maxTokens",
+  );
+  assertInvalid(
+    rateLimit({ defaultBucket: bucket(1, 1, "100ms") }),
+    "spec.local.defaultBucket.fillInterval",
+    '"100ms"',
+  );
+  assertInvalid(
+    rateLimit({ defaultBucket: bucket(1, 1, "0s") }),
+    "spec.local.defaultBucket.fillInterval",
+  );
+  const ok = messageOf(rateLimit({ defaultBucket: bucket(4294967295, 4294967295, "1s") }));
+  assert.equal(ok.state, "Ready", ok.message);
+});
+
+Deno.test("every fillInterval the syntax accepts is at or above Envoy's 50ms floor", () => {
+  fc.assert(
+    fc.property(
+      fc.oneof(
+        fc.tuple(fc.nat(100_000), fc.constantFrom("ns", "us", "ms", "s", "m", "h", ""))
+          .map(([n, unit]) => `${n}${unit}`),
+        fc.string({ maxLength: 6 }),
+      ),
+      (s) => {
+        const ms = parseFillInterval(s);
+        return ms === undefined || ms >= 50;
+      },
+    ),
+    { seed: 42, numRuns: 500 },
+  );
+});
+
+Deno.test("selectorLabels must be non-empty and valid labels", () => {
+  assertInvalid(rateLimit({ selectorLabels: {} }), "spec.selectorLabels");
+  assertInvalid(
+    rateLimit({ selectorLabels: { "bad key": "x" } }),
+    'spec.selectorLabels key "bad key" is not a valid label key',
+  );
+  assertInvalid(
+    rateLimit({ selectorLabels: { app: "not ok" } }),
+    'spec.selectorLabels["app"] value "not ok"',
+  );
+  assert.ok(isLabelKey("app.kubernetes.io/name") && isLabelKey("app"));
+  assert.ok(!isLabelKey("UPPER.example/name") && !isLabelKey("a/b/c") && !isLabelKey("-a"));
+  assert.ok(isLabelValue("") && isLabelValue("v1.2_3") && !isLabelValue("x".repeat(64)));
+});
+
+Deno.test("a rule needs a path or headers", () => {
+  assertInvalid(rateLimit({ buckets: [{ bucket: bucket(1, 1, "30s") }] }), "spec.local.buckets[0]");
+  assertInvalid(
+    rateLimit({ buckets: [{ headers: {}, bucket: bucket(1, 1, "30s") }] }),
+    "spec.local.buckets[0]",
+  );
+});
+
+Deno.test("paths with a query, a fragment or spaces are refused", () => {
+  for (const path of ["/a?b=1", "/a#x", "/a b", "a"]) {
+    assertInvalid(
+      rateLimit({ buckets: [{ path, bucket: bucket(1, 1, "30s") }] }),
+      "spec.local.buckets[0].path",
+      JSON.stringify(path),
+    );
+  }
+});
+
+Deno.test("header names: valid tokens, no case-insensitive duplicates; values without control characters", () => {
+  assertInvalid(
+    rateLimit({ buckets: [{ headers: { "X-A": "1", "x-a": "2" }, bucket: bucket(1, 1, "30s") }] }),
+    'spec.local.buckets[0].headers lists "X-A" and "x-a", the same header',
+  );
+  assertInvalid(
+    rateLimit({ buckets: [{ headers: { ":path": "/x" }, bucket: bucket(1, 1, "30s") }] }),
+    "spec.local.buckets[0].headers",
+    '":path"',
+  );
+  assertInvalid(
+    rateLimit({ buckets: [{ headers: { "X-A": "a\nb" }, bucket: bucket(1, 1, "30s") }] }),
+    'spec.local.buckets[0].headers["X-A"] value "a\\nb" has a control character',
+  );
+});
+
+Deno.test("a rule an earlier rule always wins over is refused (duplicates included)", () => {
+  const b = bucket(1, 1, "30s");
+  assertInvalid(
+    rateLimit({
+      buckets: [{ path: "/a", bucket: b }, { path: "/b", bucket: b }, { path: "/a", bucket: b }],
+    }),
+    "spec.local.buckets[2] is never used: every request it matches is matched first by spec.local.buckets[0]",
+  );
+  assertInvalid(
+    rateLimit({
+      buckets: [{ headers: { "X-A": "1" }, bucket: b }, {
+        path: "/x",
+        headers: { "x-a": "1", "X-B": "2" },
+        bucket: b,
+      }],
+    }),
+    "spec.local.buckets[1] is never used",
+  );
+  // The narrower rule first is fine.
+  const m = messageOf(
+    rateLimit({
+      buckets: [{ path: "/x", headers: { "X-A": "1" }, bucket: b }, {
+        headers: { "X-A": "1" },
+        bucket: b,
+      }],
+    }),
+  );
+  assert.equal(m.state, "Ready", m.message);
+  assert.ok(
+    covers({ path: "/x", bucket: { maxTokens: 1, tokensPerFill: 1, fillInterval: "1s" } }, {
+      path: "/x",
+      headers: { a: "1" },
+      bucket: { maxTokens: 1, tokensPerFill: 1, fillInterval: "1s" },
+    }),
+  );
+});
+
+Deno.test("all problems are reported at once", () => {
+  const m = messageOf(rateLimit({
+    buckets: [
+      { path: "/a", bucket: bucket(1, 1, "45s") },
+      { path: "/a", bucket: bucket(1, 1, "30s") },
+    ],
+  }));
+  assert.match(m.message, /buckets\[0\]\.bucket\.fillInterval 45s/);
+  assert.match(m.message, /buckets\[1\] is never used/);
+});
