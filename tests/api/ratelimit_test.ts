@@ -140,7 +140,7 @@ Deno.test("selectorLabels must select at least one label", () => {
   ]);
 });
 
-Deno.test("a bucket rule needs a path or headers; paths start with /; headers are HTTP names", () => {
+Deno.test("a bucket rule needs a path or headers; paths start with /; headers are not empty", () => {
   assert.deepEqual(errorsOf(parseRateLimit(rateLimit([{ bucket: bucket() }]))), [
     "spec.local.buckets[0]: a bucket rule needs a path, headers or both",
   ]);
@@ -153,12 +153,8 @@ Deno.test("a bucket rule needs a path or headers; paths start with /; headers ar
   assert.deepEqual(errorsOf(parseRateLimit(rateLimit([{ headers: {}, bucket: bucket() }]))), [
     "spec.local.buckets[0].headers: must list at least one header",
   ]);
-  assert.deepEqual(
-    errorsOf(parseRateLimit(rateLimit([{ headers: { "bad name": "x" }, bucket: bucket() }]))),
-    [
-      'spec.local.buckets[0].headers["bad name"]: invalid key: "bad name" is not an HTTP header name',
-    ],
-  );
+  // Header names are the operator's to check (the CRD cannot): any key is schema-valid.
+  assert.ok(parseRateLimit(rateLimit([{ headers: { "bad name": "x" }, bucket: bucket() }])).ok);
   const rl = valueOf(parseRateLimit(rateLimit([
     { path: "/headers", headers: { "X-Rate-Limited": "true" }, bucket: bucket("1m") },
     { headers: { "x-client": "batch" }, bucket: bucket() },
