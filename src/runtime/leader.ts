@@ -1,0 +1,265 @@
+/**
+ * Leader election on a coordination.k8s.io/v1 Lease, as client-go's leaderelection does it: the
+ * holder renews `renewTime` every `retryPeriodMs`; a candidate takes the lease once it has seen
+ * no change to it for `leaseDurationMs` on its own clock (or the holder released it); every write
+ * carries the resourceVersion it read, so two candidates cannot both win. A leader that cannot
+ * renew within `renewDeadlineMs` (shorter than the lease) aborts its signal at once, before any
+ * standby can take over; the runner checks that signal before every write.
+ */
+import { RESOURCES } from "../api/resources.ts";
+import type { Clock, Random } from "./clock.ts";
+import { type Cluster, isApiError, type KubeObject } from "./cluster.ts";
+import { errorMessage } from "./errors.ts";
+import type { Logger } from "./log.ts";
+import type { Metrics } from "./metrics.ts";
+
+/** Options of a LeaderElector. */
+export interface LeaderElectorOptions {
+  cluster: Cluster;
+  clock: Clock;
+  random: Random;
+  log: Logger;
+  metrics?: Metrics;
+  /** The holder identity (pod name). */
+  identity: string;
+  namespace: string;
+  name: string;
+  /** Default 10 000. */
+  leaseDurationMs?: number;
+  /** Default 7 000; must be shorter than leaseDurationMs. */
+  renewDeadlineMs?: number;
+  /** Default 2 000. */
+  retryPeriodMs?: number;
+  /** Called when this replica becomes leader; `signal` aborts the moment it stops being leader. */
+  onStartedLeading?: (signal: AbortSignal) => void;
+  /** Called after the signal aborted (lost, released). */
+  onStoppedLeading?: (reason: string) => void;
+}
+
+/** The Lease's spec as the election reads and writes it. */
+export interface LeaseSpec {
+  holderIdentity?: string;
+  leaseDurationSeconds?: number;
+  acquireTime?: string;
+  renewTime?: string;
+  leaseTransitions?: number;
+}
+
+/** Formats epoch milliseconds as a Kubernetes MicroTime (`2006-01-02T15:04:05.000000Z`). */
+export function microTime(ms: number): string {
+  return new Date(ms).toISOString().replace(/\.(\d{3})Z$/, ".$1000Z");
+}
+
+type Attempt = "acquired" | "renewed" | "held" | "conflict" | "error";
+
+/** One replica's side of the election. */
+export class LeaderElector {
+  readonly #o: LeaderElectorOptions;
+  #term: AbortController | undefined;
+  #deadline: AbortController | undefined;
+  #observed: { rv?: string; at: number } | undefined;
+  #lastAttemptOk = false;
+  #lastFailure = "";
+
+  constructor(opts: LeaderElectorOptions) {
+    const lease = opts.leaseDurationMs ?? 10_000;
+    const renew = opts.renewDeadlineMs ?? 7_000;
+    if (renew >= lease) {
+      throw new Error(`renewDeadlineMs (${renew}) must be shorter than leaseDurationMs (${lease})`);
+    }
+    this.#o = opts;
+  }
+
+  /** True while this replica holds the lease. */
+  get leading(): boolean {
+    return this.#term !== undefined;
+  }
+
+  /** True when the last look at the lease worked (standing by correctly, or leading). */
+  get healthy(): boolean {
+    return this.leading || this.#lastAttemptOk;
+  }
+
+  /** The signal of the current term (aborted when not leading). */
+  get signal(): AbortSignal {
+    return this.#term?.signal ?? AbortSignal.abort();
+  }
+
+  get #leaseMs(): number {
+    return this.#o.leaseDurationMs ?? 10_000;
+  }
+
+  get #retryMs(): number {
+    return this.#o.retryPeriodMs ?? 2_000;
+  }
+
+  /** Campaigns and renews until `stop` aborts. It does not release: call `release()` after. */
+  async run(stop: AbortSignal): Promise<void> {
+    while (!stop.aborted) {
+      const result = await this.#tryAcquireOrRenew();
+      if (stop.aborted) break;
+      if (result === "acquired" || result === "renewed") {
+        if (!this.leading) this.#startTerm();
+        this.#armDeadline();
+      } else if (result === "held" && this.leading) {
+        this.#endTerm("another replica holds the lease");
+      }
+      try {
+        await this.#o.clock.sleep(this.#nextDelay(), stop);
+      } catch {
+        break;
+      }
+    }
+  }
+
+  // A standby wakes up right when the lease it watches would expire, so the takeover comes within
+  // leaseDuration + one retry period of the leader's last renewal.
+  #nextDelay(): number {
+    if (this.leading) return this.#retryMs;
+    const jittered = this.#retryMs * (1 + 0.2 * this.#o.random.next());
+    if (!this.#observed) return jittered;
+    const expiresIn = this.#observed.at + this.#leaseMs - this.#o.clock.now();
+    return expiresIn > 0 ? Math.min(jittered, expiresIn + 1) : jittered;
+  }
+
+  /** Gives the lease up (graceful stop): stops writing first, then lets a standby take over at once. */
+  async release(): Promise<void> {
+    if (!this.leading) return;
+    this.#endTerm("released");
+    const { cluster, clock, namespace, name, identity } = this.#o;
+    try {
+      const lease = await cluster.get(RESOURCES.Lease, namespace, name);
+      const spec = (lease?.spec ?? {}) as LeaseSpec;
+      if (!lease || spec.holderIdentity !== identity) return;
+      const now = microTime(clock.now());
+      const released: LeaseSpec = {
+        leaseDurationSeconds: 1,
+        acquireTime: now,
+        renewTime: now,
+        leaseTransitions: spec.leaseTransitions ?? 0,
+      };
+      await cluster.update(RESOURCES.Lease, { ...lease, spec: released });
+      this.#o.log.info("released the leader lease", { lease: `${namespace}/${name}` });
+    } catch (err) {
+      this.#o.log.warn("could not release the leader lease; it expires on its own", {
+        error: errorMessage(err),
+      });
+    }
+  }
+
+  #startTerm(): void {
+    this.#term = new AbortController();
+    this.#o.metrics?.leader.set({}, 1);
+    this.#o.log.info("became leader", {
+      lease: `${this.#o.namespace}/${this.#o.name}`,
+      identity: this.#o.identity,
+    });
+    this.#o.onStartedLeading?.(this.#term.signal);
+  }
+
+  #endTerm(reason: string): void {
+    const term = this.#term;
+    if (!term) return;
+    this.#term = undefined;
+    this.#deadline?.abort();
+    this.#deadline = undefined;
+    term.abort(new Error(reason));
+    this.#o.metrics?.leader.set({}, 0);
+    const level = reason === "released" ? "info" : "warn";
+    this.#o.log[level]("stopped leading; no more writes from this replica", { reason });
+    this.#o.onStoppedLeading?.(reason);
+  }
+
+  /** (Re)starts the renew deadline: if no renewal succeeds before it, leadership ends at once. */
+  #armDeadline(): void {
+    this.#deadline?.abort();
+    const deadline = new AbortController();
+    this.#deadline = deadline;
+    const ms = this.#o.renewDeadlineMs ?? 7_000;
+    this.#o.clock.sleep(ms, deadline.signal).then(
+      () => this.#endTerm(`could not renew the lease within ${ms} ms`),
+      () => {},
+    );
+  }
+
+  async #tryAcquireOrRenew(): Promise<Attempt> {
+    const { cluster, clock, namespace, name, identity } = this.#o;
+    const now = clock.now();
+    let lease: KubeObject | undefined;
+    try {
+      lease = await cluster.get(RESOURCES.Lease, namespace, name);
+    } catch (err) {
+      return this.#failed("read", err);
+    }
+    const durationSeconds = Math.ceil(this.#leaseMs / 1000);
+    try {
+      if (!lease) {
+        const spec: LeaseSpec = {
+          holderIdentity: identity,
+          leaseDurationSeconds: durationSeconds,
+          acquireTime: microTime(now),
+          renewTime: microTime(now),
+          leaseTransitions: 0,
+        };
+        const created = await cluster.create(RESOURCES.Lease, {
+          apiVersion: "coordination.k8s.io/v1",
+          kind: "Lease",
+          metadata: { name, namespace },
+          spec,
+        });
+        return this.#succeeded(created, "acquired");
+      }
+      const spec = (lease.spec ?? {}) as LeaseSpec;
+      // Expiry is judged on this replica's clock from when it first saw this version of the lease.
+      const prev = this.#observed;
+      const seen = prev && prev.rv === lease.metadata.resourceVersion
+        ? prev
+        : { rv: lease.metadata.resourceVersion, at: now };
+      this.#observed = seen;
+      const observedAt = seen.at;
+      const holder = spec.holderIdentity;
+      const validMs = (spec.leaseDurationSeconds ?? durationSeconds) * 1000;
+      if (holder && holder !== identity && observedAt + validMs > now) {
+        this.#lastAttemptOk = true;
+        return "held";
+      }
+      const mine = holder === identity;
+      const next: LeaseSpec = {
+        holderIdentity: identity,
+        leaseDurationSeconds: durationSeconds,
+        acquireTime: mine && spec.acquireTime ? spec.acquireTime : microTime(now),
+        renewTime: microTime(now),
+        leaseTransitions: (spec.leaseTransitions ?? 0) + (mine ? 0 : 1),
+      };
+      const updated = await cluster.update(RESOURCES.Lease, { ...lease, spec: next });
+      return this.#succeeded(updated, mine ? "renewed" : "acquired");
+    } catch (err) {
+      // The lease changed between our read and write: the next attempt reads it again (a leader
+      // keeps its term until then, or until its renew deadline).
+      if (isApiError(err, 409)) {
+        this.#lastAttemptOk = true;
+        return "conflict";
+      }
+      return this.#failed("write", err);
+    }
+  }
+
+  #succeeded(lease: KubeObject, result: Attempt): Attempt {
+    this.#observed = { rv: lease.metadata.resourceVersion, at: this.#o.clock.now() };
+    this.#lastAttemptOk = true;
+    this.#lastFailure = "";
+    return result;
+  }
+
+  /** Logs a failure once (repeats go to debug) and reports it. */
+  #failed(verb: string, err: unknown): Attempt {
+    this.#lastAttemptOk = false;
+    const msg = `could not ${verb} the leader lease ${this.#o.namespace}/${this.#o.name}: ${
+      errorMessage(err)
+    }; retrying`;
+    if (msg !== this.#lastFailure) this.#o.log.warn(msg);
+    else this.#o.log.debug(msg);
+    this.#lastFailure = msg;
+    return "error";
+  }
+}

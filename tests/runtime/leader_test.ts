@@ -1,0 +1,155 @@
+import assert from "node:assert/strict";
+import { RESOURCES } from "../../src/api/resources.ts";
+import { ApiError, type Cluster } from "../../src/runtime/cluster.ts";
+import { LeaderElector, type LeaseSpec, microTime } from "../../src/runtime/leader.ts";
+import { Metrics } from "../../src/runtime/metrics.ts";
+import { nullLogger } from "../../src/runtime/log.ts";
+import { FakeCluster } from "./fake_cluster.ts";
+import { ManualClock, seededRandom } from "./helpers.ts";
+
+type Mode = "ok" | "fail" | "hang";
+
+/** A view of the cluster for one replica whose network can fail or hang. */
+function link(cluster: Cluster): { cluster: Cluster; mode: { value: Mode } } {
+  const mode = { value: "ok" as Mode };
+  const wrap = <A extends unknown[], R>(f: (...a: A) => Promise<R>) => (...a: A): Promise<R> => {
+    if (mode.value === "fail") return Promise.reject(new ApiError(0, "", "connection refused"));
+    if (mode.value === "hang") return new Promise(() => {});
+    return f(...a);
+  };
+  return {
+    mode,
+    cluster: {
+      list: wrap(cluster.list.bind(cluster)),
+      watch: cluster.watch.bind(cluster),
+      get: wrap(cluster.get.bind(cluster)),
+      create: wrap(cluster.create.bind(cluster)),
+      update: wrap(cluster.update.bind(cluster)),
+      apply: wrap(cluster.apply.bind(cluster)),
+      applyStatus: wrap(cluster.applyStatus.bind(cluster)),
+      patch: wrap(cluster.patch.bind(cluster)),
+      delete: wrap(cluster.delete.bind(cluster)),
+    },
+  };
+}
+
+function replica(shared: FakeCluster, clock: ManualClock, identity: string, seed: number) {
+  const net = link(shared);
+  const metrics = new Metrics();
+  const stopped: string[] = [];
+  const elector = new LeaderElector({
+    cluster: net.cluster,
+    clock,
+    random: seededRandom(seed),
+    log: nullLogger,
+    metrics,
+    identity,
+    namespace: "platform-system",
+    name: "platform-operator",
+    onStoppedLeading: (r) => stopped.push(r),
+  });
+  const stop = new AbortController();
+  const done = elector.run(stop.signal);
+  return { elector, net, metrics, stopped, stop, done };
+}
+
+const lease = (c: FakeCluster) => c.peek(RESOURCES.Lease, "platform-system", "platform-operator");
+
+Deno.test("microTime has six fractional digits", () => {
+  assert.equal(microTime(Date.UTC(2026, 0, 2, 3, 4, 5, 67)), "2026-01-02T03:04:05.067000Z");
+});
+
+Deno.test("the first replica creates the lease and renews it", async () => {
+  const clock = new ManualClock();
+  const cluster = new FakeCluster(clock);
+  const a = replica(cluster, clock, "op-a", 1);
+  await clock.advance(0);
+  assert.equal(a.elector.leading, true);
+  assert.equal(a.metrics.leader.get(), 1);
+  const spec = lease(cluster)!.spec as LeaseSpec;
+  assert.equal(spec.holderIdentity, "op-a");
+  assert.equal(spec.leaseDurationSeconds, 10);
+  assert.equal(spec.leaseTransitions, 0);
+  assert.match(spec.renewTime!, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
+  await clock.advance(4_000);
+  assert.equal((lease(cluster)!.spec as LeaseSpec).renewTime, microTime(clock.now()));
+  a.stop.abort();
+  await a.done;
+});
+
+Deno.test("two replicas: one leads; the standby takes over within 15 s of the leader dying", async () => {
+  const clock = new ManualClock();
+  const cluster = new FakeCluster(clock);
+  const a = replica(cluster, clock, "op-a", 1);
+  await clock.advance(0);
+  const b = replica(cluster, clock, "op-b", 2);
+  for (let i = 0; i < 300; i++) {
+    await clock.advance(100);
+    assert.equal(a.elector.leading && !b.elector.leading, true, "exactly one leader, and it stays");
+  }
+  // The leader dies: its process stops, nothing is released.
+  a.stop.abort();
+  a.net.mode.value = "hang";
+  const died = clock.now();
+  const tookOver = await clock.until(() => b.elector.leading, 15_000, 100);
+  assert.ok(tookOver, "standby leads within 15 s");
+  assert.ok(clock.now() - died >= 7_000, "and not before the old lease could have expired");
+  const spec = lease(cluster)!.spec as LeaseSpec;
+  assert.equal(spec.holderIdentity, "op-b");
+  assert.equal(spec.leaseTransitions, 1);
+  b.stop.abort();
+  await Promise.all([a.done, b.done]);
+});
+
+Deno.test("a graceful release hands over at once", async () => {
+  const clock = new ManualClock();
+  const cluster = new FakeCluster(clock);
+  const a = replica(cluster, clock, "op-a", 1);
+  await clock.advance(0);
+  const b = replica(cluster, clock, "op-b", 2);
+  await clock.advance(20_000);
+  a.stop.abort();
+  await a.done;
+  await a.elector.release();
+  assert.equal(a.elector.leading, false);
+  assert.deepEqual(a.stopped, ["released"]);
+  assert.equal((lease(cluster)!.spec as LeaseSpec).holderIdentity, undefined);
+  assert.ok(
+    await clock.until(() => b.elector.leading, 2_500, 50),
+    "standby leads within one retry period",
+  );
+  b.stop.abort();
+  await b.done;
+});
+
+for (const mode of ["fail", "hang"] as const) {
+  Deno.test(`a leader that cannot renew (${mode}) stops before the standby starts`, async () => {
+    const clock = new ManualClock();
+    const cluster = new FakeCluster(clock);
+    const a = replica(cluster, clock, "op-a", 1);
+    await clock.advance(0);
+    const b = replica(cluster, clock, "op-b", 2);
+    await clock.advance(10_000);
+    const term = a.elector.signal;
+    a.net.mode.value = mode;
+    const cut = clock.now();
+    let stoppedAt = 0;
+    let bAt = 0;
+    for (let t = 0; t < 20_000; t += 100) {
+      await clock.advance(100);
+      assert.ok(!(a.elector.leading && b.elector.leading), "never two leaders");
+      if (!a.elector.leading && !stoppedAt) stoppedAt = clock.now() - cut;
+      if (b.elector.leading && !bAt) bAt = clock.now() - cut;
+    }
+    assert.equal(term.aborted, true, "the term's signal aborted: the runner writes nothing more");
+    assert.ok(stoppedAt > 0 && stoppedAt <= 7_000, `stopped after ${stoppedAt} ms`);
+    assert.ok(bAt > stoppedAt && bAt <= 15_000, `standby took over after ${bAt} ms`);
+    assert.match(a.stopped[0], /could not renew the lease within 7000 ms/);
+    a.net.mode.value = "ok";
+    await clock.advance(10_000);
+    assert.equal(a.elector.leading, false, "the old leader stays standby while the new one renews");
+    a.stop.abort();
+    b.stop.abort();
+    await b.done;
+  });
+}
