@@ -1,5 +1,6 @@
 /** Condition bookkeeping shared by the reconcilers, and the shape of a SPEC.md state-table row. */
-import type { Condition, ConditionStatus } from "../api/common.ts";
+import { type Condition, ConditionSchema, type ConditionStatus } from "../api/common.ts";
+import type { EventSpec } from "./plan.ts";
 
 /** One row of a SPEC.md state table: the CR state and the condition that explains it. */
 export interface StateRow {
@@ -46,15 +47,66 @@ export function setCondition(
 }
 
 /** Returns `conditions` without the condition of `type`. */
-export function removeCondition(conditions: readonly Condition[] | undefined, type: string): Condition[] {
+export function removeCondition(
+  conditions: readonly Condition[] | undefined,
+  type: string,
+): Condition[] {
   return (conditions ?? []).filter((c) => c.type !== type);
 }
 
-/** The row of `table` with `reason` (reasons are unique within a table). Throws for an unknown reason: a bug. */
-export function rowFor(table: readonly StateRow[], reason: string): StateRow {
-  const row = table.find((r) => r.reason === reason);
-  if (!row) throw new Error(`no state-table row with reason ${reason}`);
+/**
+ * The row of `table` with `reason`, and with `state` when given (a reason shared by two rows, such
+ * as Scaler's `Verified` for Ready and Warning, needs it). Throws for an unknown row: a bug.
+ */
+export function rowFor(table: readonly StateRow[], reason: string, state?: string): StateRow {
+  const row = table.find((r) => r.reason === reason && (state === undefined || r.state === state));
+  if (!row) {
+    throw new Error(`no state-table row with reason ${reason}${state ? ` in state ${state}` : ""}`);
+  }
   return row;
+}
+
+/** The condition a row sets, with its message. */
+export function rowCondition(row: StateRow, message: string): ConditionInput {
+  return { type: row.type, status: row.status, reason: row.reason, message };
+}
+
+/**
+ * The well-formed conditions of a status read from the cluster. A status may be anything (users
+ * can write it); entries that are not Conditions, and repeated types after the first, are dropped.
+ */
+export function conditionsOf(status: unknown): Condition[] {
+  if (status === null || typeof status !== "object") return [];
+  const raw = (status as { conditions?: unknown }).conditions;
+  if (!Array.isArray(raw)) return [];
+  const out: Condition[] = [];
+  for (const item of raw) {
+    const parsed = ConditionSchema.safeParse(item);
+    if (parsed.success && !out.some((c) => c.type === parsed.data.type)) out.push(parsed.data);
+  }
+  return out;
+}
+
+/**
+ * One Event for each condition of `after` that is new or changed its status, reason or message
+ * since `before`; the Event's reason is the condition's. `warning` decides its type.
+ */
+export function conditionEvents(
+  before: readonly Condition[],
+  after: readonly Condition[],
+  warning: (c: Condition) => boolean,
+): EventSpec[] {
+  const events: EventSpec[] = [];
+  for (const c of after) {
+    const prev = before.find((p) => p.type === c.type);
+    if (
+      prev && prev.status === c.status && prev.reason === c.reason && prev.message === c.message
+    ) {
+      continue;
+    }
+    events.push({ type: warning(c) ? "Warning" : "Normal", reason: c.reason, message: c.message });
+  }
+  return events;
 }
 
 /**
@@ -68,6 +120,35 @@ export function rowOfStatus(
   if (!status?.state) return undefined;
   return table.find((r) =>
     r.state === status.state &&
-    (status.conditions ?? []).some((c) => c.type === r.type && c.status === r.status && c.reason === r.reason)
+    (status.conditions ?? []).some((c) =>
+      c.type === r.type && c.status === r.status && c.reason === r.reason
+    )
   );
+}
+
+/** How a reconcile changes the conditions of a status. */
+export interface ConditionUpdate {
+  /** Conditions to set, in order (the row's condition among them). */
+  set: readonly ConditionInput[];
+  /** Condition types to remove first. */
+  drop?: readonly string[];
+  /** When given, every condition type not listed here nor set is removed first. */
+  keepOnly?: readonly string[];
+}
+
+/** Applies an update to the previous conditions with `setCondition`'s rules for time and generation. */
+export function updateConditions(
+  prev: readonly Condition[],
+  update: ConditionUpdate,
+  now: string,
+  generation: number | undefined,
+): Condition[] {
+  const keep = update.keepOnly;
+  const setting = (type: string) => update.set.some((s) => s.type === type);
+  let list = prev.filter((c) =>
+    setting(c.type) ||
+    (!(update.drop ?? []).includes(c.type) && (keep === undefined || keep.includes(c.type)))
+  );
+  for (const next of update.set) list = setCondition(list, next, now, generation);
+  return list;
 }

@@ -1,4 +1,5 @@
 /** Labels, annotations and names that mark what this operator created. */
+import { fnv1a64 } from "./hash.ts";
 
 /** Field manager of every server-side apply the operator makes. */
 export const FIELD_MANAGER = "platform-operator";
@@ -18,4 +19,21 @@ export const SCALER_FINALIZER = "keda-manager.platform-project.io/deletion-hook"
 /** The labels the operator puts on an object it creates for `module`. */
 export function managedLabels(module: "serverless" | "keda" | "ratelimit"): Record<string, string> {
   return { [MANAGED_BY_LABEL]: MANAGED_BY, [MODULE_LABEL]: module };
+}
+
+/**
+ * Label naming the module object an installed object belongs to (`ownerLabelValue`), so a watch
+ * event on the object maps back to the module object that must look at it.
+ */
+export const OWNER_LABEL = "operator.platform-project.io/owner";
+
+/**
+ * The OWNER_LABEL value of a module object: `<namespace>.<name>`, or, when that is not a valid
+ * label value (over 63 characters), its first 46 characters and a hash of the whole.
+ */
+export function ownerLabelValue(meta: { namespace?: string; name: string }): string {
+  const full = meta.namespace ? `${meta.namespace}.${meta.name}` : meta.name;
+  if (full.length <= 63) return full;
+  const head = full.slice(0, 46).replace(/[^A-Za-z0-9]+$/, "");
+  return `${head}-${fnv1a64(full)}`;
 }

@@ -1,0 +1,89 @@
+/**
+ * What the Serverless and Scaler controllers share: the cache reads that build a module reducer's
+ * input, and the mapping from a watch event to the module objects that must look at it.
+ */
+import { type KubeObject, objectKey, type ResourceType } from "../runtime/cluster.ts";
+import type { CacheReader, WatchSpec } from "../runtime/controller.ts";
+import {
+  MANAGED_BY,
+  MANAGED_BY_LABEL,
+  MANAGED_SELECTOR,
+  MODULE_LABEL,
+  OWNER_LABEL,
+  ownerLabelValue,
+} from "../reconcile/labels.ts";
+
+/** A module the operator installs: its label value, its kind, what it installs, what blocks deletion. */
+export interface ModuleKind {
+  /** MODULE_LABEL value: `serverless` or `keda`. */
+  module: "serverless" | "keda";
+  primary: ResourceType;
+  /** Every type of object the module installs. */
+  installed: readonly ResourceType[];
+  /** User object types whose existence blocks deletion (their CRDs come with the module). */
+  userTypes: readonly ResourceType[];
+}
+
+/** Splits a queue key `namespace/name` (or `name`). */
+export function splitKey(key: string): { namespace: string | undefined; name: string } {
+  const slash = key.indexOf("/");
+  return slash < 0
+    ? { namespace: undefined, name: key }
+    : { namespace: key.slice(0, slash), name: key.slice(slash + 1) };
+}
+
+/** The watches of a module controller: peers, installed types (managed only), user types (optional). */
+export function moduleWatches(kind: ModuleKind): WatchSpec[] {
+  return [
+    { type: kind.primary },
+    ...kind.installed.map((type) => ({ type, labelSelector: MANAGED_SELECTOR })),
+    ...kind.userTypes.map((type) => ({ type, optional: true })),
+  ];
+}
+
+function belongsTo(obj: KubeObject, module: string): boolean {
+  const labels = obj.metadata.labels ?? {};
+  return labels[MANAGED_BY_LABEL] === MANAGED_BY && labels[MODULE_LABEL] === module;
+}
+
+/** The observed objects the module installed, from every installed type's cache. */
+export function installedObjects(kind: ModuleKind, cache: CacheReader): KubeObject[] {
+  return kind.installed.flatMap((type) =>
+    cache.list(type).filter((o) => belongsTo(o, kind.module))
+  );
+}
+
+/** Counts of user objects per kind (`{ Function: 2 }`). */
+export function userObjectCounts(kind: ModuleKind, cache: CacheReader): Record<string, number> {
+  return Object.fromEntries(kind.userTypes.map((type) => [type.kind, cache.list(type).length]));
+}
+
+function unique(keys: readonly string[]): string[] {
+  return [...new Set(keys)].sort();
+}
+
+/**
+ * The module objects to reconcile after `obj` of `type` changed. A change of a module object wakes
+ * every peer (a deleted served one lets the next take over); a user object wakes every peer (only
+ * the served one cares, and there is normally one); an installed object wakes its owner, or every
+ * peer when its owner is gone (the served one adopts or prunes it).
+ */
+export function moduleTriggers(
+  kind: ModuleKind,
+  type: ResourceType,
+  obj: KubeObject,
+  cache: CacheReader,
+): string[] {
+  const peers = cache.list(kind.primary);
+  const all = peers.map(objectKey);
+  if (type.group === kind.primary.group && type.kind === kind.primary.kind) {
+    return unique([...all, objectKey(obj)]);
+  }
+  if (kind.userTypes.some((t) => t.group === type.group && t.kind === type.kind)) {
+    return unique(all);
+  }
+  if (!belongsTo(obj, kind.module)) return [];
+  const owner = obj.metadata.labels?.[OWNER_LABEL];
+  const owners = peers.filter((p) => ownerLabelValue(p.metadata) === owner).map(objectKey);
+  return unique(owners.length > 0 ? owners : all);
+}

@@ -1,0 +1,101 @@
+/**
+ * A module reducer's decision for one pass (a state-table row, its message, the writes) and its
+ * conversion into a Plan: conditions updated by the rules of conditions.ts, one Event a changed
+ * condition. Shared by the Serverless and Scaler reducers.
+ */
+import type { Condition, ConditionStatus } from "../api/common.ts";
+import type { KubeObject } from "../runtime/cluster.ts";
+import { kubeTime } from "../runtime/clock.ts";
+import {
+  conditionEvents,
+  type ConditionInput,
+  conditionsOf,
+  rowCondition,
+  type StateRow,
+  updateConditions,
+} from "./conditions.ts";
+import type { ObjectRef, Plan } from "./plan.ts";
+
+/** What one pass decided. */
+export interface Decision {
+  /** The state-table row the status shows. */
+  row: StateRow;
+  /** The message of the row's condition. */
+  message: string;
+  served: boolean;
+  /** Conditions set before the row's own (e.g. Configured next to Installed). */
+  also?: readonly ConditionInput[];
+  /** Condition types to remove. */
+  drop?: readonly string[];
+  /** When given, condition types to keep (besides those set); every other is removed. */
+  keepOnly?: readonly string[];
+  /** Status fields besides served, state and conditions; undefined keeps `keptFields` of the old status. */
+  fields?: Record<string, unknown>;
+  apply?: KubeObject[];
+  delete?: ObjectRef[];
+  finalizer?: Plan["finalizer"];
+  requeueAfterMs?: number;
+}
+
+/** The status of a raw object as a record, or an empty one when it has none or it is not an object. */
+export function rawStatus(raw: unknown): Record<string, unknown> {
+  const status = raw !== null && typeof raw === "object"
+    ? (raw as { status?: unknown }).status
+    : undefined;
+  return status !== null && typeof status === "object" && !Array.isArray(status)
+    ? status as Record<string, unknown>
+    : {};
+}
+
+/** Builds a state-table row. */
+export function stateRow(
+  no: number,
+  state: string,
+  type: string,
+  status: ConditionStatus,
+  reason: string,
+  meaning: string,
+): StateRow {
+  return { no, state, type, status, reason, meaning };
+}
+
+/**
+ * The Plan of a decision about `raw`. `keptFields` are the string status fields carried over from
+ * the old status when the decision sets no fields. An Event is a Warning when its condition is
+ * False, a DeploymentFailure, or the row's own condition in state Warning.
+ */
+export function planOf(
+  raw: unknown,
+  d: Decision,
+  now: number,
+  generation: number | undefined,
+  keptFields: readonly string[] = [],
+): Plan {
+  const old = rawStatus(raw);
+  const before: Condition[] = conditionsOf(old);
+  const conditions = updateConditions(
+    before,
+    {
+      set: [...(d.also ?? []), rowCondition(d.row, d.message)],
+      drop: d.drop,
+      keepOnly: d.keepOnly,
+    },
+    kubeTime(now),
+    generation,
+  );
+  const fields = d.fields ??
+    Object.fromEntries(
+      keptFields.flatMap((k) => (typeof old[k] === "string" ? [[k, old[k]]] : [])),
+    );
+  const warning = (c: Condition) =>
+    c.status === "False" || (c.type === "DeploymentFailure" && c.status === "True") ||
+    (c.type === d.row.type && d.row.state === "Warning");
+  return {
+    apply: d.apply ?? [],
+    delete: d.delete ?? [],
+    status: { served: d.served ? "True" : "False", state: d.row.state, conditions, ...fields },
+    ...(d.finalizer ? { finalizer: d.finalizer } : {}),
+    ...(d.requeueAfterMs !== undefined ? { requeueAfterMs: d.requeueAfterMs } : {}),
+    events: conditionEvents(before, conditions, warning),
+  };
+}

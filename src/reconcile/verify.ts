@@ -1,0 +1,142 @@
+/**
+ * Is what the operator wants observed in the cluster? The desired-subset test used to skip writes
+ * already done, and the readiness of Deployments (DESIGN.md "Verification").
+ */
+import type { KubeObject } from "../runtime/cluster.ts";
+
+function isEmptyContainer(v: unknown): boolean {
+  if (Array.isArray(v)) return v.length === 0;
+  return v !== null && typeof v === "object" && Object.keys(v).length === 0;
+}
+
+/**
+ * True when `observed` holds everything `desired` says: every field of a desired object is present
+ * with a matching value (extra observed fields, such as server defaults, are fine); arrays match
+ * element by element and have the same length; an empty desired map or list also matches a missing
+ * one, as the API server omits empty fields.
+ */
+export function isObserved(desired: unknown, observed: unknown): boolean {
+  if (desired === undefined) return true;
+  if (observed === undefined && isEmptyContainer(desired)) return true;
+  if (Array.isArray(desired)) {
+    return Array.isArray(observed) && observed.length === desired.length &&
+      desired.every((d, i) => isObserved(d, observed[i]));
+  }
+  if (desired !== null && typeof desired === "object") {
+    if (observed === null || typeof observed !== "object" || Array.isArray(observed)) return false;
+    const obs = observed as Record<string, unknown>;
+    return Object.entries(desired as Record<string, unknown>).every(([k, v]) =>
+      isObserved(v, obs[k])
+    );
+  }
+  return desired === observed;
+}
+
+/** What a Deployment's status says about its rollout. */
+export type Readiness =
+  | { kind: "ready" }
+  | { kind: "waiting"; message: string }
+  /** Progressing=False: the rollout gave up (ProgressDeadlineExceeded). */
+  | { kind: "stalled"; message: string }
+  /** ReplicaFailure=True: Pods cannot be created (quota, admission). */
+  | { kind: "replicaFailure"; message: string };
+
+interface DeploymentCondition {
+  type?: unknown;
+  status?: unknown;
+  reason?: unknown;
+  message?: unknown;
+}
+
+interface DeploymentStatus {
+  observedGeneration?: unknown;
+  replicas?: unknown;
+  updatedReplicas?: unknown;
+  availableReplicas?: unknown;
+  unavailableReplicas?: unknown;
+  conditions?: unknown;
+}
+
+function num(v: unknown, fallback: number): number {
+  return typeof v === "number" && Number.isFinite(v) ? v : fallback;
+}
+
+function conditionText(c: DeploymentCondition): string {
+  const reason = typeof c.reason === "string" && c.reason ? c.reason : "no reason given";
+  return typeof c.message === "string" && c.message ? `${reason}: ${c.message}` : reason;
+}
+
+/**
+ * The readiness of one observed Deployment (DESIGN.md): ready when the controller has seen the
+ * current generation, it is Available, not Progressing=False, has no unavailable replicas and, when
+ * it reports them, no replicas left from an older template. ReplicaFailure wins over everything.
+ */
+export function deploymentReadiness(dep: KubeObject): Readiness {
+  const status = (dep.status ?? {}) as DeploymentStatus;
+  const conditions =
+    (Array.isArray(status.conditions) ? status.conditions : []) as DeploymentCondition[];
+  const cond = (type: string) => conditions.find((c) => c.type === type);
+  const failure = cond("ReplicaFailure");
+  if (failure?.status === "True") {
+    return { kind: "replicaFailure", message: conditionText(failure) };
+  }
+  const progressing = cond("Progressing");
+  if (progressing?.status === "False") {
+    return { kind: "stalled", message: conditionText(progressing) };
+  }
+  const generation = num(dep.metadata.generation, 0);
+  if (num(status.observedGeneration, -1) < generation) {
+    return {
+      kind: "waiting",
+      message: "the Deployment controller has not seen the latest change yet",
+    };
+  }
+  const replicas = num(status.replicas, 0);
+  const updated = num(status.updatedReplicas, replicas);
+  if (replicas > updated) {
+    return {
+      kind: "waiting",
+      message: `${replicas - updated} old replica(s) still being replaced`,
+    };
+  }
+  const unavailable = num(status.unavailableReplicas, 0);
+  if (unavailable > 0) return { kind: "waiting", message: `${unavailable} replica(s) unavailable` };
+  if (cond("Available")?.status !== "True") {
+    return { kind: "waiting", message: "not Available yet" };
+  }
+  return { kind: "ready" };
+}
+
+/** The readiness of a module's Deployments taken together. */
+export type ModuleReadiness =
+  | { kind: "ready" }
+  | { kind: "waiting" | "stalled" | "replicaFailure"; message: string };
+
+/**
+ * Combines the readiness of the Deployments named `names` in `namespace`, looked up in `observed`:
+ * any replica failure first, then any stalled rollout, then any still waiting. A Deployment not
+ * observed is waiting. Messages name each Deployment as `namespace/name`.
+ */
+export function moduleReadiness(
+  names: readonly string[],
+  namespace: string,
+  observed: readonly KubeObject[],
+): ModuleReadiness {
+  const found = names.map((name) => {
+    const dep = observed.find((o) =>
+      o.kind === "Deployment" && o.metadata.namespace === namespace && o.metadata.name === name
+    );
+    const r: Readiness = dep
+      ? deploymentReadiness(dep)
+      : { kind: "waiting", message: "not created yet" };
+    return { name: `${namespace}/${name}`, r };
+  });
+  for (const kind of ["replicaFailure", "stalled", "waiting"] as const) {
+    const hit = found.filter((f) => f.r.kind === kind);
+    if (hit.length > 0) {
+      const parts = hit.map((f) => `Deployment ${f.name}: ${"message" in f.r ? f.r.message : ""}`);
+      return { kind, message: parts.join("; ") };
+    }
+  }
+  return { kind: "ready" };
+}

@@ -1,0 +1,114 @@
+/** The Serverless ControllerSpec: its watches, trigger mapping and cache-to-input adapter. */
+import assert from "node:assert/strict";
+import { RESOURCES } from "../../src/api/resources.ts";
+import { serverlessController } from "../../src/controllers/serverless.ts";
+import { MANAGED_SELECTOR, OWNER_LABEL } from "../../src/reconcile/labels.ts";
+import type { KubeObject } from "../../src/runtime/cluster.ts";
+import { converge, IMAGES, NOW, serverless } from "./serverless_fixtures.ts";
+import { fakeCache } from "./singleton_world.ts";
+
+const fn = (ns: string, name: string): KubeObject => ({
+  apiVersion: "serverless.platform-project.io/v1alpha2",
+  kind: "Function",
+  metadata: { name, namespace: ns },
+});
+
+Deno.test("watches: the peers, every installed type by the managed selector, Functions optionally", () => {
+  const w = serverlessController.watches;
+  assert.ok(w.some((x) => x.type === RESOURCES.Serverless));
+  for (
+    const type of [
+      RESOURCES.Deployment,
+      RESOURCES.ConfigMap,
+      RESOURCES.CustomResourceDefinition,
+      RESOURCES.ClusterRole,
+    ]
+  ) {
+    assert.deepEqual(w.find((x) => x.type === type), { type, labelSelector: MANAGED_SELECTOR });
+  }
+  assert.deepEqual(w.find((x) => x.type === RESOURCES.Function), {
+    type: RESOURCES.Function,
+    optional: true,
+  });
+  assert.equal(serverlessController.primary, RESOURCES.Serverless);
+  assert.equal(serverlessController.name, "serverless");
+});
+
+Deno.test("every type the reducer installs is watched", () => {
+  const { world } = converge({ object: serverless(), others: [], installed: [] });
+  const watched = new Set(
+    serverlessController.watches.map((x) => `${x.type.group}/${x.type.kind}`),
+  );
+  for (const o of world.installed) {
+    const group = o.apiVersion.includes("/") ? o.apiVersion.split("/")[0] : "";
+    assert.ok(watched.has(`${group}/${o.kind}`), `${o.kind} is not watched`);
+  }
+});
+
+Deno.test("triggers: installed objects wake their owner; peers and Functions wake every peer", () => {
+  const { world } = converge({ object: serverless(), others: [], installed: [] });
+  const other = serverless({}, { name: "second", namespace: "other" });
+  const cache = fakeCache([world.object!, other, ...world.installed]);
+  const dep = world.installed.find((o) => o.kind === "Deployment")!;
+  assert.deepEqual(serverlessController.triggers(RESOURCES.Deployment, dep, cache), [
+    "platform-system/default",
+  ]);
+  const orphan = {
+    ...dep,
+    metadata: { ...dep.metadata, labels: { ...dep.metadata.labels, [OWNER_LABEL]: "gone.x" } },
+  };
+  assert.deepEqual(serverlessController.triggers(RESOURCES.Deployment, orphan, cache), [
+    "other/second",
+    "platform-system/default",
+  ]);
+  const gone = serverless({}, { name: "deleted", namespace: "x" });
+  assert.deepEqual(serverlessController.triggers(RESOURCES.Serverless, gone, cache), [
+    "other/second",
+    "platform-system/default",
+    "x/deleted",
+  ]);
+  assert.deepEqual(serverlessController.triggers(RESOURCES.Function, fn("u", "f"), cache), [
+    "other/second",
+    "platform-system/default",
+  ]);
+  const keda = {
+    ...dep,
+    metadata: {
+      ...dep.metadata,
+      labels: { ...dep.metadata.labels, "operator.platform-project.io/module": "keda" },
+    },
+  };
+  assert.deepEqual(serverlessController.triggers(RESOURCES.Deployment, keda, cache), []);
+});
+
+Deno.test("reconcile reads the cache: installed objects, Functions, peers", () => {
+  const { world } = converge({ object: serverless(), others: [], installed: [] });
+  const deleting = {
+    ...world.object!,
+    metadata: { ...world.object!.metadata, deletionTimestamp: "2026-01-01T00:00:00Z" },
+  };
+  const ctx = { now: NOW, images: IMAGES };
+  const blocked = serverlessController.reconcile(
+    "platform-system/default",
+    fakeCache([deleting, ...world.installed, fn("u", "a"), fn("v", "b")]),
+    ctx,
+  );
+  assert.equal(blocked?.status?.state, "Error");
+  assert.match(JSON.stringify(blocked?.status), /2 Functions still exist/);
+  const deletes = serverlessController.reconcile(
+    "platform-system/default",
+    fakeCache([deleting, ...world.installed]),
+    ctx,
+  );
+  assert.equal(deletes?.delete.length, world.installed.length);
+  const ready = serverlessController.reconcile(
+    "platform-system/default",
+    fakeCache([world.object!, ...world.installed]),
+    ctx,
+  );
+  assert.deepEqual([ready?.apply, ready?.delete, ready?.status], [[], [], world.object!.status]);
+  assert.equal(
+    serverlessController.reconcile("platform-system/missing", fakeCache([]), ctx),
+    undefined,
+  );
+});

@@ -1,0 +1,91 @@
+/** Serverless objects, inputs and a runner for the reducer's tests. */
+import type { Condition } from "../../src/api/common.ts";
+import type { KubeObject } from "../../src/runtime/cluster.ts";
+import type { ModuleImages } from "../../src/runtime/controller.ts";
+import type { Plan } from "../../src/reconcile/plan.ts";
+import { reconcileServerless, type ServerlessInput } from "../../src/reconcile/serverless.ts";
+import { carryOut, type CarryOutOptions, type World } from "./singleton_world.ts";
+
+/** A fixed time: 2026-01-01T00:00:00Z. */
+export const NOW = Date.UTC(2026, 0, 1);
+
+/** Pinned test images. */
+export const IMAGES: ModuleImages = {
+  serverlessController: "registry.example/serverless-controller:1.0.0",
+  kedaOperator: "registry.example/keda:2.20.1",
+  kedaMetricsServer: "registry.example/keda-metrics-apiserver:2.20.1",
+  kedaAdmissionWebhooks: "registry.example/keda-admission-webhooks:2.20.1",
+};
+
+/** A Serverless as the API server returns it. */
+export function serverless(
+  spec: Record<string, unknown> = {},
+  meta: Partial<KubeObject["metadata"]> = {},
+): KubeObject {
+  return {
+    apiVersion: "operator.platform-project.io/v1alpha1",
+    kind: "Serverless",
+    metadata: {
+      name: "default",
+      namespace: "platform-system",
+      uid: "uid-default",
+      generation: 1,
+      creationTimestamp: "2025-12-01T00:00:00Z",
+      ...meta,
+    },
+    spec,
+  };
+}
+
+/** A world holding just `object`. */
+export function world(object: KubeObject, others: KubeObject[] = []): World {
+  return { object, others, installed: [] };
+}
+
+/** The reducer input for a world. */
+export function inputOf(w: World, extra: Partial<ServerlessInput> = {}): ServerlessInput {
+  return {
+    object: w.object,
+    peers: [...(w.object ? [w.object] : []), ...w.others],
+    installed: w.installed,
+    userObjects: { Function: 0 },
+    now: NOW,
+    images: IMAGES,
+    ...extra,
+  };
+}
+
+/** Reconciles and carries out the Plan until it writes nothing (at most `max` passes). */
+export function converge(
+  w: World,
+  extra: Partial<ServerlessInput> = {},
+  opts: CarryOutOptions = {},
+  max = 6,
+): { world: World; plan: Plan; passes: number } {
+  let cur = w;
+  for (let pass = 1; pass <= max; pass++) {
+    const plan = reconcileServerless(inputOf(cur, extra));
+    const next = carryOut(cur, plan, opts);
+    const quiet = plan.apply.length === 0 && plan.delete.length === 0 &&
+      JSON.stringify(plan.status) === JSON.stringify(cur.object?.status) &&
+      (!plan.finalizer?.add ||
+        (cur.object?.metadata.finalizers ?? []).includes(plan.finalizer.add));
+    if (quiet) return { world: cur, plan, passes: pass };
+    cur = next;
+    if (!cur.object) return { world: cur, plan, passes: pass };
+  }
+  throw new Error(`no fixpoint after ${max} passes`);
+}
+
+/** The status of a Plan, typed for assertions. */
+export function statusOf(
+  plan: Plan,
+): { state?: string; served?: string; conditions: Condition[] } & Record<string, unknown> {
+  const s = (plan.status ?? {}) as { conditions?: Condition[] } & Record<string, unknown>;
+  return { ...s, conditions: s.conditions ?? [] };
+}
+
+/** The condition of `type` in a Plan's status. */
+export function conditionOf(plan: Plan, type: string): Condition | undefined {
+  return statusOf(plan).conditions.find((c) => c.type === type);
+}

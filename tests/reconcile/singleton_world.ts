@@ -1,0 +1,125 @@
+/**
+ * A tiny model of the cluster for the module reducers' tests: the module object, its peers and the
+ * installed objects, and `carryOut`, which does what the runtime does with a Plan (apply as a
+ * merge, delete, finalizers, status) and can mark Deployments rolled out.
+ */
+import { type KubeObject, objectKey, type ResourceType } from "../../src/runtime/cluster.ts";
+import type { CacheReader } from "../../src/runtime/controller.ts";
+import { identity } from "../../src/reconcile/install.ts";
+import { type Plan, refOf } from "../../src/reconcile/plan.ts";
+
+/** The observed state a module reducer reads. */
+export interface World {
+  /** The reconciled module object; undefined once it is gone. */
+  object: KubeObject | undefined;
+  /** The other objects of the same kind. */
+  others: KubeObject[];
+  installed: KubeObject[];
+}
+
+type Json = unknown;
+
+/** Server-side apply as a merge: objects merge key by key, anything else is replaced. */
+export function merge(observed: Json, desired: Json): Json {
+  if (
+    desired === null || typeof desired !== "object" || Array.isArray(desired) ||
+    observed === null || typeof observed !== "object" || Array.isArray(observed)
+  ) {
+    return structuredClone(desired);
+  }
+  const out: Record<string, Json> = { ...(observed as Record<string, Json>) };
+  for (const [k, v] of Object.entries(desired as Record<string, Json>)) {
+    out[k] = merge(out[k], v);
+  }
+  return out;
+}
+
+function specOf(o: KubeObject | undefined): string {
+  return JSON.stringify(o?.spec ?? null);
+}
+
+/** A Deployment status as the controller writes it once the rollout is complete. */
+export function rolledOut(generation: number): Record<string, unknown> {
+  return {
+    observedGeneration: generation,
+    replicas: 1,
+    updatedReplicas: 1,
+    readyReplicas: 1,
+    availableReplicas: 1,
+    conditions: [
+      { type: "Available", status: "True", reason: "MinimumReplicasAvailable" },
+      { type: "Progressing", status: "True", reason: "NewReplicaSetAvailable" },
+    ],
+  };
+}
+
+/** Options of `carryOut`. */
+export interface CarryOutOptions {
+  /** Mark every applied Deployment as rolled out (default true). */
+  ready?: boolean;
+  /** Extra defaulting a fake API server does to an applied object. */
+  normalize?: (obj: KubeObject) => KubeObject;
+}
+
+function applyOne(
+  installed: KubeObject[],
+  desired: KubeObject,
+  opts: CarryOutOptions,
+): KubeObject[] {
+  const id = identity(refOf(desired));
+  const i = installed.findIndex((o) => identity(refOf(o)) === id);
+  const prev = i >= 0 ? installed[i] : undefined;
+  let next = merge(prev ?? {}, desired) as KubeObject;
+  next = opts.normalize ? opts.normalize(next) : next;
+  const generation = (prev?.metadata.generation ?? 0) + (specOf(prev) === specOf(next) ? 0 : 1);
+  next.metadata = {
+    ...next.metadata,
+    generation: Math.max(generation, 1),
+    uid: prev?.metadata.uid ?? `uid-${id}`,
+  };
+  delete next.metadata.deletionTimestamp;
+  if (next.kind === "Deployment" && (opts.ready ?? true)) {
+    next.status = rolledOut(next.metadata.generation!);
+  }
+  const out = [...installed];
+  if (i >= 0) out[i] = next;
+  else out.push(next);
+  return out;
+}
+
+/** Does what the runtime does with `plan`, and returns the world after it. Never mutates `world`. */
+export function carryOut(world: World, plan: Plan, opts: CarryOutOptions = {}): World {
+  let installed = world.installed;
+  for (const obj of plan.apply) installed = applyOne(installed, obj, opts);
+  const gone = new Set(plan.delete.map(identity));
+  installed = installed.filter((o) => !gone.has(identity(refOf(o))));
+  let object = world.object ? structuredClone(world.object) : undefined;
+  if (object) {
+    const finalizers = new Set(object.metadata.finalizers ?? []);
+    if (plan.finalizer?.add && !object.metadata.deletionTimestamp) {
+      finalizers.add(plan.finalizer.add);
+    }
+    if (plan.status) object.status = structuredClone(plan.status);
+    if (plan.finalizer?.remove) finalizers.delete(plan.finalizer.remove);
+    object.metadata.finalizers = [...finalizers];
+    if (object.metadata.deletionTimestamp && finalizers.size === 0) object = undefined;
+  }
+  return { object, others: world.others, installed };
+}
+
+/** A cache over a fixed list of objects, typed by apiVersion and kind. */
+export function fakeCache(objects: readonly KubeObject[]): CacheReader {
+  const of = (type: ResourceType) =>
+    objects.filter((o) =>
+      o.kind === type.kind &&
+      o.apiVersion === (type.group ? `${type.group}/${type.version}` : type.version)
+    ).sort((a, b) => objectKey(a).localeCompare(objectKey(b)));
+  return {
+    list: (type, namespace) =>
+      of(type).filter((o) => namespace === undefined || o.metadata.namespace === namespace),
+    get: (type, namespace, name) =>
+      of(type).find((o) =>
+        o.metadata.name === name && (o.metadata.namespace ?? undefined) === namespace
+      ),
+  };
+}
