@@ -119,13 +119,32 @@ export function formatErrors(errors: readonly FieldError[]): string {
   return errors.map((e) => `${e.path}: ${e.message}`).join("; ");
 }
 
-/** Parses `input` with `schema`, returning typed output or field errors. */
+/**
+ * `value` without the object fields that are null, at any depth (list items are kept). The API
+ * server prunes such fields of a structural schema that is not nullable before it validates, so a
+ * null reads as "not set" here too.
+ */
+export function withoutNulls(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(withoutNulls);
+  if (value === null || typeof value !== "object") return value;
+  const out: Record<string, unknown> = {};
+  for (const [key, child] of Object.entries(value)) {
+    if (child !== null) out[key] = withoutNulls(child);
+  }
+  return out;
+}
+
+/**
+ * Parses `input` with `schema`, returning typed output or field errors. Null fields are dropped
+ * first and unknown fields are stripped, as the API server prunes both; `input` is not changed.
+ */
 export function parseWith<S extends z.ZodType>(
   schema: S,
   input: unknown,
 ): ParseResult<z.output<S>> {
-  const result = schema.safeParse(input);
+  const cleaned = withoutNulls(input);
+  const result = schema.safeParse(cleaned);
   return result.success
     ? { ok: true, value: result.data }
-    : { ok: false, errors: toFieldErrors(result.error, input) };
+    : { ok: false, errors: toFieldErrors(result.error, cleaned) };
 }

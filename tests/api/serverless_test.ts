@@ -72,18 +72,25 @@ Deno.test("wrong types", () => {
   assert.deepEqual(
     errorsOf(
       parseServerless(
-        serverless({ functionRequeueDuration: 5, eventing: "http://x", logLevel: null }),
+        serverless({ functionRequeueDuration: 5, eventing: "http://x", logLevel: ["debug"] }),
       ),
     ),
     [
       'spec.eventing: expected object, got "http://x"',
       "spec.functionRequeueDuration: expected string, got 5",
-      "spec.logLevel: expected string, got null",
+      'spec.logLevel: expected string, got ["debug"]',
     ],
   );
   assert.deepEqual(errorsOf(parseServerless(serverless(undefined, { spec: [] }))), [
     "spec: expected object, got []",
   ]);
+});
+
+Deno.test("a null field is not set, as the API server prunes it: the default applies", () => {
+  const input = serverless({ logLevel: null, tracing: null, eventing: { endpoint: "http://e" } });
+  const spec = valueOf(parseServerless(input)).spec;
+  assert.deepEqual(spec, { ...DEFAULTS, eventing: { endpoint: "http://e" } });
+  assert.equal((input.spec as Record<string, unknown>).logLevel, null, "the input is not changed");
 });
 
 Deno.test("status: every state and served value accepted, others rejected with the allowed values", () => {

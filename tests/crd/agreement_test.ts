@@ -1,0 +1,138 @@
+/**
+ * The zod schemas and the generated CRDs admit the same objects: the simulator admits with zod,
+ * a real API server with the CRD, and the two must not drift. Objects are the samples with random
+ * values written at random schema paths.
+ */
+import assert from "node:assert/strict";
+import fc from "fast-check";
+import { parse } from "yaml";
+import type { ParseResult } from "../../src/api/issues.ts";
+import { parseRateLimit } from "../../src/api/ratelimit.ts";
+import { parseScaler } from "../../src/api/scaler.ts";
+import { parseServerless } from "../../src/api/serverless.ts";
+import { customResourceDefinitions } from "../../src/crd/definitions.ts";
+import { admits, propertyPaths } from "./admission.ts";
+
+const samples = new URL("../../samples/", import.meta.url);
+const read = (name: string) => parse(Deno.readTextFileSync(new URL(name, samples)));
+const schemaOf = (plural: string) =>
+  customResourceDefinitions().find((c) => c.spec.names.plural === plural)!.spec.versions[0].schema
+    .openAPIV3Schema;
+
+const KINDS: { plural: string; sample: string; parse: (input: unknown) => ParseResult<unknown> }[] =
+  [
+    { plural: "serverlesses", sample: "serverless.yaml", parse: parseServerless },
+    { plural: "scalers", sample: "scaler.yaml", parse: parseScaler },
+    { plural: "ratelimits", sample: "ratelimit-workload.yaml", parse: parseRateLimit },
+  ];
+
+const BUCKET = { maxTokens: 1, tokensPerFill: 1, fillInterval: "30s" };
+
+/** Values that sit on the edges of the schemas' types and constraints. */
+const EDGES = [
+  null,
+  undefined,
+  "",
+  "x",
+  "/",
+  "/headers",
+  "/a?b",
+  "headers",
+  "30s",
+  "1m",
+  "45s",
+  "0s",
+  "10x",
+  "100m",
+  "512Mi",
+  "lots",
+  "Ready",
+  "Error",
+  "Warning",
+  "True",
+  "False",
+  "debug",
+  "verbose",
+  "json",
+  "rfc3339",
+  "Installed",
+  "not camel",
+  0,
+  1,
+  -1,
+  1.5,
+  4294967295,
+  4294967296,
+  true,
+  false,
+  {},
+  [],
+  { a: "b" },
+  { a: 1 },
+  [{}],
+  ["x"],
+  BUCKET,
+  { bucket: BUCKET },
+  { path: "/", bucket: BUCKET },
+  { name: "A" },
+  { name: "" },
+];
+const VALUE = fc.oneof(fc.constantFrom(...EDGES), fc.string({ maxLength: 6 }), fc.integer());
+
+/** Returns a copy of `obj` with `value` at `path`, creating what is missing on the way. */
+function setAt(obj: unknown, path: (string | number)[], value: unknown): unknown {
+  const root = structuredClone(obj) as Record<string | number, unknown>;
+  let cur = root;
+  for (const [i, key] of path.entries()) {
+    if (i === path.length - 1) {
+      if (value === undefined && Array.isArray(cur)) cur.splice(Number(key), 1);
+      else if (value === undefined) delete cur[key];
+      else cur[key] = value;
+      break;
+    }
+    const next = cur[key];
+    if (typeof next !== "object" || next === null) {
+      cur[key] = typeof path[i + 1] === "number" ? [] : {};
+    }
+    cur = cur[key] as Record<string | number, unknown>;
+  }
+  return root;
+}
+
+for (const kind of KINDS) {
+  Deno.test(`${kind.plural}: zod and the CRD admit the same objects`, () => {
+    const schema = schemaOf(kind.plural);
+    const base = read(kind.sample);
+    assert.ok(admits(schema, base) && kind.parse(base).ok, "the sample is admitted by both");
+    const paths = propertyPaths(schema).filter((p) =>
+      !["apiVersion", "kind", "metadata"].includes(String(p[0]))
+    );
+    // Every single edit of an edge value at every path, then random combinations of edits.
+    for (const path of paths) {
+      for (const value of EDGES) {
+        const obj = setAt(base, path, value);
+        assert.equal(
+          kind.parse(obj).ok,
+          admits(schema, obj),
+          `${path.join(".")} = ${JSON.stringify(value)}`,
+        );
+      }
+    }
+    const mutation = fc.tuple(fc.constantFrom(...paths), VALUE);
+    let rejected = 0;
+    fc.assert(
+      fc.property(fc.array(mutation, { minLength: 1, maxLength: 3 }), (edits) => {
+        const obj = edits.reduce((o, [path, value]) => setAt(o, path, value), base as unknown);
+        const byCrd = admits(schema, obj);
+        const byZod = kind.parse(obj).ok;
+        if (!byCrd) rejected++;
+        return byCrd === byZod;
+      }),
+      { seed: 42, numRuns: 400 },
+    );
+    assert.ok(
+      rejected > 50,
+      `only ${rejected} of 400 objects were invalid: the test explores too little`,
+    );
+  });
+}
