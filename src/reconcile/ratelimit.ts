@@ -154,7 +154,13 @@ interface Verdict {
 
 /** Why the RateLimit cannot be applied, or its desired EnvoyFilter. */
 function judge(input: RateLimitInput, meta: Meta): Verdict {
-  const parsed = parseRateLimit(input.rateLimit);
+  // Status is the operator's own output: judging it would make the verdict depend on itself.
+  const raw = input.rateLimit;
+  const parsed = parseRateLimit(
+    raw !== null && typeof raw === "object" && !Array.isArray(raw)
+      ? { ...raw, status: undefined }
+      : raw,
+  );
   if (!parsed.ok) {
     return {
       reason: "InvalidSpec",
