@@ -46,14 +46,15 @@ function sizeUnit(origin: string): string | undefined {
   return undefined;
 }
 
+/** zod's type names as a CRD user reads them (a record is a map, which the CRD calls an object). */
+const TYPE_NAMES: Record<string, string> = { int: "integer", record: "object" };
+
 function describe(issue: z.core.$ZodIssue, input: unknown): string {
   switch (issue.code) {
     case "invalid_type": {
-      const expected = issue.expected === "int" || issue.message === EXPECTED_INTEGER
+      const expected = issue.message === EXPECTED_INTEGER
         ? "integer"
-        : issue.expected === "record"
-        ? "object" // a map, as the CRD and kubectl call it
-        : issue.expected;
+        : TYPE_NAMES[issue.expected] ?? issue.expected;
       return input === undefined
         ? `is required (expected ${expected})`
         : `expected ${expected}, got ${show(input)}`;
