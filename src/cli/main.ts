@@ -23,6 +23,11 @@ export const COMMANDS: readonly Command[] = [
     summary: "write crds/ from the schemas in src/api/ (--check: exit 1 if crds/ is stale)",
     load: () => import("./crds.ts"),
   },
+  {
+    name: "deploy",
+    summary: "write the generated files of deploy/: RBAC and CRD copies (--check: exit 1 if stale)",
+    load: () => import("./deploy.ts"),
+  },
 ];
 
 /** Where the front door writes: stdout for help, stderr for errors. */

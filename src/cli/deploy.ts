@@ -1,0 +1,80 @@
+/** `mod.ts deploy`: writes the generated files of deploy/ (RBAC, CRD copies), or with `--check` lists what is stale. */
+import { parseArgs } from "node:util";
+import { dirname, join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
+import { deployFiles } from "../kube/manifests.ts";
+
+const HELP = `Usage: deno run -A mod.ts deploy [--check] [--dir DIR]
+
+Writes the generated files of DIR: rbac.yaml (from the verb table in src/kube/rbac.ts) and
+crds/ (copies of the project's crds/, which kustomize cannot read from outside DIR).
+
+Options:
+  --check    write nothing; list the files that differ and exit 1 if any do
+  --dir DIR  the deploy folder (default: the project's deploy/)
+  --help     show this help`;
+
+/** The project's `deploy/` folder. */
+export const DEPLOY_DIR = fileURLToPath(new URL("../../deploy", import.meta.url));
+
+async function readOrUndefined(path: string): Promise<string | undefined> {
+  try {
+    return await Deno.readTextFile(path);
+  } catch (err) {
+    if (err instanceof Deno.errors.NotFound) return undefined;
+    throw err;
+  }
+}
+
+/** Paths under `dir` whose text differs from the generated one. */
+export async function staleDeployFiles(dir: string): Promise<string[]> {
+  const stale: string[] = [];
+  for (const file of deployFiles()) {
+    if (await readOrUndefined(join(dir, file.path)) !== file.text) stale.push(file.path);
+  }
+  return stale;
+}
+
+/** Runs the command; resolves to the exit code (0 ok, 1 stale with --check, 2 bad usage). */
+export async function main(args: string[]): Promise<number> {
+  let values: { check?: boolean; dir?: string; help?: boolean };
+  try {
+    ({ values } = parseArgs({
+      args,
+      options: {
+        check: { type: "boolean" },
+        dir: { type: "string" },
+        help: { type: "boolean", short: "h" },
+      },
+      strict: true,
+      allowPositionals: false,
+    }));
+  } catch (err) {
+    console.error(`error: ${(err as Error).message}\n\n${HELP}`);
+    return 2;
+  }
+  if (values.help) {
+    console.log(HELP);
+    return 0;
+  }
+  const dir = values.dir ?? DEPLOY_DIR;
+  const shown = relative(Deno.cwd(), dir) || ".";
+  const stale = await staleDeployFiles(dir);
+  if (values.check) {
+    if (stale.length === 0) {
+      console.log(`${shown}/ generated files are up to date`);
+      return 0;
+    }
+    console.error(
+      `${shown}/ generated files are stale: ${stale.join(", ")}. Run \`deno task deploy\`.`,
+    );
+    return 1;
+  }
+  for (const file of deployFiles()) {
+    if (!stale.includes(file.path)) continue;
+    await Deno.mkdir(dirname(join(dir, file.path)), { recursive: true });
+    await Deno.writeTextFile(join(dir, file.path), file.text);
+    console.log(`wrote ${shown}/${file.path}`);
+  }
+  return 0;
+}

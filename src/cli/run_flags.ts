@@ -1,0 +1,253 @@
+/**
+ * The flags of `mod.ts run`, as data: each has its environment variables, default and help, so
+ * `--help`, the README and the compiled binary's `--allow-env` list all come from this table.
+ */
+import { parseArgs } from "node:util";
+import type { ModuleImages } from "../runtime/controller.ts";
+import {
+  LOG_FORMATS,
+  LOG_LEVELS,
+  type LogFormat,
+  type LogLevel,
+  parseLogFormat,
+  parseLogLevel,
+} from "../runtime/log.ts";
+
+/** Names of the controllers the operator can run. */
+export const CONTROLLER_NAMES = ["serverless", "scaler", "ratelimit"] as const;
+/** A controller name. */
+export type ControllerName = typeof CONTROLLER_NAMES[number];
+
+/** Module images used when no flag or variable overrides them (KEDA 2.20.1, as upstream pins). */
+export const DEFAULT_IMAGES: ModuleImages = {
+  serverlessController:
+    "europe-docker.pkg.dev/kyma-project/prod/function-buildless-controller:1.9.0",
+  kedaOperator: "ghcr.io/kedacore/keda:2.20.1",
+  kedaMetricsServer: "ghcr.io/kedacore/keda-metrics-apiserver:2.20.1",
+  kedaAdmissionWebhooks: "ghcr.io/kedacore/keda-admission-webhooks:2.20.1",
+};
+
+/** Everything `run` is configured with. */
+export interface RunOptions {
+  kubeconfig?: string;
+  context?: string;
+  leaseNamespace: string;
+  leaseName: string;
+  leaderElect: boolean;
+  metricsAddr: string;
+  probeAddr: string;
+  logLevel: LogLevel;
+  logFormat: LogFormat;
+  images: ModuleImages;
+  controllers: ControllerName[];
+  identity?: string;
+}
+
+/** One flag: `--name`, its variables (first set wins), default and help. */
+export interface FlagSpec {
+  name: string;
+  /** Variables read when the flag is absent, in order; `PLATFORM_OPERATOR_<FLAG>` is always first. */
+  env: string[];
+  help: string;
+  default?: string;
+  boolean?: boolean;
+  /** Stores the parsed value; throws a message naming the allowed values. */
+  set(opts: RunOptions, value: string): void;
+}
+
+/** `PLATFORM_OPERATOR_LEASE_NAMESPACE` for `lease-namespace`. */
+export function envName(flag: string): string {
+  return `PLATFORM_OPERATOR_${flag.toUpperCase().replaceAll("-", "_")}`;
+}
+
+function parseBool(flag: string, value: string): boolean {
+  if (/^(true|1|yes)$/i.test(value)) return true;
+  if (/^(false|0|no)$/i.test(value)) return false;
+  throw new Error(`invalid --${flag} "${value}": use true or false`);
+}
+
+function parseAddr(flag: string, value: string): string {
+  if (
+    value === "0" || /^[^:\s]*:\d{1,5}$/.test(value) || /^\[[0-9a-fA-F:]+\]:\d{1,5}$/.test(value)
+  ) return value;
+  throw new Error(
+    `invalid --${flag} "${value}": use [host]:port (e.g. :8080), or 0 to turn it off`,
+  );
+}
+
+function parseControllers(value: string): ControllerName[] {
+  const names = value.split(",").map((s) => s.trim()).filter((s) => s);
+  const bad = names.filter((n) => !(CONTROLLER_NAMES as readonly string[]).includes(n));
+  if (bad.length > 0 || names.length === 0) {
+    throw new Error(
+      `invalid --controllers "${value}": use a comma-separated list of ${
+        CONTROLLER_NAMES.join(", ")
+      }`,
+    );
+  }
+  return CONTROLLER_NAMES.filter((n) => names.includes(n));
+}
+
+const flag = (
+  name: string,
+  help: string,
+  set: FlagSpec["set"],
+  extra: Partial<Pick<FlagSpec, "default" | "boolean">> & { env?: string[] } = {},
+): FlagSpec => ({ name, help, set, ...extra, env: [envName(name), ...(extra.env ?? [])] });
+
+const image = (name: string, key: keyof ModuleImages, env: string, what: string) =>
+  flag(name, `image of ${what}`, (o, v) => {
+    o.images = { ...o.images, [key]: v };
+  }, { env: [env], default: DEFAULT_IMAGES[key] });
+
+/** Every flag of `run`, in `--help` order. */
+export const RUN_FLAGS: readonly FlagSpec[] = [
+  flag(
+    "kubeconfig",
+    "kubeconfig file (or a KUBECONFIG-style list); default: in-cluster, then ~/.kube/config",
+    (o, v) => {
+      o.kubeconfig = v;
+    },
+    { env: ["KUBECONFIG"] },
+  ),
+  flag("context", "kubeconfig context to use instead of the current one", (o, v) => {
+    o.context = v;
+  }),
+  flag(
+    "leader-elect",
+    "elect one active replica with a Lease; false runs as the only replica",
+    (o, v) => {
+      o.leaderElect = parseBool("leader-elect", v);
+    },
+    { default: "true", boolean: true },
+  ),
+  flag("lease-namespace", "namespace of the leader election Lease", (o, v) => {
+    o.leaseNamespace = v;
+  }, { default: "platform-system" }),
+  flag("lease-name", "name of the leader election Lease", (o, v) => {
+    o.leaseName = v;
+  }, { default: "platform-operator" }),
+  flag(
+    "identity",
+    "this replica's name in the Lease and in Events; default: POD_NAME, else the hostname",
+    (o, v) => {
+      o.identity = v;
+    },
+    { env: ["POD_NAME"] },
+  ),
+  flag("metrics-addr", "address of /metrics (Prometheus); 0 turns it off", (o, v) => {
+    o.metricsAddr = parseAddr("metrics-addr", v);
+  }, { default: ":8080" }),
+  flag("probe-addr", "address of /healthz and /readyz; 0 turns it off", (o, v) => {
+    o.probeAddr = parseAddr("probe-addr", v);
+  }, { default: ":8081" }),
+  flag("log-level", `log level: ${LOG_LEVELS.join(", ")}`, (o, v) => {
+    o.logLevel = parseLogLevel(v);
+  }, { default: "info" }),
+  flag("log-format", `log format: ${LOG_FORMATS.join(", ")}`, (o, v) => {
+    o.logFormat = parseLogFormat(v);
+  }, { default: "json" }),
+  flag(
+    "controllers",
+    `controllers to run, comma-separated: ${CONTROLLER_NAMES.join(",")}`,
+    (o, v) => {
+      o.controllers = parseControllers(v);
+    },
+    { default: CONTROLLER_NAMES.join(",") },
+  ),
+  image(
+    "serverless-image",
+    "serverlessController",
+    "IMAGE_SERVERLESS_CONTROLLER",
+    "the Serverless controller",
+  ),
+  image("keda-operator-image", "kedaOperator", "IMAGE_KEDA_OPERATOR", "the KEDA operator"),
+  image(
+    "keda-metrics-server-image",
+    "kedaMetricsServer",
+    "IMAGE_KEDA_METRICS_APISERVER",
+    "the KEDA metrics API server",
+  ),
+  image(
+    "keda-webhook-image",
+    "kedaAdmissionWebhooks",
+    "IMAGE_KEDA_ADMISSION_WEBHOOKS",
+    "the KEDA admission webhooks",
+  ),
+];
+
+/** Every environment variable the flags read. */
+export function flagEnvNames(): string[] {
+  return RUN_FLAGS.flatMap((f) => f.env);
+}
+
+/** The `--help` text of `run`. */
+export function runHelp(): string {
+  const rows = RUN_FLAGS.map((f) => {
+    const name = f.boolean ? `--${f.name}[=BOOL]` : `--${f.name}=VALUE`;
+    const dflt = f.default ? ` (default ${f.default})` : "";
+    return `  ${name}\n      ${f.help}${dflt}\n      env: ${f.env.join(", ")}`;
+  });
+  return [
+    "Usage: mod.ts run [flags]",
+    "",
+    "Runs the operator against the cluster of the current kubeconfig, or in-cluster. A flag wins",
+    "over its environment variables; the first variable set wins over the later ones.",
+    "",
+    "Flags:",
+    ...rows,
+    "  --help\n      show this help",
+  ].join("\n");
+}
+
+/** What parsing gave: options, a request for help, or an error message. */
+export type ParsedRun = { kind: "options"; options: RunOptions } | { kind: "help" } | {
+  kind: "error";
+  message: string;
+};
+
+/**
+ * Parses `args` and the environment (`env(name)`) into RunOptions. Flags win over variables,
+ * variables over defaults.
+ */
+export function parseRunFlags(
+  args: string[],
+  env: (name: string) => string | undefined,
+): ParsedRun {
+  // `--leader-elect` alone means true, `--no-leader-elect` false (as in Go's flag package and kubebuilder).
+  const booleans = RUN_FLAGS.filter((f) => f.boolean).map((f) => f.name);
+  const normalized = args.map((arg) => {
+    const name = arg.replace(/^--(no-)?/, "");
+    if (!booleans.includes(name) || !arg.startsWith("--")) return arg;
+    return arg.startsWith("--no-") ? `--${name}=false` : `--${name}=true`;
+  });
+  let values: Record<string, string | boolean | undefined>;
+  try {
+    ({ values } = parseArgs({
+      args: normalized,
+      strict: true,
+      allowPositionals: false,
+      options: {
+        help: { type: "boolean", short: "h" },
+        ...Object.fromEntries(RUN_FLAGS.map((f) => [f.name, { type: "string" as const }])),
+      },
+    }));
+  } catch (err) {
+    return { kind: "error", message: `${(err as Error).message}; see --help` };
+  }
+  if (values.help) return { kind: "help" };
+  const opts = {
+    images: { ...DEFAULT_IMAGES },
+  } as RunOptions;
+  try {
+    for (const f of RUN_FLAGS) {
+      const fromFlag = values[f.name];
+      const fromEnv = f.env.map((name) => env(name)).find((v) => v !== undefined && v !== "");
+      const value = typeof fromFlag === "string" ? fromFlag : fromEnv ?? f.default;
+      if (value !== undefined) f.set(opts, value);
+    }
+  } catch (err) {
+    return { kind: "error", message: (err as Error).message };
+  }
+  return { kind: "options", options: opts };
+}

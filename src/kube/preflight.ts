@@ -1,0 +1,210 @@
+/**
+ * Startup checks, so that a missing CRD, a missing RBAC grant or an unreachable API server shows as
+ * one log line saying what to do (and a retry), not as a loop of stack traces. Works on any
+ * Cluster; RBAC is asked with SelfSubjectAccessReviews, which every authenticated user may create.
+ */
+import { ApiError, type Cluster, isApiError, type ResourceType } from "../runtime/cluster.ts";
+import { accessOf, type Verb } from "./rbac.ts";
+
+/** SelfSubjectAccessReview: not in RESOURCES because it needs no grant (system:basic-user allows it). */
+export const SELF_SUBJECT_ACCESS_REVIEW: ResourceType = {
+  group: "authorization.k8s.io",
+  version: "v1",
+  kind: "SelfSubjectAccessReview",
+  plural: "selfsubjectaccessreviews",
+  namespaced: false,
+};
+
+/** What kind of problem a check found. */
+export type ProblemKind = "unreachable" | "unauthorized" | "crd-missing" | "forbidden" | "error";
+
+/** One problem: a single log line's worth, ending in what to do. */
+export interface Problem {
+  kind: ProblemKind;
+  message: string;
+}
+
+/** A type to check, as the controllers declare it. */
+export interface CheckedType {
+  type: ResourceType;
+  /** Its CRD may be missing (the operator installs it later): absence is not a problem. */
+  optional?: boolean;
+}
+
+/** What to check. */
+export interface PreflightOptions {
+  /** The types the enabled controllers watch (primaries included). */
+  types: readonly CheckedType[];
+  /** Types the operator writes without watching them (Event, Lease): only their access is checked. */
+  alsoUses?: readonly ResourceType[];
+  /** The namespace of the leader election Lease; omit without leader election. */
+  leaseNamespace?: string;
+  /** Where the API server is and where credentials came from, for messages. */
+  server: string;
+  source: string;
+  /** Groups whose CRDs this project ships in deploy/. */
+  ownGroups?: readonly string[];
+  /** SelfSubjectAccessReviews sent at once; default 8. */
+  parallel?: number;
+}
+
+const OWN_GROUPS = ["operator.platform-project.io", "gateway.platform-project.io"];
+const INSTALL = "run kubectl apply -k deploy/";
+
+/** `ratelimits.gateway.platform-project.io`, as kubectl names a resource. */
+export function resourceName(type: ResourceType, sub?: string): string {
+  const base = type.group ? `${type.plural}.${type.group}` : type.plural;
+  return sub ? `${base}/${sub}` : base;
+}
+
+function crdHint(type: ResourceType, ownGroups: readonly string[]): string {
+  if (ownGroups.includes(type.group)) return INSTALL;
+  if (type.group === "networking.istio.io") {
+    return "install Istio, or run without the ratelimit controller (--controllers)";
+  }
+  return "install the component that provides it, or run without the controller that needs it (--controllers)";
+}
+
+/** One access check: a verb on a resource (and subresource), cluster-wide or in a namespace. */
+interface AccessCheck {
+  type: ResourceType;
+  verb: Verb;
+  subresource?: string;
+  namespace?: string;
+}
+
+function accessChecks(types: readonly ResourceType[], leaseNamespace?: string): AccessCheck[] {
+  const checks: AccessCheck[] = [];
+  for (const type of types) {
+    const access = accessOf(type);
+    const namespace = access.scope === "lease-namespace" ? leaseNamespace : undefined;
+    if (access.scope === "lease-namespace" && !leaseNamespace) continue;
+    for (const verb of access.verbs) checks.push({ type, verb, namespace });
+    for (const verb of access.status ?? []) {
+      checks.push({ type, verb, subresource: "status", namespace });
+    }
+    for (const verb of access.finalizers ?? []) {
+      checks.push({ type, verb, subresource: "finalizers", namespace });
+    }
+  }
+  return checks;
+}
+
+async function allowed(cluster: Cluster, check: AccessCheck): Promise<boolean> {
+  const review = await cluster.create(SELF_SUBJECT_ACCESS_REVIEW, {
+    apiVersion: "authorization.k8s.io/v1",
+    kind: "SelfSubjectAccessReview",
+    metadata: { name: "" },
+    spec: {
+      resourceAttributes: {
+        group: check.type.group,
+        resource: check.type.plural,
+        verb: check.verb,
+        ...(check.subresource ? { subresource: check.subresource } : {}),
+        ...(check.namespace ? { namespace: check.namespace } : {}),
+      },
+    },
+  });
+  return (review.status as { allowed?: boolean } | undefined)?.allowed === true;
+}
+
+function connectionProblem(err: ApiError, opts: PreflightOptions): Problem | undefined {
+  if (err.code === 0) {
+    return {
+      kind: "unreachable",
+      message: `cannot reach the API server ${opts.server} (${opts.source}): ${err.message}: ` +
+        "check the address and the network, or pass --kubeconfig/--context",
+    };
+  }
+  if (err.code === 401) {
+    return {
+      kind: "unauthorized",
+      message: `the API server ${opts.server} rejected the credentials of ${opts.source} (401): ` +
+        "refresh the kubeconfig, or check the service account token",
+    };
+  }
+  return undefined;
+}
+
+/**
+ * Runs the checks and returns the problems, at most one per kind, each naming everything of that
+ * kind. Empty means the operator can start.
+ */
+export async function preflight(cluster: Cluster, opts: PreflightOptions): Promise<Problem[]> {
+  const ownGroups = opts.ownGroups ?? OWN_GROUPS;
+  const missing: ResourceType[] = [];
+  const errors: string[] = [];
+  for (const { type, optional } of opts.types) {
+    try {
+      await cluster.list(type, { limit: 1 });
+    } catch (err) {
+      if (!(err instanceof ApiError)) throw err;
+      const fatal = connectionProblem(err, opts);
+      if (fatal) return [fatal];
+      if (err.code === 404 && !optional) missing.push(type);
+      else if (err.code !== 404 && err.code !== 403) {
+        errors.push(`list ${resourceName(type)}: ${err.code} ${err.message}`);
+      }
+    }
+  }
+  const problems: Problem[] = [];
+  if (missing.length > 0) {
+    const hints = [...new Set(missing.map((t) => crdHint(t, ownGroups)))];
+    const names = missing.map((t) => resourceName(t)).join(", ");
+    const verb = missing.length === 1 ? "is" : "are";
+    problems.push({
+      kind: "crd-missing",
+      message: `CRD ${names} ${verb} not installed: ${hints.join("; ")}`,
+    });
+  }
+  const present = opts.types.map((t) => t.type).filter((t) => !missing.includes(t));
+  const checks = accessChecks(unique([...present, ...(opts.alsoUses ?? [])]), opts.leaseNamespace);
+  const denied: AccessCheck[] = [];
+  const parallel = opts.parallel ?? 8;
+  for (let i = 0; i < checks.length; i += parallel) {
+    const batch = checks.slice(i, i + parallel);
+    const results = await Promise.all(batch.map((c) =>
+      allowed(cluster, c).catch((err) => {
+        if (isApiError(err)) {
+          errors.push(
+            `access review of ${c.verb} ${
+              resourceName(c.type, c.subresource)
+            }: ${err.code} ${err.message}`,
+          );
+          return true; // Unknown is not "denied"; the error is reported instead.
+        }
+        throw err;
+      })
+    ));
+    batch.forEach((c, j) => results[j] || denied.push(c));
+  }
+  if (denied.length > 0) {
+    problems.push({ kind: "forbidden", message: forbiddenMessage(denied) });
+  }
+  if (errors.length > 0) {
+    problems.push({ kind: "error", message: `checks failed: ${errors.join("; ")}` });
+  }
+  return problems;
+}
+
+function unique(types: ResourceType[]): ResourceType[] {
+  const seen = new Set<string>();
+  return types.filter((t) => {
+    const key = resourceName(t);
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+}
+
+function forbiddenMessage(denied: AccessCheck[]): string {
+  const byResource = new Map<string, Verb[]>();
+  for (const c of denied) {
+    const where = c.namespace ? ` in namespace ${c.namespace}` : "";
+    const key = `${resourceName(c.type, c.subresource)}${where}`;
+    byResource.set(key, [...(byResource.get(key) ?? []), c.verb]);
+  }
+  const list = [...byResource].map(([res, verbs]) => `${verbs.join(",")} ${res}`).join("; ");
+  return `RBAC forbids the operator to ${list}: ${INSTALL} (ClusterRole platform-operator), ` +
+    "and with --lease-namespace outside platform-system grant the leases Role there too";
+}

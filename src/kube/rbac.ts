@@ -1,0 +1,227 @@
+/**
+ * The operator's RBAC, in one place: for every resource type it knows (RESOURCES), the verbs it
+ * uses. `deploy/rbac.yaml` is generated from this table (`deno task deploy`) and a test fails when
+ * the two differ or a type has no row, so the ClusterRole grants what the code uses and no more.
+ */
+import { stringify } from "yaml";
+import { RESOURCES } from "../api/resources.ts";
+import type { KubeObject, ResourceType } from "../runtime/cluster.ts";
+
+/** A Kubernetes RBAC verb the operator uses. */
+export type Verb =
+  | "get"
+  | "list"
+  | "watch"
+  | "create"
+  | "update"
+  | "patch"
+  | "delete"
+  | "escalate"
+  | "bind";
+
+/** What the operator does with one resource type. */
+export interface Access {
+  /** Verbs on the resource itself. */
+  verbs: readonly Verb[];
+  /** Verbs on its `status` subresource (server-side apply of status is `patch`). */
+  status?: readonly Verb[];
+  /**
+   * Verbs on its `finalizers` subresource: setting an ownerReference with blockOwnerDeletion on a
+   * child needs `update` there when the OwnerReferencesPermissionEnforcement admission is on.
+   */
+  finalizers?: readonly Verb[];
+  /** `lease-namespace`: granted by a Role in the lease namespace only, not cluster-wide. */
+  scope?: "cluster" | "lease-namespace";
+  /** Why the operator needs it. */
+  why: string;
+}
+
+/** Read through the watch cache: the initial list and the watch. */
+const CACHED: readonly Verb[] = ["list", "watch"];
+/**
+ * Installed and pruned with server-side apply: `patch`, plus `create` because an apply that creates
+ * the object is authorized as a create; `delete` to prune what is no longer rendered, after a `get`
+ * when the type is not cached.
+ */
+const INSTALLED: readonly Verb[] = ["get", "list", "watch", "create", "patch", "delete"];
+
+/** The verbs per kind of RESOURCES. Every kind has a row; an empty row means the operator never calls the API for it. */
+export const ACCESS: Readonly<Record<string, Access>> = {
+  Serverless: {
+    verbs: [...CACHED, "patch"],
+    status: ["patch"],
+    finalizers: ["update"],
+    why: "primary: watched; finalizer by JSON patch; status by apply",
+  },
+  Scaler: {
+    verbs: [...CACHED, "patch"],
+    status: ["patch"],
+    finalizers: ["update"],
+    why: "primary: watched; finalizer by JSON patch; status by apply",
+  },
+  RateLimit: {
+    verbs: [...CACHED, "patch"],
+    status: ["patch"],
+    finalizers: ["update"],
+    why: "primary: watched; finalizer by JSON patch; status by apply",
+  },
+  EnvoyFilter: { verbs: INSTALLED, why: "the rate limit filters the operator generates" },
+  Namespace: { verbs: [], why: "not called" },
+  Pod: { verbs: CACHED, why: "the pods a RateLimit selects (conflicts between RateLimits)" },
+  Service: { verbs: INSTALLED, why: "module workloads" },
+  ServiceAccount: { verbs: INSTALLED, why: "module workloads" },
+  ConfigMap: { verbs: INSTALLED, why: "module configuration" },
+  Secret: { verbs: [], why: "not called" },
+  Event: { verbs: ["create"], why: "Kubernetes Events about the reconciled objects" },
+  Deployment: { verbs: INSTALLED, why: "module workloads; their conditions are verified" },
+  Lease: { verbs: ["get", "create", "update"], scope: "lease-namespace", why: "leader election" },
+  ClusterRole: {
+    verbs: [...INSTALLED, "escalate", "bind"],
+    why: "module RBAC; escalate/bind so it can grant the modules what it does not hold itself",
+  },
+  ClusterRoleBinding: { verbs: INSTALLED, why: "module RBAC" },
+  Role: { verbs: [...INSTALLED, "escalate", "bind"], why: "module RBAC (see ClusterRole)" },
+  RoleBinding: { verbs: INSTALLED, why: "module RBAC" },
+  CustomResourceDefinition: { verbs: INSTALLED, why: "the modules' CRDs (Function, KEDA)" },
+  APIService: { verbs: INSTALLED, why: "KEDA's external metrics API" },
+  ValidatingWebhookConfiguration: { verbs: INSTALLED, why: "KEDA's admission webhook" },
+  Function: { verbs: CACHED, why: "user objects that block Serverless deletion" },
+  ScaledObject: { verbs: CACHED, why: "user objects that block Scaler deletion" },
+  ScaledJob: { verbs: CACHED, why: "user objects that block Scaler deletion" },
+  TriggerAuthentication: { verbs: CACHED, why: "user objects that block Scaler deletion" },
+};
+
+/** One RBAC PolicyRule. */
+export interface PolicyRule {
+  apiGroups: string[];
+  resources: string[];
+  verbs: string[];
+}
+
+/** The access of a resource type; throws when the table has no row for it. */
+export function accessOf(type: ResourceType): Access {
+  const row = ACCESS[type.kind];
+  if (!row) {
+    throw new Error(
+      `src/kube/rbac.ts ACCESS has no row for ${type.kind}: add the verbs the operator uses`,
+    );
+  }
+  return row;
+}
+
+const VERB_ORDER: readonly Verb[] = [
+  "get",
+  "list",
+  "watch",
+  "create",
+  "update",
+  "patch",
+  "delete",
+  "escalate",
+  "bind",
+];
+
+/**
+ * The rules of one scope: one rule per API group and verb set, resources sorted, so the YAML is
+ * stable and easy to review.
+ */
+export function rulesFor(
+  scope: "cluster" | "lease-namespace",
+  types: readonly ResourceType[] = Object.values(RESOURCES),
+): PolicyRule[] {
+  const grouped = new Map<string, PolicyRule>();
+  const add = (group: string, resource: string, verbs: readonly Verb[]) => {
+    if (verbs.length === 0) return;
+    const sorted = VERB_ORDER.filter((v) => verbs.includes(v));
+    const key = `${group}|${sorted.join(",")}`;
+    const rule = grouped.get(key) ?? { apiGroups: [group], resources: [], verbs: [...sorted] };
+    rule.resources.push(resource);
+    grouped.set(key, rule);
+  };
+  for (const type of types) {
+    const access = accessOf(type);
+    if ((access.scope ?? "cluster") !== scope) continue;
+    add(type.group, type.plural, access.verbs);
+    add(type.group, `${type.plural}/status`, access.status ?? []);
+    add(type.group, `${type.plural}/finalizers`, access.finalizers ?? []);
+  }
+  const rules = [...grouped.values()];
+  rules.forEach((r) => r.resources.sort());
+  return rules.sort((a, b) =>
+    `${a.apiGroups[0]}|${a.resources[0]}`.localeCompare(`${b.apiGroups[0]}|${b.resources[0]}`)
+  );
+}
+
+/** Names of the operator's RBAC objects. */
+export interface RbacNames {
+  namespace: string;
+  serviceAccount: string;
+  clusterRole: string;
+  leaseRole: string;
+}
+
+/** The defaults used in deploy/. */
+export const DEFAULT_RBAC_NAMES: RbacNames = {
+  namespace: "platform-system",
+  serviceAccount: "platform-operator",
+  clusterRole: "platform-operator",
+  leaseRole: "platform-operator-leader-election",
+};
+
+/** The ClusterRole, Role and their bindings granting exactly ACCESS to the operator's ServiceAccount. */
+export function rbacObjects(names: RbacNames = DEFAULT_RBAC_NAMES): KubeObject[] {
+  const labels = {
+    "app.kubernetes.io/name": "platform-operator",
+    "app.kubernetes.io/part-of": "platform-operator",
+  };
+  const subject = {
+    kind: "ServiceAccount",
+    name: names.serviceAccount,
+    namespace: names.namespace,
+  };
+  const rbac = "rbac.authorization.k8s.io/v1";
+  return [
+    {
+      apiVersion: rbac,
+      kind: "ClusterRole",
+      metadata: { name: names.clusterRole, labels },
+      rules: rulesFor("cluster"),
+    },
+    {
+      apiVersion: rbac,
+      kind: "ClusterRoleBinding",
+      metadata: { name: names.clusterRole, labels },
+      roleRef: {
+        apiGroup: "rbac.authorization.k8s.io",
+        kind: "ClusterRole",
+        name: names.clusterRole,
+      },
+      subjects: [subject],
+    },
+    {
+      apiVersion: rbac,
+      kind: "Role",
+      metadata: { name: names.leaseRole, namespace: names.namespace, labels },
+      rules: rulesFor("lease-namespace"),
+    },
+    {
+      apiVersion: rbac,
+      kind: "RoleBinding",
+      metadata: { name: names.leaseRole, namespace: names.namespace, labels },
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: names.leaseRole },
+      subjects: [subject],
+    },
+  ];
+}
+
+/** The first line of every generated deploy/ file. */
+export const GENERATED_BY_DEPLOY =
+  "# Generated by `deno task deploy` from src/kube/rbac.ts. Do not edit.";
+
+/** deploy/rbac.yaml: the RBAC objects as one multi-document YAML file. */
+export function rbacYaml(names: RbacNames = DEFAULT_RBAC_NAMES): string {
+  const docs = rbacObjects(names).map((o) =>
+    stringify(o, { lineWidth: 0, aliasDuplicateObjects: false })
+  );
+  return `${GENERATED_BY_DEPLOY}\n${docs.join("---\n")}`;
+}

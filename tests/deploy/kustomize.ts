@@ -1,0 +1,46 @@
+/** Reads a kustomization the way `kubectl apply -k` does for the features deploy/ uses: resources (files and folders). */
+import { dirname, isAbsolute, join, relative, resolve } from "node:path";
+import { parseAllDocuments } from "yaml";
+
+/** A parsed manifest and the file it came from. */
+export interface Manifest {
+  file: string;
+  doc: Record<string, unknown> & { kind: string; metadata: { name: string; namespace?: string } };
+}
+
+/** The documents of every resource a kustomization references, recursively; throws on a missing or outside file. */
+export async function loadKustomization(dir: string, root = dir): Promise<Manifest[]> {
+  const path = join(dir, "kustomization.yaml");
+  const text = await Deno.readTextFile(path);
+  const k = parseAllDocuments(text)[0].toJS() as { resources?: string[] };
+  const out: Manifest[] = [];
+  for (const entry of k.resources ?? []) {
+    const target = resolve(dir, entry);
+    const rel = relative(root, target);
+    if (rel.startsWith("..") || isAbsolute(rel)) {
+      throw new Error(`${path}: ${entry} is outside ${root}; kustomize refuses it`);
+    }
+    const info = await Deno.stat(target).catch(() => {
+      throw new Error(`${path}: resource ${entry} does not exist`);
+    });
+    if (info.isDirectory) out.push(...await loadKustomization(target, root));
+    else {
+      for (const doc of parseAllDocuments(await Deno.readTextFile(target))) {
+        if (doc.errors.length > 0) throw new Error(`${target}: ${doc.errors[0].message}`);
+        const js = doc.toJS();
+        if (js) out.push({ file: relative(root, target), doc: js });
+      }
+    }
+  }
+  return out;
+}
+
+/** The manifests of `kind` (and `name`, when given). */
+export function find(manifests: Manifest[], kind: string, name?: string): Manifest["doc"][] {
+  return manifests.map((m) => m.doc).filter((d) =>
+    d.kind === kind && (!name || d.metadata.name === name)
+  );
+}
+
+/** The folder of this file's repository's deploy/. */
+export const DEPLOY = resolve(dirname(new URL(import.meta.url).pathname), "../../deploy");

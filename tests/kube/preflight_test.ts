@@ -1,0 +1,128 @@
+import assert from "node:assert/strict";
+import { RESOURCES } from "../../src/api/resources.ts";
+import { preflight, type PreflightOptions } from "../../src/kube/preflight.ts";
+import { LiveCluster } from "../../src/kube/live_cluster.ts";
+import { json, type Seen, status } from "./fake_server.ts";
+import { connectionTo, withCluster } from "./helpers.ts";
+
+const base = (server: string): PreflightOptions => ({
+  types: [
+    { type: RESOURCES.RateLimit },
+    { type: RESOURCES.Pod },
+    { type: RESOURCES.EnvoyFilter, optional: true },
+    { type: RESOURCES.Serverless },
+  ],
+  alsoUses: [RESOURCES.Event, RESOURCES.Lease],
+  leaseNamespace: "platform-system",
+  server,
+  source: "test kubeconfig",
+});
+
+/** An API server where `missing` collections 404 and `deny(attributes)` access reviews are refused. */
+function apiServer(
+  missing: string[],
+  deny: (attrs: Record<string, string>) => boolean = () => false,
+) {
+  return (req: Seen) => {
+    if (req.method === "POST" && req.path.endsWith("/selfsubjectaccessreviews")) {
+      const review = JSON.parse(req.body);
+      return json({ ...review, status: { allowed: !deny(review.spec.resourceAttributes) } }, 201);
+    }
+    if (missing.some((m) => req.path.endsWith(`/${m}`))) {
+      return status(404, "NotFound", "the server could not find the requested resource");
+    }
+    return json({ items: [], metadata: { resourceVersion: "1" } });
+  };
+}
+
+Deno.test("preflight passes when every CRD is there and every verb is allowed", async () => {
+  await withCluster(apiServer([]), async (cluster, server) => {
+    assert.deepEqual(await preflight(cluster, base(server.url)), []);
+    const reviews = server.seen.filter((r) => r.method === "POST").map((r) =>
+      JSON.parse(r.body).spec.resourceAttributes
+    );
+    // Status by apply, finalizers for owner references, leases in the lease namespace only.
+    assert.ok(
+      reviews.some((a) =>
+        a.resource === "ratelimits" && a.subresource === "status" && a.verb === "patch"
+      ),
+    );
+    assert.ok(
+      reviews.some((a) =>
+        a.resource === "leases" && a.namespace === "platform-system" && a.verb === "update"
+      ),
+    );
+    assert.ok(reviews.some((a) => a.resource === "events" && a.verb === "create" && !a.namespace));
+    assert.ok(reviews.every((a) => a.resource !== "leases" || a.namespace === "platform-system"));
+  });
+});
+
+Deno.test("missing CRDs are one problem naming them all and saying how to install them", async () => {
+  await withCluster(
+    apiServer(["ratelimits", "serverlesses", "envoyfilters"]),
+    async (cluster, server) => {
+      const problems = await preflight(cluster, base(server.url));
+      assert.deepEqual(problems, [{
+        kind: "crd-missing",
+        message:
+          "CRD ratelimits.gateway.platform-project.io, serverlesses.operator.platform-project.io are not installed: run kubectl apply -k deploy/",
+      }]);
+    },
+  );
+});
+
+Deno.test("a missing Istio CRD that is required says to install Istio", async () => {
+  await withCluster(apiServer(["envoyfilters"]), async (cluster, server) => {
+    const opts = { ...base(server.url), types: [{ type: RESOURCES.EnvoyFilter }] };
+    const [problem] = await preflight(cluster, opts);
+    assert.equal(problem.kind, "crd-missing");
+    assert.match(
+      problem.message,
+      /^CRD envoyfilters\.networking\.istio\.io is not installed: install Istio/,
+    );
+  });
+});
+
+Deno.test("forbidden verbs are one problem listing each resource and verb", async () => {
+  const deny = (a: Record<string, string>) =>
+    (a.resource === "pods" && a.verb === "watch") ||
+    (a.resource === "leases" && a.verb !== "get") ||
+    (a.resource === "ratelimits" && a.subresource === "status");
+  await withCluster(apiServer([], deny), async (cluster, server) => {
+    const problems = await preflight(cluster, base(server.url));
+    assert.equal(problems.length, 1);
+    assert.equal(problems[0].kind, "forbidden");
+    assert.match(problems[0].message, /^RBAC forbids the operator to /);
+    assert.match(problems[0].message, /watch pods(;|:)/);
+    assert.match(problems[0].message, /patch ratelimits\.gateway\.platform-project\.io\/status/);
+    assert.match(
+      problems[0].message,
+      /create,update leases\.coordination\.k8s\.io in namespace platform-system/,
+    );
+    assert.match(problems[0].message, /run kubectl apply -k deploy\//);
+  });
+});
+
+Deno.test("an unreachable API server or rejected credentials stop the checks with one problem", async () => {
+  const probe = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const url = `http://127.0.0.1:${(probe.addr as Deno.NetAddr).port}`;
+  probe.close();
+  const down = new LiveCluster(connectionTo(url));
+  const problems = await preflight(down, base(url));
+  down.close();
+  assert.equal(problems.length, 1);
+  assert.equal(problems[0].kind, "unreachable");
+  assert.match(
+    problems[0].message,
+    new RegExp(`^cannot reach the API server ${url} \\(test kubeconfig\\): .*check the address`),
+  );
+
+  await withCluster(() => status(401, "Unauthorized", "Unauthorized"), async (cluster, server) => {
+    const [p] = await preflight(cluster, base(server.url));
+    assert.equal(p.kind, "unauthorized");
+    assert.match(
+      p.message,
+      /rejected the credentials of test kubeconfig \(401\): refresh the kubeconfig/,
+    );
+  });
+});

@@ -1,0 +1,115 @@
+import assert from "node:assert/strict";
+import {
+  CONTROLLER_NAMES,
+  DEFAULT_IMAGES,
+  envName,
+  flagEnvNames,
+  parseRunFlags,
+  RUN_FLAGS,
+  runHelp,
+  type RunOptions,
+} from "../../src/cli/run_flags.ts";
+
+const noEnv = () => undefined;
+
+function options(args: string[], env: Record<string, string> = {}): RunOptions {
+  const parsed = parseRunFlags(args, (n) => env[n]);
+  if (parsed.kind !== "options") throw new Error(`expected options, got ${JSON.stringify(parsed)}`);
+  return parsed.options;
+}
+
+Deno.test("defaults: leader election on platform-system/platform-operator, :8080/:8081, info json, all controllers", () => {
+  const o = options([]);
+  assert.equal(o.leaderElect, true);
+  assert.equal(o.leaseNamespace, "platform-system");
+  assert.equal(o.leaseName, "platform-operator");
+  assert.equal(o.metricsAddr, ":8080");
+  assert.equal(o.probeAddr, ":8081");
+  assert.equal(o.logLevel, "info");
+  assert.equal(o.logFormat, "json");
+  assert.deepEqual(o.controllers, [...CONTROLLER_NAMES]);
+  assert.deepEqual(o.images, DEFAULT_IMAGES);
+  assert.equal(o.kubeconfig, undefined);
+  assert.equal(o.identity, undefined);
+});
+
+Deno.test("flags win over variables, PLATFORM_OPERATOR_* over the conventional ones, variables over defaults", () => {
+  const env = {
+    KUBECONFIG: "/k/conventional",
+    PLATFORM_OPERATOR_LEASE_NAME: "from-env",
+    POD_NAME: "pod-1",
+    IMAGE_KEDA_OPERATOR: "reg/keda:env",
+    PLATFORM_OPERATOR_LOG_LEVEL: "debug",
+  };
+  const o = options(["--lease-name=from-flag", "--keda-webhook-image", "reg/webhook:flag"], env);
+  assert.equal(o.kubeconfig, "/k/conventional");
+  assert.equal(o.leaseName, "from-flag");
+  assert.equal(o.identity, "pod-1");
+  assert.equal(o.images.kedaOperator, "reg/keda:env");
+  assert.equal(o.images.kedaAdmissionWebhooks, "reg/webhook:flag");
+  assert.equal(o.images.kedaMetricsServer, DEFAULT_IMAGES.kedaMetricsServer);
+  assert.equal(o.logLevel, "debug");
+  assert.equal(
+    options([], { ...env, PLATFORM_OPERATOR_KUBECONFIG: "/k/ours" }).kubeconfig,
+    "/k/ours",
+  );
+  assert.equal(options([], { ...env, PLATFORM_OPERATOR_IDENTITY: "me" }).identity, "me");
+});
+
+Deno.test("booleans: --leader-elect, --leader-elect=false, --no-leader-elect, and the variable", () => {
+  assert.equal(options(["--leader-elect"]).leaderElect, true);
+  assert.equal(options(["--leader-elect=false"]).leaderElect, false);
+  assert.equal(options(["--no-leader-elect"]).leaderElect, false);
+  assert.equal(options([], { PLATFORM_OPERATOR_LEADER_ELECT: "false" }).leaderElect, false);
+});
+
+Deno.test("controllers are a checked, ordered subset", () => {
+  assert.deepEqual(options(["--controllers=ratelimit,serverless"]).controllers, [
+    "serverless",
+    "ratelimit",
+  ]);
+  const bad = parseRunFlags(["--controllers=serverless,keda"], noEnv);
+  assert.equal(bad.kind, "error");
+  assert.match(
+    bad.kind === "error" ? bad.message : "",
+    /use a comma-separated list of serverless, scaler, ratelimit/,
+  );
+});
+
+Deno.test("bad values and unknown flags are errors that say what to use", () => {
+  const cases: [string[], RegExp][] = [
+    [["--log-level=loud"], /invalid log level "loud": use one of debug, info, warn, error/],
+    [["--log-format=xml"], /invalid log format/],
+    [["--metrics-addr=8080"], /invalid --metrics-addr "8080": use \[host\]:port/],
+    [["--leader-elect=maybe"], /invalid --leader-elect "maybe": use true or false/],
+    [["--nope"], /Unknown option '--nope'.*see --help/],
+    [["stray"], /see --help/],
+  ];
+  for (const [args, message] of cases) {
+    const parsed = parseRunFlags(args, noEnv);
+    assert.equal(parsed.kind, "error", args.join(" "));
+    assert.match(parsed.kind === "error" ? parsed.message : "", message);
+  }
+  assert.equal(options(["--metrics-addr=0", "--probe-addr=[::1]:9000"]).metricsAddr, "0");
+  assert.equal(parseRunFlags(["--help"], noEnv).kind, "help");
+});
+
+Deno.test("--help lists every flag with its variables and default", () => {
+  const help = runHelp();
+  for (const f of RUN_FLAGS) {
+    assert.match(help, new RegExp(`--${f.name}\\b`));
+    for (const env of f.env) assert.ok(help.includes(env), `${env} in --help`);
+    assert.ok(f.env[0] === envName(f.name));
+    if (f.default) assert.ok(help.includes(`(default ${f.default})`), `default of ${f.name}`);
+  }
+  for (
+    const v of [
+      "KUBECONFIG",
+      "POD_NAME",
+      "IMAGE_SERVERLESS_CONTROLLER",
+      "IMAGE_KEDA_METRICS_APISERVER",
+    ]
+  ) {
+    assert.ok(flagEnvNames().includes(v), v);
+  }
+});
