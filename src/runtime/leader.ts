@@ -147,6 +147,11 @@ export class LeaderElector {
     }
   }
 
+  /** Ends the term locally without touching the lease (a crash): writes stop, the lease expires. */
+  abandon(reason = "abandoned"): void {
+    this.#endTerm(reason);
+  }
+
   #startTerm(): void {
     this.#term = new AbortController();
     this.#o.metrics?.leader.set({}, 1);

@@ -1,4 +1,13 @@
 /** The operator runtime: manager, caches, queue, runner, leader election, metrics, health, logs. */
 export * from "./manager.ts";
+export * from "./health.ts";
 export * from "./log.ts";
 export * from "./metrics.ts";
+export * from "./errors.ts";
+export { deepEqual, isSubset } from "./diff.ts";
+export { Cache, type CacheChange, Store, typeId, typeName, type WatcherEvent } from "./cache.ts";
+export { Watcher, type WatcherOptions, type WatcherState } from "./watcher.ts";
+export { WorkQueue, type WorkResult } from "./queue.ts";
+export { Runner, type RunResult } from "./runner.ts";
+export { LeaderElector, type LeaderElectorOptions, microTime } from "./leader.ts";
+export { eventName, EventRecorder } from "./events.ts";

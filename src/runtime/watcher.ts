@@ -105,7 +105,13 @@ export class Watcher {
           break;
         }
         this.state = next;
-        for (const ev of events) this.sink(ev);
+        for (const ev of events) {
+          try {
+            this.sink(ev);
+          } catch (err) {
+            this.#log.error("handling a watch event failed", { error: err, event: ev.type });
+          }
+        }
       }
     } finally {
       if (this.state.kind === "Watching") closeWatch(this.state);

@@ -1,5 +1,6 @@
 /** Test helpers: a manual clock, a seeded Random, a capturing logger. */
 import type { Clock, Random } from "../../src/runtime/clock.ts";
+import { ApiError, type Cluster } from "../../src/runtime/cluster.ts";
 import { createLogger, type Logger } from "../../src/runtime/log.ts";
 
 interface Timer {
@@ -102,4 +103,43 @@ export function captureLogger(clock: Clock): { log: Logger; lines: Record<string
   const lines: Record<string, unknown>[] = [];
   const log = createLogger({ clock, level: "debug", sink: (l) => lines.push(JSON.parse(l)) });
   return { log, lines };
+}
+
+/** How a replica's link to the API behaves. */
+export type LinkMode = "ok" | "fail" | "hang";
+
+/**
+ * One replica's view of a shared cluster: its calls can fail or hang (a partition), and its writes
+ * are counted, so a test can tell which replica wrote.
+ */
+export function link(
+  cluster: Cluster,
+): { cluster: Cluster; mode: { value: LinkMode }; writes: string[] } {
+  const mode = { value: "ok" as LinkMode };
+  /** `verb:Kind` of every write. */
+  const writes: string[] = [];
+  type Call<A extends unknown[], R> = (...a: A) => Promise<R>;
+  const wrap =
+    <A extends [{ kind: string }, ...unknown[]], R>(f: Call<A, R>, verb = ""): Call<A, R> =>
+    (...a) => {
+      if (mode.value === "fail") return Promise.reject(new ApiError(0, "", "connection refused"));
+      if (mode.value === "hang") return new Promise(() => {});
+      if (verb) writes.push(`${verb}:${a[0].kind}`);
+      return f(...a);
+    };
+  return {
+    mode,
+    writes,
+    cluster: {
+      list: wrap(cluster.list.bind(cluster)),
+      watch: cluster.watch.bind(cluster),
+      get: wrap(cluster.get.bind(cluster)),
+      create: wrap(cluster.create.bind(cluster), "create"),
+      update: wrap(cluster.update.bind(cluster), "update"),
+      apply: wrap(cluster.apply.bind(cluster), "apply"),
+      applyStatus: wrap(cluster.applyStatus.bind(cluster), "applyStatus"),
+      patch: wrap(cluster.patch.bind(cluster), "patch"),
+      delete: wrap(cluster.delete.bind(cluster), "delete"),
+    },
+  };
 }

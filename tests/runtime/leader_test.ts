@@ -1,37 +1,10 @@
 import assert from "node:assert/strict";
 import { RESOURCES } from "../../src/api/resources.ts";
-import { ApiError, type Cluster } from "../../src/runtime/cluster.ts";
 import { LeaderElector, type LeaseSpec, microTime } from "../../src/runtime/leader.ts";
 import { Metrics } from "../../src/runtime/metrics.ts";
 import { nullLogger } from "../../src/runtime/log.ts";
 import { FakeCluster } from "./fake_cluster.ts";
-import { ManualClock, seededRandom } from "./helpers.ts";
-
-type Mode = "ok" | "fail" | "hang";
-
-/** A view of the cluster for one replica whose network can fail or hang. */
-function link(cluster: Cluster): { cluster: Cluster; mode: { value: Mode } } {
-  const mode = { value: "ok" as Mode };
-  const wrap = <A extends unknown[], R>(f: (...a: A) => Promise<R>) => (...a: A): Promise<R> => {
-    if (mode.value === "fail") return Promise.reject(new ApiError(0, "", "connection refused"));
-    if (mode.value === "hang") return new Promise(() => {});
-    return f(...a);
-  };
-  return {
-    mode,
-    cluster: {
-      list: wrap(cluster.list.bind(cluster)),
-      watch: cluster.watch.bind(cluster),
-      get: wrap(cluster.get.bind(cluster)),
-      create: wrap(cluster.create.bind(cluster)),
-      update: wrap(cluster.update.bind(cluster)),
-      apply: wrap(cluster.apply.bind(cluster)),
-      applyStatus: wrap(cluster.applyStatus.bind(cluster)),
-      patch: wrap(cluster.patch.bind(cluster)),
-      delete: wrap(cluster.delete.bind(cluster)),
-    },
-  };
-}
+import { link, ManualClock, seededRandom } from "./helpers.ts";
 
 function replica(shared: FakeCluster, clock: ManualClock, identity: string, seed: number) {
   const net = link(shared);

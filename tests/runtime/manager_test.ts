@@ -1,0 +1,275 @@
+import assert from "node:assert/strict";
+import { RESOURCES } from "../../src/api/resources.ts";
+import { MANAGED_BY, MANAGED_BY_LABEL } from "../../src/reconcile/labels.ts";
+import { emptyPlan, type Plan } from "../../src/reconcile/plan.ts";
+import type { KubeObject } from "../../src/runtime/cluster.ts";
+import type { ControllerSpec } from "../../src/runtime/controller.ts";
+import { readyz } from "../../src/runtime/health.ts";
+import { createLogger } from "../../src/runtime/log.ts";
+import { Manager, type ManagerOptions } from "../../src/runtime/manager.ts";
+import { FakeCluster } from "./fake_cluster.ts";
+import { captureLogger, link, ManualClock, seededRandom } from "./helpers.ts";
+
+const RL = RESOURCES.RateLimit;
+const CM = RESOURCES.ConfigMap;
+const FINALIZER = "test.platform-project.io/cleanup";
+const OWNER = "test.platform-project.io/owner";
+const images = {
+  serverlessController: "s",
+  kedaOperator: "k",
+  kedaMetricsServer: "m",
+  kedaAdmissionWebhooks: "w",
+};
+
+/** A tiny controller: each RateLimit gets a ConfigMap holding its spec, and a status. */
+function widgets(calls: string[] = [], fail?: (key: string) => boolean): ControllerSpec {
+  return {
+    name: "widgets",
+    primary: RL,
+    watches: [{ type: CM, labelSelector: `${MANAGED_BY_LABEL}=${MANAGED_BY}` }],
+    triggers: (_type, obj) => {
+      const owner = obj.metadata.labels?.[OWNER];
+      return owner ? [`${obj.metadata.namespace}/${owner}`] : [];
+    },
+    reconcile(key, cache, ctx): Plan | undefined {
+      calls.push(key);
+      if (fail?.(key)) throw new Error(`boom ${key}`);
+      const [ns, name] = key.split("/");
+      const rl = cache.get(RL, ns, name);
+      if (!rl) return undefined;
+      const childName = `${name}-cfg`;
+      if (rl.metadata.deletionTimestamp) {
+        const child = cache.get(CM, ns, childName);
+        return {
+          ...emptyPlan(),
+          delete: child
+            ? [{ apiVersion: "v1", kind: "ConfigMap", namespace: ns, name: childName }]
+            : [],
+          finalizer: child ? undefined : { remove: FINALIZER },
+        };
+      }
+      const child: KubeObject = {
+        apiVersion: "v1",
+        kind: "ConfigMap",
+        metadata: {
+          name: childName,
+          namespace: ns,
+          labels: { [MANAGED_BY_LABEL]: MANAGED_BY, [OWNER]: name },
+        },
+        data: { value: String((rl.spec as { value: string }).value) },
+      };
+      const ok = ctx.lastOutcome?.ok !== false;
+      return {
+        ...emptyPlan(),
+        finalizer: { add: FINALIZER },
+        apply: [child],
+        status: { state: ok ? "Ready" : "Error" },
+        events: [{
+          type: "Normal",
+          reason: "Configured",
+          message: `value ${(rl.spec as { value: string }).value}`,
+        }],
+      };
+    },
+  };
+}
+
+function rateLimit(name: string, value: string): KubeObject {
+  return {
+    apiVersion: "gateway.platform-project.io/v1alpha1",
+    kind: "RateLimit",
+    metadata: { name, namespace: "demo" },
+    spec: { value },
+  };
+}
+
+function setup(opts: Partial<ManagerOptions> = {}, seed = 7) {
+  const clock = new ManualClock();
+  const cluster = new FakeCluster(clock);
+  const { log, lines } = captureLogger(clock);
+  const calls: string[] = [];
+  const mk = (identity: string, extra: Partial<ManagerOptions> = {}) => {
+    const net = link(cluster);
+    const m = new Manager({
+      cluster: net.cluster,
+      clock,
+      random: seededRandom(seed),
+      log: log.child({ replica: identity }),
+      controllers: [widgets(calls)],
+      images,
+      identity,
+      leaderElection: false,
+      ...opts,
+      ...extra,
+    });
+    return { m, net, done: m.start() };
+  };
+  return { clock, cluster, lines, calls, mk };
+}
+
+const writesExceptLease = (w: string[]) => w.filter((x) => !x.endsWith(":Lease"));
+
+Deno.test("manager reconciles to the desired state and then makes zero writes", async () => {
+  const t = setup();
+  t.cluster.put(RL, rateLimit("a", "1"));
+  const { m, net, done } = t.mk("op-0");
+  await t.clock.advance(1_000);
+  const child = t.cluster.peek(CM, "demo", "a-cfg")!;
+  assert.deepEqual(child.data, { value: "1" });
+  const rl = t.cluster.peek(RL, "demo", "a")!;
+  assert.deepEqual(rl.metadata.finalizers, [FINALIZER]);
+  assert.deepEqual(rl.status, { state: "Ready" });
+  assert.ok(m.status.ready && m.status.leading && m.status.synced);
+  const settled = net.writes.length;
+  await t.clock.advance(30 * 60_000); // three resyncs
+  assert.deepEqual(net.writes.slice(settled), [], "no writes at the fixed point");
+  assert.ok(t.calls.length >= 4, "the resyncs did reconcile");
+  const text = m.metrics.render();
+  assert.match(
+    text,
+    /platform_operator_reconcile_total\{controller="widgets",result="success"\} \d+/,
+  );
+  assert.match(text, /platform_operator_api_requests_total\{code="200",verb="list"\} 2/);
+  await m.stop();
+  await done;
+});
+
+Deno.test("manager repairs a child changed by someone else and follows spec changes", async () => {
+  const t = setup();
+  t.cluster.put(RL, rateLimit("a", "1"));
+  const { m } = t.mk("op-0");
+  await t.clock.advance(1_000);
+  const child = t.cluster.peek(CM, "demo", "a-cfg")!;
+  t.cluster.put(CM, { ...child, data: { value: "tampered" } });
+  await t.clock.advance(1_000);
+  assert.deepEqual(t.cluster.peek(CM, "demo", "a-cfg")!.data, { value: "1" });
+  t.cluster.put(RL, { ...t.cluster.peek(RL, "demo", "a")!, spec: { value: "2" } });
+  await t.clock.advance(1_000);
+  assert.deepEqual(t.cluster.peek(CM, "demo", "a-cfg")!.data, { value: "2" });
+  await m.stop();
+});
+
+Deno.test("manager cleans up on deletion and removes the finalizer last", async () => {
+  const t = setup();
+  t.cluster.put(RL, rateLimit("a", "1"));
+  const { m } = t.mk("op-0");
+  await t.clock.advance(1_000);
+  await t.cluster.delete(RL, "demo", "a");
+  assert.ok(t.cluster.peek(RL, "demo", "a"), "held by the finalizer");
+  await t.clock.advance(1_000);
+  assert.equal(t.cluster.peek(CM, "demo", "a-cfg"), undefined);
+  assert.equal(t.cluster.peek(RL, "demo", "a"), undefined);
+  await m.stop();
+});
+
+Deno.test("a throwing reconcile is counted, logged and retried with backoff", async () => {
+  const t = setup({ controllers: [widgets([], (k) => k === "demo/bad")] });
+  t.cluster.put(RL, rateLimit("bad", "1"));
+  t.cluster.put(RL, rateLimit("good", "1"));
+  const { m } = t.mk("op-0");
+  await t.clock.advance(2_000);
+  assert.ok(t.cluster.peek(CM, "demo", "good-cfg"));
+  const errors = m.metrics.reconcileErrors.get({ controller: "widgets" });
+  assert.ok(errors >= 5 && errors <= 15, `${errors} retries in 2 s of backoff`);
+  assert.ok(
+    t.lines.some((l) =>
+      l.level === "error" && l.msg === "reconcile failed" && l.key === "demo/bad"
+    ),
+  );
+  await m.stop();
+});
+
+Deno.test("not ready until the caches sync; a missing primary CRD keeps it unready", async () => {
+  const t = setup();
+  t.cluster.unserved.add("gateway.platform-project.io/v1alpha1/ratelimits");
+  const { m } = t.mk("op-0");
+  await t.clock.advance(5_000);
+  assert.equal(m.status.healthy, true);
+  assert.equal(m.status.synced, false);
+  assert.deepEqual(readyz(m.status), { status: 503, body: "not ready: caches not synced yet\n" });
+  t.cluster.unserved.clear();
+  t.cluster.put(RL, rateLimit("a", "1"));
+  await t.clock.advance(31_000);
+  assert.equal(m.status.ready, true);
+  assert.ok(t.cluster.peek(CM, "demo", "a-cfg"));
+  await m.stop();
+});
+
+Deno.test("with leader election only the leader writes; the standby takes over when it dies", async () => {
+  const le = { namespace: "platform-system", name: "platform-operator" };
+  const t = setup({ leaderElection: le });
+  t.cluster.put(RL, rateLimit("a", "1"));
+  const a = t.mk("op-a");
+  await t.clock.advance(100);
+  const b = t.mk("op-b");
+  await t.clock.advance(5_000);
+  assert.equal(a.m.status.leading, true);
+  assert.equal(b.m.status.leading, false);
+  assert.equal(b.m.status.ready, true, "a healthy standby is ready");
+  assert.deepEqual(writesExceptLease(b.net.writes), []);
+  assert.ok(b.m.cache.get(CM, "demo", "a-cfg"), "the standby's caches are warm");
+  // The leader crashes; a change made meanwhile is picked up by the new leader.
+  a.m.abort("crash");
+  a.net.mode.value = "hang";
+  await a.done;
+  t.cluster.put(RL, { ...t.cluster.peek(RL, "demo", "a")!, spec: { value: "2" } });
+  assert.ok(await t.clock.until(() => b.m.status.leading, 15_000), "standby leads within 15 s");
+  await t.clock.advance(1_000);
+  assert.deepEqual(t.cluster.peek(CM, "demo", "a-cfg")!.data, { value: "2" });
+  assert.ok(writesExceptLease(b.net.writes).length > 0);
+  await b.m.stop();
+});
+
+Deno.test("graceful stop finishes, releases the lease, and the standby takes over at once", async () => {
+  const le = { namespace: "platform-system", name: "platform-operator" };
+  const t = setup({ leaderElection: le });
+  t.cluster.put(RL, rateLimit("a", "1"));
+  const a = t.mk("op-a");
+  await t.clock.advance(100);
+  const b = t.mk("op-b");
+  await t.clock.advance(5_000);
+  let resolved = false;
+  a.done.then(() => resolved = true);
+  await a.m.stop("SIGTERM");
+  await t.clock.flush();
+  assert.equal(resolved, true, "start() resolves after stop");
+  assert.equal(a.m.status.healthy, false);
+  assert.equal(t.cluster.watchCount, 2, "only the standby's watches are open");
+  assert.ok(await t.clock.until(() => b.m.status.leading, 2_500, 50));
+  await b.m.stop();
+  assert.equal(t.cluster.watchCount, 0);
+});
+
+Deno.test("the same seed gives the same log, byte for byte", async () => {
+  const run = async () => {
+    const clock = new ManualClock();
+    const cluster = new FakeCluster(clock);
+    const out: string[] = [];
+    const log = createLogger({ clock, level: "debug", sink: (l) => out.push(l) });
+    const m = new Manager({
+      cluster,
+      clock,
+      random: seededRandom(99),
+      log,
+      controllers: [widgets()],
+      images,
+      identity: "op-0",
+      leaderElection: { namespace: "platform-system", name: "lease" },
+    });
+    const done = m.start();
+    for (let i = 0; i < 5; i++) cluster.put(RL, rateLimit(`r${i}`, String(i)));
+    await clock.advance(3_000);
+    cluster.compact();
+    cluster.dropWatches();
+    cluster.put(RL, rateLimit("r0", "changed"));
+    await clock.advance(10_000);
+    await m.stop();
+    await done;
+    return { log: out.join("\n"), metrics: m.metrics.render() };
+  };
+  const first = await run();
+  const second = await run();
+  assert.ok(first.log.length > 1_000);
+  assert.equal(first.log, second.log);
+  assert.equal(first.metrics, second.metrics);
+});
