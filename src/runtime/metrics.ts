@@ -201,8 +201,20 @@ export class Metrics {
  * Wraps a Cluster so that every call counts into `api_requests_total{verb,code}`. The verb is
  * the Kubernetes verb (`list`, `watch`, `get`, `create`, `update`, `patch`, `delete`; apply and
  * status apply count as `patch`); the code is 200/201 on success, the ApiError code on failure.
+ * Wrapping an already instrumented cluster into the same metrics returns it unchanged.
  */
 export function instrumentCluster(cluster: Cluster, metrics: Metrics): Cluster {
+  // Wrapping twice into the same metrics would count every call twice: the Manager wraps what it
+  // is given, and callers may have wrapped it already.
+  if (instrumented.get(cluster) === metrics) return cluster;
+  const wrapped = wrap(cluster, metrics);
+  instrumented.set(wrapped, metrics);
+  return wrapped;
+}
+
+const instrumented = new WeakMap<Cluster, Metrics>();
+
+function wrap(cluster: Cluster, metrics: Metrics): Cluster {
   const count = (verb: string, code: number) =>
     metrics.apiRequests.inc({ verb, code: String(code) });
   async function call<T>(verb: string, ok: number, f: () => Promise<T>): Promise<T> {

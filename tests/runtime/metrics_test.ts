@@ -78,3 +78,16 @@ Deno.test("instrumentCluster counts every call by verb and code", async () => {
   assert.equal(r.get({ verb: "patch", code: "200" }), 1);
   assert.equal(r.get({ verb: "list", code: "0" }), 1);
 });
+
+Deno.test("instrumenting twice into the same metrics counts once", async () => {
+  const fake = new FakeCluster(new ManualClock());
+  const m = new Metrics();
+  const once = instrumentCluster(fake, m);
+  const twice = instrumentCluster(once, m);
+  assert.equal(twice, once);
+  await twice.get(RESOURCES.ConfigMap, "n", "a");
+  assert.equal(m.apiRequests.get({ verb: "get", code: "200" }), 1);
+  const other = new Metrics();
+  await instrumentCluster(once, other).get(RESOURCES.ConfigMap, "n", "a");
+  assert.equal(other.apiRequests.get({ verb: "get", code: "200" }), 1);
+});
