@@ -4,6 +4,7 @@
  * carry no `metadata.managedFields` (about two thirds of a cached object's memory); lists come in
  * a stable order (namespace/name).
  */
+import { FIELD_MANAGER } from "../reconcile/labels.ts";
 import { type KubeObject, objectKey, type ResourceType } from "./cluster.ts";
 import type { CacheReader } from "./controller.ts";
 
@@ -40,11 +41,30 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
+/**
+ * The `fieldsV1` of the operator's own server-side apply of the main resource, if the object
+ * carries managedFields. The runner needs it to see fields a new desired state dropped.
+ */
+export function ownedFieldsOf(obj: KubeObject, manager = FIELD_MANAGER): unknown {
+  const entries = obj.metadata.managedFields as
+    | { manager?: string; operation?: string; subresource?: string; fieldsV1?: unknown }[]
+    | undefined;
+  const own = entries?.find((e) =>
+    e.manager === manager && e.operation === "Apply" && !e.subresource
+  );
+  return own?.fieldsV1 === undefined ? undefined : deepFreeze(structuredClone(own.fieldsV1));
+}
+
 /** A frozen copy of `obj` without `metadata.managedFields` (the input is not changed). */
 export function prepareForCache(obj: KubeObject): KubeObject {
   if (Object.isFrozen(obj) && !obj.metadata.managedFields) return obj;
   const { managedFields: _dropped, ...metadata } = obj.metadata;
   return deepFreeze(structuredClone({ ...obj, metadata }));
+}
+
+function setOrDelete<V>(m: Map<string, V>, key: string, value: V | undefined): void {
+  if (value === undefined) m.delete(key);
+  else m.set(key, value);
 }
 
 function byKey(a: KubeObject, b: KubeObject): number {
@@ -56,7 +76,9 @@ function byKey(a: KubeObject, b: KubeObject): number {
 /** The cache of one watch. */
 export class Store {
   #objects = new Map<string, KubeObject>();
+  #owned = new Map<string, unknown>();
   #buffer: Map<string, KubeObject> | undefined;
+  #bufferOwned: Map<string, unknown> | undefined;
   #sorted: KubeObject[] | undefined;
   #synced = false;
 
@@ -80,33 +102,37 @@ export class Store {
     switch (ev.type) {
       case "init":
         this.#buffer = new Map();
+        this.#bufferOwned = new Map();
         return [];
       case "init-apply": {
         const obj = prepareForCache(ev.object);
         (this.#buffer ??= new Map()).set(objectKey(obj), obj);
+        setOrDelete(this.#bufferOwned ??= new Map(), objectKey(obj), ownedFieldsOf(ev.object));
         return [];
       }
       case "init-done":
-        return this.#swap(this.#buffer ?? new Map());
+        return this.#swap(this.#buffer ?? new Map(), this.#bufferOwned ?? new Map());
       case "apply": {
         const obj = prepareForCache(ev.object);
         const key = objectKey(obj);
         const old = this.#objects.get(key);
         if (old && old.metadata.resourceVersion === obj.metadata.resourceVersion) return [];
         this.#objects.set(key, obj);
+        setOrDelete(this.#owned, key, ownedFieldsOf(ev.object));
         this.#sorted = undefined;
         return [old ? { type: "apply", object: obj, old } : { type: "apply", object: obj }];
       }
       case "delete": {
         const key = objectKey(ev.object);
         if (!this.#objects.delete(key)) return [];
+        this.#owned.delete(key);
         this.#sorted = undefined;
         return [{ type: "delete", object: prepareForCache(ev.object) }];
       }
     }
   }
 
-  #swap(next: Map<string, KubeObject>): CacheChange[] {
+  #swap(next: Map<string, KubeObject>, owned: Map<string, unknown>): CacheChange[] {
     const changes: CacheChange[] = [];
     for (const [key, old] of this.#objects) {
       if (!next.has(key)) changes.push({ type: "delete", object: old });
@@ -119,7 +145,9 @@ export class Store {
       }
     }
     this.#objects = next;
+    this.#owned = owned;
     this.#buffer = undefined;
+    this.#bufferOwned = undefined;
     this.#sorted = undefined;
     this.#synced = true;
     return changes;
@@ -128,6 +156,11 @@ export class Store {
   /** One cached object. */
   get(namespace: string | undefined, name: string): KubeObject | undefined {
     return this.#objects.get(namespace ? `${namespace}/${name}` : name);
+  }
+
+  /** The operator's own applied fields (`fieldsV1`) of one object, when its managedFields said. */
+  ownedFields(namespace: string | undefined, name: string): unknown {
+    return this.#owned.get(namespace ? `${namespace}/${name}` : name);
   }
 
   /** Cached objects in namespace/name order, optionally of one namespace. */
@@ -181,6 +214,15 @@ export class Cache implements CacheReader {
     const merged = new Map<string, KubeObject>();
     for (const s of stores) for (const o of s.list(namespace)) merged.set(objectKey(o), o);
     return [...merged.values()].sort(byKey);
+  }
+
+  /** The operator's own applied fields of one object (see `Store.ownedFields`). */
+  ownedFields(type: ResourceType, namespace: string | undefined, name: string): unknown {
+    for (const s of this.#of(type)) {
+      const f = s.ownedFields(namespace, name);
+      if (f !== undefined) return f;
+    }
+    return undefined;
   }
 
   /** One cached object; throws for a type nobody watches. */

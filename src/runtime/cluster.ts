@@ -128,7 +128,11 @@ export interface Cluster {
    */
   watch(type: ResourceType, opts: WatchOptions, signal: AbortSignal): AsyncIterable<WatchEvent>;
   /** Gets one object; undefined when it does not exist. */
-  get(type: ResourceType, namespace: string | undefined, name: string): Promise<KubeObject | undefined>;
+  get(
+    type: ResourceType,
+    namespace: string | undefined,
+    name: string,
+  ): Promise<KubeObject | undefined>;
   /** Creates an object; 409 AlreadyExists if it exists. */
   create(type: ResourceType, obj: KubeObject): Promise<KubeObject>;
   /** Replaces an object; 409 Conflict when metadata.resourceVersion is stale. */
@@ -138,12 +142,24 @@ export interface Cluster {
   /** Server-side apply to the /status subresource; `obj` holds apiVersion, kind, metadata.name/namespace and status. */
   applyStatus(type: ResourceType, obj: KubeObject, opts: ApplyOptions): Promise<KubeObject>;
   /** JSON Patch of the main resource (used for finalizers, with a `test` op). */
-  patch(type: ResourceType, namespace: string | undefined, name: string, ops: JsonPatchOp[]): Promise<KubeObject>;
+  patch(
+    type: ResourceType,
+    namespace: string | undefined,
+    name: string,
+    ops: JsonPatchOp[],
+  ): Promise<KubeObject>;
   /** Deletes an object; resolves also when it is already gone (returns false then). */
-  delete(type: ResourceType, namespace: string | undefined, name: string, opts?: DeleteOptions): Promise<boolean>;
+  delete(
+    type: ResourceType,
+    namespace: string | undefined,
+    name: string,
+    opts?: DeleteOptions,
+  ): Promise<boolean>;
 }
 
 /** The `namespace/name` key of an object (just `name` for cluster-scoped ones). */
 export function objectKey(obj: { metadata: { namespace?: string; name: string } }): string {
-  return obj.metadata.namespace ? `${obj.metadata.namespace}/${obj.metadata.name}` : obj.metadata.name;
+  return obj.metadata.namespace
+    ? `${obj.metadata.namespace}/${obj.metadata.name}`
+    : obj.metadata.name;
 }

@@ -39,3 +39,23 @@ export function deepEqual(a: unknown, b: unknown): boolean {
   }
   return false;
 }
+
+/**
+ * The first field the operator's field manager owns (per its managedFields `fieldsV1`) that
+ * `desired` no longer sets, as a dotted path; undefined when there is none. Server-side apply
+ * removes such a field, so the apply must be sent even though `desired` is a subset of what is
+ * observed. Only map keys (`f:`) are followed: list items (`k:`, `v:`, `i:`) are covered by
+ * `isSubset`'s equal-length rule.
+ */
+export function ownedFieldMissing(owned: unknown, desired: unknown, path = ""): string | undefined {
+  if (!isRecord(owned)) return undefined;
+  for (const [k, sub] of Object.entries(owned)) {
+    if (!k.startsWith("f:")) continue;
+    const name = k.slice(2);
+    const here = `${path}.${name}`;
+    if (!isRecord(desired) || desired[name] === undefined) return here;
+    const missing = ownedFieldMissing(sub, desired[name], here);
+    if (missing) return missing;
+  }
+  return undefined;
+}

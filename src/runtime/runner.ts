@@ -13,16 +13,18 @@ import { typeName } from "./cache.ts";
 import type { Clock, Random } from "./clock.ts";
 import { ApiError, type Cluster, type KubeObject, type ResourceType } from "./cluster.ts";
 import type { CacheReader } from "./controller.ts";
-import { deepEqual, isSubset } from "./diff.ts";
+import { deepEqual, isSubset, ownedFieldMissing } from "./diff.ts";
 import { classifyError, NotLeaderError, TerminalError } from "./errors.ts";
 import { EventRecorder } from "./events.ts";
 import type { Logger } from "./log.ts";
 import type { Metrics } from "./metrics.ts";
 import type { WorkResult } from "./queue.ts";
 
-/** A cache the runner can ask whether a type is watched at all. */
+/** A cache the runner can ask whether a type is watched, and which fields the operator owns. */
 export interface RunnerCache extends CacheReader {
   has(type: ResourceType): boolean;
+  /** The operator's own applied `fieldsV1` of an object, if known. */
+  ownedFields?(type: ResourceType, namespace: string | undefined, name: string): unknown;
 }
 
 /** Options of a Runner (one a controller). */
@@ -244,7 +246,12 @@ export class Runner {
     const { namespace, name } = obj.metadata;
     if (this.#o.cache.has(type)) {
       const observed = this.#o.cache.get(type, namespace, name);
-      if (observed && isSubset(obj, observed)) return this.#skipped();
+      // Skip only when nothing would change: every desired field is observed, and no field this
+      // operator applied before has been dropped from the desired state (SSA would remove it).
+      const owned = this.#o.cache.ownedFields?.(type, namespace, name);
+      if (observed && isSubset(obj, observed) && !ownedFieldMissing(owned, obj)) {
+        return this.#skipped();
+      }
     } else this.#warnUnwatched(type);
     await this.#write(
       refOf(obj),

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { deepEqual, isSubset } from "../../src/runtime/diff.ts";
+import { deepEqual, isSubset, ownedFieldMissing } from "../../src/runtime/diff.ts";
 
 const json = fc.jsonValue({ maxDepth: 4 });
 
@@ -46,4 +46,19 @@ Deno.test("deepEqual: agrees with mutual subset on JSON values and ignores key o
   assert.equal(deepEqual({ a: 1, b: [1, { c: 2 }] }, { b: [1, { c: 2 }], a: 1 }), true);
   assert.equal(deepEqual({ a: 1 }, { a: 1, b: undefined }), true);
   assert.equal(deepEqual({ a: 1 }, { a: 1, b: null }), false);
+});
+
+Deno.test("ownedFieldMissing finds map keys the operator owns that the desired state dropped", () => {
+  const owned = {
+    "f:metadata": { "f:labels": { "f:a": {}, "f:b": {} } },
+    "f:spec": { "f:x": {}, "f:list": { 'k:{"name":"c"}': {} } },
+  };
+  const desired = { metadata: { labels: { a: "1", b: "2" } }, spec: { x: 1, list: [] } };
+  assert.equal(ownedFieldMissing(owned, desired), undefined);
+  assert.equal(
+    ownedFieldMissing(owned, { ...desired, metadata: { labels: { a: "1" } } }),
+    ".metadata.labels.b",
+  );
+  assert.equal(ownedFieldMissing(owned, { metadata: desired.metadata }), ".spec");
+  assert.equal(ownedFieldMissing(undefined, desired), undefined);
 });

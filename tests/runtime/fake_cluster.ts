@@ -338,7 +338,14 @@ export class FakeCluster implements Cluster {
     await this.#latency();
     this.#call("apply", type, objectKey(obj));
     const cur = this.#store(type).get(objectKey(obj));
-    const managed = [{ manager: opts.fieldManager, operation: "Apply" }];
+    // The manager's fields become exactly what it applied; fields it applied before and dropped now
+    // are removed (one applier a test, so no shared ownership to consider).
+    const managed = [{
+      manager: opts.fieldManager,
+      operation: "Apply",
+      fieldsType: "FieldsV1",
+      fieldsV1: fieldsOf(obj),
+    }];
     if (!cur) {
       const o = merge({}, obj) as KubeObject;
       o.metadata = {
@@ -348,13 +355,18 @@ export class FakeCluster implements Cluster {
         creationTimestamp: kubeTime(this.clock.now()),
         managedFields: managed,
       };
-      return Promise.resolve(this.#save(type, o, "ADDED"));
+      return this.#save(type, o, "ADDED");
     }
-    const o = merge(cur, obj) as KubeObject;
+    const before =
+      (cur.metadata.managedFields as { manager: string; fieldsV1: unknown }[] | undefined)
+        ?.find((m) => m.manager === opts.fieldManager)?.fieldsV1;
+    const base = structuredClone(cur);
+    prune(base, before, obj);
+    const o = merge(base, obj) as KubeObject;
     o.metadata.managedFields = managed;
-    if (same(o, cur)) return Promise.resolve(structuredClone(cur));
+    if (same(o, cur)) return structuredClone(cur);
     if (!same(o.spec, cur.spec)) o.metadata.generation = (cur.metadata.generation ?? 1) + 1;
-    return Promise.resolve(this.#save(type, o, "MODIFIED"));
+    return this.#save(type, o, "MODIFIED");
   }
 
   async applyStatus(type: ResourceType, obj: KubeObject, _opts: ApplyOptions): Promise<KubeObject> {
@@ -467,5 +479,30 @@ function applyOp(obj: KubeObject, op: JsonPatchOp): void {
     case "remove":
       if (Array.isArray(parent)) parent.splice(Number(last), 1);
       else delete rec[last];
+  }
+}
+
+/** The fieldsV1 of an applied object: map keys as `f:` entries, lists and scalars as leaves. */
+function fieldsOf(obj: KubeObject): Record<string, unknown> {
+  const { apiVersion: _a, kind: _k, metadata, ...rest } = obj;
+  const { name: _n, namespace: _ns, ...meta } = metadata;
+  return fieldsV1({ ...rest, ...(Object.keys(meta).length ? { metadata: meta } : {}) });
+}
+
+function fieldsV1(v: unknown): Record<string, unknown> {
+  if (v === null || typeof v !== "object" || Array.isArray(v)) return {};
+  return Object.fromEntries(Object.entries(v).map(([k, x]) => [`f:${k}`, fieldsV1(x)]));
+}
+
+/** Removes from `target` the fields of `owned` that `desired` no longer sets. */
+function prune(target: unknown, owned: unknown, desired: unknown): void {
+  if (!owned || typeof owned !== "object" || !target || typeof target !== "object") return;
+  const t = target as Record<string, unknown>;
+  const d = (desired && typeof desired === "object" ? desired : {}) as Record<string, unknown>;
+  for (const [k, sub] of Object.entries(owned)) {
+    if (!k.startsWith("f:")) continue;
+    const name = k.slice(2);
+    if (d[name] === undefined) delete t[name];
+    else prune(t[name], sub, d[name]);
   }
 }

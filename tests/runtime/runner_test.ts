@@ -310,3 +310,32 @@ Deno.test("events are written once with deterministic names, and their failures 
     t.lines.some((l) => l.level === "warn" && String(l.msg).includes("could not record an Event")),
   );
 });
+
+Deno.test("runner applies when the desired state dropped a field the operator owned", async () => {
+  const t = setup();
+  t.cluster.put(SL, serverless({ finalizers: [SERVERLESS_FINALIZER] }));
+  await t.refresh();
+  const withNote = configMap("a", { k: "1" });
+  withNote.metadata.annotations = { note: "x" };
+  await t.runner.run(SL, t.primary(), { ...emptyPlan(), apply: [withNote] }, undefined, t.signal);
+  await t.refresh();
+  assert.equal(
+    t.cache.get(CM, NS, "a")!.metadata.managedFields,
+    undefined,
+    "cached objects carry no managedFields",
+  );
+  // The same plan again: a subset, nothing owned was dropped, no write.
+  await t.runner.run(SL, t.primary(), { ...emptyPlan(), apply: [withNote] }, undefined, t.signal);
+  assert.deepEqual(t.cluster.writes(), []);
+  // The annotation is dropped from the desired state: still a subset of what is observed, but
+  // server-side apply must run to remove it.
+  await t.runner.run(
+    SL,
+    t.primary(),
+    { ...emptyPlan(), apply: [configMap("a", { k: "1" })] },
+    undefined,
+    t.signal,
+  );
+  assert.deepEqual(t.cluster.writes().map((c) => c.verb), ["apply"]);
+  assert.equal(t.cluster.peek(CM, NS, "a")!.metadata.annotations, undefined);
+});
