@@ -1,0 +1,293 @@
+/**
+ * A client of the simulated API server: the `Cluster` port for one process (an operator replica,
+ * the user's kubectl). Each request travels with a latency drawn from the PRNG, may be answered by
+ * an injected fault, and is executed atomically by the store; writes go to the write log. Killing a
+ * client (a crashed process) freezes it: nothing it sent later arrives, no answer ever comes back.
+ */
+import {
+  ApiError,
+  type ApplyOptions,
+  type Cluster,
+  type DeleteOptions,
+  type JsonPatchOp,
+  type KubeObject,
+  type ListOptions,
+  type ListPage,
+  type ResourceType,
+  type WatchEvent,
+  type WatchOptions,
+} from "../../src/runtime/cluster.ts";
+import type { ClockView } from "../clock.ts";
+import type { Prng } from "../prng.ts";
+import type { Verb } from "./history.ts";
+import type { Lister } from "./list.ts";
+import type { Actor, Store, WriteResult } from "./store.ts";
+import { WatchStream } from "./watch.ts";
+import type { WriteLog } from "./writelog.ts";
+
+/** The verbs a request can have. */
+export type RequestVerb = Verb | "get" | "list" | "watch";
+
+/** A fault decided for one request. */
+export type RequestFault =
+  | { kind: "error"; error: ApiError }
+  /** No answer within the client's timeout; `executed` says whether the server did it anyway. */
+  | { kind: "timeout"; executed: boolean; afterMs: number };
+
+/** A fault decided for one watch. */
+export interface WatchFault {
+  kind: "drop" | "stall" | "gone";
+  afterMs: number;
+}
+
+/** What a client asks the fault injector. */
+export interface FaultSource {
+  request(
+    actor: string,
+    verb: RequestVerb,
+    type: ResourceType,
+    namespace: string | undefined,
+    name: string | undefined,
+  ): RequestFault | undefined;
+  watch(actor: string, type: ResourceType): WatchFault | undefined;
+  /** How a too-old watch version is reported by this run's server. */
+  goneAs(): "event" | "throw";
+}
+
+/** Everything a client shares with the server. */
+export interface ServerHandle {
+  store: Store;
+  lister: Lister;
+  log: WriteLog;
+  faults?: FaultSource;
+}
+
+/** Latency of one request or watch, drawn per request. */
+export type Latency = (verb: RequestVerb) => number;
+
+/** The `Cluster` port of one simulated process. */
+export class SimClient implements Cluster {
+  readonly #server: ServerHandle;
+  readonly #actor: Actor;
+  readonly #clock: ClockView;
+  readonly #latency: Latency;
+  readonly #prng: Prng;
+
+  constructor(server: ServerHandle, actor: Actor, clock: ClockView, prng: Prng, latency?: Latency) {
+    this.#server = server;
+    this.#actor = actor;
+    this.#clock = clock;
+    this.#prng = prng;
+    this.#latency = latency ?? (() => prng.logUniform(1, 40));
+  }
+
+  /** The actor name this client writes as. */
+  get actor(): string {
+    return this.#actor.name;
+  }
+
+  /** Freezes the client forever (the process crashed). */
+  kill(): void {
+    this.#clock.kill();
+  }
+
+  list(type: ResourceType, opts: ListOptions = {}): Promise<ListPage> {
+    return this.#call(
+      "list",
+      type,
+      opts.namespace,
+      undefined,
+      () => this.#server.lister.list(type, opts),
+    );
+  }
+
+  get(
+    type: ResourceType,
+    namespace: string | undefined,
+    name: string,
+  ): Promise<KubeObject | undefined> {
+    return this.#call("get", type, namespace, name, () => {
+      const t = this.#server.store.types.resolve(type);
+      return this.#server.store.get(t, namespace, name);
+    });
+  }
+
+  create(type: ResourceType, obj: KubeObject): Promise<KubeObject> {
+    return this.#write(
+      "create",
+      type,
+      obj.metadata?.namespace,
+      obj.metadata?.name,
+      () => this.#server.store.create(type, obj, this.#actor),
+    );
+  }
+
+  update(type: ResourceType, obj: KubeObject): Promise<KubeObject> {
+    return this.#write(
+      "update",
+      type,
+      obj.metadata?.namespace,
+      obj.metadata?.name,
+      () => this.#server.store.update(type, obj, this.#actor),
+    );
+  }
+
+  apply(type: ResourceType, obj: KubeObject, opts: ApplyOptions): Promise<KubeObject> {
+    const actor = { name: this.#actor.name, manager: opts.fieldManager };
+    return this.#write(
+      "apply",
+      type,
+      obj.metadata?.namespace,
+      obj.metadata?.name,
+      () => this.#server.store.apply(type, obj, actor, !!opts.force),
+    );
+  }
+
+  applyStatus(type: ResourceType, obj: KubeObject, opts: ApplyOptions): Promise<KubeObject> {
+    const actor = { name: this.#actor.name, manager: opts.fieldManager };
+    return this.#write(
+      "applyStatus",
+      type,
+      obj.metadata?.namespace,
+      obj.metadata?.name,
+      () => this.#server.store.apply(type, obj, actor, !!opts.force, "status"),
+    );
+  }
+
+  patch(
+    type: ResourceType,
+    namespace: string | undefined,
+    name: string,
+    ops: JsonPatchOp[],
+  ): Promise<KubeObject> {
+    return this.#write(
+      "patch",
+      type,
+      namespace,
+      name,
+      () => this.#server.store.patch(type, namespace, name, ops, this.#actor),
+    );
+  }
+
+  async delete(
+    type: ResourceType,
+    namespace: string | undefined,
+    name: string,
+    opts: DeleteOptions = {},
+  ): Promise<boolean> {
+    try {
+      await this.#write(
+        "delete",
+        type,
+        namespace,
+        name,
+        () => this.#server.store.delete(type, namespace, name, opts, this.#actor),
+      );
+      return true;
+    } catch (err) {
+      if (err instanceof ApiError && err.code === 404) return false;
+      throw err;
+    }
+  }
+
+  async *watch(
+    type: ResourceType,
+    opts: WatchOptions,
+    signal: AbortSignal,
+  ): AsyncIterable<WatchEvent> {
+    const server = this.#server;
+    const stream = await this.#call("watch", type, opts.namespace, undefined, () => {
+      const t = server.store.types.resolve(type);
+      const timeoutMs = opts.timeoutSeconds !== undefined
+        ? opts.timeoutSeconds * 1000
+        : this.#prng.int(1800, 3600) * 1000;
+      const s = new WatchStream(server.store, t, opts, this.#clock, {
+        latencyMs: this.#latency("watch"),
+        timeoutMs,
+        goneAs: server.faults?.goneAs() ?? "event",
+      });
+      s.open();
+      return s;
+    }, false);
+    const fault = server.faults?.watch(this.#actor.name, type);
+    if (fault) {
+      this.#clock.sleep(fault.afterMs, signal).then(() => {
+        if (fault.kind === "drop") stream.end();
+        else if (fault.kind === "stall") stream.stall();
+        else {stream.failWith(
+            new ApiError(410, "Expired", "The resourceVersion for the provided watch is too old."),
+          );}
+      }, () => {});
+    }
+    yield* stream.events(signal);
+  }
+
+  async #write(
+    verb: Verb,
+    type: ResourceType,
+    namespace: string | undefined,
+    name: string | undefined,
+    op: () => WriteResult,
+  ): Promise<KubeObject> {
+    return (await this.#call(verb, type, namespace, name, op)).obj;
+  }
+
+  async #call<T>(
+    verb: RequestVerb,
+    type: ResourceType,
+    namespace: string | undefined,
+    name: string | undefined,
+    op: () => T,
+    copy = true,
+  ): Promise<T> {
+    const { log, faults, store } = this.#server;
+    await this.#clock.sleep(this.#latency(verb));
+    const isWrite = verb !== "get" && verb !== "list" && verb !== "watch";
+    const record = (outcome: "changed" | "unchanged" | number, rv?: string) => {
+      if (isWrite) {
+        log.add({
+          at: this.#clock.now(),
+          actor: this.#actor.name,
+          verb: verb as Verb,
+          kind: type.kind,
+          namespace,
+          name: name ?? "",
+          outcome,
+          rv,
+        });
+      } else log.read(this.#actor.name);
+    };
+    const fault = faults?.request(this.#actor.name, verb, type, namespace, name);
+    if (fault?.kind === "error") {
+      record(fault.error.code);
+      throw fault.error;
+    }
+    let result: T | undefined;
+    let error: unknown;
+    if (!fault || fault.executed) {
+      try {
+        result = op();
+        const w = result as unknown as Partial<WriteResult>;
+        record(
+          w?.changed === false ? "unchanged" : "changed",
+          w?.obj?.metadata?.resourceVersion ?? String(store.rv),
+        );
+      } catch (err) {
+        error = err;
+        record(err instanceof ApiError ? err.code : 500);
+      }
+    }
+    if (fault?.kind === "timeout") {
+      if (!fault.executed) record(0);
+      await this.#clock.sleep(fault.afterMs);
+      throw new ApiError(
+        0,
+        "Timeout",
+        `${verb} ${type.plural}${name ? ` ${name}` : ""}: request timed out (no answer)`,
+      );
+    }
+    await this.#clock.sleep(this.#latency(verb));
+    if (error !== undefined) throw error;
+    return copy ? structuredClone(result as T) : result as T;
+  }
+}

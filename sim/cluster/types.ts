@@ -1,0 +1,212 @@
+/**
+ * Which resource types the simulated API server serves: the built-in ones always, a custom one
+ * only while its CustomResourceDefinition exists (as on a real server, where listing a type whose
+ * CRD is not installed gives 404).
+ */
+import { RESOURCES } from "../../src/api/resources.ts";
+import type { KubeObject, ResourceType } from "../../src/runtime/cluster.ts";
+import { noSuchType } from "./errors.ts";
+
+/** The stable identity of a type regardless of version: `apps/deployments`, `/pods`. */
+export function typeKey(type: { group: string; plural: string }): string {
+  return `${type.group}/${type.plural}`;
+}
+
+const rt = (
+  group: string,
+  version: string,
+  kind: string,
+  plural: string,
+  namespaced = true,
+): ResourceType => ({
+  group,
+  version,
+  kind,
+  plural,
+  namespaced,
+});
+
+const BUILTIN_GROUPS = new Set([
+  "",
+  "apps",
+  "batch",
+  "policy",
+  "autoscaling",
+  "networking.k8s.io",
+  "rbac.authorization.k8s.io",
+  "coordination.k8s.io",
+  "events.k8s.io",
+  "apiextensions.k8s.io",
+  "apiregistration.k8s.io",
+  "admissionregistration.k8s.io",
+]);
+
+/** Built-in types beyond the project's RESOURCES table that installed modules may render. */
+const EXTRA_BUILTINS: ResourceType[] = [
+  rt(
+    "admissionregistration.k8s.io",
+    "v1",
+    "MutatingWebhookConfiguration",
+    "mutatingwebhookconfigurations",
+    false,
+  ),
+  rt("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets"),
+  rt("autoscaling", "v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers"),
+  rt("networking.k8s.io", "v1", "NetworkPolicy", "networkpolicies"),
+  rt("apps", "v1", "ReplicaSet", "replicasets"),
+  rt("batch", "v1", "Job", "jobs"),
+];
+
+/** Built-in kinds with a /status subresource (main-resource writes ignore their status). */
+const BUILTIN_STATUS = new Set([
+  "Deployment",
+  "Pod",
+  "Namespace",
+  "APIService",
+  "CustomResourceDefinition",
+  "ReplicaSet",
+  "Job",
+]);
+
+interface Served {
+  type: ResourceType;
+  versions: Set<string>;
+  status: boolean;
+  builtin: boolean;
+}
+
+/** The served types; custom ones come and go with their CRDs. */
+export class TypeRegistry {
+  #byKey = new Map<string, Served>();
+
+  constructor() {
+    const builtins = [
+      ...Object.values(RESOURCES).filter((r) => BUILTIN_GROUPS.has(r.group)),
+      ...EXTRA_BUILTINS,
+    ];
+    for (const type of builtins) {
+      this.#byKey.set(typeKey(type), {
+        type,
+        versions: new Set([type.version]),
+        status: BUILTIN_STATUS.has(type.kind),
+        builtin: true,
+      });
+    }
+  }
+
+  /** True for a group served without a CRD. */
+  static isBuiltinGroup(group: string): boolean {
+    return BUILTIN_GROUPS.has(group);
+  }
+
+  /** The served type for a request, checked against the version asked for; 404 otherwise. */
+  resolve(type: ResourceType): ResourceType {
+    const served = this.#byKey.get(typeKey(type));
+    if (!served || !served.versions.has(type.version)) throw noSuchType(type);
+    return { ...served.type, version: type.version };
+  }
+
+  /** True when the type is served (in any version). */
+  serves(type: { group: string; plural: string }): boolean {
+    return this.#byKey.has(typeKey(type));
+  }
+
+  /** Whether the type has a /status subresource. */
+  hasStatus(type: ResourceType): boolean {
+    return this.#byKey.get(typeKey(type))?.status ?? false;
+  }
+
+  /** The served type of an apiVersion and kind (for kubectl-style applies); undefined if none. */
+  byKind(apiVersion: string, kind: string): ResourceType | undefined {
+    const [group, version] = apiVersion.includes("/") ? apiVersion.split("/") : ["", apiVersion];
+    for (const served of this.#byKey.values()) {
+      if (
+        served.type.group === group && served.type.kind === kind && served.versions.has(version)
+      ) {
+        return { ...served.type, version };
+      }
+    }
+    return undefined;
+  }
+
+  /** The served type of a kind in any version (first match by kind name, then group). */
+  byKindName(kind: string): ResourceType | undefined {
+    const matches = [...this.#byKey.values()].filter((s) => s.type.kind === kind);
+    matches.sort((a, b) =>
+      Number(b.builtin) - Number(a.builtin) || a.type.group.localeCompare(b.type.group)
+    );
+    return matches[0]?.type;
+  }
+
+  /** All served types, in a stable order. */
+  all(): ResourceType[] {
+    return [...this.#byKey.values()].map((s) => s.type).sort((a, b) =>
+      typeKey(a).localeCompare(typeKey(b))
+    );
+  }
+
+  /** Starts serving the type a CRD object defines; returns it. */
+  addCrd(crd: KubeObject): ResourceType {
+    const spec = crd.spec as CrdSpec;
+    const versions = spec.versions.filter((v) => v.served !== false);
+    const storage = versions.find((v) => v.storage) ?? versions[0];
+    const type = rt(
+      spec.group,
+      storage.name,
+      spec.names.kind,
+      spec.names.plural,
+      spec.scope !== "Cluster",
+    );
+    this.#byKey.set(typeKey(type), {
+      type,
+      versions: new Set(versions.map((v) => v.name)),
+      status: versions.some((v) => v.subresources?.status !== undefined),
+      builtin: false,
+    });
+    return type;
+  }
+
+  /** Stops serving a CRD's type; returns it. */
+  removeCrd(crd: KubeObject): ResourceType | undefined {
+    const spec = crd.spec as CrdSpec;
+    const key = typeKey({ group: spec.group, plural: spec.names.plural });
+    const served = this.#byKey.get(key);
+    if (!served || served.builtin) return undefined;
+    this.#byKey.delete(key);
+    return served.type;
+  }
+}
+
+/** The part of a CRD spec the registry reads. */
+export interface CrdSpec {
+  group: string;
+  names: { kind: string; plural: string };
+  scope: "Namespaced" | "Cluster";
+  versions: {
+    name: string;
+    served?: boolean;
+    storage?: boolean;
+    subresources?: { status?: unknown };
+  }[];
+}
+
+/** Checks that a CRD object has what the registry needs; returns the problems. */
+export function crdProblems(crd: KubeObject): string[] {
+  const spec = crd.spec as Partial<CrdSpec> | undefined;
+  const problems: string[] = [];
+  if (!spec?.group) problems.push("spec.group: Required value");
+  if (!spec?.names?.kind) problems.push("spec.names.kind: Required value");
+  if (!spec?.names?.plural) problems.push("spec.names.plural: Required value");
+  if (!spec?.versions?.length) problems.push("spec.versions: Required value");
+  else if (!spec.versions.some((v) => v.served !== false)) {
+    problems.push("spec.versions: Invalid value: no served version");
+  }
+  if (
+    spec?.group && spec.names?.plural && crd.metadata.name !== `${spec.names.plural}.${spec.group}`
+  ) {
+    problems.push(
+      `metadata.name: Invalid value: "${crd.metadata.name}": must be spec.names.plural+"."+spec.group`,
+    );
+  }
+  return problems;
+}

@@ -1,0 +1,110 @@
+import assert from "node:assert/strict";
+import { Driver, LivelockError, settle, SIM_EPOCH, SimClock } from "../../sim/clock.ts";
+
+Deno.test("clock: sleeps wake in deadline order, ties in call order, without real waiting", async () => {
+  const clock = new SimClock();
+  const driver = new Driver(clock);
+  const woke: string[] = [];
+  const nap = (name: string, ms: number) =>
+    clock.sleep(ms).then(() => woke.push(`${name}@${clock.now() - SIM_EPOCH}`));
+  void nap("c", 300);
+  void nap("a", 100);
+  void nap("b", 100);
+  void nap("z", 0);
+  await driver.runUntil(SIM_EPOCH + 250);
+  assert.deepEqual(woke, ["z@0", "a@100", "b@100"]);
+  assert.equal(clock.now(), SIM_EPOCH + 250);
+  await driver.runFor(1000);
+  assert.deepEqual(woke.at(-1), "c@300");
+  assert.equal(clock.pending, 0);
+});
+
+Deno.test("clock: the driver lets long microtask chains finish before the next timer", async () => {
+  const clock = new SimClock(0);
+  const driver = new Driver(clock);
+  const log: string[] = [];
+  const worker = async (name: string, period: number) => {
+    for (let round = 0; round < 3; round++) {
+      await clock.sleep(period);
+      // A long chain of awaits (like a reconcile calling the API through several layers).
+      for (let i = 0; i < 2_000; i++) await Promise.resolve();
+      log.push(`${name}${round}@${clock.now()}`);
+    }
+  };
+  void worker("x", 10);
+  void worker("y", 15);
+  await driver.runUntil(100);
+  // If time advanced before a chain finished, the logged times would be later than the wake-up.
+  // At 30 both wake: y set its timer (at 15) before x did (at 20), so y goes first.
+  assert.deepEqual(log, ["x0@10", "y0@15", "x1@20", "y1@30", "x2@30", "y2@45"]);
+});
+
+Deno.test("clock: abort rejects with the reason and cancels the timer", async () => {
+  const clock = new SimClock(0);
+  const driver = new Driver(clock);
+  const ac = new AbortController();
+  const p = clock.sleep(1000, ac.signal);
+  ac.abort(new Error("stop"));
+  await assert.rejects(p, /stop/);
+  assert.equal(clock.pending, 0);
+  await assert.rejects(clock.sleep(5, ac.signal), /stop/);
+  await driver.runFor(5000);
+  assert.equal(driver.steps, 0);
+});
+
+Deno.test("clock: a killed view never wakes again; others keep running", async () => {
+  const clock = new SimClock(0);
+  const driver = new Driver(clock);
+  const view = clock.view();
+  let viewWoke = 0;
+  let rootWoke = 0;
+  void view.sleep(10).then(() => viewWoke++);
+  void clock.sleep(20).then(() => rootWoke++);
+  view.kill();
+  void view.sleep(1).then(() => viewWoke++);
+  await driver.runFor(100);
+  assert.equal(viewWoke, 0);
+  assert.equal(rootWoke, 1);
+  assert.ok(view.dead);
+});
+
+Deno.test("clock: a jump fires every timer it skips over, in order", async () => {
+  const clock = new SimClock(0);
+  const driver = new Driver(clock);
+  const fired: number[] = [];
+  clock.schedule(50, () => fired.push(clock.now()));
+  clock.schedule(500, () => fired.push(clock.now()));
+  clock.jump(1000);
+  await driver.runUntil(1000);
+  assert.deepEqual(fired, [1000, 1000]);
+});
+
+Deno.test("clock: runUntilTrue stops at the first event after which the condition holds", async () => {
+  const clock = new SimClock(0);
+  const driver = new Driver(clock);
+  let n = 0;
+  const tick = () => clock.schedule(7, () => (n++, tick()));
+  tick();
+  assert.equal(await driver.runUntilTrue(() => n === 3, 1000), true);
+  assert.equal(clock.now(), 21);
+  assert.equal(await driver.runUntilTrue(() => n === 1000, 100), false);
+  assert.equal(clock.now(), 100);
+});
+
+Deno.test("clock: zero-delay timer loops are reported as livelock", async () => {
+  const clock = new SimClock(0);
+  const driver = new Driver(clock, { maxStepsPerInstant: 100 });
+  const spin = () => clock.schedule(0, spin);
+  spin();
+  await assert.rejects(driver.runFor(10), LivelockError);
+});
+
+Deno.test("clock: settle waits for promise chains queued before it", async () => {
+  let done = false;
+  (async () => {
+    for (let i = 0; i < 10_000; i++) await null;
+    done = true;
+  })();
+  await settle();
+  assert.ok(done);
+});
