@@ -5,17 +5,16 @@
  * caches warm. It touches the world only through the `Cluster` port, the `Clock` and the `Random`,
  * so the simulator can run it on virtual time and replay a seed byte for byte.
  */
-import type { ApplyOutcome } from "../reconcile/plan.ts";
-import { Cache, type CacheChange, type Store, typeId } from "./cache.ts";
+import { Cache, type CacheChange, type Store } from "./cache.ts";
 import type { Clock, Random } from "./clock.ts";
-import { type Cluster, type KubeObject, objectKey, type ResourceType } from "./cluster.ts";
+import type { Cluster, ResourceType } from "./cluster.ts";
 import type { CacheReader, ControllerSpec, ModuleImages } from "./controller.ts";
-import { classifyError, errorMessage } from "./errors.ts";
 import type { ManagerStatus } from "./health.ts";
 import { LeaderElector } from "./leader.ts";
 import type { Logger } from "./log.ts";
 import { instrumentCluster, Metrics } from "./metrics.ts";
-import { WorkQueue, type WorkResult } from "./queue.ts";
+import { WorkQueue } from "./queue.ts";
+import { ControllerLoop, planWatches } from "./reconciler.ts";
 import { Runner } from "./runner.ts";
 import { Watcher } from "./watcher.ts";
 
@@ -62,17 +61,6 @@ export interface ManagerOptions {
   pageSize?: number;
 }
 
-/** One controller's runtime parts. */
-interface ControllerRuntime {
-  spec: ControllerSpec;
-  runner: Runner;
-  log: Logger;
-  /** Outcome of the last Plan per key, fed to the next reconcile. */
-  outcomes: Map<string, ApplyOutcome>;
-  /** Type ids of the primary and every watched type. */
-  reads: Set<string>;
-}
-
 /** The work of one leadership term. */
 interface Term {
   signal: AbortSignal;
@@ -86,7 +74,7 @@ export class Manager {
   readonly #metrics: Metrics;
   readonly #cache = new Cache();
   readonly #watchers: { watcher: Watcher; store: Store; required: boolean }[] = [];
-  readonly #controllers: ControllerRuntime[];
+  readonly #controllers: ControllerLoop[];
   readonly #watchStop = new AbortController();
   readonly #electorStop = new AbortController();
   readonly #solo = new AbortController();
@@ -108,38 +96,33 @@ export class Manager {
     this.#planWatches();
   }
 
-  #controller(spec: ControllerSpec): ControllerRuntime {
+  #controller(spec: ControllerSpec): ControllerLoop {
     const log = this.#o.log.child({ controller: spec.name });
+    const { clock, random, identity } = this.#o;
     const runner = new Runner({
       cluster: this.#cluster,
       cache: this.#cache,
-      clock: this.#o.clock,
-      random: this.#o.random,
+      clock,
+      random,
       log,
       metrics: this.#metrics,
       controller: spec.name,
-      identity: this.#o.identity,
+      identity,
     });
-    const reads = new Set([typeId(spec.primary), ...spec.watches.map((w) => typeId(w.type))]);
-    return { spec, runner, log, outcomes: new Map(), reads };
+    return new ControllerLoop({
+      spec,
+      cache: this.#cache,
+      runner,
+      clock,
+      log,
+      metrics: this.#metrics,
+      images: this.#o.images,
+    });
   }
 
   /** One watcher a (type, selector): a watch is required if any controller requires it. */
   #planWatches(): void {
-    const wanted = new Map<string, { type: ResourceType; selector?: string; required: boolean }>();
-    for (const c of this.#o.controllers) {
-      for (const w of [{ type: c.primary, optional: false }, ...c.watches]) {
-        const id = `${typeId(w.type)}|${"labelSelector" in w ? w.labelSelector ?? "" : ""}`;
-        const selector = "labelSelector" in w ? w.labelSelector : undefined;
-        const prev = wanted.get(id);
-        wanted.set(id, {
-          type: w.type,
-          selector,
-          required: (prev?.required ?? false) || !w.optional,
-        });
-      }
-    }
-    for (const { type, selector, required } of wanted.values()) {
+    for (const { type, selector, required } of planWatches(this.#o.controllers)) {
       const store = this.#cache.store(type, selector);
       const watcher = new Watcher({
         cluster: this.#cluster,
@@ -295,7 +278,7 @@ export class Manager {
     const queues = new Map<string, WorkQueue>();
     const term: Term = { signal, queues };
     for (const ctl of this.#controllers) {
-      const name = ctl.spec.name;
+      const name = ctl.name;
       queues.set(
         name,
         new WorkQueue({
@@ -303,7 +286,7 @@ export class Manager {
           random: this.#o.random,
           concurrency: this.#o.concurrency ?? 2,
           onDepth: (d) => this.#metrics.queueDepth.set({ controller: name }, d),
-        }, (key) => this.#reconcile(ctl, key, signal)),
+        }, (key) => ctl.reconcile(key, signal)),
       );
     }
     this.#term = term;
@@ -314,8 +297,8 @@ export class Manager {
 
   #enqueueAll(term: Term): void {
     for (const ctl of this.#controllers) {
-      const q = term.queues.get(ctl.spec.name)!;
-      for (const obj of this.#cache.list(ctl.spec.primary)) q.add(objectKey(obj));
+      const q = term.queues.get(ctl.name)!;
+      for (const key of ctl.allKeys()) q.add(key);
     }
   }
 
@@ -347,90 +330,20 @@ export class Manager {
     const draining = Promise.all([...term.queues.values()].map((q) => q.shutdown())).then(() => {
       if (this.#draining === draining) this.#draining = undefined;
       for (const ctl of this.#controllers) {
-        this.#metrics.queueDepth.set({ controller: ctl.spec.name }, 0);
+        this.#metrics.queueDepth.set({ controller: ctl.name }, 0);
       }
     });
     this.#draining = draining;
     return draining;
   }
 
-  /** Turns a cache change into queue keys: the primary's own key, and whatever `triggers` says. */
+  /** Turns a cache change into queue keys. */
   #dispatch(type: ResourceType, change: CacheChange): void {
     const term = this.#term;
     if (!term) return; // a standby or a manager still syncing queues everything when it starts
-    const id = typeId(type);
     for (const ctl of this.#controllers) {
-      if (!ctl.reads.has(id)) continue;
-      const q = term.queues.get(ctl.spec.name)!;
-      if (typeId(ctl.spec.primary) === id) q.add(objectKey(change.object));
-      const objects = change.type === "apply" && change.old
-        ? [change.object, change.old]
-        : [change.object];
-      for (const obj of objects) {
-        for (const key of this.#triggers(ctl, type, obj)) q.add(key);
-      }
+      const q = term.queues.get(ctl.name)!;
+      for (const key of ctl.keysFor(type, change)) q.add(key);
     }
-  }
-
-  #triggers(ctl: ControllerRuntime, type: ResourceType, obj: KubeObject): string[] {
-    try {
-      return ctl.spec.triggers(type, obj, this.#cache);
-    } catch (err) {
-      ctl.log.error("triggers failed", { error: err, object: objectKey(obj), kind: obj.kind });
-      return [];
-    }
-  }
-
-  async #reconcile(ctl: ControllerRuntime, key: string, signal: AbortSignal): Promise<WorkResult> {
-    const controller = ctl.spec.name;
-    const started = this.#o.clock.now();
-    const finish = (result: string, work: WorkResult, failed: boolean): WorkResult => {
-      this.#metrics.reconcileTotal.inc({ controller, result });
-      if (failed) this.#metrics.reconcileErrors.inc({ controller });
-      this.#metrics.reconcileDuration.observe(
-        { controller },
-        (this.#o.clock.now() - started) / 1000,
-      );
-      return work;
-    };
-    if (signal.aborted) return { type: "terminal" };
-    const { primary } = ctl.spec;
-    const slash = key.indexOf("/");
-    const [namespace, name] = primary.namespaced && slash >= 0
-      ? [key.slice(0, slash), key.slice(slash + 1)]
-      : [undefined, key];
-    const observed = this.#cache.get(primary, namespace, name);
-    const lastOutcome = ctl.outcomes.get(key);
-    let plan;
-    try {
-      plan = ctl.spec.reconcile(key, this.#cache, {
-        now: this.#o.clock.now(),
-        lastOutcome,
-        images: this.#o.images,
-      });
-    } catch (err) {
-      const terminal = classifyError(err) === "terminal";
-      ctl.log.error("reconcile failed", { key, error: errorMessage(err), retry: !terminal });
-      return finish("error", terminal ? { type: "terminal" } : { type: "retry" }, true);
-    }
-    if (!plan || !observed) {
-      ctl.outcomes.delete(key);
-      return finish("success", { type: "done" }, false);
-    }
-    const r = await ctl.runner.run(primary, observed, plan, lastOutcome, signal);
-    if (r.outcome) ctl.outcomes.set(key, r.outcome);
-    const failed = r.outcome?.ok === false;
-    const result = r.work.type === "done"
-      ? r.work.requeueAfterMs !== undefined ? "requeue_after" : "success"
-      : failed || r.work.type === "retry"
-      ? "error"
-      : "requeue";
-    ctl.log.debug("reconciled", {
-      key,
-      writes: r.writes,
-      result,
-      ms: this.#o.clock.now() - started,
-    });
-    return finish(result, r.work, failed);
   }
 }

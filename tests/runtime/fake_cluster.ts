@@ -22,6 +22,7 @@ import {
 } from "../../src/runtime/cluster.ts";
 import { typeId } from "../../src/runtime/cache.ts";
 import { kubeTime } from "../../src/runtime/clock.ts";
+import { applyOp, fieldsOf, matches, merge, prune, same } from "./fake_json.ts";
 
 /** One call the runtime made. */
 export interface Call {
@@ -41,30 +42,6 @@ interface Sub {
 }
 
 const WRITES = new Set(["create", "update", "apply", "applyStatus", "patch", "delete"]);
-
-function matches(obj: KubeObject, selector?: string): boolean {
-  if (!selector) return true;
-  const labels = obj.metadata.labels ?? {};
-  return selector.split(",").every((term) => {
-    const [k, v] = term.split("=");
-    return v === undefined ? k in labels : labels[k] === v;
-  });
-}
-
-function same(a: unknown, b: unknown): boolean {
-  return JSON.stringify(a) === JSON.stringify(b);
-}
-
-function merge(base: unknown, patch: unknown): unknown {
-  if (patch === null || typeof patch !== "object" || Array.isArray(patch)) {
-    return structuredClone(patch);
-  }
-  const out: Record<string, unknown> = base && typeof base === "object" && !Array.isArray(base)
-    ? { ...(base as Record<string, unknown>) }
-    : {};
-  for (const [k, v] of Object.entries(patch)) out[k] = merge(out[k], v);
-  return out;
-}
 
 /** The in-memory cluster. */
 export class FakeCluster implements Cluster {
@@ -443,66 +420,5 @@ export class FakeCluster implements Cluster {
   /** The stored object, for assertions. */
   peek(type: ResourceType, namespace: string | undefined, name: string): KubeObject | undefined {
     return this.#store(type).get(namespace ? `${namespace}/${name}` : name);
-  }
-}
-
-function applyOp(obj: KubeObject, op: JsonPatchOp): void {
-  const parts = op.path.split("/").slice(1).map((p) => p.replace(/~1/g, "/").replace(/~0/g, "~"));
-  const last = parts.pop()!;
-  let parent: Record<string, unknown> | unknown[] = obj as Record<string, unknown>;
-  for (const p of parts) {
-    const next: unknown = (parent as Record<string, unknown>)[p];
-    if (next === undefined || next === null || typeof next !== "object") {
-      if (op.op === "test" && "value" in op && op.value === null) return;
-      throw new ApiError(422, "Invalid", `path ${op.path} does not exist`);
-    }
-    parent = next as Record<string, unknown>;
-  }
-  const rec = parent as Record<string, unknown>;
-  switch (op.op) {
-    case "test": {
-      const cur = rec[last] ?? null;
-      if (!same(cur, op.value)) {
-        throw new ApiError(422, "Invalid", `test operation failed at ${op.path}`);
-      }
-      return;
-    }
-    case "add":
-      if (Array.isArray(parent)) {
-        if (last === "-") parent.push(op.value);
-        else parent.splice(Number(last), 0, op.value);
-      } else rec[last] = op.value;
-      return;
-    case "replace":
-      rec[last] = op.value;
-      return;
-    case "remove":
-      if (Array.isArray(parent)) parent.splice(Number(last), 1);
-      else delete rec[last];
-  }
-}
-
-/** The fieldsV1 of an applied object: map keys as `f:` entries, lists and scalars as leaves. */
-function fieldsOf(obj: KubeObject): Record<string, unknown> {
-  const { apiVersion: _a, kind: _k, metadata, ...rest } = obj;
-  const { name: _n, namespace: _ns, ...meta } = metadata;
-  return fieldsV1({ ...rest, ...(Object.keys(meta).length ? { metadata: meta } : {}) });
-}
-
-function fieldsV1(v: unknown): Record<string, unknown> {
-  if (v === null || typeof v !== "object" || Array.isArray(v)) return {};
-  return Object.fromEntries(Object.entries(v).map(([k, x]) => [`f:${k}`, fieldsV1(x)]));
-}
-
-/** Removes from `target` the fields of `owned` that `desired` no longer sets. */
-function prune(target: unknown, owned: unknown, desired: unknown): void {
-  if (!owned || typeof owned !== "object" || !target || typeof target !== "object") return;
-  const t = target as Record<string, unknown>;
-  const d = (desired && typeof desired === "object" ? desired : {}) as Record<string, unknown>;
-  for (const [k, sub] of Object.entries(owned)) {
-    if (!k.startsWith("f:")) continue;
-    const name = k.slice(2);
-    if (d[name] === undefined) delete t[name];
-    else prune(t[name], sub, d[name]);
   }
 }

@@ -1,0 +1,154 @@
+/**
+ * One controller inside the manager: which keys a cache change concerns, and one reconcile of a
+ * key (the pure `reconcile`, then the runner), with its metrics, logs and the remembered outcome
+ * that the next reconcile of the key receives as `ctx.lastOutcome`.
+ */
+import type { ApplyOutcome, Plan } from "../reconcile/plan.ts";
+import { type Cache, type CacheChange, typeId } from "./cache.ts";
+import type { Clock } from "./clock.ts";
+import { type KubeObject, objectKey, type ResourceType } from "./cluster.ts";
+import type { ControllerSpec, ModuleImages } from "./controller.ts";
+import { classifyError, errorMessage } from "./errors.ts";
+import type { Logger } from "./log.ts";
+import type { Metrics } from "./metrics.ts";
+import type { WorkResult } from "./queue.ts";
+import type { Runner } from "./runner.ts";
+
+/** What a ControllerLoop needs. */
+export interface ControllerLoopOptions {
+  spec: ControllerSpec;
+  cache: Cache;
+  runner: Runner;
+  clock: Clock;
+  log: Logger;
+  metrics: Metrics;
+  images: ModuleImages;
+}
+
+/** Splits a queue key into namespace and name. */
+export function splitKey(type: ResourceType, key: string): [string | undefined, string] {
+  const slash = key.indexOf("/");
+  return type.namespaced && slash >= 0
+    ? [key.slice(0, slash), key.slice(slash + 1)]
+    : [undefined, key];
+}
+
+/** One watch the manager runs. */
+export interface PlannedWatch {
+  type: ResourceType;
+  selector?: string;
+  /** False when every controller that reads it marked it optional (its CRD may be missing). */
+  required: boolean;
+}
+
+/** The watches of all controllers: one per (type, label selector), required if any requires it. */
+export function planWatches(controllers: readonly ControllerSpec[]): PlannedWatch[] {
+  const wanted = new Map<string, PlannedWatch>();
+  for (const c of controllers) {
+    for (
+      const w of [{ type: c.primary, labelSelector: undefined, optional: false }, ...c.watches]
+    ) {
+      const id = `${typeId(w.type)}|${w.labelSelector ?? ""}`;
+      const required = (wanted.get(id)?.required ?? false) || !w.optional;
+      wanted.set(id, { type: w.type, selector: w.labelSelector, required });
+    }
+  }
+  return [...wanted.values()];
+}
+
+/** One controller's keys and reconciles. */
+export class ControllerLoop {
+  readonly #o: ControllerLoopOptions;
+  readonly #reads: Set<string>;
+  readonly #primaryId: string;
+  /** Outcome of the last Plan per key. */
+  readonly #outcomes = new Map<string, ApplyOutcome>();
+
+  constructor(opts: ControllerLoopOptions) {
+    this.#o = opts;
+    this.#primaryId = typeId(opts.spec.primary);
+    this.#reads = new Set([this.#primaryId, ...opts.spec.watches.map((w) => typeId(w.type))]);
+  }
+
+  /** The controller's name. */
+  get name(): string {
+    return this.#o.spec.name;
+  }
+
+  /** Keys of every cached primary (initial work and resyncs). */
+  allKeys(): string[] {
+    return this.#o.cache.list(this.#o.spec.primary).map(objectKey);
+  }
+
+  /**
+   * Keys to reconcile after `change` to an object of `type`: the primary's own key, and what
+   * `triggers` says for the object (and for its previous state, so a label moved away from one
+   * owner still reaches that owner).
+   */
+  keysFor(type: ResourceType, change: CacheChange): string[] {
+    const id = typeId(type);
+    if (!this.#reads.has(id)) return [];
+    const keys = id === this.#primaryId ? [objectKey(change.object)] : [];
+    const objects = change.type === "apply" && change.old
+      ? [change.object, change.old]
+      : [change.object];
+    for (const obj of objects) keys.push(...this.#triggers(type, obj));
+    return keys;
+  }
+
+  #triggers(type: ResourceType, obj: KubeObject): string[] {
+    try {
+      return this.#o.spec.triggers(type, obj, this.#o.cache);
+    } catch (err) {
+      this.#o.log.error("triggers failed", { error: err, object: objectKey(obj), kind: obj.kind });
+      return [];
+    }
+  }
+
+  /** Reconciles `key` and carries out its Plan; `signal` aborts when the lease is lost. */
+  async reconcile(key: string, signal: AbortSignal): Promise<WorkResult> {
+    if (signal.aborted) return { type: "terminal" };
+    const { spec, cache, clock, log } = this.#o;
+    const started = clock.now();
+    const observed = cache.get(spec.primary, ...splitKey(spec.primary, key));
+    const lastOutcome = this.#outcomes.get(key);
+    let plan: Plan | undefined;
+    try {
+      plan = spec.reconcile(key, cache, { now: clock.now(), lastOutcome, images: this.#o.images });
+    } catch (err) {
+      const terminal = classifyError(err) === "terminal";
+      log.error("reconcile failed", { key, error: errorMessage(err), retry: !terminal });
+      return this.#count(
+        started,
+        "error",
+        true,
+        terminal ? { type: "terminal" } : { type: "retry" },
+      );
+    }
+    if (!plan || !observed) {
+      this.#outcomes.delete(key); // the primary is gone: forget it
+      return this.#count(started, "success", false, { type: "done" });
+    }
+    const r = await this.#o.runner.run(spec.primary, observed, plan, lastOutcome, signal);
+    if (r.outcome) this.#outcomes.set(key, r.outcome);
+    const failed = r.outcome?.ok === false;
+    const result = r.work.type === "done"
+      ? r.work.requeueAfterMs !== undefined ? "requeue_after" : "success"
+      : failed || r.work.type === "retry"
+      ? "error"
+      : "requeue";
+    const fields = { key, writes: r.writes, result, ms: clock.now() - started };
+    if (r.writes > 0) log.info("reconciled", fields);
+    else log.debug("reconciled", fields);
+    return this.#count(started, result, failed, r.work);
+  }
+
+  #count(started: number, result: string, failed: boolean, work: WorkResult): WorkResult {
+    const { metrics, clock } = this.#o;
+    const controller = this.name;
+    metrics.reconcileTotal.inc({ controller, result });
+    if (failed) metrics.reconcileErrors.inc({ controller });
+    metrics.reconcileDuration.observe({ controller }, (clock.now() - started) / 1000);
+    return work;
+  }
+}

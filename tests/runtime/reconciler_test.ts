@@ -1,0 +1,95 @@
+import assert from "node:assert/strict";
+import { RESOURCES } from "../../src/api/resources.ts";
+import { emptyPlan } from "../../src/reconcile/plan.ts";
+import { Cache } from "../../src/runtime/cache.ts";
+import type { ControllerSpec } from "../../src/runtime/controller.ts";
+import { nullLogger } from "../../src/runtime/log.ts";
+import { Metrics } from "../../src/runtime/metrics.ts";
+import { ControllerLoop, planWatches, splitKey } from "../../src/runtime/reconciler.ts";
+import { Runner } from "../../src/runtime/runner.ts";
+import { FakeCluster } from "./fake_cluster.ts";
+import { ManualClock, seededRandom } from "./helpers.ts";
+
+const base = { triggers: () => [], reconcile: () => undefined };
+const a: ControllerSpec = {
+  ...base,
+  name: "a",
+  primary: RESOURCES.Serverless,
+  watches: [{ type: RESOURCES.Deployment, labelSelector: "m=1" }, {
+    type: RESOURCES.Function,
+    optional: true,
+  }],
+};
+const b: ControllerSpec = {
+  ...base,
+  name: "b",
+  primary: RESOURCES.Scaler,
+  watches: [{ type: RESOURCES.Deployment, labelSelector: "m=1", optional: true }, {
+    type: RESOURCES.Serverless,
+  }],
+};
+
+Deno.test("planWatches shares one watch per (type, selector); required wins over optional", () => {
+  const plan = planWatches([a, b]).map((w) => `${w.type.kind}|${w.selector ?? ""}|${w.required}`);
+  assert.deepEqual(plan, [
+    "Serverless||true",
+    "Deployment|m=1|true",
+    "Function||false",
+    "Scaler||true",
+  ]);
+});
+
+Deno.test("splitKey follows the primary's scope", () => {
+  assert.deepEqual(splitKey(RESOURCES.Serverless, "ns/x"), ["ns", "x"]);
+  assert.deepEqual(splitKey(RESOURCES.Namespace, "x"), [undefined, "x"]);
+});
+
+Deno.test("keysFor: the primary's own key, triggers of the new and the old object, unread types ignored", () => {
+  const clock = new ManualClock();
+  const cache = new Cache();
+  const spec: ControllerSpec = {
+    ...a,
+    triggers: (_t, obj) => obj.metadata.labels?.owner ? [`ns/${obj.metadata.labels.owner}`] : [],
+    reconcile: () => emptyPlan(),
+  };
+  const cluster = new FakeCluster(clock);
+  const metrics = new Metrics();
+  const runner = new Runner({
+    cluster,
+    cache,
+    clock,
+    random: seededRandom(),
+    log: nullLogger,
+    metrics,
+    controller: "a",
+    identity: "x",
+  });
+  const loop = new ControllerLoop({
+    spec,
+    cache,
+    runner,
+    clock,
+    log: nullLogger,
+    metrics,
+    images: {} as never,
+  });
+  const dep = (owner: string) => ({
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    metadata: { name: "d", namespace: "ns", labels: { owner } },
+  });
+  const sl = {
+    apiVersion: "operator.platform-project.io/v1alpha1",
+    kind: "Serverless",
+    metadata: { name: "s", namespace: "ns" },
+  };
+  assert.deepEqual(loop.keysFor(RESOURCES.Serverless, { type: "apply", object: sl }), ["ns/s"]);
+  assert.deepEqual(
+    loop.keysFor(RESOURCES.Deployment, { type: "apply", object: dep("new"), old: dep("old") }),
+    [
+      "ns/new",
+      "ns/old",
+    ],
+  );
+  assert.deepEqual(loop.keysFor(RESOURCES.Pod, { type: "delete", object: dep("x") }), []);
+});
