@@ -24,6 +24,11 @@ export const COMMANDS: readonly Command[] = [
     load: () => import("./crds.ts"),
   },
   {
+    name: "ratelimit",
+    summary: "show what a RateLimit does to some traffic, before applying it (see --help)",
+    load: () => import("./ratelimit.ts"),
+  },
+  {
     name: "deploy",
     summary: "write the generated files of deploy/: RBAC and CRD copies (--check: exit 1 if stale)",
     load: () => import("./deploy.ts"),

@@ -1,0 +1,138 @@
+/** Arguments of `mod.ts ratelimit` and the traffic they describe. */
+import { parseArgs } from "node:util";
+import { parseGoDuration } from "../../api/duration.ts";
+
+/** The help text. */
+export const HELP =
+  `Usage: deno task ratelimit -f RATELIMIT.yaml (--requests FILE.jsonl | --rate N/s --for DURATION
+         [--path P] [--header K=V]...) [--json] [--svg FILE]
+
+Shows what a RateLimit will do to some traffic before anyone applies it: the RateLimit goes through
+the operator's reconciler, its EnvoyFilter through the model of Envoy's local rate limit, on one
+proxy, with time 0 the moment the limit is applied.
+
+Options:
+  -f, --file FILE      the RateLimit (YAML; the one RateLimit document of the file)
+  --requests FILE      requests, one JSON object a line:
+                         {"t":"1.5s","path":"/headers","headers":{"X-Rate-Limited":"true"},"count":1}
+                       t is a Go duration from time 0, in order; headers and count are optional
+  --rate N/s           instead of --requests: N requests a second, evenly spaced from time 0
+  --for DURATION       how long --rate sends (Go duration: 10s, 2m, 1m30s)
+  --path P             path of the --rate requests (default /)
+  --header K=V         a header of the --rate requests; repeatable
+  --json               one JSON line a request instead of the table
+  --svg FILE           also draw tokens left and admitted/rejected requests per bucket over time
+  -h, --help           show this help
+
+Exit status: 0 done; 2 invalid arguments, RateLimit or requests (the RateLimit's message is the one
+the operator would put in its status); 1 a file could not be read or written.`;
+
+/** One request line (after `count` is expanded). */
+export interface TrafficRequest {
+  t: number;
+  path: string;
+  headers: Record<string, string>;
+}
+
+/** Parsed arguments. */
+export interface Options {
+  file: string;
+  traffic: { requests: string } | {
+    rateHz: number;
+    forMs: number;
+    path: string;
+    headers: Record<string, string>;
+  };
+  json: boolean;
+  svg?: string;
+}
+
+/** Parsed arguments, help, or a usage error. */
+export type ParsedArgs = { ok: true; options: Options } | { ok: false; help: true } | {
+  ok: false;
+  help?: false;
+  error: string;
+};
+
+/** Requests `--rate` may generate at most. */
+export const MAX_REQUESTS = 1_000_000;
+
+/** Parses `N/s` into requests a second. */
+export function parseRate(text: string): number | undefined {
+  const m = /^(\d+(?:\.\d+)?)\/s$/.exec(text);
+  const n = m ? Number(m[1]) : NaN;
+  return n > 0 ? n : undefined;
+}
+
+/** Reads the command line. */
+export function parseCommandLine(args: string[]): ParsedArgs {
+  let values;
+  try {
+    ({ values } = parseArgs({
+      args,
+      options: {
+        file: { type: "string", short: "f" },
+        requests: { type: "string" },
+        rate: { type: "string" },
+        for: { type: "string" },
+        path: { type: "string" },
+        header: { type: "string", multiple: true },
+        json: { type: "boolean" },
+        svg: { type: "string" },
+        help: { type: "boolean", short: "h" },
+      },
+      strict: true,
+      allowPositionals: false,
+    }));
+  } catch (err) {
+    return { ok: false, error: err instanceof Error ? err.message : String(err) };
+  }
+  if (values.help) return { ok: false, help: true };
+  const fail = (error: string): ParsedArgs => ({ ok: false, error });
+  if (!values.file) return fail("-f RATELIMIT.yaml is required");
+  const common = { file: values.file, json: values.json ?? false, svg: values.svg };
+  if (values.requests !== undefined) {
+    if (values.rate || values.for || values.path || values.header) {
+      return fail("--requests cannot be combined with --rate, --for, --path or --header");
+    }
+    return { ok: true, options: { ...common, traffic: { requests: values.requests } } };
+  }
+  if (values.rate === undefined || values.for === undefined) {
+    return fail("give --requests FILE.jsonl, or --rate N/s with --for DURATION");
+  }
+  const rateHz = parseRate(values.rate);
+  if (rateHz === undefined) {
+    return fail(`--rate ${JSON.stringify(values.rate)} is not a rate like 10/s`);
+  }
+  const forMs = parseGoDuration(values.for);
+  if (forMs === undefined) {
+    return fail(`--for ${JSON.stringify(values.for)} is not a duration like 30s or 2m`);
+  }
+  if ((rateHz * forMs) / 1000 > MAX_REQUESTS) {
+    return fail(`--rate ${values.rate} for ${values.for} is more than ${MAX_REQUESTS} requests`);
+  }
+  const path = values.path ?? "/";
+  if (!path.startsWith("/")) return fail(`--path ${JSON.stringify(path)} does not start with /`);
+  const headers: Record<string, string> = {};
+  for (const h of values.header ?? []) {
+    const eq = h.indexOf("=");
+    if (eq <= 0) return fail(`--header ${JSON.stringify(h)} is not K=V`);
+    headers[h.slice(0, eq)] = h.slice(eq + 1);
+  }
+  return { ok: true, options: { ...common, traffic: { rateHz, forMs, path, headers } } };
+}
+
+/** The requests of `--rate N/s --for D`: at floor(k × 1000 / N) ms while before D. */
+export function rateRequests(
+  rateHz: number,
+  forMs: number,
+  path: string,
+  headers: Record<string, string>,
+): TrafficRequest[] {
+  const out: TrafficRequest[] = [];
+  for (let k = 0;; k++) {
+    const t = Math.floor((k * 1000) / rateHz);
+    if (t >= forMs) return out;
+    out.push({ t, path, headers });
+  }
+}

@@ -1,0 +1,81 @@
+/** Text output of `mod.ts ratelimit`: JSON lines, or a table and a per-bucket summary. */
+import type { BucketRule } from "../../api/ratelimit.ts";
+import type { BucketReport, Outcome, RunResult } from "./run.ts";
+
+/** Milliseconds as seconds with up to 3 decimals: `0s`, `1.5s`, `0.25s`. */
+export function formatT(ms: number): string {
+  return `${Number((ms / 1000).toFixed(3))}s`;
+}
+
+/** One output line of `--json`. */
+export function jsonLine(o: Outcome): string {
+  return JSON.stringify({
+    t: formatT(o.t),
+    path: o.path,
+    status: o.status,
+    ...(o.bucket !== undefined ? { bucket: o.bucket } : {}),
+    headers: o.responseHeaders,
+    ...(o.status === 200 ? {} : { body: o.body }),
+  });
+}
+
+/** What a rule matches, in words: `path /headers, X-Rate-Limited: true`. */
+export function describeRule(rule: BucketRule | undefined): string {
+  if (!rule) return "every other request";
+  const parts = [
+    ...(rule.path !== undefined ? [`path ${rule.path}`] : []),
+    ...Object.entries(rule.headers ?? {}).map(([k, v]) => `${k}: ${v}`),
+  ];
+  return parts.join(", ");
+}
+
+/** A bucket in words: `10 every 30s, burst 10`. */
+export function describeBucket(r: BucketReport): string {
+  return `${r.bucket.tokensPerFill} every ${r.bucket.fillInterval}, burst ${r.bucket.maxTokens}`;
+}
+
+function table(rows: string[][], rightAligned: ReadonlySet<number>): string[] {
+  const widths = rows[0].map((_, c) => rows.reduce((w, r) => Math.max(w, r[c].length), 0));
+  return rows.map((r) =>
+    r.map((cell, c) => (rightAligned.has(c) ? cell.padStart(widths[c]) : cell.padEnd(widths[c])))
+      .join("  ").trimEnd()
+  );
+}
+
+/** The readable report: one row a request, then admitted and rejected per bucket. */
+export function textReport(result: RunResult): string[] {
+  const withHeaders = result.outcomes.some((o) => Object.keys(o.headers).length > 0);
+  const head = ["T", "PATH", ...(withHeaders ? ["HEADERS"] : []), "STATUS", "BUCKET", "LEFT"];
+  const rows = result.outcomes.map((o) => [
+    formatT(o.t),
+    o.path,
+    ...(withHeaders ? [Object.entries(o.headers).map(([k, v]) => `${k}=${v}`).join(",")] : []),
+    String(o.status),
+    o.bucket === undefined ? "-" : String(o.bucket),
+    o.remaining === undefined ? "-" : String(o.remaining),
+  ]);
+  const n = head.length;
+  const requests = table([head, ...rows], new Set([n - 3, n - 1]));
+  const summary = table(
+    [
+      ["BUCKET", "MATCHES", "REFILL", "ADMITTED", "REJECTED"],
+      ...result.buckets.map((b) => [
+        String(b.id),
+        describeRule(b.rule),
+        describeBucket(b),
+        String(b.admitted),
+        String(b.rejected),
+      ]),
+    ],
+    new Set([3, 4]),
+  );
+  const admitted = result.outcomes.filter((o) => o.status === 200).length;
+  return [
+    ...requests,
+    "",
+    `${result.outcomes.length} requests: ${admitted} admitted, ${
+      result.outcomes.length - admitted
+    } rejected`,
+    ...summary,
+  ];
+}
