@@ -114,6 +114,8 @@ export type LinkMode = "ok" | "fail" | "hang";
  */
 export function link(
   cluster: Cluster,
+  /** When given, only calls on these kinds fail or hang (e.g. only the Lease). */
+  onlyKinds?: string[],
 ): { cluster: Cluster; mode: { value: LinkMode }; writes: string[] } {
   const mode = { value: "ok" as LinkMode };
   /** `verb:Kind` of every write. */
@@ -122,8 +124,11 @@ export function link(
   const wrap =
     <A extends [{ kind: string }, ...unknown[]], R>(f: Call<A, R>, verb = ""): Call<A, R> =>
     (...a) => {
-      if (mode.value === "fail") return Promise.reject(new ApiError(0, "", "connection refused"));
-      if (mode.value === "hang") return new Promise(() => {});
+      const affected = !onlyKinds || onlyKinds.includes(a[0].kind);
+      if (affected && mode.value === "fail") {
+        return Promise.reject(new ApiError(0, "", "connection refused"));
+      }
+      if (affected && mode.value === "hang") return new Promise(() => {});
       if (verb) writes.push(`${verb}:${a[0].kind}`);
       return f(...a);
     };

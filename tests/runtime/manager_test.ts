@@ -88,8 +88,8 @@ function setup(opts: Partial<ManagerOptions> = {}, seed = 7) {
   const cluster = new FakeCluster(clock);
   const { log, lines } = captureLogger(clock);
   const calls: string[] = [];
-  const mk = (identity: string, extra: Partial<ManagerOptions> = {}) => {
-    const net = link(cluster);
+  const mk = (identity: string, extra: Partial<ManagerOptions> = {}, onlyKinds?: string[]) => {
+    const net = link(cluster, onlyKinds);
     const m = new Manager({
       cluster: net.cluster,
       clock,
@@ -272,4 +272,32 @@ Deno.test("the same seed gives the same log, byte for byte", async () => {
   assert.ok(first.log.length > 1_000);
   assert.equal(first.log, second.log);
   assert.equal(first.metrics, second.metrics);
+});
+
+Deno.test("a leader that cannot renew its lease stops writing before the standby takes over", async () => {
+  const le = { namespace: "platform-system", name: "platform-operator" };
+  const t = setup({ leaderElection: le });
+  t.cluster.put(RL, rateLimit("a", "1"));
+  const a = t.mk("op-a", {}, ["Lease"]);
+  await t.clock.advance(100);
+  const b = t.mk("op-b");
+  await t.clock.advance(5_000);
+  assert.equal(a.m.status.leading, true);
+  a.net.mode.value = "fail"; // only its Lease calls fail: it could still write everything else
+  const cut = t.clock.now();
+  await t.clock.advance(7_000);
+  assert.equal(a.m.status.leading, false, "stopped leading at its renew deadline");
+  const before = writesExceptLease(a.net.writes).length;
+  t.cluster.put(RL, { ...t.cluster.peek(RL, "demo", "a")!, spec: { value: "2" } });
+  assert.ok(await t.clock.until(() => b.m.status.leading, 15_000 - (t.clock.now() - cut)));
+  await t.clock.advance(1_000);
+  assert.deepEqual(
+    t.cluster.peek(CM, "demo", "a-cfg")!.data,
+    { value: "2" },
+    "the new leader did the work",
+  );
+  assert.equal(writesExceptLease(a.net.writes).length, before, "the old leader wrote nothing more");
+  assert.equal(a.m.status.healthy, true, "it stays up as a standby");
+  await a.m.stop();
+  await b.m.stop();
 });
