@@ -29,6 +29,11 @@ export const COMMANDS: readonly Command[] = [
     load: () => import("./ratelimit.ts"),
   },
   {
+    name: "run",
+    summary: "run the operator on the kubeconfig's cluster or in-cluster (run --help: flags)",
+    load: () => import("./run.ts"),
+  },
+  {
     name: "deploy",
     summary: "write the generated files of deploy/: RBAC and CRD copies (--check: exit 1 if stale)",
     load: () => import("./deploy.ts"),

@@ -1,0 +1,256 @@
+/**
+ * `mod.ts run` (`deno task start`): the operator. Loads the kubeconfig or in-cluster config, serves
+ * /healthz, /readyz and /metrics, waits until the cluster is usable (CRDs installed, RBAC granted,
+ * API reachable: one log line saying what to do, retried with backoff), then runs the Manager until
+ * SIGTERM or SIGINT, when it finishes in-flight work, releases the lease and exits 0.
+ */
+import { RESOURCES } from "../api/resources.ts";
+import { ConfigError } from "../kube/config.ts";
+import { LiveCluster } from "../kube/live_cluster.ts";
+import { type CheckedType, preflight } from "../kube/preflight.ts";
+import { Backoff, type BackoffOptions } from "../runtime/backoff.ts";
+import { type Clock, type Random, systemClock, systemRandom } from "../runtime/clock.ts";
+import type { Cluster } from "../runtime/cluster.ts";
+import type { ControllerSpec } from "../runtime/controller.ts";
+import { createLogger, type Logger } from "../runtime/log.ts";
+import { healthz, readyz } from "../runtime/health.ts";
+import { Manager } from "../runtime/manager.ts";
+import { instrumentCluster, Metrics, METRICS_CONTENT_TYPE } from "../runtime/metrics.ts";
+import { type ControllerName, parseRunFlags, runHelp, type RunOptions } from "./run_flags.ts";
+import { type Endpoint, serveRoutes, text } from "./run_http.ts";
+import { CONTROLLERS } from "./run_controllers.ts";
+
+/** What `runOperator` takes from outside besides its options (tests replace these). */
+export interface RunDeps {
+  /** Aborts on SIGTERM/SIGINT: the operator stops gracefully. */
+  shutdown: AbortSignal;
+  /** Where log lines go; default stderr. */
+  sink?: (line: string) => void;
+  controllers?: Readonly<Partial<Record<ControllerName, ControllerSpec>>>;
+  clock?: Clock;
+  random?: Random;
+  /** Retry delays of the startup checks; default 1 s doubling to 60 s, jittered. */
+  preflightBackoff?: BackoffOptions;
+  /** Called once the endpoints listen, with their bound addresses (tests use port 0). */
+  onListening?: (addrs: { probes?: string; metrics?: string }) => void;
+}
+
+/** Probe answers while the startup checks run, before the manager exists. */
+const CHECKING_ALIVE = { status: 200, body: "ok: checking the cluster\n" };
+const CHECKING_NOT_READY = { status: 503, body: "not ready: checking the cluster\n" };
+
+/** Retry delays of the startup checks. */
+const PREFLIGHT_BACKOFF = { initialMs: 1_000, maxMs: 60_000 };
+
+/** The CLI entry: parses flags and environment, handles signals, runs the operator. */
+export async function main(args: string[]): Promise<number> {
+  const parsed = parseRunFlags(args, (name) => Deno.env.get(name));
+  if (parsed.kind === "help") {
+    console.log(runHelp());
+    return 0;
+  }
+  if (parsed.kind === "error") {
+    console.error(`error: ${parsed.message}`);
+    return 2;
+  }
+  const stop = new AbortController();
+  let signals = 0;
+  const onSignal = () => {
+    if (++signals > 1) {
+      console.error("second signal: exiting without a graceful stop");
+      Deno.exit(1);
+    }
+    stop.abort(new Error("signal"));
+  };
+  const names = ["SIGTERM", "SIGINT"] as const;
+  names.forEach((s) => Deno.addSignalListener(s, onSignal));
+  try {
+    return await runOperator(parsed.options, { shutdown: stop.signal });
+  } finally {
+    names.forEach((s) => Deno.removeSignalListener(s, onSignal));
+  }
+}
+
+function answer(probe: { status: number; body: string }): Response {
+  return text(probe.status, probe.body);
+}
+
+function hostname(): string {
+  try {
+    return Deno.hostname();
+  } catch {
+    return `platform-operator-${crypto.randomUUID().slice(0, 8)}`;
+  }
+}
+
+/** Runs the operator with `opts` until `deps.shutdown` aborts; resolves to the exit code. */
+export async function runOperator(opts: RunOptions, deps: RunDeps): Promise<number> {
+  const clock = deps.clock ?? systemClock;
+  const random = deps.random ?? systemRandom;
+  const log = createLogger({
+    clock,
+    level: opts.logLevel,
+    format: opts.logFormat,
+    sink: deps.sink,
+  });
+  const identity = opts.identity ?? hostname();
+  const registry = deps.controllers ?? CONTROLLERS;
+  const unavailable = opts.controllers.filter((name) => !registry[name]);
+  if (unavailable.length > 0) {
+    log.error(
+      `controller ${unavailable.join(", ")} is not in this build: choose from --controllers=${
+        Object.keys(registry).join(",")
+      }`,
+    );
+    return 2;
+  }
+  const controllers = opts.controllers.map((name) => registry[name]!);
+
+  let live: LiveCluster;
+  try {
+    live = LiveCluster.connect({ kubeconfig: opts.kubeconfig, context: opts.context });
+  } catch (err) {
+    if (!(err instanceof ConfigError)) throw err;
+    log.error(err.message);
+    return 1;
+  }
+  live.connection.warnings.forEach((w) => log.warn(w));
+  log.info("using the cluster", {
+    identity,
+    server: live.connection.server,
+    config: live.connection.source,
+    controllers: opts.controllers.join(","),
+    leaderElection: opts.leaderElect ? `${opts.leaseNamespace}/${opts.leaseName}` : "off",
+  });
+
+  const metrics = new Metrics();
+  // The manager counts its own calls; the startup checks are counted into the same metrics.
+  const cluster = instrumentCluster(live, metrics);
+  let manager: Manager | undefined;
+  const endpoints: Endpoint[] = [];
+  try {
+    const probes = serveRoutes("probes", opts.probeAddr, {
+      // Alive while checking the cluster: a restart would not fix a missing CRD.
+      "/healthz": () => answer(manager ? healthz(manager.status) : CHECKING_ALIVE),
+      "/readyz": () => answer(manager ? readyz(manager.status) : CHECKING_NOT_READY),
+    }, log);
+    if (probes) endpoints.push(probes);
+    const served = serveRoutes("metrics", opts.metricsAddr, {
+      "/metrics": () => text(200, metrics.render(), METRICS_CONTENT_TYPE),
+    }, log);
+    if (served) endpoints.push(served);
+    deps.onListening?.({ probes: probes?.addr, metrics: served?.addr });
+  } catch (err) {
+    log.error(`cannot listen: ${(err as Error).message}: choose other --probe-addr/--metrics-addr`);
+    await Promise.all(endpoints.map((e) => e.shutdown()));
+    live.close();
+    return 1;
+  }
+
+  try {
+    const backoff = new Backoff(deps.preflightBackoff ?? PREFLIGHT_BACKOFF, random);
+    const usable = await waitUntilUsable(
+      cluster,
+      live,
+      opts,
+      controllers,
+      log,
+      clock,
+      backoff,
+      deps.shutdown,
+    );
+    if (!usable) {
+      log.info("stopped before the cluster was usable");
+      return 0;
+    }
+    manager = new Manager({
+      cluster: live,
+      clock,
+      random,
+      log,
+      metrics,
+      controllers,
+      images: opts.images,
+      identity,
+      leaderElection: opts.leaderElect
+        ? { namespace: opts.leaseNamespace, name: opts.leaseName }
+        : false,
+    });
+    return await runUntilShutdown(manager, log, deps.shutdown);
+  } finally {
+    await Promise.all(endpoints.map((e) => e.shutdown()));
+    live.close();
+  }
+}
+
+async function runUntilShutdown(
+  manager: Manager,
+  log: Logger,
+  shutdown: AbortSignal,
+): Promise<number> {
+  let crashed: unknown;
+  const done = manager.start().catch((err) => {
+    crashed = err;
+  });
+  const stopRequested = new Promise<void>((resolve) => {
+    if (shutdown.aborted) resolve();
+    shutdown.addEventListener("abort", () => resolve(), { once: true });
+  });
+  await Promise.race([done, stopRequested]);
+  if (!shutdown.aborted) {
+    log.error("the manager stopped on its own", { error: crashed });
+    return 1;
+  }
+  await manager.stop("shutdown signal");
+  await done;
+  if (crashed) {
+    log.error("the manager failed while stopping", { error: crashed });
+    return 1;
+  }
+  return 0;
+}
+
+/**
+ * Runs the startup checks until they pass (true) or shutdown aborts (false). A problem is logged
+ * once, as one line saying what to do; while it stays the same, retries log at debug level.
+ */
+async function waitUntilUsable(
+  cluster: Cluster,
+  live: LiveCluster,
+  opts: RunOptions,
+  controllers: readonly ControllerSpec[],
+  log: Logger,
+  clock: Clock,
+  backoff: Backoff,
+  shutdown: AbortSignal,
+): Promise<boolean> {
+  const types: CheckedType[] = controllers.flatMap((c) => [{ type: c.primary }, ...c.watches]);
+  let last = "";
+  while (!shutdown.aborted) {
+    const problems = await preflight(cluster, {
+      types,
+      alsoUses: opts.leaderElect ? [RESOURCES.Event, RESOURCES.Lease] : [RESOURCES.Event],
+      leaseNamespace: opts.leaderElect ? opts.leaseNamespace : undefined,
+      server: live.connection.server,
+      source: live.connection.source,
+    }).catch((
+      err,
+    ) => [{ kind: "error" as const, message: `startup checks failed: ${(err as Error).message}` }]);
+    if (problems.length === 0) {
+      log.info("cluster checks passed: CRDs installed, access granted");
+      return true;
+    }
+    const delay = backoff.next();
+    const summary = problems.map((p) => p.message).join("\n");
+    if (summary !== last) {
+      problems.forEach((p) => log.error(p.message, { check: p.kind, retryInMs: delay }));
+    } else log.debug("cluster checks still failing; retrying", { retryInMs: delay });
+    last = summary;
+    try {
+      await clock.sleep(delay, shutdown);
+    } catch {
+      return false;
+    }
+  }
+  return false;
+}

@@ -1,0 +1,169 @@
+import assert from "node:assert/strict";
+import { main, runOperator } from "../../src/cli/run.ts";
+import { parseRunFlags, type RunOptions } from "../../src/cli/run_flags.ts";
+import { FakeApi } from "./fake_api.ts";
+import { startServer } from "./fake_server.ts";
+
+function opts(args: string[]): RunOptions {
+  const parsed = parseRunFlags(args, () => undefined);
+  if (parsed.kind !== "options") throw new Error(JSON.stringify(parsed));
+  return parsed.options;
+}
+
+async function kubeconfigFor(server: string): Promise<string> {
+  const dir = await Deno.makeTempDir();
+  await Deno.writeTextFile(
+    `${dir}/kubeconfig`,
+    JSON.stringify({
+      apiVersion: "v1",
+      kind: "Config",
+      clusters: [{ name: "c", cluster: { server } }],
+      users: [{ name: "u", user: { token: "t" } }],
+      contexts: [{ name: "x", context: { cluster: "c", user: "u" } }],
+      "current-context": "x",
+    }),
+  );
+  return `${dir}/kubeconfig`;
+}
+
+async function waitFor<T>(
+  what: string,
+  f: () => T | undefined | Promise<T | undefined>,
+): Promise<T> {
+  for (let i = 0; i < 500; i++) {
+    const v = await f();
+    if (v !== undefined && v !== false) return v;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+interface Started {
+  lines: Record<string, unknown>[];
+  addrs: { probes?: string; metrics?: string };
+  stop: AbortController;
+  exit: Promise<number>;
+}
+
+async function start(api: FakeApi, args: string[]): Promise<Started & { close(): Promise<void> }> {
+  const server = await startServer(api.handle);
+  const kubeconfig = await kubeconfigFor(server.url);
+  const lines: Record<string, unknown>[] = [];
+  const stop = new AbortController();
+  let addrs: Started["addrs"] = {};
+  const exit = runOperator(
+    opts([
+      `--kubeconfig=${kubeconfig}`,
+      "--probe-addr=127.0.0.1:0",
+      "--metrics-addr=127.0.0.1:0",
+      "--identity=test-replica",
+      "--log-level=debug",
+      "--controllers=serverless,ratelimit",
+      ...args,
+    ]),
+    {
+      shutdown: stop.signal,
+      sink: (l) => lines.push(JSON.parse(l)),
+      preflightBackoff: { initialMs: 5, maxMs: 5 },
+      onListening: (a) => (addrs = a),
+    },
+  );
+  await waitFor("the endpoints", () => addrs.probes);
+  return {
+    lines,
+    get addrs() {
+      return addrs;
+    },
+    stop,
+    exit,
+    close: async () => {
+      api.close();
+      await server.close();
+    },
+  };
+}
+
+async function get(
+  addr: string | undefined,
+  path: string,
+): Promise<{ status: number; body: string }> {
+  const res = await fetch(`http://${addr}${path}`);
+  return { status: res.status, body: await res.text() };
+}
+
+Deno.test("a missing CRD is one log line saying what to do, retried; alive but not ready; SIGTERM exits 0", async () => {
+  const api = new FakeApi();
+  api.missing.add("/ratelimits");
+  const op = await start(api, []);
+  try {
+    await waitFor(
+      "several retries",
+      () => op.lines.filter((l) => l.msg === "cluster checks still failing; retrying").length >= 3,
+    );
+    const errors = op.lines.filter((l) => l.level === "error");
+    assert.equal(errors.length, 1, JSON.stringify(errors));
+    assert.equal(
+      errors[0].msg,
+      "CRD ratelimits.gateway.platform-project.io is not installed: run kubectl apply -k deploy/",
+    );
+    assert.equal((await get(op.addrs.probes, "/healthz")).status, 200);
+    assert.deepEqual(await get(op.addrs.probes, "/readyz"), {
+      status: 503,
+      body: "not ready: checking the cluster\n",
+    });
+    const metrics = await get(op.addrs.metrics, "/metrics");
+    assert.match(metrics.body, /platform_operator_api_requests_total\{[^}]*code="404"[^}]*\} \d+/);
+    assert.equal(op.lines.some((l) => typeof l.stack === "string"), false, "no stack traces");
+    op.stop.abort();
+    assert.equal(await op.exit, 0);
+  } finally {
+    await op.close();
+  }
+});
+
+Deno.test("once the CRD appears the manager starts, becomes ready, and a stop releases the lease and exits 0", async () => {
+  const api = new FakeApi();
+  api.missing.add("/ratelimits");
+  const op = await start(api, ["--leader-elect=true", "--lease-namespace=platform-system"]);
+  try {
+    await waitFor("the CRD problem", () => op.lines.some((l) => l.check === "crd-missing"));
+    api.missing.clear();
+    await waitFor("readiness", async () => (await get(op.addrs.probes, "/readyz")).status === 200);
+    const lease = api.objects.get(
+      "/apis/coordination.k8s.io/v1/namespaces/platform-system/leases/platform-operator",
+    );
+    assert.equal((lease?.spec as { holderIdentity?: string }).holderIdentity, "test-replica");
+    op.stop.abort();
+    assert.equal(await op.exit, 0);
+    const released = api.objects.get(
+      "/apis/coordination.k8s.io/v1/namespaces/platform-system/leases/platform-operator",
+    );
+    assert.notEqual((released?.spec as { holderIdentity?: string }).holderIdentity, "test-replica");
+    assert.ok(op.lines.some((l) => l.msg === "stopped"));
+  } finally {
+    await op.close();
+  }
+});
+
+Deno.test("an unusable kubeconfig is one error line and exit code 1; bad flags exit 2", async () => {
+  const lines: string[] = [];
+  const code = await runOperator(
+    opts([
+      "--kubeconfig=/nonexistent/kubeconfig",
+      "--probe-addr=0",
+      "--metrics-addr=0",
+      "--controllers=ratelimit",
+    ]),
+    {
+      shutdown: new AbortController().signal,
+      sink: (l) => lines.push(l),
+    },
+  );
+  assert.equal(code, 1);
+  assert.equal(lines.length, 1);
+  assert.match(
+    JSON.parse(lines[0]).msg,
+    /kubeconfig \/nonexistent\/kubeconfig does not exist: set --kubeconfig or KUBECONFIG/,
+  );
+  assert.equal(await main(["--log-level=loud"]), 2);
+});
