@@ -1,5 +1,5 @@
 // Wrapper module that builds the Kubernetes control-plane binaries from k8s.io/kubernetes.
-// Regenerate with tools/cluster/go/gen-k8s-mod.sh when changing the version.
+// Regenerate with `deno run -A tools/cluster/gomod.ts <version>` when changing the version.
 module cluster.local/tools/k8s
 
 go 1.24.0

@@ -1,0 +1,94 @@
+/** Static-token users, kubeconfig files and the audit policy of the local cluster. */
+import { join } from "node:path";
+import { stringify } from "yaml";
+
+/** One static-token identity. */
+export interface User {
+  name: string;
+  groups: string[];
+  token: string;
+}
+
+/** Identities of the cluster: the two test users plus one per control-plane client. */
+export interface Users {
+  admin: User;
+  operator: User;
+  controllerManager: User;
+  scheduler: User;
+  kwok: User;
+}
+
+/** User name the operator under test acts as. */
+export const OPERATOR_USER = "platform-operator";
+
+function randomToken(): string {
+  const bytes = crypto.getRandomValues(new Uint8Array(24));
+  return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
+}
+
+/** Fresh random tokens for every identity (all in system:masters). */
+export function newUsers(): Users {
+  const u = (name: string): User => ({ name, groups: ["system:masters"], token: randomToken() });
+  return {
+    admin: u("admin"),
+    operator: u(OPERATOR_USER),
+    controllerManager: u("system:kube-controller-manager"),
+    scheduler: u("system:kube-scheduler"),
+    kwok: u("kwok-controller"),
+  };
+}
+
+/** Writes the `--token-auth-file` CSV (token,user,uid,"groups"). */
+export async function writeTokenFile(path: string, users: Users): Promise<void> {
+  const lines = Object.values(users).map((u) =>
+    `${u.token},${u.name},${u.name},"${u.groups.join(",")}"`
+  );
+  await Deno.writeTextFile(path, lines.join("\n") + "\n", { mode: 0o600 });
+}
+
+/** Writes a kubeconfig for `user` against `server`, embedding the CA certificate. */
+export async function writeKubeconfig(
+  path: string,
+  server: string,
+  caPem: string,
+  user: User,
+): Promise<void> {
+  const ctx = "local";
+  const doc = {
+    apiVersion: "v1",
+    kind: "Config",
+    clusters: [{
+      name: ctx,
+      cluster: { server, "certificate-authority-data": btoa(caPem) },
+    }],
+    users: [{ name: user.name, user: { token: user.token } }],
+    contexts: [{ name: ctx, context: { cluster: ctx, user: user.name } }],
+    "current-context": ctx,
+  };
+  await Deno.writeTextFile(path, stringify(doc), { mode: 0o600 });
+}
+
+/** Write verbs recorded by the audit policy. */
+export const WRITE_VERBS = ["create", "update", "patch", "delete", "deletecollection"];
+
+/** Writes an audit policy that logs only write verbs, at Metadata level. */
+export async function writeAuditPolicy(path: string): Promise<void> {
+  const policy = {
+    apiVersion: "audit.k8s.io/v1",
+    kind: "Policy",
+    omitStages: ["RequestReceived"],
+    rules: [{ level: "Metadata", verbs: WRITE_VERBS }, { level: "None" }],
+  };
+  await Deno.writeTextFile(path, stringify(policy));
+}
+
+/** Paths of the kubeconfig files inside a cluster directory. */
+export function kubeconfigPaths(dir: string): Record<keyof Users, string> {
+  return {
+    admin: join(dir, "kubeconfig"),
+    operator: join(dir, "kubeconfig-operator"),
+    controllerManager: join(dir, "internal", "kubeconfig-controller-manager"),
+    scheduler: join(dir, "internal", "kubeconfig-scheduler"),
+    kwok: join(dir, "internal", "kubeconfig-kwok"),
+  };
+}

@@ -1,0 +1,108 @@
+/**
+ * CLI for the local control plane.
+ *
+ *   deno run -A tools/cluster/cluster.ts build | up | down | status | env [--dir DIR] [--keep-logs]
+ *
+ * @module
+ */
+import { dirname, resolve } from "node:path";
+import { ensureBuilt } from "./build.ts";
+import { clusterStatus, down, up } from "./mod.ts";
+import { DEFAULT_CLUSTER_DIR } from "./paths.ts";
+import { readState } from "./state.ts";
+import { kubeconfigPaths } from "./auth.ts";
+
+const USAGE = `usage: cluster.ts <build|up|down|status|env> [--dir DIR] [--keep-logs]
+
+  build    build the binaries into .cache/cluster/bin (no-op when up to date)
+  up       build if needed and start a cluster in DIR (default ${DEFAULT_CLUSTER_DIR})
+  down     stop every process of DIR by pid and remove its data
+  status   print each component, its pid and whether it is alive and healthy
+  env      print shell exports for KUBECONFIG and the kubectl path`;
+
+/** Parsed command line. */
+interface Args {
+  command: string;
+  dir: string;
+  keepLogs: boolean;
+}
+
+function parseArgs(argv: string[]): Args {
+  const args: Args = { command: "", dir: DEFAULT_CLUSTER_DIR, keepLogs: false };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === "--dir") args.dir = argv[++i] ?? "";
+    else if (a.startsWith("--dir=")) args.dir = a.slice("--dir=".length);
+    else if (a === "--keep-logs") args.keepLogs = true;
+    else if (a === "-h" || a === "--help") args.command = "help";
+    else if (!args.command) args.command = a;
+    else throw new Error(`unexpected argument: ${a}`);
+  }
+  if (!args.dir) throw new Error("--dir needs a value");
+  args.dir = resolve(args.dir);
+  return args;
+}
+
+const log = (msg: string) => console.error(`[cluster] ${msg}`);
+
+async function main(argv: string[]): Promise<number> {
+  const args = parseArgs(argv);
+  switch (args.command) {
+    case "build": {
+      const b = await ensureBuilt(log);
+      console.log(JSON.stringify(b.versions));
+      return 0;
+    }
+    case "up": {
+      const c = await up({ dir: args.dir, log });
+      console.log(`export KUBECONFIG=${c.kubeconfig}`);
+      return 0;
+    }
+    case "down": {
+      const stopped = await down(args.dir, { keepLogs: args.keepLogs });
+      log(stopped.length ? `stopped ${stopped.join(", ")}` : `no cluster state in ${args.dir}`);
+      return 0;
+    }
+    case "status": {
+      const st = await clusterStatus(args.dir);
+      if (st.length === 0) {
+        console.log(`no cluster in ${args.dir}`);
+        return 1;
+      }
+      for (const c of st) {
+        const health = c.healthy ? "healthy" : "unhealthy";
+        console.log(
+          `${c.name.padEnd(24)} pid ${String(c.pid).padEnd(8)} ` +
+            `${c.alive ? "alive" : "dead"}  ${c.alive ? health : ""}`.trimEnd(),
+        );
+      }
+      return st.every((c) => c.healthy) ? 0 : 1;
+    }
+    case "env": {
+      const state = await readState(args.dir);
+      if (!state) {
+        log(`no cluster in ${args.dir}`);
+        return 1;
+      }
+      console.log(`export KUBECONFIG=${kubeconfigPaths(args.dir).admin}`);
+      console.log(`export KUBECTL=${state.kubectl}`);
+      console.log(`export PATH="${dirname(state.kubectl)}:$PATH"`);
+      return 0;
+    }
+    case "help":
+      console.log(USAGE);
+      return 0;
+    default:
+      console.error(USAGE);
+      return 2;
+  }
+}
+
+if (import.meta.main) {
+  try {
+    Deno.exit(await main(Deno.args));
+  } catch (e) {
+    console.error(`[cluster] error: ${e instanceof Error ? e.message : String(e)}`);
+    Deno.exit(1);
+  }
+}

@@ -1,0 +1,143 @@
+/** The fake node and the simulated mesh (namespaces, EnvoyFilter CRD, ingress gateway). */
+import { stringify } from "yaml";
+
+/** Name of the single kwok-managed node. */
+export const NODE_NAME = "kwok-node-0";
+
+/** Namespaces created by `up` besides `default`. */
+export const MESH_NAMESPACES = ["platform-system", "mesh-system"];
+
+/** Namespace and name of the simulated ingress gateway Deployment. */
+export const GATEWAY = { namespace: "mesh-system", name: "mesh-ingressgateway" } as const;
+
+type Manifest = Record<string, unknown>;
+
+/** A fake node (no taints) as in kwok's docs: 32 CPUs, 256Gi, 110 pods. */
+export function nodeManifest(): Manifest {
+  const resources = { cpu: "32", memory: "256Gi", pods: "110" };
+  return {
+    apiVersion: "v1",
+    kind: "Node",
+    metadata: {
+      name: NODE_NAME,
+      annotations: { "node.alpha.kubernetes.io/ttl": "0", "kwok.x-k8s.io/node": "fake" },
+      labels: {
+        "kubernetes.io/arch": "amd64",
+        "kubernetes.io/hostname": NODE_NAME,
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/role": "agent",
+        "node-role.kubernetes.io/agent": "",
+        type: "kwok",
+      },
+    },
+    status: { allocatable: resources, capacity: resources },
+  };
+}
+
+/** The Istio EnvoyFilter CRD (v1alpha3, schema-less spec, status subresource). */
+export function envoyFilterCrd(): Manifest {
+  const open = { type: "object", "x-kubernetes-preserve-unknown-fields": true };
+  return {
+    apiVersion: "apiextensions.k8s.io/v1",
+    kind: "CustomResourceDefinition",
+    metadata: { name: "envoyfilters.networking.istio.io" },
+    spec: {
+      group: "networking.istio.io",
+      names: {
+        kind: "EnvoyFilter",
+        listKind: "EnvoyFilterList",
+        plural: "envoyfilters",
+        singular: "envoyfilter",
+        categories: ["istio-io", "networking-istio-io"],
+      },
+      scope: "Namespaced",
+      versions: [{
+        name: "v1alpha3",
+        served: true,
+        storage: true,
+        subresources: { status: {} },
+        schema: {
+          openAPIV3Schema: { type: "object", properties: { spec: open, status: open } },
+        },
+      }],
+    },
+  };
+}
+
+/** The ingress gateway Deployment; kwok marks its Pod Ready. */
+export function gatewayManifest(): Manifest {
+  const labels = { app: GATEWAY.name, istio: "ingressgateway" };
+  return {
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    metadata: { name: GATEWAY.name, namespace: GATEWAY.namespace, labels },
+    spec: {
+      replicas: 1,
+      selector: { matchLabels: { app: GATEWAY.name } },
+      template: {
+        metadata: { labels },
+        spec: {
+          containers: [{
+            name: "istio-proxy",
+            image: "docker.io/istio/proxyv2:1.24.0",
+            ports: [{ containerPort: 8080, name: "http2" }, { containerPort: 8443, name: "https" }],
+          }],
+        },
+      },
+    },
+  };
+}
+
+/** Namespace manifests for {@link MESH_NAMESPACES}. */
+export function namespaceManifests(): Manifest[] {
+  return MESH_NAMESPACES.map((name) => ({
+    apiVersion: "v1",
+    kind: "Namespace",
+    metadata: { name },
+  }));
+}
+
+/** Serialises manifests as one multi-document YAML stream. */
+export function toYaml(docs: Manifest[]): string {
+  return docs.map((d) => stringify(d)).join("---\n");
+}
+
+/** Runs kubectl with the admin kubeconfig; throws on failure, returns stdout. */
+export type MustKubectl = (args: string[], opts?: { stdin?: string }) => Promise<string>;
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * Creates the node and waits until it is Ready and untainted, then installs the namespaces,
+ * the EnvoyFilter CRD and the ingress gateway, and waits for the gateway rollout.
+ */
+export async function installMesh(k: MustKubectl, log: (msg: string) => void): Promise<void> {
+  await k(["apply", "-f", "-"], {
+    stdin: toYaml([nodeManifest(), ...namespaceManifests(), envoyFilterCrd()]),
+  });
+  log(`waiting for node ${NODE_NAME} to be Ready`);
+  await k(["wait", "--for=condition=Ready", `node/${NODE_NAME}`, "--timeout=90s"]);
+  const deadline = Date.now() + 90_000;
+  for (;;) {
+    const taints = await k(["get", "node", NODE_NAME, "-o", "jsonpath={.spec.taints}"]);
+    if (taints.trim() === "" || taints.trim() === "[]") break;
+    if (Date.now() > deadline) throw new Error(`node ${NODE_NAME} still tainted: ${taints}`);
+    await sleep(250);
+  }
+  await k([
+    "wait",
+    "--for=condition=Established",
+    "crd/envoyfilters.networking.istio.io",
+    "--timeout=60s",
+  ]);
+  await k(["apply", "-f", "-"], { stdin: toYaml([gatewayManifest()]) });
+  log(`waiting for ${GATEWAY.namespace}/${GATEWAY.name} rollout`);
+  await k([
+    "rollout",
+    "status",
+    "-n",
+    GATEWAY.namespace,
+    `deployment/${GATEWAY.name}`,
+    "--timeout=120s",
+  ]);
+}
