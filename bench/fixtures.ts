@@ -1,0 +1,106 @@
+/**
+ * Objects the benches feed the operator: RateLimits with a chosen number of rules, the Pods they
+ * select, and namespaces. The same builders serve the in-process benches and the control plane.
+ */
+import { apiVersionOf, RESOURCES } from "../src/api/resources.ts";
+import type { KubeObject } from "../src/runtime/cluster.ts";
+
+/** Namespace of the benches' workloads. */
+export const BENCH_NAMESPACE = "bench";
+/** Label every object the benches create carries (so one selector finds them all). */
+export const BENCH_LABEL = { key: "bench.platform-project.io/run", value: "1" } as const;
+
+/**
+ * Bucket rule `j` of a RateLimit: path only, headers only, or both, in turn, so each kind of
+ * matcher is exercised; fill intervals are multiples of the default bucket's 1s.
+ */
+export function bucketRule(j: number): Record<string, unknown> {
+  const bucket = { maxTokens: 5 + j, tokensPerFill: 1 + (j % 3), fillInterval: `${1 + (j % 4)}s` };
+  switch (j % 3) {
+    case 0:
+      return { path: `/api/v1/items/${j}`, bucket };
+    case 1:
+      return { headers: { "X-Tenant": `tenant-${j}`, "X-Plan": "free" }, bucket };
+    default:
+      return { path: `/search/${j}`, headers: { "X-Rate-Limited": "true" }, bucket };
+  }
+}
+
+/** Options of {@link rateLimitObject}. */
+export interface RateLimitFixture {
+  /** Index of the RateLimit: its name, its workload's label and its creation order follow it. */
+  i: number;
+  /** Number of additional bucket rules. */
+  rules: number;
+  namespace?: string;
+  /** Fields the API server sets (uid, generation, creationTimestamp, resourceVersion). */
+  stored?: boolean;
+}
+
+/** Name of the i-th RateLimit and of the workload (label `app`) it selects. */
+export function workloadName(i: number): string {
+  return `w-${String(i).padStart(5, "0")}`;
+}
+
+/** The i-th RateLimit: selects `app: w-<i>`, a default bucket and `rules` additional buckets. */
+export function rateLimitObject(o: RateLimitFixture): KubeObject {
+  const name = workloadName(o.i);
+  const namespace = o.namespace ?? BENCH_NAMESPACE;
+  const stored = o.stored
+    ? {
+      uid: `00000000-0000-4000-8000-${String(o.i).padStart(12, "0")}`,
+      generation: 1,
+      resourceVersion: String(1000 + o.i),
+      creationTimestamp: new Date(Date.UTC(2026, 0, 1) + o.i * 1000).toISOString().replace(
+        ".000Z",
+        "Z",
+      ),
+    }
+    : {};
+  return {
+    apiVersion: apiVersionOf(RESOURCES.RateLimit),
+    kind: "RateLimit",
+    metadata: { name, namespace, labels: { [BENCH_LABEL.key]: BENCH_LABEL.value }, ...stored },
+    spec: {
+      selectorLabels: { app: name },
+      enableResponseHeaders: true,
+      local: {
+        defaultBucket: { maxTokens: 100, tokensPerFill: 10, fillInterval: "1s" },
+        buckets: Array.from({ length: o.rules }, (_, j) => bucketRule(j)),
+      },
+    },
+  };
+}
+
+/** The i-th workload Pod (label `app: w-<i>`), Ready as kwok or the simulator would make it. */
+export function podObject(
+  i: number,
+  opts: { namespace?: string; ready?: boolean } = {},
+): KubeObject {
+  const name = workloadName(i);
+  const ready = opts.ready ?? true;
+  return {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: {
+      name: `${name}-0`,
+      namespace: opts.namespace ?? BENCH_NAMESPACE,
+      uid: `10000000-0000-4000-8000-${String(i).padStart(12, "0")}`,
+      labels: { app: name, [BENCH_LABEL.key]: BENCH_LABEL.value },
+    },
+    spec: { containers: [{ name: "app", image: "registry.example/httpbin:1" }] },
+    status: {
+      phase: ready ? "Running" : "Pending",
+      conditions: [{ type: "Ready", status: ready ? "True" : "False" }],
+    },
+  };
+}
+
+/** A Namespace object. */
+export function namespaceObject(name: string): KubeObject {
+  return {
+    apiVersion: "v1",
+    kind: "Namespace",
+    metadata: { name, labels: { [BENCH_LABEL.key]: BENCH_LABEL.value } },
+  };
+}

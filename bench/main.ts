@@ -1,0 +1,66 @@
+/**
+ * `deno task bench [--quick] [--cluster] [--only=a,b] [--json=FILE]`: the operator's benchmarks.
+ * Each prints figures (medians over repeated runs) with a baseline measured in the same run, their
+ * ratio, and the target from issue 7. Not a test: nothing fails on a slow figure; the summary says
+ * which targets were met. `--quick` uses small counts (CI) and skips the control-plane benches
+ * unless `--cluster` is given.
+ */
+import { benchDataplane, dataplaneOptions } from "./dataplane.ts";
+import { benchReducers, reducerOptions } from "./reducer.ts";
+import { Report } from "./report.ts";
+
+/** The benches, in run order. */
+export const SECTIONS = ["reducer", "dataplane", "sim", "cluster"] as const;
+/** A bench name. */
+export type Section = typeof SECTIONS[number];
+
+/** Parsed command line. */
+export interface BenchArgs {
+  quick: boolean;
+  cluster: boolean;
+  only: Section[];
+  json?: string;
+}
+
+/** Parses the command line; throws a message naming the bad argument. */
+export function parseArgs(args: readonly string[]): BenchArgs {
+  const out: BenchArgs = { quick: false, cluster: false, only: [...SECTIONS] };
+  for (const a of args) {
+    if (a === "--quick") out.quick = true;
+    else if (a === "--cluster") out.cluster = true;
+    else if (a.startsWith("--only=")) {
+      const names = a.slice("--only=".length).split(",").filter((s) => s);
+      const bad = names.filter((n) => !(SECTIONS as readonly string[]).includes(n));
+      if (bad.length > 0) {
+        throw new Error(`unknown bench ${bad.join(", ")}: use ${SECTIONS.join(", ")}`);
+      }
+      out.only = names as Section[];
+    } else if (a.startsWith("--json=")) out.json = a.slice("--json=".length);
+    else throw new Error(`unknown argument ${a}: use --quick, --cluster, --only=..., --json=FILE`);
+  }
+  return out;
+}
+
+async function main(argv: string[]): Promise<number> {
+  let args: BenchArgs;
+  try {
+    args = parseArgs(argv);
+  } catch (e) {
+    console.error(`error: ${(e as Error).message}`);
+    return 2;
+  }
+  const report = new Report();
+  const want = (s: Section) => args.only.includes(s);
+  if (want("reducer")) benchReducers(report, reducerOptions(args.quick));
+  if (want("dataplane")) benchDataplane(report, dataplaneOptions(args.quick));
+  for (const line of report.summary()) console.log(line);
+  if (args.json) {
+    await Deno.writeTextFile(
+      args.json,
+      JSON.stringify({ figures: report.figures, skipped: report.skipped }, null, 2) + "\n",
+    );
+  }
+  return 0;
+}
+
+if (import.meta.main) Deno.exit(await main(Deno.args));

@@ -1,0 +1,215 @@
+/**
+ * Reducer throughput: steady-state reconciles a second, per kind, against a baseline loop that
+ * builds the same input and only parses the object (the cheapest thing a reconcile must do).
+ */
+import { parseRateLimit } from "../src/api/ratelimit.ts";
+import { parseScaler } from "../src/api/scaler.ts";
+import { parseServerless } from "../src/api/serverless.ts";
+import type { KubeObject } from "../src/runtime/cluster.ts";
+import { type RateLimitInput, reconcileRateLimit } from "../src/reconcile/ratelimit.ts";
+import { reconcileScaler, type ScalerInput } from "../src/reconcile/scaler.ts";
+import { reconcileServerless, type ServerlessInput } from "../src/reconcile/serverless.ts";
+import { podObject, rateLimitObject } from "./fixtures.ts";
+import type { Report } from "./report.ts";
+import { compareLoops, type Loop, type LoopOptions } from "./stats.ts";
+import { IMAGES, type ModuleWorld, NOW, settle, stored } from "./worlds.ts";
+
+const SECTION = "reducer (steady-state reconciles a second, median)";
+
+/** RateLimits (and one Pod each) in the reconciled one's namespace: its peers. */
+export const PEERS = 10;
+
+/** Target: RateLimits a second with 4 rules (issue 7). */
+export const RATELIMIT_TARGET = 20_000;
+
+/** Inputs of one namespace of `PEERS` RateLimits with `rules` rules each, at their fixpoint. */
+export function rateLimitInputs(rules: number): RateLimitInput[] {
+  const objects = Array.from(
+    { length: PEERS },
+    (_, i) => rateLimitObject({ i, rules, stored: true }),
+  );
+  const pods = objects.map((_, i) => podObject(i));
+  const first = objects.map((rateLimit) =>
+    reconcileRateLimit({ rateLimit, peers: objects, pods, meshInstalled: true, now: NOW })
+  );
+  const settled = objects.map((o, k) => ({ ...o, status: first[k].status }) as KubeObject);
+  return settled.map((rateLimit, k) => {
+    const ef = first[k].apply[0];
+    if (!ef) throw new Error(`RateLimit ${k} with ${rules} rules is not valid: no EnvoyFilter`);
+    return {
+      rateLimit,
+      peers: settled,
+      pods,
+      envoyFilter: stored(ef),
+      meshInstalled: true,
+      now: NOW,
+    };
+  });
+}
+
+/** The subject and baseline loops of the RateLimit reducer over `inputs`. */
+export function rateLimitLoops(
+  inputs: readonly RateLimitInput[],
+): { subject: Loop; baseline: Loop } {
+  const build = (i: number): RateLimitInput => ({ ...inputs[i % inputs.length], now: NOW + i });
+  return {
+    subject: (n) => {
+      let writes = 0;
+      for (let i = 0; i < n; i++) writes += reconcileRateLimit(build(i)).apply.length;
+      return writes;
+    },
+    baseline: (n) => {
+      let ok = 0;
+      for (let i = 0; i < n; i++) {
+        const input = build(i);
+        if (parseRateLimit({ ...(input.rateLimit as KubeObject), status: undefined }).ok) ok++;
+      }
+      return ok;
+    },
+  };
+}
+
+function moduleObject(kind: "Serverless" | "Scaler", spec: Record<string, unknown>): KubeObject {
+  return {
+    apiVersion: "operator.platform-project.io/v1alpha1",
+    kind,
+    metadata: {
+      name: "default",
+      namespace: "platform-system",
+      uid: `uid-${kind}`,
+      generation: 1,
+      creationTimestamp: "2025-12-01T00:00:00Z",
+    },
+    spec,
+  };
+}
+
+function serverlessInput(w: ModuleWorld, now = NOW): ServerlessInput {
+  return {
+    object: w.object,
+    peers: [w.object],
+    installed: w.installed,
+    userObjects: { Function: 0 },
+    now,
+    images: IMAGES,
+  };
+}
+
+function scalerInput(w: ModuleWorld, now = NOW): ScalerInput {
+  return {
+    object: w.object,
+    peers: [w.object],
+    installed: w.installed,
+    userObjects: { ScaledObject: 0, ScaledJob: 0, TriggerAuthentication: 0 },
+    now,
+    images: IMAGES,
+  };
+}
+
+/** The Serverless reducer's loops at its fixpoint (installed, Ready). */
+export function serverlessLoops(): { subject: Loop; baseline: Loop; state: unknown } {
+  const start = moduleObject("Serverless", {
+    eventing: { endpoint: "http://eventing.example:8080/publish" },
+    tracing: { endpoint: "http://tracing.example:9411/api/v2/spans" },
+    logLevel: "info",
+  });
+  const { world } = settle(
+    { object: start, installed: [] },
+    (w) => reconcileServerless(serverlessInput(w)),
+  );
+  return {
+    state: (world.object.status as { state?: string } | undefined)?.state,
+    subject: (n) => {
+      let k = 0;
+      for (let i = 0; i < n; i++) {
+        k += reconcileServerless(serverlessInput(world, NOW + i)).apply.length;
+      }
+      return k;
+    },
+    baseline: (n) => {
+      let ok = 0;
+      for (let i = 0; i < n; i++) {
+        const input = serverlessInput(world, NOW + i);
+        if (parseServerless({ ...(input.object as KubeObject), status: undefined }).ok) ok++;
+      }
+      return ok;
+    },
+  };
+}
+
+/** The Scaler reducer's loops at its fixpoint (installed, Ready). */
+export function scalerLoops(): { subject: Loop; baseline: Loop; state: unknown } {
+  const start = moduleObject("Scaler", {
+    logging: { operator: { level: "debug" } },
+    resources: { operator: { limits: { cpu: "1", memory: "1Gi" }, requests: { cpu: "100m" } } },
+    env: [{ name: "KEDA_HTTP_DEFAULT_TIMEOUT", value: "3000" }],
+  });
+  const { world } = settle(
+    { object: start, installed: [] },
+    (w) => reconcileScaler(scalerInput(w)),
+  );
+  return {
+    state: (world.object.status as { state?: string } | undefined)?.state,
+    subject: (n) => {
+      let k = 0;
+      for (let i = 0; i < n; i++) k += reconcileScaler(scalerInput(world, NOW + i)).apply.length;
+      return k;
+    },
+    baseline: (n) => {
+      let ok = 0;
+      for (let i = 0; i < n; i++) {
+        const input = scalerInput(world, NOW + i);
+        if (parseScaler({ ...(input.object as KubeObject), status: undefined }).ok) ok++;
+      }
+      return ok;
+    },
+  };
+}
+
+/** Sizes of the reducer bench. */
+export interface ReducerOptions {
+  /** RateLimit reconciles a run. */
+  n: number;
+  /** Module (Serverless, Scaler) reconciles a run: each renders the whole module, so fewer. */
+  moduleN: number;
+  runs: number;
+}
+
+/** Default sizes: `quick` for CI (a few seconds), else the full run. */
+export function reducerOptions(quick: boolean): ReducerOptions {
+  return quick ? { n: 2_000, moduleN: 100, runs: 3 } : { n: 20_000, moduleN: 1_000, runs: 7 };
+}
+
+/** Runs the reducer bench into `report`. */
+export function benchReducers(report: Report, o: ReducerOptions): void {
+  const loopOpts = (n: number): LoopOptions => ({ n, runs: o.runs, warmup: 1 });
+  for (const rules of [0, 4, 16]) {
+    const { subject, baseline } = rateLimitLoops(rateLimitInputs(rules));
+    const c = compareLoops(subject, baseline, loopOpts(o.n));
+    report.add({
+      section: SECTION,
+      name: `RateLimit, ${rules} rules`,
+      value: c.rate,
+      unit: "objects/s",
+      baseline: { name: "build input + parse", value: c.baselineRate },
+      ratio: c.ratio,
+      ...(rules === 4 ? { target: { of: "value", op: ">=", bound: RATELIMIT_TARGET } } : {}),
+      note: `${o.runs} runs of ${o.n}; ${PEERS} RateLimits and Pods in the namespace`,
+    });
+  }
+  for (const [kind, make] of [["Serverless", serverlessLoops], ["Scaler", scalerLoops]] as const) {
+    const { subject, baseline, state } = make();
+    const c = compareLoops(subject, baseline, loopOpts(o.moduleN));
+    report.add({
+      section: SECTION,
+      name: kind,
+      value: c.rate,
+      unit: "objects/s",
+      baseline: { name: "build input + parse", value: c.baselineRate },
+      ratio: c.ratio,
+      note: `${o.runs} runs of ${o.moduleN}; steady state ${
+        String(state)
+      }, module rendered and diffed`,
+    });
+  }
+}
