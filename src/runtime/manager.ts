@@ -20,6 +20,9 @@ import { Watcher } from "./watcher.ts";
 
 export type { ManagerStatus } from "./health.ts";
 
+/** Longest wait for each shutdown step that depends on the API (elector, lease release, watches). */
+const STOP_WAIT_MS = 5_000;
+
 /** Lease settings of leader election (client-go's names and meaning). */
 export interface LeaderElectionOptions {
   /** Namespace of the coordination.k8s.io/v1 Lease, e.g. `platform-system`. */
@@ -189,14 +192,19 @@ export class Manager {
     }
     this.#state = "stopping";
     this.#o.log.info("stopping: finishing in-flight reconciles", { reason });
-    await this.#drain();
+    await this.#within(this.#drain(), STOP_WAIT_MS, "in-flight reconciles");
     this.#electorStop.abort();
-    await this.#electorTask;
-    await this.#elector?.release();
+    // A request that hangs must not hold up a shutdown the kubelet will cut short anyway.
+    await this.#within(this.#electorTask, STOP_WAIT_MS, "leader election");
+    await this.#within(
+      this.#elector?.release() ?? Promise.resolve(),
+      STOP_WAIT_MS,
+      "lease release",
+    );
     this.#solo.abort();
     this.#metrics.leader.set({}, 0);
     this.#watchStop.abort();
-    await Promise.all(this.#tasks);
+    await this.#within(Promise.all(this.#tasks), STOP_WAIT_MS, "watches");
     this.#o.log.info("stopped", { reason });
     this.#finish();
     return this.#done;
@@ -217,6 +225,15 @@ export class Manager {
     this.#term = undefined;
     for (const q of term?.queues.values() ?? []) void q.shutdown();
     this.#resolveDone();
+  }
+
+  /** Waits for `task`, but at most `ms` on the Clock. */
+  async #within(task: Promise<unknown>, ms: number, what: string): Promise<void> {
+    const timeout = new AbortController();
+    const late = this.#o.clock.sleep(ms, timeout.signal).then(() => true, () => false);
+    const timedOut = await Promise.race([task.then(() => false, () => false), late]);
+    timeout.abort();
+    if (timedOut) this.#o.log.warn(`stopping: gave up waiting for ${what}`, { waitedMs: ms });
   }
 
   #finish(): void {

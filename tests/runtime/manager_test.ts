@@ -301,3 +301,18 @@ Deno.test("a leader that cannot renew its lease stops writing before the standby
   await a.m.stop();
   await b.m.stop();
 });
+
+Deno.test("stop finishes within bounded time even when the API hangs", async () => {
+  const le = { namespace: "platform-system", name: "platform-operator" };
+  const t = setup({ leaderElection: le });
+  t.cluster.put(RL, rateLimit("a", "1"));
+  const a = t.mk("op-a");
+  await t.clock.advance(5_000);
+  a.net.mode.value = "hang";
+  t.cluster.put(RL, { ...t.cluster.peek(RL, "demo", "a")!, spec: { value: "2" } }); // a reconcile hangs
+  await t.clock.advance(100);
+  let stopped = false;
+  a.m.stop().then(() => stopped = true);
+  assert.ok(await t.clock.until(() => stopped, 25_000, 500), "stopped within 4 × 5 s");
+  assert.ok(t.lines.some((l) => String(l.msg).startsWith("stopping: gave up waiting for")));
+});
