@@ -45,7 +45,14 @@ export interface EnvoyFilterModel {
 /** An EnvoyFilter the model could read, or why a proxy would reject it. */
 export type EnvoyFilterResult =
   | { ok: true; value: EnvoyFilterModel }
-  | { ok: false; namespace: string; name: string; errors: FieldError[] };
+  | {
+    ok: false;
+    namespace: string;
+    name: string;
+    errors: FieldError[];
+    /** The proxies it would reach: its selector, or null when it reaches none (not an EnvoyFilter). */
+    selector: Record<string, string> | undefined | null;
+  };
 
 type Json = Record<string, unknown>;
 
@@ -159,11 +166,13 @@ function readPatch(
 export function readEnvoyFilter(obj: unknown): EnvoyFilterResult {
   const namespace = String(at(obj, "metadata", "namespace") ?? "");
   const name = String(at(obj, "metadata", "name") ?? "");
+  let reach: Record<string, string> | undefined | null = null;
   const fail = (errors: FieldError[]): EnvoyFilterResult => ({
     ok: false,
     namespace,
     name,
     errors,
+    selector: reach,
   });
   if (
     at(obj, "kind") !== "EnvoyFilter" || at(obj, "apiVersion") !== "networking.istio.io/v1alpha3"
@@ -181,6 +190,7 @@ export function readEnvoyFilter(obj: unknown): EnvoyFilterResult {
   ) {
     return fail([{ path: "spec.workloadSelector.labels", message: "expected a map of strings" }]);
   }
+  reach = selector as Record<string, string> | undefined;
   if (at(spec, "targetRefs") !== undefined) {
     return fail([{ path: "spec.targetRefs", message: "targetRefs are not modelled" }]);
   }

@@ -104,15 +104,18 @@ export class Mesh {
   }
 
   /**
-   * Takes the current EnvoyFilters (any objects; the ones that are not rate limits are ignored) and
-   * Pods at `nowMs`. A proxy whose config changed, or a new Pod, starts with full buckets at `nowMs`;
-   * a proxy whose config is unchanged keeps its buckets.
+   * Takes the current EnvoyFilters (other objects, and filters that do not touch the local rate
+   * limit, are ignored) and Pods at `nowMs`. A proxy whose config changed, or a new Pod, starts
+   * with full buckets at `nowMs`; a proxy whose config is unchanged keeps its buckets. A proxy that
+   * a filter the model (or Envoy) rejects reaches keeps its previous config, as Envoy does on a NACK.
    */
   sync(envoyFilters: readonly unknown[], pods: readonly MeshPod[], nowMs: number): void {
     const read = envoyFilters.map(readEnvoyFilter);
     const root = this.#opts.rootNamespace;
     const good = read.flatMap((r) => (r.ok ? [r.value] : [])).sort(applicationOrder(root));
-    const bad = read.flatMap((r) => (r.ok ? [] : [r]));
+    const bad = read.flatMap((r) =>
+      r.ok || r.selector === null ? [] : [{ ...r, selector: r.selector }]
+    );
     const reaches = (f: { namespace: string; selector?: Record<string, string> }, p: MeshPod) =>
       (f.namespace === p.namespace || f.namespace === root) && selects(f.selector ?? {}, p.labels);
     const proxies = new Map<string, PodProxy>();

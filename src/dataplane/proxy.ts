@@ -3,8 +3,14 @@
  * decision for each request (`source/extensions/filters/http/local_ratelimit/local_ratelimit.cc` and
  * `filters/common/local_ratelimit/local_ratelimit_impl.cc`, with DESIGN.md's discrete buckets).
  */
-import { consume, newBucket, type TokenBucket, tokensAt } from "./bucket.ts";
-import { fillRate } from "./bucket.ts";
+import {
+  type BucketSpec,
+  consume,
+  fillRate,
+  newBucket,
+  type TokenBucket,
+  tokensAt,
+} from "./bucket.ts";
 import type { LocalRateLimit, RouteRateLimit } from "./envoyconfig.ts";
 import type { ContextPatches, EnvoyFilterModel, ProxyContext } from "./envoyfilter.ts";
 import { descriptorOf, sameDescriptor } from "./matchers.ts";
@@ -80,16 +86,10 @@ interface Limited {
   bucket?: { id: BucketId; state: TokenBucket };
 }
 
-function bucketFor(
-  state: ProxyState,
-  scope: string,
-  cfg: LocalRateLimit,
-  id: BucketId,
-): TokenBucket {
-  const key = `${scope}/${id}`;
+/** The bucket of `spec` under `key`, made full as of the proxy's start on first use. */
+function bucketFor(state: ProxyState, key: string, spec: BucketSpec): TokenBucket {
   let b = state.buckets.get(key);
   if (!b) {
-    const spec = id === "default" ? cfg.tokenBucket! : cfg.descriptors[id].bucket;
     b = newBucket(spec, state.startMs);
     state.buckets.set(key, b);
   }
@@ -115,14 +115,20 @@ function requestAllowed(
       const i = cfg.descriptors.findIndex((c) => sameDescriptor(c.entries, d));
       return i >= 0 ? [i] : [];
     })
-    .map((i) => ({ id: i as BucketId, state: bucketFor(state, scope, cfg, i) }))
+    .map((i) => ({
+      id: i as BucketId,
+      state: bucketFor(state, `${scope}/${i}`, cfg.descriptors[i].bucket),
+    }))
     .sort((a, b) => fillRate(a.state.spec) - fillRate(b.state.spec));
   for (const m of matched) {
     if (!consume(m.state, nowMs)) return { allowed: false, bucket: m };
   }
   if (matched.length === 0 || cfg.alwaysConsumeDefault) {
     if (!cfg.tokenBucket) return { allowed: true, bucket: matched[0] };
-    const def = { id: "default" as const, state: bucketFor(state, scope, cfg, "default") };
+    const def = {
+      id: "default" as const,
+      state: bucketFor(state, `${scope}/default`, cfg.tokenBucket),
+    };
     if (!consume(def.state, nowMs)) return { allowed: false, bucket: def };
     return { allowed: true, bucket: matched[0] ?? def };
   }
@@ -186,7 +192,8 @@ function report(
 export function bucketTokens(state: ProxyState, id: BucketId, nowMs: number): number | undefined {
   const cfg = state.config.routeConfig ?? state.config.filters[0];
   if (!cfg) return undefined;
-  if (id === "default" ? !cfg.tokenBucket : !cfg.descriptors[id]) return undefined;
+  const spec = id === "default" ? cfg.tokenBucket : cfg.descriptors[id]?.bucket;
+  if (!spec) return undefined;
   const scope = state.config.routeConfig ? "route" : "filter0";
-  return tokensAt(bucketFor(state, scope, cfg, id), nowMs);
+  return tokensAt(bucketFor(state, `${scope}/${id}`, spec), nowMs);
 }

@@ -20,49 +20,38 @@ import { validateSpec } from "./ratelimit/validate.ts";
 /** The condition type every RateLimit status carries. */
 export const RATELIMIT_CONDITION = "Ready";
 
-/** SPEC.md's RateLimit states (Ready, Error) with the reasons this operator gives, as data. */
+function stateRow(no: number, status: "True" | "False", reason: string, meaning: string): StateRow {
+  return {
+    no,
+    state: status === "True" ? "Ready" : "Error",
+    type: RATELIMIT_CONDITION,
+    status,
+    reason,
+    meaning,
+  };
+}
+
+/**
+ * SPEC.md's RateLimit states (Ready, Error) with the reasons this operator gives, as data. The
+ * ApplyFailed row is the API refusing the filter (an admission webhook, a quota); the applied
+ * filter of an earlier generation, if any, stays until an apply succeeds.
+ */
 export const RATELIMIT_STATES: readonly StateRow[] = [
-  {
-    no: 1,
-    state: "Ready",
-    type: "Ready",
-    status: "True",
-    reason: "Applied",
-    meaning: "The limits are applied",
-  },
-  {
-    no: 2,
-    state: "Error",
-    type: "Ready",
-    status: "False",
-    reason: "InvalidSpec",
-    meaning: "The spec is invalid; the limit is not applied",
-  },
-  {
-    no: 3,
-    state: "Error",
-    type: "Ready",
-    status: "False",
-    reason: "Conflict",
-    meaning:
-      "An older RateLimit selects the same pods, or the EnvoyFilter's name is taken; the limit is not applied",
-  },
-  {
-    no: 4,
-    state: "Error",
-    type: "Ready",
-    status: "False",
-    reason: "MeshMissing",
-    meaning: "The service mesh (EnvoyFilter CRD) is not installed; the limit is not applied",
-  },
-  {
-    no: 5,
-    state: "Error",
-    type: "Ready",
-    status: "False",
-    reason: "ApplyFailed",
-    meaning: "The API refused the EnvoyFilter; the limit is not applied",
-  },
+  stateRow(1, "True", "Applied", "The limits are applied"),
+  stateRow(2, "False", "InvalidSpec", "The spec is invalid; the limit is not applied"),
+  stateRow(
+    3,
+    "False",
+    "Conflict",
+    "An older RateLimit selects the same pods, or the EnvoyFilter's name is taken; the limit is not applied",
+  ),
+  stateRow(
+    4,
+    "False",
+    "MeshMissing",
+    "The service mesh (EnvoyFilter CRD) is not installed; the limit is not applied",
+  ),
+  stateRow(5, "False", "ApplyFailed", "The API refused the EnvoyFilter; the limit is not applied"),
 ];
 
 /** Everything a RateLimit's reconcile reads. */

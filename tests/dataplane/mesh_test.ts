@@ -175,3 +175,22 @@ Deno.test("meshPodOf reads readiness from the Ready condition and deletion", () 
   );
   assert.equal(meshPodOf({ metadata: { name: "q" } }).ready, false);
 });
+
+Deno.test("other objects are ignored; a rejected filter affects only the pods it selects", () => {
+  const mesh = new Mesh();
+  const bad = filterFor({ name: "web", selector: { app: "web" } });
+  const spec = bad.spec as { configPatches: Array<{ patch: { value: Record<string, unknown> } }> };
+  spec.configPatches[1].patch.value.route = { rate_limits: [{ actions: [] }] };
+  const web: MeshPod = { namespace: "demo", name: "w", labels: { app: "web" }, ready: true };
+  mesh.sync(
+    [
+      { kind: "ConfigMap", metadata: { name: "x", namespace: "demo" } },
+      bad,
+      filterFor({ maxTokens: 1 }),
+    ],
+    [httpbin("a"), web],
+    0,
+  );
+  assert.deepEqual(mesh.rejections().map((r) => `${r.filter} ${r.pod}`), ["demo/web demo/w"]);
+  assert.deepEqual([0, 1].map(() => mesh.send({ to, path: "/" }, 0).status), [200, 429]);
+});
