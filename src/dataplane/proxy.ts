@@ -141,7 +141,8 @@ function addHeader(headers: Record<string, string>, name: string, value: string)
 
 /**
  * Decides one request at `nowMs`: each local_ratelimit filter in the chain charges its buckets in
- * turn, and the first enforced rejection answers 429 `local_rate_limited` (text/plain). Admitted
+ * turn, and the first enforced rejection answers 429 `local_rate_limited` (text/plain; SPEC.md's
+ * shape, so without the `x-envoy-ratelimited` header older Envoy docs mention). Admitted
  * requests get the upstream's 200. With x-ratelimit headers on, every filter that ran adds
  * `x-ratelimit-limit` (maxTokens of the bucket used) and `x-ratelimit-remaining` (tokens left).
  * Mutates the buckets in `state`.

@@ -2,6 +2,20 @@
  * The generated EnvoyFilter: Istio's schema (@kubernetes-models/istio validate()), Envoy's field
  * names and value formats, the gateway/sidecar choice, ownership, and, read back by the data-plane
  * model, the bucket selection of SPEC.md and DESIGN.md.
+ *
+ * Envoy API the expectations come from (envoyproxy/envoy, api/envoy/...):
+ * - extensions/filters/http/local_ratelimit/v3/local_rate_limit.proto: LocalRateLimit fields
+ *   stat_prefix, token_bucket, filter_enabled, filter_enforced (RuntimeFractionalPercent
+ *   {runtime_key, default_value {numerator, denominator: HUNDRED}}), descriptors,
+ *   enable_x_ratelimit_headers (extensions/common/ratelimit/v3/ratelimit.proto enum
+ *   XRateLimitHeadersRFCVersion: OFF, DRAFT_VERSION_03),
+ *   always_consume_default_token_bucket, status (type.v3.HttpStatus {code: TooManyRequests});
+ *   type URL type.googleapis.com/envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit.
+ * - type/v3/token_bucket.proto: max_tokens, tokens_per_fill, fill_interval as a protobuf-JSON
+ *   Duration ("30s", never Go's "1m0s").
+ * - config/route/v3/route_components.proto: Route.rate_limits[].actions[], RateLimit.Action
+ *   .HeaderValueMatch {descriptor_key, descriptor_value, expect_match, headers}, HeaderMatcher
+ *   {name, string_match, invert_match}.
  */
 import assert from "node:assert/strict";
 import { EnvoyFilter } from "@kubernetes-models/istio/networking.istio.io/v1alpha3/EnvoyFilter";
