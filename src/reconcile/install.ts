@@ -6,6 +6,9 @@ import type { KubeObject } from "../runtime/cluster.ts";
 import { type ApplyOutcome, type ObjectRef, refOf } from "./plan.ts";
 import { isObserved } from "./verify.ts";
 
+/** Namespace for a module's objects when its module object has none (in a cluster it always has one). */
+export const DEFAULT_MODULE_NAMESPACE = "platform-system";
+
 /** Requeue intervals (ms) while a module waits for something no watch may report. */
 export const REQUEUE_MS = {
   /** After claiming: the next pass installs. */

@@ -15,6 +15,7 @@ import type { ModuleImages } from "../runtime/controller.ts";
 import { conditionsOf, rowCondition, rowFor, type StateRow } from "./conditions.ts";
 import { type Decision, planOf, rawStatus, stateRow } from "./decision.ts";
 import {
+  DEFAULT_MODULE_NAMESPACE,
   deletionPhase,
   describeRefs,
   diffInstalled,
@@ -49,9 +50,6 @@ export const SERVERLESS_STATES: readonly StateRow[] = [
   stateRow(10, "Deleting", "Deleted", "True", "Deleted", "Module deleted"),
   stateRow(11, "Error", "Deleted", "False", "DeletionErr", "Deletion failed"),
 ];
-
-/** Namespace for the module's objects when the Serverless has none (it always has one in a cluster). */
-export const DEFAULT_MODULE_NAMESPACE = "platform-system";
 
 /** Everything the Serverless reducer reads. */
 export interface ServerlessInput {

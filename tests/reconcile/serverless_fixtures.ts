@@ -4,7 +4,7 @@ import type { KubeObject } from "../../src/runtime/cluster.ts";
 import type { ModuleImages } from "../../src/runtime/controller.ts";
 import type { Plan } from "../../src/reconcile/plan.ts";
 import { reconcileServerless, type ServerlessInput } from "../../src/reconcile/serverless.ts";
-import { carryOut, type CarryOutOptions, type World } from "./singleton_world.ts";
+import { type CarryOutOptions, convergeWith, type World } from "./singleton_world.ts";
 
 /** A fixed time: 2026-01-01T00:00:00Z. */
 export const NOW = Date.UTC(2026, 0, 1);
@@ -62,19 +62,7 @@ export function converge(
   opts: CarryOutOptions = {},
   max = 6,
 ): { world: World; plan: Plan; passes: number } {
-  let cur = w;
-  for (let pass = 1; pass <= max; pass++) {
-    const plan = reconcileServerless(inputOf(cur, extra));
-    const next = carryOut(cur, plan, opts);
-    const quiet = plan.apply.length === 0 && plan.delete.length === 0 &&
-      JSON.stringify(plan.status) === JSON.stringify(cur.object?.status) &&
-      (!plan.finalizer?.add ||
-        (cur.object?.metadata.finalizers ?? []).includes(plan.finalizer.add));
-    if (quiet) return { world: cur, plan, passes: pass };
-    cur = next;
-    if (!cur.object) return { world: cur, plan, passes: pass };
-  }
-  throw new Error(`no fixpoint after ${max} passes`);
+  return convergeWith((cur) => reconcileServerless(inputOf(cur, extra)), w, opts, max);
 }
 
 /** The status of a Plan, typed for assertions. */

@@ -6,7 +6,10 @@
 import { type KubeObject, objectKey, type ResourceType } from "../../src/runtime/cluster.ts";
 import type { CacheReader } from "../../src/runtime/controller.ts";
 import { identity } from "../../src/reconcile/install.ts";
+import { canonicalQuantity } from "../../src/reconcile/keda/quantity.ts";
 import { type Plan, refOf } from "../../src/reconcile/plan.ts";
+
+const defaultNormalize = (obj: KubeObject) => apiServerNormalize(obj, canonicalQuantity);
 
 /** The observed state a module reducer reads. */
 export interface World {
@@ -57,8 +60,8 @@ export function rolledOut(generation: number): Record<string, unknown> {
 export interface CarryOutOptions {
   /** Mark every applied Deployment as rolled out (default true). */
   ready?: boolean;
-  /** Extra defaulting a fake API server does to an applied object. */
-  normalize?: (obj: KubeObject) => KubeObject;
+  /** What the fake API server does to an applied object (default `apiServerNormalize`; null: nothing). */
+  normalize?: ((obj: KubeObject) => KubeObject) | null;
 }
 
 function applyOne(
@@ -70,7 +73,7 @@ function applyOne(
   const i = installed.findIndex((o) => identity(refOf(o)) === id);
   const prev = i >= 0 ? installed[i] : undefined;
   let next = merge(prev ?? {}, desired) as KubeObject;
-  next = opts.normalize ? opts.normalize(next) : next;
+  next = opts.normalize === null ? next : (opts.normalize ?? defaultNormalize)(next);
   const generation = (prev?.metadata.generation ?? 0) + (specOf(prev) === specOf(next) ? 0 : 1);
   next.metadata = {
     ...next.metadata,
@@ -122,4 +125,94 @@ export function fakeCache(objects: readonly KubeObject[]): CacheReader {
         o.metadata.name === name && (o.metadata.namespace ?? undefined) === namespace
       ),
   };
+}
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => v !== null && typeof v === "object" && !Array.isArray(v);
+const each = (v: unknown, f: (o: Obj) => void) => Array.isArray(v) && v.filter(isObj).forEach(f);
+
+/**
+ * Some of what a real API server does to an object it stores: defaults (ports' protocol, a
+ * Service's type, imagePullPolicy, a CRD's conversion, a webhook's matchPolicy, fieldRef's
+ * apiVersion), canonical quantities, empty env values dropped. Rendered objects must survive it
+ * unchanged as far as they go, or the next reconcile would apply them again.
+ */
+export function apiServerNormalize(
+  obj: KubeObject,
+  canonical: (q: string) => string | undefined,
+): KubeObject {
+  const o = structuredClone(obj) as Obj & KubeObject;
+  const spec = isObj(o.spec) ? o.spec : undefined;
+  if (o.kind === "Deployment" && spec) {
+    spec.strategy ??= {
+      type: "RollingUpdate",
+      rollingUpdate: { maxSurge: "25%", maxUnavailable: "25%" },
+    };
+    spec.progressDeadlineSeconds ??= 600;
+    const pod = isObj(spec.template) && isObj(spec.template.spec) ? spec.template.spec : {};
+    pod.restartPolicy ??= "Always";
+    each(pod.containers, (c) => {
+      c.imagePullPolicy ??= "IfNotPresent";
+      c.terminationMessagePath ??= "/dev/termination-log";
+      each(c.ports, (p) => (p.protocol ??= "TCP"));
+      for (const list of ["limits", "requests"]) {
+        const l = isObj(c.resources) ? c.resources[list] : undefined;
+        if (isObj(l)) { for (const k of Object.keys(l)) l[k] = canonical(String(l[k])) ?? l[k]; }
+      }
+      each(c.env, (e) => {
+        if (e.value === "") delete e.value;
+        const from = isObj(e.valueFrom) ? e.valueFrom : {};
+        if (isObj(from.fieldRef)) from.fieldRef.apiVersion ??= "v1";
+        if (isObj(from.resourceFieldRef)) {
+          from.resourceFieldRef.divisor = canonical(String(from.resourceFieldRef.divisor ?? "0")) ??
+            "0";
+        }
+      });
+    });
+  }
+  if (o.kind === "Service" && spec) {
+    spec.type ??= "ClusterIP";
+    spec.sessionAffinity ??= "None";
+    each(spec.ports, (p) => {
+      p.protocol ??= "TCP";
+      p.targetPort ??= p.port;
+    });
+  }
+  if (o.kind === "CustomResourceDefinition" && spec) spec.conversion ??= { strategy: "None" };
+  if (o.kind === "ValidatingWebhookConfiguration") {
+    each(o.webhooks, (w) => {
+      w.matchPolicy ??= "Equivalent";
+      w.timeoutSeconds ??= 10;
+      w.namespaceSelector ??= {};
+      w.objectSelector ??= {};
+      each(w.rules, (r) => (r.scope ??= "*"));
+    });
+  }
+  return o;
+}
+
+/** True when `plan` writes nothing on `w`: no applies, deletes, status change or missing finalizer. */
+export function isQuiet(w: World, plan: Plan): boolean {
+  return plan.apply.length === 0 && plan.delete.length === 0 &&
+    JSON.stringify(plan.status) === JSON.stringify(w.object?.status) &&
+    (!plan.finalizer?.add || (w.object?.metadata.finalizers ?? []).includes(plan.finalizer.add)) &&
+    (!plan.finalizer?.remove ||
+      !(w.object?.metadata.finalizers ?? []).includes(plan.finalizer.remove));
+}
+
+/** Reconciles with `reduce` and carries out each Plan until one writes nothing (at most `max` passes). */
+export function convergeWith(
+  reduce: (w: World) => Plan,
+  w: World,
+  opts: CarryOutOptions = {},
+  max = 6,
+): { world: World; plan: Plan; passes: number } {
+  let cur = w;
+  for (let pass = 1; pass <= max; pass++) {
+    const plan = reduce(cur);
+    if (isQuiet(cur, plan)) return { world: cur, plan, passes: pass };
+    cur = carryOut(cur, plan, opts);
+    if (!cur.object) return { world: cur, plan, passes: pass };
+  }
+  throw new Error(`no fixpoint after ${max} passes`);
 }

@@ -1,0 +1,44 @@
+/** Names, version and labels of the KEDA objects the operator installs (KEDA's own names). */
+import { managedLabels, OWNER_LABEL } from "../labels.ts";
+
+/** The KEDA version the operator installs and reports as `kedaVersion`. */
+export const KEDA_VERSION = "2.20.1";
+/** Label carrying the installed version on the keda-operator Deployment. */
+export const VERSION_LABEL = "app.kubernetes.io/version";
+
+/** The three KEDA Deployments, by component. */
+export const KEDA_DEPLOYMENTS = {
+  operator: "keda-operator",
+  metricServer: "keda-operator-metrics-apiserver",
+  admissionWebhook: "keda-admission-webhooks",
+} as const;
+
+/** The ServiceAccounts of the three components. */
+export const KEDA_SERVICE_ACCOUNTS = {
+  operator: "keda-operator",
+  metricServer: "keda-metrics-server",
+  admissionWebhook: "keda-webhook",
+} as const;
+
+/** Where an object goes and whose it is. */
+export interface KedaTarget {
+  /** Namespace of the served Scaler: the namespaced objects go there. */
+  namespace: string;
+  /** OWNER_LABEL value of the served Scaler. */
+  owner: string;
+}
+
+/** Metadata of a KEDA object: name, namespace when namespaced, the managed, owner and KEDA labels. */
+export function kedaMeta(target: KedaTarget, name: string, namespaced: boolean) {
+  return {
+    name,
+    ...(namespaced ? { namespace: target.namespace } : {}),
+    labels: {
+      ...managedLabels("keda"),
+      [OWNER_LABEL]: target.owner,
+      "app.kubernetes.io/name": name,
+      "app.kubernetes.io/part-of": "keda-operator",
+      [VERSION_LABEL]: KEDA_VERSION,
+    },
+  };
+}

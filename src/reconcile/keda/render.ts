@@ -1,0 +1,21 @@
+/** Every object of the KEDA module, rendered for the served Scaler's configuration. */
+import type { ScalerComponent } from "../../api/scaler.ts";
+import type { KubeObject } from "../../runtime/cluster.ts";
+import type { ModuleImages } from "../../runtime/controller.ts";
+import type { ComponentConfig } from "./config.ts";
+import { kedaCrds } from "./crds.ts";
+import type { KedaTarget } from "./names.ts";
+import { kedaRbac } from "./rbac.ts";
+import { kedaWorkloads } from "./workloads.ts";
+
+/**
+ * KEDA's objects: CRDs, ServiceAccounts and RBAC first, the Deployments after their Services, the
+ * APIService and webhook configuration last, so that an in-order apply creates dependencies first.
+ */
+export function renderKeda(
+  target: KedaTarget,
+  components: Record<ScalerComponent, ComponentConfig>,
+  images: ModuleImages,
+): KubeObject[] {
+  return [...kedaCrds(target), ...kedaRbac(target), ...kedaWorkloads(target, components, images)];
+}

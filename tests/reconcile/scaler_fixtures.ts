@@ -1,0 +1,59 @@
+/** Scaler objects, inputs and a runner for the reducer's tests. */
+import type { KubeObject } from "../../src/runtime/cluster.ts";
+import type { Plan } from "../../src/reconcile/plan.ts";
+import { reconcileScaler, type ScalerInput } from "../../src/reconcile/scaler.ts";
+import { IMAGES, NOW } from "./serverless_fixtures.ts";
+import { type CarryOutOptions, convergeWith, type World } from "./singleton_world.ts";
+
+export { conditionOf, IMAGES, NOW, statusOf } from "./serverless_fixtures.ts";
+
+/** No user KEDA objects. */
+export const NO_USER_OBJECTS = { ScaledObject: 0, ScaledJob: 0, TriggerAuthentication: 0 };
+
+/** A Scaler as the API server returns it. */
+export function scaler(
+  spec: Record<string, unknown> = {},
+  meta: Partial<KubeObject["metadata"]> = {},
+): KubeObject {
+  return {
+    apiVersion: "operator.platform-project.io/v1alpha1",
+    kind: "Scaler",
+    metadata: {
+      name: "default",
+      namespace: "platform-system",
+      uid: "uid-default",
+      generation: 1,
+      creationTimestamp: "2025-12-01T00:00:00Z",
+      ...meta,
+    },
+    spec,
+  };
+}
+
+/** The reducer input for a world. */
+export function inputOf(w: World, extra: Partial<ScalerInput> = {}): ScalerInput {
+  return {
+    object: w.object,
+    peers: [...(w.object ? [w.object] : []), ...w.others],
+    installed: w.installed,
+    userObjects: NO_USER_OBJECTS,
+    now: NOW,
+    images: IMAGES,
+    ...extra,
+  };
+}
+
+/** Reconciles and carries out the Plan until it writes nothing (at most `max` passes). */
+export function converge(
+  w: World,
+  extra: Partial<ScalerInput> = {},
+  opts: CarryOutOptions = {},
+  max = 6,
+): { world: World; plan: Plan; passes: number } {
+  return convergeWith((cur) => reconcileScaler(inputOf(cur, extra)), w, opts, max);
+}
+
+/** A Scaler installed and ready, from nothing. */
+export function installed(spec: Record<string, unknown> = {}): World {
+  return converge({ object: scaler(spec), others: [], installed: [] }).world;
+}

@@ -1,0 +1,178 @@
+/** Properties of the Scaler reducer (fast-check, seeded): total, deterministic, pure, convergent. */
+import assert from "node:assert/strict";
+import fc from "fast-check";
+import { parseScaler } from "../../src/api/scaler.ts";
+import { rowOfStatus } from "../../src/reconcile/conditions.ts";
+import { reconcileScaler, SCALER_STATES } from "../../src/reconcile/scaler.ts";
+import { converge, inputOf, scaler, statusOf } from "./scaler_fixtures.ts";
+import { carryOut, isQuiet, type World } from "./singleton_world.ts";
+
+const opt = <T>(arb: fc.Arbitrary<T>) => fc.option(arb, { nil: undefined });
+const component = <T>(arb: fc.Arbitrary<T>) =>
+  fc.record({ operator: opt(arb), metricServer: opt(arb), admissionWebhook: opt(arb) }, {
+    requiredKeys: [],
+  });
+const quantity = fc.constantFrom(
+  "100m",
+  "0.5",
+  "1",
+  "2000m",
+  "64Mi",
+  "1.5Gi",
+  "1000Mi",
+  "2Gi",
+  "-1",
+  "1e3",
+);
+const resources = fc.record({
+  limits: opt(fc.record({ cpu: opt(quantity), memory: opt(quantity) }, { requiredKeys: [] })),
+  requests: opt(fc.record({ cpu: opt(quantity), memory: opt(quantity) }, { requiredKeys: [] })),
+}, { requiredKeys: [] });
+const env = fc.record({
+  name: fc.constantFrom(
+    "A",
+    "B",
+    "POD_NAME",
+    "KEDA_HTTP_MIN_TLS_VERSION",
+    "WATCH_NAMESPACE",
+    "X=Y",
+  ),
+  value: opt(fc.constantFrom("", "v", "TLS13")),
+  valueFrom: opt(
+    fc.constantFrom({ fieldRef: { fieldPath: "metadata.uid" } }, {
+      secretKeyRef: { name: "s", key: "k" },
+    }, {}),
+  ),
+}, { requiredKeys: ["name"] });
+const annotations = fc.dictionary(
+  fc.constantFrom(
+    "a",
+    "prometheus.io/scrape",
+    "x.platform-project.io/y",
+    "sidecar.istio.io/inject",
+    "bad key",
+  ),
+  fc.constantFrom("true", "1"),
+  { maxKeys: 3 },
+);
+
+/** Scaler specs mixing valid and invalid values of every field. */
+const arbScalerSpec: fc.Arbitrary<Record<string, unknown>> = fc.record({
+  istio: opt(fc.record({
+    operator: opt(fc.record({ enabledSidecarInjection: fc.boolean() })),
+    metricServer: opt(fc.record({ enabledSidecarInjection: fc.boolean() })),
+  }, { requiredKeys: [] })),
+  logging: opt(component(fc.record({
+    level: opt(fc.constantFrom("debug", "info", "error")),
+    format: opt(fc.constantFrom("json", "text", "console")),
+    timeEncoding: opt(fc.constantFrom("epoch", "rfc3339", "iso8601")),
+  }, { requiredKeys: [] }))),
+  resources: opt(component(resources)),
+  env: opt(fc.array(env, { maxLength: 3 })),
+  podAnnotations: opt(component(annotations)),
+}, { requiredKeys: [] }).map((s) => JSON.parse(JSON.stringify(s)));
+
+function deepFreeze<T>(v: T): T {
+  if (v && typeof v === "object" && !Object.isFrozen(v)) {
+    Object.freeze(v);
+    for (const x of Object.values(v)) deepFreeze(x);
+  }
+  return v;
+}
+
+/** A world from nothing, or installed from another spec, or with its status wiped. */
+const arbWorld: fc.Arbitrary<World> = fc.tuple(arbScalerSpec, arbScalerSpec, fc.nat(2)).map(
+  ([a, b, start]) => {
+    if (start === 0) return { object: scaler(b), others: [], installed: [] };
+    const before = converge({ object: scaler(a), others: [], installed: [] }).world;
+    const object = structuredClone(before.object!);
+    object.spec = b;
+    object.metadata.generation = 2;
+    if (start === 2) delete object.status;
+    return { ...before, object };
+  },
+);
+
+Deno.test("Scaler: the same input gives the same Plan and the input is not changed", () => {
+  fc.assert(
+    fc.property(arbWorld, (w) => {
+      const input = deepFreeze(inputOf(w));
+      const copy = structuredClone(input);
+      const a = reconcileScaler(input);
+      assert.deepEqual(reconcileScaler(input), a);
+      assert.deepEqual(input, copy);
+      assert.ok(a.apply.every((o) => o.kind !== "Scaler"), "never writes a Scaler (its spec)");
+    }),
+    { seed: 42, numRuns: 100 },
+  );
+});
+
+Deno.test("Scaler: carrying out the Plans reaches a fixpoint with zero writes", () => {
+  fc.assert(
+    fc.property(arbWorld, (start) => {
+      let w = start;
+      for (let pass = 0; pass < 6; pass++) {
+        const plan = reconcileScaler(inputOf(w));
+        assert.ok(
+          rowOfStatus(SCALER_STATES, statusOf(plan)),
+          `not a row: ${JSON.stringify(plan.status)}`,
+        );
+        if (isQuiet(w, plan)) {
+          assert.deepEqual(plan.events, [], "no events without a change");
+          const again = reconcileScaler(inputOf(carryOut(w, plan)));
+          assert.deepEqual([again.apply, again.delete, again.status], [[], [], w.object?.status]);
+          return;
+        }
+        w = carryOut(w, plan);
+      }
+      assert.fail(`no fixpoint within 6 passes for ${JSON.stringify(start.object?.spec)}`);
+    }),
+    { seed: 42, numRuns: 100 },
+  );
+});
+
+const arbMalformed: fc.Arbitrary<unknown> = fc.oneof(
+  fc.anything(),
+  fc.anything().map((spec) => ({ ...scaler(), spec })),
+  fc.dictionary(
+    fc.constantFrom("istio", "logging", "resources", "env", "podAnnotations"),
+    fc.anything(),
+  )
+    .map((spec) => scaler(spec)),
+  fc.record({
+    key: fc.constantFrom("name", "namespace", "generation", "finalizers", "deletionTimestamp"),
+    v: fc.anything(),
+  })
+    .map(({ key, v }) => {
+      const o = scaler();
+      (o.metadata as Record<string, unknown>)[key] = v;
+      return o;
+    }),
+  fc.record({ k: fc.constantFrom("apiVersion", "kind", "metadata", "status"), v: fc.anything() })
+    .map(({ k, v }) => ({ ...scaler(), [k]: v })),
+);
+
+Deno.test("Scaler: malformed objects never throw; they get an Error status with a message", () => {
+  fc.assert(
+    fc.property(arbMalformed, fc.array(fc.anything(), { maxLength: 3 }), (object, junkPeers) => {
+      const plan = reconcileScaler({
+        ...inputOf({ object: undefined, others: [], installed: [] }),
+        object,
+        peers: junkPeers,
+      });
+      const status = statusOf(plan);
+      assert.ok(rowOfStatus(SCALER_STATES, status), `not a row: ${JSON.stringify(status)}`);
+      if (!parseScaler(object).ok && status.state !== "Deleting") {
+        assert.equal(status.state, "Error");
+        const cond = status.conditions.find((c) => c.status === "False");
+        assert.ok(cond && cond.message.length > 0, "an error condition with a message");
+        assert.deepEqual(
+          [plan.apply, plan.delete],
+          [[], []],
+          "nothing is installed from a malformed object",
+        );
+      }
+    }),
+    { seed: 42, numRuns: 400 },
+  );
+});

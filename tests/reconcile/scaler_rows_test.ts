@@ -1,0 +1,250 @@
+/** Walks every row of SPEC.md's Scaler state table (and the project's row 13, Warning) through the reducer. */
+import assert from "node:assert/strict";
+import { rowOfStatus } from "../../src/reconcile/conditions.ts";
+import { KEDA_DEPLOYMENTS } from "../../src/reconcile/keda/names.ts";
+import { SCALER_FINALIZER } from "../../src/reconcile/labels.ts";
+import type { Plan } from "../../src/reconcile/plan.ts";
+import { reconcileScaler, SCALER_STATES, type ScalerInput } from "../../src/reconcile/scaler.ts";
+import { conditionOf, inputOf, installed, scaler, statusOf } from "./scaler_fixtures.ts";
+import { carryOut, type World } from "./singleton_world.ts";
+
+function withDeployment(w: World, name: string, status: Record<string, unknown>): World {
+  return {
+    ...w,
+    installed: w.installed.map((
+      o,
+    ) => (o.kind === "Deployment" && o.metadata.name === name ? { ...o, status } : o)),
+  };
+}
+
+function deleting(w: World): World {
+  const object = structuredClone(w.object!);
+  object.metadata.deletionTimestamp = "2026-01-01T00:00:00Z";
+  return { ...w, object };
+}
+
+/** An installed Scaler whose spec changed to `spec` (generation 2), its objects not yet updated. */
+function changed(spec: Record<string, unknown>): World {
+  const w = installed();
+  const object = structuredClone(w.object!);
+  object.spec = spec;
+  object.metadata.generation = 2;
+  return { ...w, object };
+}
+
+interface Case {
+  input: () => ScalerInput;
+  message: RegExp;
+  check?: (plan: Plan) => void;
+}
+
+const CASES: Record<number, Case> = {
+  1: {
+    input: () => inputOf(installed()),
+    message:
+      /^KEDA 2\.20\.1 is installed: keda-operator, keda-operator-metrics-apiserver, keda-admission-webhooks are ready\.$/,
+    check: (plan) => {
+      assert.equal(statusOf(plan).kedaVersion, "2.20.1");
+      assert.equal(plan.requeueAfterMs, undefined);
+      assert.deepEqual([plan.apply, plan.delete, plan.events], [[], [], []]);
+    },
+  },
+  2: {
+    input: () => inputOf({ object: scaler(), others: [], installed: [] }),
+    message: /^Claimed as the served Scaler; installing KEDA 2\.20\.1 next\.$/,
+    check: (plan) => {
+      assert.deepEqual(plan.finalizer, { add: SCALER_FINALIZER });
+      assert.deepEqual(plan.apply, []);
+      assert.equal(statusOf(plan).served, "True");
+    },
+  },
+  3: {
+    input: () =>
+      inputOf({ object: { ...scaler(), status: { served: "True" } }, others: [], installed: [] }),
+    message:
+      /^Installing KEDA 2\.20\.1: applying CustomResourceDefinition scaledobjects\.keda\.sh, .* and \d+ more\.$/,
+    check: (plan) => {
+      const names = plan.apply.map((o) => `${o.kind}/${o.metadata.name}`);
+      for (const n of Object.values(KEDA_DEPLOYMENTS)) {
+        assert.ok(names.includes(`Deployment/${n}`), n);
+      }
+      assert.ok(names.includes("APIService/v1beta1.external.metrics.k8s.io"));
+      assert.ok(names.includes("ValidatingWebhookConfiguration/keda-admission"));
+      assert.ok(plan.requeueAfterMs! > 0);
+    },
+  },
+  4: {
+    input: () =>
+      inputOf(changed({ logging: { operator: { level: "debug" } } }), {
+        lastOutcome: {
+          ok: false,
+          failed: {
+            apiVersion: "rbac.authorization.k8s.io/v1",
+            kind: "ClusterRole",
+            name: "keda-operator",
+          },
+          error: "clusterroles is forbidden: attempt to grant extra privileges",
+          generation: 2,
+        },
+      }),
+    message:
+      /^Applying ClusterRole keda-operator failed: clusterroles is forbidden: attempt to grant extra privileges$/,
+    check: (plan) => assert.ok(plan.apply.length > 0, "the writes are tried again"),
+  },
+  5: {
+    input: () =>
+      inputOf(changed({ logging: { operator: { level: "debug" } } }), {
+        lastOutcome: {
+          ok: false,
+          failed: {
+            apiVersion: "apps/v1",
+            kind: "Deployment",
+            namespace: "platform-system",
+            name: "keda-operator",
+          },
+          error: 'Deployment.apps "keda-operator" is invalid',
+          generation: 2,
+        },
+      }),
+    message:
+      /^Applying Deployment platform-system\/keda-operator failed: Deployment\.apps "keda-operator" is invalid$/,
+  },
+  6: {
+    input: () =>
+      inputOf(withDeployment(installed(), "keda-operator", {
+        observedGeneration: 1,
+        conditions: [{
+          type: "Progressing",
+          status: "False",
+          reason: "ProgressDeadlineExceeded",
+          message: "timed out",
+        }],
+      })),
+    message:
+      /^Verification failed: Deployment platform-system\/keda-operator: ProgressDeadlineExceeded: timed out$/,
+  },
+  7: {
+    input: () => {
+      const first = { ...scaler({}, { name: "first" }), status: { served: "True" } };
+      return inputOf({
+        object: scaler({}, {
+          name: "second",
+          namespace: "other",
+          creationTimestamp: "2025-12-03T00:00:00Z",
+        }),
+        others: [first],
+        installed: [],
+      });
+    },
+    message:
+      /^Only one Scaler is allowed per cluster and platform-system\/first is the one in use; other\/second is ignored/,
+    check: (plan) => {
+      assert.equal(statusOf(plan).served, "False");
+      assert.deepEqual([plan.apply, plan.delete, plan.finalizer], [[], [], undefined]);
+    },
+  },
+  8: {
+    input: () =>
+      inputOf(withDeployment(installed(), "keda-operator-metrics-apiserver", {
+        observedGeneration: 1,
+        conditions: [{
+          type: "ReplicaFailure",
+          status: "True",
+          reason: "FailedCreate",
+          message: "exceeded quota",
+        }],
+      })),
+    message:
+      /^Replica failure: Deployment platform-system\/keda-operator-metrics-apiserver: FailedCreate: exceeded quota$/,
+  },
+  9: {
+    input: () => inputOf(deleting(installed())),
+    message: /^Deleting KEDA's objects; waiting for them to be gone\.$/,
+    check: (plan) => assert.equal(plan.delete.length, installed().installed.length),
+  },
+  10: {
+    input: () => inputOf({ ...deleting(installed()), installed: [] }),
+    message: /^KEDA module deleted\.$/,
+    check: (plan) => assert.deepEqual(plan.finalizer, { remove: SCALER_FINALIZER }),
+  },
+  11: {
+    input: () =>
+      inputOf(deleting(installed()), {
+        userObjects: { ScaledObject: 2, ScaledJob: 0, TriggerAuthentication: 1 },
+      }),
+    message: /^Deletion is blocked: 2 ScaledObjects and 1 TriggerAuthentication still exist\./,
+    check: (plan) => assert.deepEqual([plan.delete, plan.finalizer], [[], undefined]),
+  },
+  12: {
+    input: () => inputOf(changed({ resources: { operator: { requests: { memory: "2Gi" } } } })),
+    message:
+      /^Invalid configuration: spec\.resources\.operator\.requests\.memory: "2Gi" is above the default limit 1000Mi; raise spec\.resources\.operator\.limits\.memory or lower the request$/,
+    check: (plan) => assert.deepEqual([plan.apply, plan.delete], [[], []], "nothing changes"),
+  },
+  13: {
+    input: () =>
+      inputOf(
+        installed({
+          podAnnotations: { operator: { "x.platform-project.io/y": "1", "scrape": "true" } },
+        }),
+      ),
+    message:
+      /^KEDA 2\.20\.1 is installed: .* are ready, but pod annotation x\.platform-project\.io\/y of operator was dropped: the platform-project\.io prefix is reserved for the operator\.$/,
+    check: (plan) => assert.deepEqual([plan.apply, plan.delete], [[], []]),
+  },
+};
+
+Deno.test("every Scaler state-table row has a case", () => {
+  assert.deepEqual(Object.keys(CASES).map(Number), SCALER_STATES.map((r) => r.no));
+});
+
+for (const row of SCALER_STATES) {
+  Deno.test(`Scaler row ${row.no}: ${row.state} ${row.type}=${row.status} ${row.reason}`, () => {
+    const c = CASES[row.no];
+    const plan = reconcileScaler(c.input());
+    const status = statusOf(plan);
+    assert.equal(status.state, row.state);
+    const cond = conditionOf(plan, row.type);
+    assert.ok(cond, `no ${row.type} condition in ${JSON.stringify(status)}`);
+    assert.equal(cond.status, row.status);
+    assert.equal(cond.reason, row.reason);
+    assert.match(cond.message, c.message);
+    assert.equal(rowOfStatus(SCALER_STATES, status)?.state, row.state);
+    c.check?.(plan);
+  });
+}
+
+Deno.test("Scaler: Ready then Warning emits a Warning event; back to Ready a Normal one", () => {
+  const w = installed();
+  const withAnn = structuredClone(w.object!);
+  withAnn.spec = { podAnnotations: { metricServer: { "sidecar.istio.io/inject": "true" } } };
+  withAnn.metadata.generation = 2;
+  const warn = reconcileScaler(inputOf({ ...w, object: withAnn }));
+  assert.equal(statusOf(warn).state, "Warning");
+  assert.deepEqual(warn.events.map((e) => [e.type, e.reason]), [["Warning", "Verified"]]);
+  assert.match(warn.events[0].message, /sidecar injection is set by spec\.istio/);
+  const back = reconcileScaler(inputOf(carryOut({ ...w, object: withAnn }, warn)));
+  assert.equal(statusOf(back).state, "Warning", "stable while nothing changes");
+  assert.deepEqual(back.events, []);
+  const warned = carryOut({ ...w, object: withAnn }, warn);
+  const fixed = {
+    ...warned,
+    object: {
+      ...warned.object!,
+      spec: {},
+      metadata: { ...warned.object!.metadata, generation: 3 },
+    },
+  };
+  const ready = reconcileScaler(inputOf(fixed));
+  assert.equal(statusOf(ready).state, "Ready");
+  assert.deepEqual(ready.events.map((e) => [e.type, e.reason]), [["Normal", "Verified"]]);
+});
+
+Deno.test("Scaler: deletion removes everything it installed, then the finalizer", () => {
+  let w = deleting(installed());
+  w = carryOut(w, reconcileScaler(inputOf(w)));
+  assert.deepEqual(w.installed, []);
+  const last = reconcileScaler(inputOf(w));
+  assert.equal(conditionOf(last, "Deleted")?.reason, "Deleted");
+  assert.equal(carryOut(w, last).object, undefined);
+});
