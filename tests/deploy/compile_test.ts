@@ -1,0 +1,192 @@
+/**
+ * `deno task compile` and the Dockerfile cannot run here (no denort download, no container engine),
+ * so this checks what can be checked: the permissions baked into the binary are exactly what the
+ * operator reads, and the operator really starts, checks the cluster and stops on SIGTERM under
+ * those permissions (run with `deno run --no-prompt`, as the binary would be).
+ */
+import assert from "node:assert/strict";
+import { flagEnvNames } from "../../src/cli/run_flags.ts";
+import { SERVICE_ACCOUNT_DIR } from "../../src/kube/config.ts";
+import { json, status } from "../kube/fake_server.ts";
+import { startServer } from "../kube/fake_server.ts";
+
+const ROOT = new URL("../../", import.meta.url).pathname;
+const config = JSON.parse(await Deno.readTextFile(`${ROOT}deno.json`)) as {
+  tasks: Record<string, string>;
+};
+const compile = config.tasks.compile.split(" && ").find((c) => c.startsWith("deno compile"))!.split(
+  /\s+/,
+);
+
+/** The value of `--name=value` or `--name value`. */
+function flagValue(name: string): string | undefined {
+  const i = compile.findIndex((a) => a === name || a.startsWith(`${name}=`));
+  if (i < 0) return undefined;
+  return compile[i].includes("=") ? compile[i].slice(compile[i].indexOf("=") + 1) : compile[i + 1];
+}
+
+/** The test's environment without anything the operator reads, so only the flags configure it. */
+function cleanEnv(): Record<string, string> {
+  const read = new Set([...flagEnvNames(), "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"]);
+  return Object.fromEntries(Object.entries(Deno.env.toObject()).filter(([k]) => !read.has(k)));
+}
+
+/** The permission flags of the compile task. */
+const permissions = compile.filter((a) => /^--(allow|deny|ignore)-/.test(a) || a === "-A");
+
+Deno.test("compile: pinned target, frozen lockfile, the operator entry, output dist/platform-operator", () => {
+  assert.ok(compile.includes("--frozen"));
+  assert.equal(flagValue("--target"), "x86_64-unknown-linux-gnu");
+  assert.equal(compile[compile.indexOf("-o") + 1], "dist/platform-operator");
+  assert.equal(compile.at(-1), "src/cli/operator_main.ts");
+});
+
+Deno.test("compile: only the permissions the operator needs", () => {
+  assert.ok(
+    !permissions.some((p) =>
+      ["-A", "--allow-all", "--allow-run", "--allow-write", "--allow-ffi"].includes(p.split("=")[0])
+    ),
+  );
+  assert.equal(flagValue("--allow-sys"), "hostname");
+  assert.deepEqual(flagValue("--allow-read")?.split(","), [
+    SERVICE_ACCOUNT_DIR,
+    "/etc/platform-operator",
+  ]);
+  const env = flagValue("--allow-env")!.split(",").sort();
+  const read = [
+    ...new Set([...flagEnvNames(), "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT", "HOME"]),
+  ].sort();
+  assert.deepEqual(env, read, "--allow-env lists every variable the operator reads, and no other");
+  // client-node's dependencies enumerate the environment at import: they see nothing else.
+  assert.ok(permissions.includes("--ignore-env"));
+});
+
+Deno.test("the operator starts, reports a missing CRD, serves probes and stops on SIGTERM with exactly these permissions", async () => {
+  const api = await startServer((req) =>
+    req.path.endsWith("/ratelimits")
+      ? status(404, "NotFound", "the server could not find the requested resource")
+      : req.method === "POST"
+      ? json({ ...JSON.parse(req.body), status: { allowed: true } }, 201)
+      : json({ items: [], metadata: { resourceVersion: "1" } })
+  );
+  const dir = await Deno.makeTempDir();
+  await Deno.writeTextFile(
+    `${dir}/kubeconfig`,
+    JSON.stringify({
+      apiVersion: "v1",
+      kind: "Config",
+      clusters: [{ name: "c", cluster: { server: api.url } }],
+      users: [{ name: "u", user: { token: "t" } }],
+      contexts: [{ name: "x", context: { cluster: "c", user: "u" } }],
+      "current-context": "x",
+    }),
+  );
+  // The binary reads kubeconfigs from /etc/platform-operator; here the test's folder stands in.
+  const perms = permissions.map((p) => p.startsWith("--allow-read=") ? `${p},${dir}` : p);
+  const child = new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "--frozen",
+      "--no-prompt",
+      ...perms,
+      `${ROOT}src/cli/operator_main.ts`,
+      "run",
+      `--kubeconfig=${dir}/kubeconfig`,
+      "--probe-addr=127.0.0.1:0",
+      "--metrics-addr=0",
+      "--controllers=ratelimit",
+      "--leader-elect=false",
+    ],
+    cwd: ROOT,
+    clearEnv: true,
+    env: { ...cleanEnv(), NO_COLOR: "1" },
+    stdout: "null",
+    stderr: "piped",
+  }).spawn();
+  const lines: Record<string, unknown>[] = [];
+  const reader = child.stderr.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = "";
+  const next = async (want: (l: Record<string, unknown>) => boolean) => {
+    while (true) {
+      const found = lines.find(want);
+      if (found) return found;
+      const { value, done } = await reader.read();
+      if (done) {
+        throw new Error(
+          `the operator exited early:\n${lines.map((l) => JSON.stringify(l)).join("\n")}${buffer}`,
+        );
+      }
+      buffer += value;
+      const parts = buffer.split("\n");
+      buffer = parts.pop()!;
+      for (const p of parts) lines.push(p.startsWith("{") ? JSON.parse(p) : { msg: p, raw: true });
+    }
+  };
+  try {
+    const using = await next((l) => l.msg === "using the cluster");
+    assert.equal(
+      using.identity,
+      Deno.hostname(),
+      "the hostname is readable (--allow-sys=hostname)",
+    );
+    const probes = await next((l) => l.msg === "serving probes");
+    const crd = await next((l) => l.level === "error");
+    assert.equal(
+      crd.msg,
+      "CRD ratelimits.gateway.platform-project.io is not installed: run kubectl apply -k deploy/",
+    );
+    const health = await fetch(`http://${probes.addr}/healthz`);
+    assert.equal(health.status, 200);
+    await health.body?.cancel();
+    child.kill("SIGTERM");
+    const exit = await child.status;
+    assert.equal(exit.code, 0);
+    assert.ok(
+      !lines.some((l) => l.raw),
+      `only JSON log lines: ${JSON.stringify(lines.filter((l) => l.raw))}`,
+    );
+  } finally {
+    try {
+      child.kill("SIGKILL");
+    } catch {
+      // Already gone.
+    }
+    await reader.cancel().catch(() => {});
+    await api.close();
+  }
+});
+
+Deno.test("Dockerfile: compiles with the pinned Deno and the frozen lockfile, runs the binary as non-root on distroless", async () => {
+  const docker = await Deno.readTextFile(`${ROOT}Dockerfile`);
+  const lines = docker.split("\n").filter((l) => l.trim() && !l.trim().startsWith("#"));
+  const froms = lines.filter((l) => l.startsWith("FROM "));
+  assert.deepEqual(froms, [
+    "FROM denoland/deno:2.9.6 AS build",
+    "FROM gcr.io/distroless/cc-debian12:nonroot",
+  ]);
+  const version =
+    (await new Deno.Command(Deno.execPath(), { args: ["--version"] }).output()).stdout;
+  assert.match(
+    new TextDecoder().decode(version),
+    /^deno 2\.9\.6 /,
+    "the image pins the project's Deno",
+  );
+  assert.ok(lines.some((l) => /^RUN deno install --frozen /.test(l)));
+  assert.ok(
+    lines.some((l) => /^RUN deno task compile\b/.test(l)),
+    "the image builds with the compile task",
+  );
+  assert.ok(lines.includes("COPY --from=build /app/dist/platform-operator /platform-operator"));
+  assert.ok(lines.includes("USER nonroot"));
+  assert.equal(lines.at(-1), 'ENTRYPOINT ["/platform-operator", "run"]');
+  // Everything the build copies passes the .dockerignore allowlist.
+  const allowed = (await Deno.readTextFile(`${ROOT}.dockerignore`)).split("\n").filter((l) =>
+    l.startsWith("!")
+  )
+    .map((l) => l.slice(1));
+  for (const l of lines.filter((l) => l.startsWith("COPY ") && !l.includes("--from"))) {
+    for (const src of l.split(/\s+/).slice(1, -1)) {
+      assert.ok(allowed.includes(src), `${src} in .dockerignore`);
+    }
+  }
+});
