@@ -24,7 +24,7 @@ import { parseRateLimit, type RateLimit } from "../../src/api/ratelimit.ts";
 import { Mesh } from "../../src/dataplane/mod.ts";
 import { readEnvoyFilter } from "../../src/dataplane/envoyfilter.ts";
 import { MANAGED_BY_LABEL, MODULE_LABEL } from "../../src/reconcile/labels.ts";
-import { renderEnvoyFilter } from "../../src/reconcile/ratelimit/envoyfilter.ts";
+import { canOverlap, renderEnvoyFilter } from "../../src/reconcile/ratelimit/envoyfilter.ts";
 import type { KubeObject } from "../../src/runtime/cluster.ts";
 import { bucket, rateLimit } from "./ratelimit_fixtures.ts";
 
@@ -193,8 +193,10 @@ Deno.test("each rule's actions produce exactly that rule's descriptor entries, i
     });
     assert.deepEqual(keys, descriptors[i].entries, `rule ${i}`);
   });
-  // Rule 0 has a path and headers; rule 2 must exclude rules 0 and 1 (two path clauses each).
+  // Rule 0 has a path and headers; rule 1 (/ip) cannot overlap rule 0 (/headers), so it excludes
+  // nothing; rule 2 (headers only) must exclude rules 0 and 1 (two path clauses each).
   assert.deepEqual(descriptors[0].entries.map((e) => e.key), ["rule", "rule_headers"]);
+  assert.deepEqual(descriptors[1].entries.map((e) => `${e.key}=${e.value}`), ["rule=1"]);
   assert.deepEqual(descriptors[2].entries.map((e) => `${e.key}=${e.value}`), [
     "rule=2",
     "not_rule=0",
@@ -274,4 +276,23 @@ Deno.test("maxTokens 1: one request admitted, the next in the interval gets the 
     "content-type": "text/plain",
   });
   assert.equal(b.body, "local_rate_limited");
+});
+
+Deno.test("canOverlap: different paths, or one header with different values, never overlap", () => {
+  const b = { maxTokens: 1, tokensPerFill: 1, fillInterval: "1s" };
+  assert.ok(!canOverlap({ path: "/a", bucket: b }, { path: "/b", bucket: b }));
+  assert.ok(
+    !canOverlap({ headers: { "X-A": "1" }, bucket: b }, { headers: { "x-a": "2" }, bucket: b }),
+  );
+  assert.ok(canOverlap({ path: "/a", bucket: b }, { headers: { "x-a": "2" }, bucket: b }));
+  assert.ok(
+    canOverlap({ headers: { "X-A": "1" }, bucket: b }, { headers: { "x-b": "2" }, bucket: b }),
+  );
+  assert.ok(
+    canOverlap({ path: "/a", headers: { "X-A": "1" }, bucket: b }, {
+      path: "/a",
+      headers: { "x-a": "1" },
+      bucket: b,
+    }),
+  );
 });

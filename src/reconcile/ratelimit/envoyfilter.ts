@@ -70,6 +70,21 @@ function clauses(rule: BucketRule): Matcher[][] {
   return rule.path === undefined ? [headers] : pathMatchers(rule.path).map((p) => [p, ...headers]);
 }
 
+/**
+ * True when some request matches both rules: unless both have a path and the paths differ, or both
+ * require one header (names compared case-insensitively) with different values, the request with
+ * the path of either and the headers of both matches both. Skipping disjoint rules keeps the
+ * filter small: with distinct paths, no rule needs to exclude another.
+ */
+export function canOverlap(a: BucketRule, b: BucketRule): boolean {
+  if (a.path !== undefined && b.path !== undefined && a.path !== b.path) return false;
+  const bHeaders = new Map(Object.entries(b.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v]));
+  return Object.entries(a.headers ?? {}).every(([k, v]) => {
+    const other = bHeaders.get(k.toLowerCase());
+    return other === undefined || other === v;
+  });
+}
+
 interface Entry {
   key: string;
   value: string;
@@ -85,7 +100,8 @@ interface Entry {
  *   - rule i matches: its path, as `expect_match: false` over the two path matchers inverted
  *     (NOT(NOT exact AND NOT prefix) = exact OR prefix), and its headers, as one `expect_match: true`;
  *   - no earlier rule j matches: rule j is an OR of clauses, so NOT rule j = AND over its clauses of
- *     NOT clause, one `expect_match: false` action a clause.
+ *     NOT clause, one `expect_match: false` action a clause. Only earlier rules that can match a
+ *     request rule i matches need this (see `canOverlap`); for the others it always holds.
  * Hence at most one entry yields a descriptor, that of the first matching rule, and with
  * `always_consume_default_token_bucket: false` the default bucket is charged only when none does.
  */
@@ -117,6 +133,7 @@ function ruleEntry(rules: readonly BucketRule[], i: number): { actions: Json[]; 
     action("rule", String(i), own, true);
   }
   for (let j = 0; j < i; j++) {
+    if (!canOverlap(rules[j], rule)) continue;
     for (const clause of clauses(rules[j])) action("not_rule", String(j), clause, false);
   }
   return { actions, entries };
