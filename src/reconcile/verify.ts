@@ -68,8 +68,8 @@ function conditionText(c: DeploymentCondition): string {
 
 /**
  * The readiness of one observed Deployment (DESIGN.md): ready when the controller has seen the
- * current generation, it is Available, not Progressing=False, has no unavailable replicas and, when
- * it reports them, no replicas left from an older template. ReplicaFailure wins over everything.
+ * current generation, it is Available, not Progressing=False, has no unavailable replicas and no
+ * replicas left from an older template (replicas > updatedReplicas). ReplicaFailure wins over everything.
  */
 export function deploymentReadiness(dep: KubeObject): Readiness {
   const status = (dep.status ?? {}) as DeploymentStatus;
@@ -91,8 +91,9 @@ export function deploymentReadiness(dep: KubeObject): Readiness {
       message: "the Deployment controller has not seen the latest change yet",
     };
   }
+  // Counts of zero are omitted by the API server, so a missing updatedReplicas means none yet.
   const replicas = num(status.replicas, 0);
-  const updated = num(status.updatedReplicas, replicas);
+  const updated = num(status.updatedReplicas, 0);
   if (replicas > updated) {
     return {
       kind: "waiting",
