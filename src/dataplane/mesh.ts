@@ -108,6 +108,7 @@ export class Mesh {
    * limit, are ignored) and Pods at `nowMs`. A proxy whose config changed, or a new Pod, starts
    * with full buckets at `nowMs`; a proxy whose config is unchanged keeps its buckets. A proxy that
    * a filter the model (or Envoy) rejects reaches keeps its previous config, as Envoy does on a NACK.
+   * Call it at the time things change: a config first seen by a later call starts its buckets then.
    */
   sync(envoyFilters: readonly unknown[], pods: readonly MeshPod[], nowMs: number): void {
     const read = envoyFilters.map(readEnvoyFilter);
