@@ -58,7 +58,6 @@ async function start(api: FakeApi, args: string[]): Promise<Started & { close():
       "--metrics-addr=127.0.0.1:0",
       "--identity=test-replica",
       "--log-level=debug",
-      "--controllers=serverless,ratelimit",
       ...args,
     ]),
     {

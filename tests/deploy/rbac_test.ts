@@ -1,0 +1,116 @@
+/**
+ * The RBAC table (src/kube/rbac.ts) against what the code does: the controllers' watches and
+ * primaries, the types the modules install, and the runtime's own calls on fixed types (Lease,
+ * Event), found by reading the runtime's source. Grants beyond these, or missing ones, fail.
+ */
+import assert from "node:assert/strict";
+import { RESOURCES } from "../../src/api/resources.ts";
+import { CONTROLLERS } from "../../src/cli/run_controllers.ts";
+import { SCALER_MODULE } from "../../src/controllers/scaler.ts";
+import { SERVERLESS_MODULE } from "../../src/controllers/serverless.ts";
+import { ACCESS, type Access, type Verb } from "../../src/kube/rbac.ts";
+import type { ResourceType } from "../../src/runtime/cluster.ts";
+
+type Kind = keyof typeof RESOURCES;
+const MODULES = [SERVERLESS_MODULE, SCALER_MODULE];
+
+/** Cluster method to the RBAC verbs it needs (an apply that creates is authorized as create). */
+const METHOD_VERBS: Record<string, Verb[]> = {
+  list: ["list"],
+  watch: ["watch"],
+  get: ["get"],
+  create: ["create"],
+  update: ["update"],
+  patch: ["patch"],
+  apply: ["create", "patch"],
+  delete: ["delete"],
+};
+
+class Needed {
+  readonly verbs = new Map<string, Set<Verb>>();
+  add(type: ResourceType, verbs: readonly Verb[], sub?: string) {
+    const key = `${type.kind}${sub ? `/${sub}` : ""}`;
+    const set = this.verbs.get(key) ?? new Set();
+    verbs.forEach((v) => set.add(v));
+    this.verbs.set(key, set);
+  }
+}
+
+async function sourceFiles(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  for await (const e of Deno.readDir(dir)) {
+    const path = `${dir}/${e.name}`;
+    if (e.isDirectory) out.push(...await sourceFiles(path));
+    else if (e.name.endsWith(".ts")) out.push(await Deno.readTextFile(path));
+  }
+  return out;
+}
+
+const root = new URL("../../src/", import.meta.url).pathname;
+
+/** What the code needs, derived from the code. */
+async function derived(): Promise<Needed> {
+  const needed = new Needed();
+  for (const c of Object.values(CONTROLLERS)) {
+    // The runner: finalizers by JSON patch, status by apply to /status; owner references with
+    // blockOwnerDeletion need update on finalizers.
+    needed.add(c.primary, ["list", "watch", "patch"]);
+    needed.add(c.primary, ["patch"], "status");
+    needed.add(c.primary, ["update"], "finalizers");
+    for (const w of c.watches) needed.add(w.type, ["list", "watch"]);
+  }
+  // Plans apply what the modules install and prune it (a get first when the type is not cached).
+  const rendered = new Set<ResourceType>(MODULES.flatMap((m) => m.installed));
+  for (const text of await sourceFiles(`${root}reconcile`)) {
+    for (const [, kind] of text.matchAll(/RESOURCES\.(\w+)\.kind/g)) {
+      rendered.add(RESOURCES[kind as Kind]);
+    }
+  }
+  for (const type of rendered) needed.add(type, ["get", "create", "patch", "delete"]);
+  // RBAC objects a module installs may grant what the operator does not hold: escalate and bind.
+  for (const type of rendered) {
+    if (type.kind === "ClusterRole" || type.kind === "Role") needed.add(type, ["escalate", "bind"]);
+  }
+  // The runtime's own calls on fixed types, e.g. cluster.update(RESOURCES.Lease, ...).
+  for (const text of await sourceFiles(`${root}runtime`)) {
+    for (const [, method, kind] of text.matchAll(/cluster\.(\w+)\(\s*RESOURCES\.(\w+)/g)) {
+      needed.add(RESOURCES[kind as Kind], METHOD_VERBS[method]);
+    }
+  }
+  return needed;
+}
+
+function granted(): Needed {
+  const g = new Needed();
+  for (const [kind, access] of Object.entries(ACCESS) as [Kind, Access][]) {
+    const type = RESOURCES[kind];
+    g.add(type, access.verbs);
+    if (access.status) g.add(type, access.status, "status");
+    if (access.finalizers) g.add(type, access.finalizers, "finalizers");
+  }
+  return g;
+}
+
+const show = (n: Needed) =>
+  Object.fromEntries(
+    [...n.verbs].filter(([, v]) => v.size > 0).map(([k, v]) => [k, [...v].sort()]).sort(),
+  );
+
+Deno.test("the RBAC table has one row for every resource type the operator knows", () => {
+  assert.deepEqual(Object.keys(ACCESS).sort(), Object.keys(RESOURCES).sort());
+});
+
+Deno.test("the RBAC table grants exactly what the code uses", async () => {
+  const needed = await derived();
+  // The scan found the runtime's fixed calls: leader election and Events.
+  assert.deepEqual([...needed.verbs.get("Lease") ?? []].sort(), ["create", "get", "update"]);
+  assert.deepEqual([...needed.verbs.get("Event") ?? []], ["create"]);
+  assert.deepEqual(show(granted()), show(needed));
+});
+
+Deno.test("only leases are namespaced to the lease namespace; everything else is cluster-wide", () => {
+  const scoped = Object.entries(ACCESS).filter(([, a]) => a.scope === "lease-namespace").map((
+    [k],
+  ) => k);
+  assert.deepEqual(scoped, ["Lease"]);
+});
