@@ -73,7 +73,11 @@ export function describeRefs(refs: readonly ObjectRef[]): string {
     : names.join(", ");
 }
 
-/** The failure of the last apply when it still matters: same generation and writes still pending. */
+/**
+ * The failure of the last apply when it still matters: made for this generation, and the write that
+ * failed is still pending (any pending write when the outcome names no object). A failure of some
+ * other write (the object's own status, say) is the runtime's to retry, not the module's to report.
+ */
 export function pendingFailure(
   outcome: ApplyOutcome | undefined,
   generation: number | undefined,
@@ -85,6 +89,10 @@ export function pendingFailure(
     outcome.generation !== generation
   ) {
     return undefined;
+  }
+  if (outcome.failed) {
+    const pending = new Set([...diff.apply.map(refOf), ...diff.prune].map(identity));
+    if (!pending.has(identity(outcome.failed))) return undefined;
   }
   const what = outcome.failed ? describeRefs([outcome.failed]) : "an object";
   return {
