@@ -3,6 +3,7 @@
  * `--help`, the README and the compiled binary's `--allow-env` list all come from this table.
  */
 import { parseArgs } from "node:util";
+import { KEDA_VERSION } from "../reconcile/keda/names.ts";
 import type { ModuleImages } from "../runtime/controller.ts";
 import {
   LOG_FORMATS,
@@ -18,13 +19,12 @@ export const CONTROLLER_NAMES = ["serverless", "scaler", "ratelimit"] as const;
 /** A controller name. */
 export type ControllerName = typeof CONTROLLER_NAMES[number];
 
-/** Module images used when no flag or variable overrides them (KEDA 2.20.1, as upstream pins). */
+/** Module images used when no flag or variable overrides them; KEDA at the version the reconciler renders. */
 export const DEFAULT_IMAGES: ModuleImages = {
-  serverlessController:
-    "europe-docker.pkg.dev/kyma-project/prod/function-buildless-controller:1.9.0",
-  kedaOperator: "ghcr.io/kedacore/keda:2.20.1",
-  kedaMetricsServer: "ghcr.io/kedacore/keda-metrics-apiserver:2.20.1",
-  kedaAdmissionWebhooks: "ghcr.io/kedacore/keda-admission-webhooks:2.20.1",
+  serverlessController: "ghcr.io/platform-project/serverless-controller:0.1.0",
+  kedaOperator: `ghcr.io/kedacore/keda:${KEDA_VERSION}`,
+  kedaMetricsServer: `ghcr.io/kedacore/keda-metrics-apiserver:${KEDA_VERSION}`,
+  kedaAdmissionWebhooks: `ghcr.io/kedacore/keda-admission-webhooks:${KEDA_VERSION}`,
 };
 
 /** Everything `run` is configured with. */
