@@ -104,3 +104,43 @@ export function namespaceObject(name: string): KubeObject {
     metadata: { name, labels: { [BENCH_LABEL.key]: BENCH_LABEL.value } },
   };
 }
+
+/** Name of the kwok node the benches' Pods are bound to. */
+export const BENCH_NODE = "bench-kwok-0";
+
+/** A kwok-managed Node with room for many Pods (the default kwok node takes 110). */
+export function benchNodeObject(): KubeObject {
+  const resources = { cpu: "1k", memory: "1Ti", pods: "100000" };
+  return {
+    apiVersion: "v1",
+    kind: "Node",
+    metadata: {
+      name: BENCH_NODE,
+      annotations: { "node.alpha.kubernetes.io/ttl": "0", "kwok.x-k8s.io/node": "fake" },
+      labels: {
+        type: "kwok",
+        "kubernetes.io/hostname": BENCH_NODE,
+        [BENCH_LABEL.key]: BENCH_LABEL.value,
+      },
+    },
+    status: { allocatable: resources, capacity: resources },
+  } as KubeObject;
+}
+
+/** The i-th workload Pod to create: bound to the bench node, so no scheduling is timed. */
+export function podManifest(i: number, namespace: string): KubeObject {
+  const name = workloadName(i);
+  return {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: {
+      name: `${name}-0`,
+      namespace,
+      labels: { app: name, [BENCH_LABEL.key]: BENCH_LABEL.value },
+    },
+    spec: {
+      nodeName: BENCH_NODE,
+      containers: [{ name: "app", image: "registry.example/httpbin:1" }],
+    },
+  };
+}

@@ -5,6 +5,8 @@
  * which targets were met. `--quick` uses small counts (CI) and skips the control-plane benches
  * unless `--cluster` is given.
  */
+import { buildStatus } from "../tools/cluster/mod.ts";
+import { benchCluster, clusterOptions } from "./cluster/mod.ts";
 import { benchDataplane, dataplaneOptions } from "./dataplane.ts";
 import { benchReducers, reducerOptions } from "./reducer.ts";
 import { Report } from "./report.ts";
@@ -41,6 +43,20 @@ export function parseArgs(args: readonly string[]): BenchArgs {
   return out;
 }
 
+/** Why the control-plane benches cannot or should not run, or undefined when they run. */
+export async function clusterSkipReason(args: BenchArgs): Promise<string | undefined> {
+  if (args.quick && !args.cluster) {
+    return "--quick skips the control-plane benches (minutes, a real API server); add --cluster to run them";
+  }
+  const { stale, goAvailable } = await buildStatus();
+  if (stale.length > 0 && !goAvailable) {
+    return `the control-plane binaries (${
+      stale.join(", ")
+    }) are not built and there is no go to build them`;
+  }
+  return undefined;
+}
+
 async function main(argv: string[]): Promise<number> {
   let args: BenchArgs;
   try {
@@ -53,6 +69,11 @@ async function main(argv: string[]): Promise<number> {
   const want = (s: Section) => args.only.includes(s);
   if (want("reducer")) benchReducers(report, reducerOptions(args.quick));
   if (want("dataplane")) benchDataplane(report, dataplaneOptions(args.quick));
+  if (want("cluster")) {
+    const why = await clusterSkipReason(args);
+    if (why) report.skip("control plane", why);
+    else await benchCluster(report, clusterOptions(args.quick));
+  }
   for (const line of report.summary()) console.log(line);
   if (args.json) {
     await Deno.writeTextFile(

@@ -1,0 +1,158 @@
+/**
+ * The real control plane of the cluster benches (tools/cluster), with the operator's CRDs, a kwok
+ * node that takes many Pods, and an admin client for creating objects quickly (direct API calls,
+ * many at once) and for deleting what a run made.
+ */
+import { join } from "node:path";
+import { RESOURCES } from "../../src/api/resources.ts";
+import { LiveCluster } from "../../src/kube/live_cluster.ts";
+import { isApiError, type KubeObject, type ResourceType } from "../../src/runtime/cluster.ts";
+import { readCrds } from "../../tests/e2e/harness.ts";
+import { REPO_ROOT } from "../../tests/e2e/operator.ts";
+import { type ClusterHandle, ensureBuilt, up } from "../../tools/cluster/mod.ts";
+import { BENCH_NODE, benchNodeObject, namespaceObject } from "../fixtures.ts";
+
+/** Where the benches' cluster lives (its data, logs, and the operators' logs). */
+export const BENCH_DIR = join(REPO_ROOT, ".cache", "bench");
+
+const NODE: ResourceType = {
+  group: "",
+  version: "v1",
+  kind: "Node",
+  plural: "nodes",
+  namespaced: false,
+};
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Runs `fn` over `items`, at most `width` at once. */
+export async function inPool<T>(
+  items: readonly T[],
+  width: number,
+  fn: (item: T, index: number) => Promise<void>,
+): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      await fn(items[i], i);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(width, items.length) }, worker));
+}
+
+/** Calls `fn` again on throttling, server errors and dropped connections (5 tries). */
+export async function retrying<T>(fn: () => Promise<T>): Promise<T> {
+  for (let attempt = 1;; attempt++) {
+    try {
+      return await fn();
+    } catch (err) {
+      if (attempt >= 5 || !isApiError(err, 0, 429, 500, 502, 503, 504)) throw err;
+      await sleep(100 * 2 ** attempt);
+    }
+  }
+}
+
+/** Polls `probe` every `intervalMs` until it is truthy; throws naming `what` after `timeoutMs`. */
+export async function until<T>(
+  what: string,
+  probe: () => Promise<T | undefined | false>,
+  timeoutMs: number,
+  intervalMs = 250,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe().catch(() => undefined);
+    if (v !== undefined && v !== false) return v;
+    if (Date.now() > deadline) {
+      throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    }
+    await sleep(intervalMs);
+  }
+}
+
+/** The running control plane and an admin client. */
+export class BenchCluster {
+  private constructor(readonly handle: ClusterHandle, readonly api: LiveCluster) {}
+
+  /** Builds the binaries if needed, starts the control plane, installs the CRDs and the bench node. */
+  static async up(log: (msg: string) => void): Promise<BenchCluster> {
+    await ensureBuilt(log);
+    const handle = await up({ dir: join(BENCH_DIR, "cluster"), log });
+    const api = LiveCluster.connect({ kubeconfig: handle.kubeconfig, requestTimeoutMs: 60_000 });
+    const env = new BenchCluster(handle, api);
+    try {
+      const { names, yaml } = await readCrds();
+      await env.kubectl(["apply", "--server-side", "--force-conflicts", "-f", "-"], yaml);
+      await env.kubectl([
+        "wait",
+        "--for=condition=Established",
+        "--timeout=60s",
+        ...names.map((n) => `crd/${n}`),
+      ]);
+      await api.create(NODE, benchNodeObject());
+      await until(`node ${BENCH_NODE} Ready`, async () => {
+        const node = await api.get(NODE, undefined, BENCH_NODE);
+        const conds = (node?.status as { conditions?: { type: string; status: string }[] })
+          ?.conditions;
+        return conds?.some((c) => c.type === "Ready" && c.status === "True");
+      }, 60_000);
+    } catch (e) {
+      await env.down();
+      throw e;
+    }
+    return env;
+  }
+
+  /** Runs kubectl as admin; throws with its output on a non-zero exit. */
+  async kubectl(args: string[], stdin?: string): Promise<string> {
+    const r = await this.handle.kubectl(args, { timeoutMs: 300_000, ...(stdin ? { stdin } : {}) });
+    if (r.code !== 0) {
+      throw new Error(`kubectl ${args.join(" ")} exited ${r.code}: ${r.stderr}${r.stdout}`);
+    }
+    return r.stdout;
+  }
+
+  /** Creates a namespace (no error when it exists). */
+  async namespace(name: string): Promise<void> {
+    try {
+      await this.api.create(RESOURCES.Namespace, namespaceObject(name));
+    } catch (e) {
+      if (!isApiError(e, 409)) throw e;
+    }
+  }
+
+  /** Creates objects with `width` requests in flight; resolves with the wall milliseconds taken. */
+  async createAll(objects: readonly KubeObject[], width = 16): Promise<number> {
+    const t0 = performance.now();
+    await inPool(objects, width, async (obj) => {
+      const type = obj.kind === "Pod"
+        ? RESOURCES.Pod
+        : obj.kind === "RateLimit"
+        ? RESOURCES.RateLimit
+        : undefined;
+      if (!type) throw new Error(`createAll: unexpected kind ${obj.kind}`);
+      await retrying(() => this.api.create(type, obj));
+    });
+    return performance.now() - t0;
+  }
+
+  /** Deletes namespaces and waits until they are gone (their objects with them). */
+  async deleteNamespaces(names: readonly string[], timeoutMs = 600_000): Promise<void> {
+    await Promise.all(names.map((n) => this.api.delete(RESOURCES.Namespace, undefined, n)));
+    for (const n of names) {
+      await until(
+        `namespace ${n} to be gone`,
+        async () => (await this.api.get(RESOURCES.Namespace, undefined, n)) === undefined,
+        timeoutMs,
+        1000,
+      );
+    }
+  }
+
+  /** Stops the control plane and removes its data. */
+  async down(): Promise<void> {
+    this.api.close();
+    await this.handle.down();
+  }
+}

@@ -1,0 +1,106 @@
+/**
+ * The operator under bench: the same process `deno task start` runs (via the e2e harness's
+ * OperatorProcess), with what the benches read of it: readiness, resident memory from
+ * /proc/<pid>/status, metrics, and the timestamps of its JSON log.
+ */
+import { join } from "node:path";
+import { OperatorProcess } from "../../tests/e2e/operator.ts";
+import { BENCH_DIR, until } from "./env.ts";
+
+/**
+ * Starts the operator against the bench cluster as user `platform-operator`, with the flags of
+ * deploy/deployment.yaml (leader election on, so the Lease is renewed as in production).
+ */
+export function startOperator(
+  kubeconfig: string,
+  identity: string,
+  logLevel: "info" | "debug" = "info",
+): Promise<OperatorProcess> {
+  return OperatorProcess.start({
+    kubeconfig,
+    identity,
+    logDir: join(BENCH_DIR, "logs"),
+    logLevel,
+    leaderElect: true,
+  });
+}
+
+/** Waits until `/readyz` answers 200 (caches synced, leading); fails early if the process exits. */
+export async function waitReady(op: OperatorProcess, timeoutMs = 120_000): Promise<void> {
+  await until(
+    `operator ${op.identity} /readyz`,
+    async () => {
+      if (!op.running) throw new Error(`operator exited early:\n${await op.logTail()}`);
+      const res = await fetch(`http://${op.probeAddr}/readyz`, {
+        signal: AbortSignal.timeout(2000),
+      });
+      await res.body?.cancel();
+      return res.ok;
+    },
+    timeoutMs,
+    100,
+  );
+  if (!op.running) throw new Error(`operator exited early:\n${await op.logTail()}`);
+}
+
+/** Resident and peak resident memory of a process, in MB (MiB), from /proc/<pid>/status. */
+export async function memoryOf(pid: number): Promise<{ rssMb: number; peakMb: number }> {
+  const text = await Deno.readTextFile(`/proc/${pid}/status`);
+  const kb = (field: string) => {
+    const m = new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(text);
+    if (!m) throw new Error(`no ${field} in /proc/${pid}/status`);
+    return Number(m[1]);
+  };
+  return { rssMb: kb("VmRSS") / 1024, peakMb: kb("VmHWM") / 1024 };
+}
+
+/** Sum of the samples of metric `name` whose labels include every pair of `labels`. */
+export function metricSum(text: string, name: string, labels: Record<string, string> = {}): number {
+  let sum = 0;
+  for (const line of text.split("\n")) {
+    if (!line.startsWith(name)) continue;
+    const m = /^([a-z_]+)(\{([^}]*)\})?\s+(\S+)$/.exec(line);
+    if (!m || m[1] !== name) continue;
+    const have = Object.fromEntries(
+      [...(m[3] ?? "").matchAll(/([a-zA-Z_]+)="([^"]*)"/g)].map((x) => [x[1], x[2]]),
+    );
+    if (Object.entries(labels).every(([k, v]) => have[k] === v)) sum += Number(m[4]);
+  }
+  return sum;
+}
+
+/**
+ * Waits until the operator is idle: empty queues and no reconcile for `quietMs`. Resolves with the
+ * number of reconciles it made so far.
+ */
+export async function waitIdle(
+  op: OperatorProcess,
+  quietMs: number,
+  timeoutMs: number,
+): Promise<number> {
+  let last = -1;
+  let since = Date.now();
+  return await until(
+    `operator ${op.identity} idle`,
+    async () => {
+      const text = await op.metrics();
+      if (!text) return undefined;
+      const total = metricSum(text, "platform_operator_reconcile_total");
+      const depth = metricSum(text, "platform_operator_queue_depth");
+      if (total !== last || depth > 0) {
+        last = total;
+        since = Date.now();
+        return undefined;
+      }
+      return Date.now() - since >= quietMs ? total : undefined;
+    },
+    timeoutMs,
+    500,
+  );
+}
+
+/** Milliseconds from spawn to the first log line with `msg`, or undefined when there is none. */
+export async function msToLog(op: OperatorProcess, msg: string): Promise<number | undefined> {
+  const line = (await op.logLines()).find((l) => l.msg === msg && typeof l.ts === "string");
+  return line ? Date.parse(line.ts as string) - op.startedAt : undefined;
+}

@@ -1,0 +1,98 @@
+/**
+ * Watches the RateLimits of one namespace and notes when each first shows `status.state: Ready`,
+ * so a run can ask when the n-th became Ready. The same observer times the operator and the
+ * baseline client.
+ */
+import { RESOURCES } from "../../src/api/resources.ts";
+import type { LiveCluster } from "../../src/kube/live_cluster.ts";
+import type { KubeObject } from "../../src/runtime/cluster.ts";
+
+function isReady(obj: KubeObject): boolean {
+  return (obj.status as { state?: unknown } | undefined)?.state === "Ready";
+}
+
+/** A watch on one namespace's RateLimits that counts the Ready ones. */
+export class ReadyWatch {
+  readonly #ready = new Map<string, number>();
+  readonly #stop = new AbortController();
+  #waiters: { n: number; resolve: (ms: number) => void }[] = [];
+  #task: Promise<void> = Promise.resolve();
+  #error: unknown;
+
+  constructor(readonly api: LiveCluster, readonly namespace: string) {}
+
+  /** Lists, then watches until stopped; resolves once the list is done (the watch runs on). */
+  async start(): Promise<void> {
+    const page = await this.api.list(RESOURCES.RateLimit, { namespace: this.namespace });
+    for (const o of page.items) this.#see(o);
+    this.#task = this.#watch(page.resourceVersion).catch((e) => {
+      if (!this.#stop.signal.aborted) this.#error = e;
+    });
+  }
+
+  async #watch(from: string): Promise<void> {
+    let rv = from;
+    while (!this.#stop.signal.aborted) {
+      const events = this.api.watch(
+        RESOURCES.RateLimit,
+        {
+          namespace: this.namespace,
+          resourceVersion: rv,
+          timeoutSeconds: 300,
+          allowWatchBookmarks: true,
+        },
+        this.#stop.signal,
+      );
+      for await (const ev of events) {
+        if (ev.type === "ERROR") throw new Error(`watch failed: ${JSON.stringify(ev.object)}`);
+        rv = ev.object.metadata.resourceVersion ?? rv;
+        if (ev.type === "ADDED" || ev.type === "MODIFIED") this.#see(ev.object);
+      }
+    }
+  }
+
+  #see(obj: KubeObject): void {
+    if (!isReady(obj) || this.#ready.has(obj.metadata.name)) return;
+    this.#ready.set(obj.metadata.name, Date.now());
+    const count = this.#ready.size;
+    this.#waiters = this.#waiters.filter((w) => {
+      if (count < w.n) return true;
+      w.resolve(Date.now());
+      return false;
+    });
+  }
+
+  /** Number of RateLimits seen Ready so far. */
+  get count(): number {
+    return this.#ready.size;
+  }
+
+  /** Epoch ms when `n` RateLimits were Ready; rejects after `timeoutMs` saying how many were. */
+  async whenReady(n: number, timeoutMs: number): Promise<number> {
+    if (this.#ready.size >= n) return Math.max(...this.#ready.values());
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    try {
+      return await Promise.race([
+        new Promise<number>((resolve) => this.#waiters.push({ n, resolve })),
+        new Promise<number>((_, reject) => {
+          timer = setTimeout(() => {
+            const why = this.#error ? `; the watch failed: ${this.#error}` : "";
+            reject(
+              new Error(
+                `only ${this.#ready.size} of ${n} RateLimits in ${this.namespace} Ready after ${timeoutMs} ms${why}`,
+              ),
+            );
+          }, timeoutMs);
+        }),
+      ]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Stops watching. */
+  async stop(): Promise<void> {
+    this.#stop.abort();
+    await this.#task;
+  }
+}
