@@ -7,7 +7,7 @@
 import { RESOURCES } from "../api/resources.ts";
 import { ConfigError } from "../kube/config.ts";
 import { LiveCluster } from "../kube/live_cluster.ts";
-import { type CheckedType, preflight } from "../kube/preflight.ts";
+import { type CheckedType, preflight, type Problem } from "../kube/preflight.ts";
 import { Backoff, type BackoffOptions } from "../runtime/backoff.ts";
 import { type Clock, type Random, systemClock, systemRandom } from "../runtime/clock.ts";
 import type { Cluster } from "../runtime/cluster.ts";
@@ -39,6 +39,9 @@ export interface RunDeps {
 const CHECKING_ALIVE = { status: 200, body: "ok: checking the cluster\n" };
 const CHECKING_NOT_READY = { status: 503, body: "not ready: checking the cluster\n" };
 
+/** A second SIGTERM/SIGINT at least this long after the first exits at once. */
+const FORCE_AFTER_MS = 2_000;
+
 /** Retry delays of the startup checks. */
 const PREFLIGHT_BACKOFF = { initialMs: 1_000, maxMs: 60_000 };
 
@@ -54,12 +57,16 @@ export async function main(args: string[]): Promise<number> {
     return 2;
   }
   const stop = new AbortController();
-  let signals = 0;
+  let firstSignalAt: number | undefined;
   const onSignal = () => {
-    if (++signals > 1) {
+    // `deno task` forwards a signal that the terminal also sent to the whole process group, so
+    // one Ctrl-C can arrive twice at once; only a later, deliberate second signal forces the exit.
+    const now = Date.now();
+    if (firstSignalAt !== undefined && now - firstSignalAt >= FORCE_AFTER_MS) {
       console.error("second signal: exiting without a graceful stop");
       Deno.exit(1);
     }
+    firstSignalAt ??= now;
     stop.abort(new Error("signal"));
   };
   const names = ["SIGTERM", "SIGINT"] as const;
@@ -227,7 +234,7 @@ async function waitUntilUsable(
   const types: CheckedType[] = controllers.flatMap((c) => [{ type: c.primary }, ...c.watches]);
   let last = "";
   while (!shutdown.aborted) {
-    const problems = await preflight(cluster, {
+    const problems: Problem[] = await preflight(cluster, {
       types,
       alsoUses: opts.leaderElect ? [RESOURCES.Event, RESOURCES.Lease] : [RESOURCES.Event],
       leaseNamespace: opts.leaderElect ? opts.leaseNamespace : undefined,
@@ -235,7 +242,7 @@ async function waitUntilUsable(
       source: live.connection.source,
     }).catch((
       err,
-    ) => [{ kind: "error" as const, message: `startup checks failed: ${(err as Error).message}` }]);
+    ) => [{ kind: "error", message: `startup checks failed: ${(err as Error).message}` }]);
     if (problems.length === 0) {
       log.info("cluster checks passed: CRDs installed, access granted");
       return true;
@@ -243,7 +250,9 @@ async function waitUntilUsable(
     const delay = backoff.next();
     const summary = problems.map((p) => p.message).join("\n");
     if (summary !== last) {
-      problems.forEach((p) => log.error(p.message, { check: p.kind, retryInMs: delay }));
+      problems.forEach((p) =>
+        log.error(p.message, { check: p.kind, details: p.details, retryInMs: delay })
+      );
     } else log.debug("cluster checks still failing; retrying", { retryInMs: delay });
     last = summary;
     try {

@@ -22,6 +22,8 @@ export type ProblemKind = "unreachable" | "unauthorized" | "crd-missing" | "forb
 export interface Problem {
   kind: ProblemKind;
   message: string;
+  /** Everything behind a shortened message (e.g. every forbidden verb), for a log field. */
+  details?: string[];
 }
 
 /** A type to check, as the controllers declare it. */
@@ -179,7 +181,7 @@ export async function preflight(cluster: Cluster, opts: PreflightOptions): Promi
     batch.forEach((c, j) => results[j] || denied.push(c));
   }
   if (denied.length > 0) {
-    problems.push({ kind: "forbidden", message: forbiddenMessage(denied) });
+    problems.push(forbiddenProblem(denied));
   }
   if (errors.length > 0) {
     problems.push({ kind: "error", message: `checks failed: ${errors.join("; ")}` });
@@ -197,14 +199,20 @@ function unique(types: ResourceType[]): ResourceType[] {
   });
 }
 
-function forbiddenMessage(denied: AccessCheck[]): string {
+/** Denied verbs named in the message itself; the rest go to `details`. */
+const LISTED = 4;
+
+function forbiddenProblem(denied: AccessCheck[]): Problem {
   const byResource = new Map<string, Verb[]>();
   for (const c of denied) {
     const where = c.namespace ? ` in namespace ${c.namespace}` : "";
     const key = `${resourceName(c.type, c.subresource)}${where}`;
     byResource.set(key, [...(byResource.get(key) ?? []), c.verb]);
   }
-  const list = [...byResource].map(([res, verbs]) => `${verbs.join(",")} ${res}`).join("; ");
-  return `RBAC forbids the operator to ${list}: ${INSTALL} (ClusterRole platform-operator), ` +
-    "and with --lease-namespace outside platform-system grant the leases Role there too";
+  const all = [...byResource].map(([res, verbs]) => `${verbs.join(",")} ${res}`);
+  const more = all.length > LISTED ? ` and ${all.length - LISTED} more resources` : "";
+  const message =
+    `RBAC forbids the operator to ${all.slice(0, LISTED).join("; ")}${more}: ${INSTALL} ` +
+    "(ClusterRole platform-operator), and with --lease-namespace outside platform-system grant the leases Role there too";
+  return { kind: "forbidden", message, details: all };
 }

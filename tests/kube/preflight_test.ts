@@ -126,3 +126,22 @@ Deno.test("an unreachable API server or rejected credentials stop the checks wit
     );
   });
 });
+
+Deno.test("with nothing granted the line stays short and the details name every resource", async () => {
+  await withCluster(apiServer([], () => true), async (cluster, server) => {
+    const [problem] = await preflight(cluster, base(server.url));
+    assert.equal(problem.kind, "forbidden");
+    const resources = new Set(
+      server.seen.filter((r) => r.method === "POST").map((r) => {
+        const a = JSON.parse(r.body).spec.resourceAttributes;
+        return `${a.resource}/${a.subresource ?? ""}/${a.namespace ?? ""}`;
+      }),
+    );
+    assert.equal(problem.details?.length, resources.size);
+    assert.match(
+      problem.message,
+      new RegExp(`and ${resources.size - 4} more resources: run kubectl apply -k deploy/`),
+    );
+    assert.equal(problem.message.split("; ").length, 4);
+  });
+});
