@@ -1,0 +1,141 @@
+/**
+ * Smoke tests of the benches: each piece of `deno task bench --quick` runs at a tiny size and
+ * reports sane figures (finite, positive, with a baseline and a ratio). No timing is asserted.
+ */
+import assert from "node:assert/strict";
+import { clusterSkipReason, parseArgs } from "../../bench/main.ts";
+import { benchDataplane, decisionLoops, requestPool } from "../../bench/dataplane.ts";
+import { benchReducers, rateLimitInputs, rateLimitLoops } from "../../bench/reducer.ts";
+import { type Figure, formatFigure, meets, Report } from "../../bench/report.ts";
+import { compareLoops, median, perSecond } from "../../bench/stats.ts";
+import { reconcileRateLimit } from "../../src/reconcile/ratelimit.ts";
+import { decide } from "../../src/dataplane/mod.ts";
+import { proxyFor } from "../../bench/dataplane.ts";
+import { NOW } from "../../bench/worlds.ts";
+
+function quietReport(): { report: Report; lines: string[] } {
+  const lines: string[] = [];
+  return { report: new Report((l) => lines.push(l)), lines };
+}
+
+function assertSane(f: Figure): void {
+  assert.ok(Number.isFinite(f.value) && f.value > 0, `${f.name}: value ${f.value}`);
+  assert.ok(
+    f.baseline && Number.isFinite(f.baseline.value) && f.baseline.value > 0,
+    `${f.name}: baseline`,
+  );
+  assert.ok(
+    f.ratio !== undefined && Number.isFinite(f.ratio) && f.ratio > 0,
+    `${f.name}: ratio ${f.ratio}`,
+  );
+}
+
+Deno.test("median: odd and even counts, empty is NaN; perSecond", () => {
+  assert.equal(median([3, 1, 2]), 2);
+  assert.equal(median([4, 1, 3, 2]), 2.5);
+  assert.ok(Number.isNaN(median([])));
+  assert.equal(perSecond(500, 250), 2000);
+});
+
+Deno.test("compareLoops: a loop doing more work a unit has a ratio above 1", () => {
+  const work = (k: number) => (n: number) => {
+    let x = 0;
+    for (let i = 0; i < n * k; i++) x += Math.sqrt(i);
+    return x;
+  };
+  const c = compareLoops(work(50), work(1), { n: 2_000, runs: 3 });
+  assert.ok(c.ratio > 1, `ratio ${c.ratio}`);
+  assert.equal(c.samples.subject.length, 3);
+  assert.equal(c.samples.baseline.length, 3);
+});
+
+Deno.test("targets: meets reads the value or the ratio; the line says met or MISSED", () => {
+  const f: Figure = {
+    section: "s",
+    name: "x",
+    value: 10,
+    unit: "objects/s",
+    ratio: 2,
+    target: { of: "value", op: ">=", bound: 20 },
+  };
+  assert.equal(meets(f), false);
+  assert.match(formatFigure(f), /MISSED/);
+  assert.equal(meets({ ...f, target: { of: "ratio", op: "<=", bound: 2 } }), true);
+  assert.equal(meets({ ...f, target: undefined }), undefined);
+});
+
+Deno.test("args: --quick, --cluster, --only, --json; unknown ones are refused", () => {
+  assert.deepEqual(parseArgs(["--quick", "--only=reducer,sim"]), {
+    quick: true,
+    cluster: false,
+    only: ["reducer", "sim"],
+  });
+  assert.equal(parseArgs(["--json=out.json"]).json, "out.json");
+  assert.throws(() => parseArgs(["--only=nope"]), /unknown bench nope/);
+  assert.throws(() => parseArgs(["--fast"]), /unknown argument --fast/);
+});
+
+Deno.test("--quick without --cluster skips the control plane and says how to run it", async () => {
+  const why = await clusterSkipReason(parseArgs(["--quick"]));
+  assert.match(why ?? "", /--quick skips the control-plane benches.*--cluster/);
+});
+
+Deno.test("reducer inputs are at their fixpoint: reconciling gives back the status they carry", () => {
+  for (const rules of [0, 4, 16]) {
+    const inputs = rateLimitInputs(rules);
+    for (const input of inputs) {
+      const plan = reconcileRateLimit(input);
+      const status = (input.rateLimit as { status?: unknown }).status;
+      assert.deepEqual(plan.status, status, `${rules} rules`);
+      assert.equal(plan.apply.length, 1);
+      assert.equal(plan.events.length, 0, "a steady-state reconcile records no Event");
+    }
+  }
+});
+
+Deno.test("reducer loops do their work: one EnvoyFilter a reconcile, every object parses", () => {
+  const { subject, baseline } = rateLimitLoops(rateLimitInputs(4));
+  assert.equal(subject(25), 25);
+  assert.equal(baseline(25), 25);
+});
+
+Deno.test("reducer bench: every kind reports a sane figure", () => {
+  const { report, lines } = quietReport();
+  benchReducers(report, { n: 50, moduleN: 5, runs: 1 });
+  assert.deepEqual(report.figures.map((f) => f.name), [
+    "RateLimit, 0 rules",
+    "RateLimit, 4 rules",
+    "RateLimit, 16 rules",
+    "Serverless",
+    "Scaler",
+  ]);
+  report.figures.forEach(assertSane);
+  assert.ok(report.figures[1].target, "the 4-rule figure carries the 20,000/s target");
+  assert.ok(report.figures.slice(3).every((f) => /steady state Ready/.test(f.note ?? "")));
+  assert.ok(lines.some((l) => l.includes("RateLimit, 4 rules")));
+});
+
+Deno.test("data-plane requests both pass and hit the limit, and every rule's bucket is used", () => {
+  const state = proxyFor(4);
+  const statuses = new Set<number>();
+  const buckets = new Set<string>();
+  const pool = requestPool(4);
+  for (let i = 0; i < 2_000; i++) {
+    const d = decide(state, pool[i % pool.length], NOW);
+    statuses.add(d.status);
+    buckets.add(String(d.bucket));
+  }
+  assert.deepEqual([...statuses].sort(), [200, 429]);
+  assert.deepEqual([...buckets].sort(), ["0", "1", "2", "3", "default"]);
+  const { subject, baseline } = decisionLoops(4);
+  assert.ok((subject(1_000) as number) > 0);
+  assert.ok((baseline(1_000) as number) > 0);
+});
+
+Deno.test("data-plane bench: one proxy at 0, 4, 16 rules and the mesh report sane figures", () => {
+  const { report } = quietReport();
+  benchDataplane(report, { n: 2_000, runs: 1 });
+  assert.equal(report.figures.length, 4);
+  report.figures.forEach(assertSane);
+  assert.ok(report.figures[1].target);
+});
