@@ -60,6 +60,15 @@ export interface ServerHandle {
   lister: Lister;
   log: WriteLog;
   faults?: FaultSource;
+  /** Open watches, for scenario faults that hit the watches open now. */
+  watches?: Set<OpenWatch>;
+}
+
+/** A watch open now. */
+export interface OpenWatch {
+  actor: string;
+  type: ResourceType;
+  stream: WatchStream;
 }
 
 /** Latency of one request or watch, drawn per request. */
@@ -219,7 +228,13 @@ export class SimClient implements Cluster {
           );}
       }, () => {});
     }
-    yield* stream.events(signal);
+    const open: OpenWatch = { actor: this.#actor.name, type, stream };
+    server.watches?.add(open);
+    try {
+      yield* stream.events(signal);
+    } finally {
+      server.watches?.delete(open);
+    }
   }
 
   async #write(

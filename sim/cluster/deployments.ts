@@ -18,8 +18,11 @@ import type { Actor, Store } from "./store.ts";
 export interface DeploymentBehaviour {
   /** Milliseconds until a new Pod of `d` reports Ready. */
   readyDelayMs(d: KubeObject): number;
-  /** A creation error message while Pods of `d` cannot be created (ReplicaFailure), else undefined. */
-  createFailure(d: KubeObject): string | undefined;
+  /**
+   * A creation error message while Pods of `d` cannot be created (ReplicaFailure), else undefined.
+   * `creator` is the actor that created the Deployment.
+   */
+  createFailure(d: KubeObject, creator: string | undefined): string | undefined;
   /** Milliseconds the controller takes to react to a change. */
   reactionMs(): number;
 }
@@ -123,7 +126,7 @@ export class DeploymentController {
     const now = this.clock.now();
     if (!this.#progressAt.has(uid)) this.#progressAt.set(uid, now);
 
-    const failure = this.behaviour.createFailure(d);
+    const failure = this.behaviour.createFailure(d, this.store.creatorOf(uid));
     let current = owned().filter(isNew);
     if (!failure) {
       for (let i = current.length; i < desired; i++) this.#createPod(d, hash);

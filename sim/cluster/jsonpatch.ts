@@ -47,7 +47,12 @@ export function applyJsonPatch<T>(doc: T, ops: readonly JsonPatchOp[]): T {
   for (const op of ops) {
     const keys = pointer(op.path);
     if (op.op === "test") {
-      const actual = keys.reduce((cur, k) => child(cur, k, op.path), root);
+      // As evanphx/json-patch (the API server's): a missing member of an existing object reads as null.
+      const parent = keys.slice(0, -1).reduce((cur, k) => child(cur, k, op.path), root);
+      const last = keys[keys.length - 1];
+      const absent = keys.length > 0 && isContainer(parent) && !Array.isArray(parent) &&
+        !Object.hasOwn(parent, last);
+      const actual = absent ? null : keys.length === 0 ? root : child(parent, last, op.path);
       if (!deepEqual(actual, op.value)) throw unprocessable(`Testing value ${op.path} failed`);
       continue;
     }

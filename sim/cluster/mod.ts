@@ -4,10 +4,10 @@
  * clients for the processes that talk to it. Everything runs on one SimClock and draws chance from
  * forks of one Prng.
  */
-import type { SimClock } from "../clock.ts";
+import type { ClockView, SimClock } from "../clock.ts";
 import type { Prng } from "../prng.ts";
 import { bootstrap } from "./bootstrap.ts";
-import { type FaultSource, type Latency, SimClient } from "./client.ts";
+import { type FaultSource, type Latency, type OpenWatch, SimClient } from "./client.ts";
 import { type DeploymentBehaviour, DeploymentController } from "./deployments.ts";
 import { BackgroundControllers } from "./gc.ts";
 import { Lister } from "./list.ts";
@@ -15,7 +15,7 @@ import { Store } from "./store.ts";
 import { WriteLog } from "./writelog.ts";
 
 export { SimClient } from "./client.ts";
-export type { FaultSource, RequestFault, RequestVerb, WatchFault } from "./client.ts";
+export type { FaultSource, OpenWatch, RequestFault, RequestVerb, WatchFault } from "./client.ts";
 export type { DeploymentBehaviour } from "./deployments.ts";
 export type { Change, ChangeType, Verb } from "./history.ts";
 export { type Actor, CRD_CLEANUP_FINALIZER, Store } from "./store.ts";
@@ -41,6 +41,8 @@ export class SimCluster {
   readonly store: Store;
   readonly lister: Lister;
   readonly log = new WriteLog();
+  /** Watches open now, by any client. */
+  readonly watches = new Set<OpenWatch>();
   readonly deployments: DeploymentController;
   readonly background: BackgroundControllers;
   readonly clock: SimClock;
@@ -75,18 +77,19 @@ export class SimCluster {
    */
   client(
     actor: string,
-    opts: { manager?: string; faultFree?: boolean; latency?: Latency } = {},
+    opts: { manager?: string; faultFree?: boolean; latency?: Latency; clock?: ClockView } = {},
   ): SimClient {
     const server = {
       store: this.store,
       lister: this.lister,
       log: this.log,
       faults: opts.faultFree ? undefined : this,
+      watches: this.watches,
     };
     return new SimClient(
       server,
       { name: actor, manager: opts.manager ?? actor },
-      this.clock.view(),
+      opts.clock ?? this.clock.view(),
       this.prng.fork(`client/${actor}`),
       opts.latency,
     );

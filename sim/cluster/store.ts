@@ -373,7 +373,7 @@ export class Store {
       return { obj: prev.obj, changed: false };
     }
     if (prev && meta.deletionTimestamp && !meta.finalizers?.length && type.kind !== "Namespace") {
-      return this.#remove(type, { ...prev, obj: next, managed }, actor, verb);
+      return this.#remove(type, { ...prev, obj: next, managed }, actor, verb, prev.obj);
     }
     meta.resourceVersion = String(++this.#rv);
     const entry: Entry = {
@@ -391,7 +391,14 @@ export class Store {
     return { obj: entry.obj, changed: true };
   }
 
-  #remove(type: ResourceType, entry: Entry, actor: Actor, verb: Verb): WriteResult {
+  /** Removes `entry`'s object; `old` is the stored object before this request (default: entry's). */
+  #remove(
+    type: ResourceType,
+    entry: Entry,
+    actor: Actor,
+    verb: Verb,
+    old = entry.obj,
+  ): WriteResult {
     const obj = structuredClone(entry.obj);
     obj.metadata.resourceVersion = String(++this.#rv);
     deepFreeze(obj);
@@ -401,7 +408,7 @@ export class Store {
       const gone = this.types.removeCrd(obj);
       if (gone) this.#rules.delete(typeKey(gone));
     }
-    this.#emit("DELETED", type, obj, entry.obj, actor, verb);
+    this.#emit("DELETED", type, obj, old, actor, verb);
     return { obj, changed: true };
   }
 

@@ -327,3 +327,21 @@ Deno.test("namespaces: deleting one deletes its contents, then the namespace; cr
   await driver.runFor(2000);
   assert.equal(cluster.store.get(RESOURCES.Namespace, undefined, "tmp"), undefined);
 });
+
+Deno.test("finalizers: the DELETED change of a finalizer removal carries the object as it was before the request", async () => {
+  const { driver, client, cluster } = world();
+  await drive(driver, client.create(RESOURCES.Serverless, serverless(["x/hook"])));
+  await drive(driver, client.delete(RESOURCES.Serverless, "platform-system", "default"));
+  const seen: (string[] | undefined)[] = [];
+  cluster.store.subscribe((c) => {
+    if (c.type === "DELETED") seen.push(c.old?.metadata.finalizers);
+  });
+  await drive(
+    driver,
+    client.patch(RESOURCES.Serverless, "platform-system", "default", [{
+      op: "remove",
+      path: "/metadata/finalizers/0",
+    }]),
+  );
+  assert.deepEqual(seen, [["x/hook"]]);
+});

@@ -82,3 +82,17 @@ Deno.test("fields: associative lists by merge key, sets by value, atomic lists a
   assert.deepEqual(rules(["status", "conditions"]), { type: "map", keys: ["type"] });
   assert.deepEqual(rules(["spec", "other"]), { type: "atomic" });
 });
+
+Deno.test("jsonpatch: test of a missing member against null passes, as in the API server", () => {
+  const out = applyJsonPatch({ metadata: {} }, [
+    { op: "test", path: "/metadata/finalizers", value: null },
+    { op: "add", path: "/metadata/finalizers", value: ["f"] },
+  ]);
+  assert.deepEqual(out, { metadata: { finalizers: ["f"] } });
+  assert.throws(() =>
+    applyJsonPatch({ metadata: {} }, [{ op: "test", path: "/metadata/finalizers", value: [] }])
+  );
+  assert.throws(() =>
+    applyJsonPatch({}, [{ op: "test", path: "/metadata/finalizers", value: null }])
+  );
+});

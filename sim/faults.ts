@@ -1,0 +1,274 @@
+/**
+ * Fault injection, swarm style (TigerBeetle's VOPR, FoundationDB's BUGGIFY): the seed picks which
+ * fault kinds are on in a run and how often they fire, so different seeds stress different mixes.
+ * Random faults hit only operator replicas and only while the injector is active (the safety
+ * phase); targeted faults from scenario steps hit whoever matches them, until used up or cleared.
+ */
+import type { KubeObject, ResourceType } from "../src/runtime/cluster.ts";
+import { ApiError } from "../src/runtime/cluster.ts";
+import type { FaultSource, RequestFault, RequestVerb, WatchFault } from "./cluster/mod.ts";
+import { isOperator } from "./cluster/mod.ts";
+import type { Prng } from "./prng.ts";
+
+/** The fault mix of a run. Probabilities are per request, per watch, or per Deployment. */
+export interface FaultConfig {
+  /** 409 Conflict on update, patch and apply requests. */
+  conflict: number;
+  /** 429 TooManyRequests with Retry-After. */
+  throttle: number;
+  /** 500 InternalError. */
+  serverError: number;
+  /** No answer (code 0); the server may or may not have done it. */
+  timeout: number;
+  /** A watch ends early (connection dropped). */
+  watchDrop: number;
+  /** A watch stays open and sends nothing, forever. */
+  watchStall: number;
+  /** A watch gets a 410 Gone ERROR event. */
+  watchGone: number;
+  /** How a too-old watch version is reported: an ERROR event or a thrown 410. */
+  goneAs: "event" | "throw";
+  /** Watch events retained per type (smaller gives more 410s on re-watch). */
+  historySize: number;
+  /** Operator crashes during the safety phase. */
+  crashes: number;
+  /** An operator-created Deployment cannot create Pods for a while (ReplicaFailure). */
+  replicaFailure: number;
+  /** A Deployment's Pods take minutes to become ready. */
+  slowDeployment: number;
+  /** Forward jumps of the clock during the safety phase. */
+  clockJumps: number;
+}
+
+/** No faults at all. */
+export const NO_FAULTS: FaultConfig = {
+  conflict: 0,
+  throttle: 0,
+  serverError: 0,
+  timeout: 0,
+  watchDrop: 0,
+  watchStall: 0,
+  watchGone: 0,
+  goneAs: "event",
+  historySize: 500,
+  crashes: 0,
+  replicaFailure: 0,
+  slowDeployment: 0,
+  clockJumps: 0,
+};
+
+/** Draws a fault mix: each kind is on with probability 1/2, at a rate drawn for the run. */
+export function swarm(prng: Prng): FaultConfig {
+  const on = (lo: number, hi: number) => (prng.chance(0.5) ? prng.uniform(lo, hi) : 0);
+  return {
+    conflict: on(0.01, 0.15),
+    throttle: on(0.01, 0.1),
+    serverError: on(0.01, 0.1),
+    timeout: on(0.005, 0.05),
+    watchDrop: on(0.05, 0.5),
+    watchStall: on(0.02, 0.2),
+    watchGone: on(0.05, 0.3),
+    goneAs: prng.chance(0.5) ? "event" : "throw",
+    historySize: prng.chance(0.5) ? prng.int(5, 50) : 500,
+    crashes: prng.chance(0.5) ? prng.int(1, 3) : 0,
+    replicaFailure: on(0.1, 0.5),
+    slowDeployment: on(0.1, 0.5),
+    clockJumps: prng.chance(0.3) ? prng.int(1, 3) : 0,
+  };
+}
+
+/** Which object a targeted fault hits; absent fields match anything. */
+export interface Target {
+  kind?: string;
+  namespace?: string;
+  name?: string;
+}
+
+/** A targeted API error: the next `count` matching requests fail with `code`. */
+export interface ApiErrorRule {
+  verb?: RequestVerb;
+  target: Target;
+  code: number;
+  count: number;
+  retryAfterSeconds?: number;
+  message?: string;
+}
+
+const REASONS: Record<number, string> = {
+  400: "BadRequest",
+  403: "Forbidden",
+  404: "NotFound",
+  409: "Conflict",
+  410: "Expired",
+  422: "Invalid",
+  429: "TooManyRequests",
+  500: "InternalError",
+  503: "ServiceUnavailable",
+  504: "Timeout",
+};
+
+/** An ApiError as the API server would send it for `code`. */
+export function injectedError(
+  code: number,
+  what: string,
+  retryAfterSeconds?: number,
+  message?: string,
+): ApiError {
+  const text = message ??
+    (code === 409
+      ? `Operation cannot be fulfilled on ${what}: the object has been modified; please apply your changes to the latest version and try again`
+      : code === 429
+      ? "the server has received too many requests and has asked us to try again later"
+      : `Internal error occurred: injected fault on ${what}`);
+  return new ApiError(code, REASONS[code] ?? "InternalError", text, retryAfterSeconds);
+}
+
+/** Matches a target against an object's kind, namespace and name. */
+export function matchesTarget(
+  t: Target,
+  kind: string,
+  namespace: string | undefined,
+  name: string | undefined,
+): boolean {
+  return (t.kind === undefined || t.kind === kind) &&
+    (t.namespace === undefined || t.namespace === namespace) &&
+    (t.name === undefined || t.name === name);
+}
+
+const WRITES = new Set<RequestVerb>(["update", "patch", "apply", "applyStatus"]);
+
+/** Decides faults for requests, watches and Deployments. */
+export class FaultInjector implements FaultSource {
+  /** Random faults fire only while active (the safety phase). */
+  active = true;
+  /** Told when a timed Deployment fault ends, so the Deployment controller looks again then. */
+  onTimedEnd?: (atMs: number) => void;
+  readonly rules: ApiErrorRule[] = [];
+  readonly #failing = new Map<string, { until: number; message: string }>();
+  readonly #slow = new Map<string, boolean>();
+  readonly #targetedFailures: { target: Target; message: string }[] = [];
+  readonly #targetedSlow: { target: Target; delayMs: number }[] = [];
+  readonly #api: Prng;
+  readonly #watches: Prng;
+  readonly #deploys: Prng;
+
+  constructor(readonly config: FaultConfig, prng: Prng, readonly now: () => number) {
+    this.#api = prng.fork("api");
+    this.#watches = prng.fork("watches");
+    this.#deploys = prng.fork("deployments");
+  }
+
+  /** FaultSource: the fault for one request, if any. */
+  request(
+    actor: string,
+    verb: RequestVerb,
+    type: ResourceType,
+    namespace: string | undefined,
+    name: string | undefined,
+  ): RequestFault | undefined {
+    const what = `${type.plural} "${name ?? ""}"`;
+    const rule = this.rules.find((r) =>
+      r.count > 0 && (r.verb === undefined || r.verb === verb) &&
+      matchesTarget(r.target, type.kind, namespace, name)
+    );
+    if (rule) {
+      rule.count--;
+      return {
+        kind: "error",
+        error: injectedError(rule.code, what, rule.retryAfterSeconds, rule.message),
+      };
+    }
+    if (!this.active || !isOperator(actor) || verb === "watch") return undefined;
+    const c = this.config;
+    const r = this.#api;
+    if (WRITES.has(verb) && r.chance(c.conflict)) {
+      return { kind: "error", error: injectedError(409, what) };
+    }
+    if (r.chance(c.throttle)) {
+      return { kind: "error", error: injectedError(429, what, r.int(1, 5)) };
+    }
+    if (r.chance(c.serverError)) return { kind: "error", error: injectedError(500, what) };
+    if (r.chance(c.timeout)) {
+      return { kind: "timeout", executed: r.chance(0.5), afterMs: r.int(5_000, 30_000) };
+    }
+    return undefined;
+  }
+
+  /** FaultSource: the fault for one new watch, if any. */
+  watch(actor: string, _type: ResourceType): WatchFault | undefined {
+    if (!this.active || !isOperator(actor)) return undefined;
+    const c = this.config;
+    const r = this.#watches;
+    const after = () => r.logUniform(100, 120_000);
+    if (r.chance(c.watchStall)) return { kind: "stall", afterMs: after() };
+    if (r.chance(c.watchDrop)) return { kind: "drop", afterMs: after() };
+    if (r.chance(c.watchGone)) return { kind: "gone", afterMs: after() };
+    return undefined;
+  }
+
+  /** FaultSource: how too-old watch versions are reported. */
+  goneAs(): "event" | "throw" {
+    return this.config.goneAs;
+  }
+
+  /** Makes Pods of matching Deployments fail to be created until cleared. */
+  failDeployments(target: Target, message: string): void {
+    this.#targetedFailures.push({ target, message });
+  }
+
+  /** Makes Pods of matching Deployments take `delayMs` to become ready. */
+  slowDeployments(target: Target, delayMs: number): void {
+    this.#targetedSlow.push({ target, delayMs });
+  }
+
+  /** Ends targeted Deployment faults matching `target` (all when undefined). */
+  clearDeployments(target?: Target): void {
+    const keep = <T extends { target: Target }>(list: T[]) => {
+      const left = list.filter((f) => target !== undefined && !sameTarget(f.target, target));
+      list.splice(0, list.length, ...left);
+    };
+    keep(this.#targetedFailures);
+    keep(this.#targetedSlow);
+  }
+
+  /** DeploymentBehaviour: the creation error while Pods of `d` cannot be created. */
+  createFailure(d: KubeObject, creator: string | undefined): string | undefined {
+    const { namespace, name, uid } = d.metadata;
+    const targeted = this.#targetedFailures.find((f) =>
+      matchesTarget(f.target, "Deployment", namespace, name)
+    );
+    if (targeted) return targeted.message;
+    if (!this.active || !creator || !isOperator(creator)) return undefined;
+    let f = this.#failing.get(uid!);
+    if (!f) {
+      const fails = this.#deploys.chance(this.config.replicaFailure);
+      f = {
+        until: fails ? this.now() + this.#deploys.int(10_000, 120_000) : 0,
+        message:
+          `pods "${name}-" is forbidden: exceeded quota: compute-resources, requested: pods=1, used: pods=10, limited: pods=10`,
+      };
+      this.#failing.set(uid!, f);
+      if (fails) this.onTimedEnd?.(f.until);
+    }
+    return this.now() < f.until ? f.message : undefined;
+  }
+
+  /** DeploymentBehaviour: readiness delay of a new Pod of `d`, or undefined for the default. */
+  readyDelayMs(d: KubeObject): number | undefined {
+    const { namespace, name, uid } = d.metadata;
+    const targeted = this.#targetedSlow.find((f) =>
+      matchesTarget(f.target, "Deployment", namespace, name)
+    );
+    if (targeted) return targeted.delayMs;
+    if (!this.active) return undefined;
+    let slow = this.#slow.get(uid!);
+    if (slow === undefined) {
+      this.#slow.set(uid!, slow = this.#deploys.chance(this.config.slowDeployment));
+    }
+    return slow ? this.#deploys.logUniform(30_000, 900_000) : undefined;
+  }
+}
+
+function sameTarget(a: Target, b: Target): boolean {
+  return a.kind === b.kind && a.namespace === b.namespace && a.name === b.name;
+}

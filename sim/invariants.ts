@@ -1,0 +1,166 @@
+/**
+ * Safety properties checked during every run: on each committed change (who changed what) and
+ * after each event of the driver (the state of the world). A violation is recorded with the
+ * virtual time it happened; the run fails on the first one.
+ */
+import { RESOURCES } from "../src/api/resources.ts";
+import type { Condition } from "../src/api/common.ts";
+import {
+  MANAGED_BY,
+  MANAGED_BY_LABEL,
+  MODULE_LABEL,
+  SCALER_FINALIZER,
+  SERVERLESS_FINALIZER,
+} from "../src/reconcile/labels.ts";
+import { rowOfStatus, type StateRow } from "../src/reconcile/conditions.ts";
+import { RATELIMIT_STATES } from "../src/reconcile/ratelimit.ts";
+import { SCALER_STATES } from "../src/reconcile/scaler.ts";
+import { SERVERLESS_STATES } from "../src/reconcile/serverless.ts";
+import type { KubeObject, ResourceType } from "../src/runtime/cluster.ts";
+import { type Change, isOperator, type SimCluster } from "./cluster/mod.ts";
+import { deepEqual, specPart } from "./cluster/json.ts";
+
+/** One broken invariant. */
+export interface Violation {
+  at: number;
+  invariant: string;
+  message: string;
+}
+
+/** The kinds with a status table, and their tables. */
+export const STATUS_TABLES: readonly { type: ResourceType; table: readonly StateRow[] }[] = [
+  { type: RESOURCES.Serverless, table: SERVERLESS_STATES },
+  { type: RESOURCES.Scaler, table: SCALER_STATES },
+  { type: RESOURCES.RateLimit, table: RATELIMIT_STATES },
+];
+
+const SINGLETONS = [RESOURCES.Serverless, RESOURCES.Scaler];
+const MODULE_FINALIZERS: Record<string, string> = {
+  [SERVERLESS_FINALIZER]: "serverless",
+  [SCALER_FINALIZER]: "keda",
+};
+
+function ref(o: KubeObject): string {
+  const ns = o.metadata.namespace;
+  return `${o.kind} ${ns ? `${ns}/` : ""}${o.metadata.name}`;
+}
+
+/** What a user owns of an object: everything but metadata and status, plus labels and annotations. */
+function userPart(o: KubeObject): unknown {
+  return {
+    ...specPart(o),
+    labels: o.metadata.labels ?? {},
+    annotations: o.metadata.annotations ?? {},
+  };
+}
+
+/** Watches a simulated cluster and records violations of the project's safety invariants. */
+export class InvariantChecker {
+  readonly violations: Violation[] = [];
+  /** uid → the actor that created the object (kept after deletion). */
+  readonly #creators = new Map<string, string>();
+  #checkedRv = -1;
+
+  constructor(readonly cluster: SimCluster) {
+    cluster.store.subscribe((c) => this.#onChange(c));
+  }
+
+  /** True while nothing was violated. */
+  get ok(): boolean {
+    return this.violations.length === 0;
+  }
+
+  #fail(invariant: string, message: string): void {
+    this.violations.push({ at: this.cluster.clock.now(), invariant, message });
+  }
+
+  #onChange(c: Change): void {
+    const obj = c.object;
+    const uid = obj.metadata.uid!;
+    if (c.type === "ADDED") this.#creators.set(uid, c.actor);
+    if (!isOperator(c.actor)) return;
+    const creator = this.#creators.get(uid) ?? "unknown";
+    const ownedByOperator = isOperator(creator);
+    if (c.verb === "delete" && !ownedByOperator) {
+      this.#fail(
+        "operator-deletes-only-its-own",
+        `${c.actor} deleted ${ref(obj)}, created by ${creator}`,
+      );
+    }
+    if (
+      c.type === "MODIFIED" && c.old && !ownedByOperator &&
+      !deepEqual(userPart(c.old), userPart(obj))
+    ) {
+      this.#fail(
+        "user-spec-unchanged",
+        `${c.actor} changed ${ref(obj)} (created by ${creator}) outside status and finalizers`,
+      );
+    }
+    if (c.old) this.#checkFinalizerRemoval(c.old, c.type === "DELETED" ? undefined : obj, c.actor);
+  }
+
+  /** A module finalizer leaves a served module object only once none of the module's objects is left. */
+  #checkFinalizerRemoval(before: KubeObject, after: KubeObject | undefined, actor: string): void {
+    const served = (before.status as { served?: string } | undefined)?.served === "True";
+    if (!served) return;
+    for (const [finalizer, module] of Object.entries(MODULE_FINALIZERS)) {
+      const had = before.metadata.finalizers?.includes(finalizer);
+      const has = after?.metadata.finalizers?.includes(finalizer) ?? false;
+      if (!had || has) continue;
+      const left = this.installedObjects(module);
+      if (left.length > 0) {
+        this.#fail(
+          "finalizer-after-cleanup",
+          `${actor} removed ${finalizer} from ${
+            ref(before)
+          } while ${left.length} installed object(s) remain, e.g. ${ref(left[0])}`,
+        );
+      }
+    }
+  }
+
+  /** Objects the operator installed for `module` (`serverless`, `keda`, `ratelimit`) that still exist. */
+  installedObjects(module: string): KubeObject[] {
+    const store = this.cluster.store;
+    return store.types.all().flatMap((t) =>
+      store.objects(t).filter((o) =>
+        o.metadata.labels?.[MANAGED_BY_LABEL] === MANAGED_BY &&
+        o.metadata.labels?.[MODULE_LABEL] === module
+      )
+    );
+  }
+
+  /** Checks the state of the world; cheap when nothing changed since the last check. */
+  checkState(): void {
+    const store = this.cluster.store;
+    if (store.rv === this.#checkedRv) return;
+    this.#checkedRv = store.rv;
+    for (const type of SINGLETONS) {
+      const served = store.objects(type).filter((o) =>
+        (o.status as { served?: string } | undefined)?.served === "True"
+      );
+      if (served.length > 1) {
+        this.#fail(
+          "one-served-singleton",
+          `${served.length} served ${type.kind} objects: ${served.map(ref).join(", ")}`,
+        );
+      }
+    }
+    for (const { type, table } of STATUS_TABLES) {
+      for (const o of store.objects(type)) {
+        const status = o.status as { state?: string; conditions?: Condition[] } | undefined;
+        if (status === undefined || Object.keys(status).length === 0) continue;
+        if (!rowOfStatus(table, status)) {
+          const conds = (status.conditions ?? []).map((c) => `${c.type}=${c.status}/${c.reason}`)
+            .join(", ");
+          this.#fail(
+            "status-is-a-table-row",
+            `${ref(o)} has state ${
+              JSON.stringify(status.state)
+            } with conditions [${conds}]: not a row of the ${type.kind} table`,
+          );
+        }
+      }
+    }
+  }
+}

@@ -1,0 +1,195 @@
+/**
+ * What the world must look like once the operator has converged after a generated workload
+ * (liveness): the outcome of every object follows from how it was generated (its validity label),
+ * its age and its peers, as DESIGN.md decides; the first difference is returned.
+ */
+import { RESOURCES } from "../src/api/resources.ts";
+import type { Condition } from "../src/api/common.ts";
+import type { KubeObject, ResourceType } from "../src/runtime/cluster.ts";
+import { rowOfStatus } from "../src/reconcile/conditions.ts";
+import { STATUS_TABLES } from "./invariants.ts";
+import type { Simulation } from "./simulation.ts";
+import { VALIDITY_LABEL } from "./workload.ts";
+
+interface ModuleRule {
+  type: ResourceType;
+  module: string;
+  /** States a served object with a valid spec may show. */
+  ready: string[];
+  invalidReason: string;
+  duplicateReason: string;
+  /** User objects that block deletion. */
+  blockers: ResourceType[];
+}
+
+const MODULES: ModuleRule[] = [
+  {
+    type: RESOURCES.Serverless,
+    module: "serverless",
+    ready: ["Ready"],
+    invalidReason: "ConfigurationCheckErr",
+    duplicateReason: "ServerlessDuplicated",
+    blockers: [RESOURCES.Function],
+  },
+  {
+    type: RESOURCES.Scaler,
+    module: "keda",
+    ready: ["Ready", "Warning"],
+    invalidReason: "ValidationErr",
+    duplicateReason: "KedaDuplicated",
+    blockers: [RESOURCES.ScaledObject, RESOURCES.ScaledJob, RESOURCES.TriggerAuthentication],
+  },
+];
+
+type Status = {
+  state?: string;
+  served?: string;
+  observedGeneration?: number;
+  conditions?: Condition[];
+} | undefined;
+
+function ref(o: KubeObject): string {
+  return `${o.kind} ${o.metadata.namespace}/${o.metadata.name}`;
+}
+
+function show(s: Status): string {
+  const conds = (s?.conditions ?? []).map((c) => `${c.type}=${c.status}/${c.reason}`).join(", ");
+  return `state ${s?.state ?? "(none)"}, served ${s?.served ?? "(none)"}, conditions [${conds}]`;
+}
+
+function hasReason(s: Status, reason: string): boolean {
+  return (s?.conditions ?? []).some((c) => c.reason === reason);
+}
+
+/** The status must be computed from the current generation: the condition that decides its row is current. */
+function stale(o: KubeObject, s: Status): string | undefined {
+  const gen = o.metadata.generation;
+  if (!s?.state) return `${ref(o)}: no status yet`;
+  const table = STATUS_TABLES.find((t) => t.type.kind === o.kind)?.table ?? [];
+  const row = rowOfStatus(table, s);
+  const deciding = row &&
+    (s.conditions ?? []).find((c) => c.type === row.type && c.reason === row.reason);
+  const observed = deciding?.observedGeneration ?? s.observedGeneration;
+  if (observed !== undefined && observed !== gen) {
+    return `${ref(o)}: status (${show(s)}) is for generation ${observed}, the object is at ${gen}`;
+  }
+  return undefined;
+}
+
+function byAge(a: KubeObject, b: KubeObject): number {
+  const ta = a.metadata.creationTimestamp ?? "";
+  const tb = b.metadata.creationTimestamp ?? "";
+  return ta < tb ? -1 : ta > tb ? 1 : a.metadata.name < b.metadata.name ? -1 : 1;
+}
+
+function judgeModules(sim: Simulation): string | undefined {
+  const store = sim.cluster.store;
+  for (const m of MODULES) {
+    const objs = store.objects(m.type);
+    const served = objs.filter((o) => (o.status as Status)?.served === "True");
+    for (const o of objs) {
+      const s = o.status as Status;
+      if (o.metadata.deletionTimestamp) {
+        // While deletion is blocked only the Deleted condition is kept current.
+        const blocked = m.blockers.some((t) =>
+          store.types.serves(t) && store.objects(t).length > 0
+        );
+        if (!blocked) return `${ref(o)}: still being deleted though nothing blocks it (${show(s)})`;
+        const deleted = s?.conditions?.find((c) => c.type === "Deleted");
+        if (s?.state !== "Error" || deleted?.reason !== "DeletionErr") {
+          return `${ref(o)}: deletion is blocked by user objects, expected Error/DeletionErr, got ${
+            show(s)
+          }`;
+        }
+        if (deleted.observedGeneration !== o.metadata.generation) {
+          return `${
+            ref(o)
+          }: condition Deleted is for generation ${deleted.observedGeneration}, the object is at ${o.metadata.generation}`;
+        }
+        continue;
+      }
+      const problem = stale(o, s);
+      if (problem) return problem;
+      const valid = o.metadata.labels?.[VALIDITY_LABEL] !== "invalid";
+      if (s?.served === "True") {
+        if (valid && !m.ready.includes(s.state ?? "")) {
+          return `${ref(o)}: valid and served, expected state ${m.ready.join(" or ")}, got ${
+            show(s)
+          }`;
+        }
+        if (!valid && !(s.state === "Error" && hasReason(s, m.invalidReason))) {
+          return `${ref(o)}: invalid and served, expected Error/${m.invalidReason}, got ${show(s)}`;
+        }
+      } else if (!(s?.state === "Error" && hasReason(s, m.duplicateReason))) {
+        return `${ref(o)}: not served, expected Error/${m.duplicateReason}, got ${show(s)}`;
+      }
+    }
+    if (objs.length > 0 && served.length !== 1) {
+      return `${m.type.kind}: ${served.length} served objects among ${objs.length}`;
+    }
+    if (objs.length === 0) {
+      const left = sim.checker.installedObjects(m.module);
+      if (left.length > 0) {
+        return `${m.type.kind}: none left, but ${left.length} installed object(s) remain, e.g. ${
+          ref(left[0])
+        }`;
+      }
+    }
+  }
+  return undefined;
+}
+
+function judgeRateLimits(sim: Simulation): string | undefined {
+  const store = sim.cluster.store;
+  const limits = store.objects(RESOURCES.RateLimit).filter((o) => !o.metadata.deletionTimestamp);
+  const groups = new Map<string, KubeObject[]>();
+  for (const rl of limits) {
+    const key = `${rl.metadata.namespace} ${
+      JSON.stringify((rl.spec as { selectorLabels: unknown }).selectorLabels)
+    }`;
+    groups.set(key, [...(groups.get(key) ?? []), rl]);
+  }
+  const applied = new Set<string>();
+  for (const group of groups.values()) {
+    group.sort(byAge);
+    for (const [i, rl] of group.entries()) {
+      const s = rl.status as Status;
+      const problem = stale(rl, s);
+      if (problem) return problem;
+      const valid = rl.metadata.labels?.[VALIDITY_LABEL] !== "invalid";
+      const want = !valid ? "InvalidSpec" : i > 0 ? "Conflict" : "Applied";
+      if (!hasReason(s, want)) return `${ref(rl)}: expected reason ${want}, got ${show(s)}`;
+      if (want === "Applied") applied.add(`${rl.metadata.namespace}/${rl.metadata.name}`);
+    }
+  }
+  const filters = store.types.serves(RESOURCES.EnvoyFilter)
+    ? store.objects(RESOURCES.EnvoyFilter)
+    : [];
+  for (const key of applied) {
+    if (!filters.some((f) => `${f.metadata.namespace}/${f.metadata.name}` === key)) {
+      return `EnvoyFilter ${key}: missing for an applied RateLimit`;
+    }
+  }
+  for (const f of filters) {
+    const key = `${f.metadata.namespace}/${f.metadata.name}`;
+    if (!applied.has(key)) {
+      return `EnvoyFilter ${key}: exists, but no applied RateLimit ${key} does`;
+    }
+  }
+  return undefined;
+}
+
+function judgeWorkloads(sim: Simulation): string | undefined {
+  for (const [ns, name] of [["demo", "httpbin"], ["mesh-system", "mesh-ingressgateway"]]) {
+    const d = sim.cluster.store.get(RESOURCES.Deployment, ns, name);
+    if ((d?.status as { readyReplicas?: number } | undefined)?.readyReplicas !== 1) {
+      return `Deployment ${ns}/${name}: not ready yet`;
+    }
+  }
+  return undefined;
+}
+
+/** The first way the world differs from the converged outcome; undefined when it is converged. */
+export function judge(sim: Simulation): string | undefined {
+  return judgeWorkloads(sim) ?? judgeModules(sim) ?? judgeRateLimits(sim);
+}

@@ -1,0 +1,90 @@
+/** Checks of scenario expectations against the simulated cluster and the data-plane responses. */
+import type { MeshResponse } from "../../src/dataplane/mod.ts";
+import type { KubeObject } from "../../src/runtime/cluster.ts";
+import { matchesLabels } from "../cluster/selector.ts";
+import type { Simulation } from "../simulation.ts";
+import type { Expectation, RequestStep, ResponseExpectation } from "./format.ts";
+import { firstDifference } from "./match.ts";
+
+const META_KEYS = new Set([
+  "kind",
+  "apiVersion",
+  "namespace",
+  "name",
+  "absent",
+  "count",
+  "labels",
+  "conditions",
+]);
+
+function ref(e: { kind: string; namespace?: string; name?: string }): string {
+  return `${e.kind} ${e.namespace ? `${e.namespace}/` : ""}${e.name ?? "*"}`;
+}
+
+function summary(o: KubeObject): string {
+  const s = o.status as {
+    state?: string;
+    conditions?: { type: string; status: string; reason: string }[];
+  } | undefined;
+  const conds = (s?.conditions ?? []).map((c) => `${c.type}=${c.status}/${c.reason}`).join(", ");
+  return s?.state ? `state ${s.state}${conds ? ` [${conds}]` : ""}` : "no state";
+}
+
+/** The first difference between an expectation and the cluster now; undefined when it holds. */
+export function checkExpectation(sim: Simulation, e: Expectation): string | undefined {
+  const store = sim.cluster.store;
+  const type = e.apiVersion
+    ? store.types.byKind(e.apiVersion, e.kind)
+    : store.types.byKindName(e.kind);
+  if (e.count !== undefined || e.name === undefined) {
+    const all = type ? store.objects(type, e.namespace) : [];
+    const matching = all.filter((o) => !e.labels || matchesLabels(e.labels, o.metadata.labels));
+    const want = e.count ?? 1;
+    return matching.length === want
+      ? undefined
+      : `${ref(e)}: count: expected ${want}, got ${matching.length}`;
+  }
+  const obj = type ? store.get(type, e.namespace, e.name) : undefined;
+  if (e.absent) {
+    return obj ? `${ref(e)}: expected absent, but it exists (${summary(obj)})` : undefined;
+  }
+  if (!obj) {
+    return `${ref(e)}: expected to exist, but it does not${
+      type ? "" : ` (kind ${e.kind} is not served)`
+    }`;
+  }
+  const expected: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(e)) if (!META_KEYS.has(k)) expected[k] = v;
+  if (e.labels) expected.metadata = { ...(expected.metadata as object ?? {}), labels: e.labels };
+  if (e.conditions) {
+    const status = (expected.status ?? {}) as Record<string, unknown>;
+    expected.status = { ...status, conditions: e.conditions };
+  }
+  const diff = firstDifference(expected, obj);
+  return diff ? `${ref(e)}: ${diff}` : undefined;
+}
+
+/** The first difference between a response and its expectation. */
+export function checkResponse(e: ResponseExpectation, r: MeshResponse): string | undefined {
+  const expected: Record<string, unknown> = {};
+  if (e.status !== undefined) expected.status = e.status;
+  if (e.body !== undefined) expected.body = e.body;
+  if (e.bucket !== undefined) expected.bucket = e.bucket;
+  if (e.headers) {
+    expected.headers = Object.fromEntries(
+      Object.entries(e.headers).map(([k, v]) => [k.toLowerCase(), v]),
+    );
+  }
+  return firstDifference(expected, r);
+}
+
+/** `GET /headers -> demo {app=httpbin}` for messages. */
+export function describeRequest(r: RequestStep): string {
+  const to = r.to === "gateway"
+    ? "gateway"
+    : `${r.to.namespace} {${Object.entries(r.to.labels).map(([k, v]) => `${k}=${v}`).join(",")}}`;
+  const headers = r.headers
+    ? ` ${Object.entries(r.headers).map(([k, v]) => `${k}: ${v}`).join(", ")}`
+    : "";
+  return `${r.method ?? "GET"} ${r.path}${headers} -> ${to}${r.viaGateway ? " via gateway" : ""}`;
+}

@@ -1,0 +1,77 @@
+/** Scenario fault steps: targeted API errors, Deployment faults, crashes, clock jumps, watch faults. */
+import { ApiError } from "../../src/runtime/cluster.ts";
+import { matchesTarget } from "../faults.ts";
+import type { Simulation } from "../simulation.ts";
+import type { FaultStep } from "./format.ts";
+
+function describe(t: { kind?: string; namespace?: string; name?: string }): string {
+  return `${t.kind ?? "*"} ${t.namespace ? `${t.namespace}/` : ""}${t.name ?? "*"}`;
+}
+
+/** Applies one fault step now; returns a description for the timeline. */
+export function applyFault(sim: Simulation, f: FaultStep): string {
+  const inj = sim.injector;
+  switch (f.kind) {
+    case "apiError":
+      inj.rules.push({
+        ...(f.verb ? { verb: f.verb } : {}),
+        target: f.target,
+        code: f.code,
+        count: f.count,
+        ...(f.retryAfter !== undefined
+          ? { retryAfterSeconds: Math.ceil(f.retryAfter / 1000) }
+          : {}),
+        ...(f.message ? { message: f.message } : {}),
+      });
+      return `fault apiError ${f.code} on ${f.verb ?? "any verb"} ${
+        describe(f.target)
+      } x${f.count}`;
+    case "replicaFailure":
+      if (f.clear) inj.clearDeployments(f.target);
+      else {
+        inj.failDeployments(
+          f.target,
+          f.message ??
+            `pods "${
+              f.target.name ?? "pod"
+            }-" is forbidden: exceeded quota: compute-resources, requested: pods=1, used: pods=10, limited: pods=10`,
+        );
+      }
+      sim.cluster.deployments.resyncAll();
+      return `fault replicaFailure ${f.clear ? "cleared on" : "on"} ${describe(f.target)}`;
+    case "slowDeployment":
+      if (f.clear) inj.clearDeployments(f.target);
+      else inj.slowDeployments(f.target, f.delay);
+      return `fault slowDeployment ${f.clear ? "cleared on" : `${f.delay} ms on`} ${
+        describe(f.target)
+      }`;
+    case "crash":
+      sim.crash(f.restartAfter);
+      return `fault crash, restart after ${f.restartAfter} ms`;
+    case "clockJump":
+      sim.clock.jump(f.by);
+      return `fault clock jumps ${f.by} ms`;
+    case "compact": {
+      const type = sim.cluster.store.types.byKindName(f.target.kind ?? "");
+      if (!type) throw new Error(`compact: unknown kind ${f.target.kind}`);
+      sim.cluster.store.compact(type);
+      return `fault compact ${type.kind} history`;
+    }
+    default: {
+      let hit = 0;
+      for (const w of [...sim.cluster.watches]) {
+        if (
+          !w.actor.startsWith("operator/") ||
+          !matchesTarget(f.target, w.type.kind, undefined, undefined)
+        ) continue;
+        hit++;
+        if (f.kind === "watchDrop") w.stream.end();
+        else if (f.kind === "watchStall") w.stream.stall();
+        else {w.stream.failWith(
+            new ApiError(410, "Expired", "The resourceVersion for the provided watch is too old."),
+          );}
+      }
+      return `fault ${f.kind} on ${hit} open ${f.target.kind ?? "any"} watch(es)`;
+    }
+  }
+}

@@ -1,0 +1,219 @@
+/**
+ * Runs a scenario: boot the world, run each step at its virtual time (apply, delete, fault, expect,
+ * requests), then liveness and a quiet period. The first failed expectation, broken invariant or
+ * runtime error ends the run with the first differing field.
+ */
+import type { MeshRequest } from "../../src/dataplane/mod.ts";
+import { ApiError, type KubeObject, type ResourceType } from "../../src/runtime/cluster.ts";
+import type { Logger } from "../../src/runtime/log.ts";
+import { type FaultChoice, faultsFor, hasFaults, type RunResult } from "../result.ts";
+import { QUIET_MS, Simulation, ViolationStop } from "../simulation.ts";
+import { offset } from "../trace.ts";
+import type { Scenario, ScenarioStep } from "./format.ts";
+import { applyFault } from "./faults.ts";
+import { checkExpectation, checkResponse, describeRequest } from "./expect.ts";
+
+/** Longest the operator may take to settle after the last step. */
+export const LIVENESS_LIMIT_MS = 30 * 60_000;
+
+/** Options of a scenario run. */
+export interface ScenarioOptions {
+  /** Overrides the scenario's seed. */
+  seed?: number;
+  /** Overrides the scenario's fault choice. */
+  faults?: FaultChoice;
+  file?: string;
+  log?: Logger;
+  /** The command that replays this run, given its seed. */
+  replay?: (seed: number) => string;
+}
+
+/** A step failed: the message says which field differed. */
+class StepFailure extends Error {}
+
+/** Runs one scenario to completion. */
+export async function runScenario(sc: Scenario, opts: ScenarioOptions = {}): Promise<RunResult> {
+  const seed = opts.seed ?? sc.seed ?? 1;
+  const faults = faultsFor(opts.faults ?? (sc.faults as FaultChoice | undefined), seed);
+  const sim = new Simulation({ seed, faults, log: opts.log });
+  let failure: string | undefined;
+  let failedAt: string | undefined;
+  try {
+    await sim.boot();
+    if (hasFaults(faults)) sim.scheduleSwarm(sc.steps[sc.steps.length - 1].at);
+    for (const [i, step] of sc.steps.entries()) {
+      await sim.runUntil(step.at);
+      await runStep(sim, step, i);
+    }
+    sim.startLiveness();
+    if (!await sim.settle(LIVENESS_LIMIT_MS)) {
+      throw new StepFailure(
+        `liveness: the operator kept writing for ${
+          LIVENESS_LIMIT_MS / 60_000
+        } min after the last step`,
+      );
+    }
+    const quiet = await sim.quiet();
+    if (!quiet.quiet) {
+      throw new StepFailure(`quiet: the world kept changing for ${(4 * QUIET_MS) / 60_000} min`);
+    }
+    if (quiet.writes.length > 0) {
+      throw new StepFailure(
+        `quiet: ${quiet.writes.length} operator write(s) while nothing changed, first: ${
+          quiet.writes[0]
+        }`,
+      );
+    }
+  } catch (err) {
+    if (!(err instanceof StepFailure || err instanceof ViolationStop)) throw err;
+    failure = err.message;
+    failedAt = offset(sim.clock.now());
+  }
+  return {
+    name: sc.name,
+    ...(opts.file ? { file: opts.file } : {}),
+    seed,
+    ok: failure === undefined,
+    virtualMs: sim.now,
+    steps: sim.driver.steps,
+    writes: sim.operatorWrites,
+    ...(failure ? { failure, failedAt } : {}),
+    traceHash: sim.trace.digest(),
+    timeline: sim.trace.timeline,
+    replay: opts.replay?.(seed) ?? "",
+  };
+}
+
+function typeFor(
+  sim: Simulation,
+  apiVersion: string | undefined,
+  kind: string,
+): ResourceType | undefined {
+  const types = sim.cluster.store.types;
+  return apiVersion ? types.byKind(apiVersion, kind) : types.byKindName(kind);
+}
+
+async function runStep(sim: Simulation, step: ScenarioStep, index: number): Promise<void> {
+  const t = offset(sim.clock.now());
+  const where = `step ${index + 1} (at ${t})`;
+  const outcomes: string[] = [];
+  const call = async (action: string, p: () => Promise<unknown>) => {
+    let outcome = "ok";
+    let error: ApiError | undefined;
+    try {
+      await sim.drive(p());
+    } catch (err) {
+      if (!(err instanceof ApiError)) throw err;
+      error = err;
+      outcome = `${err.code} ${err.reason}: ${err.message}`;
+    }
+    sim.trace.add({ t, event: "step", step: index + 1, action, outcome });
+    outcomes.push(outcome);
+    const want = step.expectError;
+    if (want) {
+      if (!error) {
+        throw new StepFailure(
+          `${where}: ${action}: expected an error${
+            want.code ? ` ${want.code}` : ""
+          }, but it succeeded`,
+        );
+      }
+      if (want.code !== undefined && want.code !== error.code) {
+        throw new StepFailure(
+          `${where}: ${action}: code: expected ${want.code}, got ${error.code} (${error.message})`,
+        );
+      }
+      if (want.reason !== undefined && want.reason !== error.reason) {
+        throw new StepFailure(
+          `${where}: ${action}: reason: expected ${want.reason}, got ${error.reason}`,
+        );
+      }
+      if (want.message !== undefined && !error.message.includes(want.message)) {
+        throw new StepFailure(
+          `${where}: ${action}: message: expected it to contain ${
+            JSON.stringify(want.message)
+          }, got ${JSON.stringify(error.message)}`,
+        );
+      }
+    } else if (error) throw new StepFailure(`${where}: ${action} failed: ${outcome}`);
+  };
+  for (const obj of step.apply ?? []) {
+    const o = obj as unknown as KubeObject;
+    const action = `apply ${o.kind} ${
+      o.metadata.namespace ? `${o.metadata.namespace}/` : ""
+    }${o.metadata.name}`;
+    const type = typeFor(sim, o.apiVersion, o.kind);
+    await call(
+      action,
+      () =>
+        type ? sim.user.apply(type, o, { fieldManager: "kubectl", force: true }) : Promise.reject(
+          new ApiError(
+            404,
+            "NotFound",
+            `the server doesn't have a resource type for ${o.apiVersion} ${o.kind}`,
+          ),
+        ),
+    );
+  }
+  for (const ref of step.delete ?? []) {
+    const action = `delete ${ref.kind} ${ref.namespace ? `${ref.namespace}/` : ""}${ref.name}`;
+    const type = typeFor(sim, ref.apiVersion, ref.kind);
+    await call(action, async () => {
+      if (!type) {
+        throw new ApiError(404, "NotFound", `the server doesn't have a resource type ${ref.kind}`);
+      }
+      if (!await sim.user.delete(type, ref.namespace, ref.name)) {
+        throw new ApiError(404, "NotFound", `${ref.kind} "${ref.name}" not found`);
+      }
+    });
+  }
+  for (const fault of step.fault ?? []) {
+    const action = applyFault(sim, fault);
+    sim.trace.add({ t, event: "step", step: index + 1, action });
+  }
+  for (const e of step.expect ?? []) {
+    const diff = checkExpectation(sim, e);
+    if (diff) throw new StepFailure(`${where}: ${diff}`);
+  }
+  if (step.requests) runRequests(sim, step, where, t);
+}
+
+function runRequests(sim: Simulation, step: ScenarioStep, where: string, t: string): void {
+  const sent: { label: string; status: number; response: ReturnType<Simulation["send"]> }[] = [];
+  for (const r of step.requests ?? []) {
+    for (let i = 0; i < r.count; i++) {
+      const req: MeshRequest = {
+        to: r.to,
+        path: r.path,
+        ...(r.headers ? { headers: r.headers } : {}),
+        ...(r.method ? { method: r.method } : {}),
+        ...(r.viaGateway ? { viaGateway: true } : {}),
+      };
+      const response = sim.send(req);
+      const label = describeRequest(r);
+      sim.trace.add({
+        t,
+        event: "response",
+        request: label,
+        status: response.status,
+        ...(response.bucket !== undefined ? { bucket: response.bucket } : {}),
+        headers: response.headers,
+        ...(response.status !== 200 ? { body: response.body } : {}),
+      });
+      sent.push({ label, status: response.status, response });
+    }
+  }
+  const expected = (step.expectResponses ?? []).flatMap((e) =>
+    Array.from({ length: e.count }, () => e)
+  );
+  if (!step.expectResponses) return;
+  if (expected.length !== sent.length) {
+    throw new StepFailure(
+      `${where}: expectResponses lists ${expected.length} responses for ${sent.length} requests`,
+    );
+  }
+  for (const [i, e] of expected.entries()) {
+    const diff = checkResponse(e, sent[i].response);
+    if (diff) throw new StepFailure(`${where}: response ${i + 1} (${sent[i].label}): ${diff}`);
+  }
+}

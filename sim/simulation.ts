@@ -1,0 +1,265 @@
+/**
+ * One simulated run: the cluster, the operator process, faults, invariants, the data-plane mesh and
+ * the trace, all on one virtual clock and one seed. Scenarios and the seed sweep drive it; it knows
+ * the phases every run goes through: warm-up (the mesh comes up), the run itself (faults active),
+ * liveness (faults off; the operator must converge), and a quiet period (no operator writes while
+ * nothing changes).
+ */
+import { RESOURCES } from "../src/api/resources.ts";
+import { Mesh, meshPodOf, type MeshRequest, type MeshResponse } from "../src/dataplane/mod.ts";
+import type { Condition } from "../src/api/common.ts";
+import type { Logger } from "../src/runtime/log.ts";
+import { Driver, SIM_EPOCH, SimClock } from "./clock.ts";
+import { type Change, isOperator, type SimClient, SimCluster } from "./cluster/mod.ts";
+import { type FaultConfig, FaultInjector } from "./faults.ts";
+import { InvariantChecker, STATUS_TABLES } from "./invariants.ts";
+import { OperatorProcess } from "./operator.ts";
+import { Prng } from "./prng.ts";
+import { offset, Trace } from "./trace.ts";
+
+/** Virtual time before the epoch in which the initial world settles (gateway Pods ready). */
+export const WARMUP_MS = 60_000;
+/** No operator write for this long counts as settled. */
+export const IDLE_MS = 60_000;
+/** A quiet period: long enough to include the runtime's resync (10 min, jittered). */
+export const QUIET_MS = 11 * 60_000;
+
+/** Options of a run. */
+export interface SimulationOptions {
+  seed: number;
+  faults: FaultConfig;
+  log?: Logger;
+}
+
+/** Thrown out of the driver to stop a run at its first violation. */
+export class ViolationStop extends Error {}
+
+/** A run in progress. */
+export class Simulation {
+  readonly prng: Prng;
+  readonly clock: SimClock;
+  readonly driver: Driver;
+  readonly cluster: SimCluster;
+  readonly injector: FaultInjector;
+  readonly operator: OperatorProcess;
+  readonly checker: InvariantChecker;
+  readonly mesh = new Mesh();
+  readonly trace = new Trace();
+  readonly user: SimClient;
+  /** Errors the runtime threw (a Manager's start() rejected). */
+  readonly runtimeErrors: string[] = [];
+  #lastOperatorActivity = 0;
+  #meshDirty = true;
+
+  constructor(readonly opts: SimulationOptions) {
+    this.prng = new Prng(opts.seed);
+    this.clock = new SimClock(SIM_EPOCH - WARMUP_MS);
+    const clock = this.clock;
+    this.injector = new FaultInjector(opts.faults, this.prng.fork("faults"), () => clock.now());
+    this.injector.active = false;
+    const pods = this.prng.fork("pods");
+    this.cluster = new SimCluster({
+      clock,
+      prng: this.prng.fork("cluster"),
+      faults: this.injector,
+      historySize: opts.faults.historySize,
+      deployments: {
+        createFailure: (d, creator) => this.injector.createFailure(d, creator),
+        readyDelayMs: (d) => this.injector.readyDelayMs(d) ?? pods.logUniform(500, 5_000),
+      },
+    });
+    this.injector.onTimedEnd = (at) =>
+      clock.schedule(at - clock.now(), () => this.cluster.deployments.resyncAll());
+    this.checker = new InvariantChecker(this.cluster);
+    this.driver = new Driver(clock, { onStep: () => this.#afterStep() });
+    this.operator = new OperatorProcess({
+      cluster: this.cluster,
+      prng: this.prng.fork("operator"),
+      log: opts.log,
+      onError: (err) =>
+        this.runtimeErrors.push(err instanceof Error ? err.stack ?? err.message : String(err)),
+    });
+    this.user = this.cluster.client("user", {
+      manager: "kubectl",
+      faultFree: true,
+      latency: () => 1,
+    });
+    this.cluster.log.subscribe((r) => {
+      this.trace.write(r);
+      if (isOperator(r.actor) && r.kind !== "Lease") this.#lastOperatorActivity = r.at;
+    });
+    this.cluster.store.subscribe((c) => this.#observe(c));
+  }
+
+  /** Milliseconds since the epoch (scenario time). */
+  get now(): number {
+    return this.clock.now() - SIM_EPOCH;
+  }
+
+  /** Lets the initial world settle, then starts the operator at the epoch with faults active. */
+  async boot(): Promise<void> {
+    await this.driver.runUntil(SIM_EPOCH);
+    this.operator.start();
+    this.injector.active = true;
+  }
+
+  /** Runs until scenario time `t` (ms since the epoch). */
+  runUntil(t: number): Promise<void> {
+    return this.driver.runUntil(SIM_EPOCH + t);
+  }
+
+  /** Awaits `p` while driving virtual time (at most `limitMs`). */
+  async drive<T>(p: Promise<T>, limitMs = 120_000): Promise<T> {
+    let done = false;
+    const settled = p.finally(() => (done = true));
+    settled.catch(() => {});
+    await this.driver.runUntilTrue(() => done, this.clock.now() + limitMs);
+    if (!done) throw new Error(`request did not finish within ${limitMs} ms of virtual time`);
+    return await settled;
+  }
+
+  /** Crashes the operator now and restarts a new replica after `restartAfterMs`. */
+  crash(restartAfterMs: number): void {
+    this.trace.add({
+      t: offset(this.clock.now()),
+      event: "crash",
+      detail: this.operator.identities.at(-1) ?? "",
+    });
+    this.operator.crash();
+    this.clock.schedule(restartAfterMs, () => {
+      if (this.operator.manager) return; // liveness already started a replica
+      this.operator.start();
+      this.trace.add({
+        t: offset(this.clock.now()),
+        event: "restart",
+        detail: this.operator.identities.at(-1)!,
+      });
+    });
+  }
+
+  /** Schedules the swarm's crashes and clock jumps at random times before scenario time `until`. */
+  scheduleSwarm(until: number): void {
+    const r = this.prng.fork("swarm-schedule");
+    for (let i = 0; i < this.opts.faults.crashes; i++) {
+      const at = r.int(1_000, Math.max(1_001, until));
+      const restart = r.logUniform(500, 20_000);
+      this.clock.schedule(SIM_EPOCH + at - this.clock.now(), () => {
+        if (this.injector.active && this.operator.manager) this.crash(restart);
+      });
+    }
+    for (let i = 0; i < this.opts.faults.clockJumps; i++) {
+      const at = r.int(1_000, Math.max(1_001, until));
+      const by = r.logUniform(1_000, 120_000);
+      this.clock.schedule(SIM_EPOCH + at - this.clock.now(), () => {
+        if (!this.injector.active) return;
+        this.trace.add({
+          t: offset(this.clock.now()),
+          event: "phase",
+          detail: `clock jumps ${by} ms`,
+        });
+        this.clock.jump(by);
+      });
+    }
+  }
+
+  /** Ends random faults: Deployments heal; the operator must now converge. */
+  startLiveness(): void {
+    this.injector.active = false;
+    this.injector.clearDeployments();
+    this.cluster.deployments.resyncAll();
+    if (!this.operator.manager) this.operator.start();
+    this.trace.add({ t: offset(this.clock.now()), event: "phase", detail: "liveness" });
+  }
+
+  /** Runs until the operator made no write (leases aside) for IDLE_MS; false if not within `limitMs`. */
+  settle(limitMs: number): Promise<boolean> {
+    this.#lastOperatorActivity = Math.max(this.#lastOperatorActivity, this.clock.now());
+    return this.driver.runUntilTrue(
+      () => this.clock.now() - this.#lastOperatorActivity >= IDLE_MS,
+      this.clock.now() + limitMs,
+    );
+  }
+
+  /**
+   * Runs quiet periods until one passes with no change made by anyone but the operator; returns the
+   * operator's writes (leases aside) in that period: there must be none.
+   */
+  async quiet(maxPeriods = 4): Promise<{ writes: string[]; quiet: boolean }> {
+    for (let i = 0; i < maxPeriods; i++) {
+      const mark = this.cluster.log.records.length;
+      await this.driver.runFor(QUIET_MS);
+      const records = this.cluster.log.records.slice(mark);
+      const external = records.some((r) =>
+        !isOperator(r.actor) && r.outcome === "changed" && r.kind !== "Lease"
+      );
+      if (external) continue;
+      const writes = this.cluster.log.operatorWritesSince(mark).map((r) =>
+        `${offset(r.at)} ${r.verb} ${r.kind} ${
+          r.namespace ? `${r.namespace}/` : ""
+        }${r.name} (${r.outcome})`
+      );
+      return { writes, quiet: true };
+    }
+    return { writes: [], quiet: false };
+  }
+
+  /** Sends a request into the mesh now. */
+  send(req: MeshRequest): MeshResponse {
+    this.#syncMesh();
+    return this.mesh.send(req, this.clock.now());
+  }
+
+  /** Operator writes so far (leases aside). */
+  get operatorWrites(): number {
+    return this.cluster.log.operatorWritesSince(0).length;
+  }
+
+  #afterStep(): void {
+    this.checker.checkState();
+    if (this.runtimeErrors.length > 0) {
+      throw new ViolationStop(`runtime error: ${this.runtimeErrors[0]}`);
+    }
+    if (!this.checker.ok) {
+      const v = this.checker.violations[0];
+      throw new ViolationStop(`invariant ${v.invariant} broken at ${offset(v.at)}: ${v.message}`);
+    }
+  }
+
+  #observe(c: Change): void {
+    const kind = c.rtype.kind;
+    if (kind === "EnvoyFilter" || kind === "Pod") {
+      this.#meshDirty = true;
+      // The proxies take the new config at once: time 0 of their buckets is this write.
+      this.#syncMesh();
+    }
+    if (!STATUS_TABLES.some((s) => s.type.kind === kind)) return;
+    const before = JSON.stringify(c.old?.status ?? null);
+    const after = c.type === "DELETED" ? "deleted" : JSON.stringify(c.object.status ?? null);
+    if (before === after) return;
+    const status = c.object.status as
+      | { state?: string; served?: string; conditions?: Condition[] }
+      | undefined;
+    const { namespace, name } = c.object.metadata;
+    this.trace.add({
+      t: offset(this.clock.now()),
+      event: "status",
+      object: `${kind} ${namespace}/${name}`,
+      ...(c.type === "DELETED" ? { state: "(deleted)" } : {}),
+      ...(c.type !== "DELETED" && status?.state ? { state: status.state } : {}),
+      ...(c.type !== "DELETED" && status?.served ? { served: status.served } : {}),
+      conditions: c.type === "DELETED"
+        ? []
+        : (status?.conditions ?? []).map((x) => `${x.type}=${x.status}/${x.reason}`),
+    });
+  }
+
+  #syncMesh(): void {
+    if (!this.#meshDirty) return;
+    this.#meshDirty = false;
+    const store = this.cluster.store;
+    const filters = store.types.serves(RESOURCES.EnvoyFilter)
+      ? store.objects(RESOURCES.EnvoyFilter)
+      : [];
+    this.mesh.sync(filters, store.objects(RESOURCES.Pod).map(meshPodOf), this.clock.now());
+  }
+}

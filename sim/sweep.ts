@@ -1,0 +1,141 @@
+/**
+ * One seed of the sweep: a generated workload under the seed's fault mix (safety phase), then the
+ * faults stop and the operator must converge to the oracle's outcome within a bound (liveness),
+ * stay quiet while nothing changes, and the data plane must enforce what is applied.
+ */
+import { RESOURCES } from "../src/api/resources.ts";
+import { ApiError, type KubeObject } from "../src/runtime/cluster.ts";
+import type { Logger } from "../src/runtime/log.ts";
+import type { FaultConfig } from "./faults.ts";
+import { judge } from "./oracle.ts";
+import type { RunResult } from "./result.ts";
+import { Simulation, ViolationStop } from "./simulation.ts";
+import { offset } from "./trace.ts";
+import { type Action, DEMO, demoWorkload, generateWorkload, SWEEP_MAX_TOKENS } from "./workload.ts";
+
+/** Length of the safety phase: user actions and random faults happen in it. */
+export const SAFETY_MS = 150_000;
+/** Bound on convergence once faults stop. */
+export const CONVERGE_LIMIT_MS = 30 * 60_000;
+
+/** Options of one sweep seed. */
+export interface SeedOptions {
+  faults: FaultConfig;
+  log?: Logger;
+  replay?: (seed: number) => string;
+}
+
+class SeedFailure extends Error {}
+
+async function perform(sim: Simulation, a: Action): Promise<string> {
+  const store = sim.cluster.store;
+  try {
+    if (a.op === "apply") {
+      const type = store.types.byKind(a.obj.apiVersion, a.obj.kind);
+      if (!type) return `apply ${a.obj.kind}: type not served`;
+      await sim.drive(sim.user.apply(type, a.obj, { fieldManager: "kubectl", force: true }));
+      return `apply ${a.obj.kind} ${a.obj.metadata.namespace}/${a.obj.metadata.name}: ok`;
+    }
+    const type = store.types.byKindName(a.kind);
+    if (!type) return `delete ${a.kind}: type not served`;
+    const found = await sim.drive(sim.user.delete(type, a.namespace, a.name));
+    return `delete ${a.kind} ${a.namespace}/${a.name}: ${found ? "ok" : "not found"}`;
+  } catch (err) {
+    if (err instanceof ApiError) return `${a.op}: ${err.code} ${err.message}`;
+    throw err;
+  }
+}
+
+/** The data plane must enforce exactly the applied limits: a full bucket admits maxTokens, then 429. */
+function probe(sim: Simulation): string | undefined {
+  const limited = (ns: string) =>
+    sim.cluster.store.objects(RESOURCES.RateLimit, ns).some((rl) =>
+      (rl.status as { state?: string } | undefined)?.state === "Ready"
+    );
+  const targets = [
+    {
+      to: { namespace: DEMO.namespace, labels: DEMO.labels },
+      ns: DEMO.namespace,
+      label: "demo httpbin",
+    },
+    { to: "gateway" as const, ns: "mesh-system", label: "the gateway" },
+  ];
+  for (const t of targets) {
+    const n = SWEEP_MAX_TOKENS + 1;
+    const got = Array.from({ length: n }, () => sim.send({ to: t.to, path: "/probe" }).status);
+    const want = limited(t.ns) ? [...Array(SWEEP_MAX_TOKENS).fill(200), 429] : Array(n).fill(200);
+    if (got.join() !== want.join()) {
+      return `data plane: ${n} requests to ${t.label} got [${got}], expected [${want}]`;
+    }
+  }
+  return undefined;
+}
+
+/** Runs one seed of the sweep. */
+export async function runSeed(seed: number, opts: SeedOptions): Promise<RunResult> {
+  const sim = new Simulation({ seed, faults: opts.faults, log: opts.log });
+  const actions = generateWorkload(sim.prng.fork("workload"), SAFETY_MS - 30_000);
+  let failure: string | undefined;
+  let failedAt: string | undefined;
+  try {
+    await sim.boot();
+    sim.scheduleSwarm(SAFETY_MS);
+    for (const obj of demoWorkload() as KubeObject[]) {
+      await perform(sim, { at: 0, op: "apply", obj });
+    }
+    for (const a of actions) {
+      await sim.runUntil(a.at);
+      sim.trace.add({
+        t: offset(sim.clock.now()),
+        event: "step",
+        step: 0,
+        action: await perform(sim, a),
+      });
+    }
+    await sim.runUntil(SAFETY_MS);
+    sim.startLiveness();
+    let last: string | undefined = "not checked";
+    let checkedAt = -Infinity;
+    const converged = await sim.driver.runUntilTrue(() => {
+      if (sim.clock.now() - checkedAt < 2_000) return false;
+      checkedAt = sim.clock.now();
+      last = judge(sim);
+      return last === undefined;
+    }, sim.clock.now() + CONVERGE_LIMIT_MS);
+    if (!converged) {
+      throw new SeedFailure(
+        `liveness: not converged ${CONVERGE_LIMIT_MS / 60_000} min after faults stopped: ${last}`,
+      );
+    }
+    if (!await sim.settle(CONVERGE_LIMIT_MS)) {
+      throw new SeedFailure("liveness: converged, but the operator kept writing");
+    }
+    const quiet = await sim.quiet();
+    if (!quiet.quiet) throw new SeedFailure("quiet: the world kept changing");
+    if (quiet.writes.length > 0) {
+      throw new SeedFailure(
+        `quiet: ${quiet.writes.length} operator write(s) while nothing changed, first: ${
+          quiet.writes[0]
+        }`,
+      );
+    }
+    const wrong = judge(sim) ?? probe(sim);
+    if (wrong) throw new SeedFailure(`after the quiet period: ${wrong}`);
+  } catch (err) {
+    if (!(err instanceof SeedFailure || err instanceof ViolationStop)) throw err;
+    failure = err.message;
+    failedAt = offset(sim.clock.now());
+  }
+  return {
+    name: `seed ${seed}`,
+    seed,
+    ok: failure === undefined,
+    virtualMs: sim.now,
+    steps: sim.driver.steps,
+    writes: sim.operatorWrites,
+    ...(failure ? { failure, failedAt } : {}),
+    traceHash: sim.trace.digest(),
+    timeline: sim.trace.timeline,
+    replay: opts.replay?.(seed) ?? "",
+  };
+}

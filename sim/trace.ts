@@ -1,0 +1,70 @@
+/**
+ * The trace of a run: a running SHA-256 over every write the API server handled and every
+ * observation the run made, so two runs of one seed can be compared by one hash, and a timeline of
+ * status changes and responses for `--json`.
+ */
+import { createHash, type Hash } from "node:crypto";
+import type { WriteRecord } from "./cluster/mod.ts";
+import { SIM_EPOCH } from "./clock.ts";
+
+/** One entry of the timeline `--json` prints. */
+export type TimelineEntry =
+  | {
+    t: string;
+    event: "status";
+    object: string;
+    state?: string;
+    served?: string;
+    conditions: string[];
+  }
+  | {
+    t: string;
+    event: "response";
+    request: string;
+    status: number;
+    bucket?: string | number;
+    headers: Record<string, string>;
+    body?: string;
+  }
+  | { t: string; event: "step"; step: number; action: string; outcome?: string }
+  | { t: string; event: "crash" | "restart" | "phase"; detail: string }
+  | { t: string; event: "violation"; invariant: string; message: string };
+
+/** Virtual time as the offset from the run's epoch, Go style (`61.5s`). */
+export function offset(ms: number): string {
+  return `${Math.round(ms - SIM_EPOCH) / 1000}s`;
+}
+
+/** Hash and timeline of one run. */
+export class Trace {
+  readonly #hash: Hash = createHash("sha256");
+  readonly timeline: TimelineEntry[] = [];
+  lines = 0;
+
+  /** Adds one line to the hash. */
+  line(text: string): void {
+    this.#hash.update(text);
+    this.#hash.update("\n");
+    this.lines++;
+  }
+
+  /** Adds a write record to the hash. */
+  write(r: WriteRecord): void {
+    this.line(
+      `W ${r.at - SIM_EPOCH} ${r.actor} ${r.verb} ${r.kind} ${
+        r.namespace ?? ""
+      }/${r.name} ${r.outcome} ${r.rv ?? ""}`,
+    );
+  }
+
+  /** Adds a timeline entry (and hashes it). */
+  add(entry: TimelineEntry): void {
+    this.timeline.push(entry);
+    this.line(JSON.stringify(entry));
+  }
+
+  /** The hash so far, hex (first 16 characters are plenty to compare runs). */
+  digest(): string {
+    return this.#hash.copy().digest("hex").slice(0, 16);
+  }
+}

@@ -1,0 +1,167 @@
+/**
+ * The generated workload of the seed sweep: a random sequence of user actions on Serverless,
+ * Scaler, RateLimit and Function objects (creates, updates, deletes, duplicates, invalid specs),
+ * each with an outcome this file knows by construction, so the oracle can judge the end state
+ * without re-deriving the reducers.
+ */
+import type { KubeObject } from "../src/runtime/cluster.ts";
+import type { Prng } from "./prng.ts";
+
+/** The namespace and labels of the sweep's demo workload. */
+export const DEMO = { namespace: "demo", labels: { app: "httpbin" } } as const;
+/** The default bucket's maxTokens of every valid generated RateLimit. */
+export const SWEEP_MAX_TOKENS = 3;
+
+/** One user action at a virtual time (ms since the epoch). */
+export type Action =
+  | { at: number; op: "apply"; obj: KubeObject }
+  | { at: number; op: "delete"; kind: string; namespace: string; name: string };
+
+const OPERATOR = "operator.platform-project.io/v1alpha1";
+const GATEWAY = "gateway.platform-project.io/v1alpha1";
+
+/** The demo namespace and its one-replica workload (applied at time 0). */
+export function demoWorkload(): KubeObject[] {
+  return [
+    { apiVersion: "v1", kind: "Namespace", metadata: { name: DEMO.namespace } },
+    {
+      apiVersion: "apps/v1",
+      kind: "Deployment",
+      metadata: { name: "httpbin", namespace: DEMO.namespace, labels: { ...DEMO.labels } },
+      spec: {
+        replicas: 1,
+        selector: { matchLabels: { ...DEMO.labels } },
+        template: {
+          metadata: { labels: { ...DEMO.labels } },
+          spec: { containers: [{ name: "httpbin", image: "kennethreitz/httpbin" }] },
+        },
+      },
+    },
+  ];
+}
+
+/** The label on a generated object saying whether its spec is valid (read by the oracle). */
+export const VALIDITY_LABEL = "sim.platform-project.io/spec";
+
+function labelled(obj: KubeObject, valid: boolean): KubeObject {
+  obj.metadata.labels = {
+    ...(obj.metadata.labels ?? {}),
+    [VALIDITY_LABEL]: valid ? "valid" : "invalid",
+  };
+  return obj;
+}
+
+function serverless(r: Prng, namespace: string, name: string): KubeObject {
+  const variants: [boolean, Record<string, unknown>][] = [
+    [true, {}],
+    [true, { logLevel: "debug" }],
+    [true, { eventing: { endpoint: "http://publisher.example.svc:8080/publish" } }],
+    [true, { functionRequeueDuration: "10m", healthzLivenessTimeout: "20s" }],
+    [false, { eventing: { endpoint: "not a url" } }],
+    [false, { functionRequeueDuration: "soon" }],
+  ];
+  const [valid, spec] = r.pick(variants);
+  return labelled(
+    { apiVersion: OPERATOR, kind: "Serverless", metadata: { name, namespace }, spec },
+    valid,
+  );
+}
+
+function scaler(r: Prng, namespace: string, name: string): KubeObject {
+  const variants: [boolean, Record<string, unknown>][] = [
+    [true, {}],
+    [true, { logging: { operator: { level: "debug" } } }],
+    [true, { podAnnotations: { operator: { "example.com/team": "a" } } }],
+    [true, { podAnnotations: { operator: { "platform-project.io/x": "y" } } }],
+    [false, { resources: { operator: { limits: { cpu: "100m" }, requests: { cpu: "200m" } } } }],
+    [false, {
+      env: [{ name: "X", value: "1", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } }],
+    }],
+  ];
+  const [valid, spec] = r.pick(variants);
+  return labelled(
+    { apiVersion: OPERATOR, kind: "Scaler", metadata: { name, namespace }, spec },
+    valid,
+  );
+}
+
+function rateLimit(
+  r: Prng,
+  namespace: string,
+  name: string,
+  selector: Record<string, string>,
+): KubeObject {
+  const valid = r.chance(0.75);
+  // Every rule's fillInterval must be a multiple of the default's (SPEC.md): 3s, 15s, 90s are not.
+  const [fill, good, bad] = r.pick([["2s", "4s", "3s"], ["10s", "20s", "15s"], [
+    "1m",
+    "2m",
+    "90s",
+  ]]);
+  const rule = {
+    path: "/headers",
+    bucket: { maxTokens: 1, tokensPerFill: 1, fillInterval: valid ? good : bad },
+  };
+  const spec = {
+    selectorLabels: selector,
+    enableResponseHeaders: r.chance(0.5),
+    local: {
+      defaultBucket: { maxTokens: SWEEP_MAX_TOKENS, tokensPerFill: 1, fillInterval: fill },
+      buckets: [rule],
+    },
+  };
+  return labelled(
+    { apiVersion: GATEWAY, kind: "RateLimit", metadata: { name, namespace }, spec },
+    valid,
+  );
+}
+
+function fn(name: string): KubeObject {
+  return {
+    apiVersion: "serverless.platform-project.io/v1alpha2",
+    kind: "Function",
+    metadata: { name, namespace: "default" },
+    spec: { runtime: "nodejs20", source: { inline: { source: "module.exports = {}" } } },
+  };
+}
+
+/** A random workload: 4 to 14 actions in the first `windowMs`. */
+export function generateWorkload(r: Prng, windowMs: number): Action[] {
+  const modules: [string, string][] = [["platform-system", "default"], [
+    "platform-system",
+    "second",
+  ], ["default", "third"]];
+  const limits: [string, string, Record<string, string>][] = [
+    [DEMO.namespace, "rl-a", { ...DEMO.labels }],
+    [DEMO.namespace, "rl-b", { ...DEMO.labels }],
+    [DEMO.namespace, "rl-c", { ...DEMO.labels }],
+    ["mesh-system", "gateway", { app: "mesh-ingressgateway" }],
+  ];
+  const n = r.int(4, 14);
+  const actions: Action[] = [];
+  for (let i = 0; i < n; i++) {
+    const at = r.int(0, windowMs);
+    const choice = r.int(0, 9);
+    if (choice <= 1) {
+      const [ns, name] = r.pick(modules);
+      actions.push({ at, op: "apply", obj: serverless(r, ns, name) });
+    } else if (choice <= 3) {
+      const [ns, name] = r.pick(modules);
+      actions.push({ at, op: "apply", obj: scaler(r, ns, name) });
+    } else if (choice <= 5) {
+      const [ns, name, sel] = r.pick(limits);
+      actions.push({ at, op: "apply", obj: rateLimit(r, ns, name, sel) });
+    } else if (choice === 6) {
+      actions.push({ at, op: "apply", obj: fn(r.pick(["fn-a", "fn-b"])) });
+    } else {
+      const kind = r.pick(["Serverless", "Scaler", "RateLimit", "Function"]);
+      const [namespace, name] = kind === "RateLimit"
+        ? r.pick(limits)
+        : kind === "Function"
+        ? ["default", r.pick(["fn-a", "fn-b"])]
+        : r.pick(modules);
+      actions.push({ at, op: "delete", kind, namespace, name });
+    }
+  }
+  return actions.sort((a, b) => a.at - b.at);
+}
