@@ -34,6 +34,11 @@ export const COMMANDS: readonly Command[] = [
     load: () => import("./run.ts"),
   },
   {
+    name: "sim",
+    summary: "simulate the operator on virtual time: scenarios and a fault sweep (see --help)",
+    load: () => import("./sim.ts"),
+  },
+  {
     name: "deploy",
     summary: "write the generated files of deploy/: RBAC and CRD copies (--check: exit 1 if stale)",
     load: () => import("./deploy.ts"),
