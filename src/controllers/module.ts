@@ -2,8 +2,10 @@
  * What the Serverless and Scaler controllers share: the cache reads that build a module reducer's
  * input, and the mapping from a watch event to the module objects that must look at it.
  */
+import { RESOURCES } from "../api/resources.ts";
 import { type KubeObject, objectKey, type ResourceType } from "../runtime/cluster.ts";
 import type { CacheReader, WatchSpec } from "../runtime/controller.ts";
+import { emptyPlan, type Plan } from "../reconcile/plan.ts";
 import {
   MANAGED_BY,
   MANAGED_BY_LABEL,
@@ -56,6 +58,40 @@ export function installedObjects(kind: ModuleKind, cache: CacheReader): KubeObje
 /** Counts of user objects per kind (`{ Function: 2 }`). */
 export function userObjectCounts(kind: ModuleKind, cache: CacheReader): Record<string, number> {
   return Object.fromEntries(kind.userTypes.map((type) => [type.kind, cache.list(type).length]));
+}
+
+/** How soon a module object whose deletion waits for a user-object count is looked at again. */
+export const UNKNOWN_USER_OBJECTS_REQUEUE_MS = 1_000;
+
+/**
+ * User types whose count cannot be trusted: their CRD is observed, but their watch is not live (the
+ * CRD was installed moments ago and the watch has not listed it yet, or listing it fails). "None
+ * seen" is not "none" then. A type whose CRD is not observed has no objects.
+ */
+export function unknownUserTypes(kind: ModuleKind, cache: CacheReader): ResourceType[] {
+  if (!cache.isLive) return [];
+  return kind.userTypes.filter((type) =>
+    !cache.isLive!(type) &&
+    cache.get(RESOURCES.CustomResourceDefinition, undefined, `${type.plural}.${type.group}`) !==
+      undefined
+  );
+}
+
+/**
+ * While a module object is being deleted and a user-object count is unknown, the reducer must not
+ * run: it would take "none seen" for "none" and delete the module's CRDs, and with them every user
+ * object of those kinds. Then the Plan is to write nothing and look again soon (the runtime also
+ * queues the object when the watch goes live). Undefined when the reducer may run.
+ */
+export function holdDeletion(
+  kind: ModuleKind,
+  cache: CacheReader,
+  object: KubeObject,
+): Plan | undefined {
+  if (!object.metadata.deletionTimestamp || unknownUserTypes(kind, cache).length === 0) {
+    return undefined;
+  }
+  return { ...emptyPlan(), requeueAfterMs: UNKNOWN_USER_OBJECTS_REQUEUE_MS };
 }
 
 function unique(keys: readonly string[]): string[] {

@@ -3,6 +3,7 @@ import { RESOURCES } from "../api/resources.ts";
 import type { ControllerSpec } from "../runtime/controller.ts";
 import { reconcileScaler } from "../reconcile/scaler.ts";
 import {
+  holdDeletion,
   installedObjects,
   type ModuleKind,
   moduleTriggers,
@@ -38,6 +39,8 @@ export const scalerController: ControllerSpec = {
     const { namespace, name } = splitKey(key);
     const object = cache.get(RESOURCES.Scaler, namespace, name);
     if (!object) return undefined;
+    const held = holdDeletion(SCALER_MODULE, cache, object);
+    if (held) return held;
     return reconcileScaler({
       object,
       peers: cache.list(RESOURCES.Scaler),

@@ -3,6 +3,7 @@ import { RESOURCES } from "../api/resources.ts";
 import type { ControllerSpec } from "../runtime/controller.ts";
 import { reconcileServerless } from "../reconcile/serverless.ts";
 import {
+  holdDeletion,
   installedObjects,
   type ModuleKind,
   moduleTriggers,
@@ -39,6 +40,8 @@ export const serverlessController: ControllerSpec = {
     const { namespace, name } = splitKey(key);
     const object = cache.get(RESOURCES.Serverless, namespace, name);
     if (!object) return undefined;
+    const held = holdDeletion(SERVERLESS_MODULE, cache, object);
+    if (held) return held;
     return reconcileServerless({
       object,
       peers: cache.list(RESOURCES.Serverless),

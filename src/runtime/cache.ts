@@ -15,6 +15,8 @@ export type WatcherEvent =
   | { type: "init-apply"; object: KubeObject }
   /** The (re)list is complete: the store now holds exactly what it listed. */
   | { type: "init-done" }
+  /** The type is not served (its CRD is missing): the store is empty and synced, but not live. */
+  | { type: "missing" }
   | { type: "apply"; object: KubeObject }
   | { type: "delete"; object: KubeObject };
 
@@ -81,12 +83,21 @@ export class Store {
   #bufferOwned: Map<string, unknown> | undefined;
   #sorted: KubeObject[] | undefined;
   #synced = false;
+  #live = false;
 
   constructor(readonly type: ResourceType, readonly labelSelector?: string) {}
 
   /** True once the first (re)list has completed. */
   get synced(): boolean {
     return this.#synced;
+  }
+
+  /**
+   * True when the last (re)list found the type served and completed: what the store holds (even
+   * nothing) is what the API server has. False before that and while the type is not served.
+   */
+  get live(): boolean {
+    return this.#live;
   }
 
   /** Number of cached objects. */
@@ -111,7 +122,11 @@ export class Store {
         return [];
       }
       case "init-done":
+        this.#live = true;
         return this.#swap(this.#buffer ?? new Map(), this.#bufferOwned ?? new Map());
+      case "missing":
+        this.#live = false;
+        return this.#swap(new Map(), new Map());
       case "apply": {
         const obj = prepareForCache(ev.object);
         const key = objectKey(obj);
@@ -192,6 +207,11 @@ export class Cache implements CacheReader {
   /** Every store, in creation order. */
   stores(): Store[] {
     return [...this.#stores.values()].flat();
+  }
+
+  /** True when every watch of `type` is live (see `Store.live`); throws for a type nobody watches. */
+  isLive(type: ResourceType): boolean {
+    return this.#of(type).every((s) => s.live);
   }
 
   /** True when some watch caches this type. */

@@ -11,6 +11,14 @@ export interface CacheReader {
   list(type: ResourceType, namespace?: string): readonly KubeObject[];
   /** One cached object. */
   get(type: ResourceType, namespace: string | undefined, name: string): KubeObject | undefined;
+  /**
+   * True when the watch of `type` is established on a served type and has listed it, so that what
+   * `list` returns, even nothing, is what the API server has. False while the type's CRD is
+   * missing, its list fails or has not finished: then "no objects" means "not known". A controller
+   * that acts on the absence of objects (deleting a CRD deletes all of its objects) must check it.
+   * The runtime always implements it; a reader without it (a test's fake) counts as live.
+   */
+  isLive?(type: ResourceType): boolean;
 }
 
 /** Images of the module workloads; pinned, overridable by operator flags. */

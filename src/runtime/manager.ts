@@ -5,9 +5,9 @@
  * caches warm. It touches the world only through the `Cluster` port, the `Clock` and the `Random`,
  * so the simulator can run it on virtual time and replay a seed byte for byte.
  */
-import { Cache, type CacheChange, type Store } from "./cache.ts";
+import { Cache, type CacheChange, type Store, typeName } from "./cache.ts";
 import type { Clock, Random } from "./clock.ts";
-import type { Cluster, ResourceType } from "./cluster.ts";
+import type { Cluster, KubeObject, ResourceType } from "./cluster.ts";
 import type { CacheReader, ControllerSpec, ModuleImages } from "./controller.ts";
 import type { ManagerStatus } from "./health.ts";
 import { LeaderElector } from "./leader.ts";
@@ -111,6 +111,7 @@ export class Manager {
       metrics: this.#metrics,
       controller: spec.name,
       identity,
+      onWrite: (type, written) => this.#onWrite(type, written),
     });
     return new ControllerLoop({
       spec,
@@ -140,8 +141,10 @@ export class Manager {
         timeoutSeconds: this.#o.watchTimeoutSeconds,
         idleMs: this.#o.watchIdleMs,
       }, (ev) => {
-        for (const change of store.handle(ev)) this.#dispatch(type, change);
-        if (ev.type === "init-done") this.#maybeBeginWork();
+        const wasLive = store.live;
+        for (const change of store.handle(ev)) this.#changed(type, change);
+        if (store.live !== wasLive) this.#livenessChanged(type);
+        if (ev.type === "init-done" || ev.type === "missing") this.#maybeBeginWork();
       });
       this.#watchers.push({ watcher, store, required });
     }
@@ -354,6 +357,42 @@ export class Manager {
     return draining;
   }
 
+  /** A cache change: wake watchers waiting for a CRD that changed, then queue the keys it concerns. */
+  #changed(type: ResourceType, change: CacheChange): void {
+    if (isCrdType(type) && change.type === "apply") this.#kickWatchersOf(change.object);
+    this.#dispatch(type, change);
+  }
+
+  /** What a write of this replica got back from the API. */
+  #onWrite(type: ResourceType, written: KubeObject): void {
+    if (isCrdType(type)) this.#kickWatchersOf(written);
+  }
+
+  /**
+   * A CRD was applied or changed (say, it became Established): a watch of its type that is not
+   * live retries at once instead of after its backoff, so that user objects of a CRD the operator
+   * just installed are seen promptly.
+   */
+  #kickWatchersOf(crd: KubeObject): void {
+    for (const w of this.#watchers) {
+      if (!w.store.live && typeName(w.store.type) === crd.metadata.name) w.watcher.kick();
+    }
+  }
+
+  /**
+   * A watch became live or stopped being live. What its controllers decided from "not known" may
+   * change now, and an empty list brings no change events: queue every primary that reads it.
+   */
+  #livenessChanged(type: ResourceType): void {
+    const term = this.#term;
+    if (!term) return;
+    for (const ctl of this.#controllers) {
+      if (!ctl.reads(type)) continue;
+      const q = term.queues.get(ctl.name)!;
+      for (const key of ctl.allKeys()) q.add(key);
+    }
+  }
+
   /** Turns a cache change into queue keys. */
   #dispatch(type: ResourceType, change: CacheChange): void {
     const term = this.#term;
@@ -363,4 +402,9 @@ export class Manager {
       for (const key of ctl.keysFor(type, change)) q.add(key);
     }
   }
+}
+
+/** True for apiextensions.k8s.io CustomResourceDefinitions. */
+function isCrdType(type: ResourceType): boolean {
+  return type.group === "apiextensions.k8s.io" && type.kind === "CustomResourceDefinition";
 }

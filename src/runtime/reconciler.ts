@@ -75,6 +75,11 @@ export class ControllerLoop {
     return this.#o.spec.name;
   }
 
+  /** True when the controller reads objects of `type` (its primary or one of its watches). */
+  reads(type: ResourceType): boolean {
+    return this.#reads.has(typeId(type));
+  }
+
   /** Keys of every cached primary (initial work and resyncs). */
   allKeys(): string[] {
     return this.#o.cache.list(this.#o.spec.primary).map(objectKey);

@@ -41,6 +41,8 @@ export interface RunnerOptions {
   identity: string;
   /** Finds the resource type of an apiVersion and kind; default: the operator's RESOURCES table. */
   resolveType?: (apiVersion: string, kind: string) => ResourceType | undefined;
+  /** Told every object a successful apply, status apply or finalizer patch got back from the API. */
+  onWrite?: (type: ResourceType, written: KubeObject) => void;
 }
 
 /** What running a Plan came to. */
@@ -217,6 +219,7 @@ export class Runner {
       () => this.#o.cluster.patch(type, meta.namespace, meta.name, ops),
     );
     state.writes++;
+    this.#wrote(type, state.primary);
   }
 
   async #removeFinalizer(
@@ -233,12 +236,13 @@ export class Runner {
       { op: "test" as const, path: `/metadata/finalizers/${index}`, value: name },
       { op: "remove" as const, path: `/metadata/finalizers/${index}` },
     ];
-    await this.#write(
+    const written = await this.#write(
       refOf(state.primary),
       signal,
       () => this.#o.cluster.patch(type, meta.namespace, meta.name, ops),
     );
     state.writes++;
+    this.#wrote(type, written);
   }
 
   async #apply(obj: KubeObject, state: { writes: number }, signal: AbortSignal): Promise<void> {
@@ -253,12 +257,13 @@ export class Runner {
         return this.#skipped();
       }
     } else this.#warnUnwatched(type);
-    await this.#write(
+    const written = await this.#write(
       refOf(obj),
       signal,
       () => this.#o.cluster.apply(type, obj, { fieldManager: FIELD_MANAGER, force: true }),
     );
     state.writes++;
+    this.#wrote(type, written);
   }
 
   async #delete(ref: ObjectRef, state: { writes: number }, signal: AbortSignal): Promise<void> {
@@ -306,6 +311,16 @@ export class Runner {
       () => this.#o.cluster.applyStatus(type, body, { fieldManager: FIELD_MANAGER, force: true }),
     );
     state.writes++;
+    this.#wrote(type, state.primary);
+  }
+
+  /** Hands what a write got back to whoever listens (the manager); their failure is not the write's. */
+  #wrote(type: ResourceType, written: KubeObject): void {
+    try {
+      this.#o.onWrite?.(type, written);
+    } catch (err) {
+      this.#o.log.error("handling a written object failed", { error: err, kind: type.kind });
+    }
   }
 
   async #recordEvents(

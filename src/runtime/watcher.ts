@@ -4,7 +4,8 @@
  * (continue tokens) fills the cache; the watch resumes from the last resourceVersion (bookmarks
  * move it); 410 Gone relists; a watchdog restarts a watch that is silent for `idleMs` (client-node
  * on Deno can stall without an error). A missing CRD of an optional watch is an empty, synced
- * cache that is retried with backoff and logged once.
+ * but not live cache (`missing` event) that is retried with backoff and logged once; `kick()`
+ * cuts a backoff short when the CRD is seen to appear.
  */
 import { Backoff, type BackoffOptions } from "./backoff.ts";
 import type { WatcherEvent } from "./cache.ts";
@@ -85,6 +86,10 @@ export class Watcher {
   readonly #log: Logger;
   #missing = false;
   #lastProblem = "";
+  /** Aborted by `kick()` to end the current backoff early. */
+  #wake = new AbortController();
+  /** A kick came: the next (or current) backoff ends at once. */
+  #kicked = false;
 
   constructor(opts: WatcherOptions, readonly sink: (ev: WatcherEvent) => void) {
     this.#o = opts;
@@ -129,12 +134,37 @@ export class Watcher {
         return Promise.resolve(this.#openWatch(state.resourceVersion, signal));
       case "Watching":
         return this.#next(state, signal);
-      case "Backoff":
-        return this.#clock.sleep(state.delayMs, signal).then(
+      case "Backoff": {
+        if (this.#kicked) {
+          this.#kicked = false;
+          return Promise.resolve({ events: [], next: state.then });
+        }
+        this.#wake = new AbortController();
+        const wake = this.#wake.signal;
+        return this.#clock.sleep(state.delayMs, AbortSignal.any([signal, wake])).then(
           () => ({ events: [], next: state.then }),
-          () => ({ events: [], next: state }),
+          () => {
+            this.#kicked = false;
+            return { events: [], next: signal.aborted ? state : state.then };
+          },
         );
+      }
     }
+  }
+
+  /**
+   * Retry now instead of after the current backoff, with the backoff reset: something suggests
+   * the cause is gone (the type's CRD appeared or changed). Harmless when nothing is wrong.
+   */
+  kick(): void {
+    this.#backoff.reset();
+    this.#kicked = true;
+    this.#wake.abort();
+  }
+
+  /** True while the type is known not to be served (an optional watch whose CRD is missing). */
+  get missing(): boolean {
+    return this.#missing;
   }
 
   get #clock(): Clock {
@@ -171,7 +201,7 @@ export class Watcher {
           );
         }
         this.#missing = true;
-        return { events: [{ type: "init-done" }], next: this.#backoffTo({ kind: "Empty" }) };
+        return { events: [{ type: "missing" }], next: this.#backoffTo({ kind: "Empty" }) };
       }
       this.#problem("list", err);
       const resume: ResumeState = isApiError(err, 404)
