@@ -111,7 +111,7 @@ export class Manager {
       metrics: this.#metrics,
       controller: spec.name,
       identity,
-      onWrite: (type, written) => this.#onWrite(type, written),
+      onWrite: (type, written, changes) => this.#onWrite(type, written, changes),
     });
     return new ControllerLoop({
       spec,
@@ -363,9 +363,10 @@ export class Manager {
     this.#dispatch(type, change);
   }
 
-  /** What a write of this replica got back from the API. */
-  #onWrite(type: ResourceType, written: KubeObject): void {
+  /** What a write of this replica got back from the API, and what caching it changed. */
+  #onWrite(type: ResourceType, written: KubeObject, changes: CacheChange[]): void {
     if (isCrdType(type)) this.#kickWatchersOf(written);
+    for (const change of changes) this.#dispatch(type, change);
   }
 
   /**

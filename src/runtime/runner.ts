@@ -9,7 +9,7 @@ import type { ApplyOutcome, EventSpec, ObjectRef, Plan } from "../reconcile/plan
 import { refOf } from "../reconcile/plan.ts";
 import { FIELD_MANAGER, MANAGED_BY, MANAGED_BY_LABEL } from "../reconcile/labels.ts";
 import { resourceFor } from "../api/resources.ts";
-import { typeName } from "./cache.ts";
+import { type CacheChange, typeName } from "./cache.ts";
 import type { Clock, Random } from "./clock.ts";
 import { ApiError, type Cluster, type KubeObject, type ResourceType } from "./cluster.ts";
 import type { CacheReader } from "./controller.ts";
@@ -25,6 +25,8 @@ export interface RunnerCache extends CacheReader {
   has(type: ResourceType): boolean;
   /** The operator's own applied `fieldsV1` of an object, if known. */
   ownedFields?(type: ResourceType, namespace: string | undefined, name: string): unknown;
+  /** Read-your-writes: caches an object a write got back, if newer than the cached one. */
+  written?(type: ResourceType, obj: KubeObject): CacheChange[];
 }
 
 /** Options of a Runner (one a controller). */
@@ -41,8 +43,11 @@ export interface RunnerOptions {
   identity: string;
   /** Finds the resource type of an apiVersion and kind; default: the operator's RESOURCES table. */
   resolveType?: (apiVersion: string, kind: string) => ResourceType | undefined;
-  /** Told every object a successful apply, status apply or finalizer patch got back from the API. */
-  onWrite?: (type: ResourceType, written: KubeObject) => void;
+  /**
+   * Told every object a successful apply, status apply or finalizer patch got back from the API,
+   * and the cache changes that caching it made (the manager queues the keys they concern).
+   */
+  onWrite?: (type: ResourceType, written: KubeObject, changes: CacheChange[]) => void;
 }
 
 /** What running a Plan came to. */
@@ -314,10 +319,15 @@ export class Runner {
     this.#wrote(type, state.primary);
   }
 
-  /** Hands what a write got back to whoever listens (the manager); their failure is not the write's. */
+  /**
+   * Caches what a write got back, so the next reconcile of the key sees it even before the watch
+   * delivers it (it would otherwise apply again, or, while deleting, take children it just created
+   * for absent), and tells the manager. A failure here is not the write's.
+   */
   #wrote(type: ResourceType, written: KubeObject): void {
     try {
-      this.#o.onWrite?.(type, written);
+      const changes = this.#o.cache.written?.(type, written) ?? [];
+      this.#o.onWrite?.(type, written, changes);
     } catch (err) {
       this.#o.log.error("handling a written object failed", { error: err, kind: type.kind });
     }

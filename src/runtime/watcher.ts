@@ -185,7 +185,7 @@ export class Watcher {
       if (page.continue) {
         return { events, next: { kind: "InitPage", continueToken: page.continue } };
       }
-      events.push({ type: "init-done" });
+      events.push({ type: "init-done", resourceVersion: page.resourceVersion });
       return { events, next: { kind: "InitListed", resourceVersion: page.resourceVersion } };
     } catch (err) {
       if (isApiError(err, 410)) {

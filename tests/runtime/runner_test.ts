@@ -339,3 +339,17 @@ Deno.test("runner applies when the desired state dropped a field the operator ow
   assert.deepEqual(t.cluster.writes().map((c) => c.verb), ["apply"]);
   assert.equal(t.cluster.peek(CM, NS, "a")!.metadata.annotations, undefined);
 });
+
+Deno.test("read-your-writes: the next run sees the previous run's writes before any watch does", async () => {
+  const t = setup();
+  t.cluster.put(SL, serverless());
+  await t.refresh();
+  await t.runner.run(SL, t.primary(), installPlan(), undefined, t.signal);
+  const after = t.cluster.writes().length;
+  // No refresh: the cache holds what the API returned for each write.
+  assert.deepEqual(t.primary().metadata.finalizers, [SERVERLESS_FINALIZER]);
+  assert.deepEqual(t.cache.get(CM, NS, "b")?.data, { k: "2", list: "x" });
+  const r = await t.runner.run(SL, t.primary(), installPlan(), { ok: true }, t.signal);
+  assert.equal(r.writes, 0);
+  assert.deepEqual(t.cluster.writes(after), [], "nothing applied twice");
+});
