@@ -91,86 +91,187 @@ function stringMatcherOf(m: HeaderMatcher): z.output<typeof StringMatcherSchema>
   return undefined;
 }
 
-/**
- * StringMatcher semantics. RE2 `safe_regex` matches the whole value (RE2::FullMatch); JavaScript's
- * RegExp stands in for RE2 here, which agrees on the literal-heavy patterns a rate limit uses.
- */
-export function matchString(m: z.output<typeof StringMatcherSchema>, value: string): boolean {
-  const fold = (s: string) => (m.ignore_case ? s.toLowerCase() : s);
-  const v = fold(value);
-  if (m.exact !== undefined) return v === fold(m.exact);
-  if (m.prefix !== undefined) return v.startsWith(fold(m.prefix));
-  if (m.suffix !== undefined) return v.endsWith(fold(m.suffix));
-  if (m.contains !== undefined) return v.includes(fold(m.contains));
-  if (m.safe_regex) return new RegExp(`^(?:${m.safe_regex.regex})$`, "s").test(value);
-  return false;
+/** A header lookup by lower-case name: a Map, or the lazy view of a request (request.ts). */
+export interface HeaderLookup {
+  get(name: string): string | undefined;
 }
 
 /**
- * HeaderMatcher semantics (`HeaderUtility::HeaderData::matchesHeaders`): a missing header never
- * matches, inverted or not, except through `present_match` (present_match: false or an inverted
- * present_match: true match an absent header), unless `treat_missing_header_as_empty` makes it "".
+ * StringMatcher semantics, compiled once: the test of a value. RE2 `safe_regex` matches the whole
+ * value (RE2::FullMatch); JavaScript's RegExp stands in for RE2 here, which agrees on the
+ * literal-heavy patterns a rate limit uses. The RegExp is built on first use.
  */
-export function matchHeader(m: HeaderMatcher, headers: ReadonlyMap<string, string>): boolean {
-  const found = headers.get(m.name.toLowerCase());
-  const invert = m.invert_match === true;
-  const value = found ?? (m.treat_missing_header_as_empty ? "" : undefined);
-  if (value === undefined) {
-    return m.present_match !== undefined && m.present_match === invert;
+export function compileStringMatcher(
+  m: z.output<typeof StringMatcherSchema>,
+): (value: string) => boolean {
+  const ic = m.ignore_case === true;
+  const fold = (s: string) => (ic ? s.toLowerCase() : s);
+  if (m.exact !== undefined) {
+    const want = fold(m.exact);
+    return ic ? (v) => v.toLowerCase() === want : (v) => v === want;
   }
-  if (m.present_match !== undefined) return m.present_match !== invert;
+  if (m.prefix !== undefined) {
+    const want = fold(m.prefix);
+    return ic ? (v) => v.toLowerCase().startsWith(want) : (v) => v.startsWith(want);
+  }
+  if (m.suffix !== undefined) {
+    const want = fold(m.suffix);
+    return ic ? (v) => v.toLowerCase().endsWith(want) : (v) => v.endsWith(want);
+  }
+  if (m.contains !== undefined) {
+    const want = fold(m.contains);
+    return ic ? (v) => v.toLowerCase().includes(want) : (v) => v.includes(want);
+  }
+  if (m.safe_regex) {
+    const source = `^(?:${m.safe_regex.regex})$`;
+    let re: RegExp | undefined;
+    return (v) => (re ??= new RegExp(source, "s")).test(v);
+  }
+  return () => false;
+}
+
+/** StringMatcher semantics (see {@link compileStringMatcher}). */
+export function matchString(m: z.output<typeof StringMatcherSchema>, value: string): boolean {
+  return compileStringMatcher(m)(value);
+}
+
+/**
+ * HeaderMatcher semantics (`HeaderUtility::HeaderData::matchesHeaders`), compiled once: a missing
+ * header never matches, inverted or not, except through `present_match` (present_match: false or
+ * an inverted present_match: true match an absent header), unless `treat_missing_header_as_empty`
+ * makes it "".
+ */
+export function compileHeaderMatcher(m: HeaderMatcher): (headers: HeaderLookup) => boolean {
+  const name = m.name.toLowerCase();
+  const invert = m.invert_match === true;
+  const missingAsEmpty = m.treat_missing_header_as_empty === true;
+  const present = m.present_match;
   const sm = stringMatcherOf(m);
-  const matched = sm === undefined ? true : matchString(sm, value);
-  return matched !== invert;
+  const test = sm === undefined ? undefined : compileStringMatcher(sm);
+  return (headers) => {
+    const found = headers.get(name);
+    const value = found ?? (missingAsEmpty ? "" : undefined);
+    if (value === undefined) return present !== undefined && present === invert;
+    if (present !== undefined) return present !== invert;
+    return (test === undefined ? true : test(value)) !== invert;
+  };
+}
+
+/** HeaderMatcher semantics (see {@link compileHeaderMatcher}). */
+export function matchHeader(m: HeaderMatcher, headers: HeaderLookup): boolean {
+  return compileHeaderMatcher(m)(headers);
 }
 
 /** All matchers match (the AND of `HeaderUtility::matchHeaders`). */
 export function matchAllHeaders(
   matchers: readonly HeaderMatcher[],
-  headers: ReadonlyMap<string, string>,
+  headers: HeaderLookup,
 ): boolean {
   return matchers.every((m) => matchHeader(m, headers));
+}
+
+interface CompiledAction {
+  /** The entry the action appends for a request; undefined when it appends none. */
+  entry: (headers: HeaderLookup) => DescriptorEntry | undefined;
+  skipIfAbsent: boolean;
+  /** The entry it appends whenever it appends one, for actions that read no header value. */
+  fixedEntry?: DescriptorEntry;
+}
+
+function compileAction(action: Action): CompiledAction {
+  if (action.request_headers) {
+    const a = action.request_headers;
+    const name = a.header_name.toLowerCase();
+    return {
+      entry: (headers) => {
+        const value = headers.get(name);
+        return value === undefined ? undefined : { key: a.descriptor_key, value };
+      },
+      skipIfAbsent: a.skip_if_absent === true,
+    };
+  }
+  if (action.generic_key) {
+    const a = action.generic_key;
+    const e = { key: a.descriptor_key ?? "generic_key", value: a.descriptor_value };
+    return { entry: () => e, skipIfAbsent: false, fixedEntry: e };
+  }
+  if (action.header_value_match) {
+    const a = action.header_value_match;
+    const expect = a.expect_match ?? true;
+    const tests = a.headers.map(compileHeaderMatcher);
+    const e = { key: a.descriptor_key ?? "header_match", value: a.descriptor_value };
+    return {
+      entry: (headers) => {
+        let all = true;
+        for (const t of tests) {
+          if (!t(headers)) {
+            all = false;
+            break;
+          }
+        }
+        return all === expect ? e : undefined;
+      },
+      skipIfAbsent: false,
+      fixedEntry: e,
+    };
+  }
+  return { entry: () => undefined, skipIfAbsent: false };
+}
+
+/** One `rate_limits` entry's actions, compiled: see {@link compileDescriptor}. */
+export interface CompiledDescriptor {
+  /** The entries of the descriptor whenever it is produced, when no action reads a header value. */
+  readonly fixed?: readonly DescriptorEntry[];
+  /** The descriptor for a request (the `fixed` array itself when fixed); undefined when none. */
+  of(headers: HeaderLookup): readonly DescriptorEntry[] | undefined;
+}
+
+/**
+ * The descriptor one `rate_limits` entry produces, compiled once: Envoy appends one entry per
+ * action in order and produces the descriptor only if every action appended one (envoy PR #632),
+ * except that a `request_headers` action with `skip_if_absent` is skipped instead of cancelling
+ * the descriptor.
+ */
+export function compileDescriptor(actions: readonly Action[]): CompiledDescriptor {
+  const compiled = actions.map(compileAction);
+  if (compiled.length > 0 && compiled.every((a) => a.fixedEntry !== undefined)) {
+    const fixed = compiled.map((a) => a.fixedEntry!);
+    return {
+      fixed,
+      of: (headers) => {
+        for (const a of compiled) if (a.entry(headers) === undefined) return undefined;
+        return fixed;
+      },
+    };
+  }
+  return {
+    of: (headers) => {
+      const entries: DescriptorEntry[] = [];
+      for (const a of compiled) {
+        const entry = a.entry(headers);
+        if (entry) entries.push(entry);
+        else if (!a.skipIfAbsent) return undefined;
+      }
+      return entries.length > 0 ? entries : undefined;
+    },
+  };
 }
 
 /** The entry an action appends for a request; undefined when it appends none. */
 export function actionEntry(
   action: Action,
-  headers: ReadonlyMap<string, string>,
+  headers: HeaderLookup,
 ): DescriptorEntry | undefined {
-  if (action.request_headers) {
-    const a = action.request_headers;
-    const value = headers.get(a.header_name.toLowerCase());
-    return value === undefined ? undefined : { key: a.descriptor_key, value };
-  }
-  if (action.generic_key) {
-    const a = action.generic_key;
-    return { key: a.descriptor_key ?? "generic_key", value: a.descriptor_value };
-  }
-  if (action.header_value_match) {
-    const a = action.header_value_match;
-    const expect = a.expect_match ?? true;
-    if (matchAllHeaders(a.headers, headers) !== expect) return undefined;
-    return { key: a.descriptor_key ?? "header_match", value: a.descriptor_value };
-  }
-  return undefined;
+  return compileAction(action).entry(headers);
 }
 
-/**
- * The descriptor one `rate_limits` entry produces: Envoy appends one entry per action in order and
- * produces the descriptor only if every action appended one (envoy PR #632), except that a
- * `request_headers` action with `skip_if_absent` is skipped instead of cancelling the descriptor.
- */
+/** The descriptor one `rate_limits` entry produces for a request (see {@link compileDescriptor}). */
 export function descriptorOf(
   actions: readonly Action[],
-  headers: ReadonlyMap<string, string>,
+  headers: HeaderLookup,
 ): DescriptorEntry[] | undefined {
-  const entries: DescriptorEntry[] = [];
-  for (const action of actions) {
-    const entry = actionEntry(action, headers);
-    if (entry) entries.push(entry);
-    else if (!action.request_headers?.skip_if_absent) return undefined;
-  }
-  return entries.length > 0 ? entries : undefined;
+  const d = compileDescriptor(actions).of(headers);
+  return d && [...d];
 }
 
 /** Ordered equality of two descriptors (`LocalDescriptorEqual`: no partial or unordered match). */

@@ -13,8 +13,13 @@ import {
 } from "./bucket.ts";
 import type { LocalRateLimit, RouteRateLimit } from "./envoyconfig.ts";
 import type { ContextPatches, EnvoyFilterModel, ProxyContext } from "./envoyfilter.ts";
-import { descriptorOf, sameDescriptor } from "./matchers.ts";
-import { type Request, requestHeaderMap, type Response } from "./request.ts";
+import {
+  type CompiledDescriptor,
+  compileDescriptor,
+  type HeaderLookup,
+  sameDescriptor,
+} from "./matchers.ts";
+import { type Request, requestHeaders, type Response } from "./request.ts";
 
 /** Body of a rate-limited reply (`sendLocalReply(..., "local_rate_limited", ...)`). */
 export const RATE_LIMITED_BODY = "local_rate_limited";
@@ -96,30 +101,77 @@ function bucketFor(state: ProxyState, key: string, spec: BucketSpec): TokenBucke
   return b;
 }
 
+/** A route `rate_limits` entry compiled for one filter instance. */
+interface CompiledLimit {
+  descriptor: CompiledDescriptor;
+  /** For a fixed descriptor: the index of the config descriptor it equals, or -1. */
+  fixedIndex?: number;
+}
+
+/** One filter instance's config, compiled once a ProxyConfig: its entries, bucket keys and rates. */
+interface CompiledInstance {
+  /** The route `rate_limits` entries of this instance's stage, in order. */
+  limits: CompiledLimit[];
+  /** Bucket keys: `<scope>/<descriptor index>`, and `<scope>/default`. */
+  keys: string[];
+  defaultKey: string;
+}
+
+const compiledConfigs = new WeakMap<ProxyConfig, CompiledInstance[]>();
+
+/** The filter instances of `config` compiled (once a config; configs are not changed after use). */
+function compiledOf(config: ProxyConfig): CompiledInstance[] {
+  let out = compiledConfigs.get(config);
+  if (out) return out;
+  const descriptors = config.rateLimits.map((r) => compileDescriptor(r.actions));
+  out = config.filters.map((instance, k) => {
+    const cfg = config.routeConfig ?? instance;
+    const scope = config.routeConfig ? "route" : `filter${k}`;
+    const limits = config.rateLimits.flatMap((r, j): CompiledLimit[] => {
+      if (r.stage !== cfg.stage) return [];
+      const d = descriptors[j];
+      const fixed = d.fixed;
+      return [{
+        descriptor: d,
+        ...(fixed
+          ? { fixedIndex: cfg.descriptors.findIndex((c) => sameDescriptor(c.entries, fixed)) }
+          : {}),
+      }];
+    });
+    return {
+      limits,
+      keys: cfg.descriptors.map((_, i) => `${scope}/${i}`),
+      defaultKey: `${scope}/default`,
+    };
+  });
+  compiledConfigs.set(config, out);
+  return out;
+}
+
+const NONE: { id: BucketId; state: TokenBucket }[] = [];
+
 /** `LocalRateLimiterImpl::requestAllowed` for one filter instance. */
 function requestAllowed(
   state: ProxyState,
-  scope: string,
+  c: CompiledInstance,
   cfg: LocalRateLimit,
-  headers: ReadonlyMap<string, string>,
+  headers: HeaderLookup,
   nowMs: number,
 ): Limited {
-  const requestDescriptors = state.config.rateLimits
-    .filter((r) => r.stage === cfg.stage)
-    .map((r) => descriptorOf(r.actions, headers))
-    .filter((d) => d !== undefined);
   // One bucket a matching request descriptor, duplicates kept, lowest fill rate first. Envoy's
   // std::sort is not stable; the model keeps config order among equal rates.
-  const matched = requestDescriptors
-    .flatMap((d) => {
-      const i = cfg.descriptors.findIndex((c) => sameDescriptor(c.entries, d));
-      return i >= 0 ? [i] : [];
-    })
-    .map((i) => ({
-      id: i as BucketId,
-      state: bucketFor(state, `${scope}/${i}`, cfg.descriptors[i].bucket),
-    }))
-    .sort((a, b) => fillRate(a.state.spec) - fillRate(b.state.spec));
+  let matched = NONE;
+  for (const l of c.limits) {
+    const d = l.descriptor.of(headers);
+    if (d === undefined) continue;
+    const i = l.fixedIndex ?? cfg.descriptors.findIndex((x) => sameDescriptor(x.entries, d));
+    if (i < 0) continue;
+    if (matched === NONE) matched = [];
+    matched.push({ id: i, state: bucketFor(state, c.keys[i], cfg.descriptors[i].bucket) });
+  }
+  if (matched.length > 1) {
+    matched.sort((a, b) => fillRate(a.state.spec) - fillRate(b.state.spec));
+  }
   for (const m of matched) {
     if (!consume(m.state, nowMs)) return { allowed: false, bucket: m };
   }
@@ -127,7 +179,7 @@ function requestAllowed(
     if (!cfg.tokenBucket) return { allowed: true, bucket: matched[0] };
     const def = {
       id: "default" as const,
-      state: bucketFor(state, `${scope}/default`, cfg.tokenBucket),
+      state: bucketFor(state, c.defaultKey, cfg.tokenBucket),
     };
     if (!consume(def.state, nowMs)) return { allowed: false, bucket: def };
     return { allowed: true, bucket: matched[0] ?? def };
@@ -148,14 +200,15 @@ function addHeader(headers: Record<string, string>, name: string, value: string)
  * Mutates the buckets in `state`.
  */
 export function decide(state: ProxyState, request: Request, nowMs: number): Decision {
-  const headers = requestHeaderMap(request);
+  const headers = requestHeaders(request);
   const out: Record<string, string> = {};
   let reported: Limited | undefined;
-  for (const [k, instance] of state.config.filters.entries()) {
-    const cfg = state.config.routeConfig ?? instance;
-    const scope = state.config.routeConfig ? "route" : `filter${k}`;
+  const { filters, routeConfig } = state.config;
+  const compiled = filters.length > 0 ? compiledOf(state.config) : [];
+  for (let k = 0; k < filters.length; k++) {
+    const cfg = routeConfig ?? filters[k];
     if (!cfg.enabled) continue;
-    const result = requestAllowed(state, scope, cfg, headers, nowMs);
+    const result = requestAllowed(state, compiled[k], cfg, headers, nowMs);
     const b = result.bucket;
     if (cfg.xRateLimitHeaders && b) {
       addHeader(out, "x-ratelimit-limit", String(b.state.spec.maxTokens));
@@ -165,24 +218,26 @@ export function decide(state: ProxyState, request: Request, nowMs: number): Deci
     if (!result.allowed && cfg.enforced) {
       for (const h of cfg.responseHeadersToAdd) addHeader(out, h.key.toLowerCase(), h.value);
       out["content-type"] = "text/plain";
-      return {
-        status: cfg.status,
-        headers: out,
-        body: RATE_LIMITED_BODY,
-        ...report(reported, nowMs),
-      };
+      return answer(cfg.status, out, RATE_LIMITED_BODY, reported, nowMs);
     }
   }
-  return { status: 200, headers: out, body: "", ...report(reported, nowMs) };
+  return answer(200, out, "", reported, nowMs);
 }
 
-function report(
+/** The Decision, with the reported bucket's id, limit and remaining tokens when there is one. */
+function answer(
+  status: number,
+  headers: Record<string, string>,
+  body: string,
   r: Limited | undefined,
   nowMs: number,
-): Pick<Decision, "bucket" | "limit" | "remaining"> {
-  if (!r?.bucket) return {};
-  const b = r.bucket;
+): Decision {
+  const b = r?.bucket;
+  if (!b) return { status, headers, body };
   return {
+    status,
+    headers,
+    body,
     bucket: b.id,
     limit: b.state.spec.maxTokens,
     remaining: Math.floor(tokensAt(b.state, nowMs)),

@@ -18,19 +18,57 @@ export interface Response {
   body: string;
 }
 
+/** The request's own headers by lower-case name, repeated names joined with ",". */
+function namedHeaders(req: Request): Map<string, string> {
+  const map = new Map<string, string>();
+  const headers = req.headers ?? {};
+  for (const name of Object.keys(headers)) {
+    const value = headers[name];
+    const key = name.toLowerCase();
+    const prev = map.get(key);
+    map.set(key, prev === undefined ? value : `${prev},${value}`);
+  }
+  return map;
+}
+
 /**
  * The headers of a request the way Envoy's header matchers read them: names in lower case (HTTP/2
  * form), the pseudo-headers `:path` and `:method` set, and repeated names (`X-A` and `x-a`) joined
  * with "," as `HeaderUtility::getAllOfHeaderAsString` does.
  */
 export function requestHeaderMap(req: Request): Map<string, string> {
-  const map = new Map<string, string>();
-  for (const [name, value] of Object.entries(req.headers ?? {})) {
-    const key = name.toLowerCase();
-    const prev = map.get(key);
-    map.set(key, prev === undefined ? value : `${prev},${value}`);
-  }
+  const map = namedHeaders(req);
   map.set(":path", req.path);
   map.set(":method", req.method ?? "GET");
   return map;
+}
+
+/**
+ * The same headers as {@link requestHeaderMap}, read lazily: the pseudo-headers come straight
+ * from the request, and the others are lower-cased once, on the first lookup of a named header,
+ * into a flat list that lookups scan (a decision reads a handful of names from a few headers, for
+ * which a scan beats building a Map). `name` must be in lower case, as matchers keep it.
+ */
+export function requestHeaders(req: Request): { get(name: string): string | undefined } {
+  let pairs: string[] | undefined;
+  return {
+    get(name: string): string | undefined {
+      if (name === ":path") return req.path;
+      if (name === ":method") return req.method ?? "GET";
+      if (req.headers === undefined) return undefined;
+      pairs ??= lowerCasePairs(req.headers);
+      let found: string | undefined;
+      for (let i = 0; i < pairs.length; i += 2) {
+        if (pairs[i] !== name) continue;
+        found = found === undefined ? pairs[i + 1] : `${found},${pairs[i + 1]}`;
+      }
+      return found;
+    },
+  };
+}
+
+function lowerCasePairs(headers: Readonly<Record<string, string>>): string[] {
+  const out: string[] = [];
+  for (const name of Object.keys(headers)) out.push(name.toLowerCase(), headers[name]);
+  return out;
 }
