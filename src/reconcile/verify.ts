@@ -3,33 +3,67 @@
  * already done, and the readiness of Deployments (DESIGN.md "Verification").
  */
 import type { KubeObject } from "../runtime/cluster.ts";
+import { compareQuantities, parseQuantity } from "./keda/quantity.ts";
 
 function isEmptyContainer(v: unknown): boolean {
   if (Array.isArray(v)) return v.length === 0;
   return v !== null && typeof v === "object" && Object.keys(v).length === 0;
 }
 
+function isRecord(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === "object" && !Array.isArray(v);
+}
+
 /**
- * True when `observed` holds everything `desired` says: every field of a desired object is present
- * with a matching value (extra observed fields, such as server defaults, are fine); arrays match
- * element by element and have the same length; an empty desired map or list also matches a missing
- * one, as the API server omits empty fields.
+ * True when the field at `path` holds a resource quantity the API server stores in canonical form
+ * (`0.5` comes back as `500m`, `1024Mi` as `1Gi`): container resources, an env divisor, an
+ * emptyDir size limit.
  */
-export function isObserved(desired: unknown, observed: unknown): boolean {
+function isQuantityPath(path: readonly string[]): boolean {
+  const n = path.length;
+  const last = path[n - 1];
+  return (n >= 3 && path[n - 3] === "resources" &&
+    (path[n - 2] === "limits" || path[n - 2] === "requests")) ||
+    (last === "divisor" && path[n - 2] === "resourceFieldRef") ||
+    (last === "sizeLimit" && path[n - 2] === "emptyDir");
+}
+
+function sameQuantity(desired: unknown, observed: unknown): boolean {
+  const text = (v: unknown) =>
+    typeof v === "string" ? v : typeof v === "number" ? String(v) : undefined;
+  const [a, b] = [text(desired), text(observed)];
+  const qa = a === undefined ? undefined : parseQuantity(a);
+  const qb = b === undefined ? undefined : parseQuantity(b);
+  return qa !== undefined && qb !== undefined && compareQuantities(qa, qb) === 0;
+}
+
+function observedAt(desired: unknown, observed: unknown, path: string[]): boolean {
   if (desired === undefined) return true;
-  if (observed === undefined && isEmptyContainer(desired)) return true;
+  // The API server omits null and empty fields: null, {} and [] all match a missing field.
+  if (desired === null) return observed === null || observed === undefined;
+  if ((observed === undefined || observed === null) && isEmptyContainer(desired)) return true;
   if (Array.isArray(desired)) {
     return Array.isArray(observed) && observed.length === desired.length &&
-      desired.every((d, i) => isObserved(d, observed[i]));
+      desired.every((d, i) => observedAt(d, observed[i], path));
   }
-  if (desired !== null && typeof desired === "object") {
-    if (observed === null || typeof observed !== "object" || Array.isArray(observed)) return false;
-    const obs = observed as Record<string, unknown>;
-    return Object.entries(desired as Record<string, unknown>).every(([k, v]) =>
-      isObserved(v, obs[k])
-    );
+  if (isRecord(desired)) {
+    if (!isRecord(observed)) return false;
+    return Object.entries(desired).every(([k, v]) => observedAt(v, observed[k], [...path, k]));
   }
-  return desired === observed;
+  return desired === observed || (isQuantityPath(path) && sameQuantity(desired, observed));
+}
+
+/**
+ * True when `observed` holds everything `desired` says, so that applying `desired` would change
+ * nothing: every field of a desired object is present with a matching value (extra observed
+ * fields, such as server defaults, are fine); arrays match element by element and have the same
+ * length; scalars are equal without coercion. What the API server does to a stored object is
+ * allowed for: a null, empty map or empty list in `desired` matches a missing field (the server
+ * omits them), an undefined one is absent, and a resource quantity matches its canonical form.
+ * The runtime skips writes with this same test (`isSubset` in src/runtime/diff.ts).
+ */
+export function isObserved(desired: unknown, observed: unknown): boolean {
+  return observedAt(desired, observed, []);
 }
 
 /** What a Deployment's status says about its rollout. */

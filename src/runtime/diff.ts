@@ -2,29 +2,18 @@
  * Comparisons the runner makes before writing, so that a reconcile whose result is already
  * observed makes no write at all (DESIGN.md "a no-op reconcile makes zero writes").
  */
+import { isObserved } from "../reconcile/verify.ts";
 
 function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
 /**
- * True when every field of `desired` is present in `observed` with the same value: objects
- * recursively (observed may have more keys), arrays element by element with equal length,
- * scalars exactly. An `undefined` field of `desired` is absent (as in JSON); a `null` one must be
- * absent or null in `observed`. Nothing else is ignored.
+ * True when applying `desired` would change nothing in `observed`: the reducers' `isObserved`
+ * (src/reconcile/verify.ts), one rule for both the reducers' install diff and the runner's write
+ * skip. Kept under this name for the library's callers.
  */
-export function isSubset(desired: unknown, observed: unknown): boolean {
-  if (desired === null) return observed === null || observed === undefined;
-  if (Array.isArray(desired)) {
-    return Array.isArray(observed) && observed.length === desired.length &&
-      desired.every((d, i) => isSubset(d, observed[i]));
-  }
-  if (isRecord(desired)) {
-    if (!isRecord(observed)) return false;
-    return Object.entries(desired).every(([k, v]) => v === undefined || isSubset(v, observed[k]));
-  }
-  return desired === observed;
-}
+export const isSubset: (desired: unknown, observed: unknown) => boolean = isObserved;
 
 /** Structural equality with JSON semantics: key order does not matter, undefined fields are absent. */
 export function deepEqual(a: unknown, b: unknown): boolean {

@@ -13,7 +13,8 @@ import { type CacheChange, typeName } from "./cache.ts";
 import type { Clock, Random } from "./clock.ts";
 import { ApiError, type Cluster, type KubeObject, type ResourceType } from "./cluster.ts";
 import type { CacheReader } from "./controller.ts";
-import { deepEqual, isSubset, ownedFieldMissing } from "./diff.ts";
+import { isObserved } from "../reconcile/verify.ts";
+import { deepEqual, ownedFieldMissing } from "./diff.ts";
 import { classifyError, NotLeaderError, TerminalError } from "./errors.ts";
 import { EventRecorder } from "./events.ts";
 import type { Logger } from "./log.ts";
@@ -258,7 +259,7 @@ export class Runner {
       // Skip only when nothing would change: every desired field is observed, and no field this
       // operator applied before has been dropped from the desired state (SSA would remove it).
       const owned = this.#o.cache.ownedFields?.(type, namespace, name);
-      if (observed && isSubset(obj, observed) && !ownedFieldMissing(owned, obj)) {
+      if (observed && isObserved(obj, observed) && !ownedFieldMissing(owned, obj)) {
         return this.#skipped();
       }
     } else this.#warnUnwatched(type);

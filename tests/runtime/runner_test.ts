@@ -353,3 +353,31 @@ Deno.test("read-your-writes: the next run sees the previous run's writes before 
   assert.equal(r.writes, 0);
   assert.deepEqual(t.cluster.writes(after), [], "nothing applied twice");
 });
+
+Deno.test("runner makes no write when the server stored the applied object in its own forms", async () => {
+  const t = setup();
+  t.cluster.put(SL, serverless({ finalizers: [SERVERLESS_FINALIZER] }));
+  const desired = {
+    ...configMap("srv", { k: "1" }),
+    binaryData: {},
+    extra: { resources: { limits: { cpu: "0.5", memory: "1024Mi" } }, none: null, list: [] },
+  };
+  await t.refresh();
+  await t.runner.run(SL, t.primary(), { ...emptyPlan(), apply: [desired] }, undefined, t.signal);
+  // What the API server keeps: empty and null fields dropped, quantities canonical.
+  const stored = t.cluster.peek(CM, NS, "srv")!;
+  t.cluster.put(CM, {
+    ...stored,
+    binaryData: undefined,
+    extra: { resources: { limits: { cpu: "500m", memory: "1Gi" } } },
+  });
+  await t.refresh();
+  const r = await t.runner.run(
+    SL,
+    t.primary(),
+    { ...emptyPlan(), apply: [desired] },
+    undefined,
+    t.signal,
+  );
+  assert.equal(r.writes, 0, "no endless re-apply");
+});
