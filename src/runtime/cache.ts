@@ -46,6 +46,12 @@ export class Cache implements CacheReader {
     return [...this.#stores.values()].flat();
   }
 
+  /** True when the watch of (type, selector) exists and has completed its first list. */
+  isSynced(type: ResourceType, labelSelector?: string): boolean {
+    const stores = this.#stores.get(typeId(type)) ?? [];
+    return stores.some((s) => s.labelSelector === labelSelector && s.synced);
+  }
+
   /** True when every watch of `type` is live (see `Store.live`); throws for a type nobody watches. */
   isLive(type: ResourceType): boolean {
     return this.#of(type).every((s) => s.live);

@@ -14,6 +14,9 @@ import type { Metrics } from "./metrics.ts";
 import type { WorkResult } from "./queue.ts";
 import type { Runner } from "./runner.ts";
 
+/** How soon a key that arrived before the caches synced is tried again. */
+const NOT_SYNCED_RETRY_MS = 1_000;
+
 /** What a ControllerLoop needs. */
 export interface ControllerLoopOptions {
   spec: ControllerSpec;
@@ -63,11 +66,25 @@ export class ControllerLoop {
   readonly #primaryId: string;
   /** Outcome of the last Plan per key. */
   readonly #outcomes = new Map<string, ApplyOutcome>();
+  /** The watches that must have listed before any reconcile: the primary and every required one. */
+  readonly #required: { type: ResourceType; selector?: string }[];
 
   constructor(opts: ControllerLoopOptions) {
     this.#o = opts;
     this.#primaryId = typeId(opts.spec.primary);
     this.#reads = new Set([this.#primaryId, ...opts.spec.watches.map((w) => typeId(w.type))]);
+    this.#required = [
+      { type: opts.spec.primary },
+      ...opts.spec.watches.filter((w) => !w.optional).map((w) => ({
+        type: w.type,
+        selector: w.labelSelector,
+      })),
+    ];
+  }
+
+  /** True when the primary's and every required watch's first list has completed. */
+  get synced(): boolean {
+    return this.#required.every((w) => this.#o.cache.isSynced(w.type, w.selector));
   }
 
   /** The controller's name. */
@@ -114,6 +131,13 @@ export class ControllerLoop {
   async reconcile(key: string, signal: AbortSignal): Promise<WorkResult> {
     if (signal.aborted) return { type: "terminal" };
     const { spec, cache, clock, log } = this.#o;
+    // An unsynced cache would show "nothing" for what is merely not listed yet: a reducer could
+    // take it for absent and delete or recreate. The manager starts work only once synced; this
+    // holds for every other way a key may arrive.
+    if (!this.synced) {
+      log.debug("caches not synced yet; reconcile postponed", { key });
+      return { type: "retrySoon", afterMs: NOT_SYNCED_RETRY_MS };
+    }
     const started = clock.now();
     const observed = cache.get(spec.primary, ...splitKey(spec.primary, key));
     const lastOutcome = this.#outcomes.get(key);

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { RESOURCES } from "../../src/api/resources.ts";
 import { MANAGED_BY, MANAGED_BY_LABEL } from "../../src/reconcile/labels.ts";
 import { emptyPlan, type Plan } from "../../src/reconcile/plan.ts";
-import type { KubeObject } from "../../src/runtime/cluster.ts";
+import { ApiError, type KubeObject } from "../../src/runtime/cluster.ts";
 import type { ControllerSpec } from "../../src/runtime/controller.ts";
 import { readyz } from "../../src/runtime/health.ts";
 import { createLogger } from "../../src/runtime/log.ts";
@@ -315,4 +315,22 @@ Deno.test("stop finishes within bounded time even when the API hangs", async () 
   a.m.stop().then(() => stopped = true);
   assert.ok(await t.clock.until(() => stopped, 25_000, 500), "stopped within 4 × 5 s");
   assert.ok(t.lines.some((l) => String(l.msg).startsWith("stopping: gave up waiting for")));
+});
+
+Deno.test("no reconcile at all while a required secondary watch cannot list", async () => {
+  const t = setup();
+  t.cluster.put(RL, rateLimit("a", "1"));
+  for (let i = 0; i < 50; i++) {
+    t.cluster.failNext("list", new ApiError(403, "Forbidden", "configmaps is forbidden"));
+  }
+  const { m } = t.mk("op-0");
+  await t.clock.advance(20_000);
+  assert.ok(t.cluster.failures.get("list")!.length > 0, "still failing");
+  assert.equal(t.calls.length, 0, "nothing reconciled on a half-filled cache");
+  assert.equal(m.status.synced, false);
+  t.cluster.failures.delete("list");
+  await t.clock.advance(31_000);
+  assert.ok(t.calls.includes("demo/a"));
+  assert.ok(t.cluster.peek(CM, "demo", "a-cfg"));
+  await m.stop();
 });

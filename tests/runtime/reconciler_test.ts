@@ -93,3 +93,51 @@ Deno.test("keysFor: the primary's own key, triggers of the new and the old objec
   );
   assert.deepEqual(loop.keysFor(RESOURCES.Pod, { type: "delete", object: dep("x") }), []);
 });
+
+Deno.test("a key that arrives before the controller's required watches synced is not reconciled", async () => {
+  const clock = new ManualClock();
+  const cache = new Cache();
+  const calls: string[] = [];
+  const spec: ControllerSpec = {
+    ...a,
+    reconcile: (key) => {
+      calls.push(key);
+      return undefined;
+    },
+  };
+  const metrics = new Metrics();
+  const cluster = new FakeCluster(clock);
+  const runner = new Runner({
+    cluster,
+    cache,
+    clock,
+    random: seededRandom(),
+    log: nullLogger,
+    metrics,
+    controller: "a",
+    identity: "x",
+  });
+  const loop = new ControllerLoop({
+    spec,
+    cache,
+    runner,
+    clock,
+    log: nullLogger,
+    metrics,
+    images: {} as never,
+  });
+  const listed = (type: typeof RESOURCES.Serverless, selector?: string) => {
+    cache.store(type, selector).handle({ type: "init" });
+    cache.store(type, selector).handle({ type: "init-done" });
+  };
+  const signal = new AbortController().signal;
+  listed(RESOURCES.Serverless);
+  cache.store(RESOURCES.Function).handle({ type: "missing" }); // optional: never waited for
+  assert.equal(loop.synced, false);
+  assert.deepEqual(await loop.reconcile("ns/s", signal), { type: "retrySoon", afterMs: 1_000 });
+  assert.deepEqual(calls, [], "the required Deployment watch has not listed yet");
+  listed(RESOURCES.Deployment, "m=1");
+  assert.equal(loop.synced, true);
+  await loop.reconcile("ns/s", signal);
+  assert.deepEqual(calls, ["ns/s"]);
+});
