@@ -149,11 +149,17 @@ export class Store {
         return this.#swap(new Map(), new Map());
       case "apply": {
         if (this.#behindWrite(ev.object)) return [];
-        const obj = prepareForCache(ev.object);
-        const key = objectKey(obj);
+        const key = objectKey(ev.object);
         const old = this.#objects.get(key);
-        if (old && old.metadata.resourceVersion === obj.metadata.resourceVersion) return [];
-        return [this.#put(key, obj, ownedFieldsOf(ev.object), old)];
+        if (old && old.metadata.resourceVersion === ev.object.metadata.resourceVersion) {
+          // Already cached from this replica's write, which may have come back without
+          // managedFields: take the operator's owned fields from the watch's copy.
+          if (ev.object.metadata.managedFields) {
+            setOrDelete(this.#owned, key, ownedFieldsOf(ev.object));
+          }
+          return [];
+        }
+        return [this.#put(key, prepareForCache(ev.object), ownedFieldsOf(ev.object), old)];
       }
       case "delete": {
         if (this.#behindWrite(ev.object)) return [];

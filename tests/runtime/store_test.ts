@@ -105,3 +105,29 @@ Deno.test("label selectors: equality, inequality, existence and sets", () => {
   assert.equal(m("", { any: "x" }), true);
   assert.equal(parseSelector("a=(b"), undefined);
 });
+
+Deno.test("managedFields: the store strips them itself and keeps the operator's own applied fields", () => {
+  const mf = (fields: Record<string, unknown>) => [
+    { manager: "kubectl", operation: "Update", fieldsV1: { "f:data": { "f:other": {} } } },
+    { manager: "platform-operator", operation: "Apply", fieldsV1: fields },
+    {
+      manager: "platform-operator",
+      operation: "Apply",
+      subresource: "status",
+      fieldsV1: { "f:status": {} },
+    },
+  ];
+  const store = new Store(CM);
+  listed(store, 5, cm("a", 5, { managedFields: mf({ "f:data": { "f:rv": {} } }) }));
+  assert.equal(store.get("ns", "a")?.metadata.managedFields, undefined);
+  assert.deepEqual(store.ownedFields("ns", "a"), { "f:data": { "f:rv": {} } });
+  // A write that came back with managedFields updates them; one without leaves them unknown...
+  store.written(cm("a", 6, { managedFields: mf({ "f:data": {} }) }));
+  assert.equal(store.get("ns", "a")?.metadata.managedFields, undefined);
+  assert.deepEqual(store.ownedFields("ns", "a"), { "f:data": {} });
+  store.written(cm("a", 7));
+  assert.equal(store.ownedFields("ns", "a"), undefined);
+  // ...until the watch delivers the same version with them.
+  store.handle({ type: "apply", object: cm("a", 7, { managedFields: mf({ "f:x": {} }) }) });
+  assert.deepEqual(store.ownedFields("ns", "a"), { "f:x": {} });
+});
