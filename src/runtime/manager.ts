@@ -5,7 +5,7 @@
  * caches warm. It touches the world only through the `Cluster` port, the `Clock` and the `Random`,
  * so the simulator can run it on virtual time and replay a seed byte for byte.
  */
-import { Cache, type CacheChange, type Store, typeName } from "./cache.ts";
+import { Cache, type CacheChange } from "./cache.ts";
 import type { Clock, Random } from "./clock.ts";
 import type { Cluster, KubeObject, ResourceType } from "./cluster.ts";
 import type { CacheReader, ControllerSpec, ModuleImages } from "./controller.ts";
@@ -14,9 +14,9 @@ import { LeaderElector } from "./leader.ts";
 import type { Logger } from "./log.ts";
 import { instrumentCluster, Metrics } from "./metrics.ts";
 import { WorkQueue } from "./queue.ts";
-import { ControllerLoop, planWatches } from "./reconciler.ts";
+import { ControllerLoop } from "./reconciler.ts";
 import { Runner } from "./runner.ts";
-import { Watcher } from "./watcher.ts";
+import { isCrdType, WatchSet } from "./watches.ts";
 
 export type { ManagerStatus } from "./health.ts";
 
@@ -76,7 +76,7 @@ export class Manager {
   readonly #cluster: Cluster;
   readonly #metrics: Metrics;
   readonly #cache = new Cache();
-  readonly #watchers: { watcher: Watcher; store: Store; required: boolean }[] = [];
+  readonly #watches: WatchSet;
   readonly #controllers: ControllerLoop[];
   readonly #watchStop = new AbortController();
   readonly #electorStop = new AbortController();
@@ -96,7 +96,21 @@ export class Manager {
     this.#metrics = opts.metrics ?? new Metrics();
     this.#cluster = instrumentCluster(opts.cluster, this.#metrics);
     this.#controllers = opts.controllers.map((spec) => this.#controller(spec));
-    this.#planWatches();
+    this.#watches = new WatchSet({
+      cluster: this.#cluster,
+      clock: opts.clock,
+      random: opts.random,
+      log: opts.log,
+      metrics: this.#metrics,
+      cache: this.#cache,
+      controllers: opts.controllers,
+      pageSize: opts.pageSize,
+      timeoutSeconds: opts.watchTimeoutSeconds,
+      idleMs: opts.watchIdleMs,
+      onChange: (type, change) => this.#dispatch(type, change),
+      onLiveness: (type) => this.#livenessChanged(type),
+      onListed: () => this.#maybeBeginWork(),
+    });
   }
 
   #controller(spec: ControllerSpec): ControllerLoop {
@@ -124,32 +138,6 @@ export class Manager {
     });
   }
 
-  /** One watcher a (type, selector): a watch is required if any controller requires it. */
-  #planWatches(): void {
-    for (const { type, selector, required } of planWatches(this.#o.controllers)) {
-      const store = this.#cache.store(type, selector);
-      const watcher = new Watcher({
-        cluster: this.#cluster,
-        clock: this.#o.clock,
-        random: this.#o.random,
-        log: this.#o.log,
-        metrics: this.#metrics,
-        type,
-        labelSelector: selector,
-        optional: !required,
-        pageSize: this.#o.pageSize,
-        timeoutSeconds: this.#o.watchTimeoutSeconds,
-        idleMs: this.#o.watchIdleMs,
-      }, (ev) => {
-        const wasLive = store.live;
-        for (const change of store.handle(ev)) this.#changed(type, change);
-        if (store.live !== wasLive) this.#livenessChanged(type);
-        if (ev.type === "init-done" || ev.type === "missing") this.#maybeBeginWork();
-      });
-      this.#watchers.push({ watcher, store, required });
-    }
-  }
-
   /**
    * Starts watching, campaigning for the lease and (while leading and synced) reconciling.
    * Resolves when the manager has stopped (after `stop` or `abort`). Call once.
@@ -162,7 +150,7 @@ export class Manager {
       controllers: this.#o.controllers.map((c) => c.name).join(","),
       leaderElection: this.#o.leaderElection ? "on" : "off",
     });
-    for (const w of this.#watchers) this.#tasks.push(w.watcher.run(this.#watchStop.signal));
+    this.#tasks.push(...this.#watches.run(this.#watchStop.signal));
     const le = this.#o.leaderElection;
     if (le) {
       this.#elector = new LeaderElector({
@@ -277,7 +265,7 @@ export class Manager {
   }
 
   #synced(): boolean {
-    return this.#watchers.every((w) => !w.required || w.store.synced);
+    return this.#watches.synced;
   }
 
   #onLeading(signal: AbortSignal): void {
@@ -357,27 +345,10 @@ export class Manager {
     return draining;
   }
 
-  /** A cache change: wake watchers waiting for a CRD that changed, then queue the keys it concerns. */
-  #changed(type: ResourceType, change: CacheChange): void {
-    if (isCrdType(type) && change.type === "apply") this.#kickWatchersOf(change.object);
-    this.#dispatch(type, change);
-  }
-
   /** What a write of this replica got back from the API, and what caching it changed. */
   #onWrite(type: ResourceType, written: KubeObject, changes: CacheChange[]): void {
-    if (isCrdType(type)) this.#kickWatchersOf(written);
+    if (isCrdType(type)) this.#watches.kickWatchesOf(written);
     for (const change of changes) this.#dispatch(type, change);
-  }
-
-  /**
-   * A CRD was applied or changed (say, it became Established): a watch of its type that is not
-   * live retries at once instead of after its backoff, so that user objects of a CRD the operator
-   * just installed are seen promptly.
-   */
-  #kickWatchersOf(crd: KubeObject): void {
-    for (const w of this.#watchers) {
-      if (!w.store.live && typeName(w.store.type) === crd.metadata.name) w.watcher.kick();
-    }
   }
 
   /**
@@ -403,9 +374,4 @@ export class Manager {
       for (const key of ctl.keysFor(type, change)) q.add(key);
     }
   }
-}
-
-/** True for apiextensions.k8s.io CustomResourceDefinitions. */
-function isCrdType(type: ResourceType): boolean {
-  return type.group === "apiextensions.k8s.io" && type.kind === "CustomResourceDefinition";
 }
