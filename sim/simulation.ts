@@ -46,6 +46,8 @@ export class Simulation {
   readonly mesh = new Mesh();
   readonly trace = new Trace();
   readonly user: SimClient;
+  /** Every status each Serverless, Scaler and RateLimit had, by `Kind namespace/name`, in order. */
+  readonly statusHistory = new Map<string, unknown[]>();
   /** Errors the runtime threw (a Manager's start() rejected). */
   readonly runtimeErrors: string[] = [];
   #lastOperatorActivity = 0;
@@ -184,10 +186,10 @@ export class Simulation {
    * Runs quiet periods until one passes with no change made by anyone but the operator; returns the
    * operator's writes (leases aside) in that period: there must be none.
    */
-  async quiet(maxPeriods = 4): Promise<{ writes: string[]; quiet: boolean }> {
+  async quiet(periodMs = QUIET_MS, maxPeriods = 4): Promise<{ writes: string[]; quiet: boolean }> {
     for (let i = 0; i < maxPeriods; i++) {
       const mark = this.cluster.log.records.length;
-      await this.driver.runFor(QUIET_MS);
+      await this.driver.runFor(periodMs);
       const records = this.cluster.log.records.slice(mark);
       const external = records.some((r) =>
         !isOperator(r.actor) && r.outcome === "changed" && r.kind !== "Lease"
@@ -240,6 +242,10 @@ export class Simulation {
       | { state?: string; served?: string; conditions?: Condition[] }
       | undefined;
     const { namespace, name } = c.object.metadata;
+    if (c.type !== "DELETED" && status) {
+      const key = `${kind} ${namespace}/${name}`;
+      this.statusHistory.set(key, [...(this.statusHistory.get(key) ?? []), status]);
+    }
     this.trace.add({
       t: offset(this.clock.now()),
       event: "status",

@@ -15,6 +15,11 @@ import { type Action, DEMO, demoWorkload, generateWorkload, SWEEP_MAX_TOKENS } f
 
 /** Length of the safety phase: user actions and random faults happen in it. */
 export const SAFETY_MS = 150_000;
+/**
+ * The sweep's quiet period: longer than every requeue interval of the reconcilers (the scenarios'
+ * longer quiet period also covers the runtime's 10-minute resync).
+ */
+export const SWEEP_QUIET_MS = 3 * 60_000;
 /** Bound on convergence once faults stop. */
 export const CONVERGE_LIMIT_MS = 30 * 60_000;
 
@@ -110,7 +115,7 @@ export async function runSeed(seed: number, opts: SeedOptions): Promise<RunResul
     if (!await sim.settle(CONVERGE_LIMIT_MS)) {
       throw new SeedFailure("liveness: converged, but the operator kept writing");
     }
-    const quiet = await sim.quiet();
+    const quiet = await sim.quiet(SWEEP_QUIET_MS);
     if (!quiet.quiet) throw new SeedFailure("quiet: the world kept changing");
     if (quiet.writes.length > 0) {
       throw new SeedFailure(

@@ -7,7 +7,7 @@ import { kubeTime } from "../../src/runtime/clock.ts";
 import type { DeleteOptions, KubeObject, ResourceType } from "../../src/runtime/cluster.ts";
 import { badRequest, conflict, invalid } from "./errors.ts";
 import type { Scope } from "./fields.ts";
-import { deepEqual, specPart } from "./json.ts";
+import { cloneJson, deepEqual, specPart } from "./json.ts";
 import { TypeRegistry } from "./types.ts";
 
 /** Metadata the server owns: kept from the stored object on every main-resource write. */
@@ -101,13 +101,13 @@ export function confine(
   const old = prev.metadata;
   let out: KubeObject;
   if (scope === "status") {
-    out = { ...structuredClone(prev) as KubeObject, status: structuredClone(next.status) };
+    out = { ...cloneJson(prev) as KubeObject, status: cloneJson(next.status) };
     if (next.status === undefined) delete out.status;
   } else {
-    out = structuredClone(next);
+    out = cloneJson(next);
     if (hasStatus) {
       if (prev.status === undefined) delete out.status;
-      else out.status = structuredClone(prev.status);
+      else out.status = cloneJson(prev.status);
     }
     out.metadata = { ...out.metadata, name: old.name };
     if (old.namespace) out.metadata.namespace = old.namespace;
@@ -146,7 +146,7 @@ export function deletionPending(type: ResourceType, stored: KubeObject): boolean
 
 /** The object as a delete leaves it while finalizers remain: deletionTimestamp set, generation bumped. */
 export function markDeleting(type: ResourceType, stored: KubeObject, now: number): KubeObject {
-  const next = structuredClone(stored);
+  const next = cloneJson(stored);
   next.metadata.deletionTimestamp = kubeTime(now);
   next.metadata.deletionGracePeriodSeconds = 0;
   next.metadata.generation = (stored.metadata.generation ?? 0) + 1;

@@ -4,6 +4,7 @@
  * an injected fault, and is executed atomically by the store; writes go to the write log. Killing a
  * client (a crashed process) freezes it: nothing it sent later arrives, no answer ever comes back.
  */
+import { cloneJson } from "./json.ts";
 import {
   ApiError,
   type ApplyOptions,
@@ -303,6 +304,6 @@ export class SimClient implements Cluster {
     }
     await this.#clock.sleep(this.#latency(verb));
     if (error !== undefined) throw error;
-    return copy ? structuredClone(result as T) : result as T;
+    return copy ? cloneJson(result as T) : result as T;
   }
 }

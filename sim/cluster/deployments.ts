@@ -11,7 +11,7 @@ import { kubeTime } from "../../src/runtime/clock.ts";
 import { ApiError, type KubeObject } from "../../src/runtime/cluster.ts";
 import type { SimClock } from "../clock.ts";
 import { hash32 } from "../prng.ts";
-import { type JsonObject, stableStringify } from "./json.ts";
+import { cloneJson, deepEqual, type JsonObject, stableStringify } from "./json.ts";
 import type { Actor, Store } from "./store.ts";
 
 /** What the world decides about a Deployment's Pods (faults plug in here). */
@@ -191,7 +191,7 @@ export class DeploymentController {
           blockOwnerDeletion: true,
         }],
       },
-      spec: structuredClone(template.spec ?? {}),
+      spec: cloneJson(template.spec ?? {}),
     };
     const created = this.store.create(RESOURCES.Pod, pod, KCM).obj;
     const podName = created.metadata.name;
@@ -293,6 +293,8 @@ export class DeploymentController {
     if (unavailable) status.unavailableReplicas = unavailable;
     status.conditions = conditions;
     const fresh = this.store.get(RESOURCES.Deployment, d.metadata.namespace, d.metadata.name);
-    if (fresh) this.store.update(RESOURCES.Deployment, { ...fresh, status }, KCM, "status");
+    if (fresh && !deepEqual(fresh.status, status)) {
+      this.store.update(RESOURCES.Deployment, { ...fresh, status }, KCM, "status");
+    }
   }
 }

@@ -5,7 +5,7 @@
  * other list is atomic (one leaf). Which lists are associative comes from `ListRules`: a CRD's
  * `x-kubernetes-list-type`, or the built-in types' known merge keys.
  */
-import { isObject, type JsonObject, stableStringify } from "./json.ts";
+import { cloneJson, isObject, type JsonObject, stableStringify } from "./json.ts";
 
 /** How a list merges. */
 export type ListRule = { type: "atomic" } | { type: "map"; keys: string[] } | { type: "set" };
@@ -243,7 +243,7 @@ export function mergeApplied(
     if (rule.type === "set") {
       const out = [...live];
       for (const item of applied) {
-        if (findItem(out, `v:${stableStringify(item)}`) < 0) out.push(structuredClone(item));
+        if (findItem(out, `v:${stableStringify(item)}`) < 0) out.push(cloneJson(item));
       }
       return out;
     }
@@ -252,12 +252,12 @@ export function mergeApplied(
       for (const item of applied) {
         const i = findItem(out, itemKey(item, rule.keys));
         if (i >= 0) out[i] = mergeApplied(out[i], item, rules, fp);
-        else out.push(structuredClone(item));
+        else out.push(cloneJson(item));
       }
       return out;
     }
   }
-  return structuredClone(applied);
+  return cloneJson(applied);
 }
 
 /** Renders leaf paths as the API's nested FieldsV1 object. */

@@ -4,6 +4,7 @@
  * (Established status; a deleted CRD first deletes its instances), and the namespace controller (a
  * deleted namespace first deletes its contents). All of it runs on the simulator's clock.
  */
+import { cloneJson } from "./json.ts";
 import { RESOURCES } from "../../src/api/resources.ts";
 import { kubeTime } from "../../src/runtime/clock.ts";
 import { ApiError, type KubeObject, type ResourceType } from "../../src/runtime/cluster.ts";
@@ -81,7 +82,7 @@ export class BackgroundControllers {
     const found = this.store.byUid(uid);
     if (!found) return;
     const refs = (found.obj.metadata.ownerReferences ?? []).filter((r) => r.uid !== owner);
-    const next = structuredClone(found.obj);
+    const next = cloneJson(found.obj);
     if (refs.length) next.metadata.ownerReferences = refs;
     else delete next.metadata.ownerReferences;
     this.store.update(found.rtype, next, GC);
@@ -148,7 +149,7 @@ export class BackgroundControllers {
       }
     }
     if (served && this.store.objects(served).length > 0) return;
-    const next = structuredClone(crd);
+    const next = cloneJson(crd);
     next.metadata.finalizers = (crd.metadata.finalizers ?? []).filter((f) =>
       f !== CRD_CLEANUP_FINALIZER
     );

@@ -41,3 +41,15 @@ export function specPart(obj: JsonObject): JsonObject {
   }
   return out;
 }
+
+/** A deep copy of a JSON value (much cheaper than structuredClone, which serializes). */
+export function cloneJson<T>(v: T): T {
+  if (v === null || typeof v !== "object") return v;
+  if (Array.isArray(v)) return v.map(cloneJson) as T;
+  const out: Record<string, unknown> = {};
+  for (const k in v as Record<string, unknown>) {
+    const x = (v as Record<string, unknown>)[k];
+    if (x !== undefined) out[k] = cloneJson(x);
+  }
+  return out as T;
+}

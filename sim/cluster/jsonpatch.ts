@@ -4,7 +4,7 @@
  */
 import { ApiError, type JsonPatchOp } from "../../src/runtime/cluster.ts";
 import { badRequest } from "./errors.ts";
-import { deepEqual } from "./json.ts";
+import { cloneJson, deepEqual } from "./json.ts";
 
 type Json = unknown;
 
@@ -43,7 +43,7 @@ function child(parent: Json, key: string, path: string): Json {
 /** Applies `ops` to a deep copy of `doc`; throws ApiError(400|422) when the patch cannot apply. */
 export function applyJsonPatch<T>(doc: T, ops: readonly JsonPatchOp[]): T {
   if (!Array.isArray(ops)) throw badRequest("json patch must be an array of operations");
-  let root: Json = structuredClone(doc);
+  let root: Json = cloneJson(doc);
   for (const op of ops) {
     const keys = pointer(op.path);
     if (op.op === "test") {
@@ -58,7 +58,7 @@ export function applyJsonPatch<T>(doc: T, ops: readonly JsonPatchOp[]): T {
     }
     if (keys.length === 0) {
       if (op.op === "remove") throw unprocessable("cannot remove the document root");
-      root = structuredClone(op.value);
+      root = cloneJson(op.value);
       continue;
     }
     const last = keys[keys.length - 1];
@@ -73,22 +73,22 @@ export function applyJsonPatch<T>(doc: T, ops: readonly JsonPatchOp[]): T {
         if (!inRange || i > parent.length) {
           throw unprocessable(`add index out of range: ${op.path}`);
         }
-        parent.splice(i, 0, structuredClone(op.value));
+        parent.splice(i, 0, cloneJson(op.value));
       } else {
         if (!inRange || i >= parent.length) {
           throw unprocessable(`doc is missing path: ${JSON.stringify(op.path)}`);
         }
         if (op.op === "remove") parent.splice(i, 1);
-        else parent[i] = structuredClone(op.value);
+        else parent[i] = cloneJson(op.value);
       }
       continue;
     }
     const obj = parent as Record<string, Json>;
-    if (op.op === "add") obj[last] = structuredClone(op.value);
+    if (op.op === "add") obj[last] = cloneJson(op.value);
     else if (!Object.hasOwn(obj, last)) {
       throw unprocessable(`doc is missing path: ${JSON.stringify(op.path)}`);
     } else if (op.op === "remove") delete obj[last];
-    else obj[last] = structuredClone(op.value);
+    else obj[last] = cloneJson(op.value);
   }
   return root as T;
 }

@@ -20,7 +20,7 @@ import {
   toFieldsV1,
   valueAt,
 } from "./fields.ts";
-import { deepEqual, type JsonObject } from "./json.ts";
+import { cloneJson, deepEqual, type JsonObject } from "./json.ts";
 
 /** One managedFields entry. */
 export interface ManagedEntry {
@@ -105,7 +105,7 @@ export function applyFields(
   const next = cloneManaged(managed);
   const config = scoped(applied, scope);
   const newSet = fieldSet(config, rules);
-  const obj: JsonObject = live ? structuredClone(live) : {};
+  const obj: JsonObject = live ? cloneJson(live) : {};
 
   const conflicts: string[] = [];
   for (const path of newSet) {

@@ -33,7 +33,7 @@ import {
 } from "./errors.ts";
 import { builtinListRules, type ListRules, schemaListRules, type Scope } from "./fields.ts";
 import { type Change, type ChangeType, TypeHistory, type Verb } from "./history.ts";
-import { deepEqual, type JsonObject } from "./json.ts";
+import { cloneJson, deepEqual, type JsonObject } from "./json.ts";
 import { applyJsonPatch } from "./jsonpatch.ts";
 import {
   applyFields,
@@ -151,7 +151,7 @@ export class Store {
   /** Creates an object; 409 AlreadyExists if its name is taken. */
   create(type: ResourceType, input: KubeObject, actor: Actor): WriteResult {
     const rtype = this.types.resolve(type);
-    const obj = normalize(rtype, structuredClone(input));
+    const obj = normalize(rtype, cloneJson(input));
     if (!obj.metadata.name) obj.metadata.name = this.#generateName(rtype, obj);
     const { namespace, name } = obj.metadata;
     if (this.#entry(rtype, namespace, name)) throw alreadyExists(rtype, name);
@@ -171,7 +171,7 @@ export class Store {
   /** Replaces an object (main resource or /status); 409 when metadata.resourceVersion is stale. */
   update(type: ResourceType, input: KubeObject, actor: Actor, scope: Scope = "main"): WriteResult {
     const rtype = this.types.resolve(type);
-    const obj = normalize(rtype, structuredClone(input));
+    const obj = normalize(rtype, cloneJson(input));
     const prev = this.#existing(rtype, obj.metadata.namespace, obj.metadata.name);
     checkUpdatePreconditions(rtype, prev.obj, obj);
     const next = confine(prev.obj, obj, scope, this.types.hasStatus(rtype));
@@ -202,7 +202,7 @@ export class Store {
     scope: Scope = "main",
   ): WriteResult {
     const rtype = this.types.resolve(type);
-    const obj = normalize(rtype, structuredClone(input));
+    const obj = normalize(rtype, cloneJson(input));
     const { namespace, name } = obj.metadata;
     const prev = this.#entry(rtype, namespace, name);
     const verb: Verb = scope === "status" ? "applyStatus" : "apply";
@@ -361,7 +361,11 @@ export class Store {
       if (type.kind === "Namespace") next.status = { phase: "Active" };
     }
     if (meta.finalizers?.length === 0) delete meta.finalizers;
-    const rendered = renderManaged(managed);
+    // Rendering FieldsV1 is the costliest part of a write: reuse it while ownership is unchanged.
+    const sameOwners = prev !== undefined && sameManaged(prev.managed, managed);
+    const rendered = sameOwners
+      ? (prev.obj.metadata.managedFields as JsonObject[] | undefined) ?? []
+      : renderManaged(managed);
     if (rendered.length > 0) meta.managedFields = rendered;
     else delete meta.managedFields;
     const problems = [
@@ -369,7 +373,7 @@ export class Store {
       ...(type.kind === "CustomResourceDefinition" ? crdProblems(next) : []),
     ];
     if (problems.length > 0) throw invalid(type, meta.name, problems);
-    if (prev && deepEqual(prev.obj, next) && sameManaged(prev.managed, managed)) {
+    if (prev && sameOwners && deepEqual(prev.obj, next)) {
       return { obj: prev.obj, changed: false };
     }
     if (prev && meta.deletionTimestamp && !meta.finalizers?.length && type.kind !== "Namespace") {
@@ -399,7 +403,7 @@ export class Store {
     verb: Verb,
     old = entry.obj,
   ): WriteResult {
-    const obj = structuredClone(entry.obj);
+    const obj = cloneJson(entry.obj);
     obj.metadata.resourceVersion = String(++this.#rv);
     deepFreeze(obj);
     this.#objects.get(typeKey(type))?.delete(keyOf(obj.metadata.namespace, obj.metadata.name));

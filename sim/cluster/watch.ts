@@ -5,6 +5,7 @@
  * that starts matching is ADDED), with periodic bookmarks and a server-side timeout. Delivery goes
  * through the watching process's clock, so a crashed process stops receiving.
  */
+import { cloneJson } from "./json.ts";
 import {
   ApiError,
   type KubeObject,
@@ -148,7 +149,7 @@ export class WatchStream {
         const next = this.#stalled ? undefined : this.#queue.shift();
         if (next) {
           this.delivered++;
-          yield structuredClone(next);
+          yield cloneJson(next);
           continue;
         }
         if (this.#ended && !this.#stalled) {

@@ -44,6 +44,7 @@ export function checkExpectation(sim: Simulation, e: Expectation): string | unde
       ? undefined
       : `${ref(e)}: count: expected ${want}, got ${matching.length}`;
   }
+  if (e.seen) return checkSeen(sim, e);
   const obj = type ? store.get(type, e.namespace, e.name) : undefined;
   if (e.absent) {
     return obj ? `${ref(e)}: expected absent, but it exists (${summary(obj)})` : undefined;
@@ -62,6 +63,20 @@ export function checkExpectation(sim: Simulation, e: Expectation): string | unde
   }
   const diff = firstDifference(expected, obj);
   return diff ? `${ref(e)}: ${diff}` : undefined;
+}
+
+/** `seen: true`: some status the object had so far matches `status` and `conditions`. */
+function checkSeen(sim: Simulation, e: Expectation): string | undefined {
+  const history = sim.statusHistory.get(`${e.kind} ${e.namespace}/${e.name}`) ?? [];
+  const expected = {
+    ...(e.status as object ?? {}),
+    ...(e.conditions ? { conditions: e.conditions } : {}),
+  };
+  if (history.some((s) => firstDifference(expected, s) === undefined)) return undefined;
+  const rows = history.map((s) => summary({ status: s } as unknown as KubeObject));
+  return `${ref(e)}: no status so far matched ${JSON.stringify(expected)}; statuses seen: ${
+    rows.length ? rows.join(" | ") : "none"
+  }`;
 }
 
 /** The first difference between a response and its expectation. */

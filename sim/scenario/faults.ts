@@ -71,6 +71,11 @@ export function applyFault(sim: Simulation, f: FaultStep): string {
             new ApiError(410, "Expired", "The resourceVersion for the provided watch is too old."),
           );}
       }
+      if (hit === 0) {
+        throw new Error(
+          `fault ${f.kind}: no operator watch of ${f.target.kind ?? "any kind"} is open now`,
+        );
+      }
       return `fault ${f.kind} on ${hit} open ${f.target.kind ?? "any"} watch(es)`;
     }
   }

@@ -79,6 +79,8 @@ const Expectation = z.looseObject({
   namespace: z.string().optional(),
   name: z.string().optional(),
   absent: z.boolean().optional(),
+  /** Extension: some status the object had so far (not only the current one) matches. */
+  seen: z.boolean().optional(),
   /** Extension: count the objects of the kind (in the namespace, with `labels`) instead of matching one. */
   count: z.number().int().min(0).optional(),
   labels: Labels.optional(),

@@ -137,6 +137,15 @@ async function runStep(sim: Simulation, step: ScenarioStep, index: number): Prom
       }
     } else if (error) throw new StepFailure(`${where}: ${action} failed: ${outcome}`);
   };
+  for (const fault of step.fault ?? []) {
+    let action: string;
+    try {
+      action = applyFault(sim, fault);
+    } catch (err) {
+      throw new StepFailure(`${where}: ${(err as Error).message}`);
+    }
+    sim.trace.add({ t, event: "step", step: index + 1, action });
+  }
   for (const obj of step.apply ?? []) {
     const o = obj as unknown as KubeObject;
     const action = `apply ${o.kind} ${
@@ -166,10 +175,6 @@ async function runStep(sim: Simulation, step: ScenarioStep, index: number): Prom
         throw new ApiError(404, "NotFound", `${ref.kind} "${ref.name}" not found`);
       }
     });
-  }
-  for (const fault of step.fault ?? []) {
-    const action = applyFault(sim, fault);
-    sim.trace.add({ t, event: "step", step: index + 1, action });
   }
   for (const e of step.expect ?? []) {
     const diff = checkExpectation(sim, e);

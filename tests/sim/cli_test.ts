@@ -1,0 +1,96 @@
+import assert from "node:assert/strict";
+import { parseSimArgs, runSim } from "../../src/cli/sim.ts";
+
+async function run(args: string[]): Promise<{ code: number; lines: string[] }> {
+  const lines: string[] = [];
+  const code = await runSim(args, (l) => lines.push(...l.split("\n")));
+  return { code, lines };
+}
+
+async function tempScenario(text: string): Promise<string> {
+  const file = await Deno.makeTempFile({ suffix: ".yaml" });
+  await Deno.writeTextFile(file, text);
+  return file;
+}
+
+const PASSING = `name: passes
+steps:
+  - at: 1s
+    expect:
+      - {kind: Namespace, name: mesh-system, status: {phase: Active}}
+`;
+
+Deno.test("cli sim: flags parse; bad flags are usage errors (exit 2)", async () => {
+  assert.deepEqual(
+    parseSimArgs(["a.yaml", "--seed", "3", "--seeds=4", "--faults", "none", "--json"]),
+    {
+      files: ["a.yaml"],
+      seed: 3,
+      seeds: 4,
+      faults: "none",
+      json: true,
+      help: false,
+    },
+  );
+  assert.throws(() => parseSimArgs(["--seed", "x"]), /--seed needs a non-negative integer/);
+  assert.throws(() => parseSimArgs(["--faults", "some"]), /--faults is none or default/);
+  assert.throws(() => parseSimArgs(["--nope"]), /unknown flag --nope/);
+  const { code, lines } = await run(["--bogus"]);
+  assert.equal(code, 2);
+  assert.match(lines[0], /unknown flag/);
+  assert.equal((await run(["--help"])).code, 0);
+});
+
+Deno.test("cli sim: one line a passing scenario and a summary, exit 0", async () => {
+  const file = await tempScenario(PASSING);
+  const { code, lines } = await run([file, "--seed", "5"]);
+  assert.equal(code, 0);
+  assert.match(
+    lines[0],
+    /^PASS {2}.* \(seed 5\) {2}virtual \S+ {2}steps \d+ {2}writes \d+ {2}trace [0-9a-f]{16}$/,
+  );
+  assert.match(lines.at(-1)!, /^1 passed, 0 failed \(1 scenarios, 0 sweep seeds, /);
+});
+
+Deno.test("cli sim: a failure names the first differing field, the seed and the replay command, exit 1", async () => {
+  const file = await tempScenario(PASSING.replace("phase: Active", "phase: Gone"));
+  const { code, lines } = await run([file, "--seed", "4"]);
+  assert.equal(code, 1);
+  assert.match(lines[0], /^FAIL/);
+  assert.match(lines[1], /Namespace mesh-system: status\.phase: expected "Gone", got "Active"/);
+  assert.equal(lines[2].trim(), `seed 4; replay: deno task sim ${file} --seed 4`);
+});
+
+Deno.test("cli sim: --json prints one object a run with the timeline", async () => {
+  const file = await tempScenario(`name: json
+steps:
+  - at: 0s
+    apply: {apiVersion: v1, kind: Namespace, metadata: {name: demo}}
+  - at: 1s
+    requests: [{to: gateway, path: /ip}]
+    expectResponses: [{status: 200}]
+`);
+  const { code, lines } = await run([file, "--json"]);
+  assert.equal(code, 0);
+  assert.equal(lines.length, 1);
+  const r = JSON.parse(lines[0]);
+  assert.equal(r.ok, true);
+  assert.equal(typeof r.virtualSeconds, "number");
+  assert.ok(
+    r.timeline.some((e: { event: string; status?: number }) =>
+      e.event === "response" && e.status === 200
+    ),
+  );
+  assert.ok(r.timeline.some((e: { event: string }) => e.event === "step"));
+});
+
+Deno.test("cli sim: --seed without files replays sweep seeds; a bad scenario file is exit 2", async () => {
+  const { code, lines } = await run(["--seed", "2", "--faults", "none"]);
+  assert.equal(code, 0);
+  assert.match(lines[0], /^PASS {2}seed 2 /);
+  assert.match(lines.at(-1)!, /\(0 scenarios, 1 sweep seeds/);
+  const bad = await tempScenario("name: x\nsteps:\n  - at: soon\n");
+  const r = await run([bad]);
+  assert.equal(r.code, 2);
+  assert.match(r.lines[0], /steps\[0\]\.at: must be a Go duration/);
+});

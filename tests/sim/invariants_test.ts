@@ -1,0 +1,191 @@
+import assert from "node:assert/strict";
+import { RESOURCES } from "../../src/api/resources.ts";
+import { SCALER_FINALIZER } from "../../src/reconcile/labels.ts";
+import type { KubeObject } from "../../src/runtime/cluster.ts";
+import { InvariantChecker } from "../../sim/invariants.ts";
+import { drive, world } from "./helpers.ts";
+
+const OPERATOR = "operator/platform-operator-0";
+
+function setup() {
+  const w = world();
+  const checker = new InvariantChecker(w.cluster);
+  const op = w.cluster.client(OPERATOR, { manager: "platform-operator" });
+  return { ...w, checker, op };
+}
+
+const scaler = (name: string, namespace = "platform-system"): KubeObject => ({
+  apiVersion: "operator.platform-project.io/v1alpha1",
+  kind: "Scaler",
+  metadata: { name, namespace },
+  spec: {},
+});
+
+Deno.test("invariants: the operator deleting an object it did not create is caught", async () => {
+  const { driver, client, op, checker } = setup();
+  await drive(
+    driver,
+    client.create(RESOURCES.ConfigMap, {
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name: "mine", namespace: "default" },
+    }),
+  );
+  await drive(
+    driver,
+    op.create(RESOURCES.ConfigMap, {
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: { name: "its", namespace: "default" },
+    }),
+  );
+  await drive(driver, op.delete(RESOURCES.ConfigMap, "default", "its"));
+  assert.ok(checker.ok, "deleting its own object is fine");
+  await drive(driver, op.delete(RESOURCES.ConfigMap, "default", "mine"));
+  assert.equal(checker.violations[0]?.invariant, "operator-deletes-only-its-own");
+});
+
+Deno.test("invariants: the operator changing a user's spec or labels is caught; status and finalizers are not", async () => {
+  const { driver, client, op, checker } = setup();
+  await drive(driver, client.create(RESOURCES.Scaler, scaler("default")));
+  await drive(
+    driver,
+    op.patch(RESOURCES.Scaler, "platform-system", "default", [{
+      op: "add",
+      path: "/metadata/finalizers",
+      value: [SCALER_FINALIZER],
+    }]),
+  );
+  await drive(
+    driver,
+    op.applyStatus(RESOURCES.Scaler, {
+      ...scaler("default"),
+      status: {
+        served: "True",
+        state: "Processing",
+        conditions: [{
+          type: "Installed",
+          status: "Unknown",
+          reason: "Initialized",
+          message: "",
+          lastTransitionTime: "2026-01-01T00:00:00Z",
+        }],
+      },
+    }, { fieldManager: "platform-operator" }),
+  );
+  checker.checkState();
+  assert.ok(checker.ok, JSON.stringify(checker.violations));
+  await drive(
+    driver,
+    op.patch(RESOURCES.Scaler, "platform-system", "default", [{
+      op: "add",
+      path: "/spec/logging",
+      value: { operator: { level: "debug" } },
+    }]),
+  );
+  assert.equal(checker.violations[0]?.invariant, "user-spec-unchanged");
+});
+
+Deno.test("invariants: two served objects of a singleton kind, and a status outside the table, are caught", async () => {
+  const { driver, client, op, checker } = setup();
+  const status = (served: string, state: string, reason: string) => ({
+    served,
+    state,
+    conditions: [{
+      type: "Installed",
+      status: state === "Ready" ? "True" : "False",
+      reason,
+      message: "",
+      lastTransitionTime: "2026-01-01T00:00:00Z",
+    }],
+  });
+  await drive(driver, client.create(RESOURCES.Scaler, scaler("a")));
+  await drive(driver, client.create(RESOURCES.Scaler, scaler("b")));
+  await drive(
+    driver,
+    op.applyStatus(RESOURCES.Scaler, {
+      ...scaler("a"),
+      status: status("True", "Ready", "Verified"),
+    }, { fieldManager: "platform-operator" }),
+  );
+  await drive(
+    driver,
+    op.applyStatus(RESOURCES.Scaler, {
+      ...scaler("b"),
+      status: status("False", "Error", "KedaDuplicated"),
+    }, { fieldManager: "platform-operator" }),
+  );
+  checker.checkState();
+  assert.ok(checker.ok, JSON.stringify(checker.violations));
+  await drive(
+    driver,
+    op.applyStatus(RESOURCES.Scaler, {
+      ...scaler("b"),
+      status: status("True", "Ready", "Verified"),
+    }, { fieldManager: "platform-operator" }),
+  );
+  checker.checkState();
+  assert.equal(checker.violations[0]?.invariant, "one-served-singleton");
+  await drive(
+    driver,
+    op.applyStatus(RESOURCES.Scaler, {
+      ...scaler("b"),
+      status: status("False", "Ready", "KedaDuplicated"),
+    }, { fieldManager: "platform-operator" }),
+  );
+  checker.checkState();
+  assert.ok(checker.violations.some((v) => v.invariant === "status-is-a-table-row"));
+});
+
+Deno.test("invariants: removing a module finalizer while installed objects remain is caught", async () => {
+  const { driver, client, op, checker } = setup();
+  await drive(
+    driver,
+    client.create(RESOURCES.Scaler, {
+      ...scaler("default"),
+      metadata: { name: "default", namespace: "platform-system", finalizers: [SCALER_FINALIZER] },
+    }),
+  );
+  await drive(
+    driver,
+    op.applyStatus(RESOURCES.Scaler, {
+      ...scaler("default"),
+      status: {
+        served: "True",
+        state: "Ready",
+        conditions: [{
+          type: "Installed",
+          status: "True",
+          reason: "Verified",
+          message: "",
+          lastTransitionTime: "2026-01-01T00:00:00Z",
+        }],
+      },
+    }, { fieldManager: "platform-operator" }),
+  );
+  await drive(
+    driver,
+    op.apply(RESOURCES.ConfigMap, {
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      metadata: {
+        name: "keda-config",
+        namespace: "platform-system",
+        labels: {
+          "app.kubernetes.io/managed-by": "platform-operator",
+          "operator.platform-project.io/module": "keda",
+        },
+      },
+    }, { fieldManager: "platform-operator" }),
+  );
+  await drive(driver, client.delete(RESOURCES.Scaler, "platform-system", "default"));
+  await drive(
+    driver,
+    op.patch(RESOURCES.Scaler, "platform-system", "default", [{
+      op: "remove",
+      path: "/metadata/finalizers/0",
+    }]),
+  );
+  assert.equal(checker.violations[0]?.invariant, "finalizer-after-cleanup");
+  assert.match(checker.violations[0].message, /ConfigMap platform-system\/keda-config/);
+});
