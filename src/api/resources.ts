@@ -64,6 +64,13 @@ export const RESOURCES = {
     "TriggerAuthentication",
     "triggerauthentications",
   ),
+  ClusterTriggerAuthentication: t(
+    "keda.sh",
+    "v1alpha1",
+    "ClusterTriggerAuthentication",
+    "clustertriggerauthentications",
+    false,
+  ),
 } as const satisfies Record<string, ResourceType>;
 
 /** The apiVersion string of a resource type. */

@@ -26,7 +26,14 @@ export const SCALER_MODULE: ModuleKind = {
     RESOURCES.APIService,
     RESOURCES.ValidatingWebhookConfiguration,
   ],
-  userTypes: [RESOURCES.ScaledObject, RESOURCES.ScaledJob, RESOURCES.TriggerAuthentication],
+  // ClusterTriggerAuthentications block deletion too: removing KEDA's CRDs would delete them,
+  // and they are users' objects, whatever DESIGN.md's shorter list says.
+  userTypes: [
+    RESOURCES.ScaledObject,
+    RESOURCES.ScaledJob,
+    RESOURCES.TriggerAuthentication,
+    RESOURCES.ClusterTriggerAuthentication,
+  ],
 };
 
 /** The Scaler controller (ControllerSpec for the runtime). */

@@ -89,6 +89,7 @@ export const ACCESS: Readonly<Record<string, Access>> = {
   ScaledObject: { verbs: CACHED, why: "user objects that block Scaler deletion" },
   ScaledJob: { verbs: CACHED, why: "user objects that block Scaler deletion" },
   TriggerAuthentication: { verbs: CACHED, why: "user objects that block Scaler deletion" },
+  ClusterTriggerAuthentication: { verbs: CACHED, why: "user objects that block Scaler deletion" },
 };
 
 /** One RBAC PolicyRule. */

@@ -96,3 +96,29 @@ Deno.test("holdDeletion: a reader without isLive (a test fake) counts as live", 
   const cache = fakeCache([deleting(world.object!), ...world.installed]);
   assert.equal(holdDeletion(SERVERLESS_MODULE, cache, deleting(world.object!)), undefined);
 });
+
+Deno.test("scaler: a ClusterTriggerAuthentication blocks deletion, and its watch not live holds it", () => {
+  const w = kedaInstalled();
+  const cta: KubeObject = {
+    apiVersion: "keda.sh/v1alpha1",
+    kind: "ClusterTriggerAuthentication",
+    metadata: { name: "shared-creds" },
+  };
+  const objects = [deleting(w.object!), ...w.installed, cta];
+  assert.ok(objects.some(crdNamed("clustertriggerauthentications.keda.sh")));
+  const blocked = scalerController.reconcile(
+    "platform-system/default",
+    cacheWith(objects, []),
+    ctx,
+  )!;
+  assert.deepEqual(blocked.delete, [], "KEDA's CRDs stay while a user's object of them exists");
+  assert.match(JSON.stringify(blocked.status), /DeletionErr/);
+  assert.match(JSON.stringify(blocked.status), /ClusterTriggerAuthentication/);
+
+  const held = scalerController.reconcile(
+    "platform-system/default",
+    cacheWith(objects.filter((o) => o !== cta), [RESOURCES.ClusterTriggerAuthentication]),
+    ctx,
+  )!;
+  assert.deepEqual([held.delete, held.status], [[], undefined]);
+});
