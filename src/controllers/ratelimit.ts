@@ -6,10 +6,13 @@ import { RESOURCES } from "../api/resources.ts";
 import type { KubeObject, ResourceType } from "../runtime/cluster.ts";
 import { objectKey } from "../runtime/cluster.ts";
 import type { CacheReader, ControllerSpec } from "../runtime/controller.ts";
+import { emptyPlan } from "../reconcile/plan.ts";
 import { reconcileRateLimit } from "../reconcile/ratelimit.ts";
 
 /** The CRD whose presence means the mesh is installed. */
 export const ENVOYFILTER_CRD = "envoyfilters.networking.istio.io";
+/** How soon to look again while the EnvoyFilter watch has not listed yet. */
+const UNKNOWN_FILTERS_REQUEUE_MS = 1000;
 
 function allIn(cache: CacheReader, namespace: string | undefined): string[] {
   return cache.list(RESOURCES.RateLimit, namespace).map(objectKey);
@@ -49,13 +52,19 @@ export const rateLimitController: ControllerSpec = {
     const name = key.slice(slash + 1);
     const rateLimit = cache.get(RESOURCES.RateLimit, namespace, name);
     if (!rateLimit) return undefined;
+    const meshInstalled =
+      cache.get(RESOURCES.CustomResourceDefinition, undefined, ENVOYFILTER_CRD) !== undefined;
+    // With the CRD present but its watch not listed yet, "no EnvoyFilter seen" is not "none": the
+    // reducer would apply over a filter of the same name someone else made. Write nothing; look again.
+    if (meshInstalled && cache.isLive && !cache.isLive(RESOURCES.EnvoyFilter)) {
+      return { ...emptyPlan(), requeueAfterMs: UNKNOWN_FILTERS_REQUEUE_MS };
+    }
     return reconcileRateLimit({
       rateLimit,
       peers: cache.list(RESOURCES.RateLimit, namespace),
       pods: cache.list(RESOURCES.Pod, namespace),
       envoyFilter: cache.get(RESOURCES.EnvoyFilter, namespace, name),
-      meshInstalled: cache.get(RESOURCES.CustomResourceDefinition, undefined, ENVOYFILTER_CRD) !==
-        undefined,
+      meshInstalled,
       now: ctx.now,
       lastOutcome: ctx.lastOutcome,
     });
