@@ -34,21 +34,18 @@ export interface LiveClusterOptions extends TransportOptions {
   watchDefaultTimeoutSeconds?: number;
 }
 
-/** Removes metadata.managedFields: about half of the metadata, never read by the operator. */
-export function stripManagedFields<T extends { metadata?: { managedFields?: unknown } }>(
-  obj: T,
-): T {
-  if (obj?.metadata && "managedFields" in obj.metadata) delete obj.metadata.managedFields;
-  return obj;
-}
-
+/**
+ * Fills what list items lack. managedFields pass through on purpose: the runtime's cache strips
+ * them (they are about half of the metadata) after keeping the operator's own applied field set,
+ * which the runner needs to notice a field the desired state no longer sets.
+ */
 function asObject(value: unknown, type: ResourceType): KubeObject {
   const obj = value as KubeObject;
   // List items of built-in types come without apiVersion and kind.
   obj.apiVersion ??= apiVersionOf(type);
   obj.kind ??= type.kind;
   obj.metadata ??= { name: "" };
-  return stripManagedFields(obj);
+  return obj;
 }
 
 /** The body of an apply: managedFields must not be sent. */

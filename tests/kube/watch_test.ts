@@ -59,7 +59,7 @@ Deno.test("watch streams events with bookmarks and ends when the server closes",
     assert.equal(q.get("labelSelector"), "a=b");
     assert.deepEqual(events.map((e) => e.type), ["ADDED", "MODIFIED", "BOOKMARK", "DELETED"]);
     assert.equal(events[2].object.metadata.resourceVersion, "12");
-    assert.equal("managedFields" in events[0].object.metadata, false);
+    assert.deepEqual(events[0].object.metadata.managedFields, [{ manager: "kubectl" }]);
   });
 });
 
