@@ -66,17 +66,36 @@ export function isOlder(a: SelectorOwner, b: SelectorOwner): boolean {
   return a.name < b.name;
 }
 
-/** Names of the older peers that select the same pods as `self`, oldest first. */
+/**
+ * Names of the older peers that select the same pods as `self`, oldest first. Only the pods `self`
+ * selects can be shared, so they are found once and each older peer is checked against them
+ * alone: O(peers + pods) a call rather than O(peers × pods), which matters with a thousand
+ * RateLimits and Pods in one namespace.
+ */
 export function olderConflicts(
   self: SelectorOwner,
   peers: readonly unknown[],
   pods: readonly unknown[],
 ): string[] {
-  const labels = pods.map(podLabelsOf).filter((l) => l !== undefined);
-  return peers
-    .map(selectorOwnerOf)
-    .filter((p): p is SelectorOwner => p !== undefined && p.name !== self.name)
-    .filter((p) => isOlder(p, self) && selectSamePods(p.selector, self.selector, labels))
-    .sort((a, b) => (isOlder(a, b) ? -1 : 1))
-    .map((p) => p.name);
+  const mine: Record<string, string>[] = [];
+  for (const pod of pods) {
+    const labels = podLabelsOf(pod);
+    if (labels !== undefined && subset(self.selector, labels)) mine.push(labels);
+  }
+  const older: SelectorOwner[] = [];
+  for (const peer of peers) {
+    // The name and the age decide first: they are cheap to read, and most peers fail them.
+    const name = field(peer, "metadata", "name");
+    if (typeof name !== "string" || name === self.name) continue;
+    const created = field(peer, "metadata", "creationTimestamp");
+    const cheap = {
+      name,
+      creationTimestamp: typeof created === "string" ? created : "",
+      selector: {},
+    };
+    if (!isOlder(cheap, self)) continue;
+    const p = selectorOwnerOf(peer);
+    if (p !== undefined && selectSamePods(p.selector, self.selector, mine)) older.push(p);
+  }
+  return older.sort((a, b) => (isOlder(a, b) ? -1 : 1)).map((p) => p.name);
 }
