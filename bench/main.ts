@@ -10,6 +10,7 @@ import { benchCluster, clusterOptions } from "./cluster/mod.ts";
 import { benchDataplane, dataplaneOptions } from "./dataplane.ts";
 import { benchReducers, reducerOptions } from "./reducer.ts";
 import { Report } from "./report.ts";
+import { benchSim, simOptions } from "./sim.ts";
 
 /** The benches, in run order. */
 export const SECTIONS = ["reducer", "dataplane", "sim", "cluster"] as const;
@@ -69,6 +70,7 @@ async function main(argv: string[]): Promise<number> {
   const want = (s: Section) => args.only.includes(s);
   if (want("reducer")) benchReducers(report, reducerOptions(args.quick));
   if (want("dataplane")) benchDataplane(report, dataplaneOptions(args.quick));
+  if (want("sim")) await benchSim(report, simOptions(args.quick));
   if (want("cluster")) {
     const why = await clusterSkipReason(args);
     if (why) report.skip("control plane", why);

@@ -22,10 +22,13 @@ export const PEERS = 10;
 /** Target: RateLimits a second with 4 rules (issue 7). */
 export const RATELIMIT_TARGET = 20_000;
 
-/** Inputs of one namespace of `PEERS` RateLimits with `rules` rules each, at their fixpoint. */
-export function rateLimitInputs(rules: number): RateLimitInput[] {
+/** RateLimits (and Pods) in the namespace of the scaling figure: every peer is looked at. */
+export const CROWD = 1_000;
+
+/** Inputs of one namespace of `peers` RateLimits with `rules` rules each, at their fixpoint. */
+export function rateLimitInputs(rules: number, peers = PEERS): RateLimitInput[] {
   const objects = Array.from(
-    { length: PEERS },
+    { length: peers },
     (_, i) => rateLimitObject({ i, rules, stored: true }),
   );
   const pods = objects.map((_, i) => podObject(i));
@@ -172,12 +175,16 @@ export interface ReducerOptions {
   n: number;
   /** Module (Serverless, Scaler) reconciles a run: each renders the whole module, so fewer. */
   moduleN: number;
+  /** Reconciles a run with `CROWD` RateLimits and Pods in the namespace. */
+  crowdN: number;
   runs: number;
 }
 
 /** Default sizes: `quick` for CI (a few seconds), else the full run. */
 export function reducerOptions(quick: boolean): ReducerOptions {
-  return quick ? { n: 2_000, moduleN: 100, runs: 3 } : { n: 20_000, moduleN: 1_000, runs: 7 };
+  return quick
+    ? { n: 2_000, moduleN: 100, crowdN: 50, runs: 3 }
+    : { n: 20_000, moduleN: 1_000, crowdN: 1_000, runs: 7 };
 }
 
 /** Runs the reducer bench into `report`. */
@@ -197,6 +204,18 @@ export function benchReducers(report: Report, o: ReducerOptions): void {
       note: `${o.runs} runs of ${o.n}; ${PEERS} RateLimits and Pods in the namespace`,
     });
   }
+  const crowd = rateLimitLoops(rateLimitInputs(4, CROWD));
+  const c = compareLoops(crowd.subject, crowd.baseline, loopOpts(o.crowdN));
+  report.add({
+    section: SECTION,
+    name: `RateLimit, 4 rules, ${CROWD} peers`,
+    value: c.rate,
+    unit: "objects/s",
+    baseline: { name: "build input + parse", value: c.baselineRate },
+    ratio: c.ratio,
+    note: `${o.runs} runs of ${o.crowdN}; ${CROWD} RateLimits and ${CROWD} Pods in the namespace ` +
+      "(conflict detection reads them all)",
+  });
   for (const [kind, make] of [["Serverless", serverlessLoops], ["Scaler", scalerLoops]] as const) {
     const { subject, baseline, state } = make();
     const c = compareLoops(subject, baseline, loopOpts(o.moduleN));

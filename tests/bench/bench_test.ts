@@ -12,6 +12,7 @@ import { reconcileRateLimit } from "../../src/reconcile/ratelimit.ts";
 import { decide } from "../../src/dataplane/mod.ts";
 import { proxyFor } from "../../bench/dataplane.ts";
 import { NOW } from "../../bench/worlds.ts";
+import { benchSim, sweepOnce } from "../../bench/sim.ts";
 
 function quietReport(): { report: Report; lines: string[] } {
   const lines: string[] = [];
@@ -101,17 +102,18 @@ Deno.test("reducer loops do their work: one EnvoyFilter a reconcile, every objec
 
 Deno.test("reducer bench: every kind reports a sane figure", () => {
   const { report, lines } = quietReport();
-  benchReducers(report, { n: 50, moduleN: 5, runs: 1 });
+  benchReducers(report, { n: 50, moduleN: 5, crowdN: 3, runs: 1 });
   assert.deepEqual(report.figures.map((f) => f.name), [
     "RateLimit, 0 rules",
     "RateLimit, 4 rules",
     "RateLimit, 16 rules",
+    "RateLimit, 4 rules, 1000 peers",
     "Serverless",
     "Scaler",
   ]);
   report.figures.forEach(assertSane);
   assert.ok(report.figures[1].target, "the 4-rule figure carries the 20,000/s target");
-  assert.ok(report.figures.slice(3).every((f) => /steady state Ready/.test(f.note ?? "")));
+  assert.ok(report.figures.slice(4).every((f) => /steady state Ready/.test(f.note ?? "")));
   assert.ok(lines.some((l) => l.includes("RateLimit, 4 rules")));
 });
 
@@ -138,4 +140,14 @@ Deno.test("data-plane bench: one proxy at 0, 4, 16 rules and the mesh report san
   assert.equal(report.figures.length, 4);
   report.figures.forEach(assertSane);
   assert.ok(report.figures[1].target);
+});
+
+Deno.test("simulator bench: one seed a pass reports virtual seconds a wall second and seeds a minute", async () => {
+  const { report } = quietReport();
+  await benchSim(report, { seeds: 1, runs: 1 });
+  assert.deepEqual(report.figures.map((f) => f.unit), ["virtual s/s", "seeds/min"]);
+  report.figures.forEach(assertSane);
+  const t = await sweepOnce(1, 1, "default");
+  assert.equal(t.failed, 0, "seed 1 of the sweep passes");
+  assert.ok(t.virtualMs > 60_000, `a seed covers minutes of virtual time, got ${t.virtualMs} ms`);
 });
