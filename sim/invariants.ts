@@ -54,6 +54,17 @@ function userPart(o: KubeObject): unknown {
   };
 }
 
+/**
+ * The rows of `table` a status shows (its state, and a condition with the row's type, status and
+ * reason). A status may show several (Serverless keeps Configured beside Installed); none is invalid.
+ */
+export function rowsOfStatus(
+  table: readonly StateRow[],
+  status: { state?: string; conditions?: readonly Condition[] },
+): StateRow[] {
+  return table.filter((r) => rowOfStatus([r], status) !== undefined);
+}
+
 /** Watches a simulated cluster and records violations of the project's safety invariants. */
 export class InvariantChecker {
   readonly violations: Violation[] = [];
@@ -150,7 +161,7 @@ export class InvariantChecker {
       for (const o of store.objects(type)) {
         const status = o.status as { state?: string; conditions?: Condition[] } | undefined;
         if (status === undefined || Object.keys(status).length === 0) continue;
-        if (!rowOfStatus(table, status)) {
+        if (rowsOfStatus(table, status).length === 0) {
           const conds = (status.conditions ?? []).map((c) => `${c.type}=${c.status}/${c.reason}`)
             .join(", ");
           this.#fail(

@@ -4,10 +4,11 @@
  * its age and its peers, as DESIGN.md decides; the first difference is returned.
  */
 import { RESOURCES } from "../src/api/resources.ts";
+import { SCALER_MODULE } from "../src/controllers/scaler.ts";
+import { SERVERLESS_MODULE } from "../src/controllers/serverless.ts";
 import type { Condition } from "../src/api/common.ts";
 import type { KubeObject, ResourceType } from "../src/runtime/cluster.ts";
-import { rowOfStatus } from "../src/reconcile/conditions.ts";
-import { STATUS_TABLES } from "./invariants.ts";
+import { rowsOfStatus, STATUS_TABLES } from "./invariants.ts";
 import type { Simulation } from "./simulation.ts";
 import { VALIDITY_LABEL } from "./workload.ts";
 
@@ -18,8 +19,8 @@ interface ModuleRule {
   ready: string[];
   invalidReason: string;
   duplicateReason: string;
-  /** User objects that block deletion. */
-  blockers: ResourceType[];
+  /** User objects that block deletion (the controller's own list). */
+  blockers: readonly ResourceType[];
 }
 
 const MODULES: ModuleRule[] = [
@@ -61,19 +62,31 @@ function hasReason(s: Status, reason: string): boolean {
   return (s?.conditions ?? []).some((c) => c.reason === reason);
 }
 
-/** The status must be computed from the current generation: the condition that decides its row is current. */
+/**
+ * The status must be computed from the current generation: some table row it shows is decided by a
+ * condition of the current generation (older conditions may stay beside it: SPEC.md calls them out
+ * of date, which their observedGeneration says).
+ */
 function stale(o: KubeObject, s: Status): string | undefined {
   const gen = o.metadata.generation;
   if (!s?.state) return `${ref(o)}: no status yet`;
-  const table = STATUS_TABLES.find((t) => t.type.kind === o.kind)?.table ?? [];
-  const row = rowOfStatus(table, s);
-  const deciding = row &&
-    (s.conditions ?? []).find((c) => c.type === row.type && c.reason === row.reason);
-  const observed = deciding?.observedGeneration ?? s.observedGeneration;
-  if (observed !== undefined && observed !== gen) {
-    return `${ref(o)}: status (${show(s)}) is for generation ${observed}, the object is at ${gen}`;
+  if (s.observedGeneration !== undefined) {
+    return s.observedGeneration === gen
+      ? undefined
+      : `${ref(o)}: status (${
+        show(s)
+      }) is for generation ${s.observedGeneration}, the object is at ${gen}`;
   }
-  return undefined;
+  const table = STATUS_TABLES.find((t) => t.type.kind === o.kind)?.table ?? [];
+  const current = rowsOfStatus(table, s).some((row) =>
+    (s.conditions ?? []).some((c) =>
+      c.type === row.type && c.reason === row.reason &&
+      (c.observedGeneration === undefined || c.observedGeneration === gen)
+    )
+  );
+  return current
+    ? undefined
+    : `${ref(o)}: no condition of generation ${gen} decides its status (${show(s)})`;
 }
 
 function byAge(a: KubeObject, b: KubeObject): number {

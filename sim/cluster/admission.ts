@@ -8,6 +8,7 @@ import type { DeleteOptions, KubeObject, ResourceType } from "../../src/runtime/
 import { badRequest, conflict, invalid } from "./errors.ts";
 import type { Scope } from "./fields.ts";
 import { cloneJson, deepEqual, specPart } from "./json.ts";
+import type { Prng } from "../prng.ts";
 import { TypeRegistry } from "./types.ts";
 
 /** Metadata the server owns: kept from the stored object on every main-resource write. */
@@ -155,4 +156,23 @@ export function markDeleting(type: ResourceType, stored: KubeObject, now: number
     next.status = { phase: "Terminating" };
   }
   return next;
+}
+
+/** A name from `metadata.generateName` plus five random characters, not yet `taken`. */
+export function generateName(
+  type: ResourceType,
+  obj: KubeObject,
+  random: Prng,
+  taken: (name: string) => boolean,
+): string {
+  const base = obj.metadata.generateName;
+  if (typeof base !== "string" || !base) {
+    throw invalid(type, "", ["metadata.name: Required value: name or generateName is required"]);
+  }
+  const alphabet = "bcdfghjklmnpqrstvwxz2456789";
+  for (;;) {
+    let suffix = "";
+    for (let i = 0; i < 5; i++) suffix += alphabet[random.int(0, alphabet.length - 1)];
+    if (!taken(base + suffix)) return base + suffix;
+  }
 }

@@ -5,6 +5,7 @@
  * validation. Every committed change is recorded in the type's history and told to subscribers
  * (watches, the built-in controllers, the invariant checker) synchronously, in commit order.
  */
+import { RESOURCES } from "../../src/api/resources.ts";
 import { kubeTime } from "../../src/runtime/clock.ts";
 import {
   admitChange,
@@ -12,6 +13,7 @@ import {
   checkUpdatePreconditions,
   confine,
   deletionPending,
+  generateName,
   markDeleting,
   normalize,
 } from "./admission.ts";
@@ -31,7 +33,7 @@ import {
   namespaceTerminating,
   notFound,
 } from "./errors.ts";
-import { builtinListRules, type ListRules, schemaListRules, type Scope } from "./fields.ts";
+import type { Scope } from "./fields.ts";
 import { type Change, type ChangeType, TypeHistory, type Verb } from "./history.ts";
 import { cloneJson, deepEqual, type JsonObject } from "./json.ts";
 import { applyJsonPatch } from "./jsonpatch.ts";
@@ -43,6 +45,7 @@ import {
   sameManaged,
   updateFields,
 } from "./managed.ts";
+import { deepFreeze, type Entry, ObjectTable, uidOf } from "./objects.ts";
 import { crdProblems, typeKey, TypeRegistry } from "./types.ts";
 import { validationProblems } from "./validate.ts";
 
@@ -60,42 +63,16 @@ export interface WriteResult {
   changed: boolean;
 }
 
-interface Entry {
-  obj: KubeObject;
-  managed: Managed;
-  creator: string;
-}
-
 /** Finalizer the API server puts on every CRD until its instances are gone. */
 export const CRD_CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io";
-
-/** The `namespace/name` key of an object in its type. */
-function keyOf(namespace: string | undefined, name: string): string {
-  return namespace ? `${namespace}/${name}` : name;
-}
-
-function deepFreeze<T>(v: T): T {
-  if (v !== null && typeof v === "object" && !Object.isFrozen(v)) {
-    Object.freeze(v);
-    for (const x of Object.values(v)) deepFreeze(x);
-  }
-  return v;
-}
-
-function uidOf(n: number): string {
-  const hex = n.toString(16).padStart(12, "0");
-  return `5e1a0000-0000-4000-8000-${hex}`;
-}
 
 /** Storage of every object of every served type. */
 export class Store {
   readonly types = new TypeRegistry();
   #rv = 1;
   #uids = 0;
-  #objects = new Map<string, Map<string, Entry>>();
+  #objects = new ObjectTable();
   #histories = new Map<string, TypeHistory>();
-  #byUid = new Map<string, { rtype: ResourceType; key: string }>();
-  #rules = new Map<string, ListRules>();
   #listeners = new Set<(c: Change) => void>();
   /** Uids whose deletion asked to orphan their dependents (the garbage collector reads it). */
   readonly orphaning = new Set<string>();
@@ -128,31 +105,32 @@ export class Store {
 
   /** Every stored object of a type, optionally in one namespace, ordered by namespace/name. */
   objects(type: { group: string; plural: string }, namespace?: string): KubeObject[] {
-    const all = [...(this.#objects.get(typeKey(type))?.entries() ?? [])];
-    all.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    const out = all.map(([, e]) => e.obj);
-    return namespace === undefined ? out : out.filter((o) => o.metadata.namespace === namespace);
+    return this.#objects.list(type, namespace);
   }
 
   /** The object with a uid and its type, if it exists. */
   byUid(uid: string): { rtype: ResourceType; obj: KubeObject } | undefined {
-    const ref = this.#byUid.get(uid);
-    if (!ref) return undefined;
-    const e = this.#objects.get(typeKey(ref.rtype))?.get(ref.key);
-    return e && { rtype: ref.rtype, obj: e.obj };
+    const found = this.#objects.byUid(uid);
+    return found && { rtype: found.rtype, obj: found.entry.obj };
   }
 
   /** Who created an existing object (an actor name). */
   creatorOf(uid: string): string | undefined {
-    const ref = this.#byUid.get(uid);
-    return ref && this.#objects.get(typeKey(ref.rtype))?.get(ref.key)?.creator;
+    return this.#objects.byUid(uid)?.entry.creator;
   }
 
   /** Creates an object; 409 AlreadyExists if its name is taken. */
   create(type: ResourceType, input: KubeObject, actor: Actor): WriteResult {
     const rtype = this.types.resolve(type);
     const obj = normalize(rtype, cloneJson(input));
-    if (!obj.metadata.name) obj.metadata.name = this.#generateName(rtype, obj);
+    if (!obj.metadata.name) {
+      obj.metadata.name = generateName(
+        rtype,
+        obj,
+        this.random,
+        (n) => !!this.#entry(rtype, obj.metadata.namespace, n),
+      );
+    }
     const { namespace, name } = obj.metadata;
     if (this.#entry(rtype, namespace, name)) throw alreadyExists(rtype, name);
     this.#checkNamespace(rtype, name, namespace);
@@ -163,7 +141,7 @@ export class Store {
       new Map(),
       this.#writer(rtype, actor),
       "main",
-      this.#listRules(rtype),
+      this.types.listRules(rtype),
     );
     return this.#commit(rtype, undefined, obj, managed, actor, "create");
   }
@@ -181,7 +159,7 @@ export class Store {
       prev.managed,
       this.#writer(rtype, actor),
       scope,
-      this.#listRules(rtype),
+      this.types.listRules(rtype),
     );
     return this.#commit(
       rtype,
@@ -210,7 +188,7 @@ export class Store {
     const rv = obj.metadata.resourceVersion;
     if (rv !== undefined && rv !== prev?.obj.metadata.resourceVersion) throw conflict(rtype, name);
     const writer = this.#writer(rtype, actor);
-    const rules = this.#listRules(rtype);
+    const rules = this.types.listRules(rtype);
     if (!prev) {
       this.#checkNamespace(rtype, name, namespace);
       const created = applyFields(undefined, obj, new Map(), writer, "main", true, rules);
@@ -251,7 +229,7 @@ export class Store {
       prev.managed,
       this.#writer(rtype, actor),
       "main",
-      this.#listRules(rtype),
+      this.types.listRules(rtype),
     );
     return this.#commit(rtype, prev, next, managed, actor, "patch");
   }
@@ -284,21 +262,13 @@ export class Store {
 
   /** Removes a namespace whose contents are gone (the namespace controller's last step). */
   finalizeNamespace(name: string, actor: Actor): void {
-    const rtype = this.types.resolve({
-      group: "",
-      version: "v1",
-      kind: "Namespace",
-      plural: "namespaces",
-      namespaced: false,
-    });
+    const rtype = RESOURCES.Namespace;
     const prev = this.#entry(rtype, undefined, name);
     if (prev?.obj.metadata.deletionTimestamp) this.#remove(rtype, prev, actor, "update");
   }
 
   #entry(type: ResourceType, namespace: string | undefined, name: string): Entry | undefined {
-    return this.#objects.get(typeKey(type))?.get(
-      keyOf(type.namespaced ? namespace ?? "default" : undefined, name),
-    );
+    return this.#objects.get(type, namespace, name);
   }
 
   #existing(type: ResourceType, namespace: string | undefined, name: string): Entry {
@@ -315,26 +285,9 @@ export class Store {
     };
   }
 
-  #listRules(type: ResourceType): ListRules {
-    return this.#rules.get(typeKey(type)) ?? builtinListRules;
-  }
-
-  #generateName(type: ResourceType, obj: KubeObject): string {
-    const base = obj.metadata.generateName;
-    if (typeof base !== "string" || !base) {
-      throw invalid(type, "", ["metadata.name: Required value: name or generateName is required"]);
-    }
-    const alphabet = "bcdfghjklmnpqrstvwxz2456789";
-    for (;;) {
-      let suffix = "";
-      for (let i = 0; i < 5; i++) suffix += alphabet[this.random.int(0, alphabet.length - 1)];
-      if (!this.#entry(type, obj.metadata.namespace, base + suffix)) return base + suffix;
-    }
-  }
-
   #checkNamespace(type: ResourceType, name: string, namespace: string | undefined): void {
     if (!type.namespaced || !namespace) return;
-    const ns = this.#objects.get("/namespaces")?.get(namespace);
+    const ns = this.#objects.get(RESOURCES.Namespace, undefined, namespace);
     if (!ns) throw namespaceNotFound(namespace);
     if (ns.obj.metadata.deletionTimestamp) throw namespaceTerminating(type, name, namespace);
   }
@@ -385,12 +338,8 @@ export class Store {
       managed: cloneManaged(managed),
       creator: prev?.creator ?? actor.name,
     };
-    const key = keyOf(meta.namespace, meta.name);
-    let bucket = this.#objects.get(typeKey(type));
-    if (!bucket) this.#objects.set(typeKey(type), bucket = new Map());
-    bucket.set(key, entry);
-    this.#byUid.set(meta.uid!, { rtype: type, key });
-    if (type.kind === "CustomResourceDefinition") this.#serveCrd(next);
+    this.#objects.put(type, entry);
+    if (type.kind === "CustomResourceDefinition") this.types.addCrd(next);
     this.#emit(prev ? "MODIFIED" : "ADDED", type, entry.obj, prev?.obj, actor, verb);
     return { obj: entry.obj, changed: true };
   }
@@ -406,23 +355,12 @@ export class Store {
     const obj = cloneJson(entry.obj);
     obj.metadata.resourceVersion = String(++this.#rv);
     deepFreeze(obj);
-    this.#objects.get(typeKey(type))?.delete(keyOf(obj.metadata.namespace, obj.metadata.name));
-    this.#byUid.delete(obj.metadata.uid!);
+    this.#objects.remove(type, obj);
     if (type.kind === "CustomResourceDefinition") {
-      const gone = this.types.removeCrd(obj);
-      if (gone) this.#rules.delete(typeKey(gone));
+      this.types.removeCrd(obj);
     }
     this.#emit("DELETED", type, obj, old, actor, verb);
     return { obj, changed: true };
-  }
-
-  #serveCrd(crd: KubeObject): void {
-    const served = this.types.addCrd(crd);
-    const versions =
-      (crd.spec as { versions: { name: string; schema?: { openAPIV3Schema?: unknown } }[] })
-        .versions;
-    const schema = versions.find((v) => v.name === served.version)?.schema?.openAPIV3Schema;
-    this.#rules.set(typeKey(served), schemaListRules(schema));
   }
 
   #emit(
@@ -448,6 +386,4 @@ export class Store {
   }
 }
 
-/** @internal exported for tests. */
-export { keyOf };
 export type { JsonObject };

@@ -6,6 +6,7 @@
 import { RESOURCES } from "../../src/api/resources.ts";
 import type { KubeObject, ResourceType } from "../../src/runtime/cluster.ts";
 import { noSuchType } from "./errors.ts";
+import { builtinListRules, type ListRules, schemaListRules } from "./fields.ts";
 
 /** The stable identity of a type regardless of version: `apps/deployments`, `/pods`. */
 export function typeKey(type: { group: string; plural: string }): string {
@@ -73,6 +74,8 @@ interface Served {
   versions: Set<string>;
   status: boolean;
   builtin: boolean;
+  /** How its lists merge in server-side apply. */
+  rules: ListRules;
 }
 
 /** The served types; custom ones come and go with their CRDs. */
@@ -90,6 +93,7 @@ export class TypeRegistry {
         versions: new Set([type.version]),
         status: BUILTIN_STATUS.has(type.kind),
         builtin: true,
+        rules: builtinListRules,
       });
     }
   }
@@ -109,6 +113,11 @@ export class TypeRegistry {
   /** True when the type is served (in any version). */
   serves(type: { group: string; plural: string }): boolean {
     return this.#byKey.has(typeKey(type));
+  }
+
+  /** How the type's lists merge in server-side apply (a CRD's list types, or the built-in merge keys). */
+  listRules(type: ResourceType): ListRules {
+    return this.#byKey.get(typeKey(type))?.rules ?? builtinListRules;
   }
 
   /** Whether the type has a /status subresource. */
@@ -150,6 +159,7 @@ export class TypeRegistry {
     const spec = crd.spec as CrdSpec;
     const versions = spec.versions.filter((v) => v.served !== false);
     const storage = versions.find((v) => v.storage) ?? versions[0];
+    const schema = (storage as { schema?: { openAPIV3Schema?: unknown } }).schema?.openAPIV3Schema;
     const type = rt(
       spec.group,
       storage.name,
@@ -162,6 +172,7 @@ export class TypeRegistry {
       versions: new Set(versions.map((v) => v.name)),
       status: versions.some((v) => v.subresources?.status !== undefined),
       builtin: false,
+      rules: schemaListRules(schema),
     });
     return type;
   }

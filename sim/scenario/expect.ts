@@ -12,9 +12,11 @@ const META_KEYS = new Set([
   "namespace",
   "name",
   "absent",
+  "seen",
   "count",
   "labels",
   "conditions",
+  "noConditions",
 ]);
 
 function ref(e: { kind: string; namespace?: string; name?: string }): string {
@@ -62,7 +64,14 @@ export function checkExpectation(sim: Simulation, e: Expectation): string | unde
     expected.status = { ...status, conditions: e.conditions };
   }
   const diff = firstDifference(expected, obj);
-  return diff ? `${ref(e)}: ${diff}` : undefined;
+  if (diff) return `${ref(e)}: ${diff}`;
+  const conds = (obj.status as { conditions?: { type: string }[] } | undefined)?.conditions ?? [];
+  const unwanted = conds.find((c) => e.noConditions?.includes(c.type));
+  return unwanted
+    ? `${ref(e)}: status.conditions: expected no ${unwanted.type} condition, got ${
+      JSON.stringify(unwanted)
+    }`
+    : undefined;
 }
 
 /** `seen: true`: some status the object had so far matches `status` and `conditions`. */

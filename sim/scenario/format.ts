@@ -85,6 +85,8 @@ const Expectation = z.looseObject({
   count: z.number().int().min(0).optional(),
   labels: Labels.optional(),
   conditions: z.array(z.record(z.string(), z.unknown())).optional(),
+  /** Extension: condition types the status must not have. */
+  noConditions: z.array(z.string()).optional(),
 });
 
 const Target2 = z.union([
