@@ -10,6 +10,7 @@ import type { FaultConfig } from "./faults.ts";
 import { judge } from "./oracle.ts";
 import type { RunResult } from "./result.ts";
 import { Simulation, ViolationStop } from "./simulation.ts";
+import { LivelockError } from "./clock.ts";
 import { offset } from "./trace.ts";
 import { type Action, DEMO, demoWorkload, generateWorkload, SWEEP_MAX_TOKENS } from "./workload.ts";
 
@@ -127,7 +128,9 @@ export async function runSeed(seed: number, opts: SeedOptions): Promise<RunResul
     const wrong = judge(sim) ?? probe(sim);
     if (wrong) throw new SeedFailure(`after the quiet period: ${wrong}`);
   } catch (err) {
-    if (!(err instanceof SeedFailure || err instanceof ViolationStop)) throw err;
+    if (
+      !(err instanceof SeedFailure || err instanceof ViolationStop || err instanceof LivelockError)
+    ) throw err;
     failure = err.message;
     failedAt = offset(sim.clock.now());
   }

@@ -8,6 +8,7 @@ import { ApiError, type KubeObject, type ResourceType } from "../../src/runtime/
 import type { Logger } from "../../src/runtime/log.ts";
 import { type FaultChoice, faultsFor, hasFaults, type RunResult } from "../result.ts";
 import { QUIET_MS, Simulation, ViolationStop } from "../simulation.ts";
+import { LivelockError } from "../clock.ts";
 import { offset } from "../trace.ts";
 import type { Scenario, ScenarioStep } from "./format.ts";
 import { applyFault } from "./faults.ts";
@@ -65,7 +66,9 @@ export async function runScenario(sc: Scenario, opts: ScenarioOptions = {}): Pro
       );
     }
   } catch (err) {
-    if (!(err instanceof StepFailure || err instanceof ViolationStop)) throw err;
+    if (
+      !(err instanceof StepFailure || err instanceof ViolationStop || err instanceof LivelockError)
+    ) throw err;
     failure = err.message;
     failedAt = offset(sim.clock.now());
   }

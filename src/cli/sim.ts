@@ -143,6 +143,7 @@ export async function runSim(
   const firstSeed = opts.seed ?? 1;
   const faultFlag = opts.faults ? ` --faults ${opts.faults}` : "";
   const results: RunResult[] = [];
+  const started = performance.now();
   const report = (r: RunResult) => {
     results.push(r);
     for (const l of opts.json ? [json(r)] : line(r)) write(l);
@@ -169,12 +170,13 @@ export async function runSim(
   const failed = results.filter((r) => !r.ok).length;
   if (!opts.json) {
     const virtual = results.reduce((n, r) => n + r.virtualMs, 0);
+    const wall = (performance.now() - started) / 1000;
+    const speed = wall > 0 ? Math.round(virtual / 1000 / wall) : 0;
     write(
       `${
         results.length - failed
-      } passed, ${failed} failed (${scenarios.length} scenarios, ${sweepCount} sweep seeds, ${
-        seconds(virtual)
-      } virtual)`,
+      } passed, ${failed} failed (${scenarios.length} scenarios, ${sweepCount} sweep seeds, ` +
+        `${seconds(virtual)} virtual in ${wall.toFixed(1)}s: ${speed} virtual s a wall s)`,
     );
   }
   return failed > 0 ? 1 : 0;
