@@ -49,14 +49,14 @@ function startOperator(
 async function waitServing(
   probe: string,
   child: Deno.ChildProcess,
-  timeoutMs = 60_000,
+  timeoutMs = 120_000,
 ): Promise<boolean> {
   let exited = false;
   child.status.then(() => exited = true);
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline && !exited) {
     try {
-      const res = await fetch(`http://${probe}/healthz`, { signal: AbortSignal.timeout(1000) });
+      const res = await fetch(`http://${probe}/readyz`, { signal: AbortSignal.timeout(1000) });
       await res.body?.cancel();
       if (res.ok) return true;
     } catch {
@@ -125,7 +125,7 @@ async function main(extra: string[]): Promise<number> {
     const op = startOperator(cluster, extra);
     operator = op.child;
     if (!await waitServing(op.probe, op.child)) {
-      throw new Error("the operator did not start serving (see its log above)");
+      throw new Error("the operator was not ready within 2 minutes (see its log above)");
     }
     await kubectl(cluster, ["apply", "-R", "-f", join(ROOT, "samples")]);
     say(`samples applied; ready in ${((performance.now() - t0) / 1000).toFixed(1)} s`);

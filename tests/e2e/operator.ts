@@ -68,9 +68,10 @@ export class OperatorProcess {
       `--metrics-addr=${metricsAddr}`,
       `--probe-addr=${probeAddr}`,
       `--log-level=${o.logLevel ?? "debug"}`,
-      ...(o.leaderElect ? ["--leader-elect"] : []),
+      `--leader-elect=${o.leaderElect ?? false}`,
       ...(o.leaseNamespace ? [`--lease-namespace=${o.leaseNamespace}`] : []),
       ...(o.extraArgs ?? []),
+      ...(Deno.env.get("E2E_OPERATOR_ARGS")?.split(" ").filter((a) => a) ?? []),
     ];
     const file = await Deno.open(logPath, { create: true, append: true });
     const child = new Deno.Command(Deno.execPath(), {
@@ -137,7 +138,7 @@ export class OperatorProcess {
     await this.#logsDone;
   }
 
-  /** Polls the probe endpoint until it answers 200 (`/healthz`), failing early if the process dies. */
+  /** Polls `/readyz` until it answers 200 (caches synced; leading or standing by); fails early if the process dies. */
   async waitServing(timeoutMs = 60_000): Promise<void> {
     const deadline = Date.now() + timeoutMs;
     while (Date.now() < deadline) {
@@ -146,21 +147,19 @@ export class OperatorProcess {
           `operator ${this.identity} exited early; log tail:\n${await this.logTail()}`,
         );
       }
-      for (const path of ["/healthz", "/readyz"]) {
-        try {
-          const res = await fetch(`http://${this.probeAddr}${path}`, {
-            signal: AbortSignal.timeout(1000),
-          });
-          await res.body?.cancel();
-          if (res.ok) return;
-        } catch {
-          // Not listening yet.
-        }
+      try {
+        const res = await fetch(`http://${this.probeAddr}/readyz`, {
+          signal: AbortSignal.timeout(1000),
+        });
+        await res.body?.cancel();
+        if (res.ok) return;
+      } catch {
+        // Not listening yet.
       }
       await new Promise((r) => setTimeout(r, 200));
     }
     throw new Error(
-      `operator ${this.identity} not serving ${this.probeAddr} after ${timeoutMs} ms; log tail:\n${await this
+      `operator ${this.identity} not ready at ${this.probeAddr}/readyz after ${timeoutMs} ms; log tail:\n${await this
         .logTail()}`,
     );
   }

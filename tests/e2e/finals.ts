@@ -1,0 +1,160 @@
+/**
+ * The final statuses of a scenario run, in one comparable form for the simulator and the real
+ * cluster: per object (`Kind namespace/name`), its state, served and each condition's
+ * `Type=Status/Reason`, or `(deleted)`. Also the cleanup between scenarios on the real cluster.
+ */
+import type { TimelineEntry } from "../../sim/trace.ts";
+import type { KubeObject } from "../../src/runtime/cluster.ts";
+import { envoyFilterCrd } from "../../tools/cluster/mesh.ts";
+import { type E2E, waitFor } from "./harness.ts";
+import { managedObjects } from "./invariants.ts";
+import { resourceArg } from "./scenario_real.ts";
+import { statusOf } from "./status.ts";
+
+/** One object's final status. */
+export interface Final {
+  state?: string;
+  served?: string;
+  conditions: string[];
+}
+
+/** Final statuses by object. */
+export type Finals = Record<string, Final>;
+
+/** The kinds whose statuses the simulator's timeline records. */
+export const STATUS_RESOURCES: Record<string, string> = {
+  Serverless: "serverlesses.operator.platform-project.io",
+  Scaler: "scalers.operator.platform-project.io",
+  RateLimit: "ratelimits.gateway.platform-project.io",
+};
+
+/** The last status of every object in a simulator timeline. */
+export function simFinals(timeline: readonly TimelineEntry[]): Finals {
+  const out: Finals = {};
+  for (const e of timeline) {
+    if (e.event !== "status") continue;
+    out[e.object] = {
+      ...(e.state !== undefined ? { state: e.state } : {}),
+      ...(e.served !== undefined ? { served: e.served } : {}),
+      conditions: [...e.conditions].sort(),
+    };
+  }
+  return out;
+}
+
+function finalOf(o: KubeObject): Final {
+  const s = statusOf(o);
+  return {
+    ...(s.state !== undefined ? { state: s.state } : {}),
+    ...(s.served !== undefined ? { served: s.served } : {}),
+    conditions: (s.conditions ?? []).map((c) => `${c.type}=${c.status}/${c.reason}`).sort(),
+  };
+}
+
+/**
+ * The real cluster's final statuses for the objects `keys` names (absent ones are `(deleted)`),
+ * plus every other object of the status kinds that has a status.
+ */
+export async function realFinals(env: E2E, keys: readonly string[]): Promise<Finals> {
+  const out: Finals = {};
+  for (const [kind, resource] of Object.entries(STATUS_RESOURCES)) {
+    for (const o of await env.kube.list(resource, { allNamespaces: true })) {
+      const key = `${kind} ${o.metadata.namespace ?? ""}/${o.metadata.name}`;
+      if (keys.includes(key) || o.status) out[key] = finalOf(o);
+    }
+  }
+  for (const k of keys) out[k] ??= { state: "(deleted)", conditions: [] };
+  return out;
+}
+
+/** User objects of the modules, deleted first so module deletion is never blocked by them. */
+const USER_RESOURCES = [
+  "functions.serverless.platform-project.io",
+  "scaledobjects.keda.sh",
+  "scaledjobs.keda.sh",
+  "triggerauthentications.keda.sh",
+];
+
+/**
+ * Returns the cluster to its starting point with the operator still running: user objects, then
+ * every module object and RateLimit (the operator uninstalls), waiting until they are gone. What the
+ * operator failed to remove is forced away and reported, so the next scenario starts clean.
+ */
+export async function cleanup(env: E2E, applied: readonly KubeObject[]): Promise<string[]> {
+  const problems: string[] = [];
+  const kube = env.kube;
+  for (const r of [...USER_RESOURCES, ...Object.values(STATUS_RESOURCES)]) {
+    const res = await kube.run(["delete", r, "--all", "-A", "--wait=false", "--ignore-not-found"]);
+    if (res.code !== 0 && !/doesn't have a resource type/.test(res.stderr)) {
+      problems.push(res.stderr.trim());
+    }
+  }
+  const left = async () => {
+    const out: KubeObject[] = [];
+    for (const r of Object.values(STATUS_RESOURCES)) {
+      out.push(...await kube.list(r, { allNamespaces: true }));
+    }
+    return out;
+  };
+  try {
+    await waitFor(
+      "module objects and RateLimits to be deleted",
+      async () => (await left()).length === 0,
+      { timeoutMs: 60_000 },
+    );
+  } catch {
+    for (const o of await left()) {
+      problems.push(
+        `${o.kind} ${o.metadata.namespace}/${o.metadata.name} was not deleted within 60 s`,
+      );
+      await kube.run([
+        "patch",
+        STATUS_RESOURCES[o.kind],
+        o.metadata.name,
+        "-n",
+        o.metadata.namespace ?? "",
+        "--type=merge",
+        "-p",
+        '{"metadata":{"finalizers":null}}',
+      ]);
+    }
+  }
+  await env.stopOperators();
+  for (const o of await managedObjects(kube)) {
+    problems.push(`${o.kind} ${o.metadata.namespace ?? ""}/${o.metadata.name} was left installed`);
+    await kube.run([
+      "delete",
+      resourceArg(o.kind, o.apiVersion),
+      o.metadata.name,
+      ...(o.metadata.namespace ? ["-n", o.metadata.namespace] : []),
+      "--wait=false",
+    ]);
+  }
+  // The scenario's own objects (workloads, namespaces stay: they are cheap and harmless).
+  for (const o of applied) {
+    if (
+      o.kind === "Namespace" || o.kind === "CustomResourceDefinition" || STATUS_RESOURCES[o.kind]
+    ) continue;
+    await kube.run([
+      "delete",
+      resourceArg(o.kind, o.apiVersion),
+      o.metadata.name,
+      "--ignore-not-found",
+      "--wait=false",
+      ...(o.metadata.namespace ? ["-n", o.metadata.namespace] : []),
+    ]);
+  }
+  await kube.run([
+    "delete",
+    "lease",
+    "platform-operator",
+    "-n",
+    "platform-system",
+    "--ignore-not-found",
+  ]);
+  // A scenario may have removed the mesh's CRD; the next one starts with it, as the simulator's world does.
+  if (!await kube.get("crd", "envoyfilters.networking.istio.io")) {
+    await kube.apply([envoyFilterCrd()]);
+  }
+  return problems;
+}

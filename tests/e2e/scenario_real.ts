@@ -1,0 +1,220 @@
+/**
+ * Runs a simulator scenario against the real control plane: apply and delete as kubectl does
+ * (server-side apply, field manager `kubectl`, forced, like the simulator's user), crash faults as
+ * SIGKILL and a restart, and each `expect` checked on the real objects with the simulator's own
+ * subset match. Virtual times become waits: a step's expectations must hold within the scenario's
+ * time since the previous step (at least {@link MIN_BOUND_MS}), polled, never a fixed sleep.
+ */
+import type { Expectation, Scenario, ScenarioStep } from "../../sim/scenario/format.ts";
+import { firstDifference } from "../../sim/scenario/match.ts";
+import type { KubeObject } from "../../src/runtime/cluster.ts";
+import type { E2E } from "./harness.ts";
+import { waitFor } from "./harness.ts";
+import type { OperatorProcess } from "./operator.ts";
+import type { StatusRecorder } from "./recorder.ts";
+
+/** The shortest bound a real expectation gets, whatever the scenario's virtual gap. */
+export const MIN_BOUND_MS = 30_000;
+/** Real pause between steps at different virtual times: enough for a new creationTimestamp second. */
+const STEP_GAP_MS = 1_100;
+/** Longest real restart delay of a crash fault. */
+const MAX_RESTART_MS = 5_000;
+
+/** Why a scenario cannot run on a real cluster, or undefined when it can. */
+export function realBlocker(sc: Scenario): string | undefined {
+  if (sc.faults !== undefined && sc.faults !== "none") {
+    return `fault mix ${JSON.stringify(sc.faults)} (simulator only)`;
+  }
+  for (const step of sc.steps) {
+    if (step.requests) return "sends requests through the data-plane model";
+    const f = (step.fault ?? []).find((f) => f.kind !== "crash");
+    if (f) return `fault ${f.kind} (simulator only)`;
+  }
+  return undefined;
+}
+
+/** The kubectl resource argument of a kind: `deployment.apps`, `ratelimit.gateway.platform-project.io`. */
+export function resourceArg(kind: string, apiVersion?: string): string {
+  const group = apiVersion?.includes("/") ? apiVersion.split("/")[0] : "";
+  return kind.toLowerCase() + (group ? `.${group}` : "");
+}
+
+const ERROR_REASONS: Record<number, string[]> = {
+  400: ["BadRequest"],
+  403: ["Forbidden"],
+  404: ["NotFound", "not found"],
+  409: ["Conflict", "AlreadyExists", "already exists"],
+  422: ["Invalid", "is invalid"],
+};
+
+/** What the operator replicas of one real run are. */
+export interface RealRun {
+  env: E2E;
+  recorder: StatusRecorder;
+  /** Recorder mark at the start of the scenario. */
+  mark: number;
+  /** Starts the next replica (`platform-operator-N`), as the simulator names them. */
+  startReplica(): Promise<OperatorProcess>;
+  current?: OperatorProcess;
+}
+
+/** Runs every step; throws with the step and the first differing field. */
+export async function runReal(sc: Scenario, run: RealRun): Promise<void> {
+  let prevAt = 0;
+  for (const [i, step] of sc.steps.entries()) {
+    if (i > 0 && step.at > prevAt) await sleep(Math.min(step.at - prevAt, STEP_GAP_MS));
+    const where = `step ${i + 1} (at ${step.at / 1000}s)`;
+    await runStep(step, run, where, Math.max(step.at - prevAt, MIN_BOUND_MS));
+    prevAt = step.at;
+  }
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function runStep(
+  step: ScenarioStep,
+  run: RealRun,
+  where: string,
+  boundMs: number,
+): Promise<void> {
+  for (const f of step.fault ?? []) {
+    if (f.kind !== "crash") {
+      throw new Error(`${where}: fault ${f.kind} cannot run on a real cluster`);
+    }
+    const dead = run.current;
+    await dead?.killNow();
+    // The restart happens in the background, as the simulator's clock-scheduled one does.
+    setTimeout(() => run.startReplica().catch(() => {}), Math.min(f.restartAfter, MAX_RESTART_MS));
+  }
+  const kube = run.env.kube;
+  const errors: string[] = [];
+  if (step.apply) {
+    await ensureNamespaces(run.env, step.apply as KubeObject[]);
+    const r = await kube.tryApply(step.apply as KubeObject[], [
+      "--server-side",
+      "--force-conflicts",
+      "--field-manager=kubectl",
+    ]);
+    if (r.code !== 0) errors.push(r.stderr.trim());
+  }
+  for (const ref of step.delete ?? []) {
+    const r = await kube.run([
+      "delete",
+      resourceArg(ref.kind, ref.apiVersion),
+      ref.name,
+      "--wait=false",
+      ...(ref.namespace ? ["-n", ref.namespace] : []),
+    ]);
+    if (r.code !== 0) errors.push(r.stderr.trim());
+  }
+  checkErrors(step, errors, where);
+  if (!step.expect?.length) return;
+  let last: string | undefined;
+  await waitFor(`${where}: expectations`, async () => {
+    for (const e of step.expect!) {
+      last = await checkReal(run, e);
+      if (last) return false;
+    }
+    return true;
+  }, { timeoutMs: boundMs, intervalMs: 200, describe: () => Promise.resolve(last ?? "") });
+}
+
+function checkErrors(step: ScenarioStep, errors: string[], where: string): void {
+  const want = step.expectError;
+  if (!want) {
+    if (errors.length) throw new Error(`${where}: kubectl failed:\n${errors.join("\n")}`);
+    return;
+  }
+  const text = errors.join("\n");
+  if (!text) {
+    throw new Error(`${where}: expected an error ${want.code ?? ""}, but kubectl succeeded`);
+  }
+  const reasons = [
+    ...(want.code !== undefined ? ERROR_REASONS[want.code] ?? [] : []),
+    ...(want.reason ? [want.reason] : []),
+  ];
+  if (reasons.length && !reasons.some((r) => text.includes(r))) {
+    throw new Error(
+      `${where}: expected ${want.code ?? ""} ${want.reason ?? ""}, kubectl said:\n${text}`,
+    );
+  }
+  if (want.message && !text.includes(want.message)) {
+    throw new Error(
+      `${where}: expected the error to contain ${
+        JSON.stringify(want.message)
+      }, kubectl said:\n${text}`,
+    );
+  }
+}
+
+async function ensureNamespaces(env: E2E, objs: KubeObject[]): Promise<void> {
+  const created = new Set(objs.filter((o) => o.kind === "Namespace").map((o) => o.metadata.name));
+  for (const ns of new Set(objs.map((o) => o.metadata.namespace).filter((n): n is string => !!n))) {
+    if (created.has(ns) || await env.kube.get("namespace", ns)) continue;
+    await env.kube.must(["create", "namespace", ns]);
+  }
+}
+
+const META_KEYS = new Set([
+  "kind",
+  "apiVersion",
+  "namespace",
+  "name",
+  "absent",
+  "count",
+  "labels",
+  "conditions",
+  "seen",
+]);
+
+function refOf(e: Expectation): string {
+  return `${e.kind} ${e.namespace ? `${e.namespace}/` : ""}${e.name ?? "*"}`;
+}
+
+/** The part of the object an expectation names, built as the simulator's `checkExpectation` builds it. */
+function expectedOf(e: Expectation): Record<string, unknown> {
+  const expected: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(e)) if (!META_KEYS.has(k)) expected[k] = v;
+  if (e.labels) expected.metadata = { ...(expected.metadata as object ?? {}), labels: e.labels };
+  if (e.conditions) {
+    expected.status = { ...(expected.status as object ?? {}), conditions: e.conditions };
+  }
+  return expected;
+}
+
+/** The first difference between an expectation and the real cluster now; undefined when it holds. */
+export async function checkReal(run: RealRun, e: Expectation): Promise<string | undefined> {
+  const kube = run.env.kube;
+  const resource = resourceArg(e.kind, e.apiVersion);
+  if (e.count !== undefined || e.name === undefined) {
+    const labelSelector = e.labels
+      ? Object.entries(e.labels).map(([k, v]) => `${k}=${v}`).join(",")
+      : undefined;
+    const items = await kube.list(resource, {
+      namespace: e.namespace,
+      allNamespaces: e.namespace === undefined,
+      labelSelector,
+    });
+    const want = e.count ?? 1;
+    return items.length === want
+      ? undefined
+      : `${refOf(e)}: count: expected ${want}, got ${items.length}`;
+  }
+  if (e.seen) {
+    const expected = {
+      ...(e.status as object ?? {}),
+      ...(e.conditions ? { conditions: e.conditions } : {}),
+    };
+    const history = run.recorder.statuses(`${e.kind} ${e.namespace ?? ""}/${e.name}`, run.mark);
+    return history.some((s) => firstDifference(expected, s) === undefined)
+      ? undefined
+      : `${refOf(e)}: no status so far matched ${
+        JSON.stringify(expected)
+      } (${history.length} seen)`;
+  }
+  const obj = await kube.get(resource, e.name, e.namespace);
+  if (e.absent) return obj ? `${refOf(e)}: expected absent, but it exists` : undefined;
+  if (!obj) return `${refOf(e)}: expected to exist, but it does not`;
+  const diff = firstDifference(expectedOf(e), obj);
+  return diff ? `${refOf(e)}: ${diff}` : undefined;
+}
