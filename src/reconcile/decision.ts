@@ -16,6 +16,8 @@ import {
 } from "./conditions.ts";
 import type { ObjectRef, Plan } from "./plan.ts";
 
+const DEPLOYMENT_FAILURE = "DeploymentFailure";
+
 /** What one pass decided. */
 export interface Decision {
   /** The state-table row the status shows. */
@@ -77,7 +79,9 @@ export function planOf(
     before,
     {
       set: [...(d.also ?? []), rowCondition(d.row, d.message)],
-      drop: d.drop,
+      // DeploymentFailure describes the current rollout only: any other row means it is not the
+      // explanation now, and leaving it would make the status read as row 8 long after it cleared.
+      drop: d.row.type === DEPLOYMENT_FAILURE ? d.drop : [...(d.drop ?? []), DEPLOYMENT_FAILURE],
       keepOnly: d.keepOnly,
     },
     kubeTime(now),
