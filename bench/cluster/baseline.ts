@@ -10,6 +10,7 @@ import type { KubeObject } from "../../src/runtime/cluster.ts";
 import { reconcileRateLimit } from "../../src/reconcile/ratelimit.ts";
 import { rateLimitObject } from "../fixtures.ts";
 import { retrying } from "./env.ts";
+import { followRateLimits } from "./follow.ts";
 
 /** Field manager of the baseline's writes. */
 export const BASELINE_MANAGER = "bench-baseline";
@@ -90,32 +91,18 @@ export async function runBaseline(
   };
   signal.addEventListener("abort", wake, { once: true });
   let writes = 0;
-  const page = await api.list(RESOURCES.RateLimit, { namespace });
   const see = (o: KubeObject) => {
     if (seen.has(o.metadata.name) || !payloads.has(o.metadata.name)) return;
     seen.add(o.metadata.name);
     queue.push(o);
     wake();
   };
-  page.items.forEach(see);
-  const watching = (async () => {
-    let rv = page.resourceVersion;
-    while (!signal.aborted && seen.size < payloads.size) {
-      for await (
-        const ev of api.watch(RESOURCES.RateLimit, {
-          namespace,
-          resourceVersion: rv,
-          timeoutSeconds: 300,
-        }, signal)
-      ) {
-        rv = ev.object.metadata.resourceVersion ?? rv;
-        if (ev.type === "ADDED") see(ev.object);
-        if (seen.size >= payloads.size) break;
-      }
-    }
-  })().catch((e) => {
-    if (!signal.aborted) throw e;
-  });
+  const stopWatching = new AbortController();
+  signal.addEventListener("abort", () => stopWatching.abort(), { once: true });
+  let listed!: () => void;
+  const ready = new Promise<void>((r) => listed = r);
+  const watching = followRateLimits(api, namespace, see, stopWatching.signal, () => listed());
+  await Promise.race([ready, watching]);
   let done = 0;
   const workers = Array.from({ length: width }, async () => {
     while (done < payloads.size && !signal.aborted) {
@@ -131,6 +118,7 @@ export async function runBaseline(
     }
   });
   await Promise.all(workers);
+  stopWatching.abort();
   await watching;
   return writes;
 }

@@ -13,7 +13,8 @@ import { podManifest, rateLimitObject } from "../fixtures.ts";
 import type { Report } from "../report.ts";
 import { fmt, median } from "../stats.ts";
 import { baselinePayloads, runBaseline } from "./baseline.ts";
-import { BenchCluster } from "./env.ts";
+import { join } from "node:path";
+import { BENCH_DIR, BenchCluster } from "./env.ts";
 import { memoryOf, msToLog, startOperator, waitIdle, waitReady } from "./operator.ts";
 import { ReadyWatch } from "./ready.ts";
 
@@ -76,6 +77,8 @@ const seconds = (ms: number) => ms / 1000;
 /** Runs every control-plane bench into `report`. */
 export async function benchCluster(report: Report, o: ClusterOptions): Promise<void> {
   const say = (line: string) => report.info(SECTION, line);
+  // Operator logs are appended to by name: start from none, so each figure reads its own run.
+  await Deno.remove(join(BENCH_DIR, "logs"), { recursive: true }).catch(() => {});
   const t0 = Date.now();
   const env = await BenchCluster.up((m) => say(`[cluster] ${m}`));
   say(`control plane up in ${fmt(seconds(Date.now() - t0), 1)} s (${env.handle.server})`);

@@ -99,8 +99,13 @@ export async function waitIdle(
   );
 }
 
-/** Milliseconds from spawn to the first log line with `msg`, or undefined when there is none. */
+/**
+ * Milliseconds from spawn to the first line of this process's log with `msg` (lines from before
+ * the spawn are not its own), or undefined when there is none.
+ */
 export async function msToLog(op: OperatorProcess, msg: string): Promise<number | undefined> {
-  const line = (await op.logLines()).find((l) => l.msg === msg && typeof l.ts === "string");
-  return line ? Date.parse(line.ts as string) - op.startedAt : undefined;
+  const since = (l: Record<string, unknown>) =>
+    typeof l.ts === "string" ? Date.parse(l.ts) - op.startedAt : NaN;
+  const line = (await op.logLines()).find((l) => l.msg === msg && since(l) >= 0);
+  return line ? since(line) : undefined;
 }

@@ -3,9 +3,9 @@
  * so a run can ask when the n-th became Ready. The same observer times the operator and the
  * baseline client.
  */
-import { RESOURCES } from "../../src/api/resources.ts";
 import type { LiveCluster } from "../../src/kube/live_cluster.ts";
 import type { KubeObject } from "../../src/runtime/cluster.ts";
+import { followRateLimits } from "./follow.ts";
 
 function isReady(obj: KubeObject): boolean {
   return (obj.status as { state?: unknown } | undefined)?.state === "Ready";
@@ -21,34 +21,20 @@ export class ReadyWatch {
 
   constructor(readonly api: LiveCluster, readonly namespace: string) {}
 
-  /** Lists, then watches until stopped; resolves once the list is done (the watch runs on). */
-  async start(): Promise<void> {
-    const page = await this.api.list(RESOURCES.RateLimit, { namespace: this.namespace });
-    for (const o of page.items) this.#see(o);
-    this.#task = this.#watch(page.resourceVersion).catch((e) => {
-      if (!this.#stop.signal.aborted) this.#error = e;
-    });
-  }
-
-  async #watch(from: string): Promise<void> {
-    let rv = from;
-    while (!this.#stop.signal.aborted) {
-      const events = this.api.watch(
-        RESOURCES.RateLimit,
-        {
-          namespace: this.namespace,
-          resourceVersion: rv,
-          timeoutSeconds: 300,
-          allowWatchBookmarks: true,
-        },
+  /** Lists, then watches until stopped; resolves once the first list is done. */
+  start(): Promise<void> {
+    return new Promise((listed, failed) => {
+      this.#task = followRateLimits(
+        this.api,
+        this.namespace,
+        (o) => this.#see(o),
         this.#stop.signal,
-      );
-      for await (const ev of events) {
-        if (ev.type === "ERROR") throw new Error(`watch failed: ${JSON.stringify(ev.object)}`);
-        rv = ev.object.metadata.resourceVersion ?? rv;
-        if (ev.type === "ADDED" || ev.type === "MODIFIED") this.#see(ev.object);
-      }
-    }
+        () => listed(),
+      ).catch((e) => {
+        this.#error = e;
+        failed(e);
+      });
+    });
   }
 
   #see(obj: KubeObject): void {

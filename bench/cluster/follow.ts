@@ -1,0 +1,45 @@
+/**
+ * Follows the RateLimits of one namespace: a list, then a watch from its resourceVersion, again
+ * from a fresh list whenever the watch fails (410 Gone, a stall, a dropped connection), so an
+ * observer never silently stops seeing objects during a long run.
+ */
+import { RESOURCES } from "../../src/api/resources.ts";
+import type { LiveCluster } from "../../src/kube/live_cluster.ts";
+import type { KubeObject } from "../../src/runtime/cluster.ts";
+
+/** Calls `see` with every RateLimit of `namespace` listed, added or modified, until `signal` aborts. */
+export async function followRateLimits(
+  api: LiveCluster,
+  namespace: string,
+  see: (obj: KubeObject, event: "LISTED" | "ADDED" | "MODIFIED") => void,
+  signal: AbortSignal,
+  /** Resolved after the first list, with its items seen. */
+  onListed: () => void = () => {},
+): Promise<void> {
+  let listed = false;
+  while (!signal.aborted) {
+    try {
+      const page = await api.list(RESOURCES.RateLimit, { namespace });
+      for (const o of page.items) see(o, "LISTED");
+      if (!listed) onListed();
+      listed = true;
+      let rv = page.resourceVersion;
+      while (!signal.aborted) {
+        const events = api.watch(
+          RESOURCES.RateLimit,
+          { namespace, resourceVersion: rv, timeoutSeconds: 60, allowWatchBookmarks: true },
+          signal,
+        );
+        for await (const ev of events) {
+          if (ev.type === "ERROR") throw new Error(`watch error: ${JSON.stringify(ev.object)}`);
+          rv = ev.object.metadata.resourceVersion ?? rv;
+          if (ev.type === "ADDED" || ev.type === "MODIFIED") see(ev.object, ev.type);
+        }
+      }
+    } catch (err) {
+      if (signal.aborted) return;
+      if (!listed) throw err;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  }
+}
