@@ -119,6 +119,16 @@ export async function cleanup(env: E2E, applied: readonly KubeObject[]): Promise
       ]);
     }
   }
+  // Dependents with an owner reference go through the garbage collector, which learns a new CRD's
+  // type only at its next discovery resync (up to 30 s), so allow for that.
+  await waitFor(
+    "installed objects to be removed",
+    async () => (await managedObjects(kube)).length === 0,
+    {
+      timeoutMs: 45_000,
+      intervalMs: 500,
+    },
+  ).catch(() => {});
   await env.stopOperators();
   for (const o of await managedObjects(kube)) {
     problems.push(`${o.kind} ${o.metadata.namespace ?? ""}/${o.metadata.name} was left installed`);
