@@ -6,7 +6,7 @@
  */
 import { dirname, join, resolve } from "node:path";
 import { freePort } from "./cluster/processes.ts";
-import { type ClusterHandle, ensureBuilt, up } from "./cluster/mod.ts";
+import { type ClusterHandle, down, ensureBuilt, up } from "./cluster/mod.ts";
 import { DEFAULT_CLUSTER_DIR } from "./cluster/paths.ts";
 
 const ROOT = resolve(import.meta.dirname ?? ".", "..");
@@ -40,9 +40,10 @@ function startOperator(
     cwd: ROOT,
     stdin: "null",
     stdout: "inherit",
-    stderr: "inherit",
-  })
-    .spawn();
+    stderr: "piped",
+  }).spawn();
+  // The operator logs to stderr; here its JSON lines are the foreground output, on stdout.
+  child.stderr.pipeTo(Deno.stdout.writable, { preventClose: true }).catch(() => {});
   return { child, probe };
 }
 
@@ -85,34 +86,44 @@ function tryLines(cluster: ClusterHandle): string {
   ].join("\n");
 }
 
+/** Stops the operator (SIGTERM, SIGKILL after 10 s) and then the cluster, once. */
+function stopper(): { stop(why: string): Promise<void>; operator?: Deno.ChildProcess } {
+  let stopped: Promise<void> | undefined;
+  const self: { stop(why: string): Promise<void>; operator?: Deno.ChildProcess } = {
+    stop: (why) =>
+      stopped ??= (async () => {
+        say(`${why}: stopping the operator and the cluster`);
+        const op = self.operator;
+        if (op) {
+          try {
+            op.kill("SIGTERM");
+          } catch { /* already gone */ }
+          const killer = setTimeout(() => {
+            try {
+              op.kill("SIGKILL");
+            } catch { /* gone */ }
+          }, 10_000);
+          await op.status;
+          clearTimeout(killer);
+        }
+        await down(DEFAULT_CLUSTER_DIR);
+        say("stopped");
+      })(),
+  };
+  return self;
+}
+
 async function main(extra: string[]): Promise<number> {
   const t0 = performance.now();
-  say("checking the control-plane binaries (the first run builds them from Go modules: minutes)");
-  await ensureBuilt(say);
-  const cluster = await up({ dir: DEFAULT_CLUSTER_DIR, log: say });
-  let stopping = false;
-  let operator: Deno.ChildProcess | undefined;
-  const shutdown = async (why: string) => {
-    if (stopping) return;
-    stopping = true;
-    say(`${why}: stopping the operator and the cluster`);
-    try {
-      operator?.kill("SIGTERM");
-    } catch { /* already gone */ }
-    const killer = setTimeout(() => {
-      try {
-        operator?.kill("SIGKILL");
-      } catch { /* gone */ }
-    }, 10_000);
-    await operator?.status;
-    clearTimeout(killer);
-    await cluster.down();
-    say("stopped");
-  };
-  const onSignal = (sig: Deno.Signal) => () => shutdown(sig).then(() => Deno.exit(130));
-  Deno.addSignalListener("SIGINT", onSignal("SIGINT"));
-  Deno.addSignalListener("SIGTERM", onSignal("SIGTERM"));
+  const s = stopper();
+  // From the first moment: Ctrl-C during the build or start-up also stops what was started.
+  for (const sig of ["SIGINT", "SIGTERM"] as const) {
+    Deno.addSignalListener(sig, () => s.stop(sig).then(() => Deno.exit(130)));
+  }
   try {
+    say("checking the control-plane binaries (the first run builds them from Go modules: minutes)");
+    await ensureBuilt(say);
+    const cluster = await up({ dir: DEFAULT_CLUSTER_DIR, log: say });
     await kubectl(cluster, ["apply", "--server-side", "-f", join(ROOT, "crds")]);
     await kubectl(cluster, [
       "wait",
@@ -123,7 +134,7 @@ async function main(extra: string[]): Promise<number> {
     ]);
     say("CRDs installed");
     const op = startOperator(cluster, extra);
-    operator = op.child;
+    s.operator = op.child;
     if (!await waitServing(op.probe, op.child)) {
       throw new Error("the operator was not ready within 2 minutes (see its log above)");
     }
@@ -131,11 +142,11 @@ async function main(extra: string[]): Promise<number> {
     say(`samples applied; ready in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
     console.error(tryLines(cluster));
     const status = await op.child.status;
-    if (!stopping) await shutdown(`the operator exited with code ${status.code}`);
+    await s.stop(`the operator exited with code ${status.code}`);
     return status.code === 0 ? 0 : 1;
   } catch (e) {
     console.error(`[dev] ${e instanceof Error ? e.message : e}`);
-    await shutdown("error");
+    await s.stop("error");
     return 1;
   }
 }

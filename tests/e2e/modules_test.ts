@@ -20,6 +20,7 @@ import {
   serverless,
 } from "./fixtures.ts";
 import { conditionOf, describe } from "./status.ts";
+import { schemaRefusals } from "./refusals.ts";
 
 const EXPECTED_CRDS = [
   "ratelimits.gateway.platform-project.io",
@@ -82,76 +83,6 @@ e2eSuite("modules", async (env, t) => {
     () => blockedDeletion(env),
   );
 });
-
-/** Each case: a manifest that breaks the schema and what stderr must say. */
-const REFUSALS: { what: string; obj: KubeObject; stderr: RegExp[] }[] = [
-  {
-    what: "maxTokens 0",
-    obj: withSpec(
-      rateLimit("default", "bad-tokens", "web"),
-      (s) => (s.local as { defaultBucket: { maxTokens: number } }).defaultBucket.maxTokens = 0,
-    ),
-    stderr: [/is invalid/, /spec\.local\.defaultBucket\.maxTokens/, /greater than or equal to 1/],
-  },
-  {
-    what: "fillInterval 10x",
-    obj: withSpec(
-      rateLimit("default", "bad-interval", "web"),
-      (s) =>
-        (s.local as { defaultBucket: { fillInterval: string } }).defaultBucket.fillInterval = "10x",
-    ),
-    stderr: [/is invalid/, /spec\.local\.defaultBucket\.fillInterval/, /should match/],
-  },
-  {
-    what: "maxTokens as a string",
-    obj: withSpec(
-      rateLimit("default", "bad-type", "web"),
-      (s) => (s.local as { defaultBucket: { maxTokens: unknown } }).defaultBucket.maxTokens = "ten",
-    ),
-    stderr: [
-      /is invalid/,
-      /spec\.local\.defaultBucket\.maxTokens/,
-      /must be of type integer|Invalid value/,
-    ],
-  },
-  {
-    what: "Scaler log level verbose",
-    obj: scaler("default", "bad-level", { logging: { operator: { level: "verbose" } } }),
-    stderr: [/is invalid/, /spec\.logging\.operator\.level/, /Unsupported value: "verbose"/],
-  },
-  {
-    what: "Serverless eventing without endpoint",
-    obj: serverless("default", "bad-eventing", { eventing: {} }),
-    stderr: [/is invalid/, /spec\.eventing\.endpoint/, /Required value/],
-  },
-  {
-    what: "an unknown spec field",
-    obj: serverless("default", "bad-field", { logLevle: "debug" }),
-    stderr: [/unknown field "spec\.logLevle"/],
-  },
-];
-
-function withSpec(obj: KubeObject, edit: (spec: Record<string, unknown>) => void): KubeObject {
-  const copy = structuredClone(obj);
-  edit(copy.spec as Record<string, unknown>);
-  return copy;
-}
-
-async function schemaRefusals(env: E2E): Promise<void> {
-  for (const c of REFUSALS) {
-    const r = await env.kube.tryApply([c.obj]);
-    assert.notEqual(r.code, 0, `${c.what}: kubectl apply accepted it:\n${r.stdout}`);
-    for (const re of c.stderr) {
-      assert.match(r.stderr, re, `${c.what}: stderr lacks ${re}:\n${r.stderr}`);
-    }
-    const stored = await env.kube.get(
-      c.obj.kind.toLowerCase(),
-      c.obj.metadata.name,
-      c.obj.metadata.namespace,
-    );
-    assert.equal(stored, undefined, `${c.what}: the refused object was stored`);
-  }
-}
 
 /** Samples written to show an Error (see their comments); every other sample must become Ready. */
 const SAMPLE_ERRORS: Record<string, string> = { "samples/ratelimit-invalid.yaml": "Error" };
