@@ -30,7 +30,7 @@ const MODULES: ModuleRule[] = [
     ready: ["Ready"],
     invalidReason: "ConfigurationCheckErr",
     duplicateReason: "ServerlessDuplicated",
-    blockers: [RESOURCES.Function],
+    blockers: SERVERLESS_MODULE.userTypes,
   },
   {
     type: RESOURCES.Scaler,
@@ -38,7 +38,7 @@ const MODULES: ModuleRule[] = [
     ready: ["Ready", "Warning"],
     invalidReason: "ValidationErr",
     duplicateReason: "KedaDuplicated",
-    blockers: [RESOURCES.ScaledObject, RESOURCES.ScaledJob, RESOURCES.TriggerAuthentication],
+    blockers: SCALER_MODULE.userTypes,
   },
 ];
 

@@ -22,9 +22,9 @@ Deno.test("determinism: a scenario run twice gives the same trace hash; another 
   const scenario = parseScenario(await Deno.readTextFile(file), file);
   const a = await runScenario(scenario);
   const b = await runScenario(scenario);
-  assert.ok(a.ok, a.failure);
+  assert.ok(a.ok, a.failure ?? "");
   assert.equal(a.traceHash, b.traceHash);
   const c = await runScenario(scenario, { seed: 99 });
-  assert.ok(c.ok, c.failure);
+  assert.ok(c.ok, c.failure ?? "");
   assert.notEqual(c.traceHash, a.traceHash);
 });

@@ -34,6 +34,6 @@ Deno.test(`sweep: ${count} seeds from ${from} with swarm faults`, async () => {
 
 Deno.test("sweep: a seed without faults passes and writes", async () => {
   const r = await runSeed(11, { faults: faultsFor("none", 11) });
-  assert.ok(r.ok, r.failure);
+  assert.ok(r.ok, r.failure ?? "");
   assert.ok(r.writes > 0);
 });
