@@ -91,6 +91,8 @@ export class Store {
   #buffer: Map<string, KubeObject> | undefined;
   #bufferOwned: Map<string, unknown> | undefined;
   #sorted: KubeObject[] | undefined;
+  /** Each namespace's slice of `#sorted`, made on first use and dropped with it. */
+  readonly #byNamespace = new Map<string, readonly KubeObject[]>();
   #synced = false;
   #live = false;
   /** The newest resourceVersion the watch or a list has shown. */
@@ -237,14 +239,14 @@ export class Store {
   #put(key: string, obj: KubeObject, owned: unknown, old: KubeObject | undefined): CacheChange {
     this.#objects.set(key, obj);
     setOrDelete(this.#owned, key, owned);
-    this.#sorted = undefined;
+    this.#listsChanged();
     return old ? { type: "apply", object: obj, old } : { type: "apply", object: obj };
   }
 
   #remove(key: string, object: KubeObject): CacheChange[] {
     if (!this.#objects.delete(key)) return [];
     this.#owned.delete(key);
-    this.#sorted = undefined;
+    this.#listsChanged();
     return [{ type: "delete", object }];
   }
 
@@ -264,7 +266,7 @@ export class Store {
     this.#owned = owned;
     this.#buffer = undefined;
     this.#bufferOwned = undefined;
-    this.#sorted = undefined;
+    this.#listsChanged();
     this.#synced = true;
     return changes;
   }
@@ -279,11 +281,27 @@ export class Store {
     return this.#owned.get(namespace ? `${namespace}/${name}` : name);
   }
 
-  /** Cached objects in namespace/name order, optionally of one namespace. */
+  /**
+   * Cached objects in namespace/name order, optionally of one namespace; frozen, shared until the
+   * store changes. A wave of reconciles reads the same lists thousands of times between changes,
+   * so both the order and each namespace's slice are kept rather than made per call.
+   */
   list(namespace?: string): readonly KubeObject[] {
-    this.#sorted ??= Object.freeze([...this.#objects.values()].sort(byKey)) as KubeObject[];
-    return namespace === undefined
-      ? this.#sorted
-      : this.#sorted.filter((o) => o.metadata.namespace === namespace);
+    // The map's keys are the objects' namespace/name keys: sort by them without making any.
+    this.#sorted ??= Object.freeze(
+      [...this.#objects].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, o]) => o),
+    ) as KubeObject[];
+    if (namespace === undefined) return this.#sorted;
+    let slice = this.#byNamespace.get(namespace);
+    if (slice === undefined) {
+      slice = Object.freeze(this.#sorted.filter((o) => o.metadata.namespace === namespace));
+      this.#byNamespace.set(namespace, slice);
+    }
+    return slice;
+  }
+
+  #listsChanged(): void {
+    this.#sorted = undefined;
+    this.#byNamespace.clear();
   }
 }
