@@ -6,6 +6,11 @@ export interface Clock {
   now(): number;
   /** Resolves after `ms`; rejects with the signal's reason when `signal` aborts first. */
   sleep(ms: number, signal?: AbortSignal): Promise<void>;
+  /**
+   * Resolves once pending timers and I/O have had a turn, so a long run of work that never waits
+   * on I/O does not starve them. Absent on virtual clocks: there, nothing else is waiting.
+   */
+  yield?(): Promise<void>;
 }
 
 /** A source of chance in [0, 1). The live one is Math.random; the simulator's is its seeded PRNG. */
@@ -29,6 +34,7 @@ export const systemClock: Clock = {
       };
       signal?.addEventListener("abort", onAbort, { once: true });
     }),
+  yield: () => new Promise((resolve) => setTimeout(resolve, 0)),
 };
 
 /** Math.random as a Random. */

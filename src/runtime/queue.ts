@@ -37,6 +37,9 @@ export interface WorkQueueOptions {
 /** Per-key failure backoff of the queue by default. */
 export const QUEUE_BACKOFF: BackoffOptions = { initialMs: 5, maxMs: 300_000 };
 
+/** Milliseconds of work after which a queue lets timers and I/O run (live clocks only). */
+export const TURN_EVERY_MS = 50;
+
 /** A deduplicating, per-key-serial work queue. */
 export class WorkQueue {
   readonly #o: WorkQueueOptions;
@@ -48,6 +51,8 @@ export class WorkQueue {
   readonly #failures = new Map<string, number>();
   #pumpScheduled = false;
   #closed = false;
+  /** When timers and I/O last had a turn (see `#letOthersRun`). */
+  #turnedAt = -Infinity;
 
   constructor(opts: WorkQueueOptions, handler: WorkHandler) {
     this.#o = opts;
@@ -141,7 +146,8 @@ export class WorkQueue {
   async #process(key: string): Promise<void> {
     let result: WorkResult;
     try {
-      result = await this.#handler(key);
+      await this.#letOthersRun();
+      result = this.#closed ? { type: "terminal" } : await this.#handler(key);
     } catch {
       result = { type: "retry" };
     }
@@ -149,6 +155,19 @@ export class WorkQueue {
     this.#settle(key, result);
     if (this.#dirty.delete(key)) this.add(key);
     this.#schedulePump();
+  }
+
+  /**
+   * A reconcile that writes nothing never waits on I/O, so without this a long run of them (a
+   * resync, a new leadership term) would run as one task: lease renewals, watch events and probes
+   * would wait until the whole queue drained. Every TURN_EVERY_MS of work, timers and I/O get a
+   * turn. Virtual clocks have no `yield`: the simulator's runs are unchanged.
+   */
+  async #letOthersRun(): Promise<void> {
+    const clock = this.#o.clock;
+    if (!clock.yield || clock.now() - this.#turnedAt < TURN_EVERY_MS) return;
+    await clock.yield();
+    this.#turnedAt = clock.now();
   }
 
   #settle(key: string, result: WorkResult): void {
