@@ -9,6 +9,7 @@ import type { KubeObject } from "../src/runtime/cluster.ts";
 import { type RateLimitInput, reconcileRateLimit } from "../src/reconcile/ratelimit.ts";
 import { reconcileScaler, type ScalerInput } from "../src/reconcile/scaler.ts";
 import { reconcileServerless, type ServerlessInput } from "../src/reconcile/serverless.ts";
+import { controllerLoops, filledCache } from "./controller.ts";
 import { podObject, rateLimitObject } from "./fixtures.ts";
 import type { Report } from "./report.ts";
 import { compareLoops, type Loop, type LoopOptions } from "./stats.ts";
@@ -215,6 +216,19 @@ export function benchReducers(report: Report, o: ReducerOptions): void {
     ratio: c.ratio,
     note: `${o.runs} runs of ${o.crowdN}; ${CROWD} RateLimits and ${CROWD} Pods in the namespace ` +
       "(conflict detection reads them all)",
+  });
+  const { cache, keys } = filledCache(10, CROWD);
+  const ctl = controllerLoops(cache, keys);
+  const k = compareLoops(ctl.subject, ctl.baseline, loopOpts(o.crowdN));
+  report.add({
+    section: SECTION,
+    name: `RateLimit controller, ${10 * CROWD} cached`,
+    value: k.rate,
+    unit: "objects/s",
+    baseline: { name: "cache get of the RateLimit", value: k.baselineRate },
+    ratio: k.ratio,
+    note: `${o.runs} runs of ${o.crowdN}; 10 namespaces of ${CROWD} RateLimits and Pods in the ` +
+      "runtime's Cache; reconcile reads peers, Pods, EnvoyFilter, CRD (a no-op wave's unit cost)",
   });
   for (const [kind, make] of [["Serverless", serverlessLoops], ["Scaler", scalerLoops]] as const) {
     const { subject, baseline, state } = make();

@@ -108,12 +108,13 @@ Deno.test("reducer bench: every kind reports a sane figure", () => {
     "RateLimit, 4 rules",
     "RateLimit, 16 rules",
     "RateLimit, 4 rules, 1000 peers",
+    "RateLimit controller, 10000 cached",
     "Serverless",
     "Scaler",
   ]);
   report.figures.forEach(assertSane);
   assert.ok(report.figures[1].target, "the 4-rule figure carries the 20,000/s target");
-  assert.ok(report.figures.slice(4).every((f) => /steady state Ready/.test(f.note ?? "")));
+  assert.ok(report.figures.slice(5).every((f) => /steady state Ready/.test(f.note ?? "")));
   assert.ok(lines.some((l) => l.includes("RateLimit, 4 rules")));
 });
 

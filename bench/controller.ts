@@ -1,0 +1,88 @@
+/**
+ * The RateLimit controller's reconcile as the runtime calls it: cache reads (peers, Pods, the
+ * EnvoyFilter, the mesh CRD) plus the reducer, with many RateLimits cached across namespaces.
+ * This is the cost of each no-op reconcile in a wave (a resync, a new leadership term), which
+ * runs back to back without I/O.
+ */
+import { RESOURCES } from "../src/api/resources.ts";
+import { ENVOYFILTER_CRD, rateLimitController } from "../src/controllers/ratelimit.ts";
+import { Cache } from "../src/runtime/cache.ts";
+import type { KubeObject, ResourceType } from "../src/runtime/cluster.ts";
+import type { ReconcileContext } from "../src/runtime/controller.ts";
+import { reconcileRateLimit } from "../src/reconcile/ratelimit.ts";
+import { podObject, rateLimitObject } from "./fixtures.ts";
+import type { Loop } from "./stats.ts";
+import { IMAGES, NOW, stored } from "./worlds.ts";
+
+/** Namespaces of `perNamespace` RateLimits (4 rules) and Pods each, steady, in a runtime Cache. */
+export function filledCache(
+  namespaces: number,
+  perNamespace: number,
+): { cache: Cache; keys: string[] } {
+  const cache = new Cache();
+  const fill = (type: ResourceType, objects: KubeObject[]) => {
+    const store = cache.store(type);
+    store.handle({ type: "init" });
+    for (const object of objects) store.handle({ type: "init-apply", object });
+    store.handle({ type: "init-done" });
+  };
+  const rls: KubeObject[] = [];
+  const pods: KubeObject[] = [];
+  const efs: KubeObject[] = [];
+  for (let n = 0; n < namespaces; n++) {
+    const namespace = `bench-${n}`;
+    const objects = Array.from(
+      { length: perNamespace },
+      (_, i) => rateLimitObject({ i, rules: 4, namespace, stored: true }),
+    );
+    const nsPods = objects.map((_, i) => podObject(i, { namespace }));
+    for (const rateLimit of objects) {
+      const plan = reconcileRateLimit({
+        rateLimit,
+        peers: [rateLimit],
+        pods: [],
+        meshInstalled: true,
+        now: NOW,
+      });
+      rls.push({ ...rateLimit, status: plan.status });
+      efs.push(stored(plan.apply[0]));
+    }
+    pods.push(...nsPods);
+  }
+  fill(RESOURCES.RateLimit, rls);
+  fill(RESOURCES.Pod, pods);
+  fill(RESOURCES.EnvoyFilter, efs);
+  fill(RESOURCES.CustomResourceDefinition, [{
+    apiVersion: "apiextensions.k8s.io/v1",
+    kind: "CustomResourceDefinition",
+    metadata: { name: ENVOYFILTER_CRD, resourceVersion: "1" },
+  }]);
+  return { cache, keys: rls.map((o) => `${o.metadata.namespace}/${o.metadata.name}`) };
+}
+
+/** Subject (controller reconcile from the cache) and baseline (cache get of the primary) loops. */
+export function controllerLoops(
+  cache: Cache,
+  keys: readonly string[],
+): { subject: Loop; baseline: Loop } {
+  const ctx = (i: number): ReconcileContext => ({ now: NOW + i, images: IMAGES });
+  return {
+    subject: (n) => {
+      let writes = 0;
+      for (let i = 0; i < n; i++) {
+        writes +=
+          rateLimitController.reconcile(keys[i % keys.length], cache, ctx(i))?.apply.length ?? 0;
+      }
+      return writes;
+    },
+    baseline: (n) => {
+      let found = 0;
+      for (let i = 0; i < n; i++) {
+        const key = keys[i % keys.length];
+        const slash = key.indexOf("/");
+        if (cache.get(RESOURCES.RateLimit, key.slice(0, slash), key.slice(slash + 1))) found++;
+      }
+      return found;
+    },
+  };
+}
