@@ -7,8 +7,9 @@ import { join } from "node:path";
 import { buildStatus, type ClusterHandle, ensureBuilt, up } from "../../tools/cluster/mod.ts";
 import type { KubeObject } from "../../src/runtime/cluster.ts";
 import { Kube } from "./kube.ts";
+import { startWatchdog, type Watchdog } from "./watchdog.ts";
 import { describe, statusMatches, type StatusWant } from "./status.ts";
-import { type OperatorOptions, OperatorProcess, REPO_ROOT } from "./operator.ts";
+import { killLeftovers, type OperatorOptions, OperatorProcess, REPO_ROOT } from "./operator.ts";
 
 export { Kube } from "./kube.ts";
 export { OperatorProcess } from "./operator.ts";
@@ -101,6 +102,7 @@ export class E2E {
     readonly name: string,
     readonly dir: string,
     readonly cluster: ClusterHandle,
+    readonly watchdog: Watchdog,
   ) {
     this.kube = new Kube(cluster);
   }
@@ -108,18 +110,20 @@ export class E2E {
   /** Starts the control plane for suite `name` (building the binaries first if needed). */
   static async up(name: string): Promise<E2E> {
     const dir = suiteDir(name);
+    await killLeftovers(join(dir, "logs"), join(dir, "cluster"));
     await Deno.remove(join(dir, "logs"), { recursive: true }).catch(() => {});
     const log = (m: string) => console.error(`[cluster ${name}] ${m}`);
     const t0 = performance.now();
     await ensureBuilt(log);
     const built = performance.now();
     const cluster = await up({ dir: join(dir, "cluster"), log });
+    const watchdog = await startWatchdog(cluster.dir, join(dir, "watchdog.log"));
     console.error(
       `[cluster ${name}] build check ${((built - t0) / 1000).toFixed(1)} s, up ${
         ((performance.now() - built) / 1000).toFixed(1)
       } s`,
     );
-    return new E2E(name, dir, cluster);
+    return new E2E(name, dir, cluster, watchdog);
   }
 
   /** Installs the CRDs of `crds/` and waits until they are Established. */
@@ -213,6 +217,7 @@ export class E2E {
   /** Stops the operators and the cluster; keeps the logs when `failed`. */
   async down(failed: boolean): Promise<void> {
     await this.stopOperators().catch((e) => console.error(`stopping operators: ${e}`));
+    await this.watchdog.stop();
     await this.cluster.down({ keepLogs: failed });
     if (failed) console.error(`[cluster ${this.name}] logs kept in ${this.dir}`);
   }

@@ -28,6 +28,28 @@ export interface OperatorOptions {
 
 let started = 0;
 
+/**
+ * SIGKILLs operators a previous, killed test run left behind: those with a pid file in `logDir`
+ * whose process still runs this Deno with a kubeconfig under `clusterDir` (never another process).
+ */
+export async function killLeftovers(logDir: string, clusterDir: string): Promise<void> {
+  let entries: Deno.DirEntry[];
+  try {
+    entries = await Array.fromAsync(Deno.readDir(logDir));
+  } catch {
+    return;
+  }
+  for (const e of entries.filter((e) => e.name.endsWith(".pid"))) {
+    const pid = Number(await Deno.readTextFile(join(logDir, e.name)).catch(() => "0"));
+    const cmd = pid > 0 && isAlive(pid)
+      ? await Deno.readTextFile(`/proc/${pid}/cmdline`).catch(() => "")
+      : "";
+    if (cmd.startsWith(Deno.execPath()) && cmd.includes(`--kubeconfig=${clusterDir}/`)) {
+      Deno.kill(pid, "SIGKILL");
+    }
+  }
+}
+
 /** One running (or exited) operator process. */
 export class OperatorProcess {
   /** When the process was spawned (epoch ms). */
@@ -82,6 +104,7 @@ export class OperatorProcess {
       stdout: "piped",
       stderr: "piped",
     }).spawn();
+    await Deno.writeTextFile(`${logPath}.pid`, String(child.pid));
     // Both streams go to one file; writes are chained so chunks never interleave mid-chunk.
     let queue = Promise.resolve();
     const write = (chunk: Uint8Array) =>
