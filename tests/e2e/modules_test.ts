@@ -139,6 +139,8 @@ async function ratelimitTable(env: E2E): Promise<void> {
     ["NAMESPACE", "NAME", "STATUS", "AGE"],
     all,
   );
+  const statuses = all.trimEnd().split("\n").slice(1).map((l) => l.trim().split(/\s+/)[2]);
+  assert.ok(statuses.includes("Ready") && statuses.includes("Error"), all);
 }
 
 async function allServed(env: E2E): Promise<KubeObject[]> {
