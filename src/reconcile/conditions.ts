@@ -88,23 +88,29 @@ export function conditionsOf(status: unknown): Condition[] {
 }
 
 /**
- * One Event for each condition of `after` that is new or changed its status, reason or message
- * since `before`; the Event's reason is the condition's. `warning` decides its type.
+ * The Events a change of conditions is worth, by Kubernetes convention: one for each condition of
+ * `after` that is new or changed its status or reason, which is what a user acts on. A new message
+ * alone (progress such as "1 replica(s) unavailable") stays in the status and makes no Event,
+ * unless the condition reports a problem now or did before (`warning`, `wasWarning`): another
+ * error, or a problem cleared without a new reason (Scaler's Warning back to Ready), is news. The
+ * Event's reason is the condition's; `warning` decides its type. The recorder writes a given
+ * reason and message once, so a message that comes back adds nothing.
  */
 export function conditionEvents(
   before: readonly Condition[],
   after: readonly Condition[],
   warning: (c: Condition) => boolean,
+  wasWarning: (c: Condition) => boolean = warning,
 ): EventSpec[] {
   const events: EventSpec[] = [];
   for (const c of after) {
     const prev = before.find((p) => p.type === c.type);
-    if (
-      prev && prev.status === c.status && prev.reason === c.reason && prev.message === c.message
-    ) {
-      continue;
+    const isWarning = warning(c);
+    const news = !prev || prev.status !== c.status || prev.reason !== c.reason ||
+      (prev.message !== c.message && (isWarning || wasWarning(prev)));
+    if (news) {
+      events.push({ type: isWarning ? "Warning" : "Normal", reason: c.reason, message: c.message });
     }
-    events.push({ type: warning(c) ? "Warning" : "Normal", reason: c.reason, message: c.message });
   }
   return events;
 }

@@ -1,7 +1,7 @@
 /**
  * A module reducer's decision for one pass (a state-table row, its message, the writes) and its
- * conversion into a Plan: conditions updated by the rules of conditions.ts, one Event a changed
- * condition. Shared by the Serverless and Scaler reducers.
+ * conversion into a Plan: conditions updated by the rules of conditions.ts, an Event for each
+ * condition change worth one (`conditionEvents`). Shared by the Serverless and Scaler reducers.
  */
 import type { Condition, ConditionStatus } from "../api/common.ts";
 import type { KubeObject } from "../runtime/cluster.ts";
@@ -63,8 +63,8 @@ export function stateRow(
 
 /**
  * The Plan of a decision about `raw`. `keptFields` are the string status fields carried over from
- * the old status when the decision sets no fields. An Event is a Warning when its condition is
- * False, a DeploymentFailure, or the row's own condition in state Warning.
+ * the old status when the decision sets no fields. A condition is a problem, and its Event a
+ * Warning, when it is False, a DeploymentFailure, or the row's own condition in state Warning.
  */
 export function planOf(
   raw: unknown,
@@ -91,15 +91,17 @@ export function planOf(
     Object.fromEntries(
       keptFields.flatMap((k) => (typeof old[k] === "string" ? [[k, old[k]]] : [])),
     );
-  const warning = (c: Condition) =>
-    c.status === "False" || (c.type === "DeploymentFailure" && c.status === "True") ||
-    (c.type === d.row.type && d.row.state === "Warning");
+  // The old state tells whether a condition was a problem before (a row of state Warning has the
+  // same condition as its Ready row: only the state and message differ).
+  const problemIn = (state: unknown) => (c: Condition) =>
+    c.status === "False" || (c.type === DEPLOYMENT_FAILURE && c.status === "True") ||
+    (state === "Warning" && c.type === d.row.type);
   return {
     apply: d.apply ?? [],
     delete: d.delete ?? [],
     status: { served: d.served ? "True" : "False", state: d.row.state, conditions, ...fields },
     ...(d.finalizer ? { finalizer: d.finalizer } : {}),
     ...(d.requeueAfterMs !== undefined ? { requeueAfterMs: d.requeueAfterMs } : {}),
-    events: conditionEvents(before, conditions, warning),
+    events: conditionEvents(before, conditions, problemIn(d.row.state), problemIn(old.state)),
   };
 }

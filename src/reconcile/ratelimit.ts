@@ -10,7 +10,7 @@ import { parseRateLimit, type RateLimit } from "../api/ratelimit.ts";
 import { apiVersionOf, RESOURCES } from "../api/resources.ts";
 import type { KubeObject } from "../runtime/cluster.ts";
 import { kubeTime } from "../runtime/clock.ts";
-import { rowFor, rowOfStatus, setCondition, type StateRow } from "./conditions.ts";
+import { conditionEvents, rowFor, setCondition, type StateRow } from "./conditions.ts";
 import { MANAGED_BY, MANAGED_BY_LABEL, MODULE_LABEL } from "./labels.ts";
 import type { ApplyOutcome, ObjectRef, Plan } from "./plan.ts";
 import { olderConflicts } from "./ratelimit/conflict.ts";
@@ -79,7 +79,6 @@ interface Meta {
   generation?: number;
   deleting: boolean;
   conditions: Condition[];
-  previous?: { state?: string; conditions?: Condition[] };
 }
 
 function field(obj: unknown, ...keys: string[]): unknown {
@@ -103,7 +102,6 @@ function readMeta(obj: unknown): Meta {
   const conds = field(obj, "status", "conditions");
   const conditions = (Array.isArray(conds) ? conds : []).filter(isCondition)
     .filter((c) => c.type === RATELIMIT_CONDITION);
-  const state = str(field(obj, "status", "state"));
   return {
     name: str(field(obj, "metadata", "name")) ?? "",
     namespace: str(field(obj, "metadata", "namespace")) ?? "default",
@@ -111,7 +109,6 @@ function readMeta(obj: unknown): Meta {
     generation: Number.isSafeInteger(gen) && (gen as number) >= 0 ? gen as number : undefined,
     deleting: field(obj, "metadata", "deletionTimestamp") !== undefined,
     conditions,
-    previous: state === undefined ? undefined : { state, conditions },
   };
 }
 
@@ -242,18 +239,10 @@ export function reconcileRateLimit(input: RateLimitInput): Plan {
     ...(meta.generation !== undefined ? { observedGeneration: meta.generation } : {}),
     conditions,
   };
-  const before = rowOfStatus(RATELIMIT_STATES, meta.previous);
-  const changed = before !== row || meta.conditions[0]?.message !== verdict.message;
   return {
     apply: verdict.desired ? [verdict.desired] : [],
     delete: !verdict.desired && ours ? [filterRef(meta)] : [],
     status,
-    events: changed
-      ? [{
-        type: row.state === "Ready" ? "Normal" : "Warning",
-        reason: row.reason,
-        message: verdict.message,
-      }]
-      : [],
+    events: conditionEvents(meta.conditions, conditions, (c) => c.status === "False"),
   };
 }
