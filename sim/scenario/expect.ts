@@ -19,8 +19,43 @@ const META_KEYS = new Set([
   "noConditions",
 ]);
 
-function ref(e: { kind: string; namespace?: string; name?: string }): string {
+/** `Kind namespace/name` of an expectation for messages (`*` when it names no object). */
+export function expectationRef(e: { kind: string; namespace?: string; name?: string }): string {
   return `${e.kind} ${e.namespace ? `${e.namespace}/` : ""}${e.name ?? "*"}`;
+}
+
+/**
+ * The part of an object an expectation names, for `firstDifference`: its object fields as
+ * written, with `labels` under metadata and `conditions` under status.
+ */
+export function expectedObject(e: Expectation): Record<string, unknown> {
+  const expected: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(e)) if (!META_KEYS.has(k)) expected[k] = v;
+  if (e.labels) expected.metadata = { ...(expected.metadata as object ?? {}), labels: e.labels };
+  if (e.conditions) {
+    const status = (expected.status ?? {}) as Record<string, unknown>;
+    expected.status = { ...status, conditions: e.conditions };
+  }
+  return expected;
+}
+
+/** The status a `seen: true` expectation looks for in an object's history: `status` and `conditions`. */
+export function expectedSeenStatus(e: Expectation): Record<string, unknown> {
+  return {
+    ...(e.status as object ?? {}),
+    ...(e.conditions ? { conditions: e.conditions } : {}),
+  };
+}
+
+/** The first condition of `obj` whose type the expectation's `noConditions` lists, as a message. */
+export function unwantedCondition(e: Expectation, obj: unknown): string | undefined {
+  const status = obj !== null && typeof obj === "object"
+    ? (obj as { status?: { conditions?: { type: string }[] } }).status
+    : undefined;
+  const unwanted = (status?.conditions ?? []).find((c) => e.noConditions?.includes(c.type));
+  return unwanted
+    ? `status.conditions: expected no ${unwanted.type} condition, got ${JSON.stringify(unwanted)}`
+    : undefined;
 }
 
 function summary(o: KubeObject): string {
@@ -44,48 +79,33 @@ export function checkExpectation(sim: Simulation, e: Expectation): string | unde
     const want = e.count ?? 1;
     return matching.length === want
       ? undefined
-      : `${ref(e)}: count: expected ${want}, got ${matching.length}`;
+      : `${expectationRef(e)}: count: expected ${want}, got ${matching.length}`;
   }
   if (e.seen) return checkSeen(sim, e);
   const obj = type ? store.get(type, e.namespace, e.name) : undefined;
   if (e.absent) {
-    return obj ? `${ref(e)}: expected absent, but it exists (${summary(obj)})` : undefined;
+    return obj
+      ? `${expectationRef(e)}: expected absent, but it exists (${summary(obj)})`
+      : undefined;
   }
   if (!obj) {
-    return `${ref(e)}: expected to exist, but it does not${
+    return `${expectationRef(e)}: expected to exist, but it does not${
       type ? "" : ` (kind ${e.kind} is not served)`
     }`;
   }
-  const expected: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(e)) if (!META_KEYS.has(k)) expected[k] = v;
-  if (e.labels) expected.metadata = { ...(expected.metadata as object ?? {}), labels: e.labels };
-  if (e.conditions) {
-    const status = (expected.status ?? {}) as Record<string, unknown>;
-    expected.status = { ...status, conditions: e.conditions };
-  }
-  const diff = firstDifference(expected, obj);
-  if (diff) return `${ref(e)}: ${diff}`;
-  const conds = (obj.status as { conditions?: { type: string }[] } | undefined)?.conditions ?? [];
-  const unwanted = conds.find((c) => e.noConditions?.includes(c.type));
-  return unwanted
-    ? `${ref(e)}: status.conditions: expected no ${unwanted.type} condition, got ${
-      JSON.stringify(unwanted)
-    }`
-    : undefined;
+  const diff = firstDifference(expectedObject(e), obj) ?? unwantedCondition(e, obj);
+  return diff ? `${expectationRef(e)}: ${diff}` : undefined;
 }
 
 /** `seen: true`: some status the object had so far matches `status` and `conditions`. */
 function checkSeen(sim: Simulation, e: Expectation): string | undefined {
   const history = sim.statusHistory.get(`${e.kind} ${e.namespace}/${e.name}`) ?? [];
-  const expected = {
-    ...(e.status as object ?? {}),
-    ...(e.conditions ? { conditions: e.conditions } : {}),
-  };
+  const expected = expectedSeenStatus(e);
   if (history.some((s) => firstDifference(expected, s) === undefined)) return undefined;
   const rows = history.map((s) => summary({ status: s } as unknown as KubeObject));
-  return `${ref(e)}: no status so far matched ${JSON.stringify(expected)}; statuses seen: ${
-    rows.length ? rows.join(" | ") : "none"
-  }`;
+  return `${expectationRef(e)}: no status so far matched ${
+    JSON.stringify(expected)
+  }; statuses seen: ${rows.length ? rows.join(" | ") : "none"}`;
 }
 
 /** The first difference between a response and its expectation. */

@@ -5,6 +5,12 @@
  * subset match. Virtual times become waits: a step's expectations must hold within the scenario's
  * time since the previous step (at least {@link MIN_BOUND_MS}), polled, never a fixed sleep.
  */
+import {
+  expectationRef,
+  expectedObject,
+  expectedSeenStatus,
+  unwantedCondition,
+} from "../../sim/scenario/expect.ts";
 import type { Expectation, Scenario, ScenarioStep } from "../../sim/scenario/format.ts";
 import { firstDifference } from "../../sim/scenario/match.ts";
 import type { KubeObject } from "../../src/runtime/cluster.ts";
@@ -155,33 +161,6 @@ async function ensureNamespaces(env: E2E, objs: KubeObject[]): Promise<void> {
   }
 }
 
-const META_KEYS = new Set([
-  "kind",
-  "apiVersion",
-  "namespace",
-  "name",
-  "absent",
-  "count",
-  "labels",
-  "conditions",
-  "seen",
-]);
-
-function refOf(e: Expectation): string {
-  return `${e.kind} ${e.namespace ? `${e.namespace}/` : ""}${e.name ?? "*"}`;
-}
-
-/** The part of the object an expectation names, built as the simulator's `checkExpectation` builds it. */
-function expectedOf(e: Expectation): Record<string, unknown> {
-  const expected: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(e)) if (!META_KEYS.has(k)) expected[k] = v;
-  if (e.labels) expected.metadata = { ...(expected.metadata as object ?? {}), labels: e.labels };
-  if (e.conditions) {
-    expected.status = { ...(expected.status as object ?? {}), conditions: e.conditions };
-  }
-  return expected;
-}
-
 /** The first difference between an expectation and the real cluster now; undefined when it holds. */
 export async function checkReal(run: RealRun, e: Expectation): Promise<string | undefined> {
   const kube = run.env.kube;
@@ -198,23 +177,20 @@ export async function checkReal(run: RealRun, e: Expectation): Promise<string | 
     const want = e.count ?? 1;
     return items.length === want
       ? undefined
-      : `${refOf(e)}: count: expected ${want}, got ${items.length}`;
+      : `${expectationRef(e)}: count: expected ${want}, got ${items.length}`;
   }
   if (e.seen) {
-    const expected = {
-      ...(e.status as object ?? {}),
-      ...(e.conditions ? { conditions: e.conditions } : {}),
-    };
+    const expected = expectedSeenStatus(e);
     const history = run.recorder.statuses(`${e.kind} ${e.namespace ?? ""}/${e.name}`, run.mark);
     return history.some((s) => firstDifference(expected, s) === undefined)
       ? undefined
-      : `${refOf(e)}: no status so far matched ${
+      : `${expectationRef(e)}: no status so far matched ${
         JSON.stringify(expected)
       } (${history.length} seen)`;
   }
   const obj = await kube.get(resource, e.name, e.namespace);
-  if (e.absent) return obj ? `${refOf(e)}: expected absent, but it exists` : undefined;
-  if (!obj) return `${refOf(e)}: expected to exist, but it does not`;
-  const diff = firstDifference(expectedOf(e), obj);
-  return diff ? `${refOf(e)}: ${diff}` : undefined;
+  if (e.absent) return obj ? `${expectationRef(e)}: expected absent, but it exists` : undefined;
+  if (!obj) return `${expectationRef(e)}: expected to exist, but it does not`;
+  const diff = firstDifference(expectedObject(e), obj) ?? unwantedCondition(e, obj);
+  return diff ? `${expectationRef(e)}: ${diff}` : undefined;
 }

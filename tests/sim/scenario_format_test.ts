@@ -1,4 +1,10 @@
 import assert from "node:assert/strict";
+import {
+  expectationRef,
+  expectedObject,
+  expectedSeenStatus,
+  unwantedCondition,
+} from "../../sim/scenario/expect.ts";
 import { parseScenario } from "../../sim/scenario/format.ts";
 import { firstDifference } from "../../sim/scenario/match.ts";
 
@@ -89,5 +95,42 @@ Deno.test("match: subset semantics and the first differing field", () => {
   assert.equal(
     firstDifference({ spec: { x: 1 } }, actual),
     "spec: expected an object, got nothing",
+  );
+});
+
+Deno.test("expectations: the object, seen status and unwanted conditions both runners check", () => {
+  const e = parseScenario(`
+name: x
+steps:
+  - at: 1s
+    expect:
+      - kind: Scaler
+        apiVersion: operator.platform-project.io/v1alpha1
+        namespace: platform-system
+        name: default
+        labels: { app: a }
+        metadata: { finalizers: [f] }
+        status: { state: Ready }
+        conditions: [{ type: Installed, reason: Verified }]
+        noConditions: [DeploymentFailure]
+`).steps[0].expect![0];
+  assert.equal(expectationRef(e), "Scaler platform-system/default");
+  assert.equal(expectationRef({ kind: "Pod", namespace: "demo" }), "Pod demo/*");
+  assert.deepEqual(expectedObject(e), {
+    metadata: { finalizers: ["f"], labels: { app: "a" } },
+    status: { state: "Ready", conditions: [{ type: "Installed", reason: "Verified" }] },
+  });
+  assert.deepEqual(expectedSeenStatus(e), {
+    state: "Ready",
+    conditions: [{ type: "Installed", reason: "Verified" }],
+  });
+  const failure = { type: "DeploymentFailure", status: "True" };
+  assert.equal(
+    unwantedCondition(e, { status: { conditions: [{ type: "Installed" }] } }),
+    undefined,
+  );
+  assert.equal(
+    unwantedCondition(e, { status: { conditions: [failure] } }),
+    `status.conditions: expected no DeploymentFailure condition, got ${JSON.stringify(failure)}`,
   );
 });
