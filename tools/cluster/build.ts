@@ -192,13 +192,18 @@ async function buildModule(mod: GoModule, log: (msg: string) => void): Promise<v
 }
 
 let pending: Promise<Binaries> | undefined;
+/** The binaries this process checked or built: its inputs do not change while it runs. */
+let ready: Binaries | undefined;
 
 /**
  * Builds whatever is missing or stale (per-module stamp of go.mod/go.sum/flags/go version)
- * and returns the binary paths. Safe to call concurrently from several processes.
+ * and returns the binary paths. Safe to call concurrently from several processes. Once it has
+ * succeeded, later calls in the same process return the same paths at once, without checking or
+ * logging again (callers that check first and then `up` print "up to date" once).
  */
 export function ensureBuilt(log: (msg: string) => void = () => {}): Promise<Binaries> {
-  pending ??= doEnsureBuilt(log).finally(() => pending = undefined);
+  if (ready) return Promise.resolve(ready);
+  pending ??= doEnsureBuilt(log).then((b) => ready = b).finally(() => pending = undefined);
   return pending;
 }
 

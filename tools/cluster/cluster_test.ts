@@ -5,7 +5,7 @@
  */
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
 import { join } from "node:path";
-import { buildStatus, type ClusterHandle, OPERATOR_USER, up } from "./mod.ts";
+import { buildStatus, type ClusterHandle, ensureBuilt, OPERATOR_USER, up } from "./mod.ts";
 import { CACHE_DIR, exists } from "./paths.ts";
 import { isAlive } from "./processes.ts";
 import { readState } from "./state.ts";
@@ -51,6 +51,21 @@ function deployment(ns: string, name: string): string {
     },
   });
 }
+
+Deno.test({
+  name: "ensureBuilt checks once a process: a second call (as up makes) says nothing",
+  ignore: !canRun,
+  async fn() {
+    const lines: string[] = [];
+    const first = await ensureBuilt((m) => lines.push(m));
+    const second = await ensureBuilt((m) => lines.push(m));
+    assertEquals(second, first);
+    const upToDate = lines.filter((l) => l.includes("up to date"));
+    assert(upToDate.length <= 1, `logged ${JSON.stringify(lines)}`);
+    assertEquals(await ensureBuilt((m) => lines.push(`third: ${m}`)), first);
+    assert(!lines.some((l) => l.startsWith("third")), `logged ${JSON.stringify(lines)}`);
+  },
+});
 
 Deno.test({
   name: "local cluster: up, workloads, quota, restart, audit, down",
