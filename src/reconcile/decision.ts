@@ -11,10 +11,13 @@ import {
   type ConditionInput,
   conditionsOf,
   rowCondition,
+  rowFor,
   type StateRow,
   updateConditions,
 } from "./conditions.ts";
+import { type DeletionPhase, REQUEUE_MS } from "./install.ts";
 import type { ObjectRef, Plan } from "./plan.ts";
+import type { ModuleMeta } from "./singleton.ts";
 
 const DEPLOYMENT_FAILURE = "DeploymentFailure";
 
@@ -104,4 +107,81 @@ export function planOf(
     ...(d.requeueAfterMs !== undefined ? { requeueAfterMs: d.requeueAfterMs } : {}),
     events: conditionEvents(before, conditions, problemIn(d.row.state), problemIn(old.state)),
   };
+}
+
+function finalizerRemoval(meta: ModuleMeta, finalizer: string): Pick<Decision, "finalizer"> {
+  return (meta.finalizers ?? []).includes(finalizer) ? { finalizer: { remove: finalizer } } : {};
+}
+
+/**
+ * The decision for a duplicate module object: not served, only the row's condition, no status
+ * fields, and a finalizer left from when it was served removed (it would only block deletion).
+ */
+export function duplicateDecision(
+  row: StateRow,
+  message: string,
+  meta: ModuleMeta,
+  finalizer: string,
+): Decision {
+  return {
+    row,
+    message,
+    served: false,
+    keepOnly: [],
+    fields: {},
+    ...finalizerRemoval(meta, finalizer),
+  };
+}
+
+/** How a module's deletion messages name it, and what its status keeps meanwhile. */
+export interface DeletionWords {
+  /** What is deleted: `KEDA's objects`. */
+  objects: string;
+  /** The module: `KEDA` (`KEDA module deleted.`). */
+  module: string;
+  /** The module object's finalizer, removed once everything is gone. */
+  finalizer: string;
+  /** Status fields to show while deleting. */
+  fields?: Record<string, unknown>;
+}
+
+/**
+ * The decision for a module object being deleted, by the phase of its deletion: the rows
+ * DeletionErr (blocked by users' objects), Deletion and Deleted, which both module tables share.
+ */
+export function deletionDecision(
+  table: readonly StateRow[],
+  phase: DeletionPhase,
+  meta: ModuleMeta,
+  words: DeletionWords,
+): Decision {
+  const base = {
+    served: true,
+    drop: [DEPLOYMENT_FAILURE],
+    ...(words.fields ? { fields: words.fields } : {}),
+  };
+  switch (phase.phase) {
+    case "blocked":
+      return {
+        ...base,
+        row: rowFor(table, "DeletionErr"),
+        message: phase.message,
+        requeueAfterMs: REQUEUE_MS.blocked,
+      };
+    case "deleting":
+      return {
+        ...base,
+        row: rowFor(table, "Deletion"),
+        message: `Deleting ${words.objects}; waiting for them to be gone.`,
+        delete: phase.delete,
+        requeueAfterMs: REQUEUE_MS.deleting,
+      };
+    case "deleted":
+      return {
+        ...base,
+        row: rowFor(table, "Deleted"),
+        message: `${words.module} module deleted.`,
+        ...finalizerRemoval(meta, words.finalizer),
+      };
+  }
 }

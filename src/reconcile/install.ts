@@ -73,6 +73,14 @@ export function describeRefs(refs: readonly ObjectRef[]): string {
     : names.join(", ");
 }
 
+/** What a diff writes, for a message: `applying Deployment ns/a, ...; removing ConfigMap ns/b`. */
+export function describeDiff(diff: InstallDiff): string {
+  return [
+    ...(diff.apply.length ? [`applying ${describeRefs(diff.apply.map(refOf))}`] : []),
+    ...(diff.prune.length ? [`removing ${describeRefs(diff.prune)}`] : []),
+  ].join("; ");
+}
+
 /**
  * The failure of the last apply when it still matters: made for this generation, and the write that
  * failed is still pending (any pending write when the outcome names no object). A failure of some

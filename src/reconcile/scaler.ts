@@ -14,11 +14,17 @@ import { parseScaler } from "../api/scaler.ts";
 import type { KubeObject } from "../runtime/cluster.ts";
 import type { ModuleImages } from "../runtime/controller.ts";
 import { rowFor, type StateRow } from "./conditions.ts";
-import { type Decision, planOf, stateRow } from "./decision.ts";
+import {
+  type Decision,
+  deletionDecision,
+  duplicateDecision,
+  planOf,
+  stateRow,
+} from "./decision.ts";
 import {
   DEFAULT_MODULE_NAMESPACE,
   deletionPhase,
-  describeRefs,
+  describeDiff,
   diffInstalled,
   isInSync,
   pendingFailure,
@@ -28,7 +34,7 @@ import { kedaConfig } from "./keda/config.ts";
 import { KEDA_DEPLOYMENTS, KEDA_VERSION, VERSION_LABEL } from "./keda/names.ts";
 import { renderKeda } from "./keda/render.ts";
 import { ownerLabelValue, SCALER_FINALIZER } from "./labels.ts";
-import { type ApplyOutcome, type Plan, refOf } from "./plan.ts";
+import type { ApplyOutcome, Plan } from "./plan.ts";
 import { classifyModuleObject, type ModuleMeta } from "./singleton.ts";
 import { moduleReadiness } from "./verify.ts";
 
@@ -75,10 +81,6 @@ export interface ScalerInput {
 const S = (reason: string, state?: string) => rowFor(SCALER_STATES, reason, state);
 const DEPLOYMENTS = Object.values(KEDA_DEPLOYMENTS);
 
-function hasFinalizer(meta: ModuleMeta): boolean {
-  return (meta.finalizers ?? []).includes(SCALER_FINALIZER);
-}
-
 /** `kedaVersion`: the version label of the observed keda-operator Deployment, when there is one. */
 function versionFields(
   installed: readonly KubeObject[],
@@ -93,36 +95,12 @@ function versionFields(
 }
 
 function deletion(input: ScalerInput, meta: ModuleMeta): Decision {
-  const phase = deletionPhase(input.installed, input.userObjects);
-  const base = {
-    served: true,
-    drop: ["DeploymentFailure"],
+  return deletionDecision(SCALER_STATES, deletionPhase(input.installed, input.userObjects), meta, {
+    objects: "KEDA's objects",
+    module: "KEDA",
+    finalizer: SCALER_FINALIZER,
     fields: versionFields(input.installed, undefined),
-  };
-  switch (phase.phase) {
-    case "blocked":
-      return {
-        ...base,
-        row: S("DeletionErr"),
-        message: phase.message,
-        requeueAfterMs: REQUEUE_MS.blocked,
-      };
-    case "deleting":
-      return {
-        ...base,
-        row: S("Deletion"),
-        message: "Deleting KEDA's objects; waiting for them to be gone.",
-        delete: phase.delete,
-        requeueAfterMs: REQUEUE_MS.deleting,
-      };
-    case "deleted":
-      return {
-        ...base,
-        row: S("Deleted"),
-        message: "KEDA module deleted.",
-        ...(hasFinalizer(meta) ? { finalizer: { remove: SCALER_FINALIZER } } : {}),
-      };
-  }
+  });
 }
 
 function install(
@@ -156,15 +134,11 @@ function install(
     };
   }
   if (!isInSync(diff)) {
-    const parts = [
-      ...(diff.apply.length ? [`applying ${describeRefs(diff.apply.map(refOf))}`] : []),
-      ...(diff.prune.length ? [`removing ${describeRefs(diff.prune)}`] : []),
-    ];
     return {
       ...served,
       ...writes,
       row: S("Verification"),
-      message: `Installing KEDA ${KEDA_VERSION}: ${parts.join("; ")}.`,
+      message: `Installing KEDA ${KEDA_VERSION}: ${describeDiff(diff)}.`,
       requeueAfterMs: REQUEUE_MS.verifying,
     };
   }
@@ -219,15 +193,12 @@ export function reconcileScaler(input: ScalerInput): Plan {
   }
   const generation = obj.meta.generation;
   if (obj.kind === "duplicate") {
-    // A duplicate owns nothing; a finalizer left from when it was served would only block its deletion.
-    const decision: Decision = {
-      row: S("KedaDuplicated"),
-      message: obj.message,
-      served: false,
-      keepOnly: [],
-      fields: {},
-      ...(hasFinalizer(obj.meta) ? { finalizer: { remove: SCALER_FINALIZER } } : {}),
-    };
+    const decision = duplicateDecision(
+      S("KedaDuplicated"),
+      obj.message,
+      obj.meta,
+      SCALER_FINALIZER,
+    );
     return planOf(raw, decision, input.now, generation);
   }
   if (obj.meta.deletionTimestamp) {

@@ -13,18 +13,25 @@ import { parseServerless } from "../api/serverless.ts";
 import type { KubeObject } from "../runtime/cluster.ts";
 import type { ModuleImages } from "../runtime/controller.ts";
 import { conditionsOf, rowCondition, rowFor, type StateRow } from "./conditions.ts";
-import { type Decision, planOf, rawStatus, stateRow } from "./decision.ts";
+import {
+  type Decision,
+  deletionDecision,
+  duplicateDecision,
+  planOf,
+  rawStatus,
+  stateRow,
+} from "./decision.ts";
 import {
   DEFAULT_MODULE_NAMESPACE,
   deletionPhase,
-  describeRefs,
+  describeDiff,
   diffInstalled,
   isInSync,
   pendingFailure,
   REQUEUE_MS,
 } from "./install.ts";
 import { ownerLabelValue, SERVERLESS_FINALIZER } from "./labels.ts";
-import { type ApplyOutcome, type Plan, refOf } from "./plan.ts";
+import type { ApplyOutcome, Plan } from "./plan.ts";
 import {
   checkConfiguration,
   configuredMessage,
@@ -74,37 +81,13 @@ function toPlan(raw: unknown, d: Decision, now: number, generation: number | und
   return planOf(raw, d, now, generation, SETTINGS_STATUS_FIELDS);
 }
 
-function hasFinalizer(meta: ModuleMeta): boolean {
-  return (meta.finalizers ?? []).includes(SERVERLESS_FINALIZER);
-}
-
 function deletion(input: ServerlessInput, meta: ModuleMeta): Decision {
   const phase = deletionPhase(input.installed, input.userObjects);
-  const base = { served: true, drop: ["DeploymentFailure"] };
-  switch (phase.phase) {
-    case "blocked":
-      return {
-        ...base,
-        row: S("DeletionErr"),
-        message: phase.message,
-        requeueAfterMs: REQUEUE_MS.blocked,
-      };
-    case "deleting":
-      return {
-        ...base,
-        row: S("Deletion"),
-        message: "Deleting the Serverless module's objects; waiting for them to be gone.",
-        delete: phase.delete,
-        requeueAfterMs: REQUEUE_MS.deleting,
-      };
-    case "deleted":
-      return {
-        ...base,
-        row: S("Deleted"),
-        message: "Serverless module deleted.",
-        ...(hasFinalizer(meta) ? { finalizer: { remove: SERVERLESS_FINALIZER } } : {}),
-      };
-  }
+  return deletionDecision(SERVERLESS_STATES, phase, meta, {
+    objects: "the Serverless module's objects",
+    module: "Serverless",
+    finalizer: SERVERLESS_FINALIZER,
+  });
 }
 
 function install(
@@ -156,15 +139,11 @@ function install(
         requeueAfterMs: REQUEUE_MS.verifying,
       };
     }
-    const parts = [
-      ...(diff.apply.length ? [`applying ${describeRefs(diff.apply.map(refOf))}`] : []),
-      ...(diff.prune.length ? [`removing ${describeRefs(diff.prune)}`] : []),
-    ];
     return {
       ...ok,
       ...writes,
       row: S("Installation"),
-      message: `Updating the installation: ${parts.join("; ")}.`,
+      message: `Updating the installation: ${describeDiff(diff)}.`,
       requeueAfterMs: REQUEUE_MS.verifying,
     };
   }
@@ -218,15 +197,8 @@ export function reconcileServerless(input: ServerlessInput): Plan {
   }
   const generation = obj.meta.generation;
   if (obj.kind === "duplicate") {
-    // A duplicate owns nothing; a finalizer left from when it was served would only block its deletion.
-    const decision: Decision = {
-      row: S("ServerlessDuplicated"),
-      message: obj.message,
-      served: false,
-      keepOnly: [],
-      fields: {},
-      ...(hasFinalizer(obj.meta) ? { finalizer: { remove: SERVERLESS_FINALIZER } } : {}),
-    };
+    const row = S("ServerlessDuplicated");
+    const decision = duplicateDecision(row, obj.message, obj.meta, SERVERLESS_FINALIZER);
     return toPlan(raw, decision, input.now, generation);
   }
   if (obj.meta.deletionTimestamp) {
