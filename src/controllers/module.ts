@@ -1,11 +1,17 @@
 /**
  * What the Serverless and Scaler controllers share: the cache reads that build a module reducer's
- * input, and the mapping from a watch event to the module objects that must look at it.
+ * input, the mapping from a watch event to the module objects that must look at it, and the
+ * ControllerSpec made of them.
  */
 import { RESOURCES } from "../api/resources.ts";
 import { type KubeObject, objectKey, type ResourceType } from "../runtime/cluster.ts";
-import type { CacheReader, WatchSpec } from "../runtime/controller.ts";
-import { emptyPlan, type Plan } from "../reconcile/plan.ts";
+import type {
+  CacheReader,
+  ControllerSpec,
+  ModuleImages,
+  WatchSpec,
+} from "../runtime/controller.ts";
+import { type ApplyOutcome, emptyPlan, type Plan } from "../reconcile/plan.ts";
 import {
   MANAGED_BY,
   MANAGED_BY_LABEL,
@@ -122,4 +128,46 @@ export function moduleTriggers(
   const owner = obj.metadata.labels?.[OWNER_LABEL];
   const owners = peers.filter((p) => ownerLabelValue(p.metadata) === owner).map(objectKey);
   return unique(owners.length > 0 ? owners : all);
+}
+
+/** What a module reducer reads: the module object, its peers, its installed and user objects. */
+export interface ModuleInput {
+  object: KubeObject;
+  peers: readonly KubeObject[];
+  installed: KubeObject[];
+  userObjects: Record<string, number>;
+  now: number;
+  images: ModuleImages;
+  lastOutcome?: ApplyOutcome;
+}
+
+/**
+ * The controller of a module: its watches and triggers, and a reconcile that reads `reduce`'s
+ * input from the cache (unless `holdDeletion` holds it).
+ */
+export function moduleController(
+  name: string,
+  kind: ModuleKind,
+  reduce: (input: ModuleInput) => Plan,
+): ControllerSpec {
+  return {
+    name,
+    primary: kind.primary,
+    watches: moduleWatches(kind),
+    triggers: (type, obj, cache) => moduleTriggers(kind, type, obj, cache),
+    reconcile(key, cache, ctx) {
+      const { namespace, name } = splitKey(key);
+      const object = cache.get(kind.primary, namespace, name);
+      if (!object) return undefined;
+      return holdDeletion(kind, cache, object) ?? reduce({
+        object,
+        peers: cache.list(kind.primary),
+        installed: installedObjects(kind, cache),
+        userObjects: userObjectCounts(kind, cache),
+        now: ctx.now,
+        images: ctx.images,
+        ...(ctx.lastOutcome ? { lastOutcome: ctx.lastOutcome } : {}),
+      });
+    },
+  };
 }

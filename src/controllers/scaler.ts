@@ -2,15 +2,7 @@
 import { RESOURCES } from "../api/resources.ts";
 import type { ControllerSpec } from "../runtime/controller.ts";
 import { reconcileScaler } from "../reconcile/scaler.ts";
-import {
-  holdDeletion,
-  installedObjects,
-  type ModuleKind,
-  moduleTriggers,
-  moduleWatches,
-  splitKey,
-  userObjectCounts,
-} from "./module.ts";
+import { moduleController, type ModuleKind } from "./module.ts";
 
 /** The KEDA module: what it installs and what blocks its deletion. */
 export const SCALER_MODULE: ModuleKind = {
@@ -37,25 +29,8 @@ export const SCALER_MODULE: ModuleKind = {
 };
 
 /** The Scaler controller (ControllerSpec for the runtime). */
-export const scalerController: ControllerSpec = {
-  name: "scaler",
-  primary: RESOURCES.Scaler,
-  watches: moduleWatches(SCALER_MODULE),
-  triggers: (type, obj, cache) => moduleTriggers(SCALER_MODULE, type, obj, cache),
-  reconcile(key, cache, ctx) {
-    const { namespace, name } = splitKey(key);
-    const object = cache.get(RESOURCES.Scaler, namespace, name);
-    if (!object) return undefined;
-    const held = holdDeletion(SCALER_MODULE, cache, object);
-    if (held) return held;
-    return reconcileScaler({
-      object,
-      peers: cache.list(RESOURCES.Scaler),
-      installed: installedObjects(SCALER_MODULE, cache),
-      userObjects: userObjectCounts(SCALER_MODULE, cache),
-      now: ctx.now,
-      images: ctx.images,
-      ...(ctx.lastOutcome ? { lastOutcome: ctx.lastOutcome } : {}),
-    });
-  },
-};
+export const scalerController: ControllerSpec = moduleController(
+  "scaler",
+  SCALER_MODULE,
+  reconcileScaler,
+);
