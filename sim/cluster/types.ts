@@ -3,7 +3,7 @@
  * only while its CustomResourceDefinition exists (as on a real server, where listing a type whose
  * CRD is not installed gives 404).
  */
-import { RESOURCES } from "../../src/api/resources.ts";
+import { RESOURCES, resourceType } from "../../src/api/resources.ts";
 import type { KubeObject, ResourceType } from "../../src/runtime/cluster.ts";
 import { noSuchType } from "./errors.ts";
 import { builtinListRules, type ListRules, schemaListRules } from "./fields.ts";
@@ -12,20 +12,6 @@ import { builtinListRules, type ListRules, schemaListRules } from "./fields.ts";
 export function typeKey(type: { group: string; plural: string }): string {
   return `${type.group}/${type.plural}`;
 }
-
-const rt = (
-  group: string,
-  version: string,
-  kind: string,
-  plural: string,
-  namespaced = true,
-): ResourceType => ({
-  group,
-  version,
-  kind,
-  plural,
-  namespaced,
-});
 
 const BUILTIN_GROUPS = new Set([
   "",
@@ -44,18 +30,18 @@ const BUILTIN_GROUPS = new Set([
 
 /** Built-in types beyond the project's RESOURCES table that installed modules may render. */
 const EXTRA_BUILTINS: ResourceType[] = [
-  rt(
+  resourceType(
     "admissionregistration.k8s.io",
     "v1",
     "MutatingWebhookConfiguration",
     "mutatingwebhookconfigurations",
     false,
   ),
-  rt("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets"),
-  rt("autoscaling", "v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers"),
-  rt("networking.k8s.io", "v1", "NetworkPolicy", "networkpolicies"),
-  rt("apps", "v1", "ReplicaSet", "replicasets"),
-  rt("batch", "v1", "Job", "jobs"),
+  resourceType("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets"),
+  resourceType("autoscaling", "v2", "HorizontalPodAutoscaler", "horizontalpodautoscalers"),
+  resourceType("networking.k8s.io", "v1", "NetworkPolicy", "networkpolicies"),
+  resourceType("apps", "v1", "ReplicaSet", "replicasets"),
+  resourceType("batch", "v1", "Job", "jobs"),
 ];
 
 /** Built-in kinds with a /status subresource (main-resource writes ignore their status). */
@@ -160,7 +146,7 @@ export class TypeRegistry {
     const versions = spec.versions.filter((v) => v.served !== false);
     const storage = versions.find((v) => v.storage) ?? versions[0];
     const schema = (storage as { schema?: { openAPIV3Schema?: unknown } }).schema?.openAPIV3Schema;
-    const type = rt(
+    const type = resourceType(
       spec.group,
       storage.name,
       spec.names.kind,

@@ -1,19 +1,18 @@
 /** Every resource type the operator reads or writes, in one place. */
 import type { ResourceType } from "../runtime/cluster.ts";
 
-const t = (
+/** A resource type; namespaced unless `namespaced` is false. */
+export function resourceType(
   group: string,
   version: string,
   kind: string,
   plural: string,
   namespaced = true,
-): ResourceType => ({
-  group,
-  version,
-  kind,
-  plural,
-  namespaced,
-});
+): ResourceType {
+  return { group, version, kind, plural, namespaced };
+}
+
+const t = resourceType;
 
 /** Resource types by kind. */
 export const RESOURCES = {

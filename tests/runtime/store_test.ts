@@ -1,16 +1,11 @@
 /** The store's read-your-writes: a write is seen at once, never replaced by older watch news. */
 import assert from "node:assert/strict";
 import { Store } from "../../src/runtime/store.ts";
-import type { KubeObject, ResourceType } from "../../src/runtime/cluster.ts";
+import type { KubeObject } from "../../src/runtime/cluster.ts";
 import { parseSelector } from "../../src/runtime/selector.ts";
+import { RESOURCES } from "../../src/api/resources.ts";
 
-const CM: ResourceType = {
-  group: "",
-  version: "v1",
-  kind: "ConfigMap",
-  plural: "configmaps",
-  namespaced: true,
-};
+const CM = RESOURCES.ConfigMap;
 
 function cm(name: string, rv: number, extra: Partial<KubeObject["metadata"]> = {}): KubeObject {
   return {

@@ -5,28 +5,11 @@ import { Watcher, type WatcherOptions } from "../../src/runtime/watcher.ts";
 import type { KubeObject, ResourceType } from "../../src/runtime/cluster.ts";
 import { FakeCluster } from "./fake_cluster.ts";
 import { captureLogger, ManualClock, seededRandom } from "./helpers.ts";
+import { RESOURCES } from "../../src/api/resources.ts";
 
-const CM: ResourceType = {
-  group: "",
-  version: "v1",
-  kind: "ConfigMap",
-  plural: "configmaps",
-  namespaced: true,
-};
-const SECRET: ResourceType = {
-  group: "",
-  version: "v1",
-  kind: "Secret",
-  plural: "secrets",
-  namespaced: true,
-};
-const FN: ResourceType = {
-  group: "serverless.platform-project.io",
-  version: "v1alpha2",
-  kind: "Function",
-  plural: "functions",
-  namespaced: true,
-};
+const CM = RESOURCES.ConfigMap;
+const SECRET = RESOURCES.Secret;
+const FN = RESOURCES.Function;
 
 function cm(name: string, data = "x"): KubeObject {
   return {
