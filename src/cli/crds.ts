@@ -1,7 +1,7 @@
 /** `mod.ts crds`: writes `crds/` from the zod schemas, or with `--check` reports what is stale. */
-import { parseArgs } from "node:util";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
+import { parseGeneratorArgs } from "./generator_args.ts";
 import { crdDifferences, renderCrdFiles } from "../crd/render.ts";
 
 const HELP = `Usage: deno run -A mod.ts crds [--check] [--dir DIR]
@@ -33,26 +33,8 @@ export async function readYamlFiles(dir: string): Promise<Map<string, string>> {
 
 /** Runs the command; resolves to the exit code (0 ok, 1 stale with --check, 2 bad usage). */
 export async function main(args: string[]): Promise<number> {
-  let values: { check?: boolean; dir?: string; help?: boolean };
-  try {
-    ({ values } = parseArgs({
-      args,
-      options: {
-        check: { type: "boolean" },
-        dir: { type: "string" },
-        help: { type: "boolean", short: "h" },
-      },
-      strict: true,
-      allowPositionals: false,
-    }));
-  } catch (err) {
-    console.error(`error: ${err instanceof Error ? err.message : String(err)}\n\n${HELP}`);
-    return 2;
-  }
-  if (values.help) {
-    console.log(HELP);
-    return 0;
-  }
+  const values = parseGeneratorArgs(args, HELP);
+  if (typeof values === "number") return values;
   const dir = values.dir ?? CRDS_DIR;
   const shown = relative(Deno.cwd(), dir) || ".";
   const expected = renderCrdFiles();

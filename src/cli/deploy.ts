@@ -1,7 +1,7 @@
 /** `mod.ts deploy`: writes the generated files of deploy/ (RBAC, CRD copies), or with `--check` lists what is stale. */
-import { parseArgs } from "node:util";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
+import { parseGeneratorArgs } from "./generator_args.ts";
 import { deployFiles } from "../kube/manifests.ts";
 
 const HELP = `Usage: deno run -A mod.ts deploy [--check] [--dir DIR]
@@ -37,26 +37,8 @@ export async function staleDeployFiles(dir: string): Promise<string[]> {
 
 /** Runs the command; resolves to the exit code (0 ok, 1 stale with --check, 2 bad usage). */
 export async function main(args: string[]): Promise<number> {
-  let values: { check?: boolean; dir?: string; help?: boolean };
-  try {
-    ({ values } = parseArgs({
-      args,
-      options: {
-        check: { type: "boolean" },
-        dir: { type: "string" },
-        help: { type: "boolean", short: "h" },
-      },
-      strict: true,
-      allowPositionals: false,
-    }));
-  } catch (err) {
-    console.error(`error: ${(err as Error).message}\n\n${HELP}`);
-    return 2;
-  }
-  if (values.help) {
-    console.log(HELP);
-    return 0;
-  }
+  const values = parseGeneratorArgs(args, HELP);
+  if (typeof values === "number") return values;
   const dir = values.dir ?? DEPLOY_DIR;
   const shown = relative(Deno.cwd(), dir) || ".";
   const stale = await staleDeployFiles(dir);
