@@ -1,7 +1,12 @@
-/** What one run (a scenario or a seed of the sweep) reports, and how the fault mix of a run is chosen. */
+/**
+ * What one run (a scenario or a seed of the sweep) reports, how it ends (the quiet check, the
+ * failures that stop it), and how the fault mix of a run is chosen.
+ */
+import { LivelockError } from "./clock.ts";
 import { type FaultConfig, NO_FAULTS, swarm } from "./faults.ts";
 import { Prng } from "./prng.ts";
-import type { TimelineEntry } from "./trace.ts";
+import { QUIET_MS, type Simulation, ViolationStop } from "./simulation.ts";
+import { offset, type TimelineEntry } from "./trace.ts";
 
 /** The outcome of one run. */
 export interface RunResult {
@@ -25,6 +30,77 @@ export interface RunResult {
   timeline: TimelineEntry[];
   /** The exact command that replays this run. */
   replay: string;
+}
+
+/** Thrown by a run's own checks to end it as failed with this message. */
+export class RunFailure extends Error {}
+
+/** Who a run is, for its report. */
+export interface RunIdentity {
+  name: string;
+  file?: string;
+  seed: number;
+  /** The command that replays it. */
+  replay: string;
+}
+
+/**
+ * Runs `body` on `sim` and reports the run: ok, or failed with the message and virtual time of
+ * what ended it (a RunFailure, a broken invariant, a livelock). Any other error is a bug: thrown.
+ */
+export async function reportRun(
+  sim: Simulation,
+  run: RunIdentity,
+  body: () => Promise<void>,
+): Promise<RunResult> {
+  let failure: string | undefined;
+  let failedAt: string | undefined;
+  try {
+    await body();
+  } catch (err) {
+    const ends = err instanceof RunFailure || err instanceof ViolationStop ||
+      err instanceof LivelockError;
+    if (!ends) throw err;
+    failure = err.message;
+    failedAt = offset(sim.clock.now());
+  }
+  return {
+    name: run.name,
+    ...(run.file ? { file: run.file } : {}),
+    seed: run.seed,
+    ok: failure === undefined,
+    virtualMs: sim.now,
+    steps: sim.driver.steps,
+    writes: sim.operatorWrites,
+    ...(failure ? { failure, failedAt } : {}),
+    traceHash: sim.trace.digest(),
+    timeline: sim.trace.timeline,
+    replay: run.replay,
+  };
+}
+
+/**
+ * Runs `sim`'s quiet periods (`Simulation.quiet`) and throws a RunFailure when the world kept
+ * changing or the operator wrote while nothing changed.
+ */
+export async function expectQuiet(
+  sim: Simulation,
+  periodMs = QUIET_MS,
+  maxPeriods = 4,
+): Promise<void> {
+  const quiet = await sim.quiet(periodMs, maxPeriods);
+  if (!quiet.quiet) {
+    throw new RunFailure(
+      `quiet: the world kept changing for ${(maxPeriods * periodMs) / 60_000} min`,
+    );
+  }
+  if (quiet.writes.length > 0) {
+    throw new RunFailure(
+      `quiet: ${quiet.writes.length} operator write(s) while nothing changed, first: ${
+        quiet.writes[0]
+      }`,
+    );
+  }
 }
 
 /** A fault choice: `none`, `default` (the seed's swarm mix), or explicit rates over none. */

@@ -8,9 +8,8 @@ import { ApiError, type KubeObject } from "../src/runtime/cluster.ts";
 import type { Logger } from "../src/runtime/log.ts";
 import type { FaultConfig } from "./faults.ts";
 import { judge } from "./oracle.ts";
-import type { RunResult } from "./result.ts";
-import { Simulation, ViolationStop } from "./simulation.ts";
-import { LivelockError } from "./clock.ts";
+import { expectQuiet, reportRun, RunFailure, type RunResult } from "./result.ts";
+import { Simulation } from "./simulation.ts";
 import { offset } from "./trace.ts";
 import { type Action, DEMO, demoWorkload, generateWorkload, SWEEP_MAX_TOKENS } from "./workload.ts";
 
@@ -31,7 +30,7 @@ export interface SeedOptions {
   replay?: (seed: number) => string;
 }
 
-class SeedFailure extends Error {}
+class SeedFailure extends RunFailure {}
 
 async function perform(sim: Simulation, a: Action): Promise<string> {
   const store = sim.cluster.store;
@@ -81,9 +80,8 @@ function probe(sim: Simulation): string | undefined {
 export async function runSeed(seed: number, opts: SeedOptions): Promise<RunResult> {
   const sim = new Simulation({ seed, faults: opts.faults, log: opts.log });
   const actions = generateWorkload(sim.prng.fork("workload"), SAFETY_MS - 30_000);
-  let failure: string | undefined;
-  let failedAt: string | undefined;
-  try {
+  const run = { name: `seed ${seed}`, seed, replay: opts.replay?.(seed) ?? "" };
+  return await reportRun(sim, run, async () => {
     await sim.boot();
     sim.scheduleSwarm(SAFETY_MS);
     for (const obj of demoWorkload() as KubeObject[]) {
@@ -116,34 +114,8 @@ export async function runSeed(seed: number, opts: SeedOptions): Promise<RunResul
     if (!await sim.settle(CONVERGE_LIMIT_MS)) {
       throw new SeedFailure("liveness: converged, but the operator kept writing");
     }
-    const quiet = await sim.quiet(SWEEP_QUIET_MS);
-    if (!quiet.quiet) throw new SeedFailure("quiet: the world kept changing");
-    if (quiet.writes.length > 0) {
-      throw new SeedFailure(
-        `quiet: ${quiet.writes.length} operator write(s) while nothing changed, first: ${
-          quiet.writes[0]
-        }`,
-      );
-    }
+    await expectQuiet(sim, SWEEP_QUIET_MS);
     const wrong = judge(sim) ?? probe(sim);
     if (wrong) throw new SeedFailure(`after the quiet period: ${wrong}`);
-  } catch (err) {
-    if (
-      !(err instanceof SeedFailure || err instanceof ViolationStop || err instanceof LivelockError)
-    ) throw err;
-    failure = err.message;
-    failedAt = offset(sim.clock.now());
-  }
-  return {
-    name: `seed ${seed}`,
-    seed,
-    ok: failure === undefined,
-    virtualMs: sim.now,
-    steps: sim.driver.steps,
-    writes: sim.operatorWrites,
-    ...(failure ? { failure, failedAt } : {}),
-    traceHash: sim.trace.digest(),
-    timeline: sim.trace.timeline,
-    replay: opts.replay?.(seed) ?? "",
-  };
+  });
 }

@@ -6,9 +6,16 @@
 import type { MeshRequest } from "../../src/dataplane/mod.ts";
 import { ApiError, type KubeObject, type ResourceType } from "../../src/runtime/cluster.ts";
 import type { Logger } from "../../src/runtime/log.ts";
-import { type FaultChoice, faultsFor, hasFaults, type RunResult } from "../result.ts";
-import { QUIET_MS, Simulation, ViolationStop } from "../simulation.ts";
-import { LivelockError } from "../clock.ts";
+import {
+  expectQuiet,
+  type FaultChoice,
+  faultsFor,
+  hasFaults,
+  reportRun,
+  RunFailure,
+  type RunResult,
+} from "../result.ts";
+import { Simulation } from "../simulation.ts";
 import { offset } from "../trace.ts";
 import type { Scenario, ScenarioStep } from "./format.ts";
 import { applyFault } from "./faults.ts";
@@ -30,16 +37,15 @@ export interface ScenarioOptions {
 }
 
 /** A step failed: the message says which field differed. */
-class StepFailure extends Error {}
+class StepFailure extends RunFailure {}
 
 /** Runs one scenario to completion. */
 export async function runScenario(sc: Scenario, opts: ScenarioOptions = {}): Promise<RunResult> {
   const seed = opts.seed ?? sc.seed ?? 1;
   const faults = faultsFor(opts.faults ?? (sc.faults as FaultChoice | undefined), seed);
   const sim = new Simulation({ seed, faults, log: opts.log });
-  let failure: string | undefined;
-  let failedAt: string | undefined;
-  try {
+  const run = { name: sc.name, file: opts.file, seed, replay: opts.replay?.(seed) ?? "" };
+  return await reportRun(sim, run, async () => {
     await sim.boot();
     if (hasFaults(faults)) sim.scheduleSwarm(sc.steps[sc.steps.length - 1].at);
     for (const [i, step] of sc.steps.entries()) {
@@ -54,37 +60,8 @@ export async function runScenario(sc: Scenario, opts: ScenarioOptions = {}): Pro
         } min after the last step`,
       );
     }
-    const quiet = await sim.quiet();
-    if (!quiet.quiet) {
-      throw new StepFailure(`quiet: the world kept changing for ${(4 * QUIET_MS) / 60_000} min`);
-    }
-    if (quiet.writes.length > 0) {
-      throw new StepFailure(
-        `quiet: ${quiet.writes.length} operator write(s) while nothing changed, first: ${
-          quiet.writes[0]
-        }`,
-      );
-    }
-  } catch (err) {
-    if (
-      !(err instanceof StepFailure || err instanceof ViolationStop || err instanceof LivelockError)
-    ) throw err;
-    failure = err.message;
-    failedAt = offset(sim.clock.now());
-  }
-  return {
-    name: sc.name,
-    ...(opts.file ? { file: opts.file } : {}),
-    seed,
-    ok: failure === undefined,
-    virtualMs: sim.now,
-    steps: sim.driver.steps,
-    writes: sim.operatorWrites,
-    ...(failure ? { failure, failedAt } : {}),
-    traceHash: sim.trace.digest(),
-    timeline: sim.trace.timeline,
-    replay: opts.replay?.(seed) ?? "",
-  };
+    await expectQuiet(sim);
+  });
 }
 
 function typeFor(
