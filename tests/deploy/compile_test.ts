@@ -9,6 +9,8 @@ import { flagEnvNames } from "../../src/cli/run_flags.ts";
 import { SERVICE_ACCOUNT_DIR } from "../../src/kube/config.ts";
 import { json, status } from "../kube/fake_server.ts";
 import { startServer } from "../kube/fake_server.ts";
+import { kubeconfigFor } from "../kube/helpers.ts";
+import { dirname } from "node:path";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 const config = JSON.parse(await Deno.readTextFile(`${ROOT}deno.json`)) as {
@@ -69,18 +71,8 @@ Deno.test("the operator starts, reports a missing CRD, serves probes and stops o
       ? json({ ...JSON.parse(req.body), status: { allowed: true } }, 201)
       : json({ items: [], metadata: { resourceVersion: "1" } })
   );
-  const dir = await Deno.makeTempDir();
-  await Deno.writeTextFile(
-    `${dir}/kubeconfig`,
-    JSON.stringify({
-      apiVersion: "v1",
-      kind: "Config",
-      clusters: [{ name: "c", cluster: { server: api.url } }],
-      users: [{ name: "u", user: { token: "t" } }],
-      contexts: [{ name: "x", context: { cluster: "c", user: "u" } }],
-      "current-context": "x",
-    }),
-  );
+  const kubeconfig = await kubeconfigFor(api.url);
+  const dir = dirname(kubeconfig);
   // The binary reads kubeconfigs from /etc/platform-operator; here the test's folder stands in.
   const perms = permissions.map((p) => p.startsWith("--allow-read=") ? `${p},${dir}` : p);
   const child = new Deno.Command(Deno.execPath(), {
@@ -91,7 +83,7 @@ Deno.test("the operator starts, reports a missing CRD, serves probes and stops o
       ...perms,
       `${ROOT}src/cli/operator_main.ts`,
       "run",
-      `--kubeconfig=${dir}/kubeconfig`,
+      `--kubeconfig=${kubeconfig}`,
       "--probe-addr=127.0.0.1:0",
       "--metrics-addr=0",
       "--controllers=ratelimit",

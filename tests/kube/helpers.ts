@@ -18,6 +18,23 @@ export function connectionTo(server: string, extra: Partial<Connection> = {}): C
   };
 }
 
+/** Writes a kubeconfig for `server` (token auth) into a new temporary folder; returns its path. */
+export async function kubeconfigFor(server: string): Promise<string> {
+  const dir = await Deno.makeTempDir();
+  await Deno.writeTextFile(
+    `${dir}/kubeconfig`,
+    JSON.stringify({
+      apiVersion: "v1",
+      kind: "Config",
+      clusters: [{ name: "c", cluster: { server } }],
+      users: [{ name: "u", user: { token: "t" } }],
+      contexts: [{ name: "x", context: { cluster: "c", user: "u" } }],
+      "current-context": "x",
+    }),
+  );
+  return `${dir}/kubeconfig`;
+}
+
 /** Runs `fn` with a fake server and a LiveCluster on it, closing both after. */
 export async function withCluster(
   handler: Handler,

@@ -3,27 +3,12 @@ import { main, runOperator } from "../../src/cli/run.ts";
 import { parseRunFlags, type RunOptions } from "../../src/cli/run_flags.ts";
 import { FakeApi } from "./fake_api.ts";
 import { startServer } from "./fake_server.ts";
+import { kubeconfigFor } from "./helpers.ts";
 
 function opts(args: string[]): RunOptions {
   const parsed = parseRunFlags(args, () => undefined);
   if (parsed.kind !== "options") throw new Error(JSON.stringify(parsed));
   return parsed.options;
-}
-
-async function kubeconfigFor(server: string): Promise<string> {
-  const dir = await Deno.makeTempDir();
-  await Deno.writeTextFile(
-    `${dir}/kubeconfig`,
-    JSON.stringify({
-      apiVersion: "v1",
-      kind: "Config",
-      clusters: [{ name: "c", cluster: { server } }],
-      users: [{ name: "u", user: { token: "t" } }],
-      contexts: [{ name: "x", context: { cluster: "c", user: "u" } }],
-      "current-context": "x",
-    }),
-  );
-  return `${dir}/kubeconfig`;
 }
 
 async function waitFor<T>(
