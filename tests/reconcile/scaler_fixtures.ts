@@ -3,7 +3,7 @@ import type { KubeObject } from "../../src/runtime/cluster.ts";
 import type { Plan } from "../../src/reconcile/plan.ts";
 import { reconcileScaler, type ScalerInput } from "../../src/reconcile/scaler.ts";
 import { IMAGES, NOW } from "./serverless_fixtures.ts";
-import { type CarryOutOptions, convergeWith, type World } from "./singleton_world.ts";
+import { type CarryOutOptions, convergeWith, moduleObject, type World } from "./singleton_world.ts";
 
 export { conditionOf, IMAGES, NOW, statusOf } from "./serverless_fixtures.ts";
 
@@ -15,19 +15,7 @@ export function scaler(
   spec: Record<string, unknown> = {},
   meta: Partial<KubeObject["metadata"]> = {},
 ): KubeObject {
-  return {
-    apiVersion: "operator.platform-project.io/v1alpha1",
-    kind: "Scaler",
-    metadata: {
-      name: "default",
-      namespace: "platform-system",
-      uid: "uid-default",
-      generation: 1,
-      creationTimestamp: "2025-12-01T00:00:00Z",
-      ...meta,
-    },
-    spec,
-  };
+  return moduleObject("Scaler", spec, meta);
 }
 
 /** The reducer input for a world. */

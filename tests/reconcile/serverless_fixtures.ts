@@ -4,7 +4,7 @@ import type { KubeObject } from "../../src/runtime/cluster.ts";
 import type { ModuleImages } from "../../src/runtime/controller.ts";
 import type { Plan } from "../../src/reconcile/plan.ts";
 import { reconcileServerless, type ServerlessInput } from "../../src/reconcile/serverless.ts";
-import { type CarryOutOptions, convergeWith, type World } from "./singleton_world.ts";
+import { type CarryOutOptions, convergeWith, moduleObject, type World } from "./singleton_world.ts";
 
 /** A fixed time: 2026-01-01T00:00:00Z. */
 export const NOW = Date.UTC(2026, 0, 1);
@@ -22,19 +22,7 @@ export function serverless(
   spec: Record<string, unknown> = {},
   meta: Partial<KubeObject["metadata"]> = {},
 ): KubeObject {
-  return {
-    apiVersion: "operator.platform-project.io/v1alpha1",
-    kind: "Serverless",
-    metadata: {
-      name: "default",
-      namespace: "platform-system",
-      uid: "uid-default",
-      generation: 1,
-      creationTimestamp: "2025-12-01T00:00:00Z",
-      ...meta,
-    },
-    spec,
-  };
+  return moduleObject("Serverless", spec, meta);
 }
 
 /** A world holding just `object`. */

@@ -22,6 +22,27 @@ export interface World {
 
 type Json = unknown;
 
+/** A module object (`Serverless`, `Scaler`) as the API server returns it: `default` in platform-system. */
+export function moduleObject(
+  kind: string,
+  spec: Record<string, unknown> = {},
+  meta: Partial<KubeObject["metadata"]> = {},
+): KubeObject {
+  return {
+    apiVersion: "operator.platform-project.io/v1alpha1",
+    kind,
+    metadata: {
+      name: "default",
+      namespace: "platform-system",
+      uid: "uid-default",
+      generation: 1,
+      creationTimestamp: "2025-12-01T00:00:00Z",
+      ...meta,
+    },
+    spec,
+  };
+}
+
 /** Server-side apply as a merge: objects merge key by key, anything else is replaced. */
 export function merge(observed: Json, desired: Json): Json {
   if (
