@@ -29,6 +29,30 @@ const b: ControllerSpec = {
   }],
 };
 
+/** A controller loop of `spec` on a fake cluster, with its own runner. */
+function loopOf(spec: ControllerSpec, cache: Cache, clock: ManualClock): ControllerLoop {
+  const metrics = new Metrics();
+  const runner = new Runner({
+    cluster: new FakeCluster(clock),
+    cache,
+    clock,
+    random: seededRandom(),
+    log: nullLogger,
+    metrics,
+    controller: "a",
+    identity: "x",
+  });
+  return new ControllerLoop({
+    spec,
+    cache,
+    runner,
+    clock,
+    log: nullLogger,
+    metrics,
+    images: {} as never,
+  });
+}
+
 Deno.test("planWatches shares one watch per (type, selector); required wins over optional", () => {
   const plan = planWatches([a, b]).map((w) => `${w.type.kind}|${w.selector ?? ""}|${w.required}`);
   assert.deepEqual(plan, [
@@ -52,27 +76,7 @@ Deno.test("keysFor: the primary's own key, triggers of the new and the old objec
     triggers: (_t, obj) => obj.metadata.labels?.owner ? [`ns/${obj.metadata.labels.owner}`] : [],
     reconcile: () => emptyPlan(),
   };
-  const cluster = new FakeCluster(clock);
-  const metrics = new Metrics();
-  const runner = new Runner({
-    cluster,
-    cache,
-    clock,
-    random: seededRandom(),
-    log: nullLogger,
-    metrics,
-    controller: "a",
-    identity: "x",
-  });
-  const loop = new ControllerLoop({
-    spec,
-    cache,
-    runner,
-    clock,
-    log: nullLogger,
-    metrics,
-    images: {} as never,
-  });
+  const loop = loopOf(spec, cache, clock);
   const dep = (owner: string) => ({
     apiVersion: "apps/v1",
     kind: "Deployment",
@@ -105,27 +109,7 @@ Deno.test("a key that arrives before the controller's required watches synced is
       return undefined;
     },
   };
-  const metrics = new Metrics();
-  const cluster = new FakeCluster(clock);
-  const runner = new Runner({
-    cluster,
-    cache,
-    clock,
-    random: seededRandom(),
-    log: nullLogger,
-    metrics,
-    controller: "a",
-    identity: "x",
-  });
-  const loop = new ControllerLoop({
-    spec,
-    cache,
-    runner,
-    clock,
-    log: nullLogger,
-    metrics,
-    images: {} as never,
-  });
+  const loop = loopOf(spec, cache, clock);
   const listed = (type: typeof RESOURCES.Serverless, selector?: string) => {
     cache.store(type, selector).handle({ type: "init" });
     cache.store(type, selector).handle({ type: "init-done" });
