@@ -5,7 +5,7 @@ import { parseScaler } from "../../src/api/scaler.ts";
 import { rowOfStatus } from "../../src/reconcile/conditions.ts";
 import { reconcileScaler, SCALER_STATES } from "../../src/reconcile/scaler.ts";
 import { converge, inputOf, scaler, statusOf } from "./scaler_fixtures.ts";
-import { carryOut, isQuiet, type World } from "./singleton_world.ts";
+import { testModuleProperties } from "./module_props.ts";
 
 const opt = <T>(arb: fc.Arbitrary<T>) => fc.option(arb, { nil: undefined });
 const component = <T>(arb: fc.Arbitrary<T>) =>
@@ -72,63 +72,15 @@ const arbScalerSpec: fc.Arbitrary<Record<string, unknown>> = fc.record({
   podAnnotations: opt(component(annotations)),
 }, { requiredKeys: [] }).map((s) => JSON.parse(JSON.stringify(s)));
 
-function deepFreeze<T>(v: T): T {
-  if (v && typeof v === "object" && !Object.isFrozen(v)) {
-    Object.freeze(v);
-    for (const x of Object.values(v)) deepFreeze(x);
-  }
-  return v;
-}
-
-/** A world from nothing, or installed from another spec, or with its status wiped. */
-const arbWorld: fc.Arbitrary<World> = fc.tuple(arbScalerSpec, arbScalerSpec, fc.nat(2)).map(
-  ([a, b, start]) => {
-    if (start === 0) return { object: scaler(b), others: [], installed: [] };
-    const before = converge({ object: scaler(a), others: [], installed: [] }).world;
-    const object = structuredClone(before.object!);
-    object.spec = b;
-    object.metadata.generation = 2;
-    if (start === 2) delete object.status;
-    return { ...before, object };
-  },
-);
-
-Deno.test("Scaler: the same input gives the same Plan and the input is not changed", () => {
-  fc.assert(
-    fc.property(arbWorld, (w) => {
-      const input = deepFreeze(inputOf(w));
-      const copy = structuredClone(input);
-      const a = reconcileScaler(input);
-      assert.deepEqual(reconcileScaler(input), a);
-      assert.deepEqual(input, copy);
-      assert.ok(a.apply.every((o) => o.kind !== "Scaler"), "never writes a Scaler (its spec)");
-    }),
-    { seed: 42, numRuns: 100 },
-  );
-});
-
-Deno.test("Scaler: carrying out the Plans reaches a fixpoint with zero writes", () => {
-  fc.assert(
-    fc.property(arbWorld, (start) => {
-      let w = start;
-      for (let pass = 0; pass < 6; pass++) {
-        const plan = reconcileScaler(inputOf(w));
-        assert.ok(
-          rowOfStatus(SCALER_STATES, statusOf(plan)),
-          `not a row: ${JSON.stringify(plan.status)}`,
-        );
-        if (isQuiet(w, plan)) {
-          assert.deepEqual(plan.events, [], "no events without a change");
-          const again = reconcileScaler(inputOf(carryOut(w, plan)));
-          assert.deepEqual([again.apply, again.delete, again.status], [[], [], w.object?.status]);
-          return;
-        }
-        w = carryOut(w, plan);
-      }
-      assert.fail(`no fixpoint within 6 passes for ${JSON.stringify(start.object?.spec)}`);
-    }),
-    { seed: 42, numRuns: 100 },
-  );
+testModuleProperties({
+  kind: "Scaler",
+  arbSpec: arbScalerSpec,
+  object: (spec) => scaler(spec),
+  inputOf,
+  reconcile: reconcileScaler,
+  converge: (w) => converge(w),
+  table: SCALER_STATES,
+  numRuns: 100,
 });
 
 const arbMalformed: fc.Arbitrary<unknown> = fc.oneof(

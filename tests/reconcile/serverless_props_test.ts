@@ -6,7 +6,7 @@ import { rowOfStatus } from "../../src/reconcile/conditions.ts";
 import { reconcileServerless, SERVERLESS_STATES } from "../../src/reconcile/serverless.ts";
 import type { KubeObject } from "../../src/runtime/cluster.ts";
 import { converge, inputOf, serverless, statusOf } from "./serverless_fixtures.ts";
-import { carryOut, type World } from "./singleton_world.ts";
+import { testModuleProperties } from "./module_props.ts";
 
 const opt = <T>(arb: fc.Arbitrary<T>) => fc.option(arb, { nil: undefined });
 
@@ -27,69 +27,15 @@ export const arbServerlessSpec: fc.Arbitrary<Record<string, unknown>> = fc.recor
   logFormat: opt(fc.constantFrom("json", "console", "text")),
 }, { requiredKeys: [] }).map((s) => JSON.parse(JSON.stringify(s)));
 
-function deepFreeze<T>(v: T): T {
-  if (v && typeof v === "object" && !Object.isFrozen(v)) {
-    Object.freeze(v);
-    for (const x of Object.values(v)) deepFreeze(x);
-  }
-  return v;
-}
-
-/** A world from nothing, or already installed from another spec, or claimed without Installed. */
-const arbWorld: fc.Arbitrary<World> = fc.tuple(arbServerlessSpec, arbServerlessSpec, fc.nat(2)).map(
-  ([a, b, start]) => {
-    if (start === 0) return { object: serverless(b), others: [], installed: [] };
-    const before = converge({ object: serverless(a), others: [], installed: [] }).world;
-    const object = structuredClone(before.object!);
-    object.spec = b;
-    object.metadata.generation = 2;
-    if (start === 2) delete object.status;
-    return { ...before, object };
-  },
-);
-
-Deno.test("Serverless: the same input gives the same Plan and the input is not changed", () => {
-  fc.assert(
-    fc.property(arbWorld, (w) => {
-      const input = deepFreeze(inputOf(w));
-      const copy = structuredClone(input);
-      const a = reconcileServerless(input);
-      const b = reconcileServerless(input);
-      assert.deepEqual(a, b);
-      assert.deepEqual(input, copy);
-      assert.ok(
-        a.apply.every((o) => o.kind !== "Serverless"),
-        "never writes a Serverless (its spec)",
-      );
-    }),
-    { seed: 42, numRuns: 150 },
-  );
-});
-
-Deno.test("Serverless: carrying out the Plans reaches a fixpoint with zero writes", () => {
-  fc.assert(
-    fc.property(arbWorld, (start) => {
-      let w = start;
-      for (let pass = 0; pass < 6; pass++) {
-        const plan = reconcileServerless(inputOf(w));
-        assert.ok(
-          rowOfStatus(SERVERLESS_STATES, statusOf(plan)),
-          `not a row: ${JSON.stringify(plan.status)}`,
-        );
-        const quiet = plan.apply.length === 0 && plan.delete.length === 0 &&
-          JSON.stringify(plan.status) === JSON.stringify(w.object?.status);
-        if (quiet) {
-          assert.deepEqual(plan.events, [], "no events without a change");
-          const again = reconcileServerless(inputOf(carryOut(w, plan)));
-          assert.deepEqual([again.apply, again.delete, again.status], [[], [], w.object?.status]);
-          return;
-        }
-        w = carryOut(w, plan);
-      }
-      assert.fail(`no fixpoint within 6 passes for ${JSON.stringify(start.object?.spec)}`);
-    }),
-    { seed: 42, numRuns: 150 },
-  );
+testModuleProperties({
+  kind: "Serverless",
+  arbSpec: arbServerlessSpec,
+  object: (spec) => serverless(spec),
+  inputOf,
+  reconcile: reconcileServerless,
+  converge: (w) => converge(w),
+  table: SERVERLESS_STATES,
+  numRuns: 150,
 });
 
 /** Objects that are wrong in every way: anything at all, or a Serverless with junk in places. */
