@@ -1,12 +1,11 @@
 /** Walks every row of SPEC.md's Scaler state table (and the project's row 13, Warning) through the reducer. */
 import assert from "node:assert/strict";
-import { rowOfStatus } from "../../src/reconcile/conditions.ts";
 import { KEDA_DEPLOYMENTS } from "../../src/reconcile/keda/names.ts";
 import { SCALER_FINALIZER } from "../../src/reconcile/labels.ts";
-import type { Plan } from "../../src/reconcile/plan.ts";
 import { reconcileScaler, SCALER_STATES, type ScalerInput } from "../../src/reconcile/scaler.ts";
 import { conditionOf, inputOf, installed, scaler, statusOf } from "./scaler_fixtures.ts";
-import { carryOut, type World } from "./singleton_world.ts";
+import { type RowCase, testStateRows } from "./module_rows.ts";
+import { carryOut, deleting, type World } from "./singleton_world.ts";
 
 function withDeployment(w: World, name: string, status: Record<string, unknown>): World {
   return {
@@ -15,12 +14,6 @@ function withDeployment(w: World, name: string, status: Record<string, unknown>)
       o,
     ) => (o.kind === "Deployment" && o.metadata.name === name ? { ...o, status } : o)),
   };
-}
-
-function deleting(w: World): World {
-  const object = structuredClone(w.object!);
-  object.metadata.deletionTimestamp = "2026-01-01T00:00:00Z";
-  return { ...w, object };
 }
 
 /** An installed Scaler whose spec changed to `spec` (generation 2), its objects not yet updated. */
@@ -42,11 +35,7 @@ function withoutClusterRole(w: World): World {
   };
 }
 
-interface Case {
-  input: () => ScalerInput;
-  message: RegExp;
-  check?: (plan: Plan) => void;
-}
+type Case = RowCase<ScalerInput>;
 
 const CASES: Record<number, Case> = {
   1: {
@@ -205,25 +194,7 @@ const CASES: Record<number, Case> = {
   },
 };
 
-Deno.test("every Scaler state-table row has a case", () => {
-  assert.deepEqual(Object.keys(CASES).map(Number), SCALER_STATES.map((r) => r.no));
-});
-
-for (const row of SCALER_STATES) {
-  Deno.test(`Scaler row ${row.no}: ${row.state} ${row.type}=${row.status} ${row.reason}`, () => {
-    const c = CASES[row.no];
-    const plan = reconcileScaler(c.input());
-    const status = statusOf(plan);
-    assert.equal(status.state, row.state);
-    const cond = conditionOf(plan, row.type);
-    assert.ok(cond, `no ${row.type} condition in ${JSON.stringify(status)}`);
-    assert.equal(cond.status, row.status);
-    assert.equal(cond.reason, row.reason);
-    assert.match(cond.message, c.message);
-    assert.equal(rowOfStatus(SCALER_STATES, status)?.state, row.state);
-    c.check?.(plan);
-  });
-}
+testStateRows("Scaler", SCALER_STATES, CASES, reconcileScaler);
 
 Deno.test("Scaler: Ready then Warning emits a Warning event; back to Ready a Normal one", () => {
   const w = installed();

@@ -2,7 +2,6 @@
 import assert from "node:assert/strict";
 import { rowOfStatus, type StateRow } from "../../src/reconcile/conditions.ts";
 import { SERVERLESS_FINALIZER } from "../../src/reconcile/labels.ts";
-import type { Plan } from "../../src/reconcile/plan.ts";
 import {
   reconcileServerless,
   SERVERLESS_STATES,
@@ -17,7 +16,8 @@ import {
   statusOf,
   world,
 } from "./serverless_fixtures.ts";
-import { carryOut, type World } from "./singleton_world.ts";
+import { type RowCase, testStateRows } from "./module_rows.ts";
+import { carryOut, deleting, type World } from "./singleton_world.ts";
 
 /** A served, claimed Serverless with its module installed and ready. */
 function installed(spec: Record<string, unknown> = {}): World {
@@ -33,17 +33,7 @@ function withDeployment(w: World, status: Record<string, unknown>): World {
   };
 }
 
-function deleting(w: World): World {
-  const object = structuredClone(w.object!);
-  object.metadata.deletionTimestamp = "2026-01-01T00:00:00Z";
-  return { ...w, object };
-}
-
-interface Case {
-  input: () => ServerlessInput;
-  message: RegExp;
-  check?: (plan: Plan) => void;
-}
+type Case = RowCase<ServerlessInput>;
 
 const deploymentRef = {
   apiVersion: "apps/v1",
@@ -186,25 +176,7 @@ const CASES: Record<number, Case> = {
   },
 };
 
-Deno.test("every Serverless state-table row has a case", () => {
-  assert.deepEqual(Object.keys(CASES).map(Number), SERVERLESS_STATES.map((r) => r.no));
-});
-
-for (const row of SERVERLESS_STATES) {
-  Deno.test(`Serverless row ${row.no}: ${row.state} ${row.type}=${row.status} ${row.reason}`, () => {
-    const c = CASES[row.no];
-    const plan = reconcileServerless(c.input());
-    const status = statusOf(plan);
-    assert.equal(status.state, row.state);
-    const cond = status.conditions.find((x) => x.type === row.type);
-    assert.ok(cond, `no ${row.type} condition in ${JSON.stringify(status)}`);
-    assert.equal(cond.status, row.status);
-    assert.equal(cond.reason, row.reason);
-    assert.match(cond.message, c.message);
-    assert.deepEqual(rowOfStatus(SERVERLESS_STATES, status)?.state, row.state);
-    c.check?.(plan);
-  });
-}
+testStateRows("Serverless", SERVERLESS_STATES, CASES, reconcileServerless);
 
 Deno.test("a Serverless converges from nothing to Ready and then writes nothing", () => {
   const seen: StateRow["reason"][] = [];

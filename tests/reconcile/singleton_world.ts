@@ -77,6 +77,13 @@ export function rolledOut(generation: number): Record<string, unknown> {
   };
 }
 
+/** `w` with its module object being deleted (a deletionTimestamp set). */
+export function deleting(w: World): World {
+  const object = structuredClone(w.object!);
+  object.metadata.deletionTimestamp = "2026-01-01T00:00:00Z";
+  return { ...w, object };
+}
+
 /** Options of `carryOut`. */
 export interface CarryOutOptions {
   /** Mark every applied Deployment as rolled out (default true). */
