@@ -176,8 +176,10 @@ export interface ReducerOptions {
   n: number;
   /** Module (Serverless, Scaler) reconciles a run: each renders the whole module, so fewer. */
   moduleN: number;
-  /** Reconciles a run with `CROWD` RateLimits and Pods in the namespace. */
+  /** Reconciles a run with a crowded namespace. */
   crowdN: number;
+  /** RateLimits and Pods in the crowded namespace (and in each of the cache's 10); default CROWD. */
+  crowd?: number;
   runs: number;
 }
 
@@ -205,29 +207,30 @@ export function benchReducers(report: Report, o: ReducerOptions): void {
       note: `${o.runs} runs of ${o.n}; ${PEERS} RateLimits and Pods in the namespace`,
     });
   }
-  const crowd = rateLimitLoops(rateLimitInputs(4, CROWD));
+  const size = o.crowd ?? CROWD;
+  const crowd = rateLimitLoops(rateLimitInputs(4, size));
   const c = compareLoops(crowd.subject, crowd.baseline, loopOpts(o.crowdN));
   report.add({
     section: SECTION,
-    name: `RateLimit, 4 rules, ${CROWD} peers`,
+    name: `RateLimit, 4 rules, ${size} peers`,
     value: c.rate,
     unit: "objects/s",
     baseline: { name: "build input + parse", value: c.baselineRate },
     ratio: c.ratio,
-    note: `${o.runs} runs of ${o.crowdN}; ${CROWD} RateLimits and ${CROWD} Pods in the namespace ` +
+    note: `${o.runs} runs of ${o.crowdN}; ${size} RateLimits and ${size} Pods in the namespace ` +
       "(conflict detection reads them all)",
   });
-  const { cache, keys } = filledCache(10, CROWD);
+  const { cache, keys } = filledCache(10, size);
   const ctl = controllerLoops(cache, keys);
   const k = compareLoops(ctl.subject, ctl.baseline, loopOpts(o.crowdN));
   report.add({
     section: SECTION,
-    name: `RateLimit controller, ${10 * CROWD} cached`,
+    name: `RateLimit controller, ${10 * size} cached`,
     value: k.rate,
     unit: "objects/s",
     baseline: { name: "cache get of the RateLimit", value: k.baselineRate },
     ratio: k.ratio,
-    note: `${o.runs} runs of ${o.crowdN}; 10 namespaces of ${CROWD} RateLimits and Pods in the ` +
+    note: `${o.runs} runs of ${o.crowdN}; 10 namespaces of ${size} RateLimits and Pods in the ` +
       "runtime's Cache; reconcile reads peers, Pods, EnvoyFilter, CRD (a no-op wave's unit cost)",
   });
   for (const [kind, make] of [["Serverless", serverlessLoops], ["Scaler", scalerLoops]] as const) {
