@@ -17,8 +17,20 @@ export const SECTIONS = ["reducer", "dataplane", "sim", "cluster"] as const;
 /** A bench name. */
 export type Section = typeof SECTIONS[number];
 
+/** The `--help` text. */
+export const USAGE = `Usage: deno task bench [--quick] [--cluster] [--only=${
+  SECTIONS.join(",")
+}] [--json=FILE]
+  --quick      small counts, a few seconds a bench (CI); skips the control plane unless --cluster
+  --cluster    with --quick: run the control-plane benches too (100 RateLimits, about 2 min)
+  --only=...   run only these benches, in order: ${SECTIONS.join(", ")}
+  --json=FILE  also write every figure and skip as JSON
+Figures are medians over repeated runs, each with a baseline measured in the same run and their
+ratio; the summary lists the targets met and missed. Results and how to read them: bench/RESULTS.md`;
+
 /** Parsed command line. */
 export interface BenchArgs {
+  help?: boolean;
   quick: boolean;
   cluster: boolean;
   only: Section[];
@@ -29,7 +41,8 @@ export interface BenchArgs {
 export function parseArgs(args: readonly string[]): BenchArgs {
   const out: BenchArgs = { quick: false, cluster: false, only: [...SECTIONS] };
   for (const a of args) {
-    if (a === "--quick") out.quick = true;
+    if (a === "--help" || a === "-h") out.help = true;
+    else if (a === "--quick") out.quick = true;
     else if (a === "--cluster") out.cluster = true;
     else if (a.startsWith("--only=")) {
       const names = a.slice("--only=".length).split(",").filter((s) => s);
@@ -65,6 +78,10 @@ async function main(argv: string[]): Promise<number> {
   } catch (e) {
     console.error(`error: ${(e as Error).message}`);
     return 2;
+  }
+  if (args.help) {
+    console.log(USAGE);
+    return 0;
   }
   const report = new Report();
   const want = (s: Section) => args.only.includes(s);
