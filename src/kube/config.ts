@@ -1,8 +1,9 @@
 /**
- * Where the API server is and how to talk to it, loaded with client-node's KubeConfig: an explicit
- * kubeconfig (flag or KUBECONFIG), else the in-cluster service account, else ~/.kube/config.
+ * Where the API server is and how to talk to it: an explicit kubeconfig (flag or KUBECONFIG), else
+ * the in-cluster service account, else ~/.kube/config. Kubeconfig files are read by ./kubeconfig.ts;
+ * client-node is loaded only for exec and auth-provider users (see kubeConfigAuthenticators).
  */
-import { KubeConfig } from "@kubernetes/client-node";
+import { isIPv6 } from "node:net";
 import {
   basicAuth,
   bearerToken,
@@ -12,6 +13,13 @@ import {
   TokenFile,
   withHeaders,
 } from "./credentials.ts";
+import {
+  type Kubeconfig,
+  KubeconfigError,
+  type KubeconfigSelection,
+  readKubeconfigFiles,
+  selectContext,
+} from "./kubeconfig.ts";
 
 /** The service account mount of a Pod. */
 export const SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
@@ -83,81 +91,95 @@ function readPem(
   return undefined;
 }
 
-/** Merges like kubectl does for KUBECONFIG lists: the first file to name an entry wins. */
-function mergeFirstWins(into: KubeConfig, from: KubeConfig): void {
-  from.getClusters().forEach((c) => into.getCluster(c.name) || into.addCluster(c));
-  from.getUsers().forEach((u) => into.getUser(u.name) || into.addUser(u));
-  from.getContexts().forEach((c) => into.getContextObject(c.name) || into.addContext(c));
-  if (!into.getCurrentContext() && from.getCurrentContext()) {
-    into.setCurrentContext(from.getCurrentContext());
-  }
-}
-
-function loadKubeConfigFiles(paths: string[]): KubeConfig {
-  const kc = new KubeConfig();
-  paths.forEach((path, i) => {
+function loadKubeconfigFiles(paths: string[]): Kubeconfig {
+  for (const path of paths) {
     if (!exists(path)) {
       throw new ConfigError(`kubeconfig ${path} does not exist: set --kubeconfig or KUBECONFIG`);
     }
-    const one = i === 0 ? kc : new KubeConfig();
-    try {
-      one.loadFromFile(path);
-    } catch (err) {
-      throw new ConfigError(`kubeconfig ${path} cannot be read: ${(err as Error).message}`);
-    }
-    if (one !== kc) mergeFirstWins(kc, one);
-  });
-  return kc;
+  }
+  try {
+    return readKubeconfigFiles(paths);
+  } catch (err) {
+    if (err instanceof KubeconfigError) throw new ConfigError(err.message);
+    throw err;
+  }
 }
 
-function credentialsOf(kc: KubeConfig): Credentials {
-  const user = kc.getCurrentUser();
+/** The selected context as a one-context kubeconfig, for client-node's authenticators. */
+function singleContextConfig(sel: KubeconfigSelection): Record<string, unknown> {
+  return {
+    apiVersion: "v1",
+    kind: "Config",
+    clusters: [{ name: sel.clusterName, cluster: { server: sel.cluster?.server } }],
+    users: [{ name: sel.userName, user: sel.user }],
+    contexts: [{
+      name: sel.contextName,
+      context: { cluster: sel.clusterName, user: sel.userName },
+    }],
+    "current-context": sel.contextName,
+  };
+}
+
+function credentialsOf(sel: KubeconfigSelection): Credentials {
+  const user = sel.user;
   if (!user) return noCredentials;
-  const provider = user.authProvider as
-    | { name?: string; config?: { tokenFile?: string } }
-    | undefined;
+  const provider = user["auth-provider"];
+  const tokenFile = user.tokenFile ?? user["token-file"];
   let creds: Credentials = noCredentials;
   if (provider?.config?.tokenFile) creds = new TokenFile(provider.config.tokenFile);
-  else if (user.exec || provider) creds = kubeConfigAuthenticators(kc);
+  else if (user.exec || provider) creds = kubeConfigAuthenticators(singleContextConfig(sel));
   else if (user.token) creds = bearerToken(user.token);
+  else if (typeof tokenFile === "string" && tokenFile) creds = new TokenFile(tokenFile);
   else if (user.username) creds = basicAuth(user.username, user.password ?? "");
-  // kubeConfigAuthenticators already adds impersonation.
-  if (user.impersonateUser && !(user.exec || provider)) {
-    creds = withHeaders(creds, { "impersonate-user": user.impersonateUser });
+  // client-node's authenticators already add impersonation.
+  if (user.as && !(user.exec || provider)) {
+    creds = withHeaders(creds, { "impersonate-user": user.as });
   }
   return creds;
 }
 
-/** The Connection of a loaded KubeConfig's current context. */
-export function connectionFromKubeConfig(kc: KubeConfig, source: string): Connection {
-  const cluster = kc.getCurrentCluster();
+/** The Connection of a kubeconfig's selected context. */
+export function connectionFromSelection(sel: KubeconfigSelection, source: string): Connection {
+  const cluster = sel.cluster;
   if (!cluster) throw new ConfigError(`${source}: the current context has no cluster`);
-  const user = kc.getCurrentUser();
+  if (!cluster.server) {
+    throw new ConfigError(`${source}: cluster ${sel.clusterName} has no server`);
+  }
+  const skipTLSVerify = cluster["insecure-skip-tls-verify"] === true;
+  const user = sel.user;
   const warnings: string[] = [];
-  if (cluster.skipTLSVerify) {
+  if (skipTLSVerify) {
     const host = new URL(cluster.server).hostname;
     warnings.push(
       `the kubeconfig sets insecure-skip-tls-verify; Deno verifies certificates per process: ` +
         `run with --unsafely-ignore-certificate-errors=${host}, or give the cluster's CA`,
     );
   }
-  if (cluster.tlsServerName) {
+  if (cluster["tls-server-name"]) {
     warnings.push(
-      `tls-server-name ${cluster.tlsServerName} is ignored: Deno's HTTP client cannot override SNI`,
+      `tls-server-name ${
+        cluster["tls-server-name"]
+      } is ignored: Deno's HTTP client cannot override SNI`,
     );
   }
-  const ca = readPem(cluster.caFile, cluster.caData, "certificate authority");
-  const contextName = kc.getCurrentContext();
-  const context = kc.getContextObject(contextName);
+  const ca = readPem(
+    cluster["certificate-authority"],
+    cluster["certificate-authority-data"],
+    "certificate authority",
+  );
   return {
     server: cluster.server.replace(/\/+$/, ""),
     caCerts: ca ? [ca] : [],
-    clientCert: readPem(user?.certFile, user?.certData, "client certificate"),
-    clientKey: readPem(user?.keyFile, user?.keyData, "client key"),
-    skipTLSVerify: cluster.skipTLSVerify,
-    proxyUrl: cluster.proxyUrl,
-    namespace: context?.namespace,
-    credentials: credentialsOf(kc),
+    clientCert: readPem(
+      user?.["client-certificate"],
+      user?.["client-certificate-data"],
+      "client certificate",
+    ),
+    clientKey: readPem(user?.["client-key"], user?.["client-key-data"], "client key"),
+    skipTLSVerify,
+    proxyUrl: cluster["proxy-url"],
+    namespace: sel.context.namespace,
+    credentials: credentialsOf(sel),
     source,
     warnings,
   };
@@ -172,9 +194,18 @@ export function inClusterConnection(root = ""): Connection {
       "not in a cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set",
     );
   }
-  const kc = new KubeConfig();
-  kc.loadFromCluster(root);
-  const conn = connectionFromKubeConfig(kc, "in-cluster service account");
+  // Ports 80, 8080 and 8001 are plain HTTP, as client-node's and client-go's in-cluster rules say.
+  const scheme = ["80", "8080", "8001"].includes(port) ? "http" : "https";
+  const sa = `${root}${SERVICE_ACCOUNT_DIR}`;
+  const ca = readPem(`${sa}/ca.crt`, undefined, "certificate authority");
+  const conn: Connection = {
+    server: `${scheme}://${isIPv6(host) ? `[${host}]` : host}:${port}`,
+    caCerts: ca ? [ca] : [],
+    skipTLSVerify: false,
+    credentials: new TokenFile(`${sa}/token`),
+    source: "in-cluster service account",
+    warnings: [],
+  };
   const namespaceFile = `${root}${SERVICE_ACCOUNT_DIR}/namespace`;
   if (exists(namespaceFile)) conn.namespace = Deno.readTextFileSync(namespaceFile).trim();
   return conn;
@@ -186,11 +217,11 @@ export function inClusterConnection(root = ""): Connection {
  */
 export function loadConnection(opts: ConnectionOptions = {}): Connection {
   const root = opts.inClusterRoot ?? "";
-  let kc: KubeConfig;
+  let kc: Kubeconfig;
   let source: string;
   if (opts.kubeconfig) {
     const paths = opts.kubeconfig.split(":").filter((p) => p);
-    kc = loadKubeConfigFiles(paths);
+    kc = loadKubeconfigFiles(paths);
     source = `kubeconfig ${paths.join(":")}`;
   } else if (
     Deno.env.get("KUBERNETES_SERVICE_HOST") && exists(`${root}${SERVICE_ACCOUNT_DIR}/token`)
@@ -209,18 +240,15 @@ export function loadConnection(opts: ConnectionOptions = {}): Connection {
         "no Kubernetes configuration found: set --kubeconfig or KUBECONFIG, or run in a cluster with a service account",
       );
     }
-    kc = loadKubeConfigFiles([path]);
+    kc = loadKubeconfigFiles([path]);
     source = `kubeconfig ${path}`;
   }
-  if (opts.context) {
-    if (!kc.getContextObject(opts.context)) {
-      const known = kc.getContexts().map((c) => c.name).join(", ") || "none";
-      throw new ConfigError(`context ${opts.context} is not in ${source} (contexts: ${known})`);
-    }
-    kc.setCurrentContext(opts.context);
+  const name = opts.context ?? kc.currentContext;
+  const selected = name === undefined ? undefined : selectContext(kc, name);
+  if (opts.context && !selected) {
+    const known = [...kc.contexts.keys()].join(", ") || "none";
+    throw new ConfigError(`context ${opts.context} is not in ${source} (contexts: ${known})`);
   }
-  if (!kc.getCurrentContext() || !kc.getContextObject(kc.getCurrentContext())) {
-    throw new ConfigError(`${source} has no current-context: pass --context`);
-  }
-  return connectionFromKubeConfig(kc, `${source} (context ${kc.getCurrentContext()})`);
+  if (!selected) throw new ConfigError(`${source} has no current-context: pass --context`);
+  return connectionFromSelection(selected, `${source} (context ${selected.contextName})`);
 }
