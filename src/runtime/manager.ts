@@ -6,6 +6,7 @@
  * so the simulator can run it on virtual time and replay a seed byte for byte.
  */
 import { Cache, type CacheChange } from "./cache.ts";
+import { EventRecorder } from "./events.ts";
 import type { Clock, Random } from "./clock.ts";
 import type { Cluster, KubeObject, ResourceType } from "./cluster.ts";
 import type { CacheReader, ControllerSpec, ModuleImages } from "./controller.ts";
@@ -22,6 +23,9 @@ export type { ManagerStatus } from "./health.ts";
 
 /** Longest wait for each shutdown step that depends on the API (elector, lease release, watches). */
 const STOP_WAIT_MS = 5_000;
+
+/** Longest wait on shutdown for queued Events to be written (they are best-effort). */
+const EVENT_FLUSH_WAIT_MS = 2_000;
 
 /** Lease settings of leader election (client-go's names and meaning). */
 export interface LeaderElectionOptions {
@@ -78,6 +82,8 @@ export class Manager {
   readonly #cache = new Cache();
   readonly #watches: WatchSet;
   readonly #controllers: ControllerLoop[];
+  /** Every controller's Events, written off the reconciles' path. */
+  readonly #events: EventRecorder;
   readonly #watchStop = new AbortController();
   readonly #electorStop = new AbortController();
   readonly #solo = new AbortController();
@@ -95,6 +101,13 @@ export class Manager {
     this.#o = opts;
     this.#metrics = opts.metrics ?? new Metrics();
     this.#cluster = instrumentCluster(opts.cluster, this.#metrics);
+    this.#events = new EventRecorder({
+      cluster: this.#cluster,
+      clock: opts.clock,
+      log: opts.log,
+      identity: opts.identity,
+      metrics: this.#metrics,
+    });
     this.#controllers = opts.controllers.map((spec) => this.#controller(spec));
     this.#watches = new WatchSet({
       cluster: this.#cluster,
@@ -125,6 +138,7 @@ export class Manager {
       metrics: this.#metrics,
       controller: spec.name,
       identity,
+      events: this.#events,
       onWrite: (type, written, changes) => this.#onWrite(type, written, changes),
     });
     return new ControllerLoop({
@@ -173,7 +187,8 @@ export class Manager {
   }
 
   /**
-   * Graceful stop (SIGTERM): take no new work, let in-flight reconciles finish, release the lease
+   * Graceful stop (SIGTERM): take no new work, let in-flight reconciles finish and their Events be
+   * written (for a bounded time), release the lease
    * so a standby takes over at once, stop the watches. Resolves when done; `start()` resolves too.
    */
   async stop(reason = "stop requested"): Promise<void> {
@@ -184,6 +199,8 @@ export class Manager {
     this.#state = "stopping";
     this.#o.log.info("stopping: finishing in-flight reconciles", { reason });
     await this.#within(this.#drain(), STOP_WAIT_MS, "in-flight reconciles");
+    // Still leading here, so the queued Events' lease signal has not aborted them.
+    await this.#within(this.#events.flush(), EVENT_FLUSH_WAIT_MS, "queued Events");
     this.#electorStop.abort();
     // A request that hangs must not hold up a shutdown the kubelet will cut short anyway.
     await this.#within(this.#electorTask, STOP_WAIT_MS, "leader election");
@@ -215,6 +232,7 @@ export class Manager {
     const term = this.#term;
     this.#term = undefined;
     for (const q of term?.queues.values() ?? []) void q.shutdown();
+    this.#events.discard();
     this.#resolveDone();
   }
 

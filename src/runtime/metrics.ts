@@ -176,6 +176,11 @@ export class Metrics {
     `${PREFIX}writes_skipped_total`,
     "Writes not made because the observed object already matched, by controller.",
   );
+  /** Events not written because too many were waiting (the EventRecorder dropped the oldest). */
+  readonly eventsDropped = new Counter(
+    `${PREFIX}events_dropped_total`,
+    "Events dropped unwritten because too many were waiting.",
+  );
 
   /** Every family, in render order. */
   families(): Family[] {
@@ -188,6 +193,7 @@ export class Metrics {
       this.leader,
       this.watchRestarts,
       this.writesSkipped,
+      this.eventsDropped,
     ];
   }
 

@@ -1,7 +1,7 @@
 /**
  * Carries out a Plan against the Cluster, writing only what is not already observed in the cache:
- * finalizer first, then server-side applies, deletes, status, finalizer removal last; Events on
- * the side. Before every write it checks the leadership signal, so a replica that lost its lease
+ * finalizer first, then server-side applies, deletes, status, finalizer removal last; Events are
+ * handed to an EventRecorder, which writes them after the run returns (they never hold it up). Before every write it checks the leadership signal, so a replica that lost its lease
  * stops writing at once. The result says what happened (fed back to the next reconcile as
  * `ctx.lastOutcome`) and what the queue should do next.
  */
@@ -49,6 +49,8 @@ export interface RunnerOptions {
    * and the cache changes that caching it made (the manager queues the keys they concern).
    */
   onWrite?: (type: ResourceType, written: KubeObject, changes: CacheChange[]) => void;
+  /** Where Events go (the manager shares one among its runners); default: a recorder of its own. */
+  events?: EventRecorder;
 }
 
 /** What running a Plan came to. */
@@ -76,12 +78,18 @@ export class Runner {
 
   constructor(opts: RunnerOptions) {
     this.#o = opts;
-    this.#events = new EventRecorder({
+    this.#events = opts.events ?? new EventRecorder({
       cluster: opts.cluster,
       clock: opts.clock,
       log: opts.log,
       identity: opts.identity,
+      metrics: opts.metrics,
     });
+  }
+
+  /** The recorder this runner's Events go to (`flush` it to wait for them). */
+  get events(): EventRecorder {
+    return this.#events;
   }
 
   /**
@@ -105,10 +113,10 @@ export class Runner {
       await this.#removeFinalizer(primaryType, state, plan, signal);
     } catch (err) {
       const result = await this.#failed(primaryType, state, plan, lastOutcome, err, signal);
-      if (result.outcome) await this.#recordEvents(state.primary, plan.events, signal);
+      if (result.outcome) this.#recordEvents(state.primary, plan.events, signal);
       return result;
     }
-    await this.#recordEvents(state.primary, plan.events, signal);
+    this.#recordEvents(state.primary, plan.events, signal);
     const outcome: ApplyOutcome = { ok: true, generation };
     // A plan made while the last pass had failed described that failure: look again now.
     const stale = lastOutcome !== undefined && !lastOutcome.ok;
@@ -334,15 +342,9 @@ export class Runner {
     }
   }
 
-  async #recordEvents(
-    primary: KubeObject,
-    events: EventSpec[],
-    signal: AbortSignal,
-  ): Promise<void> {
-    for (const ev of events) {
-      if (signal.aborted) return;
-      await this.#events.record(primary, ev);
-    }
+  /** Queues the plan's Events; best-effort, written after this run returns. */
+  #recordEvents(primary: KubeObject, events: EventSpec[], signal: AbortSignal): void {
+    for (const ev of events) this.#events.record(primary, ev, signal);
   }
 
   #warnUnwatched(type: ResourceType): void {

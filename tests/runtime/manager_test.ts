@@ -334,3 +334,20 @@ Deno.test("no reconcile at all while a required secondary watch cannot list", as
   assert.ok(t.cluster.peek(CM, "demo", "a-cfg"));
   await m.stop();
 });
+
+Deno.test("Event writes that hang hold up neither reconciles nor a graceful stop for long", async () => {
+  const t = setup();
+  t.cluster.put(RL, rateLimit("a", "1"));
+  const a = t.mk("op-a", {}, ["Event"]);
+  a.net.mode.value = "hang";
+  await t.clock.advance(1_000);
+  assert.deepEqual(t.cluster.peek(RL, "demo", "a")!.status, { state: "Ready" });
+  t.cluster.put(RL, { ...t.cluster.peek(RL, "demo", "a")!, spec: { value: "2" } });
+  await t.clock.advance(1_000);
+  assert.deepEqual(t.cluster.peek(CM, "demo", "a-cfg")!.data, { value: "2" });
+  assert.equal((await t.cluster.list(RESOURCES.Event)).items.length, 0, "no Event got through");
+  let stopped = false;
+  a.m.stop().then(() => stopped = true);
+  assert.ok(await t.clock.until(() => stopped, 2_500, 100), "stopped after the 2 s Event wait");
+  assert.ok(t.lines.some((l) => l.msg === "stopping: gave up waiting for queued Events"));
+});

@@ -287,7 +287,9 @@ Deno.test("events are written once with deterministic names, and their failures 
     events: [{ type: "Normal" as const, reason: "Installed", message: "Serverless is installed" }],
   };
   await t.runner.run(SL, t.primary(), plan, undefined, t.signal);
+  await t.runner.events.flush();
   await t.runner.run(SL, t.primary(), plan, undefined, t.signal);
+  await t.runner.events.flush();
   const creates = t.cluster.calls.filter((c) => c.verb === "create");
   assert.equal(creates.length, 1);
   assert.match(creates[0].key, /^platform-system\/default\.[0-9a-f]{8}$/);
@@ -306,6 +308,7 @@ Deno.test("events are written once with deterministic names, and their failures 
     t.signal,
   );
   assert.equal(r.outcome?.ok, true);
+  await t.runner.events.flush();
   assert.ok(
     t.lines.some((l) => l.level === "warn" && String(l.msg).includes("could not record an Event")),
   );
