@@ -3,7 +3,7 @@
  * input, the mapping from a watch event to the module objects that must look at it, and the
  * ControllerSpec made of them.
  */
-import { RESOURCES } from "../api/resources.ts";
+import { isUnknown } from "./unknown.ts";
 import { type KubeObject, objectKey, type ResourceType } from "../runtime/cluster.ts";
 import type {
   CacheReader,
@@ -69,18 +69,9 @@ export function userObjectCounts(kind: ModuleKind, cache: CacheReader): Record<s
 /** How soon a module object whose deletion waits for a user-object count is looked at again. */
 export const UNKNOWN_USER_OBJECTS_REQUEUE_MS = 1_000;
 
-/**
- * User types whose count cannot be trusted: their CRD is observed, but their watch is not live (the
- * CRD was installed moments ago and the watch has not listed it yet, or listing it fails). "None
- * seen" is not "none" then. A type whose CRD is not observed has no objects.
- */
+/** User types whose count cannot be trusted (see `isUnknown`): deletion must wait for them. */
 export function unknownUserTypes(kind: ModuleKind, cache: CacheReader): ResourceType[] {
-  if (!cache.isLive) return [];
-  return kind.userTypes.filter((type) =>
-    !cache.isLive!(type) &&
-    cache.get(RESOURCES.CustomResourceDefinition, undefined, `${type.plural}.${type.group}`) !==
-      undefined
-  );
+  return kind.userTypes.filter((type) => isUnknown(cache, type));
 }
 
 /**

@@ -7,10 +7,11 @@ import type { KubeObject, ResourceType } from "../runtime/cluster.ts";
 import { objectKey } from "../runtime/cluster.ts";
 import type { CacheReader, ControllerSpec } from "../runtime/controller.ts";
 import { emptyPlan } from "../reconcile/plan.ts";
+import { crdName, isUnknown } from "./unknown.ts";
 import { reconcileRateLimit } from "../reconcile/ratelimit.ts";
 
 /** The CRD whose presence means the mesh is installed. */
-export const ENVOYFILTER_CRD = "envoyfilters.networking.istio.io";
+export const ENVOYFILTER_CRD = crdName(RESOURCES.EnvoyFilter);
 /** How soon to look again while the EnvoyFilter watch has not listed yet. */
 const UNKNOWN_FILTERS_REQUEUE_MS = 1000;
 
@@ -56,7 +57,7 @@ export const rateLimitController: ControllerSpec = {
       cache.get(RESOURCES.CustomResourceDefinition, undefined, ENVOYFILTER_CRD) !== undefined;
     // With the CRD present but its watch not listed yet, "no EnvoyFilter seen" is not "none": the
     // reducer would apply over a filter of the same name someone else made. Write nothing; look again.
-    if (meshInstalled && cache.isLive && !cache.isLive(RESOURCES.EnvoyFilter)) {
+    if (isUnknown(cache, RESOURCES.EnvoyFilter)) {
       return { ...emptyPlan(), requeueAfterMs: UNKNOWN_FILTERS_REQUEUE_MS };
     }
     return reconcileRateLimit({

@@ -1,0 +1,19 @@
+/**
+ * Whether what the cache says of a type can be trusted. A type whose CRD is observed but whose
+ * watch is not live (the CRD appeared moments ago, or listing it fails) is unknown: "none seen" is
+ * not "none" then. A type whose CRD is not observed has no objects, so it is known (empty).
+ */
+import { RESOURCES } from "../api/resources.ts";
+import type { ResourceType } from "../runtime/cluster.ts";
+import type { CacheReader } from "../runtime/controller.ts";
+
+/** The name of a custom resource type's CRD: `<plural>.<group>`. */
+export function crdName(type: ResourceType): string {
+  return `${type.plural}.${type.group}`;
+}
+
+/** True when `type`'s CRD is observed but its watch is not live. A reader without `isLive` is live. */
+export function isUnknown(cache: CacheReader, type: ResourceType): boolean {
+  if (!cache.isLive || cache.isLive(type)) return false;
+  return cache.get(RESOURCES.CustomResourceDefinition, undefined, crdName(type)) !== undefined;
+}
