@@ -38,6 +38,7 @@ export class SimClock implements Clock {
   #heap: Timer[] = [];
   #seq = 0;
   #cancelled = 0;
+  #jumped = 0;
 
   constructor(startMs = SIM_EPOCH) {
     this.#now = startMs;
@@ -82,6 +83,12 @@ export class SimClock implements Clock {
   /** Moves virtual time forward by `ms` at once (an NTP step, a paused VM); due timers fire next. */
   jump(ms: number): void {
     this.#now += Math.max(0, ms);
+    this.#jumped += Math.max(0, ms);
+  }
+
+  /** Total milliseconds the clock jumped so far (time that passed without any timer firing). */
+  get jumped(): number {
+    return this.#jumped;
   }
 
   /** Timers waiting to fire (cancelled ones excluded). */
@@ -274,18 +281,22 @@ export class Driver {
 
   /**
    * Fires timers until `done()` holds after an event, or virtual time would pass `limit`. Resolves
-   * to whether `done()` held.
+   * to whether `done()` held. Clock jumps while waiting move the limit by as much: a jump is time
+   * no timer saw pass, so it must not eat the wait's budget (three jumps of 80 s inside a 120 s
+   * wait once ended a run with every timer still pending).
    */
   async runUntilTrue(done: () => boolean, limit: number): Promise<boolean> {
     await settle();
     if (done()) return true;
+    const jumpedAtStart = this.clock.jumped;
+    const deadline = () => limit + (this.clock.jumped - jumpedAtStart);
     for (;;) {
-      const fire = this.clock.popDue(limit);
+      const fire = this.clock.popDue(deadline());
       if (!fire) break;
       await this.#fire(fire);
       if (done()) return true;
     }
-    this.clock.advanceTo(limit);
+    this.clock.advanceTo(deadline());
     return done();
   }
 

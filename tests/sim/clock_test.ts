@@ -108,3 +108,27 @@ Deno.test("clock: settle waits for promise chains queued before it", async () =>
   await settle();
   assert.ok(done);
 });
+
+Deno.test("clock: jumps while waiting do not eat the wait's budget", async () => {
+  const clock = new SimClock(0);
+  const driver = new Driver(clock);
+  // Three jumps of 80 s, each scheduled right after the previous, inside a 120 s wait for a
+  // request answered 1 ms after the last jump (seeds 100443 and 100715 of the sweep).
+  let answered = false;
+  clock.schedule(10_000, () => {
+    clock.jump(80_000);
+    clock.schedule(0, () => {
+      clock.jump(80_000);
+      clock.schedule(0, () => {
+        clock.jump(80_000);
+        clock.schedule(1, () => (answered = true));
+      });
+    });
+  });
+  assert.equal(await driver.runUntilTrue(() => answered, 120_000), true);
+  assert.equal(clock.now(), 250_001);
+  // Without jumps, the limit still holds.
+  const never = await driver.runUntilTrue(() => false, clock.now() + 5_000);
+  assert.equal(never, false);
+  assert.equal(clock.now(), 255_001);
+});
