@@ -65,7 +65,11 @@ export function controllerLoops(
   cache: Cache,
   keys: readonly string[],
 ): { subject: Loop; baseline: Loop } {
-  const ctx = (i: number): ReconcileContext => ({ now: NOW + i, images: IMAGES });
+  const ctx = (i: number): ReconcileContext => ({
+    now: NOW + i,
+    images: IMAGES,
+    namespace: "platform-system",
+  });
   return {
     subject: (n) => {
       let writes = 0;

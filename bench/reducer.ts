@@ -2,6 +2,7 @@
  * Reducer throughput: steady-state reconciles a second, per kind, against a baseline loop that
  * builds the same input and only parses the object (the cheapest thing a reconcile must do).
  */
+import { type ClaimInput, claimLease } from "../src/reconcile/claim.ts";
 import { parseRateLimit } from "../src/api/ratelimit.ts";
 import { parseScaler } from "../src/api/scaler.ts";
 import { parseServerless } from "../src/api/serverless.ts";
@@ -88,10 +89,17 @@ function moduleObject(kind: "Serverless" | "Scaler", spec: Record<string, unknow
   };
 }
 
+/** The module's claim, held by `holder` (the served path, which the benchmark measures). */
+function heldClaim(module: "serverless" | "keda", holder: KubeObject): ClaimInput {
+  const site = { namespace: "platform-system", module } as const;
+  return { ...site, observed: claimLease(site, holder.metadata) };
+}
+
 function serverlessInput(w: ModuleWorld, now = NOW): ServerlessInput {
   return {
     object: w.object,
     peers: [w.object],
+    claim: heldClaim("serverless", w.object),
     installed: w.installed,
     userObjects: { Function: 0 },
     now,
@@ -103,6 +111,7 @@ function scalerInput(w: ModuleWorld, now = NOW): ScalerInput {
   return {
     object: w.object,
     peers: [w.object],
+    claim: heldClaim("keda", w.object),
     installed: w.installed,
     userObjects: { ScaledObject: 0, ScaledJob: 0, TriggerAuthentication: 0 },
     now,

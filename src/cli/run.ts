@@ -178,6 +178,7 @@ export async function runOperator(opts: RunOptions, deps: RunDeps): Promise<numb
       metrics,
       controllers,
       images: opts.images,
+      namespace: opts.leaseNamespace,
       identity,
       leaderElection: opts.leaderElect
         ? { namespace: opts.leaseNamespace, name: opts.leaseName }

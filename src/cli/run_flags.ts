@@ -121,9 +121,14 @@ export const RUN_FLAGS: readonly FlagSpec[] = [
     },
     { default: "true", boolean: true },
   ),
-  flag("lease-namespace", "namespace of the leader election Lease", (o, v) => {
-    o.leaseNamespace = v;
-  }, { default: "platform-system" }),
+  flag(
+    "lease-namespace",
+    "namespace of the leader election Lease and of the module claim Leases",
+    (o, v) => {
+      o.leaseNamespace = v;
+    },
+    { default: "platform-system" },
+  ),
   flag("lease-name", "name of the leader election Lease", (o, v) => {
     o.leaseName = v;
   }, { default: "platform-operator" }),

@@ -12,6 +12,8 @@ import type {
   WatchSpec,
 } from "../runtime/controller.ts";
 import { type ApplyOutcome, emptyPlan, type Plan } from "../reconcile/plan.ts";
+import { CLAIM_LABEL, CLAIM_SELECTOR, type ClaimInput, claimName } from "../reconcile/claim.ts";
+import { RESOURCES } from "../api/resources.ts";
 import {
   MANAGED_BY,
   MANAGED_BY_LABEL,
@@ -40,10 +42,14 @@ export function splitKey(key: string): { namespace: string | undefined; name: st
     : { namespace: key.slice(0, slash), name: key.slice(slash + 1) };
 }
 
-/** The watches of a module controller: peers, installed types (managed only), user types (optional). */
+/**
+ * The watches of a module controller: peers, the claim Leases, installed types (managed only),
+ * user types (optional).
+ */
 export function moduleWatches(kind: ModuleKind): WatchSpec[] {
   return [
     { type: kind.primary },
+    { type: RESOURCES.Lease, labelSelector: CLAIM_SELECTOR, ownNamespace: true },
     ...kind.installed.map((type) => ({ type, labelSelector: MANAGED_SELECTOR })),
     ...kind.userTypes.map((type) => ({ type, optional: true })),
   ];
@@ -115,6 +121,10 @@ export function moduleTriggers(
   if (kind.userTypes.some((t) => t.group === type.group && t.kind === type.kind)) {
     return unique(all);
   }
+  if (type.group === RESOURCES.Lease.group && type.kind === RESOURCES.Lease.kind) {
+    // A claim changed hands or went away: every peer may be served or a duplicate now.
+    return obj.metadata.labels?.[CLAIM_LABEL] === kind.module ? unique(all) : [];
+  }
   if (!belongsTo(obj, kind.module)) return [];
   const owner = obj.metadata.labels?.[OWNER_LABEL];
   const owners = peers.filter((p) => ownerLabelValue(p.metadata) === owner).map(objectKey);
@@ -125,6 +135,7 @@ export function moduleTriggers(
 export interface ModuleInput {
   object: KubeObject;
   peers: readonly KubeObject[];
+  claim: ClaimInput;
   installed: KubeObject[];
   userObjects: Record<string, number>;
   now: number;
@@ -153,6 +164,11 @@ export function moduleController(
       return holdDeletion(kind, cache, object) ?? reduce({
         object,
         peers: cache.list(kind.primary),
+        claim: {
+          namespace: ctx.namespace,
+          module: kind.module,
+          observed: cache.get(RESOURCES.Lease, ctx.namespace, claimName(kind.module)),
+        },
         installed: installedObjects(kind, cache),
         userObjects: userObjectCounts(kind, cache),
         now: ctx.now,

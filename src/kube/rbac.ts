@@ -74,7 +74,11 @@ export const ACCESS: Readonly<Record<string, Access>> = {
   Secret: { verbs: [], why: "not called" },
   Event: { verbs: ["create"], why: "Kubernetes Events about the reconciled objects" },
   Deployment: { verbs: INSTALLED, why: "module workloads; their conditions are verified" },
-  Lease: { verbs: ["get", "create", "update"], scope: "lease-namespace", why: "leader election" },
+  Lease: {
+    verbs: ["get", "list", "watch", "create", "update", "delete"],
+    scope: "lease-namespace",
+    why: "leader election; the module claims (watched, created, stale ones deleted)",
+  },
   ClusterRole: {
     verbs: [...INSTALLED, "escalate", "bind"],
     why: "module RBAC; escalate/bind so it can grant the modules what it does not hold itself",

@@ -21,6 +21,11 @@ export interface EventSpec {
 
 /** The outcome of one reconcile. */
 export interface Plan {
+  /**
+   * Objects to create only if absent (POST), before anything else: a 409 AlreadyExists fails the
+   * Plan. For claims, where "whoever creates it first" is the point.
+   */
+  create?: KubeObject[];
   /** Objects to server-side apply (whole desired state of the fields this operator owns). */
   apply: KubeObject[];
   /** Objects to delete (background propagation). Applied after `apply`. */

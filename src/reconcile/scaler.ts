@@ -35,7 +35,8 @@ import { KEDA_DEPLOYMENTS, KEDA_VERSION, VERSION_LABEL } from "./keda/names.ts";
 import { renderKeda } from "./keda/render.ts";
 import { ownerLabelValue, SCALER_FINALIZER } from "./labels.ts";
 import type { ApplyOutcome, Plan } from "./plan.ts";
-import { classifyModuleObject, type ModuleMeta } from "./singleton.ts";
+import { claimingPlan, classifyModuleObject, type ModuleMeta } from "./singleton.ts";
+import type { ClaimInput } from "./claim.ts";
 import { moduleReadiness } from "./verify.ts";
 
 /**
@@ -67,6 +68,8 @@ export interface ScalerInput {
   object: unknown;
   /** Every Scaler in the cluster, the reconciled one included or not. */
   peers: readonly unknown[];
+  /** The module's claim Lease: where it lives and what is observed there. */
+  claim: ClaimInput;
   /** Observed objects carrying `managedLabels("keda")`. */
   installed: readonly KubeObject[];
   /** User objects that block deletion, by kind: `{ ScaledObject: 1, ScaledJob: 0, TriggerAuthentication: 0 }`. */
@@ -182,7 +185,7 @@ function install(
 /** Reconciles one Scaler. Pure and total: any input gives a Plan, never an exception. */
 export function reconcileScaler(input: ScalerInput): Plan {
   const raw = input.object;
-  const obj = classifyModuleObject("Scaler", raw, input.peers);
+  const obj = classifyModuleObject("Scaler", raw, input.peers, input.claim);
   if (obj.kind === "malformed") {
     return planOf(
       raw,
@@ -192,6 +195,7 @@ export function reconcileScaler(input: ScalerInput): Plan {
     );
   }
   const generation = obj.meta.generation;
+  if (obj.kind === "claiming") return claimingPlan(obj);
   if (obj.kind === "duplicate") {
     const decision = duplicateDecision(
       S("KedaDuplicated"),

@@ -39,7 +39,8 @@ import {
   settingsStatus,
 } from "./serverless/config.ts";
 import { CONTROLLER_DEPLOYMENT, renderServerless } from "./serverless/render.ts";
-import { classifyModuleObject, type ModuleMeta } from "./singleton.ts";
+import { claimingPlan, classifyModuleObject, type ModuleMeta } from "./singleton.ts";
+import type { ClaimInput } from "./claim.ts";
 import { moduleReadiness } from "./verify.ts";
 
 /** SPEC.md "Serverless: condition type / status / reason mapped to CR state", row by row. */
@@ -64,6 +65,8 @@ export interface ServerlessInput {
   object: unknown;
   /** Every Serverless in the cluster, the reconciled one included or not. */
   peers: readonly unknown[];
+  /** The module's claim Lease: where it lives and what is observed there. */
+  claim: ClaimInput;
   /** Observed objects carrying `managedLabels("serverless")`. */
   installed: readonly KubeObject[];
   /** User objects that block deletion, by kind: `{ Function: 2 }`. */
@@ -186,7 +189,7 @@ function install(
 /** Reconciles one Serverless. Pure and total: any input gives a Plan, never an exception. */
 export function reconcileServerless(input: ServerlessInput): Plan {
   const raw = input.object;
-  const obj = classifyModuleObject("Serverless", raw, input.peers);
+  const obj = classifyModuleObject("Serverless", raw, input.peers, input.claim);
   if (obj.kind === "malformed") {
     return toPlan(
       raw,
@@ -196,6 +199,7 @@ export function reconcileServerless(input: ServerlessInput): Plan {
     );
   }
   const generation = obj.meta.generation;
+  if (obj.kind === "claiming") return claimingPlan(obj);
   if (obj.kind === "duplicate") {
     const row = S("ServerlessDuplicated");
     const decision = duplicateDecision(row, obj.message, obj.meta, SERVERLESS_FINALIZER);

@@ -1,16 +1,21 @@
 /**
- * Which module object is served (DESIGN.md "Singletons"): the one already served stays served;
- * when none is, the oldest (creationTimestamp, then namespace/name) takes over. Every reconcile of
- * every peer computes the same answer from the same peers, so two can never both claim it.
+ * Which module object is served: the one already served stays served; when none is, the oldest
+ * (creationTimestamp, then namespace/name) takes over. Reconciles that see the same peers compute
+ * the same answer, but caches differ in time, so the answer is only a candidate: it becomes served
+ * by holding the module's claim Lease (claim.ts), whose create the API server admits once.
  */
 import type { z } from "zod";
 import { ObjectMetaSchema } from "../api/common.ts";
 import { formatErrors, toFieldErrors } from "../api/issues.ts";
 import { objectKey } from "../runtime/cluster.ts";
+import type { KubeObject } from "../runtime/cluster.ts";
+import { type ClaimInput, claimLease, claimRef, claimState, holderIdentity } from "./claim.ts";
+import { REQUEUE_MS } from "./install.ts";
+import { emptyPlan, type ObjectRef, type Plan } from "./plan.ts";
 
 /** The fields of a module object the choice looks at. */
 export interface Peer {
-  metadata: { name: string; namespace?: string; creationTimestamp?: string };
+  metadata: { name: string; namespace?: string; creationTimestamp?: string; uid?: string };
   status?: { served?: string };
 }
 
@@ -38,7 +43,7 @@ export function asPeer(raw: unknown): Peer | undefined {
   if (raw === null || typeof raw !== "object") return undefined;
   const meta = (raw as { metadata?: unknown }).metadata;
   if (meta === null || typeof meta !== "object") return undefined;
-  const { name, namespace, creationTimestamp } = meta as Record<string, unknown>;
+  const { name, namespace, creationTimestamp, uid } = meta as Record<string, unknown>;
   if (typeof name !== "string" || name === "") return undefined;
   const status = (raw as { status?: unknown }).status;
   const served = status !== null && typeof status === "object"
@@ -49,6 +54,7 @@ export function asPeer(raw: unknown): Peer | undefined {
       name,
       ...(typeof namespace === "string" && namespace ? { namespace } : {}),
       ...(typeof creationTimestamp === "string" ? { creationTimestamp } : {}),
+      ...(typeof uid === "string" && uid ? { uid } : {}),
     },
     ...(typeof served === "string" ? { status: { served } } : {}),
   };
@@ -87,13 +93,22 @@ export type ModuleObject =
   /** Another object of the kind is served. */
   | { kind: "duplicate"; meta: ModuleMeta; message: string }
   /** The served one; `claimed` when its status already says so. */
-  | { kind: "served"; meta: ModuleMeta; claimed: boolean };
+  | { kind: "served"; meta: ModuleMeta; claimed: boolean }
+  /**
+   * It should be served but does not hold the claim Lease yet: create it, or first delete a claim
+   * whose holder is gone. Nothing else may be written until the claim is observed as its own.
+   */
+  | { kind: "claiming"; meta: ModuleMeta; create: KubeObject[]; delete: ObjectRef[] };
 
-/** Classifies a module object of `kind` (e.g. `Serverless`) among its `peers`. Never throws. */
+/**
+ * Classifies a module object of `kind` (e.g. `Serverless`) among its `peers`, given the module's
+ * claim. Never throws.
+ */
 export function classifyModuleObject(
   kind: string,
   raw: unknown,
   peers: readonly unknown[],
+  claim: ClaimInput,
 ): ModuleObject {
   const metadata = raw !== null && typeof raw === "object"
     ? (raw as { metadata?: unknown }).metadata
@@ -109,13 +124,39 @@ export function classifyModuleObject(
     );
     return { kind: "malformed", message: `The ${kind} object is invalid: ${errors}` };
   }
+  const meta = parsed.data;
+  const claimed = self.status?.served === "True";
+  const duplicate = (servedKey: string): ModuleObject => ({
+    kind: "duplicate",
+    meta,
+    message: duplicateMessage(kind, self, servedKey),
+  });
+  const others = peers.map(asPeer).filter((p): p is Peer =>
+    p !== undefined && objectKey(p) !== objectKey(self)
+  ).map((p) => ({ identity: holderIdentity(p.metadata), key: objectKey(p) }));
+  const held = claimState(claim, self.metadata, others);
+  if (held.kind === "mine") return { kind: "served", meta, claimed };
   const decision = decideServed(self, peers);
-  if (!decision.served) {
-    return {
-      kind: "duplicate",
-      meta: parsed.data,
-      message: duplicateMessage(kind, self, decision.servedKey),
-    };
+  if (!decision.served) return duplicate(decision.servedKey);
+  if (held.kind === "peer") return duplicate(held.key);
+  // Deleting objects never claim: one that was served cleans up what it installed; one that never
+  // was has nothing to clean up, and others see it served (or not) from its status.
+  if (meta.deletionTimestamp) return { kind: "served", meta, claimed };
+  if (held.kind === "stale") {
+    return { kind: "claiming", meta, create: [], delete: [claimRef(claim)] };
   }
-  return { kind: "served", meta: parsed.data, claimed: self.status?.served === "True" };
+  return { kind: "claiming", meta, create: [claimLease(claim, self.metadata)], delete: [] };
+}
+
+/**
+ * The Plan of an object that is claiming: create the claim (or delete a stale one) and nothing
+ * else; its status is left alone until the claim is observed as its own.
+ */
+export function claimingPlan(obj: Extract<ModuleObject, { kind: "claiming" }>): Plan {
+  return {
+    ...emptyPlan(),
+    create: obj.create,
+    delete: obj.delete,
+    requeueAfterMs: REQUEUE_MS.claim,
+  };
 }

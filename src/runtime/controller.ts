@@ -36,12 +36,19 @@ export interface ReconcileContext {
   /** What happened to the writes of the previous Plan for this key, if the runtime remembers. */
   lastOutcome?: ApplyOutcome;
   images: ModuleImages;
+  /** The operator's namespace: where it keeps its own objects (the module claims). */
+  namespace: string;
 }
 
 /** A type a controller reads; the runtime lists, watches and caches it. */
 export interface WatchSpec {
   type: ResourceType;
   labelSelector?: string;
+  /**
+   * Watch only the operator's own namespace (ReconcileContext.namespace): for objects the operator
+   * keeps there, which RBAC grants in that namespace only. The selector must single them out.
+   */
+  ownNamespace?: boolean;
   /** True when the type's CRD may be missing (installed later by the operator): watch it when it appears. */
   optional?: boolean;
 }

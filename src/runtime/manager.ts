@@ -27,6 +27,15 @@ const STOP_WAIT_MS = 5_000;
 /** Longest wait on shutdown for queued Events to be written (they are best-effort). */
 const EVENT_FLUSH_WAIT_MS = 2_000;
 
+/** The operator's namespace when neither `namespace` nor leader election names one. */
+export const DEFAULT_NAMESPACE = "platform-system";
+
+/** The operator's namespace: as given, else the leader election Lease's, else the default. */
+export function operatorNamespace(opts: ManagerOptions): string {
+  return opts.namespace ??
+    (opts.leaderElection ? opts.leaderElection.namespace : DEFAULT_NAMESPACE);
+}
+
 /** Lease settings of leader election (client-go's names and meaning). */
 export interface LeaderElectionOptions {
   /** Namespace of the coordination.k8s.io/v1 Lease, e.g. `platform-system`. */
@@ -52,6 +61,11 @@ export interface ManagerOptions {
   metrics?: Metrics;
   controllers: ControllerSpec[];
   images: ModuleImages;
+  /**
+   * The operator's namespace, where it keeps the module claims; default: the leader election
+   * Lease's namespace, else `platform-system`.
+   */
+  namespace?: string;
   /** This replica's name (the pod name): the Lease holder identity and the Events' reporting instance. */
   identity: string;
   /** `false` runs as the only replica: it leads at once (tests, the simulator, local runs). */
@@ -117,6 +131,7 @@ export class Manager {
       metrics: this.#metrics,
       cache: this.#cache,
       controllers: opts.controllers,
+      namespace: operatorNamespace(opts),
       pageSize: opts.pageSize,
       timeoutSeconds: opts.watchTimeoutSeconds,
       idleMs: opts.watchIdleMs,
@@ -149,6 +164,7 @@ export class Manager {
       log,
       metrics: this.#metrics,
       images: this.#o.images,
+      namespace: operatorNamespace(this.#o),
     });
   }
 

@@ -26,6 +26,8 @@ export interface ControllerLoopOptions {
   log: Logger;
   metrics: Metrics;
   images: ModuleImages;
+  /** The operator's namespace (ReconcileContext.namespace). */
+  namespace: string;
 }
 
 /** Splits a queue key into namespace and name. */
@@ -40,6 +42,8 @@ export function splitKey(type: ResourceType, key: string): [string | undefined, 
 export interface PlannedWatch {
   type: ResourceType;
   selector?: string;
+  /** Watched in the operator's namespace only. */
+  ownNamespace?: boolean;
   /** False when every controller that reads it marked it optional (its CRD may be missing). */
   required: boolean;
 }
@@ -53,7 +57,13 @@ export function planWatches(controllers: readonly ControllerSpec[]): PlannedWatc
     ) {
       const id = `${typeId(w.type)}|${w.labelSelector ?? ""}`;
       const required = (wanted.get(id)?.required ?? false) || !w.optional;
-      wanted.set(id, { type: w.type, selector: w.labelSelector, required });
+      const ownNamespace = "ownNamespace" in w && w.ownNamespace === true;
+      wanted.set(id, {
+        type: w.type,
+        selector: w.labelSelector,
+        required,
+        ...(ownNamespace ? { ownNamespace } : {}),
+      });
     }
   }
   return [...wanted.values()];
@@ -143,7 +153,12 @@ export class ControllerLoop {
     const lastOutcome = this.#outcomes.get(key);
     let plan: Plan | undefined;
     try {
-      plan = spec.reconcile(key, cache, { now: clock.now(), lastOutcome, images: this.#o.images });
+      plan = spec.reconcile(key, cache, {
+        now: clock.now(),
+        lastOutcome,
+        images: this.#o.images,
+        namespace: this.#o.namespace,
+      });
     } catch (err) {
       const terminal = classifyError(err) === "terminal";
       log.error("reconcile failed", { key, error: errorMessage(err), retry: !terminal });

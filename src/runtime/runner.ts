@@ -1,8 +1,9 @@
 /**
  * Carries out a Plan against the Cluster, writing only what is not already observed in the cache:
- * finalizer first, then server-side applies, deletes, status, finalizer removal last; Events are
- * handed to an EventRecorder, which writes them after the run returns (they never hold it up). Before every write it checks the leadership signal, so a replica that lost its lease
- * stops writing at once. The result says what happened (fed back to the next reconcile as
+ * creates first (claims), then the finalizer, server-side applies, deletes, status, finalizer
+ * removal last; Events are handed to an EventRecorder, which writes them after the run returns
+ * (they never hold it up). Before every write it checks the leadership signal, so a replica that
+ * lost its lease stops writing at once. The result says what happened (fed back to the next reconcile as
  * `ctx.lastOutcome`) and what the queue should do next.
  */
 import type { ApplyOutcome, EventSpec, ObjectRef, Plan } from "../reconcile/plan.ts";
@@ -106,6 +107,7 @@ export class Runner {
     const state = { writes: 0, primary };
     const generation = primary.metadata.generation;
     try {
+      for (const obj of plan.create ?? []) await this.#create(obj, state, signal);
       await this.#addFinalizer(primaryType, state, plan, signal);
       for (const obj of plan.apply) await this.#apply(obj, state, signal);
       for (const ref of plan.delete) await this.#delete(ref, state, signal);
@@ -254,6 +256,18 @@ export class Runner {
       refOf(state.primary),
       signal,
       () => this.#o.cluster.patch(type, meta.namespace, meta.name, ops),
+    );
+    state.writes++;
+    this.#wrote(type, written);
+  }
+
+  /** A create-if-absent: 409 AlreadyExists fails the Plan (a conflict: the cache was behind). */
+  async #create(obj: KubeObject, state: { writes: number }, signal: AbortSignal): Promise<void> {
+    const type = this.#type(obj.apiVersion, obj.kind);
+    const written = await this.#write(
+      refOf(obj),
+      signal,
+      () => this.#o.cluster.create(type, obj),
     );
     state.writes++;
     this.#wrote(type, written);

@@ -30,6 +30,8 @@ export interface WatcherOptions {
   metrics?: Metrics;
   type: ResourceType;
   labelSelector?: string;
+  /** Watch this namespace only (RBAC may grant no more); default: every namespace. */
+  namespace?: string;
   /** The type's CRD may be missing: a 404 on list means "none yet", not an error. */
   optional?: boolean;
   /** Page size of the list; default 500. */
@@ -172,9 +174,10 @@ export class Watcher {
   }
 
   async #listPage(continueToken?: string): Promise<StepResult> {
-    const { cluster, type, labelSelector, optional } = this.#o;
+    const { cluster, type, labelSelector, namespace, optional } = this.#o;
     try {
       const page = await cluster.list(type, {
+        ...(namespace ? { namespace } : {}),
         labelSelector,
         limit: this.#o.pageSize ?? 500,
         continue: continueToken,
@@ -212,10 +215,11 @@ export class Watcher {
   }
 
   #openWatch(resourceVersion: string, signal: AbortSignal): StepResult {
-    const { cluster, type, labelSelector } = this.#o;
+    const { cluster, type, labelSelector, namespace } = this.#o;
     const abort = new AbortController();
     try {
       const iterable = cluster.watch(type, {
+        ...(namespace ? { namespace } : {}),
         labelSelector,
         resourceVersion,
         timeoutSeconds: this.#o.timeoutSeconds ?? 300,

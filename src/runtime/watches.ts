@@ -22,6 +22,8 @@ export interface WatchSetOptions {
   metrics: Metrics;
   cache: Cache;
   controllers: readonly ControllerSpec[];
+  /** The operator's namespace, for watches of `ownNamespace` objects. */
+  namespace: string;
   pageSize?: number;
   timeoutSeconds?: number;
   idleMs?: number;
@@ -44,7 +46,7 @@ export class WatchSet {
 
   constructor(readonly opts: WatchSetOptions) {
     // A watch is required if any controller requires it.
-    for (const { type, selector, required } of planWatches(opts.controllers)) {
+    for (const { type, selector, required, ownNamespace } of planWatches(opts.controllers)) {
       const store = opts.cache.store(type, selector);
       const watcher = new Watcher({
         cluster: opts.cluster,
@@ -54,6 +56,7 @@ export class WatchSet {
         metrics: opts.metrics,
         type,
         labelSelector: selector,
+        ...(ownNamespace ? { namespace: opts.namespace } : {}),
         optional: !required,
         pageSize: opts.pageSize,
         timeoutSeconds: opts.timeoutSeconds,

@@ -11,9 +11,9 @@ import type { KubeObject, ResourceType } from "../../src/runtime/cluster.ts";
 import type { CacheReader } from "../../src/runtime/controller.ts";
 import { converge, IMAGES, NOW, serverless } from "../reconcile/serverless_fixtures.ts";
 import { installed as kedaInstalled } from "../reconcile/scaler_fixtures.ts";
-import { fakeCache } from "../reconcile/singleton_world.ts";
+import { fakeCache, heldClaim } from "../reconcile/singleton_world.ts";
 
-const ctx = { now: NOW, images: IMAGES };
+const ctx = { now: NOW, images: IMAGES, namespace: "platform-system" };
 
 /** `fakeCache` whose watches of `notLive` types are not live. */
 function cacheWith(objects: KubeObject[], notLive: ResourceType[]): CacheReader {
@@ -70,7 +70,10 @@ Deno.test("serverless: an unknown count does not hold installation, only deletio
   const { world } = converge({ object: serverless(), others: [], installed: [] });
   const plan = serverlessController.reconcile(
     "platform-system/default",
-    cacheWith([world.object!, ...world.installed], [RESOURCES.Function]),
+    cacheWith(
+      [world.object!, ...world.installed, heldClaim("serverless", world.object!)],
+      [RESOURCES.Function],
+    ),
     ctx,
   )!;
   assert.deepEqual(plan.status, world.object!.status, "the usual reconcile ran");

@@ -8,7 +8,7 @@ import { IMAGES, NOW } from "../reconcile/serverless_fixtures.ts";
 import { pod, rateLimit } from "../reconcile/ratelimit_fixtures.ts";
 import { fakeCache } from "../reconcile/singleton_world.ts";
 
-const ctx = { now: NOW, images: IMAGES };
+const ctx = { now: NOW, images: IMAGES, namespace: "platform-system" };
 const crd: KubeObject = {
   apiVersion: "apiextensions.k8s.io/v1",
   kind: "CustomResourceDefinition",

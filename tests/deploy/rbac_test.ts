@@ -67,6 +67,11 @@ async function derived(): Promise<Needed> {
     }
   }
   for (const type of rendered) needed.add(type, ["get", "create", "patch", "delete"]);
+  // Claims (create-if-absent, never applied; a stale one deleted after a get from the cache).
+  const reconcileText = (await sourceFiles(`${root}reconcile`)).join("\n");
+  if (/kind: "Lease"/.test(reconcileText) && /create: \[claimLease/.test(reconcileText)) {
+    needed.add(RESOURCES.Lease, ["create", "delete"]);
+  }
   // RBAC objects a module installs may grant what the operator does not hold: escalate and bind.
   for (const type of rendered) {
     if (type.kind === "ClusterRole" || type.kind === "Role") needed.add(type, ["escalate", "bind"]);
@@ -102,8 +107,15 @@ Deno.test("the RBAC table has one row for every resource type the operator knows
 
 Deno.test("the RBAC table grants exactly what the code uses", async () => {
   const needed = await derived();
-  // The scan found the runtime's fixed calls: leader election and Events.
-  assert.deepEqual([...needed.verbs.get("Lease") ?? []].sort(), ["create", "get", "update"]);
+  // The scan found the runtime's fixed calls (leader election, Events) and the claims.
+  assert.deepEqual([...needed.verbs.get("Lease") ?? []].sort(), [
+    "create",
+    "delete",
+    "get",
+    "list",
+    "update",
+    "watch",
+  ]);
   assert.deepEqual([...needed.verbs.get("Event") ?? []], ["create"]);
   assert.deepEqual(show(granted()), show(needed));
 });

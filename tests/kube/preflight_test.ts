@@ -97,7 +97,7 @@ Deno.test("forbidden verbs are one problem listing each resource and verb", asyn
     assert.match(problems[0].message, /patch ratelimits\.gateway\.platform-project\.io\/status/);
     assert.match(
       problems[0].message,
-      /create,update leases\.coordination\.k8s\.io in namespace platform-system/,
+      /list,watch,create,update,delete leases\.coordination\.k8s\.io in namespace platform-system/,
     );
     assert.match(problems[0].message, /run kubectl apply -k deploy\//);
   });

@@ -27,6 +27,7 @@ const crd: KubeObject = {
 };
 const ctx: ReconcileContext = {
   now: 1_700_000_000_000,
+  namespace: "platform-system",
   images: {
     serverlessController: "",
     kedaOperator: "",

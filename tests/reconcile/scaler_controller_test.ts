@@ -6,7 +6,7 @@ import { serverlessController } from "../../src/controllers/serverless.ts";
 import { MANAGED_SELECTOR } from "../../src/reconcile/labels.ts";
 import type { KubeObject } from "../../src/runtime/cluster.ts";
 import { IMAGES, installed, NOW, scaler } from "./scaler_fixtures.ts";
-import { fakeCache } from "./singleton_world.ts";
+import { fakeCache, heldClaim } from "./singleton_world.ts";
 
 const userObject = (kind: string, ns: string, name: string): KubeObject => ({
   apiVersion: "keda.sh/v1alpha1",
@@ -61,7 +61,7 @@ Deno.test("reconcile counts ScaledObjects, ScaledJobs and TriggerAuthentications
     ...w.object!,
     metadata: { ...w.object!.metadata, deletionTimestamp: "2026-01-01T00:00:00Z" },
   };
-  const ctx = { now: NOW, images: IMAGES };
+  const ctx = { now: NOW, images: IMAGES, namespace: "platform-system" };
   const users = [
     userObject("ScaledObject", "u", "a"),
     userObject("ScaledJob", "u", "b"),
@@ -76,7 +76,7 @@ Deno.test("reconcile counts ScaledObjects, ScaledJobs and TriggerAuthentications
   assert.deepEqual(blocked?.delete, []);
   const ready = scalerController.reconcile(
     "platform-system/default",
-    fakeCache([w.object!, ...w.installed]),
+    fakeCache([w.object!, ...w.installed, heldClaim("keda", w.object!)]),
     {
       ...ctx,
       lastOutcome: { ok: true },

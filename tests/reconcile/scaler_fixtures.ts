@@ -3,7 +3,13 @@ import type { KubeObject } from "../../src/runtime/cluster.ts";
 import type { Plan } from "../../src/reconcile/plan.ts";
 import { reconcileScaler, type ScalerInput } from "../../src/reconcile/scaler.ts";
 import { IMAGES, NOW } from "./serverless_fixtures.ts";
-import { type CarryOutOptions, convergeWith, moduleObject, type World } from "./singleton_world.ts";
+import {
+  type CarryOutOptions,
+  claimOf,
+  convergeWith,
+  moduleObject,
+  type World,
+} from "./singleton_world.ts";
 
 export { conditionOf, IMAGES, NOW, statusOf } from "./serverless_fixtures.ts";
 
@@ -23,6 +29,7 @@ export function inputOf(w: World, extra: Partial<ScalerInput> = {}): ScalerInput
   return {
     object: w.object,
     peers: [...(w.object ? [w.object] : []), ...w.others],
+    claim: claimOf("keda", w),
     installed: w.installed,
     userObjects: NO_USER_OBJECTS,
     now: NOW,

@@ -5,6 +5,7 @@ import { parseScaler } from "../../src/api/scaler.ts";
 import { rowOfStatus } from "../../src/reconcile/conditions.ts";
 import { reconcileScaler, SCALER_STATES } from "../../src/reconcile/scaler.ts";
 import { converge, inputOf, scaler, statusOf } from "./scaler_fixtures.ts";
+import { claimHeldBy } from "./singleton_world.ts";
 import { testModuleProperties } from "./module_props.ts";
 
 const opt = <T>(arb: fc.Arbitrary<T>) => fc.option(arb, { nil: undefined });
@@ -111,6 +112,7 @@ Deno.test("Scaler: malformed objects never throw; they get an Error status with 
         ...inputOf({ object: undefined, others: [], installed: [] }),
         object,
         peers: junkPeers,
+        claim: claimHeldBy("keda", object),
       });
       const status = statusOf(plan);
       assert.ok(rowOfStatus(SCALER_STATES, status), `not a row: ${JSON.stringify(status)}`);

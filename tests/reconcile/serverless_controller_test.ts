@@ -5,7 +5,7 @@ import { serverlessController } from "../../src/controllers/serverless.ts";
 import { MANAGED_SELECTOR, OWNER_LABEL } from "../../src/reconcile/labels.ts";
 import type { KubeObject } from "../../src/runtime/cluster.ts";
 import { converge, IMAGES, NOW, serverless } from "./serverless_fixtures.ts";
-import { fakeCache } from "./singleton_world.ts";
+import { fakeCache, heldClaim } from "./singleton_world.ts";
 
 const fn = (ns: string, name: string): KubeObject => ({
   apiVersion: "serverless.platform-project.io/v1alpha2",
@@ -87,7 +87,7 @@ Deno.test("reconcile reads the cache: installed objects, Functions, peers", () =
     ...world.object!,
     metadata: { ...world.object!.metadata, deletionTimestamp: "2026-01-01T00:00:00Z" },
   };
-  const ctx = { now: NOW, images: IMAGES };
+  const ctx = { now: NOW, images: IMAGES, namespace: "platform-system" };
   const blocked = serverlessController.reconcile(
     "platform-system/default",
     fakeCache([deleting, ...world.installed, fn("u", "a"), fn("v", "b")]),
@@ -103,7 +103,7 @@ Deno.test("reconcile reads the cache: installed objects, Functions, peers", () =
   assert.equal(deletes?.delete.length, world.installed.length);
   const ready = serverlessController.reconcile(
     "platform-system/default",
-    fakeCache([world.object!, ...world.installed]),
+    fakeCache([world.object!, ...world.installed, heldClaim("serverless", world.object!)]),
     ctx,
   );
   assert.deepEqual([ready?.apply, ready?.delete, ready?.status], [[], [], world.object!.status]);

@@ -4,7 +4,13 @@ import type { KubeObject } from "../../src/runtime/cluster.ts";
 import type { ModuleImages } from "../../src/runtime/controller.ts";
 import type { Plan } from "../../src/reconcile/plan.ts";
 import { reconcileServerless, type ServerlessInput } from "../../src/reconcile/serverless.ts";
-import { type CarryOutOptions, convergeWith, moduleObject, type World } from "./singleton_world.ts";
+import {
+  type CarryOutOptions,
+  claimOf,
+  convergeWith,
+  moduleObject,
+  type World,
+} from "./singleton_world.ts";
 
 /** A fixed time: 2026-01-01T00:00:00Z. */
 export const NOW = Date.UTC(2026, 0, 1);
@@ -35,6 +41,7 @@ export function inputOf(w: World, extra: Partial<ServerlessInput> = {}): Serverl
   return {
     object: w.object,
     peers: [...(w.object ? [w.object] : []), ...w.others],
+    claim: claimOf("serverless", w),
     installed: w.installed,
     userObjects: { Function: 0 },
     now: NOW,

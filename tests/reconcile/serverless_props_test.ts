@@ -6,6 +6,7 @@ import { rowOfStatus } from "../../src/reconcile/conditions.ts";
 import { reconcileServerless, SERVERLESS_STATES } from "../../src/reconcile/serverless.ts";
 import type { KubeObject } from "../../src/runtime/cluster.ts";
 import { converge, inputOf, serverless, statusOf } from "./serverless_fixtures.ts";
+import { claimHeldBy } from "./singleton_world.ts";
 import { testModuleProperties } from "./module_props.ts";
 
 const opt = <T>(arb: fc.Arbitrary<T>) => fc.option(arb, { nil: undefined });
@@ -78,6 +79,7 @@ Deno.test("Serverless: malformed objects never throw; they get an Error status w
         ...inputOf({ object: undefined, others: [], installed: [] }),
         object,
         peers: junkPeers,
+        claim: claimHeldBy("serverless", object),
       });
       const status = statusOf(plan);
       assert.ok(rowOfStatus(SERVERLESS_STATES, status), `not a row: ${JSON.stringify(status)}`);

@@ -10,12 +10,14 @@ import {
 } from "../../src/reconcile/singleton.ts";
 import { reconcileServerless } from "../../src/reconcile/serverless.ts";
 import { conditionOf, converge, inputOf, serverless, statusOf } from "./serverless_fixtures.ts";
-import { carryOut, type World } from "./singleton_world.ts";
+import { carryOut, deleting, heldClaim, isClaimingPlan, type World } from "./singleton_world.ts";
 
 const peer = (name: string, created: string, served?: string, namespace = "ns"): Peer => ({
   metadata: { name, namespace, creationTimestamp: created },
   ...(served ? { status: { served } } : {}),
 });
+
+const NO_CLAIM = { namespace: "platform-system", module: "serverless" } as const;
 
 Deno.test("the oldest object is served; ties go to namespace/name", () => {
   const a = peer("a", "2026-01-02T00:00:00Z");
@@ -73,13 +75,18 @@ Deno.test("asPeer reads any shape without throwing", () => {
 });
 
 Deno.test("classifyModuleObject names what is wrong with unreadable metadata", () => {
-  const r = classifyModuleObject("Serverless", { metadata: { name: "x", generation: "one" } }, []);
+  const r = classifyModuleObject(
+    "Serverless",
+    { metadata: { name: "x", generation: "one" } },
+    [],
+    NO_CLAIM,
+  );
   assert.equal(r.kind, "malformed");
   assert.match(
     (r as { message: string }).message,
     /^The Serverless object is invalid: metadata\.generation: /,
   );
-  const none = classifyModuleObject("Scaler", 42, []);
+  const none = classifyModuleObject("Scaler", 42, [], NO_CLAIM);
   assert.match(
     (none as { message: string }).message,
     /^The Scaler object is invalid: metadata: is required/,
@@ -136,4 +143,64 @@ Deno.test("a duplicate that still carries the finalizer (two claims raced) gives
     remove: "serverless-manager.platform-project.io/deletion-hook",
   });
   assert.deepEqual([plan.apply, plan.delete], [[], []]);
+});
+
+Deno.test("claim: of two objects that each look oldest to their own reconcile, the claim decides", () => {
+  // Seed 100159: `second` was reconciled alone and claimed; `third`, created in the same second,
+  // wins the creationTimestamp tie by key but sees `second` without its served status yet.
+  const second = serverless({}, { name: "second", namespace: "platform-system" });
+  const third = serverless({}, { name: "third", namespace: "default" });
+  const alone = reconcileServerless(
+    inputOf({ object: second, others: [], installed: [], claim: null }),
+  );
+  assert.ok(isClaimingPlan(alone), "claims before writing anything else");
+  assert.equal(alone.create?.[0].metadata.name, "serverless-served");
+  assert.equal(
+    (alone.create?.[0].spec as { holderIdentity: string }).holderIdentity,
+    second.metadata.uid,
+  );
+  const afterClaim = carryOut({ object: second, others: [], installed: [], claim: null }, alone);
+  // Without the claim, `third` would take it (the tie is broken by key: default/ < platform-system/).
+  const blind = reconcileServerless(
+    inputOf({ object: third, others: [second], installed: [], claim: null }),
+  );
+  assert.ok(isClaimingPlan(blind), "it would try to claim, and the API server would refuse it");
+  const seen = reconcileServerless(
+    inputOf({ object: third, others: [second], installed: [], claim: afterClaim.claim }),
+  );
+  assert.equal(statusOf(seen).served, "False");
+  assert.match(
+    conditionOf(seen, "Configured")!.message,
+    /platform-system\/second is the one in use/,
+  );
+  // And `second`, holding the claim, is served even though `third` wins the tie.
+  const served = reconcileServerless(
+    inputOf({ object: second, others: [third], installed: [], claim: afterClaim.claim }),
+  );
+  assert.equal(statusOf(served).served, "True");
+});
+
+Deno.test("claim: a claim whose holder is gone is deleted, then taken", () => {
+  const gone = serverless({}, { name: "gone" });
+  const next = serverless({}, { name: "next", namespace: "other" });
+  const stale = heldClaim("serverless", gone);
+  const w: World = { object: next, others: [], installed: [], claim: stale };
+  const plan = reconcileServerless(inputOf(w));
+  assert.ok(isClaimingPlan(plan));
+  assert.deepEqual(plan.delete, [{
+    apiVersion: "coordination.k8s.io/v1",
+    kind: "Lease",
+    namespace: "platform-system",
+    name: "serverless-served",
+  }]);
+  const done = converge(carryOut(w, plan)).world;
+  assert.equal((done.claim?.spec as { holderIdentity: string }).holderIdentity, next.metadata.uid);
+  assert.equal((done.object?.status as { state: string }).state, "Ready");
+});
+
+Deno.test("claim: an object being deleted never claims", () => {
+  const w = deleting({ object: serverless(), others: [], installed: [], claim: null });
+  const plan = reconcileServerless(inputOf(w));
+  assert.deepEqual(plan.create ?? [], []);
+  assert.equal(statusOf(plan).state, "Deleting");
 });

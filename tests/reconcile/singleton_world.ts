@@ -8,6 +8,8 @@ import type { CacheReader } from "../../src/runtime/controller.ts";
 import { identity } from "../../src/reconcile/install.ts";
 import { canonicalQuantity } from "../../src/reconcile/keda/quantity.ts";
 import { type Plan, refOf } from "../../src/reconcile/plan.ts";
+import { type ClaimInput, claimLease } from "../../src/reconcile/claim.ts";
+import { asPeer, servedPeer } from "../../src/reconcile/singleton.ts";
 
 const defaultNormalize = (obj: KubeObject) => apiServerNormalize(obj, canonicalQuantity);
 
@@ -18,6 +20,11 @@ export interface World {
   /** The other objects of the same kind. */
   others: KubeObject[];
   installed: KubeObject[];
+  /**
+   * The module's claim Lease. Undefined stands for the claim the first passes made: held by the
+   * peer the reducer picks (see `claimOf`); null is no claim at all.
+   */
+  claim?: KubeObject | null;
 }
 
 type Json = unknown;
@@ -28,19 +35,55 @@ export function moduleObject(
   spec: Record<string, unknown> = {},
   meta: Partial<KubeObject["metadata"]> = {},
 ): KubeObject {
+  const name = meta.name ?? "default";
+  const namespace = meta.namespace ?? "platform-system";
   return {
     apiVersion: "operator.platform-project.io/v1alpha1",
     kind,
     metadata: {
-      name: "default",
-      namespace: "platform-system",
-      uid: "uid-default",
+      name,
+      namespace,
+      uid: `uid-${namespace}-${name}`,
       generation: 1,
       creationTimestamp: "2025-12-01T00:00:00Z",
       ...meta,
     },
     spec,
   };
+}
+
+/** The claim Lease of `module` held by `holder`, as the API server stores it. */
+export function heldClaim(module: "serverless" | "keda", holder: KubeObject): KubeObject {
+  const lease = claimLease({ namespace: "platform-system", module }, holder.metadata);
+  return { ...lease, metadata: { ...lease.metadata, uid: `uid-claim-${module}` } };
+}
+
+/**
+ * The claim input of `module` held by whatever object `raw` is (junk included): what the reducer
+ * sees once a pass has claimed for it, so a test can look at the passes after the claim.
+ */
+export function claimHeldBy(module: "serverless" | "keda", raw: unknown): ClaimInput {
+  const site = { namespace: "platform-system", module } as const;
+  const peer = asPeer(raw);
+  return peer ? { ...site, observed: heldClaim(module, peer as unknown as KubeObject) } : site;
+}
+
+/** The claim input of a world (see `World.claim`). */
+export function claimOf(module: "serverless" | "keda", w: World): ClaimInput {
+  const site = { namespace: "platform-system", module } as const;
+  if (w.claim === null) return site;
+  if (w.claim) return { ...site, observed: w.claim };
+  const pool = [...(w.object ? [w.object] : []), ...w.others];
+  const holder = servedPeer(pool.map(asPeer).filter((p) => p !== undefined));
+  const raw = holder && pool.find((o) => objectKey(o) === objectKey(holder));
+  return raw ? { ...site, observed: heldClaim(module, raw) } : site;
+}
+
+/** True when `plan` only claims: creates or deletes the claim Lease, and writes no status. */
+export function isClaimingPlan(plan: Plan): boolean {
+  const writes = [...(plan.create ?? []), ...plan.delete];
+  return plan.status === undefined && plan.apply.length === 0 && writes.length === 1 &&
+    writes.every((o) => o.kind === "Lease") && plan.finalizer === undefined;
 }
 
 /** Server-side apply as a merge: objects merge key by key, anything else is replaced. */
@@ -121,6 +164,13 @@ function applyOne(
 /** Does what the runtime does with `plan`, and returns the world after it. Never mutates `world`. */
 export function carryOut(world: World, plan: Plan, opts: CarryOutOptions = {}): World {
   let installed = world.installed;
+  let claim = world.claim;
+  for (const obj of plan.create ?? []) {
+    if (obj.kind !== "Lease") throw new Error(`carryOut: unexpected create of ${obj.kind}`);
+    if (claim !== null) throw new Error("carryOut: the claim exists (409 AlreadyExists)");
+    claim = structuredClone(obj);
+  }
+  if (plan.delete.some((r) => r.kind === "Lease")) claim = null;
   for (const obj of plan.apply) installed = applyOne(installed, obj, opts);
   const gone = new Set(plan.delete.map(identity));
   installed = installed.filter((o) => !gone.has(identity(refOf(o))));
@@ -135,7 +185,7 @@ export function carryOut(world: World, plan: Plan, opts: CarryOutOptions = {}): 
     object.metadata.finalizers = [...finalizers];
     if (object.metadata.deletionTimestamp && finalizers.size === 0) object = undefined;
   }
-  return { object, others: world.others, installed };
+  return { object, others: world.others, installed, ...(claim !== undefined ? { claim } : {}) };
 }
 
 /** A cache over a fixed list of objects, typed by apiVersion and kind. */
@@ -219,9 +269,9 @@ export function apiServerNormalize(
   return o;
 }
 
-/** True when `plan` writes nothing on `w`: no applies, deletes, status change or missing finalizer. */
+/** True when `plan` writes nothing on `w`: no creates, applies, deletes, status change or missing finalizer. */
 export function isQuiet(w: World, plan: Plan): boolean {
-  return plan.apply.length === 0 && plan.delete.length === 0 &&
+  return (plan.create ?? []).length === 0 && plan.apply.length === 0 && plan.delete.length === 0 &&
     JSON.stringify(plan.status) === JSON.stringify(w.object?.status) &&
     (!plan.finalizer?.add || (w.object?.metadata.finalizers ?? []).includes(plan.finalizer.add)) &&
     (!plan.finalizer?.remove ||

@@ -50,6 +50,7 @@ function loopOf(spec: ControllerSpec, cache: Cache, clock: ManualClock): Control
     log: nullLogger,
     metrics,
     images: {} as never,
+    namespace: "platform-system",
   });
 }
 
