@@ -5,7 +5,7 @@
  * container); a restart starts a fresh Manager with a new identity and empty caches, which must
  * win the Lease before it writes.
  */
-import { DEFAULT_IMAGES } from "../src/cli/run_flags.ts";
+import { DEFAULT_IMAGES } from "../src/reconcile/images.ts";
 import { rateLimitController } from "../src/controllers/ratelimit.ts";
 import { scalerController } from "../src/controllers/scaler.ts";
 import { serverlessController } from "../src/controllers/serverless.ts";

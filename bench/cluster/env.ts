@@ -7,8 +7,7 @@ import { join } from "node:path";
 import { RESOURCES } from "../../src/api/resources.ts";
 import { LiveCluster } from "../../src/kube/live_cluster.ts";
 import { isApiError, type KubeObject, type ResourceType } from "../../src/runtime/cluster.ts";
-import { readCrds } from "../../tests/e2e/harness.ts";
-import { REPO_ROOT } from "../../tests/e2e/operator.ts";
+import { readCrds, REPO_ROOT } from "../../tools/operator/process.ts";
 import { type ClusterHandle, ensureBuilt, up } from "../../tools/cluster/mod.ts";
 import { BENCH_NODE, benchNodeObject, namespaceObject } from "../fixtures.ts";
 

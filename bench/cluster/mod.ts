@@ -8,7 +8,7 @@
  */
 import type { KubeObject } from "../../src/runtime/cluster.ts";
 import { OPERATOR_USER } from "../../tools/cluster/mod.ts";
-import type { OperatorProcess } from "../../tests/e2e/operator.ts";
+import type { OperatorProcess } from "../../tools/operator/process.ts";
 import { podManifest, rateLimitObject } from "../fixtures.ts";
 import type { Report } from "../report.ts";
 import { fmt, median } from "../stats.ts";

@@ -4,7 +4,7 @@
  * /proc/<pid>/status, metrics, and the timestamps of its JSON log.
  */
 import { join } from "node:path";
-import { OperatorProcess } from "../../tests/e2e/operator.ts";
+import { OperatorProcess } from "../../tools/operator/process.ts";
 import { BENCH_DIR, until } from "./env.ts";
 
 /**

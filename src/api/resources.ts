@@ -1,5 +1,5 @@
 /** Every resource type the operator reads or writes, in one place. */
-import type { ResourceType } from "../runtime/cluster.ts";
+import type { ResourceType } from "./object.ts";
 
 /** A resource type; namespaced unless `namespaced` is false. */
 export function resourceType(

@@ -3,8 +3,9 @@
  * `--help`, the README and the compiled binary's `--allow-env` list all come from this table.
  */
 import { parseArgs } from "node:util";
-import { KEDA_VERSION } from "../reconcile/keda/names.ts";
-import type { ModuleImages } from "../runtime/controller.ts";
+import type { ModuleImages } from "../api/images.ts";
+import { DEFAULT_IMAGES } from "../reconcile/images.ts";
+export { DEFAULT_IMAGES };
 import {
   LOG_FORMATS,
   LOG_LEVELS,
@@ -18,14 +19,6 @@ import {
 export const CONTROLLER_NAMES = ["serverless", "scaler", "ratelimit"] as const;
 /** A controller name. */
 export type ControllerName = typeof CONTROLLER_NAMES[number];
-
-/** Module images used when no flag or variable overrides them; KEDA at the version the reconciler renders. */
-export const DEFAULT_IMAGES: ModuleImages = {
-  serverlessController: "ghcr.io/platform-project/serverless-controller:0.1.0",
-  kedaOperator: `ghcr.io/kedacore/keda:${KEDA_VERSION}`,
-  kedaMetricsServer: `ghcr.io/kedacore/keda-metrics-apiserver:${KEDA_VERSION}`,
-  kedaAdmissionWebhooks: `ghcr.io/kedacore/keda-admission-webhooks:${KEDA_VERSION}`,
-};
 
 /** Everything `run` is configured with. */
 export interface RunOptions {

@@ -7,7 +7,7 @@ import { RateLimitSchema } from "../api/ratelimit.ts";
 import { RESOURCES } from "../api/resources.ts";
 import { ScalerSchema } from "../api/scaler.ts";
 import { ServerlessSchema } from "../api/serverless.ts";
-import type { ResourceType } from "../runtime/cluster.ts";
+import type { ResourceType } from "../api/object.ts";
 import { crdSchemaOf, type JsonSchema } from "./schema.ts";
 
 /** A column `kubectl get` shows for a kind. */

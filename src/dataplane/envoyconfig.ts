@@ -11,13 +11,12 @@ import { type FieldError, toFieldErrors } from "../api/issues.ts";
 import type { BucketSpec } from "./bucket.ts";
 import { type Action, ActionSchema, type DescriptorEntry } from "./matchers.ts";
 
-/** Type URL of the LocalRateLimit message. */
-export const LOCAL_RATELIMIT_TYPE =
-  "type.googleapis.com/envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit";
-/** Name of the local rate limit HTTP filter. */
-export const LOCAL_RATELIMIT_FILTER = "envoy.filters.http.local_ratelimit";
-/** Envoy's floor for any fill interval ("fill timer must be >= 50ms"). */
-export const MIN_FILL_INTERVAL_MS = 50;
+import {
+  LOCAL_RATELIMIT_FILTER,
+  LOCAL_RATELIMIT_TYPE,
+  MIN_FILL_INTERVAL_MS,
+} from "../api/envoy.ts";
+export { LOCAL_RATELIMIT_FILTER, LOCAL_RATELIMIT_TYPE, MIN_FILL_INTERVAL_MS };
 const TYPED_STRUCT_TYPES = [
   "type.googleapis.com/udpa.type.v1.TypedStruct",
   "type.googleapis.com/xds.type.v3.TypedStruct",

@@ -4,8 +4,8 @@
  * condition change worth one (`conditionEvents`). Shared by the Serverless and Scaler reducers.
  */
 import type { Condition, ConditionStatus } from "../api/common.ts";
-import type { KubeObject } from "../runtime/cluster.ts";
-import { kubeTime } from "../runtime/clock.ts";
+import type { KubeObject } from "../api/object.ts";
+import { kubeTime } from "../api/time.ts";
 import {
   conditionEvents,
   type ConditionInput,

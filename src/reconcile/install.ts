@@ -2,7 +2,7 @@
  * The installation lifecycle both module kinds share: what to apply and prune given the rendered
  * and the observed objects, how deletion proceeds, and how the last apply's outcome is judged.
  */
-import type { KubeObject } from "../runtime/cluster.ts";
+import type { KubeObject } from "../api/object.ts";
 import { type ApplyOutcome, type ObjectRef, refOf } from "./plan.ts";
 import { isObserved } from "./verify.ts";
 

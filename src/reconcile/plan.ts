@@ -2,7 +2,7 @@
  * A Plan is what a reconciler wants done, as data (JOSDK's UpdateControl, kube-rs's Action). The
  * runtime carries it out, skipping any write whose result is already observed.
  */
-import type { KubeObject } from "../runtime/cluster.ts";
+import type { KubeObject } from "../api/object.ts";
 
 /** A reference to an object to delete. */
 export interface ObjectRef {

@@ -11,8 +11,8 @@
  */
 import { formatErrors } from "../api/issues.ts";
 import { parseScaler } from "../api/scaler.ts";
-import type { KubeObject } from "../runtime/cluster.ts";
-import type { ModuleImages } from "../runtime/controller.ts";
+import type { KubeObject } from "../api/object.ts";
+import type { ModuleImages } from "../api/images.ts";
 import { rowFor, type StateRow } from "./conditions.ts";
 import {
   type Decision,

@@ -10,8 +10,8 @@
  */
 import { formatErrors } from "../api/issues.ts";
 import { parseServerless } from "../api/serverless.ts";
-import type { KubeObject } from "../runtime/cluster.ts";
-import type { ModuleImages } from "../runtime/controller.ts";
+import type { KubeObject } from "../api/object.ts";
+import type { ModuleImages } from "../api/images.ts";
 import { conditionsOf, rowCondition, rowFor, type StateRow } from "./conditions.ts";
 import {
   type Decision,

@@ -7,8 +7,8 @@
 import type { z } from "zod";
 import { ObjectMetaSchema } from "../api/common.ts";
 import { formatErrors, toFieldErrors } from "../api/issues.ts";
-import { objectKey } from "../runtime/cluster.ts";
-import type { KubeObject } from "../runtime/cluster.ts";
+import { objectKey } from "../api/object.ts";
+import type { KubeObject } from "../api/object.ts";
 import { type ClaimInput, claimLease, claimRef, claimState, holderIdentity } from "./claim.ts";
 import { REQUEUE_MS } from "./install.ts";
 import { emptyPlan, type ObjectRef, type Plan } from "./plan.ts";

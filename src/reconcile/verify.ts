@@ -2,7 +2,7 @@
  * Is what the operator wants observed in the cluster? The desired-subset test used to skip writes
  * already done, and the readiness of Deployments (DESIGN.md "Verification").
  */
-import type { KubeObject } from "../runtime/cluster.ts";
+import type { KubeObject } from "../api/object.ts";
 import { compareQuantities, parseQuantity } from "./keda/quantity.ts";
 
 function isEmptyContainer(v: unknown): boolean {

@@ -4,49 +4,9 @@
  * Kubernetes semantics: resourceVersion, 409 conflicts, 404s, 410 Gone on stale watches.
  */
 
-/** Object metadata fields the operator reads or writes. */
-export interface ObjectMeta {
-  name: string;
-  namespace?: string;
-  uid?: string;
-  resourceVersion?: string;
-  generation?: number;
-  creationTimestamp?: string;
-  deletionTimestamp?: string;
-  labels?: Record<string, string>;
-  annotations?: Record<string, string>;
-  finalizers?: string[];
-  ownerReferences?: OwnerReference[];
-  managedFields?: unknown[];
-  [key: string]: unknown;
-}
-
-/** An owner reference (metadata.ownerReferences[]). */
-export interface OwnerReference {
-  apiVersion: string;
-  kind: string;
-  name: string;
-  uid: string;
-  controller?: boolean;
-  blockOwnerDeletion?: boolean;
-}
-
-/** Any Kubernetes object. */
-export interface KubeObject {
-  apiVersion: string;
-  kind: string;
-  metadata: ObjectMeta;
-  [key: string]: unknown;
-}
-
-/** A resource type: enough to build its API path. */
-export interface ResourceType {
-  group: string; // "" for the core group
-  version: string;
-  kind: string;
-  plural: string;
-  namespaced: boolean;
-}
+export type { KubeObject, ObjectMeta, OwnerReference, ResourceType } from "../api/object.ts";
+export { objectKey } from "../api/object.ts";
+import type { KubeObject, ResourceType } from "../api/object.ts";
 
 /** Options of a list call. */
 export interface ListOptions {
@@ -155,11 +115,4 @@ export interface Cluster {
     name: string,
     opts?: DeleteOptions,
   ): Promise<boolean>;
-}
-
-/** The `namespace/name` key of an object (just `name` for cluster-scoped ones). */
-export function objectKey(obj: { metadata: { namespace?: string; name: string } }): string {
-  return obj.metadata.namespace
-    ? `${obj.metadata.namespace}/${obj.metadata.name}`
-    : obj.metadata.name;
 }

@@ -3,6 +3,7 @@
  * from cached state to a Plan. The runtime owns watching, queueing and writing.
  */
 import type { ApplyOutcome, Plan } from "../reconcile/plan.ts";
+import type { ModuleImages } from "../api/images.ts";
 import type { KubeObject, ResourceType } from "./cluster.ts";
 
 /** Read access to the watch caches. Objects are frozen snapshots; never mutate them. */
@@ -21,13 +22,7 @@ export interface CacheReader {
   isLive?(type: ResourceType): boolean;
 }
 
-/** Images of the module workloads; pinned, overridable by operator flags. */
-export interface ModuleImages {
-  serverlessController: string;
-  kedaOperator: string;
-  kedaMetricsServer: string;
-  kedaAdmissionWebhooks: string;
-}
+export type { ModuleImages } from "../api/images.ts";
 
 /** Inputs of a reconcile besides the cache: all the impure things, passed in as values. */
 export interface ReconcileContext {

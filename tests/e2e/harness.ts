@@ -9,7 +9,14 @@ import type { KubeObject } from "../../src/runtime/cluster.ts";
 import { Kube } from "./kube.ts";
 import { startWatchdog, type Watchdog } from "./watchdog.ts";
 import { describe, statusMatches, type StatusWant } from "./status.ts";
-import { killLeftovers, type OperatorOptions, OperatorProcess, REPO_ROOT } from "./operator.ts";
+import {
+  killLeftovers,
+  type OperatorOptions,
+  OperatorProcess,
+  readCrds,
+  REPO_ROOT,
+} from "../../tools/operator/process.ts";
+export { readCrds };
 
 export { Kube } from "./kube.ts";
 export { OperatorProcess } from "./operator.ts";
@@ -72,23 +79,6 @@ export async function waitFor<T>(
   throw new Error(
     `timed out after ${timeoutMs} ms waiting for ${what}${detail ? `\nlast seen: ${detail}` : ""}`,
   );
-}
-
-/** Names of the CRDs in `crds/` and the YAML stream of all of them. */
-export async function readCrds(): Promise<{ names: string[]; yaml: string }> {
-  const dir = join(REPO_ROOT, "crds");
-  const files: string[] = [];
-  for await (const e of Deno.readDir(dir)) {
-    if (e.isFile && /\.ya?ml$/.test(e.name)) files.push(join(dir, e.name));
-  }
-  files.sort();
-  const texts = await Promise.all(files.map((f) => Deno.readTextFile(f)));
-  const names = texts.flatMap((t) =>
-    [...t.matchAll(/^kind: CustomResourceDefinition\s*\nmetadata:\s*\n\s+name: (\S+)/gm)].map((m) =>
-      m[1]
-    )
-  );
-  return { names, yaml: texts.map((t) => t.trim()).join("\n---\n") + "\n" };
 }
 
 /** One suite's environment: the cluster, kubectl helpers, and the operators it started. */

@@ -3,7 +3,7 @@
  * The schemas keep spec and status open (`x-kubernetes-preserve-unknown-fields`): KEDA's admission
  * webhooks validate the content.
  */
-import type { KubeObject } from "../../runtime/cluster.ts";
+import type { KubeObject } from "../../api/object.ts";
 import { kedaMeta, type KedaTarget } from "./names.ts";
 
 interface CrdNames {

@@ -3,7 +3,7 @@
  * scales any workload, the metrics server serves external metrics to the HPA controller and
  * delegates authentication, the admission webhooks read what they validate.
  */
-import type { KubeObject } from "../../runtime/cluster.ts";
+import type { KubeObject } from "../../api/object.ts";
 import { KEDA_SERVICE_ACCOUNTS, kedaMeta, type KedaTarget } from "./names.ts";
 
 const RBAC = "rbac.authorization.k8s.io/v1";

@@ -1,7 +1,7 @@
 /** Every object of the KEDA module, rendered for the served Scaler's configuration. */
 import type { ScalerComponent } from "../../api/scaler.ts";
-import type { KubeObject } from "../../runtime/cluster.ts";
-import type { ModuleImages } from "../../runtime/controller.ts";
+import type { KubeObject } from "../../api/object.ts";
+import type { ModuleImages } from "../../api/images.ts";
 import type { ComponentConfig } from "./config.ts";
 import { kedaCrds } from "./crds.ts";
 import type { KedaTarget } from "./names.ts";

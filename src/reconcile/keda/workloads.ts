@@ -4,8 +4,8 @@
  * logging flags, resources, env, pod annotations and the sidecar label.
  */
 import type { EnvVar, ScalerComponent } from "../../api/scaler.ts";
-import type { KubeObject } from "../../runtime/cluster.ts";
-import type { ModuleImages } from "../../runtime/controller.ts";
+import type { KubeObject } from "../../api/object.ts";
+import type { ModuleImages } from "../../api/images.ts";
 import type { ComponentConfig } from "./config.ts";
 import { KEDA_DEPLOYMENTS, KEDA_SERVICE_ACCOUNTS, kedaMeta, type KedaTarget } from "./names.ts";
 import { canonicalQuantity } from "./quantity.ts";

@@ -16,8 +16,8 @@
 import type { BucketRule, RateLimit, RateLimitSpec } from "../../api/ratelimit.ts";
 import { parseFillInterval, protoDuration } from "../../api/duration.ts";
 import { apiVersionOf, RESOURCES } from "../../api/resources.ts";
-import type { KubeObject } from "../../runtime/cluster.ts";
-import { LOCAL_RATELIMIT_FILTER, LOCAL_RATELIMIT_TYPE } from "../../dataplane/envoyconfig.ts";
+import type { KubeObject } from "../../api/object.ts";
+import { LOCAL_RATELIMIT_FILTER, LOCAL_RATELIMIT_TYPE } from "../../api/envoy.ts";
 import { managedLabels } from "../labels.ts";
 
 /** The namespace and selector label that mean "the ingress gateway" (SPEC.md data plane, 2). */

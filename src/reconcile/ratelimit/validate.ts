@@ -6,7 +6,7 @@
 import { parseFillInterval } from "../../api/duration.ts";
 import { show } from "../../api/issues.ts";
 import type { BucketRule, RateLimitSpec } from "../../api/ratelimit.ts";
-import { MIN_FILL_INTERVAL_MS } from "../../dataplane/envoyconfig.ts";
+import { MIN_FILL_INTERVAL_MS } from "../../api/envoy.ts";
 
 const TOKEN = /^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/;
 // deno-lint-ignore no-control-regex

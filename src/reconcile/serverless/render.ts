@@ -3,7 +3,7 @@
  * the API server returns them (canonical quantities, numeric ports, no empty strings), so that an
  * applied object is observed as rendered and the next reconcile writes nothing.
  */
-import type { KubeObject } from "../../runtime/cluster.ts";
+import type { KubeObject } from "../../api/object.ts";
 import { fnv1a64, stableJson } from "../hash.ts";
 import { managedLabels, OWNER_LABEL } from "../labels.ts";
 import type { ServerlessSettings } from "./config.ts";

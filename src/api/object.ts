@@ -1,0 +1,56 @@
+/**
+ * The object vocabulary every layer shares: what a Kubernetes object is (KubeObject and its
+ * metadata), what names a resource type, and an object's key. It lives at the bottom so that the
+ * pure reducers, the runtime and the adapters all speak it without importing each other.
+ */
+
+/** Object metadata fields the operator reads or writes. */
+export interface ObjectMeta {
+  name: string;
+  namespace?: string;
+  uid?: string;
+  resourceVersion?: string;
+  generation?: number;
+  creationTimestamp?: string;
+  deletionTimestamp?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  finalizers?: string[];
+  ownerReferences?: OwnerReference[];
+  managedFields?: unknown[];
+  [key: string]: unknown;
+}
+
+/** An owner reference (metadata.ownerReferences[]). */
+export interface OwnerReference {
+  apiVersion: string;
+  kind: string;
+  name: string;
+  uid: string;
+  controller?: boolean;
+  blockOwnerDeletion?: boolean;
+}
+
+/** Any Kubernetes object. */
+export interface KubeObject {
+  apiVersion: string;
+  kind: string;
+  metadata: ObjectMeta;
+  [key: string]: unknown;
+}
+
+/** A resource type: enough to build its API path. */
+export interface ResourceType {
+  group: string; // "" for the core group
+  version: string;
+  kind: string;
+  plural: string;
+  namespaced: boolean;
+}
+
+/** The `namespace/name` key of an object (just `name` for cluster-scoped ones). */
+export function objectKey(obj: { metadata: { namespace?: string; name: string } }): string {
+  return obj.metadata.namespace
+    ? `${obj.metadata.namespace}/${obj.metadata.name}`
+    : obj.metadata.name;
+}

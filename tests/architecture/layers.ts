@@ -1,0 +1,101 @@
+/**
+ * The layers of the project and which may import which, as data, and the check over a module
+ * graph as `deno info --json` prints it. docs/architecture.md draws the same picture.
+ */
+
+/** A layer: a path prefix (the first that matches a file wins) and the layers it may import. */
+export interface Layer {
+  name: string;
+  prefixes: readonly string[];
+  /** Layers this one may import besides itself. */
+  imports: readonly string[];
+}
+
+const SRC_ALL = [
+  "api",
+  "reconcile",
+  "dataplane",
+  "crd",
+  "runtime",
+  "controllers",
+  "kube",
+  "sim",
+  "cli",
+];
+
+/** Bottom to top. */
+export const LAYERS: readonly Layer[] = [
+  { name: "api", prefixes: ["src/api/"], imports: [] },
+  { name: "reconcile", prefixes: ["src/reconcile/"], imports: ["api"] },
+  { name: "dataplane", prefixes: ["src/dataplane/"], imports: ["api"] },
+  { name: "crd", prefixes: ["src/crd/"], imports: ["api"] },
+  { name: "runtime", prefixes: ["src/runtime/"], imports: ["api", "reconcile"] },
+  {
+    name: "controllers",
+    prefixes: ["src/controllers/"],
+    imports: ["api", "reconcile", "dataplane", "runtime"],
+  },
+  {
+    name: "kube",
+    prefixes: ["src/kube/"],
+    imports: ["api", "reconcile", "dataplane", "crd", "runtime", "controllers"],
+  },
+  {
+    name: "sim",
+    prefixes: ["sim/"],
+    imports: ["api", "reconcile", "dataplane", "crd", "runtime", "controllers"],
+  },
+  { name: "cli", prefixes: ["src/cli/", "mod.ts"], imports: SRC_ALL },
+  // Tools build and run things beside the product (the local control plane, the operator as a
+  // process); they may use the product, never the tests or benchmarks.
+  { name: "tools", prefixes: ["tools/"], imports: SRC_ALL },
+  { name: "bench", prefixes: ["bench/"], imports: [...SRC_ALL, "tools"] },
+  { name: "tests", prefixes: ["tests/"], imports: [...SRC_ALL, "tools", "bench"] },
+];
+
+/** The layer of a repository-relative path; undefined outside every layer. */
+export function layerOf(path: string): Layer | undefined {
+  return LAYERS.find((l) => l.prefixes.some((p) => path === p || path.startsWith(p)));
+}
+
+/** One import edge between two repository files. */
+export interface Edge {
+  from: string;
+  to: string;
+}
+
+/** The edges that run the wrong way, as `from -> to (layer a may not import layer b)`. */
+export function wrongWay(edges: readonly Edge[]): string[] {
+  const out: string[] = [];
+  for (const { from, to } of edges) {
+    const a = layerOf(from);
+    const b = layerOf(to);
+    if (!a || !b || a.name === b.name) continue;
+    if (!a.imports.includes(b.name)) {
+      out.push(`${from} -> ${to} (${a.name} may not import ${b.name})`);
+    }
+  }
+  return [...new Set(out)].sort();
+}
+
+interface InfoModule {
+  specifier?: string;
+  dependencies?: { code?: { specifier?: string }; type?: { specifier?: string } }[];
+}
+
+/** The repository-internal edges of a `deno info --json` graph; `root` is the repo's file URL. */
+export function edgesOf(info: { modules?: InfoModule[] }, root: string): Edge[] {
+  const edges: Edge[] = [];
+  for (const m of info.modules ?? []) {
+    const from = m.specifier;
+    if (!from?.startsWith(root)) continue;
+    for (const d of m.dependencies ?? []) {
+      for (const to of [d.code?.specifier, d.type?.specifier]) {
+        if (to?.startsWith(root)) {
+          edges.push({ from: from.slice(root.length), to: to.slice(root.length) });
+        }
+      }
+    }
+  }
+  return edges;
+}

@@ -1,0 +1,66 @@
+/**
+ * Imports run one way (tests/architecture/layers.ts): computed from the real module graph of every
+ * TypeScript file in the repository, as `deno info --json` resolves it.
+ */
+import assert from "node:assert/strict";
+import { join, relative } from "node:path";
+import { pathToFileURL } from "node:url";
+import { edgesOf, layerOf, wrongWay } from "./layers.ts";
+
+const ROOT = join(import.meta.dirname ?? ".", "..", "..");
+const SKIP = /(^|\/)(node_modules|\.cache|\.git|coverage|dist|tmp)(\/|$)/;
+
+async function tsFiles(dir: string): Promise<string[]> {
+  const out: string[] = [];
+  for await (const e of Deno.readDir(dir)) {
+    const path = join(dir, e.name);
+    const rel = relative(ROOT, path);
+    if (SKIP.test(rel)) continue;
+    if (e.isDirectory) out.push(...await tsFiles(path));
+    else if (e.isFile && e.name.endsWith(".ts")) out.push(rel);
+  }
+  return out;
+}
+
+/** The module graph of every file: one root module importing them all, given to `deno info`. */
+async function repositoryGraph(): Promise<{ files: string[]; info: unknown }> {
+  const files = (await tsFiles(ROOT)).sort();
+  const dir = join(ROOT, ".cache", "layers");
+  await Deno.mkdir(dir, { recursive: true });
+  const entry = join(dir, "all.ts");
+  await Deno.writeTextFile(
+    entry,
+    files.map((f) => `import ${JSON.stringify(pathToFileURL(join(ROOT, f)).href)};`).join("\n"),
+  );
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["info", "--json", "--frozen", entry],
+    cwd: ROOT,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assert.ok(out.success, new TextDecoder().decode(out.stderr));
+  return { files, info: JSON.parse(new TextDecoder().decode(out.stdout)) };
+}
+
+Deno.test("layers: every import runs one way, from the real module graph", async () => {
+  const { files, info } = await repositoryGraph();
+  const root = pathToFileURL(ROOT + "/").href;
+  const edges = edgesOf(info as Parameters<typeof edgesOf>[0], root);
+  assert.ok(edges.length > 500, `the graph has only ${edges.length} edges: not the real one`);
+  const outside = files.filter((f) => !layerOf(f));
+  assert.deepEqual(outside, [], "every file belongs to a layer");
+  assert.deepEqual(wrongWay(edges), []);
+});
+
+Deno.test("layers: the check finds an import that runs the wrong way", () => {
+  const edges = [
+    { from: "src/reconcile/plan.ts", to: "src/api/object.ts" },
+    { from: "src/reconcile/plan.ts", to: "src/runtime/cluster.ts" },
+    { from: "bench/cluster/env.ts", to: "tests/e2e/harness.ts" },
+    { from: "src/api/resources.ts", to: "src/api/object.ts" },
+  ];
+  assert.deepEqual(wrongWay(edges), [
+    "bench/cluster/env.ts -> tests/e2e/harness.ts (bench may not import tests)",
+    "src/reconcile/plan.ts -> src/runtime/cluster.ts (reconcile may not import runtime)",
+  ]);
+});

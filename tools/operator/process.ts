@@ -1,0 +1,237 @@
+/**
+ * The operator under test as its own OS process: `deno run -A --frozen mod.ts run ...`, exactly what
+ * `deno task start` runs, with its JSON logs captured to a file.
+ */
+import { join } from "node:path";
+import { freePort, isAlive } from "../cluster/processes.ts";
+
+/** Repository root (the operator is started from here). */
+export const REPO_ROOT: string = join(import.meta.dirname ?? ".", "..", "..");
+
+/** How to start one operator replica. */
+export interface OperatorOptions {
+  /** Kubeconfig the operator uses (the cluster's `platform-operator` user). */
+  kubeconfig: string;
+  /** Leader-election identity and the name used in log file names. */
+  identity: string;
+  /** Directory the log file goes to. */
+  logDir: string;
+  /** Run with `--leader-elect` (default false: a single replica needs no Lease). */
+  leaderElect?: boolean;
+  /** Namespace of the leader-election Lease (default: the operator's own default). */
+  leaseNamespace?: string;
+  /** `--log-level` (default `debug`, so a failing test has something to read). */
+  logLevel?: string;
+  /** More flags, appended as given. */
+  extraArgs?: string[];
+}
+
+let started = 0;
+
+/**
+ * SIGKILLs operators a previous, killed test run left behind: those with a pid file in `logDir`
+ * whose process still runs this Deno with a kubeconfig under `clusterDir` (never another process).
+ */
+export async function killLeftovers(logDir: string, clusterDir: string): Promise<void> {
+  let entries: Deno.DirEntry[];
+  try {
+    entries = await Array.fromAsync(Deno.readDir(logDir));
+  } catch {
+    return;
+  }
+  for (const e of entries.filter((e) => e.name.endsWith(".pid"))) {
+    const pid = Number(await Deno.readTextFile(join(logDir, e.name)).catch(() => "0"));
+    const cmd = pid > 0 && isAlive(pid)
+      ? await Deno.readTextFile(`/proc/${pid}/cmdline`).catch(() => "")
+      : "";
+    if (cmd.startsWith(Deno.execPath()) && cmd.includes(`--kubeconfig=${clusterDir}/`)) {
+      Deno.kill(pid, "SIGKILL");
+    }
+  }
+}
+
+/** One running (or exited) operator process. */
+export class OperatorProcess {
+  /** When the process was spawned (epoch ms). */
+  readonly startedAt = Date.now();
+  /** Resolves with the exit status once the process is gone. */
+  readonly exited: Promise<Deno.CommandStatus>;
+  #child: Deno.ChildProcess;
+  #logsDone: Promise<void>;
+
+  private constructor(
+    readonly identity: string,
+    readonly logPath: string,
+    readonly metricsAddr: string,
+    readonly probeAddr: string,
+    readonly args: string[],
+    child: Deno.ChildProcess,
+    logsDone: Promise<void>,
+  ) {
+    this.#child = child;
+    this.#logsDone = logsDone;
+    this.exited = child.status;
+  }
+
+  /** Spawns a replica; returns at once (see {@link waitServing}). */
+  static async start(o: OperatorOptions): Promise<OperatorProcess> {
+    await Deno.mkdir(o.logDir, { recursive: true });
+    const logPath = join(o.logDir, `operator-${o.identity}-${++started}.log`);
+    const metricsAddr = `127.0.0.1:${freePort()}`;
+    const probeAddr = `127.0.0.1:${freePort()}`;
+    const args = [
+      "run",
+      "-A",
+      "--frozen",
+      "mod.ts",
+      "run",
+      `--kubeconfig=${o.kubeconfig}`,
+      `--identity=${o.identity}`,
+      `--metrics-addr=${metricsAddr}`,
+      `--probe-addr=${probeAddr}`,
+      `--log-level=${o.logLevel ?? "debug"}`,
+      `--leader-elect=${o.leaderElect ?? false}`,
+      ...(o.leaseNamespace ? [`--lease-namespace=${o.leaseNamespace}`] : []),
+      ...(o.extraArgs ?? []),
+      ...(Deno.env.get("E2E_OPERATOR_ARGS")?.split(" ").filter((a) => a) ?? []),
+    ];
+    const file = await Deno.open(logPath, { create: true, append: true });
+    const child = new Deno.Command(Deno.execPath(), {
+      args,
+      cwd: REPO_ROOT,
+      env: { NO_COLOR: "1" },
+      stdin: "null",
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    await Deno.writeTextFile(`${logPath}.pid`, String(child.pid));
+    // Both streams go to one file; writes are chained so chunks never interleave mid-chunk.
+    let queue = Promise.resolve();
+    const write = (chunk: Uint8Array) =>
+      queue = queue.then(async () => {
+        let off = 0;
+        while (off < chunk.length) off += await file.write(chunk.subarray(off));
+      });
+    const pump = async (s: ReadableStream<Uint8Array>) => {
+      for await (const chunk of s) await write(chunk);
+    };
+    const logsDone = Promise.all([pump(child.stdout), pump(child.stderr)])
+      .then(() => queue)
+      .catch(() => {})
+      .finally(() => file.close());
+    return new OperatorProcess(o.identity, logPath, metricsAddr, probeAddr, args, child, logsDone);
+  }
+
+  /** The OS process id. */
+  get pid(): number {
+    return this.#child.pid;
+  }
+
+  /** True while the process runs. */
+  get running(): boolean {
+    return isAlive(this.#child.pid);
+  }
+
+  /** Sends `signal` (no-op when already gone). */
+  kill(signal: Deno.Signal = "SIGKILL"): void {
+    try {
+      this.#child.kill(signal);
+    } catch {
+      // Already exited.
+    }
+  }
+
+  /** SIGTERM, then SIGKILL after `graceMs`; resolves with the exit status once logs are flushed. */
+  async stop(graceMs = 10_000): Promise<Deno.CommandStatus> {
+    this.kill("SIGTERM");
+    const timer = setTimeout(() => this.kill("SIGKILL"), graceMs);
+    try {
+      const status = await this.exited;
+      await this.#logsDone;
+      return status;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** SIGKILL and wait until it is gone. */
+  async killNow(): Promise<void> {
+    this.kill("SIGKILL");
+    await this.exited;
+    await this.#logsDone;
+  }
+
+  /** Polls `/readyz` until it answers 200 (caches synced; leading or standing by); fails early if the process dies. */
+  async waitServing(timeoutMs = 60_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      if (!this.running) {
+        throw new Error(
+          `operator ${this.identity} exited early; log tail:\n${await this.logTail()}`,
+        );
+      }
+      try {
+        const res = await fetch(`http://${this.probeAddr}/readyz`, {
+          signal: AbortSignal.timeout(1000),
+        });
+        await res.body?.cancel();
+        if (res.ok) return;
+      } catch {
+        // Not listening yet.
+      }
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    throw new Error(
+      `operator ${this.identity} not ready at ${this.probeAddr}/readyz after ${timeoutMs} ms; log tail:\n${await this
+        .logTail()}`,
+    );
+  }
+
+  /** The `/metrics` text, or undefined when it does not answer. */
+  async metrics(): Promise<string | undefined> {
+    try {
+      const res = await fetch(`http://${this.metricsAddr}/metrics`, {
+        signal: AbortSignal.timeout(2000),
+      });
+      return res.ok ? await res.text() : (await res.body?.cancel(), undefined);
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** Parsed JSON log lines written so far (non-JSON lines are returned as `{msg: line}`). */
+  async logLines(): Promise<Record<string, unknown>[]> {
+    const text = await Deno.readTextFile(this.logPath).catch(() => "");
+    return text.split("\n").filter((l) => l.trim()).map((l) => {
+      try {
+        const v = JSON.parse(l);
+        return typeof v === "object" && v !== null ? v as Record<string, unknown> : { msg: l };
+      } catch {
+        return { msg: l };
+      }
+    });
+  }
+
+  /** Last `lines` lines of the log. */
+  async logTail(lines = 40): Promise<string> {
+    const text = await Deno.readTextFile(this.logPath).catch(() => "");
+    return text.trimEnd().split("\n").slice(-lines).join("\n");
+  }
+}
+
+/** Names of the CRDs in `crds/` and the YAML stream of all of them. */
+export async function readCrds(): Promise<{ names: string[]; yaml: string }> {
+  const dir = join(REPO_ROOT, "crds");
+  const files: string[] = [];
+  for await (const e of Deno.readDir(dir)) {
+    if (e.isFile && /\.ya?ml$/.test(e.name)) files.push(join(dir, e.name));
+  }
+  files.sort();
+  const texts = await Promise.all(files.map((f) => Deno.readTextFile(f)));
+  const names = texts.flatMap((t) =>
+    [...t.matchAll(/^kind: CustomResourceDefinition\s*\nmetadata:\s*\n\s+name: (\S+)/gm)].map((m) =>
+      m[1]
+    )
+  );
+  return { names, yaml: texts.map((t) => t.trim()).join("\n---\n") + "\n" };
+}
