@@ -28,6 +28,11 @@ export interface SeedOptions {
   faults: FaultConfig;
   log?: Logger;
   replay?: (seed: number) => string;
+  /**
+   * Runs right after boot, before the generated workload: an injection point for tests (a request
+   * that never finishes, a timer that throws) to prove the sweep reports such a seed and goes on.
+   */
+  inject?: (sim: Simulation) => Promise<void>;
 }
 
 class SeedFailure extends RunFailure {}
@@ -84,6 +89,7 @@ export async function runSeed(seed: number, opts: SeedOptions): Promise<RunResul
   return await reportRun(sim, run, async () => {
     await sim.boot();
     sim.scheduleSwarm(SAFETY_MS);
+    await opts.inject?.(sim);
     for (const obj of demoWorkload() as KubeObject[]) {
       await perform(sim, { at: 0, op: "apply", obj });
     }
