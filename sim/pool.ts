@@ -48,7 +48,9 @@ export interface SeedTask {
 /** Messages from a worker. */
 export type WorkerMessage =
   | { type: "ready" }
-  | { type: "result"; result: RunResult };
+  | { type: "result"; result: RunResult }
+  /** An uncaught exception on the worker's event loop: it stops. */
+  | { type: "died"; message: string; stack?: string };
 
 /** Loads the runner of `url` (or sim/sweep.ts's). */
 export async function loadRunner(url: string | undefined): Promise<SeedRunner> {
@@ -163,7 +165,7 @@ function inWorkers(
       );
       s.worker.postMessage(taskOf(opts, seed));
     };
-    const lose = (s: Slot, why: string) => {
+    const lose = (s: Slot, why: string, stack?: string) => {
       stop(s);
       if (over) return;
       if (!s.ready) return finish(new Error(`a sweep worker could not start: ${why}`));
@@ -171,7 +173,9 @@ function inWorkers(
       s.seed = undefined;
       if (toSend < end) spawn();
       if (seed !== undefined) {
-        emit(unfinishedRun(identity(seed, opts.replay(seed)), new WorkerLost(why)));
+        const err = new WorkerLost(why);
+        if (stack) err.stack = `${err.name}: ${why}\n${stack.split("\n").slice(1).join("\n")}`;
+        emit(unfinishedRun(identity(seed, opts.replay(seed)), err));
       } else if (slots.size === 0 && toEmit < end) {
         finish(new Error(`sweep workers gone with seeds ${toEmit}.. unreported`));
       }
@@ -184,6 +188,7 @@ function inWorkers(
           s.ready = true;
           return feed(s);
         }
+        if (e.data.type === "died") return lose(s, `worker died: ${e.data.message}`, e.data.stack);
         clearTimeout(s.timer);
         s.seed = undefined;
         emit(e.data.result);

@@ -29,8 +29,8 @@ export interface SeedOptions {
   log?: Logger;
   replay?: (seed: number) => string;
   /**
-   * Runs right after boot, before the generated workload: an injection point for tests (a request
-   * that never finishes, a timer that throws) to prove the sweep reports such a seed and goes on.
+   * Runs after the generated workload's last action, faults still on: an injection point for tests
+   * (a request that never finishes, a timer that throws) to prove the sweep reports such a seed.
    */
   inject?: (sim: Simulation) => Promise<void>;
 }
@@ -89,7 +89,6 @@ export async function runSeed(seed: number, opts: SeedOptions): Promise<RunResul
   return await reportRun(sim, run, async () => {
     await sim.boot();
     sim.scheduleSwarm(SAFETY_MS);
-    await opts.inject?.(sim);
     for (const obj of demoWorkload() as KubeObject[]) {
       await perform(sim, { at: 0, op: "apply", obj });
     }
@@ -102,6 +101,7 @@ export async function runSeed(seed: number, opts: SeedOptions): Promise<RunResul
         action: await perform(sim, a),
       });
     }
+    await opts.inject?.(sim);
     await sim.runUntil(SAFETY_MS);
     sim.startLiveness();
     let last: string | undefined = "not checked";
