@@ -17,6 +17,8 @@ export const INJECTED = {
   4: "throws",
   /** The simulated program drops a rejected promise. */
   5: "rejects",
+  /** A timer that sets itself again with no delay: virtual time cannot advance. */
+  6: "livelock",
   /** Kills its worker: an uncaught error on the worker's own event loop (workers only). */
   7: "dies",
   /** Never yields: the driver cannot see it, only the worker's wall-clock bound (workers only). */
@@ -40,6 +42,11 @@ const INJECT: Record<Injection, (sim: Simulation) => Promise<void>> = {
     sim.clock.schedule(5_000, () => {
       void Promise.reject(new Error("a write nobody awaited failed"));
     });
+    return Promise.resolve();
+  },
+  livelock: (sim) => {
+    const spin = () => void sim.clock.schedule(0, spin);
+    sim.clock.schedule(5_000, spin);
     return Promise.resolve();
   },
   dies: (sim) => {

@@ -30,7 +30,7 @@ function byOutcome(rs: RunResult[]): string[] {
   return rs.map((r) => `${r.seed} ${r.outcome}`);
 }
 
-Deno.test("unfinished: in one process, stuck, throwing and rejecting seeds are reported and the sweep goes on", async () => {
+Deno.test("unfinished: in one process, stuck, throwing, rejecting and livelocked seeds are reported and the sweep goes on", async () => {
   const rs = await sweepStuck(6, 1);
   assert.deepEqual(byOutcome(rs), [
     "1 passed",
@@ -38,9 +38,9 @@ Deno.test("unfinished: in one process, stuck, throwing and rejecting seeds are r
     "3 passed",
     "4 unfinished",
     "5 unfinished",
-    "6 passed",
+    "6 unfinished",
   ]);
-  const [stuck, throws, rejects] = [rs[1], rs[3], rs[4]];
+  const [stuck, throws, rejects, livelock] = [rs[1], rs[3], rs[4], rs[5]];
   assert.match(
     stuck.failure!,
     /^Unfinished: request did not finish within 120000 ms of virtual time \(\d+ timer\(s\) pending/,
@@ -51,6 +51,7 @@ Deno.test("unfinished: in one process, stuck, throwing and rejecting seeds are r
   assert.match(throws.failure!, /^TypeError: Cannot read properties of undefined/);
   assert.match(throws.error!, /stuck_runner\.ts/);
   assert.match(rejects.failure!, /^EscapedRejection: unhandled promise rejection: a write nobody/);
+  assert.match(livelock.failure!, /^LivelockError: livelock: 100001 events at virtual time /);
   // Passing seeds are the real ones: the same hash as when run on their own.
   assert.ok(rs[0].traceHash.length === 16 && rs[0].timeline.length === 0);
 });
@@ -63,7 +64,7 @@ Deno.test("unfinished: on workers, a dead worker and a worker that never yields 
     "3 passed",
     "4 unfinished",
     "5 unfinished",
-    "6 passed",
+    "6 unfinished",
     "7 unfinished",
     "8 unfinished",
     "9 passed",
