@@ -2,11 +2,17 @@
  * What one run (a scenario or a seed of the sweep) reports, how it ends (the quiet check, the
  * failures that stop it), and how the fault mix of a run is chosen.
  */
-import { LivelockError } from "./clock.ts";
 import { type FaultConfig, NO_FAULTS, swarm } from "./faults.ts";
 import { Prng } from "./prng.ts";
 import { QUIET_MS, type Simulation, ViolationStop } from "./simulation.ts";
 import { offset, type TimelineEntry } from "./trace.ts";
+
+/**
+ * How a run ended: `passed`; `failed` (a check of the run failed: an invariant, an expectation,
+ * liveness, the quiet period); `unfinished` (the run itself could not go on: a request that never
+ * finished, a livelock, an exception out of the simulated program or the simulator).
+ */
+export type Outcome = "passed" | "failed" | "unfinished";
 
 /** The outcome of one run. */
 export interface RunResult {
@@ -15,7 +21,9 @@ export interface RunResult {
   /** The scenario file, when the run is a scenario. */
   file?: string;
   seed: number;
+  /** outcome === "passed". */
   ok: boolean;
+  outcome: Outcome;
   /** Virtual time the run covered, in ms (from the epoch to the end of the quiet period). */
   virtualMs: number;
   /** Events the driver fired. */
@@ -26,6 +34,8 @@ export interface RunResult {
   failure?: string;
   /** Virtual time of the failure. */
   failedAt?: string;
+  /** The stack of what stopped an unfinished run. */
+  error?: string;
   traceHash: string;
   timeline: TimelineEntry[];
   /** The exact command that replays this run. */
@@ -44,37 +54,89 @@ export interface RunIdentity {
   replay: string;
 }
 
+/** The message of anything thrown, with its class name when that says more than `Error`. */
+function describe(err: unknown): { message: string; stack?: string } {
+  if (!(err instanceof Error)) return { message: `thrown: ${String(err)}` };
+  const named = err.name && err.name !== "Error" ? `${err.name}: ${err.message}` : err.message;
+  return { message: named, stack: err.stack };
+}
+
 /**
- * Runs `body` on `sim` and reports the run: ok, or failed with the message and virtual time of
- * what ended it (a RunFailure, a broken invariant, a livelock). Any other error is a bug: thrown.
+ * Runs `body` on `sim` and reports the run: passed; failed with the message and virtual time of
+ * the check that ended it (a RunFailure, a broken invariant); or unfinished. Anything else thrown
+ * (a livelock, a request that never finished, a bug in the simulated program or in the simulator,
+ * a promise rejection nobody handled) is reported, with its stack, as unfinished rather than
+ * thrown: one run must never stop a sweep from running the others.
  */
 export async function reportRun(
   sim: Simulation,
   run: RunIdentity,
   body: () => Promise<void>,
 ): Promise<RunResult> {
+  let outcome: Outcome = "passed";
   let failure: string | undefined;
   let failedAt: string | undefined;
+  let error: string | undefined;
+  // Only one run executes at a time in an isolate, so a rejection nobody handled is this run's.
+  const onRejection = (e: PromiseRejectionEvent) => {
+    e.preventDefault();
+    sim.escaped.push(e.reason);
+  };
+  globalThis.addEventListener("unhandledrejection", onRejection);
   try {
     await body();
+    await sim.checkEscaped();
   } catch (err) {
-    const ends = err instanceof RunFailure || err instanceof ViolationStop ||
-      err instanceof LivelockError;
-    if (!ends) throw err;
-    failure = err.message;
     failedAt = offset(sim.clock.now());
+    if (err instanceof RunFailure || err instanceof ViolationStop) {
+      outcome = "failed";
+      failure = err.message;
+    } else {
+      outcome = "unfinished";
+      const d = describe(err);
+      failure = d.message;
+      error = d.stack;
+    }
+  } finally {
+    globalThis.removeEventListener("unhandledrejection", onRejection);
   }
   return {
     name: run.name,
     ...(run.file ? { file: run.file } : {}),
     seed: run.seed,
-    ok: failure === undefined,
+    ok: outcome === "passed",
+    outcome,
     virtualMs: sim.now,
     steps: sim.driver.steps,
     writes: sim.operatorWrites,
     ...(failure ? { failure, failedAt } : {}),
+    ...(error ? { error } : {}),
     traceHash: sim.trace.digest(),
     timeline: sim.trace.timeline,
+    replay: run.replay,
+  };
+}
+
+/**
+ * The report of a run that threw before it could report itself (the runner, not the simulated
+ * program, failed: building the world, loading a module, a worker that died or never answered).
+ */
+export function unfinishedRun(run: RunIdentity, err: unknown): RunResult {
+  const d = describe(err);
+  return {
+    name: run.name,
+    ...(run.file ? { file: run.file } : {}),
+    seed: run.seed,
+    ok: false,
+    outcome: "unfinished",
+    virtualMs: 0,
+    steps: 0,
+    writes: 0,
+    failure: d.message,
+    failedAt: "0s",
+    ...(d.stack ? { error: d.stack } : {}),
+    traceHash: "",
+    timeline: [],
     replay: run.replay,
   };
 }

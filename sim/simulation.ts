@@ -9,7 +9,7 @@ import { RESOURCES } from "../src/api/resources.ts";
 import { Mesh, meshPodOf, type MeshRequest, type MeshResponse } from "../src/dataplane/mod.ts";
 import type { Condition } from "../src/api/common.ts";
 import type { Logger } from "../src/runtime/log.ts";
-import { Driver, SIM_EPOCH, SimClock } from "./clock.ts";
+import { Driver, settle, SIM_EPOCH, SimClock } from "./clock.ts";
 import { type Change, isOperator, type SimClient, SimCluster } from "./cluster/mod.ts";
 import { type FaultConfig, FaultInjector } from "./faults.ts";
 import { InvariantChecker, STATUS_TABLES } from "./invariants.ts";
@@ -34,6 +34,16 @@ export interface SimulationOptions {
 /** Thrown out of the driver to stop a run at its first violation. */
 export class ViolationStop extends Error {}
 
+/** The run cannot go on: what it waits for never happens within its bound of virtual time. */
+export class Unfinished extends Error {
+  override name = "Unfinished";
+}
+
+/** A promise rejection nobody handled, raised in the run it escaped from. */
+export class EscapedRejection extends Error {
+  override name = "EscapedRejection";
+}
+
 /** A run in progress. */
 export class Simulation {
   readonly prng: Prng;
@@ -50,6 +60,8 @@ export class Simulation {
   readonly statusHistory = new Map<string, unknown[]>();
   /** Errors the runtime threw (a Manager's start() rejected). */
   readonly runtimeErrors: string[] = [];
+  /** Promise rejections nobody handled while this run executed (`reportRun` collects them). */
+  readonly escaped: unknown[] = [];
   #lastOperatorActivity = 0;
   #meshDirty = true;
 
@@ -110,14 +122,39 @@ export class Simulation {
     return this.driver.runUntil(SIM_EPOCH + t);
   }
 
-  /** Awaits `p` while driving virtual time (at most `limitMs`). */
+  /**
+   * Awaits `p` while driving virtual time (at most `limitMs`); throws Unfinished when `p` is still
+   * pending then, saying what the clock still had to fire.
+   */
   async drive<T>(p: Promise<T>, limitMs = 120_000): Promise<T> {
     let done = false;
     const settled = p.finally(() => (done = true));
     settled.catch(() => {});
     await this.driver.runUntilTrue(() => done, this.clock.now() + limitMs);
-    if (!done) throw new Error(`request did not finish within ${limitMs} ms of virtual time`);
+    if (!done) {
+      const next = this.clock.nextAt();
+      throw new Unfinished(
+        `request did not finish within ${limitMs} ms of virtual time (${this.clock.pending} ` +
+          `timer(s) pending${next === undefined ? "" : `, next at ${offset(next)}`})`,
+      );
+    }
     return await settled;
+  }
+
+  /** Throws the first promise rejection that escaped this run (after letting pending ones land). */
+  async checkEscaped(): Promise<void> {
+    await settle();
+    this.#throwEscaped();
+  }
+
+  #throwEscaped(): void {
+    if (this.escaped.length === 0) return;
+    const reason = this.escaped[0];
+    const err = new EscapedRejection(
+      `unhandled promise rejection: ${reason instanceof Error ? reason.message : String(reason)}`,
+    );
+    if (reason instanceof Error && reason.stack) err.stack = `${err.name}: ${reason.stack}`;
+    throw err;
   }
 
   /** Crashes the operator now and restarts a new replica after `restartAfterMs`. */
@@ -217,6 +254,7 @@ export class Simulation {
   }
 
   #afterStep(): void {
+    this.#throwEscaped();
     this.checker.checkState();
     if (this.runtimeErrors.length > 0) {
       throw new ViolationStop(`runtime error: ${this.runtimeErrors[0]}`);

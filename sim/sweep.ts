@@ -28,6 +28,11 @@ export interface SeedOptions {
   faults: FaultConfig;
   log?: Logger;
   replay?: (seed: number) => string;
+  /**
+   * Runs after the generated workload's last action, faults still on: an injection point for tests
+   * (a request that never finishes, a timer that throws) to prove the sweep reports such a seed.
+   */
+  inject?: (sim: Simulation) => Promise<void>;
 }
 
 class SeedFailure extends RunFailure {}
@@ -96,6 +101,7 @@ export async function runSeed(seed: number, opts: SeedOptions): Promise<RunResul
         action: await perform(sim, a),
       });
     }
+    await opts.inject?.(sim);
     await sim.runUntil(SAFETY_MS);
     sim.startLiveness();
     let last: string | undefined = "not checked";

@@ -1,41 +1,61 @@
 /**
- * `deno task sim [FILE...] [--seed N] [--seeds N] [--faults none|default] [--json]`: runs the
- * operator in the deterministic simulator. Without files it runs every scenario in sim/scenarios/
- * and a sweep of generated workloads under swarm faults; `--seed` without files replays sweep
- * seeds. One line a run; a failure adds the first differing field and the command that replays it.
+ * `deno task sim [FILE...] [--seed N] [--seeds N] [--window DAY] [--workers N] [--faults F]
+ * [--json]`: runs the operator in the deterministic simulator. Without files it runs every scenario
+ * in sim/scenarios/ and a sweep of generated workloads under swarm faults; `--seed` without files
+ * replays sweep seeds. One line a run; a run that did not pass adds what ended it, the command that
+ * replays it and the last steps of its trace.
  */
 import { relative } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { FaultChoice, RunResult } from "../../sim/result.ts";
-import { faultsFor } from "../../sim/result.ts";
+import { sweep } from "../../sim/pool.ts";
+import { type FaultChoice, type RunResult, unfinishedRun } from "../../sim/result.ts";
 import { parseScenario, type Scenario } from "../../sim/scenario/format.ts";
 import { runScenario } from "../../sim/scenario/run.ts";
-import { runSeed } from "../../sim/sweep.ts";
+import { seedWindow } from "../../sim/window.ts";
+import { count, runJson, runLines, summaryLine, tally } from "./sim_report.ts";
 
 /** Sweep seeds run when neither `--seeds` nor SIM_SEEDS says otherwise. */
 export const DEFAULT_SWEEP_SEEDS = 10;
 
+/** Workers when `--workers` is not given: one a core. */
+export function defaultWorkers(): number {
+  return Math.max(1, navigator.hardwareConcurrency || 1);
+}
+
 const SCENARIO_DIR = new URL("../../sim/scenarios/", import.meta.url);
 
-const HELP = `Usage: deno task sim [FILE...] [--seed N] [--seeds N] [--faults none|default] [--json]
+const HELP =
+  `Usage: deno task sim [FILE...] [--seed N] [--seeds N] [--window DAY] [--workers N] [--faults F] [--json]
 
 Runs the operator (the real runtime and reconcilers) against the in-memory cluster on virtual time.
 
   FILE...          scenario files to run (default: every sim/scenarios/*.yaml, then a seed sweep)
   --seed N         with files: the seed of every scenario (default: the file's seed, else 1);
                    without files: replay sweep seeds from N (and run no scenarios)
-  --seeds N        how many sweep seeds (default ${DEFAULT_SWEEP_SEEDS}, or SIM_SEEDS; 1 with --seed)
+  --seeds N        how many sweep seeds (default ${DEFAULT_SWEEP_SEEDS}, or SIM_SEEDS; 1 with --seed,
+                   200 with --window)
+  --window DAY     without files: sweep the rotating window of a UTC day (YYYY-MM-DD or today),
+                   the seeds CI ran that day (and run no scenarios)
+  --workers N      run sweep seeds on N Web Workers (default: one a core, now ${defaultWorkers()});
+                   1 runs them in this process; results print in seed order either way
   --faults F       none or default (the seed's swarm mix); for scenarios it overrides the file's
                    \`faults:\`, for the sweep the default is default
   --json           one JSON object a run, with the timeline of statuses and responses
 
-Exit status: 0 when every run passed, 1 when one failed, 2 on bad arguments or scenario files.`;
+A run passes, fails (a check failed: invariant, expectation, liveness, quiet period) or is
+unfinished (it could not go on: a request that never finished, a livelock, an exception); the
+sweep reports it and goes on to the next seed.
+
+Exit status: 0 when every run passed, 1 when one failed or was unfinished, 2 on bad arguments or
+scenario files.`;
 
 /** Parsed command line. */
 export interface SimArgs {
   files: string[];
   seed?: number;
   seeds?: number;
+  window?: string;
+  workers?: number;
   faults?: "none" | "default";
   json: boolean;
   help: boolean;
@@ -64,7 +84,11 @@ export function parseSimArgs(args: readonly string[]): SimArgs {
     else if (flag === "--json") out.json = true;
     else if (flag === "--seed") out.seed = int("--seed", value());
     else if (flag === "--seeds") out.seeds = int("--seeds", value());
-    else if (flag === "--faults") {
+    else if (flag === "--window") out.window = value() ?? "";
+    else if (flag === "--workers") {
+      out.workers = int("--workers", value());
+      if (out.workers < 1) throw new Error("--workers needs at least 1");
+    } else if (flag === "--faults") {
       const v = value();
       if (v !== "none" && v !== "default") {
         throw new Error(`--faults is none or default, got ${JSON.stringify(v)}`);
@@ -72,6 +96,11 @@ export function parseSimArgs(args: readonly string[]): SimArgs {
       out.faults = v;
     } else if (a.startsWith("-")) throw new Error(`unknown flag ${a}`);
     else out.files.push(a);
+  }
+  if (out.window !== undefined) {
+    if (out.seed !== undefined) throw new Error("--window and --seed both pick the first seed");
+    if (out.files.length > 0) throw new Error("--window sweeps seeds: it takes no files");
+    seedWindow(out.window);
   }
   return out;
 }
@@ -86,33 +115,19 @@ export async function scenarioFiles(): Promise<string[]> {
   return names.sort().map((n) => relative(Deno.cwd(), `${dir}${n}`));
 }
 
-function seconds(ms: number): string {
-  const s = Math.round(ms) / 1000;
-  return s >= 60 ? `${Math.floor(s / 60)}m${Math.round(s % 60)}s` : `${s}s`;
-}
-
-function line(r: RunResult): string[] {
-  const what = r.file ? `${r.file} (seed ${r.seed})` : r.name;
-  const head = `${r.ok ? "PASS" : "FAIL"}  ${what}  virtual ${
-    seconds(r.virtualMs)
-  }  steps ${r.steps}  writes ${r.writes}  trace ${r.traceHash}`;
-  if (r.ok) return [head];
-  return [
-    head,
-    `      at ${r.failedAt}: ${r.failure}`,
-    `      seed ${r.seed}; replay: ${r.replay}`,
-  ];
-}
-
-function json(r: RunResult): string {
-  const { virtualMs, ...rest } = r;
-  return JSON.stringify({ ...rest, virtualSeconds: Math.round(virtualMs) / 1000 });
+/** What tests may put in place of the defaults. */
+export interface SimDeps {
+  /** URL of a module exporting `runSeed` in place of sim/sweep.ts's (see sim/pool.ts). */
+  runner?: string;
+  /** Wall-clock bound on one seed in a worker. */
+  seedTimeoutMs?: number;
 }
 
 /** Runs the command; resolves to the exit status. `write` receives each output line. */
 export async function runSim(
   args: readonly string[],
   write: (line: string) => void = console.log,
+  deps: SimDeps = {},
 ): Promise<number> {
   let opts: SimArgs;
   try {
@@ -126,7 +141,8 @@ export async function runSim(
     return 0;
   }
   const scenarios: { file: string; scenario: Scenario }[] = [];
-  const sweepOnly = opts.files.length === 0 && opts.seed !== undefined;
+  const window = opts.window !== undefined ? seedWindow(opts.window) : undefined;
+  const sweepOnly = opts.files.length === 0 && (opts.seed !== undefined || window !== undefined);
   try {
     const files = opts.files.length > 0 ? opts.files : sweepOnly ? [] : await scenarioFiles();
     for (const file of files) {
@@ -137,49 +153,51 @@ export async function runSim(
     return 2;
   }
   const envSeeds = Deno.env.get("SIM_SEEDS");
-  const sweepCount = opts.files.length > 0
-    ? 0
-    : opts.seeds ?? (sweepOnly ? 1 : envSeeds ? Number(envSeeds) : DEFAULT_SWEEP_SEEDS);
-  const firstSeed = opts.seed ?? 1;
+  const sweepCount = opts.files.length > 0 ? 0 : opts.seeds ??
+    (window ? window.count : sweepOnly ? 1 : envSeeds ? Number(envSeeds) : DEFAULT_SWEEP_SEEDS);
+  const firstSeed = window?.from ?? opts.seed ?? 1;
+  const workers = Math.min(opts.workers ?? defaultWorkers(), Math.max(1, sweepCount));
   const faultFlag = opts.faults ? ` --faults ${opts.faults}` : "";
-  const results: RunResult[] = [];
+  const t = tally(scenarios.length, sweepCount, workers);
   const started = performance.now();
   const report = (r: RunResult) => {
-    results.push(r);
-    for (const l of opts.json ? [json(r)] : line(r)) write(l);
+    count(t, r);
+    for (const l of opts.json ? [runJson(r)] : runLines(r)) write(l);
   };
+  if (window && !opts.json) {
+    write(`window ${window.day}: seeds ${firstSeed}..${firstSeed + sweepCount - 1}`);
+  }
   for (const { file, scenario } of scenarios) {
-    report(
-      await runScenario(scenario, {
-        file,
-        ...(opts.seed !== undefined ? { seed: opts.seed } : {}),
-        ...(opts.faults ? { faults: opts.faults as FaultChoice } : {}),
-        replay: (seed) => `deno task sim ${file} --seed ${seed}${faultFlag}`,
-      }),
-    );
+    const replay = (seed: number) => `deno task sim ${file} --seed ${seed}${faultFlag}`;
+    const seed = opts.seed ?? scenario.seed ?? 1;
+    try {
+      report(
+        await runScenario(scenario, {
+          file,
+          ...(opts.seed !== undefined ? { seed: opts.seed } : {}),
+          ...(opts.faults ? { faults: opts.faults as FaultChoice } : {}),
+          replay,
+        }),
+      );
+    } catch (err) {
+      report(unfinishedRun({ name: scenario.name, file, seed, replay: replay(seed) }, err));
+    }
   }
   const sweepFaults = opts.faults ?? "default";
-  for (let seed = firstSeed; seed < firstSeed + sweepCount; seed++) {
-    report(
-      await runSeed(seed, {
-        faults: faultsFor(sweepFaults, seed),
-        replay: (s) => `deno task sim --seed ${s}${sweepFaults === "none" ? " --faults none" : ""}`,
-      }),
-    );
-  }
-  const failed = results.filter((r) => !r.ok).length;
-  if (!opts.json) {
-    const virtual = results.reduce((n, r) => n + r.virtualMs, 0);
-    const wall = (performance.now() - started) / 1000;
-    const speed = wall > 0 ? Math.round(virtual / 1000 / wall) : 0;
-    write(
-      `${
-        results.length - failed
-      } passed, ${failed} failed (${scenarios.length} scenarios, ${sweepCount} sweep seeds, ` +
-        `${seconds(virtual)} virtual in ${wall.toFixed(1)}s: ${speed} virtual s a wall s)`,
-    );
-  }
-  return failed > 0 ? 1 : 0;
+  const sweepStarted = performance.now();
+  await sweep({
+    from: firstSeed,
+    count: sweepCount,
+    workers,
+    faults: sweepFaults,
+    replay: (s) => `deno task sim --seed ${s}${sweepFaults === "none" ? " --faults none" : ""}`,
+    timeline: opts.json,
+    ...deps,
+  }, report);
+  t.sweepWallMs = performance.now() - sweepStarted;
+  t.wallMs = performance.now() - started;
+  if (!opts.json) write(summaryLine(t));
+  return t.failed + t.unfinished > 0 ? 1 : 0;
 }
 
 /** The `sim` command. */

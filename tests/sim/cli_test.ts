@@ -22,11 +22,21 @@ steps:
 
 Deno.test("cli sim: flags parse; bad flags are usage errors (exit 2)", async () => {
   assert.deepEqual(
-    parseSimArgs(["a.yaml", "--seed", "3", "--seeds=4", "--faults", "none", "--json"]),
+    parseSimArgs([
+      "a.yaml",
+      "--seed",
+      "3",
+      "--seeds=4",
+      "--faults",
+      "none",
+      "--json",
+      "--workers=2",
+    ]),
     {
       files: ["a.yaml"],
       seed: 3,
       seeds: 4,
+      workers: 2,
       faults: "none",
       json: true,
       help: false,
@@ -35,6 +45,10 @@ Deno.test("cli sim: flags parse; bad flags are usage errors (exit 2)", async () 
   assert.throws(() => parseSimArgs(["--seed", "x"]), /--seed needs a non-negative integer/);
   assert.throws(() => parseSimArgs(["--faults", "some"]), /--faults is none or default/);
   assert.throws(() => parseSimArgs(["--nope"]), /unknown flag --nope/);
+  assert.throws(() => parseSimArgs(["--workers", "0"]), /--workers needs at least 1/);
+  assert.throws(() => parseSimArgs(["--window", "2026-02-30"]), /a window is a UTC day/);
+  assert.throws(() => parseSimArgs(["--window", "today", "--seed", "1"]), /--window and --seed/);
+  assert.equal(parseSimArgs(["--window", "today"]).window, "today");
   const { code, lines } = await run(["--bogus"]);
   assert.equal(code, 2);
   assert.match(lines[0], /unknown flag/);
@@ -49,16 +63,25 @@ Deno.test("cli sim: one line a passing scenario and a summary, exit 0", async ()
     lines[0],
     /^PASS {2}.* \(seed 5\) {2}virtual \S+ {2}steps \d+ {2}writes \d+ {2}trace [0-9a-f]{16}$/,
   );
-  assert.match(lines.at(-1)!, /^1 passed, 0 failed \(1 scenarios, 0 sweep seeds, /);
+  assert.match(lines.at(-1)!, /^1 passed, 0 failed, 0 unfinished \(1 scenarios, 0 sweep seeds, /);
 });
 
 Deno.test("cli sim: a failure names the first differing field, the seed and the replay command, exit 1", async () => {
-  const file = await tempScenario(PASSING.replace("phase: Active", "phase: Gone"));
+  const file = await tempScenario(
+    PASSING.replace("phase: Active", "phase: Gone").replace(
+      "steps:\n",
+      "steps:\n  - at: 0s\n    apply: {apiVersion: v1, kind: Namespace, metadata: {name: demo}}\n",
+    ),
+  );
   const { code, lines } = await run([file, "--seed", "4"]);
   assert.equal(code, 1);
   assert.match(lines[0], /^FAIL/);
   assert.match(lines[1], /Namespace mesh-system: status\.phase: expected "Gone", got "Active"/);
   assert.equal(lines[2].trim(), `seed 4; replay: deno task sim ${file} --seed 4`);
+  // The last steps of the trace follow, so the failure reads in context.
+  assert.match(lines[3], /^ {6}last \d+ of \d+ trace entries:$/);
+  assert.match(lines[4], /^ {8}-?[0-9.]+s (status|step|phase|crash|restart|response) /);
+  assert.match(lines.at(-1)!, /^0 passed, 1 failed, 0 unfinished /);
 });
 
 Deno.test("cli sim: --json prints one object a run with the timeline", async () => {
