@@ -52,10 +52,8 @@ func flatten(x xds) (*flat, error) {
 		l := proto.Clone(l0).(*listener.Listener)
 		f.listeners = append(f.listeners, l)
 		for ci, fc := range l.FilterChains {
-			chain := fc.Name
-			if chain == "" {
-				chain = fmt.Sprintf("#%d", ci)
-			}
+			// Names repeat (a port's TLS and plaintext chains share one): the index tells them apart.
+			chain := fmt.Sprintf("%d %q", ci, fc.Name)
 			for _, flt := range fc.Filters {
 				if flt.Name != hcmFilter {
 					continue

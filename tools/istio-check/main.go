@@ -202,7 +202,25 @@ func checkCase(dir string, c caseSpec, baselines map[string]map[string]xds) ([]s
 		urls := slices.Sorted(maps.Keys(unknown))
 		parts = append(parts, "not validated (type not linked): "+strings.Join(urls, ", "))
 	}
-	return errs, strings.Join(parts, "; ")
+	return dedupe(errs), strings.Join(parts, "; ")
+}
+
+// dedupe keeps the first of identical failures and says how many there were: the same finding
+// often comes from each of a listener's filter chains.
+func dedupe(errs []string) []string {
+	count := map[string]int{}
+	var out []string
+	for _, e := range errs {
+		if count[e]++; count[e] == 1 {
+			out = append(out, e)
+		}
+	}
+	for i, e := range out {
+		if n := count[e]; n > 1 {
+			out[i] = fmt.Sprintf("(%d times) %s", n, e)
+		}
+	}
+	return out
 }
 
 // genericWarning is what Istio's validation says of every EnvoyFilter since 1.31.
