@@ -102,6 +102,12 @@ function placement(patch: Json, match: unknown, path: string): FieldError | unde
   };
 }
 
+/** A match on forwarding routes only: the model's one route forwards, so it matches that. */
+function forwardingOnly(match: Json, key: string): boolean {
+  return key === "routeConfiguration" &&
+    JSON.stringify(match[key]) === JSON.stringify({ vhost: { route: { action: "ROUTE" } } });
+}
+
 function emptyPatches(): ContextPatches {
   return { filters: [], rateLimits: [] };
 }
@@ -140,7 +146,9 @@ function readPatch(
       message: "only MERGE of route rate limits is modelled",
     }];
   }
-  if (isObject(match) && Object.keys(match).some((k) => k !== "context")) {
+  if (
+    isObject(match) && Object.keys(match).some((k) => k !== "context" && !forwardingOnly(match, k))
+  ) {
     return [{
       path: `${path}.match`,
       message: "the model has one route a proxy: only a context match is modelled",

@@ -1,8 +1,13 @@
 /** Builds the control-plane binaries from the Go wrapper modules under `tools/cluster/go`. */
-import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { BIN_DIR, exists, GO_DIR } from "./paths.ts";
 import { withLock } from "./lock.ts";
+import {
+  inputsHash as hashInputs,
+  readStamp as readStampFile,
+  type Stamp,
+  writeStamp,
+} from "./stamp.ts";
 
 /** Versions of the components, read from the wrapper modules' go.mod files. */
 export interface Versions {
@@ -75,8 +80,6 @@ const KWOK_STAGE_FILES = [
 const STAMP_FILE = join(BIN_DIR, "stamp.json");
 const KWOK_STAGES = join(BIN_DIR, "kwok-stages.yaml");
 
-type Stamp = Record<string, { inputs: string; go: string }>;
-
 /** Environment for every `go` invocation: local toolchain, static, reproducible paths. */
 export function goEnv(): Record<string, string> {
   return {
@@ -119,21 +122,13 @@ export async function readVersions(): Promise<Versions> {
 }
 
 async function inputsHash(mod: GoModule): Promise<string> {
-  const h = createHash("sha256");
-  for (const f of ["go.mod", "go.sum", "tools.go"]) {
-    h.update(f + "\0" + await Deno.readTextFile(join(GO_DIR, mod.name, f)) + "\0");
-  }
-  h.update(JSON.stringify([mod.packages, mod.ldflags(await readModuleVersion(mod)), goEnv()]));
-  if (mod.name === "kwok") h.update(JSON.stringify(KWOK_STAGE_FILES));
-  return h.digest("hex");
+  const settings: unknown[] = [[mod.packages, mod.ldflags(await readModuleVersion(mod)), goEnv()]];
+  if (mod.name === "kwok") settings.push(KWOK_STAGE_FILES);
+  return hashInputs(join(GO_DIR, mod.name), ["go.mod", "go.sum", "tools.go"], settings);
 }
 
-async function readStamp(): Promise<Stamp> {
-  try {
-    return JSON.parse(await Deno.readTextFile(STAMP_FILE)) as Stamp;
-  } catch {
-    return {};
-  }
+function readStamp(): Promise<Stamp> {
+  return readStampFile(STAMP_FILE);
 }
 
 /** Paths the binaries have (or will have) in the cache. */
@@ -220,11 +215,9 @@ async function doEnsureBuilt(log: (msg: string) => void): Promise<Binaries> {
   await withLock(join(BIN_DIR, ".lock"), async () => {
     const go = await goVersion();
     for (const mod of MODULES) {
-      const stamp = await readStamp();
-      if (await moduleUpToDate(mod, stamp, go)) continue;
+      if (await moduleUpToDate(mod, await readStamp(), go)) continue;
       await buildModule(mod, log);
-      stamp[mod.name] = { inputs: await inputsHash(mod), go: go ?? "" };
-      await Deno.writeTextFile(STAMP_FILE, JSON.stringify(stamp, null, 2) + "\n");
+      await writeStamp(STAMP_FILE, mod.name, { inputs: await inputsHash(mod), go: go ?? "" });
     }
   }, log);
   return binaryPaths();

@@ -214,7 +214,9 @@ export function renderEnvoyFilter(rl: RateLimit): KubeObject {
         },
         {
           applyTo: "HTTP_ROUTE",
-          match: { context },
+          // Forwarding routes only: merged into a redirect or direct_response route, `route:`
+          // makes a route without a cluster, and Envoy rejects the whole route configuration.
+          match: { context, routeConfiguration: { vhost: { route: { action: "ROUTE" } } } },
           patch: {
             operation: "MERGE",
             value: {

@@ -1,0 +1,203 @@
+/**
+ * Istio's own EnvoyFilter patching, run by tools/istio-check on the EnvoyFilter the operator
+ * renders for every sample and fixture RateLimit: the local rate limit filter right before the
+ * router in the intended listener, the per-route config on every forwarding route and on no other
+ * route, nothing else changed, and every listener and route configuration valid for
+ * go-control-plane. Then the same check against deliberately broken filters, one per assertion,
+ * to show each can fail (the first is the route patch as the generator used to write it).
+ *
+ * Needs Go (the binary is built once into .cache/istio-check and rebuilt when its inputs change).
+ */
+import assert from "node:assert/strict";
+import { ensureIstioCheck } from "../../tools/istio-check/build.ts";
+import {
+  type Case,
+  renderCases,
+  repoSources,
+  type Source,
+  writeCases,
+} from "../../tools/istio-check/render.ts";
+import { GATEWAY_LABEL, GATEWAY_NAMESPACE } from "../../src/reconcile/ratelimit/envoyfilter.ts";
+import * as e2e from "../e2e/fixtures.ts";
+import { bucket, rateLimit } from "../reconcile/ratelimit_fixtures.ts";
+
+type Json = Record<string, unknown>;
+
+/** The RateLimits the tests build in code: the e2e builder's shapes and the reconcile fixture's. */
+function fixtureSources(): Source[] {
+  const src = (name: string, rl: unknown) => ({ name, rateLimit: rl as Source["rateLimit"] });
+  return [
+    src("tests/e2e/fixtures.ts rateLimit (no rules)", e2e.rateLimit("e2e-rl", "rl-ok", "web")),
+    src("tests/e2e/fixtures.ts rateLimit (20s rule)", e2e.rateLimit("e2e", "rl-20", "w", "20s")),
+    src("tests/e2e/fixtures.ts rateLimit (1m rule)", e2e.rateLimit("e2e", "rl-1m", "w", "1m")),
+    src(
+      "tests/e2e/fixtures.ts rateLimit (gateway, no rules)",
+      e2e.rateLimit(GATEWAY_NAMESPACE, "gateway-no-rules", GATEWAY_LABEL.value),
+    ),
+    src("tests/reconcile/ratelimit_fixtures.ts rateLimit()", rateLimit()),
+    src(
+      "tests/reconcile/ratelimit_fixtures.ts rateLimit (headers rule, no response headers)",
+      rateLimit({
+        enableResponseHeaders: false,
+        buckets: [{ headers: { "X-A": "1", "x-b": "" }, bucket: bucket(1, 1, "1m") }],
+      }),
+    ),
+  ];
+}
+
+/** The output of one istio-check run, its report split into one block per case. */
+interface Run {
+  code: number;
+  /** The report (stdout), then Istio's own error log (stderr). */
+  output: string;
+  blocks: Map<string, string>;
+}
+
+async function runCheck(cases: readonly Case[]): Promise<Run> {
+  const bin = await ensureIstioCheck((m) => console.error(`[istio-check] ${m}`));
+  const dir = await Deno.makeTempDir({ prefix: "istio-check-" });
+  try {
+    await writeCases(dir, cases);
+    const out = await new Deno.Command(bin, { args: [dir], stdin: "null" }).output();
+    const report = new TextDecoder().decode(out.stdout);
+    const output = `${report}\n${new TextDecoder().decode(out.stderr)}`;
+    const blocks = new Map<string, string>();
+    let current = "";
+    for (const line of report.split("\n")) {
+      const m = line.match(/^(?:ok {3}|FAIL )(.*) -> (?:sidecar|gateway)/);
+      if (m) current = m[1];
+      if (current) blocks.set(current, (blocks.get(current) ?? "") + line + "\n");
+    }
+    return { code: out.code, output, blocks };
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+async function allCases(): Promise<Case[]> {
+  const { cases, rejected } = renderCases([...await repoSources(), ...fixtureSources()]);
+  // A RateLimit the operator refuses applies nothing; the only refusals here are invalid specs.
+  for (const r of rejected) assert.match(r.message, /^Invalid spec/, r.name);
+  return cases;
+}
+
+Deno.test("istio-check: Istio patches every sample's and fixture's EnvoyFilter exactly where meant", async () => {
+  const cases = await allCases();
+  assert.ok(cases.some((c) => c.name.startsWith("samples/ratelimit-gateway.yaml")));
+  assert.ok(cases.some((c) => c.name.startsWith("samples/ratelimit-workload.yaml")));
+  assert.ok(cases.filter((c) => c.target === "gateway").length >= 2);
+  const run = await runCheck(cases);
+  console.log(run.output);
+  assert.equal(run.code, 0, run.output);
+  for (const c of cases) {
+    const block = run.blocks.get(c.name) ?? "";
+    assert.match(block, /^ok {3}/, `${c.name}:\n${block || run.output}`);
+    // The intended proxy got the filter and the route config somewhere: the check is not vacuous.
+    assert.match(block, /in [1-9]\d* HTTP connection managers, per-route config on [1-9]/, c.name);
+  }
+  const gw = run.blocks.get(cases.find((c) => c.target === "gateway")!.name) ?? "";
+  // The gateway's redirect and direct-response routes were there, and left alone.
+  assert.match(gw, /[1-9]\d* other routes and the rest unchanged/);
+});
+
+type Mutation = (spec: { configPatches: Json[] }) => void;
+
+const patchOf = (spec: { configPatches: Json[] }, applyTo: string): Json => {
+  const p = spec.configPatches.find((p) => p.applyTo === applyTo);
+  assert.ok(p, `no ${applyTo} patch`);
+  return p;
+};
+const valueOf = (p: Json) => (p.patch as { value: Json }).value;
+const perRoute = (spec: { configPatches: Json[] }) =>
+  (valueOf(patchOf(spec, "HTTP_ROUTE")).typed_per_filter_config as Json)[
+    "envoy.filters.http.local_ratelimit"
+  ] as Json;
+
+/** Broken variants of a sample's EnvoyFilter and what istio-check must say about each. */
+const MUTATIONS: { name: string; sample: string; mutate: Mutation; expect: RegExp[] }[] = [
+  {
+    name: "route patch matching every route (the generator before issue 12)",
+    sample: "samples/ratelimit-gateway.yaml",
+    mutate: (s) => {
+      patchOf(s, "HTTP_ROUTE").match = { context: "GATEWAY" };
+    },
+    expect: [
+      /route \d+ "redirect" \(action route, was redirect\): changed by the EnvoyFilter/,
+      /route \d+ "direct-response" \(action route, was direct_response\): changed/,
+      /Validate: route configuration http\.8080: invalid RouteConfiguration\.VirtualHosts\[0\]/,
+    ],
+  },
+  {
+    name: "filter inserted after the router",
+    sample: "samples/ratelimit-workload.yaml",
+    mutate: (s) => {
+      (patchOf(s, "HTTP_FILTER").patch as Json).operation = "INSERT_AFTER";
+    },
+    expect: [/virtualInbound.*the local rate limit filter is not right before the router/],
+  },
+  {
+    name: "outbound instead of inbound",
+    sample: "samples/ratelimit-workload.yaml",
+    mutate: (s) => {
+      for (const p of s.configPatches) (p.match as Json).context = "SIDECAR_OUTBOUND";
+    },
+    expect: [
+      /sidecar proxy: no HTTP connection manager of the intended listener got the local rate/,
+      /sidecar proxy: listener 0\.0\.0\.0_8000.*which the EnvoyFilter is not meant for/,
+    ],
+  },
+  {
+    name: "any context: the gateway is limited too",
+    sample: "samples/ratelimit-workload.yaml",
+    mutate: (s) => {
+      for (const p of s.configPatches) (p.match as Json).context = "ANY";
+    },
+    expect: [/gateway proxy: listener 0\.0\.0\.0_8080.*which the EnvoyFilter is not meant for/],
+  },
+  {
+    name: "listener-level filter enabled",
+    sample: "samples/ratelimit-gateway.yaml",
+    mutate: (s) => {
+      ((valueOf(patchOf(s, "HTTP_FILTER")).typed_config) as Json).filter_enabled =
+        perRoute(s).filter_enabled;
+    },
+    expect: [/the listener-level local rate limit filter is enabled/],
+  },
+  {
+    name: "per-route config not enforced",
+    sample: "samples/ratelimit-workload.yaml",
+    mutate: (s) => {
+      delete perRoute(s).filter_enforced;
+    },
+    expect: [/per-route config does not enable and enforce the limit/],
+  },
+  {
+    name: "invalid token bucket (Envoy requires tokens_per_fill > 0)",
+    sample: "samples/ratelimit-workload.yaml",
+    mutate: (s) => {
+      (perRoute(s).token_bucket as Json).tokens_per_fill = 0;
+    },
+    expect: [
+      /Validate: .*LocalRateLimit.*TokenBucket\.TokensPerFill: value must be greater than 0/,
+    ],
+  },
+];
+
+Deno.test("istio-check fails on each broken filter, naming what is wrong", async () => {
+  const samples = renderCases(await repoSources()).cases;
+  const broken = MUTATIONS.map((m, i): Case => {
+    const base = samples.find((c) => c.name.startsWith(m.sample));
+    assert.ok(base, m.sample);
+    const envoyFilter = structuredClone(base.envoyFilter);
+    m.mutate(envoyFilter.spec as { configPatches: Json[] });
+    return { ...base, name: `broken: ${m.name}`, file: `broken-${i}.yaml`, envoyFilter };
+  });
+  const run = await runCheck(broken);
+  console.log(run.output);
+  assert.equal(run.code, 1, run.output);
+  for (const m of MUTATIONS) {
+    const block = run.blocks.get(`broken: ${m.name}`) ?? "";
+    assert.match(block, /^FAIL /, `${m.name}:\n${block || run.output}`);
+    for (const re of m.expect) assert.match(block, re, `${m.name}:\n${block}`);
+  }
+});

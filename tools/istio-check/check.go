@@ -1,0 +1,227 @@
+package main
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	route "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	lrl "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/local_ratelimit/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/testing/protocmp"
+)
+
+// outcome is what the check found for one proxy: failures, and counts for the summary line.
+type outcome struct {
+	errs      []string
+	managers  int // HTTP connection managers that got the filter
+	forwards  int // forwarding routes that got the per-route config
+	untouched int // non-forwarding routes seen in the intended route configurations
+}
+
+func (o *outcome) fail(format string, args ...any) {
+	o.errs = append(o.errs, fmt.Sprintf(format, args...))
+}
+
+// intendedListener says whether the EnvoyFilter's context means this listener: the sidecar's
+// inbound listener (SIDECAR_INBOUND), or any listener of the gateway (GATEWAY).
+func intendedListener(kind, name string) bool {
+	return kind == gateway || name == "virtualInbound"
+}
+
+// checkProxy compares what Istio generated for one proxy with and without the EnvoyFilter.
+// `intended` says whether the EnvoyFilter is meant for this proxy. The patched configuration is
+// changed in place to undo the expected patches; whatever is left must equal the baseline.
+func checkProxy(kind string, intended bool, base, patched *flat) *outcome {
+	o := &outcome{}
+	for _, m := range patched.managers {
+		if intended && intendedListener(kind, m.listener) {
+			checkFilterChain(o, m)
+		} else if slices.ContainsFunc(m.hcm.HttpFilters, func(f *hcmv3.HttpFilter) bool { return f.Name == rateLimitFilter }) {
+			o.fail("%s: has the local rate limit filter, which the EnvoyFilter is not meant for", m.where)
+		}
+	}
+	for _, r := range patched.routes {
+		if intended && r.listener != "" && intendedListener(kind, r.listener) {
+			checkRoutes(o, r, base.route(r.key))
+		}
+	}
+	if intended && o.managers == 0 {
+		o.fail("no HTTP connection manager of the intended listener got the local rate limit filter")
+	}
+	if intended && o.forwards == 0 {
+		o.fail("no forwarding route of the intended listener got the per-route configuration")
+	}
+	compareListeners(o, base, patched)
+	compareRoutes(o, base, patched)
+	return o
+}
+
+// checkFilterChain: exactly one local rate limit filter, right before the router (which Envoy
+// requires last), inert on its own (the routes turn it on). Then it is removed for the comparison.
+func checkFilterChain(o *outcome, m *httpManager) {
+	names := make([]string, len(m.hcm.HttpFilters))
+	for i, f := range m.hcm.HttpFilters {
+		names[i] = f.Name
+	}
+	at := slices.Index(names, rateLimitFilter)
+	last := len(names) - 1
+	switch {
+	case at < 0:
+		o.fail("%s: no local rate limit filter; HTTP filters: %s", m.where, strings.Join(names, ", "))
+		return
+	case slices.Index(names[at+1:], rateLimitFilter) >= 0:
+		o.fail("%s: the local rate limit filter appears more than once: %s", m.where, strings.Join(names, ", "))
+	case last < 0 || names[last] != routerFilter || at != last-1:
+		o.fail("%s: the local rate limit filter is not right before the router: %s", m.where, strings.Join(names, ", "))
+	}
+	cfg := &lrl.LocalRateLimit{}
+	if err := m.hcm.HttpFilters[at].GetTypedConfig().UnmarshalTo(cfg); err != nil {
+		o.fail("%s: local rate limit filter config: %v", m.where, err)
+	} else if enabled(cfg.FilterEnabled) {
+		o.fail("%s: the listener-level local rate limit filter is enabled; only routes should turn it on", m.where)
+	}
+	m.hcm.HttpFilters = slices.Delete(m.hcm.HttpFilters, at, at+1)
+	if err := m.repack(); err != nil {
+		o.fail("%v", err)
+	}
+	o.managers++
+}
+
+// enabled: a RuntimeFractionalPercent whose default is above 0% (unset means disabled).
+func enabled(p *corev3.RuntimeFractionalPercent) bool {
+	return p.GetDefaultValue().GetNumerator() > 0
+}
+
+// all: a RuntimeFractionalPercent whose default is 100%.
+func all(p *corev3.RuntimeFractionalPercent) bool {
+	d := p.GetDefaultValue()
+	return d.GetDenominator() == typev3.FractionalPercent_HUNDRED && d.GetNumerator() == 100
+}
+
+// checkRoutes: every route that forwards without the EnvoyFilter (action `route` in the baseline)
+// still forwards and carries the same per-route LocalRateLimit, enabled and enforced for every
+// request, with one descriptor per `rate_limits` entry. Those two additions are undone; other
+// routes are left as they are, so the comparison with the baseline shows any change to them.
+func checkRoutes(o *outcome, r *routeConfig, base *routeConfig) {
+	var first *route.Route
+	for _, vh := range r.rc.VirtualHosts {
+		for i, rt := range vh.Routes {
+			where := fmt.Sprintf("%s, virtual host %q, route %d %q", r.key, vh.Name, i, rt.Name)
+			was := baseRoute(base, vh.Name, i)
+			if was == nil || was.GetRoute() == nil {
+				o.untouched++
+				continue
+			}
+			if rt.GetRoute() == nil {
+				o.fail("%s: forwarded without the EnvoyFilter, action is now %s", where, action(rt))
+				continue
+			}
+			raw := rt.TypedPerFilterConfig[rateLimitFilter]
+			if raw == nil {
+				o.fail("%s: forwards (action route) but carries no %s config", where, rateLimitFilter)
+				continue
+			}
+			cfg := &lrl.LocalRateLimit{}
+			if err := raw.UnmarshalTo(cfg); err != nil {
+				o.fail("%s: per-route config: %v", where, err)
+				continue
+			}
+			switch {
+			case !all(cfg.FilterEnabled) || !all(cfg.FilterEnforced):
+				o.fail("%s: per-route config does not enable and enforce the limit for every request", where)
+			case cfg.TokenBucket == nil:
+				o.fail("%s: per-route config has no default token bucket", where)
+			case len(cfg.Descriptors) != len(rt.GetRoute().RateLimits):
+				o.fail("%s: %d descriptors but %d rate_limits entries", where, len(cfg.Descriptors), len(rt.GetRoute().RateLimits))
+			}
+			if first == nil {
+				first = rt
+			} else if d := cmp.Diff(first.TypedPerFilterConfig[rateLimitFilter], raw, protocmp.Transform()); d != "" {
+				o.fail("%s: per-route config differs from route %q's:\n%s", where, first.Name, indent(d))
+			}
+			rt = proto.Clone(rt).(*route.Route)
+			delete(rt.TypedPerFilterConfig, rateLimitFilter)
+			rt.GetRoute().RateLimits = nil
+			vh.Routes[i] = rt
+			o.forwards++
+		}
+	}
+}
+
+// baseRoute is route i of the virtual host named vh in the baseline, if there is one.
+func baseRoute(base *routeConfig, vh string, i int) *route.Route {
+	if base == nil {
+		return nil
+	}
+	for _, v := range base.rc.VirtualHosts {
+		if v.Name == vh && i < len(v.Routes) {
+			return v.Routes[i]
+		}
+	}
+	return nil
+}
+
+func compareListeners(o *outcome, base, patched *flat) {
+	for _, l := range patched.listeners {
+		b := base.listener(l.Name)
+		if b == nil {
+			o.fail("listener %s: added by the EnvoyFilter", l.Name)
+		} else if d := cmp.Diff(b, l, protocmp.Transform()); d != "" {
+			o.fail("listener %s: changed by the EnvoyFilter beyond the local rate limit filter:\n%s", l.Name, indent(d))
+		}
+	}
+	for _, b := range base.listeners {
+		if patched.listener(b.Name) == nil {
+			o.fail("listener %s: removed by the EnvoyFilter", b.Name)
+		}
+	}
+}
+
+// compareRoutes reports, route by route, what differs from the baseline after checkRoutes undid
+// the expected additions: a redirect that became a forwarding route shows up here.
+func compareRoutes(o *outcome, base, patched *flat) {
+	for _, r := range patched.routes {
+		b := base.route(r.key)
+		if b == nil {
+			o.fail("%s: added by the EnvoyFilter", r.key)
+			continue
+		}
+		for _, vh := range r.rc.VirtualHosts {
+			i := slices.IndexFunc(b.rc.VirtualHosts, func(x *route.VirtualHost) bool { return x.Name == vh.Name })
+			if i < 0 {
+				o.fail("%s, virtual host %q: added by the EnvoyFilter", r.key, vh.Name)
+				continue
+			}
+			bv := b.rc.VirtualHosts[i]
+			for j, rt := range vh.Routes {
+				if j >= len(bv.Routes) {
+					o.fail("%s, virtual host %q, route %d %q: added by the EnvoyFilter", r.key, vh.Name, j, rt.Name)
+				} else if d := cmp.Diff(bv.Routes[j], rt, protocmp.Transform()); d != "" {
+					o.fail("%s, virtual host %q, route %d %q (action %s, was %s): changed by the EnvoyFilter:\n%s",
+						r.key, vh.Name, j, rt.Name, action(rt), action(bv.Routes[j]), indent(d))
+				}
+			}
+			if len(vh.Routes) < len(bv.Routes) {
+				o.fail("%s, virtual host %q: routes removed by the EnvoyFilter", r.key, vh.Name)
+			}
+		}
+		// What is left besides the routes: virtual hosts' and the configuration's own fields.
+		if d := cmp.Diff(b.rc, r.rc, protocmp.Transform(), protocmp.IgnoreFields(&route.VirtualHost{}, "routes")); d != "" {
+			o.fail("%s: changed by the EnvoyFilter outside its routes:\n%s", r.key, indent(d))
+		}
+	}
+	for _, b := range base.routes {
+		if patched.route(b.key) == nil {
+			o.fail("%s: removed by the EnvoyFilter", b.key)
+		}
+	}
+}
+
+func indent(s string) string {
+	return "      " + strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", "\n      ")
+}

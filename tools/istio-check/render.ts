@@ -1,0 +1,140 @@
+/**
+ * Renders the EnvoyFilter the operator would apply for each RateLimit of the samples and the
+ * simulator's scenarios (plus any the caller adds) into a directory for the istio-check binary:
+ * one JSON file a case and `cases.json` listing them. The filter comes from the operator's own
+ * reconcile (src/reconcile), so whatever it would apply is what Istio's code is run on.
+ *
+ *   ./deno run -A tools/istio-check/render.ts DIR
+ *
+ * @module
+ */
+import { join, relative, resolve } from "node:path";
+import { parseAllDocuments } from "yaml";
+import { reconcileRateLimit } from "../../src/reconcile/ratelimit.ts";
+import { isGateway } from "../../src/reconcile/ratelimit/envoyfilter.ts";
+import type { KubeObject } from "../../src/runtime/cluster.ts";
+import { parseScenario } from "../../sim/scenario/format.ts";
+
+const ROOT = resolve(import.meta.dirname ?? ".", "..", "..");
+
+/** A RateLimit and where it was found. */
+export interface Source {
+  name: string;
+  rateLimit: KubeObject;
+}
+
+/** A case for istio-check: the EnvoyFilter and the proxy kind the RateLimit means. */
+export interface Case {
+  name: string;
+  file: string;
+  target: "sidecar" | "gateway";
+  envoyFilter: KubeObject;
+}
+
+/** A RateLimit the operator refuses: it applies no EnvoyFilter, so there is nothing to check. */
+export interface Rejected {
+  name: string;
+  message: string;
+}
+
+const isRateLimit = (o: unknown): o is KubeObject =>
+  typeof o === "object" && o !== null && (o as { kind?: unknown }).kind === "RateLimit";
+
+async function yamlFiles(dir: string): Promise<string[]> {
+  const names: string[] = [];
+  for await (const e of Deno.readDir(dir)) {
+    if (e.isFile && e.name.endsWith(".yaml")) names.push(join(dir, e.name));
+  }
+  return names.sort();
+}
+
+/** Every RateLimit in samples/*.yaml and in the applies of sim/scenarios/*.yaml. */
+export async function repoSources(root = ROOT): Promise<Source[]> {
+  const out: Source[] = [];
+  for (const file of await yamlFiles(join(root, "samples"))) {
+    const docs = parseAllDocuments(await Deno.readTextFile(file)).map((d) => d.toJS());
+    for (const doc of docs.filter(isRateLimit)) {
+      out.push({ name: relative(root, file), rateLimit: doc });
+    }
+  }
+  for (const file of await yamlFiles(join(root, "sim", "scenarios"))) {
+    const name = relative(root, file);
+    const sc = parseScenario(await Deno.readTextFile(file), name);
+    sc.steps.forEach((step, i) => {
+      for (const obj of (step.apply ?? []).filter(isRateLimit)) {
+        out.push({ name: `${name} step ${i} ${obj.metadata.name}`, rateLimit: obj as KubeObject });
+      }
+    });
+  }
+  return out;
+}
+
+/**
+ * The operator's Plan for each RateLimit alone in its namespace with the mesh installed: its
+ * EnvoyFilter, or the status message of its refusal. Identical filters are checked once.
+ */
+export function renderCases(sources: readonly Source[]): { cases: Case[]; rejected: Rejected[] } {
+  const cases: Case[] = [];
+  const rejected: Rejected[] = [];
+  const seen = new Map<string, Case>();
+  for (const src of sources) {
+    const plan = reconcileRateLimit({
+      rateLimit: src.rateLimit,
+      peers: [],
+      pods: [],
+      meshInstalled: true,
+      now: 0,
+    });
+    const ef = plan.apply.find((o) => o.kind === "EnvoyFilter");
+    if (!ef) {
+      rejected.push({ name: src.name, message: String(plan.status?.description ?? "no plan") });
+      continue;
+    }
+    const key = JSON.stringify(ef);
+    const same = seen.get(key);
+    if (same) {
+      same.name += `, ${src.name}`;
+      continue;
+    }
+    const spec = src.rateLimit.spec as { selectorLabels?: Record<string, string> };
+    const namespace = ef.metadata.namespace ?? "default";
+    const c: Case = {
+      name: src.name,
+      file: `${String(cases.length + 1).padStart(3, "0")}-${namespace}-${ef.metadata.name}.json`,
+      target: isGateway(namespace, { selectorLabels: spec.selectorLabels ?? {} })
+        ? "gateway"
+        : "sidecar",
+      envoyFilter: ef,
+    };
+    seen.set(key, c);
+    cases.push(c);
+  }
+  return { cases, rejected };
+}
+
+/**
+ * Writes the cases as istio-check reads them: DIR/cases.json and one EnvoyFilter a case, as JSON
+ * like the operator sends it (YAML would need care: Go's YAML 1.1 reads a plain `OFF` as false).
+ */
+export async function writeCases(dir: string, cases: readonly Case[]): Promise<void> {
+  await Deno.mkdir(dir, { recursive: true });
+  for (const c of cases) {
+    await Deno.writeTextFile(join(dir, c.file), JSON.stringify(c.envoyFilter, null, 2) + "\n");
+  }
+  const index = cases.map(({ name, file, target }) => ({ name, file, target }));
+  await Deno.writeTextFile(join(dir, "cases.json"), JSON.stringify({ cases: index }, null, 2));
+}
+
+if (import.meta.main) {
+  const dir = Deno.args[0];
+  if (!dir) {
+    console.error("usage: render.ts DIR");
+    Deno.exit(2);
+  }
+  const { cases, rejected } = renderCases(await repoSources());
+  await writeCases(dir, cases);
+  for (const r of rejected) {
+    console.error(`not rendered (the operator refuses it): ${r.name}: ${r.message}`);
+  }
+  console.log(`${cases.length} EnvoyFilters in ${dir}`);
+}
