@@ -7,6 +7,8 @@
 import assert from "node:assert/strict";
 import {
   decide,
+  type EnvoyBehaviour,
+  envoyBehaviour,
   type EnvoyFilterModel,
   newProxyState,
   proxyConfig,
@@ -70,14 +72,20 @@ function model(obj: unknown): EnvoyFilterModel {
   return r.value;
 }
 
-function errorsOf(obj: unknown): string {
-  const r = readEnvoyFilter(obj);
+function errorsOf(obj: unknown, envoy = "1.38"): string {
+  const r = readEnvoyFilter(obj, version(envoy));
   assert.ok(!r.ok, "expected the proxy to reject the filter");
   return r.errors.map((e) => `${e.path}: ${e.message}`).join("\n");
 }
 
-function proxy(obj: unknown) {
-  return newProxyState(proxyConfig([model(obj)], "SIDECAR_INBOUND"), 0);
+function version(v: string): EnvoyBehaviour {
+  const b = envoyBehaviour(v);
+  assert.ok(b.ok);
+  return b.value;
+}
+
+function proxy(obj: unknown, envoy = "1.38") {
+  return newProxyState(proxyConfig([model(obj)], "SIDECAR_INBOUND"), 0, version(envoy));
 }
 
 const pathAction = { request_headers: { header_name: ":path", descriptor_key: "path" } };
@@ -120,15 +128,25 @@ Deno.test("Kyma's merged action list never matches a path-only bucket when anoth
 });
 
 Deno.test("filter_enforced 0%: limited requests pass, tokens are still counted, headers still sent", () => {
-  const s = proxy(filter({
-    token_bucket: tb(1, 1, "60s"),
-    filter_enabled: ON,
-    enable_x_ratelimit_headers: "DRAFT_VERSION_03",
-  }));
-  decide(s, { path: "/" }, 0);
-  const r = decide(s, { path: "/" }, 0);
-  assert.equal(r.status, 200);
-  assert.deepEqual(r.headers, { "x-ratelimit-limit": "1", "x-ratelimit-remaining": "0" });
+  const headersAt = (envoy: string) => {
+    const s = proxy(
+      filter({
+        token_bucket: tb(1, 1, "60s"),
+        filter_enabled: ON,
+        enable_x_ratelimit_headers: "DRAFT_VERSION_03",
+      }),
+      envoy,
+    );
+    decide(s, { path: "/" }, 0);
+    const r = decide(s, { path: "/" }, 0);
+    assert.equal(r.status, 200);
+    return r.headers;
+  };
+  const empty = { "x-ratelimit-limit": "1", "x-ratelimit-remaining": "0" };
+  // 1.38: a whole token takes 60 s; 1.30: the next fill is 60 s away; 1.31 to 1.34 send no reset.
+  assert.deepEqual(headersAt("1.38"), { ...empty, "x-ratelimit-reset": "60" });
+  assert.deepEqual(headersAt("1.30"), { ...empty, "x-ratelimit-reset": "60" });
+  assert.deepEqual(headersAt("1.33"), empty);
 });
 
 Deno.test("filter_enabled left out (0%): nothing is limited", () => {
@@ -159,6 +177,39 @@ Deno.test("matched descriptors are charged lowest fill rate first; the rejecting
   assert.deepEqual([second.status, second.bucket], [429, 1]);
   assert.equal(second.body, "local_rate_limited");
   assert.equal(second.headers["content-type"], "text/plain");
+});
+
+Deno.test("Envoy 1.30's headers describe the first request descriptor found, not the deciding bucket", () => {
+  const cfg = {
+    token_bucket: tb(9, 9, "1s"),
+    filter_enabled: ON,
+    filter_enforced: ON,
+    always_consume_default_token_bucket: false,
+    enable_x_ratelimit_headers: "DRAFT_VERSION_03",
+    descriptors: [
+      { entries: [{ key: "generic_key", value: "a" }], token_bucket: tb(5, 5, "1s") },
+      { entries: [{ key: "generic_key", value: "b" }], token_bucket: tb(1, 1, "60s") },
+    ],
+  };
+  const limits = [
+    { actions: [{ generic_key: { descriptor_value: "a" } }] },
+    { actions: [{ generic_key: { descriptor_value: "b" } }] },
+  ];
+  // `descriptorHelper` (v1.30.0): the first request descriptor (rate_limits order) in the config.
+  const old = proxy(filter(cfg, limits), "1.30");
+  const r = decide(old, { path: "/" }, 0);
+  assert.equal(r.bucket, 1, "b, the lower rate, still decides");
+  assert.deepEqual(r.headers, {
+    "x-ratelimit-limit": "5",
+    "x-ratelimit-remaining": "4",
+    "x-ratelimit-reset": "1",
+  });
+  const now = decide(proxy(filter(cfg, limits), "1.38"), { path: "/" }, 0);
+  assert.deepEqual(now.headers, {
+    "x-ratelimit-limit": "1",
+    "x-ratelimit-remaining": "0",
+    "x-ratelimit-reset": "60",
+  });
 });
 
 Deno.test("header matchers: missing headers never match, inverted or not; present_match can", () => {
@@ -242,10 +293,12 @@ Deno.test("configs Envoy rejects are rejected, with the field named", () => {
   assert.match(errorsOf(filter({ ...base, token_bucket: tb(1, 1, "1m") })), /protobuf Duration/);
   assert.match(errorsOf(filter({ ...base, fill_interval_typo: "1s" })), /unknown field/);
   const d = { entries: [{ key: "k", value: "v" }], token_bucket: tb(1, 1, "45s") };
+  // Envoy up to 1.33 refills descriptors on the default timer's ticks; 1.34 dropped the check.
   assert.match(
-    errorsOf(filter({ ...base, descriptors: [d] })),
+    errorsOf(filter({ ...base, descriptors: [d] }), "1.33"),
     /not a multiple of token bucket fill timer/,
   );
+  assert.ok(readEnvoyFilter(filter({ ...base, descriptors: [d] }), version("1.34")).ok);
   const d2 = { ...d, token_bucket: tb(1, 1, "60s") };
   assert.match(errorsOf(filter({ ...base, descriptors: [d2, d2] })), /duplicate descriptor/);
   assert.match(errorsOf(filter(base, undefined, "ADD")), /must be the last filter/);
