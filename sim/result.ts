@@ -15,6 +15,8 @@ export interface RunResult {
   /** The scenario file, when the run is a scenario. */
   file?: string;
   seed: number;
+  /** The Envoy version the mesh ran. */
+  envoy: string;
   ok: boolean;
   /** Virtual time the run covered, in ms (from the epoch to the end of the quiet period). */
   virtualMs: number;
@@ -40,6 +42,7 @@ export interface RunIdentity {
   name: string;
   file?: string;
   seed: number;
+  envoy: string;
   /** The command that replays it. */
   replay: string;
 }
@@ -68,6 +71,7 @@ export async function reportRun(
     name: run.name,
     ...(run.file ? { file: run.file } : {}),
     seed: run.seed,
+    envoy: run.envoy,
     ok: failure === undefined,
     virtualMs: sim.now,
     steps: sim.driver.steps,

@@ -1,11 +1,18 @@
 /**
- * `deno task sim [FILE...] [--seed N] [--seeds N] [--faults none|default] [--json]`: runs the
+ * `deno task sim [FILE...] [--seed N] [--seeds N] [--faults none|default] [--envoy VERSION]
+ * [--json]`: runs the
  * operator in the deterministic simulator. Without files it runs every scenario in sim/scenarios/
  * and a sweep of generated workloads under swarm faults; `--seed` without files replays sweep
  * seeds. One line a run; a failure adds the first differing field and the command that replays it.
  */
 import { relative } from "node:path";
 import { fileURLToPath } from "node:url";
+import {
+  DEFAULT_ENVOY,
+  type EnvoyBehaviour,
+  envoyBehaviour,
+  NEWEST_ISTIO,
+} from "../dataplane/mod.ts";
 import type { FaultChoice, RunResult } from "../../sim/result.ts";
 import { faultsFor } from "../../sim/result.ts";
 import { parseScenario, type Scenario } from "../../sim/scenario/format.ts";
@@ -17,7 +24,8 @@ export const DEFAULT_SWEEP_SEEDS = 10;
 
 const SCENARIO_DIR = new URL("../../sim/scenarios/", import.meta.url);
 
-const HELP = `Usage: deno task sim [FILE...] [--seed N] [--seeds N] [--faults none|default] [--json]
+const HELP = `Usage: deno task sim [FILE...] [--seed N] [--seeds N] [--faults none|default]
+                     [--envoy VERSION] [--json]
 
 Runs the operator (the real runtime and reconcilers) against the in-memory cluster on virtual time.
 
@@ -27,6 +35,8 @@ Runs the operator (the real runtime and reconcilers) against the in-memory clust
   --seeds N        how many sweep seeds (default ${DEFAULT_SWEEP_SEEDS}, or SIM_SEEDS; 1 with --seed)
   --faults F       none or default (the seed's swarm mix); for scenarios it overrides the file's
                    \`faults:\`, for the sweep the default is default
+  --envoy VERSION  the Envoy of the mesh's proxies (default ${DEFAULT_ENVOY}, Istio ${NEWEST_ISTIO}'s; 1.30
+                   refills by timer); for scenarios it overrides the file's \`envoy:\`
   --json           one JSON object a run, with the timeline of statuses and responses
 
 Exit status: 0 when every run passed, 1 when one failed, 2 on bad arguments or scenario files.`;
@@ -37,6 +47,8 @@ export interface SimArgs {
   seed?: number;
   seeds?: number;
   faults?: "none" | "default";
+  /** `--envoy`, checked. */
+  envoy?: EnvoyBehaviour;
   json: boolean;
   help: boolean;
 }
@@ -70,6 +82,10 @@ export function parseSimArgs(args: readonly string[]): SimArgs {
         throw new Error(`--faults is none or default, got ${JSON.stringify(v)}`);
       }
       out.faults = v;
+    } else if (flag === "--envoy") {
+      const b = envoyBehaviour(value() ?? "");
+      if (!b.ok) throw new Error(`--envoy: ${b.error}`);
+      out.envoy = b.value;
     } else if (a.startsWith("-")) throw new Error(`unknown flag ${a}`);
     else out.files.push(a);
   }
@@ -92,7 +108,9 @@ function seconds(ms: number): string {
 }
 
 function line(r: RunResult): string[] {
-  const what = r.file ? `${r.file} (seed ${r.seed})` : r.name;
+  const what = r.file
+    ? `${r.file} (seed ${r.seed}, Envoy ${r.envoy})`
+    : `${r.name} (Envoy ${r.envoy})`;
   const head = `${r.ok ? "PASS" : "FAIL"}  ${what}  virtual ${
     seconds(r.virtualMs)
   }  steps ${r.steps}  writes ${r.writes}  trace ${r.traceHash}`;
@@ -142,6 +160,8 @@ export async function runSim(
     : opts.seeds ?? (sweepOnly ? 1 : envSeeds ? Number(envSeeds) : DEFAULT_SWEEP_SEEDS);
   const firstSeed = opts.seed ?? 1;
   const faultFlag = opts.faults ? ` --faults ${opts.faults}` : "";
+  const envoyFlag = opts.envoy ? ` --envoy ${opts.envoy.version}` : "";
+  const envoy = opts.envoy ? { envoy: opts.envoy } : {};
   const results: RunResult[] = [];
   const started = performance.now();
   const report = (r: RunResult) => {
@@ -154,7 +174,8 @@ export async function runSim(
         file,
         ...(opts.seed !== undefined ? { seed: opts.seed } : {}),
         ...(opts.faults ? { faults: opts.faults as FaultChoice } : {}),
-        replay: (seed) => `deno task sim ${file} --seed ${seed}${faultFlag}`,
+        ...envoy,
+        replay: (seed) => `deno task sim ${file} --seed ${seed}${faultFlag}${envoyFlag}`,
       }),
     );
   }
@@ -163,7 +184,9 @@ export async function runSim(
     report(
       await runSeed(seed, {
         faults: faultsFor(sweepFaults, seed),
-        replay: (s) => `deno task sim --seed ${s}${sweepFaults === "none" ? " --faults none" : ""}`,
+        ...envoy,
+        replay: (s) =>
+          `deno task sim --seed ${s}${sweepFaults === "none" ? " --faults none" : ""}${envoyFlag}`,
       }),
     );
   }
