@@ -104,7 +104,9 @@ export async function scenarioFiles(): Promise<string[]> {
 
 function seconds(ms: number): string {
   const s = Math.round(ms) / 1000;
-  return s >= 60 ? `${Math.floor(s / 60)}m${Math.round(s % 60)}s` : `${s}s`;
+  if (s < 60) return `${s}s`;
+  const whole = Math.round(s); // rounded once, so 1499.9 s is 25m0s, not 24m60s
+  return `${Math.floor(whole / 60)}m${whole % 60}s`;
 }
 
 function line(r: RunResult): string[] {

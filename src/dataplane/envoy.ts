@@ -46,9 +46,10 @@ export const NEWEST_ENVOY_MINOR = 38;
 
 /**
  * The Envoy each Istio release ships (istio/proxy: `ENVOY_VERSION.txt` on release-1.28 to 1.30,
- * "Update envoy to v1.34.6" on release-1.26, "Update envoy to the latest 1.35-dev" on 1.27).
+ * "Update envoy to v1.33.8" on release-1.25, "v1.34.6" on 1.26, "the latest 1.35-dev" on 1.27).
  */
 export const ISTIO_ENVOY: Readonly<Record<string, string>> = {
+  "1.25": "1.33",
   "1.26": "1.34",
   "1.27": "1.35",
   "1.28": "1.36",

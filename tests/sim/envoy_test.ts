@@ -36,7 +36,7 @@ Deno.test("the pinned scenario: Envoy 1.38 admits the third request; 1.30's time
   const pinned = parseScenario(text, PINNED);
   assert.equal(pinned.envoy?.version, "1.38");
   const now = await runScenario(pinned, { file: PINNED });
-  assert.ok(now.ok, now.failure);
+  assert.ok(now.ok, now.failure ?? "");
   assert.equal(now.envoy, "1.38");
   // The same requests under Envoy 1.30, checking statuses only (1.30's reset header differs too).
   const statusesOnly = parseScenario(text.replace(/headers: \{[^}]*\}/g, "headers: {}"), PINNED);
