@@ -27,12 +27,10 @@ export interface ProxyState {
   readonly startMs: number;
   /** The Envoy this proxy runs: how its buckets refill and which headers it sends. */
   readonly envoy: EnvoyBehaviour;
-  /**
-   * Buckets by scope (`filter<k>`: a listener-level config; `route:<name>`: the per-route config
-   * of one route entry), then by `default` or descriptor index; made on first use, full, as of
-   * `startMs`.
-   */
+  /** Buckets of listener-level configs, by `filter<k>`, then by `default` or descriptor index. */
   readonly buckets: Map<string, Map<string, RateBucket>>;
+  /** Buckets of the per-route config, by route entry name, then as above. */
+  readonly routes: Map<string, Map<string, RateBucket>>;
 }
 
 /** A fresh proxy state: every bucket full as of `startMs`. */
@@ -41,7 +39,7 @@ export function newProxyState(
   startMs: number,
   envoy: EnvoyBehaviour = DEFAULT_BEHAVIOUR,
 ): ProxyState {
-  return { config, startMs, envoy, buckets: new Map() };
+  return { config, startMs, envoy, buckets: new Map(), routes: new Map() };
 }
 
 /** Which bucket decided: `"default"` or the index of the descriptor (= the RateLimit rule). */
@@ -70,12 +68,15 @@ interface Limited {
   firstMatch?: Chosen;
 }
 
-/** The buckets of one scope. */
-function scopeOf(state: ProxyState, scope: string): Map<string, RateBucket> {
-  let m = state.buckets.get(scope);
+/** The buckets of one scope: a listener-level config's, or a route entry's. */
+function scopeOf(
+  scopes: Map<string, Map<string, RateBucket>>,
+  name: string,
+): Map<string, RateBucket> {
+  let m = scopes.get(name);
   if (!m) {
     m = new Map();
-    state.buckets.set(scope, m);
+    scopes.set(name, m);
   }
   return m;
 }
@@ -181,7 +182,9 @@ export function decide(
     const cfg = routeConfig ?? filters[k];
     if (!cfg.enabled) continue;
     const c = compiled[k];
-    const scope = scopeOf(state, c.scope ?? `route:${route}`);
+    const scope = c.scope === undefined
+      ? scopeOf(state.routes, route ?? "") // the per-route config applies on a route only
+      : scopeOf(state.buckets, c.scope);
     const result = requestAllowed(state, scope, c, cfg, headers, nowMs);
     if (cfg.xRateLimitHeaders) rateLimitHeaders(out, state.envoy, result, nowMs);
     if (result.bucket && (!reported?.bucket || !result.allowed)) reported = result;
@@ -228,6 +231,8 @@ export function bucketTokens(
   if (!cfg) return undefined;
   const spec = id === "default" ? cfg.tokenBucket : cfg.descriptors[id]?.bucket;
   if (!spec) return undefined;
-  const scope = scopeOf(state, state.config.routeConfig ? `route:${route}` : "filter0");
+  const scope = state.config.routeConfig
+    ? scopeOf(state.routes, route)
+    : scopeOf(state.buckets, "filter0");
   return bucketFor(state, scope, String(id), spec).tokensAt(nowMs);
 }

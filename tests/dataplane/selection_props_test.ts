@@ -197,7 +197,8 @@ Deno.test("property: at most one rule's descriptor is produced for any request",
         ready: true,
       }], 0);
       const state = mesh.proxy("demo", "p")!;
-      const buckets = () => [...state.buckets.values()].flatMap((m) => [...m.values()]);
+      const buckets = () =>
+        [...state.buckets.values(), ...state.routes.values()].flatMap((m) => [...m.values()]);
       for (const req of requests) {
         const before = buckets().reduce((n, b) => n + b.tokensAt(0), 0);
         const count = buckets().length;
