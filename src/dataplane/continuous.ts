@@ -1,8 +1,9 @@
 /**
  * Envoy's continuous token bucket, Envoy v1.31.0 and later: `AtomicTokenBucketImpl` in
- * `source/common/common/token_bucket_impl.{h,cc}`, used by `RateLimitTokenBucket` in
- * `source/extensions/filters/common/local_ratelimit/local_ratelimit_impl.{h,cc}` (v1.35.0+; the
- * `AtomicTokenBucket` class of v1.31.0–v1.34.0 is the same arithmetic). Envoy keeps one number T
+ * `source/common/common/token_bucket_impl.{h,cc}`, wrapped by `AtomicTokenBucket` (v1.31.0 to
+ * v1.33.x) and `RateLimitTokenBucket` (v1.34.0+) in
+ * `source/extensions/filters/common/local_ratelimit/local_ratelimit_impl.{h,cc}`, with the same
+ * arithmetic. Envoy keeps one number T
  * (`time_in_seconds_`), the instant the bucket would have been empty:
  *
  *     fill_rate = max(tokens_per_fill / fill_interval_seconds, 1 / (365 × 24 × 3600))
