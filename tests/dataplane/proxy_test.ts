@@ -5,90 +5,19 @@
  * a path-only bucket, and the configs Envoy rejects.
  */
 import assert from "node:assert/strict";
+import { decide, newProxyState, proxyConfig, readEnvoyFilter } from "../../src/dataplane/mod.ts";
 import {
-  decide,
-  type EnvoyBehaviour,
-  envoyBehaviour,
-  type EnvoyFilterModel,
-  newProxyState,
-  proxyConfig,
-  readEnvoyFilter,
-} from "../../src/dataplane/mod.ts";
-
-type Json = Record<string, unknown>;
-const TYPE = "type.googleapis.com/envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit";
-const ON = { default_value: { numerator: 100, denominator: "HUNDRED" } };
-
-function tb(max: number, perFill: number, interval: string): Json {
-  return { max_tokens: max, tokens_per_fill: perFill, fill_interval: interval };
-}
-
-/** An EnvoyFilter with the filter inserted and a route merge of `cfg` and `rateLimits`. */
-function filter(cfg: Json, rateLimits?: unknown[], insert = "INSERT_BEFORE"): Json {
-  return {
-    apiVersion: "networking.istio.io/v1alpha3",
-    kind: "EnvoyFilter",
-    metadata: { name: "f", namespace: "demo" },
-    spec: {
-      workloadSelector: { labels: { app: "x" } },
-      configPatches: [
-        {
-          applyTo: "HTTP_FILTER",
-          match: {
-            context: "SIDECAR_INBOUND",
-            listener: {
-              filterChain: { filter: { name: "envoy.filters.network.http_connection_manager" } },
-            },
-          },
-          patch: {
-            operation: insert,
-            value: {
-              name: "envoy.filters.http.local_ratelimit",
-              typed_config: { "@type": TYPE, stat_prefix: "p" },
-            },
-          },
-        },
-        {
-          applyTo: "HTTP_ROUTE",
-          match: { context: "SIDECAR_INBOUND" },
-          patch: {
-            operation: "MERGE",
-            value: {
-              ...(rateLimits ? { route: { rate_limits: rateLimits } } : {}),
-              typed_per_filter_config: {
-                "envoy.filters.http.local_ratelimit": { "@type": TYPE, stat_prefix: "r", ...cfg },
-              },
-            },
-          },
-        },
-      ],
-    },
-  };
-}
-
-function model(obj: unknown): EnvoyFilterModel {
-  const r = readEnvoyFilter(obj);
-  assert.ok(r.ok, r.ok ? "" : JSON.stringify(r.errors));
-  return r.value;
-}
-
-function errorsOf(obj: unknown, envoy = "1.38"): string {
-  const r = readEnvoyFilter(obj, version(envoy));
-  assert.ok(!r.ok, "expected the proxy to reject the filter");
-  return r.errors.map((e) => `${e.path}: ${e.message}`).join("\n");
-}
-
-function version(v: string): EnvoyBehaviour {
-  const b = envoyBehaviour(v);
-  assert.ok(b.ok);
-  return b.value;
-}
-
-function proxy(obj: unknown, envoy = "1.38") {
-  return newProxyState(proxyConfig([model(obj)], "SIDECAR_INBOUND"), 0, version(envoy));
-}
-
-const pathAction = { request_headers: { header_name: ":path", descriptor_key: "path" } };
+  errorsOf,
+  filter,
+  type Json,
+  model,
+  ON,
+  pathAction,
+  proxy,
+  tb,
+  TYPE,
+  version,
+} from "./filters.ts";
 
 Deno.test("always_consume_default_token_bucket left at its default (true) charges both buckets", () => {
   const cfg = {
@@ -127,28 +56,6 @@ Deno.test("Kyma's merged action list never matches a path-only bucket when anoth
   assert.equal(both.bucket, "default", "two entries never equal a one-entry descriptor");
 });
 
-Deno.test("filter_enforced 0%: limited requests pass, tokens are still counted, headers still sent", () => {
-  const headersAt = (envoy: string) => {
-    const s = proxy(
-      filter({
-        token_bucket: tb(1, 1, "60s"),
-        filter_enabled: ON,
-        enable_x_ratelimit_headers: "DRAFT_VERSION_03",
-      }),
-      envoy,
-    );
-    decide(s, { path: "/" }, 0);
-    const r = decide(s, { path: "/" }, 0);
-    assert.equal(r.status, 200);
-    return r.headers;
-  };
-  const empty = { "x-ratelimit-limit": "1", "x-ratelimit-remaining": "0" };
-  // 1.38: a whole token takes 60 s; 1.30: the next fill is 60 s away; 1.31 to 1.34 send no reset.
-  assert.deepEqual(headersAt("1.38"), { ...empty, "x-ratelimit-reset": "60" });
-  assert.deepEqual(headersAt("1.30"), { ...empty, "x-ratelimit-reset": "60" });
-  assert.deepEqual(headersAt("1.33"), empty);
-});
-
 Deno.test("filter_enabled left out (0%): nothing is limited", () => {
   const s = proxy(filter({ token_bucket: tb(1, 1, "60s"), filter_enforced: ON }));
   assert.deepEqual([0, 1].map(() => decide(s, { path: "/" }, 0).status), [200, 200]);
@@ -177,39 +84,6 @@ Deno.test("matched descriptors are charged lowest fill rate first; the rejecting
   assert.deepEqual([second.status, second.bucket], [429, 1]);
   assert.equal(second.body, "local_rate_limited");
   assert.equal(second.headers["content-type"], "text/plain");
-});
-
-Deno.test("Envoy 1.30's headers describe the first request descriptor found, not the deciding bucket", () => {
-  const cfg = {
-    token_bucket: tb(9, 9, "1s"),
-    filter_enabled: ON,
-    filter_enforced: ON,
-    always_consume_default_token_bucket: false,
-    enable_x_ratelimit_headers: "DRAFT_VERSION_03",
-    descriptors: [
-      { entries: [{ key: "generic_key", value: "a" }], token_bucket: tb(5, 5, "1s") },
-      { entries: [{ key: "generic_key", value: "b" }], token_bucket: tb(1, 1, "60s") },
-    ],
-  };
-  const limits = [
-    { actions: [{ generic_key: { descriptor_value: "a" } }] },
-    { actions: [{ generic_key: { descriptor_value: "b" } }] },
-  ];
-  // `descriptorHelper` (v1.30.0): the first request descriptor (rate_limits order) in the config.
-  const old = proxy(filter(cfg, limits), "1.30");
-  const r = decide(old, { path: "/" }, 0);
-  assert.equal(r.bucket, 1, "b, the lower rate, still decides");
-  assert.deepEqual(r.headers, {
-    "x-ratelimit-limit": "5",
-    "x-ratelimit-remaining": "4",
-    "x-ratelimit-reset": "1",
-  });
-  const now = decide(proxy(filter(cfg, limits), "1.38"), { path: "/" }, 0);
-  assert.deepEqual(now.headers, {
-    "x-ratelimit-limit": "1",
-    "x-ratelimit-remaining": "0",
-    "x-ratelimit-reset": "60",
-  });
 });
 
 Deno.test("header matchers: missing headers never match, inverted or not; present_match can", () => {

@@ -194,3 +194,24 @@ Deno.test("the Envoy version of the mesh decides the refill: the issue's example
     undefined,
   ]]);
 });
+
+Deno.test("no global: two meshes on different Envoys side by side keep their own behaviour", () => {
+  const mesh = (v: string) => {
+    const b = envoyBehaviour(v);
+    assert.ok(b.ok);
+    const m = new Mesh({ envoy: b.value });
+    m.sync([gatewayFilter(1)], [gwPod], 0);
+    return m;
+  };
+  const old = mesh("1.30");
+  const now = mesh("1.38");
+  const gw = { to: "gateway" as const, path: "/" };
+  // 1 token a minute: after taking it at 0, the next whole token and the timer's fill both come at
+  // 60 s. At 59.5 s both refuse; 1.30 counts whole seconds to the fill (60 - 59), 1.38 the time to
+  // the token (0.5 s, rounded down).
+  for (const m of [old, now]) assert.equal(m.send(gw, 0).status, 200);
+  const [a, b] = [old.send(gw, 59_500), now.send(gw, 59_500)];
+  assert.deepEqual([a.status, a.headers["x-ratelimit-reset"]], [429, "1"]);
+  assert.deepEqual([b.status, b.headers["x-ratelimit-reset"]], [429, "0"]);
+  assert.equal(new Mesh().envoy.version, "1.38", "the default, when none is named");
+});
