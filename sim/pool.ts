@@ -6,6 +6,7 @@
  * not answer within a wall-clock bound (a loop the driver cannot see) is replaced and its seed
  * reported unfinished.
  */
+import { DEFAULT_ENVOY, envoyBehaviour } from "../src/dataplane/mod.ts";
 import { faultsFor, type RunIdentity, type RunResult, unfinishedRun } from "./result.ts";
 import { runSeed, type SeedOptions } from "./sweep.ts";
 
@@ -27,6 +28,8 @@ export interface SweepOptions {
   /** 1 runs every seed in this isolate; more spreads them over that many Web Workers. */
   workers: number;
   faults: SweepFaults;
+  /** The Envoy version of the mesh (`1.30`); default: DEFAULT_ENVOY. */
+  envoy?: string;
   /** The command that replays a seed. */
   replay: (seed: number) => string;
   /** Keep the timeline of passing runs too (`--json`); failed runs always keep theirs. */
@@ -41,6 +44,7 @@ export interface SweepOptions {
 export interface SeedTask {
   seed: number;
   faults: SweepFaults;
+  envoy?: string;
   replay: string;
   timeline: boolean;
 }
@@ -60,26 +64,40 @@ export async function loadRunner(url: string | undefined): Promise<SeedRunner> {
   return mod.runSeed as SeedRunner;
 }
 
-function identity(seed: number, replay: string): RunIdentity {
-  return { name: `seed ${seed}`, seed, replay };
+function identity(task: SeedTask): RunIdentity {
+  return {
+    name: `seed ${task.seed}`,
+    seed: task.seed,
+    envoy: task.envoy ?? DEFAULT_ENVOY,
+    replay: task.replay,
+  };
 }
 
 /** Runs one task; never throws (what escapes the runner is reported unfinished). */
 export async function runTask(runner: SeedRunner, task: SeedTask): Promise<RunResult> {
   let r: RunResult;
   try {
+    const envoy = task.envoy === undefined ? undefined : envoyBehaviour(task.envoy);
+    if (envoy && !envoy.ok) throw new Error(`envoy: ${envoy.error}`);
     r = await runner(task.seed, {
       faults: faultsFor(task.faults, task.seed),
+      ...(envoy ? { envoy: envoy.value } : {}),
       replay: () => task.replay,
     });
   } catch (err) {
-    r = unfinishedRun(identity(task.seed, task.replay), err);
+    r = unfinishedRun(identity(task), err);
   }
   return task.timeline || !r.ok ? r : { ...r, timeline: [] };
 }
 
 function taskOf(opts: SweepOptions, seed: number): SeedTask {
-  return { seed, faults: opts.faults, replay: opts.replay(seed), timeline: !!opts.timeline };
+  return {
+    seed,
+    faults: opts.faults,
+    ...(opts.envoy ? { envoy: opts.envoy } : {}),
+    replay: opts.replay(seed),
+    timeline: !!opts.timeline,
+  };
 }
 
 /** Runs seeds `from`..`from+count-1`; `onResult` gets each result in seed order. */
@@ -175,7 +193,7 @@ function inWorkers(
       if (seed !== undefined) {
         const err = new WorkerLost(why);
         if (stack) err.stack = `${err.name}: ${why}\n${stack.split("\n").slice(1).join("\n")}`;
-        emit(unfinishedRun(identity(seed, opts.replay(seed)), err));
+        emit(unfinishedRun(identity(taskOf(opts, seed)), err));
       } else if (slots.size === 0 && toEmit < end) {
         finish(new Error(`sweep workers gone with seeds ${toEmit}.. unreported`));
       }

@@ -21,6 +21,8 @@ export interface RunResult {
   /** The scenario file, when the run is a scenario. */
   file?: string;
   seed: number;
+  /** The Envoy version the mesh ran. */
+  envoy: string;
   /** outcome === "passed". */
   ok: boolean;
   outcome: Outcome;
@@ -50,6 +52,7 @@ export interface RunIdentity {
   name: string;
   file?: string;
   seed: number;
+  envoy: string;
   /** The command that replays it. */
   replay: string;
 }
@@ -104,6 +107,7 @@ export async function reportRun(
     name: run.name,
     ...(run.file ? { file: run.file } : {}),
     seed: run.seed,
+    envoy: run.envoy,
     ok: outcome === "passed",
     outcome,
     virtualMs: sim.now,
@@ -127,6 +131,7 @@ export function unfinishedRun(run: RunIdentity, err: unknown): RunResult {
     name: run.name,
     ...(run.file ? { file: run.file } : {}),
     seed: run.seed,
+    envoy: run.envoy,
     ok: false,
     outcome: "unfinished",
     virtualMs: 0,

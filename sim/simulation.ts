@@ -6,7 +6,14 @@
  * nothing changes).
  */
 import { RESOURCES } from "../src/api/resources.ts";
-import { Mesh, meshPodOf, type MeshRequest, type MeshResponse } from "../src/dataplane/mod.ts";
+import {
+  DEFAULT_BEHAVIOUR,
+  type EnvoyBehaviour,
+  Mesh,
+  meshPodOf,
+  type MeshRequest,
+  type MeshResponse,
+} from "../src/dataplane/mod.ts";
 import type { Condition } from "../src/api/common.ts";
 import type { Logger } from "../src/runtime/log.ts";
 import { Driver, settle, SIM_EPOCH, SimClock } from "./clock.ts";
@@ -29,6 +36,8 @@ export interface SimulationOptions {
   seed: number;
   faults: FaultConfig;
   log?: Logger;
+  /** The Envoy of the mesh's proxies; default DEFAULT_ENVOY. */
+  envoy?: EnvoyBehaviour;
 }
 
 /** Thrown out of the driver to stop a run at its first violation. */
@@ -53,7 +62,7 @@ export class Simulation {
   readonly injector: FaultInjector;
   readonly operator: OperatorProcess;
   readonly checker: InvariantChecker;
-  readonly mesh = new Mesh();
+  readonly mesh: Mesh;
   readonly trace = new Trace();
   readonly user: SimClient;
   /** Every status each Serverless, Scaler and RateLimit had, by `Kind namespace/name`, in order. */
@@ -67,6 +76,7 @@ export class Simulation {
 
   constructor(readonly opts: SimulationOptions) {
     this.prng = new Prng(opts.seed);
+    this.mesh = new Mesh({ envoy: opts.envoy ?? DEFAULT_BEHAVIOUR });
     this.clock = new SimClock(SIM_EPOCH - WARMUP_MS);
     const clock = this.clock;
     this.injector = new FaultInjector(opts.faults, this.prng.fork("faults"), () => clock.now());
@@ -267,7 +277,7 @@ export class Simulation {
 
   #observe(c: Change): void {
     const kind = c.rtype.kind;
-    if (kind === "EnvoyFilter" || kind === "Pod") {
+    if (kind === "EnvoyFilter" || kind === "Pod" || kind === "VirtualService") {
       this.#meshDirty = true;
       // The proxies take the new config at once: time 0 of their buckets is this write.
       this.#syncMesh();
@@ -304,6 +314,12 @@ export class Simulation {
     const filters = store.types.serves(RESOURCES.EnvoyFilter)
       ? store.objects(RESOURCES.EnvoyFilter)
       : [];
-    this.mesh.sync(filters, store.objects(RESOURCES.Pod).map(meshPodOf), this.clock.now());
+    const vsType = store.types.byKind("networking.istio.io/v1", "VirtualService");
+    const routes = vsType && store.types.serves(vsType) ? store.objects(vsType) : [];
+    this.mesh.sync(
+      [...filters, ...routes],
+      store.objects(RESOURCES.Pod).map(meshPodOf),
+      this.clock.now(),
+    );
   }
 }

@@ -5,6 +5,7 @@
  */
 import { RESOURCES } from "../src/api/resources.ts";
 import { ApiError, type KubeObject } from "../src/runtime/cluster.ts";
+import type { EnvoyBehaviour } from "../src/dataplane/mod.ts";
 import type { Logger } from "../src/runtime/log.ts";
 import type { FaultConfig } from "./faults.ts";
 import { judge } from "./oracle.ts";
@@ -27,6 +28,8 @@ export const CONVERGE_LIMIT_MS = 30 * 60_000;
 export interface SeedOptions {
   faults: FaultConfig;
   log?: Logger;
+  /** The Envoy of the mesh's proxies; default DEFAULT_ENVOY. */
+  envoy?: EnvoyBehaviour;
   replay?: (seed: number) => string;
   /**
    * Runs after the generated workload's last action, faults still on: an injection point for tests
@@ -83,9 +86,19 @@ function probe(sim: Simulation): string | undefined {
 
 /** Runs one seed of the sweep. */
 export async function runSeed(seed: number, opts: SeedOptions): Promise<RunResult> {
-  const sim = new Simulation({ seed, faults: opts.faults, log: opts.log });
+  const sim = new Simulation({
+    seed,
+    faults: opts.faults,
+    log: opts.log,
+    ...(opts.envoy ? { envoy: opts.envoy } : {}),
+  });
   const actions = generateWorkload(sim.prng.fork("workload"), SAFETY_MS - 30_000);
-  const run = { name: `seed ${seed}`, seed, replay: opts.replay?.(seed) ?? "" };
+  const run = {
+    name: `seed ${seed}`,
+    seed,
+    envoy: sim.mesh.envoy.version,
+    replay: opts.replay?.(seed) ?? "",
+  };
   return await reportRun(sim, run, async () => {
     await sim.boot();
     sim.scheduleSwarm(SAFETY_MS);

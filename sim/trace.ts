@@ -23,6 +23,7 @@ export type TimelineEntry =
     request: string;
     status: number;
     bucket?: string | number;
+    route?: string;
     headers: Record<string, string>;
     body?: string;
   }

@@ -1,7 +1,8 @@
 /**
  * The world a run starts from: the namespaces `default`, `platform-system` (where the operator
  * runs) and `mesh-system`; the project's CRDs (installed with the operator) and Istio's EnvoyFilter
- * CRD; the mesh ingress gateway Deployment, whose Pods carry `app: mesh-ingressgateway`.
+ * and VirtualService CRDs; the mesh ingress gateway Deployment, whose Pods carry
+ * `app: mesh-ingressgateway`.
  */
 import { RESOURCES } from "../../src/api/resources.ts";
 import type { KubeObject } from "../../src/runtime/cluster.ts";
@@ -17,33 +18,43 @@ export const GATEWAY_NAME = "mesh-ingressgateway";
 
 const INSTALLER: Actor = { name: "installer", manager: "kubectl" };
 
-/** Istio's EnvoyFilter CRD, reduced to what the API server needs (the schema preserves unknown fields). */
-export function envoyFilterCrd(): KubeObject {
+/** An Istio CRD reduced to what the API server needs (the schema preserves unknown fields). */
+function istioCrd(kind: string, plural: string, versions: string[]): KubeObject {
   return {
     apiVersion: "apiextensions.k8s.io/v1",
     kind: "CustomResourceDefinition",
-    metadata: { name: "envoyfilters.networking.istio.io", labels: { app: "istio-pilot" } },
+    metadata: { name: `${plural}.networking.istio.io`, labels: { app: "istio-pilot" } },
     spec: {
       group: "networking.istio.io",
       names: {
-        kind: "EnvoyFilter",
-        listKind: "EnvoyFilterList",
-        plural: "envoyfilters",
-        singular: "envoyfilter",
+        kind,
+        listKind: `${kind}List`,
+        plural,
+        singular: kind.toLowerCase(),
         categories: ["istio-io", "networking-istio-io"],
       },
       scope: "Namespaced",
-      versions: [{
-        name: "v1alpha3",
+      versions: versions.map((name, i) => ({
+        name,
         served: true,
-        storage: true,
+        storage: i === 0,
         schema: {
           openAPIV3Schema: { type: "object", "x-kubernetes-preserve-unknown-fields": true },
         },
         subresources: { status: {} },
-      }],
+      })),
     },
   };
+}
+
+/** Istio's EnvoyFilter CRD. */
+export function envoyFilterCrd(): KubeObject {
+  return istioCrd("EnvoyFilter", "envoyfilters", ["v1alpha3"]);
+}
+
+/** Istio's VirtualService CRD: the gateway's routes in the mesh model come from these. */
+export function virtualServiceCrd(): KubeObject {
+  return istioCrd("VirtualService", "virtualservices", ["v1", "v1beta1", "v1alpha3"]);
 }
 
 /** The ingress gateway Deployment of the mesh. */
@@ -58,7 +69,7 @@ export function gatewayDeployment(): KubeObject {
       selector: { matchLabels: labels },
       template: {
         metadata: { labels },
-        spec: { containers: [{ name: "istio-proxy", image: "docker.io/istio/proxyv2:1.24.0" }] },
+        spec: { containers: [{ name: "istio-proxy", image: "docker.io/istio/proxyv2:1.30.3" }] },
       },
     },
   };
@@ -73,7 +84,7 @@ export function bootstrap(store: Store): void {
       INSTALLER,
     );
   }
-  for (const crd of [...customResourceDefinitions(), envoyFilterCrd()]) {
+  for (const crd of [...customResourceDefinitions(), envoyFilterCrd(), virtualServiceCrd()]) {
     store.create(RESOURCES.CustomResourceDefinition, crd as unknown as KubeObject, INSTALLER);
   }
   store.create(RESOURCES.Deployment, gatewayDeployment(), INSTALLER);

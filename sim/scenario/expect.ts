@@ -114,6 +114,7 @@ export function checkResponse(e: ResponseExpectation, r: MeshResponse): string |
   if (e.status !== undefined) expected.status = e.status;
   if (e.body !== undefined) expected.body = e.body;
   if (e.bucket !== undefined) expected.bucket = e.bucket;
+  if (e.route !== undefined) expected.route = e.route;
   if (e.headers) {
     expected.headers = Object.fromEntries(
       Object.entries(e.headers).map(([k, v]) => [k.toLowerCase(), v]),

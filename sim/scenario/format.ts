@@ -8,6 +8,7 @@ import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { parseGoDuration } from "../../src/api/duration.ts";
 import { formatErrors, toFieldErrors } from "../../src/api/issues.ts";
+import { envoyBehaviour } from "../../src/dataplane/mod.ts";
 
 const Duration = z.string().refine((s) => parseGoDuration(s) !== undefined, {
   error: "must be a Go duration like 0s, 2s, 1m30s",
@@ -110,6 +111,8 @@ const ResponseExpectation = z.object({
   headers: Labels.optional(),
   /** Extension: the bucket that decided, `default` or the 0-based rule index. */
   bucket: z.union([z.literal("default"), z.number().int()]).optional(),
+  /** Extension: the route entry that took the request (`inbound`, `*`, or a gateway route's name). */
+  route: z.string().optional(),
   /** Extension: this entry stands for `count` responses. */
   count: z.number().int().min(1).default(1),
 });
@@ -143,10 +146,29 @@ const Faults = z.union([
   z.record(z.string(), z.union([z.number(), z.string()])),
 ]);
 
+/** The mesh's Envoy version, a string (YAML reads `1.30` as the number 1.3). */
+const EnvoyVersion = z.union([z.string(), z.number()]).transform((v, ctx) => {
+  if (typeof v === "number") {
+    ctx.addIssue({
+      code: "custom",
+      message: `write the Envoy version as a string, e.g. "1.30" (YAML reads ${v} as a number)`,
+    });
+    return z.NEVER;
+  }
+  const b = envoyBehaviour(v);
+  if (!b.ok) {
+    ctx.addIssue({ code: "custom", message: b.error });
+    return z.NEVER;
+  }
+  return b.value;
+});
+
 /** A scenario file. */
 export const ScenarioSchema = z.object({
   name: z.string().min(1),
   seed: z.number().int().min(0).optional(),
+  /** The Envoy of the mesh's proxies (default DEFAULT_ENVOY); `--envoy` overrides it. */
+  envoy: EnvoyVersion.optional(),
   faults: Faults.optional(),
   steps: z.array(Step).min(1),
 }).superRefine((s, ctx) => {

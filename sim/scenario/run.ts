@@ -3,7 +3,7 @@
  * requests), then liveness and a quiet period. The first failed expectation, broken invariant or
  * runtime error ends the run with the first differing field.
  */
-import type { MeshRequest } from "../../src/dataplane/mod.ts";
+import type { EnvoyBehaviour, MeshRequest } from "../../src/dataplane/mod.ts";
 import { ApiError, type KubeObject, type ResourceType } from "../../src/runtime/cluster.ts";
 import type { Logger } from "../../src/runtime/log.ts";
 import {
@@ -30,6 +30,8 @@ export interface ScenarioOptions {
   seed?: number;
   /** Overrides the scenario's fault choice. */
   faults?: FaultChoice;
+  /** Overrides the scenario's Envoy version. */
+  envoy?: EnvoyBehaviour;
   file?: string;
   log?: Logger;
   /** The command that replays this run, given its seed. */
@@ -43,8 +45,15 @@ class StepFailure extends RunFailure {}
 export async function runScenario(sc: Scenario, opts: ScenarioOptions = {}): Promise<RunResult> {
   const seed = opts.seed ?? sc.seed ?? 1;
   const faults = faultsFor(opts.faults ?? (sc.faults as FaultChoice | undefined), seed);
-  const sim = new Simulation({ seed, faults, log: opts.log });
-  const run = { name: sc.name, file: opts.file, seed, replay: opts.replay?.(seed) ?? "" };
+  const envoy = opts.envoy ?? sc.envoy;
+  const sim = new Simulation({ seed, faults, log: opts.log, ...(envoy ? { envoy } : {}) });
+  const run = {
+    name: sc.name,
+    file: opts.file,
+    seed,
+    envoy: sim.mesh.envoy.version,
+    replay: opts.replay?.(seed) ?? "",
+  };
   return await reportRun(sim, run, async () => {
     await sim.boot();
     if (hasFaults(faults)) sim.scheduleSwarm(sc.steps[sc.steps.length - 1].at);
@@ -182,6 +191,7 @@ function runRequests(sim: Simulation, step: ScenarioStep, where: string, t: stri
         request: label,
         status: response.status,
         ...(response.bucket !== undefined ? { bucket: response.bucket } : {}),
+        ...(response.route !== undefined ? { route: response.route } : {}),
         headers: response.headers,
         ...(response.status !== 200 ? { body: response.body } : {}),
       });

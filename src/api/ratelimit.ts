@@ -16,12 +16,16 @@ const Tokens = (what: string) =>
 export const BUCKET_PATH_PATTERN = "^/[^?#]*$";
 /** A token bucket (SPEC.md "Bucket"). */
 export const BucketSchema = z.object({
-  maxTokens: Tokens("Capacity of the bucket: the largest burst it admits"),
-  tokensPerFill: Tokens("Tokens added at each fill, capped at maxTokens"),
+  maxTokens: Tokens(
+    "Capacity of the bucket: the largest burst it admits; it starts full when the limit is applied",
+  ),
+  tokensPerFill: Tokens(
+    "Tokens regained per fillInterval, never above maxTokens. The mesh's Envoy (1.31 and later, that of every supported Istio) adds them continuously, one every fillInterval / tokensPerFill, and admits a request once a whole token has accrued; Envoy 1.30 and older added them all at once at the end of each fillInterval",
+  ),
   fillInterval: z.string().regex(new RegExp(FILL_INTERVAL_PATTERN), {
     error: (iss) => `${JSON.stringify(iss.input)} is not a duration like 30s or 1m`,
   }).describe(
-    "Time between fills: a whole positive number with the suffix s or m, e.g. 30s or 1m.",
+    "The period in which tokensPerFill tokens are regained (continuously, see tokensPerFill): a whole positive number with the suffix s or m, e.g. 30s or 1m.",
   ),
 });
 
@@ -63,14 +67,18 @@ export const RateLimitSpecSchema = z.object({
     "Labels selecting the workload's Pods; in namespace mesh-system with app: mesh-ingressgateway it selects the ingress gateway.",
   ),
   enableResponseHeaders: z.boolean().default(false).describe(
-    "When true, responses carry x-ratelimit-limit and x-ratelimit-remaining. Default false.",
+    "When true, admitted and rejected (429) responses carry x-ratelimit-limit (maxTokens of the bucket used), x-ratelimit-remaining (whole tokens left) and, with Envoy 1.35 and later, x-ratelimit-reset (seconds until the next whole token, 0 while one is left). Default false.",
   ),
   local: z.object({
-    defaultBucket: BucketSchema.describe("Bucket for all traffic no additional bucket matches."),
+    defaultBucket: BucketSchema.describe(
+      "Bucket for all traffic no additional bucket matches. It starts full and regains tokensPerFill tokens every fillInterval, continuously (one every fillInterval / tokensPerFill).",
+    ),
     buckets: z.array(BucketRuleSchema).default([]).describe(
       "Additional buckets, tried in order; the first matching rule wins. Each fillInterval must be a multiple of the default bucket's.",
     ),
-  }).describe("Local (per proxy) token-bucket limits."),
+  }).describe(
+    "Local token-bucket limits: every proxy (each Pod, each gateway Pod) and every route on it (on the gateway, each VirtualService host and http route) has its own buckets.",
+  ),
 });
 
 /** RateLimit status: SPEC.md shows state; the rest is this operator's (DESIGN.md). */

@@ -1,12 +1,18 @@
 /**
  * `deno task sim [FILE...] [--seed N] [--seeds N] [--window DAY] [--workers N] [--faults F]
- * [--json]`: runs the operator in the deterministic simulator. Without files it runs every scenario
+ * [--envoy VERSION] [--json]`: runs the operator in the deterministic simulator. Without files it runs every scenario
  * in sim/scenarios/ and a sweep of generated workloads under swarm faults; `--seed` without files
  * replays sweep seeds. One line a run; a run that did not pass adds what ended it, the command that
  * replays it and the last steps of its trace.
  */
 import { relative } from "node:path";
 import { fileURLToPath } from "node:url";
+import {
+  DEFAULT_ENVOY,
+  type EnvoyBehaviour,
+  envoyBehaviour,
+  NEWEST_ISTIO,
+} from "../dataplane/mod.ts";
 import { sweep } from "../../sim/pool.ts";
 import { type FaultChoice, type RunResult, unfinishedRun } from "../../sim/result.ts";
 import { parseScenario, type Scenario } from "../../sim/scenario/format.ts";
@@ -25,7 +31,8 @@ export function defaultWorkers(): number {
 const SCENARIO_DIR = new URL("../../sim/scenarios/", import.meta.url);
 
 const HELP =
-  `Usage: deno task sim [FILE...] [--seed N] [--seeds N] [--window DAY] [--workers N] [--faults F] [--json]
+  `Usage: deno task sim [FILE...] [--seed N] [--seeds N] [--window DAY] [--workers N] [--faults F]
+                      [--envoy VERSION] [--json]
 
 Runs the operator (the real runtime and reconcilers) against the in-memory cluster on virtual time.
 
@@ -40,6 +47,8 @@ Runs the operator (the real runtime and reconcilers) against the in-memory clust
                    1 runs them in this process; results print in seed order either way
   --faults F       none or default (the seed's swarm mix); for scenarios it overrides the file's
                    \`faults:\`, for the sweep the default is default
+  --envoy VERSION  the Envoy of the mesh's proxies (default ${DEFAULT_ENVOY}, Istio ${NEWEST_ISTIO}'s; 1.30
+                   refills by timer); for scenarios it overrides the file's \`envoy:\`
   --json           one JSON object a run, with the timeline of statuses and responses
 
 A run passes, fails (a check failed: invariant, expectation, liveness, quiet period) or is
@@ -57,6 +66,8 @@ export interface SimArgs {
   window?: string;
   workers?: number;
   faults?: "none" | "default";
+  /** `--envoy`, checked. */
+  envoy?: EnvoyBehaviour;
   json: boolean;
   help: boolean;
 }
@@ -88,6 +99,10 @@ export function parseSimArgs(args: readonly string[]): SimArgs {
     else if (flag === "--workers") {
       out.workers = int("--workers", value());
       if (out.workers < 1) throw new Error("--workers needs at least 1");
+    } else if (flag === "--envoy") {
+      const b = envoyBehaviour(value() ?? "");
+      if (!b.ok) throw new Error(`--envoy: ${b.error}`);
+      out.envoy = b.value;
     } else if (flag === "--faults") {
       const v = value();
       if (v !== "none" && v !== "default") {
@@ -158,6 +173,7 @@ export async function runSim(
   const firstSeed = window?.from ?? opts.seed ?? 1;
   const workers = Math.min(opts.workers ?? defaultWorkers(), Math.max(1, sweepCount));
   const faultFlag = opts.faults ? ` --faults ${opts.faults}` : "";
+  const envoyFlag = opts.envoy ? ` --envoy ${opts.envoy.version}` : "";
   const t = tally(scenarios.length, sweepCount, workers);
   const started = performance.now();
   const report = (r: RunResult) => {
@@ -168,7 +184,7 @@ export async function runSim(
     write(`window ${window.day}: seeds ${firstSeed}..${firstSeed + sweepCount - 1}`);
   }
   for (const { file, scenario } of scenarios) {
-    const replay = (seed: number) => `deno task sim ${file} --seed ${seed}${faultFlag}`;
+    const replay = (seed: number) => `deno task sim ${file} --seed ${seed}${faultFlag}${envoyFlag}`;
     const seed = opts.seed ?? scenario.seed ?? 1;
     try {
       report(
@@ -176,11 +192,13 @@ export async function runSim(
           file,
           ...(opts.seed !== undefined ? { seed: opts.seed } : {}),
           ...(opts.faults ? { faults: opts.faults as FaultChoice } : {}),
+          ...(opts.envoy ? { envoy: opts.envoy } : {}),
           replay,
         }),
       );
     } catch (err) {
-      report(unfinishedRun({ name: scenario.name, file, seed, replay: replay(seed) }, err));
+      const envoy = opts.envoy?.version ?? scenario.envoy?.version ?? DEFAULT_ENVOY;
+      report(unfinishedRun({ name: scenario.name, file, seed, envoy, replay: replay(seed) }, err));
     }
   }
   const sweepFaults = opts.faults ?? "default";
@@ -190,7 +208,9 @@ export async function runSim(
     count: sweepCount,
     workers,
     faults: sweepFaults,
-    replay: (s) => `deno task sim --seed ${s}${sweepFaults === "none" ? " --faults none" : ""}`,
+    ...(opts.envoy ? { envoy: opts.envoy.version } : {}),
+    replay: (s) =>
+      `deno task sim --seed ${s}${sweepFaults === "none" ? " --faults none" : ""}${envoyFlag}`,
     timeline: opts.json,
     ...deps,
   }, report);

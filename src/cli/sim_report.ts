@@ -15,7 +15,9 @@ const LABEL: Record<Outcome, string> = { passed: "PASS", failed: "FAIL", unfinis
 /** `61.5s` or `6m32s`. */
 export function seconds(ms: number): string {
   const s = Math.round(ms) / 1000;
-  return s >= 60 ? `${Math.floor(s / 60)}m${Math.round(s % 60)}s` : `${s}s`;
+  if (s < 60) return `${s}s`;
+  const whole = Math.round(s); // rounded once, so 1499.9 s is 25m0s, not 24m60s
+  return `${Math.floor(whole / 60)}m${whole % 60}s`;
 }
 
 /** One timeline entry on one line. */
@@ -41,7 +43,9 @@ export function entryLine(e: TimelineEntry): string {
 
 /** The lines of one run. */
 export function runLines(r: RunResult): string[] {
-  const what = r.file ? `${r.file} (seed ${r.seed})` : r.name;
+  const what = r.file
+    ? `${r.file} (seed ${r.seed}, Envoy ${r.envoy})`
+    : `${r.name} (Envoy ${r.envoy})`;
   const head = `${LABEL[r.outcome]}  ${what}  virtual ${
     seconds(r.virtualMs)
   }  steps ${r.steps}  writes ${r.writes}  trace ${r.traceHash || "-"}`;

@@ -1,7 +1,9 @@
 /**
- * The token bucket of DESIGN.md's discrete model (Envoy's timer-era local rate limit): a bucket
+ * The interval token bucket of Envoy up to v1.30.0 (`TimerTokenBucket` / `onFillTimer` in
+ * `source/extensions/filters/common/local_ratelimit/local_ratelimit_impl.cc` at v1.30.0): a bucket
  * starts full when its filter is applied; every `fillIntervalMs` after that, `tokensPerFill` tokens
  * are added, capped at `maxTokens`; a fill due at time t happens before any request at time t.
+ * Envoy v1.31.0 and later refill continuously instead (`continuous.ts`).
  *
  * Buckets are filled lazily: the number of fills due by `now` is computed from the start time, so
  * the result does not depend on how often anyone looks at the bucket.
@@ -62,6 +64,17 @@ export function consume(bucket: TokenBucket, nowMs: number): boolean {
 /** The time of the next fill after `nowMs`. */
 export function nextFillAt(bucket: TokenBucket, nowMs: number): number {
   return bucket.startMs + (fillsDue(bucket, nowMs) + 1) * bucket.spec.fillIntervalMs;
+}
+
+/**
+ * x-ratelimit-reset of Envoy v1.30.0 (`remainingFillInterval`): the fill interval in whole seconds
+ * less the whole seconds since the bucket's last fill, truncated (`absl::ToInt64Seconds`).
+ */
+export function fillResetSeconds(bucket: TokenBucket, nowMs: number): number {
+  const intervalMs = Math.floor(bucket.spec.fillIntervalMs);
+  const lastFill = bucket.startMs + fillsDue(bucket, nowMs) * bucket.spec.fillIntervalMs;
+  const since = Math.max(0, nowMs - lastFill);
+  return Math.trunc((intervalMs - 1000 * Math.floor(since / 1000)) / 1000);
 }
 
 /** Tokens added per second on average: Envoy orders matched descriptors by this (lowest first). */

@@ -9,6 +9,7 @@
 import { z } from "zod";
 import { type FieldError, toFieldErrors } from "../api/issues.ts";
 import type { BucketSpec } from "./bucket.ts";
+import { DEFAULT_BEHAVIOUR, type EnvoyBehaviour } from "./envoy.ts";
 import { type Action, ActionSchema, type DescriptorEntry } from "./matchers.ts";
 
 import {
@@ -173,25 +174,27 @@ export function unwrapTyped(value: unknown, path: string): Loaded<Record<string,
   };
 }
 
-/** The checks Envoy makes when it loads token buckets (local_ratelimit_impl.cc). */
-function bucketErrors(cfg: LocalRateLimit, path: string): FieldError[] {
+/**
+ * The checks Envoy makes when it loads token buckets (local_ratelimit_impl.cc). `multipleOfRule`:
+ * Envoy up to v1.33.0 refuses a descriptor fill_interval that is not a multiple of the default's
+ * (its timer refilled descriptors on every N-th tick); v1.34.0 removed the timer and the check.
+ */
+function bucketErrors(cfg: LocalRateLimit, path: string, multipleOfRule: boolean): FieldError[] {
   const errors: FieldError[] = [];
-  const floor = (b: BucketSpec, at: string) => {
+  const floor = (b: BucketSpec, at: string, what: string) => {
     if (b.fillIntervalMs < MIN_FILL_INTERVAL_MS) {
-      errors.push({
-        path: at,
-        message: "local rate limit token bucket fill timer must be >= 50ms",
-      });
+      errors.push({ path: at, message: `local rate limit ${what}fill timer must be >= 50ms` });
     }
   };
-  if (cfg.tokenBucket) floor(cfg.tokenBucket, `${path}.token_bucket.fill_interval`);
+  if (cfg.tokenBucket) {
+    floor(cfg.tokenBucket, `${path}.token_bucket.fill_interval`, "token bucket ");
+  }
   const seen = new Set<string>();
   cfg.descriptors.forEach((d, i) => {
     const at = `${path}.descriptors[${i}]`;
-    floor(d.bucket, `${at}.token_bucket.fill_interval`);
-    // Envoy up to 1.33 refills descriptor buckets on every N-th tick of the default bucket's timer.
+    floor(d.bucket, `${at}.token_bucket.fill_interval`, "descriptor token bucket ");
     const base = cfg.tokenBucket?.fillIntervalMs;
-    if (base && d.bucket.fillIntervalMs % base !== 0) {
+    if (multipleOfRule && base && d.bucket.fillIntervalMs % base !== 0) {
       errors.push({
         path: `${at}.token_bucket.fill_interval`,
         message: "local rate descriptor limit is not a multiple of token bucket fill timer",
@@ -207,13 +210,15 @@ function bucketErrors(cfg: LocalRateLimit, path: string): FieldError[] {
 }
 
 /**
- * Loads a LocalRateLimit from its fields (after `unwrapTyped`). `perRoute` adds Envoy's rule for
- * typed_per_filter_config: "local rate limit token bucket must be set for per filter configs".
+ * Loads a LocalRateLimit from its fields (after `unwrapTyped`) as `envoy` would. `perRoute` adds
+ * Envoy's rule for typed_per_filter_config: "local rate limit token bucket must be set for per
+ * filter configs".
  */
 export function loadLocalRateLimit(
   fields: Record<string, unknown>,
   path: string,
   perRoute: boolean,
+  envoy: EnvoyBehaviour = DEFAULT_BEHAVIOUR,
 ): Loaded<LocalRateLimit> {
   const parsed = LocalRateLimitSchema.safeParse(fields);
   if (!parsed.success) {
@@ -260,7 +265,7 @@ export function loadLocalRateLimit(
     // The proto's default is true: the default bucket is charged even when a descriptor matched.
     alwaysConsumeDefault: p.always_consume_default_token_bucket ?? true,
   };
-  errors.push(...bucketErrors(cfg, path));
+  errors.push(...bucketErrors(cfg, path, envoy.multipleOfRule));
   return errors.length > 0 ? { ok: false, errors } : { ok: true, value: cfg };
 }
 

@@ -6,6 +6,7 @@
  * local rate limit are ignored; patches that do, in ways the model cannot follow, are errors.
  */
 import type { FieldError } from "../api/issues.ts";
+import { DEFAULT_BEHAVIOUR, type EnvoyBehaviour } from "./envoy.ts";
 import {
   loadLocalRateLimit,
   loadRouteRateLimits,
@@ -117,6 +118,7 @@ function readPatch(
   cp: unknown,
   path: string,
   out: Partial<Record<ProxyContext, ContextPatches>>,
+  envoy: EnvoyBehaviour,
 ): FieldError[] {
   if (!isObject(cp)) return [{ path, message: "expected an object" }];
   const match = cp.match;
@@ -131,7 +133,7 @@ function readPatch(
     if (where) return [where];
     const typed = unwrapTyped(at(value, "typed_config"), `${path}.patch.value.typed_config`);
     if (!typed.ok) return typed.errors;
-    const cfg = loadLocalRateLimit(typed.value, `${path}.patch.value.typed_config`, false);
+    const cfg = loadLocalRateLimit(typed.value, `${path}.patch.value.typed_config`, false, envoy);
     if (!cfg.ok) return cfg.errors;
     add((p) => p.filters.push(cfg.value));
     return [];
@@ -151,14 +153,14 @@ function readPatch(
   ) {
     return [{
       path: `${path}.match`,
-      message: "the model has one route a proxy: only a context match is modelled",
+      message: "only a match on the context (every route of the proxy) is modelled",
     }];
   }
   const errors: FieldError[] = [];
   if (perFilter !== undefined) {
     const cfgPath = `${path}.patch.value.typed_per_filter_config["${LOCAL_RATELIMIT_FILTER}"]`;
     const typed = unwrapTyped(perFilter, cfgPath);
-    const cfg = typed.ok ? loadLocalRateLimit(typed.value, cfgPath, true) : typed;
+    const cfg = typed.ok ? loadLocalRateLimit(typed.value, cfgPath, true, envoy) : typed;
     if (cfg.ok) add((p) => (p.routeConfig = cfg.value));
     else errors.push(...cfg.errors);
   }
@@ -170,8 +172,11 @@ function readPatch(
   return errors;
 }
 
-/** Reads an EnvoyFilter object; never throws. */
-export function readEnvoyFilter(obj: unknown): EnvoyFilterResult {
+/** Reads an EnvoyFilter object as a proxy running `envoy` would; never throws. */
+export function readEnvoyFilter(
+  obj: unknown,
+  envoy: EnvoyBehaviour = DEFAULT_BEHAVIOUR,
+): EnvoyFilterResult {
   const namespace = String(at(obj, "metadata", "namespace") ?? "");
   const name = String(at(obj, "metadata", "name") ?? "");
   let reach: Record<string, string> | undefined | null = null;
@@ -206,7 +211,7 @@ export function readEnvoyFilter(obj: unknown): EnvoyFilterResult {
   const contexts: Partial<Record<ProxyContext, ContextPatches>> = {};
   const errors: FieldError[] = [];
   (Array.isArray(patches) ? patches : []).forEach((cp, i) => {
-    errors.push(...readPatch(cp, `spec.configPatches[${i}]`, contexts));
+    errors.push(...readPatch(cp, `spec.configPatches[${i}]`, contexts, envoy));
   });
   if (errors.length > 0) return fail(errors);
   const priority = at(spec, "priority");

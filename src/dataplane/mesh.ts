@@ -1,20 +1,27 @@
 /**
  * A service mesh of Envoy proxies, as far as local rate limits go: which EnvoyFilters reach which
- * Pod's proxy (Istio's rules), one ProxyState a Pod, and requests spread round-robin over a target's
- * ready Pods. Deterministic: no clock of its own, no randomness; the caller passes the time.
+ * Pod's proxy (Istio's rules), one ProxyState a Pod, its route entries (a sidecar's inbound
+ * route; the gateway's routes from VirtualServices), and requests spread round-robin over a
+ * target's ready Pods. Every proxy runs the Envoy version of the mesh. Deterministic: no clock of
+ * its own, no randomness; the caller passes the time.
  */
 import type { FieldError } from "../api/issues.ts";
+import { DEFAULT_BEHAVIOUR, type EnvoyBehaviour } from "./envoy.ts";
 import { type EnvoyFilterModel, readEnvoyFilter } from "./envoyfilter.ts";
 import {
   type BucketId,
   decide,
   type Decision,
+  INBOUND_ROUTE,
   newProxyState,
-  NO_LIMIT,
-  proxyConfig,
   type ProxyState,
 } from "./proxy.ts";
+import { NO_LIMIT, proxyConfig } from "./proxyconfig.ts";
 import type { Request } from "./request.ts";
+import { type GatewayRoute, gatewayRoutes, routeOf } from "./routes.ts";
+
+/** The one route of a gateway no VirtualService routes (the model's stand-in: it takes everything). */
+export const GATEWAY_ROUTE = "*";
 
 /** A Pod as the mesh sees it. */
 export interface MeshPod {
@@ -42,6 +49,8 @@ export interface MeshRequest extends Request {
 export interface MeshResponse extends Decision {
   /** `namespace/name` of the Pod that answered; undefined when no Pod was ready. */
   pod?: string;
+  /** The route entry that took the request at that Pod; undefined when none did (404). */
+  route?: string;
 }
 
 /** An EnvoyFilter a proxy rejected (Envoy NACKs the config and keeps its previous one). */
@@ -57,12 +66,15 @@ export interface MeshOptions {
   rootNamespace?: string;
   /** The ingress gateway's Pods. */
   gateway?: { namespace: string; labels: Readonly<Record<string, string>> };
+  /** The Envoy every proxy of this mesh runs (`envoyBehaviour("1.30")`); default DEFAULT_ENVOY. */
+  envoy?: EnvoyBehaviour;
 }
 
 /** The defaults of this project's mesh (SPEC.md: gateway `app: mesh-ingressgateway` in mesh-system). */
 export const DEFAULT_MESH: Required<MeshOptions> = {
   rootNamespace: "mesh-system",
   gateway: { namespace: "mesh-system", labels: { app: "mesh-ingressgateway" } },
+  envoy: DEFAULT_BEHAVIOUR,
 };
 
 /** True when every label of `selector` is on `labels`. */
@@ -98,20 +110,32 @@ export class Mesh {
   #proxies = new Map<string, PodProxy>();
   #rejections: Rejection[] = [];
   #next = new Map<string, number>();
+  #routes: GatewayRoute[] = [];
 
   constructor(opts: MeshOptions = {}) {
     this.#opts = { ...DEFAULT_MESH, ...opts };
   }
 
+  /** The Envoy this mesh's proxies run. */
+  get envoy(): EnvoyBehaviour {
+    return this.#opts.envoy;
+  }
+
   /**
-   * Takes the current EnvoyFilters (other objects, and filters that do not touch the local rate
-   * limit, are ignored) and Pods at `nowMs`. A proxy whose config changed, or a new Pod, starts
-   * with full buckets at `nowMs`; a proxy whose config is unchanged keeps its buckets. A proxy that
-   * a filter the model (or Envoy) rejects reaches keeps its previous config, as Envoy does on a NACK.
-   * Call it at the time things change: a config first seen by a later call starts its buckets then.
+   * Takes the current EnvoyFilters and VirtualServices (other objects, and filters that do not
+   * touch the local rate limit, are ignored) and Pods at `nowMs`. A proxy whose config or route
+   * entries changed (a new route configuration), or a new Pod, starts with full buckets at `nowMs`;
+   * an unchanged proxy keeps its buckets. A proxy that a filter the model (or Envoy) rejects
+   * reaches keeps its previous config, as Envoy does on a NACK. Call it at the time things change:
+   * a config first seen by a later call starts its buckets then.
    */
-  sync(envoyFilters: readonly unknown[], pods: readonly MeshPod[], nowMs: number): void {
-    const read = envoyFilters.map(readEnvoyFilter);
+  sync(objects: readonly unknown[], pods: readonly MeshPod[], nowMs: number): void {
+    const envoyFilters = objects.filter((o) =>
+      (o as { kind?: unknown })?.kind !== "VirtualService"
+    );
+    const read = envoyFilters.map((o) => readEnvoyFilter(o, this.#opts.envoy));
+    this.#routes = gatewayRoutes(objects);
+    const routeKey = JSON.stringify(this.#routes);
     const root = this.#opts.rootNamespace;
     const good = read.flatMap((r) => (r.ok ? [r.value] : [])).sort(applicationOrder(root));
     const bad = read.flatMap((r) =>
@@ -133,14 +157,20 @@ export class Mesh {
             errors: f.errors,
           });
         }
-        proxies.set(id, prev ?? { key: "", state: newProxyState(NO_LIMIT, nowMs) });
+        proxies.set(
+          id,
+          prev ?? { key: "", state: newProxyState(NO_LIMIT, nowMs, this.#opts.envoy) },
+        );
         continue;
       }
-      const config = proxyConfig(good.filter((f) => reaches(f, pod)), this.#contextOf(pod));
-      const key = JSON.stringify(config);
+      const context = this.#contextOf(pod);
+      const config = proxyConfig(good.filter((f) => reaches(f, pod)), context);
+      const key = JSON.stringify(config) + (context === "GATEWAY" ? routeKey : "");
       proxies.set(
         id,
-        prev && prev.key === key ? prev : { key, state: newProxyState(config, nowMs) },
+        prev && prev.key === key
+          ? prev
+          : { key, state: newProxyState(config, nowMs, this.#opts.envoy) },
       );
     }
     this.#pods = [...pods];
@@ -158,7 +188,15 @@ export class Mesh {
     return pod && this.#proxies.get(pod.uid ?? `${pod.namespace}/${pod.name}`)?.state;
   }
 
-  /** Answers a request at `nowMs`. No ready Pod: 503 `no healthy upstream`. */
+  /** The gateway's route entries from the VirtualServices of the last `sync`. */
+  gatewayRoutes(): readonly GatewayRoute[] {
+    return this.#routes;
+  }
+
+  /**
+   * Answers a request at `nowMs`. No ready Pod: 503 `no healthy upstream`. At the gateway, a
+   * request no route entry takes gets Envoy's 404 (when VirtualServices route the gateway at all).
+   */
   send(req: MeshRequest, nowMs: number): MeshResponse {
     if (req.viaGateway && req.to !== "gateway") {
       const first = this.#at("gateway", req, nowMs);
@@ -193,10 +231,23 @@ export class Mesh {
     this.#next.set(rr, n + 1);
     const pod = ready[n % ready.length];
     const proxy = this.#proxies.get(pod.uid ?? `${pod.namespace}/${pod.name}`);
+    const route = this.#routeAt(to, req);
     const decision = proxy
-      ? decide(proxy.state, req, nowMs)
+      ? decide(proxy.state, req, nowMs, route ?? null)
       : { status: 200, headers: {}, body: "" };
-    return { ...decision, pod: `${pod.namespace}/${pod.name}` };
+    const at = { pod: `${pod.namespace}/${pod.name}`, ...(route ? { route } : {}) };
+    // No route: the router answers 404 with no body, once the rate limit filters let it pass.
+    if (route === undefined && decision.status === 200) {
+      return { ...decision, status: 404, body: "", ...at };
+    }
+    return { ...decision, ...at };
+  }
+
+  /** The route entry a request takes at `to`'s proxies; undefined when none (a 404). */
+  #routeAt(to: MeshTarget, req: Request): string | undefined {
+    if (to !== "gateway") return INBOUND_ROUTE;
+    if (this.#routes.length === 0) return GATEWAY_ROUTE;
+    return routeOf(this.#routes, req)?.name;
   }
 }
 

@@ -5,9 +5,13 @@
  * - `Mesh`: Pods and EnvoyFilters in, `send(request, nowMs)` out; round-robin over ready Pods, one
  *   proxy (and set of buckets) a Pod, the ingress gateway as a target.
  * - `readEnvoyFilter`, `proxyConfig`, `newProxyState`, `decide`: one proxy, step by step.
- * - `newBucket`, `consume`, `tokensAt`: the discrete token bucket.
+ * - `newBucket`, `consume`, `tokensAt`: the interval token bucket of Envoy ≤ 1.30;
+ *   `newContinuousBucket`: the continuous one of Envoy ≥ 1.31; `makeBucket`: either, by version.
+ * - `envoyBehaviour`: what an Envoy version does; every Mesh and proxy state has one.
  */
-export { DEFAULT_MESH, Mesh, meshPodOf, selects } from "./mesh.ts";
+export { DEFAULT_MESH, GATEWAY_ROUTE, Mesh, meshPodOf, selects } from "./mesh.ts";
+export { gatewayRoutes, routeOf } from "./routes.ts";
+export type { GatewayRoute } from "./routes.ts";
 export type {
   MeshOptions,
   MeshPod,
@@ -16,15 +20,10 @@ export type {
   MeshTarget,
   Rejection,
 } from "./mesh.ts";
-export {
-  bucketTokens,
-  decide,
-  newProxyState,
-  NO_LIMIT,
-  proxyConfig,
-  RATE_LIMITED_BODY,
-} from "./proxy.ts";
-export type { BucketId, Decision, ProxyConfig, ProxyState } from "./proxy.ts";
+export { bucketTokens, decide, INBOUND_ROUTE, newProxyState, RATE_LIMITED_BODY } from "./proxy.ts";
+export type { BucketId, Decision, ProxyState } from "./proxy.ts";
+export { NO_LIMIT, proxyConfig } from "./proxyconfig.ts";
+export type { ProxyConfig } from "./proxyconfig.ts";
 export { readEnvoyFilter } from "./envoyfilter.ts";
 export type { EnvoyFilterModel, EnvoyFilterResult, ProxyContext } from "./envoyfilter.ts";
 export {
@@ -32,6 +31,28 @@ export {
   LOCAL_RATELIMIT_TYPE,
   MIN_FILL_INTERVAL_MS,
 } from "./envoyconfig.ts";
-export { consume, fillsDue, newBucket, nextFillAt, refill, tokensAt } from "./bucket.ts";
+export {
+  consume,
+  fillResetSeconds,
+  fillsDue,
+  newBucket,
+  nextFillAt,
+  refill,
+  tokensAt,
+} from "./bucket.ts";
 export type { BucketSpec, TokenBucket } from "./bucket.ts";
+export { newContinuousBucket } from "./continuous.ts";
+export type { ContinuousBucket } from "./continuous.ts";
+export { makeBucket } from "./limiter.ts";
+export type { RateBucket } from "./limiter.ts";
+export {
+  DEFAULT_BEHAVIOUR,
+  DEFAULT_ENVOY,
+  describeBehaviour,
+  envoyBehaviour,
+  ISTIO_ENVOY,
+  istioOf,
+  NEWEST_ISTIO,
+} from "./envoy.ts";
+export type { EnvoyBehaviour, Refill, ResetHeader } from "./envoy.ts";
 export type { Request, Response } from "./request.ts";

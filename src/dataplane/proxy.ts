@@ -1,76 +1,45 @@
 /**
  * One Envoy proxy's local rate limiting: the config the EnvoyFilters give it, its buckets, and the
  * decision for each request (`source/extensions/filters/http/local_ratelimit/local_ratelimit.cc` and
- * `filters/common/local_ratelimit/local_ratelimit_impl.cc`, with DESIGN.md's discrete buckets).
+ * `filters/common/local_ratelimit/local_ratelimit_impl.cc`), for the Envoy version of the proxy.
+ *
+ * Bucket scope, as in Envoy: a listener-level filter config has one limiter, shared by every route
+ * of the proxy; the per-route config (`typed_per_filter_config`) is built once for each route entry
+ * it is merged into, so each route entry has its own limiter and buckets.
  */
-import {
-  type BucketSpec,
-  consume,
-  fillRate,
-  newBucket,
-  type TokenBucket,
-  tokensAt,
-} from "./bucket.ts";
-import type { LocalRateLimit, RouteRateLimit } from "./envoyconfig.ts";
-import type { ContextPatches, EnvoyFilterModel, ProxyContext } from "./envoyfilter.ts";
-import {
-  type CompiledDescriptor,
-  compileDescriptor,
-  type HeaderLookup,
-  sameDescriptor,
-} from "./matchers.ts";
+import { type BucketSpec, fillRate } from "./bucket.ts";
+import { DEFAULT_BEHAVIOUR, type EnvoyBehaviour } from "./envoy.ts";
+import type { LocalRateLimit } from "./envoyconfig.ts";
+import { makeBucket, type RateBucket } from "./limiter.ts";
+import { type HeaderLookup, sameDescriptor } from "./matchers.ts";
+import { type CompiledInstance, compiledOf, type ProxyConfig } from "./proxyconfig.ts";
 import { type Request, requestHeaders, type Response } from "./request.ts";
 
 /** Body of a rate-limited reply (`sendLocalReply(..., "local_rate_limited", ...)`). */
 export const RATE_LIMITED_BODY = "local_rate_limited";
 
-/** The rate limit config of one proxy: what all EnvoyFilters applied to it add up to. */
-export interface ProxyConfig {
-  /** The local_ratelimit filter instances in the HTTP filter chain, in order. */
-  filters: LocalRateLimit[];
-  /** The per-route config; when set, every instance uses it (and its buckets) instead of its own. */
-  routeConfig?: LocalRateLimit;
-  /** The route's `rate_limits`. */
-  rateLimits: RouteRateLimit[];
-  /** `namespace/name` of the EnvoyFilters that contributed, in the order they were applied. */
-  sources: string[];
-}
-
-/** A proxy without any local rate limit. */
-export const NO_LIMIT: ProxyConfig = { filters: [], rateLimits: [], sources: [] };
-
-/**
- * Combines the EnvoyFilters that apply to a proxy, given in Istio's order of application: filters
- * are appended to the chain, route merges of the same per-filter key replace the earlier one, and
- * `rate_limits` lists are concatenated (proto merge of a repeated field).
- */
-export function proxyConfig(
-  filters: readonly EnvoyFilterModel[],
-  context: ProxyContext,
-): ProxyConfig {
-  const out: ProxyConfig = { filters: [], rateLimits: [], sources: [] };
-  for (const f of filters) {
-    const p: ContextPatches | undefined = f.contexts[context];
-    if (!p) continue;
-    out.filters.push(...p.filters);
-    if (p.routeConfig) out.routeConfig = p.routeConfig;
-    out.rateLimits.push(...p.rateLimits);
-    out.sources.push(`${f.namespace}/${f.name}`);
-  }
-  return out;
-}
+/** The route entry of a sidecar's inbound listener (the model has one port a workload). */
+export const INBOUND_ROUTE = "inbound";
 
 /** A proxy's live state: its config and buckets, started when the config was applied. */
 export interface ProxyState {
   readonly config: ProxyConfig;
   readonly startMs: number;
-  /** Buckets by `<scope>/<default|index>`; made on first use, full, as of `startMs`. */
-  readonly buckets: Map<string, TokenBucket>;
+  /** The Envoy this proxy runs: how its buckets refill and which headers it sends. */
+  readonly envoy: EnvoyBehaviour;
+  /** Buckets of listener-level configs, by `filter<k>`, then by `default` or descriptor index. */
+  readonly buckets: Map<string, Map<string, RateBucket>>;
+  /** Buckets of the per-route config, by route entry name, then as above. */
+  readonly routes: Map<string, Map<string, RateBucket>>;
 }
 
 /** A fresh proxy state: every bucket full as of `startMs`. */
-export function newProxyState(config: ProxyConfig, startMs: number): ProxyState {
-  return { config, startMs, buckets: new Map() };
+export function newProxyState(
+  config: ProxyConfig,
+  startMs: number,
+  envoy: EnvoyBehaviour = DEFAULT_BEHAVIOUR,
+): ProxyState {
+  return { config, startMs, envoy, buckets: new Map(), routes: new Map() };
 }
 
 /** Which bucket decided: `"default"` or the index of the descriptor (= the RateLimit rule). */
@@ -86,80 +55,62 @@ export interface Decision extends Response {
   remaining?: number;
 }
 
+interface Chosen {
+  id: BucketId;
+  state: RateBucket;
+}
+
 interface Limited {
   allowed: boolean;
-  bucket?: { id: BucketId; state: TokenBucket };
+  /** The bucket that decided: the refusing one, else the first matched, else the default. */
+  bucket?: Chosen;
+  /** Envoy 1.30's header bucket: the first request descriptor found in the config. */
+  firstMatch?: Chosen;
+}
+
+/** The buckets of one scope: a listener-level config's, or a route entry's. */
+function scopeOf(
+  scopes: Map<string, Map<string, RateBucket>>,
+  name: string,
+): Map<string, RateBucket> {
+  let m = scopes.get(name);
+  if (!m) {
+    m = new Map();
+    scopes.set(name, m);
+  }
+  return m;
 }
 
 /** The bucket of `spec` under `key`, made full as of the proxy's start on first use. */
-function bucketFor(state: ProxyState, key: string, spec: BucketSpec): TokenBucket {
-  let b = state.buckets.get(key);
+function bucketFor(
+  state: ProxyState,
+  scope: Map<string, RateBucket>,
+  key: string,
+  spec: BucketSpec,
+): RateBucket {
+  let b = scope.get(key);
   if (!b) {
-    b = newBucket(spec, state.startMs);
-    state.buckets.set(key, b);
+    b = makeBucket(spec, state.startMs, state.envoy);
+    scope.set(key, b);
   }
   return b;
 }
 
-/** A route `rate_limits` entry compiled for one filter instance. */
-interface CompiledLimit {
-  descriptor: CompiledDescriptor;
-  /** For a fixed descriptor: the index of the config descriptor it equals, or -1. */
-  fixedIndex?: number;
-}
+const NONE: Chosen[] = [];
 
-/** One filter instance's config, compiled once a ProxyConfig: its entries, bucket keys and rates. */
-interface CompiledInstance {
-  /** The route `rate_limits` entries of this instance's stage, in order. */
-  limits: CompiledLimit[];
-  /** Bucket keys: `<scope>/<descriptor index>`, and `<scope>/default`. */
-  keys: string[];
-  defaultKey: string;
-}
-
-const compiledConfigs = new WeakMap<ProxyConfig, CompiledInstance[]>();
-
-/** The filter instances of `config` compiled (once a config; configs are not changed after use). */
-function compiledOf(config: ProxyConfig): CompiledInstance[] {
-  let out = compiledConfigs.get(config);
-  if (out) return out;
-  const descriptors = config.rateLimits.map((r) => compileDescriptor(r.actions));
-  out = config.filters.map((instance, k) => {
-    const cfg = config.routeConfig ?? instance;
-    const scope = config.routeConfig ? "route" : `filter${k}`;
-    const limits = config.rateLimits.flatMap((r, j): CompiledLimit[] => {
-      if (r.stage !== cfg.stage) return [];
-      const d = descriptors[j];
-      const fixed = d.fixed;
-      return [{
-        descriptor: d,
-        ...(fixed
-          ? { fixedIndex: cfg.descriptors.findIndex((c) => sameDescriptor(c.entries, fixed)) }
-          : {}),
-      }];
-    });
-    return {
-      limits,
-      keys: cfg.descriptors.map((_, i) => `${scope}/${i}`),
-      defaultKey: `${scope}/default`,
-    };
-  });
-  compiledConfigs.set(config, out);
-  return out;
-}
-
-const NONE: { id: BucketId; state: TokenBucket }[] = [];
-
-/** `LocalRateLimiterImpl::requestAllowed` for one filter instance. */
+/** `LocalRateLimiterImpl::requestAllowed` for one filter instance, in the buckets of `scope`. */
 function requestAllowed(
   state: ProxyState,
+  scope: Map<string, RateBucket>,
   c: CompiledInstance,
   cfg: LocalRateLimit,
   headers: HeaderLookup,
   nowMs: number,
 ): Limited {
-  // One bucket a matching request descriptor, duplicates kept, lowest fill rate first. Envoy's
-  // std::sort is not stable; the model keeps config order among equal rates.
+  // One bucket a matching request descriptor, duplicates kept, lowest fill rate first (v1.31.0 and
+  // later). Envoy's std::sort is not stable; the model keeps config order among equal rates.
+  // v1.30.0 walked its config descriptors sorted by whole tokens a second, each charged once:
+  // the same for generated filters, whose requests match at most one descriptor.
   let matched = NONE;
   for (const l of c.limits) {
     const d = l.descriptor.of(headers);
@@ -167,54 +118,76 @@ function requestAllowed(
     const i = l.fixedIndex ?? cfg.descriptors.findIndex((x) => sameDescriptor(x.entries, d));
     if (i < 0) continue;
     if (matched === NONE) matched = [];
-    matched.push({ id: i, state: bucketFor(state, c.keys[i], cfg.descriptors[i].bucket) });
+    matched.push({ id: i, state: bucketFor(state, scope, c.keys[i], cfg.descriptors[i].bucket) });
   }
+  const firstMatch = matched[0];
   if (matched.length > 1) {
     matched.sort((a, b) => fillRate(a.state.spec) - fillRate(b.state.spec));
   }
   for (const m of matched) {
-    if (!consume(m.state, nowMs)) return { allowed: false, bucket: m };
+    if (!m.state.consume(nowMs)) return { allowed: false, bucket: m, firstMatch };
   }
-  if (matched.length === 0 || cfg.alwaysConsumeDefault) {
-    if (!cfg.tokenBucket) return { allowed: true, bucket: matched[0] };
-    const def = {
-      id: "default" as const,
-      state: bucketFor(state, c.defaultKey, cfg.tokenBucket),
-    };
-    if (!consume(def.state, nowMs)) return { allowed: false, bucket: def };
-    return { allowed: true, bucket: matched[0] ?? def };
+  if (matched.length > 0 && !cfg.alwaysConsumeDefault) {
+    return { allowed: true, bucket: matched[0], firstMatch };
   }
-  return { allowed: true, bucket: matched[0] };
+  if (!cfg.tokenBucket) return { allowed: true, bucket: matched[0], firstMatch };
+  const def: Chosen = { id: "default", state: bucketFor(state, scope, "default", cfg.tokenBucket) };
+  const shown = firstMatch ?? def;
+  if (!def.state.consume(nowMs)) return { allowed: false, bucket: def, firstMatch: shown };
+  return { allowed: true, bucket: matched[0] ?? def, firstMatch: shown };
 }
 
 function addHeader(headers: Record<string, string>, name: string, value: string): void {
   headers[name] = headers[name] === undefined ? value : `${headers[name]},${value}`;
 }
 
+/** The x-ratelimit headers of one filter instance, for the bucket this Envoy reports. */
+function rateLimitHeaders(
+  out: Record<string, string>,
+  envoy: EnvoyBehaviour,
+  result: Limited,
+  nowMs: number,
+): void {
+  const b = envoy.headerBucket === "firstMatch" ? result.firstMatch : result.bucket;
+  if (!b) return;
+  addHeader(out, "x-ratelimit-limit", String(b.state.spec.maxTokens));
+  addHeader(out, "x-ratelimit-remaining", String(b.state.remaining(nowMs)));
+  const reset = b.state.reset(nowMs);
+  if (reset !== undefined) addHeader(out, "x-ratelimit-reset", String(reset));
+}
+
 /**
- * Decides one request at `nowMs`: each local_ratelimit filter in the chain charges its buckets in
+ * Decides one request at `nowMs` on the route entry `route` (null: no route matched, so only
+ * listener-level configs apply): each local_ratelimit filter in the chain charges its buckets in
  * turn, and the first enforced rejection answers 429 `local_rate_limited` (text/plain; SPEC.md's
  * shape, so without the `x-envoy-ratelimited` header older Envoy docs mention). Admitted
  * requests get the upstream's 200. With x-ratelimit headers on, every filter that ran adds
- * `x-ratelimit-limit` (maxTokens of the bucket used) and `x-ratelimit-remaining` (tokens left).
- * Mutates the buckets in `state`.
+ * `x-ratelimit-limit` (maxTokens), `x-ratelimit-remaining` (whole tokens left) and, where this
+ * Envoy sends it, `x-ratelimit-reset`, all computed after the request took its token, as Envoy's
+ * `encodeHeaders` does. Mutates the buckets in `state`.
  */
-export function decide(state: ProxyState, request: Request, nowMs: number): Decision {
+export function decide(
+  state: ProxyState,
+  request: Request,
+  nowMs: number,
+  route: string | null = INBOUND_ROUTE,
+): Decision {
   const headers = requestHeaders(request);
   const out: Record<string, string> = {};
   let reported: Limited | undefined;
-  const { filters, routeConfig } = state.config;
-  const compiled = filters.length > 0 ? compiledOf(state.config) : [];
+  const { filters } = state.config;
+  const routeConfig = route === null ? undefined : state.config.routeConfig;
+  const compiled = filters.length > 0 ? compiledOf(state.config, routeConfig !== undefined) : [];
   for (let k = 0; k < filters.length; k++) {
     const cfg = routeConfig ?? filters[k];
     if (!cfg.enabled) continue;
-    const result = requestAllowed(state, compiled[k], cfg, headers, nowMs);
-    const b = result.bucket;
-    if (cfg.xRateLimitHeaders && b) {
-      addHeader(out, "x-ratelimit-limit", String(b.state.spec.maxTokens));
-      addHeader(out, "x-ratelimit-remaining", String(Math.floor(tokensAt(b.state, nowMs))));
-    }
-    if (b && (!reported?.bucket || !result.allowed)) reported = result;
+    const c = compiled[k];
+    const scope = c.scope === undefined
+      ? scopeOf(state.routes, route ?? "") // the per-route config applies on a route only
+      : scopeOf(state.buckets, c.scope);
+    const result = requestAllowed(state, scope, c, cfg, headers, nowMs);
+    if (cfg.xRateLimitHeaders) rateLimitHeaders(out, state.envoy, result, nowMs);
+    if (result.bucket && (!reported?.bucket || !result.allowed)) reported = result;
     if (!result.allowed && cfg.enforced) {
       for (const h of cfg.responseHeadersToAdd) addHeader(out, h.key.toLowerCase(), h.value);
       out["content-type"] = "text/plain";
@@ -240,16 +213,26 @@ function answer(
     body,
     bucket: b.id,
     limit: b.state.spec.maxTokens,
-    remaining: Math.floor(tokensAt(b.state, nowMs)),
+    remaining: b.state.remaining(nowMs),
   };
 }
 
-/** Tokens left at `nowMs` in one bucket of the proxy's effective config (for charts); fills only. */
-export function bucketTokens(state: ProxyState, id: BucketId, nowMs: number): number | undefined {
+/**
+ * Tokens at `nowMs` in one bucket of the proxy's effective config on `route` (for charts),
+ * fractional between fills of a continuous bucket; nothing is taken.
+ */
+export function bucketTokens(
+  state: ProxyState,
+  id: BucketId,
+  nowMs: number,
+  route: string = INBOUND_ROUTE,
+): number | undefined {
   const cfg = state.config.routeConfig ?? state.config.filters[0];
   if (!cfg) return undefined;
   const spec = id === "default" ? cfg.tokenBucket : cfg.descriptors[id]?.bucket;
   if (!spec) return undefined;
-  const scope = state.config.routeConfig ? "route" : "filter0";
-  return tokensAt(bucketFor(state, `${scope}/${id}`, spec), nowMs);
+  const scope = state.config.routeConfig
+    ? scopeOf(state.routes, route)
+    : scopeOf(state.buckets, "filter0");
+  return bucketFor(state, scope, String(id), spec).tokensAt(nowMs);
 }

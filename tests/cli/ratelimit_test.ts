@@ -32,12 +32,14 @@ Deno.test("--json: one line a request in the issue's format", async () => {
   const r = await run(["-f", sample("ratelimit-workload.yaml"), "--requests", file, "--json"]);
   assert.equal(r.code, 0, r.err);
   const lines = r.out.map((l) => JSON.parse(l));
+  // Envoy 1.38: x-ratelimit-reset is 0 while a whole token is left, else the seconds to the next
+  // one (2 a minute: 30 s).
   assert.deepEqual(lines[0], {
     t: "0s",
     path: "/headers",
     status: 200,
     bucket: 0,
-    headers: { "x-ratelimit-limit": "2", "x-ratelimit-remaining": "1" },
+    headers: { "x-ratelimit-limit": "2", "x-ratelimit-remaining": "1", "x-ratelimit-reset": "0" },
   });
   assert.deepEqual(lines[2], {
     t: "0s",
@@ -47,6 +49,7 @@ Deno.test("--json: one line a request in the issue's format", async () => {
     headers: {
       "x-ratelimit-limit": "2",
       "x-ratelimit-remaining": "0",
+      "x-ratelimit-reset": "30",
       "content-type": "text/plain",
     },
     body: "local_rate_limited",
@@ -64,13 +67,20 @@ Deno.test("table and per-bucket summary without --json", async () => {
   const file = await temp(REQUESTS, ".jsonl");
   const r = await run(["-f", sample("ratelimit-workload.yaml"), "--requests", file]);
   assert.equal(r.code, 0, r.err);
-  assert.match(r.out[0], /^T\s+PATH\s+HEADERS\s+STATUS\s+BUCKET\s+LEFT$/);
-  assert.match(r.out[3], /^0s\s+\/headers\s+X-Rate-Limited=true\s+429\s+0\s+0$/);
+  assert.match(r.out[0], /^Envoy 1\.38 \(Istio 1\.30\): continuous refill/);
+  assert.match(r.out[1], /^T\s+PATH\s+HEADERS\s+STATUS\s+BUCKET\s+LEFT$/);
+  assert.match(r.out[4], /^0s\s+\/headers\s+X-Rate-Limited=true\s+429\s+0\s+0$/);
   assert.ok(r.out.includes("5 requests: 4 admitted, 1 rejected"), r.out.join("\n"));
   const row = (id: string) => r.out.find((l) => l.startsWith(`${id} `)) ?? "";
-  assert.match(row("default"), /every other request\s+10 every 30s, burst 10\s+1\s+0$/);
-  assert.match(row("0"), /path \/headers, X-Rate-Limited: true\s+2 every 1m, burst 2\s+3\s+1$/);
-  assert.match(row("2"), /X-Client: batch\s+1 every 2m, burst 1\s+0\s+0$/);
+  assert.match(
+    row("default"),
+    /every other request\s+10 per 30s, continuous \(1 every 3s\), burst 10\s+1\s+0$/,
+  );
+  assert.match(
+    row("0"),
+    /path \/headers, X-Rate-Limited: true\s+2 per 1m, continuous \(1 every 30s\), burst 2\s+3\s+1$/,
+  );
+  assert.match(row("2"), /X-Client: batch\s+1 per 2m, continuous \(1 every 2m\), burst 1\s+0\s+0$/);
 });
 
 Deno.test("--rate with --path and --header, and an SVG with one panel a bucket", async () => {
@@ -102,7 +112,10 @@ Deno.test("--rate with --path and --header, and an SVG with one panel a bucket",
   const text = await Deno.readTextFile(svg);
   assert.match(text, /^<svg xmlns="http:\/\/www.w3.org\/2000\/svg"/);
   assert.equal((text.match(/font-weight="bold">bucket /g) ?? []).length, 4);
-  assert.match(text, /bucket 2: X-Client: batch; 1 every 2m, burst 1; 1 admitted, 179 rejected/);
+  assert.match(
+    text,
+    /bucket 2: X-Client: batch; 1 per 2m, continuous \(1 every 2m\), burst 1; 1 admitted, 179 rejected/,
+  );
   assert.match(text, /<circle /);
   assert.match(text, /stroke="#d62828"/);
 });

@@ -61,7 +61,7 @@ Deno.test("cli sim: one line a passing scenario and a summary, exit 0", async ()
   assert.equal(code, 0);
   assert.match(
     lines[0],
-    /^PASS {2}.* \(seed 5\) {2}virtual \S+ {2}steps \d+ {2}writes \d+ {2}trace [0-9a-f]{16}$/,
+    /^PASS {2}.* \(seed 5, Envoy 1\.38\) {2}virtual \S+ {2}steps \d+ {2}writes \d+ {2}trace [0-9a-f]{16}$/,
   );
   assert.match(lines.at(-1)!, /^1 passed, 0 failed, 0 unfinished \(1 scenarios, 0 sweep seeds, /);
 });

@@ -79,7 +79,7 @@ export function gatewayManifest(): Manifest {
         spec: {
           containers: [{
             name: "istio-proxy",
-            image: "docker.io/istio/proxyv2:1.24.0",
+            image: "docker.io/istio/proxyv2:1.30.3",
             ports: [{ containerPort: 8080, name: "http2" }, { containerPort: 8443, name: "https" }],
           }],
         },

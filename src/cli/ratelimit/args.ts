@@ -1,15 +1,21 @@
 /** Arguments of `mod.ts ratelimit` and the traffic they describe. */
 import { parseArgs } from "node:util";
 import { parseGoDuration } from "../../api/duration.ts";
+import {
+  DEFAULT_ENVOY,
+  type EnvoyBehaviour,
+  envoyBehaviour,
+  NEWEST_ISTIO,
+} from "../../dataplane/mod.ts";
 
 /** The help text. */
 export const HELP =
   `Usage: deno task ratelimit -f RATELIMIT.yaml (--requests FILE.jsonl | --rate N/s --for DURATION
-         [--path P] [--header K=V]...) [--json] [--svg FILE]
+         [--path P] [--header K=V]...) [--envoy VERSION] [--json] [--svg FILE]
 
 Shows what a RateLimit will do to some traffic before anyone applies it: the RateLimit goes through
 the operator's reconciler, its EnvoyFilter through the model of Envoy's local rate limit, on one
-proxy, with time 0 the moment the limit is applied.
+proxy and one route, with time 0 the moment the limit is applied.
 
 Options:
   -f, --file FILE      the RateLimit (YAML; the one RateLimit document of the file)
@@ -20,6 +26,8 @@ Options:
   --for DURATION       how long --rate sends (Go duration: 10s, 2m, 1m30s)
   --path P             path of the --rate requests (default /)
   --header K=V         a header of the --rate requests; repeatable
+  --envoy VERSION      the mesh's Envoy (default ${DEFAULT_ENVOY}, Istio ${NEWEST_ISTIO}'s): 1.31 and later
+                       refill continuously, 1.30 adds tokensPerFill at each fillInterval
   --json               one JSON line a request instead of the table
   --svg FILE           also draw tokens left and admitted/rejected requests per bucket over time
   -h, --help           show this help
@@ -45,6 +53,8 @@ export interface Options {
   };
   json: boolean;
   svg?: string;
+  /** The Envoy the proxy runs. */
+  envoy: EnvoyBehaviour;
 }
 
 /** Parsed arguments, help, or a usage error. */
@@ -79,6 +89,7 @@ export function parseCommandLine(args: string[]): ParsedArgs {
         header: { type: "string", multiple: true },
         json: { type: "boolean" },
         svg: { type: "string" },
+        envoy: { type: "string" },
         help: { type: "boolean", short: "h" },
       },
       strict: true,
@@ -90,7 +101,14 @@ export function parseCommandLine(args: string[]): ParsedArgs {
   if (values.help) return { ok: false, help: true };
   const fail = (error: string): ParsedArgs => ({ ok: false, error });
   if (!values.file) return fail("-f RATELIMIT.yaml is required");
-  const common = { file: values.file, json: values.json ?? false, svg: values.svg };
+  const envoy = envoyBehaviour(values.envoy ?? DEFAULT_ENVOY);
+  if (!envoy.ok) return fail(`--envoy: ${envoy.error}`);
+  const common = {
+    file: values.file,
+    json: values.json ?? false,
+    svg: values.svg,
+    envoy: envoy.value,
+  };
   if (values.requests !== undefined) {
     if (values.rate || values.for || values.path || values.header) {
       return fail("--requests cannot be combined with --rate, --for, --path or --header");

@@ -1,5 +1,7 @@
 /** Text output of `mod.ts ratelimit`: JSON lines, or a table and a per-bucket summary. */
 import type { BucketRule } from "../../api/ratelimit.ts";
+import { parseFillInterval } from "../../api/duration.ts";
+import { describeBehaviour, type Refill } from "../../dataplane/mod.ts";
 import type { BucketReport, Outcome, RunResult } from "./run.ts";
 
 /** Milliseconds as seconds with up to 3 decimals: `0s`, `1.5s`, `0.25s`. */
@@ -29,10 +31,31 @@ export function describeRule(rule: BucketRule | undefined): string {
   return parts.join(", ");
 }
 
-/** A bucket in words: `10 every 30s, burst 10`. */
-export function describeBucket(r: BucketReport): string {
-  return `${r.bucket.tokensPerFill} every ${r.bucket.fillInterval}, burst ${r.bucket.maxTokens}`;
+/** A time in the units people write it in: `2m`, `30s`, `1.5s`. */
+function duration(ms: number): string {
+  return ms % 60_000 === 0 ? `${ms / 60_000}m` : formatT(ms);
 }
+
+/**
+ * A bucket in words, as the refill works: `10 every 30s, burst 10` (interval) or
+ * `10 per 30s, continuous (1 every 3s), burst 10`.
+ */
+export function describeBucket(r: BucketReport, refill: Refill): string {
+  const b = r.bucket;
+  if (refill === "interval") {
+    return `${b.tokensPerFill} every ${b.fillInterval}, burst ${b.maxTokens}`;
+  }
+  const perToken = parseFillInterval(b.fillInterval)! / b.tokensPerFill;
+  return `${b.tokensPerFill} per ${b.fillInterval}, continuous (1 every ${
+    duration(perToken)
+  }), burst ${b.maxTokens}`;
+}
+
+/** What a gateway RateLimit means for several routes, in plain words (two lines). */
+export const GATEWAY_ROUTES_NOTE = [
+  "On the ingress gateway every route (each VirtualService host and http route) has its own buckets; this shows one route.",
+  "A RateLimit over two routes gives two independent default buckets, so twice this traffic gets through.",
+];
 
 function table(rows: string[][], rightAligned: ReadonlySet<number>): string[] {
   const widths = rows[0].map((_, c) => rows.reduce((w, r) => Math.max(w, r[c].length), 0));
@@ -42,7 +65,10 @@ function table(rows: string[][], rightAligned: ReadonlySet<number>): string[] {
   );
 }
 
-/** The readable report: one row a request, then admitted and rejected per bucket. */
+/**
+ * The readable report: which Envoy behaviour it shows, one row a request, then admitted and
+ * rejected per bucket.
+ */
 export function textReport(result: RunResult): string[] {
   const withHeaders = result.outcomes.some((o) => Object.keys(o.headers).length > 0);
   const head = ["T", "PATH", ...(withHeaders ? ["HEADERS"] : []), "STATUS", "BUCKET", "LEFT"];
@@ -62,7 +88,7 @@ export function textReport(result: RunResult): string[] {
       ...result.buckets.map((b) => [
         String(b.id),
         describeRule(b.rule),
-        describeBucket(b),
+        describeBucket(b, result.envoy.refill),
         String(b.admitted),
         String(b.rejected),
       ]),
@@ -71,6 +97,8 @@ export function textReport(result: RunResult): string[] {
   );
   const admitted = result.outcomes.filter((o) => o.status === 200).length;
   return [
+    describeBehaviour(result.envoy),
+    ...(result.gateway ? GATEWAY_ROUTES_NOTE : []),
     ...requests,
     "",
     `${result.outcomes.length} requests: ${admitted} admitted, ${

@@ -6,7 +6,13 @@
 import type { Bucket, BucketRule } from "../../api/ratelimit.ts";
 import { parseRateLimit } from "../../api/ratelimit.ts";
 import { parseFillInterval } from "../../api/duration.ts";
-import { type BucketId, bucketTokens, Mesh, type MeshTarget } from "../../dataplane/mod.ts";
+import {
+  type BucketId,
+  bucketTokens,
+  type EnvoyBehaviour,
+  Mesh,
+  type MeshTarget,
+} from "../../dataplane/mod.ts";
 import { reconcileRateLimit } from "../../reconcile/ratelimit.ts";
 import { isGateway } from "../../reconcile/ratelimit/envoyfilter.ts";
 import type { TrafficRequest } from "./args.ts";
@@ -39,16 +45,24 @@ export interface RunResult {
   outcomes: Outcome[];
   buckets: BucketReport[];
   endMs: number;
+  /** The Envoy the proxy ran. */
+  envoy: EnvoyBehaviour;
+  /** True when the RateLimit is the ingress gateway's (whose routes each have their own buckets). */
+  gateway: boolean;
 }
 
 /** At most this many fill points are drawn between two requests of a bucket. */
 const MAX_FILL_POINTS = 200;
 
-/** Runs `requests` against the RateLimit `raw`; an invalid one gives the operator's message. */
+/**
+ * Runs `requests` against the RateLimit `raw` on one proxy (one route) running `envoy`; an invalid
+ * RateLimit gives the operator's message.
+ */
 export function runTraffic(
   raw: unknown,
   requests: readonly TrafficRequest[],
   endMs: number,
+  envoy: EnvoyBehaviour,
 ): { ok: true; value: RunResult } | { ok: false; error: string } {
   const withIdentity = raw !== null && typeof raw === "object" && !Array.isArray(raw)
     ? withDefaults(raw as Record<string, unknown>)
@@ -68,7 +82,7 @@ export function runTraffic(
   const rl = parsed.value;
   const namespace = rl.metadata.namespace ?? "default";
   const labels = rl.spec.selectorLabels;
-  const mesh = new Mesh();
+  const mesh = new Mesh({ envoy });
   mesh.sync(plan.apply, [{ namespace, name: "proxy-0", labels, ready: true }], 0);
   const rejected = mesh.rejections();
   if (rejected.length > 0) {
@@ -76,7 +90,8 @@ export function runTraffic(
     throw new Error(`generated EnvoyFilter rejected: ${JSON.stringify(rejected[0].errors)}`);
   }
   const proxy = mesh.proxy(namespace, "proxy-0")!;
-  const to: MeshTarget = isGateway(namespace, rl.spec) ? "gateway" : { namespace, labels };
+  const gateway = isGateway(namespace, rl.spec);
+  const to: MeshTarget = gateway ? "gateway" : { namespace, labels };
   const reports: BucketReport[] = [
     {
       id: "default",
@@ -98,8 +113,16 @@ export function runTraffic(
   ];
   const sample = (r: BucketReport, t: number) =>
     r.tokens.push([t, bucketTokens(proxy, r.id, t) ?? 0]);
+  // Interval: a point at each fill. Continuous: tokens rise in a straight line, so a point where
+  // the bucket becomes full is enough between requests.
   const fillsUpTo = (r: BucketReport, from: number, to: number) => {
     const every = parseFillInterval(r.bucket.fillInterval)!;
+    if (envoy.refill === "continuous") {
+      const tokens = bucketTokens(proxy, r.id, from) ?? 0;
+      const full = from + ((r.bucket.maxTokens - tokens) * every) / r.bucket.tokensPerFill;
+      if (tokens < r.bucket.maxTokens && full < to) sample(r, full);
+      return;
+    }
     const first = Math.floor(from / every) + 1;
     const last = Math.floor(to / every);
     const step = Math.max(1, Math.ceil((last - first + 1) / MAX_FILL_POINTS));
@@ -125,11 +148,15 @@ export function runTraffic(
       if (d.status === 200) r.admitted++;
       else r.rejected++;
       r.marks.push([req.t, d.status === 200, d.remaining ?? 0]);
+      // The level an admitted request found (the token it took more), then what it left.
+      if (envoy.refill === "continuous" && d.status === 200) {
+        r.tokens.push([req.t, (bucketTokens(proxy, r.id, req.t) ?? 0) + 1]);
+      }
       sample(r, req.t);
     }
   }
   for (const r of reports) fillsUpTo(r, prev, endMs);
-  return { ok: true, value: { outcomes, buckets: reports, endMs } };
+  return { ok: true, value: { outcomes, buckets: reports, endMs, envoy, gateway } };
 }
 
 /** What the API server and kubectl would add: a namespace, a uid, a creation time, generation 1. */

@@ -1,8 +1,11 @@
 /**
- * The `--svg` chart: one panel a bucket, tokens left over time as a step line, admitted requests as
- * green dots on it and rejected ones as red crosses on the axis. Plain SVG 1.1, no scripts.
+ * The `--svg` chart: one panel a bucket, tokens left over time (a step line for Envoy ≤ 1.30's
+ * interval refill, straight ramps for the continuous refill of later versions), admitted requests
+ * as green dots on it and rejected ones as red crosses on the axis. The first line says which
+ * Envoy behaviour it shows. Plain SVG 1.1, no scripts.
  */
-import { describeBucket, describeRule, formatT } from "./format.ts";
+import { describeBehaviour, type Refill } from "../../dataplane/mod.ts";
+import { describeBucket, describeRule, formatT, GATEWAY_ROUTES_NOTE } from "./format.ts";
 import type { BucketReport, RunResult } from "./run.ts";
 
 const WIDTH = 960;
@@ -10,6 +13,8 @@ const PANEL = 170;
 const LEFT = 60;
 const RIGHT = 40;
 const TOP = 34;
+/** Height of the lines above the panels. */
+const HEAD = 56;
 const PLOT = 110;
 
 function esc(text: string): string {
@@ -59,11 +64,11 @@ function perPixel(
   return out;
 }
 
-function panel(r: BucketReport, index: number, endMs: number): string {
-  const y0 = index * PANEL;
+function panel(r: BucketReport, index: number, endMs: number, refill: Refill): string {
+  const y0 = HEAD + index * PANEL;
   const x = (t: number) => LEFT + (t / Math.max(endMs, 1)) * (WIDTH - LEFT - RIGHT);
   const y = (tokens: number) => y0 + TOP + PLOT - (tokens / r.bucket.maxTokens) * PLOT;
-  const title = `bucket ${r.id}: ${describeRule(r.rule)}; ${describeBucket(r)}; ` +
+  const title = `bucket ${r.id}: ${describeRule(r.rule)}; ${describeBucket(r, refill)}; ` +
     `${r.admitted} admitted, ${r.rejected} rejected`;
   const out = [
     `<text x="${LEFT}" y="${y0 + 20}" font-size="13" font-weight="bold">${esc(title)}</text>`,
@@ -84,7 +89,9 @@ function panel(r: BucketReport, index: number, endMs: number): string {
   if (r.tokens.length > 0) {
     let d = `M${num(x(r.tokens[0][0]))},${num(y(r.tokens[0][1]))}`;
     for (const [t, tokens] of perPixel(r.tokens, x).slice(1)) {
-      d += `H${num(x(t))}V${num(y(tokens))}`;
+      d += refill === "interval"
+        ? `H${num(x(t))}V${num(y(tokens))}`
+        : `L${num(x(t))},${num(y(tokens))}`;
     }
     d += `H${num(x(endMs))}`;
     out.push(`<path d="${d}" fill="none" stroke="#3366cc" stroke-width="1.5"/>`);
@@ -113,12 +120,18 @@ function panel(r: BucketReport, index: number, endMs: number): string {
 /** The chart of a run, as an SVG document. */
 export function renderSvg(result: RunResult): string {
   const endMs = result.outcomes.reduce((end, o) => Math.max(end, o.t), Math.max(result.endMs, 1));
-  const height = result.buckets.length * PANEL + 24;
+  const height = HEAD + result.buckets.length * PANEL + 24;
+  const notes = [describeBehaviour(result.envoy), ...(result.gateway ? GATEWAY_ROUTES_NOTE : [])];
   return [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${height}" viewBox="0 0 ${WIDTH} ${height}" font-family="sans-serif">`,
     `<title>Tokens left and admitted (green) or rejected (red) requests per bucket</title>`,
     `<rect width="100%" height="100%" fill="white"/>`,
-    ...result.buckets.map((r, i) => panel(r, i, endMs)),
+    ...notes.map((n, i) =>
+      `<text x="${LEFT}" y="${16 + i * 16}" font-size="${i === 0 ? 13 : 11}" fill="#333">${
+        esc(n)
+      }</text>`
+    ),
+    ...result.buckets.map((r, i) => panel(r, i, endMs, result.envoy.refill)),
     `<text x="${LEFT}" y="${
       height - 8
     }" font-size="11" fill="#555">blue: tokens left; green dot: admitted; red cross: rejected (429)</text>`,
