@@ -4,7 +4,8 @@
  * packages and over a kyma-project/serverless checkout, and writes the YAML plus the TS module the
  * reconcilers embed (see embed.ts). Needs Go; nothing else.
  */
-import { dirname, join, resolve } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
+import { parse } from "yaml";
 import { fileURLToPath } from "node:url";
 import { type GoBuild, GoCache, goEnv, runGo } from "../gobuild.ts";
 import { embeddingFile, GENERATED_TS } from "./embed.ts";
@@ -150,6 +151,19 @@ async function yamlFiles(dir: string): Promise<Map<string, string>> {
   return new Map([...out].sort(([a], [b]) => a.localeCompare(b)));
 }
 
+/** The CRD file names in the order KEDA's config/crd/kustomization.yaml installs them. */
+async function kustomizationOrder(kedaDir: string): Promise<string[]> {
+  const k = parse(
+    await Deno.readTextFile(join(kedaDir, "config", "crd", "kustomization.yaml")),
+  ) as { resources?: string[] };
+  return (k.resources ?? []).map((r) => basename(r));
+}
+
+function inOrder(files: Map<string, string>, order: string[]): Map<string, string> {
+  const rank = (name: string) => order.includes(name) ? order.indexOf(name) : order.length;
+  return new Map([...files].sort(([a], [b]) => rank(a) - rank(b) || a.localeCompare(b)));
+}
+
 /**
  * Every file the task owns, path → content, as generation gives them: KEDA's YAML from Go (and
  * its embedding), the Function's embedding from its committed YAML, or from a checkout when
@@ -164,8 +178,8 @@ export async function plannedFiles(
   try {
     const files = new Map<string, string>();
     await generateKeda(root, join(tmp, "keda"));
-    const keda = await yamlFiles(join(tmp, "keda"));
-    const { version } = await kedaModule(paths.goModule);
+    const { dir, version } = await kedaModule(paths.goModule);
+    const keda = inOrder(await yamlFiles(join(tmp, "keda")), await kustomizationOrder(dir));
     for (const [name, text] of keda) files.set(join(paths.keda, name), text);
     files.set(join(paths.keda, GENERATED_TS), embeddingFile("keda", keda, version));
     let fn: string;
