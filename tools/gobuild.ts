@@ -33,6 +33,9 @@ export interface GoBuild {
 
 type Stamp = Record<string, { inputs: string; go: string }>;
 
+/** What to install when Go is missing. */
+export const NEED_GO = "Go 1.26 with access to the Go module proxy is needed";
+
 /** Environment for every `go` invocation: local toolchain, static, reproducible paths. */
 export function goEnv(): Record<string, string> {
   return {
@@ -48,7 +51,15 @@ export async function runGo(
   cwd: string,
   cmd = "go",
 ): Promise<string> {
-  const out = await new Deno.Command(cmd, { args, cwd, env: goEnv(), stdin: "null" }).output();
+  let out: Deno.CommandOutput;
+  try {
+    out = await new Deno.Command(cmd, { args, cwd, env: goEnv(), stdin: "null" }).output();
+  } catch (e) {
+    if (!(e instanceof Deno.errors.NotFound)) throw e;
+    throw new Error(
+      cmd === "go" ? `no "go" on PATH: ${NEED_GO}` : `cannot run ${cmd}: ${(e as Error).message}`,
+    );
+  }
   const dec = new TextDecoder();
   if (!out.success) {
     throw new Error(`${cmd} ${args.join(" ")} failed (cwd ${cwd}):\n${dec.decode(out.stderr)}`);
