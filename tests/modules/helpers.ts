@@ -1,7 +1,7 @@
 /** Running `deno task module-crds` on copies of the repository, and a stand-in Kyma checkout. */
 import { dirname, join } from "node:path";
 import { goEnv } from "../../tools/gobuild.ts";
-import { layout, REPO_ROOT } from "../../tools/crdgen/mod.ts";
+import { goFiles, layout, REPO_ROOT } from "../../tools/crdgen/mod.ts";
 
 /** Exit code and output of a command. */
 export interface RunResult {
@@ -45,7 +45,7 @@ async function copyFile(from: string, to: string): Promise<void> {
 export async function tempRoot(): Promise<string> {
   const root = await Deno.makeTempDir({ prefix: "module-crds-root-" });
   const [from, to] = [layout(REPO_ROOT), layout(root)];
-  for (const f of ["go.mod", "go.sum", "main.go"]) {
+  for (const f of ["go.mod", "go.sum", ...await goFiles(from.goModule)]) {
     await copyFile(join(from.goModule, f), join(to.goModule, f));
   }
   for (const [a, b] of [[from.keda, to.keda], [from.serverless, to.serverless]]) {

@@ -46,6 +46,15 @@ export function requiredVersion(gomod: string, module: string): string {
   return m[1];
 }
 
+/** The Go source files of the generator (sorted: they are build inputs). */
+export async function goFiles(goModule: string): Promise<string[]> {
+  const names: string[] = [];
+  for await (const e of Deno.readDir(goModule)) {
+    if (e.isFile && e.name.endsWith(".go")) names.push(e.name);
+  }
+  return names.sort();
+}
+
 async function crdgenBuild(goModule: string): Promise<GoBuild> {
   const gomod = await Deno.readTextFile(join(goModule, "go.mod"));
   const tools = requiredVersion(gomod, "sigs.k8s.io/controller-tools");
@@ -56,7 +65,7 @@ async function crdgenBuild(goModule: string): Promise<GoBuild> {
     name: "crdgen",
     label: `crdgen (controller-tools ${tools}, keda ${requiredVersion(gomod, KEDA_MODULE)})`,
     dir: goModule,
-    inputs: ["go.mod", "go.sum", "main.go"],
+    inputs: ["go.mod", "go.sum", ...await goFiles(goModule)],
     extra: [[["."], ldflags, goEnv()]],
     packages: ["."],
     outputs: ["crdgen"],
