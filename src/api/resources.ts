@@ -70,6 +70,14 @@ export const RESOURCES = {
     "clustertriggerauthentications",
     false,
   ),
+  CloudEventSource: t("eventing.keda.sh", "v1alpha1", "CloudEventSource", "cloudeventsources"),
+  ClusterCloudEventSource: t(
+    "eventing.keda.sh",
+    "v1alpha1",
+    "ClusterCloudEventSource",
+    "clustercloudeventsources",
+    false,
+  ),
 } as const satisfies Record<string, ResourceType>;
 
 /** The apiVersion string of a resource type. */

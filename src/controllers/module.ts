@@ -157,6 +157,9 @@ export function moduleController(
     primary: kind.primary,
     watches: moduleWatches(kind),
     triggers: (type, obj, cache) => moduleTriggers(kind, type, obj, cache),
+    // One at a time: whether a module object is served depends on its peers' `served`, and two
+    // peers reconciled at once would each decide from a cache without the other's claim.
+    concurrency: 1,
     reconcile(key, cache, ctx) {
       const { namespace, name } = splitKey(key);
       const object = cache.get(kind.primary, namespace, name);

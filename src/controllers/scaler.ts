@@ -18,13 +18,16 @@ export const SCALER_MODULE: ModuleKind = {
     RESOURCES.APIService,
     RESOURCES.ValidatingWebhookConfiguration,
   ],
-  // ClusterTriggerAuthentications block deletion too: removing KEDA's CRDs would delete them,
-  // and they are users' objects, whatever DESIGN.md's shorter list says.
+  // Every kind of KEDA's CRDs blocks deletion: removing a CRD deletes its objects, which are
+  // users'. A test checks this list against the kinds of the generated CRDs, so a KEDA release
+  // with a new CRD cannot be installed without its objects holding deletion.
   userTypes: [
     RESOURCES.ScaledObject,
     RESOURCES.ScaledJob,
     RESOURCES.TriggerAuthentication,
     RESOURCES.ClusterTriggerAuthentication,
+    RESOURCES.CloudEventSource,
+    RESOURCES.ClusterCloudEventSource,
   ],
 };
 

@@ -94,6 +94,8 @@ export const ACCESS: Readonly<Record<string, Access>> = {
   ScaledJob: { verbs: CACHED, why: "user objects that block Scaler deletion" },
   TriggerAuthentication: { verbs: CACHED, why: "user objects that block Scaler deletion" },
   ClusterTriggerAuthentication: { verbs: CACHED, why: "user objects that block Scaler deletion" },
+  CloudEventSource: { verbs: CACHED, why: "user objects that block Scaler deletion" },
+  ClusterCloudEventSource: { verbs: CACHED, why: "user objects that block Scaler deletion" },
 };
 
 /** One RBAC PolicyRule. */

@@ -14,18 +14,24 @@ function isRecord(v: unknown): v is Record<string, unknown> {
   return v !== null && typeof v === "object" && !Array.isArray(v);
 }
 
+/** A field path, innermost key first (a linked list: no copying on the way down). */
+interface Path {
+  key: string;
+  up: Path | undefined;
+}
+
 /**
  * True when the field at `path` holds a resource quantity the API server stores in canonical form
  * (`0.5` comes back as `500m`, `1024Mi` as `1Gi`): container resources, an env divisor, an
  * emptyDir size limit.
  */
-function isQuantityPath(path: readonly string[]): boolean {
-  const n = path.length;
-  const last = path[n - 1];
-  return (n >= 3 && path[n - 3] === "resources" &&
-    (path[n - 2] === "limits" || path[n - 2] === "requests")) ||
-    (last === "divisor" && path[n - 2] === "resourceFieldRef") ||
-    (last === "sizeLimit" && path[n - 2] === "emptyDir");
+function isQuantityPath(path: Path | undefined): boolean {
+  const last = path?.key;
+  const parent = path?.up?.key;
+  const grand = path?.up?.up?.key;
+  return (grand === "resources" && (parent === "limits" || parent === "requests")) ||
+    (last === "divisor" && parent === "resourceFieldRef") ||
+    (last === "sizeLimit" && parent === "emptyDir");
 }
 
 function sameQuantity(desired: unknown, observed: unknown): boolean {
@@ -37,20 +43,27 @@ function sameQuantity(desired: unknown, observed: unknown): boolean {
   return qa !== undefined && qb !== undefined && compareQuantities(qa, qb) === 0;
 }
 
-function observedAt(desired: unknown, observed: unknown, path: string[]): boolean {
+function observedAt(desired: unknown, observed: unknown, path: Path | undefined): boolean {
+  if (desired === observed) return true;
   if (desired === undefined) return true;
   // The API server omits null and empty fields: null, {} and [] all match a missing field.
   if (desired === null) return observed === null || observed === undefined;
   if ((observed === undefined || observed === null) && isEmptyContainer(desired)) return true;
   if (Array.isArray(desired)) {
-    return Array.isArray(observed) && observed.length === desired.length &&
-      desired.every((d, i) => observedAt(d, observed[i], path));
+    if (!Array.isArray(observed) || observed.length !== desired.length) return false;
+    for (let i = 0; i < desired.length; i++) {
+      if (!observedAt(desired[i], observed[i], path)) return false;
+    }
+    return true;
   }
   if (isRecord(desired)) {
     if (!isRecord(observed)) return false;
-    return Object.entries(desired).every(([k, v]) => observedAt(v, observed[k], [...path, k]));
+    for (const k in desired) {
+      if (!observedAt(desired[k], observed[k], { key: k, up: path })) return false;
+    }
+    return true;
   }
-  return desired === observed || (isQuantityPath(path) && sameQuantity(desired, observed));
+  return isQuantityPath(path) && sameQuantity(desired, observed);
 }
 
 /**
@@ -63,7 +76,7 @@ function observedAt(desired: unknown, observed: unknown, path: string[]): boolea
  * The runtime skips writes with this same test (`isSubset` in src/runtime/diff.ts).
  */
 export function isObserved(desired: unknown, observed: unknown): boolean {
-  return observedAt(desired, observed, []);
+  return observedAt(desired, observed, undefined);
 }
 
 /** What a Deployment's status says about its rollout. */

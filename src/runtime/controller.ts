@@ -59,4 +59,9 @@ export interface ControllerSpec {
   triggers(type: ResourceType, obj: KubeObject, cache: CacheReader): string[];
   /** Pure: the Plan for one primary, from cached state. Undefined when the primary is not in the cache. */
   reconcile(key: string, cache: CacheReader, ctx: ReconcileContext): Plan | undefined;
+  /**
+   * Reconciles of this controller that may run at once (default: the manager's). 1 when one
+   * primary's Plan depends on the others' status, so each must see the last one's writes.
+   */
+  concurrency?: number;
 }

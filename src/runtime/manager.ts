@@ -326,7 +326,7 @@ export class Manager {
         new WorkQueue({
           clock: this.#o.clock,
           random: this.#o.random,
-          concurrency: this.#o.concurrency ?? 2,
+          concurrency: ctl.concurrency ?? this.#o.concurrency ?? 2,
           onDepth: (d) => this.#metrics.queueDepth.set({ controller: name }, d),
         }, (key) => ctl.reconcile(key, signal)),
       );

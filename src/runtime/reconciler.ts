@@ -102,6 +102,11 @@ export class ControllerLoop {
     return this.#o.spec.name;
   }
 
+  /** The controller's own limit on reconciles at once, if it has one. */
+  get concurrency(): number | undefined {
+    return this.#o.spec.concurrency;
+  }
+
   /** True when the controller reads objects of `type` (its primary or one of its watches). */
   reads(type: ResourceType): boolean {
     return this.#reads.has(typeId(type));

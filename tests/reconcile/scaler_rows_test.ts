@@ -41,16 +41,16 @@ const CASES: Record<number, Case> = {
   1: {
     input: () => inputOf(installed()),
     message:
-      /^KEDA 2\.20\.1 is installed: keda-operator, keda-operator-metrics-apiserver, keda-admission-webhooks are ready\.$/,
+      /^KEDA 2\.20\.2 is installed: keda-operator, keda-operator-metrics-apiserver, keda-admission-webhooks are ready\.$/,
     check: (plan) => {
-      assert.equal(statusOf(plan).kedaVersion, "2.20.1");
+      assert.equal(statusOf(plan).kedaVersion, "2.20.2");
       assert.equal(plan.requeueAfterMs, undefined);
       assert.deepEqual([plan.apply, plan.delete, plan.events], [[], [], []]);
     },
   },
   2: {
     input: () => inputOf({ object: scaler(), others: [], installed: [] }),
-    message: /^Claimed as the served Scaler; installing KEDA 2\.20\.1 next\.$/,
+    message: /^Claimed as the served Scaler; installing KEDA 2\.20\.2 next\.$/,
     check: (plan) => {
       assert.deepEqual(plan.finalizer, { add: SCALER_FINALIZER });
       assert.deepEqual(plan.apply, []);
@@ -61,7 +61,7 @@ const CASES: Record<number, Case> = {
     input: () =>
       inputOf({ object: { ...scaler(), status: { served: "True" } }, others: [], installed: [] }),
     message:
-      /^Installing KEDA 2\.20\.1: applying CustomResourceDefinition scaledobjects\.keda\.sh, .* and \d+ more\.$/,
+      /^Installing KEDA 2\.20\.2: applying CustomResourceDefinition scaledobjects\.keda\.sh, .* and \d+ more\.$/,
     check: (plan) => {
       const names = plan.apply.map((o) => `${o.kind}/${o.metadata.name}`);
       for (const n of Object.values(KEDA_DEPLOYMENTS)) {
@@ -189,7 +189,7 @@ const CASES: Record<number, Case> = {
         }),
       ),
     message:
-      /^KEDA 2\.20\.1 is installed: .* are ready, but pod annotation x\.platform-project\.io\/y of operator was dropped: the platform-project\.io prefix is reserved for the operator\.$/,
+      /^KEDA 2\.20\.2 is installed: .* are ready, but pod annotation x\.platform-project\.io\/y of operator was dropped: the platform-project\.io prefix is reserved for the operator\.$/,
     check: (plan) => assert.deepEqual([plan.apply, plan.delete], [[], []]),
   },
 };

@@ -18,9 +18,9 @@ export const NOW = Date.UTC(2026, 0, 1);
 /** Pinned test images. */
 export const IMAGES: ModuleImages = {
   serverlessController: "registry.example/serverless-controller:1.0.0",
-  kedaOperator: "registry.example/keda:2.20.1",
-  kedaMetricsServer: "registry.example/keda-metrics-apiserver:2.20.1",
-  kedaAdmissionWebhooks: "registry.example/keda-admission-webhooks:2.20.1",
+  kedaOperator: "registry.example/keda:2.20.2",
+  kedaMetricsServer: "registry.example/keda-metrics-apiserver:2.20.2",
+  kedaAdmissionWebhooks: "registry.example/keda-admission-webhooks:2.20.2",
 };
 
 /** A Serverless as the API server returns it. */

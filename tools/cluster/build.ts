@@ -1,13 +1,7 @@
 /** Builds the control-plane binaries from the Go wrapper modules under `tools/cluster/go`. */
 import { join } from "node:path";
-import { BIN_DIR, exists, GO_DIR } from "./paths.ts";
-import { withLock } from "./lock.ts";
-import {
-  inputsHash as hashInputs,
-  readStamp as readStampFile,
-  type Stamp,
-  writeStamp,
-} from "./stamp.ts";
+import { type GoBuild, GoCache, goEnv, goVersion as goVersionIn, runGo } from "../gobuild.ts";
+import { BIN_DIR, GO_DIR } from "./paths.ts";
 
 /** Versions of the components, read from the wrapper modules' go.mod files. */
 export interface Versions {
@@ -77,34 +71,14 @@ const KWOK_STAGE_FILES = [
   "kustomize/stage/pod/fast/pod-delete.yaml",
 ];
 
-const STAMP_FILE = join(BIN_DIR, "stamp.json");
 const KWOK_STAGES = join(BIN_DIR, "kwok-stages.yaml");
+const cache = new GoCache(BIN_DIR);
 
-/** Environment for every `go` invocation: local toolchain, static, reproducible paths. */
-export function goEnv(): Record<string, string> {
-  return {
-    GOTOOLCHAIN: "local",
-    CGO_ENABLED: "0",
-    GOFLAGS: "-trimpath -buildvcs=false -mod=readonly",
-  };
-}
-
-async function run(cmd: string, args: string[], cwd: string): Promise<string> {
-  const out = await new Deno.Command(cmd, { args, cwd, env: goEnv(), stdin: "null" }).output();
-  const dec = new TextDecoder();
-  if (!out.success) {
-    throw new Error(`${cmd} ${args.join(" ")} failed (cwd ${cwd}):\n${dec.decode(out.stderr)}`);
-  }
-  return dec.decode(out.stdout).trim();
-}
+export { goEnv };
 
 /** `go version` output, or null when no Go toolchain is on PATH. */
-export async function goVersion(): Promise<string | null> {
-  try {
-    return await run("go", ["version"], GO_DIR);
-  } catch {
-    return null;
-  }
+export function goVersion(): Promise<string | null> {
+  return goVersionIn(GO_DIR);
 }
 
 async function readModuleVersion(mod: GoModule): Promise<string> {
@@ -121,14 +95,33 @@ export async function readVersions(): Promise<Versions> {
   return { kubernetes, etcd, kwok };
 }
 
-async function inputsHash(mod: GoModule): Promise<string> {
-  const settings: unknown[] = [[mod.packages, mod.ldflags(await readModuleVersion(mod)), goEnv()]];
-  if (mod.name === "kwok") settings.push(KWOK_STAGE_FILES);
-  return hashInputs(join(GO_DIR, mod.name), ["go.mod", "go.sum", "tools.go"], settings);
+/** Copies kwok's stage manifests out of the kwok module (kwok itself embeds none). */
+async function writeKwokStages(mod: GoModule): Promise<void> {
+  const modDir = await runGo(
+    ["list", "-m", "-f", "{{.Dir}}", mod.requirePath],
+    join(GO_DIR, mod.name),
+  );
+  const docs = await Promise.all(KWOK_STAGE_FILES.map((f) => Deno.readTextFile(join(modDir, f))));
+  await Deno.writeTextFile(KWOK_STAGES, docs.map((d) => d.trim()).join("\n---\n") + "\n");
 }
 
-function readStamp(): Promise<Stamp> {
-  return readStampFile(STAMP_FILE);
+/** The wrapper modules as builds of the binary cache (the stamp hashes are those of before). */
+async function goBuilds(): Promise<GoBuild[]> {
+  return await Promise.all(MODULES.map(async (mod): Promise<GoBuild> => {
+    const ldflags = mod.ldflags(await readModuleVersion(mod));
+    const kwok = mod.name === "kwok";
+    return {
+      name: mod.name,
+      label: `${mod.name} ${await readModuleVersion(mod)}`,
+      dir: join(GO_DIR, mod.name),
+      inputs: ["go.mod", "go.sum", "tools.go"],
+      extra: [[mod.packages, ldflags, goEnv()], ...(kwok ? [KWOK_STAGE_FILES] : [])],
+      packages: mod.packages,
+      outputs: mod.outputs,
+      ldflags,
+      ...(kwok ? { artifacts: [KWOK_STAGES], after: () => writeKwokStages(mod) } : {}),
+    };
+  }));
 }
 
 /** Paths the binaries have (or will have) in the cache. */
@@ -146,44 +139,9 @@ export async function binaryPaths(): Promise<Binaries> {
   };
 }
 
-async function moduleUpToDate(mod: GoModule, stamp: Stamp, go: string | null): Promise<boolean> {
-  const s = stamp[mod.name];
-  if (!s || s.inputs !== await inputsHash(mod)) return false;
-  if (go !== null && s.go !== go) return false;
-  for (const o of mod.outputs) if (!await exists(join(BIN_DIR, o))) return false;
-  return mod.name !== "kwok" || await exists(KWOK_STAGES);
-}
-
 /** Which wrapper modules need a build; `goAvailable` says whether one is possible. */
 export async function buildStatus(): Promise<{ stale: string[]; goAvailable: boolean }> {
-  const go = await goVersion();
-  const stamp = await readStamp();
-  const stale: string[] = [];
-  for (const mod of MODULES) if (!await moduleUpToDate(mod, stamp, go)) stale.push(mod.name);
-  return { stale, goAvailable: go !== null };
-}
-
-async function buildModule(mod: GoModule, log: (msg: string) => void): Promise<void> {
-  const cwd = join(GO_DIR, mod.name);
-  const version = await readModuleVersion(mod);
-  const tmp = await Deno.makeTempDir({ dir: BIN_DIR, prefix: `.build-${mod.name}-` });
-  try {
-    const started = performance.now();
-    log(`building ${mod.name} ${version}: ${mod.outputs.join(", ")} (this can take a while)`);
-    const out = mod.outputs.length === 1 ? join(tmp, mod.outputs[0]) : tmp + "/";
-    await run("go", ["build", "-ldflags", mod.ldflags(version), "-o", out, ...mod.packages], cwd);
-    for (const o of mod.outputs) await Deno.rename(join(tmp, o), join(BIN_DIR, o));
-    if (mod.name === "kwok") {
-      const modDir = await run("go", ["list", "-m", "-f", "{{.Dir}}", mod.requirePath], cwd);
-      const docs = await Promise.all(
-        KWOK_STAGE_FILES.map((f) => Deno.readTextFile(join(modDir, f))),
-      );
-      await Deno.writeTextFile(KWOK_STAGES, docs.map((d) => d.trim()).join("\n---\n") + "\n");
-    }
-    log(`built ${mod.name} in ${((performance.now() - started) / 1000).toFixed(1)}s`);
-  } finally {
-    await Deno.remove(tmp, { recursive: true });
-  }
+  return cache.status(await goBuilds());
 }
 
 let pending: Promise<Binaries> | undefined;
@@ -203,22 +161,6 @@ export function ensureBuilt(log: (msg: string) => void = () => {}): Promise<Bina
 }
 
 async function doEnsureBuilt(log: (msg: string) => void): Promise<Binaries> {
-  await Deno.mkdir(BIN_DIR, { recursive: true });
-  const first = await buildStatus();
-  if (first.stale.length === 0) {
-    log("binaries up to date, nothing to build");
-    return binaryPaths();
-  }
-  if (!first.goAvailable) {
-    throw new Error(`cannot build ${first.stale.join(", ")}: no "go" on PATH`);
-  }
-  await withLock(join(BIN_DIR, ".lock"), async () => {
-    const go = await goVersion();
-    for (const mod of MODULES) {
-      if (await moduleUpToDate(mod, await readStamp(), go)) continue;
-      await buildModule(mod, log);
-      await writeStamp(STAMP_FILE, mod.name, { inputs: await inputsHash(mod), go: go ?? "" });
-    }
-  }, log);
+  if (!await cache.ensure(await goBuilds(), log)) log("binaries up to date, nothing to build");
   return binaryPaths();
 }

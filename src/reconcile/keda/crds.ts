@@ -1,70 +1,22 @@
 /**
- * KEDA's CRDs in its own group `keda.sh` (v1alpha1), so users' existing ScaledObjects keep working.
- * The schemas keep spec and status open (`x-kubernetes-preserve-unknown-fields`): KEDA's admission
- * webhooks validate the content.
+ * KEDA's CRDs as KEDA's release installs them (`keda.sh` and `eventing.keda.sh`, v1alpha1): full
+ * schemas, printer columns and short names, generated from KEDA's Go API types by
+ * `deno task module-crds` (./crds/). So the API server refuses what KEDA's own CRDs refuse and
+ * `kubectl explain` shows KEDA's field docs; users' existing objects keep working.
  */
-import type { KubeObject } from "../../api/object.ts";
+import type { KubeObject, ResourceType } from "../../api/object.ts";
+import { embeddedCrds, typeOfCrd, withMetadata } from "../upstream_crds.ts";
+import { CRDS_JSON } from "./crds/generated.ts";
 import { kedaMeta, type KedaTarget } from "./names.ts";
 
-interface CrdNames {
-  kind: string;
-  plural: string;
-  shortNames: string[];
-  scope: "Namespaced" | "Cluster";
+const upstream = embeddedCrds(CRDS_JSON);
+
+/** The kinds KEDA's CRDs define: users' objects of these kinds keep the Scaler from being deleted. */
+export function kedaKinds(): ResourceType[] {
+  return upstream().map(typeOfCrd);
 }
 
-/** The kinds KEDA defines. */
-export const KEDA_CRDS: readonly CrdNames[] = [
-  { kind: "ScaledObject", plural: "scaledobjects", shortNames: ["so"], scope: "Namespaced" },
-  { kind: "ScaledJob", plural: "scaledjobs", shortNames: ["sj"], scope: "Namespaced" },
-  {
-    kind: "TriggerAuthentication",
-    plural: "triggerauthentications",
-    shortNames: ["ta", "triggerauth"],
-    scope: "Namespaced",
-  },
-  {
-    kind: "ClusterTriggerAuthentication",
-    plural: "clustertriggerauthentications",
-    shortNames: ["cta", "clustertriggerauth"],
-    scope: "Cluster",
-  },
-];
-
-function crd(target: KedaTarget, n: CrdNames): KubeObject {
-  const open = { type: "object", "x-kubernetes-preserve-unknown-fields": true };
-  return {
-    apiVersion: "apiextensions.k8s.io/v1",
-    kind: "CustomResourceDefinition",
-    metadata: kedaMeta(target, `${n.plural}.keda.sh`, false),
-    spec: {
-      group: "keda.sh",
-      names: {
-        kind: n.kind,
-        listKind: `${n.kind}List`,
-        plural: n.plural,
-        singular: n.kind.toLowerCase(),
-        shortNames: n.shortNames,
-      },
-      scope: n.scope,
-      versions: [{
-        name: "v1alpha1",
-        served: true,
-        storage: true,
-        subresources: { status: {} },
-        schema: {
-          openAPIV3Schema: {
-            description: `${n.kind} of KEDA.`,
-            type: "object",
-            properties: { spec: open, status: open },
-          },
-        },
-      }],
-    },
-  };
-}
-
-/** KEDA's CRDs. */
+/** KEDA's CRDs with the Scaler's labels. */
 export function kedaCrds(target: KedaTarget): KubeObject[] {
-  return KEDA_CRDS.map((n) => crd(target, n));
+  return upstream().map((crd) => withMetadata(crd, kedaMeta(target, crd.metadata.name, false)));
 }

@@ -1,8 +1,12 @@
 /** Names, version and labels of the KEDA objects the operator installs (KEDA's own names). */
 import { managedLabels, OWNER_LABEL } from "../labels.ts";
+import { UPSTREAM } from "./crds/generated.ts";
 
-/** The KEDA version the operator installs and reports as `kedaVersion`. */
-export const KEDA_VERSION = "2.20.1";
+/**
+ * The KEDA version the operator installs and reports as `kedaVersion`: the release its CRDs are
+ * generated from (tools/crdgen/go.mod), so images, labels and CRDs move together.
+ */
+export const KEDA_VERSION: string = UPSTREAM.version;
 /** Label carrying the installed version on the keda-operator Deployment. */
 export const VERSION_LABEL = "app.kubernetes.io/version";
 

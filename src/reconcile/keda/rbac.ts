@@ -34,6 +34,13 @@ const KEDA_RESOURCES = [
   "clustertriggerauthentications/status",
 ];
 
+const EVENTING_RESOURCES = [
+  "cloudeventsources",
+  "cloudeventsources/status",
+  "clustercloudeventsources",
+  "clustercloudeventsources/status",
+];
+
 function clusterRole(target: KedaTarget, name: string, rules: object[]): KubeObject {
   return { apiVersion: RBAC, kind: "ClusterRole", metadata: kedaMeta(target, name, false), rules };
 }
@@ -80,6 +87,7 @@ export function kedaRbac(target: KedaTarget): KubeObject[] {
       rule(["autoscaling"], ["horizontalpodautoscalers"], ALL),
       rule(["batch"], ["jobs"], ALL),
       rule(["keda.sh"], KEDA_RESOURCES, ["get", "list", "patch", "update", "watch"]),
+      rule(["eventing.keda.sh"], EVENTING_RESOURCES, ["get", "list", "patch", "update", "watch"]),
       rule(["coordination.k8s.io"], ["leases"], ALL),
       rule(["admissionregistration.k8s.io"], ["validatingwebhookconfigurations"], [
         "get",
@@ -109,6 +117,7 @@ export function kedaRbac(target: KedaTarget): KubeObject[] {
         "triggerauthentications",
         "clustertriggerauthentications",
       ], READ),
+      rule(["eventing.keda.sh"], ["cloudeventsources", "clustercloudeventsources"], READ),
       rule(["apps"], ["deployments", "statefulsets"], READ),
       rule([""], ["limitranges"], READ),
       rule(["autoscaling"], ["horizontalpodautoscalers"], READ),

@@ -206,7 +206,7 @@ function service(
   };
 }
 
-function webhook(target: KedaTarget, kind: string, plural: string) {
+function webhook(target: KedaTarget, kind: string, plural: string, group = "keda.sh") {
   return {
     name: `v${kind.toLowerCase()}.kb.io`,
     admissionReviewVersions: ["v1"],
@@ -214,14 +214,14 @@ function webhook(target: KedaTarget, kind: string, plural: string) {
       service: {
         name: KEDA_DEPLOYMENTS.admissionWebhook,
         namespace: target.namespace,
-        path: `/validate-keda-sh-v1alpha1-${kind.toLowerCase()}`,
+        path: `/validate-${group.replaceAll(".", "-")}-v1alpha1-${kind.toLowerCase()}`,
         port: 443,
       },
     },
     // Ignore: an unavailable webhook must not block users' writes of KEDA objects.
     failurePolicy: "Ignore",
     rules: [{
-      apiGroups: ["keda.sh"],
+      apiGroups: [group],
       apiVersions: ["v1alpha1"],
       operations: ["CREATE", "UPDATE"],
       resources: [plural],
@@ -280,6 +280,13 @@ export function kedaWorkloads(
         webhook(target, "ScaledJob", "scaledjobs"),
         webhook(target, "TriggerAuthentication", "triggerauthentications"),
         webhook(target, "ClusterTriggerAuthentication", "clustertriggerauthentications"),
+        webhook(target, "CloudEventSource", "cloudeventsources", "eventing.keda.sh"),
+        webhook(
+          target,
+          "ClusterCloudEventSource",
+          "clustercloudeventsources",
+          "eventing.keda.sh",
+        ),
       ],
     },
   ];

@@ -6,7 +6,9 @@
 import type { KubeObject } from "../../api/object.ts";
 import { fnv1a64, stableJson } from "../hash.ts";
 import { managedLabels, OWNER_LABEL } from "../labels.ts";
+import { embeddedCrds, withMetadata } from "../upstream_crds.ts";
 import type { ServerlessSettings } from "./config.ts";
+import { CRDS_JSON } from "./crds/generated.ts";
 
 /** Name of the Serverless controller Deployment (DESIGN.md). */
 export const CONTROLLER_DEPLOYMENT = "serverless-ctrl-mngr";
@@ -81,36 +83,16 @@ function configMaps(input: ServerlessRenderInput): KubeObject[] {
   ];
 }
 
+const upstreamFunctionCrd = embeddedCrds(CRDS_JSON);
+
+/**
+ * Kyma's Function CRD (generated from kyma-project/serverless's API types by `deno task
+ * module-crds`, group renamed to this project's): its schema, CEL rules, printer columns, short
+ * names and scale subresource, with the module's labels.
+ */
 function functionCrd(input: ServerlessRenderInput): KubeObject {
-  const preserved = { type: "object", "x-kubernetes-preserve-unknown-fields": true };
-  return {
-    apiVersion: "apiextensions.k8s.io/v1",
-    kind: "CustomResourceDefinition",
-    metadata: meta(input, FUNCTION_CRD, false),
-    spec: {
-      group: "serverless.platform-project.io",
-      names: {
-        kind: "Function",
-        listKind: "FunctionList",
-        plural: "functions",
-        singular: "function",
-      },
-      scope: "Namespaced",
-      versions: [{
-        name: "v1alpha2",
-        served: true,
-        storage: true,
-        subresources: { status: {} },
-        schema: {
-          openAPIV3Schema: {
-            description: "A Function of the Serverless module.",
-            type: "object",
-            properties: { spec: preserved, status: preserved },
-          },
-        },
-      }],
-    },
-  };
+  const [crd] = upstreamFunctionCrd();
+  return withMetadata(crd, meta(input, FUNCTION_CRD, false));
 }
 
 function rbac(input: ServerlessRenderInput): KubeObject[] {

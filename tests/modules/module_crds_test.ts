@@ -1,0 +1,178 @@
+/**
+ * The modules' upstream CRDs (`deno task module-crds`): the committed ones are what the pinned KEDA
+ * and controller-gen give (regenerated here, any difference fails), controller-gen's output is
+ * KEDA's own `config/crd/bases`, every command docs/modules.md shows runs, and a missing Go is one
+ * clear error. Needs Go and the Go module proxy, like the e2e tests.
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { parse } from "yaml";
+import { generateKeda, kedaModule, layout, REPO_ROOT } from "../../tools/crdgen/mod.ts";
+import { GENERATED_TS } from "../../tools/crdgen/embed.ts";
+import { FUNCTION_CRD } from "../../src/reconcile/serverless/render.ts";
+import { UPSTREAM as FUNCTION_UPSTREAM } from "../../src/reconcile/serverless/crds/generated.ts";
+import { docCommands, run, task, tempRoot, writeFunctionFixture } from "./helpers.ts";
+
+Deno.test("module-crds --check: the committed CRDs are what the pinned KEDA and controller-gen give", async () => {
+  const r = await task(["--check"]);
+  assert.equal(r.code, 0, r.stderr);
+  assert.match(r.stdout, /module CRDs are up to date \(8 files\)/);
+});
+
+Deno.test("module-crds --check fails on any difference and names each stale file", async () => {
+  const root = await tempRoot();
+  try {
+    const paths = layout(root);
+    const so = join(paths.keda, "keda.sh_scaledobjects.yaml");
+    await Deno.writeTextFile(so, (await Deno.readTextFile(so)).replace("- so\n", "- sox\n"));
+    const ts = join(paths.serverless, GENERATED_TS);
+    await Deno.writeTextFile(ts, (await Deno.readTextFile(ts)) + "\n");
+    await Deno.writeTextFile(join(paths.keda, "stray.yaml"), "kind: Nothing\n");
+    const r = await task(["--check", "--root", root]);
+    assert.equal(r.code, 1, r.stdout);
+    for (
+      const f of [
+        "src/reconcile/keda/crds/keda.sh_scaledobjects.yaml",
+        "src/reconcile/serverless/crds/generated.ts",
+        "src/reconcile/keda/crds/stray.yaml",
+      ]
+    ) {
+      assert.match(r.stderr, new RegExp(`^  ${f.replaceAll(".", "\\.")}$`, "m"), r.stderr);
+    }
+    assert.doesNotMatch(r.stderr, /keda\.sh_scaledjobs/, "only the changed files are named");
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});
+
+Deno.test("controller-gen over KEDA's Go types gives KEDA's committed config/crd/bases byte for byte", async () => {
+  const out = await Deno.makeTempDir({ prefix: "keda-bases-" });
+  try {
+    await generateKeda(REPO_ROOT, out, true);
+    const { dir } = await kedaModule(layout(REPO_ROOT).goModule);
+    const bases = join(dir, "config", "crd", "bases");
+    const names = async (d: string) =>
+      (await Array.fromAsync(Deno.readDir(d))).map((e) => e.name).sort();
+    assert.deepEqual(await names(out), await names(bases));
+    assert.equal((await names(out)).length, 6);
+    for (const name of await names(out)) {
+      const ours = await Deno.readTextFile(join(out, name));
+      // KEDA's files start with "---" (its Makefile runs controller-gen with the same options).
+      assert.equal(ours, await Deno.readTextFile(join(bases, name)), name);
+    }
+  } finally {
+    await Deno.remove(out, { recursive: true });
+  }
+});
+
+Deno.test("the committed KEDA CRDs carry KEDA's kustomize patches", async () => {
+  const dir = layout(REPO_ROOT).keda;
+  const schema = async (f: string) =>
+    (parse(await Deno.readTextFile(join(dir, f))) as {
+      spec: { versions: { schema: { openAPIV3Schema: Record<string, unknown> } }[] };
+    }).spec.versions[0].schema.openAPIV3Schema;
+  const at = (o: unknown, path: string): unknown =>
+    path.split("/").reduce<unknown>((v, k) => (v as Record<string, unknown>)?.[k], o);
+  const sj = await schema("keda.sh_scaledjobs.yaml");
+  assert.equal(
+    at(sj, "properties/spec/properties/triggers/items/properties/metricType"),
+    undefined,
+  );
+  const template = "properties/spec/properties/jobTargetRef/properties/template/properties";
+  assert.equal(at(sj, `${template}/metadata/x-kubernetes-preserve-unknown-fields`), true);
+  const so = await schema("keda.sh_scaledobjects.yaml");
+  const scaleUp = at(
+    so,
+    "properties/spec/properties/advanced/properties/horizontalPodAutoscalerConfig/properties/behavior/properties/scaleUp/properties/stabilizationWindowSeconds",
+  ) as { minimum?: number; maximum?: number };
+  assert.deepEqual([scaleUp.minimum, scaleUp.maximum], [0, 3600]);
+  assert.deepEqual(at(so, "properties/spec/required"), ["scaleTargetRef", "triggers"]);
+});
+
+Deno.test("the Function CRD names its Kyma tag and commit at the top and has this project's group", async () => {
+  const text = await Deno.readTextFile(layout(REPO_ROOT).functionYaml);
+  const header = text.split("\n").filter((l) => l.startsWith("#")).join(" ");
+  assert.match(
+    header,
+    /kyma-project\/serverless 1\.13\.0 .*\(commit 9ff7d2daa37c59ba0b1d620db371726c72e20a8d\)/,
+  );
+  assert.deepEqual(
+    [FUNCTION_UPSTREAM.version, FUNCTION_UPSTREAM.commit],
+    ["1.13.0", "9ff7d2daa37c59ba0b1d620db371726c72e20a8d"],
+  );
+  const crd = parse(text) as {
+    metadata: { name: string };
+    spec: { group: string; names: { shortNames: string[]; categories: string[] } };
+  };
+  assert.equal(crd.metadata.name, FUNCTION_CRD);
+  assert.equal(crd.spec.group, "serverless.platform-project.io");
+  assert.deepEqual([crd.spec.names.shortNames, crd.spec.names.categories], [["fn", "fns"], [
+    "all",
+  ]]);
+  assert.ok(!/^\s*group: serverless\.kyma-project\.io/m.test(text), "Kyma's group is renamed");
+});
+
+Deno.test("every command docs/modules.md shows runs (on a copy of the repository)", async () => {
+  const commands = await docCommands();
+  assert.deepEqual(commands.map((c) => c.split(" ").slice(0, 5).join(" ")), [
+    "./deno task module-crds",
+    "./deno task module-crds --check",
+    "./deno task module-crds --keda v2.20.2",
+    "./deno task module-crds --serverless /tmp/kyma-serverless",
+  ]);
+  const root = await tempRoot();
+  const checkout = await writeFunctionFixture();
+  try {
+    const paths = layout(root);
+    const before = await Deno.readTextFile(join(paths.goModule, "go.mod"));
+    const sumBefore = await Deno.readTextFile(join(paths.goModule, "go.sum"));
+    for (const command of commands) {
+      // Kyma's repository is not on the Go module proxy: the test's checkout is a stand-in.
+      const args = command.replace("./deno task module-crds", "").replace(
+        "/tmp/kyma-serverless",
+        checkout,
+      ).trim().split(/\s+/).filter(Boolean);
+      const r = await task([...args, "--root", root]);
+      assert.equal(r.code, 0, `${command}:\n${r.stdout}\n${r.stderr}`);
+      if (args.includes("--serverless")) continue;
+      for (const dir of [paths.keda, paths.serverless]) {
+        for await (const e of Deno.readDir(dir)) {
+          const repoFile = join(dir.replace(root, REPO_ROOT), e.name);
+          assert.equal(
+            await Deno.readTextFile(join(dir, e.name)),
+            await Deno.readTextFile(repoFile),
+            `${command} changed ${e.name}`,
+          );
+        }
+      }
+    }
+    assert.equal(await Deno.readTextFile(join(paths.goModule, "go.mod")), before, "go.mod");
+    assert.equal(await Deno.readTextFile(join(paths.goModule, "go.sum")), sumBefore, "go.sum");
+    const fn = await Deno.readTextFile(paths.functionYaml);
+    assert.match(fn, /^# .*kyma-project\/serverless 1\.13\.0\n# \(commit 9ff7d2da/);
+    const crd = parse(fn) as { spec: { group: string; names: { shortNames: string[] } } };
+    assert.deepEqual([crd.spec.group, crd.spec.names.shortNames], [
+      "serverless.platform-project.io",
+      ["stand-in"],
+    ]);
+    const ts = await Deno.readTextFile(join(paths.serverless, GENERATED_TS));
+    assert.match(ts, /\\"shortNames\\":\[\\"stand-in\\"\]/, "the embedding follows the YAML");
+  } finally {
+    await Deno.remove(root, { recursive: true });
+    await Deno.remove(checkout, { recursive: true });
+  }
+});
+
+Deno.test("without Go the task stops with one clear error", async () => {
+  const path = (Deno.env.get("PATH") ?? "").split(":").filter((d) => {
+    try {
+      return !Deno.statSync(join(d, "go")).isFile;
+    } catch {
+      return true;
+    }
+  }).join(":");
+  const r = await run(["task", "module-crds", "--check"], { PATH: path });
+  assert.equal(r.code, 1);
+  assert.match(r.stderr, /^module-crds: no "go" on PATH: Go 1\.26 /m);
+  assert.doesNotMatch(r.stderr, /\n\s+at /, "no stack trace");
+});

@@ -1,0 +1,107 @@
+/**
+ * A controller's own `concurrency` bounds its reconciles in flight (a Plan's writes included):
+ * the module controllers use 1, because whether one module object is served depends on the
+ * others' claims, which a reconcile must see written before the next one decides.
+ */
+import assert from "node:assert/strict";
+import { RESOURCES } from "../../src/api/resources.ts";
+import { scalerController } from "../../src/controllers/scaler.ts";
+import { serverlessController } from "../../src/controllers/serverless.ts";
+import { MANAGED_BY, MANAGED_BY_LABEL } from "../../src/reconcile/labels.ts";
+import { emptyPlan } from "../../src/reconcile/plan.ts";
+import type { Cluster, KubeObject } from "../../src/runtime/cluster.ts";
+import type { ControllerSpec } from "../../src/runtime/controller.ts";
+import { Manager } from "../../src/runtime/manager.ts";
+import { FakeCluster } from "./fake_cluster.ts";
+import { captureLogger, ManualClock, seededRandom } from "./helpers.ts";
+
+const RL = RESOURCES.RateLimit;
+const CM = RESOURCES.ConfigMap;
+
+/** Each RateLimit gets a ConfigMap; nothing else. */
+function children(concurrency?: number): ControllerSpec {
+  return {
+    name: "children",
+    primary: RL,
+    watches: [{ type: CM, labelSelector: `${MANAGED_BY_LABEL}=${MANAGED_BY}` }],
+    triggers: () => [],
+    ...(concurrency ? { concurrency } : {}),
+    reconcile(key, cache) {
+      const [namespace, name] = key.split("/");
+      if (!cache.get(RL, namespace, name)) return undefined;
+      const cm: KubeObject = {
+        apiVersion: "v1",
+        kind: "ConfigMap",
+        metadata: { name, namespace, labels: { [MANAGED_BY_LABEL]: MANAGED_BY } },
+        data: { a: "b" },
+      };
+      return { ...emptyPlan(), apply: [cm] };
+    },
+  };
+}
+
+/** The most ConfigMap applies in flight at once, each taking 50 ms of the fake clock. */
+async function mostInFlight(spec: ControllerSpec): Promise<number> {
+  const clock = new ManualClock();
+  const fake = new FakeCluster(clock);
+  for (const name of ["a", "b", "c", "d"]) {
+    fake.put(RL, {
+      apiVersion: "gateway.platform-project.io/v1alpha1",
+      kind: "RateLimit",
+      metadata: { name, namespace: "demo" },
+      spec: {},
+    });
+  }
+  let now = 0;
+  let most = 0;
+  const cluster: Cluster = {
+    list: fake.list.bind(fake),
+    watch: fake.watch.bind(fake),
+    get: fake.get.bind(fake),
+    create: fake.create.bind(fake),
+    update: fake.update.bind(fake),
+    applyStatus: fake.applyStatus.bind(fake),
+    patch: fake.patch.bind(fake),
+    delete: fake.delete.bind(fake),
+    async apply(type, obj, opts) {
+      most = Math.max(most, ++now);
+      try {
+        await clock.sleep(50);
+        return await fake.apply(type, obj, opts);
+      } finally {
+        now--;
+      }
+    },
+  };
+  const m = new Manager({
+    cluster,
+    clock,
+    random: seededRandom(3),
+    log: captureLogger(clock).log,
+    controllers: [spec],
+    images: {
+      serverlessController: "s",
+      kedaOperator: "k",
+      kedaMetricsServer: "m",
+      kedaAdmissionWebhooks: "w",
+    },
+    identity: "op-0",
+    leaderElection: false,
+  });
+  const done = m.start();
+  await clock.advance(2_000);
+  assert.ok(fake.peek(CM, "demo", "d"), "every object was reconciled");
+  await m.stop();
+  await done;
+  return most;
+}
+
+Deno.test("a controller's concurrency bounds its reconciles in flight; the default runs two", async () => {
+  assert.equal(await mostInFlight(children(1)), 1);
+  assert.equal(await mostInFlight(children()), 2, "the manager's default, for contrast");
+});
+
+Deno.test("the module controllers reconcile one object at a time", () => {
+  assert.equal(serverlessController.concurrency, 1);
+  assert.equal(scalerController.concurrency, 1);
+});

@@ -1,0 +1,174 @@
+/**
+ * Builds binaries from Go modules into a cache directory, once: each build has a stamp (a hash of
+ * its input files, packages, flags and Go environment, plus the `go version`) in the directory's
+ * `stamp.json`, and builds again only when that changes or an output is missing. Used by the local
+ * control plane (`tools/cluster/build.ts`) and the CRD generator (`tools/crdgen/`).
+ */
+import { createHash } from "node:crypto";
+import { join } from "node:path";
+import { withLock } from "./cluster/lock.ts";
+import { exists } from "./cluster/paths.ts";
+
+/** One `go build` of some packages of a module, and what decides whether it is stale. */
+export interface GoBuild {
+  /** Key of the build in the stamp file. */
+  name: string;
+  /** What the build log calls it (default: name). */
+  label?: string;
+  /** The module directory `go build` runs in. */
+  dir: string;
+  /** Files of `dir` whose content decides staleness (go.mod, go.sum, sources). */
+  inputs: readonly string[];
+  /** Further inputs, hashed as JSON in order. */
+  extra: readonly unknown[];
+  packages: readonly string[];
+  /** Binary names, written into the cache directory. */
+  outputs: readonly string[];
+  ldflags: string;
+  /** Paths besides the binaries that must exist for the build to be up to date. */
+  artifacts?: readonly string[];
+  /** Runs after the binaries are in place (writes `artifacts`). */
+  after?: () => Promise<void>;
+}
+
+type Stamp = Record<string, { inputs: string; go: string }>;
+
+/** What to install when Go is missing. */
+export const NEED_GO = "Go 1.26 with access to the Go module proxy is needed";
+
+/** Environment for every `go` invocation: local toolchain, static, reproducible paths. */
+export function goEnv(): Record<string, string> {
+  return {
+    GOTOOLCHAIN: "local",
+    CGO_ENABLED: "0",
+    GOFLAGS: "-trimpath -buildvcs=false -mod=readonly",
+  };
+}
+
+/** Runs `go` (or another command) in `cwd` with {@link goEnv}; returns stdout, throws with stderr. */
+export async function runGo(
+  args: string[],
+  cwd: string,
+  cmd = "go",
+): Promise<string> {
+  let out: Deno.CommandOutput;
+  try {
+    out = await new Deno.Command(cmd, { args, cwd, env: goEnv(), stdin: "null" }).output();
+  } catch (e) {
+    if (!(e instanceof Deno.errors.NotFound)) throw e;
+    throw new Error(
+      cmd === "go" ? `no "go" on PATH: ${NEED_GO}` : `cannot run ${cmd}: ${(e as Error).message}`,
+    );
+  }
+  const dec = new TextDecoder();
+  if (!out.success) {
+    throw new Error(`${cmd} ${args.join(" ")} failed (cwd ${cwd}):\n${dec.decode(out.stderr)}`);
+  }
+  return dec.decode(out.stdout).trim();
+}
+
+/** `go version` output, or null when no Go toolchain is on PATH. */
+export async function goVersion(cwd: string): Promise<string | null> {
+  try {
+    return await runGo(["version"], cwd);
+  } catch {
+    return null;
+  }
+}
+
+/** The hash of a build's inputs. */
+export async function inputsHash(build: GoBuild): Promise<string> {
+  const h = createHash("sha256");
+  for (const f of build.inputs) {
+    h.update(f + "\0" + await Deno.readTextFile(join(build.dir, f)) + "\0");
+  }
+  for (const x of build.extra) h.update(JSON.stringify(x));
+  return h.digest("hex");
+}
+
+/** The builds whose binaries live in one cache directory, with its stamp file and lock. */
+export class GoCache {
+  constructor(readonly binDir: string) {}
+
+  /** Path of a binary in the cache. */
+  path(output: string): string {
+    return join(this.binDir, output);
+  }
+
+  async #readStamp(): Promise<Stamp> {
+    try {
+      return JSON.parse(await Deno.readTextFile(join(this.binDir, "stamp.json"))) as Stamp;
+    } catch {
+      return {};
+    }
+  }
+
+  async #upToDate(build: GoBuild, stamp: Stamp, go: string | null): Promise<boolean> {
+    const s = stamp[build.name];
+    if (!s || s.inputs !== await inputsHash(build)) return false;
+    if (go !== null && s.go !== go) return false;
+    for (const o of [...build.outputs.map((o) => this.path(o)), ...build.artifacts ?? []]) {
+      if (!await exists(o)) return false;
+    }
+    return true;
+  }
+
+  /** Names of the builds that need building; `goAvailable` says whether building is possible. */
+  async status(builds: readonly GoBuild[]): Promise<{ stale: string[]; goAvailable: boolean }> {
+    const go = await goVersion(builds[0]?.dir ?? ".");
+    const stamp = await this.#readStamp();
+    const stale: string[] = [];
+    for (const b of builds) if (!await this.#upToDate(b, stamp, go)) stale.push(b.name);
+    return { stale, goAvailable: go !== null };
+  }
+
+  async #build(build: GoBuild, log: (msg: string) => void): Promise<void> {
+    const tmp = await Deno.makeTempDir({ dir: this.binDir, prefix: `.build-${build.name}-` });
+    try {
+      const started = performance.now();
+      log(
+        `building ${build.label ?? build.name}: ${
+          build.outputs.join(", ")
+        } (this can take a while)`,
+      );
+      const out = build.outputs.length === 1 ? join(tmp, build.outputs[0]) : tmp + "/";
+      await runGo(["build", "-ldflags", build.ldflags, "-o", out, ...build.packages], build.dir);
+      for (const o of build.outputs) await Deno.rename(join(tmp, o), this.path(o));
+      await build.after?.();
+      log(`built ${build.name} in ${((performance.now() - started) / 1000).toFixed(1)}s`);
+    } finally {
+      await Deno.remove(tmp, { recursive: true });
+    }
+  }
+
+  /**
+   * Builds whatever of `builds` is missing or stale. Safe to call concurrently from several
+   * processes (a lock directory in the cache). Throws a clear error when there is no Go.
+   */
+  async ensure(builds: readonly GoBuild[], log: (msg: string) => void): Promise<boolean> {
+    await Deno.mkdir(this.binDir, { recursive: true });
+    const first = await this.status(builds);
+    if (first.stale.length === 0) return false;
+    if (!first.goAvailable) {
+      throw new Error(
+        `cannot build ${
+          first.stale.join(", ")
+        }: no "go" on PATH (Go 1.26 with the Go module proxy is needed)`,
+      );
+    }
+    await withLock(join(this.binDir, ".lock"), async () => {
+      const go = await goVersion(builds[0].dir);
+      for (const b of builds) {
+        const stamp = await this.#readStamp();
+        if (await this.#upToDate(b, stamp, go)) continue;
+        await this.#build(b, log);
+        stamp[b.name] = { inputs: await inputsHash(b), go: go ?? "" };
+        await Deno.writeTextFile(
+          join(this.binDir, "stamp.json"),
+          JSON.stringify(stamp, null, 2) + "\n",
+        );
+      }
+    }, log);
+    return true;
+  }
+}
