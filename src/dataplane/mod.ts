@@ -5,6 +5,8 @@
  * - `Mesh`: Pods and EnvoyFilters in, `send(request, nowMs)` out; round-robin over ready Pods, one
  *   proxy (and set of buckets) a Pod, the ingress gateway as a target.
  * - `readEnvoyFilter`, `proxyConfig`, `newProxyState`, `decide`: one proxy, step by step.
+ * - `patchRouteConfiguration`, `routeConfigurationErrors`: a whole route configuration (forwarding,
+ *   redirect and direct-response routes) after the filters' route merges, and what Envoy refuses.
  * - `newBucket`, `consume`, `tokensAt`: the discrete token bucket.
  */
 export { DEFAULT_MESH, Mesh, meshPodOf, selects } from "./mesh.ts";
@@ -26,7 +28,14 @@ export {
 } from "./proxy.ts";
 export type { BucketId, Decision, ProxyConfig, ProxyState } from "./proxy.ts";
 export { readEnvoyFilter } from "./envoyfilter.ts";
-export type { EnvoyFilterModel, EnvoyFilterResult, ProxyContext } from "./envoyfilter.ts";
+export type {
+  EnvoyFilterModel,
+  EnvoyFilterResult,
+  ProxyContext,
+  RouteAction,
+  RoutePatch,
+} from "./envoyfilter.ts";
+export { patchRouteConfiguration, routeConfigurationErrors, routeReached } from "./routes.ts";
 export {
   LOCAL_RATELIMIT_FILTER,
   LOCAL_RATELIMIT_TYPE,
