@@ -32,9 +32,11 @@ const EXPECTED: Record<string, string[]> = {
     "Normal Verification",
     "Normal Verified",
   ],
-  "RateLimit mesh-system/ingressgateway": ["Normal Applied"],
+  // The gateway's Pod runs the mesh's proxy: the limit is enforced.
+  "RateLimit mesh-system/ingressgateway": ["Normal Applied", "Normal Enforced"],
   "RateLimit demo/httpbin-invalid": ["Warning InvalidSpec"],
-  "RateLimit demo/httpbin": ["Normal Applied"],
+  // No sidecar injector runs here, so httpbin's Pod has no proxy and the Warning says so.
+  "RateLimit demo/httpbin": ["Normal Applied", "Warning SidecarMissing"],
 };
 
 interface EventObject {
