@@ -13,7 +13,7 @@ import type { KubeObject } from "../runtime/cluster.ts";
 import { kubeTime } from "../runtime/clock.ts";
 import { conditionEvents, rowFor, type StateRow, updateConditions } from "./conditions.ts";
 import type { ApplyOutcome, Plan } from "./plan.ts";
-import { olderConflicts } from "./ratelimit/conflict.ts";
+import { olderConflicts, selectPods } from "./ratelimit/conflict.ts";
 import {
   ENFORCED_CONDITION,
   enforcement,
@@ -106,6 +106,22 @@ function creationOf(raw: unknown): string {
   return typeof t === "string" ? t : "";
 }
 
+/**
+ * The input's Pods that a selector selects, made once a reconcile for each selector object (the
+ * spec's, the kept filter's): conflict detection and enforcement read the same few Pods rather
+ * than each scanning the namespace.
+ */
+function podSelection(pods: readonly unknown[]) {
+  const made = new Map<Readonly<Record<string, string>>, unknown[]>();
+  return (selector: Readonly<Record<string, string>>): unknown[] => {
+    let list = made.get(selector);
+    if (!list) made.set(selector, list = selectPods(pods, selector));
+    return list;
+  };
+}
+
+type Selection = ReturnType<typeof podSelection>;
+
 /** The selector an older peer's own EnvoyFilter holds, for conflict detection. */
 function enforcedOf(input: RateLimitInput) {
   return (name: string): Record<string, string> | undefined => {
@@ -114,7 +130,12 @@ function enforcedOf(input: RateLimitInput) {
   };
 }
 
-function judge(input: RateLimitInput, meta: Meta, ours: KubeObject | undefined): Verdict {
+function judge(
+  input: RateLimitInput,
+  meta: Meta,
+  ours: KubeObject | undefined,
+  selected: Selection,
+): Verdict {
   // Status is the operator's own output: judging it would make the verdict depend on itself.
   const raw = input.rateLimit;
   const parsed = parseRateLimit(
@@ -138,7 +159,7 @@ function judge(input: RateLimitInput, meta: Meta, ours: KubeObject | undefined):
     creationTimestamp: creationOf(raw),
     selector: rl.spec.selectorLabels,
   };
-  const older = olderConflicts(self, input.peers, input.pods, enforcedOf(input));
+  const older = olderConflicts(self, input.peers, selected(self.selector), enforcedOf(input));
   if (older.length > 0) {
     const names = older.map((n) => `${meta.namespace}/${n}`).join(", ");
     return {
@@ -178,12 +199,17 @@ function judge(input: RateLimitInput, meta: Meta, ours: KubeObject | undefined):
 /** Our filter, kept for a refused generation, or why it had to go. */
 type Kept = { filter: KubeObject; inForce: InForce } | { withdrawn: string } | undefined;
 
-function keep(input: RateLimitInput, meta: Meta, ours: KubeObject | undefined): Kept {
+function keep(
+  input: RateLimitInput,
+  meta: Meta,
+  ours: KubeObject | undefined,
+  selected: Selection,
+): Kept {
   if (!ours) return undefined;
   const selector = filterSelector(ours);
   if (!selector) return { withdrawn: "its workload selector is unreadable" };
   const self = { name: meta.name, creationTimestamp: creationOf(input.rateLimit), selector };
-  const older = olderConflicts(self, input.peers, input.pods, enforcedOf(input));
+  const older = olderConflicts(self, input.peers, selected(selector), enforcedOf(input));
   if (older.length > 0) {
     const names = older.map((n) => `${meta.namespace}/${n}`).join(", ");
     return { withdrawn: `the older RateLimit ${names} selects the same pods` };
@@ -237,7 +263,8 @@ export function reconcileRateLimit(input: RateLimitInput): Plan {
     // covers a filter without one.
     return { apply: [], delete: ours ? [filterRef(meta)] : [], events: [] };
   }
-  const verdict = judge(input, meta, ours);
+  const selected = podSelection(input.pods);
+  const verdict = judge(input, meta, ours, selected);
   let message: string;
   let inForce: InForce | undefined;
   let enforcedGeneration: number | undefined;
@@ -257,13 +284,13 @@ export function reconcileRateLimit(input: RateLimitInput): Plan {
       } applied to ${where} by EnvoyFilter ${meta.namespace}/${meta.name}: ${limitsText(spec)}`;
     } else {
       // The filter in place, if any, is what the failed apply would have replaced.
-      const k = keep(input, meta, ours);
+      const k = keep(input, meta, ours, selected);
       inForce = k && "filter" in k ? k.inForce : undefined;
       enforcedGeneration = ours ? renderedGeneration(ours) : undefined;
       message = `${verdict.problem}; ${ours ? keptText(ours) : "limit not applied"}`;
     }
   } else {
-    const kept = verdict.reason === "MeshMissing" ? undefined : keep(input, meta, ours);
+    const kept = verdict.reason === "MeshMissing" ? undefined : keep(input, meta, ours, selected);
     if (kept && "filter" in kept) {
       inForce = kept.inForce;
       enforcedGeneration = renderedGeneration(kept.filter);
@@ -271,7 +298,7 @@ export function reconcileRateLimit(input: RateLimitInput): Plan {
     message = refusal(verdict.reason, verdict.problem, meta, kept);
   }
   const row = rowFor(RATELIMIT_STATES, verdict.reason);
-  const enforced = enforcement(inForce, input.pods);
+  const enforced = enforcement(inForce, inForce ? selected(inForce.selector) : []);
   const conditions = updateConditions(
     meta.conditions,
     {

@@ -51,6 +51,16 @@ function subset(a: Record<string, string>, b: Record<string, string>): boolean {
   return Object.entries(a).every(([k, v]) => b[k] === v);
 }
 
+/** The Pods (any objects) whose labels `selector` selects; the rest are dropped unread. */
+export function selectPods(pods: readonly unknown[], selector: Record<string, string>): unknown[] {
+  const out: unknown[] = [];
+  for (const pod of pods) {
+    const labels = podLabelsOf(pod);
+    if (labels !== undefined && subset(selector, labels)) out.push(pod);
+  }
+  return out;
+}
+
 /** True when the two selectors select the same pods, now (`pods`) or by construction. */
 export function selectSamePods(
   a: Record<string, string>,
