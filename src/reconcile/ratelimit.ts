@@ -8,7 +8,7 @@
  * `Enforced` condition and the Pod figures say whether the limit in place reaches any proxy.
  */
 import { formatErrors } from "../api/issues.ts";
-import { parseRateLimit, type RateLimit, type RateLimitSpec } from "../api/ratelimit.ts";
+import { parseRateLimit, type RateLimit } from "../api/ratelimit.ts";
 import type { KubeObject } from "../runtime/cluster.ts";
 import { kubeTime } from "../runtime/clock.ts";
 import { conditionEvents, rowFor, type StateRow, updateConditions } from "./conditions.ts";
@@ -22,6 +22,7 @@ import {
 } from "./ratelimit/enforcement.ts";
 import { isGateway, renderedGeneration, renderEnvoyFilter } from "./ratelimit/envoyfilter.ts";
 import { filterRef, filterSelector, isOurs, type Meta, readMeta } from "./ratelimit/meta.ts";
+import { type Kept, keptText, limitsText, refusal } from "./ratelimit/messages.ts";
 import { validateSpec } from "./ratelimit/validate.ts";
 
 /** The condition type whose row decides a RateLimit's state. */
@@ -196,9 +197,6 @@ function judge(
   return { reason: "Applied", desired, rl };
 }
 
-/** Our filter, kept for a refused generation, or why it had to go. */
-type Kept = { filter: KubeObject; inForce: InForce } | { withdrawn: string } | undefined;
-
 function keep(
   input: RateLimitInput,
   meta: Meta,
@@ -216,41 +214,6 @@ function keep(
   }
   const gateway = isGateway(meta.namespace, { selectorLabels: selector });
   return { filter: ours, inForce: { namespace: meta.namespace, selector, gateway } };
-}
-
-function generationText(g: number | undefined): string {
-  return g === undefined ? "the new spec" : `generation ${g}`;
-}
-
-function keptText(filter: KubeObject): string {
-  const g = renderedGeneration(filter);
-  const which = g === undefined ? "an earlier generation" : `generation ${g}`;
-  return `${which} still enforced by EnvoyFilter ${filter.metadata.namespace}/${filter.metadata.name}`;
-}
-
-/** What the Ready condition says of a refusal, given what stays in force. */
-function refusal(reason: string, problem: string, meta: Meta, kept: Kept): string {
-  if (reason === "MeshMissing") return problem;
-  const gen = generationText(meta.generation);
-  if (kept === undefined) {
-    return reason === "InvalidSpec"
-      ? `Invalid spec, limit not applied: ${problem}`
-      : `${problem}; this one is not applied`;
-  }
-  const rest = "withdrawn" in kept
-    ? `the limit of an earlier generation was withdrawn because ${kept.withdrawn}; limit not applied`
-    : keptText(kept.filter);
-  return reason === "InvalidSpec"
-    ? `Invalid spec, ${gen} rejected: ${problem}; ${rest}`
-    : `${problem}, so ${gen} is not applied; ${rest}`;
-}
-
-function limitsText(spec: RateLimitSpec): string {
-  const d = spec.local.defaultBucket;
-  const rules = spec.local.buckets.length;
-  return `default bucket ${d.maxTokens} tokens, ${d.tokensPerFill} added every ${d.fillInterval}${
-    rules > 0 ? `; ${rules} rule bucket${rules === 1 ? "" : "s"}` : ""
-  }`;
 }
 
 /** The Plan for one RateLimit. Never throws; never writes the RateLimit's spec. */
@@ -295,7 +258,7 @@ export function reconcileRateLimit(input: RateLimitInput): Plan {
       inForce = kept.inForce;
       enforcedGeneration = renderedGeneration(kept.filter);
     } else if (ours) plan.delete.push(filterRef(meta));
-    message = refusal(verdict.reason, verdict.problem, meta, kept);
+    message = refusal(verdict.reason, verdict.problem, meta.generation, kept);
   }
   const row = rowFor(RATELIMIT_STATES, verdict.reason);
   const enforced = enforcement(inForce, inForce ? selected(inForce.selector) : []);

@@ -8,6 +8,7 @@
  */
 import { FIELD_MANAGER } from "../reconcile/labels.ts";
 import { type KubeObject, objectKey, type ResourceType } from "./cluster.ts";
+import { Indexer } from "./indexer.ts";
 import { type LabelMatcher, parseSelector } from "./selector.ts";
 
 /** What a watcher tells its store (kube-rs `watcher::Event`). */
@@ -84,15 +85,6 @@ interface Written {
   gone: boolean;
 }
 
-/** One secondary index of a store: objects filed under the values `keys` gives them. */
-interface StoreIndex {
-  keys: (obj: KubeObject) => string[];
-  /** value → object key → object. */
-  entries: Map<string, Map<string, KubeObject>>;
-  /** value → its objects in key order, made on first read and dropped when the value changes. */
-  sorted: Map<string, readonly KubeObject[]>;
-}
-
 /** The cache of one watch. */
 export class Store {
   #objects = new Map<string, KubeObject>();
@@ -108,7 +100,7 @@ export class Store {
   #seen: bigint | undefined;
   readonly #written = new Map<string, Written>();
   readonly #matches: LabelMatcher | undefined;
-  readonly #indexes = new Map<string, StoreIndex>();
+  readonly #indexer = new Indexer();
 
   constructor(readonly type: ResourceType, readonly labelSelector?: string) {
     this.#matches = parseSelector(labelSelector);
@@ -248,9 +240,9 @@ export class Store {
 
   #put(key: string, obj: KubeObject, owned: unknown, old: KubeObject | undefined): CacheChange {
     const stored = this.#objects.get(key);
-    if (stored) this.#unindex(key, stored);
+    if (stored) this.#indexer.remove(key, stored);
     this.#objects.set(key, obj);
-    this.#index(key, obj);
+    this.#indexer.put(key, obj);
     setOrDelete(this.#owned, key, owned);
     this.#listsChanged();
     return old ? { type: "apply", object: obj, old } : { type: "apply", object: obj };
@@ -259,7 +251,7 @@ export class Store {
   #remove(key: string, object: KubeObject): CacheChange[] {
     const stored = this.#objects.get(key);
     if (!stored) return [];
-    this.#unindex(key, stored);
+    this.#indexer.remove(key, stored);
     this.#objects.delete(key);
     this.#owned.delete(key);
     this.#listsChanged();
@@ -271,57 +263,14 @@ export class Store {
    * gives it (see `byIndex`). Throws when `name` is taken.
    */
   addIndex(name: string, keys: (obj: KubeObject) => string[]): void {
-    if (this.#indexes.has(name)) throw new Error(`index ${name} exists already`);
-    const index: StoreIndex = { keys, entries: new Map(), sorted: new Map() };
-    this.#indexes.set(name, index);
-    for (const [key, obj] of this.#objects) this.#fileUnder(index, key, obj);
+    this.#indexer.add(name, keys, this.#objects);
   }
 
   /** The objects index `name` files under `value`, in namespace/name order; throws for no such index. */
   byIndex(name: string, value: string): readonly KubeObject[] {
-    const index = this.#indexes.get(name);
-    if (!index) throw new Error(`no index ${name} on ${this.type.plural}`);
-    let list = index.sorted.get(value);
-    if (list === undefined) {
-      const filed = index.entries.get(value);
-      list = Object.freeze(
-        filed ? [...filed].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, o]) => o) : [],
-      );
-      index.sorted.set(value, list);
-    }
-    return list;
-  }
-
-  #fileUnder(index: StoreIndex, key: string, obj: KubeObject): void {
-    for (const value of new Set(index.keys(obj))) {
-      let filed = index.entries.get(value);
-      if (!filed) index.entries.set(value, filed = new Map());
-      filed.set(key, obj);
-      index.sorted.delete(value);
-    }
-  }
-
-  #index(key: string, obj: KubeObject): void {
-    for (const index of this.#indexes.values()) this.#fileUnder(index, key, obj);
-  }
-
-  #unindex(key: string, obj: KubeObject): void {
-    for (const index of this.#indexes.values()) {
-      for (const value of new Set(index.keys(obj))) {
-        const filed = index.entries.get(value);
-        if (!filed?.delete(key)) continue;
-        if (filed.size === 0) index.entries.delete(value);
-        index.sorted.delete(value);
-      }
-    }
-  }
-
-  #reindex(): void {
-    for (const index of this.#indexes.values()) {
-      index.entries.clear();
-      index.sorted.clear();
-      for (const [key, obj] of this.#objects) this.#fileUnder(index, key, obj);
-    }
+    const found = this.#indexer.byIndex(name, value);
+    if (!found) throw new Error(`no index ${name} on ${this.type.plural}`);
+    return found;
   }
 
   #swap(next: Map<string, KubeObject>, owned: Map<string, unknown>): CacheChange[] {
@@ -338,7 +287,7 @@ export class Store {
     }
     this.#objects = next;
     this.#owned = owned;
-    this.#reindex();
+    this.#indexer.rebuild(next);
     this.#buffer = undefined;
     this.#bufferOwned = undefined;
     this.#listsChanged();
