@@ -100,7 +100,7 @@ Deno.test("every Enforced reason is reached, with its status and words a user ca
   }));
   assert.equal(
     enforcedOf(gw).message,
-    "Enforced on the only ingress gateway Pod with app=mesh-ingressgateway: each has a mesh sidecar",
+    "Enforced on the one ingress gateway Pod with app=mesh-ingressgateway, which has a mesh sidecar",
   );
   assert.match(enforcedOf(reconcileRateLimit(input(gateway))).message, /^No ingress gateway Pod/);
 });
@@ -130,7 +130,10 @@ Deno.test(`a message names at most ${NAMED_PODS} Pods, sorted, and counts the re
   const one = enforcement({ namespace: "demo", selector: { app: "httpbin" }, gateway: false }, [
     meshPod("a", "none"),
   ]);
-  assert.match(one.condition.message, /^1 of 1 Pod with app=httpbin has no mesh sidecar/);
+  assert.match(
+    one.condition.message,
+    /^1 of 1 Pod with app=httpbin has no mesh sidecar, so its requests are not limited: a; enable sidecar injection for it .* and restart it$/,
+  );
 });
 
 Deno.test("a Warning Event when enforcement drops; none while the figures stay", () => {

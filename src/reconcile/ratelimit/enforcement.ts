@@ -116,17 +116,18 @@ export function enforcement(
     return { condition: condition("NoPodSelected", message), ...figures };
   }
   if (without.length > 0) {
+    const one = without.length === 1;
     const message = `${without.length} of ${
       plural(selected.length, noun, `${noun}s`)
-    } with ${sel} ${
-      without.length === 1 ? "has" : "have"
-    } no mesh sidecar, so their requests are not limited: ${
-      named(without)
-    }; enable sidecar injection for them (e.g. namespace label istio-injection=enabled) and restart them`;
+    } with ${sel} ${one ? "has" : "have"} no mesh sidecar, so ${
+      one ? "its" : "their"
+    } requests are not limited: ${named(without)}; enable sidecar injection for ${
+      one ? "it" : "them"
+    } (e.g. namespace label istio-injection=enabled) and restart ${one ? "it" : "them"}`;
     return { condition: condition("SidecarMissing", message), ...figures };
   }
-  const message = `Enforced on ${selected.length === 1 ? "the only" : `all ${selected.length}`} ${
-    selected.length === 1 ? noun : `${noun}s`
-  } with ${sel}: each has a mesh sidecar`;
+  const message = selected.length === 1
+    ? `Enforced on the one ${noun} with ${sel}, which has a mesh sidecar`
+    : `Enforced on all ${selected.length} ${noun}s with ${sel}: each has a mesh sidecar`;
   return { condition: condition("Enforced", message), ...figures };
 }
