@@ -20,6 +20,8 @@ export function filledCache(
   perNamespace: number,
 ): { cache: Cache; keys: string[] } {
   const cache = new Cache();
+  // As the Manager does: the controller's indexes before any object arrives.
+  for (const ix of rateLimitController.indexes ?? []) cache.addIndex(ix.type, ix.name, ix.keys);
   const fill = (type: ResourceType, objects: KubeObject[]) => {
     const store = cache.store(type);
     store.handle({ type: "init" });

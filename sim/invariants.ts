@@ -108,6 +108,34 @@ export class InvariantChecker {
       );
     }
     if (c.old) this.#checkFinalizerRemoval(c.old, c.type === "DELETED" ? undefined : obj, c.actor);
+    if (c.verb === "delete" && obj.kind === "EnvoyFilter") this.#checkFilterRemoval(obj, c.actor);
+  }
+
+  /**
+   * The operator removes a RateLimit's EnvoyFilter only when the RateLimit is going, or an older
+   * RateLimit of the namespace may claim its Pods: a refused update must never drop the limit
+   * of the last good generation (DESIGN.md). Whether the older one really selects the same Pods
+   * is the reducer's business; without an older one there is no reason at all.
+   */
+  #checkFilterRemoval(filter: KubeObject, actor: string): void {
+    const { namespace, name } = filter.metadata;
+    const owner = filter.metadata.ownerReferences?.find((o) => o.kind === "RateLimit");
+    const rl = this.cluster.store.get(RESOURCES.RateLimit, namespace, name);
+    if (!rl || rl.metadata.deletionTimestamp || (owner && owner.uid !== rl.metadata.uid)) return;
+    const created = rl.metadata.creationTimestamp ?? "";
+    const older = this.cluster.store.objects(RESOURCES.RateLimit, namespace).some((p) =>
+      p.metadata.name !== name && !p.metadata.deletionTimestamp &&
+      ((p.metadata.creationTimestamp ?? "") < created ||
+        ((p.metadata.creationTimestamp ?? "") === created && p.metadata.name < name))
+    );
+    if (!older) {
+      this.#fail(
+        "last-good-kept",
+        `${actor} deleted ${ref(filter)} while ${
+          ref(rl)
+        } exists and no older RateLimit claims its Pods`,
+      );
+    }
   }
 
   /** A module finalizer leaves a served module object only once none of the module's objects is left. */

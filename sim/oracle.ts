@@ -1,7 +1,8 @@
 /**
  * What the world must look like once the operator has converged after a generated workload
  * (liveness): the outcome of every object follows from how it was generated (its validity label),
- * its age and its peers, as DESIGN.md decides; the first difference is returned.
+ * its age and its peers, as DESIGN.md decides; the first difference is returned. A refused
+ * RateLimit may still enforce its last good generation: the status history says which.
  */
 import { RESOURCES } from "../src/api/resources.ts";
 import { SCALER_MODULE } from "../src/controllers/scaler.ts";
@@ -11,6 +12,7 @@ import type { KubeObject, ResourceType } from "../src/runtime/cluster.ts";
 import { rowsOfStatus, STATUS_TABLES } from "./invariants.ts";
 import type { Simulation } from "./simulation.ts";
 import { VALIDITY_LABEL } from "./workload.ts";
+import { GENERATION_ANNOTATION } from "../src/reconcile/ratelimit/envoyfilter.ts";
 
 interface ModuleRule {
   type: ResourceType;
@@ -162,7 +164,8 @@ function judgeRateLimits(sim: Simulation): string | undefined {
     }`;
     groups.set(key, [...(groups.get(key) ?? []), rl]);
   }
-  const applied = new Set<string>();
+  /** `namespace/name` → the generation its filter must have been rendered from. */
+  const applied = new Map<string, number | undefined>();
   for (const group of groups.values()) {
     group.sort(byAge);
     for (const [i, rl] of group.entries()) {
@@ -172,24 +175,53 @@ function judgeRateLimits(sim: Simulation): string | undefined {
       const valid = rl.metadata.labels?.[VALIDITY_LABEL] !== "invalid";
       const want = !valid ? "InvalidSpec" : i > 0 ? "Conflict" : "Applied";
       if (!hasReason(s, want)) return `${ref(rl)}: expected reason ${want}, got ${show(s)}`;
-      if (want === "Applied") applied.add(`${rl.metadata.namespace}/${rl.metadata.name}`);
+      const key = `${rl.metadata.namespace}/${rl.metadata.name}`;
+      if (want === "Applied") applied.set(key, rl.metadata.generation);
+      else {
+        const kept = keptGeneration(sim, rl, i);
+        if (typeof kept === "string") return kept;
+        if (kept !== undefined) applied.set(key, kept);
+      }
     }
   }
   const filters = store.types.serves(RESOURCES.EnvoyFilter)
     ? store.objects(RESOURCES.EnvoyFilter)
     : [];
-  for (const key of applied) {
-    if (!filters.some((f) => `${f.metadata.namespace}/${f.metadata.name}` === key)) {
-      return `EnvoyFilter ${key}: missing for an applied RateLimit`;
+  for (const [key, generation] of applied) {
+    const f = filters.find((f) => `${f.metadata.namespace}/${f.metadata.name}` === key);
+    if (!f) return `EnvoyFilter ${key}: missing for an enforced RateLimit`;
+    const rendered = f.metadata.annotations?.[GENERATION_ANNOTATION];
+    if (rendered !== String(generation)) {
+      return `EnvoyFilter ${key}: rendered from generation ${rendered}, the status says ${generation}`;
     }
   }
   for (const f of filters) {
     const key = `${f.metadata.namespace}/${f.metadata.name}`;
     if (!applied.has(key)) {
-      return `EnvoyFilter ${key}: exists, but no applied RateLimit ${key} does`;
+      return `EnvoyFilter ${key}: exists, but no RateLimit ${key} enforces it`;
     }
   }
   return undefined;
+}
+
+/**
+ * The generation a refused RateLimit (the `i`-th oldest of those selecting its Pods) still
+ * enforces, per its status; a message when that cannot be: only the oldest may hold the Pods,
+ * and only an earlier generation of the same object generated valid can be kept.
+ */
+function keptGeneration(sim: Simulation, rl: KubeObject, i: number): number | string | undefined {
+  const g = (rl.status as { enforcedGeneration?: number } | undefined)?.enforcedGeneration;
+  if (g === undefined) return undefined;
+  if (i > 0) return `${ref(rl)}: keeps generation ${g} though an older RateLimit selects its Pods`;
+  const labels = sim.generationLabels.get(`${rl.metadata.uid}/${g}`);
+  if (g >= (rl.metadata.generation ?? 0) || labels?.[VALIDITY_LABEL] !== "valid") {
+    return `${
+      ref(rl)
+    }: says generation ${g} is enforced, but that generation was not a valid earlier one (${
+      JSON.stringify(labels ?? null)
+    })`;
+  }
+  return g;
 }
 
 function judgeWorkloads(sim: Simulation): string | undefined {

@@ -67,6 +67,8 @@ export class Simulation {
   readonly user: SimClient;
   /** Every status each Serverless, Scaler and RateLimit had, by `Kind namespace/name`, in order. */
   readonly statusHistory = new Map<string, unknown[]>();
+  /** The labels each of those objects had at each generation, by `uid/generation`. */
+  readonly generationLabels = new Map<string, Record<string, string>>();
   /** Errors the runtime threw (a Manager's start() rejected). */
   readonly runtimeErrors: string[] = [];
   /** Promise rejections nobody handled while this run executed (`reportRun` collects them). */
@@ -283,6 +285,10 @@ export class Simulation {
       this.#syncMesh();
     }
     if (!STATUS_TABLES.some((s) => s.type.kind === kind)) return;
+    if (c.type !== "DELETED") {
+      const { uid, generation, labels } = c.object.metadata;
+      this.generationLabels.set(`${uid}/${generation}`, { ...(labels ?? {}) });
+    }
     const before = JSON.stringify(c.old?.status ?? null);
     const after = c.type === "DELETED" ? "deleted" : JSON.stringify(c.object.status ?? null);
     if (before === after) return;

@@ -59,11 +59,14 @@ async function perform(sim: Simulation, a: Action): Promise<string> {
   }
 }
 
-/** The data plane must enforce exactly the applied limits: a full bucket admits maxTokens, then 429. */
+/**
+ * The data plane must enforce exactly the limits the statuses say are enforced (Ready ones, and
+ * refused updates that keep their last good generation): a full bucket admits maxTokens, then 429.
+ */
 function probe(sim: Simulation): string | undefined {
   const limited = (ns: string) =>
     sim.cluster.store.objects(RESOURCES.RateLimit, ns).some((rl) =>
-      (rl.status as { state?: string } | undefined)?.state === "Ready"
+      (rl.status as { enforcedGeneration?: number } | undefined)?.enforcedGeneration !== undefined
     );
   const targets = [
     {

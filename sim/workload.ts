@@ -20,7 +20,7 @@ export type Action =
 const OPERATOR = "operator.platform-project.io/v1alpha1";
 const GATEWAY = "gateway.platform-project.io/v1alpha1";
 
-/** The demo namespace and its one-replica workload (applied at time 0). */
+/** The demo namespace and its one-replica workload, in the mesh (applied at time 0). */
 export function demoWorkload(): KubeObject[] {
   return [
     { apiVersion: "v1", kind: "Namespace", metadata: { name: DEMO.namespace } },
@@ -33,7 +33,13 @@ export function demoWorkload(): KubeObject[] {
         selector: { matchLabels: { ...DEMO.labels } },
         template: {
           metadata: { labels: { ...DEMO.labels } },
-          spec: { containers: [{ name: "httpbin", image: "kennethreitz/httpbin" }] },
+          // With the mesh's sidecar: only then do its limits apply.
+          spec: {
+            containers: [
+              { name: "httpbin", image: "kennethreitz/httpbin" },
+              { name: "istio-proxy", image: "docker.io/istio/proxyv2:1.24.0" },
+            ],
+          },
         },
       },
     },

@@ -1,45 +1,16 @@
 /**
  * The `deno task ratelimit` and `deno task sim` commands shown in README.md and docs/*.md are run
  * here, and their output must be what the page shows (the simulator's wall-clock speed aside).
- * Every command in docs/ is one of those, so each is run; README's other commands (kubectl, the
- * local control plane) are run by the end-to-end tests.
+ * Every other command in docs/ is a kubectl command that an end-to-end test runs and compares
+ * with the page (E2E_CHECKED); README's other commands (kubectl, the local control plane) are run
+ * by the end-to-end tests.
  */
 import assert from "node:assert/strict";
 import { main as ratelimit } from "../src/cli/ratelimit.ts";
 import { runSim } from "../src/cli/sim.ts";
+import { type Shown, shownCommands } from "./docs_shown.ts";
 
 const ROOT = new URL("../", import.meta.url);
-
-/** A `$ command` of a console block and the lines shown after it. */
-interface Shown {
-  page: string;
-  command: string;
-  output: string[];
-}
-
-/** The commands of the ```console blocks of a Markdown text. */
-function shownCommands(page: string, text: string): Shown[] {
-  const out: Shown[] = [];
-  const blocks = text.matchAll(/^```console\n([\s\S]*?)^```$/gm);
-  for (const [, body] of blocks) {
-    let current: Shown | undefined;
-    const lines = body.replace(/\n$/, "").split("\n");
-    for (let i = 0; i < lines.length; i++) {
-      const line = lines[i];
-      if (line.startsWith("$ ")) {
-        let command = line.slice(2);
-        while (command.endsWith("\\") && i + 1 < lines.length) {
-          command = `${command.slice(0, -1).trimEnd()} ${lines[++i].trim()}`;
-        }
-        current = { page, command, output: [] };
-        out.push(current);
-        continue;
-      }
-      current?.output.push(line.trimEnd());
-    }
-  }
-  return out;
-}
 
 /** Splits a command line like a shell would (quotes, no expansion). */
 function words(command: string): string[] {
@@ -85,13 +56,30 @@ for (const page of await pages()) {
 }
 const cwd = Deno.cwd();
 
-Deno.test("docs: every command on docs/ pages is a ratelimit or sim command", () => {
+/** Pages whose kubectl commands an end-to-end test runs and compares with the page. */
+const E2E_CHECKED: Record<string, string> = {
+  "docs/ratelimit-status.md": "tests/e2e/ratelimit_test.ts",
+};
+
+Deno.test("docs: every command on docs/ pages is run here or by the e2e test that checks it", async () => {
   const docs = all.filter((s) => s.page.startsWith("docs/"));
   assert.ok(docs.length >= 4, `only ${docs.length} commands in docs/`);
   for (const s of docs) {
-    assert.match(s.command, /^\.\/deno task (ratelimit|sim) /, `${s.page}: ${s.command}`);
+    if (/^\.\/deno task (ratelimit|sim) /.test(s.command)) continue;
+    const test = E2E_CHECKED[s.page];
+    assert.ok(test && s.command.startsWith("kubectl "), `${s.page}: ${s.command}: run by nothing`);
+    const source = await Deno.readTextFile(new URL(test, ROOT));
+    assert.ok(
+      source.replace(/\s+/g, "").includes(
+        `shownOutput("${s.page}",\`${s.command.replace(NS_OF, "${NS}")}\``.replace(/\s+/g, ""),
+      ),
+      `${test} does not compare \`${s.command}\` with ${s.page}`,
+    );
   }
 });
+
+/** The e2e tests write their namespace as `${NS}`. */
+const NS_OF = /e2e-rl-status/g;
 
 for (const s of all.filter((x) => /^\.\/deno task (ratelimit|sim) /.test(x.command))) {
   Deno.test(`docs: ${s.page}: ${s.command}`, async () => {

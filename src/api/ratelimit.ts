@@ -90,7 +90,18 @@ export const RateLimitStatusSchema = z.object({
   observedGeneration: integer().min(0).optional().describe(
     "The generation the status was computed from.",
   ),
-  conditions: ConditionsSchema.optional().describe("Conditions of the RateLimit."),
+  enforcedGeneration: integer().min(0).optional().describe(
+    "The generation whose limits the EnvoyFilter in place enforces; absent when no limit is in place. Below observedGeneration when a newer generation was refused and the last good one is kept.",
+  ),
+  podsSelected: integer().min(0).optional().describe(
+    "Pods the enforced limit selects (not finished, not being deleted); absent when no limit is in place.",
+  ),
+  podsWithSidecar: integer().min(0).optional().describe(
+    "Of podsSelected, those with a mesh sidecar (an istio-proxy container or native sidecar, or the sidecar.istio.io/status annotation): only their traffic is limited.",
+  ),
+  conditions: ConditionsSchema.optional().describe(
+    "Ready: the limit is in place (the EnvoyFilter is stored). Enforced: every selected Pod has a mesh sidecar, so the limit takes effect.",
+  ),
 });
 
 /** A RateLimit object. */

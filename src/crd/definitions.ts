@@ -16,6 +16,8 @@ export type PrinterColumn = {
   type: "string" | "integer" | "number" | "boolean" | "date";
   jsonPath: string;
   description?: string;
+  /** 0 (default) shows it in `kubectl get`; 1 only with `-o wide`. */
+  priority?: number;
 };
 
 /** One version of a CRD. */
@@ -69,12 +71,41 @@ const MODULE_COLUMNS: PrinterColumn[] = [
   AGE,
 ];
 
+/** SPEC.md's NAME STATUS AGE, and with `-o wide` whether and where the limit bites. */
 const RATELIMIT_COLUMNS: PrinterColumn[] = [
   {
     name: "Status",
     type: "string",
     jsonPath: ".status.state",
     description: "Ready when the limit is applied, Error when not.",
+  },
+  {
+    name: "Enforced",
+    type: "string",
+    jsonPath: '.status.conditions[?(@.type=="Enforced")].status',
+    description: "True when every selected Pod has a mesh sidecar.",
+    priority: 1,
+  },
+  {
+    name: "Pods",
+    type: "integer",
+    jsonPath: ".status.podsSelected",
+    description: "Pods the enforced limit selects.",
+    priority: 1,
+  },
+  {
+    name: "Sidecars",
+    type: "integer",
+    jsonPath: ".status.podsWithSidecar",
+    description: "Selected Pods with a mesh sidecar: the ones the limit applies to.",
+    priority: 1,
+  },
+  {
+    name: "Enforced-Gen",
+    type: "integer",
+    jsonPath: ".status.enforcedGeneration",
+    description: "The generation whose limits are enforced.",
+    priority: 1,
   },
   AGE,
 ];

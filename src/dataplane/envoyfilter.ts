@@ -22,14 +22,31 @@ const CONTEXTS: readonly ProxyContext[] = ["SIDECAR_INBOUND", "GATEWAY"];
 const HCM = "envoy.filters.network.http_connection_manager";
 const ROUTER = "envoy.filters.http.router";
 
+/** Which routes an HTTP_ROUTE patch reaches: Istio's `routeConfiguration.vhost.route.action`. */
+export type RouteAction = "ANY" | "ROUTE" | "REDIRECT" | "DIRECT_RESPONSE";
+const ROUTE_ACTIONS: readonly RouteAction[] = ["ANY", "ROUTE", "REDIRECT", "DIRECT_RESPONSE"];
+
+/** One HTTP_ROUTE MERGE that touches the local rate limit. */
+export interface RoutePatch {
+  /** The route action it is restricted to; ANY (no route match) reaches every route. */
+  action: RouteAction;
+  /** The merge value as written: protobuf JSON of `envoy.config.route.v3.Route`. */
+  value: Record<string, unknown>;
+}
+
 /** What an EnvoyFilter does to the local rate limit of proxies in one context. */
 export interface ContextPatches {
   /** local_ratelimit filters inserted before the router, in order, with their listener-level config. */
   filters: LocalRateLimit[];
-  /** The per-route config merged into every route (the last merge wins, as proto map merges do). */
+  /**
+   * The per-route config merged into forwarding routes (the last merge wins, as proto map merges
+   * do). Requests in the model take a forwarding route, so only merges that reach one count.
+   */
   routeConfig?: LocalRateLimit;
-  /** Route `rate_limits` entries appended to every route. */
+  /** Route `rate_limits` entries appended to forwarding routes. */
   rateLimits: RouteRateLimit[];
+  /** Every local-rate-limit route merge in order, for patching whole route configurations. */
+  routePatches: RoutePatch[];
 }
 
 /** An EnvoyFilter as the model reads it. */
@@ -103,14 +120,44 @@ function placement(patch: Json, match: unknown, path: string): FieldError | unde
   };
 }
 
-/** A match on forwarding routes only: the model's one route forwards, so it matches that. */
-function forwardingOnly(match: Json, key: string): boolean {
-  return key === "routeConfiguration" &&
-    JSON.stringify(match[key]) === JSON.stringify({ vhost: { route: { action: "ROUTE" } } });
+function emptyPatches(): ContextPatches {
+  return { filters: [], rateLimits: [], routePatches: [] };
 }
 
-function emptyPatches(): ContextPatches {
-  return { filters: [], rateLimits: [] };
+/**
+ * The route action an HTTP_ROUTE match restricts to, or an error. Only the context and
+ * `routeConfiguration.vhost.route.action` are modelled; a name or port match would need the
+ * model to know route and listener names.
+ */
+function routeActionOf(match: unknown, path: string): RouteAction | FieldError {
+  const unmodelled = (where: string): FieldError => ({
+    path: `${path}.match${where}`,
+    message:
+      "only a context and a route action (routeConfiguration.vhost.route.action) match are modelled",
+  });
+  if (match === undefined) return "ANY";
+  if (!isObject(match)) return unmodelled("");
+  if (Object.keys(match).some((k) => k !== "context" && k !== "routeConfiguration")) {
+    return unmodelled("");
+  }
+  const rc = match.routeConfiguration;
+  if (rc === undefined) return "ANY";
+  const only = (v: unknown, key: string) => isObject(v) && Object.keys(v).every((k) => k === key);
+  if (!only(rc, "vhost")) return unmodelled(".routeConfiguration");
+  const vhost = at(rc, "vhost");
+  if (vhost === undefined) return "ANY";
+  if (!only(vhost, "route")) return unmodelled(".routeConfiguration.vhost");
+  const route = at(vhost, "route");
+  if (route === undefined) return "ANY";
+  if (!only(route, "action")) return unmodelled(".routeConfiguration.vhost.route");
+  const action = at(route, "action") ?? "ANY";
+  if (!ROUTE_ACTIONS.includes(action as RouteAction)) {
+    return {
+      path: `${path}.match.routeConfiguration.vhost.route.action`,
+      message: `expected one of ${ROUTE_ACTIONS.join(", ")}`,
+    };
+  }
+  return action as RouteAction;
 }
 
 /** Reads one configPatch into `out`; returns its errors. */
@@ -148,27 +195,27 @@ function readPatch(
       message: "only MERGE of route rate limits is modelled",
     }];
   }
-  if (
-    isObject(match) && Object.keys(match).some((k) => k !== "context" && !forwardingOnly(match, k))
-  ) {
-    return [{
-      path: `${path}.match`,
-      message: "only a match on the context (every route of the proxy) is modelled",
-    }];
-  }
+  const action = routeActionOf(match, path);
+  if (typeof action !== "string") return [action];
+  // A model request takes a forwarding route (action `route`): what reaches only redirect or
+  // direct-response routes does not limit it (see route_config.ts for whole route configurations).
+  const forwarding = action === "ANY" || action === "ROUTE";
   const errors: FieldError[] = [];
   if (perFilter !== undefined) {
     const cfgPath = `${path}.patch.value.typed_per_filter_config["${LOCAL_RATELIMIT_FILTER}"]`;
     const typed = unwrapTyped(perFilter, cfgPath);
     const cfg = typed.ok ? loadLocalRateLimit(typed.value, cfgPath, true, envoy) : typed;
-    if (cfg.ok) add((p) => (p.routeConfig = cfg.value));
-    else errors.push(...cfg.errors);
+    if (cfg.ok) {
+      if (forwarding) add((p) => (p.routeConfig = cfg.value));
+    } else errors.push(...cfg.errors);
   }
   if (rateLimits !== undefined) {
     const list = loadRouteRateLimits(rateLimits, `${path}.patch.value.route.rate_limits`);
-    if (list.ok) add((p) => p.rateLimits.push(...list.value));
-    else errors.push(...list.errors);
+    if (list.ok) {
+      if (forwarding) add((p) => p.rateLimits.push(...list.value));
+    } else errors.push(...list.errors);
   }
+  if (errors.length === 0 && isObject(value)) add((p) => p.routePatches.push({ action, value }));
   return errors;
 }
 

@@ -7,6 +7,7 @@
  */
 import type { FieldError } from "../api/issues.ts";
 import { DEFAULT_BEHAVIOUR, type EnvoyBehaviour } from "./envoy.ts";
+import { hasMeshSidecar } from "../api/pod.ts";
 import { type EnvoyFilterModel, readEnvoyFilter } from "./envoyfilter.ts";
 import {
   type BucketId,
@@ -31,6 +32,11 @@ export interface MeshPod {
   uid?: string;
   labels: Readonly<Record<string, string>>;
   ready: boolean;
+  /**
+   * False when the Pod has no mesh proxy: no EnvoyFilter reaches it and its requests pass
+   * unlimited. Absent means it has one.
+   */
+  sidecar?: boolean;
 }
 
 /** Where a request goes: a workload (namespace and labels of its Pods) or the ingress gateway. */
@@ -146,6 +152,7 @@ export class Mesh {
     const proxies = new Map<string, PodProxy>();
     this.#rejections = [];
     for (const pod of pods) {
+      if (pod.sidecar === false) continue; // no proxy: nothing to configure or to reject
       const id = pod.uid ?? `${pod.namespace}/${pod.name}`;
       const prev = this.#proxies.get(id);
       const rejected = bad.filter((f) => reaches(f, pod));
@@ -251,7 +258,10 @@ export class Mesh {
   }
 }
 
-/** Reads a Pod object (v1) into a MeshPod: ready when its `Ready` condition is True and it is not being deleted. */
+/**
+ * Reads a Pod object (v1) into a MeshPod: ready when its `Ready` condition is True and it is not
+ * being deleted; with a proxy when it has a mesh sidecar (see `hasMeshSidecar`).
+ */
 export function meshPodOf(obj: {
   metadata: {
     namespace?: string;
@@ -259,7 +269,9 @@ export function meshPodOf(obj: {
     uid?: string;
     labels?: Record<string, string>;
     deletionTimestamp?: string;
+    annotations?: Record<string, string>;
   };
+  spec?: unknown;
   status?: unknown;
 }): MeshPod {
   const conditions =
@@ -273,6 +285,7 @@ export function meshPodOf(obj: {
     ...(obj.metadata.uid ? { uid: obj.metadata.uid } : {}),
     labels: obj.metadata.labels ?? {},
     ready,
+    sidecar: hasMeshSidecar(obj),
   };
 }
 

@@ -5,6 +5,8 @@
  * - `Mesh`: Pods and EnvoyFilters in, `send(request, nowMs)` out; round-robin over ready Pods, one
  *   proxy (and set of buckets) a Pod, the ingress gateway as a target.
  * - `readEnvoyFilter`, `proxyConfig`, `newProxyState`, `decide`: one proxy, step by step.
+ * - `patchRouteConfiguration`, `routeConfigurationErrors`: a whole route configuration (forwarding,
+ *   redirect and direct-response routes) after the filters' route merges, and what Envoy refuses.
  * - `newBucket`, `consume`, `tokensAt`: the interval token bucket of Envoy ≤ 1.30;
  *   `newContinuousBucket`: the continuous one of Envoy ≥ 1.31; `makeBucket`: either, by version.
  * - `envoyBehaviour`: what an Envoy version does; every Mesh and proxy state has one.
@@ -25,7 +27,14 @@ export type { BucketId, Decision, ProxyState } from "./proxy.ts";
 export { NO_LIMIT, proxyConfig } from "./proxyconfig.ts";
 export type { ProxyConfig } from "./proxyconfig.ts";
 export { readEnvoyFilter } from "./envoyfilter.ts";
-export type { EnvoyFilterModel, EnvoyFilterResult, ProxyContext } from "./envoyfilter.ts";
+export type {
+  EnvoyFilterModel,
+  EnvoyFilterResult,
+  ProxyContext,
+  RouteAction,
+  RoutePatch,
+} from "./envoyfilter.ts";
+export { patchRouteConfiguration, routeConfigurationErrors, routeReached } from "./route_config.ts";
 export {
   LOCAL_RATELIMIT_FILTER,
   LOCAL_RATELIMIT_TYPE,

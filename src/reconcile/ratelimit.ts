@@ -1,24 +1,33 @@
 /**
  * The RateLimit reconciler: a pure function from a RateLimit and what it needs of the cluster to a
- * Plan. A valid, unconflicted RateLimit gets its EnvoyFilter applied and state Ready; anything else
- * gets state Error with a message naming the cause, and its EnvoyFilter, if one exists, deleted:
- * a limit is never left silently applied (DESIGN.md).
+ * Plan. A valid, unconflicted RateLimit gets its EnvoyFilter applied and state Ready. Anything else
+ * gets state Error with a message naming the field and the rule, and keeps the EnvoyFilter of its
+ * last good generation, if it has one that no older RateLimit claims: a bad update never removes
+ * protection (DESIGN.md). The filter on the cluster is the record of that generation (an
+ * annotation), so nothing here depends on memory of earlier reconciles. Beside `Ready`, the
+ * `Enforced` condition and the Pod figures say whether the limit in place reaches any proxy.
  */
-import type { Condition } from "../api/common.ts";
 import { formatErrors } from "../api/issues.ts";
 import { parseRateLimit, type RateLimit } from "../api/ratelimit.ts";
-import { apiVersionOf, RESOURCES } from "../api/resources.ts";
 import type { KubeObject } from "../api/object.ts";
 import { kubeTime } from "../api/time.ts";
-import { conditionEvents, rowFor, setCondition, type StateRow } from "./conditions.ts";
-import { MANAGED_BY, MANAGED_BY_LABEL, MODULE_LABEL } from "./labels.ts";
-import type { ApplyOutcome, ObjectRef, Plan } from "./plan.ts";
-import { olderConflicts } from "./ratelimit/conflict.ts";
-import { isGateway, renderEnvoyFilter } from "./ratelimit/envoyfilter.ts";
+import { conditionEvents, rowFor, type StateRow, updateConditions } from "./conditions.ts";
+import type { ApplyOutcome, Plan } from "./plan.ts";
+import { olderConflicts, selectPods } from "./ratelimit/conflict.ts";
+import {
+  ENFORCED_CONDITION,
+  enforcement,
+  type InForce,
+  selectorText,
+} from "./ratelimit/enforcement.ts";
+import { isGateway, renderedGeneration, renderEnvoyFilter } from "./ratelimit/envoyfilter.ts";
+import { filterRef, filterSelector, isOurs, type Meta, readMeta } from "./ratelimit/meta.ts";
+import { type Kept, keptText, limitsText, refusal } from "./ratelimit/messages.ts";
 import { validateSpec } from "./ratelimit/validate.ts";
 
-/** The condition type every RateLimit status carries. */
+/** The condition type whose row decides a RateLimit's state. */
 export const RATELIMIT_CONDITION = "Ready";
+export { ENFORCED_CONDITION, ENFORCED_ROWS } from "./ratelimit/enforcement.ts";
 
 function stateRow(no: number, status: "True" | "False", reason: string, meaning: string): StateRow {
   return {
@@ -32,18 +41,23 @@ function stateRow(no: number, status: "True" | "False", reason: string, meaning:
 }
 
 /**
- * SPEC.md's RateLimit states (Ready, Error) with the reasons this operator gives, as data. The
- * ApplyFailed row is the API refusing the filter (an admission webhook, a quota); the applied
- * filter of an earlier generation, if any, stays until an apply succeeds.
+ * SPEC.md's RateLimit states (Ready, Error) with the reasons this operator gives, as data. In every
+ * Error row the EnvoyFilter of the last good generation stays if there is one (and no older
+ * RateLimit claims its Pods); `status.enforcedGeneration` names it.
  */
 export const RATELIMIT_STATES: readonly StateRow[] = [
   stateRow(1, "True", "Applied", "The limits are applied"),
-  stateRow(2, "False", "InvalidSpec", "The spec is invalid; the limit is not applied"),
+  stateRow(
+    2,
+    "False",
+    "InvalidSpec",
+    "The spec is invalid; it is not applied (the last good generation stays enforced)",
+  ),
   stateRow(
     3,
     "False",
     "Conflict",
-    "An older RateLimit selects the same pods, or the EnvoyFilter's name is taken; the limit is not applied",
+    "An older RateLimit selects the same pods, or the EnvoyFilter's name is taken; not applied",
   ),
   stateRow(
     4,
@@ -51,7 +65,12 @@ export const RATELIMIT_STATES: readonly StateRow[] = [
     "MeshMissing",
     "The service mesh (EnvoyFilter CRD) is not installed; the limit is not applied",
   ),
-  stateRow(5, "False", "ApplyFailed", "The API refused the EnvoyFilter; the limit is not applied"),
+  stateRow(
+    5,
+    "False",
+    "ApplyFailed",
+    "The API refused the EnvoyFilter; the new spec is not applied",
+  ),
 ];
 
 /** Everything a RateLimit's reconcile reads. */
@@ -60,10 +79,15 @@ export interface RateLimitInput {
   rateLimit: unknown;
   /** The other RateLimits of its namespace (it may be among them; it is skipped by name). */
   peers: readonly unknown[];
-  /** The Pods of its namespace. */
+  /**
+   * Pods of its namespace: at least every Pod its spec's selector or its EnvoyFilter's selector
+   * selects (others are ignored).
+   */
   pods: readonly unknown[];
   /** The EnvoyFilter of the same namespace and name, if one exists. */
   envoyFilter?: KubeObject;
+  /** The EnvoyFilter named like a peer, if one exists: the Pods a peer's kept filter holds. */
+  peerFilter?: (name: string) => KubeObject | undefined;
   /** Whether the EnvoyFilter CRD exists (the mesh is installed). */
   meshInstalled: boolean;
   /** Epoch milliseconds. */
@@ -72,74 +96,47 @@ export interface RateLimitInput {
   lastOutcome?: ApplyOutcome;
 }
 
-interface Meta {
-  name: string;
-  namespace: string;
-  uid?: string;
-  generation?: number;
-  deleting: boolean;
-  conditions: Condition[];
+/** Why the current generation cannot be applied, or what applying it takes. */
+type Verdict =
+  | { reason: "InvalidSpec" | "MeshMissing" | "Conflict"; problem: string }
+  | { reason: "Applied" | "ApplyFailed"; problem?: string; desired: KubeObject; rl: RateLimit };
+
+function creationOf(raw: unknown): string {
+  const t = (raw as { metadata?: { creationTimestamp?: unknown } } | null)?.metadata
+    ?.creationTimestamp;
+  return typeof t === "string" ? t : "";
 }
 
-function field(obj: unknown, ...keys: string[]): unknown {
-  let cur = obj;
-  for (const k of keys) {
-    cur = cur !== null && typeof cur === "object" ? (cur as Record<string, unknown>)[k] : undefined;
-  }
-  return cur;
-}
-
-function isCondition(c: unknown): c is Condition {
-  return ["type", "status", "reason", "message", "lastTransitionTime"].every((k) =>
-    typeof field(c, k) === "string"
-  );
-}
-
-/** What can be read of any object, however malformed. */
-function readMeta(obj: unknown): Meta {
-  const str = (v: unknown) => (typeof v === "string" ? v : undefined);
-  const gen = field(obj, "metadata", "generation");
-  const conds = field(obj, "status", "conditions");
-  const conditions = (Array.isArray(conds) ? conds : []).filter(isCondition)
-    .filter((c) => c.type === RATELIMIT_CONDITION);
-  return {
-    name: str(field(obj, "metadata", "name")) ?? "",
-    namespace: str(field(obj, "metadata", "namespace")) ?? "default",
-    uid: str(field(obj, "metadata", "uid")),
-    generation: Number.isSafeInteger(gen) && (gen as number) >= 0 ? gen as number : undefined,
-    deleting: field(obj, "metadata", "deletionTimestamp") !== undefined,
-    conditions,
+/**
+ * The input's Pods that a selector selects, made once a reconcile for each selector object (the
+ * spec's, the kept filter's): conflict detection and enforcement read the same few Pods rather
+ * than each scanning the namespace.
+ */
+function podSelection(pods: readonly unknown[]) {
+  const made = new Map<Readonly<Record<string, string>>, unknown[]>();
+  return (selector: Readonly<Record<string, string>>): unknown[] => {
+    let list = made.get(selector);
+    if (!list) made.set(selector, list = selectPods(pods, selector));
+    return list;
   };
 }
 
-/** True when the EnvoyFilter was made by this operator for this RateLimit. */
-function isOurs(ef: KubeObject, meta: Meta): boolean {
-  const labels = ef.metadata.labels ?? {};
-  if (labels[MANAGED_BY_LABEL] !== MANAGED_BY || labels[MODULE_LABEL] !== "ratelimit") return false;
-  const owners = ef.metadata.ownerReferences ?? [];
-  if (owners.length === 0) return meta.uid === undefined;
-  return owners.some((o) =>
-    o.kind === "RateLimit" && o.name === meta.name && (meta.uid === undefined || o.uid === meta.uid)
-  );
-}
+type Selection = ReturnType<typeof podSelection>;
 
-function filterRef(meta: Meta): ObjectRef {
-  return {
-    apiVersion: apiVersionOf(RESOURCES.EnvoyFilter),
-    kind: RESOURCES.EnvoyFilter.kind,
-    namespace: meta.namespace,
-    name: meta.name,
+/** The selector an older peer's own EnvoyFilter holds, for conflict detection. */
+function enforcedOf(input: RateLimitInput) {
+  return (name: string): Record<string, string> | undefined => {
+    const ef = input.peerFilter?.(name);
+    return ef && isOurs(ef, { name }) ? filterSelector(ef) : undefined;
   };
 }
 
-interface Verdict {
-  reason: string;
-  message: string;
-  desired?: KubeObject;
-}
-
-/** Why the RateLimit cannot be applied, or its desired EnvoyFilter. */
-function judge(input: RateLimitInput, meta: Meta): Verdict {
+function judge(
+  input: RateLimitInput,
+  meta: Meta,
+  ours: KubeObject | undefined,
+  selected: Selection,
+): Verdict {
   // Status is the operator's own output: judging it would make the verdict depend on itself.
   const raw = input.rateLimit;
   const parsed = parseRateLimit(
@@ -147,46 +144,37 @@ function judge(input: RateLimitInput, meta: Meta): Verdict {
       ? { ...raw, status: undefined }
       : raw,
   );
-  if (!parsed.ok) {
-    return {
-      reason: "InvalidSpec",
-      message: `Invalid spec, limit not applied: ${formatErrors(parsed.errors)}`,
-    };
-  }
+  if (!parsed.ok) return { reason: "InvalidSpec", problem: formatErrors(parsed.errors) };
   const rl: RateLimit = parsed.value;
   const problems = validateSpec(rl.spec);
-  if (problems.length > 0) {
-    return {
-      reason: "InvalidSpec",
-      message: `Invalid spec, limit not applied: ${problems.join("; ")}`,
-    };
-  }
+  if (problems.length > 0) return { reason: "InvalidSpec", problem: problems.join("; ") };
   if (!input.meshInstalled) {
     return {
       reason: "MeshMissing",
-      message:
+      problem:
         "The service mesh is not installed (no CustomResourceDefinition envoyfilters.networking.istio.io); limit not applied",
     };
   }
   const self = {
     name: meta.name,
-    creationTimestamp: rl.metadata.creationTimestamp ?? "",
+    creationTimestamp: creationOf(raw),
     selector: rl.spec.selectorLabels,
   };
-  const older = olderConflicts(self, input.peers, input.pods);
+  const older = olderConflicts(self, input.peers, selected(self.selector), enforcedOf(input));
   if (older.length > 0) {
     const names = older.map((n) => `${meta.namespace}/${n}`).join(", ");
     return {
       reason: "Conflict",
-      message:
-        `Selects the same pods as the older RateLimit ${names}; only one RateLimit may apply to a workload, so this one is not applied`,
+      problem: `spec.selectorLabels ${
+        selectorText(rl.spec.selectorLabels)
+      } selects the same pods as the older RateLimit ${names}; only one RateLimit may apply to a Pod (the oldest wins)`,
     };
   }
-  if (input.envoyFilter && !isOurs(input.envoyFilter, meta)) {
+  if (input.envoyFilter && !ours) {
     return {
       reason: "Conflict",
-      message:
-        `EnvoyFilter ${meta.namespace}/${meta.name} exists and was not created for this RateLimit; limit not applied (rename the RateLimit or remove that EnvoyFilter)`,
+      problem:
+        `EnvoyFilter ${meta.namespace}/${meta.name} exists and was not created for this RateLimit (rename the RateLimit or remove that EnvoyFilter)`,
     };
   }
   const desired = renderEnvoyFilter({
@@ -199,50 +187,110 @@ function judge(input: RateLimitInput, meta: Meta): Verdict {
   if (failed) {
     return {
       reason: "ApplyFailed",
-      message: `Applying EnvoyFilter ${meta.namespace}/${meta.name} failed: ${
-        out.error ?? "unknown error"
+      problem: `Applying EnvoyFilter ${meta.namespace}/${meta.name} failed: ${
+        (out.error ?? "unknown error").replace(/\.$/, "")
       }`,
       desired,
+      rl,
     };
   }
-  const where = isGateway(meta.namespace, rl.spec)
-    ? "the ingress gateway"
-    : `pods with ${Object.entries(rl.spec.selectorLabels).map(([k, v]) => `${k}=${v}`).join(",")}`;
-  return {
-    reason: "Applied",
-    message: `Limits applied to ${where} by EnvoyFilter ${meta.namespace}/${meta.name}`,
-    desired,
-  };
+  return { reason: "Applied", desired, rl };
+}
+
+function keep(
+  input: RateLimitInput,
+  meta: Meta,
+  ours: KubeObject | undefined,
+  selected: Selection,
+): Kept {
+  if (!ours) return undefined;
+  const selector = filterSelector(ours);
+  if (!selector) return { withdrawn: "its workload selector is unreadable" };
+  const self = { name: meta.name, creationTimestamp: creationOf(input.rateLimit), selector };
+  const older = olderConflicts(self, input.peers, selected(selector), enforcedOf(input));
+  if (older.length > 0) {
+    const names = older.map((n) => `${meta.namespace}/${n}`).join(", ");
+    return { withdrawn: `the older RateLimit ${names} selects the same pods` };
+  }
+  const gateway = isGateway(meta.namespace, { selectorLabels: selector });
+  return { filter: ours, inForce: { namespace: meta.namespace, selector, gateway } };
 }
 
 /** The Plan for one RateLimit. Never throws; never writes the RateLimit's spec. */
 export function reconcileRateLimit(input: RateLimitInput): Plan {
-  const meta = readMeta(input.rateLimit);
+  const meta = readMeta(input.rateLimit, [RATELIMIT_CONDITION, ENFORCED_CONDITION]);
   const observed = input.envoyFilter;
-  const ours = observed !== undefined && isOurs(observed, meta);
+  const ours = observed !== undefined && isOurs(observed, meta) ? observed : undefined;
   if (meta.deleting) {
     // The owner reference lets the garbage collector remove the filter; deleting it here as well
     // covers a filter without one.
     return { apply: [], delete: ours ? [filterRef(meta)] : [], events: [] };
   }
-  const verdict = judge(input, meta);
+  const selected = podSelection(input.pods);
+  const verdict = judge(input, meta, ours, selected);
+  let message: string;
+  let inForce: InForce | undefined;
+  let enforcedGeneration: number | undefined;
+  const plan: Plan = { apply: [], delete: [], events: [] };
+  if ("desired" in verdict) {
+    plan.apply.push(verdict.desired);
+    const { spec } = verdict.rl;
+    const gateway = isGateway(meta.namespace, spec);
+    if (verdict.reason === "Applied") {
+      inForce = { namespace: meta.namespace, selector: spec.selectorLabels, gateway };
+      enforcedGeneration = meta.generation;
+      const where = gateway
+        ? "the ingress gateway"
+        : `Pods with ${selectorText(spec.selectorLabels)}`;
+      message = `${
+        meta.generation === undefined ? "Limits" : `Limits of generation ${meta.generation}`
+      } applied to ${where} by EnvoyFilter ${meta.namespace}/${meta.name}: ${limitsText(spec)}`;
+    } else {
+      // The filter in place, if any, is what the failed apply would have replaced.
+      const k = keep(input, meta, ours, selected);
+      inForce = k && "filter" in k ? k.inForce : undefined;
+      enforcedGeneration = ours ? renderedGeneration(ours) : undefined;
+      message = `${verdict.problem}; ${ours ? keptText(ours) : "limit not applied"}`;
+    }
+  } else {
+    const kept = verdict.reason === "MeshMissing" ? undefined : keep(input, meta, ours, selected);
+    if (kept && "filter" in kept) {
+      inForce = kept.inForce;
+      enforcedGeneration = renderedGeneration(kept.filter);
+    } else if (ours) plan.delete.push(filterRef(meta));
+    message = refusal(verdict.reason, verdict.problem, meta.generation, kept);
+  }
   const row = rowFor(RATELIMIT_STATES, verdict.reason);
-  const conditions = setCondition(
+  const enforced = enforcement(inForce, inForce ? selected(inForce.selector) : []);
+  const conditions = updateConditions(
     meta.conditions,
-    { type: row.type, status: row.status, reason: row.reason, message: verdict.message },
+    {
+      set: [
+        { type: row.type, status: row.status, reason: row.reason, message },
+        enforced.condition,
+      ],
+    },
     kubeTime(input.now),
     meta.generation,
   );
-  const status = {
+  const sentence = (s: string) => s.replace(/[.\s]+$/, "");
+  plan.status = {
     state: row.state,
-    description: verdict.message,
+    description: `${sentence(message)}. ${sentence(enforced.condition.message)}.`,
     ...(meta.generation !== undefined ? { observedGeneration: meta.generation } : {}),
+    ...(enforcedGeneration !== undefined ? { enforcedGeneration } : {}),
+    ...(enforced.podsSelected !== undefined
+      ? { podsSelected: enforced.podsSelected, podsWithSidecar: enforced.podsWithSidecar }
+      : {}),
     conditions,
   };
-  return {
-    apply: verdict.desired ? [verdict.desired] : [],
-    delete: !verdict.desired && ours ? [filterRef(meta)] : [],
-    status,
-    events: conditionEvents(meta.conditions, conditions, (c) => c.status === "False"),
-  };
+  // NotApplied repeats what Ready's own Event says. A RateLimit applied together with its
+  // workload usually sees no Pod for a moment: that first NoPodSelected is news, not a drop in
+  // enforcement, so it is a Normal Event; once Pods were counted, losing them all is a Warning.
+  const firstLook = !meta.conditions.some((c) => c.type === ENFORCED_CONDITION);
+  const warning = (c: { type: string; status: string; reason: string }) =>
+    c.status === "False" && !(firstLook && c.reason === "NoPodSelected");
+  plan.events = conditionEvents(meta.conditions, conditions, warning)
+    .filter((e) => e.reason !== "NotApplied");
+  return plan;
 }

@@ -27,6 +27,8 @@ export function typeName(type: ResourceType): string {
 /** Every store of the manager, readable per type. */
 export class Cache implements CacheReader {
   readonly #stores = new Map<string, Store[]>();
+  /** Indexes by type id: every store of the type, now or later, keeps them. */
+  readonly #indexes = new Map<string, Map<string, (obj: KubeObject) => string[]>>();
 
   /** The store of (type, selector), made on first use. */
   store(type: ResourceType, labelSelector?: string): Store {
@@ -35,10 +37,30 @@ export class Cache implements CacheReader {
     let store = stores.find((s) => s.labelSelector === labelSelector);
     if (!store) {
       store = new Store(type, labelSelector);
+      for (const [name, keys] of this.#indexes.get(id) ?? []) store.addIndex(name, keys);
       stores.push(store);
       this.#stores.set(id, stores);
     }
     return store;
+  }
+
+  /** Adds a secondary index to every store of `type` (see `Store.addIndex`); throws when taken. */
+  addIndex(type: ResourceType, name: string, keys: (obj: KubeObject) => string[]): void {
+    const id = typeId(type);
+    const indexes = this.#indexes.get(id) ?? new Map<string, (obj: KubeObject) => string[]>();
+    if (indexes.has(name)) throw new Error(`index ${name} of ${typeName(type)} exists already`);
+    indexes.set(name, keys);
+    this.#indexes.set(id, indexes);
+    for (const s of this.#stores.get(id) ?? []) s.addIndex(name, keys);
+  }
+
+  /** The objects of `type` an index files under `value`, in namespace/name order. */
+  byIndex(type: ResourceType, index: string, value: string): readonly KubeObject[] {
+    const stores = this.#of(type);
+    if (stores.length === 1) return stores[0].byIndex(index, value);
+    const merged = new Map<string, KubeObject>();
+    for (const s of stores) for (const o of s.byIndex(index, value)) merged.set(objectKey(o), o);
+    return [...merged.values()].sort(byKey);
   }
 
   /** Every store, in creation order. */

@@ -20,6 +20,35 @@ export interface CacheReader {
    * The runtime always implements it; a reader without it (a test's fake) counts as live.
    */
   isLive?(type: ResourceType): boolean;
+  /**
+   * The cached objects of `type` that the index `index` (see `IndexSpec`) files under `value`, in
+   * namespace/name order. The runtime implements it for every index a controller declares; a
+   * reader without it (a test's fake) is read through `list` instead (see `byIndexOf`).
+   */
+  byIndex?(type: ResourceType, index: string, value: string): readonly KubeObject[];
+}
+
+/**
+ * A secondary index of a watched type (client-go's Indexer): `keys` names the values an object is
+ * filed under, kept up to date as the watch changes, so a trigger or reconcile looks objects up by
+ * value instead of scanning a namespace.
+ */
+export interface IndexSpec {
+  type: ResourceType;
+  /** Unique among a manager's indexes of `type`. */
+  name: string;
+  /** The values `obj` is filed under; must not throw, and depends on `obj` alone. */
+  keys(obj: KubeObject): string[];
+}
+
+/** `cache.byIndex` when the reader has it, else the same answer from `list` (for test fakes). */
+export function byIndexOf(
+  cache: CacheReader,
+  spec: IndexSpec,
+  value: string,
+): readonly KubeObject[] {
+  if (cache.byIndex) return cache.byIndex(spec.type, spec.name, value);
+  return cache.list(spec.type).filter((o) => spec.keys(o).includes(value));
 }
 
 export type { ModuleImages } from "../api/images.ts";
@@ -55,6 +84,8 @@ export interface ControllerSpec {
   primary: ResourceType;
   /** Secondary types read by `reconcile` (the primary is always watched). */
   watches: WatchSpec[];
+  /** Indexes of watched types that `triggers` and `reconcile` read through `byIndex`. */
+  indexes?: IndexSpec[];
   /** Keys (`namespace/name`) of primaries to reconcile when `obj` of `type` changed (added, updated, deleted). */
   triggers(type: ResourceType, obj: KubeObject, cache: CacheReader): string[];
   /** Pure: the Plan for one primary, from cached state. Undefined when the primary is not in the cache. */

@@ -122,6 +122,10 @@ export class Manager {
       identity: opts.identity,
       metrics: this.#metrics,
     });
+    // Indexes first: the stores the watches fill must keep them from their first event.
+    for (const spec of opts.controllers) {
+      for (const ix of spec.indexes ?? []) this.#cache.addIndex(ix.type, ix.name, ix.keys);
+    }
     this.#controllers = opts.controllers.map((spec) => this.#controller(spec));
     this.#watches = new WatchSet({
       cluster: this.#cluster,

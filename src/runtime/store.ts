@@ -8,6 +8,7 @@
  */
 import { FIELD_MANAGER } from "../reconcile/labels.ts";
 import { type KubeObject, objectKey, type ResourceType } from "./cluster.ts";
+import { Indexer } from "./indexer.ts";
 import { type LabelMatcher, parseSelector } from "./selector.ts";
 
 /** What a watcher tells its store (kube-rs `watcher::Event`). */
@@ -99,6 +100,7 @@ export class Store {
   #seen: bigint | undefined;
   readonly #written = new Map<string, Written>();
   readonly #matches: LabelMatcher | undefined;
+  readonly #indexer = new Indexer();
 
   constructor(readonly type: ResourceType, readonly labelSelector?: string) {
     this.#matches = parseSelector(labelSelector);
@@ -237,17 +239,38 @@ export class Store {
   }
 
   #put(key: string, obj: KubeObject, owned: unknown, old: KubeObject | undefined): CacheChange {
+    const stored = this.#objects.get(key);
+    if (stored) this.#indexer.remove(key, stored);
     this.#objects.set(key, obj);
+    this.#indexer.put(key, obj);
     setOrDelete(this.#owned, key, owned);
     this.#listsChanged();
     return old ? { type: "apply", object: obj, old } : { type: "apply", object: obj };
   }
 
   #remove(key: string, object: KubeObject): CacheChange[] {
-    if (!this.#objects.delete(key)) return [];
+    const stored = this.#objects.get(key);
+    if (!stored) return [];
+    this.#indexer.remove(key, stored);
+    this.#objects.delete(key);
     this.#owned.delete(key);
     this.#listsChanged();
     return [{ type: "delete", object }];
+  }
+
+  /**
+   * Adds a secondary index: from now on every cached object is filed under the values `keys`
+   * gives it (see `byIndex`). Throws when `name` is taken.
+   */
+  addIndex(name: string, keys: (obj: KubeObject) => string[]): void {
+    this.#indexer.add(name, keys, this.#objects);
+  }
+
+  /** The objects index `name` files under `value`, in namespace/name order; throws for no such index. */
+  byIndex(name: string, value: string): readonly KubeObject[] {
+    const found = this.#indexer.byIndex(name, value);
+    if (!found) throw new Error(`no index ${name} on ${this.type.plural}`);
+    return found;
   }
 
   #swap(next: Map<string, KubeObject>, owned: Map<string, unknown>): CacheChange[] {
@@ -264,6 +287,7 @@ export class Store {
     }
     this.#objects = next;
     this.#owned = owned;
+    this.#indexer.rebuild(next);
     this.#buffer = undefined;
     this.#bufferOwned = undefined;
     this.#listsChanged();

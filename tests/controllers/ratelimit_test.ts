@@ -1,7 +1,11 @@
-/** The RateLimit controller's adapter: an EnvoyFilter watch that has not listed yet holds writes. */
+/**
+ * The RateLimit controller's adapter: an EnvoyFilter watch that has not listed yet holds writes;
+ * Pods reach RateLimits through the indexes; the reconcile's input comes from them.
+ */
 import assert from "node:assert/strict";
 import { RESOURCES } from "../../src/api/resources.ts";
 import { ENVOYFILTER_CRD, rateLimitController } from "../../src/controllers/ratelimit.ts";
+import { Cache } from "../../src/runtime/cache.ts";
 import type { KubeObject, ResourceType } from "../../src/runtime/cluster.ts";
 import type { CacheReader } from "../../src/runtime/controller.ts";
 import { IMAGES, NOW } from "../reconcile/serverless_fixtures.ts";
@@ -31,4 +35,145 @@ Deno.test("ratelimit: with the EnvoyFilter CRD present but its watch not live, n
 
   const live = rateLimitController.reconcile("demo/httpbin", cacheWith(objects, []), ctx)!;
   assert.equal(live.apply[0]?.kind, "EnvoyFilter", "applies the filter once the watch has listed");
+});
+
+/** A runtime Cache with the controller's indexes, listing `objects` (every watched type live). */
+function realCache(objects: KubeObject[]): Cache {
+  const cache = new Cache();
+  for (const ix of rateLimitController.indexes ?? []) cache.addIndex(ix.type, ix.name, ix.keys);
+  const types = [
+    RESOURCES.RateLimit,
+    RESOURCES.EnvoyFilter,
+    RESOURCES.Pod,
+    RESOURCES.CustomResourceDefinition,
+  ];
+  for (const type of types) {
+    const store = cache.store(type);
+    store.handle({ type: "init" });
+    for (const object of objects.filter((o) => o.kind === type.kind)) {
+      store.handle({ type: "init-apply", object });
+    }
+    store.handle({ type: "init-done" });
+  }
+  return cache;
+}
+
+/** A reader over `cache` that counts how often a whole type or namespace is listed. */
+function counting(cache: CacheReader): { reader: CacheReader; lists: string[] } {
+  const lists: string[] = [];
+  const reader: CacheReader = {
+    list: (type, ns) => {
+      lists.push(type.kind);
+      return cache.list(type, ns);
+    },
+    get: (type, ns, name) => cache.get(type, ns, name),
+    isLive: (type) => cache.isLive?.(type) ?? true,
+    byIndex: (type, index, value) => cache.byIndex!(type, index, value),
+  };
+  return { reader, lists };
+}
+
+function sidecarPod(name: string, labels: Record<string, string>, sidecar: boolean): KubeObject {
+  return {
+    ...pod(name, labels),
+    spec: { containers: [{ name: "app" }, ...(sidecar ? [{ name: "istio-proxy" }] : [])] },
+  };
+}
+
+function filterOf(rl: KubeObject): KubeObject {
+  const plan = rateLimitController.reconcile(objectKeyOf(rl), realCache([crd, rl]), ctx)!;
+  return plan.apply[0];
+}
+
+function objectKeyOf(o: KubeObject): string {
+  return `${o.metadata.namespace}/${o.metadata.name}`;
+}
+
+Deno.test("ratelimit: a Pod event finds its RateLimits by index, without listing a namespace", () => {
+  const many = Array.from(
+    { length: 500 },
+    (_, i) => rateLimit({ name: `rl-${i}`, selectorLabels: { app: `app-${i}`, tier: "web" } }),
+  );
+  const target = rateLimit({ name: "target", selectorLabels: { app: "httpbin" } });
+  // `kept` selects other Pods now, but its EnvoyFilter still holds app=httpbin: it is woken too.
+  const kept = rateLimit({ name: "kept", selectorLabels: { app: "moved" } });
+  const keptFilter = filterOf(rateLimit({ name: "kept", selectorLabels: { app: "httpbin" } }));
+  const cache = realCache([crd, ...many, target, kept, keptFilter]);
+  const { reader, lists } = counting(cache);
+  const p = sidecarPod("httpbin-1", { app: "httpbin", tier: "web" }, true);
+  assert.deepEqual(rateLimitController.triggers(RESOURCES.Pod, p, reader).sort(), [
+    "demo/kept",
+    "demo/target",
+  ]);
+  assert.deepEqual(
+    rateLimitController.triggers(
+      RESOURCES.Pod,
+      sidecarPod("x", { app: "app-7", tier: "web" }, true),
+      reader,
+    ),
+    ["demo/rl-7"],
+  );
+  assert.deepEqual(lists, [], "no list of RateLimits or Pods on a Pod event");
+});
+
+Deno.test("ratelimit: reconcile counts the selected Pods and their sidecars from the index", () => {
+  const rl = rateLimit({ selectorLabels: { app: "httpbin" } });
+  const objects = [
+    crd,
+    rl,
+    sidecarPod("a", { app: "httpbin" }, true),
+    sidecarPod("b", { app: "httpbin" }, false),
+    sidecarPod("c", { app: "other" }, false),
+  ];
+  for (const cache of [realCache(objects), fakeCache(objects)]) {
+    const status = rateLimitController.reconcile("demo/httpbin", cache, ctx)!.status as {
+      podsSelected: number;
+      podsWithSidecar: number;
+      conditions: { type: string; reason: string; message: string }[];
+    };
+    assert.deepEqual([status.podsSelected, status.podsWithSidecar], [2, 1]);
+    const enforced = status.conditions.find((c) => c.type === "Enforced")!;
+    assert.equal(enforced.reason, "SidecarMissing");
+    assert.match(enforced.message, /1 of 2 Pods with app=httpbin has no mesh sidecar.*: b;/);
+  }
+});
+
+Deno.test("ratelimit: an older RateLimit's kept EnvoyFilter holds its Pods against a newer one", () => {
+  // `older` was valid with app=httpbin, then edited to app=moved and refused: its filter stays.
+  const older = rateLimit({
+    name: "older",
+    created: "2024-01-01T00:00:00Z",
+    selectorLabels: { app: "moved" },
+    buckets: [{ path: "/x", bucket: { maxTokens: 1, tokensPerFill: 1, fillInterval: "45s" } }],
+    generation: 2,
+  });
+  const olderFilter = filterOf(
+    rateLimit({
+      name: "older",
+      created: "2024-01-01T00:00:00Z",
+      selectorLabels: { app: "httpbin" },
+    }),
+  );
+  const newer = rateLimit({ name: "newer", created: "2024-02-01T00:00:00Z" });
+  const objects = [crd, older, olderFilter, newer, sidecarPod("a", { app: "httpbin" }, true)];
+  const plan = (key: string) => rateLimitController.reconcile(key, realCache(objects), ctx)!;
+  const ready = (key: string) =>
+    (plan(key).status as { conditions: { type: string; reason: string }[] }).conditions
+      .find((c) => c.type === "Ready")!.reason;
+  assert.equal(ready("demo/older"), "InvalidSpec");
+  assert.deepEqual(plan("demo/older").delete, [], "the older one keeps its filter");
+  assert.equal(ready("demo/newer"), "Conflict", "the newer one may not take the held Pods");
+  assert.deepEqual(plan("demo/newer").apply, []);
+});
+
+Deno.test("ratelimit: a withdrawn filter wakes the namespace; any other filter event its owner", () => {
+  const a = rateLimit({ name: "a" });
+  const b = rateLimit({ name: "b", selectorLabels: { app: "b" } });
+  const ef = filterOf(a);
+  const t = rateLimitController.triggers;
+  assert.deepEqual(t(RESOURCES.EnvoyFilter, ef, realCache([crd, a, b, ef])), ["demo/a"]);
+  // Deleted (not in the cache) while its RateLimit stays.
+  assert.deepEqual(t(RESOURCES.EnvoyFilter, ef, realCache([crd, a, b])), ["demo/a", "demo/b"]);
+  // Deleted with its RateLimit gone: that RateLimit's own delete event woke the rest.
+  assert.deepEqual(t(RESOURCES.EnvoyFilter, ef, realCache([crd, b])), ["demo/a"]);
 });

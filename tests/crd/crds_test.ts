@@ -82,10 +82,20 @@ Deno.test("names, scope, versions, subresource, columns, short names and categor
     const [v] = crd.spec.versions;
     assert.deepEqual([v.name, v.served, v.storage], ["v1alpha1", true, true]);
     assert.deepEqual(v.subresources, { status: {} });
-    assert.deepEqual(v.additionalPrinterColumns.map((c) => c.name), columns);
+    // `kubectl get` shows the priority-0 columns; `-o wide` adds the others.
+    const shown = v.additionalPrinterColumns.filter((c) => !c.priority).map((c) => c.name);
+    assert.deepEqual(shown, columns);
     const paths = Object.fromEntries(v.additionalPrinterColumns.map((c) => [c.name, c.jsonPath]));
     assert.equal(paths.Age, ".metadata.creationTimestamp");
     assert.equal(paths.State ?? paths.Status, ".status.state");
     if (paths.Served) assert.equal(paths.Served, ".status.served");
   }
+  const wide = byName.get("ratelimits.gateway.platform-project.io")!.spec.versions[0]
+    .additionalPrinterColumns.filter((c) => c.priority === 1);
+  assert.deepEqual(wide.map((c) => [c.name, c.jsonPath]), [
+    ["Enforced", '.status.conditions[?(@.type=="Enforced")].status'],
+    ["Pods", ".status.podsSelected"],
+    ["Sidecars", ".status.podsWithSidecar"],
+    ["Enforced-Gen", ".status.enforcedGeneration"],
+  ]);
 });

@@ -164,7 +164,19 @@ Deno.test("meshPodOf reads readiness from the Ready condition and deletion", () 
     uid: "9",
     labels: { app: "x" },
     ready: true,
+    sidecar: false,
   });
+  const proxy = { name: "istio-proxy", image: "proxyv2" };
+  assert.equal(meshPodOf({ ...obj, spec: { containers: [proxy] } }).sidecar, true);
+  assert.equal(
+    meshPodOf({ ...obj, spec: { initContainers: [{ ...proxy, restartPolicy: "Always" }] } })
+      .sidecar,
+    true,
+    "a native sidecar",
+  );
+  assert.equal(meshPodOf({ ...obj, spec: { initContainers: [proxy] } }).sidecar, false);
+  const injected = { ...obj.metadata, annotations: { "sidecar.istio.io/status": "{}" } };
+  assert.equal(meshPodOf({ ...obj, metadata: injected }).sidecar, true);
   assert.equal(
     meshPodOf({ ...obj, status: { conditions: [{ type: "Ready", status: "False" }] } }).ready,
     false,
@@ -174,6 +186,17 @@ Deno.test("meshPodOf reads readiness from the Ready condition and deletion", () 
     false,
   );
   assert.equal(meshPodOf({ metadata: { name: "q" } }).ready, false);
+});
+
+Deno.test("a Pod without a mesh sidecar is not limited: no proxy, no filter reaches it", () => {
+  const mesh = new Mesh();
+  const plain: MeshPod = { ...httpbin("a"), sidecar: false };
+  mesh.sync([filterFor({ maxTokens: 1 })], [plain], 0);
+  assert.deepEqual([0, 1, 2].map(() => mesh.send({ to, path: "/" }, 0).status), [200, 200, 200]);
+  assert.equal(mesh.proxy("demo", "a"), undefined);
+  // The same Pod with its sidecar: the filter bites.
+  mesh.sync([filterFor({ maxTokens: 1 })], [{ ...plain, sidecar: true }], 0);
+  assert.deepEqual([0, 1].map(() => mesh.send({ to, path: "/" }, 0).status), [200, 429]);
 });
 
 Deno.test("other objects are ignored; a rejected filter affects only the pods it selects", () => {

@@ -12,7 +12,7 @@ import { reconcileRateLimit } from "../../src/reconcile/ratelimit.ts";
 import { reconcileScaler } from "../../src/reconcile/scaler.ts";
 import { reconcileServerless } from "../../src/reconcile/serverless.ts";
 import type { KubeObject } from "../../src/runtime/cluster.ts";
-import { bucket, input, rateLimit } from "./ratelimit_fixtures.ts";
+import { bucket, input, pod, rateLimit } from "./ratelimit_fixtures.ts";
 import { inputOf as scalerInput, scaler } from "./scaler_fixtures.ts";
 import { inputOf as serverlessInput, serverless, statusOf } from "./serverless_fixtures.ts";
 import { carryOut, rolledOut, type World } from "./singleton_world.ts";
@@ -111,11 +111,16 @@ Deno.test("a Scaler install from nothing to Ready makes 3 Events, none for progr
 });
 
 Deno.test("a RateLimit makes one Event when applied, none for a new message with the same reason", () => {
-  const first = reconcileRateLimit(input(rateLimit()));
-  assert.deepEqual(reasons(first.events), ["Normal Applied"]);
-  // The user widens the selector: still Applied, the message names the new labels.
+  // One Pod in the mesh, so enforcement is good news too.
+  const pods = [{
+    ...pod("httpbin-1", { app: "httpbin", tier: "web" }),
+    spec: { containers: [{ name: "istio-proxy" }] },
+  }];
+  const first = reconcileRateLimit(input(rateLimit(), { pods }));
+  assert.deepEqual(reasons(first.events), ["Normal Applied", "Normal Enforced"]);
+  // The user narrows the selector: still Applied and Enforced, the messages name the new labels.
   const edited = rateLimit({ generation: 2, selectorLabels: { app: "httpbin", tier: "web" } });
-  const again = reconcileRateLimit(input({ ...edited, status: first.status }));
+  const again = reconcileRateLimit(input({ ...edited, status: first.status }, { pods }));
   assert.match(String(statusOf(again).description), /app=httpbin,tier=web/);
   assert.deepEqual(again.events, []);
 });

@@ -52,7 +52,13 @@ Deno.test("triggers: peers of a namespace, the filter's owner, everyone on the m
   const cache = cacheOf([a, b, c]);
   const t = rateLimitController.triggers;
   assert.deepEqual(t(RESOURCES.RateLimit, a, cache), ["demo/a", "demo/b"]);
-  assert.deepEqual(t(RESOURCES.Pod, pod("p", { app: "x" }), cache), ["demo/a", "demo/b"]);
+  // A Pod wakes the RateLimits that select it, not its whole namespace.
+  assert.deepEqual(t(RESOURCES.Pod, pod("p", { app: "httpbin", x: "1" }), cache), [
+    "demo/a",
+    "demo/b",
+  ]);
+  assert.deepEqual(t(RESOURCES.Pod, pod("p", { app: "x" }), cache), []);
+  assert.deepEqual(t(RESOURCES.Pod, pod("p", { app: "httpbin" }, "other"), cache), ["other/c"]);
   const ef = {
     apiVersion: "networking.istio.io/v1alpha3",
     kind: "EnvoyFilter",
@@ -73,9 +79,9 @@ Deno.test("reconcile reads peers, pods, the filter and the CRD from the cache", 
   const newer = rateLimit({ name: "b", created: "2024-02-01T00:00:00Z" });
   const state = (objects: KubeObject[], key: string) =>
     (rateLimitController.reconcile(key, cacheOf(objects), ctx)?.status as {
-      conditions: Array<{ reason: string }>;
+      conditions: Array<{ type: string; reason: string }>;
     })
-      .conditions[0].reason;
+      .conditions.find((c) => c.type === "Ready")!.reason;
   assert.equal(state([crd, older, newer], "demo/a"), "Applied");
   assert.equal(state([crd, older, newer], "demo/b"), "Conflict");
   assert.equal(state([older], "demo/a"), "MeshMissing");

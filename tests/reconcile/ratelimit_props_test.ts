@@ -8,10 +8,13 @@ import fc from "fast-check";
 import type { Condition } from "../../src/api/common.ts";
 import { rowOfStatus } from "../../src/reconcile/conditions.ts";
 import {
+  ENFORCED_CONDITION,
+  ENFORCED_ROWS,
   RATELIMIT_STATES,
   type RateLimitInput,
   reconcileRateLimit,
 } from "../../src/reconcile/ratelimit.ts";
+import { renderedGeneration } from "../../src/reconcile/ratelimit/envoyfilter.ts";
 import type { KubeObject } from "../../src/runtime/cluster.ts";
 import {
   applyPlan,
@@ -104,10 +107,21 @@ Deno.test("property: never throws, and every status is a row of the table with a
         state: string;
         description: string;
         conditions: Condition[];
+        podsSelected?: number;
+        podsWithSidecar?: number;
       };
       assert.ok(rowOfStatus(RATELIMIT_STATES, status), JSON.stringify(status));
       assert.ok(status.description.length > 0);
-      assert.equal(status.conditions[0].message, status.description);
+      const [ready, enforced] = status.conditions;
+      assert.ok(status.description.includes(ready.message.replace(/[.\s]+$/, "")));
+      assert.equal(enforced.type, ENFORCED_CONDITION);
+      assert.ok(
+        ENFORCED_ROWS.some((r) => r.status === enforced.status && r.reason === enforced.reason),
+        JSON.stringify(enforced),
+      );
+      assert.ok(enforced.message.length > 0);
+      assert.ok((status.podsWithSidecar ?? 0) <= (status.podsSelected ?? 0));
+      assert.equal(status.podsSelected === undefined, enforced.reason === "NotApplied");
     }),
     { seed: 42, numRuns: 500 },
   );
@@ -147,7 +161,11 @@ Deno.test("property: apply the Plan, reconcile again (later): no writes", () => 
   );
 });
 
-Deno.test("property: from a Ready world, any change of spec converges in one more pass", () => {
+/**
+ * After any edit: Ready enforces the new generation; Error keeps exactly the filter that was in
+ * place before (the last good generation, or none), and the status names its generation.
+ */
+Deno.test("property: any change of spec converges in one more pass and loses nothing enforced", () => {
   fc.assert(
     fc.property(rateLimitArb("httpbin"), rateLimitArb("httpbin"), (before, edited) => {
       const base: RateLimitInput = {
@@ -159,12 +177,31 @@ Deno.test("property: from a Ready world, any change of spec converges in one mor
       };
       let world: World = { rateLimit: before };
       world = applyPlan(world, reconcileWorld(world, base));
-      // The user edits the spec; the status written for `before` stays until the next reconcile.
-      world = { ...world, rateLimit: { ...edited, status: world.rateLimit.status } };
+      const enforcedBefore = world.envoyFilter;
+      // The user edits the spec (the API bumps the generation); the status written for `before`
+      // stays until the next reconcile.
+      const generation = before.metadata.generation! + 1;
+      world = {
+        ...world,
+        rateLimit: {
+          ...edited,
+          metadata: { ...edited.metadata, generation },
+          status: world.rateLimit.status,
+        },
+      };
       world = applyPlan(world, reconcileWorld(world, base));
-      const state = (world.rateLimit.status as { state: string }).state;
-      // Never an Error with our filter left behind, never Ready without it.
-      assert.equal(world.envoyFilter !== undefined, state === "Ready");
+      const status = world.rateLimit.status as { state: string; enforcedGeneration?: number };
+      if (status.state === "Ready") {
+        assert.ok(world.envoyFilter, "Ready without a filter");
+        assert.equal(renderedGeneration(world.envoyFilter), generation);
+        assert.equal(status.enforcedGeneration, generation);
+      } else {
+        assert.deepEqual(world.envoyFilter, enforcedBefore, "a refused edit changed the filter");
+        assert.equal(
+          status.enforcedGeneration,
+          enforcedBefore ? before.metadata.generation : undefined,
+        );
+      }
       assert.deepEqual(writesOf(world, reconcileWorld(world, base)), []);
     }),
     { seed: 42, numRuns: 200 },

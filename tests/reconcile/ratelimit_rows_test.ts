@@ -26,10 +26,13 @@ const older = rateLimit({ name: "first", created: "2024-06-01T00:00:00Z" });
 const CASES: Record<string, { input: RateLimitInput; says: RegExp[] }> = {
   Applied: {
     input: input(rateLimit()),
-    says: [/Limits applied to pods with app=httpbin by EnvoyFilter demo\/httpbin/],
+    says: [
+      /Limits of generation 1 applied to Pods with app=httpbin by EnvoyFilter demo\/httpbin/,
+      /default bucket 10 tokens, 10 added every 30s/,
+    ],
   },
   InvalidSpec: {
-    input: input(invalid, { envoyFilter: ourFilter(rateLimit()) }),
+    input: input(invalid),
     says: [
       /limit not applied/,
       /spec\.local\.buckets\[0\]\.bucket\.fillInterval 45s is not a multiple of the default bucket's fillInterval 30s/,
@@ -66,8 +69,16 @@ function statusOf(plan: Plan) {
     state: string;
     description: string;
     observedGeneration?: number;
+    enforcedGeneration?: number;
+    podsSelected?: number;
+    podsWithSidecar?: number;
     conditions: Condition[];
   };
+}
+
+/** The Ready condition of a plan's status. */
+function ready(plan: Plan): Condition {
+  return statusOf(plan).conditions.find((c) => c.type === "Ready")!;
 }
 
 for (const row of RATELIMIT_STATES) {
@@ -78,28 +89,35 @@ for (const row of RATELIMIT_STATES) {
     const status = statusOf(plan);
     assert.equal(rowOfStatus(RATELIMIT_STATES, status), row);
     assert.equal(status.state, row.state);
-    assert.equal(status.conditions.length, 1);
+    assert.deepEqual(status.conditions.map((x) => x.type), ["Ready", "Enforced"]);
     const cond = status.conditions[0];
     assert.deepEqual([cond.type, cond.status, cond.reason], [row.type, row.status, row.reason]);
     assert.equal(cond.observedGeneration, 1);
     assert.equal(status.observedGeneration, 1);
-    assert.equal(status.description, cond.message);
+    assert.ok(status.description.startsWith(cond.message), status.description);
     for (const re of c.says) assert.match(cond.message, re);
-    assert.equal(plan.events.length, 1, "a new state is announced once");
-    assert.equal(plan.events[0].reason, row.reason);
-    assert.equal(plan.events[0].type, row.state === "Ready" ? "Normal" : "Warning");
+    // No Pod in these inputs: Ready's Event, and for a limit in place the Enforced one (Normal:
+    // a first look that finds no Pod is news, not a drop in enforcement).
+    const inPlace = row.reason === "Applied";
+    assert.deepEqual(
+      plan.events.map((e) => `${e.type} ${e.reason}`),
+      [
+        `${row.state === "Ready" ? "Normal" : "Warning"} ${row.reason}`,
+        ...(inPlace ? ["Normal NoPodSelected"] : []),
+      ],
+    );
   });
 }
 
-Deno.test("Ready applies the EnvoyFilter; ApplyFailed retries it; Error rows delete ours", () => {
+Deno.test("Ready applies the EnvoyFilter; ApplyFailed retries it; a conflict withdraws ours", () => {
   for (const row of RATELIMIT_STATES) {
     const c = CASES[row.reason];
     const plan = reconcileRateLimit(c.input);
-    const keepsFilter = row.reason === "Applied" || row.reason === "ApplyFailed";
-    assert.equal(plan.apply.length, keepsFilter ? 1 : 0, row.reason);
-    if (keepsFilter) assert.equal(plan.apply[0].kind, "EnvoyFilter");
-    const hadOurs = c.input.envoyFilter !== undefined;
-    assert.equal(plan.delete.length, !keepsFilter && hadOurs ? 1 : 0, row.reason);
+    const applies = row.reason === "Applied" || row.reason === "ApplyFailed";
+    assert.equal(plan.apply.length, applies ? 1 : 0, row.reason);
+    if (applies) assert.equal(plan.apply[0].kind, "EnvoyFilter");
+    // Conflict's input holds our filter, and an older RateLimit claims its Pods.
+    assert.equal(plan.delete.length, row.reason === "Conflict" ? 1 : 0, row.reason);
   }
 });
 
@@ -109,7 +127,7 @@ Deno.test("an ApplyFailed outcome of an older generation is ignored", () => {
     ...c.input,
     lastOutcome: { ...c.input.lastOutcome!, generation: 0 },
   });
-  assert.equal(statusOf(plan).conditions[0].reason, "Applied");
+  assert.equal(ready(plan).reason, "Applied");
 });
 
 Deno.test("a filter of the same name that is not ours is neither overwritten nor deleted", () => {
@@ -135,7 +153,7 @@ Deno.test("a filter of the same name that is not ours is neither overwritten nor
 Deno.test("a filter owned by an earlier RateLimit of the same name (other uid) is not ours", () => {
   const old = ourFilter(rateLimit({ uid: "old-uid" }));
   const plan = reconcileRateLimit(input(rateLimit(), { envoyFilter: old }));
-  assert.equal(statusOf(plan).conditions[0].reason, "Conflict");
+  assert.equal(ready(plan).reason, "Conflict");
 });
 
 Deno.test("lastTransitionTime moves only when the condition's status changes", () => {

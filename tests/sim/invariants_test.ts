@@ -189,3 +189,57 @@ Deno.test("invariants: removing a module finalizer while installed objects remai
   assert.equal(checker.violations[0]?.invariant, "finalizer-after-cleanup");
   assert.match(checker.violations[0].message, /ConfigMap platform-system\/keda-config/);
 });
+
+const rl = (name: string): KubeObject => ({
+  apiVersion: "gateway.platform-project.io/v1alpha1",
+  kind: "RateLimit",
+  metadata: { name, namespace: "default" },
+  spec: {
+    selectorLabels: { app: "x" },
+    local: { defaultBucket: { maxTokens: 1, tokensPerFill: 1, fillInterval: "1m" } },
+  },
+});
+
+const filterOf = (owner: KubeObject): KubeObject => ({
+  apiVersion: "networking.istio.io/v1alpha3",
+  kind: "EnvoyFilter",
+  metadata: {
+    name: owner.metadata.name,
+    namespace: "default",
+    labels: {
+      "app.kubernetes.io/managed-by": "platform-operator",
+      "operator.platform-project.io/module": "ratelimit",
+    },
+    ownerReferences: [{
+      apiVersion: owner.apiVersion,
+      kind: "RateLimit",
+      name: owner.metadata.name,
+      uid: owner.metadata.uid!,
+    }],
+  },
+  spec: { workloadSelector: { labels: { app: "x" } } },
+});
+
+Deno.test("invariants: dropping a RateLimit's filter with no older RateLimit to claim its Pods is caught", async () => {
+  const { driver, client, op, checker } = setup();
+  const a = await drive(driver, client.create(RESOURCES.RateLimit, rl("a")));
+  await drive(driver, op.create(RESOURCES.EnvoyFilter, filterOf(a)));
+  await drive(driver, op.delete(RESOURCES.EnvoyFilter, "default", "a"));
+  assert.equal(checker.violations[0]?.invariant, "last-good-kept");
+  // The same with an older RateLimit in the namespace: a conflict may withdraw it.
+  const second = setup();
+  await drive(second.driver, second.client.create(RESOURCES.RateLimit, rl("older")));
+  second.clock.jump(1_000);
+  const b = await drive(second.driver, second.client.create(RESOURCES.RateLimit, rl("b")));
+  await drive(second.driver, second.op.create(RESOURCES.EnvoyFilter, filterOf(b)));
+  await drive(second.driver, second.op.delete(RESOURCES.EnvoyFilter, "default", "b"));
+  assert.ok(second.checker.ok, JSON.stringify(second.checker.violations));
+  // And with the RateLimit gone, removing its filter is cleanup.
+  await drive(driver, client.delete(RESOURCES.RateLimit, "default", "a"));
+  const c = await drive(driver, client.create(RESOURCES.RateLimit, rl("c")));
+  await drive(driver, op.create(RESOURCES.EnvoyFilter, filterOf(c)));
+  await drive(driver, client.delete(RESOURCES.RateLimit, "default", "c"));
+  const before = checker.violations.length;
+  await drive(driver, op.delete(RESOURCES.EnvoyFilter, "default", "c")).catch(() => {});
+  assert.equal(checker.violations.length, before);
+});

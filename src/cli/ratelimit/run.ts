@@ -13,7 +13,7 @@ import {
   Mesh,
   type MeshTarget,
 } from "../../dataplane/mod.ts";
-import { reconcileRateLimit } from "../../reconcile/ratelimit.ts";
+import { RATELIMIT_CONDITION, reconcileRateLimit } from "../../reconcile/ratelimit.ts";
 import { isGateway } from "../../reconcile/ratelimit/envoyfilter.ts";
 import type { TrafficRequest } from "./args.ts";
 
@@ -74,10 +74,15 @@ export function runTraffic(
     meshInstalled: true,
     now: 0,
   });
-  const status = plan.status as { state?: string; description?: string } | undefined;
+  const status = plan.status as
+    | { state?: string; conditions?: { type: string; message: string }[] }
+    | undefined;
   const parsed = parseRateLimit(withIdentity);
   if (status?.state !== "Ready" || !parsed.ok) {
-    return { ok: false, error: status?.description ?? "the RateLimit cannot be applied" };
+    // The Ready condition says what is wrong; the rest of the status is about Pods, and here
+    // there are none.
+    const ready = status?.conditions?.find((c) => c.type === RATELIMIT_CONDITION);
+    return { ok: false, error: ready?.message ?? "the RateLimit cannot be applied" };
   }
   const rl = parsed.value;
   const namespace = rl.metadata.namespace ?? "default";

@@ -51,6 +51,16 @@ function subset(a: Record<string, string>, b: Record<string, string>): boolean {
   return Object.entries(a).every(([k, v]) => b[k] === v);
 }
 
+/** The Pods (any objects) whose labels `selector` selects; the rest are dropped unread. */
+export function selectPods(pods: readonly unknown[], selector: Record<string, string>): unknown[] {
+  const out: unknown[] = [];
+  for (const pod of pods) {
+    const labels = podLabelsOf(pod);
+    if (labels !== undefined && subset(selector, labels)) out.push(pod);
+  }
+  return out;
+}
+
 /** True when the two selectors select the same pods, now (`pods`) or by construction. */
 export function selectSamePods(
   a: Record<string, string>,
@@ -67,15 +77,23 @@ export function isOlder(a: SelectorOwner, b: SelectorOwner): boolean {
 }
 
 /**
- * Names of the older peers that select the same pods as `self`, oldest first. Only the pods `self`
- * selects can be shared, so they are found once and each older peer is checked against them
- * alone: O(peers + pods) a call rather than O(peers × pods), which matters with a thousand
- * RateLimits and Pods in one namespace.
+ * The selector a peer's own EnvoyFilter still enforces, by the peer's name: a peer whose newer
+ * generation was refused keeps the filter of its last good one, and that filter, not its spec,
+ * says which Pods it holds.
+ */
+export type EnforcedSelectorOf = (name: string) => Record<string, string> | undefined;
+
+/**
+ * Names of the older peers that select the same pods as `self`, oldest first: by their spec, or
+ * by the filter they still enforce (`enforcedOf`). Only the pods `self` selects can be shared, so
+ * they are found once and each older peer is checked against them alone: O(peers + pods) a call
+ * rather than O(peers × pods), which matters with a thousand RateLimits and Pods in one namespace.
  */
 export function olderConflicts(
   self: SelectorOwner,
   peers: readonly unknown[],
   pods: readonly unknown[],
+  enforcedOf?: EnforcedSelectorOf,
 ): string[] {
   const mine: Record<string, string>[] = [];
   for (const pod of pods) {
@@ -95,7 +113,13 @@ export function olderConflicts(
     };
     if (!isOlder(cheap, self)) continue;
     const p = selectorOwnerOf(peer);
-    if (p !== undefined && selectSamePods(p.selector, self.selector, mine)) older.push(p);
+    if (p === undefined) continue;
+    const held = enforcedOf?.(name);
+    if (
+      selectSamePods(p.selector, self.selector, mine) ||
+      (held !== undefined && Object.keys(held).length > 0 &&
+        selectSamePods(held, self.selector, mine))
+    ) older.push(p);
   }
   return older.sort((a, b) => (isOlder(a, b) ? -1 : 1)).map((p) => p.name);
 }

@@ -28,6 +28,21 @@ export const GATEWAY_LABEL = { key: "app", value: "mesh-ingressgateway" } as con
 type Json = Record<string, unknown>;
 type Matcher = Json;
 
+/**
+ * Annotation on the EnvoyFilter: the RateLimit generation it was rendered from. The filter on the
+ * cluster is the record of what is enforced, so after a restart the operator still knows which
+ * generation a refused update left in force without keeping any state of its own.
+ */
+export const GENERATION_ANNOTATION = "gateway.platform-project.io/ratelimit-generation";
+
+/** The generation an EnvoyFilter was rendered from (its annotation), if it says. */
+export function renderedGeneration(ef: KubeObject): number | undefined {
+  const text = ef.metadata.annotations?.[GENERATION_ANNOTATION];
+  if (text === undefined || !/^(0|[1-9][0-9]{0,15})$/.test(text)) return undefined;
+  const n = Number(text);
+  return Number.isSafeInteger(n) ? n : undefined;
+}
+
 /** True when the RateLimit targets the ingress gateway rather than a workload's sidecars. */
 export function isGateway(namespace: string, spec: Pick<RateLimitSpec, "selectorLabels">): boolean {
   return namespace === GATEWAY_NAMESPACE &&
@@ -179,10 +194,20 @@ export function renderEnvoyFilter(rl: RateLimit): KubeObject {
       }],
     }
     : {};
+  const generation = rl.metadata.generation;
+  const annotations = generation !== undefined
+    ? { annotations: { [GENERATION_ANNOTATION]: String(generation) } }
+    : {};
   return {
     apiVersion: apiVersionOf(RESOURCES.EnvoyFilter),
     kind: RESOURCES.EnvoyFilter.kind,
-    metadata: { name: rl.metadata.name, namespace, labels: managedLabels("ratelimit"), ...owner },
+    metadata: {
+      name: rl.metadata.name,
+      namespace,
+      labels: managedLabels("ratelimit"),
+      ...annotations,
+      ...owner,
+    },
     spec: {
       workloadSelector: { labels: { ...spec.selectorLabels } },
       configPatches: [
@@ -213,6 +238,9 @@ export function renderEnvoyFilter(rl: RateLimit): KubeObject {
           },
         },
         {
+          // Forwarding routes only. A redirect or direct-response route has no `route` action;
+          // merging `route: {rate_limits}` into it would give it a second action (or replace its
+          // redirect with a route to no cluster), and Envoy would reject the whole route config.
           applyTo: "HTTP_ROUTE",
           // Forwarding routes only: merged into a redirect or direct_response route, `route:`
           // makes a route without a cluster, and Envoy rejects the whole route configuration.

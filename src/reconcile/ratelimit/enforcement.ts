@@ -1,0 +1,133 @@
+/**
+ * Whether the limit in place bites (DESIGN.md: `Ready` says the filter is stored; this says beside
+ * it whether any proxy applies it). An EnvoyFilter reaches only Pods with a mesh proxy, so the
+ * figures are the Pods the enforced selector selects and how many of them have a sidecar, and the
+ * `Enforced` condition is False, with a reason a user can act on, when the limit protects nothing
+ * or leaves some Pods out. Every figure comes from the observed Pods: the same Pods give the same
+ * status, so nothing is written at rest.
+ */
+import { hasMeshSidecar, isActivePod, podName } from "../../api/pod.ts";
+import type { ConditionInput } from "../conditions.ts";
+import { podLabelsOf } from "./conflict.ts";
+
+/** The condition type that reports enforcement. */
+export const ENFORCED_CONDITION = "Enforced";
+
+/** A reason of the Enforced condition and what it means, as data (a test walks it). */
+export interface EnforcedRow {
+  status: "True" | "False";
+  reason: string;
+  meaning: string;
+}
+
+/** Every Enforced condition the operator writes. */
+export const ENFORCED_ROWS: readonly EnforcedRow[] = [
+  {
+    status: "True",
+    reason: "Enforced",
+    meaning: "Every selected Pod has a mesh sidecar: the limit applies to all of them",
+  },
+  {
+    status: "False",
+    reason: "SidecarMissing",
+    meaning: "Some selected Pods have no mesh sidecar: their requests are not limited",
+  },
+  {
+    status: "False",
+    reason: "NoPodSelected",
+    meaning: "No Pod is selected: the limit protects nothing yet",
+  },
+  { status: "False", reason: "NotApplied", meaning: "No limit is in place" },
+];
+
+/** Pod names a message lists before it says "and N more". */
+export const NAMED_PODS = 3;
+
+/** The limit in place: which Pods its filter selects, and where. */
+export interface InForce {
+  namespace: string;
+  selector: Readonly<Record<string, string>>;
+  /** True for the ingress gateway (the selected Pods are the gateway's). */
+  gateway: boolean;
+}
+
+/** The figures and the condition of enforcement. */
+export interface Enforcement {
+  condition: ConditionInput;
+  /** Absent when no limit is in place. */
+  podsSelected?: number;
+  podsWithSidecar?: number;
+}
+
+/** `app=httpbin,tier=web`: a selector as users write it on the command line. */
+export function selectorText(selector: Readonly<Record<string, string>>): string {
+  return Object.entries(selector).map(([k, v]) => `${k}=${v}`).join(",");
+}
+
+function plural(n: number, one: string, many: string): string {
+  return `${n} ${n === 1 ? one : many}`;
+}
+
+function named(names: readonly string[]): string {
+  const shown = names.slice(0, NAMED_PODS).join(", ");
+  const more = names.length - NAMED_PODS;
+  return more > 0 ? `${shown} and ${more} more` : shown;
+}
+
+function selects(selector: Readonly<Record<string, string>>, labels: Record<string, string>) {
+  return Object.entries(selector).every(([k, v]) => labels[k] === v);
+}
+
+/**
+ * Enforcement of `inForce` over `pods` (any Pods; those of other namespaces, finished or being
+ * deleted, or not selected are skipped), or NotApplied when no limit is in place.
+ */
+export function enforcement(
+  inForce: InForce | undefined,
+  pods: readonly unknown[],
+): Enforcement {
+  const condition = (reason: string, message: string): ConditionInput => {
+    const row = ENFORCED_ROWS.find((r) => r.reason === reason)!;
+    return { type: ENFORCED_CONDITION, status: row.status, reason, message };
+  };
+  if (!inForce) {
+    return {
+      condition: condition("NotApplied", "No limit is in place, so no Pod is protected"),
+    };
+  }
+  const selected: unknown[] = [];
+  for (const pod of pods) {
+    const labels = podLabelsOf(pod);
+    const ns = (pod as { metadata?: { namespace?: unknown } })?.metadata?.namespace;
+    if (labels === undefined || ns !== inForce.namespace || !isActivePod(pod)) continue;
+    if (selects(inForce.selector, labels)) selected.push(pod);
+  }
+  const without = selected.filter((p) => !hasMeshSidecar(p)).map(podName).sort();
+  const figures = {
+    podsSelected: selected.length,
+    podsWithSidecar: selected.length - without.length,
+  };
+  const sel = selectorText(inForce.selector);
+  const noun = `${inForce.gateway ? "ingress gateway " : ""}Pod`;
+  if (selected.length === 0) {
+    const message = inForce.gateway
+      ? `No ingress gateway Pod (${sel} in namespace ${inForce.namespace}) exists, so the limit protects nothing yet`
+      : `No Pod in namespace ${inForce.namespace} has ${sel}, so the limit protects nothing yet; check spec.selectorLabels against the workload's Pod labels`;
+    return { condition: condition("NoPodSelected", message), ...figures };
+  }
+  if (without.length > 0) {
+    const one = without.length === 1;
+    const message = `${without.length} of ${
+      plural(selected.length, noun, `${noun}s`)
+    } with ${sel} ${one ? "has" : "have"} no mesh sidecar, so ${
+      one ? "its" : "their"
+    } requests are not limited: ${named(without)}; enable sidecar injection for ${
+      one ? "it" : "them"
+    } (e.g. namespace label istio-injection=enabled) and restart ${one ? "it" : "them"}`;
+    return { condition: condition("SidecarMissing", message), ...figures };
+  }
+  const message = selected.length === 1
+    ? `Enforced on the one ${noun} with ${sel}, which has a mesh sidecar`
+    : `Enforced on all ${selected.length} ${noun}s with ${sel}: each has a mesh sidecar`;
+  return { condition: condition("Enforced", message), ...figures };
+}

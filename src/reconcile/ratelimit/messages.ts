@@ -1,0 +1,53 @@
+/**
+ * The words of a RateLimit's Ready condition: what is wrong with the current generation (the field
+ * and the rule come from validation), what stays in force instead, and what a good one enforces.
+ */
+import type { RateLimitSpec } from "../../api/ratelimit.ts";
+import type { KubeObject } from "../../api/object.ts";
+import type { InForce } from "./enforcement.ts";
+import { renderedGeneration } from "./envoyfilter.ts";
+
+/** Our filter, kept for a refused generation, or why it had to go; undefined: there was none. */
+export type Kept = { filter: KubeObject; inForce: InForce } | { withdrawn: string } | undefined;
+
+function generationText(g: number | undefined): string {
+  return g === undefined ? "the new spec" : `generation ${g}`;
+}
+
+/** "generation 2 still enforced by EnvoyFilter ns/name". */
+export function keptText(filter: KubeObject): string {
+  const g = renderedGeneration(filter);
+  const which = g === undefined ? "an earlier generation" : `generation ${g}`;
+  return `${which} still enforced by EnvoyFilter ${filter.metadata.namespace}/${filter.metadata.name}`;
+}
+
+/** What the Ready condition says of a refusal, given what stays in force. */
+export function refusal(
+  reason: string,
+  problem: string,
+  generation: number | undefined,
+  kept: Kept,
+): string {
+  if (reason === "MeshMissing") return problem;
+  const gen = generationText(generation);
+  if (kept === undefined) {
+    return reason === "InvalidSpec"
+      ? `Invalid spec, limit not applied: ${problem}`
+      : `${problem}; this one is not applied`;
+  }
+  const rest = "withdrawn" in kept
+    ? `the limit of an earlier generation was withdrawn because ${kept.withdrawn}; limit not applied`
+    : keptText(kept.filter);
+  return reason === "InvalidSpec"
+    ? `Invalid spec, ${gen} rejected: ${problem}; ${rest}`
+    : `${problem}, so ${gen} is not applied; ${rest}`;
+}
+
+/** What a spec enforces, in short: the default bucket and the number of rules. */
+export function limitsText(spec: RateLimitSpec): string {
+  const d = spec.local.defaultBucket;
+  const rules = spec.local.buckets.length;
+  return `default bucket ${d.maxTokens} tokens, ${d.tokensPerFill} added every ${d.fillInterval}${
+    rules > 0 ? `; ${rules} rule bucket${rules === 1 ? "" : "s"}` : ""
+  }`;
+}

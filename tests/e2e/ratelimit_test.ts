@@ -1,0 +1,322 @@
+/**
+ * E2E of what a RateLimit's status promises, on one real control plane: enforcement follows the
+ * Pods (sidecar or not, `-o wide`, a Warning Event when it drops), an invalid update keeps the
+ * last good EnvoyFilter (also across an operator restart, with zero writes), `kubectl describe`
+ * reads as a runbook, a newer conflicting RateLimit leaves the older one's filter alone, deleting
+ * removes the filter, and the gateway's Pods are counted.
+ */
+import assert from "node:assert/strict";
+import type { KubeObject } from "../../src/api/object.ts";
+import { shownOutput } from "../docs_shown.ts";
+import { type E2E, e2eSuite, type OperatorProcess, waitFor } from "./harness.ts";
+import { bucket, GATEWAY_API, namespace } from "./fixtures.ts";
+import { conditionOf, describe, statusOf } from "./status.ts";
+
+const NS = "e2e-rl-status";
+const ANNOTATION = "gateway.platform-project.io/ratelimit-generation";
+const USER = "platform-operator";
+
+function deployment(name: string, replicas: number, sidecar: boolean): KubeObject {
+  const labels = { app: "web", track: name };
+  return {
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    metadata: { name, namespace: NS },
+    spec: {
+      replicas,
+      selector: { matchLabels: labels },
+      template: {
+        metadata: { labels },
+        spec: {
+          containers: [
+            { name: "app", image: "registry.example/httpbin:1" },
+            ...(sidecar ? [{ name: "istio-proxy", image: "docker.io/istio/proxyv2:1.24.0" }] : []),
+          ],
+        },
+      },
+    },
+  };
+}
+
+function limit(name: string, rules: { path: string; fillInterval: string }[] = []): KubeObject {
+  return {
+    apiVersion: GATEWAY_API,
+    kind: "RateLimit",
+    metadata: { name, namespace: NS },
+    spec: {
+      selectorLabels: { app: "web" },
+      local: {
+        defaultBucket: bucket(10, 10, "10s"),
+        buckets: rules.map((r) => ({ path: r.path, bucket: bucket(2, 2, r.fillInterval) })),
+      },
+    },
+  };
+}
+
+interface Figures {
+  enforcedGeneration?: number;
+  podsSelected?: number;
+  podsWithSidecar?: number;
+}
+
+/** Waits until the RateLimit shows the state, the Enforced reason and the figures. */
+function waitFigures(
+  env: E2E,
+  name: string,
+  state: string,
+  enforced: string,
+  figures: Figures,
+  ns = NS,
+): Promise<KubeObject> {
+  let last: KubeObject | undefined;
+  return waitFor(
+    `ratelimit ${ns}/${name}: ${state}, Enforced ${enforced}, ${JSON.stringify(figures)}`,
+    async () => {
+      last = await env.kube.get("ratelimit", name, ns);
+      const s = statusOf(last) as Figures & { state?: string };
+      return last && s.state === state && conditionOf(last, "Enforced")?.reason === enforced &&
+          Object.entries(figures).every(([k, v]) => s[k as keyof Figures] === v)
+        ? last
+        : undefined;
+    },
+    {
+      timeoutMs: 120_000,
+      describe: () => Promise.resolve(`${describe(last)} ${JSON.stringify(statusOf(last))}`),
+    },
+  );
+}
+
+function filterOf(env: E2E, name: string): Promise<KubeObject | undefined> {
+  return env.kube.get("envoyfilter", name, NS);
+}
+
+e2eSuite("ratelimit-status", async (env, t) => {
+  const ready = await env.step(t, "CRDs and the operator", async () => {
+    await env.installCrds();
+    await env.startServing({ identity: "rl-0" });
+    await env.kube.apply([namespace(NS)]);
+  });
+  if (!ready) return;
+  let operator: OperatorProcess | undefined = env.running[0];
+
+  await env.step(
+    t,
+    "enforcement follows the Pods; -o wide shows it; a drop is a Warning Event",
+    async () => {
+      await env.kube.apply([deployment("stable", 2, true), limit("web")]);
+      await waitFigures(env, "web", "Ready", "Enforced", {
+        enforcedGeneration: 1,
+        podsSelected: 2,
+        podsWithSidecar: 2,
+      });
+      const wide = await env.kube.must(["get", "ratelimits", "-n", NS, "-o", "wide"]);
+      console.error(`[ratelimit-status] kubectl get ratelimits -o wide:\n${wide}`);
+      const [header, row] = wide.trimEnd().split("\n").map((l) => l.trim().split(/\s+/));
+      assert.deepEqual(header, [
+        "NAME",
+        "STATUS",
+        "ENFORCED",
+        "PODS",
+        "SIDECARS",
+        "ENFORCED-GEN",
+        "AGE",
+      ], wide);
+      assert.deepEqual(row.slice(0, 6), ["web", "Ready", "True", "2", "2", "1"], wide);
+      // docs/ratelimit-status.md shows this table: the same columns and figures (AGE aside).
+      const shown = (await shownOutput(
+        "docs/ratelimit-status.md",
+        `kubectl get ratelimits -n ${NS} -o wide`,
+      )).map((l) => l.trim().split(/\s+/).slice(0, 6));
+      assert.deepEqual(shown, [header.slice(0, 6), row.slice(0, 6)], wide);
+      const plain = await env.kube.table("ratelimits", { namespace: NS });
+      assert.deepEqual(plain.split("\n")[0].trim().split(/\s+/), ["NAME", "STATUS", "AGE"], plain);
+      // A canary without the mesh's sidecar joins the selected Pods.
+      await env.kube.apply([deployment("canary", 1, false)]);
+      const rl = await waitFigures(env, "web", "Ready", "SidecarMissing", {
+        podsSelected: 3,
+        podsWithSidecar: 2,
+      });
+      const [canary] = await env.kube.list("pods", {
+        namespace: NS,
+        labelSelector: "track=canary",
+      });
+      const message = conditionOf(rl, "Enforced")?.message ?? "";
+      assert.match(message, /^1 of 3 Pods with app=web has no mesh sidecar/, message);
+      assert.ok(message.includes(canary.metadata.name), message);
+      await waitFor("a Warning Event SidecarMissing on the RateLimit", async () => {
+        const events = await env.kube.list<KubeObject & { type: string; reason: string }>(
+          "events",
+          {
+            namespace: NS,
+          },
+        );
+        return events.some((e) =>
+          e.type === "Warning" && e.reason === "SidecarMissing" &&
+          (e as unknown as { involvedObject: { name: string } }).involvedObject.name === "web"
+        );
+      });
+      await env.kube.delete("deployment", ["canary"], NS);
+      await waitFigures(env, "web", "Ready", "Enforced", { podsSelected: 2, podsWithSidecar: 2 });
+    },
+  );
+
+  let filterRv = "";
+  await env.step(
+    t,
+    "an invalid update keeps the EnvoyFilter of generation 1 in place",
+    async () => {
+      const before = await filterOf(env, "web");
+      assert.equal(before?.metadata.annotations?.[ANNOTATION], "1", describe(before));
+      filterRv = before!.metadata.resourceVersion!;
+      await env.kube.apply([limit("web", [{ path: "/headers", fillInterval: "15s" }])]);
+      const rl = await waitFigures(env, "web", "Error", "Enforced", { enforcedGeneration: 1 });
+      assert.equal(statusOf(rl).observedGeneration, 2);
+      assert.equal(
+        conditionOf(rl, "Ready")?.message,
+        "Invalid spec, generation 2 rejected: spec.local.buckets[0].bucket.fillInterval 15s is not a multiple of the default bucket's fillInterval 10s; generation 1 still enforced by EnvoyFilter e2e-rl-status/web",
+      );
+      const after = await filterOf(env, "web");
+      assert.equal(after?.metadata.resourceVersion, filterRv, "the filter was not touched");
+    },
+  );
+
+  await env.step(t, "after an operator restart: the same status, not a single write", async () => {
+    await operator?.stop();
+    const restartedAt = Date.now();
+    operator = await env.startServing({ identity: "rl-1" });
+    const next = operator;
+    await waitFor(
+      "the new operator to reconcile",
+      async () =>
+        (await next.logLines()).some((l) => l.msg === "caches synced and leading: reconciling"),
+    );
+    // Its first wave has run through every RateLimit well within this.
+    await new Promise((r) => setTimeout(r, 15_000));
+    const writes = await env.cluster.writes({ user: USER, sinceMs: restartedAt, namespace: NS });
+    assert.deepEqual(
+      writes.map((w) => `${w.verb} ${w.requestURI}`),
+      [],
+      "the restarted operator wrote in the namespace",
+    );
+    const filter = await filterOf(env, "web");
+    assert.equal(filter?.metadata.resourceVersion, filterRv);
+    const rl = await env.kube.get("ratelimit", "web", NS);
+    assert.equal((statusOf(rl) as Figures).enforcedGeneration, 1);
+  });
+
+  await env.step(t, "kubectl describe reads as a runbook", async () => {
+    const text = await env.kube.must(["describe", "ratelimit", "web", "-n", NS]);
+    console.error(`[ratelimit-status] kubectl describe ratelimit web:\n${text}`);
+    for (
+      const want of [
+        /State:\s+Error/,
+        /Enforced Generation:\s+1/,
+        /Observed Generation:\s+2/,
+        /Pods Selected:\s+2/,
+        /Pods With Sidecar:\s+2/,
+        /generation 2 rejected: spec\.local\.buckets\[0\]\.bucket\.fillInterval 15s is not a multiple/,
+        /generation 1 still enforced by EnvoyFilter e2e-rl-status\/web/,
+        /Enforced on all 2 Pods with app=web: each has a mesh sidecar/,
+        /Warning\s+InvalidSpec/,
+        /Warning\s+SidecarMissing/,
+      ]
+    ) assert.match(text, want, text);
+    // docs/ratelimit-status.md shows this output: every line it shows is here, times and ages
+    // and Pod name suffixes aside.
+    const steady = (l: string) =>
+      l.trim().replace(/\d{4}-\d\d-\d\dT[\d:]+Z/g, "T").replace(/\s+\d+[smh]\s+/g, " AGE ")
+        .replace(/canary-[a-z0-9]+-[a-z0-9]+/g, "canary-*").replace(/\s+/g, " ");
+    const live = new Set(text.split("\n").map(steady));
+    const shown = await shownOutput(
+      "docs/ratelimit-status.md",
+      `kubectl describe ratelimit web -n ${NS}`,
+    );
+    const missing = shown.map(steady).filter((l) => !live.has(l));
+    assert.deepEqual(missing, [], `lines of docs/ratelimit-status.md not in:\n${text}`);
+  });
+
+  await env.step(t, "fixing the spec enforces the new generation", async () => {
+    await env.kube.apply([limit("web", [{ path: "/headers", fillInterval: "20s" }])]);
+    await waitFigures(env, "web", "Ready", "Enforced", { enforcedGeneration: 3 });
+    const filter = await filterOf(env, "web");
+    assert.equal(filter?.metadata.annotations?.[ANNOTATION], "3");
+    filterRv = filter!.metadata.resourceVersion!;
+  });
+
+  await env.step(
+    t,
+    "a newer conflicting RateLimit never touches the older one's filter",
+    async () => {
+      await env.kube.apply([limit("web-2")]);
+      const rl = await env.waitStatus("ratelimit", NS, "web-2", {
+        state: "Error",
+        conditions: [{ type: "Ready", status: "False", reason: "Conflict" }],
+      });
+      assert.match(conditionOf(rl, "Ready")?.message ?? "", /older RateLimit e2e-rl-status\/web/);
+      assert.equal(await filterOf(env, "web-2"), undefined);
+      // Give it a few passes: the older filter stays as it was.
+      await new Promise((r) => setTimeout(r, 3_000));
+      assert.equal((await filterOf(env, "web"))?.metadata.resourceVersion, filterRv);
+    },
+  );
+
+  await env.step(
+    t,
+    "deleting the RateLimit removes its filter; the newer one takes over",
+    async () => {
+      await env.kube.delete("ratelimit", ["web"], NS);
+      await waitFor(
+        "EnvoyFilter web to be gone",
+        async () => (await filterOf(env, "web")) === undefined,
+        {
+          timeoutMs: 90_000,
+        },
+      );
+      await waitFigures(env, "web-2", "Ready", "Enforced", {
+        enforcedGeneration: 1,
+        podsSelected: 2,
+      });
+    },
+  );
+
+  await env.step(t, "an invalid create applies nothing", async () => {
+    const bad = { ...limit("bad", [{ path: "/x", fillInterval: "15s" }]) };
+    bad.spec = { ...(bad.spec as object), selectorLabels: { app: "other" } };
+    await env.kube.apply([bad]);
+    const rl = await waitFigures(env, "bad", "Error", "NotApplied", {});
+    assert.equal((statusOf(rl) as Figures).enforcedGeneration, undefined);
+    assert.match(conditionOf(rl, "Ready")?.message ?? "", /^Invalid spec, limit not applied: /);
+    assert.equal(await filterOf(env, "bad"), undefined);
+  });
+
+  await env.step(t, "the gateway case counts the ingress gateway's Pods", async () => {
+    const gw: KubeObject = {
+      apiVersion: GATEWAY_API,
+      kind: "RateLimit",
+      metadata: { name: "gateway", namespace: "mesh-system" },
+      spec: {
+        selectorLabels: { app: "mesh-ingressgateway" },
+        local: { defaultBucket: bucket(100, 100, "1m") },
+      },
+    };
+    await env.kube.apply([gw]);
+    const rl = await waitFigures(env, "gateway", "Ready", "Enforced", {
+      podsSelected: 1,
+      podsWithSidecar: 1,
+    }, "mesh-system");
+    assert.match(conditionOf(rl, "Enforced")?.message ?? "", /ingress gateway Pod/);
+  });
+
+  await env.step(t, "at rest: 20 s without a write by the operator", async () => {
+    let quietSince = Date.now();
+    await waitFor("5 s without operator writes", async () => {
+      const n = await env.cluster.countWrites({ user: USER, sinceMs: Date.now() - 5_000 });
+      if (n > 0) quietSince = Date.now();
+      return Date.now() - quietSince >= 5_000;
+    }, { timeoutMs: 45_000, intervalMs: 1_000 });
+    const from = Date.now();
+    await new Promise((r) => setTimeout(r, 20_000));
+    const writes = await env.cluster.writes({ user: USER, sinceMs: from });
+    assert.deepEqual(writes.map((w) => `${w.verb} ${w.requestURI}`), []);
+  });
+});
