@@ -2,113 +2,59 @@
  * The RateLimit controller: what the runtime watches for RateLimits, which keys a change wakes,
  * and the reconcile that reads the cache into `reconcileRateLimit`'s input.
  *
- * Pods reach RateLimits through indexes, never a scan of their namespace: a Pod is filed under
- * each of its labels, and a RateLimit (or its EnvoyFilter) under one pair of its selector, the
- * one with the smallest key. Every RateLimit selecting a Pod has that pair among the Pod's
- * labels, so looking up each label of the Pod finds exactly the candidates to check.
+ * Everything goes through indexes (ratelimit_index.ts), never a scan of a namespace: a Pod event
+ * wakes the RateLimits selecting it; a RateLimit or EnvoyFilter event wakes the rivals of its
+ * selectors (those that can select the same Pods), whose verdicts it may change; a reconcile reads
+ * those rivals as its peers and the Pods its selectors may select. So a reconcile costs the same
+ * in a namespace of ten RateLimits as in one of ten thousand.
  */
 import { RESOURCES } from "../api/resources.ts";
 import type { KubeObject, ResourceType } from "../runtime/cluster.ts";
 import { objectKey } from "../runtime/cluster.ts";
-import {
-  byIndexOf,
-  type CacheReader,
-  type ControllerSpec,
-  type IndexSpec,
-} from "../runtime/controller.ts";
+import type { CacheReader, ControllerSpec } from "../runtime/controller.ts";
 import { emptyPlan } from "../reconcile/plan.ts";
 import { filterSelector, isRateLimitFilter } from "../reconcile/ratelimit/meta.ts";
 import { crdName, isUnknown } from "./unknown.ts";
 import { reconcileRateLimit } from "../reconcile/ratelimit.ts";
+import {
+  podsFor,
+  RATELIMIT_INDEXES,
+  rivalsOf,
+  selectingPod,
+  specSelector,
+} from "./ratelimit_index.ts";
+
+export {
+  FILTER_SELECTOR_INDEX,
+  POD_LABEL_INDEX,
+  RATELIMIT_SELECTOR_INDEX,
+} from "./ratelimit_index.ts";
 
 /** The CRD whose presence means the mesh is installed. */
 export const ENVOYFILTER_CRD = crdName(RESOURCES.EnvoyFilter);
 /** How soon to look again while the EnvoyFilter watch has not listed yet. */
 const UNKNOWN_FILTERS_REQUEUE_MS = 1000;
 
-type Labels = Record<string, string>;
-
-function stringMap(v: unknown): Labels | undefined {
-  if (v === null || typeof v !== "object" || Array.isArray(v)) return undefined;
-  return Object.values(v).every((x) => typeof x === "string") ? v as Labels : undefined;
-}
-
-function pair(namespace: string | undefined, key: string, value: string): string {
-  return `${namespace ?? ""}/${key}=${value}`;
-}
-
-/** The one pair a selector is filed under: its smallest key. */
-function selectorPair(namespace: string | undefined, selector: Labels | undefined): string[] {
-  const keys = Object.keys(selector ?? {});
-  if (!selector || keys.length === 0) return [];
-  const key = keys.reduce((a, b) => (b < a ? b : a));
-  return [pair(namespace, key, selector[key])];
-}
-
-function selects(selector: Labels, labels: Labels): boolean {
-  return Object.entries(selector).every(([k, v]) => labels[k] === v);
-}
-
-/** RateLimits by one pair of their spec's selector. */
-export const RATELIMIT_SELECTOR_INDEX: IndexSpec = {
-  type: RESOURCES.RateLimit,
-  name: "ratelimit.selector",
-  keys: (rl) =>
-    selectorPair(
-      rl.metadata.namespace,
-      stringMap((rl.spec as { selectorLabels?: unknown } | undefined)?.selectorLabels),
-    ),
-};
-
-/** This operator's RateLimit EnvoyFilters by one pair of their workload selector. */
-export const FILTER_SELECTOR_INDEX: IndexSpec = {
-  type: RESOURCES.EnvoyFilter,
-  name: "ratelimit.filter-selector",
-  keys: (ef) =>
-    isRateLimitFilter(ef) ? selectorPair(ef.metadata.namespace, filterSelector(ef)) : [],
-};
-
-/** Pods by each of their labels. */
-export const POD_LABEL_INDEX: IndexSpec = {
-  type: RESOURCES.Pod,
-  name: "ratelimit.pod-labels",
-  keys: (pod) =>
-    Object.entries(stringMap(pod.metadata.labels) ?? {}).map(([k, v]) =>
-      pair(pod.metadata.namespace, k, v)
-    ),
-};
-
 function allIn(cache: CacheReader, namespace: string | undefined): string[] {
   return cache.list(RESOURCES.RateLimit, namespace).map(objectKey);
 }
 
-/** Keys of the RateLimits whose spec, or whose EnvoyFilter, selects `pod`. */
-function selectingPod(cache: CacheReader, pod: KubeObject): string[] {
-  const labels = stringMap(pod.metadata.labels) ?? {};
-  const ns = pod.metadata.namespace;
-  const keys = new Set<string>();
-  for (const [k, v] of Object.entries(labels)) {
-    const value = pair(ns, k, v);
-    for (const rl of byIndexOf(cache, RATELIMIT_SELECTOR_INDEX, value)) {
-      const sel = stringMap((rl.spec as { selectorLabels?: unknown } | undefined)?.selectorLabels);
-      if (sel && selects(sel, labels)) keys.add(objectKey(rl));
-    }
-    for (const ef of byIndexOf(cache, FILTER_SELECTOR_INDEX, value)) {
-      const sel = filterSelector(ef);
-      if (sel && selects(sel, labels)) keys.add(objectKey(ef));
-    }
-  }
-  return [...keys];
+/** This operator's filter for a RateLimit, as cached, if it is one. */
+function ownFilter(cache: CacheReader, namespace: string, name: string): KubeObject | undefined {
+  const ef = cache.get(RESOURCES.EnvoyFilter, namespace, name);
+  return ef && isRateLimitFilter(ef) ? ef : undefined;
 }
 
-/** Candidate Pods of a selector: those filed under its rarest pair (the reducer checks the rest). */
-function podsFor(cache: CacheReader, namespace: string, selector: Labels | undefined) {
-  let best: readonly KubeObject[] | undefined;
-  for (const [k, v] of Object.entries(selector ?? {})) {
-    const pods = byIndexOf(cache, POD_LABEL_INDEX, pair(namespace, k, v));
-    if (best === undefined || pods.length < best.length) best = pods;
-  }
-  return best ?? [];
+/** Keys of the rivals of a RateLimit's or filter's selectors, and its own. */
+function rivalKeys(
+  cache: CacheReader,
+  namespace: string,
+  own: string,
+  selectors: (Record<string, string> | undefined)[],
+): string[] {
+  const names = new Set<string>([own]);
+  for (const s of selectors) rivalsOf(cache, namespace, s, names);
+  return [...names].map((n) => `${namespace}/${n}`);
 }
 
 /** The RateLimit controller (ControllerSpec for the runtime). */
@@ -124,26 +70,30 @@ export const rateLimitController: ControllerSpec = {
     { type: RESOURCES.Pod },
     { type: RESOURCES.CustomResourceDefinition },
   ],
-  indexes: [RATELIMIT_SELECTOR_INDEX, FILTER_SELECTOR_INDEX, POD_LABEL_INDEX],
+  indexes: [...RATELIMIT_INDEXES],
   triggers(type: ResourceType, obj: KubeObject, cache: CacheReader): string[] {
     const ns = obj.metadata.namespace;
     switch (type.kind) {
-      // A RateLimit's peers' conflicts depend on it: wake its whole namespace.
-      case "RateLimit":
-        return allIn(cache, ns);
+      // Its rivals' conflicts depend on it: by its spec, and by the filter it holds (which stays
+      // in the cache a moment after the RateLimit is deleted). The runtime calls this with the
+      // old state too, so a selector edited away from some rivals still wakes them.
+      case "RateLimit": {
+        if (!ns) return [];
+        const held = ownFilter(cache, ns, obj.metadata.name);
+        return rivalKeys(cache, ns, obj.metadata.name, [
+          specSelector(obj),
+          held && filterSelector(held),
+        ]);
+      }
       // The runtime calls this with the Pod's old state too, so labels moved away are covered.
       case "Pod":
         return selectingPod(cache, obj);
+      // A filter of ours holds its Pods against newer rivals: when it comes, changes or goes
+      // (withdrawn while its RateLimit stays, with no RateLimit event), they must look again.
       case "EnvoyFilter": {
         if (!ns) return [];
-        const own = `${ns}/${obj.metadata.name}`;
-        // A kept filter withdrawn while its RateLimit stays: the Pods it held are free now, and
-        // no RateLimit event follows, so newer peers must look again. (When the RateLimit itself
-        // went, its own delete event woke them already.)
-        const withdrawn = isRateLimitFilter(obj) &&
-          cache.get(RESOURCES.EnvoyFilter, ns, obj.metadata.name) === undefined &&
-          cache.get(RESOURCES.RateLimit, ns, obj.metadata.name) !== undefined;
-        return withdrawn ? allIn(cache, ns) : [own];
+        const held = isRateLimitFilter(obj) ? filterSelector(obj) : undefined;
+        return rivalKeys(cache, ns, obj.metadata.name, [held]);
       }
       case "CustomResourceDefinition":
         return obj.metadata.name === ENVOYFILTER_CRD ? allIn(cache, undefined) : [];
@@ -165,19 +115,23 @@ export const rateLimitController: ControllerSpec = {
       return { ...emptyPlan(), requeueAfterMs: UNKNOWN_FILTERS_REQUEUE_MS };
     }
     const envoyFilter = cache.get(RESOURCES.EnvoyFilter, namespace, name);
-    const spec = stringMap(
-      (rateLimit.spec as { selectorLabels?: unknown } | undefined)?.selectorLabels,
-    );
+    const spec = specSelector(rateLimit);
+    const held = envoyFilter ? filterSelector(envoyFilter) : undefined;
+    const selectors = held && !sameSelector(held, spec) ? [spec, held] : [spec];
     const pods = new Map<string, KubeObject>();
-    for (const p of podsFor(cache, namespace, spec)) pods.set(objectKey(p), p);
-    if (envoyFilter) {
-      for (const p of podsFor(cache, namespace, filterSelector(envoyFilter))) {
-        pods.set(objectKey(p), p);
-      }
+    const rivals = new Set<string>();
+    for (const s of selectors) {
+      for (const p of podsFor(cache, namespace, s)) pods.set(objectKey(p), p);
+      rivalsOf(cache, namespace, s, rivals);
+    }
+    const peers: KubeObject[] = [];
+    for (const n of rivals) {
+      const peer = n === name ? undefined : cache.get(RESOURCES.RateLimit, namespace, n);
+      if (peer) peers.push(peer);
     }
     return reconcileRateLimit({
       rateLimit,
-      peers: cache.list(RESOURCES.RateLimit, namespace),
+      peers,
       pods: [...pods.values()],
       envoyFilter,
       peerFilter: (peer) => cache.get(RESOURCES.EnvoyFilter, namespace, peer),
@@ -187,3 +141,9 @@ export const rateLimitController: ControllerSpec = {
     });
   },
 };
+
+function sameSelector(a: Record<string, string>, b: Record<string, string> | undefined): boolean {
+  if (!b) return false;
+  const ka = Object.keys(a);
+  return ka.length === Object.keys(b).length && ka.every((k) => a[k] === b[k]);
+}

@@ -77,7 +77,11 @@ export const RATELIMIT_STATES: readonly StateRow[] = [
 export interface RateLimitInput {
   /** The RateLimit as stored: any shape; it is parsed here. */
   rateLimit: unknown;
-  /** The other RateLimits of its namespace (it may be among them; it is skipped by name). */
+  /**
+   * Other RateLimits of its namespace: at least every one whose selector, or whose kept
+   * EnvoyFilter's, can select the same Pods as its spec's or its kept filter's selector (others
+   * are ignored; it may be among them and is skipped by name).
+   */
   peers: readonly unknown[];
   /**
    * Pods of its namespace: at least every Pod its spec's selector or its EnvoyFilter's selector

@@ -166,14 +166,20 @@ Deno.test("ratelimit: an older RateLimit's kept EnvoyFilter holds its Pods again
   assert.deepEqual(plan("demo/newer").apply, []);
 });
 
-Deno.test("ratelimit: a withdrawn filter wakes the namespace; any other filter event its owner", () => {
+Deno.test("ratelimit: a filter event wakes its owner and the rivals of the Pods it holds", () => {
   const a = rateLimit({ name: "a" });
-  const b = rateLimit({ name: "b", selectorLabels: { app: "b" } });
+  // b selects the same Pods as a's filter (wider), c others: only b's verdict can depend on it.
+  const b = rateLimit({ name: "b", selectorLabels: { app: "httpbin", tier: "web" } });
+  const c = rateLimit({ name: "c", selectorLabels: { app: "c" } });
   const ef = filterOf(a);
   const t = rateLimitController.triggers;
-  assert.deepEqual(t(RESOURCES.EnvoyFilter, ef, realCache([crd, a, b, ef])), ["demo/a"]);
-  // Deleted (not in the cache) while its RateLimit stays.
-  assert.deepEqual(t(RESOURCES.EnvoyFilter, ef, realCache([crd, a, b])), ["demo/a", "demo/b"]);
-  // Deleted with its RateLimit gone: that RateLimit's own delete event woke the rest.
-  assert.deepEqual(t(RESOURCES.EnvoyFilter, ef, realCache([crd, b])), ["demo/a"]);
+  assert.deepEqual(t(RESOURCES.EnvoyFilter, ef, realCache([crd, a, b, c, ef])), [
+    "demo/a",
+    "demo/b",
+  ]);
+  // Withdrawn (not in the cache) while its RateLimit stays: b may take the Pods now.
+  assert.deepEqual(t(RESOURCES.EnvoyFilter, ef, realCache([crd, a, b, c])), ["demo/a", "demo/b"]);
+  // Someone else's filter of the same name holds nothing: its namesake alone looks again.
+  const foreign = { ...ef, metadata: { name: "a", namespace: "demo" } };
+  assert.deepEqual(t(RESOURCES.EnvoyFilter, foreign, realCache([crd, a, b, c])), ["demo/a"]);
 });

@@ -1,0 +1,201 @@
+/**
+ * The RateLimit controller's indexes, and what they answer: which RateLimits select a Pod, which
+ * Pods a selector may select, and which RateLimits are a selector's rivals (those whose selector,
+ * by spec or by the EnvoyFilter they still hold, can select the same Pods). A reconcile and a
+ * trigger read those few objects, never a whole namespace, so their cost does not grow with the
+ * number of RateLimits and Pods beside them.
+ *
+ * Two selectors select the same Pods when one is a subset of the other or some Pod matches both
+ * (src/reconcile/ratelimit/conflict.ts). A RateLimit or filter is filed under one pair of its
+ * selector, the one with the smallest key, and under every pair in a second index. Then, for a
+ * selector S:
+ * - every selector P ⊆ S has its smallest pair among S's pairs: look each of them up;
+ * - every selector P ⊇ S is filed (all pairs) under each pair of S: the smallest such list holds
+ *   them all;
+ * - every selector matching a Pod has its smallest pair among the Pod's labels: look each of them
+ *   up, for the Pods S selects.
+ */
+import { RESOURCES } from "../api/resources.ts";
+import type { KubeObject } from "../runtime/cluster.ts";
+import { byIndexOf, type CacheReader, type IndexSpec } from "../runtime/controller.ts";
+import { filterSelector, isRateLimitFilter } from "../reconcile/ratelimit/meta.ts";
+
+/** A label selector, or a Pod's labels. */
+export type Labels = Record<string, string>;
+
+/** `v` when it is a map of strings. */
+export function stringMap(v: unknown): Labels | undefined {
+  if (v === null || typeof v !== "object" || Array.isArray(v)) return undefined;
+  for (const k in v) if (typeof (v as Record<string, unknown>)[k] !== "string") return undefined;
+  return v as Labels;
+}
+
+/** A RateLimit's spec selector, when it is a map of strings. */
+export function specSelector(rl: KubeObject): Labels | undefined {
+  return stringMap((rl.spec as { selectorLabels?: unknown } | undefined)?.selectorLabels);
+}
+
+/** The workload selector of one of this operator's RateLimit filters; undefined for others. */
+function heldSelector(ef: KubeObject): Labels | undefined {
+  return isRateLimitFilter(ef) ? filterSelector(ef) : undefined;
+}
+
+function pair(namespace: string | undefined, key: string, value: string): string {
+  return `${namespace ?? ""}/${key}=${value}`;
+}
+
+/** The one pair a selector is filed under: its smallest key. */
+function smallestPair(namespace: string | undefined, selector: Labels | undefined): string[] {
+  let key: string | undefined;
+  for (const k in selector) if (key === undefined || k < key) key = k;
+  return key === undefined ? [] : [pair(namespace, key, selector![key])];
+}
+
+function everyPair(namespace: string | undefined, selector: Labels | undefined): string[] {
+  return Object.entries(selector ?? {}).map(([k, v]) => pair(namespace, k, v));
+}
+
+/** True when every pair of `selector` is among `labels`. */
+export function selects(selector: Labels, labels: Labels): boolean {
+  for (const k in selector) if (labels[k] !== selector[k]) return false;
+  return true;
+}
+
+/** RateLimits by the smallest pair of their spec's selector. */
+export const RATELIMIT_SELECTOR_INDEX: IndexSpec = {
+  type: RESOURCES.RateLimit,
+  name: "ratelimit.selector",
+  keys: (rl) => smallestPair(rl.metadata.namespace, specSelector(rl)),
+};
+
+/** RateLimits by every pair of their spec's selector. */
+export const RATELIMIT_PAIRS_INDEX: IndexSpec = {
+  type: RESOURCES.RateLimit,
+  name: "ratelimit.selector-pairs",
+  keys: (rl) => everyPair(rl.metadata.namespace, specSelector(rl)),
+};
+
+/** This operator's RateLimit EnvoyFilters by the smallest pair of their workload selector. */
+export const FILTER_SELECTOR_INDEX: IndexSpec = {
+  type: RESOURCES.EnvoyFilter,
+  name: "ratelimit.filter-selector",
+  keys: (ef) => smallestPair(ef.metadata.namespace, heldSelector(ef)),
+};
+
+/** This operator's RateLimit EnvoyFilters by every pair of their workload selector. */
+export const FILTER_PAIRS_INDEX: IndexSpec = {
+  type: RESOURCES.EnvoyFilter,
+  name: "ratelimit.filter-selector-pairs",
+  keys: (ef) => everyPair(ef.metadata.namespace, heldSelector(ef)),
+};
+
+/** Pods by each of their labels. */
+export const POD_LABEL_INDEX: IndexSpec = {
+  type: RESOURCES.Pod,
+  name: "ratelimit.pod-labels",
+  keys: (pod) => everyPair(pod.metadata.namespace, stringMap(pod.metadata.labels)),
+};
+
+/** Every index the controller declares. */
+export const RATELIMIT_INDEXES: readonly IndexSpec[] = [
+  RATELIMIT_SELECTOR_INDEX,
+  RATELIMIT_PAIRS_INDEX,
+  FILTER_SELECTOR_INDEX,
+  FILTER_PAIRS_INDEX,
+  POD_LABEL_INDEX,
+];
+
+/** One kind of selector holder: RateLimits by spec, or filters by the selector they hold. */
+interface Holders {
+  smallest: IndexSpec;
+  pairs: IndexSpec;
+  selector: (obj: KubeObject) => Labels | undefined;
+}
+
+const BY_SPEC: Holders = {
+  smallest: RATELIMIT_SELECTOR_INDEX,
+  pairs: RATELIMIT_PAIRS_INDEX,
+  selector: specSelector,
+};
+const BY_FILTER: Holders = {
+  smallest: FILTER_SELECTOR_INDEX,
+  pairs: FILTER_PAIRS_INDEX,
+  selector: heldSelector,
+};
+
+/** Names of the holders whose selector selects a Pod with `labels`. */
+function matching(cache: CacheReader, h: Holders, ns: string, labels: Labels, out: Set<string>) {
+  for (const k in labels) {
+    for (const o of byIndexOf(cache, h.smallest, pair(ns, k, labels[k]))) {
+      const sel = h.selector(o);
+      if (sel && selects(sel, labels)) out.add(o.metadata.name);
+    }
+  }
+}
+
+/** Keys (namespace/name) of the RateLimits whose spec, or whose EnvoyFilter, selects `pod`. */
+export function selectingPod(cache: CacheReader, pod: KubeObject): string[] {
+  const labels = stringMap(pod.metadata.labels) ?? {};
+  const ns = pod.metadata.namespace ?? "";
+  const names = new Set<string>();
+  matching(cache, BY_SPEC, ns, labels, names);
+  matching(cache, BY_FILTER, ns, labels, names);
+  return [...names].map((n) => `${ns}/${n}`);
+}
+
+/** Candidate Pods of a selector: those filed under its rarest pair (callers check the rest). */
+export function podsFor(
+  cache: CacheReader,
+  namespace: string,
+  selector: Labels | undefined,
+): readonly KubeObject[] {
+  let best: readonly KubeObject[] | undefined;
+  for (const k in selector) {
+    const pods = byIndexOf(cache, POD_LABEL_INDEX, pair(namespace, k, selector[k]));
+    if (best === undefined || pods.length < best.length) best = pods;
+  }
+  return best ?? [];
+}
+
+/**
+ * Adds to `out` the names of the RateLimits (by spec) and filters (by held selector) in
+ * `namespace` whose selector can select the same Pods as `selector`: a superset of those that
+ * do (checked exactly by the reducer). Its own name may be among them.
+ */
+export function rivalsOf(
+  cache: CacheReader,
+  namespace: string,
+  selector: Labels | undefined,
+  out: Set<string>,
+): Set<string> {
+  if (!selector) return out;
+  const keys = Object.keys(selector);
+  if (keys.length === 0) return out;
+  const pods: Labels[] = [];
+  for (const p of podsFor(cache, namespace, selector)) {
+    const labels = stringMap(p.metadata.labels);
+    if (labels && selects(selector, labels)) pods.push(labels);
+  }
+  for (const h of [BY_SPEC, BY_FILTER]) {
+    // Narrower (P ⊆ S): filed under one of S's pairs.
+    for (const k of keys) {
+      for (const o of byIndexOf(cache, h.smallest, pair(namespace, k, selector[k]))) {
+        const sel = h.selector(o);
+        if (sel && selects(sel, selector)) out.add(o.metadata.name);
+      }
+    }
+    // Wider (S ⊆ P): filed under every pair of S, so the shortest list has them all.
+    let wider: readonly KubeObject[] | undefined;
+    for (const k of keys) {
+      const list = byIndexOf(cache, h.pairs, pair(namespace, k, selector[k]));
+      if (wider === undefined || list.length < wider.length) wider = list;
+    }
+    for (const o of wider ?? []) {
+      const sel = h.selector(o);
+      if (sel && selects(selector, sel)) out.add(o.metadata.name);
+    }
+    // Overlapping on some Pod that S selects.
+    for (const labels of pods) matching(cache, h, namespace, labels, out);
+  }
+  return out;
+}
