@@ -7,8 +7,7 @@
  * annotation), so nothing here depends on memory of earlier reconciles. Beside `Ready`, the
  * `Enforced` condition and the Pod figures say whether the limit in place reaches any proxy.
  */
-import { formatErrors } from "../api/issues.ts";
-import { parseRateLimit, type RateLimit } from "../api/ratelimit.ts";
+import type { RateLimit } from "../api/ratelimit.ts";
 import type { KubeObject } from "../api/object.ts";
 import { kubeTime } from "../api/time.ts";
 import { conditionEvents, rowFor, type StateRow, updateConditions } from "./conditions.ts";
@@ -20,10 +19,10 @@ import {
   type InForce,
   selectorText,
 } from "./ratelimit/enforcement.ts";
-import { isGateway, renderedGeneration, renderEnvoyFilter } from "./ratelimit/envoyfilter.ts";
+import { isGateway, renderedGeneration } from "./ratelimit/envoyfilter.ts";
 import { filterRef, filterSelector, isOurs, type Meta, readMeta } from "./ratelimit/meta.ts";
 import { type Kept, keptText, limitsText, refusal } from "./ratelimit/messages.ts";
-import { validateSpec } from "./ratelimit/validate.ts";
+import { judgeSpec } from "./ratelimit/spec.ts";
 
 /** The condition type whose row decides a RateLimit's state. */
 export const RATELIMIT_CONDITION = "Ready";
@@ -141,17 +140,10 @@ function judge(
   ours: KubeObject | undefined,
   selected: Selection,
 ): Verdict {
-  // Status is the operator's own output: judging it would make the verdict depend on itself.
   const raw = input.rateLimit;
-  const parsed = parseRateLimit(
-    raw !== null && typeof raw === "object" && !Array.isArray(raw)
-      ? { ...raw, status: undefined }
-      : raw,
-  );
-  if (!parsed.ok) return { reason: "InvalidSpec", problem: formatErrors(parsed.errors) };
-  const rl: RateLimit = parsed.value;
-  const problems = validateSpec(rl.spec);
-  if (problems.length > 0) return { reason: "InvalidSpec", problem: problems.join("; ") };
+  const spec = judgeSpec(raw, meta.namespace);
+  if (!spec.ok) return { reason: "InvalidSpec", problem: spec.problem };
+  const { rl, desired } = spec;
   if (!input.meshInstalled) {
     return {
       reason: "MeshMissing",
@@ -181,10 +173,6 @@ function judge(
         `EnvoyFilter ${meta.namespace}/${meta.name} exists and was not created for this RateLimit (rename the RateLimit or remove that EnvoyFilter)`,
     };
   }
-  const desired = renderEnvoyFilter({
-    ...rl,
-    metadata: { ...rl.metadata, namespace: meta.namespace },
-  });
   const out = input.lastOutcome;
   const failed = out && !out.ok && out.failed?.kind === "EnvoyFilter" &&
     (out.generation === undefined || out.generation === meta.generation);
