@@ -23,7 +23,8 @@ export function filledCache(
   // As the Manager does: the controller's indexes before any object arrives.
   for (const ix of rateLimitController.indexes ?? []) cache.addIndex(ix.type, ix.name, ix.keys);
   const fill = (type: ResourceType, objects: KubeObject[]) => {
-    const store = cache.store(type);
+    const watch = rateLimitController.watches.find((w) => w.type === type);
+    const store = cache.store(type, undefined, watch?.project);
     store.handle({ type: "init" });
     for (const object of objects) store.handle({ type: "init-apply", object });
     store.handle({ type: "init-done" });

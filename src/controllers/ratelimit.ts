@@ -15,6 +15,7 @@ import type { CacheReader, ControllerSpec } from "../runtime/controller.ts";
 import { emptyPlan } from "../reconcile/plan.ts";
 import { filterSelector, isRateLimitFilter } from "../reconcile/ratelimit/meta.ts";
 import { crdName, isUnknown } from "./unknown.ts";
+import { FILTER_PROJECTION, POD_PROJECTION } from "./ratelimit_cache.ts";
 import { reconcileRateLimit } from "../reconcile/ratelimit.ts";
 import {
   podsFor,
@@ -64,10 +65,11 @@ export const rateLimitController: ControllerSpec = {
   watches: [
     // Every EnvoyFilter, not only managed ones: a filter of the same name that someone else made
     // must be seen, so the operator neither overwrites nor deletes it.
-    { type: RESOURCES.EnvoyFilter, optional: true },
+    // Cached as metadata, workload selector and a digest of the rest (ratelimit_cache.ts).
+    { type: RESOURCES.EnvoyFilter, optional: true, project: FILTER_PROJECTION },
     // Pods decide conflicts between RateLimits whose selectors only partly overlap, and whether
     // a limit reaches any proxy (the Enforced condition).
-    { type: RESOURCES.Pod },
+    { type: RESOURCES.Pod, project: POD_PROJECTION },
     { type: RESOURCES.CustomResourceDefinition },
   ],
   indexes: [...RATELIMIT_INDEXES],

@@ -4,15 +4,11 @@
  */
 import { type KubeObject, objectKey, type ResourceType } from "./cluster.ts";
 import type { CacheReader } from "./controller.ts";
+import type { Projection } from "./prepare.ts";
 import { byKey, type CacheChange, Store } from "./store.ts";
 
-export {
-  type CacheChange,
-  ownedFieldsOf,
-  prepareForCache,
-  Store,
-  type WatcherEvent,
-} from "./store.ts";
+export { type CacheChange, Store, type WatcherEvent } from "./store.ts";
+export { ownedFieldsOf, prepareForCache, type Projection } from "./prepare.ts";
 
 /** A stable id of a resource type (group/version/plural). */
 export function typeId(type: ResourceType): string {
@@ -30,13 +26,20 @@ export class Cache implements CacheReader {
   /** Indexes by type id: every store of the type, now or later, keeps them. */
   readonly #indexes = new Map<string, Map<string, (obj: KubeObject) => string[]>>();
 
-  /** The store of (type, selector), made on first use. */
-  store(type: ResourceType, labelSelector?: string): Store {
+  /**
+   * The store of (type, selector), made on first use with `projection` (see `Projection`); throws
+   * when it exists with another projection.
+   */
+  store(type: ResourceType, labelSelector?: string, projection?: Projection): Store {
     const id = typeId(type);
     const stores = this.#stores.get(id) ?? [];
     let store = stores.find((s) => s.labelSelector === labelSelector);
+    if (store && store.projection !== projection) {
+      const names = [store.projection, projection].map((p) => p?.name ?? "none").join(" and ");
+      throw new Error(`${typeName(type)} is cached with two projections: ${names}`);
+    }
     if (!store) {
-      store = new Store(type, labelSelector);
+      store = new Store(type, labelSelector, projection);
       for (const [name, keys] of this.#indexes.get(id) ?? []) store.addIndex(name, keys);
       stores.push(store);
       this.#stores.set(id, stores);
@@ -114,6 +117,15 @@ export class Cache implements CacheReader {
     for (const s of this.#of(type)) {
       const f = s.ownedFields(namespace, name);
       if (f !== undefined) return f;
+    }
+    return undefined;
+  }
+
+  /** The digest of one object's spec, when its store's projection keeps one. */
+  specDigest(type: ResourceType, namespace: string | undefined, name: string): string | undefined {
+    for (const s of this.#stores.get(typeId(type)) ?? []) {
+      const d = s.specDigest(namespace, name);
+      if (d !== undefined) return d;
     }
     return undefined;
   }

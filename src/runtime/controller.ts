@@ -5,6 +5,9 @@
 import type { ApplyOutcome, Plan } from "../reconcile/plan.ts";
 import type { ModuleImages } from "../api/images.ts";
 import type { KubeObject, ResourceType } from "./cluster.ts";
+import type { Projection } from "./prepare.ts";
+
+export type { Projection } from "./prepare.ts";
 
 /** Read access to the watch caches. Objects are frozen snapshots; never mutate them. */
 export interface CacheReader {
@@ -75,6 +78,12 @@ export interface WatchSpec {
   ownNamespace?: boolean;
   /** True when the type's CRD may be missing (installed later by the operator): watch it when it appears. */
   optional?: boolean;
+  /**
+   * What the controller reads of these objects: the cache holds only that (memory). Every
+   * controller watching the same type and selector must give the same projection (the manager
+   * refuses to start otherwise). Not for the primary, whose status the runner compares whole.
+   */
+  project?: Projection;
 }
 
 /** A controller definition. */

@@ -4,10 +4,10 @@
  * that the next reconcile of the key receives as `ctx.lastOutcome`.
  */
 import type { ApplyOutcome, Plan } from "../reconcile/plan.ts";
-import { type Cache, type CacheChange, typeId } from "./cache.ts";
+import { type Cache, type CacheChange, typeId, typeName } from "./cache.ts";
 import type { Clock } from "./clock.ts";
 import { type KubeObject, objectKey, type ResourceType } from "./cluster.ts";
-import type { ControllerSpec, ModuleImages } from "./controller.ts";
+import type { ControllerSpec, ModuleImages, Projection } from "./controller.ts";
 import { classifyError, errorMessage } from "./errors.ts";
 import type { Logger } from "./log.ts";
 import type { Metrics } from "./metrics.ts";
@@ -46,6 +46,8 @@ export interface PlannedWatch {
   ownNamespace?: boolean;
   /** False when every controller that reads it marked it optional (its CRD may be missing). */
   required: boolean;
+  /** What its cache keeps of each object (see `WatchSpec.project`). */
+  project?: Projection;
 }
 
 /** The watches of all controllers: one per (type, label selector), required if any requires it. */
@@ -56,13 +58,23 @@ export function planWatches(controllers: readonly ControllerSpec[]): PlannedWatc
       const w of [{ type: c.primary, labelSelector: undefined, optional: false }, ...c.watches]
     ) {
       const id = `${typeId(w.type)}|${w.labelSelector ?? ""}`;
-      const required = (wanted.get(id)?.required ?? false) || !w.optional;
+      const before = wanted.get(id);
+      const required = (before?.required ?? false) || !w.optional;
       const ownNamespace = "ownNamespace" in w && w.ownNamespace === true;
+      const project = "project" in w ? w.project : undefined;
+      if (before && before.project !== project) {
+        throw new Error(
+          `${typeName(w.type)}: controllers project one watch two ways (${
+            before.project?.name ?? "none"
+          }, ${project?.name ?? "none"}); give them the same projection`,
+        );
+      }
       wanted.set(id, {
         type: w.type,
         selector: w.labelSelector,
         required,
         ...(ownNamespace ? { ownNamespace } : {}),
+        ...(project ? { project } : {}),
       });
     }
   }

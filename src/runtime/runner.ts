@@ -16,6 +16,7 @@ import { ApiError, type Cluster, type KubeObject, type ResourceType } from "./cl
 import type { CacheReader } from "./controller.ts";
 import { isObserved } from "../reconcile/verify.ts";
 import { deepEqual, ownedFieldMissing } from "./diff.ts";
+import { specDigest } from "./prepare.ts";
 import { classifyError, NotLeaderError, TerminalError } from "./errors.ts";
 import { EventRecorder } from "./events.ts";
 import type { Logger } from "./log.ts";
@@ -27,6 +28,11 @@ export interface RunnerCache extends CacheReader {
   has(type: ResourceType): boolean;
   /** The operator's own applied `fieldsV1` of an object, if known. */
   ownedFields?(type: ResourceType, namespace: string | undefined, name: string): unknown;
+  /**
+   * The digest of an object's spec when its cache keeps a digest instead of the spec (see
+   * `Projection`); the runner then compares the desired spec's digest with it.
+   */
+  specDigest?(type: ResourceType, namespace: string | undefined, name: string): string | undefined;
   /** Read-your-writes: caches an object a write got back, if newer than the cached one. */
   written?(type: ResourceType, obj: KubeObject): CacheChange[];
 }
@@ -281,8 +287,10 @@ export class Runner {
       // Skip only when nothing would change: every desired field is observed, and no field this
       // operator applied before has been dropped from the desired state (SSA would remove it).
       const owned = this.#o.cache.ownedFields?.(type, namespace, name);
-      if (observed && isObserved(obj, observed) && !ownedFieldMissing(owned, obj)) {
-        return this.#skipped();
+      if (
+        observed && observedHere(obj, observed, this.#o.cache.specDigest?.(type, namespace, name))
+      ) {
+        if (!ownedFieldMissing(owned, obj)) return this.#skipped();
       }
     } else this.#warnUnwatched(type);
     const written = await this.#write(
@@ -369,6 +377,19 @@ export class Runner {
       `${name} is applied but not watched, so every reconcile writes it; add it to the watches`,
     );
   }
+}
+
+/**
+ * True when applying `desired` would change nothing in `observed`. With the spec's digest (its
+ * cache dropped the spec), the spec must be the same up to key order and omitted empty fields, and
+ * the rest is compared as usual. A spec that someone else extended then no longer counts as
+ * observed, so it is applied again on its owner's reconciles: a no-op for the API server, which
+ * changes nothing and so wakes nothing.
+ */
+function observedHere(desired: KubeObject, observed: KubeObject, digest: string | undefined) {
+  if (digest === undefined) return isObserved(desired, observed);
+  return specDigest(desired.spec) === digest &&
+    isObserved({ ...desired, spec: undefined }, observed);
 }
 
 function sameRef(a: ObjectRef, b: ObjectRef): boolean {

@@ -3,12 +3,20 @@
  * replica's own writes (JOSDK's read-after-write cache): an object a write got back is cached at
  * once when it is newer than anything the watch has shown, and the watch's older events for it are
  * then ignored until the watch catches up. Cached objects are frozen and carry no
- * `metadata.managedFields` (about two thirds of a cached object's memory); the operator's own
- * applied `fieldsV1` is kept beside them.
+ * `metadata.managedFields` (about two thirds of a cached object's memory), or only what a
+ * projection keeps (prepare.ts); the operator's own applied `fieldsV1`, and the digest of a
+ * projected spec, are kept beside them.
  */
-import { FIELD_MANAGER } from "../reconcile/labels.ts";
 import { type KubeObject, objectKey, type ResourceType } from "./cluster.ts";
 import { Indexer } from "./indexer.ts";
+import {
+  type Aside,
+  asideOf,
+  prepare,
+  type Prepared,
+  type Projection,
+  sameButVersion,
+} from "./prepare.ts";
 import { type LabelMatcher, parseSelector } from "./selector.ts";
 
 /** What a watcher tells its store (kube-rs `watcher::Event`). */
@@ -27,35 +35,6 @@ export type WatcherEvent =
 export type CacheChange =
   | { type: "apply"; object: KubeObject; old?: KubeObject }
   | { type: "delete"; object: KubeObject };
-
-function deepFreeze<T>(value: T): T {
-  if (value && typeof value === "object" && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const v of Object.values(value)) deepFreeze(v);
-  }
-  return value;
-}
-
-/**
- * The `fieldsV1` of the operator's own server-side apply of the main resource, if the object
- * carries managedFields. The runner needs it to see fields a new desired state dropped.
- */
-export function ownedFieldsOf(obj: KubeObject, manager = FIELD_MANAGER): unknown {
-  const entries = obj.metadata.managedFields as
-    | { manager?: string; operation?: string; subresource?: string; fieldsV1?: unknown }[]
-    | undefined;
-  const own = entries?.find((e) =>
-    e.manager === manager && e.operation === "Apply" && !e.subresource
-  );
-  return own?.fieldsV1 === undefined ? undefined : deepFreeze(structuredClone(own.fieldsV1));
-}
-
-/** A frozen copy of `obj` without `metadata.managedFields` (the input is not changed). */
-export function prepareForCache(obj: KubeObject): KubeObject {
-  if (Object.isFrozen(obj) && !obj.metadata.managedFields) return obj;
-  const { managedFields: _dropped, ...metadata } = obj.metadata;
-  return deepFreeze(structuredClone({ ...obj, metadata }));
-}
 
 /**
  * A resourceVersion as a number, when it is one. Kubernetes documents them as opaque, but every
@@ -88,9 +67,10 @@ interface Written {
 /** The cache of one watch. */
 export class Store {
   #objects = new Map<string, KubeObject>();
-  #owned = new Map<string, unknown>();
+  /** What is kept beside each entry that has any: owned fields, spec digest. */
+  #aside = new Map<string, Aside>();
   #buffer: Map<string, KubeObject> | undefined;
-  #bufferOwned: Map<string, unknown> | undefined;
+  #bufferAside: Map<string, Aside> | undefined;
   #sorted: KubeObject[] | undefined;
   /** Each namespace's slice of `#sorted`, made on first use and dropped with it. */
   readonly #byNamespace = new Map<string, readonly KubeObject[]>();
@@ -102,7 +82,12 @@ export class Store {
   readonly #matches: LabelMatcher | undefined;
   readonly #indexer = new Indexer();
 
-  constructor(readonly type: ResourceType, readonly labelSelector?: string) {
+  constructor(
+    readonly type: ResourceType,
+    readonly labelSelector?: string,
+    /** What the store keeps of each object; undefined: all of it but managedFields. */
+    readonly projection?: Projection,
+  ) {
     this.#matches = parseSelector(labelSelector);
   }
 
@@ -132,20 +117,21 @@ export class Store {
     switch (ev.type) {
       case "init":
         this.#buffer = new Map();
-        this.#bufferOwned = new Map();
+        this.#bufferAside = new Map();
         return [];
       case "init-apply": {
-        const obj = prepareForCache(ev.object);
-        (this.#buffer ??= new Map()).set(objectKey(obj), obj);
-        setOrDelete(this.#bufferOwned ??= new Map(), objectKey(obj), ownedFieldsOf(ev.object));
+        const p = this.#prepare(ev.object);
+        const key = objectKey(p.object);
+        (this.#buffer ??= new Map()).set(key, p.object);
+        setOrDelete(this.#bufferAside ??= new Map(), key, asideOf(p));
         return [];
       }
       case "init-done": {
         this.#live = true;
         const next = this.#buffer ?? new Map();
-        const owned = this.#bufferOwned ?? new Map();
-        this.#keepWritten(next, owned, parseResourceVersion(ev.resourceVersion));
-        return this.#swap(next, owned);
+        const aside = this.#bufferAside ?? new Map();
+        this.#keepWritten(next, aside, parseResourceVersion(ev.resourceVersion));
+        return this.#swap(next, aside);
       }
       case "missing":
         this.#live = false;
@@ -159,15 +145,20 @@ export class Store {
           // Already cached from this replica's write, which may have come back without
           // managedFields: take the operator's owned fields from the watch's copy.
           if (ev.object.metadata.managedFields) {
-            setOrDelete(this.#owned, key, ownedFieldsOf(ev.object));
+            setOrDelete(this.#aside, key, asideOf(this.#prepare(ev.object)));
           }
           return [];
         }
-        return [this.#put(key, prepareForCache(ev.object), ownedFieldsOf(ev.object), old)];
+        const p = this.#prepare(ev.object);
+        // Nothing a projection keeps changed (a Pod's status, say): no reader can tell.
+        const unseen = this.projection !== undefined && old !== undefined &&
+          this.#aside.get(key)?.digest === p.digest && sameButVersion(old, p.object);
+        const change = this.#put(key, p, old);
+        return unseen ? [] : [change];
       }
       case "delete": {
         if (this.#behindWrite(ev.object)) return [];
-        return this.#remove(objectKey(ev.object), prepareForCache(ev.object));
+        return this.#remove(objectKey(ev.object), this.#prepare(ev.object).object);
       }
     }
   }
@@ -191,7 +182,7 @@ export class Store {
     const gone = deleted || !this.#matches(obj.metadata.labels ?? {});
     this.#written.set(key, { rv, gone });
     if (gone) return old ? this.#remove(key, old) : [];
-    return [this.#put(key, prepareForCache(obj), ownedFieldsOf(obj), old)];
+    return [this.#put(key, this.#prepare(obj), old)];
   }
 
   /**
@@ -213,7 +204,7 @@ export class Store {
   /** A relist replaces the cache, except for writes newer than the list. */
   #keepWritten(
     next: Map<string, KubeObject>,
-    owned: Map<string, unknown>,
+    aside: Map<string, Aside>,
     listRv: bigint | undefined,
   ): void {
     if (listRv !== undefined && (this.#seen === undefined || listRv > this.#seen)) {
@@ -230,20 +221,25 @@ export class Store {
       const mine = this.#objects.get(key);
       if (w.gone || !mine) {
         next.delete(key);
-        owned.delete(key);
+        aside.delete(key);
       } else {
         next.set(key, mine);
-        setOrDelete(owned, key, this.#owned.get(key));
+        setOrDelete(aside, key, this.#aside.get(key));
       }
     }
   }
 
-  #put(key: string, obj: KubeObject, owned: unknown, old: KubeObject | undefined): CacheChange {
+  #prepare(obj: KubeObject): Prepared {
+    return prepare(obj, this.projection);
+  }
+
+  #put(key: string, p: Prepared, old: KubeObject | undefined): CacheChange {
+    const obj = p.object;
     const stored = this.#objects.get(key);
     if (stored) this.#indexer.remove(key, stored);
     this.#objects.set(key, obj);
     this.#indexer.put(key, obj);
-    setOrDelete(this.#owned, key, owned);
+    setOrDelete(this.#aside, key, asideOf(p));
     this.#listsChanged();
     return old ? { type: "apply", object: obj, old } : { type: "apply", object: obj };
   }
@@ -253,7 +249,7 @@ export class Store {
     if (!stored) return [];
     this.#indexer.remove(key, stored);
     this.#objects.delete(key);
-    this.#owned.delete(key);
+    this.#aside.delete(key);
     this.#listsChanged();
     return [{ type: "delete", object }];
   }
@@ -273,7 +269,7 @@ export class Store {
     return found;
   }
 
-  #swap(next: Map<string, KubeObject>, owned: Map<string, unknown>): CacheChange[] {
+  #swap(next: Map<string, KubeObject>, aside: Map<string, Aside>): CacheChange[] {
     const changes: CacheChange[] = [];
     for (const [key, old] of this.#objects) {
       if (!next.has(key)) changes.push({ type: "delete", object: old });
@@ -286,10 +282,10 @@ export class Store {
       }
     }
     this.#objects = next;
-    this.#owned = owned;
+    this.#aside = aside;
     this.#indexer.rebuild(next);
     this.#buffer = undefined;
-    this.#bufferOwned = undefined;
+    this.#bufferAside = undefined;
     this.#listsChanged();
     this.#synced = true;
     return changes;
@@ -302,7 +298,12 @@ export class Store {
 
   /** The operator's own applied fields (`fieldsV1`) of one object, when its managedFields said. */
   ownedFields(namespace: string | undefined, name: string): unknown {
-    return this.#owned.get(namespace ? `${namespace}/${name}` : name);
+    return this.#aside.get(namespace ? `${namespace}/${name}` : name)?.owned;
+  }
+
+  /** The digest of one object's spec, when this store's projection keeps one (see `specDigest`). */
+  specDigest(namespace: string | undefined, name: string): string | undefined {
+    return this.#aside.get(namespace ? `${namespace}/${name}` : name)?.digest;
   }
 
   /**

@@ -46,8 +46,9 @@ export class WatchSet {
 
   constructor(readonly opts: WatchSetOptions) {
     // A watch is required if any controller requires it.
-    for (const { type, selector, required, ownNamespace } of planWatches(opts.controllers)) {
-      const store = opts.cache.store(type, selector);
+    for (const w of planWatches(opts.controllers)) {
+      const { type, selector, required, ownNamespace } = w;
+      const store = opts.cache.store(type, selector, w.project);
       const watcher = new Watcher({
         cluster: opts.cluster,
         clock: opts.clock,

@@ -102,19 +102,21 @@ Deno.test("reducer loops do their work: one EnvoyFilter a reconcile, every objec
 
 Deno.test("reducer bench: every kind reports a sane figure", () => {
   const { report, lines } = quietReport();
-  benchReducers(report, { n: 50, moduleN: 5, crowdN: 3, crowd: 20, runs: 1 });
+  benchReducers(report, { n: 50, moduleN: 5, crowdN: 3, crowd: 20, oneNamespace: 50, runs: 1 });
   assert.deepEqual(report.figures.map((f) => f.name), [
     "RateLimit, 0 rules",
     "RateLimit, 4 rules",
     "RateLimit, 16 rules",
     "RateLimit, 4 rules, 20 peers",
     "RateLimit controller, 200 cached",
+    "RateLimit controller, 50 RateLimits and Pods in one namespace",
     "Serverless",
     "Scaler",
   ]);
   report.figures.forEach(assertSane);
   assert.ok(report.figures[1].target, "the 4-rule figure carries the 20,000/s target");
-  assert.ok(report.figures.slice(5).every((f) => /steady state Ready/.test(f.note ?? "")));
+  assert.ok(report.figures[5].target, "the one-namespace figure carries issue 14's target");
+  assert.ok(report.figures.slice(6).every((f) => /steady state Ready/.test(f.note ?? "")));
   assert.ok(lines.some((l) => l.includes("RateLimit, 4 rules")));
 });
 

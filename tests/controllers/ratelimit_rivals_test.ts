@@ -1,6 +1,7 @@
 /**
  * The RateLimit controller reads only a RateLimit's rivals (ratelimit_index.ts), not its whole
- * namespace. Checked on random namespaces of RateLimits, kept EnvoyFilters and Pods over a few
+ * namespace, from a cache that keeps only what it reads of Pods and EnvoyFilters
+ * (ratelimit_cache.ts). Checked on random namespaces of RateLimits, kept EnvoyFilters and Pods over a few
  * labels, so that selectors nest, overlap on some Pods, or only look alike:
  * - its reconcile plans exactly what the reducer plans given every RateLimit and Pod there;
  * - whenever adding or removing a RateLimit, a filter or a Pod changes another RateLimit's plan,
@@ -33,7 +34,9 @@ function cacheOf(objects: readonly KubeObject[]): Cache {
   const cache = new Cache();
   for (const ix of rateLimitController.indexes ?? []) cache.addIndex(ix.type, ix.name, ix.keys);
   for (const type of TYPES) {
-    const store = cache.store(type);
+    // As the manager makes them: Pods and EnvoyFilters projected to what the controller reads.
+    const watch = rateLimitController.watches.find((w) => w.type === type);
+    const store = cache.store(type, undefined, watch?.project);
     store.handle({ type: "init" });
     for (const object of objects.filter((o) => o.kind === type.kind)) {
       store.handle({ type: "init-apply", object });
@@ -55,10 +58,39 @@ const member = fc.record({
   invalid: fc.boolean(),
 });
 
+/** A Pod's labels, how (if at all) it has a mesh proxy, and its phase. */
+const podArb = fc.record({
+  labels,
+  proxy: fc.constantFrom("none", "container", "native", "init", "annotation"),
+  phase: fc.constantFrom("Running", "Pending", "Succeeded"),
+});
+
 const world = fc.record({
   members: fc.array(member, { minLength: 1, maxLength: 6 }),
-  pods: fc.array(labels, { maxLength: 6 }),
+  pods: fc.array(podArb, { maxLength: 6 }),
 });
+
+function podObject(i: number, p: typeof podArb extends fc.Arbitrary<infer P> ? P : never) {
+  const base = pod(`p-${i}`, p.labels);
+  const proxy = { name: "istio-proxy", image: "proxy:1", restartPolicy: "Always" };
+  return {
+    ...base,
+    metadata: {
+      ...base.metadata,
+      resourceVersion: String(10 + i),
+      ...(p.proxy === "annotation"
+        ? { annotations: { "sidecar.istio.io/status": "{}", other: "x" } }
+        : {}),
+    },
+    spec: {
+      nodeName: "n",
+      containers: [{ name: "app", image: "app:1" }, ...(p.proxy === "container" ? [proxy] : [])],
+      ...(p.proxy === "native" ? { initContainers: [proxy] } : {}),
+      ...(p.proxy === "init" ? { initContainers: [{ name: "istio-proxy" }] } : {}),
+    },
+    status: { phase: p.phase, conditions: [{ type: "Ready", status: "True" }] },
+  } as KubeObject;
+}
 
 type World = typeof world extends fc.Arbitrary<infer W> ? W : never;
 
@@ -87,7 +119,7 @@ function objectsOf(w: World): KubeObject[] {
       out.push({ ...plan.apply[0], metadata: { ...plan.apply[0].metadata, resourceVersion: "1" } });
     }
   });
-  w.pods.forEach((l, i) => out.push(pod(`p-${i}`, l)));
+  w.pods.forEach((p, i) => out.push(podObject(i, p)));
   return out;
 }
 

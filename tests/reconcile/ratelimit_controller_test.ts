@@ -4,6 +4,7 @@ import { RESOURCES } from "../../src/api/resources.ts";
 import { ENVOYFILTER_CRD, rateLimitController } from "../../src/controllers/ratelimit.ts";
 import { type KubeObject, objectKey, type ResourceType } from "../../src/runtime/cluster.ts";
 import type { CacheReader, ReconcileContext } from "../../src/runtime/controller.ts";
+import { FILTER_PROJECTION } from "../../src/controllers/ratelimit_cache.ts";
 import { pod, rateLimit } from "./ratelimit_fixtures.ts";
 
 function cacheOf(objects: KubeObject[]): CacheReader {
@@ -40,7 +41,11 @@ Deno.test("watches EnvoyFilters (optional, unfiltered), Pods and CRDs", () => {
   assert.equal(rateLimitController.name, "ratelimit");
   assert.equal(rateLimitController.primary, RESOURCES.RateLimit);
   const ef = rateLimitController.watches.find((w) => w.type === RESOURCES.EnvoyFilter);
-  assert.deepEqual(ef, { type: RESOURCES.EnvoyFilter, optional: true });
+  assert.deepEqual(ef, {
+    type: RESOURCES.EnvoyFilter,
+    optional: true,
+    project: FILTER_PROJECTION,
+  });
   assert.ok(rateLimitController.watches.some((w) => w.type === RESOURCES.Pod));
   assert.ok(rateLimitController.watches.some((w) => w.type === RESOURCES.CustomResourceDefinition));
 });

@@ -1,0 +1,190 @@
+/**
+ * Projected watch caches (src/runtime/prepare.ts): a store keeps only what a projection keeps,
+ * with a digest of the spec it dropped; the runner compares a desired spec with that digest; a
+ * change the projection cannot see wakes nobody; two projections of one watch are refused.
+ */
+import assert from "node:assert/strict";
+import { RESOURCES } from "../../src/api/resources.ts";
+import { MANAGED_BY, MANAGED_BY_LABEL } from "../../src/reconcile/labels.ts";
+import { emptyPlan } from "../../src/reconcile/plan.ts";
+import { Cache } from "../../src/runtime/cache.ts";
+import type { KubeObject } from "../../src/runtime/cluster.ts";
+import type { ControllerSpec, Projection } from "../../src/runtime/controller.ts";
+import { specDigest } from "../../src/runtime/prepare.ts";
+import { planWatches } from "../../src/runtime/reconciler.ts";
+import { Runner } from "../../src/runtime/runner.ts";
+import { Store } from "../../src/runtime/store.ts";
+import { FakeCluster } from "./fake_cluster.ts";
+import { captureLogger, ManualClock, seededRandom } from "./helpers.ts";
+
+const EF = RESOURCES.EnvoyFilter;
+const SL = RESOURCES.Serverless;
+const NS = "demo";
+
+/** Keeps metadata and the spec's `selector`; digests the spec. */
+const KEEP_SELECTOR: Projection = {
+  name: "test.selector",
+  digestSpec: true,
+  keep: (o) => ({
+    apiVersion: o.apiVersion,
+    kind: o.kind,
+    metadata: structuredClone(o.metadata),
+    spec: { selector: (o.spec as { selector?: unknown } | undefined)?.selector },
+  }),
+};
+
+function filter(spec: Record<string, unknown>, extra: Partial<KubeObject["metadata"]> = {}) {
+  return {
+    apiVersion: "networking.istio.io/v1alpha3",
+    kind: "EnvoyFilter",
+    metadata: {
+      name: "f",
+      namespace: NS,
+      resourceVersion: "1",
+      labels: { [MANAGED_BY_LABEL]: MANAGED_BY },
+      managedFields: [{ manager: "someone", operation: "Update", fieldsV1: { "f:spec": {} } }],
+      ...extra,
+    },
+    spec,
+  } as KubeObject;
+}
+
+Deno.test("specDigest: equal up to key order and omitted empty fields; otherwise different", () => {
+  const a = { b: [{ x: 1, y: "2" }], c: { d: true } };
+  assert.equal(specDigest(a), specDigest({ c: { d: true }, b: [{ y: "2", x: 1 }] }));
+  assert.equal(specDigest(a), specDigest({ ...a, e: null, f: [], g: {}, h: undefined }));
+  assert.notEqual(specDigest(a), specDigest({ ...a, c: { d: false } }));
+  assert.notEqual(specDigest(a), specDigest({ b: [{ x: 1, y: "2" }, {}], c: { d: true } }));
+  assert.notEqual(specDigest(a), specDigest({ b: [{ x: "1", y: "2" }], c: { d: true } }));
+  assert.match(specDigest(a), /^[0-9a-f]{14}$/);
+});
+
+Deno.test("a projected store keeps what the projection keeps, and the spec's digest", () => {
+  const store = new Store(EF, undefined, KEEP_SELECTOR);
+  const spec = { selector: { app: "x" }, configPatches: [{ big: "x".repeat(1000) }] };
+  store.handle({ type: "init" });
+  store.handle({ type: "init-apply", object: filter(spec) });
+  store.handle({ type: "init-done" });
+  const cached = store.get(NS, "f")!;
+  assert.deepEqual(cached.spec, { selector: { app: "x" } });
+  assert.equal(cached.metadata.managedFields, undefined);
+  assert.ok(Object.isFrozen(cached.spec));
+  assert.equal(store.specDigest(NS, "f"), specDigest(spec));
+  const cache = new Cache();
+  const s = cache.store(EF, undefined, KEEP_SELECTOR);
+  s.handle({ type: "init" });
+  s.handle({ type: "init-apply", object: filter(spec) });
+  s.handle({ type: "init-done" });
+  assert.equal(cache.specDigest(EF, NS, "f"), specDigest(spec));
+  assert.equal(cache.specDigest(EF, NS, "g"), undefined);
+});
+
+Deno.test("a change the projection cannot see wakes nobody; any other change does", () => {
+  const store = new Store(EF, undefined, KEEP_SELECTOR);
+  const spec = { selector: { app: "x" }, configPatches: [{ n: 1 }] };
+  store.handle({ type: "init" });
+  store.handle({ type: "init-apply", object: filter(spec) });
+  store.handle({ type: "init-done" });
+  const at = (rv: string, s: Record<string, unknown>, extra = {}) =>
+    store.handle({ type: "apply", object: filter(s, { resourceVersion: rv, ...extra }) });
+  // Only the status and managedFields changed: the projection is the same.
+  assert.deepEqual(at("2", spec, { managedFields: [] }), []);
+  assert.equal(store.get(NS, "f")!.metadata.resourceVersion, "2", "the version is still taken");
+  // A dropped part of the spec changed: its digest tells.
+  assert.equal(at("3", { ...spec, configPatches: [{ n: 2 }] }).length, 1);
+  assert.equal(store.specDigest(NS, "f"), specDigest({ ...spec, configPatches: [{ n: 2 }] }));
+  // A kept field changed.
+  assert.equal(at("4", { ...spec, configPatches: [{ n: 2 }], selector: { app: "y" } }).length, 1);
+  // Without a projection every new version is a change.
+  const plain = new Store(EF);
+  plain.handle({ type: "init" });
+  plain.handle({ type: "init-apply", object: filter(spec) });
+  plain.handle({ type: "init-done" });
+  assert.equal(
+    plain.handle({ type: "apply", object: filter(spec, { resourceVersion: "2" }) }).length,
+    1,
+  );
+});
+
+Deno.test("one watch projected two ways is refused, by the cache and by the manager's plan", () => {
+  const other: Projection = { ...KEEP_SELECTOR, name: "test.other" };
+  const cache = new Cache();
+  cache.store(EF, undefined, KEEP_SELECTOR);
+  assert.throws(
+    () => cache.store(EF, undefined, other),
+    /two projections: test.selector and test.other/,
+  );
+  assert.equal(
+    cache.store(EF, undefined, KEEP_SELECTOR),
+    cache.store(EF, undefined, KEEP_SELECTOR),
+  );
+  const spec = (project: Projection): ControllerSpec => ({
+    name: project.name,
+    primary: SL,
+    watches: [{ type: EF, project }],
+    triggers: () => [],
+    reconcile: () => undefined,
+  });
+  assert.throws(
+    () => planWatches([spec(KEEP_SELECTOR), spec(other)]),
+    /project one watch two ways/,
+  );
+  assert.equal(planWatches([spec(KEEP_SELECTOR), spec(KEEP_SELECTOR)]).length, 2);
+});
+
+Deno.test("the runner compares a desired spec with a projected cache's digest", async () => {
+  const clock = new ManualClock();
+  const cluster = new FakeCluster(clock);
+  const cache = new Cache();
+  const { log } = captureLogger(clock);
+  const runner = new Runner({
+    cluster,
+    cache,
+    clock,
+    random: seededRandom(),
+    log,
+    controller: "test",
+    identity: "op-0",
+  });
+  const refresh = async () => {
+    for (const [type, p] of [[SL, undefined], [EF, KEEP_SELECTOR]] as const) {
+      const store = cache.store(type, undefined, p);
+      store.handle({ type: "init" });
+      for (const object of (await cluster.list(type)).items) {
+        store.handle({ type: "init-apply", object });
+      }
+      store.handle({ type: "init-done" });
+    }
+    cluster.calls.length = 0;
+  };
+  cluster.put(SL, {
+    apiVersion: "operator.platform-project.io/v1alpha1",
+    kind: "Serverless",
+    metadata: { name: "default", namespace: NS },
+  });
+  const desired = (
+    spec: Record<string, unknown>,
+    labels: Record<string, string> = { [MANAGED_BY_LABEL]: MANAGED_BY },
+  ) => ({ ...filter(spec), metadata: { name: "f", namespace: NS, labels } }) as KubeObject;
+  const run = async (obj: KubeObject) => {
+    await refresh();
+    const primary = cache.get(SL, NS, "default")!;
+    const plan = { ...emptyPlan(), apply: [obj] };
+    await runner.run(SL, primary, plan, undefined, new AbortController().signal);
+    return cluster.writes().map((c) => c.verb);
+  };
+  const spec = { selector: { app: "x" }, configPatches: [{ n: 1, m: "a" }] };
+  assert.deepEqual(await run(desired(spec)), ["apply"], "nothing cached yet");
+  assert.deepEqual(await run(desired(spec)), [], "the same spec: skipped");
+  assert.deepEqual(
+    await run(desired({ configPatches: [{ m: "a", n: 1 }], selector: { app: "x" }, extra: [] })),
+    [],
+    "the same spec in another key order, with an empty list: skipped",
+  );
+  assert.deepEqual(await run(desired({ ...spec, configPatches: [{ n: 2, m: "a" }] })), ["apply"]);
+  assert.deepEqual(
+    await run(desired({ ...spec, configPatches: [{ n: 2, m: "a" }] }, { other: "label" })),
+    ["apply"],
+    "metadata is still compared field by field",
+  );
+});
