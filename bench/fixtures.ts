@@ -2,8 +2,9 @@
  * Objects the benches feed the operator: RateLimits with a chosen number of rules, the Pods they
  * select, and namespaces. The same builders serve the in-process benches and the control plane.
  */
+import { SIDECAR_STATUS_ANNOTATION } from "../src/api/pod.ts";
 import { apiVersionOf, RESOURCES } from "../src/api/resources.ts";
-import type { KubeObject } from "../src/runtime/cluster.ts";
+import type { KubeObject, ResourceType } from "../src/runtime/cluster.ts";
 
 /** Namespace of the benches' workloads. */
 export const BENCH_NAMESPACE = "bench";
@@ -35,6 +36,8 @@ export interface RateLimitFixture {
   namespace?: string;
   /** Fields the API server sets (uid, generation, creationTimestamp, resourceVersion). */
   stored?: boolean;
+  /** Another RateLimit type of the same shape (the peer's); default the operator's. */
+  type?: ResourceType;
 }
 
 /** Name of the i-th RateLimit and of the workload (label `app`) it selects. */
@@ -58,7 +61,7 @@ export function rateLimitObject(o: RateLimitFixture): KubeObject {
     }
     : {};
   return {
-    apiVersion: apiVersionOf(RESOURCES.RateLimit),
+    apiVersion: apiVersionOf(o.type ?? RESOURCES.RateLimit),
     kind: "RateLimit",
     metadata: { name, namespace, labels: { [BENCH_LABEL.key]: BENCH_LABEL.value }, ...stored },
     spec: {
@@ -127,6 +130,19 @@ export function benchNodeObject(): KubeObject {
   } as KubeObject;
 }
 
+/**
+ * What Istio's injector writes on a Pod it gave a sidecar (the annotation's shape as Istio 1.2x
+ * writes it). Kyma's controller refuses a RateLimit whose Pods lack it, so every bench Pod has it:
+ * the operator and the peer get the same Pods.
+ */
+export const SIDECAR_STATUS = JSON.stringify({
+  initContainers: ["istio-validation"],
+  containers: ["istio-proxy"],
+  volumes: ["workload-socket", "credential-socket", "workload-certs", "istio-envoy", "istio-data"],
+  imagePullSecrets: null,
+  revision: "default",
+});
+
 /** The i-th workload Pod to create: bound to the bench node, so no scheduling is timed. */
 export function podManifest(i: number, namespace: string): KubeObject {
   const name = workloadName(i);
@@ -137,6 +153,7 @@ export function podManifest(i: number, namespace: string): KubeObject {
       name: `${name}-0`,
       namespace,
       labels: { app: name, [BENCH_LABEL.key]: BENCH_LABEL.value },
+      annotations: { [SIDECAR_STATUS_ANNOTATION]: SIDECAR_STATUS },
     },
     spec: {
       nodeName: BENCH_NODE,

@@ -7,6 +7,7 @@
  */
 import { buildStatus } from "../tools/cluster/mod.ts";
 import { benchCluster, clusterOptions } from "./cluster/mod.ts";
+import { PEER_ENV, peerCheckout } from "./cluster/peer.ts";
 import { benchDataplane, dataplaneOptions } from "./dataplane.ts";
 import { benchReducers, reducerOptions } from "./reducer.ts";
 import { Report } from "./report.ts";
@@ -20,11 +21,14 @@ export type Section = typeof SECTIONS[number];
 /** The `--help` text. */
 export const USAGE = `Usage: deno task bench [--quick] [--cluster] [--only=${
   SECTIONS.join(",")
-}] [--json=FILE]
+}] [--json=FILE] [--peer=PATH]
   --quick      small counts, a few seconds a bench (CI); skips the control plane unless --cluster
   --cluster    with --quick: run the control-plane benches too (100 RateLimits, about 2 min)
   --only=...   run only these benches, in order: ${SECTIONS.join(", ")}
   --json=FILE  also write every figure and skip as JSON
+  --peer=PATH  a checkout of kyma-project/api-gateway (default: $${PEER_ENV}): the control-plane
+               benches build its RateLimit controller there and measure it beside the operator
+               (bench/peers/kyma-ratelimit/README.md); without one they say so and run the rest
 Figures are medians over repeated runs, each with a baseline measured in the same run and their
 ratio; the summary lists the targets met and missed. Results and how to read them: bench/RESULTS.md`;
 
@@ -35,6 +39,7 @@ export interface BenchArgs {
   cluster: boolean;
   only: Section[];
   json?: string;
+  peer?: string;
 }
 
 /** Parses the command line; throws a message naming the bad argument. */
@@ -52,7 +57,12 @@ export function parseArgs(args: readonly string[]): BenchArgs {
       }
       out.only = names as Section[];
     } else if (a.startsWith("--json=")) out.json = a.slice("--json=".length);
-    else throw new Error(`unknown argument ${a}: use --quick, --cluster, --only=..., --json=FILE`);
+    else if (a.startsWith("--peer=")) out.peer = a.slice("--peer=".length);
+    else {
+      throw new Error(
+        `unknown argument ${a}: use --quick, --cluster, --only=..., --json=FILE, --peer=PATH`,
+      );
+    }
   }
   return out;
 }
@@ -91,7 +101,7 @@ async function main(argv: string[]): Promise<number> {
   if (want("cluster")) {
     const why = await clusterSkipReason(args);
     if (why) report.skip("control plane", why);
-    else await benchCluster(report, clusterOptions(args.quick));
+    else await benchCluster(report, clusterOptions(args.quick, peerCheckout(args.peer)));
   }
   for (const line of report.summary()) console.log(line);
   if (args.json) {

@@ -121,16 +121,21 @@ export class BenchCluster {
     }
   }
 
-  /** Creates objects with `width` requests in flight; resolves with the wall milliseconds taken. */
-  async createAll(objects: readonly KubeObject[], width = 16): Promise<number> {
+  /**
+   * Creates objects (Pods, RateLimits, and objects of `extraTypes`) with `width` requests in
+   * flight; resolves with the wall milliseconds taken.
+   */
+  async createAll(
+    objects: readonly KubeObject[],
+    width = 16,
+    extraTypes: readonly ResourceType[] = [],
+  ): Promise<number> {
     const t0 = performance.now();
     await inPool(objects, width, async (obj) => {
-      const type = obj.kind === "Pod"
-        ? RESOURCES.Pod
-        : obj.kind === "RateLimit"
-        ? RESOURCES.RateLimit
-        : undefined;
-      if (!type) throw new Error(`createAll: unexpected kind ${obj.kind}`);
+      const type = [RESOURCES.Pod, RESOURCES.RateLimit, ...extraTypes].find((t) =>
+        t.kind === obj.kind && obj.apiVersion === (t.group ? `${t.group}/${t.version}` : t.version)
+      );
+      if (!type) throw new Error(`createAll: unexpected kind ${obj.kind} of ${obj.apiVersion}`);
       await retrying(() => this.api.create(type, obj));
     });
     return performance.now() - t0;

@@ -5,9 +5,12 @@
  */
 import { RESOURCES } from "../../src/api/resources.ts";
 import type { LiveCluster } from "../../src/kube/live_cluster.ts";
-import type { KubeObject } from "../../src/runtime/cluster.ts";
+import type { KubeObject, ResourceType } from "../../src/runtime/cluster.ts";
 
-/** Calls `see` with every RateLimit of `namespace` listed, added or modified, until `signal` aborts. */
+/**
+ * Calls `see` with every RateLimit (of `type`: the operator's by default, or the peer's) of
+ * `namespace` listed, added or modified, until `signal` aborts.
+ */
 export async function followRateLimits(
   api: LiveCluster,
   namespace: string,
@@ -15,18 +18,19 @@ export async function followRateLimits(
   signal: AbortSignal,
   /** Resolved after the first list, with its items seen. */
   onListed: () => void = () => {},
+  type: ResourceType = RESOURCES.RateLimit,
 ): Promise<void> {
   let listed = false;
   while (!signal.aborted) {
     try {
-      const page = await api.list(RESOURCES.RateLimit, { namespace });
+      const page = await api.list(type, { namespace });
       for (const o of page.items) see(o, "LISTED");
       if (!listed) onListed();
       listed = true;
       let rv = page.resourceVersion;
       while (!signal.aborted) {
         const events = api.watch(
-          RESOURCES.RateLimit,
+          type,
           { namespace, resourceVersion: rv, timeoutSeconds: 60, allowWatchBookmarks: true },
           signal,
         );

@@ -1,24 +1,24 @@
 /**
- * The control-plane benches, on a real kube-apiserver with kwok Pods (tools/cluster):
- * - convergence: N RateLimits on N Pods created at once, time until all are Ready, against a
- *   baseline client that makes only the minimum writes, alternated run by run;
- * - steady state: the operator's API writes in a quiet period with those objects (audit log);
- * - memory: the operator's resident memory with 0, N and 10,000 RateLimits watched;
- * - start-up: from process spawn to the first reconcile (JSON log timestamps).
+ * The control-plane benches, on a real kube-apiserver with kwok Pods (tools/cluster), for this
+ * operator and, given a checkout of kyma-project/api-gateway, for its RateLimit controller (the
+ * peer), measured the same way one after the other on the same cluster:
+ * - convergence: N RateLimits on N Pods created at once, time until all are Ready and CPU seconds
+ *   used, against a baseline client that makes only the minimum writes, alternated run by run;
+ * - at rest: API writes in a quiet window (audit log), Lease renewals apart;
+ * - memory: resident memory with 0, a few, N and many RateLimits (with their Pods) Ready;
+ * - start-up: from process spawn to the first reconcile (log timestamps);
+ * - one namespace: many RateLimits created at once in one namespace, against the baseline.
  */
-import type { KubeObject } from "../../src/runtime/cluster.ts";
-import { OPERATOR_USER } from "../../tools/cluster/mod.ts";
-import type { OperatorProcess } from "../../tools/operator/process.ts";
-import { podManifest, rateLimitObject } from "../fixtures.ts";
 import type { Report } from "../report.ts";
 import { fmt, median } from "../stats.ts";
-import { baselinePayloads, runBaseline } from "./baseline.ts";
 import { join } from "node:path";
 import { BENCH_DIR, BenchCluster } from "./env.ts";
-import { memoryOf, msToLog, startOperator, waitIdle, waitReady } from "./operator.ts";
-import { ReadyWatch } from "./ready.ts";
+import { memoryOf } from "./operator.ts";
+import { buildPeer, peerVersion, preparePeer } from "./peer.ts";
+import { atRest, converge, idleRss, layout, OPERATOR_CONCURRENCY } from "./phases.ts";
+import { operatorSubject, peerSubject, type Running, type Subject } from "./subject.ts";
 
-const SECTION = "control plane (kube-apiserver + kwok, operator as a process)";
+const SECTION = "control plane (kube-apiserver + kwok, operator and peer as processes)";
 
 /** Sizes of the control-plane benches. */
 export interface ClusterOptions {
@@ -26,270 +26,269 @@ export interface ClusterOptions {
   count: number;
   /** Rules of each RateLimit. */
   rules: number;
-  /** Convergence runs (each: one baseline, one operator). */
+  /** Convergence runs (each: the baseline, then every subject). */
   runs: number;
-  /** Length of the steady-state window. */
+  /** Length of the window at rest (the peer requeues every 3 minutes: a full run covers that). */
   steadyMs: number;
-  /** RateLimits watched for the largest memory figure. */
+  /** RateLimits (with Pods, 1,000 a namespace) of the largest memory figure. */
   memoryMax: number;
+  /** A small convergence (memory and time for the plot); undefined: none. */
+  small?: number;
+  /** Also converge `memoryMax` RateLimits in one namespace, operator against the baseline. */
+  oneNamespace: boolean;
   /** Start-up measurements. */
   startupRuns: number;
   /** Create requests in flight. */
   width: number;
+  /** Checkout of kyma-project/api-gateway to build the peer from; undefined: no peer. */
+  peer?: string;
 }
 
-/** Default sizes: `quick` (CI with --cluster) or the full run of issue 7. */
-export function clusterOptions(quick: boolean): ClusterOptions {
+/** Default sizes: `quick` (CI with --cluster) or the full run of issues 7 and 14. */
+export function clusterOptions(quick: boolean, peer?: string): ClusterOptions {
+  const common = { rules: 4, width: 16, ...(peer ? { peer } : {}) };
   return quick
     ? {
+      ...common,
       count: 100,
-      rules: 4,
       runs: 1,
       steadyMs: 10_000,
       memoryMax: 1_000,
+      oneNamespace: false,
       startupRuns: 1,
-      width: 16,
     }
     : {
+      ...common,
       count: 1_000,
-      rules: 4,
       runs: 3,
-      steadyMs: 60_000,
+      steadyMs: 240_000,
       memoryMax: 10_000,
+      small: 100,
+      oneNamespace: true,
       startupRuns: 3,
-      width: 16,
     };
 }
 
-/** Reconciles of one controller at once: the operator's default, which the baseline matches. */
-const OPERATOR_CONCURRENCY = 2;
-
-/** Pods and RateLimits of one run, interleaved so both kinds arrive together. */
-function workload(count: number, rules: number, namespace: string, pods: boolean): KubeObject[] {
-  return Array.from({ length: count }, (_, i) => [
-    ...(pods ? [podManifest(i, namespace)] : []),
-    rateLimitObject({ i, rules, namespace }),
-  ]).flat();
-}
-
-const seconds = (ms: number) => ms / 1000;
+const s = (ms: number) => ms / 1000;
+const list = (xs: number[], digits = 2) => xs.map((x) => fmt(x, digits)).join(", ");
 
 /** Runs every control-plane bench into `report`. */
 export async function benchCluster(report: Report, o: ClusterOptions): Promise<void> {
   const say = (line: string) => report.info(SECTION, line);
-  // Operator logs are appended to by name: start from none, so each figure reads its own run.
+  // Logs are appended to by name: start from none, so each figure reads its own run.
   await Deno.remove(join(BENCH_DIR, "logs"), { recursive: true }).catch(() => {});
   const t0 = Date.now();
   const env = await BenchCluster.up((m) => say(`[cluster] ${m}`));
-  say(`control plane up in ${fmt(seconds(Date.now() - t0), 1)} s (${env.handle.server})`);
-  let op: OperatorProcess | undefined;
-  const stopOp = async () => {
-    await op?.stop();
-    op = undefined;
+  say(`control plane up in ${fmt(s(Date.now() - t0), 1)} s (${env.handle.server})`);
+  let current: Running | undefined;
+  const stop = async () => {
+    await current?.stop();
+    current = undefined;
   };
-  const startOp = async (identity: string, logLevel: "info" | "debug" = "info") => {
-    op = await startOperator(env.handle.operatorKubeconfig, identity, logLevel);
-    await waitReady(op);
-    return op;
+  const start = async (subject: Subject, identity: string, debug = false) => {
+    current = await subject.start(identity, debug);
+    return current;
   };
   try {
+    const subjects: Subject[] = [operatorSubject(env)];
+    if (o.peer) {
+      const version = await peerVersion(o.peer);
+      say(`peer: Kyma api-gateway's RateLimit controller, built in ${o.peer} (version ${version})`);
+      const binary = await buildPeer(o.peer);
+      await preparePeer(env, o.peer);
+      subjects.push(peerSubject(env, binary));
+    } else {
+      report.skip(
+        SECTION,
+        "no peer: give a checkout of kyma-project/api-gateway with --peer=PATH or " +
+          "KYMA_API_GATEWAY_DIR (bench/peers/kyma-ratelimit/README.md); the rest runs without it",
+      );
+    }
+    const add = (
+      subject: Subject,
+      name: string,
+      f: Omit<Parameters<Report["add"]>[0], "section" | "name">,
+    ) => report.add({ section: SECTION, name: `${subject.label}: ${name}`, ...f });
+
     // Memory with nothing to watch.
-    const idle = await startOp("bench-idle");
-    await waitIdle(idle, 3_000, 60_000);
-    const mem0 = await memoryOf(idle.pid);
-    await stopOp();
+    for (const subject of subjects) {
+      const r = await start(subject, `${subject.key}-idle`);
+      add(subject, "resident memory, 0 RateLimits", {
+        value: await idleRss(r, 3_000, 60_000),
+        unit: "MB",
+        ...(subject.key === "operator" ? { target: { of: "value", op: "<=", bound: 60 } } : {}),
+        note: "VmRSS from /proc/<pid>/status once synced and idle",
+      });
+      await stop();
+    }
 
-    const base: number[] = [];
-    const oper: number[] = [];
-    const created: number[] = [];
-    const n = o.count;
-    for (let r = 0; r < o.runs; r++) {
-      // Baseline: no operator running, a client making the minimum writes.
-      const bns = `bench-base-${r}`;
-      await env.namespace(bns);
-      const payloads = baselinePayloads(n, o.rules, bns);
-      const watch = new ReadyWatch(env.api, bns);
-      await watch.start();
-      const stop = new AbortController();
-      const baseline = runBaseline(env.api, bns, payloads, OPERATOR_CONCURRENCY, stop.signal);
-      const b0 = Date.now();
-      created.push(await env.createAll(workload(n, o.rules, bns, true), o.width));
-      base.push((await watch.whenReady(n, 1_800_000)) - b0);
-      await baseline;
-      await watch.stop();
-      say(
-        `run ${r + 1}: baseline ${fmt(seconds(base[r]), 2)} s (created in ${
-          fmt(seconds(created.at(-1)!), 2)
-        } s)`,
-      );
-      await env.deleteNamespaces([bns]);
-
-      // The operator, started and synced before the objects arrive.
-      const p = await startOp(`bench-${r}`);
-      await waitIdle(p, 2_000, 60_000);
-      const ons = `bench-op-${r}`;
-      await env.namespace(ons);
-      const w = new ReadyWatch(env.api, ons);
-      await w.start();
-      const o0 = Date.now();
-      created.push(await env.createAll(workload(n, o.rules, ons, true), o.width));
-      oper.push((await w.whenReady(n, 1_800_000)) - o0);
-      await w.stop();
-      const reconciles = await waitIdle(p, 5_000, 1_800_000);
-      say(
-        `run ${r + 1}: operator ${fmt(seconds(oper[r]), 2)} s; idle after ${reconciles} reconciles`,
-      );
-
-      if (r === 0) await steadyState(report, env, p, o, n, mem0.rssMb);
-      if (r < o.runs - 1) {
-        await stopOp();
-        await env.deleteNamespaces([ons]);
+    // A small convergence, for the plot.
+    if (o.small) {
+      for (const subject of subjects) {
+        const r = await start(subject, `${subject.key}-small`);
+        await r.waitIdle(2_000, 60_000);
+        const ns = layout(`bench-${subject.key}-small`, o.small, false);
+        const c = await converge(env, ns, o.rules, o.width, { s: subject, r });
+        add(subject, `${fmt(o.small)} RateLimits on ${fmt(o.small)} Pods, until all Ready`, {
+          value: s(c.ms),
+          unit: "s",
+          note: `CPU ${fmt(c.cpuS ?? 0, 2)} s; resident memory after, idle: ${
+            fmt(await idleRss(r, 5_000, 600_000), 1)
+          } MB`,
+        });
+        await stop();
+        await env.deleteNamespaces(ns.map(([n]) => n));
       }
     }
-    const ratio = median(oper) / median(base);
-    report.add({
-      section: SECTION,
-      name: `${fmt(n)} RateLimits (${o.rules} rules) on ${
-        fmt(n)
-      } Pods, created at once, until all Ready`,
-      value: seconds(median(oper)),
-      unit: "s",
-      baseline: {
-        name: `client making 2 writes an object, ${OPERATOR_CONCURRENCY} at once`,
-        value: seconds(median(base)),
-      },
-      ratio,
-      target: { of: "ratio", op: "<=", bound: 1.5 },
-      note: `median of ${o.runs}; operator runs ${
-        oper.map((x) => fmt(seconds(x), 2)).join(", ")
-      } s; ` +
-        `baseline ${base.map((x) => fmt(seconds(x), 2)).join(", ")} s; creating the objects took ` +
-        `${fmt(seconds(median(created)), 2)} s (${o.width} requests at once)`,
-    });
+
+    // Convergence at N, runs alternated: the baseline, then each subject.
+    const n = o.count;
+    const base: number[] = [];
+    const times = new Map<Subject, number[]>(subjects.map((x) => [x, []]));
+    const cpus = new Map<Subject, number[]>(subjects.map((x) => [x, []]));
+    for (let run = 0; run < o.runs; run++) {
+      const bns = layout(`bench-base-${run}`, n, false);
+      const b = await converge(env, bns, o.rules, o.width);
+      base.push(b.ms);
+      say(`run ${run + 1}: baseline ${fmt(s(b.ms), 2)} s (created in ${fmt(s(b.createdMs), 2)} s)`);
+      await env.deleteNamespaces(bns.map(([x]) => x));
+      for (const subject of subjects) {
+        const r = await start(subject, `${subject.key}-${run}`);
+        await r.waitIdle(2_000, 60_000);
+        const ns = layout(`bench-${subject.key}-${run}`, n, false);
+        const c = await converge(env, ns, o.rules, o.width, { s: subject, r });
+        times.get(subject)!.push(c.ms);
+        cpus.get(subject)!.push(c.cpuS ?? 0);
+        const reconciles = await r.waitIdle(5_000, 3_600_000);
+        say(
+          `run ${run + 1}: ${subject.label} ${
+            fmt(s(c.ms), 2)
+          } s; idle after ${reconciles} reconciles`,
+        );
+        if (run === 0) {
+          const rest = await atRest(env, subject, o.steadyMs);
+          add(subject, `API writes at rest, ${fmt(n)} RateLimits (per 60 s)`, {
+            value: rest.writes * 60_000 / o.steadyMs,
+            unit: "writes",
+            ...(subject.key === "operator" ? { target: { of: "value", op: "<=", bound: 0 } } : {}),
+            note:
+              `${fmt(rest.writes)} writes in ${fmt(s(o.steadyMs))} s from the audit log (user ` +
+              `${subject.user}); leader Lease renewals apart: ${rest.leases}` +
+              (rest.byResource ? `; ${rest.byResource}` : ""),
+          });
+          const m = await memoryOf(r.pid);
+          add(subject, `resident memory, ${fmt(n)} RateLimits Ready`, {
+            value: m.rssMb,
+            unit: "MB",
+            note: `VmRSS after converging and ${fmt(s(o.steadyMs))} s at rest; peak (VmHWM) ${
+              fmt(m.peakMb, 1)
+            } MB; ${fmt(n)} Pods too`,
+          });
+        }
+        await stop();
+        if (run < o.runs - 1) await env.deleteNamespaces(ns.map(([x]) => x));
+      }
+    }
+    for (const subject of subjects) {
+      const t = times.get(subject)!;
+      add(
+        subject,
+        `${fmt(n)} RateLimits (${o.rules} rules) on ${
+          fmt(n)
+        } Pods, created at once, until all Ready`,
+        {
+          value: s(median(t)),
+          unit: "s",
+          baseline: {
+            name: `client making 2 writes an object, ${OPERATOR_CONCURRENCY} at once`,
+            value: s(median(base)),
+          },
+          ratio: median(t) / median(base),
+          ...(subject.key === "operator" ? { target: { of: "ratio", op: "<=", bound: 1.1 } } : {}),
+          note: `median of ${o.runs}: ${list(t.map(s))} s; baseline ${list(base.map(s))} s`,
+        },
+      );
+      add(subject, `CPU seconds to converge ${fmt(n)} RateLimits`, {
+        value: median(cpus.get(subject)!),
+        unit: "s",
+        note: `user + system, creation start to all Ready; runs ${list(cpus.get(subject)!)}`,
+      });
+    }
 
     // Start-up with the last run's objects in place: spawn to first reconcile.
-    await stopOp();
-    const first: number[] = [];
-    const synced: number[] = [];
-    for (let k = 0; k < o.startupRuns; k++) {
-      const p = await startOp(`bench-start-${k}`, "debug");
-      await waitIdle(p, 2_000, 300_000);
-      const f = await msToLog(p, "reconciled");
-      const s = await msToLog(p, "caches synced and leading: reconciling");
-      if (f === undefined) throw new Error(`no "reconciled" line in ${p.logPath}`);
-      first.push(f);
-      if (s !== undefined) synced.push(s);
-      await stopOp();
+    for (const subject of subjects) {
+      const first: number[] = [];
+      for (let k = 0; k < o.startupRuns; k++) {
+        const r = await start(subject, `${subject.key}-start-${k}`, true);
+        await r.waitIdle(2_000, 600_000);
+        const f = await r.msToFirstReconcile();
+        if (f === undefined) throw new Error(`${subject.label}: no first reconcile in its log`);
+        first.push(f);
+        await stop();
+      }
+      add(subject, `start-up: process spawn to first reconcile (${fmt(n)} RateLimits present)`, {
+        value: s(median(first)),
+        unit: "s",
+        ...(subject.key === "operator" ? { target: { of: "value", op: "<=", bound: 1 } } : {}),
+        note: `median of ${o.startupRuns}: ${list(first.map(s))} s (log timestamps minus spawn)`,
+      });
+      await env.deleteNamespaces(
+        layout(`bench-${subject.key}-${o.runs - 1}`, n, false).map(([x]) => x),
+      );
     }
-    report.add({
-      section: SECTION,
-      name: `start-up: process spawn to first reconcile (${fmt(n)} RateLimits present)`,
-      value: seconds(median(first)),
-      unit: "s",
-      target: { of: "value", op: "<=", bound: 1 },
-      note: `median of ${o.startupRuns}: ${
-        first.map((x) => fmt(seconds(x), 2)).join(", ")
-      } s; caches synced ` +
-        `and leading at ${
-          synced.map((x) =>
-            fmt(seconds(x), 2)
-          ).join(", ")
-        } s (JSON log ts minus spawn time)`,
-    });
 
-    // Memory with many more RateLimits watched (no Pods), 1,000 a namespace.
-    const p = await startOp("bench-memory");
-    const extra = o.memoryMax - n;
-    if (extra > 0) {
-      const namespaces = Array.from(
-        { length: Math.ceil(extra / 1000) },
-        (_, k) => `bench-mem-${k}`,
-      );
-      const watches: ReadyWatch[] = [];
-      const objects: KubeObject[] = [];
-      for (const [k, ns] of namespaces.entries()) {
-        await env.namespace(ns);
-        const w = new ReadyWatch(env.api, ns);
-        await w.start();
-        watches.push(w);
-        const size = Math.min(1000, extra - k * 1000);
-        objects.push(...workload(size, o.rules, ns, false));
-      }
-      const m0 = Date.now();
-      await env.createAll(objects, o.width);
-      for (const [k, w] of watches.entries()) {
-        await w.whenReady(Math.min(1000, extra - k * 1000), 3_600_000);
-      }
-      watches.forEach((w) => void w.stop());
-      say(
-        `${fmt(extra)} more RateLimits created and Ready in ${fmt(seconds(Date.now() - m0), 1)} s`,
-      );
+    // Memory at scale: memoryMax RateLimits and Pods, 1,000 a namespace, all Ready.
+    for (const subject of subjects) {
+      const r = await start(subject, `${subject.key}-scale`);
+      await r.waitIdle(2_000, 60_000);
+      const ns = layout(`bench-${subject.key}-scale`, o.memoryMax, true);
+      const c = await converge(env, ns, o.rules, o.width, { s: subject, r });
+      const rss = await idleRss(r, 5_000, 3_600_000);
+      const peak = (await memoryOf(r.pid)).peakMb;
+      add(subject, `resident memory, ${fmt(o.memoryMax)} RateLimits Ready`, {
+        value: rss,
+        unit: "MB",
+        ...(subject.key === "operator" && o.memoryMax >= 10_000
+          ? { target: { of: "value", op: "<=", bound: 150 } }
+          : {}),
+        note: `VmRSS once idle; peak (VmHWM) ${fmt(peak, 1)} MB; ${ns.length} namespaces of ` +
+          `RateLimits and their Pods; all Ready ${fmt(s(c.ms), 1)} s after creation began ` +
+          `(creating took ${fmt(s(c.createdMs), 1)} s); CPU ${fmt(c.cpuS ?? 0, 1)} s`,
+      });
+      await stop();
+      await env.deleteNamespaces(ns.map(([x]) => x));
     }
-    await waitIdle(p, 5_000, 3_600_000);
-    const memMax = await memoryOf(p.pid);
-    report.add({
-      section: SECTION,
-      name: `operator resident memory, ${fmt(o.memoryMax)} RateLimits watched`,
-      value: memMax.rssMb,
-      unit: "MB",
-      ...(o.memoryMax >= 10_000 ? { target: { of: "value", op: "<=", bound: 150 } } : {}),
-      note: `VmRSS after the operator went idle; peak (VmHWM) ${fmt(memMax.peakMb, 1)} MB; ` +
-        `${fmt(n)} with Pods, the rest without; EnvoyFilters as many`,
-    });
+
+    // Many RateLimits in one namespace: the operator against the baseline (issue 14).
+    if (o.oneNamespace) {
+      const m = o.memoryMax;
+      const bns = layout("bench-one-base", m, false);
+      const b = await converge(env, bns, o.rules, o.width);
+      await env.deleteNamespaces(bns.map(([x]) => x));
+      const subject = subjects[0];
+      const r = await start(subject, "operator-one");
+      await r.waitIdle(2_000, 60_000);
+      const ns = layout("bench-one-op", m, false);
+      const c = await converge(env, ns, o.rules, o.width, { s: subject, r });
+      const rss = await idleRss(r, 5_000, 3_600_000);
+      add(
+        subject,
+        `${fmt(m)} RateLimits on ${fmt(m)} Pods in one namespace, created at once, until all Ready`,
+        {
+          value: s(c.ms),
+          unit: "s",
+          baseline: { name: "the same baseline client", value: s(b.ms) },
+          ratio: c.ms / b.ms,
+          target: { of: "ratio", op: "<=", bound: 1.3 },
+          note: `one run each; CPU ${fmt(c.cpuS ?? 0, 1)} s; RSS once idle ${fmt(rss, 1)} MB; ` +
+            `creating took ${fmt(s(c.createdMs), 1)} s (baseline run ${fmt(s(b.createdMs), 1)} s)`,
+        },
+      );
+      await stop();
+      await env.deleteNamespaces(ns.map(([x]) => x));
+    }
   } finally {
-    await stopOp().catch(() => {});
+    await stop().catch(() => {});
     await env.down();
   }
-}
-
-/** Steady state after the first operator run: writes in a quiet window, and memory. */
-async function steadyState(
-  report: Report,
-  env: BenchCluster,
-  op: OperatorProcess,
-  o: ClusterOptions,
-  n: number,
-  idleRssMb: number,
-): Promise<void> {
-  const since = Date.now();
-  await new Promise((r) => setTimeout(r, o.steadyMs));
-  const writes = await env.handle.writes({ user: OPERATOR_USER, sinceMs: since });
-  const leases = writes.filter((w) => w.objectRef?.resource === "leases");
-  const other = writes.filter((w) => w.objectRef?.resource !== "leases");
-  const byResource = new Map<string, number>();
-  for (const w of other) {
-    const k = `${w.verb} ${w.objectRef?.resource ?? "?"}${
-      w.objectRef?.subresource ? `/${w.objectRef.subresource}` : ""
-    }`;
-    byResource.set(k, (byResource.get(k) ?? 0) + 1);
-  }
-  report.add({
-    section: SECTION,
-    name: `API writes in ${fmt(o.steadyMs / 1000)} s of steady state, ${fmt(n)} RateLimits`,
-    value: other.length,
-    unit: "writes",
-    target: { of: "value", op: "<=", bound: 0 },
-    note:
-      `from the audit log (user ${OPERATOR_USER}); leader Lease renewals counted apart: ${leases.length}` +
-      (other.length > 0
-        ? `; writes: ${[...byResource].map(([k, v]) => `${k} ×${v}`).join(", ")}`
-        : ""),
-  });
-  report.add({
-    section: SECTION,
-    name: "operator resident memory, 0 RateLimits watched",
-    value: idleRssMb,
-    unit: "MB",
-    note: "VmRSS from /proc/<pid>/status once synced and idle",
-  });
-  const m = await memoryOf(op.pid);
-  report.add({
-    section: SECTION,
-    name: `operator resident memory, ${fmt(n)} RateLimits watched`,
-    value: m.rssMb,
-    unit: "MB",
-    note: `VmRSS after converging and ${fmt(o.steadyMs / 1000)} s idle; peak (VmHWM) ${
-      fmt(m.peakMb, 1)
-    } MB; ${fmt(n)} Pods and EnvoyFilters too`,
-  });
 }

@@ -15,6 +15,7 @@ export function startOperator(
   kubeconfig: string,
   identity: string,
   logLevel: "info" | "debug" = "info",
+  root?: string,
 ): Promise<OperatorProcess> {
   return OperatorProcess.start({
     kubeconfig,
@@ -22,8 +23,12 @@ export function startOperator(
     logDir: join(BENCH_DIR, "logs"),
     logLevel,
     leaderElect: true,
+    ...(root ? { root } : {}),
   });
 }
+
+/** Environment variable: run the operator from another tree (a before/after comparison). */
+export const OPERATOR_ROOT_ENV = "BENCH_OPERATOR_ROOT";
 
 /** Waits until `/readyz` answers 200 (caches synced, leading); fails early if the process exits. */
 export async function waitReady(op: OperatorProcess, timeoutMs = 120_000): Promise<void> {
@@ -69,34 +74,62 @@ export function metricSum(text: string, name: string, labels: Record<string, str
   return sum;
 }
 
+/** Reconciles so far and keys queued, as a process's metrics say; undefined when unreadable. */
+export type WorkProbe = () => Promise<{ total: number; depth: number } | undefined>;
+
+/** The operator's work, from its metrics. */
+export function operatorWork(op: OperatorProcess): WorkProbe {
+  return async () => {
+    const text = await op.metrics();
+    if (!text) return undefined;
+    return {
+      total: metricSum(text, "platform_operator_reconcile_total"),
+      depth: metricSum(text, "platform_operator_queue_depth"),
+    };
+  };
+}
+
 /**
- * Waits until the operator is idle: empty queues and no reconcile for `quietMs`. Resolves with the
+ * Waits until a process is idle: empty queues and no reconcile for `quietMs`. Resolves with the
  * number of reconciles it made so far.
  */
-export async function waitIdle(
-  op: OperatorProcess,
+export async function waitIdleBy(
+  what: string,
+  work: WorkProbe,
   quietMs: number,
   timeoutMs: number,
 ): Promise<number> {
   let last = -1;
   let since = Date.now();
   return await until(
-    `operator ${op.identity} idle`,
+    `${what} idle`,
     async () => {
-      const text = await op.metrics();
-      if (!text) return undefined;
-      const total = metricSum(text, "platform_operator_reconcile_total");
-      const depth = metricSum(text, "platform_operator_queue_depth");
-      if (total !== last || depth > 0) {
-        last = total;
+      const w = await work();
+      if (!w) return undefined;
+      if (w.total !== last || w.depth > 0) {
+        last = w.total;
         since = Date.now();
         return undefined;
       }
-      return Date.now() - since >= quietMs ? total : undefined;
+      return Date.now() - since >= quietMs ? w.total : undefined;
     },
     timeoutMs,
     500,
   );
+}
+
+/** `waitIdleBy` for the operator. */
+export function waitIdle(op: OperatorProcess, quietMs: number, timeoutMs: number): Promise<number> {
+  return waitIdleBy(`operator ${op.identity}`, operatorWork(op), quietMs, timeoutMs);
+}
+
+/** CPU seconds (user + system) a process has used, from /proc/<pid>/stat. */
+export async function cpuSeconds(pid: number): Promise<number> {
+  const text = await Deno.readTextFile(`/proc/${pid}/stat`);
+  // Fields after the parenthesised command name; utime and stime are the 14th and 15th.
+  const rest = text.slice(text.lastIndexOf(")") + 2).split(" ");
+  const ticks = Number(rest[11]) + Number(rest[12]);
+  return ticks / 100; // USER_HZ is 100 on Linux
 }
 
 /**

@@ -1,10 +1,11 @@
 /**
  * Watches the RateLimits of one namespace and notes when each first shows `status.state: Ready`,
- * so a run can ask when the n-th became Ready. The same observer times the operator and the
- * baseline client.
+ * so a run can ask when the n-th became Ready. The same observer times the operator, the baseline
+ * client and the peer (whose RateLimits are of its own type, with the same `status.state`).
  */
 import type { LiveCluster } from "../../src/kube/live_cluster.ts";
-import type { KubeObject } from "../../src/runtime/cluster.ts";
+import { RESOURCES } from "../../src/api/resources.ts";
+import type { KubeObject, ResourceType } from "../../src/runtime/cluster.ts";
 import { followRateLimits } from "./follow.ts";
 
 function isReady(obj: KubeObject): boolean {
@@ -19,7 +20,11 @@ export class ReadyWatch {
   #task: Promise<void> = Promise.resolve();
   #error: unknown;
 
-  constructor(readonly api: LiveCluster, readonly namespace: string) {}
+  constructor(
+    readonly api: LiveCluster,
+    readonly namespace: string,
+    readonly type: ResourceType = RESOURCES.RateLimit,
+  ) {}
 
   /** Lists, then watches until stopped; resolves once the first list is done. */
   start(): Promise<void> {
@@ -30,6 +35,7 @@ export class ReadyWatch {
         (o) => this.#see(o),
         this.#stop.signal,
         () => listed(),
+        this.type,
       ).catch((e) => {
         this.#error = e;
         failed(e);

@@ -126,11 +126,26 @@ export function formatErrors(errors: readonly FieldError[]): string {
  * null reads as "not set" here too.
  */
 export function withoutNulls(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(withoutNulls);
+  // Most objects have no null field: find that out without copying them.
+  return hasNull(value) ? copyWithoutNulls(value) : value;
+}
+
+function hasNull(value: unknown): boolean {
+  if (value === null || typeof value !== "object") return false;
+  if (Array.isArray(value)) return value.some(hasNull);
+  for (const key in value) {
+    const child = (value as Record<string, unknown>)[key];
+    if (child === null || hasNull(child)) return true;
+  }
+  return false;
+}
+
+function copyWithoutNulls(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(copyWithoutNulls);
   if (value === null || typeof value !== "object") return value;
   const out: Record<string, unknown> = {};
   for (const [key, child] of Object.entries(value)) {
-    if (child !== null) out[key] = withoutNulls(child);
+    if (child !== null) out[key] = copyWithoutNulls(child);
   }
   return out;
 }

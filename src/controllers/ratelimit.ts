@@ -123,8 +123,9 @@ export const rateLimitController: ControllerSpec = {
     const pods = new Map<string, KubeObject>();
     const rivals = new Set<string>();
     for (const s of selectors) {
-      for (const p of podsFor(cache, namespace, s)) pods.set(objectKey(p), p);
-      rivalsOf(cache, namespace, s, rivals);
+      const candidates = podsFor(cache, namespace, s);
+      for (const p of candidates) pods.set(objectKey(p), p);
+      rivalsOf(cache, namespace, s, rivals, candidates);
     }
     const peers: KubeObject[] = [];
     for (const n of rivals) {

@@ -160,19 +160,21 @@ export function podsFor(
 /**
  * Adds to `out` the names of the RateLimits (by spec) and filters (by held selector) in
  * `namespace` whose selector can select the same Pods as `selector`: a superset of those that
- * do (checked exactly by the reducer). Its own name may be among them.
+ * do (checked exactly by the reducer). Its own name may be among them. `candidates`: what
+ * `podsFor` gives for the selector, when the caller has it already.
  */
 export function rivalsOf(
   cache: CacheReader,
   namespace: string,
   selector: Labels | undefined,
   out: Set<string>,
+  candidates?: readonly KubeObject[],
 ): Set<string> {
   if (!selector) return out;
   const keys = Object.keys(selector);
   if (keys.length === 0) return out;
   const pods: Labels[] = [];
-  for (const p of podsFor(cache, namespace, selector)) {
+  for (const p of candidates ?? podsFor(cache, namespace, selector)) {
     const labels = stringMap(p.metadata.labels);
     if (labels && selects(selector, labels)) pods.push(labels);
   }

@@ -12,8 +12,13 @@ export { ownedFieldsOf, prepareForCache, type Projection } from "./prepare.ts";
 
 /** A stable id of a resource type (group/version/plural). */
 export function typeId(type: ResourceType): string {
-  return `${type.group}/${type.version}/${type.plural}`;
+  let id = typeIds.get(type);
+  if (id === undefined) typeIds.set(type, id = `${type.group}/${type.version}/${type.plural}`);
+  return id;
 }
+
+/** Ids by type object: reconciles ask for the same few types millions of times. */
+const typeIds = new WeakMap<ResourceType, string>();
 
 /** A readable name of a type, as in `kubectl get <plural>.<group>`. */
 export function typeName(type: ResourceType): string {

@@ -24,6 +24,8 @@ export interface OperatorOptions {
   logLevel?: string;
   /** More flags, appended as given. */
   extraArgs?: string[];
+  /** The tree to run `mod.ts` from (default: this repository), e.g. an older commit's. */
+  root?: string;
 }
 
 let started = 0;
@@ -98,7 +100,7 @@ export class OperatorProcess {
     const file = await Deno.open(logPath, { create: true, append: true });
     const child = new Deno.Command(Deno.execPath(), {
       args,
-      cwd: REPO_ROOT,
+      cwd: o.root ?? REPO_ROOT,
       env: { NO_COLOR: "1" },
       stdin: "null",
       stdout: "piped",

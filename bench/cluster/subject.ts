@@ -1,0 +1,114 @@
+/**
+ * What the control-plane benches measure, the same way for each: this operator, and the peer
+ * (Kyma's RateLimit controller) when a checkout is given. Each is started as its own process
+ * against the bench's cluster and read through its metrics, /proc and its log.
+ */
+import { RESOURCES } from "../../src/api/resources.ts";
+import type { ResourceType } from "../../src/runtime/cluster.ts";
+import { OPERATOR_USER } from "../../tools/cluster/mod.ts";
+import { join } from "node:path";
+import { BENCH_DIR, type BenchCluster } from "./env.ts";
+import {
+  metricSum,
+  msToLog,
+  OPERATOR_ROOT_ENV,
+  operatorWork,
+  startOperator,
+  waitIdleBy,
+  waitReady,
+  type WorkProbe,
+} from "./operator.ts";
+import { KYMA_RATELIMIT, PeerProcess } from "./peer.ts";
+
+/** One running subject. */
+export interface Running {
+  readonly pid: number;
+  /** Waits until its queues are empty and it made no reconcile for `quietMs`; its reconciles. */
+  waitIdle(quietMs: number, timeoutMs: number): Promise<number>;
+  /** Milliseconds from spawn to its first reconcile, from its log. */
+  msToFirstReconcile(): Promise<number | undefined>;
+  stop(): Promise<void>;
+}
+
+/** A subject of the benches. */
+export interface Subject {
+  /** "operator" or "peer". */
+  readonly key: "operator" | "peer";
+  /** How the report names it. */
+  readonly label: string;
+  /** The RateLimit type it reconciles. */
+  readonly type: ResourceType;
+  /** The user its API writes are audited as. */
+  readonly user: string;
+  /** Starts it and waits until it serves and leads; `debug`: log every reconcile. */
+  start(identity: string, debug?: boolean): Promise<Running>;
+}
+
+/** This operator, as `deno task start` runs it (see operator.ts). */
+export function operatorSubject(env: BenchCluster): Subject {
+  const root = Deno.env.get(OPERATOR_ROOT_ENV) || undefined;
+  return {
+    key: "operator",
+    label: root ? `operator (${root})` : "operator",
+    type: RESOURCES.RateLimit,
+    user: OPERATOR_USER,
+    async start(identity, debug = false) {
+      const op = await startOperator(
+        env.handle.operatorKubeconfig,
+        identity,
+        debug ? "debug" : "info",
+        root,
+      );
+      await waitReady(op);
+      return running(op.pid, `operator ${identity}`, operatorWork(op), {
+        first: () => msToLog(op, "reconciled"),
+        stop: async () => void await op.stop(),
+      });
+    },
+  };
+}
+
+/** Kyma's RateLimit controller built from `binary` (see peer.ts); it acts as the admin user. */
+export function peerSubject(env: BenchCluster, binary: string): Subject {
+  return {
+    key: "peer",
+    label: "peer",
+    type: KYMA_RATELIMIT,
+    user: "admin",
+    async start(identity) {
+      const p = await PeerProcess.start(env, binary, identity, join(BENCH_DIR, "logs"));
+      try {
+        await p.waitReady(env);
+      } catch (e) {
+        await p.stop();
+        throw e;
+      }
+      const work: WorkProbe = async () => {
+        const text = await p.metrics();
+        if (!text) return undefined;
+        return {
+          total: metricSum(text, "controller_runtime_reconcile_total", { controller: "ratelimit" }),
+          depth: metricSum(text, "workqueue_depth", { name: "ratelimit" }),
+        };
+      };
+      return running(p.pid, `peer ${identity}`, work, {
+        first: () => p.msToFirstReconcile(),
+        stop: () => p.stop(),
+      });
+    },
+  };
+}
+
+function running(
+  pid: number,
+  what: string,
+  work: WorkProbe,
+  o: { first: () => Promise<number | undefined>; stop: () => Promise<void> },
+): Running {
+  return {
+    pid,
+    waitIdle: (quietMs, timeoutMs) => waitIdleBy(what, work, quietMs, timeoutMs),
+    msToFirstReconcile: o.first,
+    stop: o.stop,
+  };
+}
