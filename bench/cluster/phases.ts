@@ -120,8 +120,23 @@ export async function atRest(env: BenchCluster, subject: Subject, ms: number): P
   };
 }
 
-/** Resident memory (MB) of a running subject once idle for `quietMs`. */
+/**
+ * Resident memory (MB) of a running subject once idle for `quietMs` and settled: sampled every 5 s
+ * for at least 30 s and until three samples in a row lie within 1 MB (at most 2 minutes). A
+ * garbage-collected runtime gives memory back some seconds after work stops (V8's memory reducer
+ * about 20 s after the operator goes idle, Go's scavenger gradually), so an early reading says
+ * more about when it was taken than about what is held.
+ */
 export async function idleRss(r: Running, quietMs: number, timeoutMs: number): Promise<number> {
   await r.waitIdle(quietMs, timeoutMs);
-  return (await memoryOf(r.pid)).rssMb;
+  const samples: number[] = [];
+  const t0 = Date.now();
+  for (;;) {
+    samples.push((await memoryOf(r.pid)).rssMb);
+    const last = samples.slice(-3);
+    const settled = last.length === 3 && Math.max(...last) - Math.min(...last) < 1;
+    if ((settled && Date.now() - t0 >= 30_000) || Date.now() - t0 >= 120_000) break;
+    await new Promise((res) => setTimeout(res, 5_000));
+  }
+  return samples.at(-1)!;
 }

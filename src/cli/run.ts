@@ -6,6 +6,7 @@
  */
 import { RESOURCES } from "../api/resources.ts";
 import { ConfigError } from "../kube/config.ts";
+import { YamlNotLoaded } from "../kube/kubeconfig.ts";
 import { LiveCluster } from "../kube/live_cluster.ts";
 import { type CheckedType, preflight, type Problem } from "../kube/preflight.ts";
 import { Backoff, type BackoffOptions } from "../runtime/backoff.ts";
@@ -114,8 +115,16 @@ export async function runOperator(opts: RunOptions, deps: RunDeps): Promise<numb
   const controllers = opts.controllers.map((name) => registry[name]!);
 
   let live: LiveCluster;
+  const connect = () => LiveCluster.connect({ kubeconfig: opts.kubeconfig, context: opts.context });
   try {
-    live = LiveCluster.connect({ kubeconfig: opts.kubeconfig, context: opts.context });
+    try {
+      live = connect();
+    } catch (err) {
+      // A YAML kubeconfig: load the parser only now (in a cluster there is no kubeconfig at all).
+      if (!(err instanceof YamlNotLoaded)) throw err;
+      await import("../kube/kubeconfig_yaml.ts");
+      live = connect();
+    }
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err;
     log.error(err.message);
@@ -143,7 +152,14 @@ export async function runOperator(opts: RunOptions, deps: RunDeps): Promise<numb
     }, log);
     if (probes) endpoints.push(probes);
     const served = serveRoutes("metrics", opts.metricsAddr, {
-      "/metrics": () => text(200, metrics.render(), METRICS_CONTENT_TYPE),
+      "/metrics": () => {
+        const m = Deno.memoryUsage();
+        metrics.memory.set({ kind: "rss" }, m.rss);
+        metrics.memory.set({ kind: "heap_used" }, m.heapUsed);
+        metrics.memory.set({ kind: "heap_total" }, m.heapTotal);
+        metrics.memory.set({ kind: "external" }, m.external);
+        return text(200, metrics.render(), METRICS_CONTENT_TYPE);
+      },
     }, log);
     if (served) endpoints.push(served);
     deps.onListening?.({ probes: probes?.addr, metrics: served?.addr });

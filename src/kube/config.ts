@@ -3,7 +3,6 @@
  * the in-cluster service account, else ~/.kube/config. Kubeconfig files are read by ./kubeconfig.ts;
  * client-node is loaded only for exec and auth-provider users (see kubeConfigAuthenticators).
  */
-import { isIPv6 } from "node:net";
 import {
   basicAuth,
   bearerToken,
@@ -199,7 +198,8 @@ export function inClusterConnection(root = ""): Connection {
   const sa = `${root}${SERVICE_ACCOUNT_DIR}`;
   const ca = readPem(`${sa}/ca.crt`, undefined, "certificate authority");
   const conn: Connection = {
-    server: `${scheme}://${isIPv6(host) ? `[${host}]` : host}:${port}`,
+    // Only an IPv6 address has colons (host names and IPv4 addresses cannot).
+    server: `${scheme}://${host.includes(":") ? `[${host}]` : host}:${port}`,
     caCerts: ca ? [ca] : [],
     skipTLSVerify: false,
     credentials: new TokenFile(`${sa}/token`),

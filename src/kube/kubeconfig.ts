@@ -4,8 +4,6 @@
  * picks one context. File references are made absolute against the directory of the file that
  * defines them, as kubectl does. No I/O beyond reading the listed files.
  */
-import { dirname, isAbsolute, resolve } from "node:path";
-import { parse } from "yaml";
 
 /** A `clusters[].cluster` entry, with `certificate-authority` made absolute. */
 export interface KubeconfigCluster {
@@ -68,10 +66,67 @@ export class KubeconfigError extends Error {
   }
 }
 
+/**
+ * A kubeconfig file is YAML but no YAML parser is loaded: import `kubeconfig_yaml.ts` (the CLI does
+ * when it meets one) and read it again. JSON kubeconfigs (a subset of YAML) need no parser.
+ */
+export class YamlNotLoaded extends Error {
+  /** `path`: the file that is YAML. */
+  constructor(readonly path: string) {
+    super(`kubeconfig ${path} is YAML: import src/kube/kubeconfig_yaml.ts to read it`);
+    this.name = "YamlNotLoaded";
+  }
+}
+
+/**
+ * The YAML parser, once registered. Not imported here: the operator in a cluster reads no
+ * kubeconfig, and loading the parser (with Node's compatibility layer) costs it about 15 MB.
+ */
+let parseYaml: ((text: string) => unknown) | undefined;
+
+/** Registers the YAML parser kubeconfig files are read with (kubeconfig_yaml.ts does). */
+export function useYamlParser(parse: (text: string) => unknown): void {
+  parseYaml = parse;
+}
+
+/** A file's document: JSON when it is JSON, else YAML (throws YamlNotLoaded without a parser). */
+function parseDocument(text: string, path: string): unknown {
+  const start = text.trimStart();
+  if (start === "") return null;
+  if (start.startsWith("{") && !parseYaml) return JSON.parse(text);
+  if (!parseYaml) throw new YamlNotLoaded(path);
+  return parseYaml(text);
+}
+
 type Named = { name?: unknown; [key: string]: unknown };
 
 const CLUSTER_PATHS = ["certificate-authority"];
 const USER_PATHS = ["client-certificate", "client-key", "tokenFile", "token-file"];
+
+// POSIX paths, as kubectl resolves them on Linux and macOS. Not node:path: loading Node's
+// compatibility layer for three functions cost the operator about 5 MB of memory.
+function isAbsolute(path: string): boolean {
+  return path.startsWith("/");
+}
+
+/** `path` made absolute against `dir` (itself absolute or relative to the working directory), `.` and `..` resolved. */
+function resolve(dir: string, path = ""): string {
+  const joined = isAbsolute(path)
+    ? path
+    : `${isAbsolute(dir) ? dir : `${Deno.cwd()}/${dir}`}/${path}`;
+  const parts: string[] = [];
+  for (const part of joined.split("/")) {
+    if (part === "" || part === ".") continue;
+    if (part === "..") parts.pop();
+    else parts.push(part);
+  }
+  return `/${parts.join("/")}`;
+}
+
+function dirname(path: string): string {
+  const i = path.lastIndexOf("/");
+  return i <= 0 ? "/" : path.slice(0, i);
+}
 
 function absolute<T extends Record<string, unknown>>(entry: T, keys: string[], dir: string): T {
   const out: Record<string, unknown> = { ...entry };
@@ -103,8 +158,9 @@ function entries(doc: Record<string, unknown>, list: string, field: string, path
 export function parseKubeconfig(text: string, path: string): Kubeconfig {
   let doc: unknown;
   try {
-    doc = parse(text);
+    doc = parseDocument(text, path);
   } catch (err) {
+    if (err instanceof YamlNotLoaded) throw err;
     throw new KubeconfigError(`kubeconfig ${path} cannot be read: ${(err as Error).message}`);
   }
   if (doc === null || doc === undefined) doc = {};

@@ -3,7 +3,8 @@
  * may not read files outside `deploy/`, so `kubectl apply -k deploy/` needs them inside).
  */
 import { renderCrdFiles } from "../crd/render.ts";
-import { GENERATED_BY_DEPLOY, rbacYaml } from "./rbac.ts";
+import { stringify } from "yaml";
+import { DEFAULT_RBAC_NAMES, GENERATED_BY_DEPLOY, type RbacNames, rbacObjects } from "./rbac.ts";
 
 /** One generated file: its path under deploy/ and its text. */
 export interface DeployFile {
@@ -21,6 +22,17 @@ function crdKustomization(names: readonly string[]): string {
     ...names.map((n) => `  - ${n}`),
     "",
   ].join("\n");
+}
+
+/**
+ * deploy/rbac.yaml: the RBAC objects as one multi-document YAML file. (Here, not in rbac.ts, which
+ * the operator loads: it never renders YAML.)
+ */
+export function rbacYaml(names: RbacNames = DEFAULT_RBAC_NAMES): string {
+  const docs = rbacObjects(names).map((o) =>
+    stringify(o, { lineWidth: 0, aliasDuplicateObjects: false })
+  );
+  return `${GENERATED_BY_DEPLOY}\n${docs.join("---\n")}`;
 }
 
 /** Every generated file of deploy/, sorted by path. */

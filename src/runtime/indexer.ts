@@ -2,17 +2,30 @@
  * Secondary indexes of one watch cache (client-go's Indexer): each index files every cached object
  * under the values its `keys` function gives, and is kept in step as the cache changes, so a
  * lookup by value costs the objects found rather than a scan of the type.
+ *
+ * Most values file one object (a RateLimit's selector pair, a Pod's own label), and an index holds
+ * one entry per object and value: at ten thousand RateLimits a Map and a sorted list per value were
+ * about 16 MB. A value with one object holds just that object; only lists longer than
+ * `CACHED_LIST` are kept sorted between lookups.
  */
-import type { KubeObject } from "./cluster.ts";
+import { type KubeObject, objectKey } from "./cluster.ts";
+
+/** Lists up to this long are sorted on each lookup rather than kept. */
+const CACHED_LIST = 16;
+
+/** What a value files: one object, or several by key. */
+type Filed = KubeObject | Map<string, KubeObject>;
 
 /** One index: objects filed under the values `keys` gives them. */
 interface Index {
   keys: (obj: KubeObject) => string[];
-  /** value → object key → object. */
-  entries: Map<string, Map<string, KubeObject>>;
-  /** value → its objects in key order, made on first read and dropped when the value changes. */
+  entries: Map<string, Filed>;
+  /** value → its objects in key order, for long lists: made on first read, dropped on change. */
   sorted: Map<string, readonly KubeObject[]>;
 }
+
+const byKeyOrder = ([a]: [string, KubeObject], [b]: [string, KubeObject]) =>
+  a < b ? -1 : a > b ? 1 : 0;
 
 /** The indexes of one store. */
 export class Indexer {
@@ -40,8 +53,12 @@ export class Indexer {
     for (const index of this.#indexes.values()) {
       for (const value of new Set(index.keys(obj))) {
         const filed = index.entries.get(value);
-        if (!filed?.delete(key)) continue;
-        if (filed.size === 0) index.entries.delete(value);
+        if (filed === undefined) continue;
+        if (filed instanceof Map) {
+          if (!filed.delete(key)) continue;
+          if (filed.size === 1) index.entries.set(value, filed.values().next().value!);
+        } else if (objectKey(filed) === key) index.entries.delete(value);
+        else continue;
         index.sorted.delete(value);
       }
     }
@@ -60,23 +77,30 @@ export class Indexer {
   byIndex(name: string, value: string): readonly KubeObject[] | undefined {
     const index = this.#indexes.get(name);
     if (!index) return undefined;
+    const filed = index.entries.get(value);
+    if (filed === undefined) return EMPTY;
+    if (!(filed instanceof Map)) return [filed];
+    if (filed.size <= CACHED_LIST) return [...filed].sort(byKeyOrder).map(([, o]) => o);
     let list = index.sorted.get(value);
     if (list === undefined) {
-      const filed = index.entries.get(value);
-      list = Object.freeze(
-        filed ? [...filed].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, o]) => o) : [],
-      );
+      list = Object.freeze([...filed].sort(byKeyOrder).map(([, o]) => o));
       index.sorted.set(value, list);
     }
     return list;
   }
 }
 
+const EMPTY: readonly KubeObject[] = Object.freeze([]);
+
 function fileUnder(index: Index, key: string, obj: KubeObject): void {
   for (const value of new Set(index.keys(obj))) {
-    let filed = index.entries.get(value);
-    if (!filed) index.entries.set(value, filed = new Map());
-    filed.set(key, obj);
+    const filed = index.entries.get(value);
+    if (filed === undefined) index.entries.set(value, obj);
+    else if (filed instanceof Map) filed.set(key, obj);
+    else {
+      const other = objectKey(filed);
+      index.entries.set(value, other === key ? obj : new Map([[other, filed], [key, obj]]));
+    }
     index.sorted.delete(value);
   }
 }

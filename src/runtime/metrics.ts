@@ -182,6 +182,12 @@ export class Metrics {
     "Events dropped unwritten because too many were waiting.",
   );
 
+  /** The process's memory by kind (`rss`, `heap_used`, `heap_total`, `external`), set at scrape. */
+  readonly memory = new Gauge(
+    `${PREFIX}memory_bytes`,
+    "Memory of the operator process: resident, and the JavaScript heap used and reserved.",
+  );
+
   /** Every family, in render order. */
   families(): Family[] {
     return [
@@ -194,6 +200,7 @@ export class Metrics {
       this.watchRestarts,
       this.writesSkipped,
       this.eventsDropped,
+      this.memory,
     ];
   }
 

@@ -1,3 +1,5 @@
+// Its kubeconfigs are YAML, as kubectl writes them.
+import "../../src/kube/kubeconfig_yaml.ts";
 import assert from "node:assert/strict";
 import { TokenFile } from "../../src/kube/credentials.ts";
 import { ConfigError, loadConnection, SERVICE_ACCOUNT_DIR } from "../../src/kube/config.ts";

@@ -1,3 +1,5 @@
+// Its kubeconfigs are YAML, as kubectl writes them.
+import "../../src/kube/kubeconfig_yaml.ts";
 import assert from "node:assert/strict";
 import { ConfigError, loadConnection } from "../../src/kube/config.ts";
 import { mergeKubeconfigs, parseKubeconfig } from "../../src/kube/kubeconfig.ts";
@@ -176,7 +178,7 @@ Deno.test("kubeconfig: an exec user gets its token from client-node's exec authe
   assert.deepEqual(await conn.credentials.headers(), { authorization: "Bearer exec-token" });
 });
 
-Deno.test("the operator's static module graph does not contain @kubernetes/client-node", async () => {
+Deno.test("the operator's static module graph has no client-node, yaml or Node module", async () => {
   const out = await new Deno.Command(Deno.execPath(), {
     args: ["info", "--json", "--frozen", `${ROOT}src/cli/operator_main.ts`],
     cwd: ROOT,
@@ -204,6 +206,12 @@ Deno.test("the operator's static module graph does not contain @kubernetes/clien
         dynamicUse = true;
         continue;
       }
+      // Each costs memory for as long as the operator runs (yaml and Node's compatibility layer
+      // about 15 MB, bench/RESULTS.md); a YAML kubeconfig loads the parser when it meets one.
+      assert.ok(
+        d.isDynamic || (d.specifier !== "yaml" && !d.specifier.startsWith("node:")),
+        `${m.specifier} imports ${d.specifier} statically`,
+      );
       const next = d.code?.specifier && bySpecifier.get(d.code.specifier);
       if (next && !d.isDynamic) stack.push(next);
     }

@@ -1,3 +1,5 @@
+// Its kubeconfigs are YAML, as kubectl writes them.
+import "../../src/kube/kubeconfig_yaml.ts";
 import assert from "node:assert/strict";
 import https from "node:https";
 import type { AddressInfo } from "node:net";

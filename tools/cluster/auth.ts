@@ -46,7 +46,7 @@ export async function writeTokenFile(path: string, users: Users): Promise<void> 
   await Deno.writeTextFile(path, lines.join("\n") + "\n", { mode: 0o600 });
 }
 
-/** Writes a kubeconfig for `user` against `server`, embedding the CA certificate. */
+/** Writes a kubeconfig (as JSON) for `user` against `server`, embedding the CA certificate. */
 export async function writeKubeconfig(
   path: string,
   server: string,
@@ -65,7 +65,9 @@ export async function writeKubeconfig(
     contexts: [{ name: ctx, context: { cluster: ctx, user: user.name } }],
     "current-context": ctx,
   };
-  await Deno.writeTextFile(path, stringify(doc), { mode: 0o600 });
+  // JSON, which is YAML too (kubectl reads it): an operator started with it needs no YAML parser,
+  // as in a cluster, where it reads its service account instead (bench/RESULTS.md, memory).
+  await Deno.writeTextFile(path, JSON.stringify(doc, null, 2) + "\n", { mode: 0o600 });
 }
 
 /** Write verbs recorded by the audit policy. */

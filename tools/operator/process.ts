@@ -1,6 +1,7 @@
 /**
- * The operator under test as its own OS process: `deno run -A --frozen mod.ts run ...`, exactly what
- * `deno task start` runs, with its JSON logs captured to a file.
+ * The operator under test as its own OS process: `deno run -A --frozen src/cli/operator_main.ts run
+ * ...`, exactly what `deno task start` runs (the compiled binary's entry: `mod.ts run` without the
+ * library and the other commands), with its JSON logs captured to a file.
  */
 import { join } from "node:path";
 import { freePort, isAlive } from "../cluster/processes.ts";
@@ -26,6 +27,8 @@ export interface OperatorOptions {
   extraArgs?: string[];
   /** The tree to run `mod.ts` from (default: this repository), e.g. an older commit's. */
   root?: string;
+  /** Flags for Deno itself (before the script), e.g. `--v8-flags=...`. */
+  denoArgs?: string[];
 }
 
 let started = 0;
@@ -85,7 +88,8 @@ export class OperatorProcess {
       "run",
       "-A",
       "--frozen",
-      "mod.ts",
+      ...(o.denoArgs ?? []),
+      "src/cli/operator_main.ts",
       "run",
       `--kubeconfig=${o.kubeconfig}`,
       `--identity=${o.identity}`,
