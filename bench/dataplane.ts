@@ -23,8 +23,9 @@ import { NOW } from "./worlds.ts";
 
 const SECTION = "data plane (Envoy model decisions a second, median)";
 
-/** Target: decisions a second of one proxy (issue 7). */
-export const DECISIONS_TARGET = 5_000_000;
+// No target: issue 7's 5 M decisions a second was set for the interval refill; the continuous
+// bucket (Envoy 1.31+) changed what a decision computes, and issue 14 retired the target. The
+// figures are recorded as they are.
 
 /** Requests drawn per virtual millisecond: buckets both refill and run dry during a run. */
 const REQUESTS_PER_MS = 4;
@@ -152,7 +153,6 @@ export function benchDataplane(report: Report, o: DataplaneOptions): void {
       unit: "decisions/s",
       baseline: { name: "draw requests", value: c.baselineRate },
       ratio: c.ratio,
-      ...(rules === 4 ? { target: { of: "value", op: ">=", bound: DECISIONS_TARGET } } : {}),
       note: `${o.runs} runs of ${o.n}; ${
         requestPool(rules).length
       } kinds of request, ${REQUESTS_PER_MS} a virtual ms`,

@@ -117,7 +117,8 @@ export async function benchCluster(report: Report, o: ClusterOptions): Promise<v
         value: await idleRss(r, 3_000, 60_000),
         unit: "MB",
         ...(subject.key === "operator" ? { target: { of: "value", op: "<=", bound: 60 } } : {}),
-        note: "VmRSS from /proc/<pid>/status once synced, idle and settled",
+        note: `VmRSS from /proc/<pid>/status once synced, idle and settled; ${await r
+          .memoryNote()}`,
       });
       await stop();
     }
@@ -137,7 +138,7 @@ export async function benchCluster(report: Report, o: ClusterOptions): Promise<v
         add(subject, `resident memory, ${fmt(o.small)} RateLimits Ready`, {
           value: await idleRss(r, 5_000, 600_000),
           unit: "MB",
-          note: "VmRSS once idle and settled after converging",
+          note: `VmRSS once idle and settled after converging; ${await r.memoryNote()}`,
         });
         await stop();
         await env.deleteNamespaces(ns.map(([n]) => n));
@@ -184,7 +185,8 @@ export async function benchCluster(report: Report, o: ClusterOptions): Promise<v
             value: rss,
             unit: "MB",
             note: `VmRSS after converging and ${fmt(s(o.steadyMs))} s at rest, settled; peak ` +
-              `(VmHWM) ${fmt((await memoryOf(r.pid)).peakMb, 1)} MB; ${fmt(n)} Pods too`,
+              `(VmHWM) ${fmt((await memoryOf(r.pid)).peakMb, 1)} MB; ${fmt(n)} Pods too; ` +
+              await r.memoryNote(),
           });
         }
         await stop();
@@ -263,7 +265,7 @@ export async function benchCluster(report: Report, o: ClusterOptions): Promise<v
           `VmRSS once idle and settled; peak (VmHWM) ${
             fmt(peak, 1)
           } MB; ${ns.length} namespaces of ` +
-          "RateLimits and their Pods, EnvoyFilters as many",
+          `RateLimits and their Pods, EnvoyFilters as many; ${await r.memoryNote()}`,
       });
       await stop();
       await env.deleteNamespaces(ns.map(([x]) => x));

@@ -27,6 +27,8 @@ export interface Running {
   waitIdle(quietMs: number, timeoutMs: number): Promise<number>;
   /** Milliseconds from spawn to its first reconcile, from its log. */
   msToFirstReconcile(): Promise<number | undefined>;
+  /** What its own metrics say of its memory (the operator's JavaScript heap), if anything. */
+  memoryNote(): Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -63,6 +65,12 @@ export function operatorSubject(env: BenchCluster): Subject {
       return running(op.pid, `operator ${identity}`, operatorWork(op), {
         first: () => msToLog(op, "reconciled"),
         stop: async () => void await op.stop(),
+        memory: async () => {
+          const text = await op.metrics() ?? "";
+          const mb = (kind: string) =>
+            (metricSum(text, "platform_operator_memory_bytes", { kind }) / 1048576).toFixed(1);
+          return `JavaScript heap ${mb("heap_used")} MB used of ${mb("heap_total")} MB`;
+        },
       });
     },
   };
@@ -94,6 +102,13 @@ export function peerSubject(env: BenchCluster, binary: string): Subject {
       return running(p.pid, `peer ${identity}`, work, {
         first: () => p.msToFirstReconcile(),
         stop: () => p.stop(),
+        memory: async () => {
+          const text = await p.metrics() ?? "";
+          const mb = (name: string) => (metricSum(text, name) / 1048576).toFixed(1);
+          return `Go heap ${mb("go_memstats_heap_inuse_bytes")} MB in use, ${
+            mb("go_memstats_heap_released_bytes")
+          } MB released`;
+        },
       });
     },
   };
@@ -103,12 +118,17 @@ function running(
   pid: number,
   what: string,
   work: WorkProbe,
-  o: { first: () => Promise<number | undefined>; stop: () => Promise<void> },
+  o: {
+    first: () => Promise<number | undefined>;
+    stop: () => Promise<void>;
+    memory: () => Promise<string>;
+  },
 ): Running {
   return {
     pid,
     waitIdle: (quietMs, timeoutMs) => waitIdleBy(what, work, quietMs, timeoutMs),
     msToFirstReconcile: o.first,
+    memoryNote: () => o.memory().catch(() => ""),
     stop: o.stop,
   };
 }

@@ -142,7 +142,7 @@ Deno.test("data-plane bench: one proxy at 0, 4, 16 rules and the mesh report san
   benchDataplane(report, { n: 2_000, runs: 1 });
   assert.equal(report.figures.length, 4);
   report.figures.forEach(assertSane);
-  assert.ok(report.figures[1].target);
+  assert.ok(report.figures.every((f) => !f.target), "the 5 M decisions/s target is retired");
 });
 
 Deno.test("simulator bench: one seed a pass reports virtual seconds a wall second and seeds a minute", async () => {
