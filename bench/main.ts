@@ -29,6 +29,8 @@ export const USAGE = `Usage: deno task bench [--quick] [--cluster] [--only=${
   --peer=PATH  a checkout of kyma-project/api-gateway (default: $${PEER_ENV}): the control-plane
                benches build its RateLimit controller there and measure it beside the operator
                (bench/peers/kyma-ratelimit/README.md); without one they say so and run the rest
+Environment: BENCH_OPERATOR_ROOT=DIR runs the operator from another tree (before/after); plot a
+control-plane run's JSON with: deno run -A bench/plot.ts FILE.json --out=FILE.svg
 Figures are medians over repeated runs, each with a baseline measured in the same run and their
 ratio; the summary lists the targets met and missed. Results and how to read them: bench/RESULTS.md`;
 

@@ -1,0 +1,75 @@
+/**
+ * The side-by-side benches' pieces that run without a control plane: where the peer's checkout
+ * comes from, what a directory that is not one gets, the namespaces a size is spread over, and
+ * the plot of memory and time against the number of RateLimits.
+ */
+import assert from "node:assert/strict";
+import { parseArgs } from "../../bench/main.ts";
+import { buildPeer, PEER_ENV, peerCheckout } from "../../bench/cluster/peer.ts";
+import { layout, workload } from "../../bench/cluster/phases.ts";
+import { KYMA_RATELIMIT } from "../../bench/cluster/peer.ts";
+import { renderScaleSvg, scalePoints } from "../../bench/plot.ts";
+import type { Figure } from "../../bench/report.ts";
+
+Deno.test("the peer's checkout: --peer wins over the environment; neither means no peer", () => {
+  assert.equal(parseArgs(["--peer=/x"]).peer, "/x");
+  const before = Deno.env.get(PEER_ENV);
+  try {
+    Deno.env.delete(PEER_ENV);
+    assert.equal(peerCheckout(undefined), undefined);
+    Deno.env.set(PEER_ENV, "/from-env");
+    assert.equal(peerCheckout(undefined), "/from-env");
+    assert.equal(peerCheckout("/from-flag"), "/from-flag");
+  } finally {
+    if (before === undefined) Deno.env.delete(PEER_ENV);
+    else Deno.env.set(PEER_ENV, before);
+  }
+});
+
+Deno.test("a directory that is not a checkout of api-gateway is refused by name", async () => {
+  const dir = await Deno.makeTempDir();
+  await assert.rejects(buildPeer(dir), /is not a checkout of kyma-project\/api-gateway/);
+});
+
+Deno.test("sizes spread 1,000 RateLimits a namespace; the peer's objects are of its own type", () => {
+  assert.deepEqual(layout("x", 100, true), [["x", 100]]);
+  assert.deepEqual(layout("x", 2_500, true), [["x-0", 1_000], ["x-1", 1_000], ["x-2", 500]]);
+  assert.deepEqual(layout("x", 2_500, false), [["x", 2_500]]);
+  const objects = workload(2, 4, "ns", KYMA_RATELIMIT);
+  assert.deepEqual(objects.map((o) => `${o.apiVersion} ${o.kind}`), [
+    "v1 Pod",
+    "gateway.kyma-project.io/v1alpha1 RateLimit",
+    "v1 Pod",
+    "gateway.kyma-project.io/v1alpha1 RateLimit",
+  ]);
+  assert.equal(
+    typeof objects[0].metadata.annotations?.["sidecar.istio.io/status"],
+    "string",
+    "the peer refuses Pods without the sidecar annotation",
+  );
+});
+
+Deno.test("the plot takes memory and time to Ready of each subject, one-namespace runs apart", () => {
+  const f = (name: string, value: number): Figure => ({ section: "s", name, value, unit: "" });
+  const figures = [
+    f("operator: resident memory, 0 RateLimits", 70),
+    f("operator: resident memory, 1,000 RateLimits Ready", 120),
+    f("peer: resident memory, 1,000 RateLimits Ready", 125),
+    f("operator: 1,000 RateLimits (4 rules) on 1,000 Pods, created at once, until all Ready", 20),
+    f(
+      "operator: 10,000 RateLimits on 10,000 Pods in one namespace, created at once, until all Ready",
+      300,
+    ),
+    f("peer: 10,000 RateLimits on 10,000 Pods, until all Ready", 900),
+    f("operator: CPU seconds to converge 1,000 RateLimits", 5),
+  ];
+  const p = scalePoints(figures);
+  assert.deepEqual([...p.memoryMb.get("operator")!], [[0, 70], [1_000, 120]]);
+  assert.deepEqual([...p.memoryMb.get("peer")!], [[1_000, 125]]);
+  assert.deepEqual([...p.readySeconds.get("operator")!], [[1_000, 20]]);
+  assert.deepEqual([...p.readySeconds.get("peer")!], [[10_000, 900]]);
+  const svg = renderScaleSvg(p, "test");
+  assert.match(svg, /^<svg /);
+  assert.equal(svg.match(/<polyline /g)?.length, 4, "a line a subject in each panel");
+  assert.match(svg, /<title>peer, 10,000 RateLimits: 900 seconds<\/title>/);
+});
