@@ -114,7 +114,7 @@ export class InvariantChecker {
   /**
    * The operator removes a RateLimit's EnvoyFilter only when the RateLimit is going, or an older
    * RateLimit of the namespace may claim its Pods: a refused update must never drop the limit
-   * of the last good generation (DESIGN.md). Whether the older one really selects the same Pods
+   * of the last good generation (docs/design.md). Whether the older one really selects the same Pods
    * is the reducer's business; without an older one there is no reason at all.
    */
   #checkFilterRemoval(filter: KubeObject, actor: string): void {

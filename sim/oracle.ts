@@ -1,7 +1,7 @@
 /**
  * What the world must look like once the operator has converged after a generated workload
  * (liveness): the outcome of every object follows from how it was generated (its validity label),
- * its age and its peers, as DESIGN.md decides; the first difference is returned. A refused
+ * its age and its peers, as docs/design.md decides; the first difference is returned. A refused
  * RateLimit may still enforce its last good generation: the status history says which.
  */
 import { RESOURCES } from "../src/api/resources.ts";
@@ -66,7 +66,7 @@ function hasReason(s: Status, reason: string): boolean {
 
 /**
  * The status must be computed from the current generation: some table row it shows is decided by a
- * condition of the current generation (older conditions may stay beside it: SPEC.md calls them out
+ * condition of the current generation (older conditions may stay beside it: docs/design.md calls them out
  * of date, which their observedGeneration says).
  */
 function stale(o: KubeObject, s: Status): string | undefined {

@@ -25,13 +25,13 @@ export const ObjectMetaSchema = z.looseObject({
   ownerReferences: z.array(z.looseObject({})).optional(),
 });
 
-/** Condition types: CamelCase, or `<dns_subdomain>/CamelCase` (SPEC.md). */
+/** Condition types: CamelCase, or `<dns_subdomain>/CamelCase` (docs/design.md). */
 export const CONDITION_TYPE_PATTERN =
   "^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$";
 /** Condition reasons: a non-empty CamelCase identifier (metav1.Condition's pattern). */
 export const CONDITION_REASON_PATTERN = "^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$";
 
-/** The shared status Condition of SPEC.md (metav1.Condition). */
+/** The shared status Condition of docs/design.md (metav1.Condition). */
 export const ConditionSchema = z.object({
   type: z.string().regex(new RegExp(CONDITION_TYPE_PATTERN), {
     error: (iss) =>

@@ -1,6 +1,6 @@
 /**
  * The Scaler reducer: (object, peers, installed KEDA objects, user KEDA objects, last apply
- * outcome, now) → Plan. SPEC.md's state table is data (SCALER_STATES) plus row 13, this project's
+ * outcome, now) → Plan. docs/design.md's state table is data (SCALER_STATES) plus row 13, this project's
  * Warning row; every status it writes is one of those rows.
  *
  * Passes, as for Serverless: a duplicate reports itself and installs nothing; the served object
@@ -40,8 +40,8 @@ import type { ClaimInput } from "./claim.ts";
 import { moduleReadiness } from "./verify.ts";
 
 /**
- * SPEC.md "Scaler: condition type / status / reason mapped to CR state", row by row, and row 13:
- * SPEC.md leaves open what leads to `Warning`; here it is KEDA installed and ready while something
+ * docs/design.md "Scaler: condition type / status / reason mapped to CR state", row by row, and row 13:
+ * docs/design.md leaves open what leads to `Warning`; here it is KEDA installed and ready while something
  * the spec asked for was not applied as asked (a reserved pod annotation dropped, a protected env
  * entry kept), shown with `Installed` True, reason `Verified`, and a message saying what.
  */

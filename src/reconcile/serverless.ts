@@ -1,5 +1,5 @@
 /**
- * The Serverless reducer: (object, peers, installed objects, Functions, now) → Plan. SPEC.md's
+ * The Serverless reducer: (object, peers, installed objects, Functions, now) → Plan. docs/design.md's
  * state table is data (SERVERLESS_STATES); every status it writes is one of its rows.
  *
  * Passes, each one Plan: a duplicate reports itself and installs nothing; the served object first
@@ -43,7 +43,7 @@ import { claimingPlan, classifyModuleObject, type ModuleMeta } from "./singleton
 import type { ClaimInput } from "./claim.ts";
 import { moduleReadiness } from "./verify.ts";
 
-/** SPEC.md "Serverless: condition type / status / reason mapped to CR state", row by row. */
+/** docs/design.md "Serverless: condition type / status / reason mapped to CR state", row by row. */
 // deno-fmt-ignore
 export const SERVERLESS_STATES: readonly StateRow[] = [
   stateRow(1, "Processing", "Configured", "True", "Configured", "Configuration verified"),

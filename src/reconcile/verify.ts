@@ -1,6 +1,6 @@
 /**
  * Is what the operator wants observed in the cluster? The desired-subset test used to skip writes
- * already done, and the readiness of Deployments (DESIGN.md "Verification").
+ * already done, and the readiness of Deployments (docs/design.md "Verification").
  */
 import type { KubeObject } from "../api/object.ts";
 import { compareQuantities, parseQuantity } from "./keda/quantity.ts";
@@ -114,7 +114,7 @@ function conditionText(c: DeploymentCondition): string {
 }
 
 /**
- * The readiness of one observed Deployment (DESIGN.md): ready when the controller has seen the
+ * The readiness of one observed Deployment (docs/design.md): ready when the controller has seen the
  * current generation, it is Available, not Progressing=False, has no unavailable replicas and no
  * replicas left from an older template (replicas > updatedReplicas). ReplicaFailure wins over everything.
  */

@@ -1,6 +1,6 @@
 /**
  * Comparisons the runner makes before writing, so that a reconcile whose result is already
- * observed makes no write at all (DESIGN.md "a no-op reconcile makes zero writes").
+ * observed makes no write at all (docs/design.md "a no-op reconcile makes zero writes").
  */
 import { isObserved } from "../reconcile/verify.ts";
 

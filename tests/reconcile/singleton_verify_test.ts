@@ -1,4 +1,4 @@
-/** Deployment readiness (DESIGN.md "Verification") and the desired-subset test. */
+/** Deployment readiness (docs/design.md "Verification") and the desired-subset test. */
 import assert from "node:assert/strict";
 import { deploymentReadiness, isObserved, moduleReadiness } from "../../src/reconcile/verify.ts";
 import type { KubeObject } from "../../src/runtime/cluster.ts";
