@@ -38,6 +38,16 @@ export interface FaultConfig {
   slowDeployment: number;
   /** Forward jumps of the clock during the safety phase. */
   clockJumps: number;
+  /** An operator write takes 1–15 s to answer, and lands when it answers. */
+  slowWrite: number;
+  /** Crashes right after one of the operator's Plan writes lands (the Plan half carried out). */
+  planCrashes: number;
+  /** Windows (8–40 s, longer than the renew deadline) in which the leader's Lease requests fail. */
+  leaseLoss: number;
+  /** Standby operator replicas beside the leader (a 2-replica Deployment has 1). */
+  standbys: number;
+  /** Deletions of operator-created objects by someone else during the safety phase. */
+  ownedDeletes: number;
 }
 
 /** No faults at all. */
@@ -55,6 +65,11 @@ export const NO_FAULTS: FaultConfig = {
   replicaFailure: 0,
   slowDeployment: 0,
   clockJumps: 0,
+  slowWrite: 0,
+  planCrashes: 0,
+  leaseLoss: 0,
+  standbys: 0,
+  ownedDeletes: 0,
 };
 
 /** Draws a fault mix: each kind is on with probability 1/2, at a rate drawn for the run. */
@@ -74,6 +89,12 @@ export function swarm(prng: Prng): FaultConfig {
     replicaFailure: on(0.1, 0.5),
     slowDeployment: on(0.1, 0.5),
     clockJumps: prng.chance(0.3) ? prng.int(1, 3) : 0,
+    // Drawn after the older kinds, so an old seed keeps its old mix of those.
+    slowWrite: on(0.01, 0.1),
+    planCrashes: prng.chance(0.4) ? prng.int(1, 3) : 0,
+    leaseLoss: prng.chance(0.4) ? prng.int(1, 2) : 0,
+    standbys: prng.chance(0.5) ? 1 : 0,
+    ownedDeletes: prng.chance(0.5) ? prng.int(1, 4) : 0,
   };
 }
 
@@ -136,6 +157,15 @@ export function matchesTarget(
 }
 
 const WRITES = new Set<RequestVerb>(["update", "patch", "apply", "applyStatus"]);
+const ANY_WRITE = new Set<RequestVerb>([...WRITES, "create", "delete"]);
+
+/** A window in which one replica's requests on its leader-election Lease fail. */
+interface LeaseOutage {
+  actor: string;
+  namespace: string;
+  name: string;
+  until: number;
+}
 
 /** Decides faults for requests, watches and Deployments. */
 export class FaultInjector implements FaultSource {
@@ -151,11 +181,24 @@ export class FaultInjector implements FaultSource {
   readonly #api: Prng;
   readonly #watches: Prng;
   readonly #deploys: Prng;
+  readonly #slowWrites: Prng;
+  readonly #leases: Prng;
+  readonly #outages: LeaseOutage[] = [];
 
   constructor(readonly config: FaultConfig, prng: Prng, readonly now: () => number) {
     this.#api = prng.fork("api");
     this.#watches = prng.fork("watches");
     this.#deploys = prng.fork("deployments");
+    this.#slowWrites = prng.fork("slow-writes");
+    this.#leases = prng.fork("lease-outages");
+  }
+
+  /**
+   * Makes every request of `actor` on the Lease `namespace/name` fail (a 500 or no answer) until
+   * virtual time `until`, while random faults are active: the holder cannot renew and must step down.
+   */
+  loseLease(actor: string, namespace: string, name: string, until: number): void {
+    this.#outages.push({ actor, namespace, name, until });
   }
 
   /** FaultSource: the fault for one request, if any. */
@@ -179,6 +222,18 @@ export class FaultInjector implements FaultSource {
       };
     }
     if (!this.active || !isOperator(actor) || verb === "watch") return undefined;
+    const outage = this.#outages.find((o) =>
+      o.actor === actor && o.until > this.now() && type.kind === "Lease" &&
+      o.namespace === namespace && o.name === name
+    );
+    if (outage) {
+      return this.#leases.chance(0.5)
+        ? {
+          kind: "error",
+          error: injectedError(500, what, undefined, "etcdserver: request timed out"),
+        }
+        : { kind: "timeout", executed: false, afterMs: this.#leases.int(1_000, 5_000) };
+    }
     const c = this.config;
     const r = this.#api;
     if (WRITES.has(verb) && r.chance(c.conflict)) {
@@ -190,6 +245,10 @@ export class FaultInjector implements FaultSource {
     if (r.chance(c.serverError)) return { kind: "error", error: injectedError(500, what) };
     if (r.chance(c.timeout)) {
       return { kind: "timeout", executed: r.chance(0.5), afterMs: r.int(5_000, 30_000) };
+    }
+    const slow = this.#slowWrites;
+    if (ANY_WRITE.has(verb) && slow.chance(c.slowWrite)) {
+      return { kind: "slow", delayMs: slow.logUniform(1_000, 15_000) };
     }
     return undefined;
   }
