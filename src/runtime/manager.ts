@@ -304,13 +304,18 @@ export class Manager {
 
   #onLeading(signal: AbortSignal): void {
     this.#leadSignal = signal;
+    // A term works from a list made after it began, not from what a standby's watches showed.
+    this.#watches.relist();
     this.#maybeBeginWork();
   }
 
   /** Starts the queues once leading and synced, after the previous term has drained. */
   #maybeBeginWork(): void {
     const signal = this.#leadSignal;
-    if (this.#state !== "running" || this.#term || !signal || signal.aborted || !this.#synced()) {
+    if (
+      this.#state !== "running" || this.#term || !signal || signal.aborted || !this.#synced() ||
+      !this.#watches.fresh
+    ) {
       return;
     }
     if (this.#draining) {

@@ -95,6 +95,32 @@ Deno.test("watcher restarts a stalled watch after idleMs and catches up from its
   await t.finish();
 });
 
+Deno.test("relist() closes a stalled watch and lists at once, so the store sees what the watch missed", async () => {
+  const t = setup(CM);
+  await t.clock.advance(0);
+  t.cluster.stallWatches();
+  t.cluster.put(CM, cm("missed"));
+  await t.clock.advance(1_000);
+  assert.equal(t.store.get("ns", "missed"), undefined);
+  assert.equal(t.watcher.relist(), true);
+  await t.clock.advance(0);
+  assert.equal(t.store.get("ns", "missed")?.metadata.name, "missed");
+  assert.equal(t.cluster.calls.filter((c) => c.verb === "list").length, 2);
+  assert.equal(t.metrics.watchRestarts.get({ resource: "configmaps", reason: "relist" }), 1);
+  assert.equal(t.watcher.state.kind, "Watching");
+  // No error logged for the watch it closed itself.
+  assert.deepEqual(t.lines.filter((l) => l.level === "error"), []);
+  await t.finish();
+});
+
+Deno.test("relist() while a list is under way adds no second list", async () => {
+  const t = setup(CM);
+  assert.equal(t.watcher.relist(), false);
+  await t.clock.advance(0);
+  assert.equal(t.cluster.calls.filter((c) => c.verb === "list").length, 1);
+  await t.finish();
+});
+
 Deno.test("bookmarks move the resourceVersion and keep the watchdog quiet", async () => {
   const t = setup(CM);
   t.cluster.put(CM, cm("a"));
