@@ -20,6 +20,11 @@ const PINNED: readonly { seed: number; found: string }[] = [
     seed: 100266,
     found: "a standby took over on stalled watches and removed a finalizer while objects remained",
   },
+  {
+    seed: 209,
+    found:
+      "a leader whose renewal was answered after a clock jump wrote after the standby took over",
+  },
 ];
 
 for (const { seed, found } of PINNED) {
