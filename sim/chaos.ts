@@ -42,10 +42,11 @@ export function scheduleChaos(sim: Simulation, until: number, r: Prng): void {
   const f = sim.opts.faults;
   const at = () => r.int(1_000, Math.max(1_001, until));
   for (let i = 0; i < f.planCrashes; i++) {
-    const when = at();
-    const nth = r.int(1, 4);
+    // Counted in Plan writes, not time: the operator is idle most of a run, and a crash while it
+    // is idle is just a crash. Mostly early (the first installs), sometimes late.
+    const nth = r.logUniform(1, 60);
     const restart = r.logUniform(500, 20_000);
-    schedule(sim, when, () => armPlanCrash(sim, nth, restart));
+    armPlanCrash(sim, nth, restart);
   }
   for (let i = 0; i < f.leaseLoss; i++) {
     const when = at();

@@ -40,7 +40,7 @@ export interface FaultConfig {
   clockJumps: number;
   /** An operator write takes 1–15 s to answer, and lands when it answers. */
   slowWrite: number;
-  /** Crashes right after one of the operator's Plan writes lands (the Plan half carried out). */
+  /** Crashes right after the n-th Plan write lands (n log-uniform in 1–60; the Plan half done). */
   planCrashes: number;
   /** Windows (8–40 s, longer than the renew deadline) in which the leader's Lease requests fail. */
   leaseLoss: number;

@@ -9,6 +9,7 @@ import { RESOURCES } from "../src/api/resources.ts";
 import { Mesh, meshPodOf, type MeshRequest, type MeshResponse } from "../src/dataplane/mod.ts";
 import type { Condition } from "../src/api/common.ts";
 import type { Logger } from "../src/runtime/log.ts";
+import type { KubeObject } from "../src/runtime/cluster.ts";
 import { Driver, SIM_EPOCH, SimClock } from "./clock.ts";
 import { type Change, isOperator, type SimClient, SimCluster } from "./cluster/mod.ts";
 import { type FaultConfig, FaultInjector } from "./faults.ts";
@@ -40,6 +41,8 @@ export interface SimulationOptions {
    * election, and replicas (default 1 + the fault mix's standbys).
    */
   operator?: Pick<OperatorOptions, "controllers" | "leaderElection" | "replicas">;
+  /** Objects the user made before the operator starts (say, a copy carrying the operator's labels). */
+  userObjects?: readonly KubeObject[];
 }
 
 /** Thrown out of the driver to stop a run at its first violation. */
@@ -120,6 +123,11 @@ export class Simulation {
   /** Lets the initial world settle, then starts the operator at the epoch with faults active. */
   async boot(): Promise<void> {
     await this.driver.runUntil(SIM_EPOCH);
+    for (const obj of this.opts.userObjects ?? []) {
+      const type = this.cluster.store.types.byKind(obj.apiVersion, obj.kind);
+      if (!type) throw new Error(`userObjects: ${obj.apiVersion} ${obj.kind} is not served`);
+      this.cluster.store.create(type, obj, { name: "user", manager: "kubectl" });
+    }
     this.operator.start();
     this.injector.active = true;
   }

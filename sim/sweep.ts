@@ -9,7 +9,7 @@ import type { Logger } from "../src/runtime/log.ts";
 import type { FaultConfig } from "./faults.ts";
 import { judge } from "./oracle.ts";
 import { expectQuiet, reportRun, RunFailure, type RunResult } from "./result.ts";
-import { Simulation } from "./simulation.ts";
+import { Simulation, type SimulationOptions } from "./simulation.ts";
 import { offset } from "./trace.ts";
 import { type Action, DEMO, demoWorkload, generateWorkload, SWEEP_MAX_TOKENS } from "./workload.ts";
 
@@ -28,6 +28,8 @@ export interface SeedOptions {
   faults: FaultConfig;
   log?: Logger;
   replay?: (seed: number) => string;
+  /** The operator under test and the user's objects (mutation tests pass mutants here). */
+  sim?: Pick<SimulationOptions, "operator" | "userObjects">;
 }
 
 class SeedFailure extends RunFailure {}
@@ -78,7 +80,7 @@ function probe(sim: Simulation): string | undefined {
 
 /** Runs one seed of the sweep. */
 export async function runSeed(seed: number, opts: SeedOptions): Promise<RunResult> {
-  const sim = new Simulation({ seed, faults: opts.faults, log: opts.log });
+  const sim = new Simulation({ seed, faults: opts.faults, log: opts.log, ...opts.sim });
   const actions = generateWorkload(sim.prng.fork("workload"), SAFETY_MS - 30_000);
   const run = { name: `seed ${seed}`, seed, replay: opts.replay?.(seed) ?? "" };
   return await reportRun(sim, run, async () => {
