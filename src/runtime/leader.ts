@@ -32,8 +32,12 @@ export interface LeaderElectorOptions {
   renewDeadlineMs?: number;
   /** Default 2 000. */
   retryPeriodMs?: number;
-  /** Called when this replica becomes leader; `signal` aborts the moment it stops being leader. */
-  onStartedLeading?: (signal: AbortSignal) => void;
+  /**
+   * Called when this replica becomes leader; `signal` aborts the moment it stops being leader.
+   * `takeover` is true when the Lease named another holder (or none: released) before: someone
+   * else may have led, and written, until just now.
+   */
+  onStartedLeading?: (signal: AbortSignal, term: { takeover: boolean }) => void;
   /** Called after the signal aborted (lost, released). */
   onStoppedLeading?: (reason: string) => void;
 }
@@ -52,7 +56,7 @@ export function microTime(ms: number): string {
   return new Date(ms).toISOString().replace(/\.(\d{3})Z$/, ".$1000Z");
 }
 
-type Attempt = "acquired" | "renewed" | "held" | "conflict" | "error";
+type Attempt = "created" | "acquired" | "renewed" | "held" | "conflict" | "error";
 
 /** One replica's side of the election. */
 export class LeaderElector {
@@ -105,13 +109,13 @@ export class LeaderElector {
       const sentAt = this.#o.clock.now();
       const result = await this.#tryAcquireOrRenew();
       if (stop.aborted) break;
-      if (result === "acquired" || result === "renewed") {
+      if (result === "created" || result === "acquired" || result === "renewed") {
         // The deadline runs from when the renewal was sent, not from its answer: a standby times
         // the lease from when it saw the write, which is no earlier than the send. An answer that
         // comes late (a paused process, a clock step) counts for only what is left.
         const left = sentAt + this.#renewDeadlineMs - this.#o.clock.now();
         if (left > 0) {
-          if (!this.leading) this.#startTerm();
+          if (!this.leading) this.#startTerm(result === "acquired");
           this.#armDeadline(left);
         } else this.#endTerm(`the lease renewal was answered after ${this.#renewDeadlineMs} ms`);
       } else if (result === "held" && this.leading) {
@@ -165,14 +169,14 @@ export class LeaderElector {
     this.#endTerm(reason);
   }
 
-  #startTerm(): void {
+  #startTerm(takeover: boolean): void {
     this.#term = new AbortController();
     this.#o.metrics?.leader.set({}, 1);
     this.#o.log.info("became leader", {
       lease: `${this.#o.namespace}/${this.#o.name}`,
       identity: this.#o.identity,
     });
-    this.#o.onStartedLeading?.(this.#term.signal);
+    this.#o.onStartedLeading?.(this.#term.signal, { takeover });
   }
 
   #endTerm(reason: string): void {
@@ -227,7 +231,7 @@ export class LeaderElector {
           metadata: { name, namespace },
           spec,
         });
-        return this.#succeeded(created, "acquired");
+        return this.#succeeded(created, "created");
       }
       const spec = (lease.spec ?? {}) as LeaseSpec;
       // Expiry is judged on this replica's clock from when it first saw this version of the lease.

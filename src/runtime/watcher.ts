@@ -175,13 +175,13 @@ export class Watcher {
   }
 
   /**
-   * Lists from scratch now (the open watch is closed, a backoff cut short), so that the store holds
-   * what the API server has now, whatever the watch missed. Returns false when a list is already
-   * under way (or due): its result is at least as new as the call.
+   * Lists from scratch now (the open watch is closed, a backoff cut short, a list under way
+   * discarded: it was sent earlier), so that the store holds what the API server has now, whatever
+   * the watch missed. Returns false when no list has been sent yet: the next one is new enough.
    */
   relist(): boolean {
     const s = this.state;
-    if (s.kind === "Empty" || s.kind === "InitPage") return false;
+    if (s.kind === "Empty") return false;
     this.#relistDue = true;
     if (s.kind === "Watching") s.abort.abort();
     else this.kick();

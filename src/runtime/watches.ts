@@ -82,10 +82,9 @@ export class WatchSet {
   }
 
   /**
-   * Lists every watch again (those not listing already); `fresh` is false until all have. A watch
-   * can stall unnoticed for up to its idle timeout, and a standby's caches hold only what its
-   * watches showed: objects the old leader wrote may be missing, and a new leader that took their
-   * absence for real would remove a finalizer while they remain.
+   * Lists every watch again; `fresh` is false until all have. A watch can stall unnoticed for up to
+   * its idle timeout, so a standby's caches may lack what the old leader wrote, and a new leader
+   * that took that absence for real would remove a finalizer while the objects remain.
    */
   relist(): void {
     for (const w of this.#watches) if (w.watcher.relist()) this.#stale.add(w.store);

@@ -220,6 +220,22 @@ Deno.test("with leader election only the leader writes; the standby takes over w
   await b.m.stop();
 });
 
+Deno.test("a replica that creates the Lease lists each watch once: nobody led before it", async () => {
+  const le = { namespace: "platform-system", name: "platform-operator" };
+  const t = setup({ leaderElection: le });
+  t.cluster.put(RL, rateLimit("a", "1"));
+  const a = t.mk("op-a");
+  await t.clock.advance(5_000);
+  assert.equal(a.m.status.leading, true);
+  assert.ok(t.cluster.peek(CM, "demo", "a-cfg"));
+  assert.equal(
+    t.cluster.calls.filter((c) => c.verb === "list").length,
+    2,
+    "RateLimits, ConfigMaps",
+  );
+  await a.m.stop();
+});
+
 Deno.test("a standby that takes over lists again first: what its stalled watches missed is seen at once", async () => {
   const le = { namespace: "platform-system", name: "platform-operator" };
   const t = setup({ leaderElection: le });

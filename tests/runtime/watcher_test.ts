@@ -113,12 +113,54 @@ Deno.test("relist() closes a stalled watch and lists at once, so the store sees 
   await t.finish();
 });
 
-Deno.test("relist() while a list is under way adds no second list", async () => {
+Deno.test("relist() before the first list is sent adds no second list", async () => {
   const t = setup(CM);
   assert.equal(t.watcher.relist(), false);
   await t.clock.advance(0);
   assert.equal(t.cluster.calls.filter((c) => c.verb === "list").length, 1);
   await t.finish();
+});
+
+Deno.test("relist() during a list discards that list (sent before) and lists again", async () => {
+  const clock = new ManualClock();
+  const cluster = new FakeCluster(clock);
+  cluster.put(CM, cm("old"));
+  // The first list is answered only after 10 s, with what the server had when it was sent.
+  let first = true;
+  const slowList: typeof cluster.list = async (type, opts) => {
+    const page = await cluster.list(type, opts);
+    if (first) {
+      first = false;
+      await clock.sleep(10_000);
+    }
+    return page;
+  };
+  const store = new Store(CM);
+  const seen: string[] = [];
+  const watcher = new Watcher({
+    cluster: Object.assign(Object.create(cluster), { list: slowList }),
+    clock,
+    random: seededRandom(),
+    log: captureLogger(clock).log,
+    type: CM,
+  }, (ev) => {
+    seen.push(ev.type === "init-apply" ? `init-apply:${ev.object.metadata.name}` : ev.type);
+    store.handle(ev);
+  });
+  const stop = new AbortController();
+  const done = watcher.run(stop.signal);
+  await clock.advance(1_000);
+  assert.equal(watcher.state.kind, "InitPage");
+  cluster.put(CM, cm("new"));
+  assert.equal(watcher.relist(), true);
+  await clock.advance(10_000);
+  assert.equal(store.synced, true);
+  assert.equal(cluster.calls.filter((c) => c.verb === "list").length, 2);
+  // The first list's answer was dropped: the one list that completed was sent after relist().
+  assert.deepEqual(seen, ["init", "init", "init-apply:new", "init-apply:old", "init-done"]);
+  stop.abort();
+  await clock.flush();
+  await done;
 });
 
 Deno.test("bookmarks move the resourceVersion and keep the watchdog quiet", async () => {
