@@ -5,10 +5,18 @@
  * phase); targeted faults from scenario steps hit whoever matches them, until used up or cleared.
  */
 import type { KubeObject, ResourceType } from "../src/runtime/cluster.ts";
-import { ApiError } from "../src/runtime/cluster.ts";
+import {
+  type ApiErrorRule,
+  injectedError,
+  matchesTarget,
+  sameTarget,
+  type Target,
+} from "./fault_rules.ts";
 import type { FaultSource, RequestFault, RequestVerb, WatchFault } from "./cluster/mod.ts";
 import { isOperator } from "./cluster/mod.ts";
 import type { Prng } from "./prng.ts";
+
+export { type ApiErrorRule, injectedError, matchesTarget, type Target } from "./fault_rules.ts";
 
 /** The fault mix of a run. Probabilities are per request, per watch, or per Deployment. */
 export interface FaultConfig {
@@ -72,7 +80,7 @@ export const NO_FAULTS: FaultConfig = {
   ownedDeletes: 0,
 };
 
-/** Draws a fault mix: each kind is on with probability 1/2, at a rate drawn for the run. */
+/** Draws a fault mix: each kind is on in some seeds (most in half), at a rate drawn for the run. */
 export function swarm(prng: Prng): FaultConfig {
   const on = (lo: number, hi: number) => (prng.chance(0.5) ? prng.uniform(lo, hi) : 0);
   return {
@@ -96,64 +104,6 @@ export function swarm(prng: Prng): FaultConfig {
     standbys: prng.chance(0.5) ? 1 : 0,
     ownedDeletes: prng.chance(0.5) ? prng.int(1, 4) : 0,
   };
-}
-
-/** Which object a targeted fault hits; absent fields match anything. */
-export interface Target {
-  kind?: string;
-  namespace?: string;
-  name?: string;
-}
-
-/** A targeted API error: the next `count` matching requests fail with `code`. */
-export interface ApiErrorRule {
-  verb?: RequestVerb;
-  target: Target;
-  code: number;
-  count: number;
-  retryAfterSeconds?: number;
-  message?: string;
-}
-
-const REASONS: Record<number, string> = {
-  400: "BadRequest",
-  403: "Forbidden",
-  404: "NotFound",
-  409: "Conflict",
-  410: "Expired",
-  422: "Invalid",
-  429: "TooManyRequests",
-  500: "InternalError",
-  503: "ServiceUnavailable",
-  504: "Timeout",
-};
-
-/** An ApiError as the API server would send it for `code`. */
-export function injectedError(
-  code: number,
-  what: string,
-  retryAfterSeconds?: number,
-  message?: string,
-): ApiError {
-  const text = message ??
-    (code === 409
-      ? `Operation cannot be fulfilled on ${what}: the object has been modified; please apply your changes to the latest version and try again`
-      : code === 429
-      ? "the server has received too many requests and has asked us to try again later"
-      : `Internal error occurred: injected fault on ${what}`);
-  return new ApiError(code, REASONS[code] ?? "InternalError", text, retryAfterSeconds);
-}
-
-/** Matches a target against an object's kind, namespace and name. */
-export function matchesTarget(
-  t: Target,
-  kind: string,
-  namespace: string | undefined,
-  name: string | undefined,
-): boolean {
-  return (t.kind === undefined || t.kind === kind) &&
-    (t.namespace === undefined || t.namespace === namespace) &&
-    (t.name === undefined || t.name === name);
 }
 
 const WRITES = new Set<RequestVerb>(["update", "patch", "apply", "applyStatus"]);
@@ -326,8 +276,4 @@ export class FaultInjector implements FaultSource {
     }
     return slow ? this.#deploys.logUniform(30_000, 900_000) : undefined;
   }
-}
-
-function sameTarget(a: Target, b: Target): boolean {
-  return a.kind === b.kind && a.namespace === b.namespace && a.name === b.name;
 }
