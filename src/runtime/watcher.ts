@@ -184,7 +184,7 @@ export class Watcher {
     if (s.kind === "Empty") return false;
     this.#relistDue = true;
     if (s.kind === "Watching") s.abort.abort();
-    else this.kick();
+    else if (s.kind === "Backoff") this.kick();
     return true;
   }
 

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { type CacheChange, Store, typeId } from "../../src/runtime/cache.ts";
 import { Metrics } from "../../src/runtime/metrics.ts";
 import { Watcher, type WatcherOptions } from "../../src/runtime/watcher.ts";
-import type { KubeObject, ResourceType } from "../../src/runtime/cluster.ts";
+import { ApiError, type KubeObject, type ResourceType } from "../../src/runtime/cluster.ts";
 import { FakeCluster } from "./fake_cluster.ts";
 import { captureLogger, ManualClock, seededRandom } from "./helpers.ts";
 import { RESOURCES } from "../../src/api/resources.ts";
@@ -118,6 +118,18 @@ Deno.test("relist() before the first list is sent adds no second list", async ()
   assert.equal(t.watcher.relist(), false);
   await t.clock.advance(0);
   assert.equal(t.cluster.calls.filter((c) => c.verb === "list").length, 1);
+  await t.finish();
+});
+
+Deno.test("relist() during a backoff lists at once", async () => {
+  const t = setup(CM, { backoff: { initialMs: 30_000, maxMs: 30_000 } });
+  t.cluster.failNext("list", new ApiError(500, "InternalError", "boom"));
+  await t.clock.advance(0);
+  assert.equal(t.watcher.state.kind, "Backoff");
+  assert.equal(t.watcher.relist(), true);
+  await t.clock.advance(0);
+  assert.equal(t.store.synced, true);
+  assert.equal(t.cluster.calls.filter((c) => c.verb === "list").length, 2);
   await t.finish();
 });
 
