@@ -33,7 +33,9 @@ export type RequestVerb = Verb | "get" | "list" | "watch";
 export type RequestFault =
   | { kind: "error"; error: ApiError }
   /** No answer within the client's timeout; `executed` says whether the server did it anyway. */
-  | { kind: "timeout"; executed: boolean; afterMs: number };
+  | { kind: "timeout"; executed: boolean; afterMs: number }
+  /** The server takes `delayMs` to handle it (a slow etcd, an admission webhook); it lands then. */
+  | { kind: "slow"; delayMs: number };
 
 /** A fault decided for one watch. */
 export interface WatchFault {
@@ -55,6 +57,15 @@ export interface FaultSource {
   goneAs(): "event" | "throw";
 }
 
+/** Told of every request as its client sends it (before latency, faults or execution). */
+export type RequestListener = (
+  actor: string,
+  verb: RequestVerb,
+  type: ResourceType,
+  namespace: string | undefined,
+  name: string | undefined,
+) => void;
+
 /** Everything a client shares with the server. */
 export interface ServerHandle {
   store: Store;
@@ -63,6 +74,7 @@ export interface ServerHandle {
   faults?: FaultSource;
   /** Open watches, for scenario faults that hit the watches open now. */
   watches?: Set<OpenWatch>;
+  onRequest?: RequestListener;
 }
 
 /** A watch open now. */
@@ -257,6 +269,7 @@ export class SimClient implements Cluster {
     copy = true,
   ): Promise<T> {
     const { log, faults, store } = this.#server;
+    this.#server.onRequest?.(this.#actor.name, verb, type, namespace, name);
     await this.#clock.sleep(this.#latency(verb));
     const isWrite = verb !== "get" && verb !== "list" && verb !== "watch";
     const record = (outcome: "changed" | "unchanged" | number, rv?: string) => {
@@ -278,9 +291,10 @@ export class SimClient implements Cluster {
       record(fault.error.code);
       throw fault.error;
     }
+    if (fault?.kind === "slow") await this.#clock.sleep(fault.delayMs);
     let result: T | undefined;
     let error: unknown;
-    if (!fault || fault.executed) {
+    if (fault?.kind !== "timeout" || fault.executed) {
       try {
         result = op();
         const w = result as unknown as Partial<WriteResult>;

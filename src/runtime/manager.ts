@@ -195,13 +195,13 @@ export class Manager {
         metrics: this.#metrics,
         identity: this.#o.identity,
         ...le,
-        onStartedLeading: (signal) => this.#onLeading(signal),
+        onStartedLeading: (signal, term) => this.#onLeading(signal, term.takeover),
         onStoppedLeading: () => this.#endTerm(),
       });
       this.#electorTask = this.#elector.run(this.#electorStop.signal);
     } else {
       this.#metrics.leader.set({}, 1);
-      this.#onLeading(this.#solo.signal);
+      this.#onLeading(this.#solo.signal, false);
     }
     return this.#done;
   }
@@ -306,15 +306,25 @@ export class Manager {
     return this.#watches.synced;
   }
 
-  #onLeading(signal: AbortSignal): void {
+  /**
+   * A term that takes over from another holder works from lists sent after it began: a standby's
+   * watches may have stalled unnoticed (up to their idle timeout), and a list under way may predate
+   * the old leader's last writes. A term on a Lease this replica created, or held already, needs
+   * no new lists: nobody else led in between.
+   */
+  #onLeading(signal: AbortSignal, takeover: boolean): void {
     this.#leadSignal = signal;
+    if (takeover) this.#watches.relist();
     this.#maybeBeginWork();
   }
 
   /** Starts the queues once leading and synced, after the previous term has drained. */
   #maybeBeginWork(): void {
     const signal = this.#leadSignal;
-    if (this.#state !== "running" || this.#term || !signal || signal.aborted || !this.#synced()) {
+    if (
+      this.#state !== "running" || this.#term || !signal || signal.aborted || !this.#synced() ||
+      !this.#watches.fresh
+    ) {
       return;
     }
     if (this.#draining) {

@@ -92,6 +92,8 @@ export class Watcher {
   #wake = new AbortController();
   /** A kick came: the next (or current) backoff ends at once. */
   #kicked = false;
+  /** `relist()` was called: the loop lists from scratch after the current step. */
+  #relistDue = false;
 
   constructor(opts: WatcherOptions, readonly sink: (ev: WatcherEvent) => void) {
     this.#o = opts;
@@ -110,6 +112,14 @@ export class Watcher {
         if (signal.aborted) {
           if (next.kind === "Watching") closeWatch(next);
           break;
+        }
+        if (this.#relistDue) {
+          // What the interrupted step saw is in the new list too.
+          this.#relistDue = false;
+          if (next.kind === "Watching") closeWatch(next);
+          this.state = { kind: "Empty" };
+          this.#restart("relist");
+          continue;
         }
         this.state = next;
         for (const ev of events) {
@@ -162,6 +172,20 @@ export class Watcher {
     this.#backoff.reset();
     this.#kicked = true;
     this.#wake.abort();
+  }
+
+  /**
+   * Lists from scratch now (the open watch is closed, a backoff cut short, a list under way
+   * discarded: it was sent earlier), so that the store holds what the API server has now, whatever
+   * the watch missed. Returns false when no list has been sent yet: the next one is new enough.
+   */
+  relist(): boolean {
+    const s = this.state;
+    if (s.kind === "Empty") return false;
+    this.#relistDue = true;
+    if (s.kind === "Watching") s.abort.abort();
+    else if (s.kind === "Backoff") this.kick();
+    return true;
   }
 
   /** True while the type is known not to be served (an optional watch whose CRD is missing). */
@@ -243,9 +267,10 @@ export class Watcher {
     const pending = st.stream.next();
     pending.catch(() => {}); // it may settle after the watchdog gave up on it
     const idle = new AbortController();
+    // Closing the watch (relist) ends the wait too: a stalled stream may ignore the abort.
     const timer = this.#clock.sleep(
       this.#o.idleMs ?? 90_000,
-      AbortSignal.any([idle.signal, signal]),
+      AbortSignal.any([idle.signal, signal, st.abort.signal]),
     )
       .then((): typeof IDLE => IDLE, (): typeof CANCELLED => CANCELLED);
     let result: IteratorResult<WatchEvent> | typeof IDLE | typeof CANCELLED;
@@ -254,10 +279,10 @@ export class Watcher {
     } catch (err) {
       idle.abort();
       closeWatch(st);
-      return this.#watchFailed(st, err);
+      return this.#relistDue ? { events: [], next: st } : this.#watchFailed(st, err);
     }
     idle.abort();
-    if (result === CANCELLED) return { events: [], next: st };
+    if (result === CANCELLED || this.#relistDue) return { events: [], next: st };
     if (result === IDLE) {
       closeWatch(st);
       this.#restart("idle");

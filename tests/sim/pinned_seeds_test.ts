@@ -12,6 +12,24 @@ const PINNED: readonly { seed: number; found: string }[] = [
   { seed: 101930, found: "two Serverless served at once" },
   { seed: 100443, found: "crash: three clock jumps inside one user request's 120 s wait" },
   { seed: 100715, found: "crash: clock jumps inside one user request's wait" },
+  {
+    seed: 76,
+    found: "a standby took over on stalled watches and removed a finalizer while objects remained",
+  },
+  {
+    seed: 100266,
+    found: "a standby took over on stalled watches and removed a finalizer while objects remained",
+  },
+  {
+    seed: 209,
+    found:
+      "a leader whose renewal was answered after a clock jump wrote after the standby took over",
+  },
+  {
+    seed: 3396,
+    found: "a new leader's list was under way from before its term: a stale status made a second " +
+      "served Scaler",
+  },
 ];
 
 for (const { seed, found } of PINNED) {
