@@ -6,7 +6,7 @@
 import type { KubeObject } from "../src/runtime/cluster.ts";
 import type { ModuleImages } from "../src/runtime/controller.ts";
 import type { Plan } from "../src/reconcile/plan.ts";
-import { identity } from "../src/reconcile/install.ts";
+import { identity } from "../src/reconcile/module/install_diff.ts";
 import { refOf } from "../src/reconcile/plan.ts";
 
 /** A fixed time: 2026-01-01T00:00:00Z. */

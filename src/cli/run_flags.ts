@@ -16,7 +16,6 @@ import {
 } from "../runtime/log.ts";
 import { CONTROLLER_NAMES, type ControllerName } from "../controllers/registry.ts";
 
-
 /** Everything `run` is configured with. */
 export interface RunOptions {
   kubeconfig?: string;

@@ -2,7 +2,7 @@
  * Comparisons the runner makes before writing, so that a reconcile whose result is already
  * observed makes no write at all (DESIGN.md "a no-op reconcile makes zero writes").
  */
-import { isObserved } from "../reconcile/verify.ts";
+import { isObserved } from "../reconcile/observed.ts";
 
 function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v);
@@ -10,7 +10,7 @@ function isRecord(v: unknown): v is Record<string, unknown> {
 
 /**
  * True when applying `desired` would change nothing in `observed`: the reducers' `isObserved`
- * (src/reconcile/verify.ts), one rule for both the reducers' install diff and the runner's write
+ * (src/reconcile/observed.ts), one rule for both the reducers' install diff and the runner's write
  * skip. Kept under this name for the library's callers.
  */
 export const isSubset: (desired: unknown, observed: unknown) => boolean = isObserved;

@@ -14,7 +14,7 @@ import { type CacheChange, typeName } from "./cache.ts";
 import type { Clock, Random } from "./clock.ts";
 import { ApiError, type Cluster, type KubeObject, type ResourceType } from "./cluster.ts";
 import type { CacheReader } from "./controller.ts";
-import { isObserved } from "../reconcile/verify.ts";
+import { isObserved } from "../reconcile/observed.ts";
 import { deepEqual, ownedFieldMissing } from "./diff.ts";
 import { classifyError, NotLeaderError, TerminalError } from "./errors.ts";
 import { EventRecorder } from "./events.ts";
