@@ -9,7 +9,7 @@ import { ENVOYFILTER_CRD } from "../src/controllers/ratelimit.ts";
 import { CONTROLLERS } from "../src/controllers/registry.ts";
 import { Cache } from "../src/runtime/cache.ts";
 import type { KubeObject, ResourceType } from "../src/runtime/cluster.ts";
-import type { ReconcileContext } from "../src/runtime/controller.ts";
+import type { ReconcileContext } from "../src/runtime/controller_spec.ts";
 import { reconcileRateLimit } from "../src/reconcile/ratelimit.ts";
 import { podObject, rateLimitObject } from "./fixtures.ts";
 import type { Loop } from "./stats.ts";

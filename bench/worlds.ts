@@ -4,7 +4,7 @@
  * reconcile an operator makes most often, the one that finds everything in place.
  */
 import type { KubeObject } from "../src/runtime/cluster.ts";
-import type { ModuleImages } from "../src/runtime/controller.ts";
+import type { ModuleImages } from "../src/runtime/controller_spec.ts";
 import type { Plan } from "../src/reconcile/plan.ts";
 import { identity } from "../src/reconcile/module/install_diff.ts";
 import { refOf } from "../src/reconcile/plan.ts";

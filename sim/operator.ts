@@ -8,7 +8,7 @@
 import { DEFAULT_IMAGES } from "../src/reconcile/images.ts";
 import { ALL_CONTROLLERS } from "../src/controllers/registry.ts";
 import { FIELD_MANAGER } from "../src/reconcile/labels.ts";
-import type { ControllerSpec } from "../src/runtime/controller.ts";
+import type { ControllerSpec } from "../src/runtime/controller_spec.ts";
 import { type Logger, nullLogger } from "../src/runtime/log.ts";
 import { Manager } from "../src/runtime/manager.ts";
 import type { SimClient, SimCluster } from "./cluster/mod.ts";

@@ -11,7 +11,7 @@ import { type CheckedType, preflight, type Problem } from "../kube/preflight.ts"
 import { Backoff, type BackoffOptions } from "../runtime/backoff.ts";
 import { type Clock, type Random, systemClock, systemRandom } from "../runtime/clock.ts";
 import type { Cluster } from "../runtime/cluster.ts";
-import type { ControllerSpec } from "../runtime/controller.ts";
+import type { ControllerSpec } from "../runtime/controller_spec.ts";
 import { createLogger, type Logger } from "../runtime/log.ts";
 import { healthz, readyz } from "../runtime/health.ts";
 import { Manager } from "../runtime/manager.ts";

@@ -2,7 +2,7 @@
  * Every controller of the operator, by name: the one list that the operator (`run --controllers`),
  * the simulator and the benchmarks take their controllers from.
  */
-import type { ControllerSpec } from "../runtime/controller.ts";
+import type { ControllerSpec } from "../runtime/controller_spec.ts";
 import { rateLimitController } from "./ratelimit.ts";
 import { scalerController } from "./scaler.ts";
 import { serverlessController } from "./serverless.ts";

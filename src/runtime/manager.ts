@@ -9,13 +9,13 @@ import { Cache, type CacheChange } from "./cache.ts";
 import { EventRecorder } from "./events.ts";
 import type { Clock, Random } from "./clock.ts";
 import type { Cluster, KubeObject, ResourceType } from "./cluster.ts";
-import type { CacheReader, ControllerSpec, ModuleImages } from "./controller.ts";
+import type { CacheReader, ControllerSpec, ModuleImages } from "./controller_spec.ts";
 import type { ManagerStatus } from "./health.ts";
 import { LeaderElector } from "./leader.ts";
 import type { Logger } from "./log.ts";
 import { instrumentCluster, Metrics } from "./metrics.ts";
 import { WorkQueue } from "./queue.ts";
-import { ControllerLoop } from "./reconciler.ts";
+import { ControllerLoop } from "./controller_loop.ts";
 import { Runner } from "./runner.ts";
 import { isCrdType, WatchSet } from "./watches.ts";
 

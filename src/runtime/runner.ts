@@ -13,7 +13,7 @@ import { resourceFor } from "../api/resources.ts";
 import { type CacheChange, typeName } from "./cache.ts";
 import type { Clock, Random } from "./clock.ts";
 import { ApiError, type Cluster, type KubeObject, type ResourceType } from "./cluster.ts";
-import type { CacheReader } from "./controller.ts";
+import type { CacheReader } from "./controller_spec.ts";
 import { isObserved } from "../reconcile/observed.ts";
 import { deepEqual, ownedFieldMissing } from "./diff.ts";
 import { classifyError, NotLeaderError, TerminalError } from "./errors.ts";

@@ -4,7 +4,7 @@
  * merge, delete, finalizers, status) and can mark Deployments rolled out.
  */
 import { type KubeObject, objectKey, type ResourceType } from "../../src/runtime/cluster.ts";
-import type { CacheReader } from "../../src/runtime/controller.ts";
+import type { CacheReader } from "../../src/runtime/controller_spec.ts";
 import { identity } from "../../src/reconcile/module/install_diff.ts";
 import { canonicalQuantity } from "../../src/reconcile/keda/quantity.ts";
 import { type Plan, refOf } from "../../src/reconcile/plan.ts";

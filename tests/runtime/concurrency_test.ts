@@ -10,7 +10,7 @@ import { serverlessController } from "../../src/controllers/serverless.ts";
 import { MANAGED_BY, MANAGED_BY_LABEL } from "../../src/reconcile/labels.ts";
 import { emptyPlan } from "../../src/reconcile/plan.ts";
 import type { Cluster, KubeObject } from "../../src/runtime/cluster.ts";
-import type { ControllerSpec } from "../../src/runtime/controller.ts";
+import type { ControllerSpec } from "../../src/runtime/controller_spec.ts";
 import { Manager } from "../../src/runtime/manager.ts";
 import { FakeCluster } from "./fake_cluster.ts";
 import { captureLogger, ManualClock, seededRandom } from "./helpers.ts";

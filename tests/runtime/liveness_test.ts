@@ -8,7 +8,7 @@ import { MANAGED_BY, MANAGED_BY_LABEL } from "../../src/reconcile/labels.ts";
 import { emptyPlan } from "../../src/reconcile/plan.ts";
 import { Cache, Store, typeId } from "../../src/runtime/cache.ts";
 import type { KubeObject } from "../../src/runtime/cluster.ts";
-import type { ControllerSpec } from "../../src/runtime/controller.ts";
+import type { ControllerSpec } from "../../src/runtime/controller_spec.ts";
 import { Manager } from "../../src/runtime/manager.ts";
 import { Watcher } from "../../src/runtime/watcher.ts";
 import { FakeCluster } from "./fake_cluster.ts";

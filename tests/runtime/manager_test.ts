@@ -3,7 +3,7 @@ import { RESOURCES } from "../../src/api/resources.ts";
 import { MANAGED_BY, MANAGED_BY_LABEL } from "../../src/reconcile/labels.ts";
 import { emptyPlan, type Plan } from "../../src/reconcile/plan.ts";
 import { ApiError, type KubeObject } from "../../src/runtime/cluster.ts";
-import type { ControllerSpec } from "../../src/runtime/controller.ts";
+import type { ControllerSpec } from "../../src/runtime/controller_spec.ts";
 import { readyz } from "../../src/runtime/health.ts";
 import { createLogger } from "../../src/runtime/log.ts";
 import { Manager, type ManagerOptions } from "../../src/runtime/manager.ts";

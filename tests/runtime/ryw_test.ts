@@ -7,7 +7,7 @@ import { RESOURCES } from "../../src/api/resources.ts";
 import { MANAGED_BY, MANAGED_BY_LABEL } from "../../src/reconcile/labels.ts";
 import { emptyPlan, type Plan } from "../../src/reconcile/plan.ts";
 import type { Cluster, KubeObject, WatchEvent } from "../../src/runtime/cluster.ts";
-import type { ControllerSpec } from "../../src/runtime/controller.ts";
+import type { ControllerSpec } from "../../src/runtime/controller_spec.ts";
 import { Manager } from "../../src/runtime/manager.ts";
 import { FakeCluster } from "./fake_cluster.ts";
 import { captureLogger, ManualClock, seededRandom } from "./helpers.ts";

@@ -3,9 +3,9 @@
  * input, the mapping from a watch event to the module objects that must look at it, and the
  * ControllerSpec made of them.
  */
-import { isUnknown } from "./unknown.ts";
+import { isUnknown } from "./cache_trust.ts";
 import { type KubeObject, objectKey, type ResourceType } from "../runtime/cluster.ts";
-import type { CacheReader, ControllerSpec, WatchSpec } from "../runtime/controller.ts";
+import type { CacheReader, ControllerSpec, WatchSpec } from "../runtime/controller_spec.ts";
 import { emptyPlan, type Plan } from "../reconcile/plan.ts";
 import type { ModuleInput } from "../reconcile/module/lifecycle.ts";
 import { CLAIM_LABEL, CLAIM_SELECTOR, claimName } from "../reconcile/module/claim.ts";
