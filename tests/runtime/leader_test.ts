@@ -3,10 +3,10 @@ import { RESOURCES } from "../../src/api/resources.ts";
 import { LeaderElector, type LeaseSpec, microTime } from "../../src/runtime/leader.ts";
 import { Metrics } from "../../src/runtime/metrics.ts";
 import { nullLogger } from "../../src/runtime/log.ts";
-import { FakeCluster } from "./fake_cluster.ts";
+import { TestCluster } from "./test_cluster.ts";
 import { link, ManualClock, seededRandom } from "./helpers.ts";
 
-function replica(shared: FakeCluster, clock: ManualClock, identity: string, seed: number) {
+function replica(shared: TestCluster, clock: ManualClock, identity: string, seed: number) {
   const net = link(shared);
   const metrics = new Metrics();
   const stopped: string[] = [];
@@ -26,7 +26,7 @@ function replica(shared: FakeCluster, clock: ManualClock, identity: string, seed
   return { elector, net, metrics, stopped, stop, done };
 }
 
-const lease = (c: FakeCluster) => c.peek(RESOURCES.Lease, "platform-system", "platform-operator");
+const lease = (c: TestCluster) => c.peek(RESOURCES.Lease, "platform-system", "platform-operator");
 
 Deno.test("microTime has six fractional digits", () => {
   assert.equal(microTime(Date.UTC(2026, 0, 2, 3, 4, 5, 67)), "2026-01-02T03:04:05.067000Z");
@@ -34,7 +34,7 @@ Deno.test("microTime has six fractional digits", () => {
 
 Deno.test("the first replica creates the lease and renews it", async () => {
   const clock = new ManualClock();
-  const cluster = new FakeCluster(clock);
+  const cluster = new TestCluster(clock);
   const a = replica(cluster, clock, "op-a", 1);
   await clock.advance(0);
   assert.equal(a.elector.leading, true);
@@ -52,7 +52,7 @@ Deno.test("the first replica creates the lease and renews it", async () => {
 
 Deno.test("two replicas: one leads; the standby takes over within 15 s of the leader dying", async () => {
   const clock = new ManualClock();
-  const cluster = new FakeCluster(clock);
+  const cluster = new TestCluster(clock);
   const a = replica(cluster, clock, "op-a", 1);
   await clock.advance(0);
   const b = replica(cluster, clock, "op-b", 2);
@@ -76,7 +76,7 @@ Deno.test("two replicas: one leads; the standby takes over within 15 s of the le
 
 Deno.test("a graceful release hands over at once", async () => {
   const clock = new ManualClock();
-  const cluster = new FakeCluster(clock);
+  const cluster = new TestCluster(clock);
   const a = replica(cluster, clock, "op-a", 1);
   await clock.advance(0);
   const b = replica(cluster, clock, "op-b", 2);
@@ -98,7 +98,7 @@ Deno.test("a graceful release hands over at once", async () => {
 for (const mode of ["fail", "hang"] as const) {
   Deno.test(`a leader that cannot renew (${mode}) stops before the standby starts`, async () => {
     const clock = new ManualClock();
-    const cluster = new FakeCluster(clock);
+    const cluster = new TestCluster(clock);
     const a = replica(cluster, clock, "op-a", 1);
     await clock.advance(0);
     const b = replica(cluster, clock, "op-b", 2);

@@ -7,10 +7,10 @@ import type { ControllerSpec } from "../../src/runtime/controller_spec.ts";
 import { readyz } from "../../src/runtime/health.ts";
 import { createLogger } from "../../src/runtime/log.ts";
 import { Manager, type ManagerOptions } from "../../src/runtime/manager.ts";
-import { FakeCluster } from "./fake_cluster.ts";
+import { TestCluster, WIDGET } from "./test_cluster.ts";
 import { captureLogger, link, ManualClock, seededRandom } from "./helpers.ts";
 
-const RL = RESOURCES.RateLimit;
+const RL = WIDGET;
 const CM = RESOURCES.ConfigMap;
 const FINALIZER = "test.platform-project.io/cleanup";
 const OWNER = "test.platform-project.io/owner";
@@ -21,7 +21,7 @@ const images = {
   kedaAdmissionWebhooks: "w",
 };
 
-/** A tiny controller: each RateLimit gets a ConfigMap holding its spec, and a status. */
+/** A tiny controller: each Widget gets a ConfigMap holding its spec, and a status. */
 function widgets(calls: string[] = [], fail?: (key: string) => boolean): ControllerSpec {
   return {
     name: "widgets",
@@ -74,10 +74,10 @@ function widgets(calls: string[] = [], fail?: (key: string) => boolean): Control
   };
 }
 
-function rateLimit(name: string, value: string): KubeObject {
+function widget(name: string, value: string): KubeObject {
   return {
-    apiVersion: "gateway.platform-project.io/v1alpha1",
-    kind: "RateLimit",
+    apiVersion: "test.platform-project.io/v1",
+    kind: "Widget",
     metadata: { name, namespace: "demo" },
     spec: { value },
   };
@@ -85,7 +85,7 @@ function rateLimit(name: string, value: string): KubeObject {
 
 function setup(opts: Partial<ManagerOptions> = {}, seed = 7) {
   const clock = new ManualClock();
-  const cluster = new FakeCluster(clock);
+  const cluster = new TestCluster(clock);
   const { log, lines } = captureLogger(clock);
   const calls: string[] = [];
   const mk = (identity: string, extra: Partial<ManagerOptions> = {}, onlyKinds?: string[]) => {
@@ -111,7 +111,7 @@ const writesExceptLease = (w: string[]) => w.filter((x) => !x.endsWith(":Lease")
 
 Deno.test("manager reconciles to the desired state and then makes zero writes", async () => {
   const t = setup();
-  t.cluster.put(RL, rateLimit("a", "1"));
+  t.cluster.put(RL, widget("a", "1"));
   const { m, net, done } = t.mk("op-0");
   await t.clock.advance(1_000);
   const child = t.cluster.peek(CM, "demo", "a-cfg")!;
@@ -136,7 +136,7 @@ Deno.test("manager reconciles to the desired state and then makes zero writes", 
 
 Deno.test("manager repairs a child changed by someone else and follows spec changes", async () => {
   const t = setup();
-  t.cluster.put(RL, rateLimit("a", "1"));
+  t.cluster.put(RL, widget("a", "1"));
   const { m } = t.mk("op-0");
   await t.clock.advance(1_000);
   const child = t.cluster.peek(CM, "demo", "a-cfg")!;
@@ -151,7 +151,7 @@ Deno.test("manager repairs a child changed by someone else and follows spec chan
 
 Deno.test("manager cleans up on deletion and removes the finalizer last", async () => {
   const t = setup();
-  t.cluster.put(RL, rateLimit("a", "1"));
+  t.cluster.put(RL, widget("a", "1"));
   const { m } = t.mk("op-0");
   await t.clock.advance(1_000);
   await t.cluster.delete(RL, "demo", "a");
@@ -164,8 +164,8 @@ Deno.test("manager cleans up on deletion and removes the finalizer last", async 
 
 Deno.test("a throwing reconcile is counted, logged and retried with backoff", async () => {
   const t = setup({ controllers: [widgets([], (k) => k === "demo/bad")] });
-  t.cluster.put(RL, rateLimit("bad", "1"));
-  t.cluster.put(RL, rateLimit("good", "1"));
+  t.cluster.put(RL, widget("bad", "1"));
+  t.cluster.put(RL, widget("good", "1"));
   const { m } = t.mk("op-0");
   await t.clock.advance(2_000);
   assert.ok(t.cluster.peek(CM, "demo", "good-cfg"));
@@ -181,14 +181,14 @@ Deno.test("a throwing reconcile is counted, logged and retried with backoff", as
 
 Deno.test("not ready until the caches sync; a missing primary CRD keeps it unready", async () => {
   const t = setup();
-  t.cluster.unserved.add("gateway.platform-project.io/v1alpha1/ratelimits");
+  t.cluster.unserve(RL);
   const { m } = t.mk("op-0");
   await t.clock.advance(5_000);
   assert.equal(m.status.healthy, true);
   assert.equal(m.status.synced, false);
   assert.deepEqual(readyz(m.status), { status: 503, body: "not ready: caches not synced yet\n" });
-  t.cluster.unserved.clear();
-  t.cluster.put(RL, rateLimit("a", "1"));
+  t.cluster.serve(RL);
+  t.cluster.put(RL, widget("a", "1"));
   await t.clock.advance(31_000);
   assert.equal(m.status.ready, true);
   assert.ok(t.cluster.peek(CM, "demo", "a-cfg"));
@@ -198,7 +198,7 @@ Deno.test("not ready until the caches sync; a missing primary CRD keeps it unrea
 Deno.test("with leader election only the leader writes; the standby takes over when it dies", async () => {
   const le = { namespace: "platform-system", name: "platform-operator" };
   const t = setup({ leaderElection: le });
-  t.cluster.put(RL, rateLimit("a", "1"));
+  t.cluster.put(RL, widget("a", "1"));
   const a = t.mk("op-a");
   await t.clock.advance(100);
   const b = t.mk("op-b");
@@ -223,7 +223,7 @@ Deno.test("with leader election only the leader writes; the standby takes over w
 Deno.test("graceful stop finishes, releases the lease, and the standby takes over at once", async () => {
   const le = { namespace: "platform-system", name: "platform-operator" };
   const t = setup({ leaderElection: le });
-  t.cluster.put(RL, rateLimit("a", "1"));
+  t.cluster.put(RL, widget("a", "1"));
   const a = t.mk("op-a");
   await t.clock.advance(100);
   const b = t.mk("op-b");
@@ -243,7 +243,7 @@ Deno.test("graceful stop finishes, releases the lease, and the standby takes ove
 Deno.test("the same seed gives the same log, byte for byte", async () => {
   const run = async () => {
     const clock = new ManualClock();
-    const cluster = new FakeCluster(clock);
+    const cluster = new TestCluster(clock);
     const out: string[] = [];
     const log = createLogger({ clock, level: "debug", sink: (l) => out.push(l) });
     const m = new Manager({
@@ -257,11 +257,11 @@ Deno.test("the same seed gives the same log, byte for byte", async () => {
       leaderElection: { namespace: "platform-system", name: "lease" },
     });
     const done = m.start();
-    for (let i = 0; i < 5; i++) cluster.put(RL, rateLimit(`r${i}`, String(i)));
+    for (let i = 0; i < 5; i++) cluster.put(RL, widget(`r${i}`, String(i)));
     await clock.advance(3_000);
     cluster.compact();
     cluster.dropWatches();
-    cluster.put(RL, rateLimit("r0", "changed"));
+    cluster.put(RL, widget("r0", "changed"));
     await clock.advance(10_000);
     await m.stop();
     await done;
@@ -277,7 +277,7 @@ Deno.test("the same seed gives the same log, byte for byte", async () => {
 Deno.test("a leader that cannot renew its lease stops writing before the standby takes over", async () => {
   const le = { namespace: "platform-system", name: "platform-operator" };
   const t = setup({ leaderElection: le });
-  t.cluster.put(RL, rateLimit("a", "1"));
+  t.cluster.put(RL, widget("a", "1"));
   const a = t.mk("op-a", {}, ["Lease"]);
   await t.clock.advance(100);
   const b = t.mk("op-b");
@@ -305,7 +305,7 @@ Deno.test("a leader that cannot renew its lease stops writing before the standby
 Deno.test("stop finishes within bounded time even when the API hangs", async () => {
   const le = { namespace: "platform-system", name: "platform-operator" };
   const t = setup({ leaderElection: le });
-  t.cluster.put(RL, rateLimit("a", "1"));
+  t.cluster.put(RL, widget("a", "1"));
   const a = t.mk("op-a");
   await t.clock.advance(5_000);
   a.net.mode.value = "hang";
@@ -319,7 +319,7 @@ Deno.test("stop finishes within bounded time even when the API hangs", async () 
 
 Deno.test("no reconcile at all while a required secondary watch cannot list", async () => {
   const t = setup();
-  t.cluster.put(RL, rateLimit("a", "1"));
+  t.cluster.put(RL, widget("a", "1"));
   for (let i = 0; i < 50; i++) {
     t.cluster.failNext("list", new ApiError(403, "Forbidden", "configmaps is forbidden"));
   }
@@ -337,7 +337,7 @@ Deno.test("no reconcile at all while a required secondary watch cannot list", as
 
 Deno.test("Event writes that hang hold up neither reconciles nor a graceful stop for long", async () => {
   const t = setup();
-  t.cluster.put(RL, rateLimit("a", "1"));
+  t.cluster.put(RL, widget("a", "1"));
   const a = t.mk("op-a", {}, ["Event"]);
   a.net.mode.value = "hang";
   await t.clock.advance(1_000);

@@ -6,7 +6,7 @@ import { Cache } from "../../src/runtime/cache.ts";
 import { ApiError, type KubeObject } from "../../src/runtime/cluster.ts";
 import { Metrics } from "../../src/runtime/metrics.ts";
 import { Runner } from "../../src/runtime/runner.ts";
-import { FakeCluster } from "./fake_cluster.ts";
+import { TestCluster } from "./test_cluster.ts";
 import { captureLogger, ManualClock, seededRandom } from "./helpers.ts";
 
 const SL = RESOURCES.Serverless;
@@ -16,7 +16,7 @@ const managed = { [MANAGED_BY_LABEL]: MANAGED_BY };
 
 function setup() {
   const clock = new ManualClock();
-  const cluster = new FakeCluster(clock);
+  const cluster = new TestCluster(clock);
   const cache = new Cache();
   const { log, lines } = captureLogger(clock);
   const metrics = new Metrics();
@@ -74,7 +74,17 @@ function installPlan(): Plan {
     ...emptyPlan(),
     finalizer: { add: SERVERLESS_FINALIZER },
     apply: [configMap("a", { k: "1" }), configMap("b", { k: "2", list: "x" })],
-    status: { state: "Ready", served: "True", conditions: [{ type: "Installed", status: "True" }] },
+    status: {
+      state: "Ready",
+      served: "True",
+      conditions: [{
+        type: "Installed",
+        status: "True",
+        reason: "Installed",
+        message: "Workloads deployed",
+        lastTransitionTime: "2026-01-01T00:00:00Z",
+      }],
+    },
   };
 }
 

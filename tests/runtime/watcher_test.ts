@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
-import { type CacheChange, Store, typeId } from "../../src/runtime/cache.ts";
+import { type CacheChange, Store } from "../../src/runtime/cache.ts";
 import { Metrics } from "../../src/runtime/metrics.ts";
 import { Watcher, type WatcherOptions } from "../../src/runtime/watcher.ts";
 import type { KubeObject, ResourceType } from "../../src/runtime/cluster.ts";
-import { FakeCluster } from "./fake_cluster.ts";
+import { TestCluster } from "./test_cluster.ts";
 import { captureLogger, ManualClock, seededRandom } from "./helpers.ts";
 import { RESOURCES } from "../../src/api/resources.ts";
 
@@ -22,7 +22,7 @@ function cm(name: string, data = "x"): KubeObject {
 
 function setup(type: ResourceType, extra: Partial<WatcherOptions> = {}) {
   const clock = new ManualClock();
-  const cluster = new FakeCluster(clock);
+  const cluster = new TestCluster(clock);
   const { log, lines } = captureLogger(clock);
   const metrics = new Metrics();
   const store = new Store(type);
@@ -99,7 +99,12 @@ Deno.test("bookmarks move the resourceVersion and keep the watchdog quiet", asyn
   const t = setup(CM);
   t.cluster.put(CM, cm("a"));
   await t.clock.advance(0);
-  t.cluster.put(SECRET, cm("other")); // moves the rv without an event for this watch
+  // Moves the rv without an event for this watch.
+  t.cluster.put(SECRET, {
+    apiVersion: "v1",
+    kind: "Secret",
+    metadata: { name: "other", namespace: "ns" },
+  });
   for (let i = 0; i < 5; i++) {
     await t.clock.advance(30_000);
     t.cluster.bookmark();
@@ -117,7 +122,7 @@ Deno.test("bookmarks move the resourceVersion and keep the watchdog quiet", asyn
 
 Deno.test("an optional watch of a missing CRD is empty and synced, logged once, and picks the CRD up later", async () => {
   const t = setup(FN, { optional: true });
-  t.cluster.unserved.add(typeId(FN));
+  t.cluster.unserve(FN);
   await t.clock.advance(0);
   assert.equal(t.store.synced, true);
   assert.equal(t.store.size, 0);
@@ -126,7 +131,7 @@ Deno.test("an optional watch of a missing CRD is empty and synced, logged once, 
   assert.ok(lists >= 3 && lists <= 12, `retried with backoff, not in a storm (${lists} lists)`);
   assert.equal(t.lines.filter((l) => String(l.msg).includes("not served")).length, 1);
   assert.equal(t.lines.filter((l) => l.level === "error").length, 0);
-  t.cluster.unserved.delete(typeId(FN));
+  t.cluster.serve(FN);
   t.cluster.put(FN, {
     apiVersion: "serverless.platform-project.io/v1alpha2",
     kind: "Function",
@@ -140,7 +145,7 @@ Deno.test("an optional watch of a missing CRD is empty and synced, logged once, 
 
 Deno.test("a required watch of a missing CRD stays unsynced and logs one clear error", async () => {
   const t = setup(FN);
-  t.cluster.unserved.add(typeId(FN));
+  t.cluster.unserve(FN);
   await t.clock.advance(300_000);
   assert.equal(t.store.synced, false);
   const errors = t.lines.filter((l) => l.level === "error");
