@@ -3,7 +3,7 @@
  * objects, how a diff reads in a message, and whether the last apply's failure still matters.
  */
 import type { KubeObject } from "../../api/object.ts";
-import { type ApplyOutcome, type ObjectRef, refOf } from "../plan.ts";
+import { type ApplyOutcome, describeRef, type ObjectRef, refOf } from "../plan.ts";
 import { isObserved } from "../observed.ts";
 
 /** The identity of an object: API group, kind, namespace and name (versions of a group are one object). */
@@ -51,7 +51,7 @@ export function isInSync(diff: InstallDiff): boolean {
 
 /** Short names of objects for a message: `Deployment ns/name, ConfigMap ns/name`, at most five. */
 export function describeRefs(refs: readonly ObjectRef[]): string {
-  const names = refs.map((r) => `${r.kind} ${r.namespace ? `${r.namespace}/` : ""}${r.name}`);
+  const names = refs.map(describeRef);
   return names.length > 5
     ? `${names.slice(0, 5).join(", ")} and ${names.length - 5} more`
     : names.join(", ");
