@@ -21,59 +21,19 @@ import {
 import type { ClockView } from "../clock.ts";
 import type { Prng } from "../prng.ts";
 import type { Verb } from "./history.ts";
-import type { Lister } from "./list.ts";
-import type { Actor, Store, WriteResult } from "./store.ts";
+import type { Latency, OpenWatch, RequestVerb, ServerHandle } from "./requests.ts";
+import type { Actor, WriteResult } from "./store.ts";
 import { WatchStream } from "./watch.ts";
-import type { WriteLog } from "./writelog.ts";
 
-/** The verbs a request can have. */
-export type RequestVerb = Verb | "get" | "list" | "watch";
-
-/** A fault decided for one request. */
-export type RequestFault =
-  | { kind: "error"; error: ApiError }
-  /** No answer within the client's timeout; `executed` says whether the server did it anyway. */
-  | { kind: "timeout"; executed: boolean; afterMs: number };
-
-/** A fault decided for one watch. */
-export interface WatchFault {
-  kind: "drop" | "stall" | "gone";
-  afterMs: number;
-}
-
-/** What a client asks the fault injector. */
-export interface FaultSource {
-  request(
-    actor: string,
-    verb: RequestVerb,
-    type: ResourceType,
-    namespace: string | undefined,
-    name: string | undefined,
-  ): RequestFault | undefined;
-  watch(actor: string, type: ResourceType): WatchFault | undefined;
-  /** How a too-old watch version is reported by this run's server. */
-  goneAs(): "event" | "throw";
-}
-
-/** Everything a client shares with the server. */
-export interface ServerHandle {
-  store: Store;
-  lister: Lister;
-  log: WriteLog;
-  faults?: FaultSource;
-  /** Open watches, for scenario faults that hit the watches open now. */
-  watches?: Set<OpenWatch>;
-}
-
-/** A watch open now. */
-export interface OpenWatch {
-  actor: string;
-  type: ResourceType;
-  stream: WatchStream;
-}
-
-/** Latency of one request or watch, drawn per request. */
-export type Latency = (verb: RequestVerb) => number;
+export type {
+  FaultSource,
+  Latency,
+  OpenWatch,
+  RequestFault,
+  RequestVerb,
+  ServerHandle,
+  WatchFault,
+} from "./requests.ts";
 
 /** The `Cluster` port of one simulated process. */
 export class SimClient implements Cluster {
