@@ -2,15 +2,12 @@
  * Is what the operator wants observed in the cluster? The desired-subset test: the reducers' install
  * diff and the runtime's skipped writes both ask it.
  */
+import { isObject } from "../api/json.ts";
 import { compareQuantities, parseQuantity } from "./keda/quantity.ts";
 
 function isEmptyContainer(v: unknown): boolean {
   if (Array.isArray(v)) return v.length === 0;
   return v !== null && typeof v === "object" && Object.keys(v).length === 0;
-}
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return v !== null && typeof v === "object" && !Array.isArray(v);
 }
 
 /** A field path, innermost key first (a linked list: no copying on the way down). */
@@ -55,8 +52,8 @@ function observedAt(desired: unknown, observed: unknown, path: Path | undefined)
     }
     return true;
   }
-  if (isRecord(desired)) {
-    if (!isRecord(observed)) return false;
+  if (isObject(desired)) {
+    if (!isObject(observed)) return false;
     for (const k in desired) {
       if (!observedAt(desired[k], observed[k], { key: k, up: path })) return false;
     }
