@@ -1,113 +1,13 @@
+/** The Manager: reconciles to a fixed point, repairs, cleans up, retries, waits for its caches. */
 import assert from "node:assert/strict";
 import { RESOURCES } from "../../src/api/resources.ts";
-import { MANAGED_BY, MANAGED_BY_LABEL } from "../../src/reconcile/labels.ts";
-import { emptyPlan, type Plan } from "../../src/reconcile/plan.ts";
-import { ApiError, type KubeObject } from "../../src/runtime/cluster.ts";
-import type { ControllerSpec } from "../../src/runtime/controller_spec.ts";
+import { ApiError } from "../../src/runtime/cluster.ts";
 import { readyz } from "../../src/runtime/health.ts";
 import { createLogger } from "../../src/runtime/log.ts";
-import { Manager, type ManagerOptions } from "../../src/runtime/manager.ts";
-import { TestCluster, WIDGET } from "./test_cluster.ts";
-import { captureLogger, link, ManualClock, seededRandom } from "./helpers.ts";
-
-const RL = WIDGET;
-const CM = RESOURCES.ConfigMap;
-const FINALIZER = "test.platform-project.io/cleanup";
-const OWNER = "test.platform-project.io/owner";
-const images = {
-  serverlessController: "s",
-  kedaOperator: "k",
-  kedaMetricsServer: "m",
-  kedaAdmissionWebhooks: "w",
-};
-
-/** A tiny controller: each Widget gets a ConfigMap holding its spec, and a status. */
-function widgets(calls: string[] = [], fail?: (key: string) => boolean): ControllerSpec {
-  return {
-    name: "widgets",
-    primary: RL,
-    watches: [{ type: CM, labelSelector: `${MANAGED_BY_LABEL}=${MANAGED_BY}` }],
-    triggers: (_type, obj) => {
-      const owner = obj.metadata.labels?.[OWNER];
-      return owner ? [`${obj.metadata.namespace}/${owner}`] : [];
-    },
-    reconcile(key, cache, ctx): Plan | undefined {
-      calls.push(key);
-      if (fail?.(key)) throw new Error(`boom ${key}`);
-      const [ns, name] = key.split("/");
-      const rl = cache.get(RL, ns, name);
-      if (!rl) return undefined;
-      const childName = `${name}-cfg`;
-      if (rl.metadata.deletionTimestamp) {
-        const child = cache.get(CM, ns, childName);
-        return {
-          ...emptyPlan(),
-          delete: child
-            ? [{ apiVersion: "v1", kind: "ConfigMap", namespace: ns, name: childName }]
-            : [],
-          finalizer: child ? undefined : { remove: FINALIZER },
-        };
-      }
-      const child: KubeObject = {
-        apiVersion: "v1",
-        kind: "ConfigMap",
-        metadata: {
-          name: childName,
-          namespace: ns,
-          labels: { [MANAGED_BY_LABEL]: MANAGED_BY, [OWNER]: name },
-        },
-        data: { value: String((rl.spec as { value: string }).value) },
-      };
-      const ok = ctx.lastOutcome?.ok !== false;
-      return {
-        ...emptyPlan(),
-        finalizer: { add: FINALIZER },
-        apply: [child],
-        status: { state: ok ? "Ready" : "Error" },
-        events: [{
-          type: "Normal",
-          reason: "Configured",
-          message: `value ${(rl.spec as { value: string }).value}`,
-        }],
-      };
-    },
-  };
-}
-
-function widget(name: string, value: string): KubeObject {
-  return {
-    apiVersion: "test.platform-project.io/v1",
-    kind: "Widget",
-    metadata: { name, namespace: "demo" },
-    spec: { value },
-  };
-}
-
-function setup(opts: Partial<ManagerOptions> = {}, seed = 7) {
-  const clock = new ManualClock();
-  const cluster = new TestCluster(clock);
-  const { log, lines } = captureLogger(clock);
-  const calls: string[] = [];
-  const mk = (identity: string, extra: Partial<ManagerOptions> = {}, onlyKinds?: string[]) => {
-    const net = link(cluster, onlyKinds);
-    const m = new Manager({
-      cluster: net.cluster,
-      clock,
-      random: seededRandom(seed),
-      log: log.child({ replica: identity }),
-      controllers: [widgets(calls)],
-      images,
-      identity,
-      leaderElection: false,
-      ...opts,
-      ...extra,
-    });
-    return { m, net, done: m.start() };
-  };
-  return { clock, cluster, lines, calls, mk };
-}
-
-const writesExceptLease = (w: string[]) => w.filter((x) => !x.endsWith(":Lease"));
+import { Manager } from "../../src/runtime/manager.ts";
+import { CM, FINALIZER, images, RL, setup, widget, widgets } from "./manager_fixtures.ts";
+import { TestCluster } from "./test_cluster.ts";
+import { ManualClock, seededRandom } from "./helpers.ts";
 
 Deno.test("manager reconciles to the desired state and then makes zero writes", async () => {
   const t = setup();
@@ -195,51 +95,6 @@ Deno.test("not ready until the caches sync; a missing primary CRD keeps it unrea
   await m.stop();
 });
 
-Deno.test("with leader election only the leader writes; the standby takes over when it dies", async () => {
-  const le = { namespace: "platform-system", name: "platform-operator" };
-  const t = setup({ leaderElection: le });
-  t.cluster.put(RL, widget("a", "1"));
-  const a = t.mk("op-a");
-  await t.clock.advance(100);
-  const b = t.mk("op-b");
-  await t.clock.advance(5_000);
-  assert.equal(a.m.status.leading, true);
-  assert.equal(b.m.status.leading, false);
-  assert.equal(b.m.status.ready, true, "a healthy standby is ready");
-  assert.deepEqual(writesExceptLease(b.net.writes), []);
-  assert.ok(b.m.cache.get(CM, "demo", "a-cfg"), "the standby's caches are warm");
-  // The leader crashes; a change made meanwhile is picked up by the new leader.
-  a.m.abort("crash");
-  a.net.mode.value = "hang";
-  await a.done;
-  t.cluster.put(RL, { ...t.cluster.peek(RL, "demo", "a")!, spec: { value: "2" } });
-  assert.ok(await t.clock.until(() => b.m.status.leading, 15_000), "standby leads within 15 s");
-  await t.clock.advance(1_000);
-  assert.deepEqual(t.cluster.peek(CM, "demo", "a-cfg")!.data, { value: "2" });
-  assert.ok(writesExceptLease(b.net.writes).length > 0);
-  await b.m.stop();
-});
-
-Deno.test("graceful stop finishes, releases the lease, and the standby takes over at once", async () => {
-  const le = { namespace: "platform-system", name: "platform-operator" };
-  const t = setup({ leaderElection: le });
-  t.cluster.put(RL, widget("a", "1"));
-  const a = t.mk("op-a");
-  await t.clock.advance(100);
-  const b = t.mk("op-b");
-  await t.clock.advance(5_000);
-  let resolved = false;
-  a.done.then(() => resolved = true);
-  await a.m.stop("SIGTERM");
-  await t.clock.flush();
-  assert.equal(resolved, true, "start() resolves after stop");
-  assert.equal(a.m.status.healthy, false);
-  assert.equal(t.cluster.watchCount, 2, "only the standby's watches are open");
-  assert.ok(await t.clock.until(() => b.m.status.leading, 2_500, 50));
-  await b.m.stop();
-  assert.equal(t.cluster.watchCount, 0);
-});
-
 Deno.test("the same seed gives the same log, byte for byte", async () => {
   const run = async () => {
     const clock = new ManualClock();
@@ -272,49 +127,6 @@ Deno.test("the same seed gives the same log, byte for byte", async () => {
   assert.ok(first.log.length > 1_000);
   assert.equal(first.log, second.log);
   assert.equal(first.metrics, second.metrics);
-});
-
-Deno.test("a leader that cannot renew its lease stops writing before the standby takes over", async () => {
-  const le = { namespace: "platform-system", name: "platform-operator" };
-  const t = setup({ leaderElection: le });
-  t.cluster.put(RL, widget("a", "1"));
-  const a = t.mk("op-a", {}, ["Lease"]);
-  await t.clock.advance(100);
-  const b = t.mk("op-b");
-  await t.clock.advance(5_000);
-  assert.equal(a.m.status.leading, true);
-  a.net.mode.value = "fail"; // only its Lease calls fail: it could still write everything else
-  const cut = t.clock.now();
-  await t.clock.advance(7_000);
-  assert.equal(a.m.status.leading, false, "stopped leading at its renew deadline");
-  const before = writesExceptLease(a.net.writes).length;
-  t.cluster.put(RL, { ...t.cluster.peek(RL, "demo", "a")!, spec: { value: "2" } });
-  assert.ok(await t.clock.until(() => b.m.status.leading, 15_000 - (t.clock.now() - cut)));
-  await t.clock.advance(1_000);
-  assert.deepEqual(
-    t.cluster.peek(CM, "demo", "a-cfg")!.data,
-    { value: "2" },
-    "the new leader did the work",
-  );
-  assert.equal(writesExceptLease(a.net.writes).length, before, "the old leader wrote nothing more");
-  assert.equal(a.m.status.healthy, true, "it stays up as a standby");
-  await a.m.stop();
-  await b.m.stop();
-});
-
-Deno.test("stop finishes within bounded time even when the API hangs", async () => {
-  const le = { namespace: "platform-system", name: "platform-operator" };
-  const t = setup({ leaderElection: le });
-  t.cluster.put(RL, widget("a", "1"));
-  const a = t.mk("op-a");
-  await t.clock.advance(5_000);
-  a.net.mode.value = "hang";
-  t.cluster.put(RL, { ...t.cluster.peek(RL, "demo", "a")!, spec: { value: "2" } }); // a reconcile hangs
-  await t.clock.advance(100);
-  let stopped = false;
-  a.m.stop().then(() => stopped = true);
-  assert.ok(await t.clock.until(() => stopped, 25_000, 500), "stopped within 4 × 5 s");
-  assert.ok(t.lines.some((l) => String(l.msg).startsWith("stopping: gave up waiting for")));
 });
 
 Deno.test("no reconcile at all while a required secondary watch cannot list", async () => {
