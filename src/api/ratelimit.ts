@@ -1,6 +1,6 @@
 /** The RateLimit resource (gateway.platform-project.io/v1alpha1), SPEC.md "RateLimit". */
 import { z } from "zod";
-import { ConditionsSchema, integer, kindSchema, ObjectMetaSchema } from "./common.ts";
+import { ConditionsSchema, integer, kindSchema } from "./common.ts";
 import { FILL_INTERVAL_PATTERN } from "./duration.ts";
 import { type ParseResult, parseWith } from "./issues.ts";
 

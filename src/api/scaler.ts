@@ -1,6 +1,6 @@
 /** The Scaler module resource (operator.platform-project.io/v1alpha1): KEDA, SPEC.md "Scaler". */
 import { z } from "zod";
-import { ConditionsSchema, kindSchema, ObjectMetaSchema } from "./common.ts";
+import { ConditionsSchema, kindSchema } from "./common.ts";
 import { type ParseResult, parseWith } from "./issues.ts";
 import { OPERATOR_GROUP } from "./serverless.ts";
 

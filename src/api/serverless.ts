@@ -1,6 +1,6 @@
 /** The Serverless module resource (operator.platform-project.io/v1alpha1), SPEC.md "Serverless". */
 import { z } from "zod";
-import { ConditionsSchema, kindSchema, ObjectMetaSchema } from "./common.ts";
+import { ConditionsSchema, kindSchema } from "./common.ts";
 import { type ParseResult, parseWith } from "./issues.ts";
 
 /** API group of the module resources. */
