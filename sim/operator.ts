@@ -6,22 +6,13 @@
  * win the Lease before it writes.
  */
 import { DEFAULT_IMAGES } from "../src/reconcile/images.ts";
-import { rateLimitController } from "../src/controllers/ratelimit.ts";
-import { scalerController } from "../src/controllers/scaler.ts";
-import { serverlessController } from "../src/controllers/serverless.ts";
+import { ALL_CONTROLLERS } from "../src/controllers/registry.ts";
 import { FIELD_MANAGER } from "../src/reconcile/labels.ts";
-import type { ControllerSpec } from "../src/runtime/controller.ts";
+import type { ControllerSpec } from "../src/runtime/controller_spec.ts";
 import { type Logger, nullLogger } from "../src/runtime/log.ts";
 import { Manager } from "../src/runtime/manager.ts";
 import type { SimClient, SimCluster } from "./cluster/mod.ts";
 import type { Prng } from "./prng.ts";
-
-/** Every controller of the operator. */
-export const ALL_CONTROLLERS: readonly ControllerSpec[] = [
-  serverlessController,
-  scalerController,
-  rateLimitController,
-];
 
 /** Where the operator runs and the name of its Lease. */
 export const OPERATOR_NAMESPACE = "platform-system";

@@ -17,7 +17,8 @@ import {
 import type { Condition } from "../src/api/common.ts";
 import type { Logger } from "../src/runtime/log.ts";
 import type { KubeObject } from "../src/api/object.ts";
-import { Driver, settle, SIM_EPOCH, SimClock } from "./clock.ts";
+import { SIM_EPOCH, SimClock } from "./clock.ts";
+import { Driver, settle } from "./driver.ts";
 import { type Change, isOperator, type SimClient, SimCluster } from "./cluster/mod.ts";
 import { type FaultConfig, FaultInjector } from "./faults.ts";
 import { InvariantChecker, STATUS_TABLES } from "./invariants.ts";

@@ -71,3 +71,22 @@ export const ConditionsSchema = z.array(ConditionSchema).meta({
 export type Condition = z.infer<typeof ConditionSchema>;
 /** Condition status values. */
 export type ConditionStatus = Condition["status"];
+
+/**
+ * The schema of an object of one of the project's kinds: its apiVersion and kind, the metadata,
+ * the `spec` given, and the optional status the operator writes.
+ */
+export function kindSchema<
+  A extends string,
+  K extends string,
+  S extends z.ZodType,
+  T extends z.ZodType,
+>(apiVersion: A, kind: K, spec: S, status: T, description: string) {
+  return z.object({
+    apiVersion: z.literal(apiVersion),
+    kind: z.literal(kind),
+    metadata: ObjectMetaSchema,
+    spec,
+    status: status.optional().describe("Observed state, written by the operator."),
+  }).describe(description);
+}

@@ -1,6 +1,6 @@
 /** The RateLimit resource (gateway.platform-project.io/v1alpha1), docs/design.md "RateLimit". */
 import { z } from "zod";
-import { ConditionsSchema, integer, ObjectMetaSchema } from "./common.ts";
+import { ConditionsSchema, integer, kindSchema } from "./common.ts";
 import { FILL_INTERVAL_PATTERN } from "./duration.ts";
 import { type ParseResult, parseWith } from "./issues.ts";
 
@@ -105,13 +105,11 @@ export const RateLimitStatusSchema = z.object({
 });
 
 /** A RateLimit object. */
-export const RateLimitSchema = z.object({
-  apiVersion: z.literal(`${GATEWAY_GROUP}/v1alpha1`),
-  kind: z.literal("RateLimit"),
-  metadata: ObjectMetaSchema,
-  spec: RateLimitSpecSchema.describe("The workload and its limits."),
-  status: RateLimitStatusSchema.optional().describe("Observed state, written by the operator."),
-}).describe(
+export const RateLimitSchema = kindSchema(
+  `${GATEWAY_GROUP}/v1alpha1`,
+  "RateLimit",
+  RateLimitSpecSchema.describe("The workload and its limits."),
+  RateLimitStatusSchema,
   "RateLimit applies local token-bucket rate limits to a workload's Pods or to the mesh ingress gateway.",
 );
 

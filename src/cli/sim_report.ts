@@ -2,7 +2,7 @@
  * What `deno task sim` prints: one line a run (a run that did not pass adds its failure, replay
  * command, error stack and the last entries of its trace), `--json` objects, and the summary.
  */
-import type { Outcome, RunResult } from "../../sim/result.ts";
+import type { Outcome, RunResult } from "../../sim/run_result.ts";
 import type { TimelineEntry } from "../../sim/trace.ts";
 
 /** Timeline entries printed under a run that did not pass. */

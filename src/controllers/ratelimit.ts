@@ -15,10 +15,10 @@ import {
   type CacheReader,
   type ControllerSpec,
   type IndexSpec,
-} from "../runtime/controller.ts";
+} from "../runtime/controller_spec.ts";
 import { emptyPlan } from "../reconcile/plan.ts";
 import { filterSelector, isRateLimitFilter } from "../reconcile/ratelimit/meta.ts";
-import { crdName, isUnknown } from "./unknown.ts";
+import { crdName, isUnknown } from "./cache_trust.ts";
 import { reconcileRateLimit } from "../reconcile/ratelimit.ts";
 
 /** The CRD whose presence means the mesh is installed. */

@@ -62,3 +62,14 @@ export function refOf(obj: KubeObject): ObjectRef {
   const { namespace, name } = obj.metadata;
   return namespace ? { apiVersion, kind, namespace, name } : { apiVersion, kind, name };
 }
+
+/** True when two references name the same object. */
+export function sameRef(a: ObjectRef, b: ObjectRef): boolean {
+  return a.apiVersion === b.apiVersion && a.kind === b.kind && a.name === b.name &&
+    (a.namespace ?? "") === (b.namespace ?? "");
+}
+
+/** An object's reference for a message: `Deployment ns/name`, `ClusterRole name`. */
+export function describeRef(ref: ObjectRef): string {
+  return `${ref.kind} ${ref.namespace ? `${ref.namespace}/` : ""}${ref.name}`;
+}

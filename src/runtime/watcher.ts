@@ -7,74 +7,15 @@
  * but not live cache (`missing` event) that is retried with backoff and logged once; `kick()`
  * cuts a backoff short when the CRD is seen to appear.
  */
-import { Backoff, type BackoffOptions } from "./backoff.ts";
-import type { WatcherEvent } from "./cache.ts";
-import { typeName } from "./cache.ts";
-import type { Clock, Random } from "./clock.ts";
-import {
-  ApiError,
-  type Cluster,
-  isApiError,
-  type ResourceType,
-  type WatchEvent,
-} from "./cluster.ts";
+import { Backoff } from "./backoff.ts";
+import { typeName, type WatcherEvent } from "./cache.ts";
+import type { Clock } from "./clock.ts";
+import { ApiError, isApiError, type WatchEvent } from "./cluster.ts";
+import { describeFailure } from "./errors.ts";
 import type { Logger } from "./log.ts";
-import type { Metrics } from "./metrics.ts";
+import type { ResumeState, StepResult, WatcherOptions, WatcherState } from "./watcher_state.ts";
 
-/** Options of a Watcher. */
-export interface WatcherOptions {
-  cluster: Cluster;
-  clock: Clock;
-  random: Random;
-  log: Logger;
-  metrics?: Metrics;
-  type: ResourceType;
-  labelSelector?: string;
-  /** Watch this namespace only (RBAC may grant no more); default: every namespace. */
-  namespace?: string;
-  /** The type's CRD may be missing: a 404 on list means "none yet", not an error. */
-  optional?: boolean;
-  /** Page size of the list; default 500. */
-  pageSize?: number;
-  /** Server-side watch timeout; default 300. */
-  timeoutSeconds?: number;
-  /** Restart a watch that delivers nothing (not even a bookmark) for this long; default 90 000. */
-  idleMs?: number;
-  /** Retry delays; default 800 ms doubling to 30 s, jittered. */
-  backoff?: BackoffOptions;
-}
-
-/** Where a Backoff goes when it is over. */
-export type ResumeState =
-  | { kind: "Empty" }
-  | { kind: "InitPage"; continueToken?: string }
-  | { kind: "InitListed"; resourceVersion: string };
-
-/** The watcher's state. */
-export type WatcherState =
-  /** Nothing listed yet, or a relist is due (start, 410 Gone, CRD missing). */
-  | { kind: "Empty" }
-  /** Listing: the next page is fetched with `continueToken` (none for the first page). */
-  | { kind: "InitPage"; continueToken?: string }
-  /** Listed (or a watch ended): open a watch from `resourceVersion`. */
-  | { kind: "InitListed"; resourceVersion: string }
-  /** A watch is open. */
-  | {
-    kind: "Watching";
-    resourceVersion: string;
-    stream: AsyncIterator<WatchEvent>;
-    abort: AbortController;
-    /** Events and bookmarks received on this watch. */
-    received: number;
-  }
-  /** Waiting `delayMs` after an error, then `then`. */
-  | { kind: "Backoff"; delayMs: number; then: ResumeState };
-
-/** The events one step produced and the state it leads to. */
-export interface StepResult {
-  events: WatcherEvent[];
-  next: WatcherState;
-}
+export type { ResumeState, StepResult, WatcherOptions, WatcherState } from "./watcher_state.ts";
 
 const IDLE: unique symbol = Symbol("idle");
 const CANCELLED: unique symbol = Symbol("cancelled");
@@ -375,23 +316,5 @@ function closeWatch(st: Extract<WatcherState, { kind: "Watching" }>): void {
     st.stream.return?.()?.catch(() => {});
   } catch {
     // an iterator that cannot be closed is dropped
-  }
-}
-
-/** One line that says what failed and what to do about it. */
-export function describeFailure(verb: string, type: ResourceType, err: unknown): string {
-  const name = typeName(type);
-  if (!(err instanceof ApiError)) return `${verb} ${name} failed: ${String(err)}; retrying`;
-  switch (err.code) {
-    case 0:
-      return `${verb} ${name}: API server unreachable (${err.message}); check the kubeconfig or network; retrying`;
-    case 401:
-      return `${verb} ${name}: unauthorized (${err.message}); check the credentials; retrying`;
-    case 403:
-      return `${verb} ${name}: forbidden (${err.message}); grant list and watch on "${type.plural}" in API group "${type.group}" to the operator's ServiceAccount (deploy/ ClusterRole); retrying`;
-    case 404:
-      return `${verb} ${name}: not found; is its CRD installed? (kubectl apply -k deploy/); retrying`;
-    default:
-      return `${verb} ${name} failed (${err.code} ${err.reason}): ${err.message}; retrying`;
   }
 }

@@ -6,10 +6,10 @@
 import { type Cache, type CacheChange, type Store, typeName } from "./cache.ts";
 import type { Clock, Random } from "./clock.ts";
 import type { Cluster, KubeObject, ResourceType } from "./cluster.ts";
-import type { ControllerSpec } from "./controller.ts";
+import type { ControllerSpec } from "./controller_spec.ts";
 import type { Logger } from "./log.ts";
 import type { Metrics } from "./metrics.ts";
-import { planWatches } from "./reconciler.ts";
+import { planWatches } from "./controller_loop.ts";
 import type { WatcherEvent } from "./store.ts";
 import { Watcher } from "./watcher.ts";
 

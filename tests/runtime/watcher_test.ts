@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
-import { type CacheChange, Store, typeId } from "../../src/runtime/cache.ts";
+import { type CacheChange, Store } from "../../src/runtime/cache.ts";
 import { Metrics } from "../../src/runtime/metrics.ts";
 import { Watcher, type WatcherOptions } from "../../src/runtime/watcher.ts";
-import { ApiError, type KubeObject, type ResourceType } from "../../src/runtime/cluster.ts";
-import { FakeCluster } from "./fake_cluster.ts";
+import type { KubeObject, ResourceType } from "../../src/runtime/cluster.ts";
+import { TestCluster } from "./test_cluster.ts";
 import { captureLogger, ManualClock, seededRandom } from "./helpers.ts";
 import { RESOURCES } from "../../src/api/resources.ts";
 
@@ -22,7 +22,7 @@ function cm(name: string, data = "x"): KubeObject {
 
 function setup(type: ResourceType, extra: Partial<WatcherOptions> = {}) {
   const clock = new ManualClock();
-  const cluster = new FakeCluster(clock);
+  const cluster = new TestCluster(clock);
   const { log, lines } = captureLogger(clock);
   const metrics = new Metrics();
   const store = new Store(type);
@@ -95,91 +95,16 @@ Deno.test("watcher restarts a stalled watch after idleMs and catches up from its
   await t.finish();
 });
 
-Deno.test("relist() closes a stalled watch and lists at once, so the store sees what the watch missed", async () => {
-  const t = setup(CM);
-  await t.clock.advance(0);
-  t.cluster.stallWatches();
-  t.cluster.put(CM, cm("missed"));
-  await t.clock.advance(1_000);
-  assert.equal(t.store.get("ns", "missed"), undefined);
-  assert.equal(t.watcher.relist(), true);
-  await t.clock.advance(0);
-  assert.equal(t.store.get("ns", "missed")?.metadata.name, "missed");
-  assert.equal(t.cluster.calls.filter((c) => c.verb === "list").length, 2);
-  assert.equal(t.metrics.watchRestarts.get({ resource: "configmaps", reason: "relist" }), 1);
-  assert.equal(t.watcher.state.kind, "Watching");
-  // No error logged for the watch it closed itself.
-  assert.deepEqual(t.lines.filter((l) => l.level === "error"), []);
-  await t.finish();
-});
-
-Deno.test("relist() before the first list is sent adds no second list", async () => {
-  const t = setup(CM);
-  assert.equal(t.watcher.relist(), false);
-  await t.clock.advance(0);
-  assert.equal(t.cluster.calls.filter((c) => c.verb === "list").length, 1);
-  await t.finish();
-});
-
-Deno.test("relist() during a backoff lists at once", async () => {
-  const t = setup(CM, { backoff: { initialMs: 30_000, maxMs: 30_000 } });
-  t.cluster.failNext("list", new ApiError(500, "InternalError", "boom"));
-  await t.clock.advance(0);
-  assert.equal(t.watcher.state.kind, "Backoff");
-  assert.equal(t.watcher.relist(), true);
-  await t.clock.advance(0);
-  assert.equal(t.store.synced, true);
-  assert.equal(t.cluster.calls.filter((c) => c.verb === "list").length, 2);
-  await t.finish();
-});
-
-Deno.test("relist() during a list discards that list (sent before) and lists again", async () => {
-  const clock = new ManualClock();
-  const cluster = new FakeCluster(clock);
-  cluster.put(CM, cm("old"));
-  // The first list is answered only after 10 s, with what the server had when it was sent.
-  let first = true;
-  const slowList: typeof cluster.list = async (type, opts) => {
-    const page = await cluster.list(type, opts);
-    if (first) {
-      first = false;
-      await clock.sleep(10_000);
-    }
-    return page;
-  };
-  const store = new Store(CM);
-  const seen: string[] = [];
-  const watcher = new Watcher({
-    cluster: Object.assign(Object.create(cluster), { list: slowList }),
-    clock,
-    random: seededRandom(),
-    log: captureLogger(clock).log,
-    type: CM,
-  }, (ev) => {
-    seen.push(ev.type === "init-apply" ? `init-apply:${ev.object.metadata.name}` : ev.type);
-    store.handle(ev);
-  });
-  const stop = new AbortController();
-  const done = watcher.run(stop.signal);
-  await clock.advance(1_000);
-  assert.equal(watcher.state.kind, "InitPage");
-  cluster.put(CM, cm("new"));
-  assert.equal(watcher.relist(), true);
-  await clock.advance(10_000);
-  assert.equal(store.synced, true);
-  assert.equal(cluster.calls.filter((c) => c.verb === "list").length, 2);
-  // The first list's answer was dropped: the one list that completed was sent after relist().
-  assert.deepEqual(seen, ["init", "init", "init-apply:new", "init-apply:old", "init-done"]);
-  stop.abort();
-  await clock.flush();
-  await done;
-});
-
 Deno.test("bookmarks move the resourceVersion and keep the watchdog quiet", async () => {
   const t = setup(CM);
   t.cluster.put(CM, cm("a"));
   await t.clock.advance(0);
-  t.cluster.put(SECRET, cm("other")); // moves the rv without an event for this watch
+  // Moves the rv without an event for this watch.
+  t.cluster.put(SECRET, {
+    apiVersion: "v1",
+    kind: "Secret",
+    metadata: { name: "other", namespace: "ns" },
+  });
   for (let i = 0; i < 5; i++) {
     await t.clock.advance(30_000);
     t.cluster.bookmark();
@@ -197,7 +122,7 @@ Deno.test("bookmarks move the resourceVersion and keep the watchdog quiet", asyn
 
 Deno.test("an optional watch of a missing CRD is empty and synced, logged once, and picks the CRD up later", async () => {
   const t = setup(FN, { optional: true });
-  t.cluster.unserved.add(typeId(FN));
+  t.cluster.unserve(FN);
   await t.clock.advance(0);
   assert.equal(t.store.synced, true);
   assert.equal(t.store.size, 0);
@@ -206,7 +131,7 @@ Deno.test("an optional watch of a missing CRD is empty and synced, logged once, 
   assert.ok(lists >= 3 && lists <= 12, `retried with backoff, not in a storm (${lists} lists)`);
   assert.equal(t.lines.filter((l) => String(l.msg).includes("not served")).length, 1);
   assert.equal(t.lines.filter((l) => l.level === "error").length, 0);
-  t.cluster.unserved.delete(typeId(FN));
+  t.cluster.serve(FN);
   t.cluster.put(FN, {
     apiVersion: "serverless.platform-project.io/v1alpha2",
     kind: "Function",
@@ -220,7 +145,7 @@ Deno.test("an optional watch of a missing CRD is empty and synced, logged once, 
 
 Deno.test("a required watch of a missing CRD stays unsynced and logs one clear error", async () => {
   const t = setup(FN);
-  t.cluster.unserved.add(typeId(FN));
+  t.cluster.unserve(FN);
   await t.clock.advance(300_000);
   assert.equal(t.store.synced, false);
   const errors = t.lines.filter((l) => l.level === "error");

@@ -9,9 +9,9 @@ import type { LeaseSpec } from "../../src/runtime/leader.ts";
 import { isPlanWrite } from "../../sim/chaos.ts";
 import type { FaultConfig } from "../../sim/faults.ts";
 import { LEASE_NAME, OPERATOR_NAMESPACE } from "../../sim/operator.ts";
-import { faultsFor } from "../../sim/result.ts";
+import { faultsFor } from "../../sim/fault_choice.ts";
 import { Simulation } from "../../sim/simulation.ts";
-import { runSeed } from "../../sim/sweep.ts";
+import { runSeed } from "../../sim/seed_run.ts";
 
 const OPERATOR_API = "operator.platform-project.io/v1alpha1";
 

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { RESOURCES } from "../../src/api/resources.ts";
 import { FaultInjector, NO_FAULTS, swarm } from "../../sim/faults.ts";
 import { Prng } from "../../sim/prng.ts";
-import { faultsFor, hasFaults } from "../../sim/result.ts";
+import { faultsFor, hasFaults } from "../../sim/fault_choice.ts";
 import { codeOf, drive, world } from "./helpers.ts";
 
 Deno.test("faults: the swarm mix is a function of the seed and varies across seeds", () => {

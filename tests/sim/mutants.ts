@@ -6,9 +6,9 @@
 import { RESOURCES } from "../../src/api/resources.ts";
 import { rateLimitController } from "../../src/controllers/ratelimit.ts";
 import { scalerController } from "../../src/controllers/scaler.ts";
-import { moduleController } from "../../src/controllers/module.ts";
+import { moduleController } from "../../src/controllers/module_controller.ts";
 import { SERVERLESS_MODULE, serverlessController } from "../../src/controllers/serverless.ts";
-import { claimLease } from "../../src/reconcile/claim.ts";
+import { claimLease } from "../../src/reconcile/module/claim.ts";
 import {
   MANAGED_BY,
   MANAGED_BY_LABEL,
@@ -22,8 +22,8 @@ import type {
   CacheReader,
   ControllerSpec,
   ReconcileContext,
-} from "../../src/runtime/controller.ts";
-import { ALL_CONTROLLERS } from "../../sim/operator.ts";
+} from "../../src/runtime/controller_spec.ts";
+import { ALL_CONTROLLERS } from "../../src/controllers/registry.ts";
 import type { SimulationOptions } from "../../sim/simulation.ts";
 
 /** What a mutant changes in a run. */
@@ -63,7 +63,10 @@ export function skipsTheClaim(): MutantOptions {
   return swap(moduleController("serverless", SERVERLESS_MODULE, (input) =>
     reconcileServerless({
       ...input,
-      claim: { ...input.claim, observed: claimLease(input.claim, input.object.metadata) },
+      claim: {
+        ...input.claim,
+        observed: claimLease(input.claim, (input.object as KubeObject).metadata),
+      },
     })));
 }
 

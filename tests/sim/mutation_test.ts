@@ -6,8 +6,9 @@
  * docs/simulation-invariants.md lists the checks and the faults that would break them.
  */
 import assert from "node:assert/strict";
-import { type FaultChoice, faultsFor, type RunResult } from "../../sim/result.ts";
-import { runSeed } from "../../sim/sweep.ts";
+import { type FaultChoice, faultsFor } from "../../sim/fault_choice.ts";
+import type { RunResult } from "../../sim/run_result.ts";
+import { runSeed } from "../../sim/seed_run.ts";
 import * as mutant from "./mutants.ts";
 
 interface Case {

@@ -3,8 +3,8 @@
  * the seed found; `deno task sim --seed N` replays one.
  */
 import assert from "node:assert/strict";
-import { faultsFor } from "../../sim/result.ts";
-import { runSeed } from "../../sim/sweep.ts";
+import { faultsFor } from "../../sim/fault_choice.ts";
+import { runSeed } from "../../sim/seed_run.ts";
 
 const PINNED: readonly { seed: number; found: string }[] = [
   { seed: 100159, found: "two Serverless served at once (same-second creation, racing claims)" },

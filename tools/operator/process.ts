@@ -50,6 +50,30 @@ export async function killLeftovers(logDir: string, clusterDir: string): Promise
   }
 }
 
+/** Where a replica of the operator answers and whom it talks to, for `mod.ts run`. */
+export interface RunTarget {
+  kubeconfig: string;
+  identity: string;
+  metricsAddr: string;
+  probeAddr: string;
+}
+
+/** The `deno` arguments that run the operator (`mod.ts run`) as `t`, then `extra` flags. */
+export function operatorRunArgs(t: RunTarget, extra: readonly string[] = []): string[] {
+  return [
+    "run",
+    "-A",
+    "--frozen",
+    "mod.ts",
+    "run",
+    `--kubeconfig=${t.kubeconfig}`,
+    `--identity=${t.identity}`,
+    `--metrics-addr=${t.metricsAddr}`,
+    `--probe-addr=${t.probeAddr}`,
+    ...extra,
+  ];
+}
+
 /** One running (or exited) operator process. */
 export class OperatorProcess {
   /** When the process was spawned (epoch ms). */
@@ -79,22 +103,18 @@ export class OperatorProcess {
     const logPath = join(o.logDir, `operator-${o.identity}-${++started}.log`);
     const metricsAddr = `127.0.0.1:${freePort()}`;
     const probeAddr = `127.0.0.1:${freePort()}`;
-    const args = [
-      "run",
-      "-A",
-      "--frozen",
-      "mod.ts",
-      "run",
-      `--kubeconfig=${o.kubeconfig}`,
-      `--identity=${o.identity}`,
-      `--metrics-addr=${metricsAddr}`,
-      `--probe-addr=${probeAddr}`,
+    const args = operatorRunArgs({
+      kubeconfig: o.kubeconfig,
+      identity: o.identity,
+      metricsAddr,
+      probeAddr,
+    }, [
       `--log-level=${o.logLevel ?? "debug"}`,
       `--leader-elect=${o.leaderElect ?? false}`,
       ...(o.leaseNamespace ? [`--lease-namespace=${o.leaseNamespace}`] : []),
       ...(o.extraArgs ?? []),
       ...(Deno.env.get("E2E_OPERATOR_ARGS")?.split(" ").filter((a) => a) ?? []),
-    ];
+    ]);
     const file = await Deno.open(logPath, { create: true, append: true });
     const child = new Deno.Command(Deno.execPath(), {
       args,

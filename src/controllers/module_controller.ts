@@ -3,16 +3,12 @@
  * input, the mapping from a watch event to the module objects that must look at it, and the
  * ControllerSpec made of them.
  */
-import { isUnknown } from "./unknown.ts";
+import { isUnknown } from "./cache_trust.ts";
 import { type KubeObject, objectKey, type ResourceType } from "../runtime/cluster.ts";
-import type {
-  CacheReader,
-  ControllerSpec,
-  ModuleImages,
-  WatchSpec,
-} from "../runtime/controller.ts";
-import { type ApplyOutcome, emptyPlan, type Plan } from "../reconcile/plan.ts";
-import { CLAIM_LABEL, CLAIM_SELECTOR, type ClaimInput, claimName } from "../reconcile/claim.ts";
+import type { CacheReader, ControllerSpec, WatchSpec } from "../runtime/controller_spec.ts";
+import { emptyPlan, type Plan } from "../reconcile/plan.ts";
+import type { ModuleInput } from "../reconcile/module/lifecycle.ts";
+import { CLAIM_LABEL, CLAIM_SELECTOR, claimName } from "../reconcile/module/claim.ts";
 import { RESOURCES } from "../api/resources.ts";
 import {
   MANAGED_BY,
@@ -129,18 +125,6 @@ export function moduleTriggers(
   const owner = obj.metadata.labels?.[OWNER_LABEL];
   const owners = peers.filter((p) => ownerLabelValue(p.metadata) === owner).map(objectKey);
   return unique(owners.length > 0 ? owners : all);
-}
-
-/** What a module reducer reads: the module object, its peers, its installed and user objects. */
-export interface ModuleInput {
-  object: KubeObject;
-  peers: readonly KubeObject[];
-  claim: ClaimInput;
-  installed: KubeObject[];
-  userObjects: Record<string, number>;
-  now: number;
-  images: ModuleImages;
-  lastOutcome?: ApplyOutcome;
 }
 
 /**

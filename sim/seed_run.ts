@@ -9,7 +9,7 @@ import type { EnvoyBehaviour } from "../src/dataplane/mod.ts";
 import type { Logger } from "../src/runtime/log.ts";
 import type { FaultConfig } from "./faults.ts";
 import { judge } from "./oracle.ts";
-import { expectQuiet, reportRun, RunFailure, type RunResult } from "./result.ts";
+import { expectQuiet, reportRun, RunFailure, type RunResult } from "./run_result.ts";
 import { Simulation, type SimulationOptions } from "./simulation.ts";
 import { offset } from "./trace.ts";
 import { type Action, DEMO, demoWorkload, generateWorkload, SWEEP_MAX_TOKENS } from "./workload.ts";
