@@ -12,10 +12,12 @@ const STACK_LINES = 8;
 
 const LABEL: Record<Outcome, string> = { passed: "PASS", failed: "FAIL", unfinished: "UNFINISHED" };
 
-/** `61.5s` or `6m32s`. */
+/** `61.5s` or `6m32s` (never `1m60s`: whole seconds are rounded before splitting off minutes). */
 export function seconds(ms: number): string {
   const s = Math.round(ms) / 1000;
-  return s >= 60 ? `${Math.floor(s / 60)}m${Math.round(s % 60)}s` : `${s}s`;
+  if (s < 60) return `${s}s`;
+  const whole = Math.round(s);
+  return `${Math.floor(whole / 60)}m${whole % 60}s`;
 }
 
 /** One timeline entry on one line. */
