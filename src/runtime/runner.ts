@@ -183,6 +183,7 @@ export class Runner {
     const meta = state.primary.metadata;
     const index = name ? meta.finalizers?.indexOf(name) ?? -1 : -1;
     if (index < 0) return;
+    for (const left of plan.noneLeft ?? []) await this.#expectNoneLeft(left, signal);
     const ops = removeFinalizerOps(index, name!);
     const written = await this.#write(
       refOf(state.primary),
@@ -191,6 +192,38 @@ export class Runner {
     );
     state.writes++;
     this.#wrote(type, written);
+  }
+
+  /**
+   * Lists `left` from the API server; anything found fails the Plan as a conflict (retried soon)
+   * after being handed to the cache, so the next reconcile sees it and deletes it.
+   */
+  async #expectNoneLeft(
+    left: { apiVersion: string; kind: string; labelSelector: string },
+    signal: AbortSignal,
+  ): Promise<void> {
+    const type = this.#type(left.apiVersion, left.kind);
+    const ref = { apiVersion: left.apiVersion, kind: left.kind, name: `(${left.labelSelector})` };
+    const page = await this.#write(
+      ref,
+      signal,
+      () => this.#o.cluster.list(type, { labelSelector: left.labelSelector }),
+    );
+    const found = page.items.filter((o) => !o.metadata.deletionTimestamp);
+    if (found.length === 0) return;
+    for (const obj of found) {
+      this.#wrote(type, { ...obj, apiVersion: left.apiVersion, kind: left.kind });
+    }
+    const first = found[0].metadata;
+    throw new WriteFailed(
+      { ...ref, ...(first.namespace ? { namespace: first.namespace } : {}), name: first.name },
+      new ApiError(
+        409,
+        "Conflict",
+        `${left.kind} ${first.namespace ? `${first.namespace}/` : ""}${first.name} still exists ` +
+          `(the cache had not shown it); the finalizer stays until it is gone`,
+      ),
+    );
   }
 
   /** A create-if-absent: 409 AlreadyExists fails the Plan (a conflict: the cache was behind). */

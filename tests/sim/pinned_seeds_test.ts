@@ -13,6 +13,15 @@ const PINNED: readonly { seed: number; found: string }[] = [
   { seed: 100443, found: "crash: three clock jumps inside one user request's 120 s wait" },
   { seed: 100715, found: "crash: clock jumps inside one user request's wait" },
   {
+    seed: 272,
+    found: "a stalled APIService watch: the Scaler's finalizer went while the APIService remained",
+  },
+  {
+    seed: 3992,
+    found:
+      "a lost lease, then a finalizer removed while a KEDA Deployment the cache missed remained",
+  },
+  {
     seed: 76,
     found: "a standby took over on stalled watches and removed a finalizer while objects remained",
   },
