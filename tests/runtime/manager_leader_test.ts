@@ -27,6 +27,46 @@ Deno.test("with leader election only the leader writes; the standby takes over w
   await b.m.stop();
 });
 
+Deno.test("a replica that creates the Lease lists each watch once: nobody led before it", async () => {
+  const le = { namespace: "platform-system", name: "platform-operator" };
+  const t = setup({ leaderElection: le });
+  t.cluster.put(RL, widget("a", "1"));
+  const a = t.mk("op-a");
+  await t.clock.advance(5_000);
+  assert.equal(a.m.status.leading, true);
+  assert.ok(t.cluster.peek(CM, "demo", "a-cfg"));
+  assert.equal(t.cluster.calls.filter((c) => c.verb === "list").length, 2, "Widgets, ConfigMaps");
+  await a.m.stop();
+});
+
+Deno.test("a standby that takes over lists again first: what its stalled watches missed is seen at once", async () => {
+  const le = { namespace: "platform-system", name: "platform-operator" };
+  const t = setup({ leaderElection: le });
+  t.cluster.put(RL, widget("a", "1"));
+  const a = t.mk("op-a");
+  await t.clock.advance(100);
+  const b = t.mk("op-b");
+  await t.clock.advance(5_000);
+  assert.equal(a.m.status.leading, true);
+  // Every watch open now stops delivering, unnoticed until its 90 s idle timeout.
+  t.cluster.stallWatches();
+  t.cluster.put(RL, widget("c", "3"));
+  a.m.abort("crash");
+  a.net.mode.value = "hang";
+  await a.done;
+  assert.ok(await t.clock.until(() => b.m.status.leading, 15_000), "standby leads within 15 s");
+  await t.clock.advance(1_000);
+  assert.deepEqual(t.cluster.peek(CM, "demo", "c-cfg")?.data, { value: "3" });
+  assert.equal(
+    b.m.metrics.watchRestarts.get({
+      resource: "widgets.test.platform-project.io",
+      reason: "relist",
+    }),
+    1,
+  );
+  await b.m.stop();
+});
+
 Deno.test("graceful stop finishes, releases the lease, and the standby takes over at once", async () => {
   const le = { namespace: "platform-system", name: "platform-operator" };
   const t = setup({ leaderElection: le });
