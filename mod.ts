@@ -16,7 +16,7 @@ export * from "./src/api/scaler.ts";
 export * from "./src/api/ratelimit.ts";
 export * from "./src/runtime/cluster.ts";
 export type { Clock, Random } from "./src/runtime/clock.ts";
-export type * from "./src/runtime/controller.ts";
+export type * from "./src/runtime/controller_spec.ts";
 export * from "./src/reconcile/plan.ts";
 export * from "./src/crd/definitions.ts";
 export { crdSchemaOf, type JsonSchema } from "./src/crd/schema.ts";

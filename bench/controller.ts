@@ -5,14 +5,17 @@
  * runs back to back without I/O.
  */
 import { RESOURCES } from "../src/api/resources.ts";
-import { ENVOYFILTER_CRD, rateLimitController } from "../src/controllers/ratelimit.ts";
+import { ENVOYFILTER_CRD } from "../src/controllers/ratelimit.ts";
+import { CONTROLLERS } from "../src/controllers/registry.ts";
 import { Cache } from "../src/runtime/cache.ts";
 import type { KubeObject, ResourceType } from "../src/runtime/cluster.ts";
-import type { ReconcileContext } from "../src/runtime/controller.ts";
+import type { ReconcileContext } from "../src/runtime/controller_spec.ts";
 import { reconcileRateLimit } from "../src/reconcile/ratelimit.ts";
 import { podObject, rateLimitObject } from "./fixtures.ts";
 import type { Loop } from "./stats.ts";
 import { IMAGES, NOW, stored } from "./worlds.ts";
+
+const rateLimitController = CONTROLLERS.ratelimit;
 
 /** Namespaces of `perNamespace` RateLimits (4 rules) and Pods each, steady, in a runtime Cache. */
 export function filledCache(

@@ -2,7 +2,7 @@
  * Reducer throughput: steady-state reconciles a second, per kind, against a baseline loop that
  * builds the same input and only parses the object (the cheapest thing a reconcile must do).
  */
-import { type ClaimInput, claimLease } from "../src/reconcile/claim.ts";
+import { type ClaimInput, claimLease } from "../src/reconcile/module/claim.ts";
 import { parseRateLimit } from "../src/api/ratelimit.ts";
 import { parseScaler } from "../src/api/scaler.ts";
 import { parseServerless } from "../src/api/serverless.ts";

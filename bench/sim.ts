@@ -3,8 +3,8 @@
  * convergence and a quiet period) in virtual seconds a wall second and seeds a minute, against the
  * same seeds without faults as the baseline.
  */
-import { faultsFor } from "../sim/result.ts";
-import { runSeed } from "../sim/sweep.ts";
+import { faultsFor } from "../sim/fault_choice.ts";
+import { runSeed } from "../sim/seed_run.ts";
 import { DEFAULT_SWEEP_SEEDS } from "../src/cli/sim.ts";
 import type { Report } from "./report.ts";
 import { median } from "./stats.ts";

@@ -5,10 +5,18 @@
  * phase); targeted faults from scenario steps hit whoever matches them, until used up or cleared.
  */
 import type { KubeObject, ResourceType } from "../src/runtime/cluster.ts";
-import { ApiError } from "../src/runtime/cluster.ts";
+import {
+  type ApiErrorRule,
+  injectedError,
+  matchesTarget,
+  sameTarget,
+  type Target,
+} from "./fault_rules.ts";
 import type { FaultSource, RequestFault, RequestVerb, WatchFault } from "./cluster/mod.ts";
 import { isOperator } from "./cluster/mod.ts";
 import type { Prng } from "./prng.ts";
+
+export { type ApiErrorRule, injectedError, matchesTarget, type Target } from "./fault_rules.ts";
 
 /** The fault mix of a run. Probabilities are per request, per watch, or per Deployment. */
 export interface FaultConfig {
@@ -38,6 +46,16 @@ export interface FaultConfig {
   slowDeployment: number;
   /** Forward jumps of the clock during the safety phase. */
   clockJumps: number;
+  /** An operator write takes 1–15 s to answer, and lands when it answers. */
+  slowWrite: number;
+  /** Crashes right after the n-th Plan write lands (n log-uniform in 1–60; the Plan half done). */
+  planCrashes: number;
+  /** Windows (8–40 s, longer than the renew deadline) in which the leader's Lease requests fail. */
+  leaseLoss: number;
+  /** Standby operator replicas beside the leader (a 2-replica Deployment has 1). */
+  standbys: number;
+  /** Deletions of operator-created objects by someone else during the safety phase. */
+  ownedDeletes: number;
 }
 
 /** No faults at all. */
@@ -55,9 +73,14 @@ export const NO_FAULTS: FaultConfig = {
   replicaFailure: 0,
   slowDeployment: 0,
   clockJumps: 0,
+  slowWrite: 0,
+  planCrashes: 0,
+  leaseLoss: 0,
+  standbys: 0,
+  ownedDeletes: 0,
 };
 
-/** Draws a fault mix: each kind is on with probability 1/2, at a rate drawn for the run. */
+/** Draws a fault mix: each kind is on in some seeds (most in half), at a rate drawn for the run. */
 export function swarm(prng: Prng): FaultConfig {
   const on = (lo: number, hi: number) => (prng.chance(0.5) ? prng.uniform(lo, hi) : 0);
   return {
@@ -74,68 +97,25 @@ export function swarm(prng: Prng): FaultConfig {
     replicaFailure: on(0.1, 0.5),
     slowDeployment: on(0.1, 0.5),
     clockJumps: prng.chance(0.3) ? prng.int(1, 3) : 0,
+    // Drawn after the older kinds, so an old seed keeps its old mix of those.
+    slowWrite: on(0.01, 0.1),
+    planCrashes: prng.chance(0.4) ? prng.int(1, 3) : 0,
+    leaseLoss: prng.chance(0.4) ? prng.int(1, 2) : 0,
+    standbys: prng.chance(0.5) ? 1 : 0,
+    ownedDeletes: prng.chance(0.5) ? prng.int(1, 4) : 0,
   };
 }
 
-/** Which object a targeted fault hits; absent fields match anything. */
-export interface Target {
-  kind?: string;
-  namespace?: string;
-  name?: string;
-}
-
-/** A targeted API error: the next `count` matching requests fail with `code`. */
-export interface ApiErrorRule {
-  verb?: RequestVerb;
-  target: Target;
-  code: number;
-  count: number;
-  retryAfterSeconds?: number;
-  message?: string;
-}
-
-const REASONS: Record<number, string> = {
-  400: "BadRequest",
-  403: "Forbidden",
-  404: "NotFound",
-  409: "Conflict",
-  410: "Expired",
-  422: "Invalid",
-  429: "TooManyRequests",
-  500: "InternalError",
-  503: "ServiceUnavailable",
-  504: "Timeout",
-};
-
-/** An ApiError as the API server would send it for `code`. */
-export function injectedError(
-  code: number,
-  what: string,
-  retryAfterSeconds?: number,
-  message?: string,
-): ApiError {
-  const text = message ??
-    (code === 409
-      ? `Operation cannot be fulfilled on ${what}: the object has been modified; please apply your changes to the latest version and try again`
-      : code === 429
-      ? "the server has received too many requests and has asked us to try again later"
-      : `Internal error occurred: injected fault on ${what}`);
-  return new ApiError(code, REASONS[code] ?? "InternalError", text, retryAfterSeconds);
-}
-
-/** Matches a target against an object's kind, namespace and name. */
-export function matchesTarget(
-  t: Target,
-  kind: string,
-  namespace: string | undefined,
-  name: string | undefined,
-): boolean {
-  return (t.kind === undefined || t.kind === kind) &&
-    (t.namespace === undefined || t.namespace === namespace) &&
-    (t.name === undefined || t.name === name);
-}
-
 const WRITES = new Set<RequestVerb>(["update", "patch", "apply", "applyStatus"]);
+const ANY_WRITE = new Set<RequestVerb>([...WRITES, "create", "delete"]);
+
+/** A window in which one replica's requests on its leader-election Lease fail. */
+interface LeaseOutage {
+  actor: string;
+  namespace: string;
+  name: string;
+  until: number;
+}
 
 /** Decides faults for requests, watches and Deployments. */
 export class FaultInjector implements FaultSource {
@@ -151,11 +131,24 @@ export class FaultInjector implements FaultSource {
   readonly #api: Prng;
   readonly #watches: Prng;
   readonly #deploys: Prng;
+  readonly #slowWrites: Prng;
+  readonly #leases: Prng;
+  readonly #outages: LeaseOutage[] = [];
 
   constructor(readonly config: FaultConfig, prng: Prng, readonly now: () => number) {
     this.#api = prng.fork("api");
     this.#watches = prng.fork("watches");
     this.#deploys = prng.fork("deployments");
+    this.#slowWrites = prng.fork("slow-writes");
+    this.#leases = prng.fork("lease-outages");
+  }
+
+  /**
+   * Makes every request of `actor` on the Lease `namespace/name` fail (a 500 or no answer) until
+   * virtual time `until`, while random faults are active: the holder cannot renew and must step down.
+   */
+  loseLease(actor: string, namespace: string, name: string, until: number): void {
+    this.#outages.push({ actor, namespace, name, until });
   }
 
   /** FaultSource: the fault for one request, if any. */
@@ -179,6 +172,18 @@ export class FaultInjector implements FaultSource {
       };
     }
     if (!this.active || !isOperator(actor) || verb === "watch") return undefined;
+    const outage = this.#outages.find((o) =>
+      o.actor === actor && o.until > this.now() && type.kind === "Lease" &&
+      o.namespace === namespace && o.name === name
+    );
+    if (outage) {
+      return this.#leases.chance(0.5)
+        ? {
+          kind: "error",
+          error: injectedError(500, what, undefined, "etcdserver: request timed out"),
+        }
+        : { kind: "timeout", executed: false, afterMs: this.#leases.int(1_000, 5_000) };
+    }
     const c = this.config;
     const r = this.#api;
     if (WRITES.has(verb) && r.chance(c.conflict)) {
@@ -190,6 +195,10 @@ export class FaultInjector implements FaultSource {
     if (r.chance(c.serverError)) return { kind: "error", error: injectedError(500, what) };
     if (r.chance(c.timeout)) {
       return { kind: "timeout", executed: r.chance(0.5), afterMs: r.int(5_000, 30_000) };
+    }
+    const slow = this.#slowWrites;
+    if (ANY_WRITE.has(verb) && slow.chance(c.slowWrite)) {
+      return { kind: "slow", delayMs: slow.logUniform(1_000, 15_000) };
     }
     return undefined;
   }
@@ -267,8 +276,4 @@ export class FaultInjector implements FaultSource {
     }
     return slow ? this.#deploys.logUniform(30_000, 900_000) : undefined;
   }
-}
-
-function sameTarget(a: Target, b: Target): boolean {
-  return a.kind === b.kind && a.namespace === b.namespace && a.name === b.name;
 }

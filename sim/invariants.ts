@@ -17,7 +17,7 @@ import { RATELIMIT_STATES } from "../src/reconcile/ratelimit.ts";
 import { SCALER_STATES } from "../src/reconcile/scaler.ts";
 import { SERVERLESS_STATES } from "../src/reconcile/serverless.ts";
 import type { KubeObject, ResourceType } from "../src/runtime/cluster.ts";
-import { type Change, isOperator, type SimCluster } from "./cluster/mod.ts";
+import { type Change, isOperator, type RequestVerb, type SimCluster } from "./cluster/mod.ts";
 import { deepEqual, specPart } from "./cluster/json.ts";
 
 /** One broken invariant. */
@@ -65,6 +65,14 @@ export function rowsOfStatus(
   return table.filter((r) => rowOfStatus([r], status) !== undefined);
 }
 
+const READS = new Set<RequestVerb>(["get", "list", "watch"]);
+
+/** Where the operator's leader-election Lease lives. */
+export interface LeaseSite {
+  namespace: string;
+  name: string;
+}
+
 /** Watches a simulated cluster and records violations of the project's safety invariants. */
 export class InvariantChecker {
   readonly violations: Violation[] = [];
@@ -72,8 +80,39 @@ export class InvariantChecker {
   readonly #creators = new Map<string, string>();
   #checkedRv = -1;
 
-  constructor(readonly cluster: SimCluster) {
+  /**
+   * `lease`: the leader-election Lease; when given, `checkRequest` holds every operator write to
+   * it (feed it the cluster's requests).
+   */
+  constructor(readonly cluster: SimCluster, readonly lease?: LeaseSite) {
     cluster.store.subscribe((c) => this.#onChange(c));
+  }
+
+  /**
+   * A replica sends a write (other than to the election Lease itself) only while the Lease names
+   * it: checked when the request is sent, so a replica that lost the Lease and still writes is
+   * caught even if the write would fail. Two replicas that both think they lead fight over every
+   * object; the Lease is what makes one of them the writer.
+   */
+  checkRequest(
+    actor: string,
+    verb: RequestVerb,
+    type: ResourceType,
+    namespace: string | undefined,
+    name: string | undefined,
+  ): void {
+    const site = this.lease;
+    if (!site || !isOperator(actor) || READS.has(verb)) return;
+    if (type.kind === "Lease" && namespace === site.namespace && name === site.name) return;
+    const lease = this.cluster.store.get(RESOURCES.Lease, site.namespace, site.name);
+    const holder = (lease?.spec as { holderIdentity?: string } | undefined)?.holderIdentity;
+    if (holder && `operator/${holder}` === actor) return;
+    this.#fail(
+      "writes-only-while-leading",
+      `${actor} sent ${verb} ${type.kind} ${namespace ? `${namespace}/` : ""}${
+        name ?? ""
+      } while the Lease ${site.namespace}/${site.name} names ${holder || "no one"}`,
+    );
   }
 
   /** True while nothing was violated. */
@@ -114,7 +153,7 @@ export class InvariantChecker {
   /**
    * The operator removes a RateLimit's EnvoyFilter only when the RateLimit is going, or an older
    * RateLimit of the namespace may claim its Pods: a refused update must never drop the limit
-   * of the last good generation (DESIGN.md). Whether the older one really selects the same Pods
+   * of the last good generation (docs/design.md). Whether the older one really selects the same Pods
    * is the reducer's business; without an older one there is no reason at all.
    */
   #checkFilterRemoval(filter: KubeObject, actor: string): void {

@@ -1,27 +1,18 @@
 /**
- * The operator as a process in the simulated cluster: the real runtime (`Manager`) with the real
- * controllers, on its own view of the virtual clock and its own API client. A crash aborts the
+ * The operator as processes in the simulated cluster: each replica is the real runtime (`Manager`)
+ * with the real controllers, on its own view of the virtual clock and its own API client. A crash aborts the
  * Manager and freezes the process (its timers and requests never complete, as in a killed
  * container); a restart starts a fresh Manager with a new identity and empty caches, which must
  * win the Lease before it writes.
  */
 import { DEFAULT_IMAGES } from "../src/reconcile/images.ts";
-import { rateLimitController } from "../src/controllers/ratelimit.ts";
-import { scalerController } from "../src/controllers/scaler.ts";
-import { serverlessController } from "../src/controllers/serverless.ts";
+import { ALL_CONTROLLERS } from "../src/controllers/registry.ts";
 import { FIELD_MANAGER } from "../src/reconcile/labels.ts";
-import type { ControllerSpec } from "../src/runtime/controller.ts";
+import type { ControllerSpec } from "../src/runtime/controller_spec.ts";
 import { type Logger, nullLogger } from "../src/runtime/log.ts";
 import { Manager } from "../src/runtime/manager.ts";
 import type { SimClient, SimCluster } from "./cluster/mod.ts";
 import type { Prng } from "./prng.ts";
-
-/** Every controller of the operator. */
-export const ALL_CONTROLLERS: readonly ControllerSpec[] = [
-  serverlessController,
-  scalerController,
-  rateLimitController,
-];
 
 /** Where the operator runs and the name of its Lease. */
 export const OPERATOR_NAMESPACE = "platform-system";
@@ -35,6 +26,8 @@ export interface OperatorOptions {
   controllers?: readonly ControllerSpec[];
   /** Run leader election on a Lease (default true, as deployed). */
   leaderElection?: boolean;
+  /** Replicas the operator Deployment keeps running (default 1); all but the leader stand by. */
+  replicas?: number;
   log?: Logger;
   /** Called when a Manager's `start()` rejects: a bug in the runtime. */
   onError?: (err: unknown) => void;
@@ -46,28 +39,52 @@ interface Replica {
   client: SimClient;
 }
 
-/** One operator Deployment with one replica that can crash and restart. */
+/**
+ * One operator Deployment: `replicas` Pods that campaign for one Lease; each can crash, and a new
+ * Pod takes its place.
+ */
 export class OperatorProcess {
-  #replica?: Replica;
+  #replicas: Replica[] = [];
   #started = 0;
   /** Identities of every replica started, in order. */
   readonly identities: string[] = [];
 
   constructor(readonly opts: OperatorOptions) {}
 
-  /** The running replica's Manager, if any. */
-  get manager(): Manager | undefined {
-    return this.#replica?.manager;
+  /** Replicas the Deployment wants running. */
+  get desired(): number {
+    return Math.max(1, this.opts.replicas ?? 1);
   }
 
-  /** How many replicas were started (1 + restarts). */
+  /** The leading replica's Manager, else the oldest running one's; undefined when none runs. */
+  get manager(): Manager | undefined {
+    return (this.#replicas.find((r) => r.manager.status.leading) ?? this.#replicas[0])?.manager;
+  }
+
+  /** Identities of the running replicas, oldest first. */
+  get running(): string[] {
+    return this.#replicas.map((r) => r.identity);
+  }
+
+  /** How many replicas were started (initial ones and restarts). */
   get starts(): number {
     return this.#started;
   }
 
-  /** Starts a new replica (a new Pod: new identity, empty caches). */
+  /** Starts replicas (new Pods: new identities, empty caches) until `desired` run. */
   start(): void {
-    if (this.#replica) throw new Error("operator already running");
+    if (this.#replicas.length >= this.desired) throw new Error("operator already running");
+    this.fill();
+  }
+
+  /** Starts replicas until `desired` run (the Deployment replacing crashed Pods); returns them. */
+  fill(): string[] {
+    const started: string[] = [];
+    while (this.#replicas.length < this.desired) started.push(this.#startOne());
+    return started;
+  }
+
+  #startOne(): string {
     const n = this.#started++;
     const identity = `platform-operator-${n}`;
     const clock = this.opts.cluster.clock.view();
@@ -88,24 +105,30 @@ export class OperatorProcess {
         : { namespace: OPERATOR_NAMESPACE, name: LEASE_NAME },
     });
     this.identities.push(identity);
-    this.#replica = { identity, manager, client };
+    this.#replicas.push({ identity, manager, client });
     manager.start().catch((err) => this.opts.onError?.(err));
+    return identity;
   }
 
-  /** Kills the replica at once: no graceful shutdown, nothing released, nothing completes. */
-  crash(): void {
-    const r = this.#replica;
-    if (!r) return;
-    this.#replica = undefined;
+  /**
+   * Kills one replica at once (`identity`, else the leader, else the oldest): no graceful
+   * shutdown, nothing released, nothing completes. Returns its identity.
+   */
+  crash(identity?: string): string | undefined {
+    const r = identity !== undefined
+      ? this.#replicas.find((x) => x.identity === identity)
+      : this.#replicas.find((x) => x.manager.status.leading) ?? this.#replicas[0];
+    if (!r) return undefined;
+    this.#replicas = this.#replicas.filter((x) => x !== r);
     r.manager.abort("crash");
     r.client.kill();
+    return r.identity;
   }
 
-  /** Graceful stop (SIGTERM); resolves when the Manager has stopped. */
+  /** Graceful stop (SIGTERM) of every replica; resolves when their Managers have stopped. */
   async stop(): Promise<void> {
-    const r = this.#replica;
-    if (!r) return;
-    this.#replica = undefined;
-    await r.manager.stop("sim end");
+    const all = this.#replicas;
+    this.#replicas = [];
+    await Promise.all(all.map((r) => r.manager.stop("sim end")));
   }
 }

@@ -1,7 +1,7 @@
 /**
  * What the world must look like once the operator has converged after a generated workload
  * (liveness): the outcome of every object follows from how it was generated (its validity label),
- * its age and its peers, as DESIGN.md decides; the first difference is returned. A refused
+ * its age and its peers, as docs/design.md decides; the first difference is returned. A refused
  * RateLimit may still enforce its last good generation: the status history says which.
  */
 import { RESOURCES } from "../src/api/resources.ts";
@@ -9,7 +9,11 @@ import { SCALER_MODULE } from "../src/controllers/scaler.ts";
 import { SERVERLESS_MODULE } from "../src/controllers/serverless.ts";
 import type { Condition } from "../src/api/common.ts";
 import type { KubeObject, ResourceType } from "../src/runtime/cluster.ts";
+import { claimName } from "../src/reconcile/module/claim.ts";
+import { ownerLabelValue } from "../src/reconcile/labels.ts";
 import { rowsOfStatus, STATUS_TABLES } from "./invariants.ts";
+import { OPERATOR_NAMESPACE } from "./operator.ts";
+import { offset } from "./trace.ts";
 import type { Simulation } from "./simulation.ts";
 import { VALIDITY_LABEL } from "./workload.ts";
 import { GENERATION_ANNOTATION } from "../src/reconcile/ratelimit/envoyfilter.ts";
@@ -66,7 +70,7 @@ function hasReason(s: Status, reason: string): boolean {
 
 /**
  * The status must be computed from the current generation: some table row it shows is decided by a
- * condition of the current generation (older conditions may stay beside it: SPEC.md calls them out
+ * condition of the current generation (older conditions may stay beside it: docs/design.md calls them out
  * of date, which their observedGeneration says).
  */
 function stale(o: KubeObject, s: Status): string | undefined {
@@ -142,6 +146,9 @@ function judgeModules(sim: Simulation): string | undefined {
     if (objs.length > 0 && served.length !== 1) {
       return `${m.type.kind}: ${served.length} served objects among ${objs.length}`;
     }
+    const claimMissing = served.length === 1 && !served[0].metadata.deletionTimestamp &&
+      claimProblem(sim, m.module, served[0]);
+    if (claimMissing) return claimMissing;
     if (objs.length === 0) {
       const left = sim.checker.installedObjects(m.module);
       if (left.length > 0) {
@@ -234,7 +241,45 @@ function judgeWorkloads(sim: Simulation): string | undefined {
   return undefined;
 }
 
+/** A served module object holds its module's claim Lease (deleted by someone else: made again). */
+function claimProblem(sim: Simulation, module: string, served: KubeObject): string | undefined {
+  const name = claimName(module);
+  const claim = sim.cluster.store.get(RESOURCES.Lease, OPERATOR_NAMESPACE, name);
+  const holder = (claim?.spec as { holderIdentity?: string } | undefined)?.holderIdentity;
+  if (claim && holder === served.metadata.uid) return undefined;
+  return `${ref(served)} is served, but the claim Lease ${OPERATOR_NAMESPACE}/${name} ${
+    claim ? `names ${holder ?? "no one"}` : "is missing"
+  }`;
+}
+
+/**
+ * What someone else deleted of a module's install is back while the module object it was
+ * installed for is still served, valid and not being deleted (the operator still wants it).
+ */
+function judgeRestored(sim: Simulation): string | undefined {
+  const store = sim.cluster.store;
+  for (const d of sim.ownedDeletions) {
+    const m = MODULES.find((x) => x.module === d.module);
+    if (!m || !d.owner) continue; // EnvoyFilters and claims: judged with their owners above
+    const owner = store.objects(m.type).find((o) =>
+      ownerLabelValue(o.metadata) === d.owner && !o.metadata.deletionTimestamp &&
+      (o.status as Status)?.served === "True" && o.metadata.labels?.[VALIDITY_LABEL] !== "invalid"
+    );
+    if (!owner) continue;
+    const type = store.types.byKind(d.apiVersion, d.kind);
+    const back = type && store.get(type, d.namespace, d.name);
+    if (!back || back.metadata.deletionTimestamp) {
+      return `${d.kind} ${
+        d.namespace ? `${d.namespace}/` : ""
+      }${d.name}: deleted by someone else at ${offset(d.at)} and not restored, though ${
+        ref(owner)
+      } is served`;
+    }
+  }
+  return undefined;
+}
+
 /** The first way the world differs from the converged outcome; undefined when it is converged. */
 export function judge(sim: Simulation): string | undefined {
-  return judgeWorkloads(sim) ?? judgeModules(sim) ?? judgeRateLimits(sim);
+  return judgeWorkloads(sim) ?? judgeModules(sim) ?? judgeRateLimits(sim) ?? judgeRestored(sim);
 }

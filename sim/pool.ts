@@ -7,10 +7,11 @@
  * reported unfinished.
  */
 import { DEFAULT_ENVOY, envoyBehaviour } from "../src/dataplane/mod.ts";
-import { faultsFor, type RunIdentity, type RunResult, unfinishedRun } from "./result.ts";
-import { runSeed, type SeedOptions } from "./sweep.ts";
+import { type RunIdentity, type RunResult, unfinishedRun } from "./run_result.ts";
+import { faultsFor } from "./fault_choice.ts";
+import { runSeed, type SeedOptions } from "./seed_run.ts";
 
-/** Runs one sweep seed: `runSeed` of sim/sweep.ts, or a module exporting one like it. */
+/** Runs one sweep seed: `runSeed` of sim/seed_run.ts, or a module exporting one like it. */
 export type SeedRunner = (seed: number, opts: SeedOptions) => Promise<RunResult>;
 
 /** The sweep's fault choice. */
@@ -34,7 +35,7 @@ export interface SweepOptions {
   replay: (seed: number) => string;
   /** Keep the timeline of passing runs too (`--json`); failed runs always keep theirs. */
   timeline?: boolean;
-  /** URL of a module exporting `runSeed: SeedRunner` in place of sim/sweep.ts's (tests). */
+  /** URL of a module exporting `runSeed: SeedRunner` in place of sim/seed_run.ts's (tests). */
   runner?: string;
   /** Wall-clock bound on one seed in a worker (default SEED_TIMEOUT_MS). */
   seedTimeoutMs?: number;
@@ -56,7 +57,7 @@ export type WorkerMessage =
   /** An uncaught exception on the worker's event loop: it stops. */
   | { type: "died"; message: string; stack?: string };
 
-/** Loads the runner of `url` (or sim/sweep.ts's). */
+/** Loads the runner of `url` (or sim/seed_run.ts's). */
 export async function loadRunner(url: string | undefined): Promise<SeedRunner> {
   if (url === undefined) return runSeed;
   const mod = await import(url) as { runSeed?: unknown };

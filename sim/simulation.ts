@@ -16,11 +16,19 @@ import {
 } from "../src/dataplane/mod.ts";
 import type { Condition } from "../src/api/common.ts";
 import type { Logger } from "../src/runtime/log.ts";
-import { Driver, settle, SIM_EPOCH, SimClock } from "./clock.ts";
+import type { KubeObject } from "../src/api/object.ts";
+import { SIM_EPOCH, SimClock } from "./clock.ts";
+import { Driver, settle } from "./driver.ts";
 import { type Change, isOperator, type SimClient, SimCluster } from "./cluster/mod.ts";
 import { type FaultConfig, FaultInjector } from "./faults.ts";
 import { InvariantChecker, STATUS_TABLES } from "./invariants.ts";
-import { OperatorProcess } from "./operator.ts";
+import {
+  LEASE_NAME,
+  OPERATOR_NAMESPACE,
+  type OperatorOptions,
+  OperatorProcess,
+} from "./operator.ts";
+import { type OwnedDeletion, scheduleChaos } from "./chaos.ts";
 import { Prng } from "./prng.ts";
 import { offset, Trace } from "./trace.ts";
 
@@ -38,6 +46,13 @@ export interface SimulationOptions {
   log?: Logger;
   /** The Envoy of the mesh's proxies; default DEFAULT_ENVOY. */
   envoy?: EnvoyBehaviour;
+  /**
+   * The operator under test: its controllers (a mutation test wraps the real ones), leader
+   * election, and replicas (default 1 + the fault mix's standbys).
+   */
+  operator?: Pick<OperatorOptions, "controllers" | "leaderElection" | "replicas">;
+  /** Objects the user made before the operator starts (say, a copy carrying the operator's labels). */
+  userObjects?: readonly KubeObject[];
 }
 
 /** Thrown out of the driver to stop a run at its first violation. */
@@ -73,6 +88,8 @@ export class Simulation {
   readonly runtimeErrors: string[] = [];
   /** Promise rejections nobody handled while this run executed (`reportRun` collects them). */
   readonly escaped: unknown[] = [];
+  /** Operator-created objects someone else deleted (the swarm's ownedDeletes), in order. */
+  readonly ownedDeletions: OwnedDeletion[] = [];
   #lastOperatorActivity = 0;
   #meshDirty = true;
 
@@ -96,9 +113,15 @@ export class Simulation {
     });
     this.injector.onTimedEnd = (at) =>
       clock.schedule(at - clock.now(), () => this.cluster.deployments.resyncAll());
-    this.checker = new InvariantChecker(this.cluster);
+    this.checker = new InvariantChecker(this.cluster, {
+      namespace: OPERATOR_NAMESPACE,
+      name: LEASE_NAME,
+    });
+    this.cluster.onRequest = (...args) => this.checker.checkRequest(...args);
     this.driver = new Driver(clock, { onStep: () => this.#afterStep() });
     this.operator = new OperatorProcess({
+      ...opts.operator,
+      replicas: opts.operator?.replicas ?? 1 + opts.faults.standbys,
       cluster: this.cluster,
       prng: this.prng.fork("operator"),
       log: opts.log,
@@ -125,6 +148,11 @@ export class Simulation {
   /** Lets the initial world settle, then starts the operator at the epoch with faults active. */
   async boot(): Promise<void> {
     await this.driver.runUntil(SIM_EPOCH);
+    for (const obj of this.opts.userObjects ?? []) {
+      const type = this.cluster.store.types.byKind(obj.apiVersion, obj.kind);
+      if (!type) throw new Error(`userObjects: ${obj.apiVersion} ${obj.kind} is not served`);
+      this.cluster.store.create(type, obj, { name: "user", manager: "kubectl" });
+    }
     this.operator.start();
     this.injector.active = true;
   }
@@ -169,26 +197,30 @@ export class Simulation {
     throw err;
   }
 
-  /** Crashes the operator now and restarts a new replica after `restartAfterMs`. */
-  crash(restartAfterMs: number): void {
+  /**
+   * Crashes an operator replica now (`identity`, else the leader) and has the Deployment start a new
+   * one after `restartAfterMs`.
+   */
+  crash(restartAfterMs: number, identity?: string, why?: string): void {
+    const crashed = this.operator.crash(identity);
+    if (crashed === undefined) return;
     this.trace.add({
       t: offset(this.clock.now()),
       event: "crash",
-      detail: this.operator.identities.at(-1) ?? "",
+      detail: why ? `${crashed} ${why}` : crashed,
     });
-    this.operator.crash();
     this.clock.schedule(restartAfterMs, () => {
-      if (this.operator.manager) return; // liveness already started a replica
-      this.operator.start();
-      this.trace.add({
-        t: offset(this.clock.now()),
-        event: "restart",
-        detail: this.operator.identities.at(-1)!,
-      });
+      // Liveness may have started the replacement already.
+      for (const identity of this.operator.fill()) {
+        this.trace.add({ t: offset(this.clock.now()), event: "restart", detail: identity });
+      }
     });
   }
 
-  /** Schedules the swarm's crashes and clock jumps at random times before scenario time `until`. */
+  /**
+   * Schedules the swarm's crashes and clock jumps, and its plan crashes, lost leases and deletions
+   * of owned objects (chaos.ts), at random times before scenario time `until`.
+   */
   scheduleSwarm(until: number): void {
     const r = this.prng.fork("swarm-schedule");
     for (let i = 0; i < this.opts.faults.crashes; i++) {
@@ -211,6 +243,7 @@ export class Simulation {
         this.clock.jump(by);
       });
     }
+    scheduleChaos(this, until, this.prng.fork("chaos-schedule"));
   }
 
   /** Ends random faults: Deployments heal; the operator must now converge. */
@@ -218,7 +251,7 @@ export class Simulation {
     this.injector.active = false;
     this.injector.clearDeployments();
     this.cluster.deployments.resyncAll();
-    if (!this.operator.manager) this.operator.start();
+    this.operator.fill();
     this.trace.add({ t: offset(this.clock.now()), event: "phase", detail: "liveness" });
   }
 

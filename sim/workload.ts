@@ -98,7 +98,7 @@ function rateLimit(
   selector: Record<string, string>,
 ): KubeObject {
   const valid = r.chance(0.75);
-  // Every rule's fillInterval must be a multiple of the default's (SPEC.md): 3s, 15s, 90s are not.
+  // Every rule's fillInterval must be a multiple of the default's (docs/design.md): 3s, 15s, 90s are not.
   const [fill, good, bad] = r.pick([["2s", "4s", "3s"], ["10s", "20s", "15s"], [
     "1m",
     "2m",

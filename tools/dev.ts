@@ -8,6 +8,7 @@ import { dirname, join, resolve } from "node:path";
 import { freePort } from "./cluster/processes.ts";
 import { type ClusterHandle, down, ensureBuilt, up } from "./cluster/mod.ts";
 import { DEFAULT_CLUSTER_DIR } from "./cluster/paths.ts";
+import { operatorRunArgs } from "./operator/process.ts";
 
 const ROOT = resolve(import.meta.dirname ?? ".", "..");
 const say = (msg: string) => console.error(`[dev] ${msg}`);
@@ -22,18 +23,12 @@ function startOperator(
   extra: string[],
 ): { child: Deno.ChildProcess; probe: string } {
   const probe = `127.0.0.1:${freePort()}`;
-  const args = [
-    "run",
-    "-A",
-    "--frozen",
-    "mod.ts",
-    "run",
-    `--kubeconfig=${cluster.operatorKubeconfig}`,
-    "--identity=dev",
-    `--metrics-addr=127.0.0.1:${freePort()}`,
-    `--probe-addr=${probe}`,
-    ...extra,
-  ];
+  const args = operatorRunArgs({
+    kubeconfig: cluster.operatorKubeconfig,
+    identity: "dev",
+    metricsAddr: `127.0.0.1:${freePort()}`,
+    probeAddr: probe,
+  }, extra);
   say(`starting the operator: deno ${args.join(" ")}`);
   const child = new Deno.Command(Deno.execPath(), {
     args,

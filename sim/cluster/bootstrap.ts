@@ -1,12 +1,13 @@
 /**
  * The world a run starts from: the namespaces `default`, `platform-system` (where the operator
  * runs) and `mesh-system`; the project's CRDs (installed with the operator) and Istio's EnvoyFilter
- * and VirtualService CRDs; the mesh ingress gateway Deployment, whose Pods carry
- * `app: mesh-ingressgateway`.
+ * and VirtualService CRDs (src/crd/istio.ts, which the local control plane installs too); the
+ * mesh ingress gateway Deployment, whose Pods carry `app: mesh-ingressgateway`.
  */
 import { RESOURCES } from "../../src/api/resources.ts";
 import type { KubeObject } from "../../src/runtime/cluster.ts";
 import { customResourceDefinitions } from "../../src/crd/definitions.ts";
+import { envoyFilterCrd, virtualServiceCrd } from "../../src/crd/istio.ts";
 import type { Actor, Store } from "./store.ts";
 
 /** Namespaces every run starts with. */
@@ -17,45 +18,6 @@ export const MESH_NAMESPACE = "mesh-system";
 export const GATEWAY_NAME = "mesh-ingressgateway";
 
 const INSTALLER: Actor = { name: "installer", manager: "kubectl" };
-
-/** An Istio CRD reduced to what the API server needs (the schema preserves unknown fields). */
-function istioCrd(kind: string, plural: string, versions: string[]): KubeObject {
-  return {
-    apiVersion: "apiextensions.k8s.io/v1",
-    kind: "CustomResourceDefinition",
-    metadata: { name: `${plural}.networking.istio.io`, labels: { app: "istio-pilot" } },
-    spec: {
-      group: "networking.istio.io",
-      names: {
-        kind,
-        listKind: `${kind}List`,
-        plural,
-        singular: kind.toLowerCase(),
-        categories: ["istio-io", "networking-istio-io"],
-      },
-      scope: "Namespaced",
-      versions: versions.map((name, i) => ({
-        name,
-        served: true,
-        storage: i === 0,
-        schema: {
-          openAPIV3Schema: { type: "object", "x-kubernetes-preserve-unknown-fields": true },
-        },
-        subresources: { status: {} },
-      })),
-    },
-  };
-}
-
-/** Istio's EnvoyFilter CRD. */
-export function envoyFilterCrd(): KubeObject {
-  return istioCrd("EnvoyFilter", "envoyfilters", ["v1alpha3"]);
-}
-
-/** Istio's VirtualService CRD: the gateway's routes in the mesh model come from these. */
-export function virtualServiceCrd(): KubeObject {
-  return istioCrd("VirtualService", "virtualservices", ["v1", "v1beta1", "v1alpha3"]);
-}
 
 /** The ingress gateway Deployment of the mesh. */
 export function gatewayDeployment(): KubeObject {

@@ -21,59 +21,20 @@ import {
 import type { ClockView } from "../clock.ts";
 import type { Prng } from "../prng.ts";
 import type { Verb } from "./history.ts";
-import type { Lister } from "./list.ts";
-import type { Actor, Store, WriteResult } from "./store.ts";
+import type { Latency, OpenWatch, RequestVerb, ServerHandle } from "./requests.ts";
+import type { Actor, WriteResult } from "./store.ts";
 import { WatchStream } from "./watch.ts";
-import type { WriteLog } from "./writelog.ts";
 
-/** The verbs a request can have. */
-export type RequestVerb = Verb | "get" | "list" | "watch";
-
-/** A fault decided for one request. */
-export type RequestFault =
-  | { kind: "error"; error: ApiError }
-  /** No answer within the client's timeout; `executed` says whether the server did it anyway. */
-  | { kind: "timeout"; executed: boolean; afterMs: number };
-
-/** A fault decided for one watch. */
-export interface WatchFault {
-  kind: "drop" | "stall" | "gone";
-  afterMs: number;
-}
-
-/** What a client asks the fault injector. */
-export interface FaultSource {
-  request(
-    actor: string,
-    verb: RequestVerb,
-    type: ResourceType,
-    namespace: string | undefined,
-    name: string | undefined,
-  ): RequestFault | undefined;
-  watch(actor: string, type: ResourceType): WatchFault | undefined;
-  /** How a too-old watch version is reported by this run's server. */
-  goneAs(): "event" | "throw";
-}
-
-/** Everything a client shares with the server. */
-export interface ServerHandle {
-  store: Store;
-  lister: Lister;
-  log: WriteLog;
-  faults?: FaultSource;
-  /** Open watches, for scenario faults that hit the watches open now. */
-  watches?: Set<OpenWatch>;
-}
-
-/** A watch open now. */
-export interface OpenWatch {
-  actor: string;
-  type: ResourceType;
-  stream: WatchStream;
-}
-
-/** Latency of one request or watch, drawn per request. */
-export type Latency = (verb: RequestVerb) => number;
+export type {
+  FaultSource,
+  Latency,
+  OpenWatch,
+  RequestFault,
+  RequestListener,
+  RequestVerb,
+  ServerHandle,
+  WatchFault,
+} from "./requests.ts";
 
 /** The `Cluster` port of one simulated process. */
 export class SimClient implements Cluster {
@@ -238,6 +199,14 @@ export class SimClient implements Cluster {
     }
   }
 
+  /**
+   * Waits `ms` of the client's clock. A client without latency (unit tests drive the runtime on a
+   * manual clock) is answered at once, as a promise; a killed client never is.
+   */
+  #pause(ms: number): Promise<void> {
+    return ms > 0 || this.#clock.dead ? this.#clock.sleep(ms) : Promise.resolve();
+  }
+
   async #write(
     verb: Verb,
     type: ResourceType,
@@ -257,7 +226,8 @@ export class SimClient implements Cluster {
     copy = true,
   ): Promise<T> {
     const { log, faults, store } = this.#server;
-    await this.#clock.sleep(this.#latency(verb));
+    this.#server.onRequest?.(this.#actor.name, verb, type, namespace, name);
+    await this.#pause(this.#latency(verb));
     const isWrite = verb !== "get" && verb !== "list" && verb !== "watch";
     const record = (outcome: "changed" | "unchanged" | number, rv?: string) => {
       if (isWrite) {
@@ -278,9 +248,10 @@ export class SimClient implements Cluster {
       record(fault.error.code);
       throw fault.error;
     }
+    if (fault?.kind === "slow") await this.#clock.sleep(fault.delayMs);
     let result: T | undefined;
     let error: unknown;
-    if (!fault || fault.executed) {
+    if (fault?.kind !== "timeout" || fault.executed) {
       try {
         result = op();
         const w = result as unknown as Partial<WriteResult>;
@@ -302,7 +273,7 @@ export class SimClient implements Cluster {
         `${verb} ${type.plural}${name ? ` ${name}` : ""}: request timed out (no answer)`,
       );
     }
-    await this.#clock.sleep(this.#latency(verb));
+    await this.#pause(this.#latency(verb));
     if (error !== undefined) throw error;
     return copy ? cloneJson(result as T) : result as T;
   }

@@ -7,7 +7,13 @@
 import type { ClockView, SimClock } from "../clock.ts";
 import type { Prng } from "../prng.ts";
 import { bootstrap } from "./bootstrap.ts";
-import { type FaultSource, type Latency, type OpenWatch, SimClient } from "./client.ts";
+import {
+  type FaultSource,
+  type Latency,
+  type OpenWatch,
+  type RequestListener,
+  SimClient,
+} from "./client.ts";
 import { type DeploymentBehaviour, DeploymentController } from "./deployments.ts";
 import { BackgroundControllers } from "./gc.ts";
 import { Lister } from "./list.ts";
@@ -15,7 +21,14 @@ import { Store } from "./store.ts";
 import { WriteLog } from "./writelog.ts";
 
 export { SimClient } from "./client.ts";
-export type { FaultSource, OpenWatch, RequestFault, RequestVerb, WatchFault } from "./client.ts";
+export type {
+  FaultSource,
+  OpenWatch,
+  RequestFault,
+  RequestListener,
+  RequestVerb,
+  WatchFault,
+} from "./client.ts";
 export type { DeploymentBehaviour } from "./deployments.ts";
 export type { Change, ChangeType, Verb } from "./history.ts";
 export { type Actor, CRD_CLEANUP_FINALIZER, Store } from "./store.ts";
@@ -48,6 +61,8 @@ export class SimCluster {
   readonly clock: SimClock;
   readonly prng: Prng;
   faults?: FaultSource;
+  /** Told of every request any client sends, when it sends it (the invariant checker listens). */
+  onRequest?: RequestListener;
 
   constructor(opts: SimClusterOptions) {
     this.clock = opts.clock;
@@ -85,6 +100,7 @@ export class SimCluster {
       log: this.log,
       faults: opts.faultFree ? undefined : this,
       watches: this.watches,
+      onRequest: ((...args) => this.onRequest?.(...args)) as RequestListener,
     };
     return new SimClient(
       server,

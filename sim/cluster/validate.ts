@@ -26,6 +26,16 @@ export function hasSchema(type: ResourceType): boolean {
   return `${type.group}/${type.kind}` in SCHEMAS;
 }
 
+/** The problem of a label or annotation key that is not a qualified name. */
+function keyProblems(field: "labels" | "annotations", key: string): string[] {
+  if (QUALIFIED_NAME.test(key)) return [];
+  return [
+    `metadata.${field}: Invalid value: ${
+      JSON.stringify(key)
+    }: name part must consist of alphanumeric characters, '-', '_' or '.'`,
+  ];
+}
+
 function metadataProblems(type: ResourceType, obj: KubeObject): string[] {
   const out: string[] = [];
   const { name, labels, annotations } = obj.metadata;
@@ -38,13 +48,7 @@ function metadataProblems(type: ResourceType, obj: KubeObject): string[] {
     );
   }
   for (const [k, v] of Object.entries(labels ?? {})) {
-    if (!QUALIFIED_NAME.test(k)) {
-      out.push(
-        `metadata.labels: Invalid value: ${
-          JSON.stringify(k)
-        }: name part must consist of alphanumeric characters, '-', '_' or '.'`,
-      );
-    }
+    out.push(...keyProblems("labels", k));
     if (typeof v !== "string" || v.length > 63 || !LABEL_VALUE.test(v)) {
       out.push(
         `metadata.labels: Invalid value: ${
@@ -54,13 +58,7 @@ function metadataProblems(type: ResourceType, obj: KubeObject): string[] {
     }
   }
   for (const [k, v] of Object.entries(annotations ?? {})) {
-    if (!QUALIFIED_NAME.test(k)) {
-      out.push(
-        `metadata.annotations: Invalid value: ${
-          JSON.stringify(k)
-        }: name part must consist of alphanumeric characters, '-', '_' or '.'`,
-      );
-    }
+    out.push(...keyProblems("annotations", k));
     if (typeof v !== "string") {
       out.push(`metadata.annotations.${k}: Invalid value: must be a string`);
     }

@@ -38,6 +38,7 @@ export class WatchStream {
   #wake?: () => void;
   #ended = false;
   #stalled = false;
+  #hung = false;
   #error?: ApiError;
   #unsubscribe?: () => void;
   #timers: { cancel(): void }[] = [];
@@ -136,6 +137,32 @@ export class WatchStream {
     this.#finish();
   }
 
+  /**
+   * Stops delivering and answers nothing more, not even an abort: the generator never returns
+   * (the stall of client-node's watch on Deno, which the runtime's watchdog must survive).
+   */
+  hang(): void {
+    this.#hung = true;
+    this.stall();
+    this.#wake?.();
+  }
+
+  /** Queues a BOOKMARK at the store's current resourceVersion (the periodic one, or a test's). */
+  bookmark(): void {
+    if (this.#ended || this.#stalled) return;
+    const apiVersion = this.type.group
+      ? `${this.type.group}/${this.type.version}`
+      : this.type.version;
+    this.#enqueue({
+      type: "BOOKMARK",
+      object: {
+        apiVersion,
+        kind: this.type.kind,
+        metadata: { name: "", resourceVersion: String(this.store.rv) },
+      },
+    });
+  }
+
   /** The events, until the stream ends or `signal` aborts. */
   async *events(signal: AbortSignal): AsyncGenerator<WatchEvent> {
     const onAbort = () => {
@@ -145,6 +172,7 @@ export class WatchStream {
     signal.addEventListener("abort", onAbort, { once: true });
     try {
       for (;;) {
+        if (this.#hung) await new Promise<never>(() => {});
         if (signal.aborted) return;
         const next = this.#stalled ? undefined : this.#queue.shift();
         if (next) {
@@ -166,7 +194,7 @@ export class WatchStream {
   }
 
   #enqueue(ev: WatchEvent): void {
-    this.#at(this.stream.latencyMs, () => {
+    this.#delivered(() => {
       if (this.#ended || this.#stalled) return;
       this.#queue.push(ev);
       this.#wake?.();
@@ -174,23 +202,19 @@ export class WatchStream {
   }
 
   #enqueueEnd(): void {
-    this.#at(this.stream.latencyMs, () => this.end());
+    this.#delivered(() => this.end());
+  }
+
+  /** Runs `fn` once the stream's latency has passed; at once on a stream without latency. */
+  #delivered(fn: () => void): void {
+    if (this.stream.latencyMs > 0) this.#at(this.stream.latencyMs, fn);
+    else fn();
   }
 
   #scheduleBookmark(): void {
     this.#at(BOOKMARK_PERIOD_MS, () => {
       if (this.#ended || this.#stalled) return;
-      const apiVersion = this.type.group
-        ? `${this.type.group}/${this.type.version}`
-        : this.type.version;
-      this.#enqueue({
-        type: "BOOKMARK",
-        object: {
-          apiVersion,
-          kind: this.type.kind,
-          metadata: { name: "", resourceVersion: String(this.store.rv) },
-        },
-      });
+      this.bookmark();
       this.#scheduleBookmark();
     });
   }

@@ -6,15 +6,8 @@
 import type { EnvoyBehaviour, MeshRequest } from "../../src/dataplane/mod.ts";
 import { ApiError, type KubeObject, type ResourceType } from "../../src/runtime/cluster.ts";
 import type { Logger } from "../../src/runtime/log.ts";
-import {
-  expectQuiet,
-  type FaultChoice,
-  faultsFor,
-  hasFaults,
-  reportRun,
-  RunFailure,
-  type RunResult,
-} from "../result.ts";
+import { expectQuiet, reportRun, RunFailure, type RunResult } from "../run_result.ts";
+import { type FaultChoice, faultsFor, hasFaults } from "../fault_choice.ts";
 import { Simulation } from "../simulation.ts";
 import { offset } from "../trace.ts";
 import type { Scenario, ScenarioStep } from "./format.ts";

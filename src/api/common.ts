@@ -25,13 +25,13 @@ export const ObjectMetaSchema = z.looseObject({
   ownerReferences: z.array(z.looseObject({})).optional(),
 });
 
-/** Condition types: CamelCase, or `<dns_subdomain>/CamelCase` (SPEC.md). */
+/** Condition types: CamelCase, or `<dns_subdomain>/CamelCase` (docs/design.md). */
 export const CONDITION_TYPE_PATTERN =
   "^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$";
 /** Condition reasons: a non-empty CamelCase identifier (metav1.Condition's pattern). */
 export const CONDITION_REASON_PATTERN = "^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$";
 
-/** The shared status Condition of SPEC.md (metav1.Condition). */
+/** The shared status Condition of docs/design.md (metav1.Condition). */
 export const ConditionSchema = z.object({
   type: z.string().regex(new RegExp(CONDITION_TYPE_PATTERN), {
     error: (iss) =>
@@ -71,3 +71,22 @@ export const ConditionsSchema = z.array(ConditionSchema).meta({
 export type Condition = z.infer<typeof ConditionSchema>;
 /** Condition status values. */
 export type ConditionStatus = Condition["status"];
+
+/**
+ * The schema of an object of one of the project's kinds: its apiVersion and kind, the metadata,
+ * the `spec` given, and the optional status the operator writes.
+ */
+export function kindSchema<
+  A extends string,
+  K extends string,
+  S extends z.ZodType,
+  T extends z.ZodType,
+>(apiVersion: A, kind: K, spec: S, status: T, description: string) {
+  return z.object({
+    apiVersion: z.literal(apiVersion),
+    kind: z.literal(kind),
+    metadata: ObjectMetaSchema,
+    spec,
+    status: status.optional().describe("Observed state, written by the operator."),
+  }).describe(description);
+}

@@ -22,7 +22,7 @@ export function parseGoDuration(text: string): number | undefined {
   return total;
 }
 
-/** The bucket interval syntax of SPEC.md: a whole positive number with the suffix `s` or `m`. */
+/** The bucket interval syntax of docs/design.md: a whole positive number with the suffix `s` or `m`. */
 export const FILL_INTERVAL_PATTERN = "^[1-9][0-9]*(s|m)$";
 const FILL_INTERVAL = new RegExp(FILL_INTERVAL_PATTERN);
 

@@ -3,23 +3,12 @@
  * put an Envoy proxy beside it (only then can an EnvoyFilter limit its traffic). Read leniently: a
  * Pod is whatever the API returned, and a field that is missing or malformed counts as absent.
  */
+import { at, isObject, type JsonObject as Json } from "./json.ts";
 
 /** Name of the mesh's proxy container (Istio's sidecar and its gateways). */
 export const MESH_PROXY_CONTAINER = "istio-proxy";
 /** Annotation the mesh's injector writes on every Pod it added a sidecar to. */
 export const SIDECAR_STATUS_ANNOTATION = "sidecar.istio.io/status";
-
-type Json = Record<string, unknown>;
-
-function isObject(v: unknown): v is Json {
-  return v !== null && typeof v === "object" && !Array.isArray(v);
-}
-
-function at(v: unknown, ...keys: string[]): unknown {
-  let cur = v;
-  for (const k of keys) cur = isObject(cur) ? cur[k] : undefined;
-  return cur;
-}
 
 function containers(pod: unknown, field: "containers" | "initContainers"): Json[] {
   const list = at(pod, "spec", field);

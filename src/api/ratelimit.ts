@@ -1,6 +1,6 @@
-/** The RateLimit resource (gateway.platform-project.io/v1alpha1), SPEC.md "RateLimit". */
+/** The RateLimit resource (gateway.platform-project.io/v1alpha1), docs/design.md "RateLimit". */
 import { z } from "zod";
-import { ConditionsSchema, integer, ObjectMetaSchema } from "./common.ts";
+import { ConditionsSchema, integer, kindSchema } from "./common.ts";
 import { FILL_INTERVAL_PATTERN } from "./duration.ts";
 import { type ParseResult, parseWith } from "./issues.ts";
 
@@ -14,7 +14,7 @@ const Tokens = (what: string) =>
 
 /** A bucket rule's path: absolute, without query or fragment (matching ignores the query string). */
 export const BUCKET_PATH_PATTERN = "^/[^?#]*$";
-/** A token bucket (SPEC.md "Bucket"). */
+/** A token bucket (docs/design.md "Bucket"). */
 export const BucketSchema = z.object({
   maxTokens: Tokens(
     "Capacity of the bucket: the largest burst it admits; it starts full when the limit is applied",
@@ -59,7 +59,7 @@ export const BucketRuleSchema = z.object({
     }],
   });
 
-/** RateLimit spec (SPEC.md). */
+/** RateLimit spec (docs/design.md). */
 export const RateLimitSpecSchema = z.object({
   selectorLabels: z.record(z.string(), z.string()).refine((m) => Object.keys(m).length > 0, {
     error: "must select at least one label",
@@ -81,7 +81,7 @@ export const RateLimitSpecSchema = z.object({
   ),
 });
 
-/** RateLimit status: SPEC.md shows state; the rest is this operator's (DESIGN.md). */
+/** RateLimit status: docs/design.md shows state; the rest is this operator's (docs/design.md). */
 export const RateLimitStatusSchema = z.object({
   state: z.enum(["Ready", "Error"]).optional().describe(
     "Ready when the limit is applied, Error when not.",
@@ -105,13 +105,11 @@ export const RateLimitStatusSchema = z.object({
 });
 
 /** A RateLimit object. */
-export const RateLimitSchema = z.object({
-  apiVersion: z.literal(`${GATEWAY_GROUP}/v1alpha1`),
-  kind: z.literal("RateLimit"),
-  metadata: ObjectMetaSchema,
-  spec: RateLimitSpecSchema.describe("The workload and its limits."),
-  status: RateLimitStatusSchema.optional().describe("Observed state, written by the operator."),
-}).describe(
+export const RateLimitSchema = kindSchema(
+  `${GATEWAY_GROUP}/v1alpha1`,
+  "RateLimit",
+  RateLimitSpecSchema.describe("The workload and its limits."),
+  RateLimitStatusSchema,
   "RateLimit applies local token-bucket rate limits to a workload's Pods or to the mesh ingress gateway.",
 );
 

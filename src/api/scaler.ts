@@ -1,6 +1,6 @@
-/** The Scaler module resource (operator.platform-project.io/v1alpha1): KEDA, SPEC.md "Scaler". */
+/** The Scaler module resource (operator.platform-project.io/v1alpha1): KEDA, docs/design.md "Scaler". */
 import { z } from "zod";
-import { ConditionsSchema, ObjectMetaSchema } from "./common.ts";
+import { ConditionsSchema, kindSchema } from "./common.ts";
 import { type ParseResult, parseWith } from "./issues.ts";
 import { OPERATOR_GROUP } from "./serverless.ts";
 
@@ -83,7 +83,7 @@ const SidecarSchema = z.object({
   ),
 });
 
-/** Scaler spec (SPEC.md); logging defaults are filled one field at a time. */
+/** Scaler spec (docs/design.md); logging defaults are filled one field at a time. */
 export const ScalerSpecSchema = z.object({
   istio: z.object({
     operator: SidecarSchema.optional().describe("Sidecar injection for the keda-operator Pod."),
@@ -108,7 +108,7 @@ export const ScalerSpecSchema = z.object({
     .describe("Annotations added to each component's Pods."),
 });
 
-/** Scaler status (SPEC.md). */
+/** Scaler status (docs/design.md). */
 export const ScalerStatusSchema = z.object({
   state: z.enum(["Ready", "Processing", "Error", "Warning", "Deleting"]).optional().describe(
     "State of the module: Ready, Processing, Error, Warning or Deleting.",
@@ -121,13 +121,11 @@ export const ScalerStatusSchema = z.object({
 });
 
 /** A Scaler object. */
-export const ScalerSchema = z.object({
-  apiVersion: z.literal(`${OPERATOR_GROUP}/v1alpha1`),
-  kind: z.literal("Scaler"),
-  metadata: ObjectMetaSchema,
-  spec: ScalerSpecSchema.prefault({}).describe("Configuration of the KEDA module."),
-  status: ScalerStatusSchema.optional().describe("Observed state, written by the operator."),
-}).describe(
+export const ScalerSchema = kindSchema(
+  `${OPERATOR_GROUP}/v1alpha1`,
+  "Scaler",
+  ScalerSpecSchema.prefault({}).describe("Configuration of the KEDA module."),
+  ScalerStatusSchema,
   "Scaler installs, configures and reports on the event-driven autoscaler (KEDA); one per cluster is served.",
 );
 

@@ -1,6 +1,6 @@
-/** The Serverless module resource (operator.platform-project.io/v1alpha1), SPEC.md "Serverless". */
+/** The Serverless module resource (operator.platform-project.io/v1alpha1), docs/design.md "Serverless". */
 import { z } from "zod";
-import { ConditionsSchema, ObjectMetaSchema } from "./common.ts";
+import { ConditionsSchema, kindSchema } from "./common.ts";
 import { type ParseResult, parseWith } from "./issues.ts";
 
 /** API group of the module resources. */
@@ -13,7 +13,7 @@ const Endpoint = (what: string) =>
 
 /**
  * Serverless spec. Fields are plain strings in the schema on purpose: the operator's configuration
- * check (DESIGN.md) reports bad values as ConfigurationCheckErr in status instead of the API refusing
+ * check (docs/design.md) reports bad values as ConfigurationCheckErr in status instead of the API refusing
  * them, so a user sees what is wrong and nothing is lost. Defaults are filled by the operator, not
  * stored in the spec, and shown in status.
  */
@@ -37,7 +37,7 @@ export const ServerlessSpecSchema = z.object({
   ),
 });
 
-/** Serverless status (SPEC.md). */
+/** Serverless status (docs/design.md). */
 export const ServerlessStatusSchema = z.object({
   state: z.enum(["Ready", "Processing", "Error", "Deleting"]).optional().describe(
     "State of the module: Ready, Processing, Error or Deleting.",
@@ -58,15 +58,13 @@ export const ServerlessStatusSchema = z.object({
 });
 
 /** A Serverless object. */
-export const ServerlessSchema = z.object({
-  apiVersion: z.literal(`${OPERATOR_GROUP}/v1alpha1`),
-  kind: z.literal("Serverless"),
-  metadata: ObjectMetaSchema,
-  spec: ServerlessSpecSchema.default(ServerlessSpecSchema.parse({})).describe(
+export const ServerlessSchema = kindSchema(
+  `${OPERATOR_GROUP}/v1alpha1`,
+  "Serverless",
+  ServerlessSpecSchema.default(ServerlessSpecSchema.parse({})).describe(
     "Configuration of the Serverless module.",
   ),
-  status: ServerlessStatusSchema.optional().describe("Observed state, written by the operator."),
-}).describe(
+  ServerlessStatusSchema,
   "Serverless installs, configures and reports on the Serverless module; one per cluster is served.",
 );
 

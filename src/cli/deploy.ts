@@ -2,7 +2,7 @@
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseGeneratorArgs } from "./generator_args.ts";
-import { deployFiles } from "../kube/manifests.ts";
+import { deployFiles } from "../kube/deploy_files.ts";
 
 const HELP = `Usage: deno run -A mod.ts deploy [--check] [--dir DIR]
 

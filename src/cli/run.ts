@@ -12,14 +12,14 @@ import { type CheckedType, preflight, type Problem } from "../kube/preflight.ts"
 import { Backoff, type BackoffOptions } from "../runtime/backoff.ts";
 import { type Clock, type Random, systemClock, systemRandom } from "../runtime/clock.ts";
 import type { Cluster } from "../runtime/cluster.ts";
-import type { ControllerSpec } from "../runtime/controller.ts";
+import type { ControllerSpec } from "../runtime/controller_spec.ts";
 import { createLogger, type Logger } from "../runtime/log.ts";
 import { healthz, readyz } from "../runtime/health.ts";
 import { Manager } from "../runtime/manager.ts";
 import { instrumentCluster, Metrics, METRICS_CONTENT_TYPE } from "../runtime/metrics.ts";
-import { type ControllerName, parseRunFlags, runHelp, type RunOptions } from "./run_flags.ts";
+import { parseRunFlags, runHelp, type RunOptions } from "./run_flags.ts";
 import { type Endpoint, serveRoutes, text } from "./run_http.ts";
-import { CONTROLLERS } from "./run_controllers.ts";
+import { type ControllerName, CONTROLLERS } from "../controllers/registry.ts";
 
 /** What `runOperator` takes from outside besides its options (tests replace these). */
 export interface RunDeps {

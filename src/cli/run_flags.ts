@@ -13,11 +13,7 @@ import {
   parseLogFormat,
   parseLogLevel,
 } from "../runtime/log.ts";
-
-/** Names of the controllers the operator can run. */
-export const CONTROLLER_NAMES = ["serverless", "scaler", "ratelimit"] as const;
-/** A controller name. */
-export type ControllerName = typeof CONTROLLER_NAMES[number];
+import { CONTROLLER_NAMES, type ControllerName } from "../controllers/registry.ts";
 
 /** Everything `run` is configured with. */
 export interface RunOptions {

@@ -14,10 +14,11 @@ import {
   NEWEST_ISTIO,
 } from "../dataplane/mod.ts";
 import { sweep } from "../../sim/pool.ts";
-import { type FaultChoice, type RunResult, unfinishedRun } from "../../sim/result.ts";
+import { type RunResult, unfinishedRun } from "../../sim/run_result.ts";
+import type { FaultChoice } from "../../sim/fault_choice.ts";
 import { parseScenario, type Scenario } from "../../sim/scenario/format.ts";
 import { runScenario } from "../../sim/scenario/run.ts";
-import { seedWindow } from "../../sim/window.ts";
+import { seedWindow } from "../../sim/seed_window.ts";
 import { count, runJson, runLines, summaryLine, tally } from "./sim_report.ts";
 
 /** Sweep seeds run when neither `--seeds` nor SIM_SEEDS says otherwise. */
@@ -132,7 +133,7 @@ export async function scenarioFiles(): Promise<string[]> {
 
 /** What tests may put in place of the defaults. */
 export interface SimDeps {
-  /** URL of a module exporting `runSeed` in place of sim/sweep.ts's (see sim/pool.ts). */
+  /** URL of a module exporting `runSeed` in place of sim/seed_run.ts's (see sim/pool.ts). */
   runner?: string;
   /** Wall-clock bound on one seed in a worker. */
   seedTimeoutMs?: number;

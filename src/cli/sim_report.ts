@@ -2,7 +2,7 @@
  * What `deno task sim` prints: one line a run (a run that did not pass adds its failure, replay
  * command, error stack and the last entries of its trace), `--json` objects, and the summary.
  */
-import type { Outcome, RunResult } from "../../sim/result.ts";
+import type { Outcome, RunResult } from "../../sim/run_result.ts";
 import type { TimelineEntry } from "../../sim/trace.ts";
 
 /** Timeline entries printed under a run that did not pass. */
@@ -12,7 +12,7 @@ const STACK_LINES = 8;
 
 const LABEL: Record<Outcome, string> = { passed: "PASS", failed: "FAIL", unfinished: "UNFINISHED" };
 
-/** `61.5s` or `6m32s`. */
+/** `61.5s` or `6m32s` (never `1m60s`: whole seconds are rounded before splitting off minutes). */
 export function seconds(ms: number): string {
   const s = Math.round(ms) / 1000;
   if (s < 60) return `${s}s`;

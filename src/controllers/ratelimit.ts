@@ -11,10 +11,10 @@
 import { RESOURCES } from "../api/resources.ts";
 import type { KubeObject, ResourceType } from "../runtime/cluster.ts";
 import { objectKey } from "../runtime/cluster.ts";
-import type { CacheReader, ControllerSpec } from "../runtime/controller.ts";
+import type { CacheReader, ControllerSpec } from "../runtime/controller_spec.ts";
 import { emptyPlan } from "../reconcile/plan.ts";
 import { filterSelector, isRateLimitFilter } from "../reconcile/ratelimit/meta.ts";
-import { crdName, isUnknown } from "./unknown.ts";
+import { crdName, isUnknown } from "./cache_trust.ts";
 import { FILTER_PROJECTION, POD_PROJECTION } from "./ratelimit_cache.ts";
 import { reconcileRateLimit } from "../reconcile/ratelimit.ts";
 import {

@@ -1,8 +1,8 @@
 /** The Scaler controller: what the runtime watches for it and how the cache becomes the reducer's input. */
 import { RESOURCES } from "../api/resources.ts";
-import type { ControllerSpec } from "../runtime/controller.ts";
+import type { ControllerSpec } from "../runtime/controller_spec.ts";
 import { reconcileScaler } from "../reconcile/scaler.ts";
-import { moduleController, type ModuleKind } from "./module.ts";
+import { moduleController, type ModuleKind } from "./module_controller.ts";
 
 /** The KEDA module: what it installs and what blocks its deletion. */
 export const SCALER_MODULE: ModuleKind = {

@@ -71,7 +71,7 @@ const MODULE_COLUMNS: PrinterColumn[] = [
   AGE,
 ];
 
-/** SPEC.md's NAME STATUS AGE, and with `-o wide` whether and where the limit bites. */
+/** docs/design.md's NAME STATUS AGE, and with `-o wide` whether and where the limit bites. */
 const RATELIMIT_COLUMNS: PrinterColumn[] = [
   {
     name: "Status",

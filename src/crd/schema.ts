@@ -4,6 +4,7 @@
  * optional); this module reshapes it into what apiextensions.k8s.io/v1 accepts and fails loudly on
  * anything it cannot express, so a schema change never yields a CRD that silently differs.
  */
+import { VALUE_KEYWORDS } from "./structural.ts";
 import { z } from "zod";
 
 /** A CEL validation rule of a CRD schema node. */
@@ -40,22 +41,7 @@ export type JsonSchema = {
 type Raw = Record<string, unknown>;
 
 /** Keywords copied as they are; anything not listed here or handled below is an error. */
-const COPIED = [
-  "description",
-  "enum",
-  "pattern",
-  "minimum",
-  "maximum",
-  "minLength",
-  "maxLength",
-  "minItems",
-  "maxItems",
-  "minProperties",
-  "maxProperties",
-  "x-kubernetes-validations",
-  "x-kubernetes-list-type",
-  "x-kubernetes-list-map-keys",
-] as const;
+const COPIED: readonly string[] = VALUE_KEYWORDS;
 
 /**
  * Keywords dropped on purpose: `default` because the operator fills defaults and shows them in
@@ -95,7 +81,7 @@ export function toStructural(node: Raw, path = ""): JsonSchema {
     if (key === "type" || DROPPED.has(key)) continue;
     if (key === "pattern") {
       out.pattern = unescapeSlashes(String(value));
-    } else if ((COPIED as readonly string[]).includes(key)) {
+    } else if (COPIED.includes(key)) {
       (out as Raw)[key] = structuredClone(value);
     } else if (key === "properties") {
       if (!isRaw(value)) fail(path, "properties is not an object");

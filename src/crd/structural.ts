@@ -7,15 +7,9 @@
 
 type Node = Record<string, unknown>;
 
-/** Keywords a structural schema of this project may hold. */
-const ALLOWED = new Set([
-  "type",
-  "format",
+/** Keywords that say what a value may be, copied from a zod schema to a CRD schema as they are. */
+export const VALUE_KEYWORDS = [
   "description",
-  "properties",
-  "required",
-  "additionalProperties",
-  "items",
   "enum",
   "pattern",
   "minimum",
@@ -29,6 +23,17 @@ const ALLOWED = new Set([
   "x-kubernetes-validations",
   "x-kubernetes-list-type",
   "x-kubernetes-list-map-keys",
+] as const;
+
+/** Keywords a structural schema of this project may hold. */
+const ALLOWED = new Set<string>([
+  "type",
+  "format",
+  "properties",
+  "required",
+  "additionalProperties",
+  "items",
+  ...VALUE_KEYWORDS,
   "x-kubernetes-preserve-unknown-fields",
 ]);
 

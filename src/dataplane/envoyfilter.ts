@@ -5,6 +5,7 @@
  * (`typed_per_filter_config`) and the route `rate_limits` it appends. Patches that do not touch the
  * local rate limit are ignored; patches that do, in ways the model cannot follow, are errors.
  */
+import { at, isObject, type JsonObject as Json } from "../api/json.ts";
 import type { FieldError } from "../api/issues.ts";
 import { DEFAULT_BEHAVIOUR, type EnvoyBehaviour } from "./envoy.ts";
 import {
@@ -71,18 +72,6 @@ export type EnvoyFilterResult =
     /** The proxies it would reach: its selector, or null when it reaches none (not an EnvoyFilter). */
     selector: Record<string, string> | undefined | null;
   };
-
-type Json = Record<string, unknown>;
-
-function isObject(v: unknown): v is Json {
-  return v !== null && typeof v === "object" && !Array.isArray(v);
-}
-
-function at(v: unknown, ...keys: string[]): unknown {
-  let cur = v;
-  for (const k of keys) cur = isObject(cur) ? cur[k] : undefined;
-  return cur;
-}
 
 function contextsOf(context: unknown): ProxyContext[] {
   if (context === undefined || context === "ANY") return [...CONTEXTS];

@@ -76,7 +76,7 @@ export interface MeshOptions {
   envoy?: EnvoyBehaviour;
 }
 
-/** The defaults of this project's mesh (SPEC.md: gateway `app: mesh-ingressgateway` in mesh-system). */
+/** The defaults of this project's mesh (docs/design.md: gateway `app: mesh-ingressgateway` in mesh-system). */
 export const DEFAULT_MESH: Required<MeshOptions> = {
   rootNamespace: "mesh-system",
   gateway: { namespace: "mesh-system", labels: { app: "mesh-ingressgateway" } },

@@ -1,5 +1,5 @@
 /**
- * Envoy's local rate limiting as a pure model (DESIGN.md "src/dataplane"). It reads EnvoyFilter
+ * Envoy's local rate limiting as a pure model (docs/design.md "src/dataplane"). It reads EnvoyFilter
  * objects, never RateLimits, so a wrong generated filter gives wrong answers here too.
  *
  * - `Mesh`: Pods and EnvoyFilters in, `send(request, nowMs)` out; round-robin over ready Pods, one

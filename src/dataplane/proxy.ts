@@ -159,7 +159,7 @@ function rateLimitHeaders(
 /**
  * Decides one request at `nowMs` on the route entry `route` (null: no route matched, so only
  * listener-level configs apply): each local_ratelimit filter in the chain charges its buckets in
- * turn, and the first enforced rejection answers 429 `local_rate_limited` (text/plain; SPEC.md's
+ * turn, and the first enforced rejection answers 429 `local_rate_limited` (text/plain; docs/design.md's
  * shape, so without the `x-envoy-ratelimited` header older Envoy docs mention). Admitted
  * requests get the upstream's 200. With x-ratelimit headers on, every filter that ran adds
  * `x-ratelimit-limit` (maxTokens), `x-ratelimit-remaining` (whole tokens left) and, where this

@@ -6,10 +6,9 @@
  * request always takes a forwarding route; this is where redirect and direct-response routes,
  * which a gateway or sidecar also has, are looked at.
  */
+import { isObject, type JsonObject as Json } from "../api/json.ts";
 import type { FieldError } from "../api/issues.ts";
 import type { EnvoyFilterModel, ProxyContext, RouteAction, RoutePatch } from "./envoyfilter.ts";
-
-type Json = Record<string, unknown>;
 
 /** The members of Route's `action` oneof (route_components.proto). */
 const ACTION_FIELDS = [
@@ -31,10 +30,6 @@ const CLUSTER_SPECIFIERS = [
 
 /** Proto map fields of Route: a merge replaces each key's value, it does not merge into it. */
 const MAP_FIELDS = new Set(["typed_per_filter_config"]);
-
-function isObject(v: unknown): v is Json {
-  return v !== null && typeof v === "object" && !Array.isArray(v);
-}
 
 /**
  * Istio's routeMatch for an action restriction: a route whose action is `route`, `redirect` or

@@ -12,6 +12,7 @@
  * (creationTimestamp, then namespace/name), as Istio orders them; routes of one host from several
  * VirtualServices follow each other in that order.
  */
+import { isObject, type JsonObject as Json } from "../api/json.ts";
 import type { Request } from "./request.ts";
 
 /** One route entry of the gateway. */
@@ -24,12 +25,6 @@ export interface GatewayRoute {
   uri?: { exact?: string; prefix?: string };
   /** A condition the model cannot evaluate: the entry never matches. */
   never?: boolean;
-}
-
-type Json = Record<string, unknown>;
-
-function isObject(v: unknown): v is Json {
-  return v !== null && typeof v === "object" && !Array.isArray(v);
 }
 
 function strings(v: unknown): string[] {

@@ -1,4 +1,5 @@
 /** Maps API server answers and transport failures to ApiError. */
+import { isObject } from "../api/json.ts";
 import { ApiError } from "../runtime/cluster.ts";
 
 /** The reason Kubernetes gives each HTTP code, for answers without a Status body. */
@@ -29,10 +30,6 @@ interface StatusBody {
   details?: { retryAfterSeconds?: unknown };
 }
 
-function isRecord(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
-
 /** Parses a Retry-After header given in seconds (the form the API server sends). */
 export function parseRetryAfter(header: string | null): number | undefined {
   if (!header) return undefined;
@@ -45,7 +42,7 @@ export function parseRetryAfter(header: string | null): number | undefined {
  * when the body has no code; the Retry-After header wins over details.retryAfterSeconds.
  */
 export function apiErrorFromStatus(body: unknown, httpCode: number, retryAfter?: number): ApiError {
-  const status: StatusBody = isRecord(body) ? body : {};
+  const status: StatusBody = isObject(body) ? body : {};
   const code = typeof status.code === "number" && status.code > 0 ? status.code : httpCode;
   const reason = typeof status.reason === "string" && status.reason
     ? status.reason

@@ -1,8 +1,8 @@
-/** Condition bookkeeping shared by the reconcilers, and the shape of a SPEC.md state-table row. */
+/** Condition bookkeeping shared by the reconcilers, and the shape of a docs/design.md state-table row. */
 import { type Condition, ConditionSchema, type ConditionStatus } from "../api/common.ts";
 import type { EventSpec } from "./plan.ts";
 
-/** One row of a SPEC.md state table: the CR state and the condition that explains it. */
+/** One row of a docs/design.md state table: the CR state and the condition that explains it. */
 export interface StateRow {
   no: number;
   state: string;

@@ -34,6 +34,13 @@ export interface Plan {
   status?: Record<string, unknown>;
   /** Finalizer to add before any apply, or to remove after everything else succeeded. */
   finalizer?: { add?: string; remove?: string };
+  /**
+   * Kinds (with a label selector) of which the API server must list nothing right before the
+   * finalizer is removed. A cache can be behind (a watch that stalled unnoticed), and removing a
+   * module's finalizer on a stale "nothing left" would orphan what it installed; a live list is
+   * the one read that cannot be behind.
+   */
+  noneLeft?: { apiVersion: string; kind: string; labelSelector: string }[];
   /** Reconcile this object again after this many milliseconds even if nothing changes. */
   requeueAfterMs?: number;
   /** Events to record. */
@@ -61,4 +68,15 @@ export function refOf(obj: KubeObject): ObjectRef {
   const { apiVersion, kind } = obj;
   const { namespace, name } = obj.metadata;
   return namespace ? { apiVersion, kind, namespace, name } : { apiVersion, kind, name };
+}
+
+/** True when two references name the same object. */
+export function sameRef(a: ObjectRef, b: ObjectRef): boolean {
+  return a.apiVersion === b.apiVersion && a.kind === b.kind && a.name === b.name &&
+    (a.namespace ?? "") === (b.namespace ?? "");
+}
+
+/** An object's reference for a message: `Deployment ns/name`, `ClusterRole name`. */
+export function describeRef(ref: ObjectRef): string {
+  return `${ref.kind} ${ref.namespace ? `${ref.namespace}/` : ""}${ref.name}`;
 }

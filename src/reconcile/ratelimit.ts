@@ -3,7 +3,7 @@
  * Plan. A valid, unconflicted RateLimit gets its EnvoyFilter applied and state Ready. Anything else
  * gets state Error with a message naming the field and the rule, and keeps the EnvoyFilter of its
  * last good generation, if it has one that no older RateLimit claims: a bad update never removes
- * protection (DESIGN.md). The filter on the cluster is the record of that generation (an
+ * protection (docs/design.md). The filter on the cluster is the record of that generation (an
  * annotation), so nothing here depends on memory of earlier reconciles. Beside `Ready`, the
  * `Enforced` condition and the Pod figures say whether the limit in place reaches any proxy.
  */
@@ -40,7 +40,7 @@ function stateRow(no: number, status: "True" | "False", reason: string, meaning:
 }
 
 /**
- * SPEC.md's RateLimit states (Ready, Error) with the reasons this operator gives, as data. In every
+ * docs/design.md's RateLimit states (Ready, Error) with the reasons this operator gives, as data. In every
  * Error row the EnvoyFilter of the last good generation stays if there is one (and no older
  * RateLimit claims its Pods); `status.enforcedGeneration` names it.
  */

@@ -3,7 +3,7 @@
  * through `CacheReader`; lists come in a stable order (namespace/name).
  */
 import { type KubeObject, objectKey, type ResourceType } from "./cluster.ts";
-import type { CacheReader } from "./controller.ts";
+import type { CacheReader } from "./controller_spec.ts";
 import type { Projection } from "./prepare.ts";
 import { byKey, type CacheChange, Store } from "./store.ts";
 

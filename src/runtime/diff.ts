@@ -1,16 +1,13 @@
 /**
  * Comparisons the runner makes before writing, so that a reconcile whose result is already
- * observed makes no write at all (DESIGN.md "a no-op reconcile makes zero writes").
+ * observed makes no write at all (docs/design.md "a no-op reconcile makes zero writes").
  */
-import { isObserved } from "../reconcile/verify.ts";
-
-function isRecord(v: unknown): v is Record<string, unknown> {
-  return typeof v === "object" && v !== null && !Array.isArray(v);
-}
+import { isObject } from "../api/json.ts";
+import { isObserved } from "../reconcile/observed.ts";
 
 /**
  * True when applying `desired` would change nothing in `observed`: the reducers' `isObserved`
- * (src/reconcile/verify.ts), one rule for both the reducers' install diff and the runner's write
+ * (src/reconcile/observed.ts), one rule for both the reducers' install diff and the runner's write
  * skip. Kept under this name for the library's callers.
  */
 export const isSubset: (desired: unknown, observed: unknown) => boolean = isObserved;
@@ -21,7 +18,7 @@ export function deepEqual(a: unknown, b: unknown): boolean {
   if (Array.isArray(a)) {
     return Array.isArray(b) && a.length === b.length && a.every((x, i) => deepEqual(x, b[i]));
   }
-  if (isRecord(a) && isRecord(b)) {
+  if (isObject(a) && isObject(b)) {
     const ka = Object.keys(a).filter((k) => a[k] !== undefined);
     const kb = Object.keys(b).filter((k) => b[k] !== undefined);
     return ka.length === kb.length && ka.every((k) => deepEqual(a[k], b[k]));
@@ -37,12 +34,12 @@ export function deepEqual(a: unknown, b: unknown): boolean {
  * `isSubset`'s equal-length rule.
  */
 export function ownedFieldMissing(owned: unknown, desired: unknown, path = ""): string | undefined {
-  if (!isRecord(owned)) return undefined;
+  if (!isObject(owned)) return undefined;
   for (const [k, sub] of Object.entries(owned)) {
     if (!k.startsWith("f:")) continue;
     const name = k.slice(2);
     const here = `${path}.${name}`;
-    if (!isRecord(desired) || desired[name] === undefined) return here;
+    if (!isObject(desired) || desired[name] === undefined) return here;
     const missing = ownedFieldMissing(sub, desired[name], here);
     if (missing) return missing;
   }

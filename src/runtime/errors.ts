@@ -1,5 +1,6 @@
 /** How the runtime tells errors apart: what is worth retrying, and how soon. */
-import { ApiError } from "./cluster.ts";
+import { typeName } from "./cache.ts";
+import { ApiError, type ResourceType } from "./cluster.ts";
 
 /**
  * An error that retrying cannot fix (controller-runtime's `reconcile.TerminalError`): it is
@@ -50,4 +51,22 @@ export function errorMessage(err: unknown): string {
     return `${err.code} ${err.reason}: ${err.message}`.replace(/^0 : /, "");
   }
   return err instanceof Error ? err.message : String(err);
+}
+
+/** One line that says what failed and what to do about it. */
+export function describeFailure(verb: string, type: ResourceType, err: unknown): string {
+  const name = typeName(type);
+  if (!(err instanceof ApiError)) return `${verb} ${name} failed: ${String(err)}; retrying`;
+  switch (err.code) {
+    case 0:
+      return `${verb} ${name}: API server unreachable (${err.message}); check the kubeconfig or network; retrying`;
+    case 401:
+      return `${verb} ${name}: unauthorized (${err.message}); check the credentials; retrying`;
+    case 403:
+      return `${verb} ${name}: forbidden (${err.message}); grant list and watch on "${type.plural}" in API group "${type.group}" to the operator's ServiceAccount (deploy/ ClusterRole); retrying`;
+    case 404:
+      return `${verb} ${name}: not found; is its CRD installed? (kubectl apply -k deploy/); retrying`;
+    default:
+      return `${verb} ${name} failed (${err.code} ${err.reason}): ${err.message}; retrying`;
+  }
 }

@@ -4,7 +4,9 @@
  * no change to it for `leaseDurationMs` on its own clock (or the holder released it); every write
  * carries the resourceVersion it read, so two candidates cannot both win. A leader that cannot
  * renew within `renewDeadlineMs` (shorter than the lease) aborts its signal at once, before any
- * standby can take over; the runner checks that signal before every write.
+ * standby can take over; the runner checks that signal before every write. Both sides err towards
+ * safety when answers are slow: the leader counts its deadline from when it sent the renewal, a
+ * standby counts the lease from when its read of a new version answered.
  */
 import { RESOURCES } from "../api/resources.ts";
 import type { Clock, Random } from "./clock.ts";
@@ -30,8 +32,12 @@ export interface LeaderElectorOptions {
   renewDeadlineMs?: number;
   /** Default 2 000. */
   retryPeriodMs?: number;
-  /** Called when this replica becomes leader; `signal` aborts the moment it stops being leader. */
-  onStartedLeading?: (signal: AbortSignal) => void;
+  /**
+   * Called when this replica becomes leader; `signal` aborts the moment it stops being leader.
+   * `takeover` is true when the Lease named another holder (or none: released) before: someone
+   * else may have led, and written, until just now.
+   */
+  onStartedLeading?: (signal: AbortSignal, term: { takeover: boolean }) => void;
   /** Called after the signal aborted (lost, released). */
   onStoppedLeading?: (reason: string) => void;
 }
@@ -50,7 +56,7 @@ export function microTime(ms: number): string {
   return new Date(ms).toISOString().replace(/\.(\d{3})Z$/, ".$1000Z");
 }
 
-type Attempt = "acquired" | "renewed" | "held" | "conflict" | "error";
+type Attempt = "created" | "acquired" | "renewed" | "held" | "conflict" | "error";
 
 /** One replica's side of the election. */
 export class LeaderElector {
@@ -89,6 +95,10 @@ export class LeaderElector {
     return this.#o.leaseDurationMs ?? 10_000;
   }
 
+  get #renewDeadlineMs(): number {
+    return this.#o.renewDeadlineMs ?? 7_000;
+  }
+
   get #retryMs(): number {
     return this.#o.retryPeriodMs ?? 2_000;
   }
@@ -96,11 +106,18 @@ export class LeaderElector {
   /** Campaigns and renews until `stop` aborts. It does not release: call `release()` after. */
   async run(stop: AbortSignal): Promise<void> {
     while (!stop.aborted) {
+      const sentAt = this.#o.clock.now();
       const result = await this.#tryAcquireOrRenew();
       if (stop.aborted) break;
-      if (result === "acquired" || result === "renewed") {
-        if (!this.leading) this.#startTerm();
-        this.#armDeadline();
+      if (result === "created" || result === "acquired" || result === "renewed") {
+        // The deadline runs from when the renewal was sent, not from its answer: a standby times
+        // the lease from when it saw the write, which is no earlier than the send. An answer that
+        // comes late (a paused process, a clock step) counts for only what is left.
+        const left = sentAt + this.#renewDeadlineMs - this.#o.clock.now();
+        if (left > 0) {
+          if (!this.leading) this.#startTerm(result === "acquired");
+          this.#armDeadline(left);
+        } else this.#endTerm(`the lease renewal was answered after ${this.#renewDeadlineMs} ms`);
       } else if (result === "held" && this.leading) {
         this.#endTerm("another replica holds the lease");
       }
@@ -152,14 +169,14 @@ export class LeaderElector {
     this.#endTerm(reason);
   }
 
-  #startTerm(): void {
+  #startTerm(takeover: boolean): void {
     this.#term = new AbortController();
     this.#o.metrics?.leader.set({}, 1);
     this.#o.log.info("became leader", {
       lease: `${this.#o.namespace}/${this.#o.name}`,
       identity: this.#o.identity,
     });
-    this.#o.onStartedLeading?.(this.#term.signal);
+    this.#o.onStartedLeading?.(this.#term.signal, { takeover });
   }
 
   #endTerm(reason: string): void {
@@ -175,27 +192,29 @@ export class LeaderElector {
     this.#o.onStoppedLeading?.(reason);
   }
 
-  /** (Re)starts the renew deadline: if no renewal succeeds before it, leadership ends at once. */
-  #armDeadline(): void {
+  /** (Re)starts the renew deadline: if no renewal succeeds within `ms`, leadership ends at once. */
+  #armDeadline(ms: number): void {
     this.#deadline?.abort();
     const deadline = new AbortController();
     this.#deadline = deadline;
-    const ms = this.#o.renewDeadlineMs ?? 7_000;
+    const limit = this.#renewDeadlineMs;
     this.#o.clock.sleep(ms, deadline.signal).then(
-      () => this.#endTerm(`could not renew the lease within ${ms} ms`),
+      () => this.#endTerm(`could not renew the lease within ${limit} ms`),
       () => {},
     );
   }
 
   async #tryAcquireOrRenew(): Promise<Attempt> {
     const { cluster, clock, namespace, name, identity } = this.#o;
-    const now = clock.now();
     let lease: KubeObject | undefined;
     try {
       lease = await cluster.get(RESOURCES.Lease, namespace, name);
     } catch (err) {
       return this.#failed("read", err);
     }
+    // When the answer came, not when it was asked: a version first seen now may be seconds old
+    // if the read was slow, and its expiry must not be counted from before it was seen.
+    const now = clock.now();
     const durationSeconds = Math.ceil(this.#leaseMs / 1000);
     try {
       if (!lease) {
@@ -212,7 +231,7 @@ export class LeaderElector {
           metadata: { name, namespace },
           spec,
         });
-        return this.#succeeded(created, "acquired");
+        return this.#succeeded(created, "created");
       }
       const spec = (lease.spec ?? {}) as LeaseSpec;
       // Expiry is judged on this replica's clock from when it first saw this version of the lease.

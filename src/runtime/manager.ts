@@ -7,86 +7,30 @@
  */
 import { Cache, type CacheChange } from "./cache.ts";
 import { EventRecorder } from "./events.ts";
-import type { Clock, Random } from "./clock.ts";
 import type { Cluster, KubeObject, ResourceType } from "./cluster.ts";
-import type { CacheReader, ControllerSpec, ModuleImages } from "./controller.ts";
+import type { CacheReader, ControllerSpec } from "./controller_spec.ts";
 import type { ManagerStatus } from "./health.ts";
 import { LeaderElector } from "./leader.ts";
-import type { Logger } from "./log.ts";
 import { instrumentCluster, Metrics } from "./metrics.ts";
-import { WorkQueue } from "./queue.ts";
-import { ControllerLoop } from "./reconciler.ts";
+import { ControllerLoop } from "./controller_loop.ts";
 import { Runner } from "./runner.ts";
+import { type ManagerOptions, operatorNamespace } from "./manager_options.ts";
+import { Term } from "./term.ts";
 import { isCrdType, WatchSet } from "./watches.ts";
 
 export type { ManagerStatus } from "./health.ts";
+export {
+  DEFAULT_NAMESPACE,
+  type LeaderElectionOptions,
+  type ManagerOptions,
+  operatorNamespace,
+} from "./manager_options.ts";
 
 /** Longest wait for each shutdown step that depends on the API (elector, lease release, watches). */
 const STOP_WAIT_MS = 5_000;
 
 /** Longest wait on shutdown for queued Events to be written (they are best-effort). */
 const EVENT_FLUSH_WAIT_MS = 2_000;
-
-/** The operator's namespace when neither `namespace` nor leader election names one. */
-export const DEFAULT_NAMESPACE = "platform-system";
-
-/** The operator's namespace: as given, else the leader election Lease's, else the default. */
-export function operatorNamespace(opts: ManagerOptions): string {
-  return opts.namespace ??
-    (opts.leaderElection ? opts.leaderElection.namespace : DEFAULT_NAMESPACE);
-}
-
-/** Lease settings of leader election (client-go's names and meaning). */
-export interface LeaderElectionOptions {
-  /** Namespace of the coordination.k8s.io/v1 Lease, e.g. `platform-system`. */
-  namespace: string;
-  /** Name of the Lease, e.g. `platform-operator`. */
-  name: string;
-  /** How long a lease is valid after its last renewal, as seen by a standby; default 10 000. */
-  leaseDurationMs?: number;
-  /** The leader stops writing when it could not renew for this long; default 7 000 (< leaseDurationMs). */
-  renewDeadlineMs?: number;
-  /** Pause between acquire or renew attempts; default 2 000. */
-  retryPeriodMs?: number;
-}
-
-/** Everything a Manager needs; all I/O and all chance come in here. */
-export interface ManagerOptions {
-  /** The API (live adapter or simulator), unwrapped: the manager counts calls into its metrics. */
-  cluster: Cluster;
-  clock: Clock;
-  random: Random;
-  log: Logger;
-  /** Metrics to record into; a fresh set is made when absent (see `Manager.metrics`). */
-  metrics?: Metrics;
-  controllers: ControllerSpec[];
-  images: ModuleImages;
-  /**
-   * The operator's namespace, where it keeps the module claims; default: the leader election
-   * Lease's namespace, else `platform-system`.
-   */
-  namespace?: string;
-  /** This replica's name (the pod name): the Lease holder identity and the Events' reporting instance. */
-  identity: string;
-  /** `false` runs as the only replica: it leads at once (tests, the simulator, local runs). */
-  leaderElection: false | LeaderElectionOptions;
-  /** Every primary is reconciled again after this long, as a safety net; default 600 000 (10 min). */
-  resyncPeriodMs?: number;
-  /** Reconciles of one controller running at once (never two of one key); default 2. */
-  concurrency?: number;
-  /** Server-side timeout of each watch request; default 300. */
-  watchTimeoutSeconds?: number;
-  /** A watch that delivers no event or bookmark for this long is aborted and restarted; default 90 000. */
-  watchIdleMs?: number;
-  /** Page size of the initial list; default 500. */
-  pageSize?: number;
-}
-
-/** The work of one leadership term. */
-interface Term {
-  signal: AbortSignal;
-  queues: Map<string, WorkQueue>;
-}
 
 /** The operator runtime of one replica. */
 export class Manager {
@@ -195,13 +139,13 @@ export class Manager {
         metrics: this.#metrics,
         identity: this.#o.identity,
         ...le,
-        onStartedLeading: (signal) => this.#onLeading(signal),
+        onStartedLeading: (signal, term) => this.#onLeading(signal, term.takeover),
         onStoppedLeading: () => this.#endTerm(),
       });
       this.#electorTask = this.#elector.run(this.#electorStop.signal);
     } else {
       this.#metrics.leader.set({}, 1);
-      this.#onLeading(this.#solo.signal);
+      this.#onLeading(this.#solo.signal, false);
     }
     return this.#done;
   }
@@ -251,7 +195,7 @@ export class Manager {
     this.#watchStop.abort();
     const term = this.#term;
     this.#term = undefined;
-    for (const q of term?.queues.values() ?? []) void q.shutdown();
+    void term?.end();
     this.#events.discard();
     this.#resolveDone();
   }
@@ -273,22 +217,16 @@ export class Manager {
   /** Health, readiness and progress. */
   get status(): ManagerStatus {
     const healthy = this.#state === "running";
-    const synced = this.#synced();
+    const synced = this.#watches.synced;
     const leading = healthy && (this.#elector ? this.#elector.leading : !this.#solo.signal.aborted);
     const standbyOk = this.#elector?.healthy ?? false;
-    let queued = 0;
-    let inFlight = 0;
-    for (const q of this.#term?.queues.values() ?? []) {
-      queued += q.depth;
-      inFlight += q.active;
-    }
     return {
       healthy,
       ready: healthy && synced && (leading || standbyOk),
       leading,
       synced,
-      queued,
-      inFlight,
+      queued: this.#term?.queued ?? 0,
+      inFlight: this.#term?.inFlight ?? 0,
     };
   }
 
@@ -306,59 +244,42 @@ export class Manager {
     return this.#watches.synced;
   }
 
-  #onLeading(signal: AbortSignal): void {
+  /**
+   * A term that takes over from another holder works from lists sent after it began: a standby's
+   * watches may have stalled unnoticed (up to their idle timeout), and a list under way may predate
+   * the old leader's last writes. A term on a Lease this replica created, or held already, needs
+   * no new lists: nobody else led in between.
+   */
+  #onLeading(signal: AbortSignal, takeover: boolean): void {
     this.#leadSignal = signal;
+    if (takeover) this.#watches.relist();
     this.#maybeBeginWork();
   }
 
   /** Starts the queues once leading and synced, after the previous term has drained. */
   #maybeBeginWork(): void {
     const signal = this.#leadSignal;
-    if (this.#state !== "running" || this.#term || !signal || signal.aborted || !this.#synced()) {
+    if (
+      this.#state !== "running" || this.#term || !signal || signal.aborted ||
+      !this.#watches.synced ||
+      !this.#watches.fresh
+    ) {
       return;
     }
     if (this.#draining) {
       this.#draining.then(() => this.#maybeBeginWork());
       return;
     }
-    const queues = new Map<string, WorkQueue>();
-    const term: Term = { signal, queues };
-    for (const ctl of this.#controllers) {
-      const name = ctl.name;
-      queues.set(
-        name,
-        new WorkQueue({
-          clock: this.#o.clock,
-          random: this.#o.random,
-          concurrency: ctl.concurrency ?? this.#o.concurrency ?? 2,
-          onDepth: (d) => this.#metrics.queueDepth.set({ controller: name }, d),
-        }, (key) => ctl.reconcile(key, signal)),
-      );
-    }
+    const term = new Term(signal, this.#controllers, {
+      clock: this.#o.clock,
+      random: this.#o.random,
+      metrics: this.#metrics,
+      concurrency: this.#o.concurrency,
+      resyncPeriodMs: this.#o.resyncPeriodMs,
+    });
     this.#term = term;
     this.#o.log.info("caches synced and leading: reconciling");
-    this.#enqueueAll(term);
-    void this.#resync(term);
-  }
-
-  #enqueueAll(term: Term): void {
-    for (const ctl of this.#controllers) {
-      const q = term.queues.get(ctl.name)!;
-      for (const key of ctl.allKeys()) q.add(key);
-    }
-  }
-
-  /** The safety net: every primary again every resync period, jittered by up to 10%. */
-  async #resync(term: Term): Promise<void> {
-    const period = this.#o.resyncPeriodMs ?? 600_000;
-    while (this.#term === term) {
-      try {
-        await this.#o.clock.sleep(period * (1 + 0.1 * this.#o.random.next()), term.signal);
-      } catch {
-        return;
-      }
-      if (this.#term === term) this.#enqueueAll(term);
-    }
+    term.begin();
   }
 
   #endTerm(): void {
@@ -373,7 +294,7 @@ export class Manager {
     const term = this.#term;
     if (!term) return this.#draining ?? Promise.resolve();
     this.#term = undefined;
-    const draining = Promise.all([...term.queues.values()].map((q) => q.shutdown())).then(() => {
+    const draining = term.end().then(() => {
       if (this.#draining === draining) this.#draining = undefined;
       for (const ctl of this.#controllers) {
         this.#metrics.queueDepth.set({ controller: ctl.name }, 0);
@@ -394,22 +315,12 @@ export class Manager {
    * change now, and an empty list brings no change events: queue every primary that reads it.
    */
   #livenessChanged(type: ResourceType): void {
-    const term = this.#term;
-    if (!term) return;
-    for (const ctl of this.#controllers) {
-      if (!ctl.reads(type)) continue;
-      const q = term.queues.get(ctl.name)!;
-      for (const key of ctl.allKeys()) q.add(key);
-    }
+    this.#term?.requeueReaders(type);
   }
 
   /** Turns a cache change into queue keys. */
   #dispatch(type: ResourceType, change: CacheChange): void {
-    const term = this.#term;
-    if (!term) return; // a standby or a manager still syncing queues everything when it starts
-    for (const ctl of this.#controllers) {
-      const q = term.queues.get(ctl.name)!;
-      for (const key of ctl.keysFor(type, change)) q.add(key);
-    }
+    // A standby or a manager still syncing queues everything when its term begins.
+    this.#term?.dispatch(type, change);
   }
 }

@@ -43,14 +43,22 @@ export function ownedFieldsOf(obj: KubeObject, manager = FIELD_MANAGER): unknown
   const own = entries?.find((e) =>
     e.manager === manager && e.operation === "Apply" && !e.subresource
   );
-  return own?.fieldsV1 === undefined ? undefined : deepFreeze(structuredClone(own.fieldsV1));
+  if (own?.fieldsV1 === undefined) return undefined;
+  // A frozen input (the simulator's) can be shared; a CRD's field set is as large as its schema.
+  return Object.isFrozen(own.fieldsV1) ? own.fieldsV1 : deepFreeze(structuredClone(own.fieldsV1));
 }
 
-/** A frozen copy of `obj` without `metadata.managedFields` (the input is not changed). */
+/**
+ * `obj` as the cache keeps it: without `metadata.managedFields`, and frozen. The cache takes the
+ * object over: everything below its top level and metadata is frozen in place, not copied (an
+ * object comes from a JSON parse or a simulator copy that no one else holds, and copying a CRD's
+ * 300 KB schema on every watch event was the simulator's largest cost). Callers must not change
+ * an object after handing it to the cache; the freeze makes any attempt throw.
+ */
 export function prepareForCache(obj: KubeObject): KubeObject {
   if (Object.isFrozen(obj) && !obj.metadata.managedFields) return obj;
   const { managedFields: _dropped, ...metadata } = obj.metadata;
-  return deepFreeze(structuredClone({ ...obj, metadata }));
+  return deepFreeze({ ...obj, metadata });
 }
 
 /** What a store keeps of one object: the entry, and beside it what the runner compares. */

@@ -6,76 +6,29 @@
  * lost its lease stops writing at once. The result says what happened (fed back to the next reconcile as
  * `ctx.lastOutcome`) and what the queue should do next.
  */
-import type { ApplyOutcome, EventSpec, ObjectRef, Plan } from "../reconcile/plan.ts";
-import { refOf } from "../reconcile/plan.ts";
+import {
+  type ApplyOutcome,
+  describeRef,
+  type EventSpec,
+  type ObjectRef,
+  type Plan,
+  refOf,
+  sameRef,
+} from "../reconcile/plan.ts";
 import { FIELD_MANAGER, MANAGED_BY, MANAGED_BY_LABEL } from "../reconcile/labels.ts";
 import { resourceFor } from "../api/resources.ts";
-import { type CacheChange, typeName } from "./cache.ts";
-import type { Clock, Random } from "./clock.ts";
-import { ApiError, type Cluster, type KubeObject, type ResourceType } from "./cluster.ts";
-import type { CacheReader } from "./controller.ts";
-import { isObserved } from "../reconcile/verify.ts";
+import { typeName } from "./cache.ts";
+import { ApiError, type KubeObject, type ResourceType } from "./cluster.ts";
+import { isObserved } from "../reconcile/observed.ts";
 import { deepEqual, ownedFieldMissing } from "./diff.ts";
 import { specDigest } from "./prepare.ts";
 import { classifyError, NotLeaderError, TerminalError } from "./errors.ts";
 import { EventRecorder } from "./events.ts";
-import type { Logger } from "./log.ts";
-import type { Metrics } from "./metrics.ts";
-import type { WorkResult } from "./queue.ts";
+import { addFinalizerOps, removeFinalizerOps } from "./finalizers.ts";
+import type { RunnerOptions, RunResult } from "./runner_options.ts";
+import { retryWork, WriteFailed } from "./write_failure.ts";
 
-/** A cache the runner can ask whether a type is watched, and which fields the operator owns. */
-export interface RunnerCache extends CacheReader {
-  has(type: ResourceType): boolean;
-  /** The operator's own applied `fieldsV1` of an object, if known. */
-  ownedFields?(type: ResourceType, namespace: string | undefined, name: string): unknown;
-  /**
-   * The digest of an object's spec when its cache keeps a digest instead of the spec (see
-   * `Projection`); the runner then compares the desired spec's digest with it.
-   */
-  specDigest?(type: ResourceType, namespace: string | undefined, name: string): string | undefined;
-  /** Read-your-writes: caches an object a write got back, if newer than the cached one. */
-  written?(type: ResourceType, obj: KubeObject): CacheChange[];
-}
-
-/** Options of a Runner (one a controller). */
-export interface RunnerOptions {
-  cluster: Cluster;
-  cache: RunnerCache;
-  clock: Clock;
-  random: Random;
-  log: Logger;
-  metrics?: Metrics;
-  /** Controller name for metrics and logs. */
-  controller: string;
-  /** This replica's name, for Events. */
-  identity: string;
-  /** Finds the resource type of an apiVersion and kind; default: the operator's RESOURCES table. */
-  resolveType?: (apiVersion: string, kind: string) => ResourceType | undefined;
-  /**
-   * Told every object a successful apply, status apply or finalizer patch got back from the API,
-   * and the cache changes that caching it made (the manager queues the keys they concern).
-   */
-  onWrite?: (type: ResourceType, written: KubeObject, changes: CacheChange[]) => void;
-  /** Where Events go (the manager shares one among its runners); default: a recorder of its own. */
-  events?: EventRecorder;
-}
-
-/** What running a Plan came to. */
-export interface RunResult {
-  /** What happened to the writes; undefined when nothing should be remembered (lease lost, primary gone). */
-  outcome?: ApplyOutcome;
-  /** What the queue should do with the key. */
-  work: WorkResult;
-  /** Writes made (Events not counted). */
-  writes: number;
-}
-
-/** A failed write: the object and the error. */
-class WriteFailed extends Error {
-  constructor(readonly ref: ObjectRef, override readonly cause: unknown) {
-    super(cause instanceof Error ? cause.message : String(cause));
-  }
-}
+export type { RunnerCache, RunnerOptions, RunResult } from "./runner_options.ts";
 
 /** Carries out Plans for one controller. */
 export class Runner {
@@ -168,21 +121,7 @@ export class Runner {
         this.#o.log.warn("status write after a failed apply failed too", { error: statusErr });
       }
     }
-    const writesNow = state.writes;
-    switch (kind) {
-      case "conflict":
-        return { outcome, work: { type: "retrySoon", afterMs: this.#soon() }, writes: writesNow };
-      case "throttled": {
-        const after = cause instanceof ApiError && cause.retryAfterSeconds
-          ? cause.retryAfterSeconds * 1000
-          : this.#soon();
-        return { outcome, work: { type: "retrySoon", afterMs: after }, writes: writesNow };
-      }
-      case "terminal":
-        return { outcome, work: { type: "terminal" }, writes: writesNow };
-      default:
-        return { outcome, work: { type: "retry" }, writes: writesNow };
-    }
+    return { outcome, work: retryWork(kind, cause, () => this.#soon()), writes: state.writes };
   }
 
   /** 100–500 ms: long enough for the watch to deliver the object that conflicted. */
@@ -224,16 +163,7 @@ export class Runner {
     const name = plan.finalizer?.add;
     const meta = state.primary.metadata;
     if (!name || meta.deletionTimestamp || meta.finalizers?.includes(name)) return;
-    // The `test` op makes the patch fail (422) if the list changed since the cache saw it.
-    const ops = meta.finalizers?.length
-      ? [
-        { op: "test" as const, path: "/metadata/finalizers", value: meta.finalizers },
-        { op: "add" as const, path: "/metadata/finalizers/-", value: name },
-      ]
-      : [
-        { op: "test" as const, path: "/metadata/finalizers", value: null },
-        { op: "add" as const, path: "/metadata/finalizers", value: [name] },
-      ];
+    const ops = addFinalizerOps(meta.finalizers, name);
     const ref = refOf(state.primary);
     state.primary = await this.#write(
       ref,
@@ -254,10 +184,8 @@ export class Runner {
     const meta = state.primary.metadata;
     const index = name ? meta.finalizers?.indexOf(name) ?? -1 : -1;
     if (index < 0) return;
-    const ops = [
-      { op: "test" as const, path: `/metadata/finalizers/${index}`, value: name },
-      { op: "remove" as const, path: `/metadata/finalizers/${index}` },
-    ];
+    for (const left of plan.noneLeft ?? []) await this.#expectNoneLeft(left, signal);
+    const ops = removeFinalizerOps(index, name!);
     const written = await this.#write(
       refOf(state.primary),
       signal,
@@ -265,6 +193,38 @@ export class Runner {
     );
     state.writes++;
     this.#wrote(type, written);
+  }
+
+  /**
+   * Lists `left` from the API server; anything found fails the Plan as a conflict (retried soon)
+   * after being handed to the cache, so the next reconcile sees it and deletes it.
+   */
+  async #expectNoneLeft(
+    left: { apiVersion: string; kind: string; labelSelector: string },
+    signal: AbortSignal,
+  ): Promise<void> {
+    const type = this.#type(left.apiVersion, left.kind);
+    const ref = { apiVersion: left.apiVersion, kind: left.kind, name: `(${left.labelSelector})` };
+    const page = await this.#write(
+      ref,
+      signal,
+      () => this.#o.cluster.list(type, { labelSelector: left.labelSelector }),
+    );
+    const found = page.items.filter((o) => !o.metadata.deletionTimestamp);
+    if (found.length === 0) return;
+    for (const obj of found) {
+      this.#wrote(type, { ...obj, apiVersion: left.apiVersion, kind: left.kind });
+    }
+    const first = found[0].metadata;
+    throw new WriteFailed(
+      { ...ref, ...(first.namespace ? { namespace: first.namespace } : {}), name: first.name },
+      new ApiError(
+        409,
+        "Conflict",
+        `${left.kind} ${first.namespace ? `${first.namespace}/` : ""}${first.name} still exists ` +
+          `(the cache had not shown it); the finalizer stays until it is gone`,
+      ),
+    );
   }
 
   /** A create-if-absent: 409 AlreadyExists fails the Plan (a conflict: the cache was behind). */
@@ -390,13 +350,4 @@ function observedHere(desired: KubeObject, observed: KubeObject, digest: string 
   if (digest === undefined) return isObserved(desired, observed);
   return specDigest(desired.spec) === digest &&
     isObserved({ ...desired, spec: undefined }, observed);
-}
-
-function sameRef(a: ObjectRef, b: ObjectRef): boolean {
-  return a.apiVersion === b.apiVersion && a.kind === b.kind && a.name === b.name &&
-    (a.namespace ?? "") === (b.namespace ?? "");
-}
-
-function describeRef(ref: ObjectRef): string {
-  return `${ref.kind} ${ref.namespace ? `${ref.namespace}/` : ""}${ref.name}`;
 }

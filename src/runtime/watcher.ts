@@ -7,74 +7,15 @@
  * but not live cache (`missing` event) that is retried with backoff and logged once; `kick()`
  * cuts a backoff short when the CRD is seen to appear.
  */
-import { Backoff, type BackoffOptions } from "./backoff.ts";
-import type { WatcherEvent } from "./cache.ts";
-import { typeName } from "./cache.ts";
-import type { Clock, Random } from "./clock.ts";
-import {
-  ApiError,
-  type Cluster,
-  isApiError,
-  type ResourceType,
-  type WatchEvent,
-} from "./cluster.ts";
+import { Backoff } from "./backoff.ts";
+import { typeName, type WatcherEvent } from "./cache.ts";
+import type { Clock } from "./clock.ts";
+import { ApiError, isApiError, type WatchEvent } from "./cluster.ts";
+import { describeFailure } from "./errors.ts";
 import type { Logger } from "./log.ts";
-import type { Metrics } from "./metrics.ts";
+import type { ResumeState, StepResult, WatcherOptions, WatcherState } from "./watcher_state.ts";
 
-/** Options of a Watcher. */
-export interface WatcherOptions {
-  cluster: Cluster;
-  clock: Clock;
-  random: Random;
-  log: Logger;
-  metrics?: Metrics;
-  type: ResourceType;
-  labelSelector?: string;
-  /** Watch this namespace only (RBAC may grant no more); default: every namespace. */
-  namespace?: string;
-  /** The type's CRD may be missing: a 404 on list means "none yet", not an error. */
-  optional?: boolean;
-  /** Page size of the list; default 500. */
-  pageSize?: number;
-  /** Server-side watch timeout; default 300. */
-  timeoutSeconds?: number;
-  /** Restart a watch that delivers nothing (not even a bookmark) for this long; default 90 000. */
-  idleMs?: number;
-  /** Retry delays; default 800 ms doubling to 30 s, jittered. */
-  backoff?: BackoffOptions;
-}
-
-/** Where a Backoff goes when it is over. */
-export type ResumeState =
-  | { kind: "Empty" }
-  | { kind: "InitPage"; continueToken?: string }
-  | { kind: "InitListed"; resourceVersion: string };
-
-/** The watcher's state. */
-export type WatcherState =
-  /** Nothing listed yet, or a relist is due (start, 410 Gone, CRD missing). */
-  | { kind: "Empty" }
-  /** Listing: the next page is fetched with `continueToken` (none for the first page). */
-  | { kind: "InitPage"; continueToken?: string }
-  /** Listed (or a watch ended): open a watch from `resourceVersion`. */
-  | { kind: "InitListed"; resourceVersion: string }
-  /** A watch is open. */
-  | {
-    kind: "Watching";
-    resourceVersion: string;
-    stream: AsyncIterator<WatchEvent>;
-    abort: AbortController;
-    /** Events and bookmarks received on this watch. */
-    received: number;
-  }
-  /** Waiting `delayMs` after an error, then `then`. */
-  | { kind: "Backoff"; delayMs: number; then: ResumeState };
-
-/** The events one step produced and the state it leads to. */
-export interface StepResult {
-  events: WatcherEvent[];
-  next: WatcherState;
-}
+export type { ResumeState, StepResult, WatcherOptions, WatcherState } from "./watcher_state.ts";
 
 const IDLE: unique symbol = Symbol("idle");
 const CANCELLED: unique symbol = Symbol("cancelled");
@@ -92,6 +33,8 @@ export class Watcher {
   #wake = new AbortController();
   /** A kick came: the next (or current) backoff ends at once. */
   #kicked = false;
+  /** `relist()` was called: the loop lists from scratch after the current step. */
+  #relistDue = false;
 
   constructor(opts: WatcherOptions, readonly sink: (ev: WatcherEvent) => void) {
     this.#o = opts;
@@ -110,6 +53,14 @@ export class Watcher {
         if (signal.aborted) {
           if (next.kind === "Watching") closeWatch(next);
           break;
+        }
+        if (this.#relistDue) {
+          // What the interrupted step saw is in the new list too.
+          this.#relistDue = false;
+          if (next.kind === "Watching") closeWatch(next);
+          this.state = { kind: "Empty" };
+          this.#restart("relist");
+          continue;
         }
         this.state = next;
         for (const ev of events) {
@@ -162,6 +113,20 @@ export class Watcher {
     this.#backoff.reset();
     this.#kicked = true;
     this.#wake.abort();
+  }
+
+  /**
+   * Lists from scratch now (the open watch is closed, a backoff cut short, a list under way
+   * discarded: it was sent earlier), so that the store holds what the API server has now, whatever
+   * the watch missed. Returns false when no list has been sent yet: the next one is new enough.
+   */
+  relist(): boolean {
+    const s = this.state;
+    if (s.kind === "Empty") return false;
+    this.#relistDue = true;
+    if (s.kind === "Watching") s.abort.abort();
+    else if (s.kind === "Backoff") this.kick();
+    return true;
   }
 
   /** True while the type is known not to be served (an optional watch whose CRD is missing). */
@@ -243,9 +208,10 @@ export class Watcher {
     const pending = st.stream.next();
     pending.catch(() => {}); // it may settle after the watchdog gave up on it
     const idle = new AbortController();
+    // Closing the watch (relist) ends the wait too: a stalled stream may ignore the abort.
     const timer = this.#clock.sleep(
       this.#o.idleMs ?? 90_000,
-      AbortSignal.any([idle.signal, signal]),
+      AbortSignal.any([idle.signal, signal, st.abort.signal]),
     )
       .then((): typeof IDLE => IDLE, (): typeof CANCELLED => CANCELLED);
     let result: IteratorResult<WatchEvent> | typeof IDLE | typeof CANCELLED;
@@ -254,10 +220,10 @@ export class Watcher {
     } catch (err) {
       idle.abort();
       closeWatch(st);
-      return this.#watchFailed(st, err);
+      return this.#relistDue ? { events: [], next: st } : this.#watchFailed(st, err);
     }
     idle.abort();
-    if (result === CANCELLED) return { events: [], next: st };
+    if (result === CANCELLED || this.#relistDue) return { events: [], next: st };
     if (result === IDLE) {
       closeWatch(st);
       this.#restart("idle");
@@ -350,23 +316,5 @@ function closeWatch(st: Extract<WatcherState, { kind: "Watching" }>): void {
     st.stream.return?.()?.catch(() => {});
   } catch {
     // an iterator that cannot be closed is dropped
-  }
-}
-
-/** One line that says what failed and what to do about it. */
-export function describeFailure(verb: string, type: ResourceType, err: unknown): string {
-  const name = typeName(type);
-  if (!(err instanceof ApiError)) return `${verb} ${name} failed: ${String(err)}; retrying`;
-  switch (err.code) {
-    case 0:
-      return `${verb} ${name}: API server unreachable (${err.message}); check the kubeconfig or network; retrying`;
-    case 401:
-      return `${verb} ${name}: unauthorized (${err.message}); check the credentials; retrying`;
-    case 403:
-      return `${verb} ${name}: forbidden (${err.message}); grant list and watch on "${type.plural}" in API group "${type.group}" to the operator's ServiceAccount (deploy/ ClusterRole); retrying`;
-    case 404:
-      return `${verb} ${name}: not found; is its CRD installed? (kubectl apply -k deploy/); retrying`;
-    default:
-      return `${verb} ${name} failed (${err.code} ${err.reason}): ${err.message}; retrying`;
   }
 }

@@ -6,10 +6,10 @@
 import { type Cache, type CacheChange, type Store, typeName } from "./cache.ts";
 import type { Clock, Random } from "./clock.ts";
 import type { Cluster, KubeObject, ResourceType } from "./cluster.ts";
-import type { ControllerSpec } from "./controller.ts";
+import type { ControllerSpec } from "./controller_spec.ts";
 import type { Logger } from "./log.ts";
 import type { Metrics } from "./metrics.ts";
-import { planWatches } from "./reconciler.ts";
+import { planWatches } from "./controller_loop.ts";
 import type { WatcherEvent } from "./store.ts";
 import { Watcher } from "./watcher.ts";
 
@@ -43,6 +43,8 @@ export function isCrdType(type: ResourceType): boolean {
 /** Every watch of one manager. */
 export class WatchSet {
   readonly #watches: { watcher: Watcher; store: Store; required: boolean }[] = [];
+  /** Stores whose watch has not listed since the last `relist()`. */
+  readonly #stale = new Set<Store>();
 
   constructor(readonly opts: WatchSetOptions) {
     // A watch is required if any controller requires it.
@@ -74,7 +76,24 @@ export class WatchSet {
       this.opts.onChange(type, change);
     }
     if (store.live !== wasLive) this.opts.onLiveness(type);
-    if (ev.type === "init-done" || ev.type === "missing") this.opts.onListed();
+    if (ev.type === "init-done" || ev.type === "missing") {
+      this.#stale.delete(store);
+      this.opts.onListed();
+    }
+  }
+
+  /**
+   * Lists every watch again; `fresh` is false until all have. A watch can stall unnoticed for up to
+   * its idle timeout, so a standby's caches may lack what the old leader wrote, and a new leader
+   * that took that absence for real would remove a finalizer while the objects remain.
+   */
+  relist(): void {
+    for (const w of this.#watches) if (w.watcher.relist()) this.#stale.add(w.store);
+  }
+
+  /** True when every watch has listed since the last `relist()` was asked for. */
+  get fresh(): boolean {
+    return this.#stale.size === 0;
   }
 
   /** Runs every watch until `signal` aborts; one promise a watch. */

@@ -10,7 +10,7 @@ const DEFAULTS = {
   logFormat: "json",
 };
 
-Deno.test("defaults of SPEC.md: with no spec, and with an empty one", () => {
+Deno.test("defaults of docs/design.md: with no spec, and with an empty one", () => {
   assert.deepEqual(valueOf(parseServerless(serverless())).spec, DEFAULTS);
   assert.deepEqual(valueOf(parseServerless(serverless({}))).spec, DEFAULTS);
 });
@@ -37,7 +37,7 @@ Deno.test("each default is filled on its own; a set field is kept as written", (
 });
 
 Deno.test("values are checked by the operator, not the schema: any string is schema-valid", () => {
-  // DESIGN.md: a bad duration or preset gives ConfigurationCheckErr in status, so nothing is lost.
+  // docs/design.md: a bad duration or preset gives ConfigurationCheckErr in status, so nothing is lost.
   const spec = valueOf(
     parseServerless(
       serverless({

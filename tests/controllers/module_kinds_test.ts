@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { RESOURCES } from "../../src/api/resources.ts";
-import type { ModuleKind } from "../../src/controllers/module.ts";
+import type { ModuleKind } from "../../src/controllers/module_controller.ts";
 import { SCALER_MODULE, scalerController } from "../../src/controllers/scaler.ts";
 import { SERVERLESS_MODULE } from "../../src/controllers/serverless.ts";
 import { accessOf, rulesFor } from "../../src/kube/rbac.ts";
@@ -13,7 +13,7 @@ import { kedaCrds, kedaKinds } from "../../src/reconcile/keda/crds.ts";
 import { renderServerless } from "../../src/reconcile/serverless/render.ts";
 import { typeOfCrd, type UpstreamCrd } from "../../src/reconcile/upstream_crds.ts";
 import type { KubeObject, ResourceType } from "../../src/runtime/cluster.ts";
-import type { CacheReader } from "../../src/runtime/controller.ts";
+import type { CacheReader } from "../../src/runtime/controller_spec.ts";
 import { IMAGES, installed, NOW } from "../reconcile/scaler_fixtures.ts";
 import { fakeCache } from "../reconcile/singleton_world.ts";
 

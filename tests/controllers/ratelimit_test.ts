@@ -7,7 +7,7 @@ import { RESOURCES } from "../../src/api/resources.ts";
 import { ENVOYFILTER_CRD, rateLimitController } from "../../src/controllers/ratelimit.ts";
 import { Cache } from "../../src/runtime/cache.ts";
 import type { KubeObject, ResourceType } from "../../src/runtime/cluster.ts";
-import type { CacheReader } from "../../src/runtime/controller.ts";
+import type { CacheReader } from "../../src/runtime/controller_spec.ts";
 import { IMAGES, NOW } from "../reconcile/serverless_fixtures.ts";
 import { pod, rateLimit } from "../reconcile/ratelimit_fixtures.ts";
 import { fakeCache } from "../reconcile/singleton_world.ts";

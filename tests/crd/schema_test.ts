@@ -85,7 +85,7 @@ Deno.test("a bucket rule carries the CEL rule path-or-headers with its message",
   assert.deepEqual(rule.required, ["bucket"]);
 });
 
-Deno.test("enums, patterns and bounds of SPEC.md and DESIGN.md are in the CRDs", () => {
+Deno.test("enums, patterns and bounds of docs/design.md are in the CRDs", () => {
   const rl = schemaOf("ratelimits");
   const bucket = at(rl, "spec.local.defaultBucket");
   assert.equal(bucket.properties!.fillInterval.pattern, "^[1-9][0-9]*(s|m)$");

@@ -1,6 +1,6 @@
 /**
  * Properties of the generated EnvoyFilter as the data-plane model runs it, against a reference
- * written from DESIGN.md (which bucket) and from Envoy's arithmetic (envoy_reference.ts: tokens
+ * written from docs/design.md (which bucket) and from Envoy's arithmetic (envoy_reference.ts: tokens
  * and header values), for Envoy 1.30, 1.33 and 1.38: the first matching rule wins; the path
  * matches exactly, query ignored; header names case-insensitively, values exactly; one token from
  * that bucket only; every response carries the headers that Envoy computes; every 429 has the
@@ -111,7 +111,7 @@ const requestsArb = fc.array(
   return rs.map((r): Req => ({ ns: ns += r.gap, path: r.path, headers: r.headers }));
 });
 
-/** DESIGN.md's selection, written directly. */
+/** docs/design.md's selection, written directly. */
 function expectedBucket(rules: readonly Rule[], req: Req): "default" | number {
   const path = req.path.split("?")[0];
   const headers = new Map(Object.entries(req.headers).map(([k, v]) => [k.toLowerCase(), v]));

@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { RESOURCES } from "../../src/api/resources.ts";
-import { CONTROLLERS } from "../../src/cli/run_controllers.ts";
+import { CONTROLLERS } from "../../src/controllers/registry.ts";
 import { SCALER_MODULE } from "../../src/controllers/scaler.ts";
 import { SERVERLESS_MODULE } from "../../src/controllers/serverless.ts";
 import { ACCESS, type Access, type Verb } from "../../src/kube/rbac.ts";

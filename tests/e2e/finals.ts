@@ -5,7 +5,7 @@
  */
 import type { TimelineEntry } from "../../sim/trace.ts";
 import type { KubeObject } from "../../src/runtime/cluster.ts";
-import { envoyFilterCrd } from "../../tools/cluster/mod.ts";
+import { envoyFilterCrd } from "../../src/crd/istio.ts";
 import { type E2E, waitFor } from "./harness.ts";
 import { managedObjects } from "./invariants.ts";
 import { resourceArg } from "./scenario_real.ts";

@@ -1,14 +1,14 @@
 /**
- * The pinned Istio: one version everywhere it is named, the EnvoyFilter CRDs we install agree with
- * Istio's at that commit, and a missing Go toolchain is an error that says what to install.
+ * The pinned Istio: one version everywhere it is named, the EnvoyFilter CRD we install (the
+ * simulator and the local control plane both install src/crd/istio.ts's) agrees with Istio's at
+ * that commit, and a missing Go toolchain is an error that says what to install.
  */
 import assert from "node:assert/strict";
 import { join, resolve } from "node:path";
 import { parseAllDocuments } from "yaml";
 import { goEnv, goVersion } from "../../tools/cluster/build.ts";
-import { envoyFilterCrd as clusterCrd } from "../../tools/cluster/mesh.ts";
 import { ensureIstioCheck, GO_MISSING, MODULE_DIR } from "../../tools/istio-check/build.ts";
-import { envoyFilterCrd as simCrd } from "../../sim/cluster/bootstrap.ts";
+import { envoyFilterCrd } from "../../src/crd/istio.ts";
 
 const ROOT = resolve(import.meta.dirname ?? ".", "..", "..");
 const ISTIO = "istio.io/istio";
@@ -73,14 +73,18 @@ function identity(crd: Json) {
   };
 }
 
-Deno.test("our EnvoyFilter CRDs serve what Istio's CRD at the pinned commit serves", async () => {
+Deno.test("our EnvoyFilter CRD serves what Istio's CRD at the pinned commit serves", async () => {
   const istio = identity(await istioCrd());
   // The version the operator writes must be Istio's served and stored one.
   assert.deepEqual(istio.versions.map((v) => [v.name, v.served, v.storage]), [
     ["v1alpha3", true, true],
   ]);
-  assert.deepEqual(identity(clusterCrd() as Json), istio, "tools/cluster/mesh.ts");
-  assert.deepEqual(identity(simCrd() as unknown as Json), istio, "sim/cluster/bootstrap.ts");
+  assert.deepEqual(identity(envoyFilterCrd()), istio, "src/crd/istio.ts");
+  // Its labels are Istio's, as a `kubectl get crd -l app=istio-pilot` would select it.
+  const meta = (await istioCrd()).metadata as { labels?: Record<string, string> };
+  for (const [k, v] of Object.entries(envoyFilterCrd().metadata.labels ?? {})) {
+    assert.equal(meta.labels?.[k], v, `label ${k}`);
+  }
 });
 
 Deno.test("without Go, building istio-check fails naming what to install", async () => {

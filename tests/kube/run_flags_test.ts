@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
+import { CONTROLLER_NAMES } from "../../src/controllers/registry.ts";
 import {
-  CONTROLLER_NAMES,
   DEFAULT_IMAGES,
   envName,
   flagEnvNames,

@@ -24,8 +24,10 @@ Deno.test("the installed KEDA version is the one the CRDs come from: images, ked
   assert.equal(KEDA.controllerGen, requiredVersion(gomod, "sigs.k8s.io/controller-tools"));
 });
 
-Deno.test("README.md and docs/modules.md name the upstream versions and how to regenerate", async () => {
-  const readme = await read("README.md");
+Deno.test("README.md and docs name the upstream versions and how to regenerate", async () => {
+  assert.match(await read("README.md"), new RegExp(`KEDA ${esc(KEDA.version)}`));
+  // The settings (docs/design.md) and the operator's flags (docs/operations.md).
+  const readme = `${await read("docs/design.md")}\n${await read("docs/operations.md")}`;
   const docs = await read("docs/modules.md");
   assert.match(readme, new RegExp(`\\*\\*KEDA version\\*\\*: ${esc(KEDA.version)} `));
   assert.match(readme, new RegExp(`Kyma\\s+serverless ${esc(FUNCTION.version)}`));

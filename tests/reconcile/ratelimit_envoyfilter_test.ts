@@ -1,7 +1,7 @@
 /**
  * The generated EnvoyFilter: Istio's schema (@kubernetes-models/istio validate()), Envoy's field
  * names and value formats, the gateway/sidecar choice, ownership, and, read back by the data-plane
- * model, the bucket selection of SPEC.md and DESIGN.md.
+ * model, the bucket selection of docs/design.md.
  *
  * Envoy API the expectations come from (envoyproxy/envoy, api/envoy/...):
  * - extensions/filters/http/local_ratelimit/v3/local_rate_limit.proto: LocalRateLimit fields
@@ -228,7 +228,7 @@ function meshWith(rl: RateLimit, labels: Record<string, string> = rl.spec.select
   return mesh;
 }
 
-Deno.test("SPEC.md's example: the header on another path uses the default bucket", () => {
+Deno.test("docs/design.md's example: the header on another path uses the default bucket", () => {
   const rl = sample("ratelimit-workload.yaml");
   const to = { namespace: "demo", labels: { app: "httpbin" } };
   const mesh = meshWith(rl);

@@ -1,4 +1,4 @@
-/** Walks every row of SPEC.md's Scaler state table (and the project's row 13, Warning) through the reducer. */
+/** Walks every row of docs/design.md's Scaler state table (and the project's row 13, Warning) through the reducer. */
 import assert from "node:assert/strict";
 import { KEDA_DEPLOYMENTS } from "../../src/reconcile/keda/names.ts";
 import { SCALER_FINALIZER } from "../../src/reconcile/labels.ts";

@@ -1,4 +1,4 @@
-/** Walks every row of SPEC.md's Serverless state table through the reducer. */
+/** Walks every row of docs/design.md's Serverless state table through the reducer. */
 import assert from "node:assert/strict";
 import { rowOfStatus, type StateRow } from "../../src/reconcile/conditions.ts";
 import { SERVERLESS_FINALIZER } from "../../src/reconcile/labels.ts";

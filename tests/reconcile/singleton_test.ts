@@ -7,7 +7,7 @@ import {
   decideServed,
   type Peer,
   servedPeer,
-} from "../../src/reconcile/singleton.ts";
+} from "../../src/reconcile/module/singleton.ts";
 import { reconcileServerless } from "../../src/reconcile/serverless.ts";
 import { conditionOf, converge, inputOf, serverless, statusOf } from "./serverless_fixtures.ts";
 import { carryOut, deleting, heldClaim, isClaimingPlan, type World } from "./singleton_world.ts";

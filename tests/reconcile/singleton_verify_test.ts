@@ -1,6 +1,7 @@
-/** Deployment readiness (DESIGN.md "Verification") and the desired-subset test. */
+/** Deployment readiness (docs/design.md "Verification") and the desired-subset test. */
 import assert from "node:assert/strict";
-import { deploymentReadiness, isObserved, moduleReadiness } from "../../src/reconcile/verify.ts";
+import { deploymentReadiness, moduleReadiness } from "../../src/reconcile/module/readiness.ts";
+import { isObserved } from "../../src/reconcile/observed.ts";
 import type { KubeObject } from "../../src/runtime/cluster.ts";
 import { rolledOut } from "./singleton_world.ts";
 

@@ -4,12 +4,12 @@
  * merge, delete, finalizers, status) and can mark Deployments rolled out.
  */
 import { type KubeObject, objectKey, type ResourceType } from "../../src/runtime/cluster.ts";
-import type { CacheReader } from "../../src/runtime/controller.ts";
-import { identity } from "../../src/reconcile/install.ts";
+import type { CacheReader } from "../../src/runtime/controller_spec.ts";
+import { identity } from "../../src/reconcile/module/install_diff.ts";
 import { canonicalQuantity } from "../../src/reconcile/keda/quantity.ts";
 import { type Plan, refOf } from "../../src/reconcile/plan.ts";
-import { type ClaimInput, claimLease } from "../../src/reconcile/claim.ts";
-import { asPeer, servedPeer } from "../../src/reconcile/singleton.ts";
+import { type ClaimInput, claimLease } from "../../src/reconcile/module/claim.ts";
+import { asPeer, servedPeer } from "../../src/reconcile/module/singleton.ts";
 
 const defaultNormalize = (obj: KubeObject) => apiServerNormalize(obj, canonicalQuantity);
 

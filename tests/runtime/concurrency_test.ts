@@ -10,15 +10,15 @@ import { serverlessController } from "../../src/controllers/serverless.ts";
 import { MANAGED_BY, MANAGED_BY_LABEL } from "../../src/reconcile/labels.ts";
 import { emptyPlan } from "../../src/reconcile/plan.ts";
 import type { Cluster, KubeObject } from "../../src/runtime/cluster.ts";
-import type { ControllerSpec } from "../../src/runtime/controller.ts";
+import type { ControllerSpec } from "../../src/runtime/controller_spec.ts";
 import { Manager } from "../../src/runtime/manager.ts";
-import { FakeCluster } from "./fake_cluster.ts";
+import { TestCluster, WIDGET } from "./test_cluster.ts";
 import { captureLogger, ManualClock, seededRandom } from "./helpers.ts";
 
-const RL = RESOURCES.RateLimit;
+const RL = WIDGET;
 const CM = RESOURCES.ConfigMap;
 
-/** Each RateLimit gets a ConfigMap; nothing else. */
+/** Each Widget gets a ConfigMap; nothing else. */
 function children(concurrency?: number): ControllerSpec {
   return {
     name: "children",
@@ -40,14 +40,14 @@ function children(concurrency?: number): ControllerSpec {
   };
 }
 
-/** The most ConfigMap applies in flight at once, each taking 50 ms of the fake clock. */
+/** The most ConfigMap applies in flight at once, each taking 50 ms of the manual clock. */
 async function mostInFlight(spec: ControllerSpec): Promise<number> {
   const clock = new ManualClock();
-  const fake = new FakeCluster(clock);
+  const sim = new TestCluster(clock);
   for (const name of ["a", "b", "c", "d"]) {
-    fake.put(RL, {
-      apiVersion: "gateway.platform-project.io/v1alpha1",
-      kind: "RateLimit",
+    sim.put(RL, {
+      apiVersion: "test.platform-project.io/v1",
+      kind: "Widget",
       metadata: { name, namespace: "demo" },
       spec: {},
     });
@@ -55,19 +55,19 @@ async function mostInFlight(spec: ControllerSpec): Promise<number> {
   let now = 0;
   let most = 0;
   const cluster: Cluster = {
-    list: fake.list.bind(fake),
-    watch: fake.watch.bind(fake),
-    get: fake.get.bind(fake),
-    create: fake.create.bind(fake),
-    update: fake.update.bind(fake),
-    applyStatus: fake.applyStatus.bind(fake),
-    patch: fake.patch.bind(fake),
-    delete: fake.delete.bind(fake),
+    list: sim.list.bind(sim),
+    watch: sim.watch.bind(sim),
+    get: sim.get.bind(sim),
+    create: sim.create.bind(sim),
+    update: sim.update.bind(sim),
+    applyStatus: sim.applyStatus.bind(sim),
+    patch: sim.patch.bind(sim),
+    delete: sim.delete.bind(sim),
     async apply(type, obj, opts) {
       most = Math.max(most, ++now);
       try {
         await clock.sleep(50);
-        return await fake.apply(type, obj, opts);
+        return await sim.apply(type, obj, opts);
       } finally {
         now--;
       }
@@ -90,7 +90,7 @@ async function mostInFlight(spec: ControllerSpec): Promise<number> {
   });
   const done = m.start();
   await clock.advance(2_000);
-  assert.ok(fake.peek(CM, "demo", "d"), "every object was reconciled");
+  assert.ok(sim.peek(CM, "demo", "d"), "every object was reconciled");
   await m.stop();
   await done;
   return most;

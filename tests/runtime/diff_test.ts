@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { deepEqual, isSubset, ownedFieldMissing } from "../../src/runtime/diff.ts";
-import { isObserved } from "../../src/reconcile/verify.ts";
+import { isObserved } from "../../src/reconcile/observed.ts";
 
 const json = fc.jsonValue({ maxDepth: 4 });
 

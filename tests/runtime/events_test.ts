@@ -7,7 +7,7 @@ import type { Cluster, KubeObject } from "../../src/runtime/cluster.ts";
 import { EventRecorder } from "../../src/runtime/events.ts";
 import { Metrics } from "../../src/runtime/metrics.ts";
 import { Runner } from "../../src/runtime/runner.ts";
-import { FakeCluster } from "./fake_cluster.ts";
+import { TestCluster, WIDGET } from "./test_cluster.ts";
 import { captureLogger, ManualClock, seededRandom } from "./helpers.ts";
 
 const NS = "demo";
@@ -18,22 +18,22 @@ interface Held {
   release(): void;
 }
 
-/** The fake cluster, with every Event create held until the test releases it. */
-function holdingEvents(fake: FakeCluster): { cluster: Cluster; held: Held[] } {
+/** The test cluster, with every Event create held until the test releases it. */
+function holdingEvents(sim: TestCluster): { cluster: Cluster; held: Held[] } {
   const held: Held[] = [];
   const cluster: Cluster = {
-    list: fake.list.bind(fake),
-    watch: fake.watch.bind(fake),
-    get: fake.get.bind(fake),
-    update: fake.update.bind(fake),
-    apply: fake.apply.bind(fake),
-    applyStatus: fake.applyStatus.bind(fake),
-    patch: fake.patch.bind(fake),
-    delete: fake.delete.bind(fake),
+    list: sim.list.bind(sim),
+    watch: sim.watch.bind(sim),
+    get: sim.get.bind(sim),
+    update: sim.update.bind(sim),
+    apply: sim.apply.bind(sim),
+    applyStatus: sim.applyStatus.bind(sim),
+    patch: sim.patch.bind(sim),
+    delete: sim.delete.bind(sim),
     create: (type, obj) => {
-      if (type.kind !== "Event") return fake.create(type, obj);
+      if (type.kind !== "Event") return sim.create(type, obj);
       return new Promise((resolve, reject) => {
-        held.push({ body: obj, release: () => fake.create(type, obj).then(resolve, reject) });
+        held.push({ body: obj, release: () => sim.create(type, obj).then(resolve, reject) });
       });
     },
   };
@@ -42,18 +42,18 @@ function holdingEvents(fake: FakeCluster): { cluster: Cluster; held: Held[] } {
 
 function setup(opts: { capacity?: number; concurrency?: number } = {}) {
   const clock = new ManualClock();
-  const fake = new FakeCluster(clock);
-  const { cluster, held } = holdingEvents(fake);
+  const sim = new TestCluster(clock);
+  const { cluster, held } = holdingEvents(sim);
   const { log, lines } = captureLogger(clock);
   const metrics = new Metrics();
   const recorder = new EventRecorder({ cluster, clock, log, identity: "op-0", metrics, ...opts });
-  return { clock, fake, cluster, held, lines, metrics, recorder };
+  return { clock, sim, cluster, held, lines, metrics, recorder };
 }
 
 function obj(name: string): KubeObject {
   return {
-    apiVersion: "gateway.platform-project.io/v1alpha1",
-    kind: "RateLimit",
+    apiVersion: "test.platform-project.io/v1",
+    kind: "Widget",
     metadata: { name, namespace: NS, uid: `uid-${name}` },
   };
 }
@@ -78,10 +78,10 @@ Deno.test("a reconcile returns before its Event is written; the Event is written
     events: t.recorder,
   });
   const primary = { ...obj("a"), spec: {} };
-  t.fake.put(RESOURCES.RateLimit, primary);
+  t.sim.put(WIDGET, primary);
   const plan = { ...emptyPlan(), status: { state: "Ready" }, events: [ev("Applied")] };
   const r = await runner.run(
-    RESOURCES.RateLimit,
+    WIDGET,
     primary,
     plan,
     undefined,
@@ -89,7 +89,7 @@ Deno.test("a reconcile returns before its Event is written; the Event is written
   );
   assert.equal(r.outcome?.ok, true);
   assert.equal(r.writes, 1);
-  assert.deepEqual(t.fake.peek(RESOURCES.RateLimit, NS, "a")?.status, { state: "Ready" });
+  assert.deepEqual(t.sim.peek(WIDGET, NS, "a")?.status, { state: "Ready" });
   // The Event create is still unanswered, yet the run is over.
   await turns();
   assert.equal(t.held.length, 1);
@@ -97,7 +97,7 @@ Deno.test("a reconcile returns before its Event is written; the Event is written
   t.held[0].release();
   await t.recorder.flush();
   assert.equal(t.recorder.pending, 0);
-  assert.equal((await t.fake.list(RESOURCES.Event, { namespace: NS })).items.length, 1);
+  assert.equal((await t.sim.list(RESOURCES.Event, { namespace: NS })).items.length, 1);
 });
 
 Deno.test("at most `concurrency` Event writes in flight, one an object, in recorded order", async () => {

@@ -1,51 +1,16 @@
 /** Test helpers: a manual clock, a seeded Random, a capturing logger. */
 import type { Clock, Random } from "../../src/runtime/clock.ts";
+import { SimClock } from "../../sim/clock.ts";
 import { ApiError, type Cluster } from "../../src/runtime/cluster.ts";
 import { createLogger, type Logger } from "../../src/runtime/log.ts";
 
-interface Timer {
-  at: number;
-  seq: number;
-  resolve: () => void;
-}
-
-/** A clock that moves only when a test says so. Timers fire in (time, creation) order. */
-export class ManualClock implements Clock {
-  #now: number;
-  #seq = 0;
-  #timers: Timer[] = [];
-
+/**
+ * The simulator's clock moved only when a test says so. Timers fire in (time, creation) order; the
+ * simulated cluster (test_cluster.ts) schedules its built-in controllers on it too.
+ */
+export class ManualClock extends SimClock {
   constructor(start = Date.UTC(2026, 0, 1)) {
-    this.#now = start;
-  }
-
-  now(): number {
-    return this.#now;
-  }
-
-  sleep(ms: number, signal?: AbortSignal): Promise<void> {
-    return new Promise((resolve, reject) => {
-      if (signal?.aborted) return reject(signal.reason);
-      const timer: Timer = {
-        at: this.#now + Math.max(0, ms),
-        seq: this.#seq++,
-        resolve: () => {
-          signal?.removeEventListener("abort", onAbort);
-          resolve();
-        },
-      };
-      const onAbort = () => {
-        this.#timers = this.#timers.filter((t) => t !== timer);
-        reject(signal?.reason);
-      };
-      signal?.addEventListener("abort", onAbort, { once: true });
-      this.#timers.push(timer);
-    });
-  }
-
-  /** Pending timers. */
-  get pending(): number {
-    return this.#timers.length;
+    super(start);
   }
 
   /**
@@ -58,19 +23,15 @@ export class ManualClock implements Clock {
 
   /** Moves time forward by `ms`, firing due timers one at a time and flushing after each. */
   async advance(ms: number): Promise<void> {
-    const target = this.#now + ms;
+    const target = this.now() + ms;
     await this.flush();
     for (;;) {
-      const due = this.#timers.filter((t) =>
-        t.at <= target
-      ).sort((a, b) => a.at - b.at || a.seq - b.seq)[0];
-      if (!due) break;
-      this.#timers = this.#timers.filter((t) => t !== due);
-      this.#now = due.at;
-      due.resolve();
+      const fire = this.popDue(target);
+      if (!fire) break;
+      fire();
       await this.flush();
     }
-    this.#now = target;
+    this.advanceTo(target);
     await this.flush();
   }
 

@@ -1,17 +1,25 @@
 import assert from "node:assert/strict";
 import { RESOURCES } from "../../src/api/resources.ts";
+import type { Cluster } from "../../src/runtime/cluster.ts";
 import { LeaderElector, type LeaseSpec, microTime } from "../../src/runtime/leader.ts";
 import { Metrics } from "../../src/runtime/metrics.ts";
 import { nullLogger } from "../../src/runtime/log.ts";
-import { FakeCluster } from "./fake_cluster.ts";
+import { TestCluster } from "./test_cluster.ts";
 import { link, ManualClock, seededRandom } from "./helpers.ts";
 
-function replica(shared: FakeCluster, clock: ManualClock, identity: string, seed: number) {
+/** One elector on its own link; `wrap` may delay or fail what that link answers. */
+function replica(
+  shared: TestCluster,
+  clock: ManualClock,
+  identity: string,
+  seed: number,
+  wrap: (c: Cluster) => Cluster = (c) => c,
+) {
   const net = link(shared);
   const metrics = new Metrics();
   const stopped: string[] = [];
   const elector = new LeaderElector({
-    cluster: net.cluster,
+    cluster: wrap(net.cluster),
     clock,
     random: seededRandom(seed),
     log: nullLogger,
@@ -26,7 +34,7 @@ function replica(shared: FakeCluster, clock: ManualClock, identity: string, seed
   return { elector, net, metrics, stopped, stop, done };
 }
 
-const lease = (c: FakeCluster) => c.peek(RESOURCES.Lease, "platform-system", "platform-operator");
+const lease = (c: TestCluster) => c.peek(RESOURCES.Lease, "platform-system", "platform-operator");
 
 Deno.test("microTime has six fractional digits", () => {
   assert.equal(microTime(Date.UTC(2026, 0, 2, 3, 4, 5, 67)), "2026-01-02T03:04:05.067000Z");
@@ -34,7 +42,7 @@ Deno.test("microTime has six fractional digits", () => {
 
 Deno.test("the first replica creates the lease and renews it", async () => {
   const clock = new ManualClock();
-  const cluster = new FakeCluster(clock);
+  const cluster = new TestCluster(clock);
   const a = replica(cluster, clock, "op-a", 1);
   await clock.advance(0);
   assert.equal(a.elector.leading, true);
@@ -52,7 +60,7 @@ Deno.test("the first replica creates the lease and renews it", async () => {
 
 Deno.test("two replicas: one leads; the standby takes over within 15 s of the leader dying", async () => {
   const clock = new ManualClock();
-  const cluster = new FakeCluster(clock);
+  const cluster = new TestCluster(clock);
   const a = replica(cluster, clock, "op-a", 1);
   await clock.advance(0);
   const b = replica(cluster, clock, "op-b", 2);
@@ -76,7 +84,7 @@ Deno.test("two replicas: one leads; the standby takes over within 15 s of the le
 
 Deno.test("a graceful release hands over at once", async () => {
   const clock = new ManualClock();
-  const cluster = new FakeCluster(clock);
+  const cluster = new TestCluster(clock);
   const a = replica(cluster, clock, "op-a", 1);
   await clock.advance(0);
   const b = replica(cluster, clock, "op-b", 2);
@@ -98,7 +106,7 @@ Deno.test("a graceful release hands over at once", async () => {
 for (const mode of ["fail", "hang"] as const) {
   Deno.test(`a leader that cannot renew (${mode}) stops before the standby starts`, async () => {
     const clock = new ManualClock();
-    const cluster = new FakeCluster(clock);
+    const cluster = new TestCluster(clock);
     const a = replica(cluster, clock, "op-a", 1);
     await clock.advance(0);
     const b = replica(cluster, clock, "op-b", 2);
@@ -126,3 +134,88 @@ for (const mode of ["fail", "hang"] as const) {
     await b.done;
   });
 }
+
+/** Steps 100 ms at a time for `ms`; fails if both lead at once; returns when each last changed. */
+async function watchLeaders(
+  clock: ManualClock,
+  a: { elector: LeaderElector },
+  b: { elector: LeaderElector },
+  ms: number,
+): Promise<{ aStopped: number; bStarted: number }> {
+  const start = clock.now();
+  let aStopped = 0;
+  let bStarted = 0;
+  for (let t = 0; t < ms; t += 100) {
+    await clock.advance(100);
+    assert.ok(
+      !(a.elector.leading && b.elector.leading),
+      `two leaders at +${clock.now() - start} ms`,
+    );
+    if (a.elector.leading) aStopped = 0;
+    else if (!aStopped) aStopped = clock.now() - start;
+    if (b.elector.leading && !bStarted) bStarted = clock.now() - start;
+  }
+  return { aStopped, bStarted };
+}
+
+Deno.test("a renewal answered after the renew deadline does not make a leader again", async () => {
+  const clock = new ManualClock();
+  const cluster = new TestCluster(clock);
+  // One renewal lands at once but its answer takes 9 s (a paused process); every Lease call after
+  // it fails. Counted from the answer, the term would run 7 s past it, into the standby's.
+  const slow = { armed: false };
+  const a = replica(cluster, clock, "op-a", 1, (c) => ({
+    ...c,
+    update: async (type, obj) => {
+      const written = await c.update(type, obj);
+      if (slow.armed) {
+        slow.armed = false;
+        a.net.mode.value = "fail";
+        await clock.sleep(9_000);
+      }
+      return written;
+    },
+  }));
+  await clock.advance(0);
+  const b = replica(cluster, clock, "op-b", 2);
+  await clock.advance(5_000);
+  assert.equal(a.elector.leading, true);
+  slow.armed = true;
+  const { aStopped, bStarted } = await watchLeaders(clock, a, b, 25_000);
+  assert.ok(aStopped > 0 && aStopped <= 9_000, `a stopped at +${aStopped} ms`);
+  assert.ok(bStarted > aStopped, `b took over at +${bStarted} ms`);
+  assert.match(a.stopped.join("; "), /could not renew the lease within 7000 ms/);
+  a.stop.abort();
+  b.stop.abort();
+  await b.done;
+});
+
+Deno.test("a standby times the lease from when its read answered, not from when it asked", async () => {
+  const clock = new ManualClock();
+  const cluster = new TestCluster(clock);
+  const a = replica(cluster, clock, "op-a", 1);
+  await clock.advance(0);
+  // One read of the standby takes 9 s to reach the server; the version it returns was written
+  // just before. The leader can renew until the read returns, and not after.
+  const slow = { armed: false };
+  const b = replica(cluster, clock, "op-b", 2, (c) => ({
+    ...c,
+    get: async (type, namespace, name) => {
+      if (slow.armed) {
+        slow.armed = false;
+        await clock.sleep(9_000);
+        a.net.mode.value = "fail";
+      }
+      return await c.get(type, namespace, name);
+    },
+  }));
+  await clock.advance(5_000);
+  assert.equal(a.elector.leading, true);
+  slow.armed = true;
+  const { aStopped, bStarted } = await watchLeaders(clock, a, b, 30_000);
+  assert.ok(aStopped > 0, "a stopped");
+  assert.ok(bStarted > aStopped, `b took over at +${bStarted} ms, a stopped at +${aStopped} ms`);
+  a.stop.abort();
+  b.stop.abort();
+  await b.done;
+});

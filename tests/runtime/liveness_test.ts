@@ -6,17 +6,17 @@ import assert from "node:assert/strict";
 import { RESOURCES } from "../../src/api/resources.ts";
 import { MANAGED_BY, MANAGED_BY_LABEL } from "../../src/reconcile/labels.ts";
 import { emptyPlan } from "../../src/reconcile/plan.ts";
-import { Cache, Store, typeId } from "../../src/runtime/cache.ts";
+import { Cache, Store } from "../../src/runtime/cache.ts";
 import type { KubeObject } from "../../src/runtime/cluster.ts";
-import type { ControllerSpec } from "../../src/runtime/controller.ts";
+import type { ControllerSpec } from "../../src/runtime/controller_spec.ts";
 import { Manager } from "../../src/runtime/manager.ts";
 import { Watcher } from "../../src/runtime/watcher.ts";
-import { FakeCluster } from "./fake_cluster.ts";
+import { openCrd, TestCluster, WIDGET } from "./test_cluster.ts";
 import { captureLogger, ManualClock, seededRandom } from "./helpers.ts";
 
 const FN = RESOURCES.Function;
 const CRD = RESOURCES.CustomResourceDefinition;
-const RL = RESOURCES.RateLimit;
+const RL = WIDGET;
 const FN_CRD = "functions.serverless.platform-project.io";
 const images = {
   serverlessController: "s",
@@ -25,13 +25,9 @@ const images = {
   kedaAdmissionWebhooks: "w",
 };
 
-function crd(name: string): KubeObject {
-  return {
-    apiVersion: "apiextensions.k8s.io/v1",
-    kind: "CustomResourceDefinition",
-    metadata: { name, labels: { [MANAGED_BY_LABEL]: MANAGED_BY } },
-    spec: { group: name.split(".").slice(1).join(".") },
-  };
+/** The Function CRD, as the operator labels what it installs. */
+function fnCrd(): KubeObject {
+  return openCrd(FN, { [MANAGED_BY_LABEL]: MANAGED_BY });
 }
 
 function fn(name: string): KubeObject {
@@ -42,15 +38,15 @@ function fn(name: string): KubeObject {
   };
 }
 
-function rateLimit(name: string): KubeObject {
+function widget(name: string): KubeObject {
   return {
-    apiVersion: "gateway.platform-project.io/v1alpha1",
-    kind: "RateLimit",
+    apiVersion: "test.platform-project.io/v1",
+    kind: "Widget",
     metadata: { name, namespace: "u" },
   };
 }
 
-const fnLists = (c: FakeCluster) =>
+const fnLists = (c: TestCluster) =>
   c.calls.filter((x) => x.verb === "list" && x.kind === "Function").length;
 
 Deno.test("store: a missing type is synced and empty but not live; a completed list makes it live", () => {
@@ -72,19 +68,19 @@ Deno.test("store: a missing type is synced and empty but not live; a completed l
 
 Deno.test("watcher: kick ends the backoff of a missing CRD at once and resets it", async () => {
   const clock = new ManualClock();
-  const cluster = new FakeCluster(clock);
+  const cluster = new TestCluster(clock);
   const { log } = captureLogger(clock);
   const store = new Store(FN);
   const watcher = new Watcher(
     { cluster, clock, random: seededRandom(), log, type: FN, optional: true },
     (ev) => store.handle(ev),
   );
-  cluster.unserved.add(typeId(FN));
+  cluster.unserve(FN);
   const stop = new AbortController();
   const done = watcher.run(stop.signal);
   await clock.advance(120_000); // the backoff has grown to its 30 s cap
   assert.equal(store.live, false);
-  cluster.unserved.delete(typeId(FN));
+  cluster.serve(FN);
   cluster.put(FN, fn("f"));
   const before = fnLists(cluster);
   watcher.kick();
@@ -109,12 +105,12 @@ function reader(calls: string[], watchCrds: boolean, applyCrd = false): Controll
     triggers: () => [],
     reconcile(key, cache) {
       calls.push(`${key}:${cache.isLive?.(FN) ? "live" : "unknown"}`);
-      return { ...emptyPlan(), apply: applyCrd ? [crd(FN_CRD)] : [] };
+      return { ...emptyPlan(), apply: applyCrd ? [fnCrd()] : [] };
     },
   };
 }
 
-function start(cluster: FakeCluster, clock: ManualClock, controller: ControllerSpec): Manager {
+function start(cluster: TestCluster, clock: ManualClock, controller: ControllerSpec): Manager {
   const m = new Manager({
     cluster,
     clock,
@@ -131,18 +127,17 @@ function start(cluster: FakeCluster, clock: ManualClock, controller: ControllerS
 
 Deno.test("manager: a watched CRD appearing wakes the optional watch at once; its primaries are reconciled again", async () => {
   const clock = new ManualClock();
-  const cluster = new FakeCluster(clock);
-  cluster.unserved.add(typeId(FN));
-  cluster.put(RL, rateLimit("r"));
+  const cluster = new TestCluster(clock);
+  cluster.unserve(FN);
+  cluster.put(RL, widget("r"));
   const calls: string[] = [];
   const m = start(cluster, clock, reader(calls, true));
   await clock.advance(120_000);
   assert.equal(m.cache.isLive?.(FN), false);
   assert.deepEqual(calls, ["u/r:unknown"]);
   // The CRD is installed and served: the watch of Functions must not sleep out its backoff.
-  cluster.unserved.delete(typeId(FN));
+  cluster.put(CRD, fnCrd());
   cluster.put(FN, fn("f"));
-  cluster.put(CRD, crd(FN_CRD));
   await clock.advance(50);
   assert.equal(m.cache.isLive?.(FN), true, "live within 50 ms of the CRD appearing");
   assert.ok(m.cache.get(FN, "u", "f"));
@@ -152,15 +147,14 @@ Deno.test("manager: a watched CRD appearing wakes the optional watch at once; it
 
 Deno.test("manager: the operator's own apply of a CRD wakes the optional watch of its type", async () => {
   const clock = new ManualClock();
-  const cluster = new FakeCluster(clock);
-  cluster.unserved.add(typeId(FN));
+  const cluster = new TestCluster(clock);
+  cluster.unserve(FN);
   const calls: string[] = [];
   const m = start(cluster, clock, reader(calls, false, true));
   await clock.advance(120_000);
   assert.equal(m.cache.isLive?.(FN), false);
   // The CRDs are not watched here: only the successful apply can tell the watch to look again.
-  cluster.unserved.delete(typeId(FN));
-  cluster.put(RL, rateLimit("r"));
+  cluster.put(RL, widget("r"));
   await clock.advance(50);
   assert.ok(cluster.peek(CRD, undefined, FN_CRD), "the controller applied the CRD");
   assert.equal(m.cache.isLive?.(FN), true, "live within 50 ms of the apply");

@@ -1,117 +1,17 @@
+/** The Manager: reconciles to a fixed point, repairs, cleans up, retries, waits for its caches. */
 import assert from "node:assert/strict";
 import { RESOURCES } from "../../src/api/resources.ts";
-import { MANAGED_BY, MANAGED_BY_LABEL } from "../../src/reconcile/labels.ts";
-import { emptyPlan, type Plan } from "../../src/reconcile/plan.ts";
-import { ApiError, type KubeObject } from "../../src/runtime/cluster.ts";
-import type { ControllerSpec } from "../../src/runtime/controller.ts";
+import { ApiError } from "../../src/runtime/cluster.ts";
 import { readyz } from "../../src/runtime/health.ts";
 import { createLogger } from "../../src/runtime/log.ts";
-import { Manager, type ManagerOptions } from "../../src/runtime/manager.ts";
-import { FakeCluster } from "./fake_cluster.ts";
-import { captureLogger, link, ManualClock, seededRandom } from "./helpers.ts";
-
-const RL = RESOURCES.RateLimit;
-const CM = RESOURCES.ConfigMap;
-const FINALIZER = "test.platform-project.io/cleanup";
-const OWNER = "test.platform-project.io/owner";
-const images = {
-  serverlessController: "s",
-  kedaOperator: "k",
-  kedaMetricsServer: "m",
-  kedaAdmissionWebhooks: "w",
-};
-
-/** A tiny controller: each RateLimit gets a ConfigMap holding its spec, and a status. */
-function widgets(calls: string[] = [], fail?: (key: string) => boolean): ControllerSpec {
-  return {
-    name: "widgets",
-    primary: RL,
-    watches: [{ type: CM, labelSelector: `${MANAGED_BY_LABEL}=${MANAGED_BY}` }],
-    triggers: (_type, obj) => {
-      const owner = obj.metadata.labels?.[OWNER];
-      return owner ? [`${obj.metadata.namespace}/${owner}`] : [];
-    },
-    reconcile(key, cache, ctx): Plan | undefined {
-      calls.push(key);
-      if (fail?.(key)) throw new Error(`boom ${key}`);
-      const [ns, name] = key.split("/");
-      const rl = cache.get(RL, ns, name);
-      if (!rl) return undefined;
-      const childName = `${name}-cfg`;
-      if (rl.metadata.deletionTimestamp) {
-        const child = cache.get(CM, ns, childName);
-        return {
-          ...emptyPlan(),
-          delete: child
-            ? [{ apiVersion: "v1", kind: "ConfigMap", namespace: ns, name: childName }]
-            : [],
-          finalizer: child ? undefined : { remove: FINALIZER },
-        };
-      }
-      const child: KubeObject = {
-        apiVersion: "v1",
-        kind: "ConfigMap",
-        metadata: {
-          name: childName,
-          namespace: ns,
-          labels: { [MANAGED_BY_LABEL]: MANAGED_BY, [OWNER]: name },
-        },
-        data: { value: String((rl.spec as { value: string }).value) },
-      };
-      const ok = ctx.lastOutcome?.ok !== false;
-      return {
-        ...emptyPlan(),
-        finalizer: { add: FINALIZER },
-        apply: [child],
-        status: { state: ok ? "Ready" : "Error" },
-        events: [{
-          type: "Normal",
-          reason: "Configured",
-          message: `value ${(rl.spec as { value: string }).value}`,
-        }],
-      };
-    },
-  };
-}
-
-function rateLimit(name: string, value: string): KubeObject {
-  return {
-    apiVersion: "gateway.platform-project.io/v1alpha1",
-    kind: "RateLimit",
-    metadata: { name, namespace: "demo" },
-    spec: { value },
-  };
-}
-
-function setup(opts: Partial<ManagerOptions> = {}, seed = 7) {
-  const clock = new ManualClock();
-  const cluster = new FakeCluster(clock);
-  const { log, lines } = captureLogger(clock);
-  const calls: string[] = [];
-  const mk = (identity: string, extra: Partial<ManagerOptions> = {}, onlyKinds?: string[]) => {
-    const net = link(cluster, onlyKinds);
-    const m = new Manager({
-      cluster: net.cluster,
-      clock,
-      random: seededRandom(seed),
-      log: log.child({ replica: identity }),
-      controllers: [widgets(calls)],
-      images,
-      identity,
-      leaderElection: false,
-      ...opts,
-      ...extra,
-    });
-    return { m, net, done: m.start() };
-  };
-  return { clock, cluster, lines, calls, mk };
-}
-
-const writesExceptLease = (w: string[]) => w.filter((x) => !x.endsWith(":Lease"));
+import { Manager } from "../../src/runtime/manager.ts";
+import { CM, FINALIZER, images, RL, setup, widget, widgets } from "./manager_fixtures.ts";
+import { TestCluster } from "./test_cluster.ts";
+import { ManualClock, seededRandom } from "./helpers.ts";
 
 Deno.test("manager reconciles to the desired state and then makes zero writes", async () => {
   const t = setup();
-  t.cluster.put(RL, rateLimit("a", "1"));
+  t.cluster.put(RL, widget("a", "1"));
   const { m, net, done } = t.mk("op-0");
   await t.clock.advance(1_000);
   const child = t.cluster.peek(CM, "demo", "a-cfg")!;
@@ -136,7 +36,7 @@ Deno.test("manager reconciles to the desired state and then makes zero writes", 
 
 Deno.test("manager repairs a child changed by someone else and follows spec changes", async () => {
   const t = setup();
-  t.cluster.put(RL, rateLimit("a", "1"));
+  t.cluster.put(RL, widget("a", "1"));
   const { m } = t.mk("op-0");
   await t.clock.advance(1_000);
   const child = t.cluster.peek(CM, "demo", "a-cfg")!;
@@ -151,7 +51,7 @@ Deno.test("manager repairs a child changed by someone else and follows spec chan
 
 Deno.test("manager cleans up on deletion and removes the finalizer last", async () => {
   const t = setup();
-  t.cluster.put(RL, rateLimit("a", "1"));
+  t.cluster.put(RL, widget("a", "1"));
   const { m } = t.mk("op-0");
   await t.clock.advance(1_000);
   await t.cluster.delete(RL, "demo", "a");
@@ -164,8 +64,8 @@ Deno.test("manager cleans up on deletion and removes the finalizer last", async 
 
 Deno.test("a throwing reconcile is counted, logged and retried with backoff", async () => {
   const t = setup({ controllers: [widgets([], (k) => k === "demo/bad")] });
-  t.cluster.put(RL, rateLimit("bad", "1"));
-  t.cluster.put(RL, rateLimit("good", "1"));
+  t.cluster.put(RL, widget("bad", "1"));
+  t.cluster.put(RL, widget("good", "1"));
   const { m } = t.mk("op-0");
   await t.clock.advance(2_000);
   assert.ok(t.cluster.peek(CM, "demo", "good-cfg"));
@@ -181,69 +81,24 @@ Deno.test("a throwing reconcile is counted, logged and retried with backoff", as
 
 Deno.test("not ready until the caches sync; a missing primary CRD keeps it unready", async () => {
   const t = setup();
-  t.cluster.unserved.add("gateway.platform-project.io/v1alpha1/ratelimits");
+  t.cluster.unserve(RL);
   const { m } = t.mk("op-0");
   await t.clock.advance(5_000);
   assert.equal(m.status.healthy, true);
   assert.equal(m.status.synced, false);
   assert.deepEqual(readyz(m.status), { status: 503, body: "not ready: caches not synced yet\n" });
-  t.cluster.unserved.clear();
-  t.cluster.put(RL, rateLimit("a", "1"));
+  t.cluster.serve(RL);
+  t.cluster.put(RL, widget("a", "1"));
   await t.clock.advance(31_000);
   assert.equal(m.status.ready, true);
   assert.ok(t.cluster.peek(CM, "demo", "a-cfg"));
   await m.stop();
 });
 
-Deno.test("with leader election only the leader writes; the standby takes over when it dies", async () => {
-  const le = { namespace: "platform-system", name: "platform-operator" };
-  const t = setup({ leaderElection: le });
-  t.cluster.put(RL, rateLimit("a", "1"));
-  const a = t.mk("op-a");
-  await t.clock.advance(100);
-  const b = t.mk("op-b");
-  await t.clock.advance(5_000);
-  assert.equal(a.m.status.leading, true);
-  assert.equal(b.m.status.leading, false);
-  assert.equal(b.m.status.ready, true, "a healthy standby is ready");
-  assert.deepEqual(writesExceptLease(b.net.writes), []);
-  assert.ok(b.m.cache.get(CM, "demo", "a-cfg"), "the standby's caches are warm");
-  // The leader crashes; a change made meanwhile is picked up by the new leader.
-  a.m.abort("crash");
-  a.net.mode.value = "hang";
-  await a.done;
-  t.cluster.put(RL, { ...t.cluster.peek(RL, "demo", "a")!, spec: { value: "2" } });
-  assert.ok(await t.clock.until(() => b.m.status.leading, 15_000), "standby leads within 15 s");
-  await t.clock.advance(1_000);
-  assert.deepEqual(t.cluster.peek(CM, "demo", "a-cfg")!.data, { value: "2" });
-  assert.ok(writesExceptLease(b.net.writes).length > 0);
-  await b.m.stop();
-});
-
-Deno.test("graceful stop finishes, releases the lease, and the standby takes over at once", async () => {
-  const le = { namespace: "platform-system", name: "platform-operator" };
-  const t = setup({ leaderElection: le });
-  t.cluster.put(RL, rateLimit("a", "1"));
-  const a = t.mk("op-a");
-  await t.clock.advance(100);
-  const b = t.mk("op-b");
-  await t.clock.advance(5_000);
-  let resolved = false;
-  a.done.then(() => resolved = true);
-  await a.m.stop("SIGTERM");
-  await t.clock.flush();
-  assert.equal(resolved, true, "start() resolves after stop");
-  assert.equal(a.m.status.healthy, false);
-  assert.equal(t.cluster.watchCount, 2, "only the standby's watches are open");
-  assert.ok(await t.clock.until(() => b.m.status.leading, 2_500, 50));
-  await b.m.stop();
-  assert.equal(t.cluster.watchCount, 0);
-});
-
 Deno.test("the same seed gives the same log, byte for byte", async () => {
   const run = async () => {
     const clock = new ManualClock();
-    const cluster = new FakeCluster(clock);
+    const cluster = new TestCluster(clock);
     const out: string[] = [];
     const log = createLogger({ clock, level: "debug", sink: (l) => out.push(l) });
     const m = new Manager({
@@ -257,11 +112,11 @@ Deno.test("the same seed gives the same log, byte for byte", async () => {
       leaderElection: { namespace: "platform-system", name: "lease" },
     });
     const done = m.start();
-    for (let i = 0; i < 5; i++) cluster.put(RL, rateLimit(`r${i}`, String(i)));
+    for (let i = 0; i < 5; i++) cluster.put(RL, widget(`r${i}`, String(i)));
     await clock.advance(3_000);
     cluster.compact();
     cluster.dropWatches();
-    cluster.put(RL, rateLimit("r0", "changed"));
+    cluster.put(RL, widget("r0", "changed"));
     await clock.advance(10_000);
     await m.stop();
     await done;
@@ -274,52 +129,9 @@ Deno.test("the same seed gives the same log, byte for byte", async () => {
   assert.equal(first.metrics, second.metrics);
 });
 
-Deno.test("a leader that cannot renew its lease stops writing before the standby takes over", async () => {
-  const le = { namespace: "platform-system", name: "platform-operator" };
-  const t = setup({ leaderElection: le });
-  t.cluster.put(RL, rateLimit("a", "1"));
-  const a = t.mk("op-a", {}, ["Lease"]);
-  await t.clock.advance(100);
-  const b = t.mk("op-b");
-  await t.clock.advance(5_000);
-  assert.equal(a.m.status.leading, true);
-  a.net.mode.value = "fail"; // only its Lease calls fail: it could still write everything else
-  const cut = t.clock.now();
-  await t.clock.advance(7_000);
-  assert.equal(a.m.status.leading, false, "stopped leading at its renew deadline");
-  const before = writesExceptLease(a.net.writes).length;
-  t.cluster.put(RL, { ...t.cluster.peek(RL, "demo", "a")!, spec: { value: "2" } });
-  assert.ok(await t.clock.until(() => b.m.status.leading, 15_000 - (t.clock.now() - cut)));
-  await t.clock.advance(1_000);
-  assert.deepEqual(
-    t.cluster.peek(CM, "demo", "a-cfg")!.data,
-    { value: "2" },
-    "the new leader did the work",
-  );
-  assert.equal(writesExceptLease(a.net.writes).length, before, "the old leader wrote nothing more");
-  assert.equal(a.m.status.healthy, true, "it stays up as a standby");
-  await a.m.stop();
-  await b.m.stop();
-});
-
-Deno.test("stop finishes within bounded time even when the API hangs", async () => {
-  const le = { namespace: "platform-system", name: "platform-operator" };
-  const t = setup({ leaderElection: le });
-  t.cluster.put(RL, rateLimit("a", "1"));
-  const a = t.mk("op-a");
-  await t.clock.advance(5_000);
-  a.net.mode.value = "hang";
-  t.cluster.put(RL, { ...t.cluster.peek(RL, "demo", "a")!, spec: { value: "2" } }); // a reconcile hangs
-  await t.clock.advance(100);
-  let stopped = false;
-  a.m.stop().then(() => stopped = true);
-  assert.ok(await t.clock.until(() => stopped, 25_000, 500), "stopped within 4 × 5 s");
-  assert.ok(t.lines.some((l) => String(l.msg).startsWith("stopping: gave up waiting for")));
-});
-
 Deno.test("no reconcile at all while a required secondary watch cannot list", async () => {
   const t = setup();
-  t.cluster.put(RL, rateLimit("a", "1"));
+  t.cluster.put(RL, widget("a", "1"));
   for (let i = 0; i < 50; i++) {
     t.cluster.failNext("list", new ApiError(403, "Forbidden", "configmaps is forbidden"));
   }
@@ -337,7 +149,7 @@ Deno.test("no reconcile at all while a required secondary watch cannot list", as
 
 Deno.test("Event writes that hang hold up neither reconciles nor a graceful stop for long", async () => {
   const t = setup();
-  t.cluster.put(RL, rateLimit("a", "1"));
+  t.cluster.put(RL, widget("a", "1"));
   const a = t.mk("op-a", {}, ["Event"]);
   a.net.mode.value = "hang";
   await t.clock.advance(1_000);

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { RESOURCES } from "../../src/api/resources.ts";
 import { ApiError } from "../../src/runtime/cluster.ts";
 import { Counter, Histogram, instrumentCluster, Metrics } from "../../src/runtime/metrics.ts";
-import { FakeCluster } from "./fake_cluster.ts";
+import { TestCluster } from "./test_cluster.ts";
 import { ManualClock } from "./helpers.ts";
 
 Deno.test("counters render in Prometheus text format with sorted, escaped labels", () => {
@@ -61,15 +61,15 @@ Deno.test("the operator's metric set renders every family, with a trailing newli
 
 Deno.test("instrumentCluster counts every call by verb and code", async () => {
   const clock = new ManualClock();
-  const fake = new FakeCluster(clock);
+  const sim = new TestCluster(clock);
   const m = new Metrics();
-  const c = instrumentCluster(fake, m);
-  const cm = { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "a", namespace: "n" } };
+  const c = instrumentCluster(sim, m);
+  const cm = { apiVersion: "v1", kind: "ConfigMap", metadata: { name: "a", namespace: "ns" } };
   await c.create(RESOURCES.ConfigMap, cm);
   await assert.rejects(c.create(RESOURCES.ConfigMap, cm), ApiError);
-  await c.get(RESOURCES.ConfigMap, "n", "a");
+  await c.get(RESOURCES.ConfigMap, "ns", "a");
   await c.apply(RESOURCES.ConfigMap, cm, { fieldManager: "x" });
-  fake.failNext("list", new ApiError(0, "", "connection refused"));
+  sim.failNext("list", new ApiError(0, "", "connection refused"));
   await assert.rejects(c.list(RESOURCES.ConfigMap));
   const r = m.apiRequests;
   assert.equal(r.get({ verb: "create", code: "201" }), 1);
@@ -80,9 +80,9 @@ Deno.test("instrumentCluster counts every call by verb and code", async () => {
 });
 
 Deno.test("instrumenting twice into the same metrics counts once", async () => {
-  const fake = new FakeCluster(new ManualClock());
+  const sim = new TestCluster(new ManualClock());
   const m = new Metrics();
-  const once = instrumentCluster(fake, m);
+  const once = instrumentCluster(sim, m);
   const twice = instrumentCluster(once, m);
   assert.equal(twice, once);
   await twice.get(RESOURCES.ConfigMap, "n", "a");

@@ -7,8 +7,7 @@ import assert from "node:assert/strict";
 import { RESOURCES } from "../../src/api/resources.ts";
 import { serverlessController } from "../../src/controllers/serverless.ts";
 import { Manager } from "../../src/runtime/manager.ts";
-import { typeId } from "../../src/runtime/cache.ts";
-import { FakeCluster } from "./fake_cluster.ts";
+import { TestCluster } from "./test_cluster.ts";
 import { captureLogger, ManualClock, seededRandom } from "./helpers.ts";
 
 const SL = RESOURCES.Serverless;
@@ -19,8 +18,9 @@ const NS = "platform-system";
 
 Deno.test("a Serverless deleted while its Function watch is not live yet keeps the Function CRD", async () => {
   const clock = new ManualClock();
-  const cluster = new FakeCluster(clock);
-  cluster.unserved.add(typeId(FN)); // the Function CRD is not installed yet
+  const cluster = new TestCluster(clock);
+  cluster.unserve(FN); // the Function CRD is not installed yet,
+  cluster.notEstablished(FN); // and once the module creates it, it takes a while to be served
   cluster.put(SL, {
     apiVersion: "operator.platform-project.io/v1alpha1",
     kind: "Serverless",
@@ -45,14 +45,15 @@ Deno.test("a Serverless deleted while its Function watch is not live yet keeps t
   const done = m.start();
   await clock.advance(60_000);
   assert.ok(cluster.peek(CRD, undefined, FN_CRD), "the module installed the Function CRD");
-  // The CRD becomes served (the fake has no Established transition to report) and a user creates
-  // a Function at once; the Function watch is still in its backoff from the 404s.
-  cluster.unserved.delete(typeId(FN));
+  // The CRD becomes Established and a user creates a Function at once; the Function watch is
+  // still in its backoff from the 404s.
+  cluster.establish(FN);
   cluster.put(FN, {
     apiVersion: "serverless.platform-project.io/v1alpha2",
     kind: "Function",
     metadata: { name: "mine", namespace: "users" },
   });
+  assert.equal(m.cache.isLive?.(FN), false, "the Function watch is still in its backoff");
   await cluster.delete(SL, NS, "default");
   await clock.advance(120_000);
   assert.ok(cluster.peek(CRD, undefined, FN_CRD), "the Function CRD was not deleted");

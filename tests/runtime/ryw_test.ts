@@ -7,17 +7,17 @@ import { RESOURCES } from "../../src/api/resources.ts";
 import { MANAGED_BY, MANAGED_BY_LABEL } from "../../src/reconcile/labels.ts";
 import { emptyPlan, type Plan } from "../../src/reconcile/plan.ts";
 import type { Cluster, KubeObject, WatchEvent } from "../../src/runtime/cluster.ts";
-import type { ControllerSpec } from "../../src/runtime/controller.ts";
+import type { ControllerSpec } from "../../src/runtime/controller_spec.ts";
 import { Manager } from "../../src/runtime/manager.ts";
-import { FakeCluster } from "./fake_cluster.ts";
+import { TestCluster, WIDGET } from "./test_cluster.ts";
 import { captureLogger, ManualClock, seededRandom } from "./helpers.ts";
 
-const RL = RESOURCES.RateLimit;
+const RL = WIDGET;
 const CM = RESOURCES.ConfigMap;
 const FINALIZER = "test.platform-project.io/cleanup";
 const managed = { [MANAGED_BY_LABEL]: MANAGED_BY };
 
-/** Each RateLimit owns one ConfigMap; on deletion the ConfigMap goes first, the finalizer last. */
+/** Each Widget owns one ConfigMap; on deletion the ConfigMap goes first, the finalizer last. */
 const owner: ControllerSpec = {
   name: "owner",
   primary: RL,
@@ -47,7 +47,7 @@ const owner: ControllerSpec = {
 };
 
 /** The cluster, with the ConfigMap watch holding its events back until `release()`. */
-function laggingConfigMaps(cluster: FakeCluster): { cluster: Cluster; release: () => void } {
+function laggingConfigMaps(cluster: TestCluster): { cluster: Cluster; release: () => void } {
   let open!: () => void;
   const gate = new Promise<void>((r) => open = r);
   const lagging: Cluster = {
@@ -71,8 +71,8 @@ function laggingConfigMaps(cluster: FakeCluster): { cluster: Cluster; release: (
 
 Deno.test("a deletion right after install deletes the child it created before removing the finalizer", async () => {
   const clock = new ManualClock();
-  const fake = new FakeCluster(clock);
-  const { cluster, release } = laggingConfigMaps(fake);
+  const sim = new TestCluster(clock);
+  const { cluster, release } = laggingConfigMaps(sim);
   const m = new Manager({
     cluster,
     clock,
@@ -91,21 +91,21 @@ Deno.test("a deletion right after install deletes the child it created before re
   });
   const done = m.start();
   await clock.advance(100); // synced; the ConfigMap watch is open but lags from here on
-  fake.put(RL, {
-    apiVersion: "gateway.platform-project.io/v1alpha1",
-    kind: "RateLimit",
+  sim.put(RL, {
+    apiVersion: "test.platform-project.io/v1",
+    kind: "Widget",
     metadata: { name: "a", namespace: "demo" },
   });
   await clock.advance(100);
-  assert.ok(fake.peek(CM, "demo", "a-cfg"), "the child was created");
-  const applies = fake.writes().filter((w) => w.verb === "apply").length;
-  await fake.delete(RL, "demo", "a");
+  assert.ok(sim.peek(CM, "demo", "a-cfg"), "the child was created");
+  const applies = sim.writes().filter((w) => w.verb === "apply").length;
+  await sim.delete(RL, "demo", "a");
   await clock.advance(1_000);
-  assert.equal(fake.peek(CM, "demo", "a-cfg"), undefined, "the child was deleted, not leaked");
+  assert.equal(sim.peek(CM, "demo", "a-cfg"), undefined, "the child was deleted, not leaked");
   assert.equal(applies, 1, "the child was applied once");
   release();
   await clock.advance(1_000);
-  assert.equal(fake.peek(RL, "demo", "a"), undefined, "then the finalizer came off");
+  assert.equal(sim.peek(RL, "demo", "a"), undefined, "then the finalizer came off");
   await m.stop();
   await done;
 });

@@ -1,10 +1,10 @@
 import assert from "node:assert/strict";
-import { type CacheChange, Store, typeId } from "../../src/runtime/cache.ts";
+import { type CacheChange, Store } from "../../src/runtime/cache.ts";
 import { Metrics } from "../../src/runtime/metrics.ts";
 import { Watcher, type WatcherOptions } from "../../src/runtime/watcher.ts";
-import type { KubeObject, ResourceType } from "../../src/runtime/cluster.ts";
-import { FakeCluster } from "./fake_cluster.ts";
-import { captureLogger, ManualClock, seededRandom } from "./helpers.ts";
+import { ApiError, type KubeObject, type ResourceType } from "../../src/runtime/cluster.ts";
+import { TestCluster } from "./test_cluster.ts";
+import { captureLogger, link, ManualClock, seededRandom } from "./helpers.ts";
 import { RESOURCES } from "../../src/api/resources.ts";
 
 const CM = RESOURCES.ConfigMap;
@@ -22,7 +22,7 @@ function cm(name: string, data = "x"): KubeObject {
 
 function setup(type: ResourceType, extra: Partial<WatcherOptions> = {}) {
   const clock = new ManualClock();
-  const cluster = new FakeCluster(clock);
+  const cluster = new TestCluster(clock);
   const { log, lines } = captureLogger(clock);
   const metrics = new Metrics();
   const store = new Store(type);
@@ -95,11 +95,129 @@ Deno.test("watcher restarts a stalled watch after idleMs and catches up from its
   await t.finish();
 });
 
+Deno.test("relist() closes a stalled watch and lists at once, so the store sees what the watch missed", async () => {
+  const t = setup(CM);
+  await t.clock.advance(0);
+  t.cluster.stallWatches();
+  t.cluster.put(CM, cm("missed"));
+  await t.clock.advance(1_000);
+  assert.equal(t.store.get("ns", "missed"), undefined);
+  assert.equal(t.watcher.relist(), true);
+  await t.clock.advance(0);
+  assert.equal(t.store.get("ns", "missed")?.metadata.name, "missed");
+  assert.equal(t.cluster.calls.filter((c) => c.verb === "list").length, 2);
+  assert.equal(t.metrics.watchRestarts.get({ resource: "configmaps", reason: "relist" }), 1);
+  assert.equal(t.watcher.state.kind, "Watching");
+  // No error logged for the watch it closed itself.
+  assert.deepEqual(t.lines.filter((l) => l.level === "error"), []);
+  await t.finish();
+});
+
+Deno.test("relist() before the first list is sent adds no second list", async () => {
+  const t = setup(CM);
+  assert.equal(t.watcher.relist(), false);
+  await t.clock.advance(0);
+  assert.equal(t.cluster.calls.filter((c) => c.verb === "list").length, 1);
+  await t.finish();
+});
+
+Deno.test("relist() during a backoff lists at once", async () => {
+  const t = setup(CM, { backoff: { initialMs: 30_000, maxMs: 30_000 } });
+  t.cluster.failNext("list", new ApiError(500, "InternalError", "boom"));
+  await t.clock.advance(0);
+  assert.equal(t.watcher.state.kind, "Backoff");
+  assert.equal(t.watcher.relist(), true);
+  await t.clock.advance(0);
+  assert.equal(t.store.synced, true);
+  assert.equal(t.cluster.calls.filter((c) => c.verb === "list").length, 2);
+  await t.finish();
+});
+
+/** The delay of the backoff the watcher is in (jittered: 15-30 s for a 30 s backoff), else 0. */
+const backoffMs = (w: Watcher) => w.state.kind === "Backoff" ? w.state.delayMs : 0;
+
+/** A watcher of ConfigMaps whose first list is answered after `delayMs`, with what was there when sent. */
+function slowFirstList(delayMs: number, extra: Partial<WatcherOptions> = {}) {
+  const clock = new ManualClock();
+  const cluster = new TestCluster(clock);
+  const direct = link(cluster).cluster;
+  let first = true;
+  const list: typeof direct.list = async (type, opts) => {
+    const page = await direct.list(type, opts);
+    if (first) {
+      first = false;
+      await clock.sleep(delayMs);
+    }
+    return page;
+  };
+  const store = new Store(CM);
+  const seen: string[] = [];
+  const watcher = new Watcher({
+    cluster: { ...direct, list },
+    clock,
+    random: seededRandom(),
+    log: captureLogger(clock).log,
+    type: CM,
+    ...extra,
+  }, (ev) => {
+    seen.push(ev.type === "init-apply" ? `init-apply:${ev.object.metadata.name}` : ev.type);
+    store.handle(ev);
+  });
+  const stop = new AbortController();
+  const done = watcher.run(stop.signal);
+  const finish = async () => {
+    stop.abort();
+    await clock.flush();
+    await done;
+  };
+  const lists = () => cluster.calls.filter((c) => c.verb === "list").length;
+  return { clock, cluster, store, seen, watcher, lists, finish };
+}
+
+Deno.test("relist() during a list discards that list (sent before) and lists again", async () => {
+  const t = slowFirstList(10_000);
+  t.cluster.put(CM, cm("old"));
+  await t.clock.advance(1_000);
+  assert.equal(t.watcher.state.kind, "InitPage");
+  t.cluster.put(CM, cm("new"));
+  assert.equal(t.watcher.relist(), true);
+  await t.clock.advance(10_000);
+  assert.equal(t.store.synced, true);
+  assert.equal(t.lists(), 2);
+  // The first list's answer was dropped: the one list that completed was sent after relist().
+  assert.deepEqual(t.seen, ["init", "init", "init-apply:new", "init-apply:old", "init-done"]);
+  await t.finish();
+});
+
+Deno.test("relist() during a list cuts short no later backoff: only a backoff under way", async () => {
+  const t = slowFirstList(10_000, { backoff: { initialMs: 30_000, maxMs: 30_000 } });
+  await t.clock.advance(1_000);
+  assert.equal(t.watcher.state.kind, "InitPage");
+  assert.equal(t.watcher.relist(), true);
+  // The list sent again (when the first answers, at 10 s) fails: its backoff runs in full.
+  t.cluster.failNext("list", new ApiError(500, "InternalError", "boom"));
+  await t.clock.advance(9_000);
+  const delayMs = backoffMs(t.watcher);
+  assert.ok(delayMs >= 15_000, `in a backoff of ${delayMs} ms`);
+  await t.clock.advance(delayMs - 1_000);
+  assert.equal(t.lists(), 2, "no list during the backoff");
+  assert.equal(t.store.synced, false);
+  await t.clock.advance(1_000);
+  assert.equal(t.lists(), 3);
+  assert.equal(t.store.synced, true);
+  await t.finish();
+});
+
 Deno.test("bookmarks move the resourceVersion and keep the watchdog quiet", async () => {
   const t = setup(CM);
   t.cluster.put(CM, cm("a"));
   await t.clock.advance(0);
-  t.cluster.put(SECRET, cm("other")); // moves the rv without an event for this watch
+  // Moves the rv without an event for this watch.
+  t.cluster.put(SECRET, {
+    apiVersion: "v1",
+    kind: "Secret",
+    metadata: { name: "other", namespace: "ns" },
+  });
   for (let i = 0; i < 5; i++) {
     await t.clock.advance(30_000);
     t.cluster.bookmark();
@@ -117,7 +235,7 @@ Deno.test("bookmarks move the resourceVersion and keep the watchdog quiet", asyn
 
 Deno.test("an optional watch of a missing CRD is empty and synced, logged once, and picks the CRD up later", async () => {
   const t = setup(FN, { optional: true });
-  t.cluster.unserved.add(typeId(FN));
+  t.cluster.unserve(FN);
   await t.clock.advance(0);
   assert.equal(t.store.synced, true);
   assert.equal(t.store.size, 0);
@@ -126,7 +244,7 @@ Deno.test("an optional watch of a missing CRD is empty and synced, logged once, 
   assert.ok(lists >= 3 && lists <= 12, `retried with backoff, not in a storm (${lists} lists)`);
   assert.equal(t.lines.filter((l) => String(l.msg).includes("not served")).length, 1);
   assert.equal(t.lines.filter((l) => l.level === "error").length, 0);
-  t.cluster.unserved.delete(typeId(FN));
+  t.cluster.serve(FN);
   t.cluster.put(FN, {
     apiVersion: "serverless.platform-project.io/v1alpha2",
     kind: "Function",
@@ -140,7 +258,7 @@ Deno.test("an optional watch of a missing CRD is empty and synced, logged once, 
 
 Deno.test("a required watch of a missing CRD stays unsynced and logs one clear error", async () => {
   const t = setup(FN);
-  t.cluster.unserved.add(typeId(FN));
+  t.cluster.unserve(FN);
   await t.clock.advance(300_000);
   assert.equal(t.store.synced, false);
   const errors = t.lines.filter((l) => l.level === "error");

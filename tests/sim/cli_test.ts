@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { parseSimArgs, runSim } from "../../src/cli/sim.ts";
+import { seconds } from "../../src/cli/sim_report.ts";
 
 async function run(args: string[]): Promise<{ code: number; lines: string[] }> {
   const lines: string[] = [];
@@ -116,4 +117,11 @@ Deno.test("cli sim: --seed without files replays sweep seeds; a bad scenario fil
   const r = await run([bad]);
   assert.equal(r.code, 2);
   assert.match(r.lines[0], /steps\[0\]\.at: must be a Go duration/);
+});
+
+Deno.test("cli sim: virtual times print as seconds, then minutes and whole seconds", () => {
+  assert.equal(seconds(59_999), "59.999s");
+  assert.equal(seconds(60_000), "1m0s");
+  assert.equal(seconds(119_917), "2m0s"); // was 1m60s
+  assert.equal(seconds(392_400), "6m32s");
 });

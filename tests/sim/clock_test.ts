@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { Driver, LivelockError, settle, SIM_EPOCH, SimClock } from "../../sim/clock.ts";
+import { SIM_EPOCH, SimClock } from "../../sim/clock.ts";
+import { Driver, LivelockError, settle } from "../../sim/driver.ts";
 
 Deno.test("clock: sleeps wake in deadline order, ties in call order, without real waiting", async () => {
   const clock = new SimClock();

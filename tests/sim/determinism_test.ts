@@ -1,9 +1,9 @@
 /** The same seed gives the same trace, byte for byte (hashed); another seed gives another. */
 import assert from "node:assert/strict";
-import { faultsFor } from "../../sim/result.ts";
+import { faultsFor } from "../../sim/fault_choice.ts";
 import { parseScenario } from "../../sim/scenario/format.ts";
 import { runScenario } from "../../sim/scenario/run.ts";
-import { runSeed } from "../../sim/sweep.ts";
+import { runSeed } from "../../sim/seed_run.ts";
 
 Deno.test("determinism: one sweep seed with faults run twice gives the same trace hash", async () => {
   const seed = 7;

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { RESOURCES } from "../../src/api/resources.ts";
 import { FaultInjector, NO_FAULTS, swarm } from "../../sim/faults.ts";
 import { Prng } from "../../sim/prng.ts";
-import { faultsFor, hasFaults } from "../../sim/result.ts";
+import { faultsFor, hasFaults } from "../../sim/fault_choice.ts";
 import { codeOf, drive, world } from "./helpers.ts";
 
 Deno.test("faults: the swarm mix is a function of the seed and varies across seeds", () => {
@@ -19,6 +19,11 @@ Deno.test("faults: the swarm mix is a function of the seed and varies across see
       "watchStall",
       "watchGone",
       "crashes",
+      "slowWrite",
+      "planCrashes",
+      "leaseLoss",
+      "standbys",
+      "ownedDeletes",
     ] as const
   ) {
     assert.ok(on(k) > 10 && on(k) < 40, `${k} on in ${on(k)} of 50 runs`);
@@ -108,4 +113,41 @@ Deno.test("faults: targeted Deployment faults (replica failure, slow rollout) an
   inj.clearDeployments();
   inj.active = false;
   assert.equal(inj.readyDelayMs(d), undefined);
+});
+
+Deno.test("faults: a slow write lands only when it answers, seconds later", async () => {
+  const { driver, cluster } = world();
+  cluster.faults = {
+    request: (_a, verb) => verb === "create" ? { kind: "slow", delayMs: 5_000 } : undefined,
+    watch: () => undefined,
+    goneAs: () => "event",
+  };
+  const c = cluster.client("operator/x", { latency: () => 10 });
+  let answered = false;
+  const p = c.create(RESOURCES.ConfigMap, {
+    apiVersion: "v1",
+    kind: "ConfigMap",
+    metadata: { name: "late", namespace: "default" },
+  }).then(() => (answered = true));
+  await driver.runFor(4_000);
+  assert.equal(cluster.store.get(RESOURCES.ConfigMap, "default", "late"), undefined);
+  assert.equal(answered, false);
+  await drive(driver, p);
+  assert.ok(cluster.store.get(RESOURCES.ConfigMap, "default", "late"));
+  assert.ok(driver.clock.now() - cluster.log.records.at(-1)!.at <= 10, "answered as it landed");
+});
+
+Deno.test("faults: a lost lease fails the holder's requests on that Lease only, until the window ends", () => {
+  let now = 0;
+  const inj = new FaultInjector(NO_FAULTS, new Prng(1), () => now);
+  inj.loseLease("operator/a", "platform-system", "platform-operator", 10_000);
+  const req = (actor: string, name = "platform-operator", verb: "get" | "update" = "get") =>
+    inj.request(actor, verb, RESOURCES.Lease, "platform-system", name);
+  const kinds = Array.from({ length: 20 }, () => req("operator/a", undefined, "update")?.kind);
+  assert.ok(kinds.every((k) => k === "error" || k === "timeout"), String(kinds));
+  assert.ok(kinds.includes("error") && kinds.includes("timeout"), String(kinds));
+  assert.equal(req("operator/b"), undefined, "the standby reaches the Lease");
+  assert.equal(req("operator/a", "serverless-served"), undefined, "other Leases work");
+  now = 10_000;
+  assert.equal(req("operator/a"), undefined, "the window is over");
 });

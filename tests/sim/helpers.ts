@@ -1,5 +1,6 @@
 /** Test helpers: a simulated cluster on a fresh clock with a driver and a fault-free client. */
-import { Driver, SimClock } from "../../sim/clock.ts";
+import { SimClock } from "../../sim/clock.ts";
+import { Driver } from "../../sim/driver.ts";
 import { SimCluster, type SimClusterOptions } from "../../sim/cluster/mod.ts";
 import { Prng } from "../../sim/prng.ts";
 import { ApiError } from "../../src/runtime/cluster.ts";

@@ -3,7 +3,7 @@ import { RESOURCES } from "../../src/api/resources.ts";
 import { SCALER_FINALIZER } from "../../src/reconcile/labels.ts";
 import type { KubeObject } from "../../src/runtime/cluster.ts";
 import { InvariantChecker } from "../../sim/invariants.ts";
-import { drive, world } from "./helpers.ts";
+import { codeOf, drive, world } from "./helpers.ts";
 
 const OPERATOR = "operator/platform-operator-0";
 
@@ -242,4 +242,44 @@ Deno.test("invariants: dropping a RateLimit's filter with no older RateLimit to 
   const before = checker.violations.length;
   await drive(driver, op.delete(RESOURCES.EnvoyFilter, "default", "c")).catch(() => {});
   assert.equal(checker.violations.length, before);
+});
+
+Deno.test("invariants: a write sent by a replica the election Lease does not name is caught when sent", async () => {
+  const w = world();
+  const lease = { namespace: "platform-system", name: "platform-operator" };
+  const checker = new InvariantChecker(w.cluster, lease);
+  w.cluster.onRequest = (...args) => checker.checkRequest(...args);
+  const a = w.cluster.client("operator/platform-operator-0");
+  const b = w.cluster.client("operator/platform-operator-1");
+  const cm = (name: string): KubeObject => ({
+    apiVersion: "v1",
+    kind: "ConfigMap",
+    metadata: { name, namespace: "default" },
+  });
+  await drive(
+    w.driver,
+    a.create(RESOURCES.Lease, {
+      apiVersion: "coordination.k8s.io/v1",
+      kind: "Lease",
+      metadata: lease,
+      spec: { holderIdentity: "platform-operator-0" },
+    }),
+  );
+  await drive(w.driver, a.create(RESOURCES.ConfigMap, cm("by-leader")));
+  await drive(w.driver, b.get(RESOURCES.ConfigMap, "default", "by-leader"));
+  await drive(w.driver, b.get(RESOURCES.Lease, lease.namespace, lease.name));
+  // Campaigning (a write to the election Lease itself) is what a standby does.
+  const campaign = b.create(RESOURCES.Lease, {
+    apiVersion: "coordination.k8s.io/v1",
+    kind: "Lease",
+    metadata: lease,
+  });
+  assert.equal(await drive(w.driver, codeOf(campaign)), 409);
+  assert.ok(checker.ok, JSON.stringify(checker.violations));
+  // Sent, not landed: the check runs before any latency or fault, so a 409 would not hide it.
+  const late = b.create(RESOURCES.ConfigMap, cm("by-leader"));
+  late.catch(() => {});
+  assert.equal(checker.violations[0]?.invariant, "writes-only-while-leading");
+  assert.match(checker.violations[0].message, /platform-operator-1 sent create ConfigMap/);
+  assert.match(checker.violations[0].message, /names platform-operator-0/);
 });

@@ -3,8 +3,8 @@
  * the seed found; `deno task sim --seed N` replays one.
  */
 import assert from "node:assert/strict";
-import { faultsFor } from "../../sim/result.ts";
-import { runSeed } from "../../sim/sweep.ts";
+import { faultsFor } from "../../sim/fault_choice.ts";
+import { runSeed } from "../../sim/seed_run.ts";
 
 const PINNED: readonly { seed: number; found: string }[] = [
   { seed: 100159, found: "two Serverless served at once (same-second creation, racing claims)" },
@@ -12,6 +12,33 @@ const PINNED: readonly { seed: number; found: string }[] = [
   { seed: 101930, found: "two Serverless served at once" },
   { seed: 100443, found: "crash: three clock jumps inside one user request's 120 s wait" },
   { seed: 100715, found: "crash: clock jumps inside one user request's wait" },
+  {
+    seed: 272,
+    found: "a stalled APIService watch: the Scaler's finalizer went while the APIService remained",
+  },
+  {
+    seed: 3992,
+    found:
+      "a lost lease, then a finalizer removed while a KEDA Deployment the cache missed remained",
+  },
+  {
+    seed: 76,
+    found: "a standby took over on stalled watches and removed a finalizer while objects remained",
+  },
+  {
+    seed: 100266,
+    found: "a standby took over on stalled watches and removed a finalizer while objects remained",
+  },
+  {
+    seed: 209,
+    found:
+      "a leader whose renewal was answered after a clock jump wrote after the standby took over",
+  },
+  {
+    seed: 3396,
+    found: "a new leader's list was under way from before its term: a stale status made a second " +
+      "served Scaler",
+  },
 ];
 
 for (const { seed, found } of PINNED) {

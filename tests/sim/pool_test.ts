@@ -5,9 +5,10 @@
  */
 import assert from "node:assert/strict";
 import { sweep } from "../../sim/pool.ts";
-import { faultsFor, type RunResult } from "../../sim/result.ts";
-import { runSeed } from "../../sim/sweep.ts";
-import { seedWindow, utcDay, WINDOW_SEEDS } from "../../sim/window.ts";
+import { type RunResult } from "../../sim/run_result.ts";
+import { faultsFor } from "../../sim/fault_choice.ts";
+import { runSeed } from "../../sim/seed_run.ts";
+import { seedWindow, utcDay, WINDOW_SEEDS } from "../../sim/seed_window.ts";
 
 async function swept(from: number, count: number, workers: number): Promise<RunResult[]> {
   const out: RunResult[] = [];

@@ -1,13 +1,13 @@
 /**
- * A seed runner for tests (sim/pool.ts loads it in place of sim/sweep.ts's): the real `runSeed`,
+ * A seed runner for tests (sim/pool.ts loads it in place of sim/seed_run.ts's): the real `runSeed`,
  * with one thing injected into some seeds right after boot, built from the simulator's own parts.
  * Every other seed is the real sweep seed, untouched.
  */
 import { RESOURCES } from "../../src/api/resources.ts";
 import type { KubeObject } from "../../src/runtime/cluster.ts";
-import type { RunResult } from "../../sim/result.ts";
+import type { RunResult } from "../../sim/run_result.ts";
 import type { Simulation } from "../../sim/simulation.ts";
-import { runSeed as realRunSeed, type SeedOptions } from "../../sim/sweep.ts";
+import { runSeed as realRunSeed, type SeedOptions } from "../../sim/seed_run.ts";
 
 /** What an injected seed does. */
 export const INJECTED = {

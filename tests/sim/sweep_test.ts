@@ -2,14 +2,15 @@
  * The fault sweep: generated workloads under each seed's swarm fault mix must keep every invariant,
  * converge once faults stop, stay quiet, and enforce exactly the applied limits. CI runs two
  * blocks of 200 seeds on one worker a core: the fixed seeds 1..200 (SIM_SEEDS and SIM_SEED_FROM
- * move them), and the rotating window of the current UTC day (sim/window.ts; SIM_WINDOW=YYYY-MM-DD
+ * move them), and the rotating window of the current UTC day (sim/seed_window.ts; SIM_WINDOW=YYYY-MM-DD
  * runs another day's), whose seeds change every day and are printed in the test's name.
  */
 import assert from "node:assert/strict";
 import { sweep } from "../../sim/pool.ts";
-import { faultsFor, type RunResult } from "../../sim/result.ts";
-import { runSeed } from "../../sim/sweep.ts";
-import { seedWindow } from "../../sim/window.ts";
+import { type RunResult } from "../../sim/run_result.ts";
+import { faultsFor } from "../../sim/fault_choice.ts";
+import { runSeed } from "../../sim/seed_run.ts";
+import { seedWindow } from "../../sim/seed_window.ts";
 import { defaultWorkers } from "../../src/cli/sim.ts";
 
 const count = Number(Deno.env.get("SIM_SEEDS") ?? 200);

@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { sweep } from "../../sim/pool.ts";
-import type { RunResult } from "../../sim/result.ts";
+import type { RunResult } from "../../sim/run_result.ts";
 import { runSim } from "../../src/cli/sim.ts";
 
 const RUNNER = new URL("./stuck_runner.ts", import.meta.url).href;

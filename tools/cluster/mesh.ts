@@ -1,5 +1,6 @@
 /** The fake node and the simulated mesh (namespaces, EnvoyFilter CRD, ingress gateway). */
 import { stringify } from "yaml";
+import { envoyFilterCrd } from "../../src/crd/istio.ts";
 
 /** Name of the single kwok-managed node. */
 export const NODE_NAME = "kwok-node-0";
@@ -31,36 +32,6 @@ export function nodeManifest(): Manifest {
       },
     },
     status: { allocatable: resources, capacity: resources },
-  };
-}
-
-/** The Istio EnvoyFilter CRD (v1alpha3, schema-less spec, status subresource). */
-export function envoyFilterCrd(): Manifest {
-  const open = { type: "object", "x-kubernetes-preserve-unknown-fields": true };
-  return {
-    apiVersion: "apiextensions.k8s.io/v1",
-    kind: "CustomResourceDefinition",
-    metadata: { name: "envoyfilters.networking.istio.io" },
-    spec: {
-      group: "networking.istio.io",
-      names: {
-        kind: "EnvoyFilter",
-        listKind: "EnvoyFilterList",
-        plural: "envoyfilters",
-        singular: "envoyfilter",
-        categories: ["istio-io", "networking-istio-io"],
-      },
-      scope: "Namespaced",
-      versions: [{
-        name: "v1alpha3",
-        served: true,
-        storage: true,
-        subresources: { status: {} },
-        schema: {
-          openAPIV3Schema: { type: "object", properties: { spec: open, status: open } },
-        },
-      }],
-    },
   };
 }
 

@@ -30,7 +30,7 @@ import { readState, statePath } from "./state.ts";
 
 export { type Binaries, buildStatus, ensureBuilt, readVersions, type Versions } from "./build.ts";
 export { clusterStatus, type ComponentStatus, type StopOptions } from "./lifecycle.ts";
-export { envoyFilterCrd, GATEWAY, MESH_NAMESPACES, NODE_NAME } from "./mesh.ts";
+export { GATEWAY, MESH_NAMESPACES, NODE_NAME } from "./mesh.ts";
 export { OPERATOR_USER } from "./auth.ts";
 export type { AuditEvent, KubectlOptions, KubectlResult, WriteFilter };
 

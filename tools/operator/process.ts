@@ -55,6 +55,36 @@ export async function killLeftovers(logDir: string, clusterDir: string): Promise
   }
 }
 
+/** Where a replica of the operator answers and whom it talks to, for `mod.ts run`. */
+export interface RunTarget {
+  kubeconfig: string;
+  identity: string;
+  metricsAddr: string;
+  probeAddr: string;
+  /** Flags for Deno itself (before the script), e.g. `--v8-flags=...`. */
+  denoArgs?: readonly string[];
+}
+
+/**
+ * The `deno` arguments that run the operator as `t` (what `deno task start` runs: `mod.ts run` from the
+ * compiled binary's entry), then `extra` flags.
+ */
+export function operatorRunArgs(t: RunTarget, extra: readonly string[] = []): string[] {
+  return [
+    "run",
+    "-A",
+    "--frozen",
+    ...(t.denoArgs ?? []),
+    "src/cli/operator_main.ts",
+    "run",
+    `--kubeconfig=${t.kubeconfig}`,
+    `--identity=${t.identity}`,
+    `--metrics-addr=${t.metricsAddr}`,
+    `--probe-addr=${t.probeAddr}`,
+    ...extra,
+  ];
+}
+
 /** One running (or exited) operator process. */
 export class OperatorProcess {
   /** When the process was spawned (epoch ms). */
@@ -84,23 +114,19 @@ export class OperatorProcess {
     const logPath = join(o.logDir, `operator-${o.identity}-${++started}.log`);
     const metricsAddr = `127.0.0.1:${freePort()}`;
     const probeAddr = `127.0.0.1:${freePort()}`;
-    const args = [
-      "run",
-      "-A",
-      "--frozen",
-      ...(o.denoArgs ?? []),
-      "src/cli/operator_main.ts",
-      "run",
-      `--kubeconfig=${o.kubeconfig}`,
-      `--identity=${o.identity}`,
-      `--metrics-addr=${metricsAddr}`,
-      `--probe-addr=${probeAddr}`,
+    const args = operatorRunArgs({
+      kubeconfig: o.kubeconfig,
+      identity: o.identity,
+      metricsAddr,
+      probeAddr,
+      denoArgs: o.denoArgs,
+    }, [
       `--log-level=${o.logLevel ?? "debug"}`,
       `--leader-elect=${o.leaderElect ?? false}`,
       ...(o.leaseNamespace ? [`--lease-namespace=${o.leaseNamespace}`] : []),
       ...(o.extraArgs ?? []),
       ...(Deno.env.get("E2E_OPERATOR_ARGS")?.split(" ").filter((a) => a) ?? []),
-    ];
+    ]);
     const file = await Deno.open(logPath, { create: true, append: true });
     const child = new Deno.Command(Deno.execPath(), {
       args,

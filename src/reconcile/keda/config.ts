@@ -1,5 +1,5 @@
 /**
- * From a parsed Scaler spec to what each KEDA component gets (DESIGN.md "Scaler"): checked
+ * From a parsed Scaler spec to what each KEDA component gets (docs/design.md "Scaler"): checked
  * resources, merged env, pod annotations and logging flags. Problems that make the spec impossible
  * to apply are errors (ValidationErr); things applied differently than asked are warnings (Warning).
  */

@@ -1,5 +1,5 @@
 /**
- * Two RateLimits in one namespace must not select the same pods (DESIGN.md): Envoy would get two
+ * Two RateLimits in one namespace must not select the same pods (docs/design.md): Envoy would get two
  * local_ratelimit filters and two route configs on one proxy. "The same pods" is decided without
  * looking at pods when one selector is a subset of the other (every pod the narrower one selects,
  * now or later, the wider one selects too), and otherwise by the current pods: some pod matching

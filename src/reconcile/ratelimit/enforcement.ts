@@ -1,5 +1,5 @@
 /**
- * Whether the limit in place bites (DESIGN.md: `Ready` says the filter is stored; this says beside
+ * Whether the limit in place bites (docs/design.md: `Ready` says the filter is stored; this says beside
  * it whether any proxy applies it). An EnvoyFilter reaches only Pods with a mesh proxy, so the
  * figures are the Pods the enforced selector selects and how many of them have a sidecar, and the
  * `Enforced` condition is False, with a reason a user can act on, when the limit protects nothing

@@ -1,5 +1,5 @@
 /**
- * The Istio EnvoyFilter a valid RateLimit becomes (DESIGN.md "RateLimit bucket selection").
+ * The Istio EnvoyFilter a valid RateLimit becomes (docs/design.md "RateLimit bucket selection").
  *
  * Envoy APIs used, by file in envoyproxy/envoy:
  * - `api/envoy/extensions/filters/http/local_ratelimit/v3/local_rate_limit.proto` (LocalRateLimit):
@@ -20,7 +20,7 @@ import type { KubeObject } from "../../api/object.ts";
 import { LOCAL_RATELIMIT_FILTER, LOCAL_RATELIMIT_TYPE } from "../../api/envoy.ts";
 import { managedLabels } from "../labels.ts";
 
-/** The namespace and selector label that mean "the ingress gateway" (SPEC.md data plane, 2). */
+/** The namespace and selector label that mean "the ingress gateway" (docs/design.md data plane, 2). */
 export const GATEWAY_NAMESPACE = "mesh-system";
 /** The gateway's selector label. */
 export const GATEWAY_LABEL = { key: "app", value: "mesh-ingressgateway" } as const;

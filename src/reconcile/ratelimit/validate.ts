@@ -1,5 +1,5 @@
 /**
- * The checks of DESIGN.md "RateLimit validation" that the schema cannot express, each message naming
+ * The checks of docs/design.md "RateLimit validation" that the schema cannot express, each message naming
  * the field and its value: fill intervals (Envoy's 50ms floor, multiples of the default's), header
  * names and values, rules that can never be used, selector label syntax.
  */

@@ -1,5 +1,5 @@
 /**
- * The Serverless configuration check (DESIGN.md): the spec's plain strings become the settings in
+ * The Serverless configuration check (docs/design.md): the spec's plain strings become the settings in
  * use, or field errors that name the field and the value.
  */
 import { parseGoDuration } from "../../api/duration.ts";
@@ -80,7 +80,7 @@ function checkOneOf(
   }
 }
 
-/** `10` (seconds, as SPEC.md allows) becomes `10s`; durations are kept as written. */
+/** `10` (seconds, as docs/design.md allows) becomes `10s`; durations are kept as written. */
 function livenessTimeout(value: string): string {
   return /^[0-9]+$/.test(value) ? `${Number(value)}s` : value;
 }
@@ -129,7 +129,7 @@ export function configuredMessage(s: ServerlessSettings): string {
     `${kind(s.tracingEndpoint, DEFAULT_TRACING_ENDPOINT)} Trace Collector URL.`;
 }
 
-/** The status fields that show the settings in use (SPEC.md status table). */
+/** The status fields that show the settings in use (docs/design.md status table). */
 export function settingsStatus(s: ServerlessSettings): Record<string, string> {
   return {
     eventingEndpoint: s.eventingEndpoint,

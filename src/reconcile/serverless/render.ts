@@ -10,7 +10,7 @@ import { embeddedCrds, withMetadata } from "../upstream_crds.ts";
 import type { ServerlessSettings } from "./config.ts";
 import { CRDS_JSON } from "./crds/generated.ts";
 
-/** Name of the Serverless controller Deployment (DESIGN.md). */
+/** Name of the Serverless controller Deployment (docs/design.md). */
 export const CONTROLLER_DEPLOYMENT = "serverless-ctrl-mngr";
 /** Name of the Function CRD the module installs. */
 export const FUNCTION_CRD = "functions.serverless.platform-project.io";

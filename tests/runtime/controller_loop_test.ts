@@ -2,12 +2,12 @@ import assert from "node:assert/strict";
 import { RESOURCES } from "../../src/api/resources.ts";
 import { emptyPlan } from "../../src/reconcile/plan.ts";
 import { Cache } from "../../src/runtime/cache.ts";
-import type { ControllerSpec } from "../../src/runtime/controller.ts";
+import type { ControllerSpec } from "../../src/runtime/controller_spec.ts";
 import { nullLogger } from "../../src/runtime/log.ts";
 import { Metrics } from "../../src/runtime/metrics.ts";
-import { ControllerLoop, planWatches, splitKey } from "../../src/runtime/reconciler.ts";
+import { ControllerLoop, planWatches, splitKey } from "../../src/runtime/controller_loop.ts";
 import { Runner } from "../../src/runtime/runner.ts";
-import { FakeCluster } from "./fake_cluster.ts";
+import { TestCluster } from "./test_cluster.ts";
 import { ManualClock, seededRandom } from "./helpers.ts";
 
 const base = { triggers: () => [], reconcile: () => undefined };
@@ -29,11 +29,11 @@ const b: ControllerSpec = {
   }],
 };
 
-/** A controller loop of `spec` on a fake cluster, with its own runner. */
+/** A controller loop of `spec` on the test cluster, with its own runner. */
 function loopOf(spec: ControllerSpec, cache: Cache, clock: ManualClock): ControllerLoop {
   const metrics = new Metrics();
   const runner = new Runner({
-    cluster: new FakeCluster(clock),
+    cluster: new TestCluster(clock),
     cache,
     clock,
     random: seededRandom(),

@@ -3,16 +3,13 @@
  * input, the mapping from a watch event to the module objects that must look at it, and the
  * ControllerSpec made of them.
  */
-import { isUnknown } from "./unknown.ts";
+import { apiVersionOf } from "../api/resources.ts";
+import { isUnknown } from "./cache_trust.ts";
 import { type KubeObject, objectKey, type ResourceType } from "../runtime/cluster.ts";
-import type {
-  CacheReader,
-  ControllerSpec,
-  ModuleImages,
-  WatchSpec,
-} from "../runtime/controller.ts";
-import { type ApplyOutcome, emptyPlan, type Plan } from "../reconcile/plan.ts";
-import { CLAIM_LABEL, CLAIM_SELECTOR, type ClaimInput, claimName } from "../reconcile/claim.ts";
+import type { CacheReader, ControllerSpec, WatchSpec } from "../runtime/controller_spec.ts";
+import { emptyPlan, type Plan } from "../reconcile/plan.ts";
+import type { ModuleInput } from "../reconcile/module/lifecycle.ts";
+import { CLAIM_LABEL, CLAIM_SELECTOR, claimName } from "../reconcile/module/claim.ts";
 import { RESOURCES } from "../api/resources.ts";
 import {
   MANAGED_BY,
@@ -131,18 +128,6 @@ export function moduleTriggers(
   return unique(owners.length > 0 ? owners : all);
 }
 
-/** What a module reducer reads: the module object, its peers, its installed and user objects. */
-export interface ModuleInput {
-  object: KubeObject;
-  peers: readonly KubeObject[];
-  claim: ClaimInput;
-  installed: KubeObject[];
-  userObjects: Record<string, number>;
-  now: number;
-  images: ModuleImages;
-  lastOutcome?: ApplyOutcome;
-}
-
 /**
  * The controller of a module: its watches and triggers, and a reconcile that reads `reduce`'s
  * input from the cache (unless `holdDeletion` holds it).
@@ -164,20 +149,40 @@ export function moduleController(
       const { namespace, name } = splitKey(key);
       const object = cache.get(kind.primary, namespace, name);
       if (!object) return undefined;
-      return holdDeletion(kind, cache, object) ?? reduce({
-        object,
-        peers: cache.list(kind.primary),
-        claim: {
-          namespace: ctx.namespace,
-          module: kind.module,
-          observed: cache.get(RESOURCES.Lease, ctx.namespace, claimName(kind.module)),
-        },
-        installed: installedObjects(kind, cache),
-        userObjects: userObjectCounts(kind, cache),
-        now: ctx.now,
-        images: ctx.images,
-        ...(ctx.lastOutcome ? { lastOutcome: ctx.lastOutcome } : {}),
-      });
+      return holdDeletion(kind, cache, object) ?? guardFinalizer(
+        kind,
+        reduce({
+          object,
+          peers: cache.list(kind.primary),
+          claim: {
+            namespace: ctx.namespace,
+            module: kind.module,
+            observed: cache.get(RESOURCES.Lease, ctx.namespace, claimName(kind.module)),
+          },
+          installed: installedObjects(kind, cache),
+          userObjects: userObjectCounts(kind, cache),
+          now: ctx.now,
+          images: ctx.images,
+          ...(ctx.lastOutcome ? { lastOutcome: ctx.lastOutcome } : {}),
+        }),
+      );
     },
   };
+}
+
+/**
+ * A Plan that removes the module's finalizer must first find, with a live list, none of the
+ * objects the module installs: a watch that stalled unnoticed can leave the cache without an
+ * object applied before it stalled (sweep seed 272: an APIService applied 34 s before the deletion
+ * was never seen, and the finalizer went while it remained).
+ */
+export function guardFinalizer(kind: ModuleKind, plan: Plan): Plan {
+  if (!plan.finalizer?.remove) return plan;
+  const labelSelector = `${MANAGED_SELECTOR},${MODULE_LABEL}=${kind.module}`;
+  const noneLeft = kind.installed.map((type) => ({
+    apiVersion: apiVersionOf(type),
+    kind: type.kind,
+    labelSelector,
+  }));
+  return { ...plan, noneLeft };
 }

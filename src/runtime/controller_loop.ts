@@ -7,7 +7,7 @@ import type { ApplyOutcome, Plan } from "../reconcile/plan.ts";
 import { type Cache, type CacheChange, typeId, typeName } from "./cache.ts";
 import type { Clock } from "./clock.ts";
 import { type KubeObject, objectKey, type ResourceType } from "./cluster.ts";
-import type { ControllerSpec, ModuleImages, Projection } from "./controller.ts";
+import type { ControllerSpec, ModuleImages, Projection } from "./controller_spec.ts";
 import { classifyError, errorMessage } from "./errors.ts";
 import type { Logger } from "./log.ts";
 import type { Metrics } from "./metrics.ts";

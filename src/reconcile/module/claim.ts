@@ -14,10 +14,10 @@
  * earlier process's, whose successor listed after the claim existed), so its claim is deleted and
  * a new one is made. After the last module object is deleted the Lease stays, naming no one.
  */
-import { objectKey } from "../api/object.ts";
-import type { KubeObject } from "../api/object.ts";
-import { MANAGED_BY, MANAGED_BY_LABEL } from "./labels.ts";
-import type { ObjectRef } from "./plan.ts";
+import { objectKey } from "../../api/object.ts";
+import type { KubeObject } from "../../api/object.ts";
+import { MANAGED_BY, MANAGED_BY_LABEL } from "../labels.ts";
+import type { ObjectRef } from "../plan.ts";
 
 /** Label on claim Leases: its value is the module (`serverless`, `keda`). */
 export const CLAIM_LABEL = "operator.platform-project.io/claim";

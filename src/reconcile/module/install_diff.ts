@@ -1,27 +1,10 @@
 /**
- * The installation lifecycle both module kinds share: what to apply and prune given the rendered
- * and the observed objects, how deletion proceeds, and how the last apply's outcome is judged.
+ * What a module install writes: what to apply and prune given the rendered and the observed
+ * objects, how a diff reads in a message, and whether the last apply's failure still matters.
  */
-import type { KubeObject } from "../api/object.ts";
-import { type ApplyOutcome, type ObjectRef, refOf } from "./plan.ts";
-import { isObserved } from "./verify.ts";
-
-/** Namespace for a module's objects when its module object has none (in a cluster it always has one). */
-export const DEFAULT_MODULE_NAMESPACE = "platform-system";
-
-/** Requeue intervals (ms) while a module waits for something no watch may report. */
-export const REQUEUE_MS = {
-  /** After claiming: the next pass installs. */
-  claim: 1_000,
-  /** While objects are applied or Deployments roll out. */
-  verifying: 5_000,
-  /** While installed objects are being deleted. */
-  deleting: 2_000,
-  /** After a failed write or a replica failure. */
-  failure: 10_000,
-  /** While deletion waits for the user to delete their objects. */
-  blocked: 30_000,
-} as const;
+import type { KubeObject } from "../../api/object.ts";
+import { type ApplyOutcome, describeRef, type ObjectRef, refOf } from "../plan.ts";
+import { isObserved } from "../observed.ts";
 
 /** The identity of an object: API group, kind, namespace and name (versions of a group are one object). */
 export function identity(
@@ -31,7 +14,8 @@ export function identity(
   return `${group}|${ref.kind}|${ref.namespace ?? ""}|${ref.name}`;
 }
 
-function isDeleting(obj: KubeObject): boolean {
+/** True when the object has a deletionTimestamp. */
+export function isDeleting(obj: KubeObject): boolean {
   return typeof obj.metadata.deletionTimestamp === "string";
 }
 
@@ -67,7 +51,7 @@ export function isInSync(diff: InstallDiff): boolean {
 
 /** Short names of objects for a message: `Deployment ns/name, ConfigMap ns/name`, at most five. */
 export function describeRefs(refs: readonly ObjectRef[]): string {
-  const names = refs.map((r) => `${r.kind} ${r.namespace ? `${r.namespace}/` : ""}${r.name}`);
+  const names = refs.map(describeRef);
   return names.length > 5
     ? `${names.slice(0, 5).join(", ")} and ${names.length - 5} more`
     : names.join(", ");
@@ -106,44 +90,5 @@ export function pendingFailure(
   return {
     failed: outcome.failed,
     message: `Applying ${what} failed: ${outcome.error ?? "unknown error"}`,
-  };
-}
-
-/** Where deletion of a module stands. */
-export type DeletionPhase =
-  /** User objects of the module still exist: nothing is deleted. */
-  | { phase: "blocked"; message: string }
-  /** Installed objects remain: delete those not yet being deleted. */
-  | { phase: "deleting"; delete: ObjectRef[]; remaining: number }
-  /** Nothing installed is left: the finalizer may go. */
-  | { phase: "deleted" };
-
-function plural(n: number, kind: string): string {
-  return `${n} ${kind}${n === 1 ? "" : "s"}`;
-}
-
-/** The next step of deleting a module, given its installed objects and the user objects per kind. */
-export function deletionPhase(
-  installed: readonly KubeObject[],
-  userObjects: Readonly<Record<string, number>>,
-): DeletionPhase {
-  const blocking = Object.entries(userObjects).filter(([, n]) => n > 0);
-  if (blocking.length > 0) {
-    const list = blocking.map(([kind, n]) => plural(n, kind));
-    const text = list.length > 1
-      ? `${list.slice(0, -1).join(", ")} and ${list[list.length - 1]}`
-      : list[0];
-    const verb = blocking.length === 1 && blocking[0][1] === 1 ? "exists" : "exist";
-    return {
-      phase: "blocked",
-      message:
-        `Deletion is blocked: ${text} still ${verb}. Delete them to finish removing the module.`,
-    };
-  }
-  if (installed.length === 0) return { phase: "deleted" };
-  return {
-    phase: "deleting",
-    delete: installed.filter((o) => !isDeleting(o)).map(refOf),
-    remaining: installed.length,
   };
 }

@@ -1,25 +1,24 @@
 /**
  * A module reducer's decision for one pass (a state-table row, its message, the writes) and its
  * conversion into a Plan: conditions updated by the rules of conditions.ts, an Event for each
- * condition change worth one (`conditionEvents`). Shared by the Serverless and Scaler reducers.
+ * condition change worth one (`conditionEvents`); and the decision for a duplicate.
  */
-import type { Condition, ConditionStatus } from "../api/common.ts";
-import type { KubeObject } from "../api/object.ts";
-import { kubeTime } from "../api/time.ts";
+import type { Condition, ConditionStatus } from "../../api/common.ts";
+import type { KubeObject } from "../../api/object.ts";
+import { kubeTime } from "../../api/time.ts";
 import {
   conditionEvents,
   type ConditionInput,
   conditionsOf,
   rowCondition,
-  rowFor,
   type StateRow,
   updateConditions,
-} from "./conditions.ts";
-import { type DeletionPhase, REQUEUE_MS } from "./install.ts";
-import type { ObjectRef, Plan } from "./plan.ts";
+} from "../conditions.ts";
+import type { ObjectRef, Plan } from "../plan.ts";
 import type { ModuleMeta } from "./singleton.ts";
 
-const DEPLOYMENT_FAILURE = "DeploymentFailure";
+/** The condition type of the replica-failure row, which only the current rollout may explain. */
+export const DEPLOYMENT_FAILURE = "DeploymentFailure";
 
 /** What one pass decided. */
 export interface Decision {
@@ -109,7 +108,11 @@ export function planOf(
   };
 }
 
-function finalizerRemoval(meta: ModuleMeta, finalizer: string): Pick<Decision, "finalizer"> {
+/** Removes `finalizer` when the object has it. */
+export function finalizerRemoval(
+  meta: ModuleMeta,
+  finalizer: string,
+): Pick<Decision, "finalizer"> {
   return (meta.finalizers ?? []).includes(finalizer) ? { finalizer: { remove: finalizer } } : {};
 }
 
@@ -131,57 +134,4 @@ export function duplicateDecision(
     fields: {},
     ...finalizerRemoval(meta, finalizer),
   };
-}
-
-/** How a module's deletion messages name it, and what its status keeps meanwhile. */
-export interface DeletionWords {
-  /** What is deleted: `KEDA's objects`. */
-  objects: string;
-  /** The module: `KEDA` (`KEDA module deleted.`). */
-  module: string;
-  /** The module object's finalizer, removed once everything is gone. */
-  finalizer: string;
-  /** Status fields to show while deleting. */
-  fields?: Record<string, unknown>;
-}
-
-/**
- * The decision for a module object being deleted, by the phase of its deletion: the rows
- * DeletionErr (blocked by users' objects), Deletion and Deleted, which both module tables share.
- */
-export function deletionDecision(
-  table: readonly StateRow[],
-  phase: DeletionPhase,
-  meta: ModuleMeta,
-  words: DeletionWords,
-): Decision {
-  const base = {
-    served: true,
-    drop: [DEPLOYMENT_FAILURE],
-    ...(words.fields ? { fields: words.fields } : {}),
-  };
-  switch (phase.phase) {
-    case "blocked":
-      return {
-        ...base,
-        row: rowFor(table, "DeletionErr"),
-        message: phase.message,
-        requeueAfterMs: REQUEUE_MS.blocked,
-      };
-    case "deleting":
-      return {
-        ...base,
-        row: rowFor(table, "Deletion"),
-        message: `Deleting ${words.objects}; waiting for them to be gone.`,
-        delete: phase.delete,
-        requeueAfterMs: REQUEUE_MS.deleting,
-      };
-    case "deleted":
-      return {
-        ...base,
-        row: rowFor(table, "Deleted"),
-        message: `${words.module} module deleted.`,
-        ...finalizerRemoval(meta, words.finalizer),
-      };
-  }
 }

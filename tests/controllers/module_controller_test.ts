@@ -6,9 +6,12 @@ import assert from "node:assert/strict";
 import { RESOURCES } from "../../src/api/resources.ts";
 import { scalerController } from "../../src/controllers/scaler.ts";
 import { SERVERLESS_MODULE, serverlessController } from "../../src/controllers/serverless.ts";
-import { holdDeletion, UNKNOWN_USER_OBJECTS_REQUEUE_MS } from "../../src/controllers/module.ts";
+import {
+  holdDeletion,
+  UNKNOWN_USER_OBJECTS_REQUEUE_MS,
+} from "../../src/controllers/module_controller.ts";
 import type { KubeObject, ResourceType } from "../../src/runtime/cluster.ts";
-import type { CacheReader } from "../../src/runtime/controller.ts";
+import type { CacheReader } from "../../src/runtime/controller_spec.ts";
 import { converge, IMAGES, NOW, serverless } from "../reconcile/serverless_fixtures.ts";
 import { installed as kedaInstalled } from "../reconcile/scaler_fixtures.ts";
 import { fakeCache, heldClaim } from "../reconcile/singleton_world.ts";

@@ -5,13 +5,13 @@
  * by holding the module's claim Lease (claim.ts), whose create the API server admits once.
  */
 import type { z } from "zod";
-import { ObjectMetaSchema } from "../api/common.ts";
-import { formatErrors, toFieldErrors } from "../api/issues.ts";
-import { objectKey } from "../api/object.ts";
-import type { KubeObject } from "../api/object.ts";
+import { ObjectMetaSchema } from "../../api/common.ts";
+import { formatErrors, toFieldErrors } from "../../api/issues.ts";
+import { objectKey } from "../../api/object.ts";
+import type { KubeObject } from "../../api/object.ts";
 import { type ClaimInput, claimLease, claimRef, claimState, holderIdentity } from "./claim.ts";
-import { REQUEUE_MS } from "./install.ts";
-import { emptyPlan, type ObjectRef, type Plan } from "./plan.ts";
+import { REQUEUE_MS } from "./requeue.ts";
+import { emptyPlan, type ObjectRef, type Plan } from "../plan.ts";
 
 /** The fields of a module object the choice looks at. */
 export interface Peer {

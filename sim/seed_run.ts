@@ -9,8 +9,8 @@ import type { EnvoyBehaviour } from "../src/dataplane/mod.ts";
 import type { Logger } from "../src/runtime/log.ts";
 import type { FaultConfig } from "./faults.ts";
 import { judge } from "./oracle.ts";
-import { expectQuiet, reportRun, RunFailure, type RunResult } from "./result.ts";
-import { Simulation } from "./simulation.ts";
+import { expectQuiet, reportRun, RunFailure, type RunResult } from "./run_result.ts";
+import { Simulation, type SimulationOptions } from "./simulation.ts";
 import { offset } from "./trace.ts";
 import { type Action, DEMO, demoWorkload, generateWorkload, SWEEP_MAX_TOKENS } from "./workload.ts";
 
@@ -36,6 +36,8 @@ export interface SeedOptions {
    * (a request that never finishes, a timer that throws) to prove the sweep reports such a seed.
    */
   inject?: (sim: Simulation) => Promise<void>;
+  /** The operator under test and the user's objects (mutation tests pass mutants here). */
+  sim?: Pick<SimulationOptions, "operator" | "userObjects">;
 }
 
 class SeedFailure extends RunFailure {}
@@ -94,6 +96,7 @@ export async function runSeed(seed: number, opts: SeedOptions): Promise<RunResul
     faults: opts.faults,
     log: opts.log,
     ...(opts.envoy ? { envoy: opts.envoy } : {}),
+    ...opts.sim,
   });
   const actions = generateWorkload(sim.prng.fork("workload"), SAFETY_MS - 30_000);
   const run = {

@@ -1,0 +1,133 @@
+/**
+ * Faults that hit the operator as a whole rather than one request, scheduled by the swarm at random
+ * times of the safety phase: a crash right after one of its Plan writes (the Plan half carried
+ * out), a lost leader Lease (the leader's Lease requests fail for longer than its renew deadline),
+ * and someone else deleting an object the operator created.
+ */
+import { RESOURCES } from "../src/api/resources.ts";
+import {
+  MANAGED_BY,
+  MANAGED_BY_LABEL,
+  MODULE_LABEL,
+  OWNER_LABEL,
+} from "../src/reconcile/labels.ts";
+import { isOperator, type SimClient, type WriteRecord } from "./cluster/mod.ts";
+import { SIM_EPOCH } from "./clock.ts";
+import { LEASE_NAME, OPERATOR_NAMESPACE } from "./operator.ts";
+import type { Prng } from "./prng.ts";
+import type { Simulation } from "./simulation.ts";
+import { offset } from "./trace.ts";
+
+/** An operator-created object someone else deleted. */
+export interface OwnedDeletion {
+  /** Virtual epoch ms of the delete. */
+  at: number;
+  apiVersion: string;
+  kind: string;
+  namespace?: string;
+  name: string;
+  /** MODULE_LABEL and OWNER_LABEL of the object, when it belongs to a module object's install. */
+  module?: string;
+  owner?: string;
+}
+
+/** True for a write the operator makes to carry out a Plan (not its election Lease, not an Event). */
+export function isPlanWrite(r: WriteRecord): boolean {
+  return isOperator(r.actor) && r.outcome === "changed" && r.kind !== "Event" &&
+    !(r.kind === "Lease" && r.namespace === OPERATOR_NAMESPACE && r.name === LEASE_NAME);
+}
+
+/** Schedules the swarm's plan crashes, lease losses and owned-object deletions before `until`. */
+export function scheduleChaos(sim: Simulation, until: number, r: Prng): void {
+  const f = sim.opts.faults;
+  const at = () => r.int(1_000, Math.max(1_001, until));
+  for (let i = 0; i < f.planCrashes; i++) {
+    // Counted in Plan writes, not time: the operator is idle most of a run, and a crash while it
+    // is idle is just a crash. Mostly early (the first installs), sometimes late.
+    const nth = r.logUniform(1, 60);
+    const restart = r.logUniform(500, 20_000);
+    armPlanCrash(sim, nth, restart);
+  }
+  for (let i = 0; i < f.leaseLoss; i++) {
+    const when = at();
+    const forMs = r.logUniform(8_000, 40_000);
+    schedule(sim, when, () => loseLease(sim, forMs));
+  }
+  let chaos: SimClient | undefined;
+  for (let i = 0; i < f.ownedDeletes; i++) {
+    const when = at();
+    const pick = r.fork(`owned-delete/${i}`);
+    schedule(sim, when, () => {
+      chaos ??= sim.cluster.client("chaos", { faultFree: true, latency: () => 1 });
+      deleteOwned(sim, chaos, pick);
+    });
+  }
+}
+
+function schedule(sim: Simulation, at: number, fn: () => void): void {
+  sim.clock.schedule(SIM_EPOCH + at - sim.clock.now(), () => {
+    if (sim.injector.active) fn();
+  });
+}
+
+function phase(sim: Simulation, detail: string): void {
+  sim.trace.add({ t: offset(sim.clock.now()), event: "phase", detail });
+}
+
+/** Crashes the replica that makes the `nth` Plan write from now, as soon as that write has landed. */
+function armPlanCrash(sim: Simulation, nth: number, restartAfterMs: number): void {
+  let left = nth;
+  const stop = sim.cluster.log.subscribe((w) => {
+    if (!sim.injector.active) return stop();
+    if (!isPlanWrite(w) || --left > 0) return;
+    stop();
+    const identity = w.actor.slice("operator/".length);
+    const what = `${w.verb} ${w.kind} ${w.namespace ? `${w.namespace}/` : ""}${w.name}`;
+    // Before its answer (at least 1 ms away) reaches the replica: it never learns it succeeded.
+    sim.clock.schedule(0, () => {
+      if (!sim.operator.running.includes(identity)) return;
+      sim.crash(restartAfterMs, identity, `right after ${what}`);
+    });
+  });
+}
+
+/** The election Lease's holder cannot reach it for `forMs`: it must step down. */
+function loseLease(sim: Simulation, forMs: number): void {
+  const lease = sim.cluster.store.get(RESOURCES.Lease, OPERATOR_NAMESPACE, LEASE_NAME);
+  const holder = (lease?.spec as { holderIdentity?: string } | undefined)?.holderIdentity;
+  if (!holder || !sim.operator.running.includes(holder)) return;
+  sim.injector.loseLease(
+    `operator/${holder}`,
+    OPERATOR_NAMESPACE,
+    LEASE_NAME,
+    sim.clock.now() + forMs,
+  );
+  phase(sim, `lease lost: ${holder} cannot reach its Lease for ${forMs} ms`);
+}
+
+/** Someone else deletes one object the operator created (chosen by `r` among those existing now). */
+function deleteOwned(sim: Simulation, chaos: SimClient, r: Prng): void {
+  const store = sim.cluster.store;
+  const candidates = store.types.all().flatMap((type) =>
+    type.kind === "Event"
+      ? []
+      : store.objects(type).filter((o) =>
+        o.metadata.labels?.[MANAGED_BY_LABEL] === MANAGED_BY && !o.metadata.deletionTimestamp &&
+        isOperator(store.creatorOf(o.metadata.uid!) ?? "")
+      ).map((obj) => ({ type, obj }))
+  );
+  if (candidates.length === 0) return;
+  const { type, obj } = r.pick(candidates);
+  const { namespace, name, labels } = obj.metadata;
+  sim.ownedDeletions.push({
+    at: sim.clock.now(),
+    apiVersion: obj.apiVersion,
+    kind: obj.kind,
+    ...(namespace ? { namespace } : {}),
+    name,
+    ...(labels?.[MODULE_LABEL] ? { module: labels[MODULE_LABEL] } : {}),
+    ...(labels?.[OWNER_LABEL] ? { owner: labels[OWNER_LABEL] } : {}),
+  });
+  phase(sim, `someone else deletes ${obj.kind} ${namespace ? `${namespace}/` : ""}${name}`);
+  chaos.delete(type, namespace, name).catch(() => {});
+}

@@ -1,0 +1,120 @@
+/**
+ * The work of one leadership term: one work queue a controller, every primary queued when the term
+ * begins and again every resync period, and the keys each cache change concerns. A term ends when
+ * the lease is lost or the manager stops: its queues take no more work and in-flight reconciles
+ * finish.
+ */
+import type { CacheChange } from "./cache.ts";
+import type { Clock, Random } from "./clock.ts";
+import type { ResourceType } from "./cluster.ts";
+import type { ControllerLoop } from "./controller_loop.ts";
+import type { Metrics } from "./metrics.ts";
+import { WorkQueue } from "./queue.ts";
+
+/** What a term needs besides its controllers. */
+export interface TermOptions {
+  clock: Clock;
+  random: Random;
+  metrics: Metrics;
+  /** Reconciles of a controller at once unless it sets its own; default 2. */
+  concurrency?: number;
+  /** Every primary is queued again after this long, jittered by up to 10%; default 600 000. */
+  resyncPeriodMs?: number;
+}
+
+/** One leadership term's queues. */
+export class Term {
+  readonly #queues = new Map<string, WorkQueue>();
+  readonly #controllers: readonly ControllerLoop[];
+  readonly #o: TermOptions;
+  #active = true;
+
+  /** Queues for `controllers`; reconciles stop writing once `signal` (the lease) aborts. */
+  constructor(
+    readonly signal: AbortSignal,
+    controllers: readonly ControllerLoop[],
+    opts: TermOptions,
+  ) {
+    this.#controllers = controllers;
+    this.#o = opts;
+    for (const ctl of controllers) {
+      const name = ctl.name;
+      this.#queues.set(
+        name,
+        new WorkQueue({
+          clock: opts.clock,
+          random: opts.random,
+          concurrency: ctl.concurrency ?? opts.concurrency ?? 2,
+          onDepth: (d) => opts.metrics.queueDepth.set({ controller: name }, d),
+        }, (key) => ctl.reconcile(key, signal)),
+      );
+    }
+  }
+
+  /** Queues every primary, and again every resync period while the term lasts. */
+  begin(): void {
+    this.#enqueueAll();
+    void this.#resync();
+  }
+
+  /** Keys waiting, over every queue. */
+  get queued(): number {
+    let n = 0;
+    for (const q of this.#queues.values()) n += q.depth;
+    return n;
+  }
+
+  /** Reconciles running, over every queue. */
+  get inFlight(): number {
+    let n = 0;
+    for (const q of this.#queues.values()) n += q.active;
+    return n;
+  }
+
+  /** Queues the keys a cache change concerns. */
+  dispatch(type: ResourceType, change: CacheChange): void {
+    for (const ctl of this.#controllers) {
+      const q = this.#queues.get(ctl.name)!;
+      for (const key of ctl.keysFor(type, change)) q.add(key);
+    }
+  }
+
+  /**
+   * Queues every primary of each controller that reads `type`: its watch became live or stopped
+   * being live, so what the controller decided from "not known" may change, and an empty list
+   * brings no change events.
+   */
+  requeueReaders(type: ResourceType): void {
+    for (const ctl of this.#controllers) {
+      if (!ctl.reads(type)) continue;
+      const q = this.#queues.get(ctl.name)!;
+      for (const key of ctl.allKeys()) q.add(key);
+    }
+  }
+
+  /** Ends the term: the queues take no more work; resolves once in-flight reconciles finished. */
+  end(): Promise<unknown> {
+    this.#active = false;
+    return Promise.all([...this.#queues.values()].map((q) => q.shutdown()));
+  }
+
+  #enqueueAll(): void {
+    for (const ctl of this.#controllers) {
+      const q = this.#queues.get(ctl.name)!;
+      for (const key of ctl.allKeys()) q.add(key);
+    }
+  }
+
+  /** The safety net: every primary again every resync period, jittered by up to 10%. */
+  async #resync(): Promise<void> {
+    const period = this.#o.resyncPeriodMs ?? 600_000;
+    while (this.#active) {
+      try {
+        await this.#o.clock.sleep(period * (1 + 0.1 * this.#o.random.next()), this.signal);
+      } catch {
+        return;
+      }
+      if (this.#active) this.#enqueueAll();
+    }
+  }
+}

@@ -1,0 +1,62 @@
+/** What a Watcher is given, and the states of its list-and-watch machine. */
+import type { BackoffOptions } from "./backoff.ts";
+import type { WatcherEvent } from "./cache.ts";
+import type { Clock, Random } from "./clock.ts";
+import type { Cluster, ResourceType, WatchEvent } from "./cluster.ts";
+import type { Logger } from "./log.ts";
+import type { Metrics } from "./metrics.ts";
+
+/** Options of a Watcher. */
+export interface WatcherOptions {
+  cluster: Cluster;
+  clock: Clock;
+  random: Random;
+  log: Logger;
+  metrics?: Metrics;
+  type: ResourceType;
+  labelSelector?: string;
+  /** Watch this namespace only (RBAC may grant no more); default: every namespace. */
+  namespace?: string;
+  /** The type's CRD may be missing: a 404 on list means "none yet", not an error. */
+  optional?: boolean;
+  /** Page size of the list; default 500. */
+  pageSize?: number;
+  /** Server-side watch timeout; default 300. */
+  timeoutSeconds?: number;
+  /** Restart a watch that delivers nothing (not even a bookmark) for this long; default 90 000. */
+  idleMs?: number;
+  /** Retry delays; default 800 ms doubling to 30 s, jittered. */
+  backoff?: BackoffOptions;
+}
+
+/** Where a Backoff goes when it is over. */
+export type ResumeState =
+  | { kind: "Empty" }
+  | { kind: "InitPage"; continueToken?: string }
+  | { kind: "InitListed"; resourceVersion: string };
+
+/** The watcher's state. */
+export type WatcherState =
+  /** Nothing listed yet, or a relist is due (start, 410 Gone, CRD missing). */
+  | { kind: "Empty" }
+  /** Listing: the next page is fetched with `continueToken` (none for the first page). */
+  | { kind: "InitPage"; continueToken?: string }
+  /** Listed (or a watch ended): open a watch from `resourceVersion`. */
+  | { kind: "InitListed"; resourceVersion: string }
+  /** A watch is open. */
+  | {
+    kind: "Watching";
+    resourceVersion: string;
+    stream: AsyncIterator<WatchEvent>;
+    abort: AbortController;
+    /** Events and bookmarks received on this watch. */
+    received: number;
+  }
+  /** Waiting `delayMs` after an error, then `then`. */
+  | { kind: "Backoff"; delayMs: number; then: ResumeState };
+
+/** The events one step produced and the state it leads to. */
+export interface StepResult {
+  events: WatcherEvent[];
+  next: WatcherState;
+}

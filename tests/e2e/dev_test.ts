@@ -1,0 +1,93 @@
+/**
+ * `./deno task dev`, as README shows it: it builds (or finds) the control plane, starts it and the
+ * operator, applies the samples and prints what to try. Every command it prints is run here, the
+ * samples must settle, and Ctrl-C must stop everything and remove the cluster's data.
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { DEFAULT_CLUSTER_DIR } from "../../tools/cluster/paths.ts";
+import { REPO_ROOT } from "../../tools/operator/process.ts";
+import { SKIP_REASON, waitFor } from "./harness.ts";
+
+/** Reads `stream` line by line into `lines` until it ends. */
+async function collect(stream: ReadableStream<Uint8Array>, lines: string[]): Promise<void> {
+  let rest = "";
+  for await (const chunk of stream.pipeThrough(new TextDecoderStream())) {
+    const parts = (rest + chunk).split("\n");
+    rest = parts.pop() ?? "";
+    lines.push(...parts);
+  }
+  if (rest) lines.push(rest);
+}
+
+async function sh(command: string, env: Record<string, string>): Promise<string> {
+  const out = await new Deno.Command("sh", {
+    args: ["-c", command],
+    cwd: REPO_ROOT,
+    env,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const text = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
+  assert.ok(out.success, `${command} failed:\n${text}`);
+  return text;
+}
+
+Deno.test({
+  name: "e2e: ./deno task dev starts everything, its printed commands work, Ctrl-C stops it",
+  ignore: SKIP_REASON !== undefined,
+  sanitizeOps: false,
+  sanitizeResources: false,
+  fn: async () => {
+    const child = new Deno.Command(join(REPO_ROOT, "deno"), {
+      args: ["task", "dev"],
+      cwd: REPO_ROOT,
+      stdout: "piped",
+      stderr: "piped",
+    }).spawn();
+    const out: string[] = [];
+    const err: string[] = [];
+    const reading = Promise.all([collect(child.stdout, out), collect(child.stderr, err)]);
+    let stopped = false;
+    try {
+      await waitFor(
+        "dev prints what to try",
+        () => Promise.resolve(err.some((l) => l.includes("Ctrl-C stops"))),
+        { timeoutMs: 15 * 60_000, describe: () => Promise.resolve(err.slice(-20).join("\n")) },
+      );
+      const exportLine = err.find((l) => l.trim().startsWith("export KUBECONFIG="))!.trim();
+      const [, kubeconfig, bin] = /^export KUBECONFIG=(\S+) PATH=(\S+):\$PATH$/.exec(exportLine)!;
+      const env = { KUBECONFIG: kubeconfig, PATH: `${bin}:${Deno.env.get("PATH")}` };
+      const tried = err.map((l) => l.trim()).filter((l) => l.startsWith("kubectl "));
+      assert.ok(tried.length >= 5, `printed commands: ${tried.join("; ")}`);
+      for (const command of tried) await sh(command.replace(/\s+#.*$/, ""), env);
+      // The samples settle as README says: both modules Ready, the two valid RateLimits Ready.
+      await waitFor("the samples settle", async () => {
+        const modules = await sh("kubectl get serverlesses,scalers -A --no-headers", env);
+        const limits = await sh("kubectl get ratelimits -A --no-headers", env);
+        return modules.split("\n").filter((l) => /\sReady\s+True\s/.test(l)).length === 2 &&
+          limits.split("\n").filter((l) => /\sReady\s/.test(l)).length === 2;
+      }, { timeoutMs: 180_000 });
+      child.kill("SIGINT");
+      stopped = true;
+      const status = await child.status;
+      assert.equal(status.code, 130, err.slice(-10).join("\n"));
+      await reading;
+      assert.ok(err.some((l) => l.includes("stopped")), err.slice(-10).join("\n"));
+      for (const owned of ["state.json", "etcd-data", "kubeconfig"]) {
+        const left = await Deno.stat(join(DEFAULT_CLUSTER_DIR, owned)).then(
+          () => true,
+          () => false,
+        );
+        assert.equal(left, false, `the cluster's ${owned} is removed`);
+      }
+    } finally {
+      if (!stopped) {
+        try {
+          child.kill("SIGINT");
+        } catch { /* gone */ }
+        await child.status;
+      }
+    }
+  },
+});

@@ -1,0 +1,131 @@
+/** The Manager with leader election: only the leader writes; standbys take over; stops are bounded. */
+import assert from "node:assert/strict";
+import { CM, RL, setup, widget, writesExceptLease } from "./manager_fixtures.ts";
+
+Deno.test("with leader election only the leader writes; the standby takes over when it dies", async () => {
+  const le = { namespace: "platform-system", name: "platform-operator" };
+  const t = setup({ leaderElection: le });
+  t.cluster.put(RL, widget("a", "1"));
+  const a = t.mk("op-a");
+  await t.clock.advance(100);
+  const b = t.mk("op-b");
+  await t.clock.advance(5_000);
+  assert.equal(a.m.status.leading, true);
+  assert.equal(b.m.status.leading, false);
+  assert.equal(b.m.status.ready, true, "a healthy standby is ready");
+  assert.deepEqual(writesExceptLease(b.net.writes), []);
+  assert.ok(b.m.cache.get(CM, "demo", "a-cfg"), "the standby's caches are warm");
+  // The leader crashes; a change made meanwhile is picked up by the new leader.
+  a.m.abort("crash");
+  a.net.mode.value = "hang";
+  await a.done;
+  t.cluster.put(RL, { ...t.cluster.peek(RL, "demo", "a")!, spec: { value: "2" } });
+  assert.ok(await t.clock.until(() => b.m.status.leading, 15_000), "standby leads within 15 s");
+  await t.clock.advance(1_000);
+  assert.deepEqual(t.cluster.peek(CM, "demo", "a-cfg")!.data, { value: "2" });
+  assert.ok(writesExceptLease(b.net.writes).length > 0);
+  await b.m.stop();
+});
+
+Deno.test("a replica that creates the Lease lists each watch once: nobody led before it", async () => {
+  const le = { namespace: "platform-system", name: "platform-operator" };
+  const t = setup({ leaderElection: le });
+  t.cluster.put(RL, widget("a", "1"));
+  const a = t.mk("op-a");
+  await t.clock.advance(5_000);
+  assert.equal(a.m.status.leading, true);
+  assert.ok(t.cluster.peek(CM, "demo", "a-cfg"));
+  assert.equal(t.cluster.calls.filter((c) => c.verb === "list").length, 2, "Widgets, ConfigMaps");
+  await a.m.stop();
+});
+
+Deno.test("a standby that takes over lists again first: what its stalled watches missed is seen at once", async () => {
+  const le = { namespace: "platform-system", name: "platform-operator" };
+  const t = setup({ leaderElection: le });
+  t.cluster.put(RL, widget("a", "1"));
+  const a = t.mk("op-a");
+  await t.clock.advance(100);
+  const b = t.mk("op-b");
+  await t.clock.advance(5_000);
+  assert.equal(a.m.status.leading, true);
+  // Every watch open now stops delivering, unnoticed until its 90 s idle timeout.
+  t.cluster.stallWatches();
+  t.cluster.put(RL, widget("c", "3"));
+  a.m.abort("crash");
+  a.net.mode.value = "hang";
+  await a.done;
+  assert.ok(await t.clock.until(() => b.m.status.leading, 15_000), "standby leads within 15 s");
+  await t.clock.advance(1_000);
+  assert.deepEqual(t.cluster.peek(CM, "demo", "c-cfg")?.data, { value: "3" });
+  assert.equal(
+    b.m.metrics.watchRestarts.get({
+      resource: "widgets.test.platform-project.io",
+      reason: "relist",
+    }),
+    1,
+  );
+  await b.m.stop();
+});
+
+Deno.test("graceful stop finishes, releases the lease, and the standby takes over at once", async () => {
+  const le = { namespace: "platform-system", name: "platform-operator" };
+  const t = setup({ leaderElection: le });
+  t.cluster.put(RL, widget("a", "1"));
+  const a = t.mk("op-a");
+  await t.clock.advance(100);
+  const b = t.mk("op-b");
+  await t.clock.advance(5_000);
+  let resolved = false;
+  a.done.then(() => resolved = true);
+  await a.m.stop("SIGTERM");
+  await t.clock.flush();
+  assert.equal(resolved, true, "start() resolves after stop");
+  assert.equal(a.m.status.healthy, false);
+  assert.equal(t.cluster.watchCount, 2, "only the standby's watches are open");
+  assert.ok(await t.clock.until(() => b.m.status.leading, 2_500, 50));
+  await b.m.stop();
+  assert.equal(t.cluster.watchCount, 0);
+});
+
+Deno.test("a leader that cannot renew its lease stops writing before the standby takes over", async () => {
+  const le = { namespace: "platform-system", name: "platform-operator" };
+  const t = setup({ leaderElection: le });
+  t.cluster.put(RL, widget("a", "1"));
+  const a = t.mk("op-a", {}, ["Lease"]);
+  await t.clock.advance(100);
+  const b = t.mk("op-b");
+  await t.clock.advance(5_000);
+  assert.equal(a.m.status.leading, true);
+  a.net.mode.value = "fail"; // only its Lease calls fail: it could still write everything else
+  const cut = t.clock.now();
+  await t.clock.advance(7_000);
+  assert.equal(a.m.status.leading, false, "stopped leading at its renew deadline");
+  const before = writesExceptLease(a.net.writes).length;
+  t.cluster.put(RL, { ...t.cluster.peek(RL, "demo", "a")!, spec: { value: "2" } });
+  assert.ok(await t.clock.until(() => b.m.status.leading, 15_000 - (t.clock.now() - cut)));
+  await t.clock.advance(1_000);
+  assert.deepEqual(
+    t.cluster.peek(CM, "demo", "a-cfg")!.data,
+    { value: "2" },
+    "the new leader did the work",
+  );
+  assert.equal(writesExceptLease(a.net.writes).length, before, "the old leader wrote nothing more");
+  assert.equal(a.m.status.healthy, true, "it stays up as a standby");
+  await a.m.stop();
+  await b.m.stop();
+});
+
+Deno.test("stop finishes within bounded time even when the API hangs", async () => {
+  const le = { namespace: "platform-system", name: "platform-operator" };
+  const t = setup({ leaderElection: le });
+  t.cluster.put(RL, widget("a", "1"));
+  const a = t.mk("op-a");
+  await t.clock.advance(5_000);
+  a.net.mode.value = "hang";
+  t.cluster.put(RL, { ...t.cluster.peek(RL, "demo", "a")!, spec: { value: "2" } }); // a reconcile hangs
+  await t.clock.advance(100);
+  let stopped = false;
+  a.m.stop().then(() => stopped = true);
+  assert.ok(await t.clock.until(() => stopped, 25_000, 500), "stopped within 4 × 5 s");
+  assert.ok(t.lines.some((l) => String(l.msg).startsWith("stopping: gave up waiting for")));
+});

@@ -1,0 +1,150 @@
+/** The Runner when a write fails, the lease is lost, or a Plan asks for what it must refuse. */
+import assert from "node:assert/strict";
+import { RESOURCES } from "../../src/api/resources.ts";
+import { SERVERLESS_FINALIZER } from "../../src/reconcile/labels.ts";
+import { emptyPlan } from "../../src/reconcile/plan.ts";
+import { ApiError } from "../../src/runtime/cluster.ts";
+import { CM, configMap, installPlan, NS, serverless, setup, SL } from "./runner_fixtures.ts";
+
+Deno.test("a failed apply stops the plan, is recorded, and backs off", async () => {
+  const t = setup();
+  t.cluster.put(SL, serverless({ finalizers: [SERVERLESS_FINALIZER] }));
+  await t.refresh();
+  t.cluster.failNext(
+    "apply",
+    new ApiError(422, "Invalid", 'ConfigMap "a" is invalid: data: Invalid value'),
+  );
+  const plan = { ...installPlan(), finalizer: undefined };
+  const r = await t.runner.run(SL, t.primary(), plan, undefined, t.signal);
+  assert.deepEqual(r.outcome, {
+    ok: false,
+    failed: { apiVersion: "v1", kind: "ConfigMap", namespace: NS, name: "a" },
+    error: 'ConfigMap "a" is invalid: data: Invalid value',
+    generation: 1,
+  });
+  assert.deepEqual(r.work, { type: "retry" });
+  assert.deepEqual(t.cluster.writes().map((c) => c.verb), ["apply"], "nothing after the failure");
+  assert.ok(
+    t.lines.some((l) =>
+      l.level === "error" && String(l.msg).includes("ConfigMap platform-system/a")
+    ),
+  );
+  // The next plan knows about the failure: its status (an error) is written even though the apply fails again.
+  await t.refresh();
+  t.cluster.failNext("apply", new ApiError(422, "Invalid", "still invalid"));
+  const errStatus = { ...plan, status: { state: "Error", served: "True" } };
+  await t.runner.run(SL, t.primary(), errStatus, r.outcome, t.signal);
+  assert.deepEqual(t.cluster.writes().map((c) => c.verb), ["apply", "applyStatus"]);
+  assert.equal((t.cluster.peek(SL, NS, "default")!.status as { state: string }).state, "Error");
+});
+
+Deno.test("a 409 conflict is retried soon; a 404 of the primary ends the work", async () => {
+  const t = setup();
+  t.cluster.put(SL, serverless({ finalizers: [SERVERLESS_FINALIZER] }));
+  await t.refresh();
+  t.cluster.failNext("apply", new ApiError(409, "Conflict", "conflict"));
+  const r = await t.runner.run(SL, t.primary(), installPlan(), undefined, t.signal);
+  assert.equal(r.work.type, "retrySoon");
+  assert.ok(r.work.type === "retrySoon" && r.work.afterMs >= 100 && r.work.afterMs < 500);
+  t.cluster.remove(SL, NS, "default");
+  const gone = await t.runner.run(
+    SL,
+    t.primary(),
+    { ...emptyPlan(), status: { state: "Ready" } },
+    undefined,
+    t.signal,
+  );
+  assert.deepEqual(gone.work, { type: "done" });
+  assert.equal(gone.outcome, undefined);
+});
+
+Deno.test("a stale finalizer list fails the patch's test op and is retried", async () => {
+  const t = setup();
+  t.cluster.put(SL, serverless());
+  await t.refresh();
+  const cur = t.cluster.peek(SL, NS, "default")!;
+  t.cluster.put(SL, { ...cur, metadata: { ...cur.metadata, finalizers: ["someone.else/hook"] } });
+  const r = await t.runner.run(SL, t.primary(), installPlan(), undefined, t.signal);
+  assert.equal(r.outcome?.ok, false);
+  assert.deepEqual(t.cluster.peek(SL, NS, "default")!.metadata.finalizers, ["someone.else/hook"]);
+  await t.refresh();
+  await t.runner.run(SL, t.primary(), installPlan(), undefined, t.signal);
+  assert.deepEqual(t.cluster.peek(SL, NS, "default")!.metadata.finalizers, [
+    "someone.else/hook",
+    SERVERLESS_FINALIZER,
+  ]);
+});
+
+Deno.test("runner makes no write once the lease is lost", async () => {
+  const t = setup();
+  t.cluster.put(SL, serverless());
+  await t.refresh();
+  const lost = new AbortController();
+  lost.abort();
+  const r = await t.runner.run(
+    SL,
+    t.primary(),
+    { ...installPlan(), events: [{ type: "Normal", reason: "X", message: "y" }] },
+    undefined,
+    lost.signal,
+  );
+  assert.deepEqual(t.cluster.writes(), []);
+  assert.deepEqual(r.work, { type: "terminal" });
+  assert.equal(r.outcome, undefined);
+});
+
+Deno.test("runner refuses to delete an object the operator did not create", async () => {
+  const t = setup();
+  t.cluster.put(SL, serverless({ finalizers: [SERVERLESS_FINALIZER] }));
+  t.cluster.put(CM, {
+    ...configMap("users", { k: "1" }),
+    metadata: { name: "users", namespace: NS },
+  });
+  await t.refresh();
+  const plan = {
+    ...emptyPlan(),
+    delete: [{ apiVersion: "v1", kind: "ConfigMap", namespace: NS, name: "users" }],
+  };
+  const r = await t.runner.run(SL, t.primary(), plan, undefined, t.signal);
+  assert.deepEqual(t.cluster.writes(), []);
+  assert.ok(t.cluster.peek(CM, NS, "users"));
+  assert.equal(r.outcome?.ok, false);
+  assert.match(r.outcome?.error ?? "", /refusing to delete ConfigMap platform-system\/users/);
+  assert.deepEqual(r.work, { type: "terminal" });
+});
+
+Deno.test("events are written once with deterministic names, and their failures do not fail the reconcile", async () => {
+  const t = setup();
+  t.cluster.put(SL, serverless({ finalizers: [SERVERLESS_FINALIZER] }));
+  await t.refresh();
+  const plan = {
+    ...emptyPlan(),
+    events: [{ type: "Normal" as const, reason: "Installed", message: "Serverless is installed" }],
+  };
+  await t.runner.run(SL, t.primary(), plan, undefined, t.signal);
+  await t.runner.events.flush();
+  await t.runner.run(SL, t.primary(), plan, undefined, t.signal);
+  await t.runner.events.flush();
+  const creates = t.cluster.calls.filter((c) => c.verb === "create");
+  assert.equal(creates.length, 1);
+  assert.match(creates[0].key, /^platform-system\/default\.[0-9a-f]{8}$/);
+  const ev = t.cluster.peek(RESOURCES.Event, NS, creates[0].key.split("/")[1])!;
+  assert.equal(ev.reason, "Installed");
+  assert.deepEqual((ev.involvedObject as { kind: string }).kind, "Serverless");
+  t.cluster.failNext("create", new ApiError(403, "Forbidden", "events is forbidden"));
+  const r = await t.runner.run(
+    SL,
+    t.primary(),
+    {
+      ...plan,
+      events: [{ type: "Warning", reason: "Oops", message: "m" }],
+    },
+    undefined,
+    t.signal,
+  );
+  assert.equal(r.outcome?.ok, true);
+  await t.runner.events.flush();
+  assert.ok(
+    t.lines.some((l) => l.level === "warn" && String(l.msg).includes("could not record an Event")),
+  );
+});

@@ -1,0 +1,245 @@
+/**
+ * Deliberately broken operators for the mutation test: each wraps the real ControllerSpecs (or sets
+ * the simulator's operator options) so that one invariant of the simulation must fail. They go in
+ * through `SimulationOptions.operator`, the simulator's own injection point; nothing in src/ knows.
+ */
+import { RESOURCES } from "../../src/api/resources.ts";
+import { rateLimitController } from "../../src/controllers/ratelimit.ts";
+import { scalerController } from "../../src/controllers/scaler.ts";
+import { moduleController } from "../../src/controllers/module_controller.ts";
+import { SERVERLESS_MODULE, serverlessController } from "../../src/controllers/serverless.ts";
+import { claimLease } from "../../src/reconcile/module/claim.ts";
+import {
+  MANAGED_BY,
+  MANAGED_BY_LABEL,
+  SCALER_FINALIZER,
+  SERVERLESS_FINALIZER,
+} from "../../src/reconcile/labels.ts";
+import type { Plan } from "../../src/reconcile/plan.ts";
+import { reconcileServerless } from "../../src/reconcile/serverless.ts";
+import type { KubeObject, ResourceType } from "../../src/runtime/cluster.ts";
+import type {
+  CacheReader,
+  ControllerSpec,
+  ReconcileContext,
+} from "../../src/runtime/controller_spec.ts";
+import { ALL_CONTROLLERS } from "../../src/controllers/registry.ts";
+import type { SimulationOptions } from "../../sim/simulation.ts";
+
+/** What a mutant changes in a run. */
+export type MutantOptions = Pick<SimulationOptions, "operator" | "userObjects">;
+
+type PlanEdit = (
+  plan: Plan,
+  key: string,
+  cache: CacheReader,
+  ctx: ReconcileContext,
+) => Plan | undefined;
+
+/** The spec with its Plans passed through `edit`. */
+function editPlans(spec: ControllerSpec, edit: PlanEdit): ControllerSpec {
+  return {
+    ...spec,
+    reconcile(key, cache, ctx) {
+      const plan = spec.reconcile(key, cache, ctx);
+      return plan && edit(plan, key, cache, ctx);
+    },
+  };
+}
+
+/** Every real controller, with `name`'s replaced by `mutant`. */
+function swap(...mutants: ControllerSpec[]): MutantOptions {
+  const byName = new Map(mutants.map((m) => [m.name, m]));
+  return { operator: { controllers: ALL_CONTROLLERS.map((c) => byName.get(c.name) ?? c) } };
+}
+
+function primaryOf(cache: CacheReader, type: ResourceType, key: string): KubeObject | undefined {
+  const [namespace, name] = key.includes("/") ? key.split("/") : [undefined, key];
+  return cache.get(type, namespace, name);
+}
+
+/** A Serverless reducer that skips the claim: it believes every object holds the claim Lease. */
+export function skipsTheClaim(): MutantOptions {
+  return swap(moduleController("serverless", SERVERLESS_MODULE, (input) =>
+    reconcileServerless({
+      ...input,
+      claim: {
+        ...input.claim,
+        observed: claimLease(input.claim, (input.object as KubeObject).metadata),
+      },
+    })));
+}
+
+/** A user's ConfigMap that carries the operator's managed-by label (copied from its output). */
+export const USER_COPY: KubeObject = {
+  apiVersion: "v1",
+  kind: "ConfigMap",
+  metadata: {
+    name: "copied-settings",
+    namespace: "platform-system",
+    labels: { [MANAGED_BY_LABEL]: MANAGED_BY },
+  },
+  data: { note: "the user's, copied from the operator's output" },
+};
+
+/**
+ * A RateLimit Plan that also deletes the user's copy: the runner's guard (the managed-by label)
+ * lets it through, and only the creator-based invariant can tell.
+ */
+export function deletesAUsersObject(): MutantOptions {
+  const { namespace, name } = USER_COPY.metadata;
+  return {
+    ...swap(editPlans(rateLimitController, (plan) => ({
+      ...plan,
+      delete: [...plan.delete, { apiVersion: "v1", kind: "ConfigMap", namespace, name }],
+    }))),
+    userObjects: [USER_COPY],
+  };
+}
+
+/** A RateLimit reducer that writes the user's spec back with minutes turned into seconds. */
+export function editsAUsersSpec(): MutantOptions {
+  return swap(editPlans(rateLimitController, (plan, key, cache) => {
+    const rl = primaryOf(cache, RESOURCES.RateLimit, key);
+    if (!rl || rl.metadata.deletionTimestamp) return plan;
+    const text = JSON.stringify(rl.spec);
+    const normalized = text.replace(/"(\d+)m"/g, (_, n: string) => `"${Number(n) * 60}s"`);
+    if (normalized === text) return plan;
+    const { apiVersion, kind, metadata: { name, namespace } } = rl;
+    const body = { apiVersion, kind, metadata: { name, namespace }, spec: JSON.parse(normalized) };
+    return { ...plan, apply: [...plan.apply, body] };
+  }));
+}
+
+/** Module reducers that drop the finalizer as soon as the object is being deleted, before cleanup. */
+export function dropsTheFinalizerFirst(): MutantOptions {
+  const early = (spec: ControllerSpec, finalizer: string) =>
+    editPlans(spec, (plan, key, cache) => {
+      const obj = primaryOf(cache, spec.primary, key);
+      if (!obj?.metadata.deletionTimestamp) return plan;
+      return { ...plan, apply: [], delete: [], finalizer: { remove: finalizer } };
+    });
+  return swap(
+    early(serverlessController, SERVERLESS_FINALIZER),
+    early(scalerController, SCALER_FINALIZER),
+  );
+}
+
+/** A RateLimit reducer whose condition reasons are not in the state table. */
+export function writesAStatusOffTheTable(): MutantOptions {
+  return swap(editPlans(rateLimitController, (plan) => {
+    const status = plan.status as { conditions?: { reason: string }[] } | undefined;
+    if (!status?.conditions?.length) return plan;
+    const conditions = status.conditions.map((c) => ({ ...c, reason: "AllGood" }));
+    return { ...plan, status: { ...status, conditions } };
+  }));
+}
+
+/**
+ * A RateLimit reducer that, as this operator once did, deletes the EnvoyFilter when a RateLimit's
+ * new spec is refused: one typo and the last good limit is gone.
+ */
+export function dropsTheLastGoodLimit(): MutantOptions {
+  return swap(editPlans(rateLimitController, (plan, key) => {
+    const status = plan.status as { state?: string; enforcedGeneration?: number } | undefined;
+    if (status?.state !== "Error" || status.enforcedGeneration === undefined) return plan;
+    const [namespace, name] = key.split("/");
+    const filter = {
+      apiVersion: "networking.istio.io/v1alpha3",
+      kind: "EnvoyFilter",
+      namespace,
+      name,
+    };
+    return { ...plan, delete: [...plan.delete, filter] };
+  }));
+}
+
+/** Two replicas with no leader election: each runs its controllers as if it led. */
+export function ignoresTheLease(): MutantOptions {
+  return { operator: { leaderElection: false, replicas: 2 } };
+}
+
+/** A RateLimit reducer that never writes a status: it never converges. */
+export function neverConverges(): MutantOptions {
+  return swap(editPlans(rateLimitController, (plan) => ({ ...plan, status: undefined })));
+}
+
+/**
+ * Module controllers whose cache never forgets: an installed object deleted by someone else still
+ * looks present (an informer that drops DELETE events), so it is never made again.
+ */
+export function neverForgets(): MutantOptions {
+  const remembering = (spec: ControllerSpec): ControllerSpec => {
+    const seen = new Map<string, Map<string, KubeObject>>();
+    const keep = (type: ResourceType, live: readonly KubeObject[]) => {
+      const t = `${type.group}/${type.kind}`;
+      const mem = seen.get(t) ?? new Map<string, KubeObject>();
+      seen.set(t, mem);
+      for (const o of live) mem.set(`${o.metadata.namespace ?? ""}/${o.metadata.name}`, o);
+      return mem;
+    };
+    const isPrimary = (t: ResourceType) => t.kind === spec.primary.kind;
+    return {
+      ...spec,
+      reconcile(key, cache, ctx) {
+        const ghostly: CacheReader = {
+          ...cache,
+          list: (type, namespace) =>
+            isPrimary(type)
+              ? cache.list(type, namespace)
+              : [...keep(type, cache.list(type)).values()].filter((o) =>
+                namespace === undefined || o.metadata.namespace === namespace
+              ),
+          get: (type, namespace, name) =>
+            isPrimary(type)
+              ? cache.get(type, namespace, name)
+              : keep(type, cache.list(type)).get(`${namespace ?? ""}/${name}`),
+          isLive: (type) => cache.isLive?.(type) ?? true,
+        };
+        return spec.reconcile(key, ghostly, ctx);
+      },
+    };
+  };
+  return swap(remembering(serverlessController), remembering(scalerController));
+}
+
+/** The plan's status with the current period's number in its messages, looked at each period. */
+function stamped(plan: Plan, now: number, periodMs: number): Plan {
+  const status = plan.status as { conditions?: { message: string }[] } | undefined;
+  if (!status?.conditions?.length) return plan;
+  // By period, not by millisecond: the write's own watch event must not bring another write.
+  const stamp = Math.floor(now / periodMs);
+  const conditions = status.conditions.map((c) => ({ ...c, message: `${c.message} (${stamp})` }));
+  return { ...plan, status: { ...status, conditions }, requeueAfterMs: periodMs };
+}
+
+/**
+ * A RateLimit reducer that stamps the time into its status every pass and looks again every
+ * `periodMs`: a write at rest each period.
+ */
+export function writesAtRest(periodMs: number): MutantOptions {
+  return swap(editPlans(rateLimitController, (plan, key, cache, ctx) => {
+    // One object only, so the writes come exactly once a period.
+    const first = cache.list(RESOURCES.RateLimit)[0];
+    const firstKey = first && `${first.metadata.namespace}/${first.metadata.name}`;
+    return key === firstKey ? stamped(plan, ctx.now, periodMs) : plan;
+  }));
+}
+
+function moreTokens(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(moreTokens);
+  if (value === null || typeof value !== "object") return value;
+  return Object.fromEntries(
+    Object.entries(value).map((
+      [k, v],
+    ) => [k, k === "max_tokens" && typeof v === "number" ? v + 1 : moreTokens(v)]),
+  );
+}
+
+/** A RateLimit reducer whose EnvoyFilters allow one token more than the spec says. */
+export function enforcesTheWrongTokens(): MutantOptions {
+  return swap(editPlans(rateLimitController, (plan) => ({
+    ...plan,
+    apply: plan.apply.map((o) => o.kind === "EnvoyFilter" ? moreTokens(o) as KubeObject : o),
+  })));
+}

@@ -1,0 +1,153 @@
+/**
+ * Every check of a simulated run can fail: for each invariant (sim/invariants.ts), each sweep check
+ * (liveness, restoration, settling, quiet, data plane) a deliberately broken operator (tests/sim/
+ * mutants.ts) runs one sweep seed, and the simulator must report that check, by name, as the run's
+ * failure, while the real operator passes the very same seed and fault mix.
+ * docs/simulation-invariants.md lists the checks and the faults that would break them.
+ */
+import assert from "node:assert/strict";
+import { type FaultChoice, faultsFor } from "../../sim/fault_choice.ts";
+import type { RunResult } from "../../sim/run_result.ts";
+import { runSeed } from "../../sim/seed_run.ts";
+import * as mutant from "./mutants.ts";
+
+interface Case {
+  /** The check that must fail, as the run reports it. */
+  check: string;
+  mutant: string;
+  options: () => mutant.MutantOptions;
+  seed: number;
+  faults: FaultChoice;
+  /** The run's failure must match. */
+  failure: RegExp;
+}
+
+const CASES: readonly Case[] = [
+  {
+    check: "one-served-singleton",
+    mutant: "a Serverless reducer that skips the claim and serves itself",
+    options: mutant.skipsTheClaim,
+    seed: 3,
+    faults: "none",
+    failure: /^invariant one-served-singleton broken .*2 served Serverless objects/,
+  },
+  {
+    check: "operator-deletes-only-its-own",
+    mutant: "a RateLimit plan that deletes a user's ConfigMap carrying the operator's label",
+    options: mutant.deletesAUsersObject,
+    seed: 1,
+    faults: "none",
+    failure: /^invariant operator-deletes-only-its-own broken .*copied-settings, created by user/,
+  },
+  {
+    check: "user-spec-unchanged",
+    mutant: "a RateLimit reducer that writes the user's spec back with 1m as 60s",
+    options: mutant.editsAUsersSpec,
+    seed: 4,
+    faults: "none",
+    failure: /^invariant user-spec-unchanged broken .*changed RateLimit/,
+  },
+  {
+    check: "finalizer-after-cleanup",
+    mutant: "module reducers that remove the finalizer before deleting what they installed",
+    options: mutant.dropsTheFinalizerFirst,
+    seed: 5,
+    faults: "none",
+    failure: /^invariant finalizer-after-cleanup broken .*installed object\(s\) remain/,
+  },
+  {
+    check: "status-is-a-table-row",
+    mutant: "a RateLimit reducer whose condition reason is in no row of the table",
+    options: mutant.writesAStatusOffTheTable,
+    seed: 1,
+    faults: "none",
+    failure: /^invariant status-is-a-table-row broken .*AllGood/,
+  },
+  {
+    check: "last-good-kept",
+    mutant: "a RateLimit reducer that deletes its EnvoyFilter when a new spec is refused",
+    options: mutant.dropsTheLastGoodLimit,
+    seed: 5,
+    faults: "none",
+    failure: /^invariant last-good-kept broken .*deleted EnvoyFilter .* no older RateLimit/,
+  },
+  {
+    check: "writes-only-while-leading",
+    mutant: "two replicas that ignore the Lease (no leader election)",
+    options: mutant.ignoresTheLease,
+    seed: 1,
+    faults: "none",
+    failure: /^invariant writes-only-while-leading broken .*names no one/,
+  },
+  {
+    check: "liveness",
+    mutant: "a RateLimit reducer that never writes a status",
+    options: mutant.neverConverges,
+    seed: 1,
+    faults: "none",
+    failure: /^liveness: not converged 30 min after faults stopped: RateLimit .*no status yet/,
+  },
+  {
+    check: "liveness (restored)",
+    mutant: "module controllers whose cache never forgets a deleted object",
+    options: mutant.neverForgets,
+    seed: 2,
+    faults: { ownedDeletes: 4 },
+    failure: /^liveness: not converged .*deleted by someone else at .* and not restored/,
+  },
+  {
+    check: "liveness (settles)",
+    mutant: "a RateLimit reducer that rewrites its status every 10 s",
+    options: () => mutant.writesAtRest(10_000),
+    seed: 1,
+    faults: "none",
+    failure: /^liveness: converged, but the operator kept writing$/,
+  },
+  {
+    check: "quiet",
+    mutant: "a RateLimit reducer that rewrites its status every 100 s",
+    options: () => mutant.writesAtRest(100_000),
+    seed: 1,
+    faults: "none",
+    failure:
+      /^quiet: \d+ operator write\(s\) while nothing changed, first: .*applyStatus RateLimit/,
+  },
+  {
+    check: "data plane",
+    mutant: "EnvoyFilters that allow one token more than the RateLimit says",
+    options: mutant.enforcesTheWrongTokens,
+    seed: 1,
+    faults: "none",
+    failure: /^after the quiet period: data plane: 4 requests to .* got \[200,200,200,200\]/,
+  },
+];
+
+const baselines = new Map<string, Promise<RunResult>>();
+
+/** The real operator's run of a seed and fault mix (each run once). */
+function baseline(seed: number, faults: FaultChoice): Promise<RunResult> {
+  const key = `${seed} ${JSON.stringify(faults)}`;
+  let run = baselines.get(key);
+  if (!run) baselines.set(key, run = runSeed(seed, { faults: faultsFor(faults, seed) }));
+  return run;
+}
+
+for (const c of CASES) {
+  Deno.test(`mutation: ${c.check} fails for ${c.mutant}`, async () => {
+    const faults = faultsFor(c.faults, c.seed);
+    const real = await baseline(c.seed, c.faults);
+    assert.ok(real.ok, `the real operator fails seed ${c.seed}: ${real.failure}`);
+    const broken = await runSeed(c.seed, { faults, sim: c.options() });
+    assert.equal(broken.ok, false, `the mutant passed seed ${c.seed}`);
+    assert.match(broken.failure ?? "", c.failure);
+  });
+}
+
+Deno.test("mutation: every invariant of sim/invariants.ts has a mutant", async () => {
+  const source = await Deno.readTextFile(new URL("../../sim/invariants.ts", import.meta.url));
+  const names = [...source.matchAll(/#fail\(\s*"([a-z-]+)"/g)].map((m) => m[1]);
+  assert.ok(names.length >= 6, `found ${names}`);
+  for (const name of names) {
+    assert.ok(CASES.some((c) => c.check === name), `no mutant breaks ${name}`);
+  }
+});
