@@ -6,7 +6,7 @@
  */
 import { SIDECAR_STATUS_ANNOTATION } from "../api/pod.ts";
 import type { KubeObject, ObjectMeta } from "../runtime/cluster.ts";
-import type { Projection } from "../runtime/controller.ts";
+import type { Projection } from "../runtime/controller_spec.ts";
 
 type Json = Record<string, unknown>;
 

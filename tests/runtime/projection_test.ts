@@ -9,12 +9,12 @@ import { MANAGED_BY, MANAGED_BY_LABEL } from "../../src/reconcile/labels.ts";
 import { emptyPlan } from "../../src/reconcile/plan.ts";
 import { Cache } from "../../src/runtime/cache.ts";
 import type { KubeObject } from "../../src/runtime/cluster.ts";
-import type { ControllerSpec, Projection } from "../../src/runtime/controller.ts";
+import type { ControllerSpec, Projection } from "../../src/runtime/controller_spec.ts";
 import { specDigest } from "../../src/runtime/prepare.ts";
-import { planWatches } from "../../src/runtime/reconciler.ts";
+import { planWatches } from "../../src/runtime/controller_loop.ts";
 import { Runner } from "../../src/runtime/runner.ts";
 import { Store } from "../../src/runtime/store.ts";
-import { FakeCluster } from "./fake_cluster.ts";
+import { TestCluster } from "./test_cluster.ts";
 import { captureLogger, ManualClock, seededRandom } from "./helpers.ts";
 
 const EF = RESOURCES.EnvoyFilter;
@@ -134,7 +134,7 @@ Deno.test("one watch projected two ways is refused, by the cache and by the mana
 
 Deno.test("the runner compares a desired spec with a projected cache's digest", async () => {
   const clock = new ManualClock();
-  const cluster = new FakeCluster(clock);
+  const cluster = new TestCluster(clock);
   const cache = new Cache();
   const { log } = captureLogger(clock);
   const runner = new Runner({
