@@ -1,8 +1,8 @@
 /**
  * Faults that hit the operator as a whole rather than one request, scheduled by the swarm at random
- * times of the safety phase: a crash right after one of its Plan writes (the Plan half carried
- * out), a lost leader Lease (the leader's Lease requests fail for longer than its renew deadline),
- * and someone else deleting an object the operator created.
+ * times of the safety phase: crashes and clock jumps, a crash right after one of its Plan writes
+ * (the Plan half carried out), a lost leader Lease (the leader's Lease requests fail for longer
+ * than its renew deadline), and someone else deleting an object the operator created.
  */
 import { RESOURCES } from "../src/api/resources.ts";
 import {
@@ -35,6 +35,31 @@ export interface OwnedDeletion {
 export function isPlanWrite(r: WriteRecord): boolean {
   return isOperator(r.actor) && r.outcome === "changed" && r.kind !== "Event" &&
     !(r.kind === "Lease" && r.namespace === OPERATOR_NAMESPACE && r.name === LEASE_NAME);
+}
+
+/**
+ * Schedules the swarm's crashes and clock jumps, and its plan crashes, lost leases and deletions
+ * of owned objects, at random times before scenario time `until`.
+ */
+export function scheduleSwarm(sim: Simulation, until: number): void {
+  const r = sim.prng.fork("swarm-schedule");
+  for (let i = 0; i < sim.opts.faults.crashes; i++) {
+    const at = r.int(1_000, Math.max(1_001, until));
+    const restart = r.logUniform(500, 20_000);
+    sim.clock.schedule(SIM_EPOCH + at - sim.clock.now(), () => {
+      if (sim.injector.active && sim.operator.manager) sim.crash(restart);
+    });
+  }
+  for (let i = 0; i < sim.opts.faults.clockJumps; i++) {
+    const at = r.int(1_000, Math.max(1_001, until));
+    const by = r.logUniform(1_000, 120_000);
+    sim.clock.schedule(SIM_EPOCH + at - sim.clock.now(), () => {
+      if (!sim.injector.active) return;
+      sim.trace.add({ t: offset(sim.clock.now()), event: "phase", detail: `clock jumps ${by} ms` });
+      sim.clock.jump(by);
+    });
+  }
+  scheduleChaos(sim, until, sim.prng.fork("chaos-schedule"));
 }
 
 /** Schedules the swarm's plan crashes, lease losses and owned-object deletions before `until`. */

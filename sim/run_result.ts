@@ -2,7 +2,8 @@
  * What one run (a scenario or a seed of the sweep) reports, and how it ends (the quiet check, the
  * failures that stop it).
  */
-import { QUIET_MS, type Simulation, ViolationStop } from "./simulation.ts";
+import { ViolationStop } from "./run_errors.ts";
+import { QUIET_MS, type Simulation } from "./simulation.ts";
 import { offset, type TimelineEntry } from "./trace.ts";
 
 /**

@@ -14,22 +14,23 @@ import {
   type MeshRequest,
   type MeshResponse,
 } from "../src/dataplane/mod.ts";
-import type { Condition } from "../src/api/common.ts";
 import type { Logger } from "../src/runtime/log.ts";
 import type { KubeObject } from "../src/api/object.ts";
 import { SIM_EPOCH, SimClock } from "./clock.ts";
 import { Driver, settle } from "./driver.ts";
 import { type Change, isOperator, type SimClient, SimCluster } from "./cluster/mod.ts";
 import { type FaultConfig, FaultInjector } from "./faults.ts";
-import { InvariantChecker, STATUS_TABLES } from "./invariants.ts";
+import { InvariantChecker } from "./invariants.ts";
+import { StatusRecord } from "./status_record.ts";
 import {
   LEASE_NAME,
   OPERATOR_NAMESPACE,
   type OperatorOptions,
   OperatorProcess,
 } from "./operator.ts";
-import { type OwnedDeletion, scheduleChaos } from "./chaos.ts";
+import { type OwnedDeletion, scheduleSwarm } from "./chaos.ts";
 import { Prng } from "./prng.ts";
+import { EscapedRejection, Unfinished, ViolationStop } from "./run_errors.ts";
 import { offset, Trace } from "./trace.ts";
 
 /** Virtual time before the epoch in which the initial world settles (gateway Pods ready). */
@@ -55,19 +56,6 @@ export interface SimulationOptions {
   userObjects?: readonly KubeObject[];
 }
 
-/** Thrown out of the driver to stop a run at its first violation. */
-export class ViolationStop extends Error {}
-
-/** The run cannot go on: what it waits for never happens within its bound of virtual time. */
-export class Unfinished extends Error {
-  override name = "Unfinished";
-}
-
-/** A promise rejection nobody handled, raised in the run it escaped from. */
-export class EscapedRejection extends Error {
-  override name = "EscapedRejection";
-}
-
 /** A run in progress. */
 export class Simulation {
   readonly prng: Prng;
@@ -80,10 +68,11 @@ export class Simulation {
   readonly mesh: Mesh;
   readonly trace = new Trace();
   readonly user: SimClient;
+  readonly #statuses = new StatusRecord();
   /** Every status each Serverless, Scaler and RateLimit had, by `Kind namespace/name`, in order. */
-  readonly statusHistory = new Map<string, unknown[]>();
+  readonly statusHistory = this.#statuses.history;
   /** The labels each of those objects had at each generation, by `uid/generation`. */
-  readonly generationLabels = new Map<string, Record<string, string>>();
+  readonly generationLabels = this.#statuses.generationLabels;
   /** Errors the runtime threw (a Manager's start() rejected). */
   readonly runtimeErrors: string[] = [];
   /** Promise rejections nobody handled while this run executed (`reportRun` collects them). */
@@ -222,28 +211,7 @@ export class Simulation {
    * of owned objects (chaos.ts), at random times before scenario time `until`.
    */
   scheduleSwarm(until: number): void {
-    const r = this.prng.fork("swarm-schedule");
-    for (let i = 0; i < this.opts.faults.crashes; i++) {
-      const at = r.int(1_000, Math.max(1_001, until));
-      const restart = r.logUniform(500, 20_000);
-      this.clock.schedule(SIM_EPOCH + at - this.clock.now(), () => {
-        if (this.injector.active && this.operator.manager) this.crash(restart);
-      });
-    }
-    for (let i = 0; i < this.opts.faults.clockJumps; i++) {
-      const at = r.int(1_000, Math.max(1_001, until));
-      const by = r.logUniform(1_000, 120_000);
-      this.clock.schedule(SIM_EPOCH + at - this.clock.now(), () => {
-        if (!this.injector.active) return;
-        this.trace.add({
-          t: offset(this.clock.now()),
-          event: "phase",
-          detail: `clock jumps ${by} ms`,
-        });
-        this.clock.jump(by);
-      });
-    }
-    scheduleChaos(this, until, this.prng.fork("chaos-schedule"));
+    scheduleSwarm(this, until);
   }
 
   /** Ends random faults: Deployments heal; the operator must now converge. */
@@ -317,33 +285,7 @@ export class Simulation {
       // The proxies take the new config at once: time 0 of their buckets is this write.
       this.#syncMesh();
     }
-    if (!STATUS_TABLES.some((s) => s.type.kind === kind)) return;
-    if (c.type !== "DELETED") {
-      const { uid, generation, labels } = c.object.metadata;
-      this.generationLabels.set(`${uid}/${generation}`, { ...(labels ?? {}) });
-    }
-    const before = JSON.stringify(c.old?.status ?? null);
-    const after = c.type === "DELETED" ? "deleted" : JSON.stringify(c.object.status ?? null);
-    if (before === after) return;
-    const status = c.object.status as
-      | { state?: string; served?: string; conditions?: Condition[] }
-      | undefined;
-    const { namespace, name } = c.object.metadata;
-    if (c.type !== "DELETED" && status) {
-      const key = `${kind} ${namespace}/${name}`;
-      this.statusHistory.set(key, [...(this.statusHistory.get(key) ?? []), status]);
-    }
-    this.trace.add({
-      t: offset(this.clock.now()),
-      event: "status",
-      object: `${kind} ${namespace}/${name}`,
-      ...(c.type === "DELETED" ? { state: "(deleted)" } : {}),
-      ...(c.type !== "DELETED" && status?.state ? { state: status.state } : {}),
-      ...(c.type !== "DELETED" && status?.served ? { served: status.served } : {}),
-      conditions: c.type === "DELETED"
-        ? []
-        : (status?.conditions ?? []).map((x) => `${x.type}=${x.status}/${x.reason}`),
-    });
+    this.#statuses.observe(c, this.trace, this.clock.now());
   }
 
   #syncMesh(): void {

@@ -63,7 +63,8 @@ async function waitServing(
   return false;
 }
 
-function tryLines(cluster: ClusterHandle): string {
+/** What `dev` prints once everything runs: the shell setup and kubectl lines to try. */
+export function tryLines(cluster: Pick<ClusterHandle, "kubeconfig" | "kubectlPath">): string {
   const bin = dirname(cluster.kubectlPath);
   return [
     "",

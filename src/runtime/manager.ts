@@ -15,7 +15,7 @@ import { instrumentCluster, Metrics } from "./metrics.ts";
 import { ControllerLoop } from "./controller_loop.ts";
 import { Runner } from "./runner.ts";
 import { type ManagerOptions, operatorNamespace } from "./manager_options.ts";
-import { Term } from "./term.ts";
+import { Terms } from "./term.ts";
 import { isCrdType, WatchSet } from "./watches.ts";
 
 export type { ManagerStatus } from "./health.ts";
@@ -48,9 +48,7 @@ export class Manager {
   #elector: LeaderElector | undefined;
   #tasks: Promise<void>[] = [];
   #electorTask: Promise<void> = Promise.resolve();
-  #leadSignal: AbortSignal | undefined;
-  #term: Term | undefined;
-  #draining: Promise<void> | undefined;
+  readonly #terms: Terms;
   #state: "new" | "running" | "stopping" | "stopped" = "new";
   #resolveDone!: () => void;
   readonly #done = new Promise<void>((r) => this.#resolveDone = r);
@@ -71,6 +69,18 @@ export class Manager {
       for (const ix of spec.indexes ?? []) this.#cache.addIndex(ix.type, ix.name, ix.keys);
     }
     this.#controllers = opts.controllers.map((spec) => this.#controller(spec));
+    this.#terms = new Terms(
+      this.#controllers,
+      {
+        clock: opts.clock,
+        random: opts.random,
+        metrics: this.#metrics,
+        concurrency: opts.concurrency,
+        resyncPeriodMs: opts.resyncPeriodMs,
+      },
+      opts.log,
+      () => this.#state === "running" && this.#watches.synced && this.#watches.fresh,
+    );
     this.#watches = new WatchSet({
       cluster: this.#cluster,
       clock: opts.clock,
@@ -85,7 +95,7 @@ export class Manager {
       idleMs: opts.watchIdleMs,
       onChange: (type, change) => this.#dispatch(type, change),
       onLiveness: (type) => this.#livenessChanged(type),
-      onListed: () => this.#maybeBeginWork(),
+      onListed: () => this.#terms.maybeBegin(),
     });
   }
 
@@ -140,7 +150,7 @@ export class Manager {
         identity: this.#o.identity,
         ...le,
         onStartedLeading: (signal, term) => this.#onLeading(signal, term.takeover),
-        onStoppedLeading: () => this.#endTerm(),
+        onStoppedLeading: () => this.#terms.unlead(),
       });
       this.#electorTask = this.#elector.run(this.#electorStop.signal);
     } else {
@@ -162,7 +172,7 @@ export class Manager {
     }
     this.#state = "stopping";
     this.#o.log.info("stopping: finishing in-flight reconciles", { reason });
-    await this.#within(this.#drain(), STOP_WAIT_MS, "in-flight reconciles");
+    await this.#within(this.#terms.drain(), STOP_WAIT_MS, "in-flight reconciles");
     // Still leading here, so the queued Events' lease signal has not aborted them.
     await this.#within(this.#events.flush(), EVENT_FLUSH_WAIT_MS, "queued Events");
     this.#electorStop.abort();
@@ -193,9 +203,7 @@ export class Manager {
     this.#solo.abort();
     this.#electorStop.abort();
     this.#watchStop.abort();
-    const term = this.#term;
-    this.#term = undefined;
-    void term?.end();
+    this.#terms.abandon();
     this.#events.discard();
     this.#resolveDone();
   }
@@ -225,8 +233,8 @@ export class Manager {
       ready: healthy && synced && (leading || standbyOk),
       leading,
       synced,
-      queued: this.#term?.queued ?? 0,
-      inFlight: this.#term?.inFlight ?? 0,
+      queued: this.#terms.current?.queued ?? 0,
+      inFlight: this.#terms.current?.inFlight ?? 0,
     };
   }
 
@@ -240,10 +248,6 @@ export class Manager {
     return this.#metrics;
   }
 
-  #synced(): boolean {
-    return this.#watches.synced;
-  }
-
   /**
    * A term that takes over from another holder works from lists sent after it began: a standby's
    * watches may have stalled unnoticed (up to their idle timeout), and a list under way may predate
@@ -251,57 +255,8 @@ export class Manager {
    * no new lists: nobody else led in between.
    */
   #onLeading(signal: AbortSignal, takeover: boolean): void {
-    this.#leadSignal = signal;
     if (takeover) this.#watches.relist();
-    this.#maybeBeginWork();
-  }
-
-  /** Starts the queues once leading and synced, after the previous term has drained. */
-  #maybeBeginWork(): void {
-    const signal = this.#leadSignal;
-    if (
-      this.#state !== "running" || this.#term || !signal || signal.aborted ||
-      !this.#watches.synced ||
-      !this.#watches.fresh
-    ) {
-      return;
-    }
-    if (this.#draining) {
-      this.#draining.then(() => this.#maybeBeginWork());
-      return;
-    }
-    const term = new Term(signal, this.#controllers, {
-      clock: this.#o.clock,
-      random: this.#o.random,
-      metrics: this.#metrics,
-      concurrency: this.#o.concurrency,
-      resyncPeriodMs: this.#o.resyncPeriodMs,
-    });
-    this.#term = term;
-    this.#o.log.info("caches synced and leading: reconciling");
-    term.begin();
-  }
-
-  #endTerm(): void {
-    const term = this.#term;
-    this.#leadSignal = undefined;
-    if (!term) return;
-    void this.#drain();
-  }
-
-  /** Ends the current term: queues stop taking work and in-flight reconciles finish. */
-  #drain(): Promise<void> {
-    const term = this.#term;
-    if (!term) return this.#draining ?? Promise.resolve();
-    this.#term = undefined;
-    const draining = term.end().then(() => {
-      if (this.#draining === draining) this.#draining = undefined;
-      for (const ctl of this.#controllers) {
-        this.#metrics.queueDepth.set({ controller: ctl.name }, 0);
-      }
-    });
-    this.#draining = draining;
-    return draining;
+    this.#terms.lead(signal);
   }
 
   /** What a write of this replica got back from the API, and what caching it changed. */
@@ -315,12 +270,12 @@ export class Manager {
    * change now, and an empty list brings no change events: queue every primary that reads it.
    */
   #livenessChanged(type: ResourceType): void {
-    this.#term?.requeueReaders(type);
+    this.#terms.current?.requeueReaders(type);
   }
 
   /** Turns a cache change into queue keys. */
   #dispatch(type: ResourceType, change: CacheChange): void {
     // A standby or a manager still syncing queues everything when its term begins.
-    this.#term?.dispatch(type, change);
+    this.#terms.current?.dispatch(type, change);
   }
 }

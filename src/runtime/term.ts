@@ -2,12 +2,14 @@
  * The work of one leadership term: one work queue a controller, every primary queued when the term
  * begins and again every resync period, and the keys each cache change concerns. A term ends when
  * the lease is lost or the manager stops: its queues take no more work and in-flight reconciles
- * finish.
+ * finish. `Terms` begins one whenever the replica leads and its caches are ready, never while the
+ * previous one is still draining.
  */
 import type { CacheChange } from "./cache.ts";
 import type { Clock, Random } from "./clock.ts";
 import type { ResourceType } from "./cluster.ts";
 import type { ControllerLoop } from "./controller_loop.ts";
+import type { Logger } from "./log.ts";
 import type { Metrics } from "./metrics.ts";
 import { WorkQueue } from "./queue.ts";
 
@@ -116,5 +118,84 @@ export class Term {
       }
       if (this.#active) this.#enqueueAll();
     }
+  }
+}
+
+/** The manager's succession of terms: at most one at a time, each begun once it may be. */
+export class Terms {
+  readonly #controllers: readonly ControllerLoop[];
+  readonly #o: TermOptions;
+  readonly #log: Logger;
+  readonly #ready: () => boolean;
+  #leadSignal: AbortSignal | undefined;
+  #term: Term | undefined;
+  #draining: Promise<void> | undefined;
+
+  /** `ready`: the manager runs and its caches are synced and fresh (checked at each attempt). */
+  constructor(
+    controllers: readonly ControllerLoop[],
+    opts: TermOptions,
+    log: Logger,
+    ready: () => boolean,
+  ) {
+    this.#controllers = controllers;
+    this.#o = opts;
+    this.#log = log;
+    this.#ready = ready;
+  }
+
+  /** The running term, if any. */
+  get current(): Term | undefined {
+    return this.#term;
+  }
+
+  /** Leadership began (`signal` aborts when it is lost): begin a term as soon as one may. */
+  lead(signal: AbortSignal): void {
+    this.#leadSignal = signal;
+    this.maybeBegin();
+  }
+
+  /** Starts the queues once leading and ready, after the previous term has drained. */
+  maybeBegin(): void {
+    const signal = this.#leadSignal;
+    if (this.#term || !signal || signal.aborted || !this.#ready()) return;
+    if (this.#draining) {
+      this.#draining.then(() => this.maybeBegin());
+      return;
+    }
+    const term = new Term(signal, this.#controllers, this.#o);
+    this.#term = term;
+    this.#log.info("caches synced and leading: reconciling");
+    term.begin();
+  }
+
+  /** Leadership ended: drain the current term, if any. */
+  unlead(): void {
+    const term = this.#term;
+    this.#leadSignal = undefined;
+    if (!term) return;
+    void this.drain();
+  }
+
+  /** Ends the current term: queues stop taking work and in-flight reconciles finish. */
+  drain(): Promise<void> {
+    const term = this.#term;
+    if (!term) return this.#draining ?? Promise.resolve();
+    this.#term = undefined;
+    const draining = term.end().then(() => {
+      if (this.#draining === draining) this.#draining = undefined;
+      for (const ctl of this.#controllers) {
+        this.#o.metrics.queueDepth.set({ controller: ctl.name }, 0);
+      }
+    });
+    this.#draining = draining;
+    return draining;
+  }
+
+  /** Stops at once (a crash): the current term ends without waiting for it. */
+  abandon(): void {
+    const term = this.#term;
+    this.#term = undefined;
+    void term?.end();
   }
 }

@@ -8,11 +8,11 @@
  * cuts a backoff short when the CRD is seen to appear.
  */
 import { Backoff } from "./backoff.ts";
-import { typeName, type WatcherEvent } from "./cache.ts";
+import type { WatcherEvent } from "./cache.ts";
 import type { Clock } from "./clock.ts";
 import { ApiError, isApiError, type WatchEvent } from "./cluster.ts";
-import { describeFailure } from "./errors.ts";
 import type { Logger } from "./log.ts";
+import { WatcherReport } from "./watcher_report.ts";
 import type { ResumeState, StepResult, WatcherOptions, WatcherState } from "./watcher_state.ts";
 
 export type { ResumeState, StepResult, WatcherOptions, WatcherState } from "./watcher_state.ts";
@@ -26,9 +26,7 @@ export class Watcher {
   state: WatcherState = { kind: "Empty" };
   readonly #o: WatcherOptions;
   readonly #backoff: Backoff;
-  readonly #log: Logger;
-  #missing = false;
-  #lastProblem = "";
+  readonly #report: WatcherReport;
   /** Aborted by `kick()` to end the current backoff early. */
   #wake = new AbortController();
   /** A kick came: the next (or current) backoff ends at once. */
@@ -39,10 +37,7 @@ export class Watcher {
   constructor(opts: WatcherOptions, readonly sink: (ev: WatcherEvent) => void) {
     this.#o = opts;
     this.#backoff = new Backoff(opts.backoff ?? { initialMs: 800, maxMs: 30_000 }, opts.random);
-    this.#log = opts.log.child({
-      resource: typeName(opts.type),
-      ...(opts.labelSelector ? { selector: opts.labelSelector } : {}),
-    });
+    this.#report = new WatcherReport(opts, this.#backoff);
   }
 
   /** Steps until `signal` aborts, feeding events to the sink; closes an open watch on the way out. */
@@ -59,7 +54,7 @@ export class Watcher {
           this.#relistDue = false;
           if (next.kind === "Watching") closeWatch(next);
           this.state = { kind: "Empty" };
-          this.#restart("relist");
+          this.#report.restart("relist");
           continue;
         }
         this.state = next;
@@ -131,7 +126,11 @@ export class Watcher {
 
   /** True while the type is known not to be served (an optional watch whose CRD is missing). */
   get missing(): boolean {
-    return this.#missing;
+    return this.#report.missing;
+  }
+
+  get #log(): Logger {
+    return this.#report.log;
   }
 
   get #clock(): Clock {
@@ -147,7 +146,7 @@ export class Watcher {
         limit: this.#o.pageSize ?? 500,
         continue: continueToken,
       });
-      this.#recovered();
+      this.#report.recovered();
       this.#backoff.reset();
       const events: WatcherEvent[] = page.items.map((object) => ({ type: "init-apply", object }));
       if (page.continue) {
@@ -161,17 +160,10 @@ export class Watcher {
         return { events: [], next: { kind: "Empty" } };
       }
       if (isApiError(err, 404) && optional && continueToken === undefined) {
-        if (!this.#missing) {
-          this.#log.info(
-            `${
-              typeName(type)
-            } is not served (CRD not installed yet); treating it as empty and checking again with backoff`,
-          );
-        }
-        this.#missing = true;
+        this.#report.notServed();
         return { events: [{ type: "missing" }], next: this.#backoffTo({ kind: "Empty" }) };
       }
-      this.#problem("list", err);
+      this.#report.problem("list", err);
       const resume: ResumeState = isApiError(err, 404)
         ? { kind: "Empty" }
         : { kind: "InitPage", continueToken };
@@ -196,7 +188,7 @@ export class Watcher {
         next: { kind: "Watching", resourceVersion, stream, abort, received: 0 },
       };
     } catch (err) {
-      this.#problem("watch", err);
+      this.#report.problem("watch", err);
       return { events: [], next: this.#backoffTo({ kind: "InitListed", resourceVersion }) };
     }
   }
@@ -226,7 +218,7 @@ export class Watcher {
     if (result === CANCELLED || this.#relistDue) return { events: [], next: st };
     if (result === IDLE) {
       closeWatch(st);
-      this.#restart("idle");
+      this.#report.restart("idle");
       this.#log.info("watch silent for too long; restarting it", {
         idleMs: this.#o.idleMs ?? 90_000,
       });
@@ -234,7 +226,7 @@ export class Watcher {
     }
     if (result.done) {
       closeWatch(st);
-      this.#restart("closed");
+      this.#report.restart("closed");
       const resume: ResumeState = { kind: "InitListed", resourceVersion: st.resourceVersion };
       // A watch that ends before delivering anything is retried with backoff, so a server that
       // closes at once cannot make this loop spin.
@@ -256,7 +248,7 @@ export class Watcher {
       );
     }
     this.#backoff.reset();
-    this.#recovered();
+    this.#report.recovered();
     const rv = ev.object.metadata?.resourceVersion ?? st.resourceVersion;
     const next = { ...st, resourceVersion: rv, received: st.received + 1 };
     if (ev.type === "BOOKMARK") return { events: [], next };
@@ -267,14 +259,14 @@ export class Watcher {
   #watchFailed(st: Extract<WatcherState, { kind: "Watching" }>, err: unknown): StepResult {
     closeWatch(st);
     if (isApiError(err, 410)) {
-      this.#restart("gone");
+      this.#report.restart("gone");
       this.#log.info("watch resourceVersion too old (410 Gone); listing again", {
         resourceVersion: st.resourceVersion,
       });
       return { events: [], next: { kind: "Empty" } };
     }
-    this.#restart("error");
-    this.#problem("watch", err);
+    this.#report.restart("error");
+    this.#report.problem("watch", err);
     const resume: ResumeState = isApiError(err, 404)
       ? { kind: "Empty" }
       : { kind: "InitListed", resourceVersion: st.resourceVersion };
@@ -283,29 +275,6 @@ export class Watcher {
 
   #backoffTo(then: ResumeState): WatcherState {
     return { kind: "Backoff", delayMs: this.#backoff.next(), then };
-  }
-
-  #restart(reason: string): void {
-    this.#o.metrics?.watchRestarts.inc({ resource: typeName(this.#o.type), reason });
-  }
-
-  #recovered(): void {
-    if (this.#missing) this.#log.info(`${typeName(this.#o.type)} is served now`);
-    if (this.#lastProblem) this.#log.info("list/watch recovered");
-    this.#missing = false;
-    this.#lastProblem = "";
-  }
-
-  /** Logs a failure clearly once; repeats of the same failure go to debug. */
-  #problem(verb: string, err: unknown): void {
-    const msg = describeFailure(verb, this.#o.type, err);
-    const fields = {
-      code: err instanceof ApiError ? err.code : undefined,
-      attempt: this.#backoff.attempts,
-    };
-    if (msg === this.#lastProblem) this.#log.debug(msg, fields);
-    else this.#log.error(msg, fields);
-    this.#lastProblem = msg;
   }
 }
 

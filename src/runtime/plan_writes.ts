@@ -1,0 +1,269 @@
+/**
+ * The writes of a Plan, one step each: create, add or remove the finalizer (the latter only once a
+ * live list finds nothing left), server-side apply, delete, status. Each checks the leadership
+ * signal first, skips what the cache shows is already so, wraps a failure in WriteFailed with the
+ * object it concerns, and caches what the API returned (read-your-writes). The order of the steps
+ * and what a failure means are the Runner's (runner.ts).
+ */
+import { describeRef, type ObjectRef, type Plan, refOf } from "../reconcile/plan.ts";
+import { FIELD_MANAGER, MANAGED_BY, MANAGED_BY_LABEL } from "../reconcile/labels.ts";
+import { resourceFor } from "../api/resources.ts";
+import { isObserved } from "../reconcile/observed.ts";
+import { typeName } from "./cache.ts";
+import { ApiError, type KubeObject, type ResourceType } from "./cluster.ts";
+import { deepEqual, ownedFieldMissing } from "./diff.ts";
+import { specDigest } from "./prepare.ts";
+import { NotLeaderError, TerminalError } from "./errors.ts";
+import { addFinalizerOps, removeFinalizerOps } from "./finalizers.ts";
+import type { RunnerOptions } from "./runner_options.ts";
+import { WriteFailed } from "./write_failure.ts";
+
+/** A Plan's run so far: writes made, and the primary as last written or cached. */
+export interface RunState {
+  writes: number;
+  primary: KubeObject;
+}
+
+/** Carries out single writes of Plans for one controller. */
+export class PlanWriter {
+  readonly #o: RunnerOptions;
+  readonly #warnedUnwatched = new Set<string>();
+
+  constructor(opts: RunnerOptions) {
+    this.#o = opts;
+  }
+
+  #guard(signal: AbortSignal): void {
+    if (signal.aborted) throw new NotLeaderError();
+  }
+
+  async #write<T>(ref: ObjectRef, signal: AbortSignal, f: () => Promise<T>): Promise<T> {
+    this.#guard(signal);
+    try {
+      return await f();
+    } catch (err) {
+      throw new WriteFailed(ref, err);
+    }
+  }
+
+  #skipped(): void {
+    this.#o.metrics?.writesSkipped.inc({ controller: this.#o.controller });
+  }
+
+  #type(apiVersion: string, kind: string): ResourceType {
+    const type = (this.#o.resolveType ?? resourceFor)(apiVersion, kind);
+    if (!type) {
+      throw new TerminalError(`unknown kind ${kind} of ${apiVersion}: add it to RESOURCES`);
+    }
+    return type;
+  }
+
+  /** Adds the Plan's finalizer to the primary unless it has it or is being deleted. */
+  async addFinalizer(
+    type: ResourceType,
+    state: RunState,
+    plan: Plan,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const name = plan.finalizer?.add;
+    const meta = state.primary.metadata;
+    if (!name || meta.deletionTimestamp || meta.finalizers?.includes(name)) return;
+    const ops = addFinalizerOps(meta.finalizers, name);
+    const ref = refOf(state.primary);
+    state.primary = await this.#write(
+      ref,
+      signal,
+      () => this.#o.cluster.patch(type, meta.namespace, meta.name, ops),
+    );
+    state.writes++;
+    this.#wrote(type, state.primary);
+  }
+
+  /** Removes the Plan's finalizer once nothing the Plan names is left. */
+  async removeFinalizer(
+    type: ResourceType,
+    state: RunState,
+    plan: Plan,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const name = plan.finalizer?.remove;
+    const meta = state.primary.metadata;
+    const index = name ? meta.finalizers?.indexOf(name) ?? -1 : -1;
+    if (index < 0) return;
+    for (const left of plan.noneLeft ?? []) await this.#expectNoneLeft(left, signal);
+    const ops = removeFinalizerOps(index, name!);
+    const written = await this.#write(
+      refOf(state.primary),
+      signal,
+      () => this.#o.cluster.patch(type, meta.namespace, meta.name, ops),
+    );
+    state.writes++;
+    this.#wrote(type, written);
+  }
+
+  /**
+   * Lists `left` from the API server; anything found fails the Plan as a conflict (retried soon)
+   * after being handed to the cache, so the next reconcile sees it and deletes it.
+   */
+  async #expectNoneLeft(
+    left: { apiVersion: string; kind: string; labelSelector: string },
+    signal: AbortSignal,
+  ): Promise<void> {
+    const type = this.#type(left.apiVersion, left.kind);
+    const ref = { apiVersion: left.apiVersion, kind: left.kind, name: `(${left.labelSelector})` };
+    const page = await this.#write(
+      ref,
+      signal,
+      () => this.#o.cluster.list(type, { labelSelector: left.labelSelector }),
+    );
+    const found = page.items.filter((o) => !o.metadata.deletionTimestamp);
+    if (found.length === 0) return;
+    for (const obj of found) {
+      this.#wrote(type, { ...obj, apiVersion: left.apiVersion, kind: left.kind });
+    }
+    const first = found[0].metadata;
+    throw new WriteFailed(
+      { ...ref, ...(first.namespace ? { namespace: first.namespace } : {}), name: first.name },
+      new ApiError(
+        409,
+        "Conflict",
+        `${left.kind} ${first.namespace ? `${first.namespace}/` : ""}${first.name} still exists ` +
+          `(the cache had not shown it); the finalizer stays until it is gone`,
+      ),
+    );
+  }
+
+  /** A create-if-absent: 409 AlreadyExists fails the Plan (a conflict: the cache was behind). */
+  async create(
+    obj: KubeObject,
+    state: Pick<RunState, "writes">,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const type = this.#type(obj.apiVersion, obj.kind);
+    const written = await this.#write(
+      refOf(obj),
+      signal,
+      () => this.#o.cluster.create(type, obj),
+    );
+    state.writes++;
+    this.#wrote(type, written);
+  }
+
+  /** Server-side applies `obj` unless the cache shows it applied already. */
+  async apply(
+    obj: KubeObject,
+    state: Pick<RunState, "writes">,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const type = this.#type(obj.apiVersion, obj.kind);
+    const { namespace, name } = obj.metadata;
+    if (this.#o.cache.has(type)) {
+      const observed = this.#o.cache.get(type, namespace, name);
+      // Skip only when nothing would change: every desired field is observed, and no field this
+      // operator applied before has been dropped from the desired state (SSA would remove it).
+      const owned = this.#o.cache.ownedFields?.(type, namespace, name);
+      if (
+        observed && observedHere(obj, observed, this.#o.cache.specDigest?.(type, namespace, name))
+      ) {
+        if (!ownedFieldMissing(owned, obj)) return this.#skipped();
+      }
+    } else this.#warnUnwatched(type);
+    const written = await this.#write(
+      refOf(obj),
+      signal,
+      () => this.#o.cluster.apply(type, obj, { fieldManager: FIELD_MANAGER, force: true }),
+    );
+    state.writes++;
+    this.#wrote(type, written);
+  }
+
+  /** Deletes what the operator created (background propagation, uid precondition). */
+  async delete(
+    ref: ObjectRef,
+    state: Pick<RunState, "writes">,
+    signal: AbortSignal,
+  ): Promise<void> {
+    const type = this.#type(ref.apiVersion, ref.kind);
+    const observed = this.#o.cache.has(type)
+      ? this.#o.cache.get(type, ref.namespace, ref.name)
+      : await this.#write(ref, signal, () => this.#o.cluster.get(type, ref.namespace, ref.name));
+    if (!observed || observed.metadata.deletionTimestamp) return this.#skipped();
+    if (observed.metadata.labels?.[MANAGED_BY_LABEL] !== MANAGED_BY) {
+      // Never delete what the operator did not create, whatever a plan says.
+      throw new WriteFailed(
+        ref,
+        new TerminalError(
+          `refusing to delete ${describeRef(ref)}: it lacks ${MANAGED_BY_LABEL}=${MANAGED_BY}`,
+        ),
+      );
+    }
+    const uid = observed.metadata.uid;
+    await this.#write(ref, signal, () =>
+      this.#o.cluster.delete(type, ref.namespace, ref.name, {
+        propagationPolicy: "Background",
+        ...(uid ? { preconditions: { uid } } : {}),
+      }));
+    state.writes++;
+  }
+
+  /** Applies the primary's status unless it is the observed one. */
+  async status(
+    type: ResourceType,
+    state: RunState,
+    status: Record<string, unknown> | undefined,
+    signal: AbortSignal,
+  ): Promise<void> {
+    if (status === undefined) return;
+    if (deepEqual(status, state.primary.status)) return this.#skipped();
+    const { apiVersion, kind, metadata: { name, namespace } } = state.primary;
+    const body: KubeObject = {
+      apiVersion,
+      kind,
+      metadata: namespace ? { name, namespace } : { name },
+      status,
+    };
+    state.primary = await this.#write(
+      refOf(state.primary),
+      signal,
+      () => this.#o.cluster.applyStatus(type, body, { fieldManager: FIELD_MANAGER, force: true }),
+    );
+    state.writes++;
+    this.#wrote(type, state.primary);
+  }
+
+  /**
+   * Caches what a write got back, so the next reconcile of the key sees it even before the watch
+   * delivers it (it would otherwise apply again, or, while deleting, take children it just created
+   * for absent), and tells the manager. A failure here is not the write's.
+   */
+  #wrote(type: ResourceType, written: KubeObject): void {
+    try {
+      const changes = this.#o.cache.written?.(type, written) ?? [];
+      this.#o.onWrite?.(type, written, changes);
+    } catch (err) {
+      this.#o.log.error("handling a written object failed", { error: err, kind: type.kind });
+    }
+  }
+
+  #warnUnwatched(type: ResourceType): void {
+    const name = typeName(type);
+    if (this.#warnedUnwatched.has(name)) return;
+    this.#warnedUnwatched.add(name);
+    this.#o.log.warn(
+      `${name} is applied but not watched, so every reconcile writes it; add it to the watches`,
+    );
+  }
+}
+
+/**
+ * True when applying `desired` would change nothing in `observed`. With the spec's digest (its
+ * cache dropped the spec), the spec must be the same up to key order and omitted empty fields, and
+ * the rest is compared as usual. A spec that someone else extended then no longer counts as
+ * observed, so it is applied again on its owner's reconciles: a no-op for the API server, which
+ * changes nothing and so wakes nothing.
+ */
+function observedHere(desired: KubeObject, observed: KubeObject, digest: string | undefined) {
+  if (digest === undefined) return isObserved(desired, observed);
+  return specDigest(desired.spec) === digest &&
+    isObserved({ ...desired, spec: undefined }, observed);
+}

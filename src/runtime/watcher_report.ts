@@ -1,0 +1,71 @@
+/**
+ * What a Watcher tells the log and the metrics: a failure clearly once (its repeats at debug), a
+ * recovery once, a type that is not served once, and every restart of its watch by reason.
+ */
+import type { Backoff } from "./backoff.ts";
+import { typeName } from "./cache.ts";
+import { ApiError } from "./cluster.ts";
+import { describeFailure } from "./errors.ts";
+import type { Logger } from "./log.ts";
+import type { WatcherOptions } from "./watcher_state.ts";
+
+/** One Watcher's log and metrics. */
+export class WatcherReport {
+  /** The watcher's logger (its resource and selector as fields). */
+  readonly log: Logger;
+  readonly #o: WatcherOptions;
+  readonly #backoff: Backoff;
+  #missing = false;
+  #lastProblem = "";
+
+  constructor(opts: WatcherOptions, backoff: Backoff) {
+    this.#o = opts;
+    this.#backoff = backoff;
+    this.log = opts.log.child({
+      resource: typeName(opts.type),
+      ...(opts.labelSelector ? { selector: opts.labelSelector } : {}),
+    });
+  }
+
+  /** True while the type is known not to be served (an optional watch whose CRD is missing). */
+  get missing(): boolean {
+    return this.#missing;
+  }
+
+  /** The type is not served (its CRD is missing): said once until it is served again. */
+  notServed(): void {
+    if (!this.#missing) {
+      this.log.info(
+        `${
+          typeName(this.#o.type)
+        } is not served (CRD not installed yet); treating it as empty and checking again with backoff`,
+      );
+    }
+    this.#missing = true;
+  }
+
+  /** A list or watch succeeded: says so if the type was missing or something had failed. */
+  recovered(): void {
+    if (this.#missing) this.log.info(`${typeName(this.#o.type)} is served now`);
+    if (this.#lastProblem) this.log.info("list/watch recovered");
+    this.#missing = false;
+    this.#lastProblem = "";
+  }
+
+  /** Counts a restart of the watch. */
+  restart(reason: string): void {
+    this.#o.metrics?.watchRestarts.inc({ resource: typeName(this.#o.type), reason });
+  }
+
+  /** Logs a failure clearly once; repeats of the same failure go to debug. */
+  problem(verb: string, err: unknown): void {
+    const msg = describeFailure(verb, this.#o.type, err);
+    const fields = {
+      code: err instanceof ApiError ? err.code : undefined,
+      attempt: this.#backoff.attempts,
+    };
+    if (msg === this.#lastProblem) this.log.debug(msg, fields);
+    else this.log.error(msg, fields);
+    this.#lastProblem = msg;
+  }
+}
