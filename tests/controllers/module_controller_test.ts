@@ -14,7 +14,7 @@ import type { KubeObject, ResourceType } from "../../src/runtime/cluster.ts";
 import type { CacheReader } from "../../src/runtime/controller_spec.ts";
 import { converge, IMAGES, NOW, serverless } from "../reconcile/serverless_fixtures.ts";
 import { installed as kedaInstalled } from "../reconcile/scaler_fixtures.ts";
-import { fakeCache, heldClaim } from "../reconcile/singleton_world.ts";
+import { fakeCache, heldClaim } from "../reconcile/module_fixtures.ts";
 
 const ctx = { now: NOW, images: IMAGES, namespace: "platform-system" };
 

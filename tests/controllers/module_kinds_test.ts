@@ -15,7 +15,7 @@ import { typeOfCrd, type UpstreamCrd } from "../../src/reconcile/upstream_crds.t
 import type { KubeObject, ResourceType } from "../../src/runtime/cluster.ts";
 import type { CacheReader } from "../../src/runtime/controller_spec.ts";
 import { IMAGES, installed, NOW } from "../reconcile/scaler_fixtures.ts";
-import { fakeCache } from "../reconcile/singleton_world.ts";
+import { fakeCache } from "../reconcile/module_fixtures.ts";
 
 const key = (t: ResourceType) => `${t.group}/${t.version}/${t.kind}/${t.plural}/${t.namespaced}`;
 

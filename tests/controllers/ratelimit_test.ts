@@ -10,7 +10,7 @@ import type { KubeObject, ResourceType } from "../../src/runtime/cluster.ts";
 import type { CacheReader } from "../../src/runtime/controller_spec.ts";
 import { IMAGES, NOW } from "../reconcile/serverless_fixtures.ts";
 import { pod, rateLimit } from "../reconcile/ratelimit_fixtures.ts";
-import { fakeCache } from "../reconcile/singleton_world.ts";
+import { fakeCache } from "../reconcile/module_fixtures.ts";
 
 const ctx = { now: NOW, images: IMAGES, namespace: "platform-system" };
 const crd: KubeObject = {

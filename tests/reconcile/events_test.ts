@@ -15,7 +15,8 @@ import type { KubeObject } from "../../src/runtime/cluster.ts";
 import { bucket, input, pod, rateLimit } from "./ratelimit_fixtures.ts";
 import { inputOf as scalerInput, scaler } from "./scaler_fixtures.ts";
 import { inputOf as serverlessInput, serverless, statusOf } from "./serverless_fixtures.ts";
-import { carryOut, rolledOut, type World } from "./singleton_world.ts";
+import { carryOut } from "./plans_on_sim_store.ts";
+import { rolledOut, type World } from "./module_fixtures.ts";
 
 /** Applied objects the cache shows after each pass: the rest of the Plan's applies lag behind. */
 const SEEN_PER_PASS = 3;

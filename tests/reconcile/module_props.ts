@@ -11,7 +11,8 @@ import type { Plan } from "../../src/reconcile/plan.ts";
 import type { KubeObject } from "../../src/runtime/cluster.ts";
 import { deepFreeze } from "./ratelimit_fixtures.ts";
 import { statusOf } from "./serverless_fixtures.ts";
-import { carryOut, isClaimingPlan, isQuiet, type World } from "./singleton_world.ts";
+import { carryOut, isQuiet } from "./plans_on_sim_store.ts";
+import { isClaimingPlan, type World } from "./module_fixtures.ts";
 
 /** A module reducer as the shared properties see it. */
 export interface ModuleReducer<I> {

@@ -6,7 +6,7 @@ import { serverlessController } from "../../src/controllers/serverless.ts";
 import { MANAGED_SELECTOR } from "../../src/reconcile/labels.ts";
 import type { KubeObject } from "../../src/runtime/cluster.ts";
 import { IMAGES, installed, NOW, scaler } from "./scaler_fixtures.ts";
-import { fakeCache, heldClaim } from "./singleton_world.ts";
+import { fakeCache, heldClaim } from "./module_fixtures.ts";
 
 const userObject = (kind: string, ns: string, name: string): KubeObject => ({
   apiVersion: "keda.sh/v1alpha1",

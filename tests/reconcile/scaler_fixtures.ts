@@ -3,13 +3,8 @@ import type { KubeObject } from "../../src/runtime/cluster.ts";
 import type { Plan } from "../../src/reconcile/plan.ts";
 import { reconcileScaler, type ScalerInput } from "../../src/reconcile/scaler.ts";
 import { IMAGES, NOW } from "./serverless_fixtures.ts";
-import {
-  type CarryOutOptions,
-  claimOf,
-  convergeWith,
-  moduleObject,
-  type World,
-} from "./singleton_world.ts";
+import { type CarryOutOptions, convergeWith } from "./plans_on_sim_store.ts";
+import { claimOf, moduleObject, type World } from "./module_fixtures.ts";
 
 export { conditionOf, IMAGES, NOW, statusOf } from "./serverless_fixtures.ts";
 

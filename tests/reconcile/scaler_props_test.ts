@@ -5,7 +5,7 @@ import { parseScaler } from "../../src/api/scaler.ts";
 import { rowOfStatus } from "../../src/reconcile/conditions.ts";
 import { reconcileScaler, SCALER_STATES } from "../../src/reconcile/scaler.ts";
 import { converge, inputOf, scaler, statusOf } from "./scaler_fixtures.ts";
-import { claimHeldBy } from "./singleton_world.ts";
+import { claimHeldBy } from "./module_fixtures.ts";
 import { testModuleProperties } from "./module_props.ts";
 
 const opt = <T>(arb: fc.Arbitrary<T>) => fc.option(arb, { nil: undefined });

@@ -5,7 +5,8 @@ import { SCALER_FINALIZER } from "../../src/reconcile/labels.ts";
 import { reconcileScaler, SCALER_STATES, type ScalerInput } from "../../src/reconcile/scaler.ts";
 import { conditionOf, inputOf, installed, scaler, statusOf } from "./scaler_fixtures.ts";
 import { type RowCase, testStateRows } from "./module_rows.ts";
-import { carryOut, deleting, type World } from "./singleton_world.ts";
+import { carryOut } from "./plans_on_sim_store.ts";
+import { deleting, type World } from "./module_fixtures.ts";
 
 function withDeployment(w: World, name: string, status: Record<string, unknown>): World {
   return {

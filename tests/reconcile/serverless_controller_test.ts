@@ -5,7 +5,7 @@ import { serverlessController } from "../../src/controllers/serverless.ts";
 import { MANAGED_SELECTOR, OWNER_LABEL } from "../../src/reconcile/labels.ts";
 import type { KubeObject } from "../../src/runtime/cluster.ts";
 import { converge, IMAGES, NOW, serverless } from "./serverless_fixtures.ts";
-import { fakeCache, heldClaim } from "./singleton_world.ts";
+import { fakeCache, heldClaim } from "./module_fixtures.ts";
 
 const fn = (ns: string, name: string): KubeObject => ({
   apiVersion: "serverless.platform-project.io/v1alpha2",

@@ -4,13 +4,8 @@ import type { KubeObject } from "../../src/runtime/cluster.ts";
 import type { ModuleImages } from "../../src/runtime/controller_spec.ts";
 import type { Plan } from "../../src/reconcile/plan.ts";
 import { reconcileServerless, type ServerlessInput } from "../../src/reconcile/serverless.ts";
-import {
-  type CarryOutOptions,
-  claimOf,
-  convergeWith,
-  moduleObject,
-  type World,
-} from "./singleton_world.ts";
+import { type CarryOutOptions, convergeWith } from "./plans_on_sim_store.ts";
+import { claimOf, moduleObject, type World } from "./module_fixtures.ts";
 
 /** A fixed time: 2026-01-01T00:00:00Z. */
 export const NOW = Date.UTC(2026, 0, 1);

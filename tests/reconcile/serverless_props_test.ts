@@ -6,7 +6,7 @@ import { rowOfStatus } from "../../src/reconcile/conditions.ts";
 import { reconcileServerless, SERVERLESS_STATES } from "../../src/reconcile/serverless.ts";
 import type { KubeObject } from "../../src/runtime/cluster.ts";
 import { converge, inputOf, serverless, statusOf } from "./serverless_fixtures.ts";
-import { claimHeldBy } from "./singleton_world.ts";
+import { claimHeldBy } from "./module_fixtures.ts";
 import { testModuleProperties } from "./module_props.ts";
 
 const opt = <T>(arb: fc.Arbitrary<T>) => fc.option(arb, { nil: undefined });

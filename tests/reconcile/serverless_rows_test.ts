@@ -17,7 +17,8 @@ import {
   world,
 } from "./serverless_fixtures.ts";
 import { type RowCase, testStateRows } from "./module_rows.ts";
-import { carryOut, deleting, type World } from "./singleton_world.ts";
+import { carryOut } from "./plans_on_sim_store.ts";
+import { deleting, type World } from "./module_fixtures.ts";
 
 /** A served, claimed Serverless with its module installed and ready. */
 function installed(spec: Record<string, unknown> = {}): World {

@@ -10,7 +10,8 @@ import {
 } from "../../src/reconcile/module/singleton.ts";
 import { reconcileServerless } from "../../src/reconcile/serverless.ts";
 import { conditionOf, converge, inputOf, serverless, statusOf } from "./serverless_fixtures.ts";
-import { carryOut, deleting, heldClaim, isClaimingPlan, type World } from "./singleton_world.ts";
+import { carryOut } from "./plans_on_sim_store.ts";
+import { deleting, heldClaim, isClaimingPlan, type World } from "./module_fixtures.ts";
 
 const peer = (name: string, created: string, served?: string, namespace = "ns"): Peer => ({
   metadata: { name, namespace, creationTimestamp: created },
