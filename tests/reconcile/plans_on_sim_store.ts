@@ -30,8 +30,6 @@ import { claimOf, moduleOfKind, rolledOut, type World } from "./module_fixtures.
 export interface CarryOutOptions {
   /** Mark every applied Deployment as rolled out (default true). */
   ready?: boolean;
-  /** Defaults applied to what is sent, as the API server would (default `apiServerDefaults`; null: none). */
-  normalize?: ((obj: KubeObject) => KubeObject) | null;
 }
 
 const OPERATOR: Actor = { name: "operator/test", manager: FIELD_MANAGER };
@@ -201,7 +199,6 @@ function writePrimary(
 export function carryOut(world: World, plan: Plan, opts: CarryOutOptions = {}): World {
   const server = new Server();
   loadWorld(server, world);
-  const send = opts.normalize === null ? (o: KubeObject) => o : opts.normalize ?? defaults;
   for (const obj of plan.create ?? []) {
     // A module reducer creates nothing but its claim (the rest it applies).
     if (obj.kind !== "Lease") throw new Error(`carryOut: unexpected create of ${obj.kind}`);
@@ -209,8 +206,7 @@ export function carryOut(world: World, plan: Plan, opts: CarryOutOptions = {}): 
   }
   if (world.object) writePrimary(server, world.object, plan, "add");
   for (const obj of plan.apply) {
-    server.namespace(obj.metadata.namespace);
-    const stored = server.store.apply(server.type(obj), send(obj), OPERATOR, true).obj;
+    const stored = server.store.apply(server.type(obj), defaults(obj), OPERATOR, true).obj;
     if (obj.kind === "Deployment" && (opts.ready ?? true)) {
       const gen = server.read(stored)!.metadata.generation!;
       server.store.update(server.type(obj), { ...stored, status: rolledOut(gen) }, KCM, "status");
