@@ -18,6 +18,9 @@ FROM gcr.io/distroless/cc-debian12:nonroot
 COPY --from=build /app/dist/platform-operator /platform-operator
 # Let V8 size its heap from the container's memory limit.
 ENV DENO_USE_CGROUPS=1
+# One glibc malloc arena: the native side (HTTP bodies, TLS) then returns what a large initial list
+# freed instead of keeping it in per-thread arenas (about 10 MB of RSS at 10,000 RateLimits).
+ENV MALLOC_ARENA_MAX=1
 USER nonroot
 EXPOSE 8080 8081
 ENTRYPOINT ["/platform-operator", "run"]

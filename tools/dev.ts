@@ -8,7 +8,7 @@ import { dirname, join, resolve } from "node:path";
 import { freePort } from "./cluster/processes.ts";
 import { type ClusterHandle, down, ensureBuilt, up } from "./cluster/mod.ts";
 import { DEFAULT_CLUSTER_DIR } from "./cluster/paths.ts";
-import { operatorRunArgs } from "./operator/process.ts";
+import { OPERATOR_ENV, operatorRunArgs } from "./operator/process.ts";
 
 const ROOT = resolve(import.meta.dirname ?? ".", "..");
 const say = (msg: string) => console.error(`[dev] ${msg}`);
@@ -33,6 +33,7 @@ function startOperator(
   const child = new Deno.Command(Deno.execPath(), {
     args,
     cwd: ROOT,
+    env: { ...OPERATOR_ENV },
     stdin: "null",
     stdout: "inherit",
     stderr: "piped",

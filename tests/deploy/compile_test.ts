@@ -11,6 +11,7 @@ import { json, status } from "../kube/fake_server.ts";
 import { startServer } from "../kube/fake_server.ts";
 import { kubeconfigFor } from "../kube/helpers.ts";
 import { dirname } from "node:path";
+import { OPERATOR_ENV } from "../../tools/operator/process.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 const config = JSON.parse(await Deno.readTextFile(`${ROOT}deno.json`)) as {
@@ -170,6 +171,16 @@ Deno.test("Dockerfile: compiles with the pinned Deno and the frozen lockfile, ru
   );
   assert.ok(lines.includes("COPY --from=build /app/dist/platform-operator /platform-operator"));
   assert.ok(lines.includes("USER nonroot"));
+  // The image's environment is the one `deno task start`, the tests and the benchmarks run with.
+  const tasks = JSON.parse(await Deno.readTextFile(`${ROOT}deno.json`)).tasks as Record<
+    string,
+    string
+  >;
+  for (const [name, value] of Object.entries(OPERATOR_ENV)) {
+    assert.ok(lines.includes(`ENV ${name}=${value}`), `ENV ${name}=${value} in the Dockerfile`);
+    const prefix = tasks.start.slice(0, tasks.start.indexOf("deno run")).split(" ");
+    assert.ok(prefix.includes(`${name}=${value}`), `deno task start sets ${name}=${value}`);
+  }
   assert.equal(lines.at(-1), 'ENTRYPOINT ["/platform-operator", "run"]');
   // Everything the build copies passes the .dockerignore allowlist.
   const allowed = (await Deno.readTextFile(`${ROOT}.dockerignore`)).split("\n").filter((l) =>

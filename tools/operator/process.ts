@@ -55,6 +55,12 @@ export async function killLeftovers(logDir: string, clusterDir: string): Promise
   }
 }
 
+/**
+ * The environment the operator's image sets (Dockerfile `ENV`) and `deno task start` sets too,
+ * so tests, benchmarks and `deno task dev` run the operator as it is deployed.
+ */
+export const OPERATOR_ENV: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: "1" };
+
 /** Where a replica of the operator answers and whom it talks to, for `mod.ts run`. */
 export interface RunTarget {
   kubeconfig: string;
@@ -131,7 +137,7 @@ export class OperatorProcess {
     const child = new Deno.Command(Deno.execPath(), {
       args,
       cwd: o.root ?? REPO_ROOT,
-      env: { NO_COLOR: "1" },
+      env: { ...OPERATOR_ENV, NO_COLOR: "1" },
       stdin: "null",
       stdout: "piped",
       stderr: "piped",
