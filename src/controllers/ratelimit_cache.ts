@@ -4,9 +4,10 @@
  * most of the operator's memory. Each projection keeps exactly what reconciling reads (and what
  * the cache itself reads of metadata); the rest is dropped as the watch delivers it.
  */
-import { SIDECAR_STATUS_ANNOTATION } from "../api/pod.ts";
+import { hasMeshSidecar, MESH_PROXY_CONTAINER, SIDECAR_STATUS_ANNOTATION } from "../api/pod.ts";
 import type { KubeObject, ObjectMeta } from "../runtime/cluster.ts";
 import type { Projection } from "../runtime/controller_spec.ts";
+import { shared, sharedValues } from "../runtime/prepare.ts";
 
 type Json = Record<string, unknown>;
 
@@ -25,41 +26,50 @@ export const FILTER_PROJECTION: Projection = {
   digestSpec: true,
   keep(ef: KubeObject): KubeObject {
     const selector = isObject(ef.spec) ? ef.spec.workloadSelector : undefined;
+    const metadata = structuredClone(ef.metadata);
+    metadata.namespace = shared(metadata.namespace) as string | undefined;
+    if (metadata.labels) metadata.labels = sharedValues(metadata.labels);
+    metadata.ownerReferences = metadata.ownerReferences?.map((o) => ({
+      ...o,
+      apiVersion: shared(o.apiVersion) as string,
+      kind: shared(o.kind) as string,
+    }));
+    if (metadata.ownerReferences === undefined) delete metadata.ownerReferences;
     return {
-      apiVersion: ef.apiVersion,
-      kind: ef.kind,
-      metadata: structuredClone(ef.metadata),
+      apiVersion: shared(ef.apiVersion) as string,
+      kind: shared(ef.kind) as string,
+      metadata,
       ...(selector !== undefined ? { spec: { workloadSelector: structuredClone(selector) } } : {}),
     };
   },
 };
 
-/** Metadata fields of a Pod that the controller (labels, the sidecar annotation) and cache read. */
+/** Metadata fields of a Pod that the controller (labels) and the cache (the rest) read. */
 const POD_META = [
   "name",
   "namespace",
-  "uid",
   "resourceVersion",
-  "creationTimestamp",
   "deletionTimestamp",
   "finalizers",
   "labels",
 ] as const;
 
-function containerNames(list: unknown, withRestartPolicy: boolean): Json[] | undefined {
-  if (!Array.isArray(list)) return undefined;
-  return list.filter(isObject).map((c) => {
-    const out: Json = {};
-    if (c.name !== undefined) out.name = c.name;
-    if (withRestartPolicy && c.restartPolicy !== undefined) out.restartPolicy = c.restartPolicy;
-    return out;
-  });
-}
+/** The mesh proxy's container entry, shared by every projected Pod that has one. */
+const PROXY_CONTAINER: readonly Json[] = Object.freeze([
+  Object.freeze({ name: MESH_PROXY_CONTAINER }),
+]);
+const NATIVE_PROXY: readonly Json[] = Object.freeze([
+  Object.freeze({ name: MESH_PROXY_CONTAINER, restartPolicy: "Always" }),
+]);
+const MARKED: Readonly<Record<string, string>> = Object.freeze({ [SIDECAR_STATUS_ANNOTATION]: "" });
 
 /**
- * A Pod: its labels (which RateLimits select it), whether it has a mesh proxy (container names,
- * native sidecars' restart policy, the injector's annotation), and whether it still serves (phase,
- * deletionTimestamp). A running Pod is a few kilobytes of JSON; this keeps a few hundred bytes.
+ * A Pod: its labels (which RateLimits select it), whether it has a mesh proxy, and whether it
+ * still serves (phase, deletionTimestamp). Of the proxy it keeps only the evidence
+ * `hasMeshSidecar` finds first: the `istio-proxy` container, the native sidecar, or the injector's
+ * annotation with its value (a few hundred bytes of JSON nobody reads) left empty. A phase is kept
+ * only when it ends the Pod. A running Pod is a few kilobytes of JSON; this keeps about 300 bytes,
+ * and `tests/controllers/ratelimit_cache_test.ts` checks that every reading gives the same answer.
  */
 export const POD_PROJECTION: Projection = {
   name: "ratelimit.pod",
@@ -67,20 +77,35 @@ export const POD_PROJECTION: Projection = {
     const meta: Json = {};
     const from = pod.metadata as unknown as Json;
     for (const k of POD_META) if (from[k] !== undefined) meta[k] = structuredClone(from[k]);
-    const sidecar = pod.metadata.annotations?.[SIDECAR_STATUS_ANNOTATION];
-    if (typeof sidecar === "string") meta.annotations = { [SIDECAR_STATUS_ANNOTATION]: sidecar };
+    meta.namespace = shared(meta.namespace);
+    if (isObject(meta.labels)) meta.labels = sharedValues(meta.labels as Record<string, string>);
     const spec: Json = {};
-    const containers = containerNames(isObject(pod.spec) ? pod.spec.containers : undefined, false);
-    const inits = containerNames(isObject(pod.spec) ? pod.spec.initContainers : undefined, true);
-    if (containers) spec.containers = containers;
-    if (inits) spec.initContainers = inits;
+    const proxy = meshProxyEvidence(pod);
+    if (proxy === "container") spec.containers = PROXY_CONTAINER;
+    else if (proxy === "native") spec.initContainers = NATIVE_PROXY;
+    else if (proxy === "annotation") meta.annotations = MARKED;
     const phase = isObject(pod.status) ? pod.status.phase : undefined;
+    const ended = phase === "Succeeded" || phase === "Failed";
     return {
-      apiVersion: pod.apiVersion,
-      kind: pod.kind,
+      apiVersion: shared(pod.apiVersion) as string,
+      kind: shared(pod.kind) as string,
       metadata: meta as unknown as ObjectMeta,
       spec,
-      ...(phase !== undefined ? { status: { phase } } : {}),
+      ...(ended ? { status: { phase } } : {}),
     };
   },
 };
+
+/** Which evidence of a mesh proxy `hasMeshSidecar` would find first, if any. */
+function meshProxyEvidence(pod: KubeObject): "container" | "native" | "annotation" | undefined {
+  if (!hasMeshSidecar(pod)) return undefined;
+  const list = (field: string) => {
+    const l = isObject(pod.spec) ? pod.spec[field] : undefined;
+    return Array.isArray(l) ? l.filter(isObject) : [];
+  };
+  if (list("containers").some((c) => c.name === MESH_PROXY_CONTAINER)) return "container";
+  const native = list("initContainers").some((c) =>
+    c.name === MESH_PROXY_CONTAINER && c.restartPolicy === "Always"
+  );
+  return native ? "native" : "annotation";
+}

@@ -33,8 +33,12 @@ export function deepFreeze<T>(value: T): T {
 }
 
 /**
- * The `fieldsV1` of the operator's own server-side apply of the main resource, if the object
- * carries managedFields. The runner needs it to see fields a new desired state dropped.
+ * The map keys (`f:`) of the `fieldsV1` of the operator's own server-side apply of the main
+ * resource, if the object carries managedFields: the runner needs them to see fields a new desired
+ * state dropped (`ownedFieldMissing`, which follows map keys only). List items (`k:`, `v:`, `i:`)
+ * and `.` are dropped, and equal trees are shared: a `k:{"uid":...}` key made every EnvoyFilter's
+ * tree, and its hidden class, unique (about 8 MB at 10,000 RateLimits); without them every filter
+ * of a shape has the same tree.
  */
 export function ownedFieldsOf(obj: KubeObject, manager = FIELD_MANAGER): unknown {
   const entries = obj.metadata.managedFields as
@@ -44,8 +48,28 @@ export function ownedFieldsOf(obj: KubeObject, manager = FIELD_MANAGER): unknown
     e.manager === manager && e.operation === "Apply" && !e.subresource
   );
   if (own?.fieldsV1 === undefined) return undefined;
-  // A frozen input (the simulator's) can be shared; a CRD's field set is as large as its schema.
-  return Object.isFrozen(own.fieldsV1) ? own.fieldsV1 : deepFreeze(structuredClone(own.fieldsV1));
+  const keys = mapKeys(own.fieldsV1);
+  const text = JSON.stringify(keys);
+  let shared = ownedTrees.get(text);
+  if (shared === undefined) {
+    // Bounded: a few shapes a type in practice; past the bound, trees are simply not shared.
+    if (ownedTrees.size >= OWNED_TREES_MAX) ownedTrees.clear();
+    ownedTrees.set(text, shared = deepFreeze(keys));
+  }
+  return shared;
+}
+
+const OWNED_TREES_MAX = 4096;
+const ownedTrees = new Map<string, unknown>();
+
+/** The `f:` keys of a fieldsV1 tree, recursively, in their order. */
+function mapKeys(fields: unknown): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  if (fields === null || typeof fields !== "object" || Array.isArray(fields)) return out;
+  for (const [k, sub] of Object.entries(fields)) {
+    if (k.startsWith("f:")) out[k] = mapKeys(sub);
+  }
+  return out;
 }
 
 /**
@@ -58,7 +82,37 @@ export function ownedFieldsOf(obj: KubeObject, manager = FIELD_MANAGER): unknown
 export function prepareForCache(obj: KubeObject): KubeObject {
   if (Object.isFrozen(obj) && !obj.metadata.managedFields) return obj;
   const { managedFields: _dropped, ...metadata } = obj.metadata;
-  return deepFreeze({ ...obj, metadata });
+  if (metadata.namespace !== undefined) metadata.namespace = shared(metadata.namespace) as string;
+  if (metadata.labels) metadata.labels = sharedValues(metadata.labels);
+  return deepFreeze({
+    ...obj,
+    apiVersion: shared(obj.apiVersion) as string,
+    kind: shared(obj.kind) as string,
+    metadata,
+  });
+}
+
+const strings = new Map<string, string>();
+const SHARED_MAX = 10_000;
+
+/**
+ * One copy of a short string that many cached objects repeat (apiVersion, kind, namespace, label
+ * values): JSON parsing makes a new string for every value, about 50 bytes each. Bounded: past
+ * the bound, new strings are simply not shared. Anything else is returned as it is.
+ */
+export function shared(value: unknown): unknown {
+  if (typeof value !== "string" || value.length > 64) return value;
+  const hit = strings.get(value);
+  if (hit !== undefined) return hit;
+  if (strings.size < SHARED_MAX) strings.set(value, value);
+  return value;
+}
+
+/** A map of strings with each value `shared`. */
+export function sharedValues(map: Readonly<Record<string, string>>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(map)) out[k] = shared(v) as string;
+  return out;
 }
 
 /** What a store keeps of one object: the entry, and beside it what the runner compares. */
