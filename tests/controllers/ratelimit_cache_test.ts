@@ -27,28 +27,30 @@ const pod = fc.record({
     nil: undefined,
   }),
   deleting: fc.boolean(),
-}).map(({ labels, annotation, containers, inits, phase, deleting }): KubeObject => json({
-  apiVersion: "v1",
-  kind: "Pod",
-  metadata: {
-    name: "p-0",
-    namespace: "ns",
-    uid: "0b7e2d3c-1111-4a4a-8888-000000000000",
-    resourceVersion: "7",
-    creationTimestamp: "2026-11-23T10:00:00Z",
-    labels,
-    ...(annotation !== undefined
-      ? { annotations: { "sidecar.istio.io/status": annotation, other: "x" } }
-      : {}),
-    ...(deleting ? { deletionTimestamp: "2026-11-23T11:00:00Z", finalizers: ["f"] } : {}),
-  },
-  spec: {
-    ...(containers ? { containers } : {}),
-    ...(inits ? { initContainers: inits } : {}),
-    nodeName: "kwok-node-0",
-  },
-  ...(phase ? { status: { phase, podIP: "10.0.0.1" } } : {}),
-}));
+}).map(({ labels, annotation, containers, inits, phase, deleting }): KubeObject =>
+  json({
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: {
+      name: "p-0",
+      namespace: "ns",
+      uid: "0b7e2d3c-1111-4a4a-8888-000000000000",
+      resourceVersion: "7",
+      creationTimestamp: "2026-11-23T10:00:00Z",
+      labels,
+      ...(annotation !== undefined
+        ? { annotations: { "sidecar.istio.io/status": annotation, other: "x" } }
+        : {}),
+      ...(deleting ? { deletionTimestamp: "2026-11-23T11:00:00Z", finalizers: ["f"] } : {}),
+    },
+    spec: {
+      ...(containers ? { containers } : {}),
+      ...(inits ? { initContainers: inits } : {}),
+      nodeName: "kwok-node-0",
+    },
+    ...(phase ? { status: { phase, podIP: "10.0.0.1" } } : {}),
+  })
+);
 
 /** As the API server sends it: plain JSON (fast-check's dictionaries have no prototype). */
 function json(obj: KubeObject): KubeObject {
