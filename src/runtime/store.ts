@@ -18,6 +18,7 @@ import {
   sameButVersion,
 } from "./prepare.ts";
 import { type LabelMatcher, parseSelector } from "./selector.ts";
+import { parseResourceVersion, WriteFence } from "./write_fence.ts";
 
 /** What a watcher tells its store (kube-rs `watcher::Event`). */
 export type WatcherEvent =
@@ -36,15 +37,6 @@ export type CacheChange =
   | { type: "apply"; object: KubeObject; old?: KubeObject }
   | { type: "delete"; object: KubeObject };
 
-/**
- * A resourceVersion as a number, when it is one. Kubernetes documents them as opaque, but every
- * API server (etcd revisions) and the simulator issue increasing integers; anything else is not
- * compared, and then a write is simply not cached ahead of the watch.
- */
-export function parseResourceVersion(rv: string | undefined): bigint | undefined {
-  return rv !== undefined && /^[0-9]{1,30}$/.test(rv) ? BigInt(rv) : undefined;
-}
-
 function setOrDelete<V>(m: Map<string, V>, key: string, value: V | undefined): void {
   if (value === undefined) m.delete(key);
   else m.set(key, value);
@@ -55,13 +47,6 @@ export function byKey(a: KubeObject, b: KubeObject): number {
   const ka = objectKey(a);
   const kb = objectKey(b);
   return ka < kb ? -1 : ka > kb ? 1 : 0;
-}
-
-/** An object this replica wrote that the watch has not shown yet: cached (or removed) ahead of it. */
-interface Written {
-  rv: bigint;
-  /** The write left the object gone from this store (deleted, or no longer matching the selector). */
-  gone: boolean;
 }
 
 /** The cache of one watch. */
@@ -76,9 +61,7 @@ export class Store {
   readonly #byNamespace = new Map<string, readonly KubeObject[]>();
   #synced = false;
   #live = false;
-  /** The newest resourceVersion the watch or a list has shown. */
-  #seen: bigint | undefined;
-  readonly #written = new Map<string, Written>();
+  readonly #fence = new WriteFence();
   readonly #matches: LabelMatcher | undefined;
   readonly #indexer = new Indexer();
 
@@ -135,7 +118,7 @@ export class Store {
       }
       case "missing":
         this.#live = false;
-        this.#written.clear();
+        this.#fence.clear();
         return this.#swap(new Map(), new Map());
       case "apply": {
         if (this.#behindWrite(ev.object)) return [];
@@ -164,7 +147,7 @@ export class Store {
   }
 
   /**
-   * Read-your-writes: caches `obj`, as a write of this replica got it back from the API, when it is
+   * Read-your-writes (write_fence.ts): caches `obj`, as a write of this replica got it back from the API, when it is
    * newer than what the watch has shown, so the next reconcile sees its own write. A write that
    * left the object gone (its last finalizer removed while deleting) or outside this watch's label
    * selector removes it. Never replaces a newer cached object. Returns the changes made.
@@ -172,7 +155,7 @@ export class Store {
   written(obj: KubeObject): CacheChange[] {
     const rv = parseResourceVersion(obj.metadata.resourceVersion);
     if (!this.#live || !this.#matches || rv === undefined) return [];
-    if (this.#seen !== undefined && rv <= this.#seen) return []; // the watch has shown it already
+    if (this.#fence.shown(rv)) return []; // the watch has shown it already
     const key = objectKey(obj);
     const old = this.#objects.get(key);
     const oldRv = parseResourceVersion(old?.metadata.resourceVersion);
@@ -180,25 +163,14 @@ export class Store {
     const deleted = obj.metadata.deletionTimestamp !== undefined &&
       !(obj.metadata.finalizers?.length);
     const gone = deleted || !this.#matches(obj.metadata.labels ?? {});
-    this.#written.set(key, { rv, gone });
+    this.#fence.wrote(key, rv, gone);
     if (gone) return old ? this.#remove(key, old) : [];
     return [this.#put(key, this.#prepare(obj), old)];
   }
 
-  /**
-   * True when a watch event for an object is older than this replica's cached write of it (or
-   * shows a version the write already removed); once the watch reaches the write, it is trusted
-   * again.
-   */
+  /** True when a watch event for `obj` is older than this replica's cached write of it. */
   #behindWrite(obj: KubeObject): boolean {
-    const rv = parseResourceVersion(obj.metadata.resourceVersion);
-    if (rv !== undefined && (this.#seen === undefined || rv > this.#seen)) this.#seen = rv;
-    const key = objectKey(obj);
-    const w = this.#written.get(key);
-    if (!w || rv === undefined) return false;
-    if (rv < w.rv || (w.gone && rv === w.rv)) return true;
-    this.#written.delete(key);
-    return false;
+    return this.#fence.behind(objectKey(obj), obj);
   }
 
   /** A relist replaces the cache, except for writes newer than the list. */
@@ -207,19 +179,10 @@ export class Store {
     aside: Map<string, Aside>,
     listRv: bigint | undefined,
   ): void {
-    if (listRv !== undefined && (this.#seen === undefined || listRv > this.#seen)) {
-      this.#seen = listRv;
-    }
-    for (const [key, w] of this.#written) {
-      const listedRv = parseResourceVersion(next.get(key)?.metadata.resourceVersion);
-      if (
-        (listRv !== undefined && listRv >= w.rv) || (listedRv !== undefined && listedRv >= w.rv)
-      ) {
-        this.#written.delete(key);
-        continue;
-      }
+    const listed = (key: string) => parseResourceVersion(next.get(key)?.metadata.resourceVersion);
+    for (const { key, gone } of this.#fence.newerThanList(listRv, listed)) {
       const mine = this.#objects.get(key);
-      if (w.gone || !mine) {
+      if (gone || !mine) {
         next.delete(key);
         aside.delete(key);
       } else {
