@@ -150,6 +150,31 @@ Deno.test("docs: benchmarks.md: a CPU profile as shown, then bench/profile.ts ov
   }
 });
 
+Deno.test("docs: benchmarks.md: bench/plot.ts turns a control-plane run's JSON into the SVG", async () => {
+  const command = await shown("docs/benchmarks.md", /bench\/plot\.ts FILE\.json/);
+  const dir = await Deno.makeTempDir({ prefix: "docs-plot-" });
+  try {
+    const figure = (name: string, value: number) => ({ section: "control plane", name, value });
+    const figures = [
+      figure("operator: resident memory, 0 RateLimits", 70),
+      figure("operator: resident memory, 1,000 RateLimits Ready", 120),
+      figure("peer: resident memory, 1,000 RateLimits Ready", 125),
+      figure("operator: 1,000 RateLimits on 1,000 Pods, until all Ready", 15),
+      figure("peer: 1,000 RateLimits on 1,000 Pods, until all Ready", 86),
+    ];
+    const json = join(dir, "run.json");
+    await Deno.writeTextFile(json, JSON.stringify({ figures }));
+    const r = await sh(command.replace("FILE.json", json).replace("FILE.svg", join(dir, "p.svg")));
+    assert.equal(r.code, 0, r.stderr);
+    const svg = await Deno.readTextFile(join(dir, "p.svg"));
+    assert.match(svg, /^<svg /);
+    assert.match(svg, /peer, 1,000 RateLimits: 86 seconds/);
+    assert.match(svg, /operator, 1,000 RateLimits: 120 MB/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("docs: operations.md: ./deno task compile type-checks and builds the graph, failing only at the denort download", async () => {
   const command = await shown("docs/operations.md", /^\.\/deno task compile$/);
   const r = await sh(command);

@@ -112,7 +112,7 @@ const RUN_BY: { page: string | RegExp; command: string | RegExp; by: string; run
   },
   {
     page: "docs/benchmarks.md",
-    command: /^\.\/deno (task bench |run -A --cpu-prof |run -A bench\/profile\.ts )/,
+    command: /^\.\/deno (task bench |run -A --cpu-prof |run -A bench\/(profile|plot)\.ts )/,
     by: "tests/docs_commands_test.ts",
     runs: '["docs/benchmarks.md", ',
   },
