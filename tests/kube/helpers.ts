@@ -52,4 +52,4 @@ export async function withCluster(
 }
 
 /** Types used across the tests. */
-export const { RateLimit, Deployment, Namespace, Pod, Serverless } = RESOURCES;
+export const { RateLimit, Deployment, Namespace, Pod, Serverless, Lease } = RESOURCES;

@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
 import { main, runOperator } from "../../src/cli/run.ts";
 import { parseRunFlags, type RunOptions } from "../../src/cli/run_flags.ts";
-import { FakeApi } from "./fake_api.ts";
 import { startServer } from "./fake_server.ts";
-import { kubeconfigFor } from "./helpers.ts";
+import { kubeconfigFor, Lease, RateLimit } from "./helpers.ts";
+import { SimApi } from "./sim_api.ts";
 
 function opts(args: string[]): RunOptions {
   const parsed = parseRunFlags(args, () => undefined);
@@ -30,7 +30,7 @@ interface Started {
   exit: Promise<number>;
 }
 
-async function start(api: FakeApi, args: string[]): Promise<Started & { close(): Promise<void> }> {
+async function start(api: SimApi, args: string[]): Promise<Started & { close(): Promise<void> }> {
   const server = await startServer(api.handle);
   const kubeconfig = await kubeconfigFor(server.url);
   const lines: Record<string, unknown>[] = [];
@@ -76,8 +76,8 @@ async function get(
 }
 
 Deno.test("a missing CRD is one log line saying what to do, retried; alive but not ready; SIGTERM exits 0", async () => {
-  const api = new FakeApi();
-  api.missing.add("/ratelimits");
+  const api = new SimApi();
+  api.uninstall(RateLimit);
   const op = await start(api, []);
   try {
     await waitFor(
@@ -106,22 +106,18 @@ Deno.test("a missing CRD is one log line saying what to do, retried; alive but n
 });
 
 Deno.test("once the CRD appears the manager starts, becomes ready, and a stop releases the lease and exits 0", async () => {
-  const api = new FakeApi();
-  api.missing.add("/ratelimits");
+  const api = new SimApi();
+  api.uninstall(RateLimit);
   const op = await start(api, ["--leader-elect=true", "--lease-namespace=platform-system"]);
   try {
     await waitFor("the CRD problem", () => op.lines.some((l) => l.check === "crd-missing"));
-    api.missing.clear();
+    api.install(RateLimit);
     await waitFor("readiness", async () => (await get(op.addrs.probes, "/readyz")).status === 200);
-    const lease = api.objects.get(
-      "/apis/coordination.k8s.io/v1/namespaces/platform-system/leases/platform-operator",
-    );
+    const lease = api.sim.store.get(Lease, "platform-system", "platform-operator");
     assert.equal((lease?.spec as { holderIdentity?: string }).holderIdentity, "test-replica");
     op.stop.abort();
     assert.equal(await op.exit, 0);
-    const released = api.objects.get(
-      "/apis/coordination.k8s.io/v1/namespaces/platform-system/leases/platform-operator",
-    );
+    const released = api.sim.store.get(Lease, "platform-system", "platform-operator");
     assert.notEqual((released?.spec as { holderIdentity?: string }).holderIdentity, "test-replica");
     assert.ok(op.lines.some((l) => l.msg === "stopped"));
   } finally {
