@@ -6,7 +6,7 @@
  * unless `--cluster` is given.
  */
 import { buildStatus } from "../tools/cluster/mod.ts";
-import { benchCluster, clusterOptions } from "./cluster/mod.ts";
+import { benchCluster, CLUSTER_PHASES, clusterOptions, type ClusterPhase } from "./cluster/mod.ts";
 import { PEER_ENV, peerCheckout } from "./cluster/peer.ts";
 import { benchDataplane, dataplaneOptions } from "./dataplane.ts";
 import { benchReducers, reducerOptions } from "./reducer.ts";
@@ -22,6 +22,7 @@ export type Section = typeof SECTIONS[number];
 export const USAGE = `Usage: deno task bench [--quick] [--cluster] [--only=${
   SECTIONS.join(",")
 }] [--json=FILE] [--peer=PATH]
+       [--phases=${CLUSTER_PHASES.join(",")}]
   --quick      small counts, a few seconds a bench (CI); skips the control plane unless --cluster
   --cluster    with --quick: run the control-plane benches too (100 RateLimits, about 2 min)
   --only=...   run only these benches, in order: ${SECTIONS.join(", ")}
@@ -29,6 +30,7 @@ export const USAGE = `Usage: deno task bench [--quick] [--cluster] [--only=${
   --peer=PATH  a checkout of kyma-project/api-gateway (default: $${PEER_ENV}): the control-plane
                benches build its RateLimit controller there and measure it beside the operator
                (bench/peers/kyma-ratelimit/README.md); without one they say so and run the rest
+  --phases=... only these phases of the control-plane benches (startup needs converge)
 Environment: BENCH_OPERATOR_ROOT=DIR runs the operator from another tree (before/after); plot a
 control-plane run's JSON with: deno run -A bench/plot.ts FILE.json --out=FILE.svg
 Figures are medians over repeated runs, each with a baseline measured in the same run and their
@@ -42,6 +44,7 @@ export interface BenchArgs {
   only: Section[];
   json?: string;
   peer?: string;
+  phases?: ClusterPhase[];
 }
 
 /** Parses the command line; throws a message naming the bad argument. */
@@ -60,7 +63,14 @@ export function parseArgs(args: readonly string[]): BenchArgs {
       out.only = names as Section[];
     } else if (a.startsWith("--json=")) out.json = a.slice("--json=".length);
     else if (a.startsWith("--peer=")) out.peer = a.slice("--peer=".length);
-    else {
+    else if (a.startsWith("--phases=")) {
+      const names = a.slice("--phases=".length).split(",").filter((s) => s);
+      const bad = names.filter((n) => !(CLUSTER_PHASES as readonly string[]).includes(n));
+      if (bad.length > 0) {
+        throw new Error(`unknown phase ${bad.join(", ")}: use ${CLUSTER_PHASES.join(", ")}`);
+      }
+      out.phases = names as ClusterPhase[];
+    } else {
       throw new Error(
         `unknown argument ${a}: use --quick, --cluster, --only=..., --json=FILE, --peer=PATH`,
       );
@@ -103,7 +113,10 @@ async function main(argv: string[]): Promise<number> {
   if (want("cluster")) {
     const why = await clusterSkipReason(args);
     if (why) report.skip("control plane", why);
-    else await benchCluster(report, clusterOptions(args.quick, peerCheckout(args.peer)));
+    else {
+      const o = clusterOptions(args.quick, peerCheckout(args.peer));
+      await benchCluster(report, args.phases ? { ...o, phases: args.phases } : o);
+    }
   }
   for (const line of report.summary()) console.log(line);
   if (args.json) {

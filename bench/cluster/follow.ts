@@ -21,6 +21,7 @@ export async function followRateLimits(
   type: ResourceType = RESOURCES.RateLimit,
 ): Promise<void> {
   let listed = false;
+  let failures = 0;
   while (!signal.aborted) {
     try {
       const page = await api.list(type, { namespace });
@@ -42,7 +43,9 @@ export async function followRateLimits(
       }
     } catch (err) {
       if (signal.aborted) return;
-      if (!listed) throw err;
+      // A fresh API server answers "storage is (re)initializing" for a few seconds: retry the
+      // first list for about 10 s, then give up on it; later failures only restart the watch.
+      if (!listed && ++failures > 20) throw err;
       await new Promise((r) => setTimeout(r, 500));
     }
   }

@@ -42,7 +42,21 @@ export interface ClusterOptions {
   width: number;
   /** Checkout of kyma-project/api-gateway to build the peer from; undefined: no peer. */
   peer?: string;
+  /** The phases to run (default: all of CLUSTER_PHASES); startup needs converge. */
+  phases?: readonly ClusterPhase[];
 }
+
+/** The control-plane benches' phases, in run order (`--phases=`). */
+export const CLUSTER_PHASES = [
+  "idle",
+  "small",
+  "converge",
+  "startup",
+  "scale",
+  "namespace",
+] as const;
+/** One phase of the control-plane benches. */
+export type ClusterPhase = typeof CLUSTER_PHASES[number];
 
 /** Default sizes: `quick` (CI with --cluster) or the full run of issues 7 and 14. */
 export function clusterOptions(quick: boolean, peer?: string): ClusterOptions {
@@ -75,6 +89,7 @@ const list = (xs: number[], digits = 2) => xs.map((x) => fmt(x, digits)).join(",
 /** Runs every control-plane bench into `report`. */
 export async function benchCluster(report: Report, o: ClusterOptions): Promise<void> {
   const say = (line: string) => report.info(SECTION, line);
+  const phase = (p: ClusterPhase) => (o.phases ?? CLUSTER_PHASES).includes(p);
   // Logs are appended to by name: start from none, so each figure reads its own run.
   await Deno.remove(join(BENCH_DIR, "logs"), { recursive: true }).catch(() => {});
   const t0 = Date.now();
@@ -111,10 +126,11 @@ export async function benchCluster(report: Report, o: ClusterOptions): Promise<v
     ) => report.add({ section: SECTION, name: `${subject.label}: ${name}`, ...f });
 
     // Memory with nothing to watch.
-    for (const subject of subjects) {
+    for (const subject of phase("idle") ? subjects : []) {
       const r = await start(subject, `${subject.key}-idle`);
+      const { mb } = await idleRss(r, 3_000, 60_000);
       add(subject, "resident memory, 0 RateLimits", {
-        value: await idleRss(r, 3_000, 60_000),
+        value: mb,
         unit: "MB",
         ...(subject.key === "operator" ? { target: { of: "value", op: "<=", bound: 60 } } : {}),
         note: `VmRSS from /proc/<pid>/status once synced, idle and settled; ${await r
@@ -124,7 +140,7 @@ export async function benchCluster(report: Report, o: ClusterOptions): Promise<v
     }
 
     // A small convergence, for the plot.
-    if (o.small) {
+    if (o.small && phase("small")) {
       for (const subject of subjects) {
         const r = await start(subject, `${subject.key}-small`);
         await r.waitIdle(2_000, 60_000);
@@ -135,8 +151,9 @@ export async function benchCluster(report: Report, o: ClusterOptions): Promise<v
           unit: "s",
           note: `one run; CPU ${fmt(c.cpuS ?? 0, 2)} s`,
         });
+        const { mb } = await idleRss(r, 5_000, 600_000);
         add(subject, `resident memory, ${fmt(o.small)} RateLimits Ready`, {
-          value: await idleRss(r, 5_000, 600_000),
+          value: mb,
           unit: "MB",
           note: `VmRSS once idle and settled after converging; ${await r.memoryNote()}`,
         });
@@ -150,7 +167,7 @@ export async function benchCluster(report: Report, o: ClusterOptions): Promise<v
     const base: number[] = [];
     const times = new Map<Subject, number[]>(subjects.map((x) => [x, []]));
     const cpus = new Map<Subject, number[]>(subjects.map((x) => [x, []]));
-    for (let run = 0; run < o.runs; run++) {
+    for (let run = 0; run < (phase("converge") ? o.runs : 0); run++) {
       const bns = layout(`bench-base-${run}`, n, false);
       const b = await converge(env, bns, o.rules, o.width);
       base.push(b.ms);
@@ -180,7 +197,7 @@ export async function benchCluster(report: Report, o: ClusterOptions): Promise<v
               `${subject.user}); leader Lease renewals apart: ${rest.leases}` +
               (rest.byResource ? `; ${rest.byResource}` : ""),
           });
-          const rss = await idleRss(r, 5_000, 600_000);
+          const { mb: rss } = await idleRss(r, 5_000, 600_000);
           add(subject, `resident memory, ${fmt(n)} RateLimits Ready`, {
             value: rss,
             unit: "MB",
@@ -193,7 +210,7 @@ export async function benchCluster(report: Report, o: ClusterOptions): Promise<v
         if (run < o.runs - 1) await env.deleteNamespaces(ns.map(([x]) => x));
       }
     }
-    for (const subject of subjects) {
+    for (const subject of phase("converge") ? subjects : []) {
       const t = times.get(subject)!;
       add(
         subject,
@@ -220,7 +237,7 @@ export async function benchCluster(report: Report, o: ClusterOptions): Promise<v
     }
 
     // Start-up with the last run's objects in place: spawn to first reconcile.
-    for (const subject of subjects) {
+    for (const subject of phase("converge") && phase("startup") ? subjects : []) {
       const first: number[] = [];
       for (let k = 0; k < o.startupRuns; k++) {
         const r = await start(subject, `${subject.key}-start-${k}`, true);
@@ -242,12 +259,13 @@ export async function benchCluster(report: Report, o: ClusterOptions): Promise<v
     }
 
     // Memory at scale: memoryMax RateLimits and Pods, 1,000 a namespace, all Ready.
-    for (const subject of subjects) {
+    for (const subject of phase("scale") ? subjects : []) {
       const r = await start(subject, `${subject.key}-scale`);
       await r.waitIdle(2_000, 60_000);
       const ns = layout(`bench-${subject.key}-scale`, o.memoryMax, true);
       const c = await converge(env, ns, o.rules, o.width, { s: subject, r });
-      const rss = await idleRss(r, 5_000, 3_600_000);
+      // All Ready already: a subject still busy after 2 minutes stays busy (see idleRss).
+      const { mb: rss, idle } = await idleRss(r, 5_000, 120_000);
       const peak = (await memoryOf(r.pid)).peakMb;
       add(subject, `${fmt(o.memoryMax)} RateLimits on ${fmt(o.memoryMax)} Pods, until all Ready`, {
         value: s(c.ms),
@@ -261,7 +279,9 @@ export async function benchCluster(report: Report, o: ClusterOptions): Promise<v
         ...(subject.key === "operator" && o.memoryMax >= 10_000
           ? { target: { of: "value", op: "<=", bound: 150 } }
           : {}),
-        note:
+        note: (idle
+          ? ""
+          : "never idle (it kept reconciling at its requeue rate), so settled without idling; ") +
           `VmRSS once idle and settled; peak (VmHWM) ${
             fmt(peak, 1)
           } MB; ${ns.length} namespaces of ` +
@@ -272,7 +292,7 @@ export async function benchCluster(report: Report, o: ClusterOptions): Promise<v
     }
 
     // Many RateLimits in one namespace: the operator against the baseline (issue 14).
-    if (o.oneNamespace) {
+    if (o.oneNamespace && phase("namespace")) {
       const m = o.memoryMax;
       const bns = layout("bench-one-base", m, false);
       const b = await converge(env, bns, o.rules, o.width);
@@ -282,7 +302,7 @@ export async function benchCluster(report: Report, o: ClusterOptions): Promise<v
       await r.waitIdle(2_000, 60_000);
       const ns = layout("bench-one-op", m, false);
       const c = await converge(env, ns, o.rules, o.width, { s: subject, r });
-      const rss = await idleRss(r, 5_000, 3_600_000);
+      const { mb: rss } = await idleRss(r, 5_000, 3_600_000);
       add(
         subject,
         `${fmt(m)} RateLimits on ${fmt(m)} Pods in one namespace, created at once, until all Ready`,
