@@ -4,6 +4,7 @@
  * all Ready against the number of RateLimits, for the operator and the peer (log scale of
  * RateLimits; one line a subject; each point a measured figure). Plain SVG 1.1, no scripts.
  */
+import { esc } from "../src/cli/ratelimit/svg.ts";
 import type { Figure } from "./report.ts";
 
 /** One subject's measured points: RateLimits → value. */
@@ -43,10 +44,6 @@ const L = 56;
 const R = 16;
 const T = 40;
 const B = 44;
-
-function esc(text: string): string {
-  return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
-}
 
 function niceMax(v: number): number {
   const pow = 10 ** Math.floor(Math.log10(Math.max(v, 1e-9)));

@@ -8,6 +8,7 @@ import { dirname, join } from "node:path";
 import { RESOURCES } from "../../src/api/resources.ts";
 import { isApiError, type KubeObject, type ResourceType } from "../../src/runtime/cluster.ts";
 import { freePort, isAlive } from "../../tools/cluster/processes.ts";
+import { scrapeMetrics } from "../../tools/operator/process.ts";
 import { type BenchCluster, until } from "./env.ts";
 
 /** Environment variable naming the checkout (the `--peer=PATH` flag wins). */
@@ -203,15 +204,8 @@ export class PeerProcess {
   }
 
   /** Its controller-runtime `/metrics` text, or undefined when it does not answer. */
-  async metrics(): Promise<string | undefined> {
-    try {
-      const res = await fetch(`http://${this.metricsAddr}/metrics`, {
-        signal: AbortSignal.timeout(2000),
-      });
-      return res.ok ? await res.text() : (await res.body?.cancel(), undefined);
-    } catch {
-      return undefined;
-    }
+  metrics(): Promise<string | undefined> {
+    return scrapeMetrics(this.metricsAddr);
   }
 
   /**

@@ -7,7 +7,6 @@
 import { hasMeshSidecar, MESH_PROXY_CONTAINER, SIDECAR_STATUS_ANNOTATION } from "../api/pod.ts";
 import type { KubeObject, ObjectMeta } from "../runtime/cluster.ts";
 import type { Projection } from "../runtime/controller_spec.ts";
-import { shared, sharedValues } from "../runtime/prepare.ts";
 
 type Json = Record<string, unknown>;
 
@@ -26,19 +25,10 @@ export const FILTER_PROJECTION: Projection = {
   digestSpec: true,
   keep(ef: KubeObject): KubeObject {
     const selector = isObject(ef.spec) ? ef.spec.workloadSelector : undefined;
-    const metadata = structuredClone(ef.metadata);
-    metadata.namespace = shared(metadata.namespace) as string | undefined;
-    if (metadata.labels) metadata.labels = sharedValues(metadata.labels);
-    metadata.ownerReferences = metadata.ownerReferences?.map((o) => ({
-      ...o,
-      apiVersion: shared(o.apiVersion) as string,
-      kind: shared(o.kind) as string,
-    }));
-    if (metadata.ownerReferences === undefined) delete metadata.ownerReferences;
     return {
-      apiVersion: shared(ef.apiVersion) as string,
-      kind: shared(ef.kind) as string,
-      metadata,
+      apiVersion: ef.apiVersion,
+      kind: ef.kind,
+      metadata: structuredClone(ef.metadata),
       ...(selector !== undefined ? { spec: { workloadSelector: structuredClone(selector) } } : {}),
     };
   },
@@ -77,8 +67,6 @@ export const POD_PROJECTION: Projection = {
     const meta: Json = {};
     const from = pod.metadata as unknown as Json;
     for (const k of POD_META) if (from[k] !== undefined) meta[k] = structuredClone(from[k]);
-    meta.namespace = shared(meta.namespace);
-    if (isObject(meta.labels)) meta.labels = sharedValues(meta.labels as Record<string, string>);
     const spec: Json = {};
     const proxy = meshProxyEvidence(pod);
     if (proxy === "container") spec.containers = PROXY_CONTAINER;
@@ -87,8 +75,8 @@ export const POD_PROJECTION: Projection = {
     const phase = isObject(pod.status) ? pod.status.phase : undefined;
     const ended = phase === "Succeeded" || phase === "Failed";
     return {
-      apiVersion: shared(pod.apiVersion) as string,
-      kind: shared(pod.kind) as string,
+      apiVersion: pod.apiVersion,
+      kind: pod.kind,
       metadata: meta as unknown as ObjectMeta,
       spec,
       ...(ended ? { status: { phase } } : {}),

@@ -50,13 +50,13 @@ export function ownedFieldsOf(obj: KubeObject, manager = FIELD_MANAGER): unknown
   if (own?.fieldsV1 === undefined) return undefined;
   const keys = mapKeys(own.fieldsV1);
   const text = JSON.stringify(keys);
-  let shared = ownedTrees.get(text);
-  if (shared === undefined) {
-    // Bounded: a few shapes a type in practice; past the bound, trees are simply not shared.
+  let tree = ownedTrees.get(text);
+  if (tree === undefined) {
+    // Bounded: a few shapes a type in practice; past the bound, the table starts over.
     if (ownedTrees.size >= OWNED_TREES_MAX) ownedTrees.clear();
-    ownedTrees.set(text, shared = deepFreeze(keys));
+    ownedTrees.set(text, tree = deepFreeze(keys));
   }
-  return shared;
+  return tree;
 }
 
 const OWNED_TREES_MAX = 4096;
@@ -82,14 +82,30 @@ function mapKeys(fields: unknown): Record<string, unknown> {
 export function prepareForCache(obj: KubeObject): KubeObject {
   if (Object.isFrozen(obj) && !obj.metadata.managedFields) return obj;
   const { managedFields: _dropped, ...metadata } = obj.metadata;
+  return deepFreeze(withSharedStrings({ ...obj, metadata }));
+}
+
+/**
+ * `obj` (a fresh copy, not frozen yet) with the short strings every cached object repeats taken
+ * from one table (`shared`): apiVersion, kind, namespace, label values, owner kinds.
+ */
+function withSharedStrings(obj: KubeObject): KubeObject {
+  const metadata = { ...obj.metadata };
   if (metadata.namespace !== undefined) metadata.namespace = shared(metadata.namespace) as string;
   if (metadata.labels) metadata.labels = sharedValues(metadata.labels);
-  return deepFreeze({
+  if (metadata.ownerReferences) {
+    metadata.ownerReferences = metadata.ownerReferences.map((o) => ({
+      ...o,
+      apiVersion: shared(o.apiVersion) as string,
+      kind: shared(o.kind) as string,
+    }));
+  }
+  return {
     ...obj,
     apiVersion: shared(obj.apiVersion) as string,
     kind: shared(obj.kind) as string,
     metadata,
-  });
+  };
 }
 
 const strings = new Map<string, string>();
@@ -100,7 +116,7 @@ const SHARED_MAX = 10_000;
  * values): JSON parsing makes a new string for every value, about 50 bytes each. Bounded: past
  * the bound, new strings are simply not shared. Anything else is returned as it is.
  */
-export function shared(value: unknown): unknown {
+function shared(value: unknown): unknown {
   if (typeof value !== "string" || value.length > 64) return value;
   const hit = strings.get(value);
   if (hit !== undefined) return hit;
@@ -109,7 +125,7 @@ export function shared(value: unknown): unknown {
 }
 
 /** A map of strings with each value `shared`. */
-export function sharedValues(map: Readonly<Record<string, string>>): Record<string, string> {
+function sharedValues(map: Readonly<Record<string, string>>): Record<string, string> {
   const out: Record<string, string> = {};
   for (const [k, v] of Object.entries(map)) out[k] = shared(v) as string;
   return out;
@@ -129,7 +145,7 @@ export function prepare(obj: KubeObject, projection: Projection | undefined): Pr
   const owned = ownedFieldsOf(obj);
   if (!projection) return { object: prepareForCache(obj), owned };
   const { managedFields: _dropped, ...metadata } = obj.metadata;
-  const object = deepFreeze(projection.keep({ ...obj, metadata }));
+  const object = deepFreeze(withSharedStrings(projection.keep({ ...obj, metadata })));
   return projection.digestSpec
     ? { object, owned, digest: specDigest(obj.spec) }
     : { object, owned };

@@ -12,10 +12,8 @@ import type { KubeObject } from "../../src/runtime/cluster.ts";
 import type { ControllerSpec, Projection } from "../../src/runtime/controller_spec.ts";
 import { specDigest } from "../../src/runtime/prepare.ts";
 import { planWatches } from "../../src/runtime/controller_loop.ts";
-import { Runner } from "../../src/runtime/runner.ts";
 import { Store } from "../../src/runtime/store.ts";
-import { TestCluster } from "./test_cluster.ts";
-import { captureLogger, ManualClock, seededRandom } from "./helpers.ts";
+import { setup } from "./runner_fixtures.ts";
 
 const EF = RESOURCES.EnvoyFilter;
 const SL = RESOURCES.Serverless;
@@ -133,30 +131,7 @@ Deno.test("one watch projected two ways is refused, by the cache and by the mana
 });
 
 Deno.test("the runner compares a desired spec with a projected cache's digest", async () => {
-  const clock = new ManualClock();
-  const cluster = new TestCluster(clock);
-  const cache = new Cache();
-  const { log } = captureLogger(clock);
-  const runner = new Runner({
-    cluster,
-    cache,
-    clock,
-    random: seededRandom(),
-    log,
-    controller: "test",
-    identity: "op-0",
-  });
-  const refresh = async () => {
-    for (const [type, p] of [[SL, undefined], [EF, KEEP_SELECTOR]] as const) {
-      const store = cache.store(type, undefined, p);
-      store.handle({ type: "init" });
-      for (const object of (await cluster.list(type)).items) {
-        store.handle({ type: "init-apply", object });
-      }
-      store.handle({ type: "init-done" });
-    }
-    cluster.calls.length = 0;
-  };
+  const { cluster, cache, runner, refresh } = setup([[SL], [EF, KEEP_SELECTOR]]);
   cluster.put(SL, {
     apiVersion: "operator.platform-project.io/v1alpha1",
     kind: "Serverless",

@@ -3,7 +3,8 @@ import { RESOURCES } from "../../src/api/resources.ts";
 import { MANAGED_BY, MANAGED_BY_LABEL, SERVERLESS_FINALIZER } from "../../src/reconcile/labels.ts";
 import { emptyPlan, type Plan } from "../../src/reconcile/plan.ts";
 import { Cache } from "../../src/runtime/cache.ts";
-import { type KubeObject } from "../../src/runtime/cluster.ts";
+import type { KubeObject, ResourceType } from "../../src/runtime/cluster.ts";
+import type { Projection } from "../../src/runtime/controller_spec.ts";
 import { Metrics } from "../../src/runtime/metrics.ts";
 import { Runner } from "../../src/runtime/runner.ts";
 import { TestCluster } from "./test_cluster.ts";
@@ -18,8 +19,13 @@ export const NS = "platform-system";
 /** The labels of what the operator installs. */
 export const managed = { [MANAGED_BY_LABEL]: MANAGED_BY };
 
-/** A Runner of controller `serverless` on the test cluster, its cache refreshed on demand. */
-export function setup() {
+/**
+ * A Runner of controller `serverless` on the test cluster, its cache refreshed on demand from the
+ * `watched` types (each with the projection its store keeps, if any).
+ */
+export function setup(
+  watched: readonly (readonly [ResourceType, Projection?])[] = [[SL], [CM], [RESOURCES.Event]],
+) {
   const clock = new ManualClock();
   const cluster = new TestCluster(clock);
   const cache = new Cache();
@@ -37,8 +43,8 @@ export function setup() {
   });
   /** Lists every cached type again, as the watches would have delivered by now. */
   const refresh = async () => {
-    for (const type of [SL, CM, RESOURCES.Event]) {
-      const store = cache.store(type);
+    for (const [type, projection] of watched) {
+      const store = cache.store(type, undefined, projection);
       store.handle({ type: "init" });
       for (const object of (await cluster.list(type)).items) {
         store.handle({ type: "init-apply", object });

@@ -91,6 +91,16 @@ export function operatorRunArgs(t: RunTarget, extra: readonly string[] = []): st
   ];
 }
 
+/** The `/metrics` text served at `addr` (host:port), or undefined when it does not answer. */
+export async function scrapeMetrics(addr: string): Promise<string | undefined> {
+  try {
+    const res = await fetch(`http://${addr}/metrics`, { signal: AbortSignal.timeout(2000) });
+    return res.ok ? await res.text() : (await res.body?.cancel(), undefined);
+  } catch {
+    return undefined;
+  }
+}
+
 /** One running (or exited) operator process. */
 export class OperatorProcess {
   /** When the process was spawned (epoch ms). */
@@ -226,15 +236,8 @@ export class OperatorProcess {
   }
 
   /** The `/metrics` text, or undefined when it does not answer. */
-  async metrics(): Promise<string | undefined> {
-    try {
-      const res = await fetch(`http://${this.metricsAddr}/metrics`, {
-        signal: AbortSignal.timeout(2000),
-      });
-      return res.ok ? await res.text() : (await res.body?.cancel(), undefined);
-    } catch {
-      return undefined;
-    }
+  metrics(): Promise<string | undefined> {
+    return scrapeMetrics(this.metricsAddr);
   }
 
   /** Parsed JSON log lines written so far (non-JSON lines are returned as `{msg: line}`). */

@@ -17,7 +17,8 @@ const TOP = 34;
 const HEAD = 56;
 const PLOT = 110;
 
-function esc(text: string): string {
+/** `text` safe inside SVG/XML text and attribute values. */
+export function esc(text: string): string {
   return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(
     /"/g,
     "&quot;",
