@@ -39,7 +39,7 @@ function conditionText(c: DeploymentCondition): string {
 }
 
 /**
- * The readiness of one observed Deployment (DESIGN.md): ready when the controller has seen the
+ * The readiness of one observed Deployment (docs/design.md): ready when the controller has seen the
  * current generation, it is Available, not Progressing=False, has no unavailable replicas and no
  * replicas left from an older template (replicas > updatedReplicas). ReplicaFailure wins over everything.
  */
