@@ -7,8 +7,10 @@ import { parse, parseAllDocuments } from "yaml";
 import { z } from "zod";
 import { parseFillInterval } from "../src/api/duration.ts";
 import { parseRateLimit, type RateLimit } from "../src/api/ratelimit.ts";
-import { parseScaler, ScalerSpecSchema } from "../src/api/scaler.ts";
-import { parseServerless, ServerlessSpecSchema } from "../src/api/serverless.ts";
+import { parseScaler } from "../src/api/scaler.ts";
+import { ScalerSpecSchema } from "../src/api/schema/scaler.ts";
+import { ServerlessSpecSchema } from "../src/api/schema/serverless.ts";
+import { parseServerless } from "../src/api/serverless.ts";
 import type { ParseResult } from "../src/api/issues.ts";
 
 const SAMPLES = new URL("../samples/", import.meta.url);

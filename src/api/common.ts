@@ -1,29 +1,12 @@
-/** Schemas shared by the three kinds: object metadata and the status Condition. */
-import { z } from "zod";
-import { EXPECTED_INTEGER } from "./issues.ts";
-
 /**
- * An integer schema. Its type errors read "expected integer" (zod alone says "number"); the CRD
- * generator renders it as `type: integer, format: int64`.
+ * What the three kinds share at run time: object metadata and the status Condition, their types and
+ * validation. The zod schemas are in schema/common.ts; the operator validates with their plans.
  */
-export function integer(): z.ZodInt {
-  return z.int({ error: (iss) => (iss.code === "invalid_type" ? EXPECTED_INTEGER : undefined) });
-}
-
-/** Object metadata as the API server returns it; unknown fields are kept (loose). */
-export const ObjectMetaSchema = z.looseObject({
-  name: z.string().min(1).describe("Name of the object."),
-  namespace: z.string().optional().describe("Namespace of the object."),
-  uid: z.string().optional(),
-  resourceVersion: z.string().optional(),
-  generation: integer().optional(),
-  creationTimestamp: z.string().optional(),
-  deletionTimestamp: z.string().optional(),
-  labels: z.record(z.string(), z.string()).optional(),
-  annotations: z.record(z.string(), z.string()).optional(),
-  finalizers: z.array(z.string()).optional(),
-  ownerReferences: z.array(z.looseObject({})).optional(),
-});
+import type { z } from "zod";
+import type { ParseResult } from "./issues.ts";
+import type { ConditionSchema, ObjectMetaSchema } from "./schema/common.ts";
+import { PLANS } from "./validation/plans.ts";
+import { validate } from "./validation/run.ts";
 
 /** Condition types: CamelCase, or `<dns_subdomain>/CamelCase` (docs/design.md). */
 export const CONDITION_TYPE_PATTERN =
@@ -31,62 +14,19 @@ export const CONDITION_TYPE_PATTERN =
 /** Condition reasons: a non-empty CamelCase identifier (metav1.Condition's pattern). */
 export const CONDITION_REASON_PATTERN = "^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$";
 
-/** The shared status Condition of docs/design.md (metav1.Condition). */
-export const ConditionSchema = z.object({
-  type: z.string().regex(new RegExp(CONDITION_TYPE_PATTERN), {
-    error: (iss) =>
-      `${JSON.stringify(iss.input)} is not a condition type like Ready or example.com/Ready`,
-  }).max(316).describe(
-    "Type of condition in CamelCase or in foo.example.com/CamelCase.",
-  ),
-  status: z.enum(["True", "False", "Unknown"]).describe(
-    "Status of the condition: True, False or Unknown.",
-  ),
-  reason: z.string().min(1, { abort: true }).max(1024).regex(new RegExp(CONDITION_REASON_PATTERN), {
-    error: (iss) => `${JSON.stringify(iss.input)} is not a CamelCase reason like InstallationErr`,
-  }).describe(
-    "Programmatic identifier, CamelCase, of the reason for the last transition.",
-  ),
-  message: z.string().max(32768).describe(
-    "Human-readable message with details about the transition; may be empty.",
-  ),
-  lastTransitionTime: z.string().describe(
-    "Time (RFC 3339, UTC) the condition last changed from one status to another.",
-  ),
-  observedGeneration: integer().min(0).optional().describe(
-    "The metadata.generation the condition was computed from; lower than the current generation means out of date.",
-  ),
-});
-
-/**
- * The conditions of a status: at most one a type, merged by type the way metav1.Condition lists
- * are (`x-kubernetes-list-type: map` in the CRD).
- */
-export const ConditionsSchema = z.array(ConditionSchema).meta({
-  "x-kubernetes-list-type": "map",
-  "x-kubernetes-list-map-keys": ["type"],
-});
-
 /** A status Condition. */
 export type Condition = z.infer<typeof ConditionSchema>;
 /** Condition status values. */
 export type ConditionStatus = Condition["status"];
+/** Object metadata, unknown fields kept. */
+export type ParsedObjectMeta = z.output<typeof ObjectMetaSchema>;
 
-/**
- * The schema of an object of one of the project's kinds: its apiVersion and kind, the metadata,
- * the `spec` given, and the optional status the operator writes.
- */
-export function kindSchema<
-  A extends string,
-  K extends string,
-  S extends z.ZodType,
-  T extends z.ZodType,
->(apiVersion: A, kind: K, spec: S, status: T, description: string) {
-  return z.object({
-    apiVersion: z.literal(apiVersion),
-    kind: z.literal(kind),
-    metadata: ObjectMetaSchema,
-    spec,
-    status: status.optional().describe("Observed state, written by the operator."),
-  }).describe(description);
+/** Parses one status Condition as it is (a null field is an error); returns it, or field errors. */
+export function parseCondition(input: unknown): ParseResult<Condition> {
+  return validate(PLANS.Condition, input, "keep");
+}
+
+/** Parses object metadata as it is, unknown fields kept; returns it, or field errors. */
+export function parseObjectMeta(input: unknown): ParseResult<ParsedObjectMeta> {
+  return validate(PLANS.ObjectMeta, input, "keep");
 }

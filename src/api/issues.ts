@@ -1,5 +1,5 @@
 /** Turns zod issues into field errors: `spec.local.buckets[1].bucket.fillInterval: "10x" is not ...`. */
-import { z } from "zod";
+import type { z } from "zod";
 
 /**
  * The message integer schemas give for a value of the wrong type (see `integer()` in common.ts):
@@ -49,32 +49,52 @@ function sizeUnit(origin: string): string | undefined {
 /** zod's type names as a CRD user reads them (a record is a map, which the CRD calls an object). */
 const TYPE_NAMES: Record<string, string> = { int: "integer", record: "object" };
 
-function describe(issue: z.core.$ZodIssue, input: unknown): string {
+/**
+ * A validation problem as zod reports it, reduced to what a field error needs; the plan validator
+ * (validation/run.ts) makes the same, so both read alike.
+ */
+export interface Issue {
+  readonly code: string;
+  readonly path: readonly PropertyKey[];
+  /** A message written in the schema, or the library's own (which starts with "Invalid"). */
+  readonly message: string;
+  readonly expected?: string;
+  readonly values?: readonly unknown[];
+  readonly origin?: string;
+  readonly minimum?: number | bigint;
+  readonly maximum?: number | bigint;
+  readonly format?: string;
+  readonly pattern?: string;
+  readonly keys?: readonly string[];
+  readonly issues?: readonly { readonly message: string }[];
+}
+
+function describe(issue: Issue, input: unknown): string {
   switch (issue.code) {
     case "invalid_type": {
       const expected = issue.message === EXPECTED_INTEGER
         ? "integer"
-        : TYPE_NAMES[issue.expected] ?? issue.expected;
+        : TYPE_NAMES[issue.expected ?? ""] ?? issue.expected;
       return input === undefined
         ? `is required (expected ${expected})`
         : `expected ${expected}, got ${show(input)}`;
     }
-    case "invalid_value":
-      if (input === undefined) {
-        return `is required (${issue.values.map((v) => show(v)).join(" or ")})`;
-      }
-      return issue.values.length === 1
-        ? `${show(input)} is not ${show(issue.values[0])}`
-        : `${show(input)} is not one of ${issue.values.map((v) => String(v)).join(", ")}`;
+    case "invalid_value": {
+      const values = issue.values ?? [];
+      if (input === undefined) return `is required (${values.map((v) => show(v)).join(" or ")})`;
+      return values.length === 1
+        ? `${show(input)} is not ${show(values[0])}`
+        : `${show(input)} is not one of ${values.map((v) => String(v)).join(", ")}`;
+    }
     case "too_small": {
-      const unit = sizeUnit(issue.origin);
+      const unit = sizeUnit(issue.origin ?? "");
       if (unit === "characters" && Number(issue.minimum) === 1) return "must not be empty";
       return unit
         ? `must have at least ${issue.minimum} ${unit}`
         : `${show(input)} is below the minimum ${issue.minimum}`;
     }
     case "too_big": {
-      const unit = sizeUnit(issue.origin);
+      const unit = sizeUnit(issue.origin ?? "");
       return unit
         ? `must have at most ${issue.maximum} ${unit}`
         : `${show(input)} is above the maximum ${issue.maximum}`;
@@ -84,9 +104,9 @@ function describe(issue: z.core.$ZodIssue, input: unknown): string {
         ? `${show(input)} does not match ${issue.pattern}`
         : `${show(input)} is not a valid ${issue.format}`;
     case "unrecognized_keys":
-      return `unknown field(s) ${issue.keys.join(", ")}`;
+      return `unknown field(s) ${(issue.keys ?? []).join(", ")}`;
     case "invalid_key":
-      return `invalid key: ${issue.issues.map((i) => i.message).join("; ")}`;
+      return `invalid key: ${(issue.issues ?? []).map((i) => i.message).join("; ")}`;
     default:
       return issue.message;
   }
@@ -101,8 +121,11 @@ function valueAt(root: unknown, path: readonly PropertyKey[]): unknown {
   return cur;
 }
 
-/** Converts a zod error on `input` into field errors; custom messages are kept as written. */
-export function toFieldErrors(error: z.ZodError, input: unknown): FieldError[] {
+/** Converts the issues of a zod error on `input` into field errors; custom messages are kept. */
+export function toFieldErrors(
+  error: { readonly issues: readonly Issue[] },
+  input: unknown,
+): FieldError[] {
   return error.issues.map((issue) => {
     const input_ = valueAt(input, issue.path);
     // Messages written in a schema (refine, regex with `error`) already read as "value is not X".

@@ -1,130 +1,34 @@
-/** The RateLimit resource (gateway.platform-project.io/v1alpha1), docs/design.md "RateLimit". */
-import { z } from "zod";
-import { ConditionsSchema, integer, kindSchema } from "./common.ts";
-import { FILL_INTERVAL_PATTERN } from "./duration.ts";
-import { type ParseResult, parseWith } from "./issues.ts";
+/**
+ * The RateLimit resource (gateway.platform-project.io/v1alpha1), docs/design.md "RateLimit": its
+ * constants, types and validation. The zod schema is in schema/ratelimit.ts.
+ */
+import type { z } from "zod";
+import type { ParseResult } from "./issues.ts";
+import type * as S from "./schema/ratelimit.ts";
+import { PLANS } from "./validation/plans.ts";
+import { validate } from "./validation/run.ts";
 
 /** API group of RateLimit. */
 export const GATEWAY_GROUP = "gateway.platform-project.io";
 /** Largest token count Envoy accepts (uint32). */
 export const MAX_TOKENS_LIMIT = 4294967295;
-
-const Tokens = (what: string) =>
-  integer().min(1).max(MAX_TOKENS_LIMIT).describe(`${what}; an integer from 1 to 4294967295.`);
-
 /** A bucket rule's path: absolute, without query or fragment (matching ignores the query string). */
 export const BUCKET_PATH_PATTERN = "^/[^?#]*$";
-/** A token bucket (docs/design.md "Bucket"). */
-export const BucketSchema = z.object({
-  maxTokens: Tokens(
-    "Capacity of the bucket: the largest burst it admits; it starts full when the limit is applied",
-  ),
-  tokensPerFill: Tokens(
-    "Tokens regained per fillInterval, never above maxTokens. The mesh's Envoy (1.31 and later, that of every supported Istio) adds them continuously, one every fillInterval / tokensPerFill, and admits a request once a whole token has accrued; Envoy 1.30 and older added them all at once at the end of each fillInterval",
-  ),
-  fillInterval: z.string().regex(new RegExp(FILL_INTERVAL_PATTERN), {
-    error: (iss) => `${JSON.stringify(iss.input)} is not a duration like 30s or 1m`,
-  }).describe(
-    "The period in which tokensPerFill tokens are regained (continuously, see tokensPerFill): a whole positive number with the suffix s or m, e.g. 30s or 1m.",
-  ),
-});
-
 /** The message of a bucket rule with neither path nor headers (zod and the CRD's CEL rule). */
 export const BUCKET_RULE_NEEDS_MATCH = "a bucket rule needs a path, headers or both";
 
-/** An additional bucket and the requests it applies to. */
-export const BucketRuleSchema = z.object({
-  path: z.string().regex(new RegExp(BUCKET_PATH_PATTERN), {
-    error: (iss) =>
-      `${JSON.stringify(iss.input)} is not a path like /headers (starts with /, no ? or #)`,
-  }).optional().describe(
-    "Request path the bucket applies to, matched exactly, query string ignored; starts with / and has no ? or #.",
-  ),
-  // Header names are not checked here: a CEL rule over the map's keys costs more than the API
-  // server allows, and this schema admits exactly what the CRD admits. The operator checks them.
-  headers: z.record(z.string(), z.string())
-    .refine((m) => Object.keys(m).length > 0, { error: "must list at least one header" })
-    .meta({ minProperties: 1 })
-    .optional().describe(
-      "Request headers and values that must all match (names case-insensitive, values exact); at least one.",
-    ),
-  bucket: BucketSchema.describe("The bucket used for matching requests."),
-}).refine((r) => r.path !== undefined || r.headers !== undefined, {
-  error: BUCKET_RULE_NEEDS_MATCH,
-})
-  .meta({
-    "x-kubernetes-validations": [{
-      rule: "has(self.path) || has(self.headers)",
-      message: BUCKET_RULE_NEEDS_MATCH,
-    }],
-  });
-
-/** RateLimit spec (docs/design.md). */
-export const RateLimitSpecSchema = z.object({
-  selectorLabels: z.record(z.string(), z.string()).refine((m) => Object.keys(m).length > 0, {
-    error: "must select at least one label",
-  }).meta({ minProperties: 1 }).describe(
-    "Labels selecting the workload's Pods; in namespace mesh-system with app: mesh-ingressgateway it selects the ingress gateway.",
-  ),
-  enableResponseHeaders: z.boolean().default(false).describe(
-    "When true, admitted and rejected (429) responses carry x-ratelimit-limit (maxTokens of the bucket used), x-ratelimit-remaining (whole tokens left) and, with Envoy 1.35 and later, x-ratelimit-reset (seconds until the next whole token, 0 while one is left). Default false.",
-  ),
-  local: z.object({
-    defaultBucket: BucketSchema.describe(
-      "Bucket for all traffic no additional bucket matches. It starts full and regains tokensPerFill tokens every fillInterval, continuously (one every fillInterval / tokensPerFill).",
-    ),
-    buckets: z.array(BucketRuleSchema).default([]).describe(
-      "Additional buckets, tried in order; the first matching rule wins. Each fillInterval must be a multiple of the default bucket's.",
-    ),
-  }).describe(
-    "Local token-bucket limits: every proxy (each Pod, each gateway Pod) and every route on it (on the gateway, each VirtualService host and http route) has its own buckets.",
-  ),
-});
-
-/** RateLimit status: docs/design.md shows state; the rest is this operator's (docs/design.md). */
-export const RateLimitStatusSchema = z.object({
-  state: z.enum(["Ready", "Error"]).optional().describe(
-    "Ready when the limit is applied, Error when not.",
-  ),
-  description: z.string().optional().describe("What the state means for this object, in words."),
-  observedGeneration: integer().min(0).optional().describe(
-    "The generation the status was computed from.",
-  ),
-  enforcedGeneration: integer().min(0).optional().describe(
-    "The generation whose limits the EnvoyFilter in place enforces; absent when no limit is in place. Below observedGeneration when a newer generation was refused and the last good one is kept.",
-  ),
-  podsSelected: integer().min(0).optional().describe(
-    "Pods the enforced limit selects (not finished, not being deleted); absent when no limit is in place.",
-  ),
-  podsWithSidecar: integer().min(0).optional().describe(
-    "Of podsSelected, those with a mesh sidecar (an istio-proxy container or native sidecar, or the sidecar.istio.io/status annotation): only their traffic is limited.",
-  ),
-  conditions: ConditionsSchema.optional().describe(
-    "Ready: the limit is in place (the EnvoyFilter is stored). Enforced: every selected Pod has a mesh sidecar, so the limit takes effect.",
-  ),
-});
-
-/** A RateLimit object. */
-export const RateLimitSchema = kindSchema(
-  `${GATEWAY_GROUP}/v1alpha1`,
-  "RateLimit",
-  RateLimitSpecSchema.describe("The workload and its limits."),
-  RateLimitStatusSchema,
-  "RateLimit applies local token-bucket rate limits to a workload's Pods or to the mesh ingress gateway.",
-);
-
 /** A parsed RateLimit, defaults filled. */
-export type RateLimit = z.output<typeof RateLimitSchema>;
+export type RateLimit = z.output<typeof S.RateLimitSchema>;
 /** RateLimit spec with defaults filled. */
-export type RateLimitSpec = z.output<typeof RateLimitSpecSchema>;
+export type RateLimitSpec = z.output<typeof S.RateLimitSpecSchema>;
 /** A token bucket. */
-export type Bucket = z.output<typeof BucketSchema>;
+export type Bucket = z.output<typeof S.BucketSchema>;
 /** An additional bucket rule. */
-export type BucketRule = z.output<typeof BucketRuleSchema>;
+export type BucketRule = z.output<typeof S.BucketRuleSchema>;
 /** RateLimit status. */
-export type RateLimitStatus = z.output<typeof RateLimitStatusSchema>;
+export type RateLimitStatus = z.output<typeof S.RateLimitStatusSchema>;
 
 /** Parses a RateLimit object; returns it with defaults filled, or field errors. */
 export function parseRateLimit(input: unknown): ParseResult<RateLimit> {
-  return parseWith(RateLimitSchema, input);
+  return validate(PLANS.RateLimit, input);
 }

@@ -1,12 +1,17 @@
-/** `mod.ts crds`: writes `crds/` from the zod schemas, or with `--check` reports what is stale. */
+/**
+ * `mod.ts crds`: writes `crds/` and the operator's validation plans from the zod schemas, or with
+ * `--check` reports what is stale.
+ */
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseGeneratorArgs } from "./generator_args.ts";
 import { crdDifferences, renderCrdFiles } from "../crd/render.ts";
+import { PLANS_FILE, plansText } from "../api/schema/plans.ts";
 
 const HELP = `Usage: deno run -A mod.ts crds [--check] [--dir DIR]
 
-Writes one CustomResourceDefinition a kind to DIR/<plural>.<group>.yaml, generated from src/api/.
+Writes one CustomResourceDefinition a kind to DIR/<plural>.<group>.yaml, generated from src/api/,
+and the validation plans the operator runs with to src/api/validation/plans.json.
 
 Options:
   --check    write nothing; list the files that differ and exit 1 if any do
@@ -40,15 +45,27 @@ export async function main(args: string[]): Promise<number> {
   const expected = renderCrdFiles();
   const actual = await readYamlFiles(dir);
   const differences = crdDifferences(expected, actual);
+  const plans = plansText();
+  const plansShown = relative(Deno.cwd(), PLANS_FILE);
+  const plansStale = await Deno.readTextFile(PLANS_FILE).catch(() => "") !== plans;
   if (values.check) {
+    if (plansStale) console.error(`${plansShown} differs from the schemas in src/api/schema/`);
     if (differences.length === 0) {
-      console.log(`${shown}/ is up to date (${expected.length} CRDs)`);
+      if (plansStale) {
+        console.error("Run `deno task crds` to regenerate.");
+        return 1;
+      }
+      console.log(`${shown}/ is up to date (${expected.length} CRDs), and so is ${plansShown}`);
       return 0;
     }
     console.error(`${shown}/ differs from the schemas in src/api/:`);
     for (const line of differences) console.error(`  ${shown}/${line}`);
     console.error("Run `deno task crds` to regenerate.");
     return 1;
+  }
+  if (plansStale) {
+    await Deno.writeTextFile(PLANS_FILE, plans);
+    console.log(`wrote ${plansShown}`);
   }
   await Deno.mkdir(dir, { recursive: true });
   for (const file of expected) {

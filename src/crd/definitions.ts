@@ -3,10 +3,10 @@
  * columns and short names live here; every field, type and constraint comes from `src/api/`.
  */
 import type { z } from "zod";
-import { RateLimitSchema } from "../api/ratelimit.ts";
 import { RESOURCES } from "../api/resources.ts";
-import { ScalerSchema } from "../api/scaler.ts";
-import { ServerlessSchema } from "../api/serverless.ts";
+import { RateLimitSchema } from "../api/schema/ratelimit.ts";
+import { ScalerSchema } from "../api/schema/scaler.ts";
+import { ServerlessSchema } from "../api/schema/serverless.ts";
 import type { ResourceType } from "../api/object.ts";
 import { crdSchemaOf, type JsonSchema } from "./schema.ts";
 

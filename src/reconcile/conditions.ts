@@ -1,5 +1,5 @@
 /** Condition bookkeeping shared by the reconcilers, and the shape of a docs/design.md state-table row. */
-import { type Condition, ConditionSchema, type ConditionStatus } from "../api/common.ts";
+import { type Condition, type ConditionStatus, parseCondition } from "../api/common.ts";
 import type { EventSpec } from "./plan.ts";
 
 /** One row of a docs/design.md state table: the CR state and the condition that explains it. */
@@ -81,8 +81,8 @@ export function conditionsOf(status: unknown): Condition[] {
   if (!Array.isArray(raw)) return [];
   const out: Condition[] = [];
   for (const item of raw) {
-    const parsed = ConditionSchema.safeParse(item);
-    if (parsed.success && !out.some((c) => c.type === parsed.data.type)) out.push(parsed.data);
+    const parsed = parseCondition(item);
+    if (parsed.ok && !out.some((c) => c.type === parsed.value.type)) out.push(parsed.value);
   }
   return out;
 }

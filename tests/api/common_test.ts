@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { z } from "zod";
-import { ConditionSchema, integer } from "../../src/api/common.ts";
+import { ConditionSchema, integer } from "../../src/api/schema/common.ts";
 import { formatErrors, formatPath, parseWith, show } from "../../src/api/issues.ts";
 import { parseRateLimit } from "../../src/api/ratelimit.ts";
 import { parseScaler } from "../../src/api/scaler.ts";

@@ -1,7 +1,7 @@
 /** The zod → structural schema conversion: what it keeps, drops, adds and refuses. */
 import assert from "node:assert/strict";
 import { z } from "zod";
-import { integer } from "../../src/api/common.ts";
+import { integer } from "../../src/api/schema/common.ts";
 import { customResourceDefinitions } from "../../src/crd/definitions.ts";
 import { crdSchemaOf, type JsonSchema, toStructural } from "../../src/crd/schema.ts";
 import { structuralProblems } from "../../src/crd/structural.ts";

@@ -4,9 +4,8 @@
  * the same answer, but caches differ in time, so the answer is only a candidate: it becomes served
  * by holding the module's claim Lease (claim.ts), whose create the API server admits once.
  */
-import type { z } from "zod";
-import { ObjectMetaSchema } from "../../api/common.ts";
-import { formatErrors, toFieldErrors } from "../../api/issues.ts";
+import { type ParsedObjectMeta, parseObjectMeta } from "../../api/common.ts";
+import { formatErrors } from "../../api/issues.ts";
 import { objectKey } from "../../api/object.ts";
 import type { KubeObject } from "../../api/object.ts";
 import { type ClaimInput, claimLease, claimRef, claimState, holderIdentity } from "./claim.ts";
@@ -84,7 +83,7 @@ export function duplicateMessage(kind: string, self: Peer, servedKey: string): s
 }
 
 /** Metadata of a module object, parsed. */
-export type ModuleMeta = z.output<typeof ObjectMetaSchema>;
+export type ModuleMeta = ParsedObjectMeta;
 
 /** What a module object is to its reducer, before its spec is looked at. */
 export type ModuleObject =
@@ -113,18 +112,18 @@ export function classifyModuleObject(
   const metadata = raw !== null && typeof raw === "object"
     ? (raw as { metadata?: unknown }).metadata
     : undefined;
-  const parsed = ObjectMetaSchema.safeParse(metadata);
+  const parsed = parseObjectMeta(metadata);
   const self = asPeer(raw);
-  if (!parsed.success || !self) {
-    const errors = parsed.success ? "metadata.name: is required (expected string)" : formatErrors(
-      toFieldErrors(parsed.error, metadata).map((e) => ({
+  if (!parsed.ok || !self) {
+    const errors = parsed.ok ? "metadata.name: is required (expected string)" : formatErrors(
+      parsed.errors.map((e) => ({
         ...e,
         path: `metadata.${e.path}`.replace(".(root)", ""),
       })),
     );
     return { kind: "malformed", message: `The ${kind} object is invalid: ${errors}` };
   }
-  const meta = parsed.data;
+  const meta = parsed.value;
   const claimed = self.status?.served === "True";
   const duplicate = (servedKey: string): ModuleObject => ({
     kind: "duplicate",

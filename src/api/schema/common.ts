@@ -1,0 +1,82 @@
+/** zod schemas shared by the three kinds: object metadata and the status Condition. */
+import { z } from "zod";
+import { CONDITION_REASON_PATTERN, CONDITION_TYPE_PATTERN } from "../common.ts";
+import { EXPECTED_INTEGER } from "../issues.ts";
+
+/**
+ * An integer schema. Its type errors read "expected integer" (zod alone says "number"); the CRD
+ * generator renders it as `type: integer, format: int64`.
+ */
+export function integer(): z.ZodInt {
+  return z.int({ error: (iss) => (iss.code === "invalid_type" ? EXPECTED_INTEGER : undefined) });
+}
+
+/** Object metadata as the API server returns it; unknown fields are kept (loose). */
+export const ObjectMetaSchema = z.looseObject({
+  name: z.string().min(1).describe("Name of the object."),
+  namespace: z.string().optional().describe("Namespace of the object."),
+  uid: z.string().optional(),
+  resourceVersion: z.string().optional(),
+  generation: integer().optional(),
+  creationTimestamp: z.string().optional(),
+  deletionTimestamp: z.string().optional(),
+  labels: z.record(z.string(), z.string()).optional(),
+  annotations: z.record(z.string(), z.string()).optional(),
+  finalizers: z.array(z.string()).optional(),
+  ownerReferences: z.array(z.looseObject({})).optional(),
+});
+
+/** The shared status Condition of docs/design.md (metav1.Condition). */
+export const ConditionSchema = z.object({
+  type: z.string().regex(new RegExp(CONDITION_TYPE_PATTERN), {
+    error: (iss) =>
+      `${JSON.stringify(iss.input)} is not a condition type like Ready or example.com/Ready`,
+  }).max(316).describe(
+    "Type of condition in CamelCase or in foo.example.com/CamelCase.",
+  ),
+  status: z.enum(["True", "False", "Unknown"]).describe(
+    "Status of the condition: True, False or Unknown.",
+  ),
+  reason: z.string().min(1, { abort: true }).max(1024).regex(new RegExp(CONDITION_REASON_PATTERN), {
+    error: (iss) => `${JSON.stringify(iss.input)} is not a CamelCase reason like InstallationErr`,
+  }).describe(
+    "Programmatic identifier, CamelCase, of the reason for the last transition.",
+  ),
+  message: z.string().max(32768).describe(
+    "Human-readable message with details about the transition; may be empty.",
+  ),
+  lastTransitionTime: z.string().describe(
+    "Time (RFC 3339, UTC) the condition last changed from one status to another.",
+  ),
+  observedGeneration: integer().min(0).optional().describe(
+    "The metadata.generation the condition was computed from; lower than the current generation means out of date.",
+  ),
+});
+
+/**
+ * The conditions of a status: at most one a type, merged by type the way metav1.Condition lists
+ * are (`x-kubernetes-list-type: map` in the CRD).
+ */
+export const ConditionsSchema = z.array(ConditionSchema).meta({
+  "x-kubernetes-list-type": "map",
+  "x-kubernetes-list-map-keys": ["type"],
+});
+
+/**
+ * The schema of an object of one of the project's kinds: its apiVersion and kind, the metadata,
+ * the `spec` given, and the optional status the operator writes.
+ */
+export function kindSchema<
+  A extends string,
+  K extends string,
+  S extends z.ZodType,
+  T extends z.ZodType,
+>(apiVersion: A, kind: K, spec: S, status: T, description: string) {
+  return z.object({
+    apiVersion: z.literal(apiVersion),
+    kind: z.literal(kind),
+    metadata: ObjectMetaSchema,
+    spec,
+    status: status.optional().describe("Observed state, written by the operator."),
+  }).describe(description);
+}

@@ -1,0 +1,44 @@
+/**
+ * A validation plan: a kind's schema as plain data, so the operator validates objects without
+ * loading the schema library (docs/architecture.md "Validation at run time"). Plans are generated
+ * from the zod schemas by `deno task crds` (from_zod.ts) and checked against zod by property tests.
+ */
+
+/**
+ * A message written in a schema. `{input}` stands for the offending value as JSON, the way the
+ * schema's own message function writes it.
+ */
+export type Message = string;
+
+/** A check on a value that has the right type. */
+export type Check =
+  /** Strings: at least `n` characters (code points); numbers: at least `n`. */
+  | { check: "min"; n: number; abort?: true }
+  /** Strings: at most `n` characters (code points); numbers: at most `n`. */
+  | { check: "max"; n: number; abort?: true }
+  /** Strings: match `source` (a RegExp source, no flags). */
+  | { check: "regex"; source: string; message?: Message }
+  /** Maps: at least `n` entries; the schema's refinement, stated in the CRD as minProperties. */
+  | { check: "minProperties"; n: number; message: Message }
+  /** Objects: at least one of `fields` set; stated in the CRD as `has(self.a) || has(self.b)`. */
+  | { check: "anyOf"; fields: string[]; message: Message };
+
+/** One node of a plan. */
+export type Plan =
+  | { type: "string"; checks?: Check[] }
+  /** A safe integer; `typeMessage` replaces the type error's message (see `integer()`). */
+  | { type: "int"; checks?: Check[]; typeMessage?: Message }
+  | { type: "boolean" }
+  /** One of `values` (an enum, or a literal when there is one value). */
+  | { type: "enum"; values: (string | number | boolean)[] }
+  /** Fields of `shape`; unknown fields are dropped (`strip`) or kept as they are (`keep`). */
+  | { type: "object"; shape: Record<string, Plan>; unknown: "strip" | "keep"; checks?: Check[] }
+  /** A map of string keys to values of `value`. */
+  | { type: "record"; value: Plan; checks?: Check[] }
+  | { type: "array"; item: Plan; checks?: Check[] }
+  /** May be absent. */
+  | { type: "optional"; inner: Plan }
+  /** Absent: `value` is the result as it is (not validated). */
+  | { type: "default"; inner: Plan; value: unknown }
+  /** Absent: `value` is validated in its place, so the inner defaults fill it. */
+  | { type: "prefault"; inner: Plan; value: unknown };

@@ -1,0 +1,62 @@
+/**
+ * The operator loads no npm package at run time: every package costs resident memory whether or
+ * not it is used (zod with the schemas held 15 MB of an idle operator). It validates with the plans
+ * generated from the schemas (src/api/validation/) and reads a kubeconfig's YAML only on demand.
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+
+const ROOT = join(import.meta.dirname ?? ".", "..", "..");
+
+interface Dependency {
+  specifier: string;
+  code?: { specifier: string };
+  isDynamic?: boolean;
+}
+interface Graph {
+  modules: { specifier: string; dependencies?: Dependency[] }[];
+  redirects?: Record<string, string>;
+}
+
+async function graphOf(entry: string): Promise<Graph> {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["info", "--json", "--frozen", entry],
+    cwd: ROOT,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  assert.ok(out.success, new TextDecoder().decode(out.stderr));
+  return JSON.parse(new TextDecoder().decode(out.stdout));
+}
+
+/** The modules loaded when `entry` starts: static code imports, not types, not dynamic imports. */
+function loadedAtStart(graph: Graph, entry: string): string[] {
+  const byUrl = new Map(graph.modules.map((m) => [m.specifier, m]));
+  const seen = new Set<string>();
+  const visit = (url: string) => {
+    const resolved = graph.redirects?.[url] ?? url;
+    if (seen.has(resolved)) return;
+    seen.add(resolved);
+    for (const dep of byUrl.get(resolved)?.dependencies ?? []) {
+      if (dep.code && !dep.isDynamic) visit(dep.code.specifier);
+    }
+  };
+  visit(entry);
+  return [...seen];
+}
+
+Deno.test("the operator's start-up graph has no npm package", async () => {
+  const entry = pathToFileURL(join(ROOT, "src/cli/operator_main.ts")).href;
+  const loaded = loadedAtStart(await graphOf(entry), entry);
+  assert.ok(loaded.length > 50, `only ${loaded.length} modules: not the operator's graph`);
+  assert.ok(loaded.some((u) => u.endsWith("/src/api/validation/run.ts")), "validates with plans");
+  assert.deepEqual(loaded.filter((u) => u.startsWith("npm:")), []);
+});
+
+Deno.test("the start-up graph check sees a package imported for its value", async () => {
+  // src/crd/schema.ts turns zod schemas into CRDs: it needs zod's value, so zod is loaded.
+  const entry = pathToFileURL(join(ROOT, "src/crd/schema.ts")).href;
+  const loaded = loadedAtStart(await graphOf(entry), entry);
+  assert.ok(loaded.some((u) => u.startsWith("npm:") && u.includes("zod")), loaded.join("\n"));
+});
