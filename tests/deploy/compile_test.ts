@@ -11,7 +11,7 @@ import { json, status } from "../kube/fake_server.ts";
 import { startServer } from "../kube/fake_server.ts";
 import { kubeconfigFor } from "../kube/helpers.ts";
 import { dirname } from "node:path";
-import { OPERATOR_ENV } from "../../tools/operator/process.ts";
+import { OPERATOR_DENO_FLAGS, OPERATOR_ENV } from "../../tools/operator/process.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 const config = JSON.parse(await Deno.readTextFile(`${ROOT}deno.json`)) as {
@@ -180,6 +180,13 @@ Deno.test("Dockerfile: compiles with the pinned Deno and the frozen lockfile, ru
     assert.ok(lines.includes(`ENV ${name}=${value}`), `ENV ${name}=${value} in the Dockerfile`);
     const prefix = tasks.start.slice(0, tasks.start.indexOf("deno run")).split(" ");
     assert.ok(prefix.includes(`${name}=${value}`), `deno task start sets ${name}=${value}`);
+  }
+  // And `deno run` as the compile task builds: the same Deno flags for the start task and the
+  // operator the tests and benchmarks run.
+  const start = tasks.start.slice(tasks.start.indexOf("deno run") + "deno run".length).split(" ");
+  for (const flag of OPERATOR_DENO_FLAGS) {
+    assert.ok(compile.includes(flag), `deno task compile builds with ${flag}`);
+    assert.ok(start.includes(flag), `deno task start runs with ${flag}`);
   }
   assert.equal(lines.at(-1), 'ENTRYPOINT ["/platform-operator", "run"]');
   // Everything the build copies passes the .dockerignore allowlist.
