@@ -1,6 +1,7 @@
 /**
  * Admission checks of the simulated API server: the project's custom resources are validated with
- * their zod schemas (the schemas the CRDs are generated from), names follow the API's rules.
+ * the plans of their zod schemas (the schemas the CRDs are generated from; tests/api/validation_test.ts
+ * holds plan and schema to the same answers), names follow the API's rules.
  * Problems come back as the API server's causes: `field: Invalid value: ...`.
  */
 import type { ParseResult } from "../../src/api/issues.ts";
