@@ -30,6 +30,57 @@ export function parseWatchLine(line: string): WatchEvent {
   return event as WatchEvent;
 }
 
+/**
+ * Bytes a watch reads at once. A read in flight holds its buffer for as long as the watch is quiet;
+ * Deno's fetch body would allocate 64 KiB for each, about 1 MB over an idle operator's watches.
+ */
+export const WATCH_READ_BYTES = 8 * 1024;
+
+/** Reads a body as text, chunk by chunk. */
+interface TextReader {
+  read(): Promise<ReadableStreamReadResult<string>>;
+  cancel(): Promise<void>;
+}
+
+/**
+ * A text reader of `body`: a byte stream (fetch's) is read into one buffer of WATCH_READ_BYTES,
+ * reused for every read; any other stream through its own reader. UTF-8 split across reads is
+ * joined, and a truncated character at the end decodes to U+FFFD, as TextDecoderStream does.
+ */
+export function textReader(body: ReadableStream<Uint8Array>): TextReader {
+  const decoder = new TextDecoder();
+  let byob: ReadableStreamBYOBReader | undefined;
+  try {
+    byob = body.getReader({ mode: "byob" });
+  } catch {
+    // Not a byte stream: read it as it comes.
+  }
+  let buffer = new ArrayBuffer(WATCH_READ_BYTES);
+  const reader = byob ?? body.getReader();
+  const next = async (): Promise<Uint8Array | undefined> => {
+    if (!byob) {
+      const r = await (reader as ReadableStreamDefaultReader<Uint8Array>).read();
+      return r.done ? undefined : r.value;
+    }
+    const r = await byob.read(new Uint8Array(buffer));
+    if (r.done || !r.value) return undefined;
+    buffer = r.value.buffer as ArrayBuffer;
+    return r.value;
+  };
+  let ended = false;
+  return {
+    async read() {
+      if (ended) return { done: true, value: undefined };
+      const bytes = await next();
+      if (bytes) return { done: false, value: decoder.decode(bytes, { stream: true }) };
+      ended = true;
+      const tail = decoder.decode();
+      return tail ? { done: false, value: tail } : { done: true, value: undefined };
+    },
+    cancel: () => reader.cancel(),
+  };
+}
+
 type Outcome =
   | { kind: "data"; value: ReadableStreamReadResult<string> }
   | { kind: "failed"; error: unknown }
@@ -46,7 +97,7 @@ export async function* decodeWatch(
   idleMs: number,
   signal: AbortSignal,
 ): AsyncGenerator<WatchEvent> {
-  const reader = stream.body.pipeThrough(new TextDecoderStream()).getReader();
+  const reader = textReader(stream.body);
   let buffer = "";
   try {
     while (true) {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { ApiError, type WatchEvent } from "../../src/runtime/cluster.ts";
-import { parseWatchLine } from "../../src/kube/watch.ts";
+import { decodeWatch, parseWatchLine, textReader, WATCH_READ_BYTES } from "../../src/kube/watch.ts";
 import { type Seen, status, streamed } from "./fake_server.ts";
 import { RateLimit, withCluster } from "./helpers.ts";
 
@@ -197,4 +197,55 @@ Deno.test("decodeWatch holds nothing of the events it yielded while the watch st
   assert.equal(out.code, 0, text);
   const grownMb = Number(text.trim());
   assert.ok(grownMb < 8, `the heap grew ${grownMb} MB over 4,000 events`);
+});
+
+/** A byte stream like fetch's body: `chunks` one a pull, recording the size of each read offered. */
+function byteBody(chunks: Uint8Array[], offered: number[]): ReadableStream<Uint8Array> {
+  return new ReadableStream({
+    type: "bytes",
+    autoAllocateChunkSize: 65536,
+    pull(controller) {
+      const request = controller.byobRequest!;
+      const view = request.view as Uint8Array;
+      offered.push(view.byteLength);
+      const chunk = chunks.shift();
+      if (!chunk) {
+        controller.close();
+        request.respond(0);
+        return;
+      }
+      view.set(chunk);
+      request.respond(chunk.length);
+    },
+  });
+}
+
+Deno.test("a watch reads a byte stream into its own small buffer, joining UTF-8 split across reads", async () => {
+  const line = new TextEncoder().encode(
+    '{"type":"ADDED","object":{"metadata":{"name":"café"}}}\n',
+  );
+  const cut = line.indexOf(0xc3) + 1; // inside the two bytes of é
+  const offered: number[] = [];
+  const body = byteBody([line.slice(0, cut), line.slice(cut)], offered);
+  const events = await Array.fromAsync(
+    decodeWatch({ body, close: () => {} }, 5_000, new AbortController().signal),
+  );
+  assert.deepEqual(events.map((e) => e.object.metadata.name), ["café"]);
+  // Never the stream's own 64 KiB: a quiet watch holds only WATCH_READ_BYTES.
+  assert.ok(offered.length >= 2);
+  assert.ok(offered.every((n) => n === WATCH_READ_BYTES), offered.join(", "));
+});
+
+Deno.test("textReader: a stream that is not a byte stream is read too, and a cut character ends as U+FFFD", async () => {
+  const bytes = new TextEncoder().encode("ab\u00e9");
+  const body = new ReadableStream<Uint8Array>({
+    start(c) {
+      c.enqueue(bytes.slice(0, bytes.length - 1));
+      c.close();
+    },
+  });
+  const reader = textReader(body);
+  let text = "";
+  for (let r = await reader.read(); !r.done; r = await reader.read()) text += r.value;
+  assert.equal(text, "ab\ufffd");
 });
