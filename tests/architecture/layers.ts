@@ -99,3 +99,15 @@ export function edgesOf(info: { modules?: InfoModule[] }, root: string): Edge[] 
   }
   return edges;
 }
+
+/** `deno info --json --frozen entry`, run from `root`, parsed; throws with Deno's message if it fails. */
+export async function denoInfo(entry: string, root: string): Promise<unknown> {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["info", "--json", "--frozen", entry],
+    cwd: root,
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  if (!out.success) throw new Error(new TextDecoder().decode(out.stderr));
+  return JSON.parse(new TextDecoder().decode(out.stdout));
+}

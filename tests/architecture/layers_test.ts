@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { join, relative } from "node:path";
 import { pathToFileURL } from "node:url";
-import { edgesOf, layerOf, wrongWay } from "./layers.ts";
+import { denoInfo, edgesOf, layerOf, wrongWay } from "./layers.ts";
 
 const ROOT = join(import.meta.dirname ?? ".", "..", "..");
 const SKIP = /(^|\/)(node_modules|\.cache|\.git|coverage|dist|tmp)(\/|$)/;
@@ -32,14 +32,7 @@ async function repositoryGraph(): Promise<{ files: string[]; info: unknown }> {
     entry,
     files.map((f) => `import ${JSON.stringify(pathToFileURL(join(ROOT, f)).href)};`).join("\n"),
   );
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["info", "--json", "--frozen", entry],
-    cwd: ROOT,
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  assert.ok(out.success, new TextDecoder().decode(out.stderr));
-  return { files, info: JSON.parse(new TextDecoder().decode(out.stdout)) };
+  return { files, info: await denoInfo(entry, ROOT) };
 }
 
 Deno.test("layers: every import runs one way, from the real module graph", async () => {

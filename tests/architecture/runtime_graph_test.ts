@@ -6,6 +6,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
+import { denoInfo } from "./layers.ts";
 
 const ROOT = join(import.meta.dirname ?? ".", "..", "..");
 
@@ -20,14 +21,7 @@ interface Graph {
 }
 
 async function graphOf(entry: string): Promise<Graph> {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["info", "--json", "--frozen", entry],
-    cwd: ROOT,
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  assert.ok(out.success, new TextDecoder().decode(out.stderr));
-  return JSON.parse(new TextDecoder().decode(out.stdout));
+  return await denoInfo(entry, ROOT) as Graph;
 }
 
 /** The modules loaded when `entry` starts: static code imports, not types, not dynamic imports. */

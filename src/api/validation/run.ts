@@ -57,9 +57,18 @@ function hasLength(value: unknown): boolean {
     (value as { length?: unknown }).length !== undefined;
 }
 
-/** A length as zod measures it: strings in code points, anything else by its `length`. */
-function lengthOf(value: unknown): number {
-  return typeof value === "string" ? [...value].length : (value as { length: number }).length;
+/**
+ * Whether a length check passes, strings measured in code points as zod measures them. A code point
+ * is one or two UTF-16 units, so the units decide unless they fall where the two measures differ;
+ * only then are code points counted (this runs on every string of every reconciled object).
+ */
+function lengthPasses(value: unknown, check: "min" | "max", n: number): boolean {
+  const units = (value as { length: number }).length;
+  if (typeof value !== "string") return check === "min" ? units >= n : units <= n;
+  if (check === "max" ? units <= n : units >= 2 * n) return true;
+  if (check === "min" && units < n) return false;
+  const points = [...value].length;
+  return check === "min" ? points >= n : points <= n;
 }
 
 function lengthOrigin(value: unknown): string {
@@ -79,8 +88,10 @@ function runCheck(check: Check, value: unknown, numeric: boolean, issues: Found[
   switch (check.check) {
     case "min":
     case "max": {
-      const measure = numeric ? (value as number) : lengthOf(value);
-      if (check.check === "min" ? measure >= check.n : measure <= check.n) return;
+      const passes = numeric
+        ? (check.check === "min" ? (value as number) >= check.n : (value as number) <= check.n)
+        : lengthPasses(value, check.check, check.n);
+      if (passes) return;
       issues.push({
         code: check.check === "min" ? "too_small" : "too_big",
         origin: numeric ? "number" : lengthOrigin(value),
@@ -103,17 +114,11 @@ function runCheck(check: Check, value: unknown, numeric: boolean, issues: Found[
       });
       return;
     case "minProperties":
-      if (Object.keys(value as object).length >= check.n) return;
-      issues.push({
-        code: "custom",
-        path: [],
-        message: render(check.message, value),
-        continue: true,
-      });
-      return;
     case "anyOf": {
-      const record = value as Record<string, unknown>;
-      if (check.fields.some((f) => record[f] !== undefined)) return;
+      const passes = check.check === "minProperties"
+        ? Object.keys(value as object).length >= check.n
+        : check.fields.some((f) => (value as Record<string, unknown>)[f] !== undefined);
+      if (passes) return;
       issues.push({
         code: "custom",
         path: [],
@@ -166,10 +171,9 @@ function runObject(
     const optout = child.type === "optional";
     if (!present && optout && optin === "optional") continue;
     const r = run(child, input[key]);
-    if (r.issues.length && !(optin !== undefined && optout && !present)) {
-      issues.push(...prefixed(key, r.issues));
-    }
+    // zod drops the issues of a key that is absent and may be.
     if (r.issues.length && optin !== undefined && optout && !present) continue;
+    issues.push(...prefixed(key, r.issues));
     if (!present && optin === undefined) {
       if (!r.issues.length) {
         issues.push({ code: "invalid_type", expected: "nonoptional", path: [key], message: "" });
