@@ -107,7 +107,7 @@ async function main(argv: string[]): Promise<number> {
   }
   const report = new Report();
   const want = (s: Section) => args.only.includes(s);
-  if (want("reducer")) benchReducers(report, reducerOptions(args.quick));
+  if (want("reducer")) await benchReducers(report, reducerOptions(args.quick));
   if (want("dataplane")) benchDataplane(report, dataplaneOptions(args.quick));
   if (want("sim")) await benchSim(report, simOptions(args.quick));
   if (want("cluster")) {

@@ -10,6 +10,8 @@ import type { KubeObject } from "../src/runtime/cluster.ts";
 import { type RateLimitInput, reconcileRateLimit } from "../src/reconcile/ratelimit.ts";
 import { reconcileScaler, type ScalerInput } from "../src/reconcile/scaler.ts";
 import { reconcileServerless, type ServerlessInput } from "../src/reconcile/serverless.ts";
+import { ALL_CONTROLLERS } from "../src/controllers/registry.ts";
+import { preloadControllers } from "../src/runtime/controller_spec.ts";
 import { controllerLoops, filledCache } from "./controller.ts";
 import { podObject, rateLimitObject } from "./fixtures.ts";
 import type { Report } from "./report.ts";
@@ -208,7 +210,7 @@ export function reducerOptions(quick: boolean): ReducerOptions {
 }
 
 /** Runs the reducer bench into `report`. */
-export function benchReducers(report: Report, o: ReducerOptions): void {
+export async function benchReducers(report: Report, o: ReducerOptions): Promise<void> {
   const loopOpts = (n: number): LoopOptions => ({ n, runs: o.runs, warmup: 1 });
   for (const rules of [0, 4, 16]) {
     const { subject, baseline } = rateLimitLoops(rateLimitInputs(rules));
@@ -265,6 +267,8 @@ export function benchReducers(report: Report, o: ReducerOptions): void {
     note: `${o.runs} runs of ${o.crowdN}; reconcile reads the rivals of its selector by index ` +
       "(issue 14: the cost must not grow with the namespace)",
   });
+  // The module reducers render the upstream CRDs, which their controllers load first.
+  await preloadControllers(ALL_CONTROLLERS);
   for (const [kind, make] of [["Serverless", serverlessLoops], ["Scaler", scalerLoops]] as const) {
     const { subject, baseline, state } = make();
     const c = compareLoops(subject, baseline, loopOpts(o.moduleN));

@@ -8,7 +8,7 @@
 import { DEFAULT_IMAGES } from "../src/reconcile/images.ts";
 import { ALL_CONTROLLERS } from "../src/controllers/registry.ts";
 import { FIELD_MANAGER } from "../src/reconcile/labels.ts";
-import type { ControllerSpec } from "../src/runtime/controller_spec.ts";
+import { type ControllerSpec, preloadControllers } from "../src/runtime/controller_spec.ts";
 import { type Logger, nullLogger } from "../src/runtime/log.ts";
 import { Manager } from "../src/runtime/manager.ts";
 import type { SimClient, SimCluster } from "./cluster/mod.ts";
@@ -69,6 +69,15 @@ export class OperatorProcess {
   /** How many replicas were started (initial ones and restarts). */
   get starts(): number {
     return this.#started;
+  }
+
+  /**
+   * Loads what the controllers load before their first reconcile (the modules' CRDs), before the
+   * virtual clock starts: a real import pending while virtual time runs would end at a different
+   * virtual moment on every run, and a seed would not replay.
+   */
+  async preload(): Promise<void> {
+    await preloadControllers(this.opts.controllers ?? ALL_CONTROLLERS);
   }
 
   /** Starts replicas (new Pods: new identities, empty caches) until `desired` run. */

@@ -136,6 +136,7 @@ export class Simulation {
 
   /** Lets the initial world settle, then starts the operator at the epoch with faults active. */
   async boot(): Promise<void> {
+    await this.operator.preload();
     await this.driver.runUntil(SIM_EPOCH);
     for (const obj of this.opts.userObjects ?? []) {
       const type = this.cluster.store.types.byKind(obj.apiVersion, obj.kind);

@@ -11,6 +11,7 @@ import { emptyPlan, type Plan } from "../reconcile/plan.ts";
 import type { ModuleInput } from "../reconcile/module/lifecycle.ts";
 import { CLAIM_LABEL, CLAIM_SELECTOR, claimName } from "../reconcile/module/claim.ts";
 import { RESOURCES } from "../api/resources.ts";
+import type { EmbeddedCrds } from "../reconcile/upstream_crds.ts";
 import {
   MANAGED_BY,
   MANAGED_BY_LABEL,
@@ -29,6 +30,8 @@ export interface ModuleKind {
   installed: readonly ResourceType[];
   /** User object types whose existence blocks deletion (their CRDs come with the module). */
   userTypes: readonly ResourceType[];
+  /** The upstream CRDs the module installs, loaded before its controller's first reconcile. */
+  crds: EmbeddedCrds;
 }
 
 /** Splits a queue key `namespace/name` (or `name`). */
@@ -145,6 +148,9 @@ export function moduleController(
     // One at a time: whether a module object is served depends on its peers' `served`, and two
     // peers reconciled at once would each decide from a cache without the other's claim.
     concurrency: 1,
+    async preload() {
+      await kind.crds.load();
+    },
     reconcile(key, cache, ctx) {
       const { namespace, name } = splitKey(key);
       const object = cache.get(kind.primary, namespace, name);

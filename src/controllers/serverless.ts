@@ -2,6 +2,7 @@
 import { RESOURCES } from "../api/resources.ts";
 import type { ControllerSpec } from "../runtime/controller_spec.ts";
 import { reconcileServerless } from "../reconcile/serverless.ts";
+import { FUNCTION_CRDS } from "../reconcile/serverless/render.ts";
 import { moduleController, type ModuleKind } from "./module_controller.ts";
 
 /** The Serverless module: what it installs and what blocks its deletion. */
@@ -20,6 +21,7 @@ export const SERVERLESS_MODULE: ModuleKind = {
     RESOURCES.Deployment,
   ],
   userTypes: [RESOURCES.Function],
+  crds: FUNCTION_CRDS,
 };
 
 /** The Serverless controller (ControllerSpec for the runtime). */

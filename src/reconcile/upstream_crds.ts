@@ -1,8 +1,11 @@
 /**
  * The upstream CRDs the modules install (KEDA's, Kyma's Function), embedded as JSON text by
  * `deno task module-crds` (src/reconcile/keda/crds/generated.ts, src/reconcile/serverless/crds/).
- * Parsed once per process on first use and frozen: every render shares the schemas, which are
- * large (KEDA's ScaledJob alone is about 300 KB), and only the metadata is built per render.
+ * The text is about 0.5 MB (KEDA's ScaledJob alone is about 300 KB) and only rendering a module
+ * reads it, so it is imported when a module controller first reconciles (its `preload`), not when
+ * the operator starts: an operator serving RateLimits alone never holds it (about 2 MB of an idle
+ * operator's resident memory). Parsed once and frozen: every render shares the schemas, and only
+ * the metadata is built per render.
  */
 import type { KubeObject, ObjectMeta, ResourceType } from "../api/object.ts";
 
@@ -24,10 +27,39 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
-/** A lazy, memoised parse of embedded CRDs. */
-export function embeddedCrds(json: readonly string[]): () => readonly UpstreamCrd[] {
+/** Embedded CRDs, imported on first need. */
+export interface EmbeddedCrds {
+  /** Imports and parses the CRDs, once: later calls give the same promise. */
+  load(): Promise<readonly UpstreamCrd[]>;
+  /**
+   * The CRDs, once `load` has resolved. Before that it throws: what renders them is reached only
+   * through a controller whose `preload` loads them (or a test that awaits `load`).
+   */
+  get(): readonly UpstreamCrd[];
+}
+
+/** The embedded CRDs of the module `importer` imports, parsed when it has been. */
+export function embeddedCrds(
+  what: string,
+  importer: () => Promise<{ CRDS_JSON: readonly string[] }>,
+): EmbeddedCrds {
+  let loading: Promise<readonly UpstreamCrd[]> | undefined;
   let parsed: readonly UpstreamCrd[] | undefined;
-  return () => parsed ??= deepFreeze(json.map((j) => JSON.parse(j) as UpstreamCrd));
+  return {
+    load() {
+      loading ??= importer().then(({ CRDS_JSON }) =>
+        parsed = deepFreeze(CRDS_JSON.map((j) => JSON.parse(j) as UpstreamCrd))
+      ).catch((err) => {
+        loading = undefined; // a failed import may be retried
+        throw err;
+      });
+      return loading;
+    },
+    get() {
+      if (!parsed) throw new Error(`${what} not loaded yet: await load() first`);
+      return parsed;
+    },
+  };
 }
 
 /**

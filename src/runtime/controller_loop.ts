@@ -90,9 +90,13 @@ export class ControllerLoop {
   readonly #outcomes = new Map<string, ApplyOutcome>();
   /** The watches that must have listed before any reconcile: the primary and every required one. */
   readonly #required: { type: ResourceType; selector?: string }[];
+  /** True once the spec's preload has resolved (at once for a spec without one). */
+  #preloaded: boolean;
+  #preloading: Promise<void> | undefined;
 
   constructor(opts: ControllerLoopOptions) {
     this.#o = opts;
+    this.#preloaded = opts.spec.preload === undefined;
     this.#primaryId = typeId(opts.spec.primary);
     this.#reads = new Set([this.#primaryId, ...opts.spec.watches.map((w) => typeId(w.type))]);
     this.#required = [
@@ -165,6 +169,10 @@ export class ControllerLoop {
       log.debug("caches not synced yet; reconcile postponed", { key });
       return { type: "retrySoon", afterMs: NOT_SYNCED_RETRY_MS };
     }
+    if (!this.#preloaded) {
+      const failed = await this.#preload();
+      if (failed) return failed;
+    }
     const started = clock.now();
     const observed = cache.get(spec.primary, ...splitKey(spec.primary, key));
     const lastOutcome = this.#outcomes.get(key);
@@ -202,6 +210,20 @@ export class ControllerLoop {
     if (r.writes > 0) log.info("reconciled", fields);
     else log.debug("reconciled", fields);
     return this.#count(started, result, failed, r.work);
+  }
+
+  /** Runs the spec's preload once (a shared promise: reconciles may run at once); a failure is retried. */
+  async #preload(): Promise<WorkResult | undefined> {
+    const { spec, log } = this.#o;
+    try {
+      await (this.#preloading ??= spec.preload?.());
+      this.#preloaded = true;
+      return undefined;
+    } catch (err) {
+      this.#preloading = undefined;
+      log.error("preload failed", { controller: this.name, error: errorMessage(err), retry: true });
+      return { type: "retry" };
+    }
   }
 
   #count(started: number, result: string, failed: boolean, work: WorkResult): WorkResult {

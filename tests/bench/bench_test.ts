@@ -100,9 +100,16 @@ Deno.test("reducer loops do their work: one EnvoyFilter a reconcile, every objec
   assert.equal(baseline(25), 25);
 });
 
-Deno.test("reducer bench: every kind reports a sane figure", () => {
+Deno.test("reducer bench: every kind reports a sane figure", async () => {
   const { report, lines } = quietReport();
-  benchReducers(report, { n: 50, moduleN: 5, crowdN: 3, crowd: 20, oneNamespace: 50, runs: 1 });
+  await benchReducers(report, {
+    n: 50,
+    moduleN: 5,
+    crowdN: 3,
+    crowd: 20,
+    oneNamespace: 50,
+    runs: 1,
+  });
   assert.deepEqual(report.figures.map((f) => f.name), [
     "RateLimit, 0 rules",
     "RateLimit, 4 rules",

@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import type { KubeObject } from "../../src/runtime/cluster.ts";
-import { kedaCrds } from "../../src/reconcile/keda/crds.ts";
+import { KEDA_CRDS } from "../../src/reconcile/keda/crds.ts";
 import { type E2E, e2eSuite } from "./harness.ts";
 import { fn, namespace, scaler, serverless } from "./fixtures.ts";
 import { standInCrds } from "./standins.ts";
@@ -14,7 +14,7 @@ import { conditionOf, describe } from "./status.ts";
 import { checkKind, functionChecks, scaledObjectChecks } from "./upstream_checks.ts";
 
 const NS = "e2e-users";
-const KEDA_CRD_NAMES = kedaCrds({ namespace: "x", owner: "x" }).map((c) => c.metadata.name);
+const KEDA_CRD_NAMES = (await KEDA_CRDS.load()).map((c) => c.metadata.name);
 const FUNCTION_CRD = "functions.serverless.platform-project.io";
 
 /** Users' objects stored under the stand-ins; `loose` ones the real schemas would refuse. */

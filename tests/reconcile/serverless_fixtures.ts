@@ -6,6 +6,12 @@ import type { Plan } from "../../src/reconcile/plan.ts";
 import { reconcileServerless, type ServerlessInput } from "../../src/reconcile/serverless.ts";
 import { type CarryOutOptions, convergeWith } from "./plans_on_sim_store.ts";
 import { claimOf, moduleObject, type World } from "./module_fixtures.ts";
+import { KEDA_CRDS } from "../../src/reconcile/keda/crds.ts";
+import { FUNCTION_CRDS } from "../../src/reconcile/serverless/render.ts";
+
+// The module reducers render the upstream CRDs, which a controller loads before its first
+// reconcile (ControllerSpec.preload); every test reducing a module comes through here.
+await Promise.all([KEDA_CRDS.load(), FUNCTION_CRDS.load()]);
 
 /** A fixed time: 2026-01-01T00:00:00Z. */
 export const NOW = Date.UTC(2026, 0, 1);

@@ -126,3 +126,50 @@ Deno.test("a key that arrives before the controller's required watches synced is
   await loop.reconcile("ns/s", signal);
   assert.deepEqual(calls, ["ns/s"]);
 });
+
+Deno.test("preload: awaited once before the first reconcile, shared by reconciles at once, a failure retried", async () => {
+  const clock = new ManualClock();
+  const cache = new Cache();
+  const events: string[] = [];
+  let loaded = false;
+  let fail = true;
+  let release = () => {};
+  const spec: ControllerSpec = {
+    ...a,
+    preload: async () => {
+      events.push("preload");
+      if (fail) {
+        fail = false;
+        throw new Error("import failed");
+      }
+      await new Promise<void>((resolve) => release = resolve);
+      loaded = true;
+    },
+    reconcile: (key) => {
+      events.push(loaded ? `reconcile ${key}` : `reconcile ${key} before preload`);
+      return undefined;
+    },
+  };
+  const loop = loopOf(spec, cache, clock);
+  for (const [type, selector] of [[RESOURCES.Serverless], [RESOURCES.Deployment, "m=1"]] as const) {
+    cache.store(type, selector).handle({ type: "init" });
+    cache.store(type, selector).handle({ type: "init-done" });
+  }
+  const signal = new AbortController().signal;
+  assert.deepEqual(await loop.reconcile("ns/s", signal), { type: "retry" });
+  assert.deepEqual(events, ["preload"], "a failed preload is retried, not reconciled past");
+  const first = loop.reconcile("ns/s", signal);
+  const second = loop.reconcile("ns/t", signal);
+  await new Promise((r) => setTimeout(r, 0));
+  assert.deepEqual(events, ["preload", "preload"], "one preload for both, and no reconcile yet");
+  release();
+  await Promise.all([first, second]);
+  await loop.reconcile("ns/u", signal);
+  assert.deepEqual(events, [
+    "preload",
+    "preload",
+    "reconcile ns/s",
+    "reconcile ns/t",
+    "reconcile ns/u",
+  ]);
+});

@@ -7,6 +7,7 @@ import assert from "node:assert/strict";
 import { RESOURCES } from "../../src/api/resources.ts";
 import { serverlessController } from "../../src/controllers/serverless.ts";
 import { Manager } from "../../src/runtime/manager.ts";
+import { preloadControllers } from "../../src/runtime/controller_spec.ts";
 import { TestCluster } from "./test_cluster.ts";
 import { captureLogger, ManualClock, seededRandom } from "./helpers.ts";
 
@@ -17,6 +18,7 @@ const FN_CRD = "functions.serverless.platform-project.io";
 const NS = "platform-system";
 
 Deno.test("a Serverless deleted while its Function watch is not live yet keeps the Function CRD", async () => {
+  await preloadControllers([serverlessController]); // before the manual clock runs
   const clock = new ManualClock();
   const cluster = new TestCluster(clock);
   cluster.unserve(FN); // the Function CRD is not installed yet,

@@ -8,7 +8,7 @@ import { basename, dirname, join, resolve } from "node:path";
 import { parse } from "yaml";
 import { fileURLToPath } from "node:url";
 import { type GoBuild, GoCache, goEnv, runGo } from "../gobuild.ts";
-import { embeddingFile, GENERATED_TS } from "./embed.ts";
+import { embeddingFiles } from "./embed.ts";
 
 /** This tool's directory in the repository it runs from. */
 const TOOL_DIR = dirname(fileURLToPath(import.meta.url));
@@ -190,7 +190,9 @@ export async function plannedFiles(
     const { dir, version } = await kedaModule(paths.goModule);
     const keda = inOrder(await yamlFiles(join(tmp, "keda")), await kustomizationOrder(dir));
     for (const [name, text] of keda) files.set(join(paths.keda, name), text);
-    files.set(join(paths.keda, GENERATED_TS), embeddingFile("keda", keda, version));
+    for (const [name, text] of embeddingFiles("keda", keda, version)) {
+      files.set(join(paths.keda, name), text);
+    }
     let fn: string;
     if (serverless) {
       await generateFunction(root, serverless, join(tmp, "function.yaml"));
@@ -200,10 +202,9 @@ export async function plannedFiles(
       fn = await Deno.readTextFile(paths.functionYaml);
     }
     const fnName = paths.functionYaml.slice(paths.serverless.length + 1);
-    files.set(
-      join(paths.serverless, GENERATED_TS),
-      embeddingFile("serverless", new Map([[fnName, fn]])),
-    );
+    for (const [name, text] of embeddingFiles("serverless", new Map([[fnName, fn]]))) {
+      files.set(join(paths.serverless, name), text);
+    }
     return files;
   } finally {
     await Deno.remove(tmp, { recursive: true });

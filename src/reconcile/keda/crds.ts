@@ -5,18 +5,23 @@
  * `kubectl explain` shows KEDA's field docs; users' existing objects keep working.
  */
 import type { KubeObject, ResourceType } from "../../api/object.ts";
-import { embeddedCrds, typeOfCrd, withMetadata } from "../upstream_crds.ts";
-import { CRDS_JSON } from "./crds/generated.ts";
+import { type EmbeddedCrds, embeddedCrds, typeOfCrd, withMetadata } from "../upstream_crds.ts";
 import { kedaMeta, type KedaTarget } from "./names.ts";
 
-const upstream = embeddedCrds(CRDS_JSON);
+/** KEDA's CRDs, imported when the Scaler controller first reconciles (its preload). */
+export const KEDA_CRDS: EmbeddedCrds = embeddedCrds(
+  "KEDA's CRDs",
+  () => import("./crds/generated.ts"),
+);
 
 /** The kinds KEDA's CRDs define: users' objects of these kinds keep the Scaler from being deleted. */
 export function kedaKinds(): ResourceType[] {
-  return upstream().map(typeOfCrd);
+  return KEDA_CRDS.get().map(typeOfCrd);
 }
 
 /** KEDA's CRDs with the Scaler's labels. */
 export function kedaCrds(target: KedaTarget): KubeObject[] {
-  return upstream().map((crd) => withMetadata(crd, kedaMeta(target, crd.metadata.name, false)));
+  return KEDA_CRDS.get().map((crd) =>
+    withMetadata(crd, kedaMeta(target, crd.metadata.name, false))
+  );
 }

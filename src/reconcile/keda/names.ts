@@ -1,6 +1,6 @@
 /** Names, version and labels of the KEDA objects the operator installs (KEDA's own names). */
 import { managedLabels, OWNER_LABEL } from "../labels.ts";
-import { UPSTREAM } from "./crds/generated.ts";
+import { UPSTREAM } from "./crds/upstream.ts";
 
 /**
  * The KEDA version the operator installs and reports as `kedaVersion`: the release its CRDs are

@@ -6,9 +6,8 @@
 import type { KubeObject } from "../../api/object.ts";
 import { fnv1a64, stableJson } from "../hash.ts";
 import { managedLabels, OWNER_LABEL } from "../labels.ts";
-import { embeddedCrds, withMetadata } from "../upstream_crds.ts";
+import { type EmbeddedCrds, embeddedCrds, withMetadata } from "../upstream_crds.ts";
 import type { ServerlessSettings } from "./config.ts";
-import { CRDS_JSON } from "./crds/generated.ts";
 
 /** Name of the Serverless controller Deployment (docs/design.md). */
 export const CONTROLLER_DEPLOYMENT = "serverless-ctrl-mngr";
@@ -83,7 +82,11 @@ function configMaps(input: ServerlessRenderInput): KubeObject[] {
   ];
 }
 
-const upstreamFunctionCrd = embeddedCrds(CRDS_JSON);
+/** The Function CRD, imported when the Serverless controller first reconciles (its preload). */
+export const FUNCTION_CRDS: EmbeddedCrds = embeddedCrds(
+  "the Function CRD",
+  () => import("./crds/generated.ts"),
+);
 
 /**
  * Kyma's Function CRD (generated from kyma-project/serverless's API types by `deno task
@@ -91,7 +94,7 @@ const upstreamFunctionCrd = embeddedCrds(CRDS_JSON);
  * names and scale subresource, with the module's labels.
  */
 function functionCrd(input: ServerlessRenderInput): KubeObject {
-  const [crd] = upstreamFunctionCrd();
+  const [crd] = FUNCTION_CRDS.get();
   return withMetadata(crd, meta(input, FUNCTION_CRD, false));
 }
 
