@@ -1,11 +1,11 @@
 /**
- * The upstream CRDs the modules install (KEDA's, Kyma's Function), embedded as JSON text by
- * `deno task module-crds` (src/reconcile/keda/crds/generated.ts, src/reconcile/serverless/crds/).
- * The text is about 0.5 MB (KEDA's ScaledJob alone is about 300 KB) and only rendering a module
- * reads it, so it is imported when a module controller first reconciles (its `preload`), not when
- * the operator starts: an operator serving RateLimits alone never holds it (about 2 MB of an idle
- * operator's resident memory). Parsed once and frozen: every render shares the schemas, and only
- * the metadata is built per render.
+ * The upstream CRDs the modules install (KEDA's, Kyma's Function), embedded by `deno task
+ * module-crds` as gzipped JSON (src/reconcile/keda/crds/generated.ts, src/reconcile/serverless/
+ * crds/). The JSON is about 0.5 MB (KEDA's ScaledJob alone is about 300 KB) and only rendering a
+ * module reads it, so it is imported when a module controller first reconciles (its `preload`),
+ * not when the operator starts, and gzipped because Deno holds the source of every module the
+ * operator may import from the start. Decoded once and frozen: every render shares the schemas,
+ * and only the metadata is built per render.
  */
 import type { KubeObject, ObjectMeta, ResourceType } from "../api/object.ts";
 
@@ -38,21 +38,29 @@ export interface EmbeddedCrds {
   get(): readonly UpstreamCrd[];
 }
 
-/** The embedded CRDs of the module `importer` imports, parsed when it has been. */
+/** The text `deno task module-crds` gzipped and base64-encoded (tools/crdgen/embed.ts). */
+export async function inflate(gzipBase64: string): Promise<string> {
+  const bytes = Uint8Array.from(atob(gzipBase64), (c) => c.charCodeAt(0));
+  const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
+  return await new Response(stream).text();
+}
+
+/** The embedded CRDs of the module `importer` imports, decoded and parsed when it has been. */
 export function embeddedCrds(
   what: string,
-  importer: () => Promise<{ CRDS_JSON: readonly string[] }>,
+  importer: () => Promise<{ CRDS_GZIP_BASE64: string }>,
 ): EmbeddedCrds {
   let loading: Promise<readonly UpstreamCrd[]> | undefined;
   let parsed: readonly UpstreamCrd[] | undefined;
   return {
     load() {
-      loading ??= importer().then(({ CRDS_JSON }) =>
-        parsed = deepFreeze(CRDS_JSON.map((j) => JSON.parse(j) as UpstreamCrd))
-      ).catch((err) => {
-        loading = undefined; // a failed import may be retried
-        throw err;
-      });
+      loading ??= importer()
+        .then(({ CRDS_GZIP_BASE64 }) => inflate(CRDS_GZIP_BASE64))
+        .then((json) => parsed = deepFreeze(JSON.parse(json) as UpstreamCrd[]))
+        .catch((err) => {
+          loading = undefined; // a failed import may be retried
+          throw err;
+        });
       return loading;
     },
     get() {

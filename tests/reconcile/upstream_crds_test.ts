@@ -5,9 +5,9 @@
  * import is tried again.
  */
 import assert from "node:assert/strict";
-import { embeddedCrds } from "../../src/reconcile/upstream_crds.ts";
+import { embeddedCrds, inflate } from "../../src/reconcile/upstream_crds.ts";
 
-const CRD_JSON = JSON.stringify({
+const CRD = {
   apiVersion: "apiextensions.k8s.io/v1",
   kind: "CustomResourceDefinition",
   metadata: { name: "things.example.io" },
@@ -17,15 +17,24 @@ const CRD_JSON = JSON.stringify({
     scope: "Namespaced",
     versions: [{ name: "v1", served: true, storage: true }],
   },
-});
+};
+
+/** Gzip and base64, as `deno task module-crds` embeds CRDs. */
+async function gzipBase64(text: string): Promise<string> {
+  const stream = new Blob([text]).stream().pipeThrough(new CompressionStream("gzip"));
+  const bytes = new Uint8Array(await new Response(stream).arrayBuffer());
+  return btoa(String.fromCharCode(...bytes));
+}
 
 Deno.test("embedded CRDs: unreadable before load, imported once, frozen, a failed import retried", async () => {
+  const CRDS_GZIP_BASE64 = await gzipBase64(JSON.stringify([CRD]));
+  assert.equal(await inflate(CRDS_GZIP_BASE64), JSON.stringify([CRD]));
   let imports = 0;
   const crds = embeddedCrds("the things' CRDs", () => {
     imports++;
     return imports === 1
       ? Promise.reject(new Error("module not found"))
-      : Promise.resolve({ CRDS_JSON: [CRD_JSON] });
+      : Promise.resolve({ CRDS_GZIP_BASE64 });
   });
   assert.throws(() => crds.get(), /the things' CRDs not loaded yet/);
   await assert.rejects(crds.load(), /module not found/);

@@ -190,7 +190,7 @@ export async function plannedFiles(
     const { dir, version } = await kedaModule(paths.goModule);
     const keda = inOrder(await yamlFiles(join(tmp, "keda")), await kustomizationOrder(dir));
     for (const [name, text] of keda) files.set(join(paths.keda, name), text);
-    for (const [name, text] of embeddingFiles("keda", keda, version)) {
+    for (const [name, text] of await embeddingFiles("keda", keda, version)) {
       files.set(join(paths.keda, name), text);
     }
     let fn: string;
@@ -202,7 +202,7 @@ export async function plannedFiles(
       fn = await Deno.readTextFile(paths.functionYaml);
     }
     const fnName = paths.functionYaml.slice(paths.serverless.length + 1);
-    for (const [name, text] of embeddingFiles("serverless", new Map([[fnName, fn]]))) {
+    for (const [name, text] of await embeddingFiles("serverless", new Map([[fnName, fn]]))) {
       files.set(join(paths.serverless, name), text);
     }
     return files;
