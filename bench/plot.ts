@@ -1,8 +1,9 @@
 /**
- * `deno run -A bench/plot.ts FILE.json [--out=FILE.svg]`: from the JSON of a control-plane bench
- * (`deno task bench --only=cluster --json=FILE.json`), an SVG of resident memory and of time to
- * all Ready against the number of RateLimits, for the operator and the peer (log scale of
- * RateLimits; one line a subject; each point a measured figure). Plain SVG 1.1, no scripts.
+ * `deno run -A bench/plot.ts FILE.json [LATER.json ...] [--out=FILE.svg]`: from the JSON of a
+ * control-plane bench (`deno task bench --only=cluster --json=FILE.json`), an SVG of resident
+ * memory and of time to all Ready against the number of RateLimits, for the operator and the peer
+ * (log scale of RateLimits; one line a subject; each point a measured figure). A later file's
+ * figures replace the earlier ones of the same name. Plain SVG 1.1, no scripts.
  */
 import { esc } from "../src/cli/ratelimit/svg.ts";
 import type { Figure } from "./report.ts";
@@ -122,15 +123,30 @@ export function renderScaleSvg(p: ScalePoints, caption: string): string {
   ].join("\n");
 }
 
+/**
+ * The figures of several bench runs, a later run's figure replacing an earlier one of the same name
+ * (a phase re-run at a later commit), in the order first seen.
+ */
+export function mergeFigures(runs: readonly (readonly Figure[])[]): Figure[] {
+  const byName = new Map<string, Figure>();
+  for (const figures of runs) for (const f of figures) byName.set(f.name, f);
+  return [...byName.values()];
+}
+
 if (import.meta.main) {
-  const file = Deno.args.find((a) => !a.startsWith("--"));
+  const files = Deno.args.filter((a) => !a.startsWith("--"));
   const out = Deno.args.find((a) => a.startsWith("--out="))?.slice("--out=".length);
-  if (!file) {
-    console.error("usage: deno run -A bench/plot.ts FILE.json [--out=FILE.svg]");
+  if (files.length === 0) {
+    console.error("usage: deno run -A bench/plot.ts FILE.json [LATER.json ...] [--out=FILE.svg]");
     Deno.exit(2);
   }
-  const { figures } = JSON.parse(await Deno.readTextFile(file)) as { figures: Figure[] };
-  const svg = renderScaleSvg(scalePoints(figures), `from ${file.split("/").at(-1)}`);
+  const runs = await Promise.all(
+    files.map(async (file) =>
+      (JSON.parse(await Deno.readTextFile(file)) as { figures: Figure[] }).figures
+    ),
+  );
+  const names = files.map((f) => f.split("/").at(-1)).join(", ");
+  const svg = renderScaleSvg(scalePoints(mergeFigures(runs)), `from ${names}`);
   if (out) await Deno.writeTextFile(out, svg);
   else console.log(svg);
 }

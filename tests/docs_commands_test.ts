@@ -150,8 +150,41 @@ Deno.test("docs: benchmarks.md: a CPU profile as shown, then bench/profile.ts ov
   }
 });
 
+Deno.test("docs: benchmarks.md: bench/plot.ts lays a later run's figures over an earlier run's", async () => {
+  const command = await shown("docs/benchmarks.md", /bench\/plot\.ts FILE\.json LATER\.json/);
+  const dir = await Deno.makeTempDir({ prefix: "docs-plot-" });
+  try {
+    const figure = (name: string, value: number) => ({ section: "control plane", name, value });
+    const idle = "operator: resident memory, 0 RateLimits";
+    await Deno.writeTextFile(
+      join(dir, "run.json"),
+      JSON.stringify({
+        figures: [figure(idle, 61), figure("operator: resident memory, 100 RateLimits Ready", 70)],
+      }),
+    );
+    await Deno.writeTextFile(
+      join(dir, "later.json"),
+      JSON.stringify({ figures: [figure(idle, 58)] }),
+    );
+    const r = await sh(
+      command.replace("FILE.json", join(dir, "run.json")).replace(
+        "LATER.json",
+        join(dir, "later.json"),
+      )
+        .replace("FILE.svg", join(dir, "p.svg")),
+    );
+    assert.equal(r.code, 0, r.stderr);
+    const svg = await Deno.readTextFile(join(dir, "p.svg"));
+    assert.match(svg, /operator, 0 RateLimits: 58 MB/);
+    assert.doesNotMatch(svg, /61 MB/);
+    assert.match(svg, /operator, 100 RateLimits: 70 MB/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
 Deno.test("docs: benchmarks.md: bench/plot.ts turns a control-plane run's JSON into the SVG", async () => {
-  const command = await shown("docs/benchmarks.md", /bench\/plot\.ts FILE\.json/);
+  const command = await shown("docs/benchmarks.md", /bench\/plot\.ts FILE\.json --out/);
   const dir = await Deno.makeTempDir({ prefix: "docs-plot-" });
   try {
     const figure = (name: string, value: number) => ({ section: "control plane", name, value });

@@ -148,6 +148,8 @@ export function moduleController(
     // One at a time: whether a module object is served depends on its peers' `served`, and two
     // peers reconciled at once would each decide from a cache without the other's claim.
     concurrency: 1,
+    // Without a module object, nothing it watches besides that kind leads to work.
+    watchesNeedPrimary: true,
     async preload() {
       await kind.crds.load();
     },

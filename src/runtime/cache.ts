@@ -92,6 +92,15 @@ export class Cache implements CacheReader {
     return this.#stores.has(typeId(type));
   }
 
+  /**
+   * True when some watch caches this type and every watch of it has listed: then what `get`
+   * answers is what was listed. False for a watch opened on demand while it is closed (its
+   * store forgot everything) or still listing: ask the API server instead.
+   */
+  caches(type: ResourceType): boolean {
+    return this.#stores.get(typeId(type))?.every((s) => s.synced) ?? false;
+  }
+
   #of(type: ResourceType): Store[] {
     const stores = this.#stores.get(typeId(type));
     if (!stores) {

@@ -48,16 +48,31 @@ export interface PlannedWatch {
   required: boolean;
   /** What its cache keeps of each object (see `WatchSpec.project`). */
   project?: Projection;
+  /**
+   * Primaries whose objects keep this watch open: it is read only by controllers with
+   * `watchesNeedPrimary`, as a secondary. Undefined: open from start to stop.
+   */
+  wakers?: ResourceType[];
 }
 
-/** The watches of all controllers: one per (type, label selector), required if any requires it. */
+/**
+ * The watches of all controllers: one per (type, label selector), required if any requires it,
+ * opened on demand (`wakers`) when only controllers with `watchesNeedPrimary` read it, as a
+ * secondary.
+ */
 export function planWatches(controllers: readonly ControllerSpec[]): PlannedWatch[] {
   const wanted = new Map<string, PlannedWatch>();
+  /** Per watch: the primaries that wake it, or null once some reader needs it always. */
+  const wakers = new Map<string, ResourceType[] | null>();
   for (const c of controllers) {
     for (
       const w of [{ type: c.primary, labelSelector: undefined, optional: false }, ...c.watches]
     ) {
       const id = `${typeId(w.type)}|${w.labelSelector ?? ""}`;
+      const lazy = c.watchesNeedPrimary === true && w.type !== c.primary;
+      const waking = wakers.get(id);
+      if (!lazy) wakers.set(id, null);
+      else if (waking !== null) wakers.set(id, [...(waking ?? []), c.primary]);
       const before = wanted.get(id);
       const required = (before?.required ?? false) || !w.optional;
       const ownNamespace = "ownNamespace" in w && w.ownNamespace === true;
@@ -78,7 +93,10 @@ export function planWatches(controllers: readonly ControllerSpec[]): PlannedWatc
       });
     }
   }
-  return [...wanted.values()];
+  return [...wanted].map(([id, w]) => {
+    const by = wakers.get(id);
+    return by ? { ...w, wakers: by } : w;
+  });
 }
 
 /** One controller's keys and reconciles. */

@@ -262,6 +262,7 @@ export class Manager {
   /** What a write of this replica got back from the API, and what caching it changed. */
   #onWrite(type: ResourceType, written: KubeObject, changes: CacheChange[]): void {
     if (isCrdType(type)) this.#watches.kickWatchesOf(written);
+    this.#watches.reconsider();
     for (const change of changes) this.#dispatch(type, change);
   }
 

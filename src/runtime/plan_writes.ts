@@ -157,7 +157,7 @@ export class PlanWriter {
   ): Promise<void> {
     const type = this.#type(obj.apiVersion, obj.kind);
     const { namespace, name } = obj.metadata;
-    if (this.#o.cache.has(type)) {
+    if (this.#listed(type)) {
       const observed = this.#o.cache.get(type, namespace, name);
       // Skip only when nothing would change: every desired field is observed, and no field this
       // operator applied before has been dropped from the desired state (SSA would remove it).
@@ -167,7 +167,7 @@ export class PlanWriter {
       ) {
         if (!ownedFieldMissing(owned, obj)) return this.#skipped();
       }
-    } else this.#warnUnwatched(type);
+    } else if (!this.#o.cache.has(type)) this.#warnUnwatched(type);
     const written = await this.#write(
       refOf(obj),
       signal,
@@ -177,6 +177,11 @@ export class PlanWriter {
     this.#wrote(type, written);
   }
 
+  /** True when the cache's answer for `type` is a completed list's: else ask the API server. */
+  #listed(type: ResourceType): boolean {
+    return this.#o.cache.caches?.(type) ?? this.#o.cache.has(type);
+  }
+
   /** Deletes what the operator created (background propagation, uid precondition). */
   async delete(
     ref: ObjectRef,
@@ -184,7 +189,7 @@ export class PlanWriter {
     signal: AbortSignal,
   ): Promise<void> {
     const type = this.#type(ref.apiVersion, ref.kind);
-    const observed = this.#o.cache.has(type)
+    const observed = this.#listed(type)
       ? this.#o.cache.get(type, ref.namespace, ref.name)
       : await this.#write(ref, signal, () => this.#o.cluster.get(type, ref.namespace, ref.name));
     if (!observed || observed.metadata.deletionTimestamp) return this.#skipped();

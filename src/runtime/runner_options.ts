@@ -12,6 +12,11 @@ import type { WorkResult } from "./queue.ts";
 /** A cache the runner can ask whether a type is watched, and which fields the operator owns. */
 export interface RunnerCache extends CacheReader {
   has(type: ResourceType): boolean;
+  /**
+   * True when what `get` answers for `type` is what a completed list gave (see `Cache.caches`);
+   * a reader without it counts every type it `has` as listed.
+   */
+  caches?(type: ResourceType): boolean;
   /** The operator's own applied `fieldsV1` of an object, if known. */
   ownedFields?(type: ResourceType, namespace: string | undefined, name: string): unknown;
   /**

@@ -254,6 +254,18 @@ export class Store {
     return changes;
   }
 
+  /**
+   * The watch was closed because nothing reads it now: forget every object (the changes are
+   * their deletes). Not synced and not live until a list completes again.
+   */
+  forget(): CacheChange[] {
+    const changes = this.#swap(new Map(), new Map());
+    this.#synced = false;
+    this.#live = false;
+    this.#fence.clear();
+    return changes;
+  }
+
   /** One cached object. */
   get(namespace: string | undefined, name: string): KubeObject | undefined {
     return this.#objects.get(namespace ? `${namespace}/${name}` : name);

@@ -40,38 +40,56 @@ export function isCrdType(type: ResourceType): boolean {
   return type.group === "apiextensions.k8s.io" && type.kind === "CustomResourceDefinition";
 }
 
+/** One planned watch: its store, and its watcher while open. */
+interface Slot {
+  store: Store;
+  required: boolean;
+  /** Stores of the primaries whose objects keep the watch open; undefined: always open. */
+  wakers?: Store[];
+  make(): Watcher;
+  open?: { watcher: Watcher; stop: AbortController; task: Promise<void> };
+}
+
 /** Every watch of one manager. */
 export class WatchSet {
-  readonly #watches: { watcher: Watcher; store: Store; required: boolean }[] = [];
+  readonly #slots: Slot[] = [];
   /** Stores whose watch has not listed since the last `relist()`. */
   readonly #stale = new Set<Store>();
+  /** The signal `run` was given; undefined before `run`. */
+  #signal: AbortSignal | undefined;
+  /** The primaries' stores that open and close on-demand watches. */
+  readonly #wakers = new Set<Store>();
 
   constructor(readonly opts: WatchSetOptions) {
-    // A watch is required if any controller requires it.
     for (const w of planWatches(opts.controllers)) {
       const { type, selector, required, ownNamespace } = w;
       const store = opts.cache.store(type, selector, w.project);
-      const watcher = new Watcher({
-        cluster: opts.cluster,
-        clock: opts.clock,
-        random: opts.random,
-        log: opts.log,
-        metrics: opts.metrics,
-        type,
-        labelSelector: selector,
-        ...(ownNamespace ? { namespace: opts.namespace } : {}),
-        optional: !required,
-        pageSize: opts.pageSize,
-        timeoutSeconds: opts.timeoutSeconds,
-        idleMs: opts.idleMs,
-      }, (ev) => this.#handle(type, store, ev));
-      this.#watches.push({ watcher, store, required });
+      const make = () =>
+        new Watcher({
+          cluster: opts.cluster,
+          clock: opts.clock,
+          random: opts.random,
+          log: opts.log,
+          metrics: opts.metrics,
+          type,
+          labelSelector: selector,
+          ...(ownNamespace ? { namespace: opts.namespace } : {}),
+          optional: !required,
+          pageSize: opts.pageSize,
+          timeoutSeconds: opts.timeoutSeconds,
+          idleMs: opts.idleMs,
+        }, (ev) => this.#handle(type, store, ev));
+      const wakers = w.wakers?.map((t) => opts.cache.store(t));
+      for (const waker of wakers ?? []) this.#wakers.add(waker);
+      this.#slots.push({ store, required, make, ...(wakers ? { wakers } : {}) });
     }
   }
 
   #handle(type: ResourceType, store: Store, ev: WatcherEvent): void {
     const wasLive = store.live;
-    for (const change of store.handle(ev)) {
+    const changes = store.handle(ev);
+    if (this.#wakers.has(store)) this.reconsider();
+    for (const change of changes) {
       if (isCrdType(type) && change.type === "apply") this.kickWatchesOf(change.object);
       this.opts.onChange(type, change);
     }
@@ -83,12 +101,45 @@ export class WatchSet {
   }
 
   /**
-   * Lists every watch again; `fresh` is false until all have. A watch can stall unnoticed for up to
-   * its idle timeout, so a standby's caches may lack what the old leader wrote, and a new leader
-   * that took that absence for real would remove a finalizer while the objects remain.
+   * Opens the on-demand watches whose primaries now have objects and closes those whose have none
+   * (forgetting what they cached). Called on every watch event, and by the manager after its own
+   * writes, which may add or remove a primary before its watch reports it.
+   */
+  reconsider(): void {
+    const signal = this.#signal;
+    if (!signal || signal.aborted) return;
+    for (const slot of this.#slots) {
+      if (!slot.wakers) continue;
+      const wanted = slot.wakers.some((s) => s.size > 0);
+      if (wanted && !slot.open) this.#open(slot, signal);
+      else if (!wanted && slot.open) this.#close(slot);
+    }
+  }
+
+  #open(slot: Slot, signal: AbortSignal): void {
+    const stop = new AbortController();
+    const watcher = slot.make();
+    const task = watcher.run(AbortSignal.any([signal, stop.signal]));
+    slot.open = { watcher, stop, task };
+  }
+
+  #close(slot: Slot): void {
+    slot.open?.stop.abort();
+    slot.open = undefined;
+    this.#stale.delete(slot.store);
+    const wasLive = slot.store.live;
+    const type = slot.store.type;
+    for (const change of slot.store.forget()) this.opts.onChange(type, change);
+    if (wasLive) this.opts.onLiveness(type);
+  }
+
+  /**
+   * Lists every open watch again; `fresh` is false until all have. A watch can stall unnoticed
+   * for up to its idle timeout, so a standby's caches may lack what the old leader wrote, and a
+   * new leader that took that absence for real would remove a finalizer while the objects remain.
    */
   relist(): void {
-    for (const w of this.#watches) if (w.watcher.relist()) this.#stale.add(w.store);
+    for (const s of this.#slots) if (s.open?.watcher.relist()) this.#stale.add(s.store);
   }
 
   /** True when every watch has listed since the last `relist()` was asked for. */
@@ -96,14 +147,33 @@ export class WatchSet {
     return this.#stale.size === 0;
   }
 
-  /** Runs every watch until `signal` aborts; one promise a watch. */
+  /**
+   * Runs the watches until `signal` aborts: those always open at once, the others while their
+   * primaries have objects. One promise a watch always open, and one for all the others.
+   */
   run(signal: AbortSignal): Promise<void>[] {
-    return this.#watches.map((w) => w.watcher.run(signal));
+    this.#signal = signal;
+    const always = this.#slots.filter((s) => !s.wakers);
+    for (const s of always) this.#open(s, signal);
+    this.reconsider();
+    const onDemand = new Promise<void>((resolve) => {
+      const done = () => {
+        const tasks = this.#slots.filter((s) => s.wakers && s.open).map((s) => s.open!.task);
+        Promise.all(tasks).then(() => resolve());
+      };
+      if (signal.aborted) done();
+      else signal.addEventListener("abort", done, { once: true });
+    });
+    return [...always.map((s) => s.open!.task), onDemand];
   }
 
-  /** True when every required watch has completed its first list. */
+  /**
+   * True when every required watch that is always open has completed its first list. A watch
+   * opened on demand is not waited for here: its controllers do not reconcile until it has
+   * listed (ControllerLoop.synced), and the other controllers need not wait for it.
+   */
   get synced(): boolean {
-    return this.#watches.every((w) => !w.required || w.store.synced);
+    return this.#slots.every((s) => !s.required || s.wakers !== undefined || s.store.synced);
   }
 
   /**
@@ -112,8 +182,10 @@ export class WatchSet {
    * just installed are seen promptly.
    */
   kickWatchesOf(crd: KubeObject): void {
-    for (const w of this.#watches) {
-      if (!w.store.live && typeName(w.store.type) === crd.metadata.name) w.watcher.kick();
+    for (const s of this.#slots) {
+      if (s.open && !s.store.live && typeName(s.store.type) === crd.metadata.name) {
+        s.open.watcher.kick();
+      }
     }
   }
 }

@@ -8,7 +8,7 @@ import { parseArgs } from "../../bench/main.ts";
 import { buildPeer, PEER_ENV, peerCheckout } from "../../bench/cluster/peer.ts";
 import { layout, workload } from "../../bench/cluster/phases.ts";
 import { KYMA_RATELIMIT } from "../../bench/cluster/peer.ts";
-import { renderScaleSvg, scalePoints } from "../../bench/plot.ts";
+import { mergeFigures, renderScaleSvg, scalePoints } from "../../bench/plot.ts";
 import type { Figure } from "../../bench/report.ts";
 
 Deno.test("the peer's checkout: --peer wins over the environment; neither means no peer", () => {
@@ -72,4 +72,19 @@ Deno.test("the plot takes memory and time to Ready of each subject, one-namespac
   assert.match(svg, /^<svg /);
   assert.equal(svg.match(/<polyline /g)?.length, 4, "a line a subject in each panel");
   assert.match(svg, /<title>peer, 10,000 RateLimits: 900 seconds<\/title>/);
+});
+
+Deno.test("the plot merges runs: a later run's figure replaces the earlier one of its name", () => {
+  const f = (name: string, value: number): Figure => ({ section: "s", name, value, unit: "" });
+  const side = [
+    f("operator: resident memory, 0 RateLimits", 61),
+    f("operator: resident memory, 1,000 RateLimits Ready", 93),
+  ];
+  const idle = [f("operator: resident memory, 0 RateLimits", 58)];
+  const merged = mergeFigures([side, idle]);
+  assert.deepEqual(merged.map((x) => [x.name, x.value]), [
+    ["operator: resident memory, 0 RateLimits", 58],
+    ["operator: resident memory, 1,000 RateLimits Ready", 93],
+  ]);
+  assert.deepEqual([...scalePoints(merged).memoryMb.get("operator")!], [[0, 58], [1_000, 93]]);
 });
