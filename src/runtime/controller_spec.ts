@@ -111,8 +111,8 @@ export interface ControllerSpec {
    * triggers map every other watched object to primaries, and there are none. The runtime then
    * opens its other watches (those no other controller needs always) only while a primary object
    * exists, and closes them, forgetting what they cached, when the last one is gone. A module
-   * controller reads 19 types; watching them idle cost the operator about 2.5 MB and the API
-   * server as many watch streams.
+   * controller reads 19 types: an idle operator held 19 watch streams on the API server for them
+   * and listed all 19 before its first reconcile.
    */
   watchesNeedPrimary?: boolean;
   /**

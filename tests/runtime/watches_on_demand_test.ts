@@ -1,7 +1,7 @@
 /**
  * Watches opened on demand (ControllerSpec.watchesNeedPrimary): a module controller's watches
  * besides its primary are open only while a module object exists. Idle, the operator holds 6
- * watch streams instead of 25 (about 2.5 MB of its memory, and as many streams on the API server).
+ * watch streams on the API server instead of 25.
  */
 import assert from "node:assert/strict";
 import { RESOURCES } from "../../src/api/resources.ts";
