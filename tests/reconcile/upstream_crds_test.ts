@@ -6,6 +6,7 @@
  */
 import assert from "node:assert/strict";
 import { embeddedCrds, inflate } from "../../src/reconcile/upstream_crds.ts";
+import { deflate } from "../../tools/crdgen/embed.ts";
 
 const CRD = {
   apiVersion: "apiextensions.k8s.io/v1",
@@ -19,15 +20,8 @@ const CRD = {
   },
 };
 
-/** Gzip and base64, as `deno task module-crds` embeds CRDs. */
-async function gzipBase64(text: string): Promise<string> {
-  const stream = new Blob([text]).stream().pipeThrough(new CompressionStream("gzip"));
-  const bytes = new Uint8Array(await new Response(stream).arrayBuffer());
-  return btoa(String.fromCharCode(...bytes));
-}
-
 Deno.test("embedded CRDs: unreadable before load, imported once, frozen, a failed import retried", async () => {
-  const CRDS_GZIP_BASE64 = await gzipBase64(JSON.stringify([CRD]));
+  const CRDS_GZIP_BASE64 = await deflate(JSON.stringify([CRD]));
   assert.equal(await inflate(CRDS_GZIP_BASE64), JSON.stringify([CRD]));
   let imports = 0;
   const crds = embeddedCrds("the things' CRDs", () => {

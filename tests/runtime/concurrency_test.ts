@@ -13,6 +13,7 @@ import type { Cluster, KubeObject } from "../../src/runtime/cluster.ts";
 import type { ControllerSpec } from "../../src/runtime/controller_spec.ts";
 import { Manager } from "../../src/runtime/manager.ts";
 import { TestCluster, WIDGET } from "./test_cluster.ts";
+import { images } from "./manager_fixtures.ts";
 import { captureLogger, ManualClock, seededRandom } from "./helpers.ts";
 
 const RL = WIDGET;
@@ -79,12 +80,7 @@ async function mostInFlight(spec: ControllerSpec): Promise<number> {
     random: seededRandom(3),
     log: captureLogger(clock).log,
     controllers: [spec],
-    images: {
-      serverlessController: "s",
-      kedaOperator: "k",
-      kedaMetricsServer: "m",
-      kedaAdmissionWebhooks: "w",
-    },
+    images,
     identity: "op-0",
     leaderElection: false,
   });

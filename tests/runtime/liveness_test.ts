@@ -11,6 +11,7 @@ import type { KubeObject } from "../../src/runtime/cluster.ts";
 import type { ControllerSpec } from "../../src/runtime/controller_spec.ts";
 import { Manager } from "../../src/runtime/manager.ts";
 import { Watcher } from "../../src/runtime/watcher.ts";
+import { images } from "./manager_fixtures.ts";
 import { openCrd, TestCluster, WIDGET } from "./test_cluster.ts";
 import { captureLogger, ManualClock, seededRandom } from "./helpers.ts";
 
@@ -18,12 +19,6 @@ const FN = RESOURCES.Function;
 const CRD = RESOURCES.CustomResourceDefinition;
 const RL = WIDGET;
 const FN_CRD = "functions.serverless.platform-project.io";
-const images = {
-  serverlessController: "s",
-  kedaOperator: "k",
-  kedaMetricsServer: "m",
-  kedaAdmissionWebhooks: "w",
-};
 
 /** The Function CRD, as the operator labels what it installs. */
 function fnCrd(): KubeObject {

@@ -9,6 +9,7 @@ import { serverlessController } from "../../src/controllers/serverless.ts";
 import { Manager } from "../../src/runtime/manager.ts";
 import { preloadControllers } from "../../src/runtime/controller_spec.ts";
 import { TestCluster } from "./test_cluster.ts";
+import { images } from "./manager_fixtures.ts";
 import { captureLogger, ManualClock, seededRandom } from "./helpers.ts";
 
 const SL = RESOURCES.Serverless;
@@ -35,12 +36,7 @@ Deno.test("a Serverless deleted while its Function watch is not live yet keeps t
     random: seededRandom(5),
     log: captureLogger(clock).log,
     controllers: [serverlessController],
-    images: {
-      serverlessController: "registry.example/serverless:1",
-      kedaOperator: "k",
-      kedaMetricsServer: "m",
-      kedaAdmissionWebhooks: "w",
-    },
+    images,
     identity: "op-0",
     leaderElection: false,
   });

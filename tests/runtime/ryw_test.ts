@@ -10,6 +10,7 @@ import type { Cluster, KubeObject, WatchEvent } from "../../src/runtime/cluster.
 import type { ControllerSpec } from "../../src/runtime/controller_spec.ts";
 import { Manager } from "../../src/runtime/manager.ts";
 import { TestCluster, WIDGET } from "./test_cluster.ts";
+import { images } from "./manager_fixtures.ts";
 import { captureLogger, ManualClock, seededRandom } from "./helpers.ts";
 
 const RL = WIDGET;
@@ -79,12 +80,7 @@ Deno.test("a deletion right after install deletes the child it created before re
     random: seededRandom(1),
     log: captureLogger(clock).log,
     controllers: [owner],
-    images: {
-      serverlessController: "s",
-      kedaOperator: "k",
-      kedaMetricsServer: "m",
-      kedaAdmissionWebhooks: "w",
-    },
+    images,
     identity: "op-0",
     leaderElection: false,
     watchIdleMs: 3_600_000,

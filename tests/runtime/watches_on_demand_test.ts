@@ -10,6 +10,7 @@ import { MANAGED_BY, MANAGED_BY_LABEL } from "../../src/reconcile/labels.ts";
 import { planWatches } from "../../src/runtime/controller_loop.ts";
 import { type ControllerSpec, preloadControllers } from "../../src/runtime/controller_spec.ts";
 import { Manager } from "../../src/runtime/manager.ts";
+import { images } from "./manager_fixtures.ts";
 import { TestCluster } from "./test_cluster.ts";
 import { captureLogger, ManualClock, seededRandom } from "./helpers.ts";
 
@@ -65,12 +66,7 @@ Deno.test("a module's watches open when its object appears and close, forgetting
     random: seededRandom(7),
     log: captureLogger(clock).log,
     controllers: [...ALL_CONTROLLERS],
-    images: {
-      serverlessController: "registry.example/serverless:1",
-      kedaOperator: "k",
-      kedaMetricsServer: "m",
-      kedaAdmissionWebhooks: "w",
-    },
+    images,
     identity: "op-0",
     leaderElection: false,
   });

@@ -42,7 +42,7 @@ function provenance(kind: "keda" | "serverless", header: string, kedaVersion?: s
 }
 
 /** Gzip, then base64: how `generated.ts` holds the CRDs (decoded by `inflate` at run time). */
-async function deflate(text: string): Promise<string> {
+export async function deflate(text: string): Promise<string> {
   const stream = new Blob([text]).stream().pipeThrough(new CompressionStream("gzip"));
   const bytes = new Uint8Array(await new Response(stream).arrayBuffer());
   let binary = "";
