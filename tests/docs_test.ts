@@ -90,6 +90,13 @@ const RUN_BY: { page: string | RegExp; command: string | RegExp; by: string; run
   },
   // The test command is what CI runs; CI is `.ci/run`.
   { page: /./, command: "./deno task test", by: ".ci/run", runs: "./deno task test --junit-path" },
+  { page: /./, command: "./deno task build", by: ".ci/run", runs: "step ./deno task build" },
+  {
+    page: /./,
+    command: /^\.\/deno task build --/,
+    by: "tests/tools/build_test.ts",
+    runs: "shown build commands run",
+  },
   { page: "README.md", command: "bash .ci/run", by: ".ci/run", runs: "step ./deno fmt --check" },
   // `./deno task sim` alone: every scenario, then the seed sweep (the same runs, through the CLI's functions).
   {

@@ -4,10 +4,11 @@
  * `stamp.json`, and builds again only when that changes or an output is missing. Used by the local
  * control plane (`tools/cluster/build.ts`) and the CRD generator (`tools/crdgen/`).
  */
-import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { withLock } from "./cluster/lock.ts";
 import { exists } from "./cluster/paths.ts";
+import { inputsHash as hashFiles, readStamp, type Stamp, writeStamp } from "./cluster/stamp.ts";
+import { step } from "./progress.ts";
 
 /** One `go build` of some packages of a module, and what decides whether it is stale. */
 export interface GoBuild {
@@ -30,8 +31,6 @@ export interface GoBuild {
   /** Runs after the binaries are in place (writes `artifacts`). */
   after?: () => Promise<void>;
 }
-
-type Stamp = Record<string, { inputs: string; go: string }>;
 
 /** What to install when Go is missing. */
 export const NEED_GO = "Go 1.26 with access to the Go module proxy is needed";
@@ -77,13 +76,8 @@ export async function goVersion(cwd: string): Promise<string | null> {
 }
 
 /** The hash of a build's inputs. */
-export async function inputsHash(build: GoBuild): Promise<string> {
-  const h = createHash("sha256");
-  for (const f of build.inputs) {
-    h.update(f + "\0" + await Deno.readTextFile(join(build.dir, f)) + "\0");
-  }
-  for (const x of build.extra) h.update(JSON.stringify(x));
-  return h.digest("hex");
+export function inputsHash(build: GoBuild): Promise<string> {
+  return hashFiles(build.dir, build.inputs, build.extra);
 }
 
 /** The builds whose binaries live in one cache directory, with its stamp file and lock. */
@@ -95,12 +89,8 @@ export class GoCache {
     return join(this.binDir, output);
   }
 
-  async #readStamp(): Promise<Stamp> {
-    try {
-      return JSON.parse(await Deno.readTextFile(join(this.binDir, "stamp.json"))) as Stamp;
-    } catch {
-      return {};
-    }
+  get #stampFile(): string {
+    return join(this.binDir, "stamp.json");
   }
 
   async #upToDate(build: GoBuild, stamp: Stamp, go: string | null): Promise<boolean> {
@@ -116,7 +106,7 @@ export class GoCache {
   /** Names of the builds that need building; `goAvailable` says whether building is possible. */
   async status(builds: readonly GoBuild[]): Promise<{ stale: string[]; goAvailable: boolean }> {
     const go = await goVersion(builds[0]?.dir ?? ".");
-    const stamp = await this.#readStamp();
+    const stamp = await readStamp(this.#stampFile);
     const stale: string[] = [];
     for (const b of builds) if (!await this.#upToDate(b, stamp, go)) stale.push(b.name);
     return { stale, goAvailable: go !== null };
@@ -125,17 +115,13 @@ export class GoCache {
   async #build(build: GoBuild, log: (msg: string) => void): Promise<void> {
     const tmp = await Deno.makeTempDir({ dir: this.binDir, prefix: `.build-${build.name}-` });
     try {
-      const started = performance.now();
-      log(
-        `building ${build.label ?? build.name}: ${
-          build.outputs.join(", ")
-        } (this can take a while)`,
-      );
-      const out = build.outputs.length === 1 ? join(tmp, build.outputs[0]) : tmp + "/";
-      await runGo(["build", "-ldflags", build.ldflags, "-o", out, ...build.packages], build.dir);
-      for (const o of build.outputs) await Deno.rename(join(tmp, o), this.path(o));
-      await build.after?.();
-      log(`built ${build.name} in ${((performance.now() - started) / 1000).toFixed(1)}s`);
+      const what = `building ${build.label ?? build.name}: ${build.outputs.join(", ")}`;
+      await step(what, log, async () => {
+        const out = build.outputs.length === 1 ? join(tmp, build.outputs[0]) : tmp + "/";
+        await runGo(["build", "-ldflags", build.ldflags, "-o", out, ...build.packages], build.dir);
+        for (const o of build.outputs) await Deno.rename(join(tmp, o), this.path(o));
+        await build.after?.();
+      }, { done: `built ${build.name}` });
     } finally {
       await Deno.remove(tmp, { recursive: true });
     }
@@ -159,14 +145,9 @@ export class GoCache {
     await withLock(join(this.binDir, ".lock"), async () => {
       const go = await goVersion(builds[0].dir);
       for (const b of builds) {
-        const stamp = await this.#readStamp();
-        if (await this.#upToDate(b, stamp, go)) continue;
+        if (await this.#upToDate(b, await readStamp(this.#stampFile), go)) continue;
         await this.#build(b, log);
-        stamp[b.name] = { inputs: await inputsHash(b), go: go ?? "" };
-        await Deno.writeTextFile(
-          join(this.binDir, "stamp.json"),
-          JSON.stringify(stamp, null, 2) + "\n",
-        );
+        await writeStamp(this.#stampFile, b.name, { inputs: await inputsHash(b), go: go ?? "" });
       }
     }, log);
     return true;

@@ -132,7 +132,7 @@ export class E2E {
     return names;
   }
 
-  /** Starts an operator replica against this cluster as user `platform-operator`. */
+  /** Starts an operator replica against this cluster as deploy/'s ServiceAccount (its token). */
   async startOperator(
     o: Partial<OperatorOptions> & { identity: string },
   ): Promise<OperatorProcess> {

@@ -7,6 +7,7 @@ import type { KubeObject } from "../../src/runtime/cluster.ts";
 import { join } from "node:path";
 import { type E2E, e2eSuite, waitFor } from "./harness.ts";
 import { REPO_ROOT } from "./operator.ts";
+import { OPERATOR_USER } from "../../tools/cluster/mod.ts";
 import {
   fn,
   moduleSelector,
@@ -152,7 +153,7 @@ async function allServed(env: E2E): Promise<KubeObject[]> {
 }
 
 async function steadyState(env: E2E): Promise<void> {
-  const user = "platform-operator";
+  const user = OPERATOR_USER;
   // Everything must be settled: every served object has the state its spec leads to.
   await waitFor("every module object and RateLimit to be Ready or Error", async () => {
     const objs = await allServed(env);

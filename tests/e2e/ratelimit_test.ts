@@ -7,6 +7,7 @@
  */
 import assert from "node:assert/strict";
 import type { KubeObject } from "../../src/api/object.ts";
+import { OPERATOR_USER } from "../../tools/cluster/mod.ts";
 import { shownOutput } from "../docs_shown.ts";
 import { type E2E, e2eSuite, type OperatorProcess, waitFor } from "./harness.ts";
 import { bucket, GATEWAY_API, namespace } from "./fixtures.ts";
@@ -14,7 +15,7 @@ import { conditionOf, describe, statusOf } from "./status.ts";
 
 const NS = "e2e-rl-status";
 const ANNOTATION = "gateway.platform-project.io/ratelimit-generation";
-const USER = "platform-operator";
+const USER = OPERATOR_USER;
 
 function deployment(name: string, replicas: number, sidecar: boolean): KubeObject {
   const labels = { app: "web", track: name };

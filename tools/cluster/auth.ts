@@ -9,17 +9,16 @@ export interface User {
   token: string;
 }
 
-/** Identities of the cluster: the two test users plus one per control-plane client. */
+/**
+ * Static-token identities of the cluster: the admin plus one per control-plane client. The
+ * operator is not one of them: it gets its ServiceAccount's token (operator_identity.ts).
+ */
 export interface Users {
   admin: User;
-  operator: User;
   controllerManager: User;
   scheduler: User;
   kwok: User;
 }
-
-/** User name the operator under test acts as. */
-export const OPERATOR_USER = "platform-operator";
 
 function randomToken(): string {
   const bytes = crypto.getRandomValues(new Uint8Array(24));
@@ -31,7 +30,6 @@ export function newUsers(): Users {
   const u = (name: string): User => ({ name, groups: ["system:masters"], token: randomToken() });
   return {
     admin: u("admin"),
-    operator: u(OPERATOR_USER),
     controllerManager: u("system:kube-controller-manager"),
     scheduler: u("system:kube-scheduler"),
     kwok: u("kwok-controller"),
@@ -84,8 +82,8 @@ export async function writeAuditPolicy(path: string): Promise<void> {
   await Deno.writeTextFile(path, stringify(policy));
 }
 
-/** Paths of the kubeconfig files inside a cluster directory. */
-export function kubeconfigPaths(dir: string): Record<keyof Users, string> {
+/** Paths of the kubeconfig files inside a cluster directory (the operator's included). */
+export function kubeconfigPaths(dir: string): Record<keyof Users | "operator", string> {
   return {
     admin: join(dir, "kubeconfig"),
     operator: join(dir, "kubeconfig-operator"),

@@ -145,6 +145,22 @@ Deno.test({
         await ok(c, ["get", "namespaces"]);
       });
 
+      await t.step(
+        "the operator is deploy/'s ServiceAccount with deploy/rbac.yaml's rules",
+        async () => {
+          const as = (args: string[]) => c.kubectl(args, { kubeconfig: c.operatorKubeconfig });
+          const who = await as(["auth", "whoami", "-o", "jsonpath={.status.userInfo.username}"]);
+          assertEquals(who.stdout.trim(), OPERATOR_USER, who.stderr);
+          const can = async (...args: string[]) =>
+            (await as(["auth", "can-i", ...args])).stdout.trim();
+          assertEquals(await can("patch", "envoyfilters.networking.istio.io", "-A"), "yes");
+          assertEquals(await can("create", "leases", "-n", "platform-system"), "yes");
+          assertEquals(await can("create", "leases", "-n", "default"), "no");
+          assertEquals(await can("list", "secrets", "-A"), "no");
+          assertEquals(await can("update", "deployments", "-A"), "no");
+        },
+      );
+
       await t.step("countWrites counts writes per user", async () => {
         const since = Date.now();
         assertEquals(await c.countWrites({ user: "admin", sinceMs: since }), 0);

@@ -12,6 +12,7 @@ import {
 } from "./auth.ts";
 import { type ComponentName, componentSpecs, internalDir } from "./components.ts";
 import { installMesh } from "./mesh.ts";
+import { installOperatorIdentity, OPERATOR_USER } from "./operator_identity.ts";
 import { generatePki } from "./pki.ts";
 import { freePorts, isAlive, probe, startProcess, stopProcess, waitHealthy } from "./processes.ts";
 import { mustKubectl } from "./kubectl.ts";
@@ -107,6 +108,12 @@ export async function startCluster(
     const k = (args: string[], o?: { stdin?: string }) =>
       mustKubectl(bins.kubectl, kc.admin, args, o);
     await installMesh(k, log);
+    const token = await installOperatorIdentity(k);
+    await writeKubeconfig(kc.operator, server, caPem, {
+      name: OPERATOR_USER,
+      groups: [],
+      token,
+    });
   } catch (e) {
     log(`start failed, stopping what was started; logs stay in ${join(dir, "logs")}`);
     await stopCluster(dir, { keepLogs: true });

@@ -31,7 +31,7 @@ import { readState, statePath } from "./state.ts";
 export { type Binaries, buildStatus, ensureBuilt, readVersions, type Versions } from "./build.ts";
 export { clusterStatus, type ComponentStatus, type StopOptions } from "./lifecycle.ts";
 export { GATEWAY, MESH_NAMESPACES, NODE_NAME } from "./mesh.ts";
-export { OPERATOR_USER } from "./auth.ts";
+export { OPERATOR_USER } from "./operator_identity.ts";
 export type { AuditEvent, KubectlOptions, KubectlResult, WriteFilter };
 
 /** A running cluster. */
@@ -46,8 +46,8 @@ export interface ClusterHandle {
   server: string;
   /** CA certificate (PEM file) that signed the API server's serving certificate. */
   caCert: string;
-  /** Bearer tokens of the two test identities. */
-  tokens: { admin: string; operator: string };
+  /** Bearer token of the admin (the operator's is in `operatorKubeconfig`). */
+  tokens: { admin: string };
   /** Path of the built kubectl. */
   kubectlPath: string;
   /** Path of the apiserver audit log (write verbs only). */
@@ -87,7 +87,7 @@ function handle(
     operatorKubeconfig: kc.operator,
     server,
     caCert,
-    tokens: { admin: users.admin.token, operator: users.operator.token },
+    tokens: { admin: users.admin.token },
     kubectlPath: kubectl,
     auditLog: audit,
     kubectl: (args, opts) => runKubectl(kubectl, kc.admin, args, opts),

@@ -1,7 +1,7 @@
 /**
  * Build stamps: a hash of a build's inputs (file contents and settings) recorded beside its
  * outputs, so a build runs again only when an input or the Go toolchain changed. Used for the
- * control-plane binaries (build.ts) and for tools/istio-check.
+ * Go builds of tools/gobuild.ts (control plane, istio-check, crdgen).
  */
 import { createHash } from "node:crypto";
 import { join } from "node:path";

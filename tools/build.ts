@@ -1,0 +1,111 @@
+/**
+ * `./deno task build`: builds everything the tests run besides the operator itself, one build at
+ * a time, each as its own step with progress (what is being built, a line at least every 30 s,
+ * its time), so that no test builds inside its own timeout and a cold machine shows where its
+ * minutes go. Each build is a no-op when its stamp says it is up to date.
+ *
+ *   ./deno task build                      # every target
+ *   ./deno task build --only=cluster       # some targets (comma-separated)
+ *   ./deno task build --list               # the targets and what each builds
+ *
+ * @module
+ */
+import { parseArgs } from "node:util";
+import { ensureBuilt } from "./cluster/build.ts";
+import { ensureCrdgen, kedaModule, layout, REPO_ROOT } from "./crdgen/mod.ts";
+import { ensureIstioCheck } from "./istio-check/build.ts";
+import { formatElapsed, type Log, step } from "./progress.ts";
+
+/** One thing `build` can build. */
+export interface Target {
+  name: string;
+  /** What it builds, for `--list` and the log. */
+  what: string;
+  build: (log: Log) => Promise<void>;
+}
+
+/** Every target, in the order CI builds them (the control plane first: most tests need it). */
+export const TARGETS: readonly Target[] = [
+  {
+    name: "cluster",
+    what: "etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok",
+    build: async (log) => void await ensureBuilt(log),
+  },
+  {
+    name: "istio-check",
+    what: "tools/istio-check against istio.io/istio",
+    build: async (log) => void await ensureIstioCheck(log),
+  },
+  {
+    name: "crdgen",
+    what: "the module CRD generator (controller-tools) and KEDA's module source",
+    build: async (log) => {
+      const { goModule } = layout(REPO_ROOT);
+      await ensureCrdgen(goModule, log);
+      await step("downloading KEDA's Go module", log, () => kedaModule(goModule));
+    },
+  },
+];
+
+/** The targets `--only` names, in {@link TARGETS} order; throws naming an unknown one. */
+export function selectTargets(only: string | undefined): Target[] {
+  if (only === undefined) return [...TARGETS];
+  const names = only.split(",").map((n) => n.trim()).filter((n) => n !== "");
+  const unknown = names.filter((n) => !TARGETS.some((t) => t.name === n));
+  if (unknown.length > 0 || names.length === 0) {
+    throw new Error(
+      `--only: unknown target ${unknown.join(", ") || "(none given)"}; targets: ${
+        TARGETS.map((t) => t.name).join(", ")
+      }`,
+    );
+  }
+  return TARGETS.filter((t) => names.includes(t.name));
+}
+
+/** Builds `targets` one after another, logging each with its time and the total. */
+export async function buildAll(targets: readonly Target[], log: Log): Promise<void> {
+  const started = performance.now();
+  for (const t of targets) {
+    const prefixed: Log = (m) => log(`[${t.name}] ${m}`);
+    await t.build(prefixed);
+  }
+  log(`${targets.length} targets up to date in ${formatElapsed(performance.now() - started)}`);
+}
+
+const USAGE = "usage: ./deno task build [--only=TARGET,...] [--list]";
+
+async function main(argv: string[]): Promise<number> {
+  let values: { only?: string; list?: boolean; help?: boolean };
+  try {
+    values = parseArgs({
+      args: argv,
+      options: {
+        only: { type: "string" },
+        list: { type: "boolean" },
+        help: { type: "boolean", short: "h" },
+      },
+      strict: true,
+    }).values;
+  } catch (e) {
+    console.error(`error: ${(e as Error).message}\n${USAGE}`);
+    return 2;
+  }
+  if (values.help) {
+    console.log(USAGE);
+    return 0;
+  }
+  if (values.list) {
+    for (const t of TARGETS) console.log(`${t.name.padEnd(12)} ${t.what}`);
+    return 0;
+  }
+  const log: Log = (m) => console.error(`[build] ${m}`);
+  try {
+    await buildAll(selectTargets(values.only), log);
+    return 0;
+  } catch (e) {
+    console.error(`error: ${(e as Error).message}`);
+    return 1;
+  }
+}
+
+if (import.meta.main) Deno.exit(await main(Deno.args));
