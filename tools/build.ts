@@ -42,7 +42,9 @@ export const TARGETS: readonly Target[] = [
     build: async (log) => {
       const { goModule } = layout(REPO_ROOT);
       await ensureCrdgen(goModule, log);
-      await step("downloading KEDA's Go module", log, () => kedaModule(goModule));
+      await step("downloading KEDA's Go module", log, () => kedaModule(goModule), {
+        done: "KEDA's Go module downloaded",
+      });
     },
   },
 ];
