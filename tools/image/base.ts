@@ -66,12 +66,14 @@ async function download(say: Say): Promise<Package[]> {
     "--print-uris",
     ...PACKAGES,
   ], { cwd: empty }).finally(() => Deno.remove(empty));
-  const files = [...uris.matchAll(/^'[^']+' (\S+\.deb) /gm)].map((m) => m[1]);
-  if (files.length !== PACKAGES.length) {
+  // apt-get prints the URIs in its own order: each file is found by its package's name.
+  const all = [...uris.matchAll(/^'[^']+' (\S+\.deb) /gm)].map((m) => m[1]);
+  const files = PACKAGES.map((p) => all.find((f) => f.startsWith(`${p}_`)));
+  if (files.some((f) => f === undefined)) {
     throw new Error(`apt-get download --print-uris ${PACKAGES.join(" ")} said:\n${uris}`);
   }
   const have = new Set([...Deno.readDirSync(dir)].map((e) => e.name));
-  const need = PACKAGES.filter((_, i) => !have.has(files[i]));
+  const need = PACKAGES.filter((_, i) => !have.has(files[i]!));
   if (need.length) {
     await step(say, `apt-get download ${need.join(" ")}`, "apt-get", ["download", ...need], {
       cwd: dir,
@@ -79,7 +81,7 @@ async function download(say: Say): Promise<Package[]> {
   }
   const out: Package[] = [];
   for (const [i, name] of PACKAGES.entries()) {
-    const file = join(dir, files[i]);
+    const file = join(dir, files[i]!);
     const control = await step(say, `dpkg-deb -f ${files[i]}`, "dpkg-deb", ["-f", file]);
     const field = (f: string) => new RegExp(`^${f}: (\\S+)$`, "m").exec(control)?.[1] ?? "";
     out.push({
