@@ -49,6 +49,24 @@ Deno.test({
   },
 });
 
+Deno.test({
+  name: "docs/operations.md shows the versions and the size of the image the build made",
+  ignore,
+  async fn() {
+    const page = await Deno.readTextFile(join(ROOT, "docs/operations.md"));
+    const row = (what: string) =>
+      new RegExp(`^\\| ${what.replace(/[.+~]/g, "\\$&")} +\\| ([^ |]+)`, "m").exec(page)?.[1];
+    for (const p of built().packages) assert.equal(row(p.name), p.version, p.name);
+    assert.equal(row("deno"), built().deno.version);
+    assert.equal(row("npm packages \\(deploy/operator/\\)"), String(new Set(built().npm).size));
+    const mb = Number(/^It is ([\d.]+) MB/m.exec(page)?.[1]);
+    assert.ok(
+      Math.abs(mb - built().size / 1e6) < 2,
+      `the page says ${mb} MB, the build ${built().size / 1e6}`,
+    );
+  },
+});
+
 /** The image's files (`podman export` of a container never started), paths without a leading `/`. */
 async function imageFiles(tag: string): Promise<{ paths: string[]; read(p: string): string }> {
   const name = `image-test-files-${Date.now()}`;
@@ -235,6 +253,6 @@ Deno.test("./deno task image with a tool missing names it and how to install it,
     err,
     /^error: missing podman, runc, apt-get, dpkg-deb, tar: the image build needs$/m,
   );
-  assert.match(err, /^ {2}podman: .*; install: apt-get install podman$/m);
+  assert.match(err, /^ {2}podman \(not found on PATH\): .*; install: apt-get install podman$/m);
   assert.doesNotMatch(new TextDecoder().decode(out.stdout), /==>/);
 });

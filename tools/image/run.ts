@@ -55,33 +55,31 @@ export const TOOLS: readonly Tool[] = [
 /** Thrown for a failure the user can act on: the message says what to do. */
 export class BuildError extends Error {}
 
-/** Whether `command` runs (found on PATH and answers `probe`). */
-async function runs(command: string, probe: string[]): Promise<boolean> {
+/** Undefined when `command` runs and answers `probe`; else what went wrong. */
+async function probeTool(command: string, probe: string[]): Promise<string | undefined> {
   try {
-    const out = await new Deno.Command(command, { args: probe, stdout: "null", stderr: "null" })
+    const out = await new Deno.Command(command, { args: probe, stdout: "null", stderr: "piped" })
       .output();
-    return out.success;
-  } catch {
-    return false;
+    if (out.success) return undefined;
+    const err = new TextDecoder().decode(out.stderr).trim().split("\n").at(-1);
+    return `\`${command} ${probe.join(" ")}\` failed: ${err}`;
+  } catch (e) {
+    if (e instanceof Deno.errors.NotFound) return "not found on PATH";
+    return (e as Error).message;
   }
 }
 
-/** The tools of `tools` that are missing, as one message; undefined when all are there. */
-export async function missingTools(
-  tools: readonly Tool[] = TOOLS,
-  path?: string,
-): Promise<string | undefined> {
-  const missing: Tool[] = [];
+/** The tools of `tools` that are missing or broken, as one message; undefined when all run. */
+export async function missingTools(tools: readonly Tool[] = TOOLS): Promise<string | undefined> {
+  const problems: [Tool, string][] = [];
   for (const t of tools) {
-    const found = path === undefined
-      ? await runs(t.command, t.probe)
-      : await runs(join(path, t.command), t.probe);
-    if (!found) missing.push(t);
+    const problem = await probeTool(t.command, t.probe);
+    if (problem) problems.push([t, problem]);
   }
-  if (missing.length === 0) return undefined;
+  if (problems.length === 0) return undefined;
   return [
-    `missing ${missing.map((t) => t.command).join(", ")}: the image build needs`,
-    ...missing.map((t) => `  ${t.command}: ${t.why}; install: ${t.install}`),
+    `missing ${problems.map(([t]) => t.command).join(", ")}: the image build needs`,
+    ...problems.map(([t, p]) => `  ${t.command} (${p}): ${t.why}; install: ${t.install}`),
   ].join("\n");
 }
 
