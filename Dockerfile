@@ -1,21 +1,48 @@
-# The platform operator as a container: a single binary compiled by `deno task compile`, run as
-# non-root on distroless. Build (linux/amd64; the binary targets x86_64-unknown-linux-gnu):
-#   docker build --platform linux/amd64 -t REGISTRY/platform-operator:TAG .
+# The platform operator as a container, non-root (65532) on a distroless base: no shell, no package
+# manager. Two forms of the same program, src/cli/operator_main.ts with the operator's own module
+# graph (deploy/operator/deno.json and its lockfile: no test library, no unused package):
+#   binary        (the default) the single binary `deno task compile` makes; needs Deno's denort
+#                 download (dl.deno.land) at build time:
+#                   docker build --platform linux/amd64 -t REGISTRY/platform-operator:TAG .
+#   deno-runtime  the pinned deno with the graph cached at build time, run with --cached-only and
+#                 the compile task's permissions; what `./deno task image` builds where denort
+#                 cannot be downloaded, on base images it makes itself (see docs/operations.md).
+# The base images are build arguments, so the same file builds on local stand-ins.
+ARG DENO_IMAGE=denoland/deno:2.9.6
+ARG RUNTIME_IMAGE=gcr.io/distroless/cc-debian12:nonroot
 
-# --- build: compile with the project's pinned Deno and its frozen lockfile ---
-FROM denoland/deno:2.9.6 AS build
+# --- build: the operator's npm packages, exactly as locked (fails if the lockfile would change) ---
+FROM ${DENO_IMAGE} AS build
+# A CA bundle for a TLS-intercepting proxy between the build and npm, if there is one.
+ARG DENO_CERT
 WORKDIR /app
 COPY deno.json deno.lock ./
-COPY mod.ts ./
+COPY deploy/operator/ deploy/operator/
 COPY src/ src/
-# Fetch the npm dependencies exactly as locked (fails if deno.lock would change).
-RUN deno install --frozen --entrypoint src/cli/operator_main.ts
-# `deno task compile` downloads denort 2.9.6 and bakes in the operator's permissions.
+# Exec form: the build stage needs no shell.
+RUN ["deno", "install", "--config", "deploy/operator/deno.json", "--frozen", "--entrypoint", "src/cli/operator_main.ts"]
+
+# --- compile: `deno task compile` downloads denort 2.9.6 and bakes in the operator's permissions ---
+FROM build AS compile
 RUN deno task compile && ./dist/platform-operator --help > /dev/null
 
-# --- runtime: glibc and CA certificates only, no shell, user 65532 ---
-FROM gcr.io/distroless/cc-debian12:nonroot
-COPY --from=build /app/dist/platform-operator /platform-operator
+# --- deno-runtime: the pinned deno runs the cached graph; nothing is fetched or written at run time ---
+FROM ${RUNTIME_IMAGE} AS deno-runtime
+COPY --from=build /usr/bin/deno /usr/bin/deno
+COPY --from=build /deno-dir/ /deno-dir/
+COPY --from=build /app/deploy/operator/ /app/deploy/operator/
+COPY --from=build /app/src/ /app/src/
+ENV DENO_DIR=/deno-dir/
+ENV DENO_NO_UPDATE_CHECK=1
+ENV DENO_USE_CGROUPS=1
+ENV MALLOC_ARENA_MAX=1
+USER nonroot
+EXPOSE 8080 8081
+ENTRYPOINT ["/usr/bin/deno", "run", "--cached-only", "--frozen", "--no-code-cache", "--no-prompt", "--config=/app/deploy/operator/deno.json", "--allow-net", "--allow-read=/var/run/secrets/kubernetes.io/serviceaccount,/etc/platform-operator", "--allow-env=PLATFORM_OPERATOR_KUBECONFIG,KUBECONFIG,PLATFORM_OPERATOR_CONTEXT,PLATFORM_OPERATOR_LEADER_ELECT,PLATFORM_OPERATOR_LEASE_NAMESPACE,PLATFORM_OPERATOR_LEASE_NAME,PLATFORM_OPERATOR_IDENTITY,POD_NAME,PLATFORM_OPERATOR_METRICS_ADDR,PLATFORM_OPERATOR_PROBE_ADDR,PLATFORM_OPERATOR_LOG_LEVEL,PLATFORM_OPERATOR_LOG_FORMAT,PLATFORM_OPERATOR_CONTROLLERS,PLATFORM_OPERATOR_SERVERLESS_IMAGE,IMAGE_SERVERLESS_CONTROLLER,PLATFORM_OPERATOR_KEDA_OPERATOR_IMAGE,IMAGE_KEDA_OPERATOR,PLATFORM_OPERATOR_KEDA_METRICS_SERVER_IMAGE,IMAGE_KEDA_METRICS_APISERVER,PLATFORM_OPERATOR_KEDA_WEBHOOK_IMAGE,IMAGE_KEDA_ADMISSION_WEBHOOKS,KUBERNETES_SERVICE_HOST,KUBERNETES_SERVICE_PORT,HOME", "--ignore-env", "--allow-sys=hostname", "/app/src/cli/operator_main.ts", "run"]
+
+# --- binary (default): the compiled operator alone ---
+FROM ${RUNTIME_IMAGE} AS binary
+COPY --from=compile /app/dist/platform-operator /platform-operator
 # Let V8 size its heap from the container's memory limit.
 ENV DENO_USE_CGROUPS=1
 # One glibc malloc arena: the native side (HTTP bodies, TLS) then returns what a large initial list

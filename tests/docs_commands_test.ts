@@ -232,14 +232,17 @@ Deno.test("docs: operations.md: ./deno task compile type-checks and builds the g
   );
 });
 
-Deno.test("docs: operations.md: docker build is the compile task: the Dockerfile builds with `deno task compile`", async () => {
+Deno.test("docs: operations.md: docker build is the compile task: the Dockerfile's default target is the binary `deno task compile` builds", async () => {
   await shown("docs/operations.md", /^docker build --platform linux\/amd64 /);
-  const steps = (await Deno.readTextFile(join(ROOT, "Dockerfile"))).split("\n")
-    .filter((l) => l.startsWith("RUN "));
-  assert.deepEqual(steps, [
-    "RUN deno install --frozen --entrypoint src/cli/operator_main.ts",
+  const lines = (await Deno.readTextFile(join(ROOT, "Dockerfile"))).split("\n");
+  assert.deepEqual(lines.filter((l) => l.startsWith("RUN ")), [
+    'RUN ["deno", "install", "--config", "deploy/operator/deno.json", "--frozen", "--entrypoint", "src/cli/operator_main.ts"]',
     "RUN deno task compile && ./dist/platform-operator --help > /dev/null",
   ]);
+  // Without --target, docker builds the last stage: the compiled binary's.
+  const froms = lines.filter((l) => l.startsWith("FROM "));
+  assert.equal(froms.at(-1), "FROM ${RUNTIME_IMAGE} AS binary");
+  assert.ok(lines.includes("COPY --from=compile /app/dist/platform-operator /platform-operator"));
 });
 
 /** A kustomize built from the local control plane's pinned Go modules, or undefined without go. */

@@ -153,12 +153,19 @@ const RUN_BY: { page: string | RegExp; command: string | RegExp; by: string; run
     by: "tests/docs_commands_test.ts",
     runs: "kustomize edit set image, then what kubectl apply -k deploy/ sends",
   },
-  // No container engine here: the test checks the image is built by the compile task it runs.
+  // No denort download here: the test checks the default target is the compile task's binary;
+  // the image test builds the same Dockerfile's deno-runtime target.
   {
     page: "docs/operations.md",
     command: /^docker build /,
     by: "tests/docs_commands_test.ts",
     runs: "docker build is the compile task",
+  },
+  {
+    page: "docs/operations.md",
+    command: "./deno task image",
+    by: "tests/deploy/image_test.ts",
+    runs: "record = await buildImage(",
   },
   {
     page: "docs/ratelimit.md",

@@ -1,8 +1,9 @@
 /**
- * `deno task compile` and the Dockerfile cannot run here (no denort download, no container engine),
- * so this checks what can be checked: the permissions baked into the binary are exactly what the
- * operator reads, and the operator really starts, checks the cluster and stops on SIGTERM under
- * those permissions (run with `deno run --no-prompt`, as the binary would be).
+ * `deno task compile` cannot finish here (no denort download), so this checks what can be checked:
+ * the permissions baked into the binary are exactly what the operator reads, the operator really
+ * starts, checks the cluster and stops on SIGTERM under those permissions (run with `deno run
+ * --no-prompt`, as the binary would be), and the Dockerfile builds both forms from one build stage
+ * with those permissions. tests/deploy/image_test.ts builds and runs the image.
  */
 import assert from "node:assert/strict";
 import { flagEnvNames } from "../../src/cli/run_flags.ts";
@@ -149,13 +150,31 @@ Deno.test("the operator starts, reports a missing CRD, serves probes and stops o
   }
 });
 
-Deno.test("Dockerfile: compiles with the pinned Deno and the frozen lockfile, runs the binary as non-root on distroless", async () => {
+/** The Dockerfile's instructions (comments and blank lines dropped), by stage name ("" before the first FROM). */
+async function dockerfileStages(): Promise<Map<string, string[]>> {
   const docker = await Deno.readTextFile(`${ROOT}Dockerfile`);
-  const lines = docker.split("\n").filter((l) => l.trim() && !l.trim().startsWith("#"));
-  const froms = lines.filter((l) => l.startsWith("FROM "));
-  assert.deepEqual(froms, [
-    "FROM denoland/deno:2.9.6 AS build",
-    "FROM gcr.io/distroless/cc-debian12:nonroot",
+  const stages = new Map<string, string[]>([["", []]]);
+  let current = stages.get("")!;
+  for (const l of docker.split("\n").filter((l) => l.trim() && !l.trim().startsWith("#"))) {
+    const from = /^FROM \S+ AS (\S+)$/.exec(l);
+    if (from) stages.set(from[1], current = []);
+    current.push(l);
+  }
+  return stages;
+}
+
+Deno.test("Dockerfile: base images as build arguments, one build stage for both forms, the binary by default", async () => {
+  const stages = await dockerfileStages();
+  assert.deepEqual(stages.get(""), [
+    "ARG DENO_IMAGE=denoland/deno:2.9.6",
+    "ARG RUNTIME_IMAGE=gcr.io/distroless/cc-debian12:nonroot",
+  ]);
+  assert.deepEqual([...stages.keys()], ["", "build", "compile", "deno-runtime", "binary"]);
+  assert.deepEqual([...stages.values()].slice(1).map((s) => s[0]), [
+    "FROM ${DENO_IMAGE} AS build",
+    "FROM build AS compile",
+    "FROM ${RUNTIME_IMAGE} AS deno-runtime",
+    "FROM ${RUNTIME_IMAGE} AS binary",
   ]);
   const version =
     (await new Deno.Command(Deno.execPath(), { args: ["--version"] }).output()).stdout;
@@ -164,22 +183,30 @@ Deno.test("Dockerfile: compiles with the pinned Deno and the frozen lockfile, ru
     /^deno 2\.9\.6 /,
     "the image pins the project's Deno",
   );
-  assert.ok(lines.some((l) => /^RUN deno install --frozen /.test(l)));
+  // The operator's own config and lockfile: only what its graph reaches is fetched.
   assert.ok(
-    lines.some((l) => /^RUN deno task compile\b/.test(l)),
-    "the image builds with the compile task",
+    stages.get("build")!.includes(
+      'RUN ["deno", "install", "--config", "deploy/operator/deno.json", "--frozen", "--entrypoint", "src/cli/operator_main.ts"]',
+    ),
   );
-  assert.ok(lines.includes("COPY --from=build /app/dist/platform-operator /platform-operator"));
-  assert.ok(lines.includes("USER nonroot"));
+  assert.ok(stages.get("compile")!.some((l) => /^RUN deno task compile\b/.test(l)));
+  assert.equal(flagValue("--config"), "deploy/operator/deno.json");
+  assert.ok(compile.includes("--exclude-unused-npm"));
+  const binary = stages.get("binary")!;
+  assert.ok(binary.includes("COPY --from=compile /app/dist/platform-operator /platform-operator"));
+  assert.equal(binary.at(-1), 'ENTRYPOINT ["/platform-operator", "run"]');
   // The image's environment is the one `deno task start`, the tests and the benchmarks run with.
   const tasks = JSON.parse(await Deno.readTextFile(`${ROOT}deno.json`)).tasks as Record<
     string,
     string
   >;
-  for (const [name, value] of Object.entries(OPERATOR_ENV)) {
-    assert.ok(lines.includes(`ENV ${name}=${value}`), `ENV ${name}=${value} in the Dockerfile`);
-    const prefix = tasks.start.slice(0, tasks.start.indexOf("deno run")).split(" ");
-    assert.ok(prefix.includes(`${name}=${value}`), `deno task start sets ${name}=${value}`);
+  for (const stage of [binary, stages.get("deno-runtime")!]) {
+    assert.ok(stage.includes("USER nonroot"));
+    for (const [name, value] of Object.entries(OPERATOR_ENV)) {
+      assert.ok(stage.includes(`ENV ${name}=${value}`), `ENV ${name}=${value} in ${stage[0]}`);
+      const prefix = tasks.start.slice(0, tasks.start.indexOf("deno run")).split(" ");
+      assert.ok(prefix.includes(`${name}=${value}`), `deno task start sets ${name}=${value}`);
+    }
   }
   // And `deno run` as the compile task builds: the same Deno flags for the start task and the
   // operator the tests and benchmarks run.
@@ -188,15 +215,34 @@ Deno.test("Dockerfile: compiles with the pinned Deno and the frozen lockfile, ru
     assert.ok(compile.includes(flag), `deno task compile builds with ${flag}`);
     assert.ok(start.includes(flag), `deno task start runs with ${flag}`);
   }
-  assert.equal(lines.at(-1), 'ENTRYPOINT ["/platform-operator", "run"]');
   // Everything the build copies passes the .dockerignore allowlist.
   const allowed = (await Deno.readTextFile(`${ROOT}.dockerignore`)).split("\n").filter((l) =>
     l.startsWith("!")
   )
     .map((l) => l.slice(1));
-  for (const l of lines.filter((l) => l.startsWith("COPY ") && !l.includes("--from"))) {
+  for (const l of [...stages.values()].flat().filter((l) => /^COPY (?!--from)/.test(l))) {
     for (const src of l.split(/\s+/).slice(1, -1)) {
       assert.ok(allowed.includes(src), `${src} in .dockerignore`);
     }
+  }
+});
+
+Deno.test("Dockerfile: the deno-runtime form runs the cached graph with exactly the compile task's permissions", async () => {
+  const stage = (await dockerfileStages()).get("deno-runtime")!;
+  const entry = JSON.parse(stage.at(-1)!.replace(/^ENTRYPOINT /, "")) as string[];
+  assert.deepEqual(entry.slice(0, 2), ["/usr/bin/deno", "run"]);
+  assert.deepEqual(entry.slice(-2), ["/app/src/cli/operator_main.ts", "run"]);
+  const flags = entry.slice(2, -2);
+  // Nothing fetched at run time, the lockfile frozen, no code cache written, never a prompt.
+  for (const f of ["--cached-only", ...OPERATOR_DENO_FLAGS, "--no-prompt"]) {
+    assert.ok(flags.includes(f), f);
+  }
+  assert.ok(flags.includes("--config=/app/deploy/operator/deno.json"));
+  assert.deepEqual(
+    flags.filter((f) => /^--(allow|deny|ignore)-/.test(f) || f === "-A"),
+    permissions,
+  );
+  for (const l of ["COPY --from=build /usr/bin/deno /usr/bin/deno", "ENV DENO_DIR=/deno-dir/"]) {
+    assert.ok(stage.includes(l), l);
   }
 });

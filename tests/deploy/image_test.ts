@@ -1,0 +1,258 @@
+/**
+ * `./deno task image` builds the Dockerfile's deno-runtime target here (no registry), and the
+ * image runs as the Pod runs it: uid 65532, read-only root filesystem, no capabilities. It has no
+ * shell and no package manager, ships only the operator's npm packages, holds the Debian packages
+ * its record names, and the operator in it gets ready against an API server on loopback, stops
+ * on SIGTERM with exit 0 and writes nothing. Skipped, loudly, only where podman is missing.
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { buildImage, DEFAULT_TAG, type ImageRecord } from "../../tools/image/image.ts";
+import { type Lockfile, packageName, ROOT } from "../../tools/image/lock.ts";
+import { podman } from "../../tools/image/podman.ts";
+import { freePort } from "../../tools/cluster/processes.ts";
+import { startServer } from "../kube/fake_server.ts";
+import { kubeconfigFor } from "../kube/helpers.ts";
+import { SimApi } from "../kube/sim_api.ts";
+
+const hasPodman = await new Deno.Command("podman", { args: ["--version"] }).output()
+  .then((o) => o.success, () => false);
+if (!hasPodman) {
+  console.error(
+    "\n!!! SKIPPED tests/deploy/image_test.ts: podman is not installed (apt-get install podman);\n" +
+      "!!! the image is neither built nor run\n",
+  );
+}
+const ignore = !hasPodman;
+
+let record: ImageRecord | undefined;
+/** The last build's record (built by the first test). */
+function built(): ImageRecord {
+  assert.ok(record, "the build test ran first and passed");
+  return record;
+}
+
+Deno.test({
+  name:
+    "./deno task image's build: progress lines, the deno-runtime target, a saved archive, a record",
+  ignore,
+  async fn() {
+    const lines: string[] = [];
+    record = await buildImage((l) => lines.push(l));
+    assert.equal(record.tag, DEFAULT_TAG);
+    assert.equal(record.target, "deno-runtime");
+    assert.ok(lines.includes("==> podman build --target deno-runtime"), lines.join("\n"));
+    assert.ok(lines.some((l) => /^ {4}podman build --target deno-runtime: done in /.test(l)));
+    assert.ok((await Deno.stat(record.archive)).size > 50e6, "the saved archive");
+    assert.deepEqual(record.packages.map((p) => p.name), ["libc6", "libgcc-s1", "ca-certificates"]);
+    assert.equal(record.deno.version, "2.9.6");
+  },
+});
+
+Deno.test({
+  name: "docs/operations.md shows the versions and the size of the image the build made",
+  ignore,
+  async fn() {
+    const page = await Deno.readTextFile(join(ROOT, "docs/operations.md"));
+    const row = (what: string) =>
+      new RegExp(`^\\| ${what.replace(/[.+~]/g, "\\$&")} +\\| ([^ |]+)`, "m").exec(page)?.[1];
+    for (const p of built().packages) assert.equal(row(p.name), p.version, p.name);
+    assert.equal(row("deno"), built().deno.version);
+    assert.equal(row("npm packages \\(deploy/operator/\\)"), String(new Set(built().npm).size));
+    const mb = Number(/^It is ([\d.]+) MB/m.exec(page)?.[1]);
+    assert.ok(
+      Math.abs(mb - built().size / 1e6) < 2,
+      `the page says ${mb} MB, the build ${built().size / 1e6}`,
+    );
+  },
+});
+
+/** The image's files (`podman export` of a container never started), paths without a leading `/`. */
+async function imageFiles(tag: string): Promise<{ paths: string[]; read(p: string): string }> {
+  const name = `image-test-files-${Date.now()}`;
+  const dir = await Deno.makeTempDir({ prefix: "image-files-" });
+  try {
+    await podman(["create", "--name", name, tag]);
+    await podman(["export", "--output", join(dir, "fs.tar"), name]);
+    const tar = (args: string[]) =>
+      new TextDecoder().decode(new Deno.Command("tar", { args, cwd: dir }).outputSync().stdout);
+    const paths = tar(["-tf", "fs.tar"]).split("\n").filter((p) => p).map((p) =>
+      p.replace(/^\.?\//, "").replace(/\/$/, "")
+    );
+    const texts = new Map<string, string>();
+    for (const p of paths.filter((p) => p.startsWith("var/lib/dpkg/status.d/"))) {
+      texts.set(p, tar(["-xOf", "fs.tar", p]));
+    }
+    return { paths, read: (p) => texts.get(p) ?? "" };
+  } finally {
+    await podman(["rm", "-f", name], { check: false });
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+Deno.test({
+  name:
+    "the image: no shell, no package manager, only the operator's npm packages, the recorded Debian packages",
+  ignore,
+  async fn() {
+    const { paths, read } = await imageFiles(built().tag);
+    assert.ok(paths.includes("usr/bin/deno") && paths.includes("app/src/cli/operator_main.ts"));
+    const base = (p: string) => p.slice(p.lastIndexOf("/") + 1);
+    const shells = ["sh", "bash", "dash", "ash", "zsh", "busybox"];
+    assert.deepEqual(paths.filter((p) => shells.includes(base(p))), [], "no shell");
+    const managers = ["dpkg", "apt", "apt-get", "rpm", "apk", "update-ca-certificates"];
+    const programs = paths.filter((p) => /^(usr\/)?s?bin\/[^/]+$/.test(p));
+    assert.deepEqual(programs.filter((p) => managers.includes(base(p))), [], "no package manager");
+    assert.deepEqual(programs, ["usr/bin/deno"], "one program: deno");
+    const npm = "deno-dir/npm/registry.npmjs.org/";
+    const packages = new Set(
+      paths.filter((p) => p.startsWith(npm)).map((p) => p.slice(npm.length).split("/"))
+        .map((s) => s[0].startsWith("@") ? `${s[0]}/${s[1] ?? ""}` : s[0])
+        .filter((n) => !n.endsWith("/")),
+    );
+    const lock = JSON.parse(
+      await Deno.readTextFile(join(ROOT, "deploy/operator/deno.lock")),
+    ) as Lockfile;
+    assert.deepEqual(
+      [...packages].sort(),
+      [...new Set(Object.keys(lock.npm).map(packageName))].sort(),
+    );
+    assert.ok(!packages.has("fast-check"));
+    // The record names what the build put in: the control fields each package left in the image.
+    for (const p of built().packages) {
+      const control = read(`var/lib/dpkg/status.d/${p.name}`);
+      assert.match(control, new RegExp(`^Package: ${p.name}$`, "m"));
+      assert.match(control, new RegExp(`^Version: ${p.version.replace(/[.+~]/g, "\\$&")}$`, "m"));
+    }
+    assert.ok(paths.includes("etc/ssl/certs/ca-certificates.crt"));
+    assert.ok(paths.includes("tmp"));
+  },
+});
+
+const RUN_AS_POD = ["--user=65532:65532", "--cap-drop=ALL", "--security-opt=no-new-privileges"];
+
+Deno.test({
+  name:
+    "the image runs as 65532 by default; --help exits 0 with the root filesystem read-only and nothing writable",
+  ignore,
+  async fn() {
+    const uid = await podman([
+      "run",
+      "--rm",
+      "--network=none",
+      "--entrypoint=/usr/bin/deno",
+      built().tag,
+      "eval",
+      "console.log(Deno.uid(), Deno.gid())",
+    ]);
+    assert.equal(uid.stdout.trim(), "65532 65532");
+    const help = await podman([
+      "run",
+      "--rm",
+      "--read-only",
+      "--read-only-tmpfs=false",
+      ...RUN_AS_POD,
+      "--network=none",
+      built().tag,
+      "--help",
+    ], { check: false });
+    assert.equal(help.code, 0, help.stderr);
+    assert.match(help.stdout, /^Usage: mod\.ts run/);
+    assert.equal(help.stderr, "", "Deno warns about nothing (no cache write, no download)");
+  },
+});
+
+/** Runs the image's operator against `server` until /readyz is 200, then SIGTERM; its exit code. */
+async function runUntilReady(name: string, server: string, extra: string[]): Promise<number> {
+  const kubeconfig = await kubeconfigFor(server);
+  const dir = kubeconfig.slice(0, kubeconfig.lastIndexOf("/"));
+  // Readable by the container's user 65532.
+  await Deno.chmod(dir, 0o755);
+  await Deno.chmod(kubeconfig, 0o644);
+  const probes = `127.0.0.1:${freePort()}`;
+  const child = new Deno.Command("podman", {
+    args: [
+      "--cgroup-manager=cgroupfs",
+      "--runtime=runc",
+      "run",
+      `--name=${name}`,
+      ...extra,
+      ...RUN_AS_POD,
+      // Host network for loopback only: the API server and the probes are on 127.0.0.1.
+      "--network=host",
+      `--volume=${dir}:/etc/platform-operator:ro`,
+      built().tag,
+      "--kubeconfig=/etc/platform-operator/kubeconfig",
+      `--probe-addr=${probes}`,
+      "--metrics-addr=0",
+      "--controllers=ratelimit",
+      "--leader-elect=false",
+    ],
+    env: { CONTAINERS_CONF: join(ROOT, ".cache/image/containers.conf") },
+    stdout: "null",
+    stderr: "piped",
+  }).spawn();
+  const logs = new Response(child.stderr).text();
+  try {
+    const deadline = Date.now() + 60_000;
+    let ready = false;
+    while (!ready && Date.now() < deadline) {
+      ready = await fetch(`http://${probes}/readyz`, { signal: AbortSignal.timeout(1000) })
+        .then(async (r) => (await r.body?.cancel(), r.status === 200), () => false);
+      if (!ready) await new Promise((r) => setTimeout(r, 250));
+    }
+    assert.ok(ready, `not ready at ${probes}/readyz:\n${await Promise.race([logs, "…"])}`);
+    await podman(["kill", "--signal=TERM", name]);
+    const code = (await child.status).code;
+    const lines = (await logs).split("\n").filter((l) => l);
+    assert.deepEqual(lines.filter((l) => !l.startsWith("{")), [], "only the operator's JSON logs");
+    assert.ok(lines.some((l) => JSON.parse(l).msg === "stopped"), lines.join("\n"));
+    return code;
+  } finally {
+    await podman(["kill", name], { check: false });
+    await Deno.remove(dir, { recursive: true });
+  }
+}
+
+Deno.test({
+  name:
+    "the operator in the image gets ready against an API server on loopback, stops on SIGTERM with exit 0, writes nothing",
+  ignore,
+  async fn() {
+    const api = new SimApi();
+    const server = await startServer(api.handle);
+    const names = [`image-test-ro-${Date.now()}`, `image-test-rw-${Date.now()}`];
+    try {
+      const readOnly = ["--rm", "--read-only", "--read-only-tmpfs=false"];
+      assert.equal(await runUntilReady(names[0], server.url, readOnly), 0);
+      // With a writable root it must still write nothing: only the mount points podman made.
+      assert.equal(await runUntilReady(names[1], server.url, []), 0);
+      const diff = (await podman(["diff", names[1]])).stdout.split("\n").filter((l) => l);
+      const podmans =
+        /^[AC] \/(etc|etc\/(hosts|hostname|resolv\.conf|platform-operator)|run|run\/\.containerenv)$/;
+      assert.deepEqual(diff.filter((l) => !podmans.test(l)), []);
+    } finally {
+      for (const n of names) await podman(["rm", "-f", n], { check: false });
+      api.close();
+      await server.close();
+    }
+  },
+});
+
+Deno.test("./deno task image with a tool missing names it and how to install it, and builds nothing", async () => {
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--frozen", "tools/image/image.ts"],
+    cwd: ROOT,
+    env: { PATH: "/nonexistent" },
+    stdout: "piped",
+    stderr: "piped",
+  }).output();
+  const err = new TextDecoder().decode(out.stderr);
+  assert.equal(out.code, 1, err);
+  assert.match(
+    err,
+    /^error: missing podman, runc, apt-get, dpkg-deb, tar: the image build needs$/m,
+  );
+  assert.match(err, /^ {2}podman \(not found on PATH\): .*; install: apt-get install podman$/m);
+  assert.doesNotMatch(new TextDecoder().decode(out.stdout), /==>/);
+});

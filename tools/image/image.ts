@@ -1,0 +1,163 @@
+/**
+ * `./deno task image`: builds the project's Dockerfile with no registry. It makes the two base
+ * images itself (base.ts), builds the `deno-runtime` target on them with podman, smoke-runs the
+ * result as the Pod would (read-only root, uid 65532, no capabilities), saves it as a docker
+ * archive for `ctr images import`, and records what went in (.cache/image/record.json).
+ */
+import { join } from "node:path";
+import { type Bases, BUILD_BASE, makeBases, RUNTIME_BASE } from "./base.ts";
+import { ROOT } from "./lock.ts";
+import { podman, podmanStep } from "./podman.ts";
+import { BuildError, CACHE, elapsed, missingTools, type Say } from "./run.ts";
+
+/** The tag the image gets by default. */
+export const DEFAULT_TAG = "localhost/platform-operator:dev";
+/** The Dockerfile target built here (the default target needs the denort download). */
+export const DEFAULT_TARGET = "deno-runtime";
+/** Where the record of the last build is written. */
+export const RECORD: string = join(CACHE, "record.json");
+
+/** What one build produced and what went into it. */
+export interface ImageRecord {
+  tag: string;
+  target: string;
+  id: string;
+  /** The image's size as podman reports it (uncompressed layers), bytes. */
+  size: number;
+  archive: string;
+  archiveSize: number;
+  bases: { runtime: string; build: string };
+  packages: { name: string; version: string; architecture: string }[];
+  deno: Bases["deno"];
+  /** The npm packages cached in the image (the operator's lockfile), name@version. */
+  npm: string[];
+  seconds: number;
+}
+
+/** Options of one build. */
+export interface BuildOptions {
+  tag?: string;
+  target?: string;
+  /** Skip `podman save` (the archive is what another machine imports). */
+  save?: boolean;
+}
+
+/** The CA bundle given to the build's npm downloads (a proxy's CA is trusted here as on the host). */
+const HOST_CA = "/etc/ssl/certs/ca-certificates.crt";
+
+/** Builds, smoke-runs, saves and records the image. */
+export async function buildImage(say: Say, o: BuildOptions = {}): Promise<ImageRecord> {
+  const start = Date.now();
+  const tag = o.tag ?? DEFAULT_TAG;
+  const target = o.target ?? DEFAULT_TARGET;
+  const missing = await missingTools();
+  if (missing) throw new BuildError(missing);
+  say(`building ${tag} (Dockerfile target ${target}); storage: podman's default`);
+  const bases = await makeBases(say);
+  const ca = await Deno.stat(HOST_CA).then(() => true, () => false);
+  await podmanStep(say, `podman build --target ${target}`, [
+    "build",
+    "--pull=never",
+    "--network=host",
+    "--isolation=oci",
+    "--layers",
+    "--file",
+    join(ROOT, "Dockerfile"),
+    "--target",
+    target,
+    "--build-arg",
+    `DENO_IMAGE=${BUILD_BASE}`,
+    "--build-arg",
+    `RUNTIME_IMAGE=${RUNTIME_BASE}`,
+    ...(ca ? ["--volume", `${HOST_CA}:/run/build-ca.crt:ro`] : []),
+    ...(ca ? ["--build-arg", "DENO_CERT=/run/build-ca.crt"] : []),
+    "--tag",
+    tag,
+    ROOT,
+  ]);
+  const [inspect] = JSON.parse((await podman(["image", "inspect", tag])).stdout) as {
+    Id: string;
+    Size: number;
+  }[];
+  say(`    ${tag}: ${(inspect.Size / 1e6).toFixed(1)} MB`);
+  await podmanStep(say, "smoke run: --help, read-only, uid 65532, no capabilities", [
+    "run",
+    "--rm",
+    "--read-only",
+    "--user=65532:65532",
+    "--cap-drop=ALL",
+    "--network=none",
+    tag,
+    "--help",
+  ]);
+  const archive = join(CACHE, `${tag.replace(/^.*\//, "").replace(/[:]/g, "-")}.tar`);
+  if (o.save !== false) {
+    await Deno.remove(archive).catch(() => {});
+    await podmanStep(say, `podman save ${archive}`, [
+      "save",
+      "--format=docker-archive",
+      "--output",
+      archive,
+      tag,
+    ]);
+  }
+  const lock = JSON.parse(await Deno.readTextFile(join(ROOT, "deploy/operator/deno.lock"))) as {
+    npm: Record<string, unknown>;
+  };
+  const record: ImageRecord = {
+    tag,
+    target,
+    id: inspect.Id,
+    size: inspect.Size,
+    archive,
+    archiveSize: o.save === false ? 0 : (await Deno.stat(archive)).size,
+    bases: { runtime: RUNTIME_BASE, build: BUILD_BASE },
+    packages: bases.packages.map(({ name, version, architecture }) => ({
+      name,
+      version,
+      architecture,
+    })),
+    deno: bases.deno,
+    npm: Object.keys(lock.npm).map((k) => k.replace(/_.*$/, "")).sort(),
+    seconds: Math.round((Date.now() - start) / 1000),
+  };
+  await Deno.writeTextFile(RECORD, `${JSON.stringify(record, null, 2)}\n`);
+  say(`built ${tag} in ${elapsed(start)}: ${(record.size / 1e6).toFixed(1)} MB; record ${RECORD}`);
+  if (o.save !== false) say(`saved ${archive}: ctr -n k8s.io images import ${archive}`);
+  return record;
+}
+
+const HELP = `Usage: ./deno task image [--tag TAG] [--target deno-runtime|binary] [--no-save]
+
+Builds the Dockerfile with podman on base images made here from Debian packages and the pinned
+deno (no registry), runs it once as the Pod does, saves it to .cache/image/ and records it.
+  --tag TAG      the image's tag (default ${DEFAULT_TAG})
+  --target T     the Dockerfile target (default ${DEFAULT_TARGET}; binary needs dl.deno.land)
+  --no-save      skip podman save
+`;
+
+if (import.meta.main) {
+  const args = [...Deno.args];
+  const value = (flag: string) => {
+    const i = args.indexOf(flag);
+    return i < 0 ? undefined : args.splice(i, 2)[1];
+  };
+  if (args.includes("--help") || args.includes("-h")) {
+    console.log(HELP);
+    Deno.exit(0);
+  }
+  const tag = value("--tag");
+  const target = value("--target");
+  const save = !args.includes("--no-save");
+  const unknown = args.filter((a) => a !== "--no-save");
+  if (unknown.length) {
+    console.error(`unknown arguments: ${unknown.join(" ")}\n${HELP}`);
+    Deno.exit(2);
+  }
+  try {
+    await buildImage((l) => console.log(l), { tag, target, save });
+  } catch (e) {
+    console.error(`error: ${e instanceof BuildError ? e.message : (e as Error).stack}`);
+    Deno.exit(1);
+  }
+}
