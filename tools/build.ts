@@ -13,6 +13,7 @@
 import { parseArgs } from "node:util";
 import { ensureBuilt } from "./cluster/build.ts";
 import { ensureCrdgen, kedaModule, layout, REPO_ROOT } from "./crdgen/mod.ts";
+import { buildImage } from "./image/image.ts";
 import { ensureIstioCheck } from "./istio-check/build.ts";
 import { formatElapsed, type Log, step } from "./progress.ts";
 
@@ -46,6 +47,11 @@ export const TARGETS: readonly Target[] = [
         done: "KEDA's Go module downloaded",
       });
     },
+  },
+  {
+    name: "image",
+    what: "the operator's image (podman, bases made from Debian packages), saved for the node",
+    build: async (log) => void await buildImage(log),
   },
 ];
 
