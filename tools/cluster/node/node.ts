@@ -35,6 +35,8 @@ export interface RealNodeOptions {
   programs?: Partial<HostPrograms>;
   /** How long the node may take to become Ready; default 120 s. */
   readyTimeoutMs?: number;
+  /** Further kubelet flags, after the ones set here (e.g. `--v=4`). */
+  kubeletFlags?: string[];
 }
 
 /** The programs `opts` names, checked: throws naming what is missing and how to install it. */
@@ -156,6 +158,7 @@ export async function startRealNode(c: NodeContext, opts: RealNodeOptions = {}):
       port,
       healthzPort,
     });
+    kubelet.args.push(...opts.kubeletFlags ?? []);
     node.kubelet = { ...kubelet, pid: await startProcess(kubelet) };
     await writeState(c.state);
     await waitHealthy({
