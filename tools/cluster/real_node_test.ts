@@ -194,6 +194,26 @@ Deno.test({
           assert(logs.includes(`request /from-test from ${node.network.hostIp}:`), logs);
         },
       );
+
+      await t.step({
+        name: "an image from `podman save` loads and runs (as the image build delivers it)",
+        ignore: !podman,
+        async fn() {
+          const ref = "localhost/platform-project/podcheck:podman";
+          const tmp = await Deno.makeTempDir({ prefix: "real-node-saved-" });
+          try {
+            const archive = join(tmp, "saved.tar");
+            await podmanSave(node.podcheckArchive, node.podcheckImage, ref, archive);
+            assertEquals(await node.loadImage(archive), [ref]);
+          } finally {
+            await Deno.remove(tmp, { recursive: true });
+          }
+          const pod = JSON.parse(podcheckPod(c, ns, "saved"));
+          pod.spec.containers[0].image = ref;
+          await ok(c, ["apply", "-f", "-"], JSON.stringify(pod));
+          await ok(c, ["wait", "-n", ns, "--for=condition=Ready", "pod/saved", "--timeout=90s"]);
+        },
+      });
     } finally {
       await c.down();
       stopped = true;
@@ -229,6 +249,26 @@ Deno.test({
     await Deno.remove(dir, { recursive: true }); // the logs a failed start keeps
   },
 });
+
+const podman = await new Deno.Command("podman", { args: ["--version"] }).output()
+  .then((o) => o.success, () => false);
+
+/**
+ * Loads an OCI archive into a podman store of its own (the machine's is other people's), tags
+ * image `from` as `ref` and writes `podman save` of it (docker-archive, podman's default) to `out`.
+ */
+async function podmanSave(oci: string, from: string, ref: string, out: string): Promise<void> {
+  const store = await Deno.makeTempDir({ prefix: "real-node-podman-" });
+  const own = ["--root", `${store}/root`, "--runroot", `${store}/run`, "--storage-driver", "vfs"];
+  try {
+    for (const args of [["load", "-i", oci], ["tag", from, ref], ["save", "-o", out, ref]]) {
+      const o = await new Deno.Command("podman", { args: [...own, ...args] }).output();
+      assert(o.success, `podman ${args.join(" ")}: ${new TextDecoder().decode(o.stderr)}`);
+    }
+  } finally {
+    await Deno.remove(store, { recursive: true });
+  }
+}
 
 async function readVersions(c: ClusterHandle): Promise<{ server: string }> {
   const v = JSON.parse(await ok(c, ["version", "-o", "json"]));
