@@ -11,7 +11,7 @@ import { buildStatus, type ClusterHandle, nodeBuildStatus, REAL_NODE_NAME, up } 
 import { resolvePrograms } from "./node/node.ts";
 import { mountsUnder } from "./node/teardown.ts";
 import { CACHE_DIR, exists } from "./paths.ts";
-import { isAlive } from "./processes.ts";
+import { freePort, isAlive } from "./processes.ts";
 import { readState } from "./state.ts";
 import { deployment, eventually, ok } from "./test_helpers.ts";
 
@@ -172,6 +172,8 @@ Deno.test({
           // Read from /var/run/secrets/kubernetes.io/serviceaccount/token inside the container.
           assert(logs.includes(`token subject: system:serviceaccount:${ns}:default\n`), logs);
           assert(/ca\.crt: \d+ bytes/.test(logs), logs);
+          // No route from the bridge to the Service IP (no kube-proxy): see hostNetworkApiEnv.
+          assert(logs.includes("api: error: "), logs);
         },
       );
 
@@ -194,6 +196,20 @@ Deno.test({
           assert(logs.includes(`request /from-test from ${node.network.hostIp}:`), logs);
         },
       );
+
+      await t.step("a hostNetwork Pod reaches the API server with its token", async () => {
+        const pod = JSON.parse(podcheckPod(c, ns, "hostnet"));
+        pod.spec.hostNetwork = true;
+        const port = String(freePort());
+        const container = pod.spec.containers[0];
+        container.env = [...node.hostNetworkApiEnv, { name: "PORT", value: port }];
+        container.ports = [{ containerPort: Number(port) }];
+        container.readinessProbe.httpGet.port = Number(port);
+        await ok(c, ["apply", "-f", "-"], JSON.stringify(pod));
+        await ok(c, ["wait", "-n", ns, "--for=condition=Ready", "pod/hostnet", "--timeout=90s"]);
+        const logs = await ok(c, ["logs", "-n", ns, "hostnet"]);
+        assert(logs.includes("api: 200 OK\n"), logs);
+      });
 
       await t.step({
         name: "an image from `podman save` loads and runs (as the image build delivers it)",

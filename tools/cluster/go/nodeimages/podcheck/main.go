@@ -1,11 +1,14 @@
 // Command podcheck is the test workload of the real node. At start it prints, one "key: value"
 // line each, what the kubelet and the runtime gave it (user, capabilities, whether the root file
-// system is writable, the projected ServiceAccount token's subject), so a test reads them with
+// system is writable, the projected ServiceAccount token's subject, what the API server answers
+// to that token at KUBERNETES_SERVICE_HOST:KUBERNETES_SERVICE_PORT), so a test reads them with
 // `kubectl logs`. Then it serves HTTP on PORT (default 8080): /ready answers 200 and logs the
 // caller, so a test sees the kubelet's readiness probe; every other path answers "podcheck <host>".
 package main
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -14,6 +17,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 )
 
 const saDir = "/var/run/secrets/kubernetes.io/serviceaccount"
@@ -72,6 +76,35 @@ func fileState(name string) string {
 	return fmt.Sprintf("%d bytes", info.Size())
 }
 
+// apiStatus calls GET /api as the Pod's ServiceAccount, trusting only the mounted ca.crt.
+func apiStatus() string {
+	host, port := os.Getenv("KUBERNETES_SERVICE_HOST"), os.Getenv("KUBERNETES_SERVICE_PORT")
+	if host == "" {
+		return "no KUBERNETES_SERVICE_HOST"
+	}
+	token, err := os.ReadFile(saDir + "/token")
+	if err != nil {
+		return "no token"
+	}
+	ca, err := os.ReadFile(saDir + "/ca.crt")
+	pool := x509.NewCertPool()
+	if err != nil || !pool.AppendCertsFromPEM(ca) {
+		return "no ca.crt"
+	}
+	client := &http.Client{
+		Timeout:   3 * time.Second,
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}},
+	}
+	req, _ := http.NewRequest("GET", "https://"+host+":"+port+"/api", nil)
+	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(token)))
+	res, err := client.Do(req)
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	res.Body.Close()
+	return res.Status
+}
+
 func main() {
 	host, _ := os.Hostname()
 	fmt.Printf("uid: %d\ngid: %d\n", os.Getuid(), os.Getgid())
@@ -79,6 +112,7 @@ func main() {
 	fmt.Printf("rootfs writable: %s\n", rootWritable())
 	fmt.Printf("token subject: %s\n", tokenSubject())
 	fmt.Printf("namespace file: %s\nca.crt: %s\n", fileState("namespace"), fileState("ca.crt"))
+	fmt.Printf("api: %s\n", apiStatus())
 	port := os.Getenv("PORT")
 	if port == "" {
 		port = "8080"
