@@ -76,7 +76,7 @@ async function main(argv: string[]): Promise<number> {
     }
     case "up": {
       const c = await up({ dir: args.dir, log, realNode: args.realNode });
-      if (c.realNode) console.error(realNodeHowTo(c.realNode));
+      if (c.realNode) console.error(realNodeHowTo(c.realNode, c.dir));
       console.log(`export KUBECONFIG=${c.kubeconfig}`);
       return 0;
     }
