@@ -101,6 +101,7 @@ export async function teardownNode(node: RealNodeState, l: NodeLayout): Promise<
   }
   if (node.net) problems.push(...await releasePodNetwork(node.net, node.clusterDir, netns));
   await removeLogLinks(l.podLogs);
+  await removeEmptyCgroups();
   const stillMounted = await mountsUnder(l.dir);
   if (stillMounted.length > 0) {
     problems.push(`left ${l.dir} in place: still mounted ${stillMounted.join(", ")}`);
@@ -108,6 +109,23 @@ export async function teardownNode(node: RealNodeState, l: NodeLayout): Promise<
     await Deno.remove(l.dir, { recursive: true });
   }
   return problems;
+}
+
+/**
+ * runc puts each container's cgroup under `k8s.io/` (containerd's namespace) of every hierarchy
+ * and removes it with the container; the emptied parent is removed here. One still in use (by
+ * another node's containers) refuses, and stays.
+ */
+async function removeEmptyCgroups(): Promise<void> {
+  const root = "/sys/fs/cgroup";
+  const dirs = [`${root}/k8s.io`];
+  try {
+    for await (const e of Deno.readDir(root)) {
+      if (e.isDirectory) dirs.push(`${root}/${e.name}/k8s.io`);
+    }
+  } catch { /* no cgroup file system */ }
+  // Deno.remove on a cgroup directory is rmdir(2), which the kernel allows only when it is empty.
+  for (const d of dirs) await Deno.remove(d).catch(() => {});
 }
 
 /** kubelet links each container's log into /var/log/containers; drop the links into `podLogs`. */
