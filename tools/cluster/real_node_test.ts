@@ -7,27 +7,16 @@
  */
 import { deepStrictEqual as assertEquals, ok as assert, rejects } from "node:assert/strict";
 import { join } from "node:path";
-import { buildStatus, type ClusterHandle, nodeBuildStatus, REAL_NODE_NAME, up } from "./mod.ts";
-import { resolvePrograms } from "./node/node.ts";
+import { type ClusterHandle, REAL_NODE_NAME, up } from "./mod.ts";
 import { mountsUnder } from "./node/teardown.ts";
 import { CACHE_DIR, exists } from "./paths.ts";
 import { freePort, isAlive } from "./processes.ts";
 import { readState } from "./state.ts";
 import { deployment, eventually, ok } from "./test_helpers.ts";
+import { podcheckPod, processesUnder, REAL_NODE_SKIP } from "./real_node_fixtures.ts";
 
-const built = [await buildStatus(), await nodeBuildStatus()];
-const canBuild = built.every((b) => b.stale.length === 0 || b.goAvailable);
-const missing = await resolvePrograms().then(() => "", (e: Error) => e.message);
-const isRoot = Deno.uid() === 0;
-const ignore = !canBuild || missing !== "" || !isRoot;
-if (ignore) {
-  console.error(
-    `\n*** real node tests SKIPPED: ${
-      [!canBuild && "no binaries and no go", !isRoot && "not root", missing].filter(Boolean)
-        .join("; ")
-    } ***\n`,
-  );
-}
+const ignore = REAL_NODE_SKIP !== "";
+
 const log = (msg: string) => console.error(`[real-node] ${msg}`);
 
 Deno.test("a missing containerd is an error naming it and the packages, before anything starts", async () => {
@@ -42,44 +31,6 @@ Deno.test("a missing containerd is an error naming it and the packages, before a
   );
   assert(!await exists(join(dir, "state.json")), "no cluster was started");
 });
-
-/** A Pod for the real node running podcheck as 65532, read-only, without capabilities. */
-function podcheckPod(c: ClusterHandle, ns: string, name: string): string {
-  const node = c.realNode!;
-  return JSON.stringify({
-    apiVersion: "v1",
-    kind: "Pod",
-    metadata: { name, namespace: ns, labels: { app: name } },
-    spec: {
-      ...node.placement(),
-      securityContext: { runAsUser: 65532, runAsGroup: 65532, runAsNonRoot: true },
-      containers: [{
-        name: "podcheck",
-        image: node.podcheckImage,
-        imagePullPolicy: "Never",
-        ports: [{ containerPort: 8080 }],
-        securityContext: {
-          readOnlyRootFilesystem: true,
-          allowPrivilegeEscalation: false,
-          capabilities: { drop: ["ALL"] },
-        },
-        readinessProbe: { httpGet: { path: "/ready", port: 8080 }, periodSeconds: 1 },
-      }],
-    },
-  });
-}
-
-/** The shims, kubelet and containerd processes whose command line names `dir`. */
-function processesUnder(dir: string): number[] {
-  const pids: number[] = [];
-  for (const e of Deno.readDirSync("/proc")) {
-    if (!/^\d+$/.test(e.name)) continue;
-    try {
-      if (Deno.readTextFileSync(`/proc/${e.name}/cmdline`).includes(dir)) pids.push(Number(e.name));
-    } catch { /* gone */ }
-  }
-  return pids;
-}
 
 Deno.test({
   name: "real node: restricted Pod with token, logs, probe and bridge IP; faults; clean down",

@@ -143,7 +143,7 @@ export async function releasePodNetwork(
   netns: readonly string[],
 ): Promise<string[]> {
   const problems: string[] = [];
-  for (const ns of netns) {
+  for (const ns of new Set(netns)) {
     if (!await exists(ns)) continue;
     const r = await ip(["netns", "delete", ns.slice(ns.lastIndexOf("/") + 1)]);
     if (!r.ok) problems.push(`netns ${ns}: ${r.err.trim()}`);

@@ -43,6 +43,9 @@ export interface RealNodeOptions {
 export async function resolvePrograms(opts: RealNodeOptions = {}): Promise<HostPrograms> {
   const programs = { ...DEBIAN_PROGRAMS, ...opts.programs };
   await checkPrograms(programs);
+  if (Deno.uid() !== 0) {
+    throw new Error("the real node needs root: containerd, runc and the Pod bridge need it");
+  }
   return programs;
 }
 

@@ -37,6 +37,15 @@ export async function mountsUnder(dir: string): Promise<string[]> {
     .sort((a, b) => b.length - a.length);
 }
 
+/**
+ * Named network namespaces of the Pods on `bridge`, from its veths' peers: found even when
+ * containerd, which knows them too, is gone.
+ */
+async function bridgeNetns(bridge: string): Promise<string[]> {
+  const r = await run("ip", ["-o", "link", "show", "master", bridge]);
+  return [...r.out.matchAll(/link-netns (\S+)/g)].map((m) => `/var/run/netns/${m[1]}`);
+}
+
 /** Pids of shims serving containerd at `socket`. */
 function shimsOf(socket: string): number[] {
   const pids: number[] = [];
@@ -71,8 +80,9 @@ export async function teardownNode(node: RealNodeState, l: NodeLayout): Promise<
   }
   let netns: string[] = [];
   const ids: string[] = [];
+  if (node.net) netns = await bridgeNetns(node.net.bridge);
   if (node.containerd && isAlive(node.containerd.pid)) {
-    netns = await sandboxNetns(p, l).catch(() => []);
+    netns.push(...await sandboxNetns(p, l).catch(() => []));
     const ls = await ctr(p, l, ["containers", "list", "--quiet"], 20_000).catch(() => null);
     ids.push(...(ls?.stdout.split("\n").filter(Boolean) ?? []));
     // Killing and deleting each task makes its shim unmount the rootfs and exit by itself.
@@ -83,10 +93,12 @@ export async function teardownNode(node: RealNodeState, l: NodeLayout): Promise<
   if (node.containerd && !await stopProcess(node.containerd.pid, node.containerd.bin, 15_000)) {
     problems.push(`containerd (pid ${node.containerd.pid}) did not stop`);
   }
-  // What survived: containers runc still knows, then their shims.
-  const left = await run(p.runc, ["--root", l.runcRoot, "list", "--quiet"]);
+  // What survived (containerd crashed, say): containers runc still knows, then their shims. The
+  // shim gives runc a root per containerd namespace.
+  const runcRoot = join(l.runcRoot, "k8s.io");
+  const left = await run(p.runc, ["--root", runcRoot, "list", "--quiet"]);
   for (const id of left.ok ? left.out.split("\n").filter(Boolean) : []) {
-    await run(p.runc, ["--root", l.runcRoot, "delete", "--force", id]);
+    await run(p.runc, ["--root", runcRoot, "delete", "--force", id]);
     ids.push(id);
   }
   for (const pid of shimsOf(l.socket)) {
