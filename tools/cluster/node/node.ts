@@ -178,7 +178,7 @@ export async function startRealNode(c: NodeContext, opts: RealNodeOptions = {}):
     );
   } catch (e) {
     c.log(`the real node did not start; stopping it (logs stay in ${join(dir, "logs")})`);
-    await stopRealNode(c.state, undefined).catch(() => {});
+    await stopRealNode(c.state, undefined).catch((err) => c.log(err.message));
     throw e;
   }
 }
