@@ -9,6 +9,7 @@ import { deepStrictEqual as assertEquals, ok as assert, rejects } from "node:ass
 import { join } from "node:path";
 import { type ClusterHandle, REAL_NODE_NAME, up } from "./mod.ts";
 import { mountsUnder } from "./node/teardown.ts";
+import { NO_REGISTRY } from "./node/containerd.ts";
 import { CACHE_DIR, exists } from "./paths.ts";
 import { freePort, isAlive } from "./processes.ts";
 import { readState } from "./state.ts";
@@ -147,6 +148,19 @@ Deno.test({
           assert(logs.includes(`request /from-test from ${node.network.hostIp}:`), logs);
         },
       );
+
+      await t.step("an image that was not loaded is not pulled from anywhere", async () => {
+        const pod = JSON.parse(podcheckPod(c, ns, "unloaded"));
+        pod.spec.containers[0].image = "registry.example/never-loaded:1";
+        pod.spec.containers[0].imagePullPolicy = "IfNotPresent";
+        await ok(c, ["apply", "-f", "-"], JSON.stringify(pod));
+        const why = await eventually("the pull to fail", async () => {
+          const s = await ok(c, ["get", "pod", "unloaded", "-n", ns, "-o", "json"]);
+          const waiting = JSON.parse(s).status.containerStatuses?.[0]?.state?.waiting;
+          return /ErrImagePull|ImagePullBackOff/.test(waiting?.reason ?? "") ? waiting : undefined;
+        });
+        assert(String(why.message).includes(NO_REGISTRY.replace("http://", "")), why.message);
+      });
 
       await t.step("a hostNetwork Pod reaches the API server with its token", async () => {
         const pod = JSON.parse(podcheckPod(c, ns, "hostnet"));

@@ -85,10 +85,19 @@ ${cri}.cni]
 `;
 }
 
-/** PATH for containerd: it finds the shim there (Debian's beside containerd itself). */
-export function containerdPath(p: HostPrograms): string {
+/** A loopback port where nothing listens: the node's "registry proxy". */
+export const NO_REGISTRY = "http://127.0.0.1:9";
+
+/**
+ * containerd's environment: PATH finds the shim (Debian's is beside containerd), and every image
+ * pull goes to a proxy on loopback that is never there, so a Pod naming an image that was not
+ * loaded fails at once (ErrImagePull naming 127.0.0.1:9), and no pull leaves the machine.
+ */
+export function containerdEnv(p: HostPrograms): Record<string, string> {
   const dirs = [dirname(p.shim), dirname(p.runc), "/usr/sbin", "/usr/bin", "/sbin", "/bin"];
-  return [...new Set(dirs)].join(":");
+  const proxy = { HTTP_PROXY: NO_REGISTRY, HTTPS_PROXY: NO_REGISTRY, NO_PROXY: "" };
+  const lower = { http_proxy: NO_REGISTRY, https_proxy: NO_REGISTRY, no_proxy: "" };
+  return { PATH: [...new Set(dirs)].join(":"), ...proxy, ...lower };
 }
 
 /** Result of one `ctr` run. */

@@ -13,7 +13,7 @@ import { claimPodNetwork, writeCniConfig } from "./cni.ts";
 import {
   checkPrograms,
   containerdConfig,
-  containerdPath,
+  containerdEnv,
   importImage,
   waitContainerd,
 } from "./containerd.ts";
@@ -136,7 +136,7 @@ export async function startRealNode(c: NodeContext, opts: RealNodeOptions = {}):
       bin: c.programs.containerd,
       args: ["--config", l.containerdConfig],
       log: l.containerdLog,
-      env: { PATH: containerdPath(c.programs) },
+      env: containerdEnv(c.programs),
     };
     node.containerd = { ...spec, pid: await startProcess(spec) };
     await writeState(c.state);
