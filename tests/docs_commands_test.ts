@@ -89,6 +89,7 @@ for (const [page, pick] of SYNOPSES) {
 Deno.test("docs: testing.md: ./deno task cluster status and env on a directory with no cluster say so", async () => {
   assert.deepEqual(synopsisWords(await shown("docs/testing.md", /^\.\/deno task cluster /)), [
     "--dir",
+    "--real-node",
     "build",
     "up",
     "down",

@@ -88,6 +88,12 @@ const RUN_BY: { page: string | RegExp; command: string | RegExp; by: string; run
     by: "tests/e2e/dev_test.ts",
     runs: 'args: ["task", "dev"]',
   },
+  {
+    page: "docs/testing.md",
+    command: "./deno task dev --real-node",
+    by: "tests/e2e/dev_real_node_test.ts",
+    runs: 'args: ["task", "dev", "--real-node"]',
+  },
   // The test command is what CI runs; CI is `.ci/run`.
   { page: /./, command: "./deno task test", by: ".ci/run", runs: "./deno task test --junit-path" },
   { page: /./, command: "./deno task build", by: ".ci/run", runs: "step ./deno task build" },

@@ -12,6 +12,7 @@
  */
 import { parseArgs } from "node:util";
 import { ensureBuilt } from "./cluster/build.ts";
+import { ensureNodeBuilt } from "./cluster/node/build.ts";
 import { ensureCrdgen, kedaModule, layout, REPO_ROOT } from "./crdgen/mod.ts";
 import { buildImage } from "./image/image.ts";
 import { ensureIstioCheck } from "./istio-check/build.ts";
@@ -31,6 +32,11 @@ export const TARGETS: readonly Target[] = [
     name: "cluster",
     what: "etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok",
     build: async (log) => void await ensureBuilt(log),
+  },
+  {
+    name: "node",
+    what: "kubelet and the node's small Go programs (pause, podcheck) for the real node",
+    build: async (log) => void await ensureNodeBuilt(log),
   },
   {
     name: "istio-check",

@@ -1,13 +1,15 @@
 /**
- * `deno task dev [operator flags]`: the one command that runs the project locally. It builds the
- * control plane (first time only), starts it, installs the CRDs, runs the operator in the
- * foreground (its JSON logs on stdout), applies the samples and prints kubectl lines to try.
- * Ctrl-C stops the operator and the cluster.
+ * `deno task dev [--real-node] [operator flags]`: the one command that runs the project locally.
+ * It builds the control plane (first time only), starts it, installs the CRDs, runs the operator
+ * in the foreground (its JSON logs on stdout), applies the samples and prints kubectl lines to
+ * try. `--real-node` adds a node that runs containers (tools/cluster/README.md) and prints how to
+ * place a Pod there. Ctrl-C stops the operator and the cluster.
  */
 import { dirname, join, resolve } from "node:path";
 import { freePort } from "./cluster/processes.ts";
 import { type ClusterHandle, down, ensureBuilt, up } from "./cluster/mod.ts";
 import { DEFAULT_CLUSTER_DIR } from "./cluster/paths.ts";
+import { realNodeHowTo } from "./cluster/node/howto.ts";
 import { OPERATOR_ENV, operatorRunArgs } from "./operator/process.ts";
 
 const ROOT = resolve(import.meta.dirname ?? ".", "..");
@@ -110,7 +112,9 @@ function stopper(): { stop(why: string): Promise<void>; operator?: Deno.ChildPro
   return self;
 }
 
-async function main(extra: string[]): Promise<number> {
+async function main(args: string[]): Promise<number> {
+  const realNode = args.includes("--real-node");
+  const extra = args.filter((a) => a !== "--real-node");
   const t0 = performance.now();
   const s = stopper();
   // From the first moment: Ctrl-C during the build or start-up also stops what was started.
@@ -120,7 +124,7 @@ async function main(extra: string[]): Promise<number> {
   try {
     say("checking the control-plane binaries (the first run builds them from Go modules: minutes)");
     await ensureBuilt(say);
-    const cluster = await up({ dir: DEFAULT_CLUSTER_DIR, log: say });
+    const cluster = await up({ dir: DEFAULT_CLUSTER_DIR, log: say, realNode });
     await kubectl(cluster, ["apply", "--server-side", "-f", join(ROOT, "crds")]);
     await kubectl(cluster, [
       "wait",
@@ -137,6 +141,7 @@ async function main(extra: string[]): Promise<number> {
     }
     await kubectl(cluster, ["apply", "-R", "-f", join(ROOT, "samples")]);
     say(`samples applied; ready in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+    if (cluster.realNode) console.error(realNodeHowTo(cluster.realNode, cluster.dir));
     console.error(tryLines(cluster));
     const status = await op.child.status;
     await s.stop(`the operator exited with code ${status.code}`);

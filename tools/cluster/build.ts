@@ -31,6 +31,14 @@ interface GoModule {
   ldflags: (version: string) => string;
 }
 
+/** Linker flags of every k8s.io/kubernetes binary: the version `kubectl version` and nodes report. */
+export function k8sLdflags(v: string): string {
+  const [major, minor] = v.replace(/^v/, "").split(".");
+  const pkg = "k8s.io/component-base/version";
+  return `-s -w -X ${pkg}.gitVersion=${v} -X ${pkg}.gitMajor=${major} ` +
+    `-X ${pkg}.gitMinor=${minor} -X ${pkg}.gitTreeState=clean`;
+}
+
 const K8S_CMDS = ["kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl"];
 
 const MODULES: GoModule[] = [
@@ -39,12 +47,7 @@ const MODULES: GoModule[] = [
     requirePath: "k8s.io/kubernetes",
     packages: K8S_CMDS.map((c) => `k8s.io/kubernetes/cmd/${c}`),
     outputs: K8S_CMDS,
-    ldflags: (v) => {
-      const [major, minor] = v.replace(/^v/, "").split(".");
-      const pkg = "k8s.io/component-base/version";
-      return `-s -w -X ${pkg}.gitVersion=${v} -X ${pkg}.gitMajor=${major} ` +
-        `-X ${pkg}.gitMinor=${minor} -X ${pkg}.gitTreeState=clean`;
-    },
+    ldflags: k8sLdflags,
   },
   {
     name: "etcd",

@@ -1,41 +1,61 @@
 /**
  * CLI for the local control plane.
  *
- *   deno run -A tools/cluster/cluster.ts build | up | down | status | env [--dir DIR] [--keep-logs]
+ *   deno run -A tools/cluster/cluster.ts build | up | down | status | env | load-image ARCHIVE
+ *     [--dir DIR] [--keep-logs] [--real-node]
  *
  * @module
  */
 import { dirname, resolve } from "node:path";
 import { ensureBuilt } from "./build.ts";
-import { clusterStatus, down, up } from "./mod.ts";
+import { attach, clusterStatus, down, REAL_NODE_TAINT, up } from "./mod.ts";
+import { ensureNodeBuilt } from "./node/build.ts";
+import { realNodeHowTo } from "./node/howto.ts";
 import { DEFAULT_CLUSTER_DIR } from "./paths.ts";
 import { readState } from "./state.ts";
 import { kubeconfigPaths } from "./auth.ts";
 
-const USAGE = `usage: cluster.ts <build|up|down|status|env> [--dir DIR] [--keep-logs]
+const USAGE =
+  `usage: cluster.ts <build|up|down|status|env|load-image ARCHIVE> [--dir DIR] [--keep-logs]
+       [--real-node]
 
-  build    build the binaries into .cache/cluster/bin (no-op when up to date)
-  up       build if needed and start a cluster in DIR (default ${DEFAULT_CLUSTER_DIR})
+  build    build the binaries into .cache/cluster/bin (no-op when up to date);
+           with --real-node also kubelet and the node's image programs
+  up       build if needed and start a cluster in DIR (default ${DEFAULT_CLUSTER_DIR});
+           with --real-node also a node that runs containers (kubelet, containerd, runc),
+           labelled and tainted ${REAL_NODE_TAINT.key}=${REAL_NODE_TAINT.value}:NoSchedule
   down     stop every process of DIR by pid and remove its data
   status   print each component, its pid and whether it is alive and healthy
-  env      print shell exports for KUBECONFIG and the kubectl path`;
+  env      print shell exports for KUBECONFIG and the kubectl path
+  load-image ARCHIVE
+           import an image archive (podman/docker save, OCI layout) into the real node`;
 
 /** Parsed command line. */
 interface Args {
   command: string;
   dir: string;
   keepLogs: boolean;
+  realNode: boolean;
+  /** Positional argument of load-image. */
+  archive?: string;
 }
 
 function parseArgs(argv: string[]): Args {
-  const args: Args = { command: "", dir: DEFAULT_CLUSTER_DIR, keepLogs: false };
+  const args: Args = {
+    command: "",
+    dir: DEFAULT_CLUSTER_DIR,
+    keepLogs: false,
+    realNode: false,
+  };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === "--dir") args.dir = argv[++i] ?? "";
     else if (a.startsWith("--dir=")) args.dir = a.slice("--dir=".length);
     else if (a === "--keep-logs") args.keepLogs = true;
+    else if (a === "--real-node") args.realNode = true;
     else if (a === "-h" || a === "--help") args.command = "help";
     else if (!args.command) args.command = a;
+    else if (args.command === "load-image" && args.archive === undefined) args.archive = a;
     else throw new Error(`unexpected argument: ${a}`);
   }
   if (!args.dir) throw new Error("--dir needs a value");
@@ -50,11 +70,13 @@ async function main(argv: string[]): Promise<number> {
   switch (args.command) {
     case "build": {
       const b = await ensureBuilt(log);
+      if (args.realNode) await ensureNodeBuilt(log);
       console.log(JSON.stringify(b.versions));
       return 0;
     }
     case "up": {
-      const c = await up({ dir: args.dir, log });
+      const c = await up({ dir: args.dir, log, realNode: args.realNode });
+      if (c.realNode) console.error(realNodeHowTo(c.realNode, c.dir));
       console.log(`export KUBECONFIG=${c.kubeconfig}`);
       return 0;
     }
@@ -87,6 +109,13 @@ async function main(argv: string[]): Promise<number> {
       console.log(`export KUBECONFIG=${kubeconfigPaths(args.dir).admin}`);
       console.log(`export KUBECTL=${state.kubectl}`);
       console.log(`export PATH="${dirname(state.kubectl)}:$PATH"`);
+      return 0;
+    }
+    case "load-image": {
+      if (!args.archive) throw new Error("load-image needs an archive path");
+      const node = (await attach(args.dir)).realNode;
+      if (!node) throw new Error(`the cluster in ${args.dir} has no real node (up --real-node)`);
+      for (const name of await node.loadImage(resolve(args.archive))) console.log(name);
       return 0;
     }
     case "help":

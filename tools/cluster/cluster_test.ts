@@ -9,48 +9,11 @@ import { buildStatus, type ClusterHandle, ensureBuilt, OPERATOR_USER, up } from 
 import { CACHE_DIR, exists } from "./paths.ts";
 import { isAlive } from "./processes.ts";
 import { readState } from "./state.ts";
+import { deployment, eventually, ok } from "./test_helpers.ts";
 
 const build = await buildStatus();
 const canRun = build.stale.length === 0 || build.goAvailable;
 const log = (msg: string) => console.error(`[cluster] ${msg}`);
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function eventually<T>(
-  what: string,
-  fn: () => Promise<T | undefined>,
-  timeoutMs = 60_000,
-): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(250);
-  }
-}
-
-async function ok(c: ClusterHandle, args: string[], stdin?: string): Promise<string> {
-  const r = await c.kubectl(args, { stdin });
-  assertEquals(r.code, 0, `kubectl ${args.join(" ")}: ${r.stderr}`);
-  return r.stdout;
-}
-
-function deployment(ns: string, name: string): string {
-  return JSON.stringify({
-    apiVersion: "apps/v1",
-    kind: "Deployment",
-    metadata: { name, namespace: ns },
-    spec: {
-      replicas: 1,
-      selector: { matchLabels: { app: name } },
-      template: {
-        metadata: { labels: { app: name } },
-        spec: { containers: [{ name: "app", image: "example.invalid/app:1" }] },
-      },
-    },
-  });
-}
 
 Deno.test({
   name: "ensureBuilt checks once a process: a second call (as up makes) says nothing",

@@ -34,6 +34,8 @@ export interface Layout {
   ports: Ports;
   pki: Pki;
   bins: Binaries;
+  /** Set when the cluster gets a real node: the API server's client certificate for kubelets. */
+  realNode?: { kubeletClientCert: string; kubeletClientKey: string };
 }
 
 /** A component's process spec plus its health endpoint. */
@@ -53,6 +55,23 @@ export function auditLogPath(dir: string): string {
 /** Path of the internal files (token file, audit policy, component kubeconfigs). */
 export function internalDir(dir: string): string {
   return join(dir, "internal");
+}
+
+/**
+ * API server flags of a cluster with a real node: ServiceAccount admission on (kubelet mounts
+ * the token it adds), and calls to kubelets (logs, exec) at their InternalIP, with a client
+ * certificate and the kubelet's serving certificate checked against the cluster CA.
+ */
+function realNodeApiserverFlags(
+  r: NonNullable<Layout["realNode"]>,
+  pki: Pki,
+): string[] {
+  return [
+    `--kubelet-client-certificate=${r.kubeletClientCert}`,
+    `--kubelet-client-key=${r.kubeletClientKey}`,
+    `--kubelet-certificate-authority=${pki.caCert}`,
+    "--kubelet-preferred-address-types=InternalIP",
+  ];
 }
 
 /** Builds the command line of every component, in start order. */
@@ -117,7 +136,10 @@ export function componentSpecs(l: Layout): ComponentSpec[] {
         "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
         `--service-account-key-file=${pki.saPub}`,
         `--service-account-signing-key-file=${pki.saKey}`,
-        "--disable-admission-plugins=ServiceAccount",
+        ...(l.realNode ? realNodeApiserverFlags(l.realNode, pki) : [
+          // As in envtest: kwok Pods need no ServiceAccount, nor to wait for one.
+          "--disable-admission-plugins=ServiceAccount",
+        ]),
         `--audit-policy-file=${join(internalDir(dir), "audit-policy.yaml")}`,
         `--audit-log-path=${auditLogPath(dir)}`,
         "--audit-log-format=json",
@@ -163,9 +185,16 @@ export function componentSpecs(l: Layout): ComponentSpec[] {
       args: [
         `--kubeconfig=${kc.kwok}`,
         `--config=${bins.kwokStages}`,
-        "--manage-all-nodes=true",
+        ...(l.realNode
+          ? [
+            // Only the fake node: the real one has a kubelet. Its address is a local one, as
+            // the API server dials nodes' InternalIP (for logs) once a real node exists.
+            "--manage-all-nodes=false",
+            "--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+            "--node-ip=127.0.0.1",
+          ]
+          : ["--manage-all-nodes=true", "--node-ip=10.244.255.1"]),
         "--cidr=10.244.0.0/16",
-        "--node-ip=10.244.255.1",
         "--node-lease-duration-seconds=40",
         `--server-address=${LOOP}:${p.kwok}`,
       ],

@@ -14,6 +14,10 @@ import { type ComponentName, componentSpecs, internalDir } from "./components.ts
 import { installMesh } from "./mesh.ts";
 import { installOperatorIdentity, OPERATOR_USER } from "./operator_identity.ts";
 import { generatePki } from "./pki.ts";
+import { ensureNodeBuilt } from "./node/build.ts";
+import { apiserverKubeletClient } from "./node/kubelet.ts";
+import { mountsUnder } from "./node/teardown.ts";
+import { type RealNodeOptions, resolvePrograms, startRealNode, stopRealNode } from "./node/node.ts";
 import { freePorts, isAlive, probe, startProcess, stopProcess, waitHealthy } from "./processes.ts";
 import { mustKubectl } from "./kubectl.ts";
 import { exists } from "./paths.ts";
@@ -29,7 +33,15 @@ import {
 export type Log = (msg: string) => void;
 
 /** Files and folders `up` creates inside a cluster directory (and `down` removes). */
-const OWNED = ["state.json", "kubeconfig", "kubeconfig-operator", "pki", "internal", "etcd-data"];
+const OWNED = [
+  "state.json",
+  "kubeconfig",
+  "kubeconfig-operator",
+  "pki",
+  "internal",
+  "etcd-data",
+  "node",
+];
 
 /** File holding the identities (tokens) of a cluster directory. */
 export function usersPath(dir: string): string {
@@ -59,9 +71,13 @@ async function healthClient(caCert: string): Promise<Deno.HttpClient> {
 export async function startCluster(
   dirIn: string,
   log: Log,
+  realNode?: RealNodeOptions,
 ): Promise<{ state: ClusterState; users: Users }> {
   const dir = resolve(dirIn);
+  // Missing packages fail here, before anything is built or started.
+  const programs = realNode ? await resolvePrograms(realNode) : undefined;
   const bins = await ensureBuilt(log);
+  const nodeBins = realNode ? await ensureNodeBuilt(log) : undefined;
   if (await readState(dir)) {
     log(`stopping the previous cluster in ${dir}`);
     await stopCluster(dir, { keepLogs: false });
@@ -71,6 +87,7 @@ export async function startCluster(
   await Deno.mkdir(internalDir(dir), { recursive: true });
   const started = performance.now();
   const pki = await generatePki(join(dir, "pki"));
+  const kubeletClient = realNode ? await apiserverKubeletClient(pki, join(dir, "pki")) : undefined;
   const users = newUsers();
   await writeTokenFile(join(internalDir(dir), "tokens.csv"), users);
   await Deno.writeTextFile(usersPath(dir), JSON.stringify(users, null, 2), { mode: 0o600 });
@@ -97,7 +114,10 @@ export async function startCluster(
   };
   const client = await healthClient(pki.caCert);
   try {
-    for (const spec of componentSpecs({ dir, etcdDataDir: data, ports, pki, bins })) {
+    const realNodeCerts = kubeletClient &&
+      { kubeletClientCert: kubeletClient.cert, kubeletClientKey: kubeletClient.key };
+    const layout = { dir, etcdDataDir: data, ports, pki, bins, realNode: realNodeCerts };
+    for (const spec of componentSpecs(layout)) {
       const t0 = performance.now();
       const pid = await startProcess(spec);
       state.components.push({ ...spec, pid });
@@ -114,6 +134,9 @@ export async function startCluster(
       groups: [],
       token,
     });
+    if (programs && nodeBins) {
+      await startRealNode({ state, pki, bins: nodeBins, programs, kubectl: k, log }, realNode);
+    }
   } catch (e) {
     log(`start failed, stopping what was started; logs stay in ${join(dir, "logs")}`);
     await stopCluster(dir, { keepLogs: true });
@@ -126,6 +149,9 @@ export async function startCluster(
 }
 
 async function removeOwned(dir: string, keepLogs: boolean): Promise<void> {
+  // Never recurse into a mount a crashed real node left: `down` unmounts, or says what it could not.
+  const mounted = await mountsUnder(join(dir, "node"));
+  if (mounted.length > 0) throw new Error(`still mounted under ${dir}: ${mounted.join(", ")}`);
   for (const name of [...OWNED, ...(keepLogs ? [] : ["logs"])]) {
     await Deno.remove(join(dir, name), { recursive: true }).catch(() => {});
   }
@@ -143,6 +169,15 @@ export async function stopCluster(dirIn: string, opts: StopOptions = {}): Promis
   const dir = resolve(dirIn);
   const state = await readState(dir);
   const stuck: string[] = [];
+  let nodeError: unknown;
+  if (state?.realNode) {
+    // First, while the API server still runs: the node's Pods are deleted through it.
+    const apiserver = state.components.find((c) => c.name === "kube-apiserver");
+    const kubectl = apiserver && isAlive(apiserver.pid)
+      ? (args: string[]) => mustKubectl(state.kubectl, kubeconfigPaths(dir).admin, args)
+      : undefined;
+    await stopRealNode(state, kubectl).catch((e) => nodeError = e);
+  }
   if (state) {
     for (const c of [...state.components].reverse()) {
       if (!await stopProcess(c.pid, c.bin, 15_000)) stuck.push(`${c.name} (pid ${c.pid})`);
@@ -150,6 +185,7 @@ export async function stopCluster(dirIn: string, opts: StopOptions = {}): Promis
     if (stuck.length > 0) throw new Error(`could not stop: ${stuck.join(", ")}`);
     await Deno.remove(state.etcdDataDir, { recursive: true }).catch(() => {});
   }
+  if (nodeError) throw nodeError;
   if (await exists(dir)) await removeOwned(dir, opts.keepLogs ?? false);
   return state ? state.components.map((c) => c.name) : [];
 }
@@ -178,7 +214,8 @@ export async function restartComponent(dirIn: string, name: ComponentName): Prom
 
 /** Liveness and health of one component. */
 export interface ComponentStatus {
-  name: ComponentName;
+  /** A control-plane component, or `containerd`/`kubelet` of the real node. */
+  name: string;
   pid: number;
   alive: boolean;
   healthy: boolean;
@@ -192,9 +229,14 @@ export async function clusterStatus(dirIn: string): Promise<ComponentStatus[]> {
   if (!state) return [];
   const client = await healthClient(state.caCert).catch(() => undefined);
   try {
-    return await Promise.all(state.components.map(async (c) => {
+    const node = state.realNode;
+    const nodeProcs = [node?.containerd, node?.kubelet].flatMap((p) =>
+      p ? [{ ...p, health: p.health ?? "" }] : []
+    );
+    return await Promise.all([...state.components, ...nodeProcs].map(async (c) => {
       const alive = isAlive(c.pid);
-      const healthy = alive && await probe(c.health, client);
+      // containerd has no HTTP health endpoint: running is all that is checked.
+      const healthy = alive && (c.health === "" || await probe(c.health, client));
       return { name: c.name, pid: c.pid, alive, healthy, health: c.health, log: c.log };
     }));
   } finally {

@@ -26,12 +26,29 @@ import {
   usersPath,
 } from "./lifecycle.ts";
 import { DEFAULT_CLUSTER_DIR } from "./paths.ts";
-import { readState, statePath } from "./state.ts";
+import { type ClusterState, readState, statePath } from "./state.ts";
+import { REAL_NODE_LABEL, REAL_NODE_TAINT, realNodePlacement } from "./node/layout.ts";
+import {
+  loadImage,
+  PAUSE_IMAGE,
+  PODCHECK_IMAGE,
+  podcheckArchive,
+  type RealNodeOptions,
+} from "./node/node.ts";
 
 export { type Binaries, buildStatus, ensureBuilt, readVersions, type Versions } from "./build.ts";
 export { clusterStatus, type ComponentStatus, type StopOptions } from "./lifecycle.ts";
 export { GATEWAY, MESH_NAMESPACES, NODE_NAME } from "./mesh.ts";
 export { OPERATOR_USER } from "./operator_identity.ts";
+export {
+  INSTALL_HINT,
+  REAL_NODE_LABEL,
+  REAL_NODE_NAME,
+  REAL_NODE_TAINT,
+  realNodePlacement,
+} from "./node/layout.ts";
+export { nodeBuildStatus } from "./node/build.ts";
+export { PAUSE_IMAGE, PODCHECK_IMAGE, type RealNodeOptions } from "./node/node.ts";
 export type { AuditEvent, KubectlOptions, KubectlResult, WriteFilter };
 
 /** A running cluster. */
@@ -62,6 +79,39 @@ export interface ClusterHandle {
   writes(f: WriteFilter): Promise<AuditEvent[]>;
   /** Stops all processes (by pid) and removes the cluster's data. */
   down(opts?: StopOptions): Promise<void>;
+  /** The node with kubelet and containerd; only when started with `realNode`. */
+  realNode?: RealNode;
+}
+
+/** The real node of a cluster: where Pods that must really run are placed. */
+export interface RealNode {
+  /** Node name (`real-node-0`). */
+  name: string;
+  /** Its label (match it with a nodeSelector) and its NoSchedule taint (tolerate it). */
+  label: typeof REAL_NODE_LABEL;
+  taint: typeof REAL_NODE_TAINT;
+  /** The nodeSelector and tolerations to put into a Pod spec to run it there. */
+  placement: typeof realNodePlacement;
+  /**
+   * Container env for a `hostNetwork: true` Pod that talks to the API server: it listens on
+   * 127.0.0.1 only, which Pods on the bridge cannot reach, and no kube-proxy serves the
+   * `kubernetes` Service IP. The Pod's token and ca.crt work as in any cluster.
+   */
+  hostNetworkApiEnv: { name: string; value: string }[];
+  /** Pod network: the bridge, its subnet and the host's address on it. */
+  network: { bridge: string; subnet: string; hostIp: string };
+  /**
+   * Imports an image archive (`podman save`/`docker save` or OCI layout) into the node's
+   * containerd; returns the image names. Pods use them with `imagePullPolicy: Never` (no registry
+   * is reachable).
+   */
+  loadImage(archive: string): Promise<string[]>;
+  /** Image archive of the test workload `podcheckImage` (not loaded until asked). */
+  podcheckArchive: string;
+  /** The test workload's image name (see tools/cluster/go/nodeimages/podcheck). */
+  podcheckImage: string;
+  /** The sandbox image, loaded at start. */
+  pauseImage: string;
 }
 
 /** Options of {@link up}. */
@@ -70,15 +120,36 @@ export interface UpOptions {
   dir?: string;
   /** Progress messages; default silent. */
   log?: Log;
+  /**
+   * Also start a real node (kubelet, containerd, runc; Debian packages containerd, runc and
+   * containernetworking-plugins), tainted so only Pods that tolerate it land there; turns
+   * ServiceAccount admission on. `true` or options (e.g. other program paths).
+   */
+  realNode?: boolean | RealNodeOptions;
 }
 
-function handle(
-  dir: string,
-  server: string,
-  caCert: string,
-  kubectl: string,
-  users: Users,
-): ClusterHandle {
+function realNodeOf(state: ClusterState): RealNode | undefined {
+  const n = state.realNode;
+  if (!n?.net) return undefined;
+  return {
+    name: n.name,
+    label: REAL_NODE_LABEL,
+    taint: REAL_NODE_TAINT,
+    placement: realNodePlacement,
+    network: n.net,
+    hostNetworkApiEnv: [
+      { name: "KUBERNETES_SERVICE_HOST", value: "127.0.0.1" },
+      { name: "KUBERNETES_SERVICE_PORT", value: String(state.ports.apiserver) },
+    ],
+    loadImage: async (archive) => loadImage(await readState(state.dir) ?? state, archive),
+    podcheckArchive: podcheckArchive(state.dir),
+    podcheckImage: PODCHECK_IMAGE,
+    pauseImage: PAUSE_IMAGE,
+  };
+}
+
+function handle(state: ClusterState, users: Users): ClusterHandle {
+  const { dir, server, caCert, kubectl } = state;
   const kc = kubeconfigPaths(dir);
   const audit = auditLogPath(dir);
   const h: ClusterHandle = {
@@ -97,6 +168,7 @@ function handle(
     down: async (opts) => {
       await stopCluster(dir, opts);
     },
+    realNode: realNodeOf(state),
   };
   return h;
 }
@@ -107,8 +179,9 @@ function handle(
  */
 export async function up(opts: UpOptions = {}): Promise<ClusterHandle> {
   const dir = resolve(opts.dir ?? DEFAULT_CLUSTER_DIR);
-  const { state, users } = await startCluster(dir, opts.log ?? (() => {}));
-  return handle(dir, state.server, state.caCert, state.kubectl, users);
+  const realNode = opts.realNode === true ? {} : opts.realNode || undefined;
+  const { state, users } = await startCluster(dir, opts.log ?? (() => {}), realNode);
+  return handle(state, users);
 }
 
 /** A handle on a cluster already started in `dir` (e.g. by `cluster.ts up`). */
@@ -117,7 +190,7 @@ export async function attach(dirIn: string = DEFAULT_CLUSTER_DIR): Promise<Clust
   const state = await readState(dir);
   if (!state) throw new Error(`no running cluster: ${statePath(dir)} is missing`);
   const users = JSON.parse(await Deno.readTextFile(usersPath(dir))) as Users;
-  return handle(dir, state.server, state.caCert, state.kubectl, users);
+  return handle(state, users);
 }
 
 /** Stops the cluster in `dir` (default `.cache/cluster/default`); returns the stopped names. */

@@ -22,6 +22,8 @@ const SANS = [
   "IP:10.96.0.1",
 ];
 
+const EC = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
+
 async function openssl(args: string[], cwd: string): Promise<void> {
   let out: Deno.CommandOutput;
   try {
@@ -32,6 +34,53 @@ async function openssl(args: string[], cwd: string): Promise<void> {
   if (!out.success) {
     throw new Error(`openssl ${args.join(" ")} failed:\n${new TextDecoder().decode(out.stderr)}`);
   }
+}
+
+/** A certificate to sign with the cluster CA. */
+export interface CertRequest {
+  /** File name stem: writes `<name>.crt` and `<name>.key` into the directory. */
+  name: string;
+  /** Subject, e.g. `/O=system:nodes/CN=system:node:real-node-0`. */
+  subject: string;
+  /** `serverAuth` needs `sans`; `clientAuth` carries the identity in the subject. */
+  usage: "serverAuth" | "clientAuth";
+  /** subjectAltNames, e.g. `["IP:127.0.0.1"]`. */
+  sans?: string[];
+}
+
+/** Issues a certificate valid one year, signed by the CA of `pki`; returns its cert and key. */
+export async function issueCert(
+  pki: Pick<Pki, "caCert" | "caKey">,
+  dir: string,
+  req: CertRequest,
+): Promise<{ cert: string; key: string }> {
+  await Deno.mkdir(dir, { recursive: true });
+  const out = { cert: join(dir, `${req.name}.crt`), key: join(dir, `${req.name}.key`) };
+  await openssl([
+    "req",
+    "-x509",
+    ...EC,
+    "-CA",
+    pki.caCert,
+    "-CAkey",
+    pki.caKey,
+    "-keyout",
+    out.key,
+    "-out",
+    out.cert,
+    "-days",
+    "365",
+    "-subj",
+    req.subject,
+    ...(req.sans ? ["-addext", `subjectAltName=${req.sans.join(",")}`] : []),
+    "-addext",
+    "basicConstraints=critical,CA:FALSE",
+    "-addext",
+    "keyUsage=critical,digitalSignature,keyEncipherment",
+    "-addext",
+    `extendedKeyUsage=${req.usage}`,
+  ], dir);
+  return out;
 }
 
 /** Creates a fresh PKI in `dir` (a CA valid 10 years, a serving cert valid 1 year, an SA key). */
@@ -46,11 +95,10 @@ export async function generatePki(dir: string): Promise<Pki> {
     saKey: p("sa.key"),
     saPub: p("sa.pub"),
   };
-  const ec = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
   await openssl([
     "req",
     "-x509",
-    ...ec,
+    ...EC,
     "-keyout",
     pki.caKey,
     "-out",
@@ -64,31 +112,12 @@ export async function generatePki(dir: string): Promise<Pki> {
     "-addext",
     "keyUsage=critical,keyCertSign,cRLSign,digitalSignature",
   ], dir);
-  await openssl([
-    "req",
-    "-x509",
-    ...ec,
-    "-CA",
-    pki.caCert,
-    "-CAkey",
-    pki.caKey,
-    "-keyout",
-    pki.servingKey,
-    "-out",
-    pki.servingCert,
-    "-days",
-    "365",
-    "-subj",
-    "/CN=kube-apiserver",
-    "-addext",
-    `subjectAltName=${SANS.join(",")}`,
-    "-addext",
-    "basicConstraints=critical,CA:FALSE",
-    "-addext",
-    "keyUsage=critical,digitalSignature,keyEncipherment",
-    "-addext",
-    "extendedKeyUsage=serverAuth",
-  ], dir);
+  await issueCert(pki, dir, {
+    name: "serving",
+    subject: "/CN=kube-apiserver",
+    usage: "serverAuth",
+    sans: SANS,
+  });
   await openssl(["genrsa", "-out", pki.saKey, "2048"], dir);
   await openssl(["rsa", "-in", pki.saKey, "-pubout", "-out", pki.saPub], dir);
   return pki;

@@ -1,6 +1,7 @@
 /** The `state.json` file of a cluster directory: pids, ports and paths of a running cluster. */
 import { join } from "node:path";
 import type { ComponentName, ComponentSpec, Ports } from "./components.ts";
+import type { RealNodeState } from "./node/state.ts";
 
 /** A started component. */
 export interface ComponentState extends ComponentSpec {
@@ -17,6 +18,8 @@ export interface ClusterState {
   kubectl: string;
   startedAt: string;
   components: ComponentState[];
+  /** The node with kubelet and containerd, when started with `realNode`. */
+  realNode?: RealNodeState;
 }
 
 /** Path of the state file of `dir`. */

@@ -1,0 +1,5 @@
+// The programs of the images tools/cluster makes for its real node (no registry is reachable):
+// pause, the Pod sandbox, and podcheck, a workload that reports what the kubelet gave it.
+module cluster.local/tools/nodeimages
+
+go 1.24.0

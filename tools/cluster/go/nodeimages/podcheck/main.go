@@ -1,0 +1,139 @@
+// Command podcheck is the test workload of the real node. At start it prints, one "key: value"
+// line each, what the kubelet and the runtime gave it (user, capabilities, whether the root file
+// system is writable, the projected ServiceAccount token's subject, what the API server answers
+// to that token at KUBERNETES_SERVICE_HOST:KUBERNETES_SERVICE_PORT), so a test reads them with
+// `kubectl logs`. Then it serves HTTP on PORT (default 8080): /ready answers 200 and logs the
+// caller, so a test sees the kubelet's readiness probe; every other path answers "podcheck <host>".
+package main
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+)
+
+const saDir = "/var/run/secrets/kubernetes.io/serviceaccount"
+
+func capEff() string {
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return "unknown: " + err.Error()
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		if v, ok := strings.CutPrefix(line, "CapEff:"); ok {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown"
+}
+
+func rootWritable() string {
+	f, err := os.Create("/podcheck-write-test")
+	if err != nil {
+		return "no (" + err.Error() + ")"
+	}
+	f.Close()
+	os.Remove(f.Name())
+	return "yes"
+}
+
+// tokenSubject decodes the JWT's payload only: the API server, not this program, verifies it.
+func tokenSubject() string {
+	raw, err := os.ReadFile(saDir + "/token")
+	if err != nil {
+		return "missing (" + err.Error() + ")"
+	}
+	parts := strings.Split(strings.TrimSpace(string(raw)), ".")
+	if len(parts) != 3 {
+		return "not a JWT"
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		return "undecodable: " + err.Error()
+	}
+	var claims struct {
+		Sub string `json:"sub"`
+	}
+	if err := json.Unmarshal(payload, &claims); err != nil {
+		return "undecodable: " + err.Error()
+	}
+	return claims.Sub
+}
+
+func fileState(name string) string {
+	info, err := os.Stat(saDir + "/" + name)
+	if err != nil {
+		return "missing"
+	}
+	return fmt.Sprintf("%d bytes", info.Size())
+}
+
+// apiStatus calls GET /api as the Pod's ServiceAccount, trusting only the mounted ca.crt.
+func apiStatus() string {
+	host, port := os.Getenv("KUBERNETES_SERVICE_HOST"), os.Getenv("KUBERNETES_SERVICE_PORT")
+	if host == "" {
+		return "no KUBERNETES_SERVICE_HOST"
+	}
+	token, err := os.ReadFile(saDir + "/token")
+	if err != nil {
+		return "no token"
+	}
+	ca, err := os.ReadFile(saDir + "/ca.crt")
+	pool := x509.NewCertPool()
+	if err != nil || !pool.AppendCertsFromPEM(ca) {
+		return "no ca.crt"
+	}
+	client := &http.Client{
+		Timeout:   3 * time.Second,
+		Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}},
+	}
+	req, _ := http.NewRequest("GET", "https://"+host+":"+port+"/api", nil)
+	req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(token)))
+	res, err := client.Do(req)
+	if err != nil {
+		return "error: " + err.Error()
+	}
+	res.Body.Close()
+	return res.Status
+}
+
+func main() {
+	host, _ := os.Hostname()
+	fmt.Printf("uid: %d\ngid: %d\n", os.Getuid(), os.Getgid())
+	fmt.Printf("capeff: %s\n", capEff())
+	fmt.Printf("rootfs writable: %s\n", rootWritable())
+	fmt.Printf("token subject: %s\n", tokenSubject())
+	fmt.Printf("namespace file: %s\nca.crt: %s\n", fileState("namespace"), fileState("ca.crt"))
+	fmt.Printf("api: %s\n", apiStatus())
+	port := os.Getenv("PORT")
+	if port == "" {
+		port = "8080"
+	}
+	http.HandleFunc("/ready", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Printf("readiness probe from %s\n", r.UserAgent())
+		fmt.Fprintln(w, "ready")
+	})
+	http.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Printf("request %s from %s\n", r.URL.Path, r.RemoteAddr)
+		fmt.Fprintf(w, "podcheck %s\n", host)
+	})
+	go func() {
+		sigs := make(chan os.Signal, 1)
+		signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+		<-sigs
+		os.Exit(0)
+	}()
+	fmt.Printf("listening on :%s\n", port)
+	if err := http.ListenAndServe(":"+port, nil); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
