@@ -92,12 +92,6 @@ export interface RealNode {
   taint: typeof REAL_NODE_TAINT;
   /** The nodeSelector and tolerations to put into a Pod spec to run it there. */
   placement: typeof realNodePlacement;
-  /**
-   * Container env for a `hostNetwork: true` Pod that talks to the API server: it listens on
-   * 127.0.0.1 only, which Pods on the bridge cannot reach, and no kube-proxy serves the
-   * `kubernetes` Service IP. The Pod's token and ca.crt work as in any cluster.
-   */
-  hostNetworkApiEnv: { name: string; value: string }[];
   /** Pod network: the bridge, its subnet and the host's address on it. */
   network: { bridge: string; subnet: string; hostIp: string };
   /**
@@ -137,10 +131,6 @@ function realNodeOf(state: ClusterState): RealNode | undefined {
     taint: REAL_NODE_TAINT,
     placement: realNodePlacement,
     network: n.net,
-    hostNetworkApiEnv: [
-      { name: "KUBERNETES_SERVICE_HOST", value: "127.0.0.1" },
-      { name: "KUBERNETES_SERVICE_PORT", value: String(state.ports.apiserver) },
-    ],
     loadImage: async (archive) => loadImage(await readState(state.dir) ?? state, archive),
     podcheckArchive: podcheckArchive(state.dir),
     podcheckImage: PODCHECK_IMAGE,

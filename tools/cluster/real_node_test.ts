@@ -11,7 +11,7 @@ import { type ClusterHandle, REAL_NODE_NAME, up } from "./mod.ts";
 import { mountsUnder } from "./node/teardown.ts";
 import { NO_REGISTRY } from "./node/containerd.ts";
 import { CACHE_DIR, exists } from "./paths.ts";
-import { freePort, isAlive } from "./processes.ts";
+import { isAlive } from "./processes.ts";
 import { readState } from "./state.ts";
 import { deployment, eventually, ok } from "./test_helpers.ts";
 import { podcheckPod, processesUnder, REAL_NODE_SKIP } from "./real_node_fixtures.ts";
@@ -124,8 +124,8 @@ Deno.test({
           // Read from /var/run/secrets/kubernetes.io/serviceaccount/token inside the container.
           assert(logs.includes(`token subject: system:serviceaccount:${ns}:default\n`), logs);
           assert(/ca\.crt: \d+ bytes/.test(logs), logs);
-          // No route from the bridge to the Service IP (no kube-proxy): see hostNetworkApiEnv.
-          assert(logs.includes("api: error: "), logs);
+          // At KUBERNETES_SERVICE_HOST (the kubernetes Service), through the node's API route.
+          assert(logs.includes("api: 200 OK\n"), logs);
         },
       );
 
@@ -160,20 +160,6 @@ Deno.test({
           return /ErrImagePull|ImagePullBackOff/.test(waiting?.reason ?? "") ? waiting : undefined;
         });
         assert(String(why.message).includes(NO_REGISTRY.replace("http://", "")), why.message);
-      });
-
-      await t.step("a hostNetwork Pod reaches the API server with its token", async () => {
-        const pod = JSON.parse(podcheckPod(c, ns, "hostnet"));
-        pod.spec.hostNetwork = true;
-        const port = String(freePort());
-        const container = pod.spec.containers[0];
-        container.env = [...node.hostNetworkApiEnv, { name: "PORT", value: port }];
-        container.ports = [{ containerPort: Number(port) }];
-        container.readinessProbe.httpGet.port = Number(port);
-        await ok(c, ["apply", "-f", "-"], JSON.stringify(pod));
-        await ok(c, ["wait", "-n", ns, "--for=condition=Ready", "pod/hostnet", "--timeout=90s"]);
-        const logs = await ok(c, ["logs", "-n", ns, "hostnet"]);
-        assert(logs.includes("api: 200 OK\n"), logs);
       });
 
       await t.step({

@@ -9,6 +9,7 @@
 import { join } from "node:path";
 import { exists } from "../paths.ts";
 import type { NodeLayout } from "./layout.ts";
+import { closeApiRoute, KUBERNETES_SERVICE_IP } from "./api_route.ts";
 
 /** The bridge and subnet one real node owns. */
 export interface PodNetwork {
@@ -101,7 +102,10 @@ export async function claimPodNetwork(clusterDir: string): Promise<PodNetwork> {
   throw new Error("no free po-cni<N> bridge with a free 10.86.N.0/24 subnet");
 }
 
-/** The CNI conflist attaching Pods to the bridge (no masquerade, no default route). */
+/**
+ * The CNI conflist attaching Pods to the bridge (no masquerade, no default route; one route, to
+ * the `kubernetes` Service's address).
+ */
 export function cniConflist(net: PodNetwork, l: NodeLayout): string {
   return JSON.stringify(
     {
@@ -116,6 +120,8 @@ export function cniConflist(net: PodNetwork, l: NodeLayout): string {
         ipam: {
           type: "host-local",
           ranges: [[{ subnet: net.subnet, gateway: net.hostIp }]],
+          // Only the `kubernetes` Service's address goes through the host (api_route.ts).
+          routes: [{ dst: `${KUBERNETES_SERVICE_IP}/32` }],
           dataDir: l.ipamDir,
         },
       }],
@@ -142,7 +148,7 @@ export async function releasePodNetwork(
   clusterDir: string,
   netns: readonly string[],
 ): Promise<string[]> {
-  const problems: string[] = [];
+  const problems: string[] = await closeApiRoute(net.bridge);
   for (const ns of new Set(netns)) {
     if (!await exists(ns)) continue;
     const r = await ip(["netns", "delete", ns.slice(ns.lastIndexOf("/") + 1)]);

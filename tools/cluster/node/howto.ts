@@ -16,8 +16,7 @@ export function realNodeHowTo(n: RealNode, dir: string): string {
     `  ./deno task cluster load-image ARCHIVE --dir ${dir}`,
     `  (in code: (await attach(dir)).realNode.loadImage(path), tools/cluster/mod.ts)`,
     `A test image ready to load: ${n.podcheckArchive} (${n.podcheckImage}).`,
-    "Pods there reach the API server only with hostNetwork: true and these env vars:",
-    `  ${n.hostNetworkApiEnv.map((e) => `${e.name}=${e.value}`).join(" ")}`,
+    "Pods there reach the API server as in any cluster, at the kubernetes Service's address.",
     "",
   ].join("\n");
 }

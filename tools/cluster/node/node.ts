@@ -9,6 +9,7 @@ import { tailFile } from "../paths.ts";
 import type { Pki } from "../pki.ts";
 import { type ClusterState, writeState } from "../state.ts";
 import type { NodeBinaries } from "./build.ts";
+import { openApiRoute } from "./api_route.ts";
 import { claimPodNetwork, writeCniConfig } from "./cni.ts";
 import {
   checkPrograms,
@@ -128,6 +129,7 @@ export async function startRealNode(c: NodeContext, opts: RealNodeOptions = {}):
     }
     node.net = await claimPodNetwork(dir);
     await writeState(c.state);
+    await openApiRoute(node.net.bridge, c.state.ports.apiserver);
     await writeCniConfig(node.net, l);
     const pause = await writeImages(c, l.images);
     await Deno.writeTextFile(l.containerdConfig, containerdConfig(l, c.programs, PAUSE_IMAGE));
