@@ -186,11 +186,15 @@ Deno.test({
       stopped = true;
     }
 
-    await t.step("down leaves no process, mount, bridge or directory", async () => {
+    await t.step("down leaves no process, mount, bridge, NAT rule or directory", async () => {
       assert(stopped);
       assertEquals(processesUnder(dir).filter(isAlive), []);
       assertEquals(await mountsUnder(dir), []);
       assert(!await exists(`/sys/class/net/${bridge}`), `${bridge} removed`);
+      const nat = await new Deno.Command("iptables", { args: ["-t", "nat", "-S", "PREROUTING"] })
+        .output();
+      const rules = new TextDecoder().decode(nat.stdout);
+      assert(!rules.includes(`api route ${bridge}"`), `the API route rule is gone:\n${rules}`);
       assert(!await exists(dir), `${dir} removed`);
       assertEquals(await readState(dir), null);
     });
