@@ -81,6 +81,12 @@ export async function waitFor<T>(
   );
 }
 
+/** Options of a suite's cluster. */
+export interface SuiteOptions {
+  /** Start the real node too (kubelet, containerd, runc): for Pods that must really run. */
+  realNode?: boolean;
+}
+
 /** One suite's environment: the cluster, kubectl helpers, and the operators it started. */
 export class E2E {
   readonly kube: Kube;
@@ -97,8 +103,11 @@ export class E2E {
     this.kube = new Kube(cluster);
   }
 
-  /** Starts the control plane for suite `name` (building the binaries first if needed). */
-  static async up(name: string): Promise<E2E> {
+  /**
+   * Starts the control plane for suite `name` (building the binaries first if needed), with the
+   * real node when `realNode`.
+   */
+  static async up(name: string, opts: SuiteOptions = {}): Promise<E2E> {
     const dir = suiteDir(name);
     await killLeftovers(join(dir, "logs"), join(dir, "cluster"));
     await Deno.remove(join(dir, "logs"), { recursive: true }).catch(() => {});
@@ -106,7 +115,7 @@ export class E2E {
     const t0 = performance.now();
     await ensureBuilt(log);
     const built = performance.now();
-    const cluster = await up({ dir: join(dir, "cluster"), log });
+    const cluster = await up({ dir: join(dir, "cluster"), log, realNode: opts.realNode });
     const watchdog = await startWatchdog(cluster.dir, join(dir, "watchdog.log"));
     console.error(
       `[cluster ${name}] build check ${((built - t0) / 1000).toFixed(1)} s, up ${
@@ -238,7 +247,11 @@ export class E2E {
  * Declares one e2e suite: a Deno test that brings up its own control plane, runs `fn`, and brings
  * everything down even when `fn` fails. Skipped only when {@link SKIP_REASON} is set.
  */
-export function e2eSuite(name: string, fn: (env: E2E, t: Deno.TestContext) => Promise<void>): void {
+export function e2eSuite(
+  name: string,
+  fn: (env: E2E, t: Deno.TestContext) => Promise<void>,
+  opts: SuiteOptions = {},
+): void {
   Deno.test({
     name: `e2e: ${name}`,
     ignore: SKIP_REASON !== undefined,
@@ -246,7 +259,7 @@ export function e2eSuite(name: string, fn: (env: E2E, t: Deno.TestContext) => Pr
     sanitizeOps: false,
     sanitizeResources: false,
     fn: async (t) => {
-      const env = await E2E.up(name);
+      const env = await E2E.up(name, opts);
       let failed = true;
       try {
         await fn(env, t);

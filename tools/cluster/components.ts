@@ -61,6 +61,8 @@ export function internalDir(dir: string): string {
  * API server flags of a cluster with a real node: ServiceAccount admission on (kubelet mounts
  * the token it adds), and calls to kubelets (logs, exec) at their InternalIP, with a client
  * certificate and the kubelet's serving certificate checked against the cluster CA.
+ * PodNodeSelector and PodTolerationRestriction let a namespace's annotations place its Pods on
+ * the real node, so manifests run there as users wrote them (`RealNode.placeNamespace`).
  */
 function realNodeApiserverFlags(
   r: NonNullable<Layout["realNode"]>,
@@ -71,6 +73,7 @@ function realNodeApiserverFlags(
     `--kubelet-client-key=${r.kubeletClientKey}`,
     `--kubelet-certificate-authority=${pki.caCert}`,
     "--kubelet-preferred-address-types=InternalIP",
+    "--enable-admission-plugins=PodNodeSelector,PodTolerationRestriction",
   ];
 }
 

@@ -16,7 +16,7 @@ import { resolve } from "node:path";
 import { kubeconfigPaths, type Users } from "./auth.ts";
 import { type AuditEvent, countWrites, readWrites, type WriteFilter } from "./audit.ts";
 import { auditLogPath } from "./components.ts";
-import { type KubectlOptions, type KubectlResult, runKubectl } from "./kubectl.ts";
+import { type KubectlOptions, type KubectlResult, mustKubectl, runKubectl } from "./kubectl.ts";
 import {
   type Log,
   restartComponent,
@@ -27,7 +27,12 @@ import {
 } from "./lifecycle.ts";
 import { DEFAULT_CLUSTER_DIR } from "./paths.ts";
 import { type ClusterState, readState, statePath } from "./state.ts";
-import { REAL_NODE_LABEL, REAL_NODE_TAINT, realNodePlacement } from "./node/layout.ts";
+import {
+  REAL_NODE_LABEL,
+  REAL_NODE_TAINT,
+  realNodeNamespaceAnnotations,
+  realNodePlacement,
+} from "./node/layout.ts";
 import {
   loadImage,
   PAUSE_IMAGE,
@@ -92,6 +97,11 @@ export interface RealNode {
   taint: typeof REAL_NODE_TAINT;
   /** The nodeSelector and tolerations to put into a Pod spec to run it there. */
   placement: typeof realNodePlacement;
+  /**
+   * Annotates namespace `ns` (which must exist) so that its Pods created from now on run on the
+   * real node, their manifests unchanged (see realNodeNamespaceAnnotations).
+   */
+  placeNamespace(ns: string): Promise<void>;
   /** Pod network: the bridge, its subnet and the host's address on it. */
   network: { bridge: string; subnet: string; hostIp: string };
   /**
@@ -130,6 +140,16 @@ function realNodeOf(state: ClusterState): RealNode | undefined {
     label: REAL_NODE_LABEL,
     taint: REAL_NODE_TAINT,
     placement: realNodePlacement,
+    placeNamespace: async (ns) => {
+      const notes = Object.entries(realNodeNamespaceAnnotations()).map(([k, v]) => `${k}=${v}`);
+      await mustKubectl(state.kubectl, kubeconfigPaths(state.dir).admin, [
+        "annotate",
+        "--overwrite",
+        "namespace",
+        ns,
+        ...notes,
+      ]);
+    },
     network: n.net,
     loadImage: async (archive) => loadImage(await readState(state.dir) ?? state, archive),
     podcheckArchive: podcheckArchive(state.dir),

@@ -2,6 +2,7 @@
  * Where the real node keeps its files (all under `<cluster dir>/node`), the Debian programs it
  * runs, and how it marks itself so that only Pods that ask for it land there.
  */
+import { createHash } from "node:crypto";
 import { join } from "node:path";
 
 /** Name the kubelet registers. */
@@ -50,8 +51,14 @@ export interface NodeLayout {
   containerdConfig: string;
   containerdRoot: string;
   containerdState: string;
-  /** containerd's gRPC socket, the kubelet's CRI endpoint. */
+  /**
+   * containerd's gRPC socket, the kubelet's CRI endpoint: under /run, not the cluster directory,
+   * because a Unix socket's path is limited to 108 bytes (containerd refuses over 104 with the
+   * `.ttrpc` suffix) and checkout paths can be long.
+   */
   socket: string;
+  /** The directory of `socket` (one per cluster directory; removed with the node). */
+  socketDir: string;
   /** runc's state directory, so leftover containers are found and removed by `down`. */
   runcRoot: string;
   cniConfDir: string;
@@ -72,12 +79,15 @@ export interface NodeLayout {
 export function nodeLayout(clusterDir: string): NodeLayout {
   const dir = join(clusterDir, "node");
   const c = (...p: string[]) => join(dir, "containerd", ...p);
+  const id = createHash("sha256").update(clusterDir).digest("hex").slice(0, 12);
+  const socketDir = join("/run", "platform-project-node", id);
   return {
     dir,
     containerdConfig: c("config.toml"),
     containerdRoot: c("root"),
     containerdState: c("state"),
-    socket: c("containerd.sock"),
+    socket: join(socketDir, "containerd.sock"),
+    socketDir,
     runcRoot: c("state", "runc"),
     cniConfDir: join(dir, "cni", "net.d"),
     ipamDir: join(dir, "cni", "ipam"),
@@ -100,5 +110,19 @@ export function realNodePlacement(): {
   return {
     nodeSelector: { [REAL_NODE_LABEL.key]: REAL_NODE_LABEL.value },
     tolerations: [{ ...REAL_NODE_TAINT, operator: "Equal" }],
+  };
+}
+
+/**
+ * Namespace annotations that put every new Pod of the namespace on the real node (the API
+ * server's PodNodeSelector and PodTolerationRestriction admission add the selector and the
+ * toleration), without touching the Pods' manifests.
+ */
+export function realNodeNamespaceAnnotations(): Record<string, string> {
+  const p = realNodePlacement();
+  return {
+    "scheduler.alpha.kubernetes.io/node-selector": Object.entries(p.nodeSelector)
+      .map(([k, v]) => `${k}=${v}`).join(","),
+    "scheduler.alpha.kubernetes.io/defaultTolerations": JSON.stringify(p.tolerations),
   };
 }

@@ -115,6 +115,15 @@ export async function startRealNode(c: NodeContext, opts: RealNodeOptions = {}):
   const t0 = performance.now();
   const dir = c.state.dir;
   const l = nodeLayout(dir);
+  // kubelet makes Unix sockets under its root (pod-resources/<10 digits>); a socket's path is
+  // limited to 108 bytes, and kubelet's own error ("bind: invalid argument") does not say why.
+  const longest = join(l.kubeletRoot, "pod-resources", "0123456789");
+  if (longest.length > 107) {
+    throw new Error(
+      `the cluster directory ${dir} is too long for the real node: kubelet's sockets under it ` +
+        `would need ${longest.length} bytes, more than a Unix socket path's 107; use a shorter one`,
+    );
+  }
   const node: RealNodeState = {
     name: REAL_NODE_NAME,
     clusterDir: dir,
@@ -124,7 +133,9 @@ export async function startRealNode(c: NodeContext, opts: RealNodeOptions = {}):
   c.state.realNode = node;
   await writeState(c.state);
   try {
-    for (const d of [l.containerdRoot, l.containerdState, l.kubeletRoot, l.podLogs, l.pki]) {
+    for (
+      const d of [l.containerdRoot, l.containerdState, l.socketDir, l.kubeletRoot, l.podLogs, l.pki]
+    ) {
       await Deno.mkdir(d, { recursive: true });
     }
     node.net = await claimPodNetwork(dir);

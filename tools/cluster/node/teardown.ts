@@ -114,6 +114,7 @@ export async function teardownNode(node: RealNodeState, l: NodeLayout): Promise<
   if (node.net) problems.push(...await releasePodNetwork(node.net, node.clusterDir, netns));
   await removeLogLinks(l.podLogs);
   await removeEmptyCgroups();
+  await Deno.remove(l.socketDir, { recursive: true }).catch(() => {});
   const stillMounted = await mountsUnder(l.dir);
   if (stillMounted.length > 0) {
     problems.push(`left ${l.dir} in place: still mounted ${stillMounted.join(", ")}`);

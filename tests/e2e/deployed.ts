@@ -1,0 +1,122 @@
+/**
+ * What the deployed-operator test needs besides the harness: deploy/ as users apply it with only
+ * the image reference changed (a kustomize overlay over the unchanged directory), the operator's
+ * Pods, and what the host can read about the processes in them (/proc: user, capabilities, root
+ * filesystem), which is the world the Pod's security context promises.
+ */
+import { join, relative } from "node:path";
+import { parse, stringify } from "yaml";
+import type { KubeObject } from "../../src/api/object.ts";
+import { REPO_ROOT } from "../../tools/operator/process.ts";
+import type { E2E } from "./harness.ts";
+
+/** Namespace and Deployment name of deploy/'s operator. */
+export const DEPLOYED = { namespace: "platform-system", name: "platform-operator" } as const;
+/** The label selecting the operator's Pods. */
+export const SELECTOR = "app.kubernetes.io/name=platform-operator";
+
+/**
+ * Writes a kustomization in `dir` whose only resource is the repository's deploy/ and whose only
+ * change is the image (what `kustomize edit set image` does); returns `dir`.
+ */
+export async function imageOverlay(dir: string, image: string): Promise<string> {
+  await Deno.mkdir(dir, { recursive: true });
+  // deploy/ already renames `platform-operator` to its published image; the overlay renames that.
+  const base = parse(
+    await Deno.readTextFile(join(REPO_ROOT, "deploy", "kustomization.yaml")),
+  ) as { images: { name: string; newName: string }[] };
+  const published = base.images.find((i) => i.name === "platform-operator")?.newName;
+  if (!published) throw new Error("deploy/kustomization.yaml sets no image for platform-operator");
+  const colon = image.lastIndexOf(":");
+  const kustomization = {
+    apiVersion: "kustomize.config.k8s.io/v1beta1",
+    kind: "Kustomization",
+    resources: [relative(dir, join(REPO_ROOT, "deploy"))],
+    images: [{
+      name: published,
+      newName: image.slice(0, colon),
+      newTag: image.slice(colon + 1),
+    }],
+  };
+  await Deno.writeTextFile(join(dir, "kustomization.yaml"), stringify(kustomization));
+  return dir;
+}
+
+/** A Pod as the test reads it. */
+export interface PodView extends KubeObject {
+  spec: { nodeName?: string; containers: { name: string; image: string }[] };
+  status: {
+    podIP?: string;
+    phase?: string;
+    conditions?: { type: string; status: string }[];
+    containerStatuses?: {
+      ready: boolean;
+      restartCount: number;
+      containerID?: string;
+      state?: Record<string, { reason?: string; message?: string }>;
+    }[];
+  };
+}
+
+/** The operator's Pods that are not being deleted. */
+export async function operatorPods(env: E2E): Promise<PodView[]> {
+  const pods = await env.kube.list<PodView>("pods", {
+    namespace: DEPLOYED.namespace,
+    labelSelector: SELECTOR,
+  });
+  return pods.filter((p) => !p.metadata.deletionTimestamp);
+}
+
+/** True when the Pod's Ready condition is True. */
+export function isReady(p: PodView): boolean {
+  return p.status.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false;
+}
+
+/** What /proc says about one process. */
+export interface HostProcess {
+  pid: number;
+  cmdline: string[];
+  /** Real, effective, saved and filesystem uid. */
+  uids: number[];
+  capEff: string;
+  noNewPrivs: boolean;
+  /** Mount options of the process's root ("/" in its own mount namespace). */
+  rootOptions: string[];
+}
+
+/** The host's processes whose command line contains every one of `words`. */
+export async function hostProcesses(words: readonly string[]): Promise<HostProcess[]> {
+  const found: HostProcess[] = [];
+  for await (const e of Deno.readDir("/proc")) {
+    if (!/^\d+$/.test(e.name)) continue;
+    try {
+      const cmdline = (await Deno.readTextFile(`/proc/${e.name}/cmdline`)).split("\0");
+      if (!words.every((w) => cmdline.some((a) => a.includes(w)))) continue;
+      const status = await Deno.readTextFile(`/proc/${e.name}/status`);
+      const field = (k: string) => new RegExp(`^${k}:\\s*(.*)$`, "m").exec(status)?.[1] ?? "";
+      const mounts = await Deno.readTextFile(`/proc/${e.name}/mountinfo`);
+      const root = mounts.split("\n").map((l) => l.split(" ")).find((f) => f[4] === "/");
+      found.push({
+        pid: Number(e.name),
+        cmdline: cmdline.filter((a) => a !== ""),
+        uids: field("Uid").split(/\s+/).map(Number),
+        capEff: field("CapEff"),
+        noNewPrivs: field("NoNewPrivs") === "1",
+        rootOptions: root?.[5]?.split(",") ?? [],
+      });
+    } catch {
+      // The process ended while it was read.
+    }
+  }
+  return found;
+}
+
+/** The Lease the operator's replicas elect a leader with, and its holder. */
+export async function leaseHolder(env: E2E): Promise<string | undefined> {
+  const lease = await env.kube.get<KubeObject & { spec?: { holderIdentity?: string } }>(
+    "leases.coordination.k8s.io",
+    DEPLOYED.name,
+    DEPLOYED.namespace,
+  );
+  return lease?.spec?.holderIdentity || undefined;
+}
