@@ -199,6 +199,8 @@ e2eSuite("deployed", async (env, t) => {
             next === standby ? "the standby" : "the replacement"
           }), old Pod gone after ${gone} ms`,
       );
+      // Sooner than the Lease's 10 s duration: the old leader released it, it did not expire.
+      assert.ok(handover < 10_000, `handover took ${handover} ms`);
       // Well inside the 30 s grace period: SIGTERM ended it, not the kubelet's SIGKILL.
       assert.ok(gone < 20_000, `the old Pod took ${gone} ms`);
       await new Promise((r) => setTimeout(r, 5_000));
