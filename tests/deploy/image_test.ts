@@ -41,8 +41,8 @@ Deno.test({
     record = await buildImage((l) => lines.push(l));
     assert.equal(record.tag, DEFAULT_TAG);
     assert.equal(record.target, "deno-runtime");
-    assert.ok(lines.includes("==> podman build --target deno-runtime"), lines.join("\n"));
-    assert.ok(lines.some((l) => /^ {4}podman build --target deno-runtime: done in /.test(l)));
+    assert.ok(lines.includes("podman build --target deno-runtime"), lines.join("\n"));
+    assert.ok(lines.some((l) => /^podman build --target deno-runtime: done in /.test(l)));
     assert.ok((await Deno.stat(record.archive)).size > 50e6, "the saved archive");
     assert.deepEqual(record.packages.map((p) => p.name), ["libc6", "libgcc-s1", "ca-certificates"]);
     assert.equal(record.deno.version, "2.9.6");
@@ -254,5 +254,5 @@ Deno.test("./deno task image with a tool missing names it and how to install it,
     /^error: missing podman, runc, apt-get, dpkg-deb, tar: the image build needs$/m,
   );
   assert.match(err, /^ {2}podman \(not found on PATH\): .*; install: apt-get install podman$/m);
-  assert.doesNotMatch(new TextDecoder().decode(out.stdout), /==>/);
+  assert.doesNotMatch(new TextDecoder().decode(out.stdout), /podman build/);
 });

@@ -1,9 +1,10 @@
 /**
  * Running the image build's external tools: each one checked before anything starts (a missing
- * tool names the package that provides it), each long step announced with a line at least every
- * 15 s while it runs, its output kept in a log whose tail a failure shows.
+ * tool names the package that provides it), each step with the progress lines of
+ * tools/progress.ts, its output kept in a log whose tail a failure shows.
  */
 import { join } from "node:path";
+import { formatElapsed, step as progressStep } from "../progress.ts";
 import { ROOT } from "./lock.ts";
 
 /** Where the build keeps its downloads, root filesystems, logs and the saved image. */
@@ -83,10 +84,9 @@ export async function missingTools(tools: readonly Tool[] = TOOLS): Promise<stri
   ].join("\n");
 }
 
-/** Seconds since `start`, as a short string. */
+/** Time since `start` (a `Date.now()`), as progress lines write it. */
 export function elapsed(start: number): string {
-  const s = Math.round((Date.now() - start) / 1000);
-  return s < 60 ? `${s}s` : `${Math.floor(s / 60)}m${String(s % 60).padStart(2, "0")}s`;
+  return formatElapsed(Date.now() - start);
 }
 
 /** What `run` prints progress to (the test collects it). */
@@ -117,12 +117,7 @@ export async function step(
   await Deno.mkdir(join(CACHE, "logs"), { recursive: true });
   const log = join(CACHE, "logs", `${Date.now()}-${++logs}-${label.replace(/\W+/g, "-")}.log`);
   const start = Date.now();
-  say(`==> ${label}`);
-  const timer = setInterval(
-    () => say(`    … ${label}: ${elapsed(start)}`),
-    Math.min(o.tick ?? 15, 30) * 1000,
-  );
-  try {
+  return await progressStep(label, say, async () => {
     let child: Deno.ChildProcess;
     try {
       child = new Deno.Command(command, {
@@ -150,9 +145,6 @@ export async function step(
         }\n${tail}\nfull log: ${log}`,
       );
     }
-    say(`    ${label}: done in ${elapsed(start)}`);
     return out;
-  } finally {
-    clearInterval(timer);
-  }
+  }, { everyMs: Math.min(o.tick ?? 15, 30) * 1000, done: `${label}: done` });
 }
