@@ -168,7 +168,7 @@ const RUN_BY: { page: string | RegExp; command: string | RegExp; by: string; run
     runs: "docker build is the compile task",
   },
   {
-    page: "docs/operations.md",
+    page: /^(README|docs\/\w+)\.md$/,
     command: "./deno task image",
     by: "tests/deploy/image_test.ts",
     runs: "record = await buildImage(",

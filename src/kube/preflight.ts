@@ -4,7 +4,7 @@
  * Cluster; RBAC is asked with SelfSubjectAccessReviews, which every authenticated user may create.
  */
 import { ApiError, type Cluster, isApiError, type ResourceType } from "../runtime/cluster.ts";
-import { accessOf, type Verb } from "./rbac.ts";
+import { accessOf, installedNames, NAMED_VERBS, type Verb } from "./rbac.ts";
 
 /** SelfSubjectAccessReview: not in RESOURCES because it needs no grant (system:basic-user allows it). */
 export const SELF_SUBJECT_ACCESS_REVIEW: ResourceType = {
@@ -73,15 +73,21 @@ interface AccessCheck {
   verb: Verb;
   subresource?: string;
   namespace?: string;
+  /** For verbs deploy/ grants by name only: one of the names (any one shows the rule is there). */
+  name?: string;
 }
 
 function accessChecks(types: readonly ResourceType[], leaseNamespace?: string): AccessCheck[] {
   const checks: AccessCheck[] = [];
+  const named = installedNames();
   for (const type of types) {
     const access = accessOf(type);
     const namespace = access.scope === "lease-namespace" ? leaseNamespace : undefined;
     if (access.scope === "lease-namespace" && !leaseNamespace) continue;
-    for (const verb of access.verbs) checks.push({ type, verb, namespace });
+    for (const verb of access.verbs) {
+      const name = NAMED_VERBS.includes(verb) ? named[type.kind]?.[0] : undefined;
+      checks.push({ type, verb, namespace, ...(name ? { name } : {}) });
+    }
     for (const verb of access.status ?? []) {
       checks.push({ type, verb, subresource: "status", namespace });
     }
@@ -104,6 +110,7 @@ async function allowed(cluster: Cluster, check: AccessCheck): Promise<boolean> {
         verb: check.verb,
         ...(check.subresource ? { subresource: check.subresource } : {}),
         ...(check.namespace ? { namespace: check.namespace } : {}),
+        ...(check.name ? { name: check.name } : {}),
       },
     },
   });

@@ -2,9 +2,16 @@
  * The operator's RBAC, in one place: for every resource type it knows (RESOURCES), the verbs it
  * uses. `deploy/rbac.yaml` is generated from this table (`deno task deploy`) and a test fails when
  * the two differ or a type has no row, so the ClusterRole grants what the code uses and no more.
+ * No `escalate`, no `bind`, no wildcard: what the modules' RBAC grants, the operator holds in a
+ * role of its own (module_grants.ts), and get, patch and delete of the cluster-scoped objects it
+ * installs are limited to their names.
  */
 import { RESOURCES } from "../api/resources.ts";
+import { SCALER_MODULE } from "../controllers/scaler.ts";
+import { SERVERLESS_MODULE } from "../controllers/serverless.ts";
+import { KEDA_CLUSTER_OBJECTS } from "../reconcile/keda/names.ts";
 import type { KubeObject, ResourceType } from "../runtime/cluster.ts";
+import { moduleGrants, moduleRbacNames, type PolicyRule } from "./module_grants.ts";
 
 /** A Kubernetes RBAC verb the operator uses. */
 export type Verb =
@@ -14,9 +21,7 @@ export type Verb =
   | "create"
   | "update"
   | "patch"
-  | "delete"
-  | "escalate"
-  | "bind";
+  | "delete";
 
 /** What the operator does with one resource type. */
 export interface Access {
@@ -78,12 +83,9 @@ export const ACCESS: Readonly<Record<string, Access>> = {
     scope: "lease-namespace",
     why: "leader election; the module claims (watched, created, stale ones deleted)",
   },
-  ClusterRole: {
-    verbs: [...INSTALLED, "escalate", "bind"],
-    why: "module RBAC; escalate/bind so it can grant the modules what it does not hold itself",
-  },
+  ClusterRole: { verbs: INSTALLED, why: "module RBAC (its rules: module_grants.ts)" },
   ClusterRoleBinding: { verbs: INSTALLED, why: "module RBAC" },
-  Role: { verbs: [...INSTALLED, "escalate", "bind"], why: "module RBAC (see ClusterRole)" },
+  Role: { verbs: INSTALLED, why: "module RBAC (its rules: module_grants.ts)" },
   RoleBinding: { verbs: INSTALLED, why: "module RBAC" },
   CustomResourceDefinition: { verbs: INSTALLED, why: "the modules' CRDs (Function, KEDA)" },
   APIService: { verbs: INSTALLED, why: "KEDA's external metrics API" },
@@ -97,11 +99,26 @@ export const ACCESS: Readonly<Record<string, Access>> = {
   ClusterCloudEventSource: { verbs: CACHED, why: "user objects that block Scaler deletion" },
 };
 
-/** One RBAC PolicyRule. */
-export interface PolicyRule {
-  apiGroups: string[];
-  resources: string[];
-  verbs: string[];
+export type { PolicyRule };
+
+/** Verbs that name one object, so a rule can list the names (list, watch and create cannot). */
+export const NAMED_VERBS: readonly Verb[] = ["get", "patch", "delete"];
+
+/**
+ * The names of the cluster-scoped objects the operator installs, by kind: its get, patch and
+ * delete of these kinds are limited to them.
+ */
+export function installedNames(): Readonly<Record<string, readonly string[]>> {
+  // The modules' user types are the kinds of the CRDs they install (tests/controllers).
+  const crds = [...SERVERLESS_MODULE.userTypes, ...SCALER_MODULE.userTypes]
+    .map((t) => `${t.plural}.${t.group}`);
+  return {
+    CustomResourceDefinition: crds.sort(),
+    APIService: [KEDA_CLUSTER_OBJECTS.apiService],
+    ValidatingWebhookConfiguration: [KEDA_CLUSTER_OBJECTS.webhook],
+    ClusterRole: moduleRbacNames("ClusterRole"),
+    ClusterRoleBinding: moduleRbacNames("ClusterRoleBinding"),
+  };
 }
 
 /** The access of a resource type; throws when the table has no row for it. */
@@ -123,8 +140,6 @@ const VERB_ORDER: readonly Verb[] = [
   "update",
   "patch",
   "delete",
-  "escalate",
-  "bind",
 ];
 
 /**
@@ -134,28 +149,44 @@ const VERB_ORDER: readonly Verb[] = [
 export function rulesFor(
   scope: "cluster" | "lease-namespace",
   types: readonly ResourceType[] = Object.values(RESOURCES),
+  named: Readonly<Record<string, readonly string[]>> = installedNames(),
 ): PolicyRule[] {
   const grouped = new Map<string, PolicyRule>();
-  const add = (group: string, resource: string, verbs: readonly Verb[]) => {
+  const add = (
+    group: string,
+    resource: string,
+    verbs: readonly Verb[],
+    names?: readonly string[],
+  ) => {
     if (verbs.length === 0) return;
     const sorted = VERB_ORDER.filter((v) => verbs.includes(v));
-    const key = `${group}|${sorted.join(",")}`;
-    const rule = grouped.get(key) ?? { apiGroups: [group], resources: [], verbs: [...sorted] };
+    const key = `${group}|${sorted.join(",")}|${names?.join(",") ?? ""}`;
+    const rule: PolicyRule = grouped.get(key) ??
+      {
+        apiGroups: [group],
+        resources: [],
+        verbs: [...sorted],
+        ...(names ? { resourceNames: [...names] } : {}),
+      };
     rule.resources.push(resource);
     grouped.set(key, rule);
   };
   for (const type of types) {
     const access = accessOf(type);
     if ((access.scope ?? "cluster") !== scope) continue;
-    add(type.group, type.plural, access.verbs);
+    const names = named[type.kind];
+    if (names) {
+      add(type.group, type.plural, access.verbs.filter((v) => !NAMED_VERBS.includes(v)));
+      add(type.group, type.plural, access.verbs.filter((v) => NAMED_VERBS.includes(v)), names);
+    } else add(type.group, type.plural, access.verbs);
     add(type.group, `${type.plural}/status`, access.status ?? []);
     add(type.group, `${type.plural}/finalizers`, access.finalizers ?? []);
   }
   const rules = [...grouped.values()];
   rules.forEach((r) => r.resources.sort());
-  return rules.sort((a, b) =>
-    `${a.apiGroups[0]}|${a.resources[0]}`.localeCompare(`${b.apiGroups[0]}|${b.resources[0]}`)
-  );
+  const key = (r: PolicyRule) =>
+    `${r.apiGroups[0]}|${r.resources[0]}|${r.resourceNames ? "1" : "0"}`;
+  return rules.sort((a, b) => key(a).localeCompare(key(b)));
 }
 
 /** Names of the operator's RBAC objects. */
@@ -164,6 +195,8 @@ export interface RbacNames {
   serviceAccount: string;
   clusterRole: string;
   leaseRole: string;
+  /** The ClusterRole and Role holding what the modules' RBAC grants (module_grants.ts). */
+  grantsRole: string;
 }
 
 /** The defaults used in deploy/. */
@@ -172,51 +205,45 @@ export const DEFAULT_RBAC_NAMES: RbacNames = {
   serviceAccount: "platform-operator",
   clusterRole: "platform-operator",
   leaseRole: "platform-operator-leader-election",
+  grantsRole: "platform-operator-module-grants",
 };
 
-/** The ClusterRole, Role and their bindings granting exactly ACCESS to the operator's ServiceAccount. */
+/**
+ * The operator's roles and their bindings to its ServiceAccount: a ClusterRole granting exactly
+ * ACCESS, a Role for its Leases, and a ClusterRole and a Role holding what the modules' RBAC
+ * grants (installed into the operator's namespace).
+ */
 export function rbacObjects(names: RbacNames = DEFAULT_RBAC_NAMES): KubeObject[] {
   const labels = {
     "app.kubernetes.io/name": "platform-operator",
     "app.kubernetes.io/part-of": "platform-operator",
   };
-  const subject = {
+  const subjects = [{
     kind: "ServiceAccount",
     name: names.serviceAccount,
     namespace: names.namespace,
-  };
+  }];
   const rbac = "rbac.authorization.k8s.io/v1";
-  return [
-    {
-      apiVersion: rbac,
-      kind: "ClusterRole",
-      metadata: { name: names.clusterRole, labels },
-      rules: rulesFor("cluster"),
-    },
-    {
-      apiVersion: rbac,
-      kind: "ClusterRoleBinding",
-      metadata: { name: names.clusterRole, labels },
-      roleRef: {
-        apiGroup: "rbac.authorization.k8s.io",
-        kind: "ClusterRole",
-        name: names.clusterRole,
+  const grants = moduleGrants(names.namespace);
+  const role = (kind: "ClusterRole" | "Role", name: string, rules: PolicyRule[]) => {
+    const namespace = kind === "Role" ? { namespace: names.namespace } : {};
+    const roleRef = { apiGroup: "rbac.authorization.k8s.io", kind, name };
+    return [
+      { apiVersion: rbac, kind, metadata: { name, ...namespace, labels }, rules },
+      {
+        apiVersion: rbac,
+        kind: `${kind}Binding`,
+        metadata: { name, ...namespace, labels },
+        roleRef,
+        subjects,
       },
-      subjects: [subject],
-    },
-    {
-      apiVersion: rbac,
-      kind: "Role",
-      metadata: { name: names.leaseRole, namespace: names.namespace, labels },
-      rules: rulesFor("lease-namespace"),
-    },
-    {
-      apiVersion: rbac,
-      kind: "RoleBinding",
-      metadata: { name: names.leaseRole, namespace: names.namespace, labels },
-      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: names.leaseRole },
-      subjects: [subject],
-    },
+    ];
+  };
+  return [
+    ...role("ClusterRole", names.clusterRole, rulesFor("cluster")),
+    ...role("ClusterRole", names.grantsRole, grants.cluster),
+    ...role("Role", names.leaseRole, rulesFor("lease-namespace")),
+    ...role("Role", names.grantsRole, grants.namespaced),
   ];
 }
 

@@ -72,10 +72,7 @@ async function derived(): Promise<Needed> {
   if (/kind: "Lease"/.test(reconcileText) && /create: \[claimLease/.test(reconcileText)) {
     needed.add(RESOURCES.Lease, ["create", "delete"]);
   }
-  // RBAC objects a module installs may grant what the operator does not hold: escalate and bind.
-  for (const type of rendered) {
-    if (type.kind === "ClusterRole" || type.kind === "Role") needed.add(type, ["escalate", "bind"]);
-  }
+  // What the modules' RBAC grants, the operator holds (module_grants.ts): no escalate, no bind.
   // The runtime's own calls on fixed types, e.g. cluster.update(RESOURCES.Lease, ...).
   for (const text of await sourceFiles(`${root}runtime`)) {
     for (const [, method, kind] of text.matchAll(/cluster\.(\w+)\(\s*RESOURCES\.(\w+)/g)) {

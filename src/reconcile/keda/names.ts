@@ -17,6 +17,12 @@ export const KEDA_DEPLOYMENTS = {
   admissionWebhook: "keda-admission-webhooks",
 } as const;
 
+/** The cluster-scoped objects of KEDA's metrics API and admission webhooks, by name. */
+export const KEDA_CLUSTER_OBJECTS = {
+  apiService: "v1beta1.external.metrics.k8s.io",
+  webhook: "keda-admission",
+} as const;
+
 /** The ServiceAccounts of the three components. */
 export const KEDA_SERVICE_ACCOUNTS = {
   operator: "keda-operator",

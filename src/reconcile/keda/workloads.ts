@@ -7,7 +7,13 @@ import type { EnvVar, ScalerComponent } from "../../api/scaler.ts";
 import type { KubeObject } from "../../api/object.ts";
 import type { ModuleImages } from "../../api/images.ts";
 import type { ComponentConfig } from "./config.ts";
-import { KEDA_DEPLOYMENTS, KEDA_SERVICE_ACCOUNTS, kedaMeta, type KedaTarget } from "./names.ts";
+import {
+  KEDA_CLUSTER_OBJECTS,
+  KEDA_DEPLOYMENTS,
+  KEDA_SERVICE_ACCOUNTS,
+  kedaMeta,
+  type KedaTarget,
+} from "./names.ts";
 import { canonicalQuantity } from "./quantity.ts";
 
 /** Label that turns the service-mesh sidecar on or off for a Pod. */
@@ -262,7 +268,7 @@ export function kedaWorkloads(
     {
       apiVersion: "apiregistration.k8s.io/v1",
       kind: "APIService",
-      metadata: kedaMeta(target, "v1beta1.external.metrics.k8s.io", false),
+      metadata: kedaMeta(target, KEDA_CLUSTER_OBJECTS.apiService, false),
       spec: {
         group: "external.metrics.k8s.io",
         groupPriorityMinimum: 100,
@@ -274,7 +280,7 @@ export function kedaWorkloads(
     {
       apiVersion: "admissionregistration.k8s.io/v1",
       kind: "ValidatingWebhookConfiguration",
-      metadata: kedaMeta(target, "keda-admission", false),
+      metadata: kedaMeta(target, KEDA_CLUSTER_OBJECTS.webhook, false),
       webhooks: [
         webhook(target, "ScaledObject", "scaledobjects"),
         webhook(target, "ScaledJob", "scaledjobs"),

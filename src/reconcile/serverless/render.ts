@@ -33,7 +33,10 @@ export interface ServerlessRenderInput {
   settings: ServerlessSettings;
 }
 
-function meta(input: ServerlessRenderInput, name: string, namespaced: boolean) {
+/** What names and labels a Serverless object: the served Serverless's namespace and owner. */
+type Placement = Pick<ServerlessRenderInput, "namespace" | "owner">;
+
+function meta(input: Placement, name: string, namespaced: boolean) {
   return {
     name,
     ...(namespaced ? { namespace: input.namespace } : {}),
@@ -98,7 +101,11 @@ function functionCrd(input: ServerlessRenderInput): KubeObject {
   return withMetadata(crd, meta(input, FUNCTION_CRD, false));
 }
 
-function rbac(input: ServerlessRenderInput): KubeObject[] {
+/**
+ * The Serverless controller's ServiceAccount and RBAC (the operator holds these rules itself, so
+ * that it may grant them: src/kube/module_grants.ts).
+ */
+export function serverlessRbac(input: Placement): KubeObject[] {
   const rule = (apiGroups: string[], resources: string[], verbs: string[]) => ({
     apiGroups,
     resources,
@@ -230,5 +237,11 @@ function deployment(input: ServerlessRenderInput, maps: readonly KubeObject[]): 
  */
 export function renderServerless(input: ServerlessRenderInput): KubeObject[] {
   const maps = configMaps(input);
-  return [functionCrd(input), ...rbac(input), ...maps, service(input), deployment(input, maps)];
+  return [
+    functionCrd(input),
+    ...serverlessRbac(input),
+    ...maps,
+    service(input),
+    deployment(input, maps),
+  ];
 }

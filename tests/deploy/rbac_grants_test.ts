@@ -1,0 +1,129 @@
+/**
+ * Least privilege in deploy/rbac.yaml: no `escalate`, no `bind`, no wildcard of the operator's
+ * own; what the modules' RBAC grants is held in a role of its own, rule for rule, so the API
+ * server's escalation check passes without escalate; and get, patch and delete of the cluster-scoped
+ * objects the modules install are limited to exactly the names the renderers give them.
+ */
+import assert from "node:assert/strict";
+import { parseAllDocuments } from "yaml";
+import { DEFAULT_RBAC_NAMES, installedNames } from "../../src/kube/rbac.ts";
+import { BUILT_IN_ROLES, moduleRbac, type PolicyRule } from "../../src/kube/module_grants.ts";
+import { renderKeda } from "../../src/reconcile/keda/render.ts";
+import { renderServerless } from "../../src/reconcile/serverless/render.ts";
+import type { KubeObject } from "../../src/api/object.ts";
+import { RESOURCES } from "../../src/api/resources.ts";
+import { parseScaler } from "../../src/api/scaler.ts";
+import { kedaConfig } from "../../src/reconcile/keda/config.ts";
+import { IMAGES, scaler } from "../reconcile/scaler_fixtures.ts";
+
+/** KEDA's components as a Scaler with an empty spec configures them. */
+function defaultScalerComponents() {
+  const parsed = parseScaler(scaler({}));
+  if (!parsed.ok) throw new Error(JSON.stringify(parsed.errors));
+  const config = kedaConfig(parsed.value.spec);
+  if (!config.ok) throw new Error(JSON.stringify(config.errors));
+  return config.components;
+}
+
+const SERVERLESS_SETTINGS = {
+  functionRequeueDuration: "5m",
+  healthzLivenessTimeout: "10s",
+  tracingEndpoint: "",
+  eventingEndpoint: "",
+  defaultRuntimePodPreset: "M",
+  logLevel: "info",
+  logFormat: "json",
+} as const;
+
+const ROOT = new URL("../../", import.meta.url);
+const docs = parseAllDocuments(await Deno.readTextFile(new URL("deploy/rbac.yaml", ROOT)))
+  .map((d) => d.toJS() as KubeObject & { rules?: PolicyRule[] });
+const role = (kind: string, name: string) => {
+  const found = docs.find((d) => d.kind === kind && d.metadata.name === name);
+  assert.ok(found, `deploy/rbac.yaml has no ${kind} ${name}`);
+  return found.rules ?? [];
+};
+const own = role("ClusterRole", DEFAULT_RBAC_NAMES.clusterRole);
+const grants = role("ClusterRole", DEFAULT_RBAC_NAMES.grantsRole);
+const grantsNs = role("Role", DEFAULT_RBAC_NAMES.grantsRole);
+
+/** True when `held` covers `rule` (same groups and resources; verbs and names included). */
+function covers(held: readonly PolicyRule[], rule: PolicyRule): boolean {
+  return held.some((h) =>
+    rule.apiGroups.every((g) => h.apiGroups.includes(g)) &&
+    rule.resources.every((r) => h.resources.includes(r)) &&
+    rule.verbs.every((v) => h.verbs.includes(v)) &&
+    (!h.resourceNames || (rule.resourceNames ?? []).every((n) => h.resourceNames!.includes(n)))
+  );
+}
+
+Deno.test("deploy/rbac.yaml: no escalate, no bind; the operator's own rules have no wildcard", () => {
+  for (const d of docs) {
+    for (const r of d.rules ?? []) {
+      assert.ok(!r.verbs.some((v) => v === "escalate" || v === "bind"), JSON.stringify(r));
+    }
+  }
+  for (const r of own) {
+    assert.ok(![...r.apiGroups, ...r.resources, ...r.verbs].includes("*"), JSON.stringify(r));
+    assert.ok(!r.resources.some((x) => x.includes("*")), JSON.stringify(r));
+  }
+});
+
+Deno.test("deploy/rbac.yaml holds every rule the modules' roles grant, and nothing else there", () => {
+  const objects = moduleRbac(DEFAULT_RBAC_NAMES.namespace);
+  const granted = objects.filter((o) => o.kind === "ClusterRole")
+    .flatMap((o) => (o as KubeObject & { rules?: PolicyRule[] }).rules ?? []);
+  assert.ok(granted.length > 10, "the modules grant rules");
+  for (const r of granted) assert.ok(covers(grants, r), `not held: ${JSON.stringify(r)}`);
+  for (const b of objects.filter((o) => o.kind === "ClusterRoleBinding")) {
+    const ref = (b as KubeObject & { roleRef: { name: string } }).roleRef.name;
+    for (const r of BUILT_IN_ROLES[ref] ?? []) assert.ok(covers(grants, r), `${ref}: ${r}`);
+  }
+  for (const o of objects.filter((o) => o.kind === "Role")) {
+    for (const r of (o as KubeObject & { rules?: PolicyRule[] }).rules ?? []) {
+      assert.ok(covers(grantsNs, r), `not held in the namespace: ${JSON.stringify(r)}`);
+    }
+  }
+  // Wildcards only where a module's own role has them (KEDA's scale targets of any kind).
+  for (
+    const r of grants.filter((r) => [...r.apiGroups, ...r.resources].some((x) => x.includes("*")))
+  ) {
+    assert.ok(
+      granted.some((g) => JSON.stringify(g.resources) === JSON.stringify(r.resources)),
+      JSON.stringify(r),
+    );
+  }
+});
+
+Deno.test("get, patch and delete of installed cluster-scoped objects are limited to their names", () => {
+  const rendered = [
+    ...renderKeda({ namespace: "platform-system", owner: "o" }, defaultScalerComponents(), IMAGES),
+    ...renderServerless({
+      namespace: "platform-system",
+      owner: "o",
+      image: "i",
+      settings: SERVERLESS_SETTINGS,
+    }),
+  ].filter((o) => !o.metadata.namespace);
+  const names = installedNames();
+  const kinds = new Set(rendered.map((o) => o.kind));
+  assert.deepEqual(
+    [...kinds].sort(),
+    Object.keys(names).sort(),
+    "every cluster-scoped kind is named",
+  );
+  for (const kind of kinds) {
+    const got = rendered.filter((o) => o.kind === kind).map((o) => o.metadata.name).sort();
+    assert.deepEqual([...names[kind]].sort(), got, kind);
+    const named = own.filter((r) => r.resourceNames);
+    const plural = RESOURCES[kind as keyof typeof RESOURCES].plural;
+    const rule = named.find((r) => r.resources.includes(plural));
+    assert.ok(rule, `${kind}: no rule names ${got[0]}`);
+    assert.deepEqual(rule.verbs, ["get", "patch", "delete"]);
+    assert.deepEqual(rule.resourceNames, [...names[kind]]);
+    const unnamed = own.filter((r) => !r.resourceNames && r.resources.includes(plural));
+    for (const r of unnamed) {
+      assert.deepEqual(r.verbs.filter((v) => ["get", "patch", "delete"].includes(v)), []);
+    }
+  }
+});
