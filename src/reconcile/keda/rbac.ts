@@ -60,7 +60,35 @@ function binding(
   };
 }
 
-/** KEDA's ServiceAccounts, ClusterRoles and ClusterRoleBindings. */
+/**
+ * KEDA's Role in the served namespace, as in its release manifest: the operator writes the
+ * certificate Secret it generates (`kedaorg-certs`, which the metrics server and the webhooks
+ * mount) and its leader-election Lease there.
+ */
+function namespacedRbac(target: KedaTarget): KubeObject[] {
+  const name = "keda-operator";
+  return [
+    {
+      apiVersion: RBAC,
+      kind: "Role",
+      metadata: kedaMeta(target, name, true),
+      rules: [rule([""], ["secrets"], ALL), rule(["coordination.k8s.io"], ["leases"], ALL)],
+    },
+    {
+      apiVersion: RBAC,
+      kind: "RoleBinding",
+      metadata: kedaMeta(target, name, true),
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name },
+      subjects: [{
+        kind: "ServiceAccount",
+        name: KEDA_SERVICE_ACCOUNTS.operator,
+        namespace: target.namespace,
+      }],
+    },
+  ];
+}
+
+/** KEDA's ServiceAccounts, ClusterRoles, ClusterRoleBindings and its namespaced Role. */
 export function kedaRbac(target: KedaTarget): KubeObject[] {
   const sa = (name: string) => ({ name, namespace: target.namespace });
   const accounts = Object.values(KEDA_SERVICE_ACCOUNTS).map((name): KubeObject => ({
@@ -153,5 +181,6 @@ export function kedaRbac(target: KedaTarget): KubeObject[] {
       "keda-operator-webhook",
       sa(KEDA_SERVICE_ACCOUNTS.admissionWebhook),
     ),
+    ...namespacedRbac(target),
   ];
 }
