@@ -60,7 +60,11 @@ export function internalDir(dir: string): string {
 /**
  * API server flags of a cluster with a real node: ServiceAccount admission on (kubelet mounts
  * the token it adds), and calls to kubelets (logs, exec) at their InternalIP, with a client
- * certificate and the kubelet's serving certificate checked against the cluster CA.
+ * certificate and the kubelet's serving certificate checked against the cluster CA. A namespace
+ * can send all its Pods to the real node (PodNodeSelector and PodTolerationRestriction read its
+ * `scheduler.alpha.kubernetes.io/node-selector` and `.../defaultTolerations` annotations), and
+ * the API server calls APIServices and webhooks at their Pods' addresses (there is no kube-proxy
+ * on the host for their Service addresses).
  */
 function realNodeApiserverFlags(
   r: NonNullable<Layout["realNode"]>,
@@ -71,6 +75,8 @@ function realNodeApiserverFlags(
     `--kubelet-client-key=${r.kubeletClientKey}`,
     `--kubelet-certificate-authority=${pki.caCert}`,
     "--kubelet-preferred-address-types=InternalIP",
+    "--enable-admission-plugins=PodNodeSelector,PodTolerationRestriction",
+    "--enable-aggregator-routing=true",
   ];
 }
 
