@@ -97,8 +97,11 @@ export class E2E {
     this.kube = new Kube(cluster);
   }
 
-  /** Starts the control plane for suite `name` (building the binaries first if needed). */
-  static async up(name: string): Promise<E2E> {
+  /**
+   * Starts the control plane for suite `name` (building the binaries first if needed), with the
+   * real node when `realNode` is set.
+   */
+  static async up(name: string, o: SuiteOptions = {}): Promise<E2E> {
     const dir = suiteDir(name);
     await killLeftovers(join(dir, "logs"), join(dir, "cluster"));
     await Deno.remove(join(dir, "logs"), { recursive: true }).catch(() => {});
@@ -106,7 +109,7 @@ export class E2E {
     const t0 = performance.now();
     await ensureBuilt(log);
     const built = performance.now();
-    const cluster = await up({ dir: join(dir, "cluster"), log });
+    const cluster = await up({ dir: join(dir, "cluster"), log, realNode: o.realNode });
     const watchdog = await startWatchdog(cluster.dir, join(dir, "watchdog.log"));
     console.error(
       `[cluster ${name}] build check ${((built - t0) / 1000).toFixed(1)} s, up ${
@@ -234,19 +237,31 @@ export class E2E {
   }
 }
 
+/** Options of a suite's cluster. */
+export interface SuiteOptions {
+  /** Start the cluster with its real node (kubelet, containerd, runc). */
+  realNode?: boolean;
+  /** Why this suite cannot run here besides {@link SKIP_REASON} ("" or undefined: it can). */
+  skip?: string;
+}
+
 /**
  * Declares one e2e suite: a Deno test that brings up its own control plane, runs `fn`, and brings
- * everything down even when `fn` fails. Skipped only when {@link SKIP_REASON} is set.
+ * everything down even when `fn` fails. Skipped only when {@link SKIP_REASON} or `o.skip` is set.
  */
-export function e2eSuite(name: string, fn: (env: E2E, t: Deno.TestContext) => Promise<void>): void {
+export function e2eSuite(
+  name: string,
+  fn: (env: E2E, t: Deno.TestContext) => Promise<void>,
+  o: SuiteOptions = {},
+): void {
   Deno.test({
     name: `e2e: ${name}`,
-    ignore: SKIP_REASON !== undefined,
+    ignore: SKIP_REASON !== undefined || Boolean(o.skip),
     // The cluster, the operators and kubectl are child processes that outlive single steps.
     sanitizeOps: false,
     sanitizeResources: false,
     fn: async (t) => {
-      const env = await E2E.up(name);
+      const env = await E2E.up(name, o);
       let failed = true;
       try {
         await fn(env, t);
