@@ -3,7 +3,8 @@
  * github.com/kedacore/keda/v2 with KEDA's own replace directives): the operator
  * (`cmd/operator` → `keda`), the metrics API server (`cmd/adapter` → `keda-adapter`) and the
  * admission webhooks (`cmd/webhooks` → `keda-admission-webhooks`), the names KEDA's Makefile
- * gives them. Static (CGO_ENABLED=0), with the version variables KEDA's Makefile sets, through
+ * gives them. Static (CGO_ENABLED=0), with the version variables KEDA's Makefile sets and the
+ * time zone database embedded (see {@link KEDA_TAGS}), through
  * {@link GoCache}: a build is a no-op when its stamp matches.
  */
 import { join, resolve } from "node:path";
@@ -47,6 +48,13 @@ export function kedaLdflags(version: string): string {
   return `-s -w -X=${v}.GitCommit=${version} -X=${v}.Version=${version.replace(/^v/, "")}`;
 }
 
+/**
+ * `timetzdata` embeds Go's copy of the time zone database: KEDA's images are distroless/static,
+ * which has /usr/share/zoneinfo, the project's runtime base has not, and KEDA's cron scaler loads
+ * the ScaledObject's `timezone` (without it: "unknown time zone Etc/UTC").
+ */
+export const KEDA_TAGS: readonly string[] = ["timetzdata"];
+
 /** One build per program, so each shows its own progress and time. */
 export async function kedaBuilds(): Promise<GoBuild[]> {
   const version = await kedaVersion();
@@ -56,10 +64,11 @@ export async function kedaBuilds(): Promise<GoBuild[]> {
     label: `${binary} (KEDA ${version} ${pkg.slice(KEDA_MODULE.length + 1)})`,
     dir: KEDA_GO_DIR,
     inputs: ["go.mod", "go.sum", "tools.go"],
-    extra: [[pkg, ldflags, goEnv()]],
+    extra: [[pkg, ldflags, goEnv(), KEDA_TAGS]],
     packages: [pkg],
     outputs: [binary],
     ldflags,
+    tags: KEDA_TAGS,
   }));
 }
 
