@@ -79,7 +79,7 @@ e2eSuite("keda-real", async (env, t) => {
 
   await env.step(
     t,
-    "KEDA's operator made its CA and put it into the APIService and webhooks",
+    "KEDA's CA is in the APIService and webhooks; the APIService is Available",
     async () => {
       await kedaCaInjected(env);
     },
@@ -110,7 +110,12 @@ e2eSuite("keda-real", async (env, t) => {
     // KEDA's webhook (reached at its Pod's address) refuses a second ScaledObject for `web`.
     const second = await env.kube.tryApply([scaledObject(USER_NS, "second", "web")]);
     assert.notEqual(second.code, 0, "a second ScaledObject on web was accepted");
-    assert.match(second.stderr, /already managed by the ScaledObject 'hello'/, second.stderr);
+    // KEDA's webhook names either the ScaledObject or its HPA, whichever it finds first.
+    assert.match(
+      second.stderr,
+      /already managed by the (ScaledObject 'hello'|hpa 'keda-hpa-hello')/,
+      second.stderr,
+    );
   });
 
   await env.step(
@@ -227,4 +232,20 @@ async function kedaCaInjected(env: E2E): Promise<void> {
     return api?.spec.caBundle === ca && hooks !== undefined && hooks.webhooks.length === 6 &&
       hooks.webhooks.every((w) => w.clientConfig.caBundle === ca);
   }, { timeoutMs: 120_000, intervalMs: 1000 });
+  // The aggregator reaches KEDA's metrics server (its Pod's address, the front proxy's client
+  // certificate) and finds it serving external.metrics.k8s.io.
+  await waitFor("the external metrics APIService Available", async () => {
+    const api = await env.kube.get("apiservice", "v1beta1.external.metrics.k8s.io");
+    return conditionOf(api, "Available")?.status === "True";
+  }, {
+    timeoutMs: 120_000,
+    intervalMs: 1000,
+    describe: async () =>
+      JSON.stringify(
+        conditionOf(
+          await env.kube.get("apiservice", "v1beta1.external.metrics.k8s.io"),
+          "Available",
+        ),
+      ),
+  });
 }
