@@ -16,6 +16,7 @@ import { ensureNodeBuilt } from "./cluster/node/build.ts";
 import { ensureCrdgen, kedaModule, layout, REPO_ROOT } from "./crdgen/mod.ts";
 import { buildImage } from "./image/image.ts";
 import { ensureIstioCheck } from "./istio-check/build.ts";
+import { buildKedaImages } from "./keda/image.ts";
 import { formatElapsed, type Log, step } from "./progress.ts";
 
 /** One thing `build` can build. */
@@ -58,6 +59,11 @@ export const TARGETS: readonly Target[] = [
     name: "image",
     what: "the operator's image (podman, bases made from Debian packages), saved for the node",
     build: async (log) => void await buildImage(log),
+  },
+  {
+    name: "keda",
+    what: "KEDA's operator, metrics API server and webhooks (Go module) and their images, saved",
+    build: async (log) => void await buildKedaImages(log),
   },
 ];
 

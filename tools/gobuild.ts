@@ -26,6 +26,8 @@ export interface GoBuild {
   /** Binary names, written into the cache directory. */
   outputs: readonly string[];
   ldflags: string;
+  /** Build tags (`go build -tags`), if any. */
+  tags?: readonly string[];
   /** Paths besides the binaries that must exist for the build to be up to date. */
   artifacts?: readonly string[];
   /** Runs after the binaries are in place (writes `artifacts`). */
@@ -118,7 +120,11 @@ export class GoCache {
       const what = `building ${build.label ?? build.name}: ${build.outputs.join(", ")}`;
       await step(what, log, async () => {
         const out = build.outputs.length === 1 ? join(tmp, build.outputs[0]) : tmp + "/";
-        await runGo(["build", "-ldflags", build.ldflags, "-o", out, ...build.packages], build.dir);
+        const tags = build.tags?.length ? ["-tags", build.tags.join(",")] : [];
+        await runGo(
+          ["build", ...tags, "-ldflags", build.ldflags, "-o", out, ...build.packages],
+          build.dir,
+        );
         for (const o of build.outputs) await Deno.rename(join(tmp, o), this.path(o));
         await build.after?.();
       }, { done: `built ${build.name}` });

@@ -14,6 +14,8 @@ export const SCALER_MODULE: ModuleKind = {
     RESOURCES.ServiceAccount,
     RESOURCES.ClusterRole,
     RESOURCES.ClusterRoleBinding,
+    RESOURCES.Role,
+    RESOURCES.RoleBinding,
     RESOURCES.Service,
     RESOURCES.Deployment,
     RESOURCES.APIService,

@@ -15,6 +15,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { buildImage } from "../../tools/image/image.ts";
 import { OPERATOR_USER } from "../../tools/cluster/mod.ts";
+import { REAL_NODE_SKIP } from "../../tools/cluster/real_node_fixtures.ts";
 import { REPO_ROOT } from "../../tools/operator/process.ts";
 import {
   DEPLOYED,
@@ -243,4 +244,4 @@ e2eSuite("deployed", async (env, t) => {
     for (const p of pods) assert.equal(p.status.containerStatuses?.[0].restartCount, 0);
     return Promise.resolve();
   });
-}, { realNode: true });
+}, { realNode: true, skip: REAL_NODE_SKIP });

@@ -82,11 +82,6 @@ export async function waitFor<T>(
 }
 
 /** Options of a suite's cluster. */
-export interface SuiteOptions {
-  /** Start the real node too (kubelet, containerd, runc): for Pods that must really run. */
-  realNode?: boolean;
-}
-
 /** One suite's environment: the cluster, kubectl helpers, and the operators it started. */
 export class E2E {
   readonly kube: Kube;
@@ -105,9 +100,9 @@ export class E2E {
 
   /**
    * Starts the control plane for suite `name` (building the binaries first if needed), with the
-   * real node when `realNode`.
+   * real node when `realNode` is set.
    */
-  static async up(name: string, opts: SuiteOptions = {}): Promise<E2E> {
+  static async up(name: string, o: SuiteOptions = {}): Promise<E2E> {
     const dir = suiteDir(name);
     await killLeftovers(join(dir, "logs"), join(dir, "cluster"));
     await Deno.remove(join(dir, "logs"), { recursive: true }).catch(() => {});
@@ -115,7 +110,7 @@ export class E2E {
     const t0 = performance.now();
     await ensureBuilt(log);
     const built = performance.now();
-    const cluster = await up({ dir: join(dir, "cluster"), log, realNode: opts.realNode });
+    const cluster = await up({ dir: join(dir, "cluster"), log, realNode: o.realNode });
     const watchdog = await startWatchdog(cluster.dir, join(dir, "watchdog.log"));
     console.error(
       `[cluster ${name}] build check ${((built - t0) / 1000).toFixed(1)} s, up ${
@@ -243,23 +238,31 @@ export class E2E {
   }
 }
 
+/** Options of a suite's cluster. */
+export interface SuiteOptions {
+  /** Start the cluster with its real node (kubelet, containerd, runc). */
+  realNode?: boolean;
+  /** Why this suite cannot run here besides {@link SKIP_REASON} ("" or undefined: it can). */
+  skip?: string;
+}
+
 /**
  * Declares one e2e suite: a Deno test that brings up its own control plane, runs `fn`, and brings
- * everything down even when `fn` fails. Skipped only when {@link SKIP_REASON} is set.
+ * everything down even when `fn` fails. Skipped only when {@link SKIP_REASON} or `o.skip` is set.
  */
 export function e2eSuite(
   name: string,
   fn: (env: E2E, t: Deno.TestContext) => Promise<void>,
-  opts: SuiteOptions = {},
+  o: SuiteOptions = {},
 ): void {
   Deno.test({
     name: `e2e: ${name}`,
-    ignore: SKIP_REASON !== undefined,
+    ignore: SKIP_REASON !== undefined || Boolean(o.skip),
     // The cluster, the operators and kubectl are child processes that outlive single steps.
     sanitizeOps: false,
     sanitizeResources: false,
     fn: async (t) => {
-      const env = await E2E.up(name, opts);
+      const env = await E2E.up(name, o);
       let failed = true;
       try {
         await fn(env, t);

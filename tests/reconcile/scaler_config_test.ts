@@ -62,6 +62,8 @@ Deno.test("KEDA objects: Deployments, ServiceAccounts, RBAC, Services, APIServic
       "ServiceAccount/keda-webhook",
       "ClusterRole/keda-operator",
       "ClusterRoleBinding/keda-operator",
+      "Role/keda-operator",
+      "RoleBinding/keda-operator",
       "Service/keda-operator",
       "Service/keda-operator-metrics-apiserver",
       "Service/keda-admission-webhooks",
@@ -75,7 +77,7 @@ Deno.test("KEDA objects: Deployments, ServiceAccounts, RBAC, Services, APIServic
   ) assert.ok(names.includes(n), n);
   assert.equal(new Set(names).size, names.length, "no object twice");
   const [key, value] = MANAGED_SELECTOR.split("=");
-  const namespaced = new Set(["Deployment", "ServiceAccount", "Service"]);
+  const namespaced = new Set(["Deployment", "ServiceAccount", "Service", "Role", "RoleBinding"]);
   for (const o of objs) {
     assert.equal(o.metadata.labels?.[key], value);
     assert.equal(o.metadata.labels?.["operator.platform-project.io/module"], "keda");

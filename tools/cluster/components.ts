@@ -35,7 +35,13 @@ export interface Layout {
   pki: Pki;
   bins: Binaries;
   /** Set when the cluster gets a real node: the API server's client certificate for kubelets. */
-  realNode?: { kubeletClientCert: string; kubeletClientKey: string };
+  realNode?: {
+    kubeletClientCert: string;
+    kubeletClientKey: string;
+    /** The front proxy's client certificate, for aggregated API servers on the node. */
+    proxyClientCert: string;
+    proxyClientKey: string;
+  };
 }
 
 /** A component's process spec plus its health endpoint. */
@@ -60,9 +66,12 @@ export function internalDir(dir: string): string {
 /**
  * API server flags of a cluster with a real node: ServiceAccount admission on (kubelet mounts
  * the token it adds), and calls to kubelets (logs, exec) at their InternalIP, with a client
- * certificate and the kubelet's serving certificate checked against the cluster CA.
- * PodNodeSelector and PodTolerationRestriction let a namespace's annotations place its Pods on
- * the real node, so manifests run there as users wrote them (`RealNode.placeNamespace`).
+ * certificate and the kubelet's serving certificate checked against the cluster CA. A namespace
+ * can send all its Pods to the real node (PodNodeSelector and PodTolerationRestriction read its
+ * `scheduler.alpha.kubernetes.io/node-selector` and `.../defaultTolerations` annotations), and
+ * the API server calls APIServices and webhooks at their Pods' addresses (there is no kube-proxy
+ * on the host for their Service addresses), as the front proxy with a client certificate that
+ * aggregated API servers trust (their requestheader CA is the cluster CA).
  */
 function realNodeApiserverFlags(
   r: NonNullable<Layout["realNode"]>,
@@ -74,6 +83,9 @@ function realNodeApiserverFlags(
     `--kubelet-certificate-authority=${pki.caCert}`,
     "--kubelet-preferred-address-types=InternalIP",
     "--enable-admission-plugins=PodNodeSelector,PodTolerationRestriction",
+    "--enable-aggregator-routing=true",
+    `--proxy-client-cert-file=${r.proxyClientCert}`,
+    `--proxy-client-key-file=${r.proxyClientKey}`,
   ];
 }
 

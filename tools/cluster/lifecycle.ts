@@ -13,7 +13,7 @@ import {
 import { type ComponentName, componentSpecs, internalDir } from "./components.ts";
 import { installMesh } from "./mesh.ts";
 import { installOperatorIdentity, OPERATOR_USER } from "./operator_identity.ts";
-import { generatePki } from "./pki.ts";
+import { frontProxyClient, generatePki } from "./pki.ts";
 import { ensureNodeBuilt } from "./node/build.ts";
 import { apiserverKubeletClient } from "./node/kubelet.ts";
 import { mountsUnder } from "./node/teardown.ts";
@@ -88,6 +88,7 @@ export async function startCluster(
   const started = performance.now();
   const pki = await generatePki(join(dir, "pki"));
   const kubeletClient = realNode ? await apiserverKubeletClient(pki, join(dir, "pki")) : undefined;
+  const proxyClient = realNode ? await frontProxyClient(pki, join(dir, "pki")) : undefined;
   const users = newUsers();
   await writeTokenFile(join(internalDir(dir), "tokens.csv"), users);
   await Deno.writeTextFile(usersPath(dir), JSON.stringify(users, null, 2), { mode: 0o600 });
@@ -114,8 +115,12 @@ export async function startCluster(
   };
   const client = await healthClient(pki.caCert);
   try {
-    const realNodeCerts = kubeletClient &&
-      { kubeletClientCert: kubeletClient.cert, kubeletClientKey: kubeletClient.key };
+    const realNodeCerts = kubeletClient && proxyClient && {
+      kubeletClientCert: kubeletClient.cert,
+      kubeletClientKey: kubeletClient.key,
+      proxyClientCert: proxyClient.cert,
+      proxyClientKey: proxyClient.key,
+    };
     const layout = { dir, etcdDataDir: data, ports, pki, bins, realNode: realNodeCerts };
     for (const spec of componentSpecs(layout)) {
       const t0 = performance.now();

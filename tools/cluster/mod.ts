@@ -50,6 +50,7 @@ export {
   REAL_NODE_LABEL,
   REAL_NODE_NAME,
   REAL_NODE_TAINT,
+  realNodeNamespaceAnnotations,
   realNodePlacement,
 } from "./node/layout.ts";
 export { nodeBuildStatus } from "./node/build.ts";

@@ -122,3 +122,19 @@ export async function generatePki(dir: string): Promise<Pki> {
   await openssl(["rsa", "-in", pki.saKey, "-pubout", "-out", pki.saPub], dir);
   return pki;
 }
+
+/**
+ * The API server's client certificate for calling aggregated API servers (the front proxy): CN
+ * `front-proxy-client`, as `--requestheader-allowed-names` expects, signed by the CA of
+ * `--requestheader-client-ca-file`, so an extension server trusts the user it forwards.
+ */
+export function frontProxyClient(
+  pki: Pick<Pki, "caCert" | "caKey">,
+  dir: string,
+): Promise<{ cert: string; key: string }> {
+  return issueCert(pki, dir, {
+    name: "front-proxy-client",
+    subject: "/CN=front-proxy-client",
+    usage: "clientAuth",
+  });
+}

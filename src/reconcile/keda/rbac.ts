@@ -60,7 +60,35 @@ function binding(
   };
 }
 
-/** KEDA's ServiceAccounts, ClusterRoles and ClusterRoleBindings. */
+/**
+ * KEDA's Role in the served namespace, as in its release manifest: the operator writes the
+ * certificate Secret it generates (`kedaorg-certs`, which the metrics server and the webhooks
+ * mount) and its leader-election Lease there.
+ */
+function namespacedRbac(target: KedaTarget): KubeObject[] {
+  const name = "keda-operator";
+  return [
+    {
+      apiVersion: RBAC,
+      kind: "Role",
+      metadata: kedaMeta(target, name, true),
+      rules: [rule([""], ["secrets"], ALL), rule(["coordination.k8s.io"], ["leases"], ALL)],
+    },
+    {
+      apiVersion: RBAC,
+      kind: "RoleBinding",
+      metadata: kedaMeta(target, name, true),
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name },
+      subjects: [{
+        kind: "ServiceAccount",
+        name: KEDA_SERVICE_ACCOUNTS.operator,
+        namespace: target.namespace,
+      }],
+    },
+  ];
+}
+
+/** KEDA's ServiceAccounts, ClusterRoles, ClusterRoleBindings and its namespaced Role. */
 export function kedaRbac(target: KedaTarget): KubeObject[] {
   const sa = (name: string) => ({ name, namespace: target.namespace });
   const accounts = Object.values(KEDA_SERVICE_ACCOUNTS).map((name): KubeObject => ({
@@ -74,16 +102,18 @@ export function kedaRbac(target: KedaTarget): KubeObject[] {
       rule([""], [
         "configmaps",
         "configmaps/status",
+        "external",
         "limitranges",
         "pods",
         "secrets",
         "serviceaccounts",
         "services",
       ], READ),
-      rule([""], ["events"], ["create", "patch"]),
+      rule(["", "events.k8s.io"], ["events"], ["create", "patch"]),
       rule(["*"], ["*/scale"], ["get", "list", "patch", "update", "watch"]),
       rule(["*"], ["*"], ["get"]),
-      rule(["apps"], ["deployments", "statefulsets"], ["list", "watch"]),
+      rule(["apps"], ["deployments", "replicasets", "statefulsets"], ["list", "watch"]),
+      rule(["discovery.k8s.io"], ["endpointslices"], READ),
       rule(["autoscaling"], ["horizontalpodautoscalers"], ALL),
       rule(["batch"], ["jobs"], ALL),
       rule(["keda.sh"], KEDA_RESOURCES, ["get", "list", "patch", "update", "watch"]),
@@ -153,5 +183,6 @@ export function kedaRbac(target: KedaTarget): KubeObject[] {
       "keda-operator-webhook",
       sa(KEDA_SERVICE_ACCOUNTS.admissionWebhook),
     ),
+    ...namespacedRbac(target),
   ];
 }
