@@ -89,7 +89,7 @@ const RUN_BY: { page: string | RegExp; command: string | RegExp; by: string; run
     runs: 'args: ["task", "dev"]',
   },
   {
-    page: "docs/testing.md",
+    page: /^(README|docs\/testing)\.md$/,
     command: "./deno task dev --real-node",
     by: "tests/e2e/dev_real_node_test.ts",
     runs: 'args: ["task", "dev", "--real-node"]',
