@@ -152,3 +152,32 @@ Deno.test("PodDisruptionBudget keeps one replica and selects the Deployment's po
   for (const [k, v] of Object.entries(svc.spec.selector)) assert.equal(labels[k], v);
   assert.equal(svc.spec.ports[0].targetPort, "metrics");
 });
+
+Deno.test("the namespace enforces Pod Security's restricted profile", () => {
+  const [ns] = find(manifests, "Namespace", "platform-system") as unknown as {
+    metadata: { labels: Record<string, string> };
+  }[];
+  assert.equal(ns.metadata.labels["pod-security.kubernetes.io/enforce"], "restricted");
+});
+
+Deno.test("NetworkPolicy: in only to metrics and probes, out only to the API server's ports", () => {
+  const [d] = find(manifests, "Deployment") as unknown as Doc[];
+  const [np] = find(manifests, "NetworkPolicy") as unknown as {
+    spec: {
+      podSelector: { matchLabels: Record<string, string> };
+      policyTypes: string[];
+      ingress: { from?: unknown; ports: { port: string | number }[] }[];
+      egress: { to?: unknown; ports: { port: string | number }[] }[];
+    };
+  }[];
+  const labels = d.spec.template.metadata.labels;
+  for (const [k, v] of Object.entries(np.spec.podSelector.matchLabels)) assert.equal(labels[k], v);
+  assert.deepEqual(np.spec.policyTypes, ["Ingress", "Egress"]);
+  assert.deepEqual(np.spec.ingress.flatMap((r) => r.ports.map((p) => p.port)), [
+    "metrics",
+    "probes",
+  ]);
+  const named = d.spec.template.spec.containers[0].ports.map((p) => p.name);
+  for (const p of ["metrics", "probes"]) assert.ok(named.includes(p), `the container names ${p}`);
+  assert.deepEqual(np.spec.egress.flatMap((r) => r.ports.map((p) => p.port)), [443, 6443]);
+});

@@ -75,6 +75,23 @@ e2eSuite("deployed", async (env, t) => {
     );
   });
 
+  await env.step(
+    t,
+    "Pod Security: platform-system refuses a Pod below the restricted profile",
+    async () => {
+      const r = await env.kube.tryApply([{
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: { name: "privileged", namespace: NS },
+        spec: {
+          containers: [{ name: "c", image: "x", securityContext: { privileged: true } }],
+        },
+      }]);
+      assert.notEqual(r.code, 0, r.stdout);
+      assert.match(r.stderr, /violates PodSecurity "restricted:latest"/);
+    },
+  );
+
   await env.step(t, "deploy/'s security context holds in the running processes", async () => {
     const procs = await hostProcesses(OPERATOR_CMD);
     assert.equal(procs.length, 2, JSON.stringify(procs));

@@ -193,6 +193,8 @@ function deployment(input: ServerlessRenderInput, maps: readonly KubeObject[]): 
         },
         spec: {
           serviceAccountName: SERVICE_ACCOUNT,
+          // Pod Security's restricted profile (deploy/ enforces it on platform-system).
+          securityContext: { runAsNonRoot: true, seccompProfile: { type: "RuntimeDefault" } },
           containers: [{
             name: "manager",
             image: input.image,
