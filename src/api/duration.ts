@@ -22,8 +22,21 @@ export function parseGoDuration(text: string): number | undefined {
   return total;
 }
 
-/** The bucket interval syntax of docs/design.md: a whole positive number with the suffix `s` or `m`. */
-export const FILL_INTERVAL_PATTERN = "^[1-9][0-9]*(s|m)$";
+/**
+ * The bucket interval syntax of docs/design.md: a whole positive number with the suffix `s` or
+ * `m`, at most 999999999s or 9999999m. The bound is Go's: Istio parses the filter's durations
+ * with time.ParseDuration, whose int64 nanoseconds end at 9223372036s ("bad Duration: time:
+ * invalid duration" beyond); Envoy's protobuf Duration goes to 315576000000s. Nine digits of
+ * seconds (31 years) and seven of minutes (19 years) stay below both.
+ */
+export const FILL_INTERVAL_PATTERN = "^([1-9][0-9]{0,8}s|[1-9][0-9]{0,6}m)$";
+
+/** What a fillInterval that does not match {@link FILL_INTERVAL_PATTERN} is told. */
+export function notAFillInterval(text: string): string {
+  return `${
+    JSON.stringify(text)
+  } is not a duration like 30s or 1m (at most 999999999s or 9999999m)`;
+}
 const FILL_INTERVAL = new RegExp(FILL_INTERVAL_PATTERN);
 
 /** Parses a bucket fillInterval (`30s`, `1m`) into milliseconds; undefined when it is not one. */

@@ -88,7 +88,10 @@ Deno.test("a bucket rule carries the CEL rule path-or-headers with its message",
 Deno.test("enums, patterns and bounds of docs/design.md are in the CRDs", () => {
   const rl = schemaOf("ratelimits");
   const bucket = at(rl, "spec.local.defaultBucket");
-  assert.equal(bucket.properties!.fillInterval.pattern, "^[1-9][0-9]*(s|m)$");
+  assert.equal(
+    bucket.properties!.fillInterval.pattern,
+    "^([1-9][0-9]{0,8}s|[1-9][0-9]{0,6}m)$",
+  );
   assert.deepEqual([bucket.properties!.maxTokens.minimum, bucket.properties!.maxTokens.maximum], [
     1,
     4294967295,

@@ -42,6 +42,22 @@ function fixtureSources(): Source[] {
         buckets: [{ headers: { "X-A": "1", "x-b": "" }, bucket: bucket(1, 1, "1m") }],
       }),
     ),
+    // The largest intervals and token counts the CRD admits: Istio must accept them all.
+    src(
+      "largest: 999999999s and 4294967295 tokens",
+      rateLimit({
+        name: "largest",
+        defaultBucket: bucket(4294967295, 4294967295, "999999999s"),
+      }),
+    ),
+    src(
+      "largest minutes: 9999999m default and rule",
+      rateLimit({
+        name: "largest-minutes",
+        defaultBucket: bucket(1, 1, "9999999m"),
+        buckets: [{ path: "/slow", bucket: bucket(4294967295, 1, "9999999m") }],
+      }),
+    ),
   ];
 }
 

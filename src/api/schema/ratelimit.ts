@@ -1,6 +1,6 @@
 /** The zod schema of RateLimit (gateway.platform-project.io/v1alpha1), docs/design.md "RateLimit". */
 import { z } from "zod";
-import { FILL_INTERVAL_PATTERN } from "../duration.ts";
+import { FILL_INTERVAL_PATTERN, notAFillInterval } from "../duration.ts";
 import {
   BUCKET_PATH_PATTERN,
   BUCKET_RULE_NEEDS_MATCH,
@@ -21,9 +21,9 @@ export const BucketSchema = z.object({
     "Tokens regained per fillInterval, never above maxTokens. The mesh's Envoy (1.31 and later, that of every supported Istio) adds them continuously, one every fillInterval / tokensPerFill, and admits a request once a whole token has accrued; Envoy 1.30 and older added them all at once at the end of each fillInterval",
   ),
   fillInterval: z.string().regex(new RegExp(FILL_INTERVAL_PATTERN), {
-    error: (iss) => `${JSON.stringify(iss.input)} is not a duration like 30s or 1m`,
+    error: (iss) => notAFillInterval(String(iss.input)),
   }).describe(
-    "The period in which tokensPerFill tokens are regained (continuously, see tokensPerFill): a whole positive number with the suffix s or m, e.g. 30s or 1m.",
+    "The period in which tokensPerFill tokens are regained (continuously, see tokensPerFill): a whole positive number with the suffix s or m, e.g. 30s or 1m; at most 999999999s or 9999999m (Istio parses durations as Go does, up to about 292 years).",
   ),
 });
 

@@ -3,7 +3,7 @@
  * the field and its value: fill intervals (Envoy's 50ms floor, multiples of the default's), header
  * names and values, rules that can never be used, selector label syntax.
  */
-import { parseFillInterval } from "../../api/duration.ts";
+import { notAFillInterval, parseFillInterval } from "../../api/duration.ts";
 import { show } from "../../api/issues.ts";
 import type { BucketRule, RateLimitSpec } from "../../api/ratelimit.ts";
 import { MIN_FILL_INTERVAL_MS } from "../../api/envoy.ts";
@@ -46,7 +46,7 @@ function intervalProblems(spec: RateLimitSpec): string[] {
   const def = parseFillInterval(defText);
   const check = (path: string, text: string): number | undefined => {
     const ms = parseFillInterval(text);
-    if (ms === undefined) out.push(`${path} ${show(text)} is not a duration like 30s or 1m`);
+    if (ms === undefined) out.push(`${path} ${notAFillInterval(text)}`);
     else if (ms < MIN_FILL_INTERVAL_MS) {
       // Unreachable with today's syntax (whole seconds or minutes); kept so a finer syntax cannot
       // produce a filter Envoy rejects.
