@@ -7,6 +7,7 @@
 import { join, relative } from "node:path";
 import { parse, stringify } from "yaml";
 import type { KubeObject } from "../../src/api/object.ts";
+import { nodeLayout } from "../../tools/cluster/node/layout.ts";
 import { REPO_ROOT } from "../../tools/operator/process.ts";
 import type { E2E } from "./harness.ts";
 
@@ -84,29 +85,34 @@ export interface HostProcess {
   rootOptions: string[];
 }
 
-/** The host's processes whose command line contains every one of `words`. */
-export async function hostProcesses(words: readonly string[]): Promise<HostProcess[]> {
+/**
+ * The process of each Pod's first container, as /proc shows it: its pid is the `init.pid` that
+ * containerd's runc shim writes into the container's bundle under this cluster's node (so
+ * another cluster's processes on the same machine are never read).
+ */
+export async function containerProcesses(
+  clusterDir: string,
+  pods: readonly PodView[],
+): Promise<HostProcess[]> {
+  const tasks = join(nodeLayout(clusterDir).containerdState, "io.containerd.runtime.v2.task");
   const found: HostProcess[] = [];
-  for await (const e of Deno.readDir("/proc")) {
-    if (!/^\d+$/.test(e.name)) continue;
-    try {
-      const cmdline = (await Deno.readTextFile(`/proc/${e.name}/cmdline`)).split("\0");
-      if (!words.every((w) => cmdline.some((a) => a.includes(w)))) continue;
-      const status = await Deno.readTextFile(`/proc/${e.name}/status`);
-      const field = (k: string) => new RegExp(`^${k}:\\s*(.*)$`, "m").exec(status)?.[1] ?? "";
-      const mounts = await Deno.readTextFile(`/proc/${e.name}/mountinfo`);
-      const root = mounts.split("\n").map((l) => l.split(" ")).find((f) => f[4] === "/");
-      found.push({
-        pid: Number(e.name),
-        cmdline: cmdline.filter((a) => a !== ""),
-        uids: field("Uid").split(/\s+/).map(Number),
-        capEff: field("CapEff"),
-        noNewPrivs: field("NoNewPrivs") === "1",
-        rootOptions: root?.[5]?.split(",") ?? [],
-      });
-    } catch {
-      // The process ended while it was read.
-    }
+  for (const p of pods) {
+    const id = p.status.containerStatuses?.[0]?.containerID?.replace(/^containerd:\/\//, "");
+    if (!id) throw new Error(`${p.metadata.name} has no container yet`);
+    const pid = Number((await Deno.readTextFile(join(tasks, "k8s.io", id, "init.pid"))).trim());
+    const cmdline = (await Deno.readTextFile(`/proc/${pid}/cmdline`)).split("\0");
+    const status = await Deno.readTextFile(`/proc/${pid}/status`);
+    const field = (k: string) => new RegExp(`^${k}:\\s*(.*)$`, "m").exec(status)?.[1] ?? "";
+    const mounts = await Deno.readTextFile(`/proc/${pid}/mountinfo`);
+    const root = mounts.split("\n").map((l) => l.split(" ")).find((f) => f[4] === "/");
+    found.push({
+      pid,
+      cmdline: cmdline.filter((a) => a !== ""),
+      uids: field("Uid").split(/\s+/).map(Number),
+      capEff: field("CapEff"),
+      noNewPrivs: field("NoNewPrivs") === "1",
+      rootOptions: root?.[5]?.split(",") ?? [],
+    });
   }
   return found;
 }

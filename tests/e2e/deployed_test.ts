@@ -18,8 +18,8 @@ import { OPERATOR_USER } from "../../tools/cluster/mod.ts";
 import { REAL_NODE_SKIP } from "../../tools/cluster/real_node_fixtures.ts";
 import { REPO_ROOT } from "../../tools/operator/process.ts";
 import {
+  containerProcesses,
   DEPLOYED,
-  hostProcesses,
   imageOverlay,
   isReady,
   leaseHolder,
@@ -93,7 +93,7 @@ e2eSuite("deployed", async (env, t) => {
   );
 
   await env.step(t, "deploy/'s security context holds in the running processes", async () => {
-    const procs = await hostProcesses(OPERATOR_CMD);
+    const procs = await containerProcesses(env.cluster.dir, pods);
     assert.equal(procs.length, 2, JSON.stringify(procs));
     for (const p of procs) {
       assert.deepEqual(p.uids, [65532, 65532, 65532, 65532], `pid ${p.pid} runs as 65532`);
@@ -101,6 +101,7 @@ e2eSuite("deployed", async (env, t) => {
       assert.ok(p.noNewPrivs, `pid ${p.pid}: allowPrivilegeEscalation false`);
       assert.ok(p.rootOptions.includes("ro"), `pid ${p.pid} root: ${p.rootOptions}`);
       assert.ok(p.cmdline.includes("--cached-only"), p.cmdline.join(" "));
+      for (const w of OPERATOR_CMD) assert.ok(p.cmdline.some((a) => a.includes(w)), w);
     }
   });
 
