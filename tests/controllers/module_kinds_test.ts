@@ -15,6 +15,7 @@ import { typeOfCrd, type UpstreamCrd } from "../../src/reconcile/upstream_crds.t
 import type { KubeObject, ResourceType } from "../../src/runtime/cluster.ts";
 import type { CacheReader } from "../../src/runtime/controller_spec.ts";
 import { IMAGES, installed, NOW } from "../reconcile/scaler_fixtures.ts";
+import { SETTINGS } from "../reconcile/serverless_fixtures.ts";
 import { fakeCache } from "../reconcile/module_fixtures.ts";
 
 const key = (t: ResourceType) => `${t.group}/${t.version}/${t.kind}/${t.plural}/${t.namespaced}`;
@@ -43,15 +44,7 @@ Deno.test("the Serverless's user type is the kind of the Function CRD it install
     namespace: "n",
     owner: "n.o",
     image: "i",
-    settings: {
-      functionRequeueDuration: "5m",
-      healthzLivenessTimeout: "10s",
-      tracingEndpoint: "",
-      eventingEndpoint: "",
-      defaultRuntimePodPreset: "M",
-      logLevel: "info",
-      logFormat: "json",
-    },
+    settings: SETTINGS,
   }).filter((o) => o.kind === "CustomResourceDefinition") as UpstreamCrd[];
   assert.deepEqual(userKeys(SERVERLESS_MODULE), crds.map((c) => key(typeOfCrd(c))));
   assert.deepEqual(userKeys(SERVERLESS_MODULE), [key(RESOURCES.Function)]);

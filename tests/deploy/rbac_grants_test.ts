@@ -15,6 +15,7 @@ import { RESOURCES } from "../../src/api/resources.ts";
 import { parseScaler } from "../../src/api/scaler.ts";
 import { kedaConfig } from "../../src/reconcile/keda/config.ts";
 import { IMAGES, scaler } from "../reconcile/scaler_fixtures.ts";
+import { SETTINGS } from "../reconcile/serverless_fixtures.ts";
 
 /** KEDA's components as a Scaler with an empty spec configures them. */
 function defaultScalerComponents() {
@@ -24,16 +25,6 @@ function defaultScalerComponents() {
   if (!config.ok) throw new Error(JSON.stringify(config.errors));
   return config.components;
 }
-
-const SERVERLESS_SETTINGS = {
-  functionRequeueDuration: "5m",
-  healthzLivenessTimeout: "10s",
-  tracingEndpoint: "",
-  eventingEndpoint: "",
-  defaultRuntimePodPreset: "M",
-  logLevel: "info",
-  logFormat: "json",
-} as const;
 
 const ROOT = new URL("../../", import.meta.url);
 const docs = parseAllDocuments(await Deno.readTextFile(new URL("deploy/rbac.yaml", ROOT)))
@@ -102,7 +93,7 @@ Deno.test("get, patch and delete of installed cluster-scoped objects are limited
       namespace: "platform-system",
       owner: "o",
       image: "i",
-      settings: SERVERLESS_SETTINGS,
+      settings: SETTINGS,
     }),
   ].filter((o) => !o.metadata.namespace);
   const names = installedNames();

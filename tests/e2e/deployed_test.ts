@@ -26,6 +26,7 @@ import {
   operatorPods,
   type PodView,
 } from "./deployed.ts";
+import { rateLimit } from "./fixtures.ts";
 import { type E2E, e2eSuite, waitFor } from "./harness.ts";
 import { describe } from "./status.ts";
 
@@ -155,15 +156,7 @@ e2eSuite("deployed", async (env, t) => {
         allNamespaces: true,
       });
       await env.kube.must(["create", "namespace", "e2e-denied"]);
-      await env.kube.apply([{
-        apiVersion: "gateway.platform-project.io/v1alpha1",
-        kind: "RateLimit",
-        metadata: { name: "denied", namespace: "e2e-denied" },
-        spec: {
-          selectorLabels: { app: "denied" },
-          local: { defaultBucket: { maxTokens: 5, tokensPerFill: 5, fillInterval: "30s" } },
-        },
-      }]);
+      await env.kube.apply([rateLimit("e2e-denied", "denied", "denied")]);
       const seen = await waitFor("the denial in the RateLimit's status or an Event", async () => {
         const rl = await env.kube.get("ratelimits", "denied", "e2e-denied");
         const events = await env.kube.must(["get", "events", "-n", "e2e-denied", "-o", "json"]);

@@ -6,48 +6,14 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { nodeBuildStatus } from "../../tools/cluster/mod.ts";
-import { resolvePrograms } from "../../tools/cluster/node/node.ts";
 import { DEFAULT_CLUSTER_DIR } from "../../tools/cluster/paths.ts";
 import { REPO_ROOT } from "../../tools/operator/process.ts";
+import { collectLines, sh } from "./dev_process.ts";
 import { SKIP_REASON, waitFor } from "./harness.ts";
+import { REAL_NODE_SKIP } from "../../tools/cluster/real_node_fixtures.ts";
 
-const node = await nodeBuildStatus();
-const missing = await resolvePrograms().then(() => undefined, (e: Error) => e.message);
-const skip = SKIP_REASON ?? missing ??
-  (Deno.uid() !== 0 ? "not root" : undefined) ??
-  (node.stale.length > 0 && !node.goAvailable ? "kubelet not built and no go" : undefined);
-if (skip && !SKIP_REASON) console.error(`\n*** dev --real-node test SKIPPED: ${skip} ***\n`);
-
-async function lines(stream: ReadableStream<Uint8Array>, into: string[]): Promise<void> {
-  let rest = "";
-  for await (const chunk of stream.pipeThrough(new TextDecoderStream())) {
-    const parts = (rest + chunk).split("\n");
-    rest = parts.pop() ?? "";
-    into.push(...parts);
-  }
-  if (rest) into.push(rest);
-}
-
-async function sh(command: string, env: Record<string, string>, stdin?: string): Promise<string> {
-  const child = new Deno.Command("sh", {
-    args: ["-c", command],
-    cwd: REPO_ROOT,
-    env,
-    stdin: stdin === undefined ? "null" : "piped",
-    stdout: "piped",
-    stderr: "piped",
-  }).spawn();
-  if (stdin !== undefined) {
-    const w = child.stdin.getWriter();
-    await w.write(new TextEncoder().encode(stdin));
-    await w.close();
-  }
-  const out = await child.output();
-  const text = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
-  assert.ok(out.success, `${command} failed:\n${text}`);
-  return text;
-}
+// REAL_NODE_SKIP says why (root, the packages, binaries or Go) when it cannot run.
+const skip = SKIP_REASON ?? (REAL_NODE_SKIP || undefined);
 
 /** The value printed after `label` on a line of `err`. */
 function printed(err: string[], label: RegExp): string {
@@ -69,7 +35,7 @@ Deno.test({
       stderr: "piped",
     }).spawn();
     const err: string[] = [];
-    const reading = lines(child.stderr, err);
+    const reading = collectLines(child.stderr, err);
     let stopped = false;
     try {
       await waitFor(

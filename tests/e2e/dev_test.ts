@@ -8,31 +8,8 @@ import { join } from "node:path";
 import { ensureBuilt } from "../../tools/cluster/mod.ts";
 import { DEFAULT_CLUSTER_DIR } from "../../tools/cluster/paths.ts";
 import { REPO_ROOT } from "../../tools/operator/process.ts";
+import { collectLines, sh } from "./dev_process.ts";
 import { SKIP_REASON, waitFor } from "./harness.ts";
-
-/** Reads `stream` line by line into `lines` until it ends. */
-async function collect(stream: ReadableStream<Uint8Array>, lines: string[]): Promise<void> {
-  let rest = "";
-  for await (const chunk of stream.pipeThrough(new TextDecoderStream())) {
-    const parts = (rest + chunk).split("\n");
-    rest = parts.pop() ?? "";
-    lines.push(...parts);
-  }
-  if (rest) lines.push(rest);
-}
-
-async function sh(command: string, env: Record<string, string>): Promise<string> {
-  const out = await new Deno.Command("sh", {
-    args: ["-c", command],
-    cwd: REPO_ROOT,
-    env,
-    stdout: "piped",
-    stderr: "piped",
-  }).output();
-  const text = new TextDecoder().decode(out.stdout) + new TextDecoder().decode(out.stderr);
-  assert.ok(out.success, `${command} failed:\n${text}`);
-  return text;
-}
 
 Deno.test({
   name: "e2e: ./deno task dev starts everything, its printed commands work, Ctrl-C stops it",
@@ -51,7 +28,7 @@ Deno.test({
     }).spawn();
     const out: string[] = [];
     const err: string[] = [];
-    const reading = Promise.all([collect(child.stdout, out), collect(child.stderr, err)]);
+    const reading = Promise.all([collectLines(child.stdout, out), collectLines(child.stderr, err)]);
     let stopped = false;
     try {
       await waitFor(

@@ -6,6 +6,7 @@
  */
 import type { KubeObject } from "../../src/runtime/cluster.ts";
 import { realNodeNamespaceAnnotations } from "../../tools/cluster/mod.ts";
+import { deploymentManifest } from "../../tools/cluster/test_helpers.ts";
 import { REAL_NODE_SKIP } from "../../tools/cluster/real_node_fixtures.ts";
 import { kedaBuildStatus } from "../../tools/keda/build.ts";
 import { buildKedaImages, type KedaImages } from "../../tools/keda/image.ts";
@@ -52,19 +53,7 @@ export function realNodeNamespace(name: string): KubeObject {
 
 /** A one-replica Deployment kwok runs (its image is never pulled). */
 export function kwokDeployment(namespace: string, name: string): KubeObject {
-  return {
-    apiVersion: "apps/v1",
-    kind: "Deployment",
-    metadata: { name, namespace },
-    spec: {
-      replicas: 1,
-      selector: { matchLabels: { app: name } },
-      template: {
-        metadata: { labels: { app: name } },
-        spec: { containers: [{ name: "app", image: "example.invalid/app:1" }] },
-      },
-    },
-  };
+  return deploymentManifest(namespace, name) as unknown as KubeObject;
 }
 
 /** What the test reads off one Pod. */

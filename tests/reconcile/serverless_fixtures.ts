@@ -8,6 +8,7 @@ import { type CarryOutOptions, convergeWith } from "./plans_on_sim_store.ts";
 import { claimOf, moduleObject, type World } from "./module_fixtures.ts";
 import { KEDA_CRDS } from "../../src/reconcile/keda/crds.ts";
 import { FUNCTION_CRDS } from "../../src/reconcile/serverless/render.ts";
+import type { ServerlessSettings } from "../../src/reconcile/serverless/config.ts";
 
 // The module reducers render the upstream CRDs, which a controller loads before its first
 // reconcile (ControllerSpec.preload); every test reducing a module comes through here.
@@ -22,6 +23,17 @@ export const IMAGES: ModuleImages = {
   kedaOperator: "registry.example/keda:2.20.2",
   kedaMetricsServer: "registry.example/keda-metrics-apiserver:2.20.2",
   kedaAdmissionWebhooks: "registry.example/keda-admission-webhooks:2.20.2",
+};
+
+/** The settings of a Serverless with an empty spec (what renderServerless gets). */
+export const SETTINGS: ServerlessSettings = {
+  functionRequeueDuration: "5m",
+  healthzLivenessTimeout: "10s",
+  tracingEndpoint: "",
+  eventingEndpoint: "",
+  defaultRuntimePodPreset: "M",
+  logLevel: "info",
+  logFormat: "json",
 };
 
 /** A Serverless as the API server returns it. */

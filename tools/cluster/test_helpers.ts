@@ -28,8 +28,8 @@ export async function ok(c: ClusterHandle, args: string[], stdin?: string): Prom
 }
 
 /** A one-replica Deployment whose Pod kwok makes Ready (its image is never pulled). */
-export function deployment(ns: string, name: string): string {
-  return JSON.stringify({
+export function deploymentManifest(ns: string, name: string): Record<string, unknown> {
+  return {
     apiVersion: "apps/v1",
     kind: "Deployment",
     metadata: { name, namespace: ns },
@@ -41,5 +41,10 @@ export function deployment(ns: string, name: string): string {
         spec: { containers: [{ name: "app", image: "example.invalid/app:1" }] },
       },
     },
-  });
+  };
+}
+
+/** {@link deploymentManifest} as kubectl's stdin. */
+export function deployment(ns: string, name: string): string {
+  return JSON.stringify(deploymentManifest(ns, name));
 }

@@ -7,7 +7,7 @@
 import { join } from "node:path";
 import { type Bases, BUILD_BASE, makeBases, RUNTIME_BASE } from "./base.ts";
 import { ROOT } from "./lock.ts";
-import { podman, podmanStep } from "./podman.ts";
+import { podman, podmanStep, RESTRICTED_RUN, saveImage } from "./podman.ts";
 import { BuildError, CACHE, elapsed, missingTools, type Say } from "./run.ts";
 
 /** The tag the image gets by default. */
@@ -81,26 +81,12 @@ export async function buildImage(say: Say, o: BuildOptions = {}): Promise<ImageR
   }[];
   say(`    ${tag}: ${(inspect.Size / 1e6).toFixed(1)} MB`);
   await podmanStep(say, "smoke run: --help, read-only, uid 65532, no capabilities", [
-    "run",
-    "--rm",
-    "--read-only",
-    "--user=65532:65532",
-    "--cap-drop=ALL",
-    "--network=none",
+    ...RESTRICTED_RUN,
     tag,
     "--help",
   ]);
   const archive = join(CACHE, `${tag.replace(/^.*\//, "").replace(/[:]/g, "-")}.tar`);
-  if (o.save !== false) {
-    await Deno.remove(archive).catch(() => {});
-    await podmanStep(say, `podman save ${archive}`, [
-      "save",
-      "--format=docker-archive",
-      "--output",
-      archive,
-      tag,
-    ]);
-  }
+  if (o.save !== false) await saveImage(say, tag, archive);
   const lock = JSON.parse(await Deno.readTextFile(join(ROOT, "deploy/operator/deno.lock"))) as {
     npm: Record<string, unknown>;
   };

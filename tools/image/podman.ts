@@ -84,3 +84,25 @@ export function podmanStep(
     env: { ...podmanEnv(), ...o.env },
   });
 }
+
+/** `podman run` as the Pods run an image: removed after, read-only root, uid 65532, no capabilities, no network. */
+export const RESTRICTED_RUN: readonly string[] = [
+  "run",
+  "--rm",
+  "--read-only",
+  "--user=65532:65532",
+  "--cap-drop=ALL",
+  "--network=none",
+];
+
+/** Saves `ref` as a docker archive at `archive` (what containerd's `ctr images import` reads). */
+export async function saveImage(say: Say, ref: string, archive: string): Promise<void> {
+  await Deno.remove(archive).catch(() => {});
+  await podmanStep(say, `podman save ${archive}`, [
+    "save",
+    "--format=docker-archive",
+    "--output",
+    archive,
+    ref,
+  ]);
+}

@@ -13,7 +13,7 @@
 import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { makeBases, RUNTIME_BASE } from "../image/base.ts";
-import { podman, podmanStep } from "../image/podman.ts";
+import { podman, podmanStep, RESTRICTED_RUN, saveImage } from "../image/podman.ts";
 import { REPO_ROOT } from "../cluster/paths.ts";
 import { ensureKedaBuilt, KEDA_PROGRAMS, type KedaProgram, kedaVersion } from "./build.ts";
 
@@ -129,25 +129,14 @@ async function oneImage(
     await Deno.remove(ctx, { recursive: true });
     image = await inspect(ref);
   } else say(`    ${ref} unchanged: reused`);
-  const help = await podman(
-    ["run", "--rm", "--read-only", "--user=65532:65532", "--cap-drop=ALL", "--network=none"]
-      .concat([ref, "--help"]),
-    { check: false },
-  );
+  const help = await podman([...RESTRICTED_RUN, ref, "--help"], { check: false });
   if (!/--zap-log-level/.test(help.stdout + help.stderr)) {
     throw new Error(`${ref} --help did not print KEDA's flags:\n${help.stdout}${help.stderr}`);
   }
   const saved = await Deno.readTextFile(idFile).catch(() => "");
   const have = await Deno.stat(archive).then(() => true, () => false);
   if (saved.trim() !== image.Id || !have) {
-    await Deno.remove(archive).catch(() => {});
-    await podmanStep(say, `podman save ${archive}`, [
-      "save",
-      "--format=docker-archive",
-      "--output",
-      archive,
-      ref,
-    ]);
+    await saveImage(say, ref, archive);
     await Deno.writeTextFile(idFile, `${image.Id}\n`);
   }
   return {
