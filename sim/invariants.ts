@@ -19,6 +19,7 @@ import { SERVERLESS_STATES } from "../src/reconcile/serverless.ts";
 import type { KubeObject, ResourceType } from "../src/runtime/cluster.ts";
 import { type Change, isOperator, type RequestVerb, type SimCluster } from "./cluster/mod.ts";
 import { deepEqual, specPart } from "./cluster/json.ts";
+import { nonGatewaysReached } from "./blast_radius.ts";
 
 /** One broken invariant. */
 export interface Violation {
@@ -151,8 +152,9 @@ export class InvariantChecker {
   }
 
   /**
-   * The operator removes a RateLimit's EnvoyFilter only when the RateLimit is going, or an older
-   * RateLimit of the namespace may claim its Pods: a refused update must never drop the limit
+   * The operator removes a RateLimit's EnvoyFilter only when the RateLimit is going, an older
+   * RateLimit of the namespace may claim its Pods, or (in the root namespace) it reaches a Pod that
+   * is not a gateway: a refused update must never drop the limit
    * of the last good generation (docs/design.md). Whether the older one really selects the same Pods
    * is the reducer's business; without an older one there is no reason at all.
    */
@@ -161,6 +163,10 @@ export class InvariantChecker {
     const owner = filter.metadata.ownerReferences?.find((o) => o.kind === "RateLimit");
     const rl = this.cluster.store.get(RESOURCES.RateLimit, namespace, name);
     if (!rl || rl.metadata.deletionTimestamp || (owner && owner.uid !== rl.metadata.uid)) return;
+    // A root-namespace filter that reaches a workload must go, whatever else holds.
+    const selector = (filter.spec as { workloadSelector?: { labels?: Record<string, string> } })
+      ?.workloadSelector?.labels;
+    if (nonGatewaysReached(this.cluster.store, namespace, selector, true).length > 0) return;
     const created = rl.metadata.creationTimestamp ?? "";
     const older = this.cluster.store.objects(RESOURCES.RateLimit, namespace).some((p) =>
       p.metadata.name !== name && !p.metadata.deletionTimestamp &&

@@ -6,13 +6,17 @@
  * win the Lease before it writes.
  */
 import { DEFAULT_IMAGES } from "../src/reconcile/images.ts";
-import { ALL_CONTROLLERS } from "../src/controllers/registry.ts";
+import { allControllersFor } from "../src/controllers/registry.ts";
+import { DEFAULT_MESH } from "../src/dataplane/mod.ts";
 import { FIELD_MANAGER } from "../src/reconcile/labels.ts";
 import { type ControllerSpec, preloadControllers } from "../src/runtime/controller_spec.ts";
 import { type Logger, nullLogger } from "../src/runtime/log.ts";
 import { Manager } from "../src/runtime/manager.ts";
 import type { SimClient, SimCluster } from "./cluster/mod.ts";
 import type { Prng } from "./prng.ts";
+
+/** The operator's controllers for the simulated mesh, whose root namespace is mesh-system. */
+export const SIM_CONTROLLERS = allControllersFor({ meshRootNamespace: DEFAULT_MESH.rootNamespace });
 
 /** Where the operator runs and the name of its Lease. */
 export const OPERATOR_NAMESPACE = "platform-system";
@@ -77,7 +81,7 @@ export class OperatorProcess {
    * virtual moment on every run, and a seed would not replay.
    */
   async preload(): Promise<void> {
-    await preloadControllers(this.opts.controllers ?? ALL_CONTROLLERS);
+    await preloadControllers(this.opts.controllers ?? SIM_CONTROLLERS);
   }
 
   /** Starts replicas (new Pods: new identities, empty caches) until `desired` run. */
@@ -106,7 +110,7 @@ export class OperatorProcess {
       clock,
       random: this.opts.prng.fork(`replica/${n}`),
       log: this.opts.log ?? nullLogger,
-      controllers: [...(this.opts.controllers ?? ALL_CONTROLLERS)],
+      controllers: [...(this.opts.controllers ?? SIM_CONTROLLERS)],
       images: DEFAULT_IMAGES,
       identity,
       leaderElection: this.opts.leaderElection === false

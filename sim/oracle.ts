@@ -17,6 +17,7 @@ import { offset } from "./trace.ts";
 import type { Simulation } from "./simulation.ts";
 import { VALIDITY_LABEL } from "./workload.ts";
 import { GENERATION_ANNOTATION } from "../src/reconcile/ratelimit/envoyfilter.ts";
+import { nonGatewaysReached } from "./blast_radius.ts";
 
 interface ModuleRule {
   type: ResourceType;
@@ -163,6 +164,20 @@ function judgeModules(sim: Simulation): string | undefined {
 
 function judgeRateLimits(sim: Simulation): string | undefined {
   const store = sim.cluster.store;
+  const filters = store.types.serves(RESOURCES.EnvoyFilter)
+    ? store.objects(RESOURCES.EnvoyFilter)
+    : [];
+  // First the blast radius: a filter of the root namespace reaching a workload throttles it.
+  for (const f of filters) {
+    const selector = (f.spec as { workloadSelector?: { labels?: Record<string, string> } })
+      ?.workloadSelector?.labels;
+    const strays = nonGatewaysReached(store, f.metadata.namespace, selector);
+    if (strays.length > 0) {
+      return `EnvoyFilter ${f.metadata.namespace}/${f.metadata.name} in the mesh's root namespace reaches ${
+        strays.join(", ")
+      }, which ${strays.length === 1 ? "is not an ingress gateway" : "are not ingress gateways"}`;
+    }
+  }
   const limits = store.objects(RESOURCES.RateLimit).filter((o) => !o.metadata.deletionTimestamp);
   const groups = new Map<string, KubeObject[]>();
   for (const rl of limits) {
@@ -180,7 +195,9 @@ function judgeRateLimits(sim: Simulation): string | undefined {
       const problem = stale(rl, s);
       if (problem) return problem;
       const valid = rl.metadata.labels?.[VALIDITY_LABEL] !== "invalid";
-      const want = !valid ? "InvalidSpec" : i > 0 ? "Conflict" : "Applied";
+      const selector = (rl.spec as { selectorLabels?: Record<string, string> }).selectorLabels;
+      const meshWide = nonGatewaysReached(store, rl.metadata.namespace, selector).length > 0;
+      const want = !valid ? "InvalidSpec" : meshWide ? "MeshWide" : i > 0 ? "Conflict" : "Applied";
       if (!hasReason(s, want)) return `${ref(rl)}: expected reason ${want}, got ${show(s)}`;
       const key = `${rl.metadata.namespace}/${rl.metadata.name}`;
       if (want === "Applied") applied.set(key, rl.metadata.generation);
@@ -191,9 +208,6 @@ function judgeRateLimits(sim: Simulation): string | undefined {
       }
     }
   }
-  const filters = store.types.serves(RESOURCES.EnvoyFilter)
-    ? store.objects(RESOURCES.EnvoyFilter)
-    : [];
   for (const [key, generation] of applied) {
     const f = filters.find((f) => `${f.metadata.namespace}/${f.metadata.name}` === key);
     if (!f) return `EnvoyFilter ${key}: missing for an enforced RateLimit`;

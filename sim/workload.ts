@@ -23,7 +23,12 @@ const GATEWAY = "gateway.platform-project.io/v1alpha1";
 /** The demo namespace and its one-replica workload, in the mesh (applied at time 0). */
 export function demoWorkload(): KubeObject[] {
   return [
-    { apiVersion: "v1", kind: "Namespace", metadata: { name: DEMO.namespace } },
+    // In the mesh: Istio's injector gives each of its Pods a sidecar (only then do limits apply).
+    {
+      apiVersion: "v1",
+      kind: "Namespace",
+      metadata: { name: DEMO.namespace, labels: { "istio-injection": "enabled" } },
+    },
     {
       apiVersion: "apps/v1",
       kind: "Deployment",
@@ -33,13 +38,7 @@ export function demoWorkload(): KubeObject[] {
         selector: { matchLabels: { ...DEMO.labels } },
         template: {
           metadata: { labels: { ...DEMO.labels } },
-          // With the mesh's sidecar: only then do its limits apply.
-          spec: {
-            containers: [
-              { name: "httpbin", image: "kennethreitz/httpbin" },
-              { name: "istio-proxy", image: "docker.io/istio/proxyv2:1.24.0" },
-            ],
-          },
+          spec: { containers: [{ name: "httpbin", image: "kennethreitz/httpbin" }] },
         },
       },
     },
@@ -142,6 +141,8 @@ export function generateWorkload(r: Prng, windowMs: number): Action[] {
     [DEMO.namespace, "rl-b", { ...DEMO.labels }],
     [DEMO.namespace, "rl-c", { ...DEMO.labels }],
     ["mesh-system", "gateway", { app: "mesh-ingressgateway" }],
+    // In the mesh's root namespace, selecting demo's workload: refused (MeshWide), never applied.
+    ["mesh-system", "everyone", { ...DEMO.labels }],
   ];
   const n = r.int(4, 14);
   const actions: Action[] = [];

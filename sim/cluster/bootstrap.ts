@@ -19,7 +19,10 @@ export const GATEWAY_NAME = "mesh-ingressgateway";
 
 const INSTALLER: Actor = { name: "installer", manager: "kubectl" };
 
-/** The ingress gateway Deployment of the mesh. */
+/**
+ * The ingress gateway Deployment of the mesh, as Istio's gateway chart makes one: the injector
+ * fills its `image: auto` proxy from the `gateway` template, which runs it as a router.
+ */
 export function gatewayDeployment(): KubeObject {
   const labels = { app: GATEWAY_NAME, istio: "ingressgateway" };
   return {
@@ -30,8 +33,11 @@ export function gatewayDeployment(): KubeObject {
       replicas: 1,
       selector: { matchLabels: labels },
       template: {
-        metadata: { labels },
-        spec: { containers: [{ name: "istio-proxy", image: "docker.io/istio/proxyv2:1.30.3" }] },
+        metadata: {
+          labels: { ...labels, "sidecar.istio.io/inject": "true" },
+          annotations: { "inject.istio.io/templates": "gateway" },
+        },
+        spec: { containers: [{ name: "istio-proxy", image: "auto" }] },
       },
     },
   };

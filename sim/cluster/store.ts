@@ -24,6 +24,7 @@ import { alreadyExists, badRequest, conflict, notFound } from "./errors.ts";
 import type { Scope } from "./fields.ts";
 import type { Verb } from "./history.ts";
 import { cloneJson, type JsonObject } from "./json.ts";
+import { injectMeshProxy } from "./injection.ts";
 import { applyJsonPatch } from "./jsonpatch.ts";
 import { applyFields, updateFields } from "./managed.ts";
 import { type Actor, ObjectStorage, type WriteResult } from "./storage.ts";
@@ -47,6 +48,11 @@ export class Store extends ObjectStorage {
     const { namespace, name } = obj.metadata;
     if (this.entry(rtype, namespace, name)) throw alreadyExists(rtype, name);
     this.checkNamespace(rtype, name, namespace);
+    if (rtype.kind === "Pod" && rtype.group === "" && namespace) {
+      // Istio's mutating webhook, before validation as on a real API server.
+      const ns = this.get(RESOURCES.Namespace, undefined, namespace);
+      injectMeshProxy(obj, ns?.metadata.labels ?? {});
+    }
     if (this.types.hasStatus(rtype)) delete obj.status;
     const managed = updateFields(
       undefined,

@@ -1,33 +1,65 @@
 /**
- * What the operator reads of a Pod: whether it is still part of its workload, and whether the mesh
- * put an Envoy proxy beside it (only then can an EnvoyFilter limit its traffic). Read leniently: a
- * Pod is whatever the API returned, and a field that is missing or malformed counts as absent.
+ * What the operator reads of a Pod: whether it is still part of its workload, and which Envoy
+ * proxy the mesh put beside it, if any (only then can an EnvoyFilter limit its traffic, and only
+ * a filter patching the context that proxy applies). Read leniently: a Pod is whatever the API
+ * returned, and a field that is missing or malformed counts as absent.
  */
 import { at, isObject, type JsonObject as Json } from "./json.ts";
 
 /** Name of the mesh's proxy container (Istio's sidecar and its gateways). */
 export const MESH_PROXY_CONTAINER = "istio-proxy";
-/** Annotation the mesh's injector writes on every Pod it added a sidecar to. */
+/** Annotation the mesh's injector writes on every Pod it added a proxy to. */
 export const SIDECAR_STATUS_ANNOTATION = "sidecar.istio.io/status";
+/** Annotation naming the injection templates; Istio's gateways use the `gateway` template. */
+export const INJECT_TEMPLATES_ANNOTATION = "inject.istio.io/templates";
+
+/**
+ * The kind of mesh proxy a Pod runs. A `router` is a gateway (Istio's `pilot-agent proxy router`):
+ * it applies EnvoyFilter patches of context GATEWAY only. A `sidecar` (`proxy sidecar`) applies
+ * SIDECAR_INBOUND and SIDECAR_OUTBOUND ones only.
+ */
+export type MeshProxy = "sidecar" | "router";
 
 function containers(pod: unknown, field: "containers" | "initContainers"): Json[] {
   const list = at(pod, "spec", field);
   return Array.isArray(list) ? list.filter(isObject) : [];
 }
 
+/** The proxy container: a regular `istio-proxy`, or a native sidecar (init, restartPolicy Always). */
+function proxyContainer(pod: unknown): Json | undefined {
+  return containers(pod, "containers").find((c) => c.name === MESH_PROXY_CONTAINER) ??
+    containers(pod, "initContainers").find((c) =>
+      c.name === MESH_PROXY_CONTAINER && c.restartPolicy === "Always"
+    );
+}
+
 /**
- * True when the Pod has a mesh proxy: an `istio-proxy` container, the same as a native sidecar
- * (an init container with `restartPolicy: Always`, Kubernetes 1.29+, which Istio uses when
- * native sidecars are on), or the injector's status annotation. A plain init container named
- * istio-proxy runs to completion before the app starts, so it proxies nothing and does not count.
+ * The mesh proxy of a Pod, if it has one. A proxy is an `istio-proxy` container, the same as a
+ * native sidecar (an init container with `restartPolicy: Always`, which Istio uses when native
+ * sidecars are on), or the injector's status annotation; a plain init container named istio-proxy
+ * runs to completion before the app starts, so it proxies nothing and does not count. It is a
+ * router when the container's arguments are `proxy router` (Istio's gateway injection template,
+ * and its gateway charts, start the agent so) or the Pod asks for the `gateway` injection template.
  */
-export function hasMeshSidecar(pod: unknown): boolean {
-  if (containers(pod, "containers").some((c) => c.name === MESH_PROXY_CONTAINER)) return true;
-  const native = containers(pod, "initContainers").some((c) =>
-    c.name === MESH_PROXY_CONTAINER && c.restartPolicy === "Always"
-  );
-  if (native) return true;
-  return typeof at(pod, "metadata", "annotations", SIDECAR_STATUS_ANNOTATION) === "string";
+export function meshProxyOf(pod: unknown): MeshProxy | undefined {
+  const proxy = proxyContainer(pod);
+  if (
+    proxy === undefined &&
+    typeof at(pod, "metadata", "annotations", SIDECAR_STATUS_ANNOTATION) !== "string"
+  ) {
+    return undefined;
+  }
+  const args = proxy?.args;
+  if (Array.isArray(args) && args[0] === "proxy" && args[1] === "router") return "router";
+  const templates = at(pod, "metadata", "annotations", INJECT_TEMPLATES_ANNOTATION);
+  const gateway = typeof templates === "string" &&
+    templates.split(",").some((t) => t.trim() === "gateway");
+  return gateway ? "router" : "sidecar";
+}
+
+/** True when the Pod has a mesh proxy of either kind. */
+export function hasMeshProxy(pod: unknown): boolean {
+  return meshProxyOf(pod) !== undefined;
 }
 
 /**
@@ -44,4 +76,10 @@ export function isActivePod(pod: unknown): boolean {
 export function podName(pod: unknown): string {
   const name = at(pod, "metadata", "name");
   return typeof name === "string" ? name : "";
+}
+
+/** The Pod's namespace, or "" when it has none. */
+export function podNamespace(pod: unknown): string {
+  const ns = at(pod, "metadata", "namespace");
+  return typeof ns === "string" ? ns : "";
 }

@@ -19,7 +19,7 @@ import { Manager } from "../runtime/manager.ts";
 import { instrumentCluster, Metrics, METRICS_CONTENT_TYPE } from "../runtime/metrics.ts";
 import { parseRunFlags, runHelp, type RunOptions } from "./run_flags.ts";
 import { type Endpoint, serveRoutes, text } from "./run_http.ts";
-import { type ControllerName, CONTROLLERS } from "../controllers/registry.ts";
+import { type ControllerName, controllersFor } from "../controllers/registry.ts";
 
 /** What `runOperator` takes from outside besides its options (tests replace these). */
 export interface RunDeps {
@@ -102,7 +102,8 @@ export async function runOperator(opts: RunOptions, deps: RunDeps): Promise<numb
     sink: deps.sink,
   });
   const identity = opts.identity ?? hostname();
-  const registry = deps.controllers ?? CONTROLLERS;
+  const registry = deps.controllers ??
+    controllersFor({ meshRootNamespace: opts.meshRootNamespace });
   const unavailable = opts.controllers.filter((name) => !registry[name]);
   if (unavailable.length > 0) {
     log.error(

@@ -14,6 +14,12 @@ import {
   parseLogLevel,
 } from "../runtime/log.ts";
 import { CONTROLLER_NAMES, type ControllerName } from "../controllers/registry.ts";
+import { ISTIO_ROOT_NAMESPACE } from "../api/mesh.ts";
+
+function parseNamespace(flag: string, value: string): string {
+  if (/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(value)) return value;
+  throw new Error(`invalid --${flag} "${value}": use a namespace name (a DNS label)`);
+}
 
 /** Everything `run` is configured with. */
 export interface RunOptions {
@@ -28,6 +34,8 @@ export interface RunOptions {
   logFormat: LogFormat;
   images: ModuleImages;
   controllers: ControllerName[];
+  /** The mesh's config root namespace (Istio's `meshConfig.rootNamespace`). */
+  meshRootNamespace: string;
   identity?: string;
 }
 
@@ -147,6 +155,14 @@ export const RUN_FLAGS: readonly FlagSpec[] = [
       o.controllers = parseControllers(v);
     },
     { default: CONTROLLER_NAMES.join(",") },
+  ),
+  flag(
+    "mesh-root-namespace",
+    "the mesh's config root namespace (Istio's meshConfig.rootNamespace): its EnvoyFilters reach every namespace, so a RateLimit there may limit only the ingress gateway",
+    (o, v) => {
+      o.meshRootNamespace = parseNamespace("mesh-root-namespace", v);
+    },
+    { default: ISTIO_ROOT_NAMESPACE },
   ),
   image(
     "serverless-image",

@@ -18,12 +18,18 @@ import { crdName, isUnknown } from "./cache_trust.ts";
 import { FILTER_PROJECTION, POD_PROJECTION } from "./ratelimit_cache.ts";
 import { reconcileRateLimit } from "../reconcile/ratelimit.ts";
 import {
+  holdersSelecting,
+  podsEverywhere,
   podsFor,
   RATELIMIT_INDEXES,
   rivalsOf,
   selectingPod,
+  selects,
   specSelector,
+  stringMap,
 } from "./ratelimit_index.ts";
+import { ISTIO_ROOT_NAMESPACE } from "../api/mesh.ts";
+import { meshProxyOf } from "../api/pod.ts";
 
 export {
   FILTER_SELECTOR_INDEX,
@@ -46,104 +52,155 @@ function ownFilter(cache: CacheReader, namespace: string, name: string): KubeObj
   return ef && isRateLimitFilter(ef) ? ef : undefined;
 }
 
-/** Keys of the rivals of a RateLimit's or filter's selectors, and its own. */
-function rivalKeys(
-  cache: CacheReader,
-  namespace: string,
-  own: string,
-  selectors: (Record<string, string> | undefined)[],
-): string[] {
-  const names = new Set<string>([own]);
-  for (const s of selectors) rivalsOf(cache, namespace, s, names);
-  return [...names].map((n) => `${namespace}/${n}`);
+type Selector = Record<string, string> | undefined;
+
+/** What the RateLimit controller needs to know of the mesh. */
+export interface RateLimitSettings {
+  /** The mesh's config root namespace, whose EnvoyFilters reach every namespace. */
+  meshRootNamespace: string;
 }
 
-/** The RateLimit controller (ControllerSpec for the runtime). */
-export const rateLimitController: ControllerSpec = {
-  name: "ratelimit",
-  primary: RESOURCES.RateLimit,
-  watches: [
-    // Every EnvoyFilter, not only managed ones: a filter of the same name that someone else made
-    // must be seen, so the operator neither overwrites nor deletes it.
-    // Cached as metadata, workload selector and a digest of the rest (ratelimit_cache.ts).
-    { type: RESOURCES.EnvoyFilter, optional: true, project: FILTER_PROJECTION },
-    // Pods decide conflicts between RateLimits whose selectors only partly overlap, and whether
-    // a limit reaches any proxy (the Enforced condition).
-    { type: RESOURCES.Pod, project: POD_PROJECTION },
-    { type: RESOURCES.CustomResourceDefinition },
-  ],
-  indexes: [...RATELIMIT_INDEXES],
-  triggers(type: ResourceType, obj: KubeObject, cache: CacheReader): string[] {
-    const ns = obj.metadata.namespace;
-    switch (type.kind) {
-      // Its rivals' conflicts depend on it: by its spec, and by the filter it holds (which stays
-      // in the cache a moment after the RateLimit is deleted). The runtime calls this with the
-      // old state too, so a selector edited away from some rivals still wakes them.
-      case "RateLimit": {
-        if (!ns) return [];
-        const held = ownFilter(cache, ns, obj.metadata.name);
-        return rivalKeys(cache, ns, obj.metadata.name, [
-          specSelector(obj),
-          held && filterSelector(held),
-        ]);
+/**
+ * The Pods a selector of a RateLimit in `namespace` may select, and the keys (`ns/name`) of its
+ * rivals: those of its namespace whose selectors can select the same Pods, and across the root
+ * namespace those sharing a gateway Pod with it (conflict.ts `olderConflicts`).
+ */
+function scopeOf(
+  cache: CacheReader,
+  root: string,
+  namespace: string,
+  selectors: readonly Selector[],
+  pods: Map<string, KubeObject>,
+  rivals: Set<string>,
+): void {
+  const names = new Set<string>();
+  for (const s of selectors) {
+    if (!s) continue;
+    const local = podsFor(cache, namespace, s);
+    const candidates = namespace === root ? podsEverywhere(cache, s) : local;
+    for (const p of candidates) pods.set(objectKey(p), p);
+    rivalsOf(cache, namespace, s, names, local);
+    for (const p of candidates) {
+      const labels = stringMap(p.metadata.labels);
+      const ns = p.metadata.namespace ?? "";
+      if (!labels || !selects(s, labels) || meshProxyOf(p) !== "router") continue;
+      // A gateway Pod shared across the root namespace: the root's RateLimits selecting it, or
+      // (from the root) those of the Pod's own namespace.
+      if (namespace !== root) holdersSelecting(cache, root, labels, rivals);
+      else if (ns !== root) holdersSelecting(cache, ns, labels, rivals);
+    }
+  }
+  for (const n of names) rivals.add(`${namespace}/${n}`);
+}
+
+/**
+ * The RateLimit controller for a mesh (ControllerSpec for the runtime). `rateLimitController` is
+ * this with Istio's default root namespace.
+ */
+export function rateLimitControllerFor(settings: RateLimitSettings): ControllerSpec {
+  const root = settings.meshRootNamespace;
+  /** Keys of the RateLimits whose verdicts a RateLimit's or filter's selectors may change. */
+  const rivalKeys = (cache: CacheReader, ns: string, own: string, selectors: Selector[]) => {
+    const keys = new Set<string>([`${ns}/${own}`]);
+    scopeOf(cache, root, ns, selectors, new Map(), keys);
+    return [...keys];
+  };
+  return {
+    name: "ratelimit",
+    primary: RESOURCES.RateLimit,
+    watches: [
+      // Every EnvoyFilter, not only managed ones: a filter of the same name that someone else made
+      // must be seen, so the operator neither overwrites nor deletes it.
+      // Cached as metadata, workload selector and a digest of the rest (ratelimit_cache.ts).
+      { type: RESOURCES.EnvoyFilter, optional: true, project: FILTER_PROJECTION },
+      // Pods decide conflicts between RateLimits whose selectors only partly overlap, whether a
+      // limit reaches any proxy (the Enforced condition) and which patch context it needs.
+      { type: RESOURCES.Pod, project: POD_PROJECTION },
+      { type: RESOURCES.CustomResourceDefinition },
+    ],
+    indexes: [...RATELIMIT_INDEXES],
+    triggers(type: ResourceType, obj: KubeObject, cache: CacheReader): string[] {
+      const ns = obj.metadata.namespace;
+      switch (type.kind) {
+        // Its rivals' conflicts depend on it: by its spec, and by the filter it holds (which stays
+        // in the cache a moment after the RateLimit is deleted). The runtime calls this with the
+        // old state too, so a selector edited away from some rivals still wakes them.
+        case "RateLimit": {
+          if (!ns) return [];
+          const held = ownFilter(cache, ns, obj.metadata.name);
+          return rivalKeys(cache, ns, obj.metadata.name, [
+            specSelector(obj),
+            held && filterSelector(held),
+          ]);
+        }
+        // The runtime calls this with the Pod's old state too, so labels moved away are covered.
+        // The root namespace's RateLimits reach every namespace's Pods: any Pod may change their
+        // verdict (a Pod that is not a gateway refuses them).
+        case "Pod": {
+          const keys = new Set(selectingPod(cache, obj));
+          const labels = stringMap(obj.metadata.labels);
+          if (ns !== root && labels) holdersSelecting(cache, root, labels, keys);
+          return [...keys];
+        }
+        // A filter of ours holds its Pods against newer rivals: when it comes, changes or goes
+        // (withdrawn while its RateLimit stays, with no RateLimit event), they must look again.
+        case "EnvoyFilter": {
+          if (!ns) return [];
+          const held = isRateLimitFilter(obj) ? filterSelector(obj) : undefined;
+          return rivalKeys(cache, ns, obj.metadata.name, [held]);
+        }
+        case "CustomResourceDefinition":
+          return obj.metadata.name === ENVOYFILTER_CRD ? allIn(cache, undefined) : [];
+        default:
+          return [];
       }
-      // The runtime calls this with the Pod's old state too, so labels moved away are covered.
-      case "Pod":
-        return selectingPod(cache, obj);
-      // A filter of ours holds its Pods against newer rivals: when it comes, changes or goes
-      // (withdrawn while its RateLimit stays, with no RateLimit event), they must look again.
-      case "EnvoyFilter": {
-        if (!ns) return [];
-        const held = isRateLimitFilter(obj) ? filterSelector(obj) : undefined;
-        return rivalKeys(cache, ns, obj.metadata.name, [held]);
+    },
+    reconcile(key, cache, ctx) {
+      const slash = key.indexOf("/");
+      const namespace = key.slice(0, slash);
+      const name = key.slice(slash + 1);
+      const rateLimit = cache.get(RESOURCES.RateLimit, namespace, name);
+      if (!rateLimit) return undefined;
+      const meshInstalled =
+        cache.get(RESOURCES.CustomResourceDefinition, undefined, ENVOYFILTER_CRD) !== undefined;
+      // With the CRD present but its watch not listed yet, "no EnvoyFilter seen" is not "none":
+      // the reducer would apply over a filter of the same name someone else made. Write nothing.
+      if (isUnknown(cache, RESOURCES.EnvoyFilter)) {
+        return { ...emptyPlan(), requeueAfterMs: UNKNOWN_FILTERS_REQUEUE_MS };
       }
-      case "CustomResourceDefinition":
-        return obj.metadata.name === ENVOYFILTER_CRD ? allIn(cache, undefined) : [];
-      default:
-        return [];
-    }
-  },
-  reconcile(key, cache, ctx) {
-    const slash = key.indexOf("/");
-    const namespace = key.slice(0, slash);
-    const name = key.slice(slash + 1);
-    const rateLimit = cache.get(RESOURCES.RateLimit, namespace, name);
-    if (!rateLimit) return undefined;
-    const meshInstalled =
-      cache.get(RESOURCES.CustomResourceDefinition, undefined, ENVOYFILTER_CRD) !== undefined;
-    // With the CRD present but its watch not listed yet, "no EnvoyFilter seen" is not "none": the
-    // reducer would apply over a filter of the same name someone else made. Write nothing; look again.
-    if (isUnknown(cache, RESOURCES.EnvoyFilter)) {
-      return { ...emptyPlan(), requeueAfterMs: UNKNOWN_FILTERS_REQUEUE_MS };
-    }
-    const envoyFilter = cache.get(RESOURCES.EnvoyFilter, namespace, name);
-    const spec = specSelector(rateLimit);
-    const held = envoyFilter ? filterSelector(envoyFilter) : undefined;
-    const selectors = held && !sameSelector(held, spec) ? [spec, held] : [spec];
-    const pods = new Map<string, KubeObject>();
-    const rivals = new Set<string>();
-    for (const s of selectors) {
-      const candidates = podsFor(cache, namespace, s);
-      for (const p of candidates) pods.set(objectKey(p), p);
-      rivalsOf(cache, namespace, s, rivals, candidates);
-    }
-    const peers: KubeObject[] = [];
-    for (const n of rivals) {
-      const peer = n === name ? undefined : cache.get(RESOURCES.RateLimit, namespace, n);
-      if (peer) peers.push(peer);
-    }
-    return reconcileRateLimit({
-      rateLimit,
-      peers,
-      pods: [...pods.values()],
-      envoyFilter,
-      peerFilter: (peer) => cache.get(RESOURCES.EnvoyFilter, namespace, peer),
-      meshInstalled,
-      now: ctx.now,
-      lastOutcome: ctx.lastOutcome,
-    });
-  },
-};
+      const envoyFilter = cache.get(RESOURCES.EnvoyFilter, namespace, name);
+      const spec = specSelector(rateLimit);
+      const held = envoyFilter ? filterSelector(envoyFilter) : undefined;
+      const selectors = held && !sameSelector(held, spec) ? [spec, held] : [spec];
+      const pods = new Map<string, KubeObject>();
+      const rivals = new Set<string>();
+      scopeOf(cache, root, namespace, selectors, pods, rivals);
+      const peers: KubeObject[] = [];
+      for (const k of rivals) {
+        if (k === key) continue;
+        const cut = k.indexOf("/");
+        const peer = cache.get(RESOURCES.RateLimit, k.slice(0, cut), k.slice(cut + 1));
+        if (peer) peers.push(peer);
+      }
+      return reconcileRateLimit({
+        rateLimit,
+        peers,
+        pods: [...pods.values()],
+        envoyFilter,
+        peerFilter: (ns, peer) => cache.get(RESOURCES.EnvoyFilter, ns, peer),
+        meshInstalled,
+        meshRootNamespace: root,
+        now: ctx.now,
+        lastOutcome: ctx.lastOutcome,
+      });
+    },
+  };
+}
+
+/** The RateLimit controller with Istio's default root namespace, `istio-system`. */
+export const rateLimitController: ControllerSpec = rateLimitControllerFor({
+  meshRootNamespace: ISTIO_ROOT_NAMESPACE,
+});
 
 function sameSelector(a: Record<string, string>, b: Record<string, string> | undefined): boolean {
   if (!b) return false;

@@ -4,19 +4,28 @@
  * most of the operator's memory. Each projection keeps exactly what reconciling reads (and what
  * the cache itself reads of metadata); the rest is dropped as the watch delivers it.
  */
-import { hasMeshSidecar, MESH_PROXY_CONTAINER, SIDECAR_STATUS_ANNOTATION } from "../api/pod.ts";
+import { MESH_PROXY_CONTAINER, type MeshProxy, meshProxyOf } from "../api/pod.ts";
+import { filterContexts } from "../reconcile/ratelimit/reach.ts";
 import type { KubeObject, ObjectMeta } from "../runtime/cluster.ts";
 import type { Projection } from "../runtime/controller_spec.ts";
 
-type Json = Record<string, unknown>;
-
-function isObject(v: unknown): v is Json {
-  return v !== null && typeof v === "object" && !Array.isArray(v);
-}
+import { isObject, type JsonObject as Json } from "../api/json.ts";
 
 /**
- * An EnvoyFilter: its metadata (ownership labels and references, the generation annotation) and
- * its workload selector (which Pods it holds); the rest of the spec is its digest, which the runner
+ * What a projected filter keeps of its patches: the contexts they name (which proxies take it),
+ * as `{match: {context}}` entries that `filterContexts` reads like the whole list. One shared,
+ * frozen list for each combination.
+ */
+const CONTEXT_PATCHES: ReadonlyMap<string, readonly Json[]> = new Map(
+  [["SIDECAR_INBOUND"], ["GATEWAY"], ["SIDECAR_INBOUND", "GATEWAY"]].map((cs) => [
+    cs.join(),
+    Object.freeze(cs.map((context) => Object.freeze({ match: Object.freeze({ context }) }))),
+  ]),
+);
+
+/**
+ * An EnvoyFilter: its metadata (ownership labels and references, the generation annotation), its
+ * workload selector (which Pods it holds) and its patch contexts; the rest of the spec is its digest, which the runner
  * compares with the desired spec's. A 4-rule filter is about 5 KB of JSON, of which this keeps a
  * few hundred bytes.
  */
@@ -25,11 +34,16 @@ export const FILTER_PROJECTION: Projection = {
   digestSpec: true,
   keep(ef: KubeObject): KubeObject {
     const selector = isObject(ef.spec) ? ef.spec.workloadSelector : undefined;
+    const contexts = filterContexts(ef);
+    const spec: Json = {
+      ...(selector !== undefined ? { workloadSelector: structuredClone(selector) } : {}),
+      ...(contexts.length > 0 ? { configPatches: CONTEXT_PATCHES.get(contexts.join()) } : {}),
+    };
     return {
       apiVersion: ef.apiVersion,
       kind: ef.kind,
       metadata: structuredClone(ef.metadata),
-      ...(selector !== undefined ? { spec: { workloadSelector: structuredClone(selector) } } : {}),
+      ...(Object.keys(spec).length > 0 ? { spec } : {}),
     };
   },
 };
@@ -44,22 +58,22 @@ const POD_META = [
   "labels",
 ] as const;
 
-/** The mesh proxy's container entry, shared by every projected Pod that has one. */
-const PROXY_CONTAINER: readonly Json[] = Object.freeze([
-  Object.freeze({ name: MESH_PROXY_CONTAINER }),
-]);
-const NATIVE_PROXY: readonly Json[] = Object.freeze([
-  Object.freeze({ name: MESH_PROXY_CONTAINER, restartPolicy: "Always" }),
-]);
-const MARKED: Readonly<Record<string, string>> = Object.freeze({ [SIDECAR_STATUS_ANNOTATION]: "" });
+/** The proxy containers a projected Pod keeps: one shared, frozen entry per kind of proxy. */
+const PROXY: Readonly<Record<MeshProxy, readonly Json[]>> = Object.freeze({
+  sidecar: Object.freeze([Object.freeze({ name: MESH_PROXY_CONTAINER })]),
+  router: Object.freeze([
+    Object.freeze({ name: MESH_PROXY_CONTAINER, args: Object.freeze(["proxy", "router"]) }),
+  ]),
+});
 
 /**
- * A Pod: its labels (which RateLimits select it), whether it has a mesh proxy, and whether it
- * still serves (phase, deletionTimestamp). Of the proxy it keeps only the evidence
- * `hasMeshSidecar` finds first: the `istio-proxy` container, the native sidecar, or the injector's
- * annotation with its value (a few hundred bytes of JSON nobody reads) left empty. A phase is kept
- * only when it ends the Pod. A running Pod is a few kilobytes of JSON; this keeps about 300 bytes,
- * and `tests/controllers/ratelimit_cache_test.ts` checks that every reading gives the same answer.
+ * A Pod: its labels (which RateLimits select it), which mesh proxy it runs, and whether it still
+ * serves (phase, deletionTimestamp). Of the proxy it keeps one `istio-proxy` container that says
+ * the same to `meshProxyOf` as the whole Pod does (a router's with the `proxy router` arguments),
+ * whichever evidence the Pod had: a container, a native sidecar, the injector's annotations. A
+ * phase is kept only when it ends the Pod. A running Pod is a few kilobytes of JSON; this keeps
+ * about 300 bytes, and `tests/controllers/ratelimit_cache_test.ts` checks that every reading gives
+ * the same answer.
  */
 export const POD_PROJECTION: Projection = {
   name: "ratelimit.pod",
@@ -67,11 +81,8 @@ export const POD_PROJECTION: Projection = {
     const meta: Json = {};
     const from = pod.metadata as unknown as Json;
     for (const k of POD_META) if (from[k] !== undefined) meta[k] = structuredClone(from[k]);
-    const spec: Json = {};
-    const proxy = meshProxyEvidence(pod);
-    if (proxy === "container") spec.containers = PROXY_CONTAINER;
-    else if (proxy === "native") spec.initContainers = NATIVE_PROXY;
-    else if (proxy === "annotation") meta.annotations = MARKED;
+    const proxy = meshProxyOf(pod);
+    const spec: Json = proxy ? { containers: PROXY[proxy] } : {};
     const phase = isObject(pod.status) ? pod.status.phase : undefined;
     const ended = phase === "Succeeded" || phase === "Failed";
     return {
@@ -83,17 +94,3 @@ export const POD_PROJECTION: Projection = {
     };
   },
 };
-
-/** Which evidence of a mesh proxy `hasMeshSidecar` would find first, if any. */
-function meshProxyEvidence(pod: KubeObject): "container" | "native" | "annotation" | undefined {
-  if (!hasMeshSidecar(pod)) return undefined;
-  const list = (field: string) => {
-    const l = isObject(pod.spec) ? pod.spec[field] : undefined;
-    return Array.isArray(l) ? l.filter(isObject) : [];
-  };
-  if (list("containers").some((c) => c.name === MESH_PROXY_CONTAINER)) return "container";
-  const native = list("initContainers").some((c) =>
-    c.name === MESH_PROXY_CONTAINER && c.restartPolicy === "Always"
-  );
-  return native ? "native" : "annotation";
-}

@@ -133,14 +133,40 @@ function matching(cache: CacheReader, h: Holders, ns: string, labels: Labels, ou
   }
 }
 
+/**
+ * Keys (`namespace/name`) of the RateLimits of `namespace` whose spec, or whose EnvoyFilter,
+ * selects a Pod with `labels`, added to `out`.
+ */
+export function holdersSelecting(
+  cache: CacheReader,
+  namespace: string,
+  labels: Labels,
+  out: Set<string>,
+): Set<string> {
+  const names = new Set<string>();
+  matching(cache, BY_SPEC, namespace, labels, names);
+  matching(cache, BY_FILTER, namespace, labels, names);
+  for (const n of names) out.add(`${namespace}/${n}`);
+  return out;
+}
+
 /** Keys (namespace/name) of the RateLimits whose spec, or whose EnvoyFilter, selects `pod`. */
 export function selectingPod(cache: CacheReader, pod: KubeObject): string[] {
   const labels = stringMap(pod.metadata.labels) ?? {};
-  const ns = pod.metadata.namespace ?? "";
-  const names = new Set<string>();
-  matching(cache, BY_SPEC, ns, labels, names);
-  matching(cache, BY_FILTER, ns, labels, names);
-  return [...names].map((n) => `${ns}/${n}`);
+  return [...holdersSelecting(cache, pod.metadata.namespace ?? "", labels, new Set())];
+}
+
+/**
+ * The Pods of every namespace that `selector` selects: what a filter in the mesh's root
+ * namespace reaches. A scan of the Pod cache, not an index (which is per namespace): only the
+ * few RateLimits of the root namespace read it.
+ */
+export function podsEverywhere(cache: CacheReader, selector: Labels | undefined): KubeObject[] {
+  if (!selector || Object.keys(selector).length === 0) return [];
+  return cache.list(RESOURCES.Pod).filter((p) => {
+    const labels = stringMap(p.metadata.labels);
+    return labels !== undefined && selects(selector, labels);
+  });
 }
 
 /** Candidate Pods of a selector: those filed under its rarest pair (callers check the rest). */

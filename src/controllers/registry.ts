@@ -3,7 +3,8 @@
  * the simulator and the benchmarks take their controllers from.
  */
 import type { ControllerSpec } from "../runtime/controller_spec.ts";
-import { rateLimitController } from "./ratelimit.ts";
+import { rateLimitControllerFor, type RateLimitSettings } from "./ratelimit.ts";
+import { ISTIO_ROOT_NAMESPACE } from "../api/mesh.ts";
 import { scalerController } from "./scaler.ts";
 import { serverlessController } from "./serverless.ts";
 
@@ -12,14 +13,33 @@ export const CONTROLLER_NAMES = ["serverless", "scaler", "ratelimit"] as const;
 /** A controller name. */
 export type ControllerName = typeof CONTROLLER_NAMES[number];
 
-/** Every controller of the operator, by name. */
-export const CONTROLLERS: Readonly<Record<ControllerName, ControllerSpec>> = {
-  serverless: serverlessController,
-  scaler: scalerController,
-  ratelimit: rateLimitController,
-};
+/** What the controllers need to know of the cluster they run in (the operator's flags). */
+export type ControllerSettings = RateLimitSettings;
 
-/** Every controller, in CONTROLLER_NAMES order (what the simulated operator runs). */
-export const ALL_CONTROLLERS: readonly ControllerSpec[] = CONTROLLER_NAMES.map((n) =>
-  CONTROLLERS[n]
+/** The settings of a cluster with Istio's defaults. */
+export const DEFAULT_SETTINGS: ControllerSettings = { meshRootNamespace: ISTIO_ROOT_NAMESPACE };
+
+/** Every controller of the operator, by name, for a cluster with `settings`. */
+export function controllersFor(
+  settings: ControllerSettings,
+): Readonly<Record<ControllerName, ControllerSpec>> {
+  return {
+    serverless: serverlessController,
+    scaler: scalerController,
+    ratelimit: rateLimitControllerFor(settings),
+  };
+}
+
+/** Every controller of the operator, by name, with Istio's defaults. */
+export const CONTROLLERS: Readonly<Record<ControllerName, ControllerSpec>> = controllersFor(
+  DEFAULT_SETTINGS,
 );
+
+/** Every controller, in CONTROLLER_NAMES order, for a cluster with `settings`. */
+export function allControllersFor(settings: ControllerSettings): readonly ControllerSpec[] {
+  const byName = controllersFor(settings);
+  return CONTROLLER_NAMES.map((n) => byName[n]);
+}
+
+/** Every controller, in CONTROLLER_NAMES order, with Istio's defaults. */
+export const ALL_CONTROLLERS: readonly ControllerSpec[] = allControllersFor(DEFAULT_SETTINGS);

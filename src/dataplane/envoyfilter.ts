@@ -7,6 +7,7 @@
  */
 import { at, isObject, type JsonObject as Json } from "../api/json.ts";
 import type { FieldError } from "../api/issues.ts";
+import { PROXY_CONTEXTS, type ProxyContext } from "../api/mesh.ts";
 import { DEFAULT_BEHAVIOUR, type EnvoyBehaviour } from "./envoy.ts";
 import {
   loadLocalRateLimit,
@@ -17,9 +18,6 @@ import {
   unwrapTyped,
 } from "./envoyconfig.ts";
 
-/** The patch contexts a model proxy has: inbound sidecars and gateways. */
-export type ProxyContext = "SIDECAR_INBOUND" | "GATEWAY";
-const CONTEXTS: readonly ProxyContext[] = ["SIDECAR_INBOUND", "GATEWAY"];
 const HCM = "envoy.filters.network.http_connection_manager";
 const ROUTER = "envoy.filters.http.router";
 
@@ -74,8 +72,8 @@ export type EnvoyFilterResult =
   };
 
 function contextsOf(context: unknown): ProxyContext[] {
-  if (context === undefined || context === "ANY") return [...CONTEXTS];
-  return CONTEXTS.filter((c) => c === context);
+  if (context === undefined || context === "ANY") return [...PROXY_CONTEXTS];
+  return PROXY_CONTEXTS.filter((c) => c === context);
 }
 
 /** Where an HTTP_FILTER patch puts the filter relative to the router, or an error. */

@@ -7,7 +7,8 @@
  */
 import type { FieldError } from "../api/issues.ts";
 import { DEFAULT_BEHAVIOUR, type EnvoyBehaviour } from "./envoy.ts";
-import { hasMeshSidecar } from "../api/pod.ts";
+import { meshProxyOf } from "../api/pod.ts";
+import { reaches as reachesNamespace } from "../api/mesh.ts";
 import { type EnvoyFilterModel, readEnvoyFilter } from "./envoyfilter.ts";
 import {
   type BucketId,
@@ -37,6 +38,12 @@ export interface MeshPod {
    * unlimited. Absent means it has one.
    */
   sidecar?: boolean;
+  /**
+   * True when its proxy runs as a router (a gateway: it applies GATEWAY patches), false for a
+   * sidecar (SIDECAR_INBOUND). Absent: a router when the Pod is one of the mesh's gateway
+   * (`MeshOptions.gateway`), for Pods written by hand; `meshPodOf` always says.
+   */
+  router?: boolean;
 }
 
 /** Where a request goes: a workload (namespace and labels of its Pods) or the ingress gateway. */
@@ -148,7 +155,7 @@ export class Mesh {
       r.ok || r.selector === null ? [] : [{ ...r, selector: r.selector }]
     );
     const reaches = (f: { namespace: string; selector?: Record<string, string> }, p: MeshPod) =>
-      (f.namespace === p.namespace || f.namespace === root) && selects(f.selector ?? {}, p.labels);
+      reachesNamespace(f.namespace, p.namespace, root) && selects(f.selector ?? {}, p.labels);
     const proxies = new Map<string, PodProxy>();
     this.#rejections = [];
     for (const pod of pods) {
@@ -214,9 +221,9 @@ export class Mesh {
 
   #contextOf(pod: MeshPod) {
     const gw = this.#opts.gateway;
-    return pod.namespace === gw.namespace && selects(gw.labels, pod.labels)
-      ? "GATEWAY" as const
-      : "SIDECAR_INBOUND" as const;
+    const router = pod.router ??
+      (pod.namespace === gw.namespace && selects(gw.labels, pod.labels));
+    return router ? "GATEWAY" as const : "SIDECAR_INBOUND" as const;
   }
 
   #at(to: MeshTarget, req: Request, nowMs: number): MeshResponse {
@@ -260,7 +267,7 @@ export class Mesh {
 
 /**
  * Reads a Pod object (v1) into a MeshPod: ready when its `Ready` condition is True and it is not
- * being deleted; with a proxy when it has a mesh sidecar (see `hasMeshSidecar`).
+ * being deleted; with a proxy, a sidecar or a router, as `meshProxyOf` reads it.
  */
 export function meshPodOf(obj: {
   metadata: {
@@ -277,6 +284,7 @@ export function meshPodOf(obj: {
   const conditions =
     (obj.status as { conditions?: Array<{ type?: string; status?: string }> } | undefined)
       ?.conditions;
+  const proxy = meshProxyOf(obj);
   const ready = !obj.metadata.deletionTimestamp &&
     (conditions ?? []).some((c) => c.type === "Ready" && c.status === "True");
   return {
@@ -285,7 +293,8 @@ export function meshPodOf(obj: {
     ...(obj.metadata.uid ? { uid: obj.metadata.uid } : {}),
     labels: obj.metadata.labels ?? {},
     ready,
-    sidecar: hasMeshSidecar(obj),
+    sidecar: proxy !== undefined,
+    router: proxy === "router",
   };
 }
 

@@ -27,10 +27,10 @@ export type { BucketId, Decision, ProxyState } from "./proxy.ts";
 export { NO_LIMIT, proxyConfig } from "./proxyconfig.ts";
 export type { ProxyConfig } from "./proxyconfig.ts";
 export { readEnvoyFilter } from "./envoyfilter.ts";
+export type { ProxyContext } from "../api/mesh.ts";
 export type {
   EnvoyFilterModel,
   EnvoyFilterResult,
-  ProxyContext,
   RouteAction,
   RoutePatch,
 } from "./envoyfilter.ts";

@@ -3,7 +3,8 @@
  * once for the decisions of `proxy.ts`.
  */
 import type { LocalRateLimit, RouteRateLimit } from "./envoyconfig.ts";
-import type { ContextPatches, EnvoyFilterModel, ProxyContext } from "./envoyfilter.ts";
+import type { ProxyContext } from "../api/mesh.ts";
+import type { ContextPatches, EnvoyFilterModel } from "./envoyfilter.ts";
 import { type CompiledDescriptor, compileDescriptor, sameDescriptor } from "./matchers.ts";
 
 /** The rate limit config of one proxy: what all EnvoyFilters applied to it add up to. */

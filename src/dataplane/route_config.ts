@@ -8,7 +8,8 @@
  */
 import { isObject, type JsonObject as Json } from "../api/json.ts";
 import type { FieldError } from "../api/issues.ts";
-import type { EnvoyFilterModel, ProxyContext, RouteAction, RoutePatch } from "./envoyfilter.ts";
+import type { ProxyContext } from "../api/mesh.ts";
+import type { EnvoyFilterModel, RouteAction, RoutePatch } from "./envoyfilter.ts";
 
 /** The members of Route's `action` oneof (route_components.proto). */
 const ACTION_FIELDS = [

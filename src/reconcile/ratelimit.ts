@@ -19,7 +19,17 @@ import {
   type InForce,
   selectorText,
 } from "./ratelimit/enforcement.ts";
-import { isGateway, renderedGeneration } from "./ratelimit/envoyfilter.ts";
+import { renderedGeneration } from "./ratelimit/envoyfilter.ts";
+import { ISTIO_ROOT_NAMESPACE } from "../api/mesh.ts";
+import {
+  filterContexts,
+  meshWideProblem,
+  patchContexts,
+  podsInReach,
+  type Reach,
+  reachOf,
+  strayPods,
+} from "./ratelimit/reach.ts";
 import { filterRef, filterSelector, isOurs, type Meta, readMeta } from "./ratelimit/meta.ts";
 import { type Kept, keptText, limitsText, refusal } from "./ratelimit/messages.ts";
 import { judgeSpec } from "./ratelimit/spec.ts";
@@ -70,6 +80,12 @@ export const RATELIMIT_STATES: readonly StateRow[] = [
     "ApplyFailed",
     "The API refused the EnvoyFilter; the new spec is not applied",
   ),
+  stateRow(
+    6,
+    "False",
+    "MeshWide",
+    "In the mesh's root namespace it selects Pods other than the ingress gateway, in any namespace; not applied",
+  ),
 ];
 
 /** Everything a RateLimit's reconcile reads. */
@@ -77,20 +93,27 @@ export interface RateLimitInput {
   /** The RateLimit as stored: any shape; it is parsed here. */
   rateLimit: unknown;
   /**
-   * Other RateLimits of its namespace: at least every one whose selector, or whose kept
-   * EnvoyFilter's, can select the same Pods as its spec's or its kept filter's selector (others
-   * are ignored; it may be among them and is skipped by name).
+   * Other RateLimits: at least every one whose selector, or whose kept EnvoyFilter's, can select
+   * the same Pods as its spec's or its kept filter's selector: those of its namespace, and across
+   * the mesh's root namespace those sharing a gateway Pod (others are ignored; it may be among
+   * them and is skipped by namespace and name).
    */
   peers: readonly unknown[];
   /**
-   * Pods of its namespace: at least every Pod its spec's selector or its EnvoyFilter's selector
-   * selects (others are ignored).
+   * Pods it may reach: at least every Pod its spec's selector or its EnvoyFilter's selector
+   * selects in its namespace, or in every namespace when it is in the root namespace (Pods out of
+   * its reach are ignored).
    */
   pods: readonly unknown[];
   /** The EnvoyFilter of the same namespace and name, if one exists. */
   envoyFilter?: KubeObject;
   /** The EnvoyFilter named like a peer, if one exists: the Pods a peer's kept filter holds. */
-  peerFilter?: (name: string) => KubeObject | undefined;
+  peerFilter?: (namespace: string, name: string) => KubeObject | undefined;
+  /**
+   * The mesh's config root namespace, whose EnvoyFilters reach every namespace (default Istio's,
+   * `istio-system`).
+   */
+  meshRootNamespace?: string;
   /** Whether the EnvoyFilter CRD exists (the mesh is installed). */
   meshInstalled: boolean;
   /** Epoch milliseconds. */
@@ -101,7 +124,7 @@ export interface RateLimitInput {
 
 /** Why the current generation cannot be applied, or what applying it takes. */
 type Verdict =
-  | { reason: "InvalidSpec" | "MeshMissing" | "Conflict"; problem: string }
+  | { reason: "InvalidSpec" | "MeshMissing" | "Conflict" | "MeshWide"; problem: string }
   | { reason: "Applied" | "ApplyFailed"; problem?: string; desired: KubeObject; rl: RateLimit };
 
 function creationOf(raw: unknown): string {
@@ -128,20 +151,48 @@ type Selection = ReturnType<typeof podSelection>;
 
 /** The selector an older peer's own EnvoyFilter holds, for conflict detection. */
 function enforcedOf(input: RateLimitInput) {
-  return (name: string): Record<string, string> | undefined => {
-    const ef = input.peerFilter?.(name);
+  return (namespace: string, name: string): Record<string, string> | undefined => {
+    const ef = input.peerFilter?.(namespace, name);
     return ef && isOurs(ef, { name }) ? filterSelector(ef) : undefined;
   };
 }
 
-function judge(
-  input: RateLimitInput,
-  meta: Meta,
-  ours: KubeObject | undefined,
-  selected: Selection,
-): Verdict {
+/** What judging and keeping read besides the input: where the filter reaches, and its Pods. */
+interface Scope {
+  meta: Meta;
+  /** Our EnvoyFilter as observed, if it is ours. */
+  ours: KubeObject | undefined;
+  reach: Reach;
+  selected: Selection;
+}
+
+/** The older RateLimits that select the same Pods with `selector`, as keys (`ns/name`). */
+function olderOf(input: RateLimitInput, scope: Scope, selector: Record<string, string>): string[] {
+  const { meta, reach, selected } = scope;
+  const self = {
+    namespace: meta.namespace,
+    name: meta.name,
+    creationTimestamp: creationOf(input.rateLimit),
+    selector,
+  };
+  return olderConflicts(
+    self,
+    input.peers,
+    selected(selector),
+    enforcedOf(input),
+    reach.rootNamespace,
+  );
+}
+
+function judge(input: RateLimitInput, scope: Scope): Verdict {
+  const { meta, ours, reach, selected } = scope;
   const raw = input.rateLimit;
-  const spec = judgeSpec(raw, meta.namespace);
+  const held = ours ? filterContexts(ours) : undefined;
+  const spec = judgeSpec(
+    raw,
+    meta.namespace,
+    (selector) => patchContexts(selected(selector), selector, reach, held),
+  );
   if (!spec.ok) return { reason: "InvalidSpec", problem: spec.problem };
   const { rl, desired } = spec;
   if (!input.meshInstalled) {
@@ -151,19 +202,19 @@ function judge(
         "The service mesh is not installed (no CustomResourceDefinition envoyfilters.networking.istio.io); limit not applied",
     };
   }
-  const self = {
-    name: meta.name,
-    creationTimestamp: creationOf(raw),
-    selector: rl.spec.selectorLabels,
-  };
-  const older = olderConflicts(self, input.peers, selected(self.selector), enforcedOf(input));
+  const strays = strayPods(reach, selected(rl.spec.selectorLabels));
+  if (strays.length > 0) {
+    return { reason: "MeshWide", problem: meshWideProblem(reach, rl.spec.selectorLabels, strays) };
+  }
+  const older = olderOf(input, scope, rl.spec.selectorLabels);
   if (older.length > 0) {
-    const names = older.map((n) => `${meta.namespace}/${n}`).join(", ");
     return {
       reason: "Conflict",
       problem: `spec.selectorLabels ${
         selectorText(rl.spec.selectorLabels)
-      } selects the same pods as the older RateLimit ${names}; only one RateLimit may apply to a Pod (the oldest wins)`,
+      } selects the same pods as the older RateLimit ${
+        older.join(", ")
+      }; only one RateLimit may apply to a Pod (the oldest wins)`,
     };
   }
   if (input.envoyFilter && !ours) {
@@ -189,23 +240,39 @@ function judge(
   return { reason: "Applied", desired, rl };
 }
 
-function keep(
-  input: RateLimitInput,
-  meta: Meta,
-  ours: KubeObject | undefined,
-  selected: Selection,
-): Kept {
+function keep(input: RateLimitInput, scope: Scope): Kept {
+  const { ours, reach, selected } = scope;
   if (!ours) return undefined;
   const selector = filterSelector(ours);
   if (!selector) return { withdrawn: "its workload selector is unreadable" };
-  const self = { name: meta.name, creationTimestamp: creationOf(input.rateLimit), selector };
-  const older = olderConflicts(self, input.peers, selected(selector), enforcedOf(input));
-  if (older.length > 0) {
-    const names = older.map((n) => `${meta.namespace}/${n}`).join(", ");
-    return { withdrawn: `the older RateLimit ${names} selects the same pods` };
+  if (strayPods(reach, selected(selector)).length > 0) {
+    return {
+      withdrawn:
+        "it reaches Pods that are not ingress gateways, and in the mesh's root namespace it would apply to them in every namespace",
+    };
   }
-  const gateway = isGateway(meta.namespace, { selectorLabels: selector });
-  return { filter: ours, inForce: { namespace: meta.namespace, selector, gateway } };
+  const older = olderOf(input, scope, selector);
+  if (older.length > 0) {
+    return { withdrawn: `the older RateLimit ${older.join(", ")} selects the same pods` };
+  }
+  return { filter: ours, inForce: inForceOf(reach, selector, ours) };
+}
+
+function inForceOf(reach: Reach, selector: Record<string, string>, filter: KubeObject): InForce {
+  return {
+    namespace: reach.namespace,
+    selector,
+    contexts: filterContexts(filter),
+    meshWide: reach.meshWide,
+  };
+}
+
+/** Where the message says a limit applies. */
+function whereText(inForce: InForce): string {
+  const gateway = inForce.contexts.length === 1 && inForce.contexts[0] === "GATEWAY";
+  const sel = selectorText(inForce.selector);
+  if (inForce.meshWide) return `ingress gateway Pods with ${sel} in every namespace`;
+  return gateway ? "the ingress gateway" : `Pods with ${sel}`;
 }
 
 /** The Plan for one RateLimit. Never throws; never writes the RateLimit's spec. */
@@ -218,8 +285,10 @@ export function reconcileRateLimit(input: RateLimitInput): Plan {
     // covers a filter without one.
     return { apply: [], delete: ours ? [filterRef(meta)] : [], events: [] };
   }
-  const selected = podSelection(input.pods);
-  const verdict = judge(input, meta, ours, selected);
+  const reach = reachOf(meta.namespace, input.meshRootNamespace ?? ISTIO_ROOT_NAMESPACE);
+  const selected = podSelection(podsInReach(reach, input.pods));
+  const scope: Scope = { meta, ours, reach, selected };
+  const verdict = judge(input, scope);
   let message: string;
   let inForce: InForce | undefined;
   let enforcedGeneration: number | undefined;
@@ -227,25 +296,23 @@ export function reconcileRateLimit(input: RateLimitInput): Plan {
   if ("desired" in verdict) {
     plan.apply.push(verdict.desired);
     const { spec } = verdict.rl;
-    const gateway = isGateway(meta.namespace, spec);
     if (verdict.reason === "Applied") {
-      inForce = { namespace: meta.namespace, selector: spec.selectorLabels, gateway };
+      inForce = inForceOf(reach, spec.selectorLabels, verdict.desired);
       enforcedGeneration = meta.generation;
-      const where = gateway
-        ? "the ingress gateway"
-        : `Pods with ${selectorText(spec.selectorLabels)}`;
       message = `${
         meta.generation === undefined ? "Limits" : `Limits of generation ${meta.generation}`
-      } applied to ${where} by EnvoyFilter ${meta.namespace}/${meta.name}: ${limitsText(spec)}`;
+      } applied to ${whereText(inForce)} by EnvoyFilter ${meta.namespace}/${meta.name}: ${
+        limitsText(spec)
+      }`;
     } else {
       // The filter in place, if any, is what the failed apply would have replaced.
-      const k = keep(input, meta, ours, selected);
+      const k = keep(input, scope);
       inForce = k && "filter" in k ? k.inForce : undefined;
       enforcedGeneration = ours ? renderedGeneration(ours) : undefined;
       message = `${verdict.problem}; ${ours ? keptText(ours) : "limit not applied"}`;
     }
   } else {
-    const kept = verdict.reason === "MeshMissing" ? undefined : keep(input, meta, ours, selected);
+    const kept = verdict.reason === "MeshMissing" ? undefined : keep(input, scope);
     if (kept && "filter" in kept) {
       inForce = kept.inForce;
       enforcedGeneration = renderedGeneration(kept.filter);

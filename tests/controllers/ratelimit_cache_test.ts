@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { hasMeshSidecar, isActivePod, podName } from "../../src/api/pod.ts";
+import { isActivePod, meshProxyOf, podName } from "../../src/api/pod.ts";
 import { POD_PROJECTION } from "../../src/controllers/ratelimit_cache.ts";
 import { podLabelsOf } from "../../src/reconcile/ratelimit/conflict.ts";
 import type { KubeObject } from "../../src/runtime/cluster.ts";
@@ -17,17 +17,28 @@ const container = fc.record({
   name,
   image: fc.constant("registry.example/x:1"),
   restartPolicy: fc.option(fc.constantFrom("Always", "OnFailure"), { nil: undefined }),
+  args: fc.option(
+    fc.constantFrom(["proxy", "router"], ["proxy", "sidecar"], ["router"], [
+      "proxy",
+      "router",
+      "-v",
+    ]),
+    { nil: undefined },
+  ),
 }, { requiredKeys: ["name"] });
 const pod = fc.record({
   labels: fc.dictionary(fc.constantFrom("app", "version", "tier"), fc.constantFrom("a", "b")),
   annotation: fc.option(fc.constantFrom('{"containers":["istio-proxy"]}', ""), { nil: undefined }),
+  templates: fc.option(fc.constantFrom("gateway", "sidecar", "sidecar, gateway", "gateways"), {
+    nil: undefined,
+  }),
   containers: fc.option(fc.array(container, { maxLength: 3 }), { nil: undefined }),
   inits: fc.option(fc.array(container, { maxLength: 2 }), { nil: undefined }),
   phase: fc.option(fc.constantFrom("Pending", "Running", "Succeeded", "Failed", "Unknown"), {
     nil: undefined,
   }),
   deleting: fc.boolean(),
-}).map(({ labels, annotation, containers, inits, phase, deleting }): KubeObject =>
+}).map(({ labels, annotation, templates, containers, inits, phase, deleting }): KubeObject =>
   json({
     apiVersion: "v1",
     kind: "Pod",
@@ -38,9 +49,11 @@ const pod = fc.record({
       resourceVersion: "7",
       creationTimestamp: "2026-11-23T10:00:00Z",
       labels,
-      ...(annotation !== undefined
-        ? { annotations: { "sidecar.istio.io/status": annotation, other: "x" } }
-        : {}),
+      annotations: {
+        other: "x",
+        ...(annotation !== undefined ? { "sidecar.istio.io/status": annotation } : {}),
+        ...(templates !== undefined ? { "inject.istio.io/templates": templates } : {}),
+      },
       ...(deleting ? { deletionTimestamp: "2026-11-23T11:00:00Z", finalizers: ["f"] } : {}),
     },
     spec: {
@@ -61,7 +74,7 @@ Deno.test("a projected Pod answers every reading as the whole Pod does", () => {
   fc.assert(
     fc.property(pod, (p) => {
       const kept = prepare(p, POD_PROJECTION).object;
-      assert.equal(hasMeshSidecar(kept), hasMeshSidecar(p), "mesh sidecar");
+      assert.equal(meshProxyOf(kept), meshProxyOf(p), "mesh proxy");
       assert.equal(isActivePod(kept), isActivePod(p), "active");
       assert.deepEqual(podLabelsOf(kept), podLabelsOf(p), "labels");
       assert.equal(podName(kept), podName(p), "name");

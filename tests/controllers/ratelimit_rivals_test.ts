@@ -11,8 +11,8 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import { RESOURCES } from "../../src/api/resources.ts";
 import { ENVOYFILTER_CRD, rateLimitController } from "../../src/controllers/ratelimit.ts";
-import { Cache } from "../../src/runtime/cache.ts";
-import { type KubeObject, objectKey, type ResourceType } from "../../src/runtime/cluster.ts";
+import { cacheOf, TYPES } from "./ratelimit_cache_fixtures.ts";
+import { type KubeObject, objectKey } from "../../src/runtime/cluster.ts";
 import { reconcileRateLimit } from "../../src/reconcile/ratelimit.ts";
 import { IMAGES, NOW } from "../reconcile/serverless_fixtures.ts";
 import { pod, rateLimit } from "../reconcile/ratelimit_fixtures.ts";
@@ -23,29 +23,6 @@ const crd: KubeObject = {
   kind: "CustomResourceDefinition",
   metadata: { name: ENVOYFILTER_CRD },
 };
-const TYPES: ResourceType[] = [
-  RESOURCES.RateLimit,
-  RESOURCES.EnvoyFilter,
-  RESOURCES.Pod,
-  RESOURCES.CustomResourceDefinition,
-];
-
-function cacheOf(objects: readonly KubeObject[]): Cache {
-  const cache = new Cache();
-  for (const ix of rateLimitController.indexes ?? []) cache.addIndex(ix.type, ix.name, ix.keys);
-  for (const type of TYPES) {
-    // As the manager makes them: Pods and EnvoyFilters projected to what the controller reads.
-    const watch = rateLimitController.watches.find((w) => w.type === type);
-    const store = cache.store(type, undefined, watch?.project);
-    store.handle({ type: "init" });
-    for (const object of objects.filter((o) => o.kind === type.kind)) {
-      store.handle({ type: "init-apply", object });
-    }
-    store.handle({ type: "init-done" });
-  }
-  return cache;
-}
-
 const labels = fc.dictionary(fc.constantFrom("a", "b", "c"), fc.constantFrom("1", "2"));
 const selector = labels.filter((l) => Object.keys(l).length > 0);
 
@@ -133,7 +110,7 @@ function fullPlan(objects: readonly KubeObject[], key: string) {
     peers: objects.filter((o) => o.kind === "RateLimit"),
     pods: objects.filter((o) => o.kind === "Pod"),
     envoyFilter: filter(rl.metadata.name),
-    peerFilter: filter,
+    peerFilter: (_ns, name) => filter(name),
     meshInstalled: true,
     now: NOW,
   });

@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { RESOURCES } from "../../src/api/resources.ts";
 import { ENVOYFILTER_CRD, rateLimitController } from "../../src/controllers/ratelimit.ts";
-import { Cache } from "../../src/runtime/cache.ts";
+import { cacheOf } from "./ratelimit_cache_fixtures.ts";
 import type { KubeObject, ResourceType } from "../../src/runtime/cluster.ts";
 import type { CacheReader } from "../../src/runtime/controller_spec.ts";
 import { IMAGES, NOW } from "../reconcile/serverless_fixtures.ts";
@@ -37,28 +37,6 @@ Deno.test("ratelimit: with the EnvoyFilter CRD present but its watch not live, n
   assert.equal(live.apply[0]?.kind, "EnvoyFilter", "applies the filter once the watch has listed");
 });
 
-/** A runtime Cache with the controller's indexes, listing `objects` (every watched type live). */
-function realCache(objects: KubeObject[]): Cache {
-  const cache = new Cache();
-  for (const ix of rateLimitController.indexes ?? []) cache.addIndex(ix.type, ix.name, ix.keys);
-  const types = [
-    RESOURCES.RateLimit,
-    RESOURCES.EnvoyFilter,
-    RESOURCES.Pod,
-    RESOURCES.CustomResourceDefinition,
-  ];
-  for (const type of types) {
-    const store = cache.store(type);
-    store.handle({ type: "init" });
-    for (const object of objects.filter((o) => o.kind === type.kind)) {
-      store.handle({ type: "init-apply", object });
-    }
-    store.handle({ type: "init-done" });
-  }
-  return cache;
-}
-
-/** A reader over `cache` that counts how often a whole type or namespace is listed. */
 function counting(cache: CacheReader): { reader: CacheReader; lists: string[] } {
   const lists: string[] = [];
   const reader: CacheReader = {
@@ -81,7 +59,7 @@ function sidecarPod(name: string, labels: Record<string, string>, sidecar: boole
 }
 
 function filterOf(rl: KubeObject): KubeObject {
-  const plan = rateLimitController.reconcile(objectKeyOf(rl), realCache([crd, rl]), ctx)!;
+  const plan = rateLimitController.reconcile(objectKeyOf(rl), cacheOf([crd, rl]), ctx)!;
   return plan.apply[0];
 }
 
@@ -98,7 +76,7 @@ Deno.test("ratelimit: a Pod event finds its RateLimits by index, without listing
   // `kept` selects other Pods now, but its EnvoyFilter still holds app=httpbin: it is woken too.
   const kept = rateLimit({ name: "kept", selectorLabels: { app: "moved" } });
   const keptFilter = filterOf(rateLimit({ name: "kept", selectorLabels: { app: "httpbin" } }));
-  const cache = realCache([crd, ...many, target, kept, keptFilter]);
+  const cache = cacheOf([crd, ...many, target, kept, keptFilter]);
   const { reader, lists } = counting(cache);
   const p = sidecarPod("httpbin-1", { app: "httpbin", tier: "web" }, true);
   assert.deepEqual(rateLimitController.triggers(RESOURCES.Pod, p, reader).sort(), [
@@ -125,7 +103,7 @@ Deno.test("ratelimit: reconcile counts the selected Pods and their sidecars from
     sidecarPod("b", { app: "httpbin" }, false),
     sidecarPod("c", { app: "other" }, false),
   ];
-  for (const cache of [realCache(objects), fakeCache(objects)]) {
+  for (const cache of [cacheOf(objects), fakeCache(objects)]) {
     const status = rateLimitController.reconcile("demo/httpbin", cache, ctx)!.status as {
       podsSelected: number;
       podsWithSidecar: number;
@@ -156,7 +134,7 @@ Deno.test("ratelimit: an older RateLimit's kept EnvoyFilter holds its Pods again
   );
   const newer = rateLimit({ name: "newer", created: "2024-02-01T00:00:00Z" });
   const objects = [crd, older, olderFilter, newer, sidecarPod("a", { app: "httpbin" }, true)];
-  const plan = (key: string) => rateLimitController.reconcile(key, realCache(objects), ctx)!;
+  const plan = (key: string) => rateLimitController.reconcile(key, cacheOf(objects), ctx)!;
   const ready = (key: string) =>
     (plan(key).status as { conditions: { type: string; reason: string }[] }).conditions
       .find((c) => c.type === "Ready")!.reason;
@@ -173,13 +151,13 @@ Deno.test("ratelimit: a filter event wakes its owner and the rivals of the Pods 
   const c = rateLimit({ name: "c", selectorLabels: { app: "c" } });
   const ef = filterOf(a);
   const t = rateLimitController.triggers;
-  assert.deepEqual(t(RESOURCES.EnvoyFilter, ef, realCache([crd, a, b, c, ef])), [
+  assert.deepEqual(t(RESOURCES.EnvoyFilter, ef, cacheOf([crd, a, b, c, ef])), [
     "demo/a",
     "demo/b",
   ]);
   // Withdrawn (not in the cache) while its RateLimit stays: b may take the Pods now.
-  assert.deepEqual(t(RESOURCES.EnvoyFilter, ef, realCache([crd, a, b, c])), ["demo/a", "demo/b"]);
+  assert.deepEqual(t(RESOURCES.EnvoyFilter, ef, cacheOf([crd, a, b, c])), ["demo/a", "demo/b"]);
   // Someone else's filter of the same name holds nothing: its namesake alone looks again.
   const foreign = { ...ef, metadata: { name: "a", namespace: "demo" } };
-  assert.deepEqual(t(RESOURCES.EnvoyFilter, foreign, realCache([crd, a, b, c])), ["demo/a"]);
+  assert.deepEqual(t(RESOURCES.EnvoyFilter, foreign, cacheOf([crd, a, b, c])), ["demo/a"]);
 });

@@ -165,9 +165,20 @@ Deno.test("meshPodOf reads readiness from the Ready condition and deletion", () 
     labels: { app: "x" },
     ready: true,
     sidecar: false,
+    router: false,
   });
   const proxy = { name: "istio-proxy", image: "proxyv2" };
   assert.equal(meshPodOf({ ...obj, spec: { containers: [proxy] } }).sidecar, true);
+  const router = meshPodOf({
+    ...obj,
+    spec: { containers: [{ ...proxy, args: ["proxy", "router"] }] },
+  });
+  assert.deepEqual([router.sidecar, router.router], [true, true], "a gateway's proxy");
+  const sidecar = meshPodOf({
+    ...obj,
+    spec: { containers: [{ ...proxy, args: ["proxy", "sidecar"] }] },
+  });
+  assert.deepEqual([sidecar.sidecar, sidecar.router], [true, false]);
   assert.equal(
     meshPodOf({ ...obj, spec: { initContainers: [{ ...proxy, restartPolicy: "Always" }] } })
       .sidecar,

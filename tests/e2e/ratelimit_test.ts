@@ -3,7 +3,8 @@
  * Pods (sidecar or not, `-o wide`, a Warning Event when it drops), an invalid update keeps the
  * last good EnvoyFilter (also across an operator restart, with zero writes), `kubectl describe`
  * reads as a runbook, a newer conflicting RateLimit leaves the older one's filter alone, deleting
- * removes the filter, and the gateway's Pods are counted.
+ * removes the filter, the gateway's Pods are counted, and in the mesh's root namespace a limit
+ * reaching a workload is refused.
  */
 import assert from "node:assert/strict";
 import type { KubeObject } from "../../src/api/object.ts";
@@ -87,8 +88,8 @@ function waitFigures(
   );
 }
 
-function filterOf(env: E2E, name: string): Promise<KubeObject | undefined> {
-  return env.kube.get("envoyfilter", name, NS);
+function filterOf(env: E2E, name: string, ns = NS): Promise<KubeObject | undefined> {
+  return env.kube.get("envoyfilter", name, ns);
 }
 
 e2eSuite("ratelimit-status", async (env, t) => {
@@ -307,6 +308,30 @@ e2eSuite("ratelimit-status", async (env, t) => {
     }, "mesh-system");
     assert.match(conditionOf(rl, "Enforced")?.message ?? "", /ingress gateway Pod/);
   });
+
+  await env.step(
+    t,
+    "in the mesh's root namespace, a limit reaching a workload is refused",
+    async () => {
+      // mesh-system is the local mesh's root namespace (--mesh-root-namespace): a filter there
+      // would reach app=web in every namespace, so nothing is applied.
+      const everyone: KubeObject = {
+        apiVersion: GATEWAY_API,
+        kind: "RateLimit",
+        metadata: { name: "everyone", namespace: "mesh-system" },
+        spec: { selectorLabels: { app: "web" }, local: { defaultBucket: bucket(1, 1, "1m") } },
+      };
+      await env.kube.apply([everyone]);
+      const rl = await waitFigures(env, "everyone", "Error", "NotApplied", {}, "mesh-system");
+      const ready = conditionOf(rl, "Ready");
+      assert.equal(ready?.reason, "MeshWide");
+      assert.match(ready?.message ?? "", new RegExp(`not ingress gateways \\(${NS}/web-`));
+      assert.equal(await filterOf(env, "everyone", "mesh-system"), undefined);
+      // The team's own limit on those Pods is not blocked by it.
+      assert.equal(statusOf(await env.kube.get("ratelimit", "web-2", NS))?.state, "Ready");
+      await env.kube.must(["delete", "ratelimit", "everyone", "-n", "mesh-system", "--wait"]);
+    },
+  );
 
   await env.step(t, "at rest: 20 s without a write by the operator", async () => {
     let quietSince = Date.now();

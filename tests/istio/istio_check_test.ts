@@ -17,11 +17,21 @@ import {
   type Source,
   writeCases,
 } from "../../tools/istio-check/render.ts";
-import { GATEWAY_LABEL, GATEWAY_NAMESPACE } from "../../src/reconcile/ratelimit/envoyfilter.ts";
+import { DEFAULT_MESH } from "../../src/dataplane/mod.ts";
 import * as e2e from "../e2e/fixtures.ts";
 import { bucket, rateLimit } from "../reconcile/ratelimit_fixtures.ts";
 
 type Json = Record<string, unknown>;
+
+/** A Pod with `app: <app>` and an istio-proxy container started with `args`. */
+function proxyPod(namespace: string, name: string, app: string, args = ["proxy", "sidecar"]) {
+  return {
+    apiVersion: "v1",
+    kind: "Pod",
+    metadata: { namespace, name, labels: { app } },
+    spec: { containers: [{ name: "istio-proxy", image: "istio/proxyv2", args }] },
+  };
+}
 
 /** The RateLimits the tests build in code: the e2e builder's shapes and the reconcile fixture's. */
 function fixtureSources(): Source[] {
@@ -32,8 +42,20 @@ function fixtureSources(): Source[] {
     src("tests/e2e/fixtures.ts rateLimit (1m rule)", e2e.rateLimit("e2e", "rl-1m", "w", "1m")),
     src(
       "tests/e2e/fixtures.ts rateLimit (gateway, no rules)",
-      e2e.rateLimit(GATEWAY_NAMESPACE, "gateway-no-rules", GATEWAY_LABEL.value),
+      e2e.rateLimit(
+        DEFAULT_MESH.gateway.namespace,
+        "gateway-no-rules",
+        DEFAULT_MESH.gateway.labels.app,
+      ),
     ),
+    {
+      // Pods of both kinds selected: one filter patching GATEWAY and SIDECAR_INBOUND, checked on each.
+      ...src(
+        "a selector over a gateway Pod and a sidecar Pod",
+        e2e.rateLimit("e2e", "mixed", "web"),
+      ),
+      pods: [proxyPod("e2e", "gw-0", "web", ["proxy", "router"]), proxyPod("e2e", "app-0", "web")],
+    },
     src("tests/reconcile/ratelimit_fixtures.ts rateLimit()", rateLimit()),
     src(
       "tests/reconcile/ratelimit_fixtures.ts rateLimit (headers rule, no response headers)",
@@ -80,7 +102,7 @@ async function runCheck(cases: readonly Case[]): Promise<Run> {
     const blocks = new Map<string, string>();
     let current = "";
     for (const line of report.split("\n")) {
-      const m = line.match(/^(?:ok {3}|FAIL )(.*) -> (?:sidecar|gateway)/);
+      const m = line.match(/^(?:ok {3}|FAIL )(.*) -> (?:sidecar|gateway|both)/);
       if (m) current = m[1];
       if (current) blocks.set(current, (blocks.get(current) ?? "") + line + "\n");
     }

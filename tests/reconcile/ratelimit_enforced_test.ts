@@ -25,7 +25,7 @@ type Status = { podsSelected?: number; podsWithSidecar?: number; conditions: Con
 /** A Pod of `labels` with a sidecar made the given way, or none. */
 function meshPod(
   name: string,
-  how: "container" | "native" | "annotation" | "none" | "plain-init",
+  how: "container" | "native" | "annotation" | "none" | "plain-init" | "router",
   labels: Record<string, string> = { app: "httpbin" },
   namespace = "demo",
 ): KubeObject {
@@ -42,6 +42,7 @@ function meshPod(
     p.spec = { containers: [app] };
   }
   if (how === "none") p.spec = { containers: [app] };
+  if (how === "router") p.spec = { containers: [{ ...proxy, args: ["proxy", "router"] }] };
   return p;
 }
 
@@ -77,6 +78,18 @@ Deno.test("every Enforced reason is reached, with its status and words a user ca
       says:
         /^No Pod in namespace demo has app=httpbin, so the limit protects nothing yet; check spec\.selectorLabels/,
     },
+    ProxyMismatch: {
+      // A refused generation keeps the sidecar filter of the last good one, and the Pods now run
+      // as gateways: a sidecar's patches do not reach a router.
+      plan: reconcileRateLimit(
+        input(rateLimit({ generation: 2, defaultBucket: bucket(0, 1, "1s") }), {
+          envoyFilter: reconcileRateLimit(input(rateLimit())).apply[0],
+          pods: [meshPod("a", "router"), meshPod("b", "router")],
+        }),
+      ),
+      says:
+        /^2 of 2 Pods with app=httpbin run a proxy that does not apply a sidecar's \(SIDECAR_INBOUND\) patches, so their requests are not limited: a, b$/,
+    },
     NotApplied: {
       plan: reconcileRateLimit(input(rateLimit(), { meshInstalled: false })),
       says: /^No limit is in place/,
@@ -94,13 +107,14 @@ Deno.test("every Enforced reason is reached, with its status and words a user ca
   assert.deepEqual(figures(cases.SidecarMissing.plan), [3, 1]);
   assert.deepEqual(figures(cases.NoPodSelected.plan), [0, 0]);
   assert.deepEqual(figures(cases.NotApplied.plan), [undefined, undefined]);
+  assert.deepEqual(figures(cases.ProxyMismatch.plan), [2, 0]);
   // The gateway case counts the gateway's Pods and says so.
   const gw = reconcileRateLimit(input(gateway, {
-    pods: [meshPod("gw-1", "container", { app: "mesh-ingressgateway" }, "mesh-system")],
+    pods: [meshPod("gw-1", "router", { app: "mesh-ingressgateway" }, "mesh-system")],
   }));
   assert.equal(
     enforcedOf(gw).message,
-    "Enforced on the one ingress gateway Pod with app=mesh-ingressgateway, which has a mesh sidecar",
+    "Enforced on the one ingress gateway Pod with app=mesh-ingressgateway, which runs the gateway's proxy",
   );
   assert.match(enforcedOf(reconcileRateLimit(input(gateway))).message, /^No ingress gateway Pod/);
 });
@@ -125,9 +139,19 @@ Deno.test("only live Pods of the namespace that the selector selects are counted
 
 Deno.test(`a message names at most ${NAMED_PODS} Pods, sorted, and counts the rest`, () => {
   const pods = ["e", "b", "d", "a", "c"].map((n) => meshPod(n, "none"));
-  const e = enforcement({ namespace: "demo", selector: { app: "httpbin" }, gateway: false }, pods);
+  const e = enforcement({
+    namespace: "demo",
+    selector: { app: "httpbin" },
+    contexts: ["SIDECAR_INBOUND"],
+    meshWide: false,
+  }, pods);
   assert.match(e.condition.message, /: a, b, c and 2 more;/);
-  const one = enforcement({ namespace: "demo", selector: { app: "httpbin" }, gateway: false }, [
+  const one = enforcement({
+    namespace: "demo",
+    selector: { app: "httpbin" },
+    contexts: ["SIDECAR_INBOUND"],
+    meshWide: false,
+  }, [
     meshPod("a", "none"),
   ]);
   assert.match(

@@ -98,19 +98,34 @@ Deno.test("name, namespace, owner, labels and workload selector", () => {
   assert.deepEqual((ef.spec as Json).workloadSelector, { labels: { app: "httpbin" } });
 });
 
-Deno.test("context: GATEWAY only in mesh-system with app: mesh-ingressgateway", () => {
-  const ctx = (rl: RateLimit) =>
-    patches(renderEnvoyFilter(rl)).map((p) => (p.match as Json).context);
-  assert.deepEqual(ctx(sample("ratelimit-gateway.yaml")), ["GATEWAY", "GATEWAY"]);
-  assert.deepEqual(ctx(sample("ratelimit-workload.yaml")), ["SIDECAR_INBOUND", "SIDECAR_INBOUND"]);
-  const elsewhere = parsed(
-    rateLimit({ namespace: "demo", selectorLabels: { app: "mesh-ingressgateway" } }),
-  );
-  assert.deepEqual(ctx(elsewhere), ["SIDECAR_INBOUND", "SIDECAR_INBOUND"]);
+Deno.test("context: as given, else GATEWAY for a selector naming a gateway by convention", () => {
+  const ctx = (ef: KubeObject) => patches(ef).map((p) => (p.match as Json).context);
+  const render = (rl: RateLimit) => ctx(renderEnvoyFilter(rl));
+  assert.deepEqual(render(sample("ratelimit-gateway.yaml")), ["GATEWAY", "GATEWAY"]);
+  assert.deepEqual(render(sample("ratelimit-workload.yaml")), [
+    "SIDECAR_INBOUND",
+    "SIDECAR_INBOUND",
+  ]);
+  const conventional: Record<string, string>[] = [{ istio: "ingressgateway" }, {
+    app: "istio-ingressgateway",
+  }];
+  for (const selectorLabels of conventional) {
+    const rl = parsed(rateLimit({ namespace: "istio-system", selectorLabels }));
+    assert.deepEqual(render(rl), ["GATEWAY", "GATEWAY"], JSON.stringify(selectorLabels));
+  }
   const otherApp = parsed(
     rateLimit({ namespace: "mesh-system", selectorLabels: { app: "other" } }),
   );
-  assert.deepEqual(ctx(otherApp), ["SIDECAR_INBOUND", "SIDECAR_INBOUND"]);
+  assert.deepEqual(render(otherApp), ["SIDECAR_INBOUND", "SIDECAR_INBOUND"]);
+  // Both kinds of proxy selected: each gets the patches of its own context.
+  const both = renderEnvoyFilter(otherApp, ["SIDECAR_INBOUND", "GATEWAY"]);
+  assert.deepEqual(ctx(both), ["SIDECAR_INBOUND", "SIDECAR_INBOUND", "GATEWAY", "GATEWAY"]);
+  assert.deepEqual(patches(both).map((p) => p.applyTo), [
+    "HTTP_FILTER",
+    "HTTP_ROUTE",
+    "HTTP_FILTER",
+    "HTTP_ROUTE",
+  ]);
 });
 
 Deno.test("Envoy field names and value formats of the local_ratelimit config", () => {

@@ -66,6 +66,12 @@ export function pod(name: string, labels: Record<string, string>, namespace = "d
   };
 }
 
+/** `p` with the mesh's proxy container: a sidecar's (`proxy sidecar`) or a gateway's (`proxy router`). */
+export function withProxy(p: KubeObject, kind: "sidecar" | "router"): KubeObject {
+  const proxy = { name: "istio-proxy", image: "istio/proxyv2", args: ["proxy", kind] };
+  return { ...p, spec: { containers: [{ name: "app", image: "app" }, proxy] } };
+}
+
 /** An input with the usual defaults: mesh installed, no peers, no pods, no filter, time 0. */
 export function input(rl: unknown, more: Partial<RateLimitInput> = {}): RateLimitInput {
   return {

@@ -150,7 +150,7 @@ Deno.test("a newer RateLimit never touches the older one's filter", () => {
   const plan = reconcileRateLimit(
     input(newer, {
       peers: [first.rateLimit, newer],
-      peerFilter: (n) => (n === "first" ? first.envoyFilter : undefined),
+      peerFilter: (_ns, n) => (n === "first" ? first.envoyFilter : undefined),
       envoyFilter: undefined,
     }),
   );

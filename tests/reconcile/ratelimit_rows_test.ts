@@ -11,7 +11,7 @@ import { renderEnvoyFilter } from "../../src/reconcile/ratelimit/envoyfilter.ts"
 import { parseRateLimit } from "../../src/api/ratelimit.ts";
 import type { Condition } from "../../src/api/common.ts";
 import type { KubeObject } from "../../src/runtime/cluster.ts";
-import { bucket, input, pod, rateLimit } from "./ratelimit_fixtures.ts";
+import { bucket, input, pod, rateLimit, withProxy } from "./ratelimit_fixtures.ts";
 
 function ourFilter(rl: KubeObject): KubeObject {
   const parsed = parseRateLimit(rl);
@@ -45,6 +45,17 @@ const CASES: Record<string, { input: RateLimitInput; says: RegExp[] }> = {
   MeshMissing: {
     input: input(rateLimit(), { meshInstalled: false }),
     says: [/envoyfilters\.networking\.istio\.io/, /not applied/],
+  },
+  MeshWide: {
+    // In Istio's root namespace, a selector that takes a workload's Pod in another namespace.
+    input: input(rateLimit({ namespace: "istio-system" }), {
+      pods: [withProxy(pod("app-0", { app: "httpbin" }, "demo"), "sidecar")],
+    }),
+    says: [
+      /selects Pods that are not ingress gateways \(demo\/app-0\)/,
+      /in istio-system, the mesh's root namespace, an EnvoyFilter applies to every namespace/,
+      /this one is not applied/,
+    ],
   },
   ApplyFailed: {
     input: input(rateLimit(), {

@@ -35,10 +35,10 @@ const EXPECTED: Record<string, string[]> = {
   // The gateway's Pod runs the mesh's proxy: the limit is enforced.
   "RateLimit mesh-system/ingressgateway": ["Normal Applied", "Normal Enforced"],
   "RateLimit demo/httpbin-invalid": ["Warning InvalidSpec"],
-  // No sidecar injector runs here, so httpbin's Pod has no proxy and the Warning says so. When the
-  // RateLimit is looked at before httpbin's Pod exists (seed 1), a Normal NoPodSelected comes
-  // first: news, not a Warning (see `optional`).
-  "RateLimit demo/httpbin": ["Normal Applied", "Warning SidecarMissing"],
+  // The simulated injector gives httpbin's Pod a sidecar (namespace demo has istio-injection=enabled),
+  // so the limit is enforced. When the RateLimit is looked at before httpbin's Pod exists (seed 1),
+  // a Normal NoPodSelected comes first: news, not a Warning (see `optional`).
+  "RateLimit demo/httpbin": ["Normal Applied", "Normal Enforced"],
 };
 
 interface EventObject {

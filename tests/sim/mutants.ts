@@ -4,7 +4,6 @@
  * through `SimulationOptions.operator`, the simulator's own injection point; nothing in src/ knows.
  */
 import { RESOURCES } from "../../src/api/resources.ts";
-import { rateLimitController } from "../../src/controllers/ratelimit.ts";
 import { scalerController } from "../../src/controllers/scaler.ts";
 import { moduleController } from "../../src/controllers/module_controller.ts";
 import { SERVERLESS_MODULE, serverlessController } from "../../src/controllers/serverless.ts";
@@ -23,8 +22,12 @@ import type {
   ControllerSpec,
   ReconcileContext,
 } from "../../src/runtime/controller_spec.ts";
-import { ALL_CONTROLLERS } from "../../src/controllers/registry.ts";
+import { SIM_CONTROLLERS } from "../../sim/operator.ts";
+import { allControllersFor } from "../../src/controllers/registry.ts";
 import type { SimulationOptions } from "../../sim/simulation.ts";
+
+/** The RateLimit controller the simulated operator runs (the mesh's root namespace set). */
+const rateLimitController = SIM_CONTROLLERS.find((c) => c.name === "ratelimit")!;
 
 /** What a mutant changes in a run. */
 export type MutantOptions = Pick<SimulationOptions, "operator" | "userObjects">;
@@ -50,7 +53,7 @@ function editPlans(spec: ControllerSpec, edit: PlanEdit): ControllerSpec {
 /** Every real controller, with `name`'s replaced by `mutant`. */
 function swap(...mutants: ControllerSpec[]): MutantOptions {
   const byName = new Map(mutants.map((m) => [m.name, m]));
-  return { operator: { controllers: ALL_CONTROLLERS.map((c) => byName.get(c.name) ?? c) } };
+  return { operator: { controllers: SIM_CONTROLLERS.map((c) => byName.get(c.name) ?? c) } };
 }
 
 function primaryOf(cache: CacheReader, type: ResourceType, key: string): KubeObject | undefined {
@@ -242,4 +245,13 @@ export function enforcesTheWrongTokens(): MutantOptions {
     ...plan,
     apply: plan.apply.map((o) => o.kind === "EnvoyFilter" ? moreTokens(o) as KubeObject : o),
   })));
+}
+
+/**
+ * An operator that takes Istio's default, istio-system, for the mesh's root namespace, while the
+ * simulated mesh's is mesh-system: its RateLimits there apply as if namespaced, and reach every
+ * namespace.
+ */
+export function misplacesTheRootNamespace(): MutantOptions {
+  return { operator: { controllers: allControllersFor({ meshRootNamespace: "istio-system" }) } };
 }

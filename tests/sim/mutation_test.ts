@@ -67,7 +67,7 @@ const CASES: readonly Case[] = [
     check: "last-good-kept",
     mutant: "a RateLimit reducer that deletes its EnvoyFilter when a new spec is refused",
     options: mutant.dropsTheLastGoodLimit,
-    seed: 5,
+    seed: 59,
     faults: "none",
     failure: /^invariant last-good-kept broken .*deleted EnvoyFilter .* no older RateLimit/,
   },
@@ -111,6 +111,15 @@ const CASES: readonly Case[] = [
     faults: "none",
     failure:
       /^quiet: \d+ operator write\(s\) while nothing changed, first: .*applyStatus RateLimit/,
+  },
+  {
+    check: "liveness (blast radius)",
+    mutant: "an operator that takes istio-system for the mesh's root namespace (it is mesh-system)",
+    options: mutant.misplacesTheRootNamespace,
+    seed: 3,
+    faults: "none",
+    failure:
+      /^liveness: not converged .*EnvoyFilter mesh-system\/everyone in the mesh's root namespace reaches demo\/httpbin-.*, which is not an ingress gateway/,
   },
   {
     check: "data plane",

@@ -35,7 +35,17 @@ export function nodeManifest(): Manifest {
   };
 }
 
-/** The ingress gateway Deployment; kwok marks its Pod Ready. */
+/**
+ * The mesh's config root namespace: an EnvoyFilter there reaches every namespace. The operators
+ * this project runs against the local mesh are told so (`--mesh-root-namespace`).
+ */
+export const MESH_ROOT_NAMESPACE = "mesh-system";
+
+/**
+ * The ingress gateway Deployment; kwok marks its Pod Ready. Its proxy runs as a router
+ * (`proxy router`), as Istio's gateway injection template starts it: that is how the operator
+ * knows a gateway.
+ */
 export function gatewayManifest(): Manifest {
   const labels = { app: GATEWAY.name, istio: "ingressgateway" };
   return {
@@ -51,6 +61,7 @@ export function gatewayManifest(): Manifest {
           containers: [{
             name: "istio-proxy",
             image: "docker.io/istio/proxyv2:1.30.3",
+            args: ["proxy", "router"],
             ports: [{ containerPort: 8080, name: "http2" }, { containerPort: 8443, name: "https" }],
           }],
         },

@@ -39,7 +39,7 @@ const istioModule = "istio.io/istio"
 type caseSpec struct {
 	Name   string `json:"name"`   // where the RateLimit came from
 	File   string `json:"file"`   // the EnvoyFilter (JSON or YAML), relative to DIR
-	Target string `json:"target"` // "sidecar" or "gateway": the proxy the limit is meant for
+	Target string `json:"target"` // "sidecar", "gateway" or "both": the proxies the limit is meant for
 }
 
 func main() {
@@ -111,8 +111,8 @@ func readCases(dir string) ([]caseSpec, error) {
 		return nil, fmt.Errorf("cases.json lists no cases")
 	}
 	for _, c := range doc.Cases {
-		if c.Target != sidecar && c.Target != gateway {
-			return nil, fmt.Errorf("case %s: target %q is neither %s nor %s", c.Name, c.Target, sidecar, gateway)
+		if c.Target != sidecar && c.Target != gateway && c.Target != both {
+			return nil, fmt.Errorf("case %s: target %q is neither %s, %s nor %s", c.Name, c.Target, sidecar, gateway, both)
 		}
 	}
 	return doc.Cases, nil
@@ -185,12 +185,13 @@ func checkCase(dir string, c caseSpec, baselines map[string]map[string]xds) ([]s
 			errs = append(errs, fmt.Sprintf("%s proxy: %v %v", kind, err1, err2))
 			continue
 		}
-		o := checkProxy(kind, kind == c.Target, fb, fp)
+		meant := kind == c.Target || c.Target == both
+		o := checkProxy(kind, meant, fb, fp)
 		for _, e := range o.errs {
 			errs = append(errs, fmt.Sprintf("%s proxy: %s", kind, e))
 		}
 		n := len(patched[kind].Listeners) + len(patched[kind].Routes)
-		if kind == c.Target {
+		if meant {
 			parts = append(parts, fmt.Sprintf("%s proxy: filter before the router in %d HTTP connection managers, "+
 				"per-route config on %d forwarding routes, %d other routes and the rest unchanged, %d listeners and route configurations valid",
 				kind, o.managers, o.forwards, o.untouched, n))

@@ -11,7 +11,7 @@
 import { join, relative, resolve } from "node:path";
 import { parseAllDocuments } from "yaml";
 import { reconcileRateLimit } from "../../src/reconcile/ratelimit.ts";
-import { isGateway } from "../../src/reconcile/ratelimit/envoyfilter.ts";
+import { filterContexts } from "../../src/reconcile/ratelimit/reach.ts";
 import type { KubeObject } from "../../src/runtime/cluster.ts";
 import { parseScenario } from "../../sim/scenario/format.ts";
 
@@ -21,13 +21,15 @@ const ROOT = resolve(import.meta.dirname ?? ".", "..", "..");
 export interface Source {
   name: string;
   rateLimit: KubeObject;
+  /** Pods beside it, which decide the filter's patch contexts (default none). */
+  pods?: KubeObject[];
 }
 
 /** A case for istio-check: the EnvoyFilter and the proxy kind the RateLimit means. */
 export interface Case {
   name: string;
   file: string;
-  target: "sidecar" | "gateway";
+  target: "sidecar" | "gateway" | "both";
   envoyFilter: KubeObject;
 }
 
@@ -81,7 +83,7 @@ export function renderCases(sources: readonly Source[]): { cases: Case[]; reject
     const plan = reconcileRateLimit({
       rateLimit: src.rateLimit,
       peers: [],
-      pods: [],
+      pods: src.pods ?? [],
       meshInstalled: true,
       now: 0,
     });
@@ -96,14 +98,13 @@ export function renderCases(sources: readonly Source[]): { cases: Case[]; reject
       same.name += `, ${src.name}`;
       continue;
     }
-    const spec = src.rateLimit.spec as { selectorLabels?: Record<string, string> };
     const namespace = ef.metadata.namespace ?? "default";
+    // A filter for both kinds of proxy (Pods of both selected) is meant for each.
+    const contexts = filterContexts(ef);
     const c: Case = {
       name: src.name,
       file: `${String(cases.length + 1).padStart(3, "0")}-${namespace}-${ef.metadata.name}.json`,
-      target: isGateway(namespace, { selectorLabels: spec.selectorLabels ?? {} })
-        ? "gateway"
-        : "sidecar",
+      target: contexts.length > 1 ? "both" : contexts[0] === "GATEWAY" ? "gateway" : "sidecar",
       envoyFilter: ef,
     };
     seen.set(key, c);

@@ -20,6 +20,8 @@ import (
 const (
 	sidecar = "sidecar"
 	gateway = "gateway"
+	// both: a filter for a selector over gateway and sidecar Pods, meant for each.
+	both = "both"
 )
 
 // The addresses of the two proxies. The sidecar's is the workload endpoint of the ServiceEntry,

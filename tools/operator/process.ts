@@ -5,6 +5,7 @@
  */
 import { join } from "node:path";
 import { freePort, isAlive } from "../cluster/processes.ts";
+import { MESH_ROOT_NAMESPACE } from "../cluster/mesh.ts";
 
 /** Repository root (the operator is started from here). */
 export const REPO_ROOT: string = join(import.meta.dirname ?? ".", "..", "..");
@@ -94,6 +95,8 @@ export function operatorRunArgs(t: RunTarget, extra: readonly string[] = []): st
     `--identity=${t.identity}`,
     `--metrics-addr=${t.metricsAddr}`,
     `--probe-addr=${t.probeAddr}`,
+    // The local mesh's root namespace (Istio's would be istio-system).
+    `--mesh-root-namespace=${MESH_ROOT_NAMESPACE}`,
     ...extra,
   ];
 }

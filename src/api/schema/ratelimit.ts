@@ -59,7 +59,7 @@ export const RateLimitSpecSchema = z.object({
   selectorLabels: z.record(z.string(), z.string()).refine((m) => Object.keys(m).length > 0, {
     error: "must select at least one label",
   }).meta({ minProperties: 1 }).describe(
-    "Labels selecting the workload's Pods; in namespace mesh-system with app: mesh-ingressgateway it selects the ingress gateway.",
+    "Labels selecting the Pods to limit: a workload's (sidecar proxies), or the ingress gateway's (Pods whose proxy runs as a router). In the mesh's root namespace a filter reaches every namespace, so there only gateway Pods may be selected.",
   ),
   enableResponseHeaders: z.boolean().default(false).describe(
     "When true, admitted and rejected (429) responses carry x-ratelimit-limit (maxTokens of the bucket used), x-ratelimit-remaining (whole tokens left) and, with Envoy 1.35 and later, x-ratelimit-reset (seconds until the next whole token, 0 while one is left). Default false.",
@@ -89,13 +89,13 @@ export const RateLimitStatusSchema = z.object({
     "The generation whose limits the EnvoyFilter in place enforces; absent when no limit is in place. Below observedGeneration when a newer generation was refused and the last good one is kept.",
   ),
   podsSelected: integer().min(0).optional().describe(
-    "Pods the enforced limit selects (not finished, not being deleted); absent when no limit is in place.",
+    "Pods the enforced limit selects (not finished, not being deleted), in every namespace for a limit in the mesh's root namespace; absent when no limit is in place.",
   ),
   podsWithSidecar: integer().min(0).optional().describe(
-    "Of podsSelected, those with a mesh sidecar (an istio-proxy container or native sidecar, or the sidecar.istio.io/status annotation): only their traffic is limited.",
+    "Of podsSelected, those whose mesh proxy (an istio-proxy container or native sidecar, or the sidecar.istio.io/status annotation) applies the filter: a sidecar, or a gateway's router for a gateway limit. Only their traffic is limited.",
   ),
   conditions: ConditionsSchema.optional().describe(
-    "Ready: the limit is in place (the EnvoyFilter is stored). Enforced: every selected Pod has a mesh sidecar, so the limit takes effect.",
+    "Ready: the limit is in place (the EnvoyFilter is stored). Enforced: every selected Pod runs a mesh proxy that applies the filter, so the limit takes effect.",
   ),
 });
 

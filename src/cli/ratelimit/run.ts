@@ -14,7 +14,7 @@ import {
   type MeshTarget,
 } from "../../dataplane/mod.ts";
 import { RATELIMIT_CONDITION, reconcileRateLimit } from "../../reconcile/ratelimit.ts";
-import { isGateway } from "../../reconcile/ratelimit/envoyfilter.ts";
+import { filterContexts } from "../../reconcile/ratelimit/reach.ts";
 import type { TrafficRequest } from "./args.ts";
 
 /** One request and its answer. */
@@ -87,15 +87,17 @@ export function runTraffic(
   const rl = parsed.value;
   const namespace = rl.metadata.namespace ?? "default";
   const labels = rl.spec.selectorLabels;
-  const mesh = new Mesh({ envoy });
-  mesh.sync(plan.apply, [{ namespace, name: "proxy-0", labels, ready: true }], 0);
+  // The proxy is the one the filter's context names: a gateway's router, or a sidecar.
+  const contexts = plan.apply.length > 0 ? filterContexts(plan.apply[0]) : [];
+  const gateway = contexts.length === 1 && contexts[0] === "GATEWAY";
+  const mesh = new Mesh({ envoy, ...(gateway ? { gateway: { namespace, labels } } : {}) });
+  mesh.sync(plan.apply, [{ namespace, name: "proxy-0", labels, ready: true, router: gateway }], 0);
   const rejected = mesh.rejections();
   if (rejected.length > 0) {
     // The model refusing what the reducer made is a bug of this project, not of the user's input.
     throw new Error(`generated EnvoyFilter rejected: ${JSON.stringify(rejected[0].errors)}`);
   }
   const proxy = mesh.proxy(namespace, "proxy-0")!;
-  const gateway = isGateway(namespace, rl.spec);
   const to: MeshTarget = gateway ? "gateway" : { namespace, labels };
   const reports: BucketReport[] = [
     {

@@ -4,7 +4,9 @@
  * looking at pods when one selector is a subset of the other (every pod the narrower one selects,
  * now or later, the wider one selects too), and otherwise by the current pods: some pod matching
  * both. The older RateLimit (creationTimestamp, then name) wins; the newer is not applied.
+ * Across namespaces, see `olderConflicts`.
  */
+import { meshProxyOf } from "../../api/pod.ts";
 
 /** What conflict detection reads of a RateLimit. */
 export interface SelectorOwner {
@@ -77,49 +79,88 @@ export function isOlder(a: SelectorOwner, b: SelectorOwner): boolean {
 }
 
 /**
- * The selector a peer's own EnvoyFilter still enforces, by the peer's name: a peer whose newer
- * generation was refused keeps the filter of its last good one, and that filter, not its spec,
- * says which Pods it holds.
+ * The selector a peer's own EnvoyFilter still enforces, by the peer's namespace and name: a peer
+ * whose newer generation was refused keeps the filter of its last good one, and that filter, not
+ * its spec, says which Pods it holds.
  */
-export type EnforcedSelectorOf = (name: string) => Record<string, string> | undefined;
+export type EnforcedSelectorOf = (
+  namespace: string,
+  name: string,
+) => Record<string, string> | undefined;
+
+/** A Pod `self` selects, as conflict detection reads it. */
+interface Shared {
+  labels: Record<string, string>;
+  namespace: string | undefined;
+  router: boolean;
+}
 
 /**
- * Names of the older peers that select the same pods as `self`, oldest first: by their spec, or
- * by the filter they still enforce (`enforcedOf`). Only the pods `self` selects can be shared, so
- * they are found once and each older peer is checked against them alone: O(peers + pods) a call
- * rather than O(peers × pods), which matters with a thousand RateLimits and Pods in one namespace.
+ * Names (`namespace/name`) of the older peers that select the same pods as `self`, oldest first:
+ * by their spec, or by the filter they still enforce (`enforcedOf`). Only the pods `self` selects
+ * can be shared, so they are found once and each older peer is checked against them alone:
+ * O(peers + pods) a call rather than O(peers × pods), which matters with a thousand RateLimits
+ * and Pods in one namespace.
+ *
+ * Peers of another namespace share Pods only through the mesh's root namespace (`rootNamespace`),
+ * whose filters reach every namespace, and only a limit on the ingress gateway may apply there:
+ * so across namespaces, two RateLimits conflict when a gateway Pod (a router proxy) of the other
+ * namespace matches both. Selectors alone never decide it there, nor do other Pods: a refused
+ * root-namespace RateLimit must not block a team's own limits.
  */
 export function olderConflicts(
-  self: SelectorOwner,
+  self: SelectorOwner & { namespace: string },
   peers: readonly unknown[],
   pods: readonly unknown[],
   enforcedOf?: EnforcedSelectorOf,
+  rootNamespace?: string,
 ): string[] {
-  const mine: Record<string, string>[] = [];
+  const mine: Shared[] = [];
   for (const pod of pods) {
     const labels = podLabelsOf(pod);
-    if (labels !== undefined && subset(self.selector, labels)) mine.push(labels);
+    if (labels === undefined || !subset(self.selector, labels)) continue;
+    const ns = field(pod, "metadata", "namespace");
+    mine.push({
+      labels,
+      namespace: typeof ns === "string" ? ns : undefined,
+      router: meshProxyOf(pod) === "router",
+    });
   }
-  const older: SelectorOwner[] = [];
+  const older: (SelectorOwner & { key: string })[] = [];
   for (const peer of peers) {
     // The name and the age decide first: they are cheap to read, and most peers fail them.
     const name = field(peer, "metadata", "name");
-    if (typeof name !== "string" || name === self.name) continue;
+    const rawNs = field(peer, "metadata", "namespace");
+    const ns = typeof rawNs === "string" ? rawNs : self.namespace;
+    if (typeof name !== "string" || (name === self.name && ns === self.namespace)) continue;
     const created = field(peer, "metadata", "creationTimestamp");
     const cheap = {
-      name,
+      name: `${ns}/${name}`,
       creationTimestamp: typeof created === "string" ? created : "",
       selector: {},
     };
-    if (!isOlder(cheap, self)) continue;
+    if (!isOlder(cheap, { ...self, name: `${self.namespace}/${self.name}` })) continue;
+    const across = ns !== self.namespace;
+    if (across && self.namespace !== rootNamespace && ns !== rootNamespace) continue;
     const p = selectorOwnerOf(peer);
     if (p === undefined) continue;
-    const held = enforcedOf?.(name);
-    if (
-      selectSamePods(p.selector, self.selector, mine) ||
-      (held !== undefined && Object.keys(held).length > 0 &&
-        selectSamePods(held, self.selector, mine))
-    ) older.push(p);
+    const held = enforcedOf?.(ns, name);
+    const selectors = [p.selector, ...(held && Object.keys(held).length > 0 ? [held] : [])];
+    const clash = across
+      ? sharesGateway(selectors, mine, self.namespace === rootNamespace ? ns : self.namespace)
+      : selectors.some((s) => selectSamePods(s, self.selector, mine.map((m) => m.labels)));
+    if (clash) older.push({ ...p, name: cheap.name, key: cheap.name });
   }
-  return older.sort((a, b) => (isOlder(a, b) ? -1 : 1)).map((p) => p.name);
+  return older.sort((a, b) => (isOlder(a, b) ? -1 : 1)).map((p) => p.key);
+}
+
+/** True when a gateway Pod of `namespace` among `mine` matches one of `selectors`. */
+function sharesGateway(
+  selectors: readonly Record<string, string>[],
+  mine: readonly Shared[],
+  namespace: string,
+): boolean {
+  return mine.some((m) =>
+    m.router && m.namespace === namespace && selectors.some((s) => subset(s, m.labels))
+  );
 }

@@ -6,7 +6,8 @@
  * or leaves some Pods out. Every figure comes from the observed Pods: the same Pods give the same
  * status, so nothing is written at rest.
  */
-import { hasMeshSidecar, isActivePod, podName } from "../../api/pod.ts";
+import { contextOf, type ProxyContext } from "../../api/mesh.ts";
+import { isActivePod, meshProxyOf, podName, podNamespace } from "../../api/pod.ts";
 import type { ConditionInput } from "../conditions.ts";
 import { podLabelsOf } from "./conflict.ts";
 
@@ -37,18 +38,26 @@ export const ENFORCED_ROWS: readonly EnforcedRow[] = [
     reason: "NoPodSelected",
     meaning: "No Pod is selected: the limit protects nothing yet",
   },
+  {
+    status: "False",
+    reason: "ProxyMismatch",
+    meaning:
+      "Some selected Pods run another kind of proxy (a gateway's router, or a sidecar) than the filter patches: their requests are not limited",
+  },
   { status: "False", reason: "NotApplied", meaning: "No limit is in place" },
 ];
 
 /** Pod names a message lists before it says "and N more". */
 export const NAMED_PODS = 3;
 
-/** The limit in place: which Pods its filter selects, and where. */
+/** The limit in place: which Pods its filter selects, where, and which proxies take it. */
 export interface InForce {
   namespace: string;
   selector: Readonly<Record<string, string>>;
-  /** True for the ingress gateway (the selected Pods are the gateway's). */
-  gateway: boolean;
+  /** The patch contexts its filter uses: only proxies applying one of them take it. */
+  contexts: readonly ProxyContext[];
+  /** True in the mesh's root namespace: the filter reaches Pods of every namespace. */
+  meshWide: boolean;
 }
 
 /** The figures and the condition of enforcement. */
@@ -68,7 +77,8 @@ function plural(n: number, one: string, many: string): string {
   return `${n} ${n === 1 ? one : many}`;
 }
 
-function named(names: readonly string[]): string {
+/** `a, b, c and 4 more`: the first names of a list, and how many are left out. */
+export function namedList(names: readonly string[]): string {
   const shown = names.slice(0, NAMED_PODS).join(", ");
   const more = names.length - NAMED_PODS;
   return more > 0 ? `${shown} and ${more} more` : shown;
@@ -98,21 +108,33 @@ export function enforcement(
   const selected: unknown[] = [];
   for (const pod of pods) {
     const labels = podLabelsOf(pod);
-    const ns = (pod as { metadata?: { namespace?: unknown } })?.metadata?.namespace;
-    if (labels === undefined || ns !== inForce.namespace || !isActivePod(pod)) continue;
+    const ns = podNamespace(pod);
+    if (labels === undefined || !isActivePod(pod)) continue;
+    if (!inForce.meshWide && ns !== inForce.namespace) continue;
     if (selects(inForce.selector, labels)) selected.push(pod);
   }
-  const without = selected.filter((p) => !hasMeshSidecar(p)).map(podName).sort();
+  const nameOf = (p: unknown) => inForce.meshWide ? `${podNamespace(p)}/${podName(p)}` : podName(p);
+  const without: string[] = [];
+  const mismatched: string[] = [];
+  for (const p of selected) {
+    const proxy = meshProxyOf(p);
+    if (proxy === undefined) without.push(nameOf(p));
+    else if (!inForce.contexts.includes(contextOf(proxy))) mismatched.push(nameOf(p));
+  }
+  without.sort();
+  mismatched.sort();
   const figures = {
     podsSelected: selected.length,
-    podsWithSidecar: selected.length - without.length,
+    podsWithSidecar: selected.length - without.length - mismatched.length,
   };
   const sel = selectorText(inForce.selector);
-  const noun = `${inForce.gateway ? "ingress gateway " : ""}Pod`;
+  const gateway = inForce.contexts.length === 1 && inForce.contexts[0] === "GATEWAY";
+  const noun = `${gateway ? "ingress gateway " : ""}Pod`;
+  const where = inForce.meshWide ? "any namespace" : `namespace ${inForce.namespace}`;
   if (selected.length === 0) {
-    const message = inForce.gateway
-      ? `No ingress gateway Pod (${sel} in namespace ${inForce.namespace}) exists, so the limit protects nothing yet`
-      : `No Pod in namespace ${inForce.namespace} has ${sel}, so the limit protects nothing yet; check spec.selectorLabels against the workload's Pod labels`;
+    const message = gateway
+      ? `No ingress gateway Pod (${sel} in ${where}) exists, so the limit protects nothing yet`
+      : `No Pod in ${where} has ${sel}, so the limit protects nothing yet; check spec.selectorLabels against the workload's Pod labels`;
     return { condition: condition("NoPodSelected", message), ...figures };
   }
   if (without.length > 0) {
@@ -121,13 +143,24 @@ export function enforcement(
       plural(selected.length, noun, `${noun}s`)
     } with ${sel} ${one ? "has" : "have"} no mesh sidecar, so ${
       one ? "its" : "their"
-    } requests are not limited: ${named(without)}; enable sidecar injection for ${
+    } requests are not limited: ${namedList(without)}; enable sidecar injection for ${
       one ? "it" : "them"
     } (e.g. namespace label istio-injection=enabled) and restart ${one ? "it" : "them"}`;
     return { condition: condition("SidecarMissing", message), ...figures };
   }
+  if (mismatched.length > 0) {
+    const one = mismatched.length === 1;
+    const patched = gateway ? "a gateway's (GATEWAY)" : "a sidecar's (SIDECAR_INBOUND)";
+    const message = `${mismatched.length} of ${
+      plural(selected.length, noun, `${noun}s`)
+    } with ${sel} ${one ? "runs" : "run"} a proxy that does not apply ${patched} patches, so ${
+      one ? "its" : "their"
+    } requests are not limited: ${namedList(mismatched)}`;
+    return { condition: condition("ProxyMismatch", message), ...figures };
+  }
+  const has = gateway ? "runs the gateway's proxy" : "has a mesh sidecar";
   const message = selected.length === 1
-    ? `Enforced on the one ${noun} with ${sel}, which has a mesh sidecar`
-    : `Enforced on all ${selected.length} ${noun}s with ${sel}: each has a mesh sidecar`;
+    ? `Enforced on the one ${noun} with ${sel}, which ${has}`
+    : `Enforced on all ${selected.length} ${noun}s with ${sel}: each ${has}`;
   return { condition: condition("Enforced", message), ...figures };
 }

@@ -18,12 +18,8 @@ import { parseFillInterval, protoDuration } from "../../api/duration.ts";
 import { apiVersionOf, RESOURCES } from "../../api/resources.ts";
 import type { KubeObject } from "../../api/object.ts";
 import { LOCAL_RATELIMIT_FILTER, LOCAL_RATELIMIT_TYPE } from "../../api/envoy.ts";
+import { namesGateway, type ProxyContext } from "../../api/mesh.ts";
 import { managedLabels } from "../labels.ts";
-
-/** The namespace and selector label that mean "the ingress gateway" (docs/design.md data plane, 2). */
-export const GATEWAY_NAMESPACE = "mesh-system";
-/** The gateway's selector label. */
-export const GATEWAY_LABEL = { key: "app", value: "mesh-ingressgateway" } as const;
 
 type Json = Record<string, unknown>;
 type Matcher = Json;
@@ -41,12 +37,6 @@ export function renderedGeneration(ef: KubeObject): number | undefined {
   if (text === undefined || !/^(0|[1-9][0-9]{0,15})$/.test(text)) return undefined;
   const n = Number(text);
   return Number.isSafeInteger(n) ? n : undefined;
-}
-
-/** True when the RateLimit targets the ingress gateway rather than a workload's sidecars. */
-export function isGateway(namespace: string, spec: Pick<RateLimitSpec, "selectorLabels">): boolean {
-  return namespace === GATEWAY_NAMESPACE &&
-    spec.selectorLabels[GATEWAY_LABEL.key] === GATEWAY_LABEL.value;
 }
 
 function tokenBucket(b: RateLimitSpec["local"]["defaultBucket"]): Json {
@@ -169,11 +159,19 @@ function routeConfig(spec: RateLimitSpec, descriptors: Json[]): Json {
   };
 }
 
-/** The EnvoyFilter of a valid RateLimit: same name and namespace, owned by it. */
-export function renderEnvoyFilter(rl: RateLimit): KubeObject {
+/**
+ * The EnvoyFilter of a valid RateLimit: same name and namespace, owned by it, patching each of
+ * `contexts` (reach.ts `patchContexts` chooses them from the Pods; without, a selector that names
+ * a gateway by convention gets GATEWAY and any other SIDECAR_INBOUND).
+ */
+export function renderEnvoyFilter(
+  rl: RateLimit,
+  contexts: readonly ProxyContext[] = [
+    namesGateway(rl.spec.selectorLabels) ? "GATEWAY" : "SIDECAR_INBOUND",
+  ],
+): KubeObject {
   const namespace = rl.metadata.namespace ?? "default";
   const spec = rl.spec;
-  const context = isGateway(namespace, spec) ? "GATEWAY" : "SIDECAR_INBOUND";
   const rules = spec.local.buckets;
   const rateLimits: Json[] = [];
   const descriptors: Json[] = [];
@@ -210,7 +208,7 @@ export function renderEnvoyFilter(rl: RateLimit): KubeObject {
     },
     spec: {
       workloadSelector: { labels: { ...spec.selectorLabels } },
-      configPatches: [
+      configPatches: contexts.flatMap((context) => [
         {
           // The filter itself, inert at listener level (filter_enabled defaults to 0%); the route
           // config below turns it on. Inserted before the router, which must stay last.
@@ -255,7 +253,7 @@ export function renderEnvoyFilter(rl: RateLimit): KubeObject {
             },
           },
         },
-      ],
+      ]),
     },
   };
 }

@@ -9,6 +9,7 @@
 import { formatErrors } from "../../api/issues.ts";
 import type { KubeObject } from "../../api/object.ts";
 import { parseRateLimit, type RateLimit } from "../../api/ratelimit.ts";
+import type { ProxyContext } from "../../api/mesh.ts";
 import { renderEnvoyFilter } from "./envoyfilter.ts";
 import { validateSpec } from "./validate.ts";
 
@@ -17,8 +18,15 @@ export type SpecVerdict =
   | { ok: false; problem: string }
   | { ok: true; rl: RateLimit; desired: KubeObject };
 
-/** Parses, validates and renders a RateLimit (`namespace`: where its filter goes). */
-export function judgeSpec(raw: unknown, namespace: string): SpecVerdict {
+/**
+ * Parses, validates and renders a RateLimit (`namespace`: where its filter goes; `contexts`: the
+ * patch contexts for its selector, default as `renderEnvoyFilter` chooses without Pods).
+ */
+export function judgeSpec(
+  raw: unknown,
+  namespace: string,
+  contexts?: (selector: Readonly<Record<string, string>>) => readonly ProxyContext[],
+): SpecVerdict {
   // Status is the operator's own output: judging it would make the verdict depend on itself.
   const parsed = parseRateLimit(
     raw !== null && typeof raw === "object" && !Array.isArray(raw)
@@ -29,6 +37,9 @@ export function judgeSpec(raw: unknown, namespace: string): SpecVerdict {
   const rl = parsed.value;
   const problems = validateSpec(rl.spec);
   if (problems.length > 0) return { ok: false, problem: problems.join("; ") };
-  const desired = renderEnvoyFilter({ ...rl, metadata: { ...rl.metadata, namespace } });
+  const desired = renderEnvoyFilter(
+    { ...rl, metadata: { ...rl.metadata, namespace } },
+    contexts?.(rl.spec.selectorLabels),
+  );
   return { ok: true, rl, desired };
 }

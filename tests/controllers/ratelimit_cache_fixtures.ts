@@ -1,0 +1,32 @@
+/** A runtime Cache as the manager makes it for the RateLimit controller, for controller tests. */
+import { RESOURCES } from "../../src/api/resources.ts";
+import { rateLimitController } from "../../src/controllers/ratelimit.ts";
+import { Cache } from "../../src/runtime/cache.ts";
+import type { KubeObject, ResourceType } from "../../src/runtime/cluster.ts";
+
+/** The types the controller watches. */
+export const TYPES: ResourceType[] = [
+  RESOURCES.RateLimit,
+  RESOURCES.EnvoyFilter,
+  RESOURCES.Pod,
+  RESOURCES.CustomResourceDefinition,
+];
+
+/**
+ * A Cache with the controller's indexes, listing `objects` (every watched type live), Pods and
+ * EnvoyFilters projected to what the controller reads.
+ */
+export function cacheOf(objects: readonly KubeObject[]): Cache {
+  const cache = new Cache();
+  for (const ix of rateLimitController.indexes ?? []) cache.addIndex(ix.type, ix.name, ix.keys);
+  for (const type of TYPES) {
+    const watch = rateLimitController.watches.find((w) => w.type === type);
+    const store = cache.store(type, undefined, watch?.project);
+    store.handle({ type: "init" });
+    for (const object of objects.filter((o) => o.kind === type.kind)) {
+      store.handle({ type: "init-apply", object });
+    }
+    store.handle({ type: "init-done" });
+  }
+  return cache;
+}
