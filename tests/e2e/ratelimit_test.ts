@@ -325,7 +325,7 @@ e2eSuite("ratelimit-status", async (env, t) => {
       const rl = await waitFigures(env, "everyone", "Error", "NotApplied", {}, "mesh-system");
       const ready = conditionOf(rl, "Ready");
       assert.equal(ready?.reason, "MeshWide");
-      assert.match(ready?.message ?? "", new RegExp(`not ingress gateways \\(${NS}/web-`));
+      assert.match(ready?.message ?? "", new RegExp(`not ingress gateways \\(${NS}/stable-`));
       assert.equal(await filterOf(env, "everyone", "mesh-system"), undefined);
       // The team's own limit on those Pods is not blocked by it.
       assert.equal(statusOf(await env.kube.get("ratelimit", "web-2", NS))?.state, "Ready");
