@@ -21,7 +21,7 @@ import {
 } from "./ratelimit/enforcement.ts";
 import { isGateway, renderedGeneration } from "./ratelimit/envoyfilter.ts";
 import { filterRef, filterSelector, isOurs, type Meta, readMeta } from "./ratelimit/meta.ts";
-import { type Kept, keptText, limitsText, refusal } from "./ratelimit/messages.ts";
+import { applyFailure, type Kept, limitsText, namesText, refusal } from "./ratelimit/messages.ts";
 import { judgeSpec } from "./ratelimit/spec.ts";
 
 /** The condition type whose row decides a RateLimit's state. */
@@ -101,8 +101,8 @@ export interface RateLimitInput {
 
 /** Why the current generation cannot be applied, or what applying it takes. */
 type Verdict =
-  | { reason: "InvalidSpec" | "MeshMissing" | "Conflict"; problem: string }
-  | { reason: "Applied" | "ApplyFailed"; problem?: string; desired: KubeObject; rl: RateLimit };
+  | { reason: "InvalidSpec" | "MeshMissing" | "Conflict"; problems: string[] }
+  | { reason: "Applied" | "ApplyFailed"; problems?: string[]; desired: KubeObject; rl: RateLimit };
 
 function creationOf(raw: unknown): string {
   const t = (raw as { metadata?: { creationTimestamp?: unknown } } | null)?.metadata
@@ -142,13 +142,14 @@ function judge(
 ): Verdict {
   const raw = input.rateLimit;
   const spec = judgeSpec(raw, meta.namespace);
-  if (!spec.ok) return { reason: "InvalidSpec", problem: spec.problem };
+  if (!spec.ok) return { reason: "InvalidSpec", problems: spec.problems };
   const { rl, desired } = spec;
   if (!input.meshInstalled) {
     return {
       reason: "MeshMissing",
-      problem:
+      problems: [
         "The service mesh is not installed (no CustomResourceDefinition envoyfilters.networking.istio.io); limit not applied",
+      ],
     };
   }
   const self = {
@@ -158,19 +159,23 @@ function judge(
   };
   const older = olderConflicts(self, input.peers, selected(self.selector), enforcedOf(input));
   if (older.length > 0) {
-    const names = older.map((n) => `${meta.namespace}/${n}`).join(", ");
     return {
       reason: "Conflict",
-      problem: `spec.selectorLabels ${
-        selectorText(rl.spec.selectorLabels)
-      } selects the same pods as the older RateLimit ${names}; only one RateLimit may apply to a Pod (the oldest wins)`,
+      problems: [
+        `spec.selectorLabels ${
+          selectorText(rl.spec.selectorLabels)
+        } selects the same pods as the older RateLimit ${
+          namesText(meta.namespace, older)
+        }; only one RateLimit may apply to a Pod (the oldest wins)`,
+      ],
     };
   }
   if (input.envoyFilter && !ours) {
     return {
       reason: "Conflict",
-      problem:
+      problems: [
         `EnvoyFilter ${meta.namespace}/${meta.name} exists and was not created for this RateLimit (rename the RateLimit or remove that EnvoyFilter)`,
+      ],
     };
   }
   const out = input.lastOutcome;
@@ -179,9 +184,11 @@ function judge(
   if (failed) {
     return {
       reason: "ApplyFailed",
-      problem: `Applying EnvoyFilter ${meta.namespace}/${meta.name} failed: ${
-        (out.error ?? "unknown error").replace(/\.$/, "")
-      }`,
+      problems: [
+        `Applying EnvoyFilter ${meta.namespace}/${meta.name} failed: ${
+          (out.error ?? "unknown error").replace(/\.$/, "")
+        }`,
+      ],
       desired,
       rl,
     };
@@ -201,8 +208,9 @@ function keep(
   const self = { name: meta.name, creationTimestamp: creationOf(input.rateLimit), selector };
   const older = olderConflicts(self, input.peers, selected(selector), enforcedOf(input));
   if (older.length > 0) {
-    const names = older.map((n) => `${meta.namespace}/${n}`).join(", ");
-    return { withdrawn: `the older RateLimit ${names} selects the same pods` };
+    return {
+      withdrawn: `the older RateLimit ${namesText(meta.namespace, older)} selects the same pods`,
+    };
   }
   const gateway = isGateway(meta.namespace, { selectorLabels: selector });
   return { filter: ours, inForce: { namespace: meta.namespace, selector, gateway } };
@@ -242,7 +250,7 @@ export function reconcileRateLimit(input: RateLimitInput): Plan {
       const k = keep(input, meta, ours, selected);
       inForce = k && "filter" in k ? k.inForce : undefined;
       enforcedGeneration = ours ? renderedGeneration(ours) : undefined;
-      message = `${verdict.problem}; ${ours ? keptText(ours) : "limit not applied"}`;
+      message = applyFailure(verdict.problems ?? [], ours);
     }
   } else {
     const kept = verdict.reason === "MeshMissing" ? undefined : keep(input, meta, ours, selected);
@@ -250,7 +258,7 @@ export function reconcileRateLimit(input: RateLimitInput): Plan {
       inForce = kept.inForce;
       enforcedGeneration = renderedGeneration(kept.filter);
     } else if (ours) plan.delete.push(filterRef(meta));
-    message = refusal(verdict.reason, verdict.problem, meta.generation, kept);
+    message = refusal(verdict.reason, verdict.problems, meta.generation, kept);
   }
   const row = rowFor(RATELIMIT_STATES, verdict.reason);
   const enforced = enforcement(inForce, inForce ? selected(inForce.selector) : []);

@@ -2,6 +2,7 @@
 import { z } from "zod";
 import { CONDITION_REASON_PATTERN, CONDITION_TYPE_PATTERN } from "../common.ts";
 import { EXPECTED_INTEGER } from "../issues.ts";
+import { CONDITION_MESSAGE_MAX } from "../message.ts";
 
 /**
  * An integer schema. Its type errors read "expected integer" (zod alone says "number"); the CRD
@@ -42,7 +43,7 @@ export const ConditionSchema = z.object({
   }).describe(
     "Programmatic identifier, CamelCase, of the reason for the last transition.",
   ),
-  message: z.string().max(32768).describe(
+  message: z.string().max(CONDITION_MESSAGE_MAX).describe(
     "Human-readable message with details about the transition; may be empty.",
   ),
   lastTransitionTime: z.string().describe(

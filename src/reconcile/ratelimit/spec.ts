@@ -6,7 +6,7 @@
  * (about 9 KB) for its life would triple a steady-state wave's speed but cost about 90 MB at ten
  * thousand RateLimits (bench/RESULTS.md, issue 14), more than the operator's whole memory target.
  */
-import { formatErrors } from "../../api/issues.ts";
+import { errorLines } from "../../api/issues.ts";
 import type { KubeObject } from "../../api/object.ts";
 import { parseRateLimit, type RateLimit } from "../../api/ratelimit.ts";
 import { renderEnvoyFilter } from "./envoyfilter.ts";
@@ -14,7 +14,7 @@ import { validateSpec } from "./validate.ts";
 
 /** A spec that cannot be applied (and why), or the parsed RateLimit and its EnvoyFilter. */
 export type SpecVerdict =
-  | { ok: false; problem: string }
+  | { ok: false; problems: string[] }
   | { ok: true; rl: RateLimit; desired: KubeObject };
 
 /** Parses, validates and renders a RateLimit (`namespace`: where its filter goes). */
@@ -25,10 +25,10 @@ export function judgeSpec(raw: unknown, namespace: string): SpecVerdict {
       ? { ...raw, status: undefined }
       : raw,
   );
-  if (!parsed.ok) return { ok: false, problem: formatErrors(parsed.errors) };
+  if (!parsed.ok) return { ok: false, problems: errorLines(parsed.errors) };
   const rl = parsed.value;
   const problems = validateSpec(rl.spec);
-  if (problems.length > 0) return { ok: false, problem: problems.join("; ") };
+  if (problems.length > 0) return { ok: false, problems };
   const desired = renderEnvoyFilter({ ...rl, metadata: { ...rl.metadata, namespace } });
   return { ok: true, rl, desired };
 }
