@@ -97,6 +97,8 @@ export interface RateLimitInput {
   now: number;
   /** What happened to the previous Plan's writes for this RateLimit. */
   lastOutcome?: ApplyOutcome;
+  /** The largest EnvoyFilter to apply, in stored bytes; default `ENVOYFILTER_MAX_BYTES`. */
+  maxFilterBytes?: number;
 }
 
 /** Why the current generation cannot be applied, or what applying it takes. */
@@ -141,7 +143,7 @@ function judge(
   selected: Selection,
 ): Verdict {
   const raw = input.rateLimit;
-  const spec = judgeSpec(raw, meta.namespace);
+  const spec = judgeSpec(raw, meta.namespace, input.maxFilterBytes);
   if (!spec.ok) return { reason: "InvalidSpec", problems: spec.problems };
   const { rl, desired } = spec;
   if (!input.meshInstalled) {

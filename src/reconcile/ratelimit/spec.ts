@@ -7,18 +7,34 @@
  * thousand RateLimits (bench/RESULTS.md, issue 14), more than the operator's whole memory target.
  */
 import { errorLines } from "../../api/issues.ts";
+import { storedBytes } from "../../api/json.ts";
 import type { KubeObject } from "../../api/object.ts";
 import { parseRateLimit, type RateLimit } from "../../api/ratelimit.ts";
 import { renderEnvoyFilter } from "./envoyfilter.ts";
 import { validateSpec } from "./validate.ts";
+
+/**
+ * The largest EnvoyFilter the operator applies, in bytes as the API server stores it: 1 MiB, two
+ * thirds of etcd's default request limit (`--max-request-bytes`, 1.5 MiB), which the whole write
+ * must fit, metadata and managedFields included. The CRD's bounds keep every valid RateLimit's
+ * filter below it (tests/reconcile/ratelimit_bounds_test.ts); this is the defence if they did not.
+ */
+export const ENVOYFILTER_MAX_BYTES = 1024 * 1024;
 
 /** A spec that cannot be applied (and why), or the parsed RateLimit and its EnvoyFilter. */
 export type SpecVerdict =
   | { ok: false; problems: string[] }
   | { ok: true; rl: RateLimit; desired: KubeObject };
 
-/** Parses, validates and renders a RateLimit (`namespace`: where its filter goes). */
-export function judgeSpec(raw: unknown, namespace: string): SpecVerdict {
+/**
+ * Parses, validates and renders a RateLimit (`namespace`: where its filter goes); a filter over
+ * `maxBytes` is refused.
+ */
+export function judgeSpec(
+  raw: unknown,
+  namespace: string,
+  maxBytes = ENVOYFILTER_MAX_BYTES,
+): SpecVerdict {
   // Status is the operator's own output: judging it would make the verdict depend on itself.
   const parsed = parseRateLimit(
     raw !== null && typeof raw === "object" && !Array.isArray(raw)
@@ -30,5 +46,14 @@ export function judgeSpec(raw: unknown, namespace: string): SpecVerdict {
   const problems = validateSpec(rl.spec);
   if (problems.length > 0) return { ok: false, problems };
   const desired = renderEnvoyFilter({ ...rl, metadata: { ...rl.metadata, namespace } });
+  const bytes = storedBytes(desired);
+  if (bytes > maxBytes) {
+    return {
+      ok: false,
+      problems: [
+        `spec: the EnvoyFilter it renders has ${bytes} bytes, over the limit of ${maxBytes} (etcd stores at most 1.5 MiB an object)`,
+      ],
+    };
+  }
   return { ok: true, rl, desired };
 }
