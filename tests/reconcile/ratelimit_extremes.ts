@@ -13,6 +13,7 @@ import {
   MAX_SELECTOR_LABELS,
   MAX_TOKENS_LIMIT,
 } from "../../src/api/ratelimit.ts";
+import { GATEWAY_LABEL, GATEWAY_NAMESPACE } from "../../src/reconcile/ratelimit/envoyfilter.ts";
 import type { KubeObject } from "../../src/runtime/cluster.ts";
 import { bucket, rateLimit } from "./ratelimit_fixtures.ts";
 
@@ -41,9 +42,10 @@ export function largestSelector(): Record<string, string> {
  * The RateLimit whose EnvoyFilter is the largest the bounds allow: the most labels, and the most
  * rules, all with the same longest path and the most headers of the longest names and values. Each
  * rule's header names are its own, so no rule covers another (all are used) while every rule can
- * overlap every earlier one: each rule's entry repeats all earlier rules' matchers.
+ * overlap every earlier one: each rule's entry repeats all earlier rules' matchers. `on` the gateway,
+ * it selects the ingress gateway in its namespace instead of a workload.
  */
-export function largestRateLimit(fill: Fill): KubeObject {
+export function largestRateLimit(fill: Fill, on: "workload" | "gateway" = "workload"): KubeObject {
   const [pathChar, nameChar, valueChar] = fill === "plain" ? ["p", "h", "v"] : ["<", "&", ">"];
   const most = bucket(MAX_TOKENS_LIMIT, MAX_TOKENS_LIMIT, "999999999s");
   const path = `/${pathChar.repeat(MAX_PATH_LENGTH - 1)}`;
@@ -68,6 +70,15 @@ export function largestRateLimit(fill: Fill): KubeObject {
   rl.metadata.name = `${"n".repeat(253 - `-${fill}`.length)}-${fill}`;
   rl.metadata.namespace = "s".repeat(63);
   rl.metadata.generation = Number.MAX_SAFE_INTEGER;
+  if (on === "gateway") {
+    // One label fewer, and the gateway's own: the filter goes on the ingress gateway.
+    const labels = Object.entries(largestSelector()).slice(1);
+    (rl.spec as { selectorLabels: Record<string, string> }).selectorLabels = Object.fromEntries([
+      ...labels,
+      [GATEWAY_LABEL.key, GATEWAY_LABEL.value],
+    ]);
+    rl.metadata.namespace = GATEWAY_NAMESPACE;
+  }
   return rl;
 }
 

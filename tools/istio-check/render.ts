@@ -100,7 +100,10 @@ export function renderCases(sources: readonly Source[]): { cases: Case[]; reject
     const namespace = ef.metadata.namespace ?? "default";
     const c: Case = {
       name: src.name,
-      file: `${String(cases.length + 1).padStart(3, "0")}-${namespace}-${ef.metadata.name}.json`,
+      // The number makes the name unique; the rest is for a reader, and kept short: a namespace
+      // and a name can have 63 and 253 characters, over a file name's 255 bytes.
+      file: `${String(cases.length + 1).padStart(3, "0")}-${namespace}-${ef.metadata.name}`
+        .slice(0, 100) + ".json",
       target: isGateway(namespace, { selectorLabels: spec.selectorLabels ?? {} })
         ? "gateway"
         : "sidecar",
