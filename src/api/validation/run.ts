@@ -3,12 +3,7 @@
  * the same output (defaults filled, unknown fields stripped) and the same issues in the same order.
  * tests/api/validation_test.ts holds the two side by side on generated objects.
  */
-import {
-  type FieldError,
-  type ParseResult,
-  toFieldErrors,
-  withoutNulls,
-} from "../issues.ts";
+import { type FieldError, type ParseResult, toFieldErrors, withoutNulls } from "../issues.ts";
 import { type Found, oversized, type Result, runChecks } from "./checks.ts";
 import type { Plan } from "./plan.ts";
 
