@@ -15,7 +15,7 @@ import {
   readEnvoyFilter,
   type Request,
 } from "../src/dataplane/mod.ts";
-import { BENCH_NAMESPACE, bucketRule, workloadName } from "./fixtures.ts";
+import { BENCH_NAMESPACE, bucketRule, RULE_COUNTS, workloadName } from "./fixtures.ts";
 import { rateLimitInputs } from "./reducer.ts";
 import type { Report } from "./report.ts";
 import { compareLoops, type Loop } from "./stats.ts";
@@ -143,7 +143,7 @@ export function dataplaneOptions(quick: boolean): DataplaneOptions {
 
 /** Runs the data-plane bench into `report`. */
 export function benchDataplane(report: Report, o: DataplaneOptions): void {
-  for (const rules of [0, 4, 16]) {
+  for (const rules of RULE_COUNTS) {
     const { subject, baseline } = decisionLoops(rules);
     const c = compareLoops(subject, baseline, { n: o.n, runs: o.runs });
     report.add({

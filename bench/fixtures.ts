@@ -3,11 +3,15 @@
  * select, and namespaces. The same builders serve the in-process benches and the control plane.
  */
 import { SIDECAR_STATUS_ANNOTATION } from "../src/api/pod.ts";
+import { MAX_BUCKET_RULES } from "../src/api/ratelimit.ts";
 import { apiVersionOf, RESOURCES } from "../src/api/resources.ts";
 import type { KubeObject, ResourceType } from "../src/runtime/cluster.ts";
 
 /** Namespace of the benches' workloads. */
 export const BENCH_NAMESPACE = "bench";
+/** The rules of the benches' RateLimits: none, the usual 4, and the most the CRD allows. */
+export const RULE_COUNTS = [0, 4, MAX_BUCKET_RULES] as const;
+
 /** Label every object the benches create carries (so one selector finds them all). */
 export const BENCH_LABEL = { key: "bench.platform-project.io/run", value: "1" } as const;
 

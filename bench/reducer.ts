@@ -13,7 +13,7 @@ import { reconcileServerless, type ServerlessInput } from "../src/reconcile/serv
 import { ALL_CONTROLLERS } from "../src/controllers/registry.ts";
 import { preloadControllers } from "../src/runtime/controller_spec.ts";
 import { controllerLoops, filledCache } from "./controller.ts";
-import { podObject, rateLimitObject } from "./fixtures.ts";
+import { podObject, rateLimitObject, RULE_COUNTS } from "./fixtures.ts";
 import type { Report } from "./report.ts";
 import { compareLoops, type Loop, type LoopOptions } from "./stats.ts";
 import { IMAGES, type ModuleWorld, NOW, settle, stored } from "./worlds.ts";
@@ -212,7 +212,7 @@ export function reducerOptions(quick: boolean): ReducerOptions {
 /** Runs the reducer bench into `report`. */
 export async function benchReducers(report: Report, o: ReducerOptions): Promise<void> {
   const loopOpts = (n: number): LoopOptions => ({ n, runs: o.runs, warmup: 1 });
-  for (const rules of [0, 4, 16]) {
+  for (const rules of RULE_COUNTS) {
     const { subject, baseline } = rateLimitLoops(rateLimitInputs(rules));
     const c = compareLoops(subject, baseline, loopOpts(o.n));
     report.add({

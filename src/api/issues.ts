@@ -138,9 +138,14 @@ export function toFieldErrors(
   });
 }
 
+/** Field errors as lines of a message: `path: message`. */
+export function errorLines(errors: readonly FieldError[]): string[] {
+  return errors.map((e) => `${e.path}: ${e.message}`);
+}
+
 /** Renders field errors on one line: `path: message; path: message`. */
 export function formatErrors(errors: readonly FieldError[]): string {
-  return errors.map((e) => `${e.path}: ${e.message}`).join("; ");
+  return errorLines(errors).join("; ");
 }
 
 /**

@@ -14,3 +14,25 @@ export function at(v: unknown, ...keys: string[]): unknown {
   for (const k of keys) cur = isObject(cur) ? cur[k] : undefined;
   return cur;
 }
+
+/**
+ * The bytes `value` takes as the API server stores it: JSON as Go's encoding/json writes it
+ * (apimachinery's unstructured encoder), UTF-8, with `<`, `>`, `&`, U+2028 and U+2029 escaped as
+ * six-byte `\uXXXX`. Other escapes are the same as JSON.stringify's; map key order does not matter.
+ */
+export function storedBytes(value: unknown): number {
+  const text = JSON.stringify(value) ?? "";
+  let bytes = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x3c || c === 0x3e || c === 0x26 || c === 0x2028 || c === 0x2029) bytes += 6;
+    else if (c < 0x80) bytes += 1;
+    else if (c < 0x800) bytes += 2;
+    else if (c >= 0xd800 && c <= 0xdbff) {
+      // JSON.stringify escapes lone surrogates, so a high one here starts a pair: 4 bytes.
+      bytes += 4;
+      i++;
+    } else bytes += 3;
+  }
+  return bytes;
+}

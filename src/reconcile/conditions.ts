@@ -1,5 +1,6 @@
 /** Condition bookkeeping shared by the reconcilers, and the shape of a docs/design.md state-table row. */
 import { type Condition, type ConditionStatus, parseCondition } from "../api/common.ts";
+import { fitText } from "../api/message.ts";
 import type { EventSpec } from "./plan.ts";
 
 /** One row of a docs/design.md state table: the CR state and the condition that explains it. */
@@ -22,7 +23,8 @@ export interface ConditionInput {
 
 /**
  * Returns `conditions` with `next` set. `lastTransitionTime` is kept unless the status changes, so
- * a reconcile that finds nothing new writes nothing new.
+ * a reconcile that finds nothing new writes nothing new. A message over the CRDs' limit is cut
+ * (counting what was left out): the API server would refuse the whole status otherwise.
  */
 export function setCondition(
   conditions: readonly Condition[] | undefined,
@@ -37,7 +39,7 @@ export function setCondition(
     type: next.type,
     status: next.status,
     reason: next.reason,
-    message: next.message,
+    message: fitText(next.message),
     lastTransitionTime: prev && prev.status === next.status ? prev.lastTransitionTime : now,
     ...(generation !== undefined ? { observedGeneration: generation } : {}),
   };

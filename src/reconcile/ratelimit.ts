@@ -31,7 +31,7 @@ import {
   strayPods,
 } from "./ratelimit/reach.ts";
 import { filterRef, filterSelector, isOurs, type Meta, readMeta } from "./ratelimit/meta.ts";
-import { type Kept, keptText, limitsText, refusal } from "./ratelimit/messages.ts";
+import { applyFailure, type Kept, limitsText, namesText, refusal } from "./ratelimit/messages.ts";
 import { judgeSpec } from "./ratelimit/spec.ts";
 
 /** The condition type whose row decides a RateLimit's state. */
@@ -120,12 +120,14 @@ export interface RateLimitInput {
   now: number;
   /** What happened to the previous Plan's writes for this RateLimit. */
   lastOutcome?: ApplyOutcome;
+  /** The largest EnvoyFilter to apply, in stored bytes; default `ENVOYFILTER_MAX_BYTES`. */
+  maxFilterBytes?: number;
 }
 
 /** Why the current generation cannot be applied, or what applying it takes. */
 type Verdict =
-  | { reason: "InvalidSpec" | "MeshMissing" | "Conflict" | "MeshWide"; problem: string }
-  | { reason: "Applied" | "ApplyFailed"; problem?: string; desired: KubeObject; rl: RateLimit };
+  | { reason: "InvalidSpec" | "MeshMissing" | "Conflict" | "MeshWide"; problems: string[] }
+  | { reason: "Applied" | "ApplyFailed"; problems?: string[]; desired: KubeObject; rl: RateLimit };
 
 function creationOf(raw: unknown): string {
   const t = (raw as { metadata?: { creationTimestamp?: unknown } } | null)?.metadata
@@ -188,40 +190,46 @@ function judge(input: RateLimitInput, scope: Scope): Verdict {
   const { meta, ours, reach, selected } = scope;
   const raw = input.rateLimit;
   const held = ours ? filterContexts(ours) : undefined;
-  const spec = judgeSpec(
-    raw,
-    meta.namespace,
-    (selector) => patchContexts(selected(selector), selector, reach, held),
-  );
-  if (!spec.ok) return { reason: "InvalidSpec", problem: spec.problem };
+  const spec = judgeSpec(raw, meta.namespace, {
+    contexts: (selector) => patchContexts(selected(selector), selector, reach, held),
+    maxBytes: input.maxFilterBytes,
+  });
+  if (!spec.ok) return { reason: "InvalidSpec", problems: spec.problems };
   const { rl, desired } = spec;
   if (!input.meshInstalled) {
     return {
       reason: "MeshMissing",
-      problem:
+      problems: [
         "The service mesh is not installed (no CustomResourceDefinition envoyfilters.networking.istio.io); limit not applied",
+      ],
     };
   }
   const strays = strayPods(reach, selected(rl.spec.selectorLabels));
   if (strays.length > 0) {
-    return { reason: "MeshWide", problem: meshWideProblem(reach, rl.spec.selectorLabels, strays) };
+    return {
+      reason: "MeshWide",
+      problems: [meshWideProblem(reach, rl.spec.selectorLabels, strays)],
+    };
   }
   const older = olderOf(input, scope, rl.spec.selectorLabels);
   if (older.length > 0) {
     return {
       reason: "Conflict",
-      problem: `spec.selectorLabels ${
-        selectorText(rl.spec.selectorLabels)
-      } selects the same pods as the older RateLimit ${
-        older.join(", ")
-      }; only one RateLimit may apply to a Pod (the oldest wins)`,
+      problems: [
+        `spec.selectorLabels ${
+          selectorText(rl.spec.selectorLabels)
+        } selects the same pods as the older RateLimit ${
+          namesText(older)
+        }; only one RateLimit may apply to a Pod (the oldest wins)`,
+      ],
     };
   }
   if (input.envoyFilter && !ours) {
     return {
       reason: "Conflict",
-      problem:
+      problems: [
         `EnvoyFilter ${meta.namespace}/${meta.name} exists and was not created for this RateLimit (rename the RateLimit or remove that EnvoyFilter)`,
+      ],
     };
   }
   const out = input.lastOutcome;
@@ -230,9 +238,11 @@ function judge(input: RateLimitInput, scope: Scope): Verdict {
   if (failed) {
     return {
       reason: "ApplyFailed",
-      problem: `Applying EnvoyFilter ${meta.namespace}/${meta.name} failed: ${
-        (out.error ?? "unknown error").replace(/\.$/, "")
-      }`,
+      problems: [
+        `Applying EnvoyFilter ${meta.namespace}/${meta.name} failed: ${
+          (out.error ?? "unknown error").replace(/\.$/, "")
+        }`,
+      ],
       desired,
       rl,
     };
@@ -253,7 +263,7 @@ function keep(input: RateLimitInput, scope: Scope): Kept {
   }
   const older = olderOf(input, scope, selector);
   if (older.length > 0) {
-    return { withdrawn: `the older RateLimit ${older.join(", ")} selects the same pods` };
+    return { withdrawn: `the older RateLimit ${namesText(older)} selects the same pods` };
   }
   return { filter: ours, inForce: inForceOf(reach, selector, ours) };
 }
@@ -309,7 +319,7 @@ export function reconcileRateLimit(input: RateLimitInput): Plan {
       const k = keep(input, scope);
       inForce = k && "filter" in k ? k.inForce : undefined;
       enforcedGeneration = ours ? renderedGeneration(ours) : undefined;
-      message = `${verdict.problem}; ${ours ? keptText(ours) : "limit not applied"}`;
+      message = applyFailure(verdict.problems ?? [], ours);
     }
   } else {
     const kept = verdict.reason === "MeshMissing" ? undefined : keep(input, scope);
@@ -317,7 +327,7 @@ export function reconcileRateLimit(input: RateLimitInput): Plan {
       inForce = kept.inForce;
       enforcedGeneration = renderedGeneration(kept.filter);
     } else if (ours) plan.delete.push(filterRef(meta));
-    message = refusal(verdict.reason, verdict.problem, meta.generation, kept);
+    message = refusal(verdict.reason, verdict.problems, meta.generation, kept);
   }
   const row = rowFor(RATELIMIT_STATES, verdict.reason);
   const enforced = enforcement(inForce, inForce ? selected(inForce.selector) : []);

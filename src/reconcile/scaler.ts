@@ -4,6 +4,7 @@
  * rows), what it renders, and the few words and rows where it differs from Serverless. Every
  * served status shows the installed KEDA version (`kedaVersion`).
  */
+import { fitMessage } from "../api/message.ts";
 import { parseScaler, type ScalerSpec } from "../api/scaler.ts";
 import type { KubeObject } from "../api/object.ts";
 import type { StateRow } from "./conditions.ts";
@@ -93,7 +94,7 @@ export const SCALER: ModuleLifecycle<ScalerSpec, Extract<KedaConfig, { ok: true 
       ? {
         reason: "Verified",
         state: "Warning",
-        message: `${ready}, but ${config.warnings.join("; ")}.`,
+        message: fitMessage(`${ready}, but `, config.warnings, "."),
       }
       : { reason: "Verified", state: "Ready", message: `${ready}.` };
   },

@@ -73,12 +73,28 @@ function passing<T>(plan: Plan, candidates: readonly T[], bend: number): T[] {
   return ok.length ? ok : [...candidates];
 }
 
+/** The size a plan's check of this kind bounds (a length, entries, key length), if it has one. */
+function bound(plan: Plan, kind: "max" | "maxProperties" | "maxKeyLength"): number | undefined {
+  const check = ("checks" in plan ? plan.checks ?? [] : []).find((c) => c.check === kind);
+  return check && "n" in check ? check.n : undefined;
+}
+
+/** Strings at a length bound `n` and one over, in characters (an emoji is two UTF-16 units). */
+const around = (n: number) => ["x".repeat(n), "x".repeat(n + 1), "🙂".repeat(n)];
+
+/** Sometimes (one time in 9) `big` instead of `small`: sizes at the bounds are slow to build. */
+const sometimes = <T>(small: fc.Arbitrary<T>, big: fc.Arbitrary<T>) =>
+  fc.oneof({ weight: 8, arbitrary: small }, { weight: 1, arbitrary: big });
+
 function shaped(plan: Plan, bend: number): fc.Arbitrary<unknown> {
   switch (plan.type) {
-    case "string":
+    case "string": {
+      const max = bound(plan, "max");
+      const strings = [...STRINGS, ...(max === undefined ? [] : around(max))];
       return bend
-        ? fc.oneof(fc.constantFrom(...STRINGS), fc.string({ maxLength: 4 }))
-        : fc.constantFrom(...passing(plan, STRINGS, bend));
+        ? fc.oneof(fc.constantFrom(...strings), fc.string({ maxLength: 4 }))
+        : fc.constantFrom(...passing(plan, strings, bend));
+    }
     case "int":
       return bend
         ? fc.oneof(fc.constantFrom(...NUMBERS), fc.integer({ min: -3, max: 70 }))
@@ -108,17 +124,32 @@ function shaped(plan: Plan, bend: number): fc.Arbitrary<unknown> {
         return out;
       });
     }
-    case "record":
-      return fc.dictionary(
-        fc.constantFrom("app", "a", "x-y", "b.c/d"),
+    case "record": {
+      const keyMax = bound(plan, "maxKeyLength");
+      const longKeys = keyMax === undefined ? [] : around(keyMax).filter((_, i) => bend || i !== 1);
+      const small = fc.dictionary(
+        fc.constantFrom("app", "a", "x-y", "b.c/d", ...longKeys),
         valuesOf(plan.value, bend),
-        {
-          minKeys: bend ? 0 : 1,
-          maxKeys: 3,
-        },
+        { minKeys: bend ? 0 : 1, maxKeys: 3 },
       );
-    case "array":
-      return fc.array(valuesOf(plan.item, bend), { maxLength: 3 });
+      const max = bound(plan, "maxProperties");
+      if (max === undefined) return small;
+      const full = fc.array(valuesOf(plan.value, bend), {
+        minLength: max,
+        maxLength: max + (bend ? 1 : 0),
+      }).map((values) => Object.fromEntries(values.map((v, i) => [`k${i}`, v])));
+      return sometimes(small, full);
+    }
+    case "array": {
+      const max = bound(plan, "max");
+      const small = fc.array(valuesOf(plan.item, bend), { maxLength: Math.min(3, max ?? 3) });
+      if (max === undefined) return small;
+      const full = fc.array(valuesOf(plan.item, bend), {
+        minLength: max,
+        maxLength: max + (bend ? 1 : 0),
+      });
+      return sometimes(small, full);
+    }
     case "optional":
     case "default":
     case "prefault":

@@ -12,6 +12,8 @@ import { reconcileRateLimit } from "../../src/reconcile/ratelimit.ts";
 import { decide } from "../../src/dataplane/mod.ts";
 import { proxyFor } from "../../bench/dataplane.ts";
 import { NOW } from "../../bench/worlds.ts";
+import { RULE_COUNTS } from "../../bench/fixtures.ts";
+import { MAX_BUCKET_RULES } from "../../src/api/ratelimit.ts";
 import { benchSim, sweepOnce } from "../../bench/sim.ts";
 
 function quietReport(): { report: Report; lines: string[] } {
@@ -82,7 +84,7 @@ Deno.test("--quick without --cluster skips the control plane and says how to run
 });
 
 Deno.test("reducer inputs are at their fixpoint: reconciling gives back the status they carry", () => {
-  for (const rules of [0, 4, 16]) {
+  for (const rules of RULE_COUNTS) {
     const inputs = rateLimitInputs(rules);
     for (const input of inputs) {
       const plan = reconcileRateLimit(input);
@@ -113,7 +115,7 @@ Deno.test("reducer bench: every kind reports a sane figure", async () => {
   assert.deepEqual(report.figures.map((f) => f.name), [
     "RateLimit, 0 rules",
     "RateLimit, 4 rules",
-    "RateLimit, 16 rules",
+    `RateLimit, ${MAX_BUCKET_RULES} rules`,
     "RateLimit, 4 rules, 20 peers",
     "RateLimit controller, 200 cached",
     "RateLimit controller, 50 RateLimits and Pods in one namespace",
@@ -144,7 +146,7 @@ Deno.test("data-plane requests both pass and hit the limit, and every rule's buc
   assert.ok((baseline(1_000) as number) > 0);
 });
 
-Deno.test("data-plane bench: one proxy at 0, 4, 16 rules and the mesh report sane figures", () => {
+Deno.test("data-plane bench: one proxy at 0, 4, 8 rules and the mesh report sane figures", () => {
   const { report } = quietReport();
   benchDataplane(report, { n: 2_000, runs: 1 });
   assert.equal(report.figures.length, 4);

@@ -7,9 +7,14 @@ import type { JsonSchema } from "../../src/crd/schema.ts";
 
 type Obj = Record<string, unknown>;
 
+/** Characters as the API server counts them for maxLength and CEL's size(): code points. */
+const chars = (s: string) => [...s].length;
+
 /** The CEL rules the CRDs carry, as predicates on the (pruned) value. An unknown rule throws. */
 const CEL: Record<string, (self: Obj) => boolean> = {
   "has(self.path) || has(self.headers)": (self) => "path" in self || "headers" in self,
+  "self.all(k, size(k) <= 64)": (self) => Object.keys(self).every((k) => chars(k) <= 64),
+  "self.all(k, size(k) <= 317)": (self) => Object.keys(self).every((k) => chars(k) <= 317),
 };
 
 const isObj = (v: unknown): v is Obj => typeof v === "object" && v !== null && !Array.isArray(v);
@@ -61,10 +66,10 @@ export function violations(schema: JsonSchema, value: unknown, path = ""): strin
   if (schema.enum && !schema.enum.includes(value as string)) out.push(`${path}: enum`);
   if (typeof value === "string") {
     if (schema.pattern && !new RegExp(schema.pattern).test(value)) out.push(`${path}: pattern`);
-    if (schema.minLength !== undefined && value.length < schema.minLength) {
+    if (schema.minLength !== undefined && chars(value) < schema.minLength) {
       out.push(`${path}: minLength`);
     }
-    if (schema.maxLength !== undefined && value.length > schema.maxLength) {
+    if (schema.maxLength !== undefined && chars(value) > schema.maxLength) {
       out.push(`${path}: maxLength`);
     }
   }
@@ -72,13 +77,24 @@ export function violations(schema: JsonSchema, value: unknown, path = ""): strin
     if (schema.minimum !== undefined && value < schema.minimum) out.push(`${path}: minimum`);
     if (schema.maximum !== undefined && value > schema.maximum) out.push(`${path}: maximum`);
   }
-  if (Array.isArray(value) && schema.items) {
-    value.forEach((v, i) => out.push(...violations(schema.items!, v, `${path}[${i}]`)));
+  if (Array.isArray(value)) {
+    if (schema.minItems !== undefined && value.length < schema.minItems) {
+      out.push(`${path}: minItems`);
+    }
+    if (schema.maxItems !== undefined && value.length > schema.maxItems) {
+      out.push(`${path}: maxItems`);
+    }
+    if (schema.items) {
+      value.forEach((v, i) => out.push(...violations(schema.items!, v, `${path}[${i}]`)));
+    }
   }
   if (isObj(value)) {
     const keys = Object.keys(value);
     if (schema.minProperties !== undefined && keys.length < schema.minProperties) {
       out.push(`${path}: minProperties`);
+    }
+    if (schema.maxProperties !== undefined && keys.length > schema.maxProperties) {
+      out.push(`${path}: maxProperties`);
     }
     for (const name of schema.required ?? []) {
       if (!(name in value)) out.push(`${path}.${name}: required`);

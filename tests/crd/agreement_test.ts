@@ -28,6 +28,31 @@ const KINDS: { plural: string; sample: string; parse: (input: unknown) => ParseR
 
 const BUCKET = { maxTokens: 1, tokensPerFill: 1, fillInterval: "30s" };
 
+const long = (n: number, c = "x") => c.repeat(n);
+const mapOf = (n: number) =>
+  Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, "v"]));
+const rules = (n: number) =>
+  Array.from({ length: n }, (_, i) => ({ path: `/p${i}`, bucket: BUCKET }));
+
+/**
+ * Values on each side of the bounds of docs/ratelimit.md "Bounds": lengths in characters (an emoji
+ * is one character and two UTF-16 units), lists, maps and map keys.
+ */
+const BOUND_EDGES = [
+  ...[63, 64, 65, 128, 129, 317, 318].flatMap((n) => [long(n), long(n, "🙂")]),
+  `/${long(1023)}`,
+  `/${long(1024)}`,
+  `/${long(1023, "🙂")}`,
+  rules(8),
+  rules(9),
+  mapOf(4),
+  mapOf(5),
+  mapOf(256),
+  mapOf(257),
+  ...[64, 65, 317, 318].flatMap((n) => [{ [long(n)]: "v" }, { [long(n, "🙂")]: "v" }]),
+  ...[63, 64, 128, 129].flatMap((n) => [{ a: long(n) }, { a: long(n, "🙂") }]),
+];
+
 /** Values that sit on the edges of the schemas' types and constraints. */
 const EDGES = [
   null,
@@ -76,6 +101,7 @@ const EDGES = [
   { path: "/", bucket: BUCKET },
   { name: "A" },
   { name: "" },
+  ...BOUND_EDGES,
 ];
 const VALUE = fc.oneof(fc.constantFrom(...EDGES), fc.string({ maxLength: 6 }), fc.integer());
 
@@ -114,7 +140,7 @@ for (const kind of KINDS) {
         assert.equal(
           kind.parse(obj).ok,
           admits(schema, obj),
-          `${path.join(".")} = ${JSON.stringify(value)}`,
+          `${path.join(".")} = ${JSON.stringify(value)?.slice(0, 200)}`,
         );
       }
     }

@@ -1,6 +1,16 @@
 /** The zod → structural schema conversion: what it keeps, drops, adds and refuses. */
 import assert from "node:assert/strict";
 import { z } from "zod";
+import {
+  MAX_BUCKET_RULES,
+  MAX_HEADER_NAME_LENGTH,
+  MAX_HEADER_VALUE_LENGTH,
+  MAX_LABEL_KEY_LENGTH,
+  MAX_LABEL_VALUE_LENGTH,
+  MAX_PATH_LENGTH,
+  MAX_RULE_HEADERS,
+  MAX_SELECTOR_LABELS,
+} from "../../src/api/ratelimit.ts";
 import { integer } from "../../src/api/schema/common.ts";
 import { customResourceDefinitions } from "../../src/crd/definitions.ts";
 import { crdSchemaOf, type JsonSchema, toStructural } from "../../src/crd/schema.ts";
@@ -45,10 +55,14 @@ Deno.test("integers become int64 and keep only real bounds", () => {
 
 Deno.test("maps are additionalProperties of strings; no additionalProperties: false anywhere", () => {
   const rl = schemaOf("ratelimits");
-  assert.deepEqual(at(rl, "spec.selectorLabels").additionalProperties, { type: "string" });
+  assert.deepEqual(at(rl, "spec.selectorLabels").additionalProperties, {
+    type: "string",
+    maxLength: MAX_LABEL_VALUE_LENGTH,
+  });
   assert.equal(at(rl, "spec.selectorLabels").minProperties, 1);
   assert.deepEqual(at(rl, "spec.local.buckets.[].headers").additionalProperties, {
     type: "string",
+    maxLength: MAX_HEADER_VALUE_LENGTH,
   });
   const strict = toStructural(
     z.toJSONSchema(z.strictObject({ a: z.string() }), { target: "openapi-3.0" }) as Record<
@@ -83,6 +97,72 @@ Deno.test("a bucket rule carries the CEL rule path-or-headers with its message",
     message: "a bucket rule needs a path, headers or both",
   }]);
   assert.deepEqual(rule.required, ["bucket"]);
+});
+
+/** A pattern that bounds a string's length: anchored, with no `*`, `+` or open `{n,}`. */
+const boundedPattern = (p: string | undefined) =>
+  p !== undefined && p.startsWith("^") && p.endsWith("$") && !/[*+]|\{\d+,\}/.test(p);
+
+/** The nodes under `node` whose size the API server does not bound, by path. */
+function unbounded(node: JsonSchema, path: string): string[] {
+  const out: string[] = [];
+  if (node.type === "string" && node.enum === undefined && node.maxLength === undefined) {
+    if (!boundedPattern(node.pattern)) out.push(`${path}: a string without maxLength`);
+  }
+  if (node.type === "integer" && node.maximum === undefined) out.push(`${path}: no maximum`);
+  if (node.type === "array") {
+    if (node.maxItems === undefined) out.push(`${path}: a list without maxItems`);
+    out.push(...unbounded(node.items!, `${path}[]`));
+  }
+  if (node.type === "object" && node.additionalProperties) {
+    if (node.maxProperties === undefined) out.push(`${path}: a map without maxProperties`);
+    const keys = (node["x-kubernetes-validations"] ?? []).some((v) =>
+      /^self\.all\(k, size\(k\) <= \d+\)$/.test(v.rule)
+    );
+    if (!keys) out.push(`${path}: a map without a bound on its keys`);
+    out.push(...unbounded(node.additionalProperties, `${path}.*`));
+  }
+  for (const [name, child] of Object.entries(node.properties ?? {})) {
+    out.push(...unbounded(child, `${path}.${name}`));
+  }
+  if (node["x-kubernetes-preserve-unknown-fields"]) out.push(`${path}: keeps unknown fields`);
+  return out;
+}
+
+Deno.test("every field of a RateLimit's spec, all of which reach the EnvoyFilter, is bounded", () => {
+  const rl = schemaOf("ratelimits");
+  assert.deepEqual(unbounded(at(rl, "spec"), "spec"), []);
+  assert.equal(at(rl, "spec.local.buckets").maxItems, MAX_BUCKET_RULES);
+  assert.equal(at(rl, "spec.local.buckets.[].path").maxLength, MAX_PATH_LENGTH);
+  const headers = at(rl, "spec.local.buckets.[].headers");
+  assert.equal(headers.maxProperties, MAX_RULE_HEADERS);
+  assert.deepEqual(headers["x-kubernetes-validations"], [{
+    rule: `self.all(k, size(k) <= ${MAX_HEADER_NAME_LENGTH})`,
+    message: `header names must have at most ${MAX_HEADER_NAME_LENGTH} characters`,
+  }]);
+  const labels = at(rl, "spec.selectorLabels");
+  assert.equal(labels.maxProperties, MAX_SELECTOR_LABELS);
+  assert.deepEqual(labels["x-kubernetes-validations"], [{
+    rule: `self.all(k, size(k) <= ${MAX_LABEL_KEY_LENGTH})`,
+    message: `label keys must have at most ${MAX_LABEL_KEY_LENGTH} characters`,
+  }]);
+  // The check finds what it is meant to find: each kind of unbounded node.
+  const loose: JsonSchema = {
+    type: "object",
+    properties: {
+      s: { type: "string", pattern: "^/[^?#]*$" },
+      n: { type: "integer" },
+      l: { type: "array", items: { type: "string", maxLength: 1 } },
+      m: { type: "object", additionalProperties: { type: "string", maxLength: 1 } },
+    },
+  };
+  assert.deepEqual(unbounded(loose, "x"), [
+    "x.s: a string without maxLength",
+    "x.n: no maximum",
+    "x.l: a list without maxItems",
+    "x.m: a map without maxProperties",
+    "x.m: a map without a bound on its keys",
+  ]);
 });
 
 Deno.test("enums, patterns and bounds of docs/design.md are in the CRDs", () => {

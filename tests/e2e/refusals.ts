@@ -3,6 +3,39 @@ import assert from "node:assert/strict";
 import type { KubeObject } from "../../src/runtime/cluster.ts";
 import type { E2E } from "./harness.ts";
 import { rateLimit, scaler, serverless } from "./fixtures.ts";
+import { boundCases } from "../reconcile/ratelimit_extremes.ts";
+
+/** What the API server says of one over each bound of docs/ratelimit.md "Bounds". */
+const OVER_BOUND: Record<string, RegExp> = {
+  "rules": /spec\.local\.buckets: Too many: 9: must have at most 8 items/,
+  "path length": /spec\.local\.buckets\[0\]\.path: Too long: may not be more than 1024/,
+  "headers of a rule": /spec\.local\.buckets\[0\]\.headers: Too many: 5: must have at most 4 items/,
+  "header name length":
+    /spec\.local\.buckets\[0\]\.headers: Invalid value: "object": header names must have at most 64 characters/,
+  "header value length":
+    /spec\.local\.buckets\[0\]\.headers\.x-a: Too long: may not be more than 128/,
+  "selector labels": /spec\.selectorLabels: Too many: 257: must have at most 256 items/,
+  "label key length":
+    /spec\.selectorLabels: Invalid value: "object": label keys must have at most 317 characters/,
+  "label value length": /spec\.selectorLabels\.app: Too long: may not be more than 63/,
+  "tokens":
+    /spec\.local\.defaultBucket\.maxTokens: Invalid value: 4294967296: .*less than or equal to 4294967295/,
+  "fillInterval":
+    /spec\.local\.defaultBucket\.fillInterval: Invalid value: "1000000000s": .*should match/,
+};
+
+/** Each bound's case one over it, as an object kubectl applies in namespace default. */
+function overBounds(): { what: string; obj: KubeObject; stderr: RegExp[] }[] {
+  return boundCases().map((c, i) => {
+    const obj = structuredClone(c.over);
+    obj.metadata = { name: `over-bound-${i}`, namespace: "default" };
+    return {
+      what: `one over the bound: ${c.what}`,
+      obj,
+      stderr: [/is invalid/, OVER_BOUND[c.what]],
+    };
+  });
+}
 
 /** Each case: a manifest that breaks the schema and what stderr must say. */
 const REFUSALS: { what: string; obj: KubeObject; stderr: RegExp[] }[] = [
@@ -60,7 +93,7 @@ function withSpec(obj: KubeObject, edit: (spec: Record<string, unknown>) => void
 
 /** Applies each refused object: kubectl fails, stderr names the field and the rule, nothing is stored. */
 export async function schemaRefusals(env: E2E): Promise<void> {
-  for (const c of REFUSALS) {
+  for (const c of [...REFUSALS, ...overBounds()]) {
     const r = await env.kube.tryApply([c.obj]);
     assert.notEqual(r.code, 0, `${c.what}: kubectl apply accepted it:\n${r.stdout}`);
     for (const re of c.stderr) {

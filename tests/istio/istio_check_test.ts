@@ -18,7 +18,11 @@ import {
   writeCases,
 } from "../../tools/istio-check/render.ts";
 import { DEFAULT_MESH } from "../../src/dataplane/mod.ts";
+import { parseRateLimit } from "../../src/api/ratelimit.ts";
+import { customResourceDefinitions } from "../../src/crd/definitions.ts";
+import { admits } from "../crd/admission.ts";
 import * as e2e from "../e2e/fixtures.ts";
+import { boundCases, largestRateLimit, oddRateLimits } from "../reconcile/ratelimit_extremes.ts";
 import { bucket, rateLimit } from "../reconcile/ratelimit_fixtures.ts";
 
 type Json = Record<string, unknown>;
@@ -80,6 +84,21 @@ function fixtureSources(): Source[] {
         buckets: [{ path: "/slow", bucket: bucket(4294967295, 1, "9999999m") }],
       }),
     ),
+    ...extremeSources(),
+  ];
+}
+
+/**
+ * The largest valid RateLimits (docs/ratelimit.md "Bounds"), in plain characters and in those Go's
+ * JSON escapes, on a workload and on the gateway; odd but valid text; each bound at its limit.
+ */
+function extremeSources(): Source[] {
+  return [
+    { name: "largest: plain characters", rateLimit: largestRateLimit("plain") },
+    { name: "largest: characters Go escapes", rateLimit: largestRateLimit("escaped") },
+    { name: "largest: on the gateway", rateLimit: largestRateLimit("escaped", "gateway") },
+    ...oddRateLimits().map((o) => ({ name: `odd: ${o.name}`, rateLimit: o.rateLimit })),
+    ...boundCases().map((c) => ({ name: `at the bound: ${c.what}`, rateLimit: c.at })),
   ];
 }
 
@@ -119,8 +138,29 @@ async function allCases(): Promise<Case[]> {
   return cases;
 }
 
+Deno.test("one over each bound is refused by the schema, the CRD's and the operator's, before Istio", () => {
+  const schema = customResourceDefinitions().find((c) => c.spec.names.kind === "RateLimit")!.spec
+    .versions[0].schema.openAPIV3Schema;
+  const over = boundCases();
+  const { cases, rejected } = renderCases(
+    over.map((c) => ({ name: c.what, rateLimit: c.over as Source["rateLimit"] })),
+  );
+  assert.deepEqual(cases, []);
+  for (const c of over) {
+    assert.equal(admits(schema, c.over), false, `the API server would store ${c.what}`);
+    const parsed = parseRateLimit(c.over);
+    assert.ok(!parsed.ok, c.what);
+    const message = rejected.find((r) => r.name === c.what)?.message ?? "";
+    assert.ok(message.startsWith(`Invalid spec, limit not applied: ${c.says}`), message);
+  }
+});
+
 Deno.test("istio-check: Istio patches every sample's and fixture's EnvoyFilter exactly where meant", async () => {
   const cases = await allCases();
+  // The extremes are all applied, none refused: each must pass Istio.
+  for (const s of extremeSources()) {
+    assert.ok(cases.some((c) => c.name.split(", ").includes(s.name)), s.name);
+  }
   assert.ok(cases.some((c) => c.name.startsWith("samples/ratelimit-gateway.yaml")));
   assert.ok(cases.some((c) => c.name.startsWith("samples/ratelimit-workload.yaml")));
   assert.ok(cases.filter((c) => c.target === "gateway").length >= 2);

@@ -10,6 +10,8 @@ import {
   updateConditions,
 } from "../../src/reconcile/conditions.ts";
 import { SERVERLESS_STATES } from "../../src/reconcile/serverless.ts";
+import { parseCondition } from "../../src/api/common.ts";
+import { CONDITION_MESSAGE_MAX } from "../../src/api/message.ts";
 
 const T0 = "2026-01-01T00:00:00Z";
 const T1 = "2026-01-01T00:05:00Z";
@@ -161,4 +163,19 @@ Deno.test("every state-table reason is a non-empty CamelCase identifier", () => 
     const status = { state: row.state, conditions: setCondition([], rowCondition(row, ""), T0, 1) };
     assert.equal(rowOfStatus(SERVERLESS_STATES, status)?.no, row.no);
   }
+});
+
+Deno.test("setCondition cuts a message over the CRDs' limit, counting the characters left out", () => {
+  const long = "m".repeat(CONDITION_MESSAGE_MAX * 2);
+  const [c] = setCondition(
+    [],
+    { type: "Ready", status: "False", reason: "Failed", message: long },
+    T0,
+    1,
+  );
+  assert.ok(c.message.length <= CONDITION_MESSAGE_MAX);
+  assert.match(c.message, /^m+\.\.\. and \d+ more characters$/);
+  assert.ok(parseCondition(c).ok);
+  const [short] = setCondition([], { ...c, message: "fits" }, T0, 1);
+  assert.equal(short.message, "fits");
 });

@@ -3,12 +3,8 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import { parseFillInterval } from "../../src/api/duration.ts";
 import { reconcileRateLimit } from "../../src/reconcile/ratelimit.ts";
-import {
-  covers,
-  isLabelKey,
-  isLabelValue,
-  MAX_RULES,
-} from "../../src/reconcile/ratelimit/validate.ts";
+import { MAX_BUCKET_RULES } from "../../src/api/ratelimit.ts";
+import { covers, isLabelKey, isLabelValue } from "../../src/reconcile/ratelimit/validate.ts";
 import { bucket, input, rateLimit } from "./ratelimit_fixtures.ts";
 
 function messageOf(rl: unknown): { state: string; reason: string; message: string } {
@@ -204,12 +200,12 @@ Deno.test("all problems are reported at once", () => {
   assert.match(m.message, /buckets\[1\] is never used/);
 });
 
-Deno.test("at most MAX_RULES rules", () => {
+Deno.test("at most MAX_BUCKET_RULES rules", () => {
   const rules = (n: number) =>
     Array.from({ length: n }, (_, i) => ({ path: `/p${i}`, bucket: bucket(1, 1, "30s") }));
-  assert.equal(messageOf(rateLimit({ buckets: rules(MAX_RULES) })).state, "Ready");
+  assert.equal(messageOf(rateLimit({ buckets: rules(MAX_BUCKET_RULES) })).state, "Ready");
   assertInvalid(
-    rateLimit({ buckets: rules(MAX_RULES + 1) }),
-    `spec.local.buckets has ${MAX_RULES + 1} rules; at most ${MAX_RULES} are supported`,
+    rateLimit({ buckets: rules(MAX_BUCKET_RULES + 1) }),
+    `spec.local.buckets: must have at most ${MAX_BUCKET_RULES} entries`,
   );
 });

@@ -1,5 +1,6 @@
 /** The KEDA objects the Scaler installs, and how each spec field reaches them. */
 import assert from "node:assert/strict";
+import { CONDITION_MESSAGE_MAX } from "../../src/api/message.ts";
 import { parseScaler } from "../../src/api/scaler.ts";
 import { kedaConfig } from "../../src/reconcile/keda/config.ts";
 import { KEDA_VERSION } from "../../src/reconcile/keda/names.ts";
@@ -324,4 +325,26 @@ Deno.test("a spec the schema rejects is a ValidationErr naming the field, and ch
     /^The Scaler object is invalid: spec\.resources\.operator\.limits\.cpu: "lots" is not a Kubernetes quantity/,
   );
   assert.deepEqual([plan.apply, plan.delete], [[], []]);
+});
+
+Deno.test("thousands of problems: the message fits the CRD's limit and counts the rest", () => {
+  const check = (message: string | undefined, head: RegExp, problems: number) => {
+    assert.ok(message);
+    assert.match(message, head);
+    assert.ok(message.length <= CONDITION_MESSAGE_MAX, String(message.length));
+    const left = Number(/; and (\d+) more problems$/.exec(message)?.[1]);
+    assert.equal(message.split("; ").length - 1 + left, problems, message.slice(-100));
+  };
+  // The operator's own checks: each variable name with "=" is a problem.
+  const env = Array.from({ length: 2000 }, (_, i) => ({ name: `VAR_${i}=x`, value: "v" }));
+  check(invalid({ env }), /^Invalid configuration: spec\.env\[0\]\.name: /, 2000);
+  // The schema's: each env entry without a name.
+  const w = installed();
+  const object = { ...w.object!, spec: { env: Array.from({ length: 2000 }, () => ({})) } };
+  const plan = reconcileScaler(inputOf({ ...w, object }));
+  check(
+    conditionOf(plan, "Installed")!.message,
+    /^The Scaler object is invalid: spec\.env\[0\]\.name: /,
+    2000,
+  );
 });

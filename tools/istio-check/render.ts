@@ -103,7 +103,10 @@ export function renderCases(sources: readonly Source[]): { cases: Case[]; reject
     const contexts = filterContexts(ef);
     const c: Case = {
       name: src.name,
-      file: `${String(cases.length + 1).padStart(3, "0")}-${namespace}-${ef.metadata.name}.json`,
+      // The number makes the name unique; the rest is for a reader, and kept short: a namespace
+      // and a name can have 63 and 253 characters, over a file name's 255 bytes.
+      file: `${String(cases.length + 1).padStart(3, "0")}-${namespace}-${ef.metadata.name}`
+        .slice(0, 100) + ".json",
       target: contexts.length > 1 ? "both" : contexts[0] === "GATEWAY" ? "gateway" : "sidecar",
       envoyFilter: ef,
     };

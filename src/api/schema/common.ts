@@ -2,6 +2,7 @@
 import { z } from "zod";
 import { CONDITION_REASON_PATTERN, CONDITION_TYPE_PATTERN } from "../common.ts";
 import { EXPECTED_INTEGER } from "../issues.ts";
+import { CONDITION_MESSAGE_MAX } from "../message.ts";
 
 /**
  * An integer schema. Its type errors read "expected integer" (zod alone says "number"); the CRD
@@ -9,6 +10,40 @@ import { EXPECTED_INTEGER } from "../issues.ts";
  */
 export function integer(): z.ZodInt {
   return z.int({ error: (iss) => (iss.code === "invalid_type" ? EXPECTED_INTEGER : undefined) });
+}
+
+/** What bounds a map: its entries, and its keys' length (named in messages as `keys`). */
+export interface MapBounds {
+  min: number;
+  /** What a map with fewer than `min` entries is told. */
+  minMessage: string;
+  max: number;
+  maxKey: number;
+  /** The keys, as messages call them: `header names`. */
+  keys: string;
+}
+
+/**
+ * A map of string keys to `value` with `bounds`, each stated for the CRD: minProperties,
+ * maxProperties, and a CEL rule on the keys (a structural schema cannot bound keys otherwise; with
+ * maxProperties the API server can bound the rule's cost). Keys are measured in characters (code
+ * points), as CEL's `size` measures them.
+ */
+export function boundedMap<V extends z.ZodType>(value: V, bounds: MapBounds) {
+  const { min, max, maxKey } = bounds;
+  const keyMessage = `${bounds.keys} must have at most ${maxKey} characters`;
+  return z.record(z.string(), value)
+    .refine((m) => Object.keys(m).length >= min, { error: bounds.minMessage })
+    .refine((m) => Object.keys(m).length <= max, { error: `must have at most ${max} entries` })
+    .refine((m) => Object.keys(m).every((k) => [...k].length <= maxKey), { error: keyMessage })
+    .meta({
+      minProperties: min,
+      maxProperties: max,
+      "x-kubernetes-validations": [{
+        rule: `self.all(k, size(k) <= ${maxKey})`,
+        message: keyMessage,
+      }],
+    });
 }
 
 /** Object metadata as the API server returns it; unknown fields are kept (loose). */
@@ -42,7 +77,7 @@ export const ConditionSchema = z.object({
   }).describe(
     "Programmatic identifier, CamelCase, of the reason for the last transition.",
   ),
-  message: z.string().max(32768).describe(
+  message: z.string().max(CONDITION_MESSAGE_MAX).describe(
     "Human-readable message with details about the transition; may be empty.",
   ),
   lastTransitionTime: z.string().describe(

@@ -5,9 +5,17 @@ import {
   BUCKET_PATH_PATTERN,
   BUCKET_RULE_NEEDS_MATCH,
   GATEWAY_GROUP,
+  MAX_BUCKET_RULES,
+  MAX_HEADER_NAME_LENGTH,
+  MAX_HEADER_VALUE_LENGTH,
+  MAX_LABEL_KEY_LENGTH,
+  MAX_LABEL_VALUE_LENGTH,
+  MAX_PATH_LENGTH,
+  MAX_RULE_HEADERS,
+  MAX_SELECTOR_LABELS,
   MAX_TOKENS_LIMIT,
 } from "../ratelimit.ts";
-import { ConditionsSchema, integer, kindSchema } from "./common.ts";
+import { boundedMap, ConditionsSchema, integer, kindSchema } from "./common.ts";
 
 const Tokens = (what: string) =>
   integer().min(1).max(MAX_TOKENS_LIMIT).describe(`${what}; an integer from 1 to 4294967295.`);
@@ -29,20 +37,24 @@ export const BucketSchema = z.object({
 
 /** An additional bucket and the requests it applies to. */
 export const BucketRuleSchema = z.object({
-  path: z.string().regex(new RegExp(BUCKET_PATH_PATTERN), {
+  path: z.string().max(MAX_PATH_LENGTH).regex(new RegExp(BUCKET_PATH_PATTERN), {
     error: (iss) =>
       `${JSON.stringify(iss.input)} is not a path like /headers (starts with /, no ? or #)`,
   }).optional().describe(
-    "Request path the bucket applies to, matched exactly, query string ignored; starts with / and has no ? or #.",
+    `Request path the bucket applies to, matched exactly, query string ignored; starts with / and has no ? or #; at most ${MAX_PATH_LENGTH} characters.`,
   ),
-  // Header names are not checked here: a CEL rule over the map's keys costs more than the API
-  // server allows, and this schema admits exactly what the CRD admits. The operator checks them.
-  headers: z.record(z.string(), z.string())
-    .refine((m) => Object.keys(m).length > 0, { error: "must list at least one header" })
-    .meta({ minProperties: 1 })
-    .optional().describe(
-      "Request headers and values that must all match (names case-insensitive, values exact); at least one.",
-    ),
+  // Header names are only bounded here: a CEL rule matching the names' syntax would cost more than
+  // the API server allows, and this schema admits exactly what the CRD admits. The operator checks
+  // the syntax.
+  headers: boundedMap(z.string().max(MAX_HEADER_VALUE_LENGTH), {
+    min: 1,
+    minMessage: "must list at least one header",
+    max: MAX_RULE_HEADERS,
+    maxKey: MAX_HEADER_NAME_LENGTH,
+    keys: "header names",
+  }).optional().describe(
+    `Request headers and values that must all match (names case-insensitive, values exact); 1 to ${MAX_RULE_HEADERS} headers, names of at most ${MAX_HEADER_NAME_LENGTH} characters, values of at most ${MAX_HEADER_VALUE_LENGTH}.`,
+  ),
   bucket: BucketSchema.describe("The bucket used for matching requests."),
 }).refine((r) => r.path !== undefined || r.headers !== undefined, {
   error: BUCKET_RULE_NEEDS_MATCH,
@@ -56,10 +68,14 @@ export const BucketRuleSchema = z.object({
 
 /** RateLimit spec (docs/design.md). */
 export const RateLimitSpecSchema = z.object({
-  selectorLabels: z.record(z.string(), z.string()).refine((m) => Object.keys(m).length > 0, {
-    error: "must select at least one label",
-  }).meta({ minProperties: 1 }).describe(
-    "Labels selecting the Pods to limit: a workload's (sidecar proxies), or the ingress gateway's (Pods whose proxy runs as a router). In the mesh's root namespace a filter reaches every namespace, so there only gateway Pods may be selected.",
+  selectorLabels: boundedMap(z.string().max(MAX_LABEL_VALUE_LENGTH), {
+    min: 1,
+    minMessage: "must select at least one label",
+    max: MAX_SELECTOR_LABELS,
+    maxKey: MAX_LABEL_KEY_LENGTH,
+    keys: "label keys",
+  }).describe(
+    `Labels selecting the Pods to limit: a workload's (sidecar proxies), or the ingress gateway's (Pods whose proxy runs as a router). In the mesh's root namespace a filter reaches every namespace, so there only gateway Pods may be selected. 1 to ${MAX_SELECTOR_LABELS} labels, as Istio's workload selector allows.`,
   ),
   enableResponseHeaders: z.boolean().default(false).describe(
     "When true, admitted and rejected (429) responses carry x-ratelimit-limit (maxTokens of the bucket used), x-ratelimit-remaining (whole tokens left) and, with Envoy 1.35 and later, x-ratelimit-reset (seconds until the next whole token, 0 while one is left). Default false.",
@@ -68,8 +84,8 @@ export const RateLimitSpecSchema = z.object({
     defaultBucket: BucketSchema.describe(
       "Bucket for all traffic no additional bucket matches. It starts full and regains tokensPerFill tokens every fillInterval, continuously (one every fillInterval / tokensPerFill).",
     ),
-    buckets: z.array(BucketRuleSchema).default([]).describe(
-      "Additional buckets, tried in order; the first matching rule wins. Each fillInterval must be a multiple of the default bucket's.",
+    buckets: z.array(BucketRuleSchema).max(MAX_BUCKET_RULES).default([]).describe(
+      `Additional buckets, tried in order; the first matching rule wins. Each fillInterval must be a multiple of the default bucket's. At most ${MAX_BUCKET_RULES}.`,
     ),
   }).describe(
     "Local token-bucket limits: every proxy (each Pod, each gateway Pod) and every route on it (on the gateway, each VirtualService host and http route) has its own buckets.",

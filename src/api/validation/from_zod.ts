@@ -80,25 +80,37 @@ function plainChecks(def: Def, path: string, numeric: boolean): Check[] {
 
 const HAS_ANY =
   /^has\(self\.([A-Za-z_][A-Za-z0-9_]*)\)( \|\| has\(self\.([A-Za-z_][A-Za-z0-9_]*)\))*$/;
+const KEYS_AT_MOST = /^self\.all\(k, size\(k\) <= ([1-9][0-9]*)\)$/;
+
+/** The check a CEL rule of the schema states, for the forms a plan can hold. */
+function celCheck(rule: string, path: string): (message: Message) => Check {
+  const keys = KEYS_AT_MOST.exec(rule);
+  if (keys) {
+    const n = Number(keys[1]);
+    return (message) => ({ check: "maxKeyLength", n, message });
+  }
+  if (!HAS_ANY.test(rule)) fail(path, `the CEL rule ${JSON.stringify(rule)}`);
+  const fields = [...rule.matchAll(/has\(self\.([A-Za-z0-9_]+)\)/g)].map((m) => m[1]);
+  return (message) => ({ check: "anyOf", fields, message });
+}
 
 /**
- * The refinements of a node, read from what the schema states for the CRD (its metadata): a map's
- * `minProperties`, or a CEL rule `has(self.a) || has(self.b)`. The refinement's function cannot be
- * read; the property tests hold it and the plan to the same answers.
+ * The refinements of a node, read from what the schema states for the CRD (its metadata), in this
+ * order: a map's `minProperties`, its `maxProperties`, then CEL rules (`has(self.a) || has(self.b)`,
+ * `self.all(k, size(k) <= n)`). The refinement's function cannot be read; the property tests hold
+ * it and the plan to the same answers.
  */
 function refinements(schema: Node, def: Def, path: string): Check[] {
   const refines = checkDefs(def).filter((c) => c.check === "custom");
   if (refines.length === 0) return [];
   const meta = (z.globalRegistry.get(schema) ?? {}) as Record<string, unknown>;
   const stated: ((message: Message) => Check)[] = [];
-  if (typeof meta.minProperties === "number") {
-    const n = meta.minProperties;
-    stated.push((message) => ({ check: "minProperties", n, message }));
+  for (const bound of ["minProperties", "maxProperties"] as const) {
+    const n = meta[bound];
+    if (typeof n === "number") stated.push((message) => ({ check: bound, n, message }));
   }
   for (const v of (meta["x-kubernetes-validations"] ?? []) as { rule: string }[]) {
-    if (!HAS_ANY.test(v.rule)) fail(path, `the CEL rule ${JSON.stringify(v.rule)}`);
-    const fields = [...v.rule.matchAll(/has\(self\.([A-Za-z0-9_]+)\)/g)].map((m) => m[1]);
-    stated.push((message) => ({ check: "anyOf", fields, message }));
+    stated.push(celCheck(v.rule, path));
   }
   if (stated.length !== refines.length) {
     fail(path, `${refines.length} refinement(s) but ${stated.length} stated for the CRD`);

@@ -20,6 +20,10 @@ export type Check =
   | { check: "regex"; source: string; message?: Message }
   /** Maps: at least `n` entries; the schema's refinement, stated in the CRD as minProperties. */
   | { check: "minProperties"; n: number; message: Message }
+  /** Maps: at most `n` entries; the schema's refinement, stated in the CRD as maxProperties. */
+  | { check: "maxProperties"; n: number; message: Message }
+  /** Maps: keys of at most `n` characters; stated in the CRD as `self.all(k, size(k) <= n)`. */
+  | { check: "maxKeyLength"; n: number; message: Message }
   /** Objects: at least one of `fields` set; stated in the CRD as `has(self.a) || has(self.b)`. */
   | { check: "anyOf"; fields: string[]; message: Message };
 

@@ -3,29 +3,9 @@
  * the same output (defaults filled, unknown fields stripped) and the same issues in the same order.
  * tests/api/validation_test.ts holds the two side by side on generated objects.
  */
-import {
-  type FieldError,
-  type Issue,
-  type ParseResult,
-  toFieldErrors,
-  withoutNulls,
-} from "../issues.ts";
-import type { Check, Message, Plan } from "./plan.ts";
-
-/** An issue while it is collected: `continue: false` or absent stops later checks (zod's abort). */
-type Found = Issue & { path: PropertyKey[]; continue?: boolean };
-
-interface Result {
-  value: unknown;
-  issues: Found[];
-}
-
-const INPUT = "{input}";
-
-/** A schema message with its `{input}` filled in. */
-function render(message: Message, input: unknown): string {
-  return message.includes(INPUT) ? message.split(INPUT).join(JSON.stringify(input)) : message;
-}
+import { type FieldError, type ParseResult, toFieldErrors, withoutNulls } from "../issues.ts";
+import { type Found, oversized, type Result, runChecks } from "./checks.ts";
+import type { Plan } from "./plan.ts";
 
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
@@ -37,115 +17,8 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
   return proto === Object.prototype || proto === null;
 }
 
-/** Any issue that does not say `continue: true` stops the checks after it. */
-function aborted(issues: readonly Found[], from = 0): boolean {
-  for (let i = from; i < issues.length; i++) if (issues[i].continue !== true) return true;
-  return false;
-}
-
-function explicitlyAborted(issues: readonly Found[]): boolean {
-  return issues.some((i) => i.continue === false);
-}
-
 function typeIssue(expected: string, message = ""): Found {
   return { code: "invalid_type", expected, path: [], message };
-}
-
-/** zod's `when` of a length check: the value has a `length`. */
-function hasLength(value: unknown): boolean {
-  return value !== null && value !== undefined &&
-    (value as { length?: unknown }).length !== undefined;
-}
-
-/**
- * Whether a length check passes, strings measured in code points as zod measures them. A code point
- * is one or two UTF-16 units, so the units decide unless they fall where the two measures differ;
- * only then are code points counted (this runs on every string of every reconciled object).
- */
-function lengthPasses(value: unknown, check: "min" | "max", n: number): boolean {
-  const units = (value as { length: number }).length;
-  if (typeof value !== "string") return check === "min" ? units >= n : units <= n;
-  if (check === "max" ? units <= n : units >= 2 * n) return true;
-  if (check === "min" && units < n) return false;
-  const points = [...value].length;
-  return check === "min" ? points >= n : points <= n;
-}
-
-function lengthOrigin(value: unknown): string {
-  return typeof value === "string" ? "string" : Array.isArray(value) ? "array" : "unknown";
-}
-
-const patterns = new Map<string, RegExp>();
-
-function patternOf(source: string): RegExp {
-  let re = patterns.get(source);
-  if (!re) patterns.set(source, re = new RegExp(source));
-  return re;
-}
-
-/** Runs one check; pushes its issue when it fails. `numeric`: min and max bound the value. */
-function runCheck(check: Check, value: unknown, numeric: boolean, issues: Found[]): void {
-  switch (check.check) {
-    case "min":
-    case "max": {
-      const passes = numeric
-        ? (check.check === "min" ? (value as number) >= check.n : (value as number) <= check.n)
-        : lengthPasses(value, check.check, check.n);
-      if (passes) return;
-      issues.push({
-        code: check.check === "min" ? "too_small" : "too_big",
-        origin: numeric ? "number" : lengthOrigin(value),
-        ...(check.check === "min" ? { minimum: check.n } : { maximum: check.n }),
-        path: [],
-        message: "",
-        continue: !check.abort,
-      });
-      return;
-    }
-    case "regex":
-      if (patternOf(check.source).test(value as string)) return;
-      issues.push({
-        code: "invalid_format",
-        format: "regex",
-        pattern: `/${check.source}/`,
-        path: [],
-        message: check.message === undefined ? "" : render(check.message, value),
-        continue: true,
-      });
-      return;
-    case "minProperties":
-    case "anyOf": {
-      const passes = check.check === "minProperties"
-        ? Object.keys(value as object).length >= check.n
-        : check.fields.some((f) => (value as Record<string, unknown>)[f] !== undefined);
-      if (passes) return;
-      issues.push({
-        code: "custom",
-        path: [],
-        message: render(check.message, value),
-        continue: true,
-      });
-      return;
-    }
-  }
-}
-
-/**
- * Runs a node's checks after its type's own parse. A length check still runs after an issue that
- * does not say stop outright (zod's `when`); the others skip once any issue aborts.
- */
-function runChecks(checks: readonly Check[] | undefined, numeric: boolean, result: Result): void {
-  if (!checks) return;
-  let stop = aborted(result.issues);
-  for (const check of checks) {
-    const lengthCheck = !numeric && (check.check === "min" || check.check === "max");
-    if (lengthCheck) {
-      if (explicitlyAborted(result.issues) || !hasLength(result.value)) continue;
-    } else if (stop) continue;
-    const before = result.issues.length;
-    runCheck(check, result.value, numeric, result.issues);
-    if (!stop) stop = aborted(result.issues, before);
-  }
 }
 
 function prefixed(key: PropertyKey, issues: readonly Found[]): Found[] {
@@ -275,6 +148,8 @@ function parseType(plan: Plan, input: unknown): Result {
 }
 
 function run(plan: Plan, input: unknown): Result {
+  const big = plan.type === "array" ? oversized(plan, input) : undefined;
+  if (big) return { value: input, issues: [big] };
   const result = parseType(plan, input);
   if ("checks" in plan) runChecks(plan.checks, plan.type === "int", result);
   return result;

@@ -10,7 +10,8 @@
  * nothing is left.
  */
 import type { ModuleImages } from "../../api/images.ts";
-import { formatErrors, type ParseResult } from "../../api/issues.ts";
+import { errorLines, type ParseResult } from "../../api/issues.ts";
+import { fitMessage } from "../../api/message.ts";
 import type { KubeObject } from "../../api/object.ts";
 import { type ConditionInput, rowFor, type StateRow } from "../conditions.ts";
 import { ownerLabelValue } from "../labels.ts";
@@ -129,7 +130,7 @@ function install<Spec, Config>(
     return {
       ...served,
       row: rowFor(m.states, m.invalid),
-      message: `Invalid configuration: ${formatErrors(config.errors)}`,
+      message: fitMessage("Invalid configuration: ", errorLines(config.errors)),
     };
   }
   const target = { namespace, owner: ownerLabelValue(meta) };
@@ -212,7 +213,7 @@ export function reconcileModule<Spec, Config>(
     return plan({
       ...served,
       row: rowFor(m.states, m.invalid),
-      message: `The ${m.kind} object is invalid: ${formatErrors(parsed.errors)}`,
+      message: fitMessage(`The ${m.kind} object is invalid: `, errorLines(parsed.errors)),
     }, generation);
   }
   const finalizer = { add: m.finalizer };

@@ -5,7 +5,8 @@
  * by holding the module's claim Lease (claim.ts), whose create the API server admits once.
  */
 import { type ParsedObjectMeta, parseObjectMeta } from "../../api/common.ts";
-import { formatErrors } from "../../api/issues.ts";
+import { errorLines } from "../../api/issues.ts";
+import { fitMessage } from "../../api/message.ts";
 import { objectKey } from "../../api/object.ts";
 import type { KubeObject } from "../../api/object.ts";
 import { type ClaimInput, claimLease, claimRef, claimState, holderIdentity } from "./claim.ts";
@@ -115,13 +116,13 @@ export function classifyModuleObject(
   const parsed = parseObjectMeta(metadata);
   const self = asPeer(raw);
   if (!parsed.ok || !self) {
-    const errors = parsed.ok ? "metadata.name: is required (expected string)" : formatErrors(
+    const errors = parsed.ok ? ["metadata.name: is required (expected string)"] : errorLines(
       parsed.errors.map((e) => ({
         ...e,
         path: `metadata.${e.path}`.replace(".(root)", ""),
       })),
     );
-    return { kind: "malformed", message: `The ${kind} object is invalid: ${errors}` };
+    return { kind: "malformed", message: fitMessage(`The ${kind} object is invalid: `, errors) };
   }
   const meta = parsed.value;
   const claimed = self.status?.served === "True";

@@ -7,6 +7,7 @@
  * status, so nothing is written at rest.
  */
 import { contextOf, type ProxyContext } from "../../api/mesh.ts";
+import { joinWithin } from "../../api/message.ts";
 import { isActivePod, meshProxyOf, podName, podNamespace } from "../../api/pod.ts";
 import type { ConditionInput } from "../conditions.ts";
 import { podLabelsOf } from "./conflict.ts";
@@ -68,9 +69,16 @@ export interface Enforcement {
   podsWithSidecar?: number;
 }
 
-/** `app=httpbin,tier=web`: a selector as users write it on the command line. */
+/** The most characters a selector takes in a message (a selector may have 256 long labels). */
+const SELECTOR_TEXT_MAX = 1024;
+
+/**
+ * `app=httpbin,tier=web`: a selector as users write it on the command line; a long one is cut,
+ * counting the labels left out (`app=httpbin and 255 more labels`).
+ */
 export function selectorText(selector: Readonly<Record<string, string>>): string {
-  return Object.entries(selector).map(([k, v]) => `${k}=${v}`).join(",");
+  const labels = Object.entries(selector).map(([k, v]) => `${k}=${v}`);
+  return joinWithin(labels, SELECTOR_TEXT_MAX, { separator: ",", noun: "labels" });
 }
 
 function plural(n: number, one: string, many: string): string {

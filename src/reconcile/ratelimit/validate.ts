@@ -14,13 +14,6 @@ const CONTROL = /[\u0000-\u001f\u007f]/;
 const LABEL_NAME = /^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
-/**
- * Rules a RateLimit may have. Each rule's `rate_limits` entry excludes the earlier rules it can
- * overlap, so the filter grows with the square of the rules: 32 fully overlapping rules make about
- * 400 kB, well inside etcd's 1.5 MiB object limit and a size Envoy evaluates quickly.
- */
-export const MAX_RULES = 32;
-
 /** A label key: `[prefix/]name`, prefix a DNS subdomain (≤ 253), name ≤ 63 (Kubernetes). */
 export function isLabelKey(key: string): boolean {
   const slash = key.lastIndexOf("/");
@@ -105,10 +98,8 @@ export function covers(earlier: BucketRule, later: BucketRule): boolean {
 }
 
 function ruleProblems(rules: readonly BucketRule[]): string[] {
+  // How many rules there may be, and how long their paths and headers, the schema says.
   const out: string[] = [];
-  if (rules.length > MAX_RULES) {
-    out.push(`spec.local.buckets has ${rules.length} rules; at most ${MAX_RULES} are supported`);
-  }
   rules.forEach((rule, i) => {
     const at = `spec.local.buckets[${i}]`;
     const headers = Object.keys(rule.headers ?? {}).length;

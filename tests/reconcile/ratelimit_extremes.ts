@@ -1,0 +1,203 @@
+/**
+ * The largest and the oddest RateLimits the CRD and the operator accept, built from the bounds of
+ * src/api/ratelimit.ts (docs/ratelimit.md "Bounds"), and one just over each bound.
+ */
+import {
+  MAX_BUCKET_RULES,
+  MAX_HEADER_NAME_LENGTH,
+  MAX_HEADER_VALUE_LENGTH,
+  MAX_LABEL_KEY_LENGTH,
+  MAX_LABEL_VALUE_LENGTH,
+  MAX_PATH_LENGTH,
+  MAX_RULE_HEADERS,
+  MAX_SELECTOR_LABELS,
+  MAX_TOKENS_LIMIT,
+} from "../../src/api/ratelimit.ts";
+import { DEFAULT_MESH } from "../../src/dataplane/mod.ts";
+import type { KubeObject } from "../../src/runtime/cluster.ts";
+import { bucket, rateLimit } from "./ratelimit_fixtures.ts";
+
+/**
+ * Characters to fill text with: `plain` ones take a byte each where etcd stores them; `escaped`
+ * ones take six (Go's JSON writes `<` and `&` as `\u003c`, `\u0026`), the most a character can.
+ */
+export type Fill = "plain" | "escaped";
+
+/** `n` digits of `i`: distinct names of equal length. */
+const digits = (i: number, n: number) => String(i).padStart(n, "0");
+
+/** The most labels, each with the longest key (`prefix/name`) and value Kubernetes allows. */
+export function largestSelector(): Record<string, string> {
+  const nameLength = 63;
+  const prefixLength = MAX_LABEL_KEY_LENGTH - nameLength - 1;
+  return Object.fromEntries(
+    Array.from({ length: MAX_SELECTOR_LABELS }, (_, i) => [
+      `${"p".repeat(prefixLength - 4)}${digits(i, 4)}/${"n".repeat(nameLength)}`,
+      "v".repeat(MAX_LABEL_VALUE_LENGTH),
+    ]),
+  );
+}
+
+/**
+ * The RateLimit whose EnvoyFilter is the largest the bounds allow: the most labels, and the most
+ * rules, all with the same longest path and the most headers of the longest names and values. Each
+ * rule's header names are its own, so no rule covers another (all are used) while every rule can
+ * overlap every earlier one: each rule's entry repeats all earlier rules' matchers. `on` the gateway,
+ * it selects the ingress gateway in its namespace instead of a workload.
+ */
+export function largestRateLimit(fill: Fill, on: "workload" | "gateway" = "workload"): KubeObject {
+  const [pathChar, nameChar, valueChar] = fill === "plain" ? ["p", "h", "v"] : ["<", "&", ">"];
+  const most = bucket(MAX_TOKENS_LIMIT, MAX_TOKENS_LIMIT, "999999999s");
+  const path = `/${pathChar.repeat(MAX_PATH_LENGTH - 1)}`;
+  const headers = (rule: number) =>
+    Object.fromEntries(
+      Array.from({ length: MAX_RULE_HEADERS }, (_, h) => [
+        `${nameChar.repeat(MAX_HEADER_NAME_LENGTH - 4)}${digits(rule, 2)}${digits(h, 2)}`,
+        valueChar.repeat(MAX_HEADER_VALUE_LENGTH),
+      ]),
+    );
+  const rl = rateLimit({
+    name: `largest-${fill}`,
+    selectorLabels: largestSelector(),
+    enableResponseHeaders: true,
+    defaultBucket: most,
+    buckets: Array.from(
+      { length: MAX_BUCKET_RULES },
+      (_, i) => ({ path, headers: headers(i), bucket: most }),
+    ),
+  });
+  // The longest name and namespace the API server allows, and the longest generation.
+  rl.metadata.name = `${"n".repeat(253 - `-${fill}`.length)}-${fill}`;
+  rl.metadata.namespace = "s".repeat(63);
+  rl.metadata.generation = Number.MAX_SAFE_INTEGER;
+  if (on === "gateway") {
+    // One label fewer, and the gateway's own: with no Pod to say, a selector with a gateway's
+    // conventional label goes on the ingress gateway.
+    const labels = Object.entries(largestSelector()).slice(1);
+    (rl.spec as { selectorLabels: Record<string, string> }).selectorLabels = Object.fromEntries([
+      ...labels,
+      ["app", DEFAULT_MESH.gateway.labels.app],
+    ]);
+    rl.metadata.namespace = DEFAULT_MESH.gateway.namespace;
+  }
+  return rl;
+}
+
+/**
+ * Valid RateLimits with odd but allowed text: every character HTTP allows in a header name, and
+ * quotes, backslashes, `<>&`, percent signs, non-ASCII letters and emoji in paths and values.
+ */
+export function oddRateLimits(): { name: string; rateLimit: KubeObject }[] {
+  const b = bucket(1, 1, "1s");
+  const odd = (name: string, buckets: unknown[]) => ({
+    name,
+    rateLimit: rateLimit({ name, defaultBucket: bucket(1, 1, "1s"), buckets }),
+  });
+  return [
+    odd("odd-header-names", [
+      { headers: { "!#$%&'*+-.^_`|~": "x", "X-UPPER": "y" }, bucket: b },
+      { headers: { "0123456789abcdefghijklmnopqrstuvwxyz": "" }, bucket: b },
+    ]),
+    odd("odd-paths", [
+      { path: "/a b".replace(" ", "%20"), bucket: b },
+      { path: "/<script>&\"'\\`{}|^", bucket: b },
+      { path: "/ünïcödé/日本/🙂", bucket: b },
+      { path: "/", bucket: b },
+      { path: "//double//slashes/./..", bucket: b },
+    ]),
+    odd("odd-values", [
+      { headers: { "x-a": '"quoted" \\back\\ <tag> & amp' }, bucket: b },
+      { headers: { "x-a": "ünïcödé 日本 🙂 \u2028\u2029" }, bucket: b },
+      { headers: { "x-a": " leading and trailing spaces " }, bucket: b },
+      { headers: { "x-a": "" }, bucket: b },
+    ]),
+  ];
+}
+
+/** A bound: a RateLimit at it (valid) and one just over it, and what the refusal says. */
+export interface BoundCase {
+  what: string;
+  at: KubeObject;
+  over: KubeObject;
+  /** The field error of `over`, as the operator's message has it. */
+  says: string;
+}
+
+const mapOf = (n: number, key = (i: number) => `k${i}`, value = "v") =>
+  Object.fromEntries(Array.from({ length: n }, (_, i) => [key(i), value]));
+
+/** One case a bound of docs/ratelimit.md "Bounds". */
+export function boundCases(): BoundCase[] {
+  const b = bucket(1, 1, "30s");
+  const withRules = (rules: unknown[]) => rateLimit({ buckets: rules });
+  const rules = (n: number) => Array.from({ length: n }, (_, i) => ({ path: `/p${i}`, bucket: b }));
+  const withHeaders = (headers: Record<string, string>) => withRules([{ headers, bucket: b }]);
+  const labelKey = (n: number) => `${"p".repeat(n - 64)}/${"n".repeat(63)}`;
+  const tokens = (n: number) => rateLimit({ defaultBucket: bucket(n, 1, "30s") });
+  const rule0 = "spec.local.buckets[0]";
+  return [
+    {
+      what: "rules",
+      at: withRules(rules(MAX_BUCKET_RULES)),
+      over: withRules(rules(MAX_BUCKET_RULES + 1)),
+      says: `spec.local.buckets: must have at most ${MAX_BUCKET_RULES} entries`,
+    },
+    {
+      what: "path length",
+      at: withRules([{ path: `/${"🙂".repeat(MAX_PATH_LENGTH - 1)}`, bucket: b }]),
+      over: withRules([{ path: `/${"a".repeat(MAX_PATH_LENGTH)}`, bucket: b }]),
+      says: `${rule0}.path: must have at most ${MAX_PATH_LENGTH} characters`,
+    },
+    {
+      what: "headers of a rule",
+      at: withHeaders(mapOf(MAX_RULE_HEADERS)),
+      over: withHeaders(mapOf(MAX_RULE_HEADERS + 1)),
+      says: `${rule0}.headers: must have at most ${MAX_RULE_HEADERS} entries`,
+    },
+    {
+      what: "header name length",
+      at: withHeaders({ ["h".repeat(MAX_HEADER_NAME_LENGTH)]: "v" }),
+      over: withHeaders({ ["h".repeat(MAX_HEADER_NAME_LENGTH + 1)]: "v" }),
+      says: `${rule0}.headers: header names must have at most ${MAX_HEADER_NAME_LENGTH} characters`,
+    },
+    {
+      what: "header value length",
+      at: withHeaders({ "x-a": "🙂".repeat(MAX_HEADER_VALUE_LENGTH) }),
+      over: withHeaders({ "x-a": "v".repeat(MAX_HEADER_VALUE_LENGTH + 1) }),
+      says: `${rule0}.headers["x-a"]: must have at most ${MAX_HEADER_VALUE_LENGTH} characters`,
+    },
+    {
+      what: "selector labels",
+      at: rateLimit({ selectorLabels: mapOf(MAX_SELECTOR_LABELS) }),
+      over: rateLimit({ selectorLabels: mapOf(MAX_SELECTOR_LABELS + 1) }),
+      says: `spec.selectorLabels: must have at most ${MAX_SELECTOR_LABELS} entries`,
+    },
+    {
+      what: "label key length",
+      at: rateLimit({ selectorLabels: { [labelKey(MAX_LABEL_KEY_LENGTH)]: "v" } }),
+      over: rateLimit({ selectorLabels: { [labelKey(MAX_LABEL_KEY_LENGTH + 1)]: "v" } }),
+      says: `spec.selectorLabels: label keys must have at most ${MAX_LABEL_KEY_LENGTH} characters`,
+    },
+    {
+      what: "label value length",
+      at: rateLimit({ selectorLabels: { app: "v".repeat(MAX_LABEL_VALUE_LENGTH) } }),
+      over: rateLimit({ selectorLabels: { app: "v".repeat(MAX_LABEL_VALUE_LENGTH + 1) } }),
+      says: `spec.selectorLabels.app: must have at most ${MAX_LABEL_VALUE_LENGTH} characters`,
+    },
+    {
+      what: "tokens",
+      at: tokens(MAX_TOKENS_LIMIT),
+      over: tokens(MAX_TOKENS_LIMIT + 1),
+      says: `spec.local.defaultBucket.maxTokens: ${
+        MAX_TOKENS_LIMIT + 1
+      } is above the maximum ${MAX_TOKENS_LIMIT}`,
+    },
+    {
+      what: "fillInterval",
+      at: rateLimit({ defaultBucket: bucket(1, 1, "999999999s") }),
+      over: rateLimit({ defaultBucket: bucket(1, 1, "1000000000s") }),
+      says:
+        'spec.local.defaultBucket.fillInterval: "1000000000s" is not a duration like 30s or 1m (at most 999999999s or 9999999m)',
+    },
+  ];
+}
