@@ -11,7 +11,15 @@ import { parseRateLimit } from "../../src/api/ratelimit.ts";
 import { reconcileRateLimit } from "../../src/reconcile/ratelimit.ts";
 import { ENVOYFILTER_MAX_BYTES } from "../../src/reconcile/ratelimit/spec.ts";
 import { boundCases, largestRateLimit, largestSelector } from "./ratelimit_extremes.ts";
-import { applyPlan, bucket, input, rateLimit, reconcileWorld } from "./ratelimit_fixtures.ts";
+import {
+  applyPlan,
+  bucket,
+  input,
+  pod,
+  rateLimit,
+  reconcileWorld,
+  withProxy,
+} from "./ratelimit_fixtures.ts";
 
 type Ready = { state: string; conditions: { type: string; reason: string; message: string }[] };
 
@@ -155,4 +163,21 @@ Deno.test("a long selector and many RateLimits in a message are cut, counting wh
   );
   const applied = readyOf(rateLimit({ selectorLabels: selector }));
   assert.match(applied.message, /applied to Pods with p+0000\/n+=v+,\S+ and 254 more labels by /);
+});
+
+Deno.test("the largest RateLimit over Pods of both kinds doubles its filter: refused by size, not sent", () => {
+  const rl = largestRateLimit("escaped");
+  const meta = (rl as { metadata: { namespace: string } }).metadata;
+  const labels = (rl.spec as { selectorLabels: Record<string, string> }).selectorLabels;
+  const both = ["router", "sidecar"].map((kind, i) =>
+    withProxy(pod(`p-${i}`, labels, meta.namespace), kind as "router" | "sidecar")
+  );
+  const ready = readyOf(rl, { pods: both });
+  assert.equal(ready.state, "Error");
+  assert.match(
+    ready.message,
+    /the EnvoyFilter it renders has \d+ bytes, over the limit of 1048576/,
+  );
+  // One kind alone fits (the test above): the second context's patches are what pushes it over.
+  assert.equal(readyOf(rl, { pods: [both[1]] }).state, "Ready");
 });
