@@ -115,7 +115,12 @@ export async function runOperator(opts: RunOptions, deps: RunDeps): Promise<numb
   const controllers = opts.controllers.map((name) => registry[name]!);
 
   let live: LiveCluster;
-  const connect = () => LiveCluster.connect({ kubeconfig: opts.kubeconfig, context: opts.context });
+  const connect = () =>
+    LiveCluster.connect({
+      kubeconfig: opts.kubeconfig,
+      context: opts.context,
+      allowInsecureHttp: opts.allowInsecureHttp,
+    });
   try {
     try {
       live = connect();

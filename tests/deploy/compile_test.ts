@@ -86,6 +86,8 @@ Deno.test("the operator starts, reports a missing CRD, serves probes and stops o
       `${ROOT}src/cli/operator_main.ts`,
       "run",
       `--kubeconfig=${kubeconfig}`,
+      // The fake API server is plain HTTP on loopback.
+      "--allow-insecure-http",
       "--probe-addr=127.0.0.1:0",
       "--metrics-addr=0",
       "--controllers=ratelimit",

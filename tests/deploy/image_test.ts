@@ -183,6 +183,8 @@ async function runUntilReady(name: string, server: string, extra: string[]): Pro
       `--volume=${dir}:/etc/platform-operator:ro`,
       built().tag,
       "--kubeconfig=/etc/platform-operator/kubeconfig",
+      // The fake API server is plain HTTP on loopback.
+      "--allow-insecure-http",
       `--probe-addr=${probes}`,
       "--metrics-addr=0",
       "--controllers=ratelimit",

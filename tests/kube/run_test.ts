@@ -39,6 +39,8 @@ async function start(api: SimApi, args: string[]): Promise<Started & { close(): 
   const exit = runOperator(
     opts([
       `--kubeconfig=${kubeconfig}`,
+      // The fake API server is plain HTTP on loopback.
+      "--allow-insecure-http",
       "--probe-addr=127.0.0.1:0",
       "--metrics-addr=127.0.0.1:0",
       "--identity=test-replica",
