@@ -5,10 +5,11 @@
  * SIGTERM or SIGINT, when it finishes in-flight work, releases the lease and exits 0.
  */
 import { RESOURCES } from "../api/resources.ts";
-import { ConfigError } from "../kube/config.ts";
+import { ConfigError, loadConnection } from "../kube/config.ts";
 import { YamlNotLoaded } from "../kube/kubeconfig.ts";
 import { LiveCluster } from "../kube/live_cluster.ts";
 import { type CheckedType, preflight, type Problem } from "../kube/preflight.ts";
+import { trustingOnlyItsCa } from "../kube/trust.ts";
 import { Backoff, type BackoffOptions } from "../runtime/backoff.ts";
 import { type Clock, type Random, systemClock, systemRandom } from "../runtime/clock.ts";
 import type { Cluster } from "../runtime/cluster.ts";
@@ -115,12 +116,15 @@ export async function runOperator(opts: RunOptions, deps: RunDeps): Promise<numb
   const controllers = opts.controllers.map((name) => registry[name]!);
 
   let live: LiveCluster;
-  const connect = () =>
-    LiveCluster.connect({
+  const connect = () => {
+    const conn = loadConnection({
       kubeconfig: opts.kubeconfig,
       context: opts.context,
       allowInsecureHttp: opts.allowInsecureHttp,
     });
+    // The operator's first TLS client: the root store Deno builds for it holds the cluster's CA alone.
+    return trustingOnlyItsCa(conn, () => new LiveCluster(conn));
+  };
   try {
     try {
       live = connect();

@@ -29,6 +29,8 @@ export interface OperatorOptions {
   root?: string;
   /** Flags for Deno itself (before the script), e.g. `--v8-flags=...`. */
   denoArgs?: string[];
+  /** More environment variables for the process. */
+  env?: Record<string, string>;
 }
 
 let started = 0;
@@ -154,7 +156,7 @@ export class OperatorProcess {
     const child = new Deno.Command(Deno.execPath(), {
       args,
       cwd: o.root ?? REPO_ROOT,
-      env: { ...OPERATOR_ENV, NO_COLOR: "1" },
+      env: { ...OPERATOR_ENV, NO_COLOR: "1", ...o.env },
       stdin: "null",
       stdout: "piped",
       stderr: "piped",
