@@ -48,6 +48,8 @@ ENV DENO_USE_CGROUPS=1
 # One glibc malloc arena: the native side (HTTP bodies, TLS) then returns what a large initial list
 # freed instead of keeping it in per-thread arenas (about 10 MB of RSS at 10,000 RateLimits).
 ENV MALLOC_ARENA_MAX=1
+# No update check (a compiled binary has none; the same environment as deno task start and the tests).
+ENV DENO_NO_UPDATE_CHECK=1
 USER nonroot
 EXPOSE 8080 8081
 ENTRYPOINT ["/platform-operator", "run"]

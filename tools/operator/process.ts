@@ -59,9 +59,14 @@ export async function killLeftovers(logDir: string, clusterDir: string): Promise
 
 /**
  * The environment the operator's image sets (Dockerfile `ENV`) and `deno task start` sets too,
- * so tests, benchmarks and `deno task dev` run the operator as it is deployed.
+ * so tests, benchmarks and `deno task dev` run the operator as it is deployed. No update check:
+ * `deno run`'s daily one fetches over TLS half a second after start, and whichever TLS client comes
+ * first builds the process's root store (src/kube/trust.ts).
  */
-export const OPERATOR_ENV: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: "1" };
+export const OPERATOR_ENV: Readonly<Record<string, string>> = {
+  MALLOC_ARENA_MAX: "1",
+  DENO_NO_UPDATE_CHECK: "1",
+};
 
 /**
  * The flags of `deno run` that make it run the operator as the compiled binary does: no V8 code
