@@ -17,9 +17,10 @@ import type { ControllerSpec } from "../runtime/controller_spec.ts";
 import { createLogger, type Logger } from "../runtime/log.ts";
 import { healthz, readyz } from "../runtime/health.ts";
 import { Manager } from "../runtime/manager.ts";
-import { instrumentCluster, Metrics, METRICS_CONTENT_TYPE } from "../runtime/metrics.ts";
+import { instrumentCluster, Metrics } from "../runtime/metrics.ts";
 import { parseRunFlags, runHelp, type RunOptions } from "./run_flags.ts";
 import { type Endpoint, serveRoutes, text } from "./run_http.ts";
+import { metricsReviewed, serveMetrics } from "./metrics_endpoint.ts";
 import { type ControllerName, CONTROLLERS } from "../controllers/registry.ts";
 
 /** What `runOperator` takes from outside besides its options (tests replace these). */
@@ -160,18 +161,9 @@ export async function runOperator(opts: RunOptions, deps: RunDeps): Promise<numb
       "/readyz": () => answer(manager ? readyz(manager.status) : CHECKING_NOT_READY),
     }, log);
     if (probes) endpoints.push(probes);
-    const served = serveRoutes("metrics", opts.metricsAddr, {
-      "/metrics": () => {
-        const m = Deno.memoryUsage();
-        metrics.memory.set({ kind: "rss" }, m.rss);
-        metrics.memory.set({ kind: "heap_used" }, m.heapUsed);
-        metrics.memory.set({ kind: "heap_total" }, m.heapTotal);
-        metrics.memory.set({ kind: "external" }, m.external);
-        return text(200, metrics.render(), METRICS_CONTENT_TYPE);
-      },
-    }, log);
-    if (served) endpoints.push(served);
-    deps.onListening?.({ probes: probes?.addr, metrics: served?.addr });
+    const served = await serveMetrics({ addr: opts.metricsAddr, metrics, cluster, clock, log });
+    if (served.endpoint) endpoints.push(served.endpoint);
+    deps.onListening?.({ probes: probes?.addr, metrics: served.endpoint?.addr });
   } catch (err) {
     log.error(`cannot listen: ${(err as Error).message}: choose other --probe-addr/--metrics-addr`);
     await Promise.all(endpoints.map((e) => e.shutdown()));
@@ -262,7 +254,14 @@ async function waitUntilUsable(
   while (!shutdown.aborted) {
     const problems: Problem[] = await preflight(cluster, {
       types,
-      alsoUses: opts.leaderElect ? [RESOURCES.Event, RESOURCES.Lease] : [RESOURCES.Event],
+      alsoUses: [
+        RESOURCES.Event,
+        ...(opts.leaderElect ? [RESOURCES.Lease] : []),
+        // Reviewing the scrapers of /metrics (metrics_endpoint.ts).
+        ...(metricsReviewed(opts.metricsAddr)
+          ? [RESOURCES.TokenReview, RESOURCES.SubjectAccessReview]
+          : []),
+      ],
       leaseNamespace: opts.leaderElect ? opts.leaseNamespace : undefined,
       server: live.connection.server,
       source: live.connection.source,
