@@ -25,12 +25,6 @@ export interface MetricsEndpointOptions {
   log: Logger;
 }
 
-/** The served endpoint, and whether its requests are reviewed by the API server. */
-export interface MetricsEndpoint {
-  endpoint?: Endpoint;
-  reviewed: boolean;
-}
-
 /** The /metrics answer: the metrics, with the process's memory as it is now. */
 function render(metrics: Metrics): Response {
   const m = Deno.memoryUsage();
@@ -46,10 +40,10 @@ export function metricsReviewed(addr: string): boolean {
   return addr !== "0" && !isLoopback(parseListenAddr(addr).hostname);
 }
 
-/** Serves /metrics on `opts.addr` as the module's rules say. */
-export async function serveMetrics(opts: MetricsEndpointOptions): Promise<MetricsEndpoint> {
+/** Serves /metrics on `opts.addr` as the module's rules say; undefined when addr is "0". */
+export async function serveMetrics(opts: MetricsEndpointOptions): Promise<Endpoint | undefined> {
   if (!metricsReviewed(opts.addr)) {
-    const endpoint = serveRoutes(
+    return serveRoutes(
       "metrics",
       opts.addr,
       { "/metrics": () => render(opts.metrics) },
@@ -57,7 +51,6 @@ export async function serveMetrics(opts: MetricsEndpointOptions): Promise<Metric
       undefined,
       { access: "open: loopback only" },
     );
-    return { endpoint, reviewed: false };
   }
   const access = new AccessReview(opts.cluster, opts.clock);
   const guarded = async (req: Request) => {
@@ -77,8 +70,7 @@ export async function serveMetrics(opts: MetricsEndpointOptions): Promise<Metric
     return text(decision.status, `${decision.message}\n`);
   };
   const tls = await selfSignedCert("platform-operator", ["localhost"]);
-  const endpoint = serveRoutes("metrics", opts.addr, { "/metrics": guarded }, opts.log, tls, {
+  return serveRoutes("metrics", opts.addr, { "/metrics": guarded }, opts.log, tls, {
     access: "bearer token: TokenReview, SubjectAccessReview get /metrics",
   });
-  return { endpoint, reviewed: true };
 }

@@ -162,8 +162,8 @@ export async function runOperator(opts: RunOptions, deps: RunDeps): Promise<numb
     }, log);
     if (probes) endpoints.push(probes);
     const served = await serveMetrics({ addr: opts.metricsAddr, metrics, cluster, clock, log });
-    if (served.endpoint) endpoints.push(served.endpoint);
-    deps.onListening?.({ probes: probes?.addr, metrics: served.endpoint?.addr });
+    if (served) endpoints.push(served);
+    deps.onListening?.({ probes: probes?.addr, metrics: served?.addr });
   } catch (err) {
     log.error(`cannot listen: ${(err as Error).message}: choose other --probe-addr/--metrics-addr`);
     await Promise.all(endpoints.map((e) => e.shutdown()));
