@@ -29,6 +29,14 @@ export const RESOURCES = {
   Event: t("", "v1", "Event", "events"),
   Deployment: t("apps", "v1", "Deployment", "deployments"),
   Lease: t("coordination.k8s.io", "v1", "Lease", "leases"),
+  TokenReview: t("authentication.k8s.io", "v1", "TokenReview", "tokenreviews", false),
+  SubjectAccessReview: t(
+    "authorization.k8s.io",
+    "v1",
+    "SubjectAccessReview",
+    "subjectaccessreviews",
+    false,
+  ),
   ClusterRole: t("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles", false),
   ClusterRoleBinding: t(
     "rbac.authorization.k8s.io",

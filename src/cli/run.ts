@@ -5,10 +5,11 @@
  * SIGTERM or SIGINT, when it finishes in-flight work, releases the lease and exits 0.
  */
 import { RESOURCES } from "../api/resources.ts";
-import { ConfigError } from "../kube/config.ts";
+import { ConfigError, loadConnection } from "../kube/config.ts";
 import { YamlNotLoaded } from "../kube/kubeconfig.ts";
 import { LiveCluster } from "../kube/live_cluster.ts";
 import { type CheckedType, preflight, type Problem } from "../kube/preflight.ts";
+import { trustingOnlyItsCa } from "../kube/trust.ts";
 import { Backoff, type BackoffOptions } from "../runtime/backoff.ts";
 import { type Clock, type Random, systemClock, systemRandom } from "../runtime/clock.ts";
 import type { Cluster } from "../runtime/cluster.ts";
@@ -16,9 +17,10 @@ import type { ControllerSpec } from "../runtime/controller_spec.ts";
 import { createLogger, type Logger } from "../runtime/log.ts";
 import { healthz, readyz } from "../runtime/health.ts";
 import { Manager } from "../runtime/manager.ts";
-import { instrumentCluster, Metrics, METRICS_CONTENT_TYPE } from "../runtime/metrics.ts";
+import { instrumentCluster, Metrics } from "../runtime/metrics.ts";
 import { parseRunFlags, runHelp, type RunOptions } from "./run_flags.ts";
 import { type Endpoint, serveRoutes, text } from "./run_http.ts";
+import { metricsReviewed, serveMetrics } from "./metrics_endpoint.ts";
 import { type ControllerName, controllersFor } from "../controllers/registry.ts";
 
 /** What `runOperator` takes from outside besides its options (tests replace these). */
@@ -116,7 +118,15 @@ export async function runOperator(opts: RunOptions, deps: RunDeps): Promise<numb
   const controllers = opts.controllers.map((name) => registry[name]!);
 
   let live: LiveCluster;
-  const connect = () => LiveCluster.connect({ kubeconfig: opts.kubeconfig, context: opts.context });
+  const connect = () => {
+    const conn = loadConnection({
+      kubeconfig: opts.kubeconfig,
+      context: opts.context,
+      allowInsecureHttp: opts.allowInsecureHttp,
+    });
+    // The operator's first TLS client: the root store Deno builds for it holds the cluster's CA alone.
+    return trustingOnlyItsCa(conn, () => new LiveCluster(conn));
+  };
   try {
     try {
       live = connect();
@@ -152,16 +162,7 @@ export async function runOperator(opts: RunOptions, deps: RunDeps): Promise<numb
       "/readyz": () => answer(manager ? readyz(manager.status) : CHECKING_NOT_READY),
     }, log);
     if (probes) endpoints.push(probes);
-    const served = serveRoutes("metrics", opts.metricsAddr, {
-      "/metrics": () => {
-        const m = Deno.memoryUsage();
-        metrics.memory.set({ kind: "rss" }, m.rss);
-        metrics.memory.set({ kind: "heap_used" }, m.heapUsed);
-        metrics.memory.set({ kind: "heap_total" }, m.heapTotal);
-        metrics.memory.set({ kind: "external" }, m.external);
-        return text(200, metrics.render(), METRICS_CONTENT_TYPE);
-      },
-    }, log);
+    const served = await serveMetrics({ addr: opts.metricsAddr, metrics, cluster, clock, log });
     if (served) endpoints.push(served);
     deps.onListening?.({ probes: probes?.addr, metrics: served?.addr });
   } catch (err) {
@@ -254,7 +255,14 @@ async function waitUntilUsable(
   while (!shutdown.aborted) {
     const problems: Problem[] = await preflight(cluster, {
       types,
-      alsoUses: opts.leaderElect ? [RESOURCES.Event, RESOURCES.Lease] : [RESOURCES.Event],
+      alsoUses: [
+        RESOURCES.Event,
+        ...(opts.leaderElect ? [RESOURCES.Lease] : []),
+        // Reviewing the scrapers of /metrics (metrics_endpoint.ts).
+        ...(metricsReviewed(opts.metricsAddr)
+          ? [RESOURCES.TokenReview, RESOURCES.SubjectAccessReview]
+          : []),
+      ],
       leaseNamespace: opts.leaderElect ? opts.leaseNamespace : undefined,
       server: live.connection.server,
       source: live.connection.source,

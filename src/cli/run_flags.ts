@@ -25,6 +25,7 @@ function parseNamespace(flag: string, value: string): string {
 export interface RunOptions {
   kubeconfig?: string;
   context?: string;
+  allowInsecureHttp: boolean;
   leaseNamespace: string;
   leaseName: string;
   leaderElect: boolean;
@@ -109,6 +110,14 @@ export const RUN_FLAGS: readonly FlagSpec[] = [
   flag("context", "kubeconfig context to use instead of the current one", (o, v) => {
     o.context = v;
   }),
+  flag(
+    "allow-insecure-http",
+    "accept an http:// API server: its credentials and objects cross the network unencrypted",
+    (o, v) => {
+      o.allowInsecureHttp = parseBool("allow-insecure-http", v);
+    },
+    { default: "false", boolean: true },
+  ),
   flag(
     "leader-elect",
     "elect one active replica with a Lease; false runs as the only replica",

@@ -1,8 +1,8 @@
 /** The operator's HTTP endpoints: /healthz and /readyz on the probe address, /metrics on its own. */
 import type { Logger } from "../runtime/log.ts";
 
-/** A route's answer. */
-export type Route = () => Response;
+/** A route's answer to a request. */
+export type Route = (req: Request) => Response | Promise<Response>;
 
 /** A running endpoint server. */
 export interface Endpoint {
@@ -22,12 +22,22 @@ export function parseListenAddr(addr: string): { hostname: string; port: number 
   return { hostname: host || "0.0.0.0", port };
 }
 
-/** Serves `routes` (path to answer) on `addr`; 404 for anything else. Undefined when addr is "0". */
+/** True for a loopback host: only this machine (in a Pod, its own containers) can connect. */
+export function isLoopback(hostname: string): boolean {
+  return hostname === "localhost" || hostname === "::1" || /^127\.\d+\.\d+\.\d+$/.test(hostname);
+}
+
+/**
+ * Serves `routes` (path to answer) on `addr`, over HTTPS with `tls`; 404 for anything else.
+ * Undefined when addr is "0". `fields` go into the "serving" log line.
+ */
 export function serveRoutes(
   name: string,
   addr: string,
   routes: Record<string, Route>,
   log: Logger,
+  tls?: { cert: string; key: string },
+  fields: Record<string, unknown> = {},
 ): Endpoint | undefined {
   if (addr === "0") return undefined;
   const { hostname, port } = parseListenAddr(addr);
@@ -35,16 +45,23 @@ export function serveRoutes(
   const server = Deno.serve({
     hostname,
     port,
+    ...tls,
     onListen: (a) => {
       bound = `${a.hostname.includes(":") ? `[${a.hostname}]` : a.hostname}:${a.port}`;
-      log.info(`serving ${name}`, { addr: bound, paths: Object.keys(routes).join(",") });
+      const scheme = tls ? "https" : "http";
+      log.info(`serving ${name}`, {
+        addr: bound,
+        scheme,
+        paths: Object.keys(routes).join(","),
+        ...fields,
+      });
     },
   }, (req) => {
     const route = routes[new URL(req.url).pathname];
     if (!route || (req.method !== "GET" && req.method !== "HEAD")) {
       return new Response("not found\n", { status: 404 });
     }
-    return route();
+    return route(req);
   });
   return {
     get addr() {

@@ -54,6 +54,8 @@ export interface ConnectionOptions {
   inClusterRoot?: string;
   /** Home directory holding `.kube/config`; defaults to $HOME. */
   home?: string;
+  /** Accept an `http://` API server (`--allow-insecure-http`); refused otherwise. */
+  allowInsecureHttp?: boolean;
 }
 
 /** A configuration that cannot be used; the message says what to fix. */
@@ -193,7 +195,8 @@ export function inClusterConnection(root = ""): Connection {
       "not in a cluster: KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT are not set",
     );
   }
-  // Ports 80, 8080 and 8001 are plain HTTP, as client-node's and client-go's in-cluster rules say.
+  // Ports 80, 8080 and 8001 mean plain HTTP in client-node's in-cluster rule (client-go always
+  // uses HTTPS); loadConnection refuses it unless allowed, which is clearer than a TLS error.
   const scheme = ["80", "8080", "8001"].includes(port) ? "http" : "https";
   const sa = `${root}${SERVICE_ACCOUNT_DIR}`;
   const ca = readPem(`${sa}/ca.crt`, undefined, "certificate authority");
@@ -212,10 +215,35 @@ export function inClusterConnection(root = ""): Connection {
 }
 
 /**
+ * Refuses a plain-HTTP server unless `allowed`: the credentials and every object would cross the
+ * network readable and alterable by anyone on the path. Allowed, it stays as a warning.
+ */
+function checkScheme(conn: Connection, allowed: boolean): Connection {
+  if (new URL(conn.server).protocol !== "http:") return conn;
+  if (!allowed) {
+    throw new ConfigError(
+      `${conn.source}: the API server ${conn.server} is plain HTTP, so its credentials and every ` +
+        `object would cross the network unencrypted: use an https:// server, or run with ` +
+        `--allow-insecure-http (PLATFORM_OPERATOR_ALLOW_INSECURE_HTTP=true) to accept it`,
+    );
+  }
+  conn.warnings.push(
+    `the API server ${conn.server} is plain HTTP (allowed by --allow-insecure-http): ` +
+      `credentials and objects cross the network unencrypted`,
+  );
+  return conn;
+}
+
+/**
  * Finds and loads the configuration: `kubeconfig` if given, else the in-cluster service account when
- * running in a Pod, else ~/.kube/config. Throws ConfigError with what to do when none is usable.
+ * running in a Pod, else ~/.kube/config. Throws ConfigError with what to do when none is usable,
+ * and for a plain-HTTP server unless `opts.allowInsecureHttp`.
  */
 export function loadConnection(opts: ConnectionOptions = {}): Connection {
+  return checkScheme(findConnection(opts), opts.allowInsecureHttp === true);
+}
+
+function findConnection(opts: ConnectionOptions): Connection {
   const root = opts.inClusterRoot ?? "";
   let kc: Kubeconfig;
   let source: string;

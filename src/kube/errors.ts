@@ -73,10 +73,19 @@ export async function apiErrorFromResponse(res: Response): Promise<ApiError> {
   return apiErrorFromStatus(body, res.status, retryAfter);
 }
 
+/**
+ * What went wrong, with its cause: Deno's fetch says only "fetch failed" and puts the reason (a
+ * refused connection, an untrusted certificate) in `cause`.
+ */
+function describe(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  return err.cause === undefined ? err.message : `${err.message}: ${describe(err.cause)}`;
+}
+
 /** The ApiError (code 0) of a request that never got an answer. */
 export function transportError(err: unknown, what: string, timedOut: boolean): ApiError {
   if (err instanceof ApiError) return err;
-  const detail = err instanceof Error ? err.message : String(err);
+  const detail = describe(err);
   if (timedOut) return new ApiError(0, "Timeout", `${what}: no answer in time (${detail})`);
   return new ApiError(0, "NetworkError", `${what}: ${detail}`);
 }

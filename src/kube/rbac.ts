@@ -83,6 +83,8 @@ export const ACCESS: Readonly<Record<string, Access>> = {
     scope: "lease-namespace",
     why: "leader election; the module claims (watched, created, stale ones deleted)",
   },
+  TokenReview: { verbs: ["create"], why: "/metrics: authenticates a scraper's bearer token" },
+  SubjectAccessReview: { verbs: ["create"], why: "/metrics: may that scraper get /metrics" },
   ClusterRole: { verbs: INSTALLED, why: "module RBAC (its rules: module_grants.ts)" },
   ClusterRoleBinding: { verbs: INSTALLED, why: "module RBAC" },
   Role: { verbs: INSTALLED, why: "module RBAC (its rules: module_grants.ts)" },
@@ -197,6 +199,8 @@ export interface RbacNames {
   leaseRole: string;
   /** The ClusterRole and Role holding what the modules' RBAC grants (module_grants.ts). */
   grantsRole: string;
+  /** The ClusterRole to bind a scraper of /metrics to (bound to nobody here). */
+  metricsReader: string;
 }
 
 /** The defaults used in deploy/. */
@@ -206,12 +210,14 @@ export const DEFAULT_RBAC_NAMES: RbacNames = {
   clusterRole: "platform-operator",
   leaseRole: "platform-operator-leader-election",
   grantsRole: "platform-operator-module-grants",
+  metricsReader: "platform-operator-metrics-reader",
 };
 
 /**
  * The operator's roles and their bindings to its ServiceAccount: a ClusterRole granting exactly
  * ACCESS, a Role for its Leases, and a ClusterRole and a Role holding what the modules' RBAC
- * grants (installed into the operator's namespace).
+ * grants (installed into the operator's namespace); and, bound to nobody, the ClusterRole that lets
+ * a scraper read /metrics.
  */
 export function rbacObjects(names: RbacNames = DEFAULT_RBAC_NAMES): KubeObject[] {
   const labels = {
@@ -244,6 +250,13 @@ export function rbacObjects(names: RbacNames = DEFAULT_RBAC_NAMES): KubeObject[]
     ...role("ClusterRole", names.grantsRole, grants.cluster),
     ...role("Role", names.leaseRole, rulesFor("lease-namespace")),
     ...role("Role", names.grantsRole, grants.namespaced),
+    // What the operator's SubjectAccessReview asks for a scraper (as kubebuilder's metrics-reader).
+    {
+      apiVersion: rbac,
+      kind: "ClusterRole",
+      metadata: { name: names.metricsReader, labels },
+      rules: [{ nonResourceURLs: ["/metrics"], verbs: ["get"] }],
+    },
   ];
 }
 

@@ -169,6 +169,9 @@ export class HttpTransport {
     if (this.#conn.skipTLSVerify && /certificate|tls/i.test(error.message)) {
       error.message +=
         " (the kubeconfig sets insecure-skip-tls-verify: run with --unsafely-ignore-certificate-errors)";
+    } else if (this.#conn.caCerts.length > 0 && /UnknownIssuer/.test(error.message)) {
+      error.message +=
+        ` (the server's certificate is not signed by the CA of ${this.#conn.source})`;
     }
     return error;
   }

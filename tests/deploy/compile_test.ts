@@ -8,9 +8,11 @@
 import assert from "node:assert/strict";
 import { flagEnvNames } from "../../src/cli/run_flags.ts";
 import { SERVICE_ACCOUNT_DIR } from "../../src/kube/config.ts";
+import { ROOT_STORE_VARIABLES } from "../../src/kube/trust.ts";
 import { json, status } from "../kube/fake_server.ts";
 import { startServer } from "../kube/fake_server.ts";
 import { kubeconfigFor } from "../kube/helpers.ts";
+import { makePki } from "../kube/pki.ts";
 import { dirname } from "node:path";
 import { OPERATOR_DENO_FLAGS, OPERATOR_ENV } from "../../tools/operator/process.ts";
 
@@ -58,7 +60,13 @@ Deno.test("compile: only the permissions the operator needs", () => {
   ]);
   const env = flagValue("--allow-env")!.split(",").sort();
   const read = [
-    ...new Set([...flagEnvNames(), "KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT", "HOME"]),
+    ...new Set([
+      ...flagEnvNames(),
+      "KUBERNETES_SERVICE_HOST",
+      "KUBERNETES_SERVICE_PORT",
+      "HOME",
+      ...ROOT_STORE_VARIABLES,
+    ]),
   ].sort();
   assert.deepEqual(env, read, "--allow-env lists every variable the operator reads, and no other");
   // client-node's dependencies enumerate the environment at import: they see nothing else.
@@ -66,14 +74,21 @@ Deno.test("compile: only the permissions the operator needs", () => {
 });
 
 Deno.test("the operator starts, reports a missing CRD, serves probes and stops on SIGTERM with exactly these permissions", async () => {
-  const api = await startServer((req) =>
-    req.path.endsWith("/ratelimits")
-      ? status(404, "NotFound", "the server could not find the requested resource")
-      : req.method === "POST"
-      ? json({ ...JSON.parse(req.body), status: { allowed: true } }, 201)
-      : json({ items: [], metadata: { resourceVersion: "1" } })
+  // HTTPS with the cluster's CA: trusting it alone sets Deno's root store variables, which these
+  // permissions must allow.
+  const pki = await makePki();
+  const api = await startServer(
+    (req) =>
+      req.path.endsWith("/ratelimits")
+        ? status(404, "NotFound", "the server could not find the requested resource")
+        : req.method === "POST"
+        ? json({ ...JSON.parse(req.body), status: { allowed: true } }, 201)
+        : json({ items: [], metadata: { resourceVersion: "1" } }),
+    { cert: pki.serverCert, key: pki.serverKey },
   );
-  const kubeconfig = await kubeconfigFor(api.url);
+  const kubeconfig = await kubeconfigFor(api.url, {
+    "certificate-authority-data": btoa(pki.caCert),
+  });
   const dir = dirname(kubeconfig);
   // The binary reads kubeconfigs from /etc/platform-operator; here the test's folder stands in.
   const perms = permissions.map((p) => p.startsWith("--allow-read=") ? `${p},${dir}` : p);

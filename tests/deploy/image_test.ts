@@ -13,6 +13,7 @@ import { podman } from "../../tools/image/podman.ts";
 import { freePort } from "../../tools/cluster/processes.ts";
 import { startServer } from "../kube/fake_server.ts";
 import { kubeconfigFor } from "../kube/helpers.ts";
+import { makePki } from "../kube/pki.ts";
 import { SimApi } from "../kube/sim_api.ts";
 
 const hasPodman = await new Deno.Command("podman", { args: ["--version"] }).output()
@@ -162,9 +163,18 @@ Deno.test({
   },
 });
 
-/** Runs the image's operator against `server` until /readyz is 200, then SIGTERM; its exit code. */
-async function runUntilReady(name: string, server: string, extra: string[]): Promise<number> {
-  const kubeconfig = await kubeconfigFor(server);
+/**
+ * Runs the image's operator against `server` (HTTPS, its certificate from `caCert`) until /readyz
+ * is 200, then SIGTERM; its exit code.
+ */
+async function runUntilReady(
+  name: string,
+  server: string,
+  caCert: string,
+  extra: string[],
+): Promise<number> {
+  // The cluster's CA: trusting it alone needs the image's permissions on Deno's root store variables.
+  const kubeconfig = await kubeconfigFor(server, { "certificate-authority-data": btoa(caCert) });
   const dir = kubeconfig.slice(0, kubeconfig.lastIndexOf("/"));
   // Readable by the container's user 65532.
   await Deno.chmod(dir, 0o755);
@@ -220,13 +230,14 @@ Deno.test({
   ignore,
   async fn() {
     const api = new SimApi();
-    const server = await startServer(api.handle);
+    const pki = await makePki();
+    const server = await startServer(api.handle, { cert: pki.serverCert, key: pki.serverKey });
     const names = [`image-test-ro-${Date.now()}`, `image-test-rw-${Date.now()}`];
     try {
       const readOnly = ["--rm", "--read-only", "--read-only-tmpfs=false"];
-      assert.equal(await runUntilReady(names[0], server.url, readOnly), 0);
+      assert.equal(await runUntilReady(names[0], server.url, pki.caCert, readOnly), 0);
       // With a writable root it must still write nothing: only the mount points podman made.
-      assert.equal(await runUntilReady(names[1], server.url, []), 0);
+      assert.equal(await runUntilReady(names[1], server.url, pki.caCert, []), 0);
       const diff = (await podman(["diff", names[1]])).stdout.split("\n").filter((l) => l);
       const podmans =
         /^[AC] \/(etc|etc\/(hosts|hostname|resolv\.conf|platform-operator)|run|run\/\.containerenv)$/;

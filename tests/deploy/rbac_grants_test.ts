@@ -118,3 +118,10 @@ Deno.test("get, patch and delete of installed cluster-scoped objects are limited
     }
   }
 });
+
+Deno.test("deploy/rbac.yaml: the metrics reader role grants get on /metrics and nothing else, bound to nobody", () => {
+  const name = DEFAULT_RBAC_NAMES.metricsReader;
+  assert.deepEqual(role("ClusterRole", name), [{ nonResourceURLs: ["/metrics"], verbs: ["get"] }]);
+  const bindings = docs.filter((d) => (d as { roleRef?: { name: string } }).roleRef?.name === name);
+  assert.deepEqual(bindings, [], "whoever scrapes is bound by the cluster's admin");
+});

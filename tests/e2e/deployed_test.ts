@@ -17,6 +17,8 @@ import { buildImage } from "../../tools/image/image.ts";
 import { OPERATOR_USER } from "../../tools/cluster/mod.ts";
 import { REAL_NODE_SKIP } from "../../tools/cluster/real_node_fixtures.ts";
 import { REPO_ROOT } from "../../tools/operator/process.ts";
+import { scrapeHttps } from "../../tools/operator/scrape_https.ts";
+import { DEFAULT_RBAC_NAMES } from "../../src/kube/rbac.ts";
 import {
   containerProcesses,
   DEPLOYED,
@@ -106,18 +108,40 @@ e2eSuite("deployed", async (env, t) => {
     }
   });
 
-  await env.step(t, "the probes pass and /metrics answers on the Pod's address", async () => {
-    assert.equal(pods.length, 2);
-    for (const p of pods) {
-      assert.ok(isReady(p), "the kubelet's readiness probe passed");
-      const res = await fetch(`http://${p.status.podIP}:8080/metrics`, {
-        signal: AbortSignal.timeout(5_000),
-      });
-      const text = await res.text();
-      assert.equal(res.status, 200);
-      assert.match(text, /^platform_operator_\w+/m);
-    }
-  });
+  await env.step(
+    t,
+    "the probes pass; /metrics on the Pod's address is HTTPS and answers only a token bound to the metrics reader role",
+    async () => {
+      assert.equal(pods.length, 2);
+      // A scraper as a cluster admin sets one up: a ServiceAccount bound to deploy/'s role.
+      for (const sa of ["metrics-scraper", "metrics-unbound"]) {
+        await env.kube.must(["create", "serviceaccount", sa, "-n", "default"]);
+      }
+      await env.kube.must([
+        "create",
+        "clusterrolebinding",
+        "metrics-scraper",
+        `--clusterrole=${DEFAULT_RBAC_NAMES.metricsReader}`,
+        "--serviceaccount=default:metrics-scraper",
+      ]);
+      const token = async (sa: string) =>
+        (await env.kube.must(["create", "token", sa, "-n", "default"])).trim();
+      const scraper = await token("metrics-scraper");
+      const unbound = await token("metrics-unbound");
+      for (const p of pods) {
+        assert.ok(isReady(p), "the kubelet's readiness probe passed");
+        const ip = p.status.podIP;
+        assert.ok(ip, "the Pod has an address");
+        assert.equal((await scrapeHttps(ip, 8080)).status, 401, "no token");
+        assert.equal((await scrapeHttps(ip, 8080, "forged")).status, 401, "a forged token");
+        assert.equal((await scrapeHttps(ip, 8080, unbound)).status, 403, "not bound");
+        const ok = await scrapeHttps(ip, 8080, scraper);
+        assert.equal(ok.status, 200, ok.body);
+        assert.equal(ok.issuer, "platform-operator", "self-signed");
+        assert.match(ok.body, /^platform_operator_\w+/m);
+      }
+    },
+  );
 
   await env.step(t, "in-cluster configuration and token; every sample settles", async () => {
     const logs = await env.kube.must(["logs", "-n", NS, pods[0].metadata.name]);

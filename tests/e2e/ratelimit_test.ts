@@ -4,11 +4,15 @@
  * last good EnvoyFilter (also across an operator restart, with zero writes), `kubectl describe`
  * reads as a runbook, a newer conflicting RateLimit leaves the older one's filter alone, deleting
  * removes the filter, the gateway's Pods are counted, and in the mesh's root namespace a limit
- * reaching a workload is refused.
+ * reaching a workload is refused. Last, /metrics beyond loopback: the real API server reviews each
+ * scraper's token for the operator, with deploy/'s roles.
  */
 import assert from "node:assert/strict";
 import type { KubeObject } from "../../src/api/object.ts";
+import { DEFAULT_RBAC_NAMES } from "../../src/kube/rbac.ts";
 import { OPERATOR_USER } from "../../tools/cluster/mod.ts";
+import { freePort } from "../../tools/cluster/processes.ts";
+import { scrapeHttps } from "../../tools/operator/scrape_https.ts";
 import { shownOutput } from "../docs_shown.ts";
 import { type E2E, e2eSuite, type OperatorProcess, waitFor } from "./harness.ts";
 import { bucket, GATEWAY_API, namespace } from "./fixtures.ts";
@@ -345,4 +349,48 @@ e2eSuite("ratelimit-status", async (env, t) => {
     const writes = await env.cluster.writes({ user: USER, sinceMs: from });
     assert.deepEqual(writes.map((w) => `${w.verb} ${w.requestURI}`), []);
   });
+
+  await env.step(
+    t,
+    "/metrics beyond loopback: 401 without a token the API server knows, 403 unbound, 200 bound to the metrics reader role",
+    async () => {
+      await env.stopOperators();
+      const port = freePort();
+      const from = Date.now();
+      await env.startServing({
+        identity: "rl-metrics",
+        extraArgs: [`--metrics-addr=0.0.0.0:${port}`],
+      });
+      for (const sa of ["metrics-scraper", "metrics-unbound"]) {
+        await env.kube.must(["create", "serviceaccount", sa, "-n", NS]);
+      }
+      await env.kube.must([
+        "create",
+        "clusterrolebinding",
+        "e2e-metrics-scraper",
+        `--clusterrole=${DEFAULT_RBAC_NAMES.metricsReader}`,
+        `--serviceaccount=${NS}:metrics-scraper`,
+      ]);
+      const token = async (sa: string) =>
+        (await env.kube.must(["create", "token", sa, "-n", NS])).trim();
+      assert.equal((await scrapeHttps("127.0.0.1", port)).status, 401);
+      assert.equal((await scrapeHttps("127.0.0.1", port, "forged")).status, 401);
+      const unbound = await scrapeHttps("127.0.0.1", port, await token("metrics-unbound"));
+      assert.deepEqual([unbound.status, unbound.body.trim()], [
+        403,
+        `Authorization denied for user system:serviceaccount:${NS}:metrics-unbound`,
+      ]);
+      const ok = await scrapeHttps("127.0.0.1", port, await token("metrics-scraper"));
+      assert.equal(ok.status, 200, ok.body);
+      assert.match(ok.body, /^platform_operator_api_requests_total\{/m);
+      // Asked by the operator's ServiceAccount, which deploy/rbac.yaml lets create both reviews.
+      const reviews = (await env.cluster.writes({ user: USER, sinceMs: from }))
+        .map((w) => w.objectRef?.resource)
+        .filter((r) => r === "tokenreviews" || r === "subjectaccessreviews");
+      assert.ok(
+        reviews.includes("tokenreviews") && reviews.includes("subjectaccessreviews"),
+        String(reviews),
+      );
+    },
+  );
 });

@@ -121,8 +121,41 @@ Deno.test("kubeconfig: current context, --context override, KUBECONFIG-style lis
     const two = loadConnection({ kubeconfig: `${dir}/a`, context: "two" });
     assert.equal(two.server, "https://two.example");
     assert.match(two.source, /context two/);
-    const merged = loadConnection({ kubeconfig: `${dir}/a:${dir}/b`, context: "three" });
+    const merged = loadConnection({
+      kubeconfig: `${dir}/a:${dir}/b`,
+      context: "three",
+      allowInsecureHttp: true,
+    });
     assert.equal(merged.server, "http://127.0.0.1:8001");
+    return Promise.resolve();
+  });
+});
+
+Deno.test("a plain-HTTP API server is refused, naming the flag, unless --allow-insecure-http", async () => {
+  const dir = await Deno.makeTempDir();
+  await Deno.writeTextFile(`${dir}/k`, kubeconfig({ plain: "http://127.0.0.1:8001" }, "plain"));
+  const root = await Deno.makeTempDir();
+  await Deno.mkdir(`${root}${SERVICE_ACCOUNT_DIR}`, { recursive: true });
+  await Deno.writeTextFile(`${root}${SERVICE_ACCOUNT_DIR}/token`, "t");
+  await Deno.writeTextFile(`${root}${SERVICE_ACCOUNT_DIR}/ca.crt`, "");
+  const refused =
+    /is plain HTTP, so its credentials and every object would cross the network unencrypted: use an https:\/\/ server, or run with --allow-insecure-http \(PLATFORM_OPERATOR_ALLOW_INSECURE_HTTP=true\)/;
+  await withEnv({ KUBERNETES_SERVICE_HOST: "10.0.0.1", KUBERNETES_SERVICE_PORT: "8080" }, () => {
+    for (const where of [{ kubeconfig: `${dir}/k` }, { inClusterRoot: root }]) {
+      assert.throws(
+        () => loadConnection(where),
+        (e) => e instanceof ConfigError && refused.test(e.message),
+      );
+      const allowed = loadConnection({ ...where, allowInsecureHttp: true });
+      assert.match(allowed.server, /^http:\/\//);
+      assert.match(
+        allowed.warnings.join("\n"),
+        /is plain HTTP \(allowed by --allow-insecure-http\)/,
+      );
+    }
+    // HTTPS needs no flag and warns about nothing.
+    Deno.env.set("KUBERNETES_SERVICE_PORT", "6443");
+    assert.deepEqual(loadConnection({ inClusterRoot: root }).warnings, []);
     return Promise.resolve();
   });
 });

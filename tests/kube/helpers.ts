@@ -18,15 +18,21 @@ export function connectionTo(server: string, extra: Partial<Connection> = {}): C
   };
 }
 
-/** Writes a kubeconfig for `server` (token auth) into a new temporary folder; returns its path. */
-export async function kubeconfigFor(server: string): Promise<string> {
+/**
+ * Writes a kubeconfig for `server` (token auth; `cluster` adds fields such as
+ * `certificate-authority-data`) into a new temporary folder; returns its path.
+ */
+export async function kubeconfigFor(
+  server: string,
+  cluster: Record<string, string> = {},
+): Promise<string> {
   const dir = await Deno.makeTempDir();
   await Deno.writeTextFile(
     `${dir}/kubeconfig`,
     JSON.stringify({
       apiVersion: "v1",
       kind: "Config",
-      clusters: [{ name: "c", cluster: { server } }],
+      clusters: [{ name: "c", cluster: { server, ...cluster } }],
       users: [{ name: "u", user: { token: "t" } }],
       contexts: [{ name: "x", context: { cluster: "c", user: "u" } }],
       "current-context": "x",

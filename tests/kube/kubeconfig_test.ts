@@ -139,7 +139,7 @@ Deno.test("kubeconfig: no current-context, a context naming no cluster, and YAML
     [
       "clusters:",
       "- name: c",
-      "  cluster: {server: 'http://127.0.0.1:8001'}",
+      "  cluster: {server: 'https://127.0.0.1:8001'}",
       "users:",
       "- name: u",
       "  user: {username: admin, password: pw, as: someone}",

@@ -8,8 +8,11 @@ export interface Pki {
   serverKey: string;
   clientCert: string;
   clientKey: string;
-  /** A CA that signed nothing here: trusting only it must fail. */
+  /** Another CA: trusting only it must fail for serverCert. */
   otherCaCert: string;
+  /** A server certificate for the same names as serverCert, signed by the other CA. */
+  impostorCert: string;
+  impostorKey: string;
 }
 
 async function openssl(dir: string, ...args: string[]): Promise<void> {
@@ -27,7 +30,10 @@ async function openssl(dir: string, ...args: string[]): Promise<void> {
 
 const EC = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];
 
-/** Makes a CA, a server certificate for 127.0.0.1 and a client certificate for CN=alice. */
+/**
+ * Makes a CA, a server certificate for 127.0.0.1 and a client certificate for CN=alice; and another
+ * CA with its own server certificate for 127.0.0.1.
+ */
 export async function makePki(): Promise<Pki> {
   const dir = await Deno.makeTempDir({ prefix: "kube-pki-" });
   const ca = (name: string) =>
@@ -55,7 +61,14 @@ export async function makePki(): Promise<Pki> {
     `${dir}/client.ext`,
     "extendedKeyUsage=clientAuth\nbasicConstraints=CA:FALSE\n",
   );
-  for (const [name, subject] of [["server", "/CN=127.0.0.1"], ["client", "/CN=alice/O=platform"]]) {
+  await Deno.copyFile(`${dir}/server.ext`, `${dir}/impostor.ext`);
+  for (
+    const [name, subject, issuer] of [
+      ["server", "/CN=127.0.0.1", "ca"],
+      ["client", "/CN=alice/O=platform", "ca"],
+      ["impostor", "/CN=127.0.0.1", "other-ca"],
+    ]
+  ) {
     await openssl(
       dir,
       "req",
@@ -74,9 +87,9 @@ export async function makePki(): Promise<Pki> {
       "-in",
       `${name}.csr`,
       "-CA",
-      "ca.crt",
+      `${issuer}.crt`,
       "-CAkey",
-      "ca.key",
+      `${issuer}.key`,
       "-CAcreateserial",
       "-out",
       `${name}.crt`,
@@ -95,5 +108,7 @@ export async function makePki(): Promise<Pki> {
     clientCert: await read("client.crt"),
     clientKey: await read("client.key"),
     otherCaCert: await read("other-ca.crt"),
+    impostorCert: await read("impostor.crt"),
+    impostorKey: await read("impostor.key"),
   };
 }

@@ -1,9 +1,10 @@
 import assert from "node:assert/strict";
 import { main, runOperator } from "../../src/cli/run.ts";
 import { parseRunFlags, type RunOptions } from "../../src/cli/run_flags.ts";
-import { startServer } from "./fake_server.ts";
+import { type Handler, json, startServer } from "./fake_server.ts";
 import { kubeconfigFor, Lease, RateLimit } from "./helpers.ts";
 import { SimApi } from "./sim_api.ts";
+import { scrapeHttps } from "../../tools/operator/scrape_https.ts";
 
 function opts(args: string[]): RunOptions {
   const parsed = parseRunFlags(args, () => undefined);
@@ -30,8 +31,12 @@ interface Started {
   exit: Promise<number>;
 }
 
-async function start(api: SimApi, args: string[]): Promise<Started & { close(): Promise<void> }> {
-  const server = await startServer(api.handle);
+async function start(
+  api: SimApi,
+  args: string[],
+  handler: Handler = api.handle,
+): Promise<Started & { close(): Promise<void> }> {
+  const server = await startServer(handler);
   const kubeconfig = await kubeconfigFor(server.url);
   const lines: Record<string, unknown>[] = [];
   const stop = new AbortController();
@@ -39,6 +44,8 @@ async function start(api: SimApi, args: string[]): Promise<Started & { close(): 
   const exit = runOperator(
     opts([
       `--kubeconfig=${kubeconfig}`,
+      // The fake API server is plain HTTP on loopback.
+      "--allow-insecure-http",
       "--probe-addr=127.0.0.1:0",
       "--metrics-addr=127.0.0.1:0",
       "--identity=test-replica",
@@ -146,4 +153,93 @@ Deno.test("an unusable kubeconfig is one error line and exit code 1; bad flags e
     /kubeconfig \/nonexistent\/kubeconfig does not exist: set --kubeconfig or KUBECONFIG/,
   );
   assert.equal(await main(["--log-level=loud"]), 2);
+});
+
+const READER = "system:serviceaccount:monitoring:prometheus";
+
+/** The API server of `api`, also answering TokenReviews (tokens "reader", "nobody") and
+ * SubjectAccessReviews (READER may get /metrics); `reviews` records what it was asked. */
+function withReviews(api: SimApi, reviews: Record<string, unknown>[]): Handler {
+  const users: Record<string, string> = { reader: READER, nobody: "nobody" };
+  return (req) => {
+    const body = req.method === "POST" ? JSON.parse(req.body) : undefined;
+    if (req.path === "/apis/authentication.k8s.io/v1/tokenreviews") {
+      reviews.push(body);
+      const user = users[body.spec.token];
+      return json({
+        ...body,
+        status: user ? { authenticated: true, user: { username: user } } : {},
+      });
+    }
+    if (req.path === "/apis/authorization.k8s.io/v1/subjectaccessreviews") {
+      reviews.push(body);
+      const { user, nonResourceAttributes: attrs } = body.spec;
+      return json({ ...body, status: { allowed: user === READER && attrs.verb === "get" } });
+    }
+    if (req.path.endsWith("/selfsubjectaccessreviews")) reviews.push(body);
+    return api.handle(req);
+  };
+}
+
+Deno.test("/metrics on a non-loopback address: HTTPS, self-signed; 401 without a token or with one the API server refuses, 403 without get /metrics, 200 with it", async () => {
+  const api = new SimApi();
+  const reviews: Record<string, unknown>[] = [];
+  const op = await start(api, ["--metrics-addr=0.0.0.0:0"], withReviews(api, reviews));
+  try {
+    const port = Number(op.addrs.metrics!.split(":").pop());
+    const serving = op.lines.find((l) => l.msg === "serving metrics");
+    assert.equal(serving?.scheme, "https");
+    assert.equal((await scrapeHttps("127.0.0.1", port)).status, 401);
+    assert.equal((await scrapeHttps("127.0.0.1", port, "forged")).status, 401);
+    assert.deepEqual(await scrapeHttps("127.0.0.1", port, "nobody"), {
+      status: 403,
+      body: "Authorization denied for user nobody\n",
+      issuer: "platform-operator",
+    });
+    const ok = await scrapeHttps("127.0.0.1", port, "reader");
+    assert.equal(ok.status, 200);
+    assert.match(ok.body, /^platform_operator_api_requests_total\{/m);
+    assert.deepEqual(
+      reviews.filter((r) => r.kind === "SubjectAccessReview").map((r) => r.spec),
+      [
+        { user: "nobody", nonResourceAttributes: { path: "/metrics", verb: "get" } },
+        { user: READER, nonResourceAttributes: { path: "/metrics", verb: "get" } },
+      ],
+    );
+    // Plain HTTP gets no metrics from a TLS port.
+    await assert.rejects(fetch(`http://127.0.0.1:${port}/metrics`));
+    // The startup checks include the access the reviews need.
+    await waitFor(
+      "the startup checks",
+      () =>
+        reviews.some((r) =>
+          (r.spec as { resourceAttributes?: { resource?: string } }).resourceAttributes
+            ?.resource === "subjectaccessreviews"
+        ),
+    );
+    op.stop.abort();
+    assert.equal(await op.exit, 0);
+  } finally {
+    await op.close();
+  }
+});
+
+Deno.test("/metrics on a loopback address is plain HTTP and open, and not reachable on the machine's other addresses", async () => {
+  const other = Deno.networkInterfaces().find((i) =>
+    i.family === "IPv4" && !i.address.startsWith("127.")
+  );
+  assert.ok(other, "this test needs an IPv4 address besides loopback");
+  const api = new SimApi();
+  const op = await start(api, []);
+  try {
+    const port = Number(op.addrs.metrics!.split(":").pop());
+    const serving = op.lines.find((l) => l.msg === "serving metrics");
+    assert.deepEqual([serving?.scheme, serving?.access], ["http", "open: loopback only"]);
+    assert.equal((await get(op.addrs.metrics, "/metrics")).status, 200);
+    await assert.rejects(fetch(`http://${other.address}:${port}/metrics`));
+    op.stop.abort();
+    assert.equal(await op.exit, 0);
+  } finally {
+    await op.close();
+  }
 });

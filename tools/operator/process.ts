@@ -30,6 +30,8 @@ export interface OperatorOptions {
   root?: string;
   /** Flags for Deno itself (before the script), e.g. `--v8-flags=...`. */
   denoArgs?: string[];
+  /** More environment variables for the process. */
+  env?: Record<string, string>;
 }
 
 let started = 0;
@@ -58,9 +60,14 @@ export async function killLeftovers(logDir: string, clusterDir: string): Promise
 
 /**
  * The environment the operator's image sets (Dockerfile `ENV`) and `deno task start` sets too,
- * so tests, benchmarks and `deno task dev` run the operator as it is deployed.
+ * so tests, benchmarks and `deno task dev` run the operator as it is deployed. No update check:
+ * `deno run`'s daily one fetches over TLS half a second after start, and whichever TLS client comes
+ * first builds the process's root store (src/kube/trust.ts).
  */
-export const OPERATOR_ENV: Readonly<Record<string, string>> = { MALLOC_ARENA_MAX: "1" };
+export const OPERATOR_ENV: Readonly<Record<string, string>> = {
+  MALLOC_ARENA_MAX: "1",
+  DENO_NO_UPDATE_CHECK: "1",
+};
 
 /**
  * The flags of `deno run` that make it run the operator as the compiled binary does: no V8 code
@@ -157,7 +164,7 @@ export class OperatorProcess {
     const child = new Deno.Command(Deno.execPath(), {
       args,
       cwd: o.root ?? REPO_ROOT,
-      env: { ...OPERATOR_ENV, NO_COLOR: "1" },
+      env: { ...OPERATOR_ENV, NO_COLOR: "1", ...o.env },
       stdin: "null",
       stdout: "piped",
       stderr: "piped",
