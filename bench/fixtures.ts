@@ -6,6 +6,7 @@ import { SIDECAR_STATUS_ANNOTATION } from "../src/api/pod.ts";
 import { MAX_BUCKET_RULES } from "../src/api/ratelimit.ts";
 import { apiVersionOf, RESOURCES } from "../src/api/resources.ts";
 import type { KubeObject, ResourceType } from "../src/runtime/cluster.ts";
+import { kwokNode } from "../tools/cluster/mesh.ts";
 
 /** Namespace of the benches' workloads. */
 export const BENCH_NAMESPACE = "bench";
@@ -117,21 +118,9 @@ export const BENCH_NODE = "bench-kwok-0";
 
 /** A kwok-managed Node with room for many Pods (the default kwok node takes 110). */
 export function benchNodeObject(): KubeObject {
-  const resources = { cpu: "1k", memory: "1Ti", pods: "100000" };
-  return {
-    apiVersion: "v1",
-    kind: "Node",
-    metadata: {
-      name: BENCH_NODE,
-      annotations: { "node.alpha.kubernetes.io/ttl": "0", "kwok.x-k8s.io/node": "fake" },
-      labels: {
-        type: "kwok",
-        "kubernetes.io/hostname": BENCH_NODE,
-        [BENCH_LABEL.key]: BENCH_LABEL.value,
-      },
-    },
-    status: { allocatable: resources, capacity: resources },
-  } as KubeObject;
+  return kwokNode(BENCH_NODE, { cpu: "1k", memory: "1Ti", pods: "100000" }, {
+    [BENCH_LABEL.key]: BENCH_LABEL.value,
+  }) as unknown as KubeObject;
 }
 
 /**

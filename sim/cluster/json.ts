@@ -1,27 +1,6 @@
 /** Small helpers on JSON values used across the simulated API server. */
-
-/** A JSON object. */
-export type JsonObject = Record<string, unknown>;
-
-/** True for a plain (non-array, non-null) object. */
-export function isObject(v: unknown): v is JsonObject {
-  return v !== null && typeof v === "object" && !Array.isArray(v);
-}
-
-/** Structural equality of JSON values; key order does not matter. */
-export function deepEqual(a: unknown, b: unknown): boolean {
-  if (a === b) return true;
-  if (Array.isArray(a)) {
-    if (!Array.isArray(b) || a.length !== b.length) return false;
-    return a.every((x, i) => deepEqual(x, b[i]));
-  }
-  if (isObject(a) && isObject(b)) {
-    const ka = Object.keys(a).filter((k) => a[k] !== undefined);
-    const kb = Object.keys(b).filter((k) => b[k] !== undefined);
-    return ka.length === kb.length && ka.every((k) => Object.hasOwn(b, k) && deepEqual(a[k], b[k]));
-  }
-  return false;
-}
+import { isObject, type JsonObject } from "../../src/api/json.ts";
+export { deepEqual, isObject, type JsonObject } from "../../src/api/json.ts";
 
 /** JSON with object keys sorted: equal values give equal text (for hashes). */
 export function stableStringify(v: unknown): string {

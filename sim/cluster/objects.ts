@@ -15,15 +15,6 @@ export function keyOf(namespace: string | undefined, name: string): string {
   return namespace ? `${namespace}/${name}` : name;
 }
 
-/** Freezes a stored object so no reader can change it behind the server's back. */
-export function deepFreeze<T>(v: T): T {
-  if (v !== null && typeof v === "object" && !Object.isFrozen(v)) {
-    Object.freeze(v);
-    for (const x of Object.values(v)) deepFreeze(x);
-  }
-  return v;
-}
-
 /** The n-th uid the server hands out (deterministic, UUID-shaped). */
 export function uidOf(n: number): string {
   return `5e1a0000-0000-4000-8000-${n.toString(16).padStart(12, "0")}`;

@@ -13,7 +13,8 @@ import { invalid, namespaceNotFound, namespaceTerminating, notFound } from "./er
 import { type Change, type ChangeType, TypeHistory, type Verb } from "./history.ts";
 import { cloneJson, deepEqual, type JsonObject } from "./json.ts";
 import { cloneManaged, type Managed, renderManaged, sameManaged } from "./managed.ts";
-import { deepFreeze, type Entry, ObjectTable, uidOf } from "./objects.ts";
+import { deepFreeze } from "../../src/api/json.ts";
+import { type Entry, ObjectTable, uidOf } from "./objects.ts";
 import { crdProblems, typeKey, TypeRegistry } from "./types.ts";
 import { validationProblems } from "./validate.ts";
 

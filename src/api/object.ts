@@ -54,3 +54,14 @@ export function objectKey(obj: { metadata: { namespace?: string; name: string } 
     ? `${obj.metadata.namespace}/${obj.metadata.name}`
     : obj.metadata.name;
 }
+
+/**
+ * The namespace and name of a key `objectKey` made: `namespace/name`, or `name` for a
+ * cluster-scoped object (a name never holds a slash).
+ */
+export function splitKey(key: string): { namespace: string | undefined; name: string } {
+  const slash = key.indexOf("/");
+  return slash < 0
+    ? { namespace: undefined, name: key }
+    : { namespace: key.slice(0, slash), name: key.slice(slash + 1) };
+}

@@ -7,11 +7,12 @@ import type { ParseResult } from "./issues.ts";
 import type * as S from "./schema/ratelimit.ts";
 import { PLANS } from "./validation/plans.ts";
 import { validate } from "./validation/run.ts";
+import { UINT32_MAX } from "./envoy.ts";
 
 /** API group of RateLimit. */
 export const GATEWAY_GROUP = "gateway.platform-project.io";
 /** Largest token count Envoy accepts (uint32). */
-export const MAX_TOKENS_LIMIT = 4294967295;
+export const MAX_TOKENS_LIMIT = UINT32_MAX;
 /** A bucket rule's path: absolute, without query or fragment (matching ignores the query string). */
 export const BUCKET_PATH_PATTERN = "^/[^?#]*$";
 /** The message of a bucket rule with neither path nor headers (zod and the CRD's CEL rule). */

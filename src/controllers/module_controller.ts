@@ -5,7 +5,7 @@
  */
 import { apiVersionOf } from "../api/resources.ts";
 import { isUnknown } from "./cache_trust.ts";
-import { type KubeObject, objectKey, type ResourceType } from "../runtime/cluster.ts";
+import { type KubeObject, objectKey, type ResourceType, splitKey } from "../api/object.ts";
 import type { CacheReader, ControllerSpec, WatchSpec } from "../runtime/controller_spec.ts";
 import { emptyPlan, type Plan } from "../reconcile/plan.ts";
 import type { ModuleInput } from "../reconcile/module/lifecycle.ts";
@@ -32,14 +32,6 @@ export interface ModuleKind {
   userTypes: readonly ResourceType[];
   /** The upstream CRDs the module installs, loaded before its controller's first reconcile. */
   crds: EmbeddedCrds;
-}
-
-/** Splits a queue key `namespace/name` (or `name`). */
-export function splitKey(key: string): { namespace: string | undefined; name: string } {
-  const slash = key.indexOf("/");
-  return slash < 0
-    ? { namespace: undefined, name: key }
-    : { namespace: key.slice(0, slash), name: key.slice(slash + 1) };
 }
 
 /**

@@ -10,7 +10,7 @@
  */
 import { RESOURCES } from "../api/resources.ts";
 import type { KubeObject, ResourceType } from "../runtime/cluster.ts";
-import { objectKey } from "../runtime/cluster.ts";
+import { objectKey, splitKey } from "../api/object.ts";
 import type { CacheReader, ControllerSpec } from "../runtime/controller_spec.ts";
 import { emptyPlan } from "../reconcile/plan.ts";
 import { filterSelector, isRateLimitFilter } from "../reconcile/ratelimit/meta.ts";
@@ -24,11 +24,11 @@ import {
   RATELIMIT_INDEXES,
   rivalsOf,
   selectingPod,
-  selects,
   specSelector,
   stringMap,
 } from "./ratelimit_index.ts";
 import { ISTIO_ROOT_NAMESPACE } from "../api/mesh.ts";
+import { selects } from "../api/selector.ts";
 import { meshProxyOf } from "../api/pod.ts";
 
 export {
@@ -156,9 +156,7 @@ export function rateLimitControllerFor(settings: RateLimitSettings): ControllerS
       }
     },
     reconcile(key, cache, ctx) {
-      const slash = key.indexOf("/");
-      const namespace = key.slice(0, slash);
-      const name = key.slice(slash + 1);
+      const { namespace = "", name } = splitKey(key);
       const rateLimit = cache.get(RESOURCES.RateLimit, namespace, name);
       if (!rateLimit) return undefined;
       const meshInstalled =
@@ -178,8 +176,8 @@ export function rateLimitControllerFor(settings: RateLimitSettings): ControllerS
       const peers: KubeObject[] = [];
       for (const k of rivals) {
         if (k === key) continue;
-        const cut = k.indexOf("/");
-        const peer = cache.get(RESOURCES.RateLimit, k.slice(0, cut), k.slice(cut + 1));
+        const peerKey = splitKey(k);
+        const peer = cache.get(RESOURCES.RateLimit, peerKey.namespace, peerKey.name);
         if (peer) peers.push(peer);
       }
       return reconcileRateLimit({

@@ -16,6 +16,7 @@
  *   up, for the Pods S selects.
  */
 import { RESOURCES } from "../api/resources.ts";
+import { selects } from "../api/selector.ts";
 import type { KubeObject } from "../runtime/cluster.ts";
 import { byIndexOf, type CacheReader, type IndexSpec } from "../runtime/controller_spec.ts";
 import { filterSelector, isRateLimitFilter } from "../reconcile/ratelimit/meta.ts";
@@ -53,12 +54,6 @@ function smallestPair(namespace: string | undefined, selector: Labels | undefine
 
 function everyPair(namespace: string | undefined, selector: Labels | undefined): string[] {
   return Object.entries(selector ?? {}).map(([k, v]) => pair(namespace, k, v));
-}
-
-/** True when every pair of `selector` is among `labels`. */
-export function selects(selector: Labels, labels: Labels): boolean {
-  for (const k in selector) if (labels[k] !== selector[k]) return false;
-  return true;
 }
 
 /** RateLimits by the smallest pair of their spec's selector. */

@@ -16,13 +16,13 @@ import {
   LOCAL_RATELIMIT_FILTER,
   LOCAL_RATELIMIT_TYPE,
   MIN_FILL_INTERVAL_MS,
+  UINT32_MAX,
 } from "../api/envoy.ts";
 export { LOCAL_RATELIMIT_FILTER, LOCAL_RATELIMIT_TYPE, MIN_FILL_INTERVAL_MS };
 const TYPED_STRUCT_TYPES = [
   "type.googleapis.com/udpa.type.v1.TypedStruct",
   "type.googleapis.com/xds.type.v3.TypedStruct",
 ];
-const UINT32_MAX = 4294967295;
 
 /** Parses a protobuf-JSON Duration (`"30s"`, `"0.050s"`) into milliseconds. */
 export function parseProtoDuration(text: string): number | undefined {

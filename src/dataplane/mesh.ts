@@ -9,6 +9,7 @@ import type { FieldError } from "../api/issues.ts";
 import { DEFAULT_BEHAVIOUR, type EnvoyBehaviour } from "./envoy.ts";
 import { meshProxyOf } from "../api/pod.ts";
 import { reaches as reachesNamespace } from "../api/mesh.ts";
+import { selects } from "../api/selector.ts";
 import { type EnvoyFilterModel, readEnvoyFilter } from "./envoyfilter.ts";
 import {
   type BucketId,
@@ -89,14 +90,6 @@ export const DEFAULT_MESH: Required<MeshOptions> = {
   gateway: { namespace: "mesh-system", labels: { app: "mesh-ingressgateway" } },
   envoy: DEFAULT_BEHAVIOUR,
 };
-
-/** True when every label of `selector` is on `labels`. */
-export function selects(
-  selector: Readonly<Record<string, string>>,
-  labels: Readonly<Record<string, string>>,
-): boolean {
-  return Object.entries(selector).every(([k, v]) => labels[k] === v);
-}
 
 interface PodProxy {
   key: string;

@@ -11,7 +11,7 @@
  *   `newContinuousBucket`: the continuous one of Envoy ≥ 1.31; `makeBucket`: either, by version.
  * - `envoyBehaviour`: what an Envoy version does; every Mesh and proxy state has one.
  */
-export { DEFAULT_MESH, GATEWAY_ROUTE, Mesh, meshPodOf, selects } from "./mesh.ts";
+export { DEFAULT_MESH, GATEWAY_ROUTE, Mesh, meshPodOf } from "./mesh.ts";
 export { gatewayRoutes, routeOf } from "./routes.ts";
 export type { GatewayRoute } from "./routes.ts";
 export type {

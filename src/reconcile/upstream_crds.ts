@@ -8,6 +8,7 @@
  * and only the metadata is built per render.
  */
 import type { KubeObject, ObjectMeta, ResourceType } from "../api/object.ts";
+import { deepFreeze } from "../api/json.ts";
 
 /** The parts of a CRD the operator reads. */
 export interface UpstreamCrd extends KubeObject {
@@ -17,14 +18,6 @@ export interface UpstreamCrd extends KubeObject {
     scope: "Namespaced" | "Cluster";
     versions: { name: string; served: boolean; storage: boolean }[];
   };
-}
-
-function deepFreeze<T>(value: T): T {
-  if (value !== null && typeof value === "object" && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const v of Object.values(value)) deepFreeze(v);
-  }
-  return value;
 }
 
 /** Embedded CRDs, imported on first need. */

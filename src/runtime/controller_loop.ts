@@ -6,7 +6,7 @@
 import type { ApplyOutcome, Plan } from "../reconcile/plan.ts";
 import { type Cache, type CacheChange, typeId, typeName } from "./cache.ts";
 import type { Clock } from "./clock.ts";
-import { type KubeObject, objectKey, type ResourceType } from "./cluster.ts";
+import { type KubeObject, objectKey, type ResourceType, splitKey } from "../api/object.ts";
 import type { ControllerSpec, ModuleImages, Projection } from "./controller_spec.ts";
 import { classifyError, errorMessage } from "./errors.ts";
 import type { Logger } from "./log.ts";
@@ -28,14 +28,6 @@ export interface ControllerLoopOptions {
   images: ModuleImages;
   /** The operator's namespace (ReconcileContext.namespace). */
   namespace: string;
-}
-
-/** Splits a queue key into namespace and name. */
-export function splitKey(type: ResourceType, key: string): [string | undefined, string] {
-  const slash = key.indexOf("/");
-  return type.namespaced && slash >= 0
-    ? [key.slice(0, slash), key.slice(slash + 1)]
-    : [undefined, key];
 }
 
 /** One watch the manager runs. */
@@ -192,7 +184,8 @@ export class ControllerLoop {
       if (failed) return failed;
     }
     const started = clock.now();
-    const observed = cache.get(spec.primary, ...splitKey(spec.primary, key));
+    const { namespace, name } = splitKey(key);
+    const observed = cache.get(spec.primary, spec.primary.namespaced ? namespace : undefined, name);
     const lastOutcome = this.#outcomes.get(key);
     let plan: Plan | undefined;
     try {

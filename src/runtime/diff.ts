@@ -12,20 +12,6 @@ import { isObserved } from "../reconcile/observed.ts";
  */
 export const isSubset: (desired: unknown, observed: unknown) => boolean = isObserved;
 
-/** Structural equality with JSON semantics: key order does not matter, undefined fields are absent. */
-export function deepEqual(a: unknown, b: unknown): boolean {
-  if (a === b) return true;
-  if (Array.isArray(a)) {
-    return Array.isArray(b) && a.length === b.length && a.every((x, i) => deepEqual(x, b[i]));
-  }
-  if (isObject(a) && isObject(b)) {
-    const ka = Object.keys(a).filter((k) => a[k] !== undefined);
-    const kb = Object.keys(b).filter((k) => b[k] !== undefined);
-    return ka.length === kb.length && ka.every((k) => deepEqual(a[k], b[k]));
-  }
-  return false;
-}
-
 /**
  * The first field the operator's field manager owns (per its managedFields `fieldsV1`) that
  * `desired` no longer sets, as a dotted path; undefined when there is none. Server-side apply

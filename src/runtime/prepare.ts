@@ -6,7 +6,7 @@
  */
 import { FIELD_MANAGER } from "../reconcile/labels.ts";
 import type { KubeObject } from "./cluster.ts";
-import { deepEqual } from "./diff.ts";
+import { deepEqual, deepFreeze } from "../api/json.ts";
 
 /**
  * What a controller reads of each object of a watch (see `WatchSpec.project`): the cache holds
@@ -21,15 +21,6 @@ export interface Projection {
   keep(obj: KubeObject): KubeObject;
   /** Keep a digest of `spec` (see `specDigest`) beside the projected object. */
   digestSpec?: boolean;
-}
-
-/** Freezes `value` and everything it holds; returns it. */
-export function deepFreeze<T>(value: T): T {
-  if (value && typeof value === "object" && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const v of Object.values(value)) deepFreeze(v);
-  }
-  return value;
 }
 
 /**

@@ -17,7 +17,7 @@ import {
   type Projection,
   sameButVersion,
 } from "./prepare.ts";
-import { type LabelMatcher, parseSelector } from "./selector.ts";
+import { type LabelMatcher, parseSelector } from "../api/selector.ts";
 import { parseResourceVersion, WriteFence } from "./write_fence.ts";
 
 /** What a watcher tells its store (kube-rs `watcher::Event`). */

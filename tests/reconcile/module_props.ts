@@ -9,7 +9,7 @@ import fc from "fast-check";
 import { rowOfStatus, type StateRow } from "../../src/reconcile/conditions.ts";
 import type { Plan } from "../../src/reconcile/plan.ts";
 import type { KubeObject } from "../../src/runtime/cluster.ts";
-import { deepFreeze } from "./ratelimit_fixtures.ts";
+import { deepFreeze } from "../../src/api/json.ts";
 import { statusOf } from "./serverless_fixtures.ts";
 import { carryOut, isQuiet } from "./plans_on_sim_store.ts";
 import { isClaimingPlan, type World } from "./module_fixtures.ts";

@@ -134,12 +134,3 @@ export function reconcileWorld(world: World, base: RateLimitInput): Plan {
     envoyFilter: world.envoyFilter,
   });
 }
-
-/** Deep-freezes a value so any mutation throws in strict mode. */
-export function deepFreeze<T>(value: T): T {
-  if (value && typeof value === "object" && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const v of Object.values(value)) deepFreeze(v);
-  }
-  return value;
-}

@@ -16,9 +16,9 @@ import {
 } from "../../src/reconcile/ratelimit.ts";
 import { renderedGeneration } from "../../src/reconcile/ratelimit/envoyfilter.ts";
 import type { KubeObject } from "../../src/runtime/cluster.ts";
+import { deepFreeze } from "../../src/api/json.ts";
 import {
   applyPlan,
-  deepFreeze,
   pod,
   rateLimit,
   reconcileWorld,

@@ -5,7 +5,8 @@ import { Cache } from "../../src/runtime/cache.ts";
 import type { ControllerSpec } from "../../src/runtime/controller_spec.ts";
 import { nullLogger } from "../../src/runtime/log.ts";
 import { Metrics } from "../../src/runtime/metrics.ts";
-import { ControllerLoop, planWatches, splitKey } from "../../src/runtime/controller_loop.ts";
+import { ControllerLoop, planWatches } from "../../src/runtime/controller_loop.ts";
+import { splitKey } from "../../src/api/object.ts";
 import { Runner } from "../../src/runtime/runner.ts";
 import { TestCluster } from "./test_cluster.ts";
 import { ManualClock, seededRandom } from "./helpers.ts";
@@ -64,9 +65,9 @@ Deno.test("planWatches shares one watch per (type, selector); required wins over
   ]);
 });
 
-Deno.test("splitKey follows the primary's scope", () => {
-  assert.deepEqual(splitKey(RESOURCES.Serverless, "ns/x"), ["ns", "x"]);
-  assert.deepEqual(splitKey(RESOURCES.Namespace, "x"), [undefined, "x"]);
+Deno.test("splitKey undoes objectKey, with or without a namespace", () => {
+  assert.deepEqual(splitKey("ns/x"), { namespace: "ns", name: "x" });
+  assert.deepEqual(splitKey("x"), { namespace: undefined, name: "x" });
 });
 
 Deno.test("keysFor: the primary's own key, triggers of the new and the old object, unread types ignored", () => {

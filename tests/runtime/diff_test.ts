@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { deepEqual, isSubset, ownedFieldMissing } from "../../src/runtime/diff.ts";
+import { deepEqual } from "../../src/api/json.ts";
+import { isSubset, ownedFieldMissing } from "../../src/runtime/diff.ts";
 import { isObserved } from "../../src/reconcile/observed.ts";
 
 const json = fc.jsonValue({ maxDepth: 4 });

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { Store } from "../../src/runtime/store.ts";
 import type { KubeObject } from "../../src/runtime/cluster.ts";
-import { parseSelector } from "../../src/runtime/selector.ts";
+import { parseSelector } from "../../src/api/selector.ts";
 import { RESOURCES } from "../../src/api/resources.ts";
 
 const CM = RESOURCES.ConfigMap;

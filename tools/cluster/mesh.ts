@@ -13,25 +13,39 @@ export const GATEWAY = { namespace: "mesh-system", name: "mesh-ingressgateway" }
 
 type Manifest = Record<string, unknown>;
 
-/** A fake node (no taints) as in kwok's docs: 32 CPUs, 256Gi, 110 pods. */
-export function nodeManifest(): Manifest {
-  const resources = { cpu: "32", memory: "256Gi", pods: "110" };
+/** A kwok node's capacity. */
+export interface KwokCapacity {
+  cpu: string;
+  memory: string;
+  pods: string;
+}
+
+/**
+ * A fake node (no taints) as in kwok's docs, by default with 32 CPUs, 256Gi and 110 pods; `labels`
+ * are added to kwok's own.
+ */
+export function kwokNode(
+  name = NODE_NAME,
+  capacity: KwokCapacity = { cpu: "32", memory: "256Gi", pods: "110" },
+  labels: Record<string, string> = {},
+): Manifest {
   return {
     apiVersion: "v1",
     kind: "Node",
     metadata: {
-      name: NODE_NAME,
+      name,
       annotations: { "node.alpha.kubernetes.io/ttl": "0", "kwok.x-k8s.io/node": "fake" },
       labels: {
         "kubernetes.io/arch": "amd64",
-        "kubernetes.io/hostname": NODE_NAME,
+        "kubernetes.io/hostname": name,
         "kubernetes.io/os": "linux",
         "kubernetes.io/role": "agent",
         "node-role.kubernetes.io/agent": "",
         type: "kwok",
+        ...labels,
       },
     },
-    status: { allocatable: resources, capacity: resources },
+    status: { allocatable: capacity, capacity },
   };
 }
 
@@ -95,7 +109,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  */
 export async function installMesh(k: MustKubectl, log: (msg: string) => void): Promise<void> {
   await k(["apply", "-f", "-"], {
-    stdin: toYaml([nodeManifest(), ...namespaceManifests(), envoyFilterCrd()]),
+    stdin: toYaml([kwokNode(), ...namespaceManifests(), envoyFilterCrd()]),
   });
   log(`waiting for node ${NODE_NAME} to be Ready`);
   await k(["wait", "--for=condition=Ready", `node/${NODE_NAME}`, "--timeout=90s"]);

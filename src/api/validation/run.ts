@@ -6,10 +6,7 @@
 import { type FieldError, type ParseResult, toFieldErrors, withoutNulls } from "../issues.ts";
 import { type Found, oversized, type Result, runChecks } from "./checks.ts";
 import type { Plan } from "./plan.ts";
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === "object" && value !== null && !Array.isArray(value);
-}
+import { isObject } from "../json.ts";
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   if (!isObject(value)) return false;

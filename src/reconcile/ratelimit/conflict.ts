@@ -7,6 +7,7 @@
  * Across namespaces, see `olderConflicts`.
  */
 import { meshProxyOf } from "../../api/pod.ts";
+import { selects } from "../../api/selector.ts";
 
 /** What conflict detection reads of a RateLimit. */
 export interface SelectorOwner {
@@ -49,16 +50,12 @@ export function podLabelsOf(obj: unknown): Record<string, string> | undefined {
   return isStringMap(labels) ? labels : undefined;
 }
 
-function subset(a: Record<string, string>, b: Record<string, string>): boolean {
-  return Object.entries(a).every(([k, v]) => b[k] === v);
-}
-
 /** The Pods (any objects) whose labels `selector` selects; the rest are dropped unread. */
 export function selectPods(pods: readonly unknown[], selector: Record<string, string>): unknown[] {
   const out: unknown[] = [];
   for (const pod of pods) {
     const labels = podLabelsOf(pod);
-    if (labels !== undefined && subset(selector, labels)) out.push(pod);
+    if (labels !== undefined && selects(selector, labels)) out.push(pod);
   }
   return out;
 }
@@ -69,7 +66,7 @@ export function selectSamePods(
   b: Record<string, string>,
   pods: readonly Record<string, string>[],
 ): boolean {
-  return subset(a, b) || subset(b, a) || pods.some((p) => subset(a, p) && subset(b, p));
+  return selects(a, b) || selects(b, a) || pods.some((p) => selects(a, p) && selects(b, p));
 }
 
 /** True when `a` is older than `b`: creationTimestamp, then name. */
@@ -118,7 +115,7 @@ export function olderConflicts(
   const mine: Shared[] = [];
   for (const pod of pods) {
     const labels = podLabelsOf(pod);
-    if (labels === undefined || !subset(self.selector, labels)) continue;
+    if (labels === undefined || !selects(self.selector, labels)) continue;
     const ns = field(pod, "metadata", "namespace");
     mine.push({
       labels,
@@ -161,6 +158,6 @@ function sharesGateway(
   namespace: string,
 ): boolean {
   return mine.some((m) =>
-    m.router && m.namespace === namespace && selectors.some((s) => subset(s, m.labels))
+    m.router && m.namespace === namespace && selectors.some((s) => selects(s, m.labels))
   );
 }

@@ -8,6 +8,7 @@
  */
 import { contextOf, type ProxyContext } from "../../api/mesh.ts";
 import { joinWithin } from "../../api/message.ts";
+import { selects } from "../../api/selector.ts";
 import { isActivePod, meshProxyOf, podName, podNamespace } from "../../api/pod.ts";
 import type { ConditionInput } from "../conditions.ts";
 import { podLabelsOf } from "./conflict.ts";
@@ -90,10 +91,6 @@ export function namedList(names: readonly string[]): string {
   const shown = names.slice(0, NAMED_PODS).join(", ");
   const more = names.length - NAMED_PODS;
   return more > 0 ? `${shown} and ${more} more` : shown;
-}
-
-function selects(selector: Readonly<Record<string, string>>, labels: Record<string, string>) {
-  return Object.entries(selector).every(([k, v]) => labels[k] === v);
 }
 
 /**
