@@ -37,3 +37,27 @@ export function ownerLabelValue(meta: { namespace?: string; name: string }): str
   const head = full.slice(0, 46).replace(/[^A-Za-z0-9]+$/, "");
   return `${head}-${fnv1a64(full)}`;
 }
+
+/** Where a module's objects go: the served module object's namespace and its OWNER_LABEL value. */
+export interface ModulePlacement {
+  namespace: string;
+  owner: string;
+}
+
+/**
+ * Metadata of an object a module installs: its name, the module object's namespace when the
+ * object is namespaced, the managed and owner labels, and the module's own `labels`.
+ */
+export function moduleObjectMeta(
+  module: "serverless" | "keda",
+  place: ModulePlacement,
+  name: string,
+  namespaced: boolean,
+  labels: Record<string, string>,
+) {
+  return {
+    name,
+    ...(namespaced ? { namespace: place.namespace } : {}),
+    labels: { ...managedLabels(module), [OWNER_LABEL]: place.owner, ...labels },
+  };
+}

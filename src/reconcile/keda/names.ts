@@ -1,5 +1,5 @@
 /** Names, version and labels of the KEDA objects the operator installs (KEDA's own names). */
-import { managedLabels, OWNER_LABEL } from "../labels.ts";
+import { moduleObjectMeta } from "../labels.ts";
 import { UPSTREAM } from "./crds/upstream.ts";
 
 /**
@@ -40,15 +40,9 @@ export interface KedaTarget {
 
 /** Metadata of a KEDA object: name, namespace when namespaced, the managed, owner and KEDA labels. */
 export function kedaMeta(target: KedaTarget, name: string, namespaced: boolean) {
-  return {
-    name,
-    ...(namespaced ? { namespace: target.namespace } : {}),
-    labels: {
-      ...managedLabels("keda"),
-      [OWNER_LABEL]: target.owner,
-      "app.kubernetes.io/name": name,
-      "app.kubernetes.io/part-of": "keda-operator",
-      [VERSION_LABEL]: KEDA_VERSION,
-    },
-  };
+  return moduleObjectMeta("keda", target, name, namespaced, {
+    "app.kubernetes.io/name": name,
+    "app.kubernetes.io/part-of": "keda-operator",
+    [VERSION_LABEL]: KEDA_VERSION,
+  });
 }

@@ -5,7 +5,7 @@
  */
 import type { KubeObject } from "../../api/object.ts";
 import { fnv1a64, stableJson } from "../hash.ts";
-import { managedLabels, OWNER_LABEL } from "../labels.ts";
+import { moduleObjectMeta } from "../labels.ts";
 import { type EmbeddedCrds, embeddedCrds, withMetadata } from "../upstream_crds.ts";
 import type { ServerlessSettings } from "./config.ts";
 
@@ -37,15 +37,9 @@ export interface ServerlessRenderInput {
 type Placement = Pick<ServerlessRenderInput, "namespace" | "owner">;
 
 function meta(input: Placement, name: string, namespaced: boolean) {
-  return {
-    name,
-    ...(namespaced ? { namespace: input.namespace } : {}),
-    labels: {
-      ...managedLabels("serverless"),
-      [OWNER_LABEL]: input.owner,
-      "app.kubernetes.io/part-of": "serverless",
-    },
-  };
+  return moduleObjectMeta("serverless", input, name, namespaced, {
+    "app.kubernetes.io/part-of": "serverless",
+  });
 }
 
 /** YAML text of the controller's configuration file; strings are JSON-quoted, which YAML reads as is. */
