@@ -37,99 +37,111 @@ function num(v: number): string {
   return Number.isNaN(v) ? "NaN" : String(v);
 }
 
-/** A metric family that can render itself. */
-interface Family {
+/** A family as the scrape reads it. */
+interface Rendered {
   readonly name: string;
   render(): string[];
 }
 
-/** A monotonically increasing value per label set. */
-export class Counter implements Family {
-  readonly #values = new Map<string, { labels: Labels; value: number }>();
-  constructor(readonly name: string, readonly help: string) {}
-  /** Adds `by` (default 1) to the series of `labels`. */
-  inc(labels: Labels = {}, by = 1): void {
+/**
+ * A metric family: its series by label set, and the text of the exposition format. Each kind
+ * says how a series is made and what lines it renders.
+ */
+abstract class Family<S extends { labels: Labels }> implements Rendered {
+  protected readonly series = new Map<string, S>();
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    private readonly type: "counter" | "gauge" | "histogram",
+  ) {}
+  /** The series of `labels`, made by `make` the first time. */
+  protected at(labels: Labels, make: (labels: Labels) => S): S {
     const k = seriesKey(labels);
-    const s = this.#values.get(k) ?? { labels: { ...labels }, value: 0 };
-    s.value += by;
-    this.#values.set(k, s);
+    let s = this.series.get(k);
+    if (!s) this.series.set(k, s = make({ ...labels }));
+    return s;
   }
-  /** The current value of a series (0 when never incremented). */
-  get(labels: Labels = {}): number {
-    return this.#values.get(seriesKey(labels))?.value ?? 0;
-  }
+  /** The lines of one series. */
+  protected abstract lines(s: S): string[];
   /** Text lines of the family. */
   render(): string[] {
-    const out = [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} counter`];
-    for (const s of sorted(this.#values)) {
-      out.push(`${this.name}${labelText(s.labels)} ${num(s.value)}`);
-    }
+    const out = [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} ${this.type}`];
+    for (const k of [...this.series.keys()].sort()) out.push(...this.lines(this.series.get(k)!));
     return out;
+  }
+}
+
+/** A family of one number per label set. */
+abstract class Scalar extends Family<{ labels: Labels; value: number }> {
+  /** The current value of a series (0 when never written). */
+  get(labels: Labels = {}): number {
+    return this.series.get(seriesKey(labels))?.value ?? 0;
+  }
+  protected lines(s: { labels: Labels; value: number }): string[] {
+    return [`${this.name}${labelText(s.labels)} ${num(s.value)}`];
+  }
+}
+
+/** A monotonically increasing value per label set. */
+export class Counter extends Scalar {
+  constructor(name: string, help: string) {
+    super(name, help, "counter");
+  }
+  /** Adds `by` (default 1) to the series of `labels`. */
+  inc(labels: Labels = {}, by = 1): void {
+    this.at(labels, (l) => ({ labels: l, value: 0 })).value += by;
   }
 }
 
 /** A value that goes up and down per label set. */
-export class Gauge implements Family {
-  readonly #values = new Map<string, { labels: Labels; value: number }>();
-  constructor(readonly name: string, readonly help: string) {}
+export class Gauge extends Scalar {
+  constructor(name: string, help: string) {
+    super(name, help, "gauge");
+  }
   /** Sets the series of `labels`. */
   set(labels: Labels, value: number): void {
-    this.#values.set(seriesKey(labels), { labels: { ...labels }, value });
-  }
-  /** The current value of a series (0 when never set). */
-  get(labels: Labels = {}): number {
-    return this.#values.get(seriesKey(labels))?.value ?? 0;
-  }
-  /** Text lines of the family. */
-  render(): string[] {
-    const out = [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} gauge`];
-    for (const s of sorted(this.#values)) {
-      out.push(`${this.name}${labelText(s.labels)} ${num(s.value)}`);
-    }
-    return out;
+    this.at(labels, (l) => ({ labels: l, value })).value = value;
   }
 }
 
+interface HistogramSeries {
+  labels: Labels;
+  counts: number[];
+  sum: number;
+  count: number;
+}
+
 /** Observations counted into cumulative buckets per label set. */
-export class Histogram implements Family {
-  readonly #values = new Map<
-    string,
-    { labels: Labels; counts: number[]; sum: number; count: number }
-  >();
-  constructor(readonly name: string, readonly help: string, readonly buckets: readonly number[]) {}
+export class Histogram extends Family<HistogramSeries> {
+  constructor(name: string, help: string, readonly buckets: readonly number[]) {
+    super(name, help, "histogram");
+  }
   /** Records one observation. */
   observe(labels: Labels, value: number): void {
-    const k = seriesKey(labels);
-    const s = this.#values.get(k) ??
-      { labels: { ...labels }, counts: this.buckets.map(() => 0), sum: 0, count: 0 };
+    const s = this.at(
+      labels,
+      (l) => ({ labels: l, counts: this.buckets.map(() => 0), sum: 0, count: 0 }),
+    );
     this.buckets.forEach((b, i) => {
       if (value <= b) s.counts[i]++;
     });
     s.sum += value;
     s.count++;
-    this.#values.set(k, s);
   }
   /** Number of observations of a series. */
   count(labels: Labels = {}): number {
-    return this.#values.get(seriesKey(labels))?.count ?? 0;
+    return this.series.get(seriesKey(labels))?.count ?? 0;
   }
-  /** Text lines of the family. */
-  render(): string[] {
-    const out = [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} histogram`];
-    for (const s of sorted(this.#values)) {
-      this.buckets.forEach((b, i) => {
-        out.push(`${this.name}_bucket${labelText(s.labels, ["le", num(b)])} ${s.counts[i]}`);
-      });
-      out.push(`${this.name}_bucket${labelText(s.labels, ["le", "+Inf"])} ${s.count}`);
-      out.push(`${this.name}_sum${labelText(s.labels)} ${num(s.sum)}`);
-      out.push(`${this.name}_count${labelText(s.labels)} ${s.count}`);
-    }
-    return out;
+  protected lines(s: HistogramSeries): string[] {
+    return [
+      ...this.buckets.map((b, i) =>
+        `${this.name}_bucket${labelText(s.labels, ["le", num(b)])} ${s.counts[i]}`
+      ),
+      `${this.name}_bucket${labelText(s.labels, ["le", "+Inf"])} ${s.count}`,
+      `${this.name}_sum${labelText(s.labels)} ${num(s.sum)}`,
+      `${this.name}_count${labelText(s.labels)} ${s.count}`,
+    ];
   }
-}
-
-function sorted<T>(m: Map<string, T>): T[] {
-  return [...m.keys()].sort().map((k) => m.get(k)!);
 }
 
 const PREFIX = "platform_operator_";
@@ -189,7 +201,7 @@ export class Metrics {
   );
 
   /** Every family, in render order. */
-  families(): Family[] {
+  families(): Rendered[] {
     return [
       this.reconcileTotal,
       this.reconcileErrors,
