@@ -32,7 +32,12 @@ export type { RateLimitInput } from "./ratelimit/verdict.ts";
 export const RATELIMIT_CONDITION = "Ready";
 export { ENFORCED_CONDITION, ENFORCED_ROWS } from "./ratelimit/enforcement.ts";
 
-function stateRow(no: number, status: "True" | "False", reason: string, meaning: string): StateRow {
+function rateLimitRow(
+  no: number,
+  status: "True" | "False",
+  reason: string,
+  meaning: string,
+): StateRow {
   return {
     no,
     state: status === "True" ? "Ready" : "Error",
@@ -49,32 +54,32 @@ function stateRow(no: number, status: "True" | "False", reason: string, meaning:
  * RateLimit claims its Pods); `status.enforcedGeneration` names it.
  */
 export const RATELIMIT_STATES: readonly StateRow[] = [
-  stateRow(1, "True", "Applied", "The limits are applied"),
-  stateRow(
+  rateLimitRow(1, "True", "Applied", "The limits are applied"),
+  rateLimitRow(
     2,
     "False",
     "InvalidSpec",
     "The spec is invalid; it is not applied (the last good generation stays enforced)",
   ),
-  stateRow(
+  rateLimitRow(
     3,
     "False",
     "Conflict",
     "An older RateLimit selects the same pods, or the EnvoyFilter's name is taken; not applied",
   ),
-  stateRow(
+  rateLimitRow(
     4,
     "False",
     "MeshMissing",
     "The service mesh (EnvoyFilter CRD) is not installed; the limit is not applied",
   ),
-  stateRow(
+  rateLimitRow(
     5,
     "False",
     "ApplyFailed",
     "The API refused the EnvoyFilter; the new spec is not applied",
   ),
-  stateRow(
+  rateLimitRow(
     6,
     "False",
     "MeshWide",

@@ -1,13 +1,13 @@
 /**
- * Watch caches: one Store per watched (type, label selector) (see store.ts), read by reconcilers
+ * Watch caches: one CacheStore per watched (type, label selector) (see store.ts), read by reconcilers
  * through `CacheReader`; lists come in a stable order (namespace/name).
  */
 import { type KubeObject, objectKey, type ResourceType } from "./cluster.ts";
 import type { CacheReader } from "./controller_spec.ts";
 import type { Projection } from "./prepare.ts";
-import { byKey, type CacheChange, Store } from "./store.ts";
+import { byKey, type CacheChange, CacheStore } from "./store.ts";
 
-export { type CacheChange, Store, type WatcherEvent } from "./store.ts";
+export { type CacheChange, CacheStore, type WatcherEvent } from "./store.ts";
 export { ownedFieldsOf, prepareForCache, type Projection } from "./prepare.ts";
 
 /** A stable id of a resource type (group/version/plural). */
@@ -27,7 +27,7 @@ export function typeName(type: ResourceType): string {
 
 /** Every store of the manager, readable per type. */
 export class Cache implements CacheReader {
-  readonly #stores = new Map<string, Store[]>();
+  readonly #stores = new Map<string, CacheStore[]>();
   /** Indexes by type id: every store of the type, now or later, keeps them. */
   readonly #indexes = new Map<string, Map<string, (obj: KubeObject) => string[]>>();
 
@@ -35,7 +35,7 @@ export class Cache implements CacheReader {
    * The store of (type, selector), made on first use with `projection` (see `Projection`); throws
    * when it exists with another projection.
    */
-  store(type: ResourceType, labelSelector?: string, projection?: Projection): Store {
+  store(type: ResourceType, labelSelector?: string, projection?: Projection): CacheStore {
     const id = typeId(type);
     const stores = this.#stores.get(id) ?? [];
     let store = stores.find((s) => s.labelSelector === labelSelector);
@@ -44,7 +44,7 @@ export class Cache implements CacheReader {
       throw new Error(`${typeName(type)} is cached with two projections: ${names}`);
     }
     if (!store) {
-      store = new Store(type, labelSelector, projection);
+      store = new CacheStore(type, labelSelector, projection);
       for (const [name, keys] of this.#indexes.get(id) ?? []) store.addIndex(name, keys);
       stores.push(store);
       this.#stores.set(id, stores);
@@ -52,7 +52,7 @@ export class Cache implements CacheReader {
     return store;
   }
 
-  /** Adds a secondary index to every store of `type` (see `Store.addIndex`); throws when taken. */
+  /** Adds a secondary index to every store of `type` (see `CacheStore.addIndex`); throws when taken. */
   addIndex(type: ResourceType, name: string, keys: (obj: KubeObject) => string[]): void {
     const id = typeId(type);
     const indexes = this.#indexes.get(id) ?? new Map<string, (obj: KubeObject) => string[]>();
@@ -72,7 +72,7 @@ export class Cache implements CacheReader {
   }
 
   /** Every store, in creation order. */
-  stores(): Store[] {
+  stores(): CacheStore[] {
     return [...this.#stores.values()].flat();
   }
 
@@ -82,7 +82,7 @@ export class Cache implements CacheReader {
     return stores.some((s) => s.labelSelector === labelSelector && s.synced);
   }
 
-  /** True when every watch of `type` is live (see `Store.live`); throws for a type nobody watches. */
+  /** True when every watch of `type` is live (see `CacheStore.live`); throws for a type nobody watches. */
   isLive(type: ResourceType): boolean {
     return this.#of(type).every((s) => s.live);
   }
@@ -101,7 +101,7 @@ export class Cache implements CacheReader {
     return this.#stores.get(typeId(type))?.every((s) => s.synced) ?? false;
   }
 
-  #of(type: ResourceType): Store[] {
+  #of(type: ResourceType): CacheStore[] {
     const stores = this.#stores.get(typeId(type));
     if (!stores) {
       throw new Error(`${typeName(type)} is not watched: add it to the controller's watches`);
@@ -120,13 +120,13 @@ export class Cache implements CacheReader {
 
   /**
    * Read-your-writes: offers an object a write got back to every store of its type (see
-   * `Store.written`); returns the changes made. A type nobody watches is left alone.
+   * `CacheStore.written`); returns the changes made. A type nobody watches is left alone.
    */
   written(type: ResourceType, obj: KubeObject): CacheChange[] {
     return (this.#stores.get(typeId(type)) ?? []).flatMap((s) => s.written(obj));
   }
 
-  /** The operator's own applied fields of one object (see `Store.ownedFields`). */
+  /** The operator's own applied fields of one object (see `CacheStore.ownedFields`). */
   ownedFields(type: ResourceType, namespace: string | undefined, name: string): unknown {
     for (const s of this.#of(type)) {
       const f = s.ownedFields(namespace, name);

@@ -5,9 +5,16 @@ export * from "./log.ts";
 export * from "./metrics.ts";
 export * from "./errors.ts";
 export { deepEqual, isSubset } from "./diff.ts";
-export { Cache, type CacheChange, Store, typeId, typeName, type WatcherEvent } from "./cache.ts";
+export {
+  Cache,
+  type CacheChange,
+  CacheStore,
+  typeId,
+  typeName,
+  type WatcherEvent,
+} from "./cache.ts";
 export { Watcher, type WatcherOptions, type WatcherState } from "./watcher.ts";
 export { WorkQueue, type WorkResult } from "./queue.ts";
-export { Runner, type RunResult } from "./runner.ts";
+export { type PlanRunResult, Runner } from "./runner.ts";
 export { LeaderElector, type LeaderElectorOptions, microTime } from "./leader.ts";
 export { eventName, EventRecorder } from "./events.ts";

@@ -19,10 +19,10 @@ import { ApiError, type KubeObject, type ResourceType } from "./cluster.ts";
 import { classifyError } from "./errors.ts";
 import { EventRecorder } from "./events.ts";
 import { PlanWriter, type RunState } from "./plan_writes.ts";
-import type { RunnerOptions, RunResult } from "./runner_options.ts";
+import type { PlanRunResult, RunnerOptions } from "./runner_options.ts";
 import { retryWork, WriteFailed } from "./write_failure.ts";
 
-export type { RunnerCache, RunnerOptions, RunResult } from "./runner_options.ts";
+export type { PlanRunResult, RunnerCache, RunnerOptions } from "./runner_options.ts";
 
 /** Carries out Plans for one controller. */
 export class Runner {
@@ -57,7 +57,7 @@ export class Runner {
     plan: Plan,
     lastOutcome: ApplyOutcome | undefined,
     signal: AbortSignal,
-  ): Promise<RunResult> {
+  ): Promise<PlanRunResult> {
     const state = { writes: 0, primary };
     const generation = primary.metadata.generation;
     try {
@@ -87,7 +87,7 @@ export class Runner {
     lastOutcome: ApplyOutcome | undefined,
     err: unknown,
     signal: AbortSignal,
-  ): Promise<RunResult> {
+  ): Promise<PlanRunResult> {
     const { writes, primary } = state;
     const ref = err instanceof WriteFailed ? err.ref : refOf(primary);
     const cause = err instanceof WriteFailed ? err.cause : err;

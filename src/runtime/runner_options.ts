@@ -52,7 +52,7 @@ export interface RunnerOptions {
 }
 
 /** What running a Plan came to. */
-export interface RunResult {
+export interface PlanRunResult {
   /** What happened to the writes; undefined when nothing should be remembered (lease lost, primary gone). */
   outcome?: ApplyOutcome;
   /** What the queue should do with the key. */

@@ -50,7 +50,7 @@ export function byKey(a: KubeObject, b: KubeObject): number {
 }
 
 /** The cache of one watch. */
-export class Store {
+export class CacheStore {
   #objects = new Map<string, KubeObject>();
   /** What is kept beside each entry that has any: owned fields, spec digest. */
   #aside = new Map<string, Aside>();

@@ -1,9 +1,9 @@
 /**
- * The watches of a manager: one Watcher and Store per (type, label selector) its controllers read,
+ * The watches of a manager: one Watcher and CacheStore per (type, label selector) its controllers read,
  * whether they have synced, and the kick that wakes a watch that is not live when its type's CRD
  * appears.
  */
-import { type Cache, type CacheChange, type Store, typeName } from "./cache.ts";
+import { type Cache, type CacheChange, type CacheStore, typeName } from "./cache.ts";
 import type { Clock, Random } from "./clock.ts";
 import type { Cluster, KubeObject, ResourceType } from "./cluster.ts";
 import type { ControllerSpec } from "./controller_spec.ts";
@@ -42,10 +42,10 @@ export function isCrdType(type: ResourceType): boolean {
 
 /** One planned watch: its store, and its watcher while open. */
 interface Slot {
-  store: Store;
+  store: CacheStore;
   required: boolean;
   /** Stores of the primaries whose objects keep the watch open; undefined: always open. */
-  wakers?: Store[];
+  wakers?: CacheStore[];
   make(): Watcher;
   open?: { watcher: Watcher; stop: AbortController; task: Promise<void> };
 }
@@ -54,11 +54,11 @@ interface Slot {
 export class WatchSet {
   readonly #slots: Slot[] = [];
   /** Stores whose watch has not listed since the last `relist()`. */
-  readonly #stale = new Set<Store>();
+  readonly #stale = new Set<CacheStore>();
   /** The signal `run` was given; undefined before `run`. */
   #signal: AbortSignal | undefined;
   /** The primaries' stores that open and close on-demand watches. */
-  readonly #wakers = new Set<Store>();
+  readonly #wakers = new Set<CacheStore>();
 
   constructor(readonly opts: WatchSetOptions) {
     for (const w of planWatches(opts.controllers)) {
@@ -85,7 +85,7 @@ export class WatchSet {
     }
   }
 
-  #handle(type: ResourceType, store: Store, ev: WatcherEvent): void {
+  #handle(type: ResourceType, store: CacheStore, ev: WatcherEvent): void {
     const wasLive = store.live;
     const changes = store.handle(ev);
     if (this.#wakers.has(store)) this.reconsider();

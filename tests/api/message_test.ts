@@ -3,10 +3,10 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import { CONDITION_MESSAGE_MAX, fitMessage, fitText, joinWithin } from "../../src/api/message.ts";
 import { PLANS } from "../../src/api/validation/plans.ts";
-import type { Plan } from "../../src/api/validation/plan.ts";
+import type { ValidationPlan } from "../../src/api/validation/plan.ts";
 
 Deno.test("the limit is the CRDs' maxLength on a Condition's message", () => {
-  const message = (PLANS.Condition as Extract<Plan, { type: "object" }>).shape.message;
+  const message = (PLANS.Condition as Extract<ValidationPlan, { type: "object" }>).shape.message;
   assert.deepEqual(message, {
     type: "string",
     checks: [{ check: "max", n: CONDITION_MESSAGE_MAX }],

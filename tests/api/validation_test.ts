@@ -11,7 +11,7 @@ import { z } from "zod";
 import { parseWith } from "../../src/api/issues.ts";
 import { generatedPlans, PLAN_SCHEMAS, PLANS_FILE, plansText } from "../../src/api/schema/plans.ts";
 import { planOf } from "../../src/api/validation/from_zod.ts";
-import type { Plan } from "../../src/api/validation/plan.ts";
+import type { ValidationPlan } from "../../src/api/validation/plan.ts";
 import { PLANS } from "../../src/api/validation/plans.ts";
 import { validate } from "../../src/api/validation/run.ts";
 
@@ -58,7 +58,7 @@ const wrong: fc.Arbitrary<unknown> = fc.oneof(
  * Values for `plan`: of its shape, and wrong about one time in `bend` (never when 0). Unbent values
  * keep to the plan's own checks, so whole objects come out valid and their defaults are compared.
  */
-function valuesOf(plan: Plan, bend: number): fc.Arbitrary<unknown> {
+function valuesOf(plan: ValidationPlan, bend: number): fc.Arbitrary<unknown> {
   if (bend === 0) return shaped(plan, bend);
   return fc.oneof({ weight: bend - 1, arbitrary: shaped(plan, bend) }, {
     weight: 1,
@@ -67,14 +67,17 @@ function valuesOf(plan: Plan, bend: number): fc.Arbitrary<unknown> {
 }
 
 /** The candidates that pass a leaf's own checks (all of them when bending). */
-function passing<T>(plan: Plan, candidates: readonly T[], bend: number): T[] {
+function passing<T>(plan: ValidationPlan, candidates: readonly T[], bend: number): T[] {
   if (bend > 0) return [...candidates];
   const ok = candidates.filter((c) => validate(plan, c).ok);
   return ok.length ? ok : [...candidates];
 }
 
 /** The size a plan's check of this kind bounds (a length, entries, key length), if it has one. */
-function bound(plan: Plan, kind: "max" | "maxProperties" | "maxKeyLength"): number | undefined {
+function bound(
+  plan: ValidationPlan,
+  kind: "max" | "maxProperties" | "maxKeyLength",
+): number | undefined {
   const check = ("checks" in plan ? plan.checks ?? [] : []).find((c) => c.check === kind);
   return check && "n" in check ? check.n : undefined;
 }
@@ -86,7 +89,7 @@ const around = (n: number) => ["x".repeat(n), "x".repeat(n + 1), "🙂".repeat(n
 const sometimes = <T>(small: fc.Arbitrary<T>, big: fc.Arbitrary<T>) =>
   fc.oneof({ weight: 8, arbitrary: small }, { weight: 1, arbitrary: big });
 
-function shaped(plan: Plan, bend: number): fc.Arbitrary<unknown> {
+function shaped(plan: ValidationPlan, bend: number): fc.Arbitrary<unknown> {
   switch (plan.type) {
     case "string": {
       const max = bound(plan, "max");
@@ -161,7 +164,7 @@ function shaped(plan: Plan, bend: number): fc.Arbitrary<unknown> {
 }
 
 /** The counterexample where a plan and a schema disagree, or undefined when they never do. */
-function disagreement(plan: Plan, schema: z.ZodType, runs: number, seed: number) {
+function disagreement(plan: ValidationPlan, schema: z.ZodType, runs: number, seed: number) {
   const inputs = fc.oneof(valuesOf(plan, 0), valuesOf(plan, 40), valuesOf(plan, 7));
   const result = fc.check(
     fc.property(inputs, (input) => {
@@ -185,8 +188,8 @@ Deno.test("validation plans: the checked-in plans.json is what the schemas gener
 });
 
 Deno.test("validation plans: a plan that differs from its schema is caught", () => {
-  const spec = (PLANS.RateLimit as Extract<Plan, { type: "object" }>).shape.spec;
-  const broken = structuredClone(PLANS.RateLimit) as Extract<Plan, { type: "object" }>;
+  const spec = (PLANS.RateLimit as Extract<ValidationPlan, { type: "object" }>).shape.spec;
+  const broken = structuredClone(PLANS.RateLimit) as Extract<ValidationPlan, { type: "object" }>;
   // The bucket interval pattern loosened: `0s` would pass the plan and fail the schema.
   const text = JSON.stringify(spec).replace(FILL_INTERVAL_PATTERN, "^[0-9]+(s|m)$");
   assert.notEqual(text, JSON.stringify(spec));

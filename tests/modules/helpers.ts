@@ -4,14 +4,17 @@ import { goEnv } from "../../tools/gobuild.ts";
 import { goFiles, layout, REPO_ROOT } from "../../tools/crdgen/mod.ts";
 
 /** Exit code and output of a command. */
-export interface RunResult {
+export interface CommandResult {
   code: number;
   stdout: string;
   stderr: string;
 }
 
 /** Runs the repository's `./deno` with `args` in the repository. */
-export async function run(args: string[], env: Record<string, string> = {}): Promise<RunResult> {
+export async function run(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<CommandResult> {
   const out = await new Deno.Command(join(REPO_ROOT, "deno"), {
     args,
     cwd: REPO_ROOT,
@@ -23,7 +26,7 @@ export async function run(args: string[], env: Record<string, string> = {}): Pro
 }
 
 /** Runs `./deno task module-crds ARGS`. */
-export function task(args: string[]): Promise<RunResult> {
+export function task(args: string[]): Promise<CommandResult> {
   return run(["task", "module-crds", ...args]);
 }
 

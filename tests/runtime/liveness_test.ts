@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { RESOURCES } from "../../src/api/resources.ts";
 import { MANAGED_BY, MANAGED_BY_LABEL } from "../../src/reconcile/labels.ts";
 import { emptyPlan } from "../../src/reconcile/plan.ts";
-import { Cache, Store } from "../../src/runtime/cache.ts";
+import { Cache, CacheStore } from "../../src/runtime/cache.ts";
 import type { KubeObject } from "../../src/runtime/cluster.ts";
 import type { ControllerSpec } from "../../src/runtime/controller_spec.ts";
 import { Manager } from "../../src/runtime/manager.ts";
@@ -45,7 +45,7 @@ const fnLists = (c: TestCluster) =>
   c.calls.filter((x) => x.verb === "list" && x.kind === "Function").length;
 
 Deno.test("store: a missing type is synced and empty but not live; a completed list makes it live", () => {
-  const store = new Store(FN);
+  const store = new CacheStore(FN);
   assert.equal(store.live, false);
   store.handle({ type: "init" });
   store.handle({ type: "init-apply", object: fn("a") });
@@ -65,7 +65,7 @@ Deno.test("watcher: kick ends the backoff of a missing CRD at once and resets it
   const clock = new ManualClock();
   const cluster = new TestCluster(clock);
   const { log } = captureLogger(clock);
-  const store = new Store(FN);
+  const store = new CacheStore(FN);
   const watcher = new Watcher(
     { cluster, clock, random: seededRandom(), log, type: FN, optional: true },
     (ev) => store.handle(ev),

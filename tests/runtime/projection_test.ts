@@ -12,7 +12,7 @@ import type { KubeObject } from "../../src/runtime/cluster.ts";
 import type { ControllerSpec, Projection } from "../../src/runtime/controller_spec.ts";
 import { specDigest } from "../../src/runtime/prepare.ts";
 import { planWatches } from "../../src/runtime/controller_loop.ts";
-import { Store } from "../../src/runtime/store.ts";
+import { CacheStore } from "../../src/runtime/store.ts";
 import { setup } from "./runner_fixtures.ts";
 
 const EF = RESOURCES.EnvoyFilter;
@@ -58,7 +58,7 @@ Deno.test("specDigest: equal up to key order and omitted empty fields; otherwise
 });
 
 Deno.test("a projected store keeps what the projection keeps, and the spec's digest", () => {
-  const store = new Store(EF, undefined, KEEP_SELECTOR);
+  const store = new CacheStore(EF, undefined, KEEP_SELECTOR);
   const spec = { selector: { app: "x" }, configPatches: [{ big: "x".repeat(1000) }] };
   store.handle({ type: "init" });
   store.handle({ type: "init-apply", object: filter(spec) });
@@ -78,7 +78,7 @@ Deno.test("a projected store keeps what the projection keeps, and the spec's dig
 });
 
 Deno.test("a change the projection cannot see wakes nobody; any other change does", () => {
-  const store = new Store(EF, undefined, KEEP_SELECTOR);
+  const store = new CacheStore(EF, undefined, KEEP_SELECTOR);
   const spec = { selector: { app: "x" }, configPatches: [{ n: 1 }] };
   store.handle({ type: "init" });
   store.handle({ type: "init-apply", object: filter(spec) });
@@ -94,7 +94,7 @@ Deno.test("a change the projection cannot see wakes nobody; any other change doe
   // A kept field changed.
   assert.equal(at("4", { ...spec, configPatches: [{ n: 2 }], selector: { app: "y" } }).length, 1);
   // Without a projection every new version is a change.
-  const plain = new Store(EF);
+  const plain = new CacheStore(EF);
   plain.handle({ type: "init" });
   plain.handle({ type: "init-apply", object: filter(spec) });
   plain.handle({ type: "init-done" });

@@ -1,6 +1,6 @@
 /** Secondary indexes of the watch caches: kept in step with every way the cache changes. */
 import assert from "node:assert/strict";
-import { Cache, Store } from "../../src/runtime/cache.ts";
+import { Cache, CacheStore } from "../../src/runtime/cache.ts";
 import type { KubeObject } from "../../src/runtime/cluster.ts";
 import { RESOURCES } from "../../src/api/resources.ts";
 
@@ -22,14 +22,14 @@ function cm(name: string, rv: number, team?: string): KubeObject {
 const byTeam = (o: KubeObject) => (o.metadata.labels?.team ? [o.metadata.labels.team] : []);
 const names = (objs: readonly KubeObject[]) => objs.map((o) => o.metadata.name);
 
-function listed(store: Store, rv: number, ...objects: KubeObject[]): void {
+function listed(store: CacheStore, rv: number, ...objects: KubeObject[]): void {
   store.handle({ type: "init" });
   for (const object of objects) store.handle({ type: "init-apply", object });
   store.handle({ type: "init-done", resourceVersion: String(rv) });
 }
 
 Deno.test("an index follows lists, watch events, relists and the replica's own writes", () => {
-  const store = new Store(CM);
+  const store = new CacheStore(CM);
   store.addIndex("team", byTeam);
   listed(store, 5, cm("b", 1, "red"), cm("a", 2, "red"), cm("c", 3, "blue"));
   assert.deepEqual(names(store.byIndex("team", "red")), ["a", "b"], "in name order");
@@ -53,7 +53,7 @@ Deno.test("an index follows lists, watch events, relists and the replica's own w
 });
 
 Deno.test("an index added to a filled store files what is there; a repeated name is refused", () => {
-  const store = new Store(CM);
+  const store = new CacheStore(CM);
   listed(store, 2, cm("a", 1, "red"));
   store.addIndex("team", byTeam);
   assert.deepEqual(names(store.byIndex("team", "red")), ["a"]);

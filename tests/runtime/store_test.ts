@@ -1,6 +1,6 @@
 /** The store's read-your-writes: a write is seen at once, never replaced by older watch news. */
 import assert from "node:assert/strict";
-import { Store } from "../../src/runtime/store.ts";
+import { CacheStore } from "../../src/runtime/store.ts";
 import type { KubeObject } from "../../src/runtime/cluster.ts";
 import { parseSelector } from "../../src/api/selector.ts";
 import { RESOURCES } from "../../src/api/resources.ts";
@@ -16,16 +16,16 @@ function cm(name: string, rv: number, extra: Partial<KubeObject["metadata"]> = {
   };
 }
 
-function listed(store: Store, rv: number, ...objects: KubeObject[]): void {
+function listed(store: CacheStore, rv: number, ...objects: KubeObject[]): void {
   store.handle({ type: "init" });
   for (const object of objects) store.handle({ type: "init-apply", object });
   store.handle({ type: "init-done", resourceVersion: String(rv) });
 }
 
-const rvOf = (store: Store, name: string) => store.get("ns", name)?.metadata.resourceVersion;
+const rvOf = (store: CacheStore, name: string) => store.get("ns", name)?.metadata.resourceVersion;
 
 Deno.test("a write newer than the cache is cached at once; older watch events for it are ignored", () => {
-  const store = new Store(CM);
+  const store = new CacheStore(CM);
   listed(store, 5, cm("a", 5));
   const changes = store.written(cm("a", 7));
   assert.deepEqual(changes.map((c) => c.type), ["apply"]);
@@ -40,7 +40,7 @@ Deno.test("a write newer than the cache is cached at once; older watch events fo
 });
 
 Deno.test("a write older than what the cache or the watch has shown is not cached", () => {
-  const store = new Store(CM);
+  const store = new CacheStore(CM);
   listed(store, 5, cm("a", 5));
   store.handle({ type: "apply", object: cm("a", 8) });
   assert.deepEqual(store.written(cm("a", 7)), []);
@@ -52,7 +52,7 @@ Deno.test("a write older than what the cache or the watch has shown is not cache
 });
 
 Deno.test("a relist keeps writes newer than the list and drops those the list has seen", () => {
-  const store = new Store(CM);
+  const store = new CacheStore(CM);
   listed(store, 5, cm("a", 5));
   store.written(cm("a", 7));
   store.written(cm("new", 8));
@@ -65,7 +65,7 @@ Deno.test("a relist keeps writes newer than the list and drops those the list ha
 });
 
 Deno.test("a write that leaves the object gone removes it; the watch's last view of it does not bring it back", () => {
-  const store = new Store(CM);
+  const store = new CacheStore(CM);
   const deleting = { deletionTimestamp: "2026-01-01T00:00:00Z" };
   listed(store, 5, cm("a", 5, { ...deleting, finalizers: ["x/y"] }));
   const changes = store.written(cm("a", 6, deleting)); // last finalizer removed
@@ -76,15 +76,15 @@ Deno.test("a write that leaves the object gone removes it; the watch's last view
 });
 
 Deno.test("a write goes only into stores whose selector it matches; unparsable rvs are not compared", () => {
-  const managed = new Store(CM, "app.kubernetes.io/managed-by=platform-operator");
+  const managed = new CacheStore(CM, "app.kubernetes.io/managed-by=platform-operator");
   listed(managed, 5);
   assert.deepEqual(managed.written(cm("a", 6)), [], "no labels: not this watch's object");
   const labelled = cm("a", 7, { labels: { "app.kubernetes.io/managed-by": "platform-operator" } });
   assert.equal(managed.written(labelled).length, 1);
-  const store = new Store(CM);
+  const store = new CacheStore(CM);
   listed(store, 5);
   assert.deepEqual(store.written({ ...cm("x", 1), metadata: { name: "x", namespace: "ns" } }), []);
-  const unsynced = new Store(CM);
+  const unsynced = new CacheStore(CM);
   assert.deepEqual(unsynced.written(cm("x", 6)), [], "nothing before the first list");
 });
 
@@ -112,7 +112,7 @@ Deno.test("managedFields: the store strips them itself and keeps the operator's 
       fieldsV1: { "f:status": {} },
     },
   ];
-  const store = new Store(CM);
+  const store = new CacheStore(CM);
   listed(store, 5, cm("a", 5, { managedFields: mf({ "f:data": { "f:rv": {} } }) }));
   assert.equal(store.get("ns", "a")?.metadata.managedFields, undefined);
   assert.deepEqual(store.ownedFields("ns", "a"), { "f:data": { "f:rv": {} } });

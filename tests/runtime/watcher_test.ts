@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { type CacheChange, Store } from "../../src/runtime/cache.ts";
+import { type CacheChange, CacheStore } from "../../src/runtime/cache.ts";
 import { Metrics } from "../../src/runtime/metrics.ts";
 import { Watcher, type WatcherOptions } from "../../src/runtime/watcher.ts";
 import { ApiError, type KubeObject, type ResourceType } from "../../src/runtime/cluster.ts";
@@ -25,7 +25,7 @@ function setup(type: ResourceType, extra: Partial<WatcherOptions> = {}) {
   const cluster = new TestCluster(clock);
   const { log, lines } = captureLogger(clock);
   const metrics = new Metrics();
-  const store = new Store(type);
+  const store = new CacheStore(type);
   const changes: CacheChange[] = [];
   const watcher = new Watcher(
     { cluster, clock, random: seededRandom(), log, metrics, type, idleMs: 60_000, ...extra },
@@ -150,7 +150,7 @@ function slowFirstList(delayMs: number, extra: Partial<WatcherOptions> = {}) {
     }
     return page;
   };
-  const store = new Store(CM);
+  const store = new CacheStore(CM);
   const seen: string[] = [];
   const watcher = new Watcher({
     cluster: { ...direct, list },

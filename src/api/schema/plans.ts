@@ -5,7 +5,7 @@
 import { fileURLToPath } from "node:url";
 import type { PlanName } from "../validation/plans.ts";
 import { planOf } from "../validation/from_zod.ts";
-import type { Plan } from "../validation/plan.ts";
+import type { ValidationPlan } from "../validation/plan.ts";
 import { ConditionSchema, ObjectMetaSchema } from "./common.ts";
 import { RateLimitSchema } from "./ratelimit.ts";
 import { ScalerSchema } from "./scaler.ts";
@@ -24,13 +24,13 @@ export const PLAN_SCHEMAS = {
 export const PLANS_FILE = fileURLToPath(new URL("../validation/plans.json", import.meta.url));
 
 /** The plans, generated now. */
-export function generatedPlans(): Record<PlanName, Plan> {
-  const out = {} as Record<PlanName, Plan>;
+export function generatedPlans(): Record<PlanName, ValidationPlan> {
+  const out = {} as Record<PlanName, ValidationPlan>;
   for (const [name, schema] of Object.entries(PLAN_SCHEMAS)) out[name as PlanName] = planOf(schema);
   return out;
 }
 
 /** The text of plans.json: JSON with two-space indents, as `deno fmt` leaves it. */
-export function plansText(plans: Record<PlanName, Plan> = generatedPlans()): string {
+export function plansText(plans: Record<PlanName, ValidationPlan> = generatedPlans()): string {
   return `${JSON.stringify(plans, null, 2)}\n`;
 }

@@ -3,7 +3,7 @@
  * the same issues, in the same order, with zod's rules for which checks an earlier issue stops.
  */
 import type { Issue } from "../issues.ts";
-import type { Check, Message, Plan } from "./plan.ts";
+import type { Check, Message, ValidationPlan } from "./plan.ts";
 
 /** An issue while it is collected: `continue: false` or absent stops later checks (zod's abort). */
 export type Found = Issue & { path: PropertyKey[]; continue?: boolean };
@@ -154,7 +154,7 @@ export function runChecks(
  * alone and stops there (a guard against huge inputs), so the plan does the same.
  */
 export function oversized(
-  plan: Extract<Plan, { type: "array" }>,
+  plan: Extract<ValidationPlan, { type: "array" }>,
   input: unknown,
 ): Found | undefined {
   if (!Array.isArray(input)) return undefined;

@@ -4,7 +4,7 @@
  * Runs when plans are generated and in tests; the operator never loads it (or zod).
  */
 import { z } from "zod";
-import type { Check, Message, Plan } from "./plan.ts";
+import type { Check, Message, ValidationPlan } from "./plan.ts";
 
 type Def = { type: string; [key: string]: unknown };
 type Node = z.core.$ZodType;
@@ -125,14 +125,14 @@ function refinements(schema: Node, def: Def, path: string): Check[] {
   });
 }
 
-function withChecks<P extends Plan>(plan: P, checks: Check[]): P {
+function withChecks<P extends ValidationPlan>(plan: P, checks: Check[]): P {
   return checks.length ? { ...plan, checks } : plan;
 }
 
 const WRAPPERS = new Set(["optional", "default", "prefault"]);
 
 /** The plan of a zod schema; throws on what a plan cannot express. */
-export function planOf(schema: Node, path = ""): Plan {
+export function planOf(schema: Node, path = ""): ValidationPlan {
   const def = defOf(schema);
   if (def.error !== undefined && def.type !== "number") fail(path, `a ${def.type} with a message`);
   const noChecks = () => {

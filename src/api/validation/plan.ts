@@ -28,7 +28,7 @@ export type Check =
   | { check: "anyOf"; fields: string[]; message: Message };
 
 /** One node of a plan. */
-export type Plan =
+export type ValidationPlan =
   | { type: "string"; checks?: Check[] }
   /** A safe integer; `typeMessage` replaces the type error's message (see `integer()`). */
   | { type: "int"; checks?: Check[]; typeMessage?: Message }
@@ -36,13 +36,18 @@ export type Plan =
   /** One of `values` (an enum, or a literal when there is one value). */
   | { type: "enum"; values: (string | number | boolean)[] }
   /** Fields of `shape`; unknown fields are dropped (`strip`) or kept as they are (`keep`). */
-  | { type: "object"; shape: Record<string, Plan>; unknown: "strip" | "keep"; checks?: Check[] }
+  | {
+    type: "object";
+    shape: Record<string, ValidationPlan>;
+    unknown: "strip" | "keep";
+    checks?: Check[];
+  }
   /** A map of string keys to values of `value`. */
-  | { type: "record"; value: Plan; checks?: Check[] }
-  | { type: "array"; item: Plan; checks?: Check[] }
+  | { type: "record"; value: ValidationPlan; checks?: Check[] }
+  | { type: "array"; item: ValidationPlan; checks?: Check[] }
   /** May be absent. */
-  | { type: "optional"; inner: Plan }
+  | { type: "optional"; inner: ValidationPlan }
   /** Absent: `value` is the result as it is (not validated). */
-  | { type: "default"; inner: Plan; value: unknown }
+  | { type: "default"; inner: ValidationPlan; value: unknown }
   /** Absent: `value` is validated in its place, so the inner defaults fill it. */
-  | { type: "prefault"; inner: Plan; value: unknown };
+  | { type: "prefault"; inner: ValidationPlan; value: unknown };

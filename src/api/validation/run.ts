@@ -5,7 +5,7 @@
  */
 import { type FieldError, type ParseResult, toFieldErrors, withoutNulls } from "../issues.ts";
 import { type Found, oversized, type Result, runChecks } from "./checks.ts";
-import type { Plan } from "./plan.ts";
+import type { ValidationPlan } from "./plan.ts";
 import { isObject } from "../json.ts";
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
@@ -22,14 +22,14 @@ function prefixed(key: PropertyKey, issues: readonly Found[]): Found[] {
   return issues.map((i) => ({ ...i, path: [key, ...i.path] }));
 }
 
-function optionalIn(plan: Plan): "optional" | "defaulted" | undefined {
+function optionalIn(plan: ValidationPlan): "optional" | "defaulted" | undefined {
   if (plan.type === "default" || plan.type === "prefault") return "defaulted";
   if (plan.type === "optional") return optionalIn(plan.inner) ?? "optional";
   return undefined;
 }
 
 function runObject(
-  plan: Extract<Plan, { type: "object" }>,
+  plan: Extract<ValidationPlan, { type: "object" }>,
   input: Record<string, unknown>,
 ): Result {
   const out: Record<string, unknown> = {};
@@ -64,7 +64,7 @@ function runObject(
 }
 
 function runRecord(
-  plan: Extract<Plan, { type: "record" }>,
+  plan: Extract<ValidationPlan, { type: "record" }>,
   input: Record<string, unknown>,
 ): Result {
   const out: Record<string, unknown> = {};
@@ -78,7 +78,7 @@ function runRecord(
   return { value: out, issues };
 }
 
-function runArray(plan: Extract<Plan, { type: "array" }>, input: unknown[]): Result {
+function runArray(plan: Extract<ValidationPlan, { type: "array" }>, input: unknown[]): Result {
   const out: unknown[] = [];
   const issues: Found[] = [];
   input.forEach((item, i) => {
@@ -90,7 +90,7 @@ function runArray(plan: Extract<Plan, { type: "array" }>, input: unknown[]): Res
 }
 
 /** The type's own parse, before its checks. */
-function parseType(plan: Plan, input: unknown): Result {
+function parseType(plan: ValidationPlan, input: unknown): Result {
   switch (plan.type) {
     case "string":
       return { value: input, issues: typeof input === "string" ? [] : [typeIssue("string")] };
@@ -144,7 +144,7 @@ function parseType(plan: Plan, input: unknown): Result {
   }
 }
 
-function run(plan: Plan, input: unknown): Result {
+function run(plan: ValidationPlan, input: unknown): Result {
   const big = plan.type === "array" ? oversized(plan, input) : undefined;
   if (big) return { value: input, issues: [big] };
   const result = parseType(plan, input);
@@ -158,7 +158,7 @@ function run(plan: Plan, input: unknown): Result {
  * prunes both; `input` is not changed.
  */
 export function validate<T>(
-  plan: Plan,
+  plan: ValidationPlan,
   input: unknown,
   nulls: "drop" | "keep" = "drop",
 ): ParseResult<T> {

@@ -2,7 +2,7 @@
 import type { BucketRule } from "../../api/ratelimit.ts";
 import { parseFillInterval } from "../../api/duration.ts";
 import { describeBehaviour, type Refill } from "../../dataplane/mod.ts";
-import type { BucketReport, Outcome, RunResult } from "./run.ts";
+import type { BucketReport, Outcome, TrafficRun } from "./run.ts";
 
 /** Milliseconds as seconds with up to 3 decimals: `0s`, `1.5s`, `0.25s`. */
 export function formatT(ms: number): string {
@@ -69,7 +69,7 @@ function table(rows: string[][], rightAligned: ReadonlySet<number>): string[] {
  * The readable report: which Envoy behaviour it shows, one row a request, then admitted and
  * rejected per bucket.
  */
-export function textReport(result: RunResult): string[] {
+export function textReport(result: TrafficRun): string[] {
   const withHeaders = result.outcomes.some((o) => Object.keys(o.headers).length > 0);
   const head = ["T", "PATH", ...(withHeaders ? ["HEADERS"] : []), "STATUS", "BUCKET", "LEFT"];
   const rows = result.outcomes.map((o) => [

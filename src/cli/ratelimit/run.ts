@@ -41,7 +41,7 @@ export interface BucketReport {
 }
 
 /** The whole run. */
-export interface RunResult {
+export interface TrafficRun {
   outcomes: Outcome[];
   buckets: BucketReport[];
   endMs: number;
@@ -63,7 +63,7 @@ export function runTraffic(
   requests: readonly TrafficRequest[],
   endMs: number,
   envoy: EnvoyBehaviour,
-): { ok: true; value: RunResult } | { ok: false; error: string } {
+): { ok: true; value: TrafficRun } | { ok: false; error: string } {
   const withIdentity = raw !== null && typeof raw === "object" && !Array.isArray(raw)
     ? withDefaults(raw as Record<string, unknown>)
     : raw;

@@ -6,7 +6,7 @@
  */
 import { describeBehaviour, type Refill } from "../../dataplane/mod.ts";
 import { describeBucket, describeRule, formatT, GATEWAY_ROUTES_NOTE } from "./format.ts";
-import type { BucketReport, RunResult } from "./run.ts";
+import type { BucketReport, TrafficRun } from "./run.ts";
 
 const WIDTH = 960;
 const PANEL = 170;
@@ -119,7 +119,7 @@ function panel(r: BucketReport, index: number, endMs: number, refill: Refill): s
 }
 
 /** The chart of a run, as an SVG document. */
-export function renderSvg(result: RunResult): string {
+export function renderSvg(result: TrafficRun): string {
   const endMs = result.outcomes.reduce((end, o) => Math.max(end, o.t), Math.max(result.endMs, 1));
   const height = HEAD + result.buckets.length * PANEL + 24;
   const notes = [describeBehaviour(result.envoy), ...(result.gateway ? GATEWAY_ROUTES_NOTE : [])];

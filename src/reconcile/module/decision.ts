@@ -21,7 +21,7 @@ import type { ModuleMeta } from "./singleton.ts";
 export const DEPLOYMENT_FAILURE = "DeploymentFailure";
 
 /** What one pass decided. */
-export interface Decision {
+export interface ModuleDecision {
   /** The state-table row the status shows. */
   row: StateRow;
   /** The message of the row's condition. */
@@ -68,9 +68,9 @@ export function stateRow(
  * the old status when the decision sets no fields. A condition is a problem, and its Event a
  * Warning, when it is False, a DeploymentFailure, or the row's own condition in state Warning.
  */
-export function planOf(
+export function decisionPlan(
   raw: unknown,
-  d: Decision,
+  d: ModuleDecision,
   now: number,
   generation: number | undefined,
   keptFields: readonly string[] = [],
@@ -112,7 +112,7 @@ export function planOf(
 export function finalizerRemoval(
   meta: ModuleMeta,
   finalizer: string,
-): Pick<Decision, "finalizer"> {
+): Pick<ModuleDecision, "finalizer"> {
   return (meta.finalizers ?? []).includes(finalizer) ? { finalizer: { remove: finalizer } } : {};
 }
 
@@ -125,7 +125,7 @@ export function duplicateDecision(
   message: string,
   meta: ModuleMeta,
   finalizer: string,
-): Decision {
+): ModuleDecision {
   return {
     row,
     message,

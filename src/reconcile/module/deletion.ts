@@ -6,7 +6,7 @@
 import type { KubeObject } from "../../api/object.ts";
 import { rowFor, type StateRow } from "../conditions.ts";
 import { type ObjectRef, refOf } from "../plan.ts";
-import { type Decision, DEPLOYMENT_FAILURE, finalizerRemoval } from "./decision.ts";
+import { DEPLOYMENT_FAILURE, finalizerRemoval, type ModuleDecision } from "./decision.ts";
 import { isDeleting } from "./install_diff.ts";
 import { REQUEUE_MS } from "./requeue.ts";
 import type { ModuleMeta } from "./singleton.ts";
@@ -71,7 +71,7 @@ export function deletionDecision(
   phase: DeletionPhase,
   meta: ModuleMeta,
   words: DeletionWords,
-): Decision {
+): ModuleDecision {
   const base = {
     served: true,
     drop: [DEPLOYMENT_FAILURE],

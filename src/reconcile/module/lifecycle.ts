@@ -17,7 +17,7 @@ import { type ConditionInput, rowFor, type StateRow } from "../conditions.ts";
 import { ownerLabelValue } from "../labels.ts";
 import type { ApplyOutcome, ObjectRef, Plan } from "../plan.ts";
 import type { ClaimInput } from "./claim.ts";
-import { type Decision, duplicateDecision, planOf } from "./decision.ts";
+import { decisionPlan, duplicateDecision, type ModuleDecision } from "./decision.ts";
 import { deletionDecision, deletionPhase } from "./deletion.ts";
 import { diffInstalled, type InstallDiff, isInSync, pendingFailure } from "./install_diff.ts";
 import { moduleReadiness } from "./readiness.ts";
@@ -90,7 +90,7 @@ export interface ModuleLifecycle<Spec, Config> {
     namespace: string | undefined,
   ): Record<string, unknown>;
   /** What a valid configuration adds to every pass after it: status fields, conditions. */
-  configured?(config: Config): Pick<Decision, "fields" | "also">;
+  configured?(config: Config): Pick<ModuleDecision, "fields" | "also">;
   /** The reason when the write that failed (if the outcome names it) is still pending. */
   failed(ref: ObjectRef | undefined): string;
   /** The pass that applies or prunes. */
@@ -103,12 +103,12 @@ export interface ModuleLifecycle<Spec, Config> {
   ready(config: Config, namespace: string): Step;
 }
 
-/** The Decision of a step, on top of `base`. */
+/** The ModuleDecision of a step, on top of `base`. */
 function stepDecision(
   states: readonly StateRow[],
   step: Step,
-  base: Omit<Decision, "row" | "message">,
-): Decision {
+  base: Omit<ModuleDecision, "row" | "message">,
+): ModuleDecision {
   return {
     ...base,
     ...(step.also ? { also: step.also } : {}),
@@ -122,8 +122,8 @@ function install<Spec, Config>(
   input: ModuleInput,
   meta: ModuleMeta,
   spec: Spec,
-  served: Omit<Decision, "row" | "message">,
-): Decision {
+  served: Omit<ModuleDecision, "row" | "message">,
+): ModuleDecision {
   const namespace = meta.namespace ?? DEFAULT_MODULE_NAMESPACE;
   const config = m.configure(spec);
   if (!config.ok) {
@@ -186,8 +186,8 @@ export function reconcileModule<Spec, Config>(
   input: ModuleInput,
 ): Plan {
   const raw = input.object;
-  const plan = (d: Decision, generation: number | undefined) =>
-    planOf(raw, d, input.now, generation, m.keptFields);
+  const plan = (d: ModuleDecision, generation: number | undefined) =>
+    decisionPlan(raw, d, input.now, generation, m.keptFields);
   const obj = classifyModuleObject(m.kind, raw, input.peers, input.claim);
   if (obj.kind === "malformed") {
     const row = rowFor(m.states, m.invalid);
