@@ -5,7 +5,7 @@
 import { SIDECAR_STATUS_ANNOTATION } from "../src/api/pod.ts";
 import { MAX_BUCKET_RULES } from "../src/api/ratelimit.ts";
 import { apiVersionOf, RESOURCES } from "../src/api/resources.ts";
-import type { KubeObject, ResourceType } from "../src/runtime/cluster.ts";
+import type { KubeObject, ResourceType } from "../src/api/object.ts";
 import { kwokNode } from "../tools/cluster/mesh.ts";
 
 /** Namespace of the benches' workloads. */

@@ -6,7 +6,7 @@ import { type ClaimInput, claimLease } from "../src/reconcile/module/claim.ts";
 import { parseRateLimit } from "../src/api/ratelimit.ts";
 import { parseScaler } from "../src/api/scaler.ts";
 import { parseServerless } from "../src/api/serverless.ts";
-import type { KubeObject } from "../src/runtime/cluster.ts";
+import type { KubeObject } from "../src/api/object.ts";
 import { type RateLimitInput, reconcileRateLimit } from "../src/reconcile/ratelimit.ts";
 import { reconcileScaler, type ScalerInput } from "../src/reconcile/scaler.ts";
 import { reconcileServerless, type ServerlessInput } from "../src/reconcile/serverless.ts";

@@ -7,7 +7,7 @@
 import { RESOURCES } from "../src/api/resources.ts";
 import { SCALER_MODULE } from "../src/controllers/scaler.ts";
 import { SERVERLESS_MODULE } from "../src/controllers/serverless.ts";
-import type { KubeObject, ResourceType } from "../src/runtime/cluster.ts";
+import type { KubeObject, ResourceType } from "../src/api/object.ts";
 import type { ModuleImages } from "../src/runtime/controller_spec.ts";
 import { FIELD_MANAGER, MODULE_LABEL } from "../src/reconcile/labels.ts";
 import type { Plan } from "../src/reconcile/plan.ts";

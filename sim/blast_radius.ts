@@ -7,7 +7,7 @@ import { isActivePod, meshProxyOf } from "../src/api/pod.ts";
 import { RESOURCES } from "../src/api/resources.ts";
 import { DEFAULT_MESH } from "../src/dataplane/mod.ts";
 import { selects } from "../src/api/selector.ts";
-import type { KubeObject } from "../src/runtime/cluster.ts";
+import type { KubeObject } from "../src/api/object.ts";
 import type { Store } from "./cluster/store.ts";
 
 /** The simulated mesh's root namespace. */

@@ -4,7 +4,7 @@
  * Random faults hit only operator replicas and only while the injector is active (the safety
  * phase); targeted faults from scenario steps hit whoever matches them, until used up or cleared.
  */
-import type { KubeObject, ResourceType } from "../src/runtime/cluster.ts";
+import type { KubeObject, ResourceType } from "../src/api/object.ts";
 import {
   type ApiErrorRule,
   injectedError,

@@ -16,7 +16,7 @@ import { rowOfStatus, type StateRow } from "../src/reconcile/conditions.ts";
 import { RATELIMIT_STATES } from "../src/reconcile/ratelimit.ts";
 import { SCALER_STATES } from "../src/reconcile/scaler.ts";
 import { SERVERLESS_STATES } from "../src/reconcile/serverless.ts";
-import type { KubeObject, ResourceType } from "../src/runtime/cluster.ts";
+import type { KubeObject, ResourceType } from "../src/api/object.ts";
 import { type Change, isOperator, type RequestVerb, type SimCluster } from "./cluster/mod.ts";
 import { deepEqual, specPart } from "./cluster/json.ts";
 import { nonGatewaysReached } from "./blast_radius.ts";

@@ -8,7 +8,7 @@ import { RESOURCES } from "../src/api/resources.ts";
 import { SCALER_MODULE } from "../src/controllers/scaler.ts";
 import { SERVERLESS_MODULE } from "../src/controllers/serverless.ts";
 import type { Condition } from "../src/api/common.ts";
-import type { KubeObject, ResourceType } from "../src/runtime/cluster.ts";
+import type { KubeObject, ResourceType } from "../src/api/object.ts";
 import { claimName } from "../src/reconcile/module/claim.ts";
 import { ownerLabelValue } from "../src/reconcile/labels.ts";
 import { rowsOfStatus, STATUS_TABLES } from "./invariants.ts";

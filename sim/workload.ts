@@ -4,7 +4,7 @@
  * each with an outcome this file knows by construction, so the oracle can judge the end state
  * without re-deriving the reducers.
  */
-import type { KubeObject } from "../src/runtime/cluster.ts";
+import type { KubeObject } from "../src/api/object.ts";
 import type { Prng } from "./prng.ts";
 
 /** The namespace and labels of the sweep's demo workload. */

@@ -6,7 +6,7 @@
  */
 import { apiVersionOf, RESOURCES } from "../../src/api/resources.ts";
 import type { LiveCluster } from "../../src/kube/live_cluster.ts";
-import type { KubeObject } from "../../src/runtime/cluster.ts";
+import type { KubeObject } from "../../src/api/object.ts";
 import { reconcileRateLimit } from "../../src/reconcile/ratelimit.ts";
 import { rateLimitObject } from "../fixtures.ts";
 import { retrying } from "./env.ts";

@@ -8,7 +8,8 @@ import { RESOURCES } from "../../src/api/resources.ts";
 import { LiveCluster } from "../../src/kube/live_cluster.ts";
 // The control plane's kubeconfigs are YAML.
 import "../../src/kube/kubeconfig_yaml.ts";
-import { isApiError, type KubeObject, type ResourceType } from "../../src/runtime/cluster.ts";
+import { isApiError } from "../../src/runtime/cluster.ts";
+import { type KubeObject, type ResourceType } from "../../src/api/object.ts";
 import { readCrds, REPO_ROOT } from "../../tools/operator/process.ts";
 import { type ClusterHandle, ensureBuilt, up } from "../../tools/cluster/mod.ts";
 import { BENCH_NODE, benchNodeObject, namespaceObject } from "../fixtures.ts";

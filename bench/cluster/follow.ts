@@ -5,7 +5,7 @@
  */
 import { RESOURCES } from "../../src/api/resources.ts";
 import type { LiveCluster } from "../../src/kube/live_cluster.ts";
-import type { KubeObject, ResourceType } from "../../src/runtime/cluster.ts";
+import type { KubeObject, ResourceType } from "../../src/api/object.ts";
 
 /**
  * Calls `see` with every RateLimit (of `type`: the operator's by default, or the peer's) of

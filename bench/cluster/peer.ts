@@ -6,7 +6,8 @@
  */
 import { dirname, join } from "node:path";
 import { RESOURCES } from "../../src/api/resources.ts";
-import { isApiError, type KubeObject, type ResourceType } from "../../src/runtime/cluster.ts";
+import { isApiError } from "../../src/runtime/cluster.ts";
+import { type KubeObject, type ResourceType } from "../../src/api/object.ts";
 import { freePort, isAlive } from "../../tools/cluster/processes.ts";
 import { scrapeMetrics } from "../../tools/operator/process.ts";
 import { type BenchCluster, until } from "./env.ts";

@@ -3,7 +3,7 @@
  * operator, the peer) and, for convergence, for the baseline client: time from creation to all
  * Ready, CPU seconds, API writes at rest, resident memory, start-up.
  */
-import type { KubeObject } from "../../src/runtime/cluster.ts";
+import type { KubeObject } from "../../src/api/object.ts";
 import { podManifest, rateLimitObject } from "../fixtures.ts";
 import { fmt } from "../stats.ts";
 import { baselinePayloads, runBaseline } from "./baseline.ts";

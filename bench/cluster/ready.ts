@@ -5,7 +5,7 @@
  */
 import type { LiveCluster } from "../../src/kube/live_cluster.ts";
 import { RESOURCES } from "../../src/api/resources.ts";
-import type { KubeObject, ResourceType } from "../../src/runtime/cluster.ts";
+import type { KubeObject, ResourceType } from "../../src/api/object.ts";
 import { followRateLimits } from "./follow.ts";
 
 function isReady(obj: KubeObject): boolean {

@@ -4,7 +4,7 @@
  * against the bench's cluster and read through its metrics, /proc and its log.
  */
 import { RESOURCES } from "../../src/api/resources.ts";
-import type { ResourceType } from "../../src/runtime/cluster.ts";
+import type { ResourceType } from "../../src/api/object.ts";
 import { OPERATOR_USER } from "../../tools/cluster/mod.ts";
 import { join } from "node:path";
 import { BENCH_DIR, type BenchCluster } from "./env.ts";

@@ -4,7 +4,8 @@
  * finalizer rule, and what a delete does to an object that has finalizers.
  */
 import { kubeTime } from "../../src/runtime/clock.ts";
-import type { DeleteOptions, KubeObject, ResourceType } from "../../src/runtime/cluster.ts";
+import type { DeleteOptions } from "../../src/runtime/cluster.ts";
+import type { KubeObject, ResourceType } from "../../src/api/object.ts";
 import { badRequest, conflict, invalid } from "./errors.ts";
 import type { Scope } from "./fields.ts";
 import { cloneJson, deepEqual, specPart } from "./json.ts";

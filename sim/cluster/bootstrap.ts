@@ -5,7 +5,7 @@
  * mesh ingress gateway Deployment, whose Pods carry `app: mesh-ingressgateway`.
  */
 import { RESOURCES } from "../../src/api/resources.ts";
-import type { KubeObject } from "../../src/runtime/cluster.ts";
+import type { KubeObject } from "../../src/api/object.ts";
 import { customResourceDefinitions } from "../../src/crd/definitions.ts";
 import { envoyFilterCrd, virtualServiceCrd } from "../../src/crd/istio.ts";
 import type { Actor, Store } from "./store.ts";

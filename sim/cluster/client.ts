@@ -11,13 +11,12 @@ import {
   type Cluster,
   type DeleteOptions,
   type JsonPatchOp,
-  type KubeObject,
   type ListOptions,
   type ListPage,
-  type ResourceType,
   type WatchEvent,
   type WatchOptions,
 } from "../../src/runtime/cluster.ts";
+import { type KubeObject, type ResourceType } from "../../src/api/object.ts";
 import type { ClockView } from "../clock.ts";
 import type { Prng } from "../prng.ts";
 import type { Verb } from "./history.ts";

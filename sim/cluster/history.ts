@@ -2,7 +2,7 @@
  * What the API server remembers of each type's changes: one ordered ring of events a type (the
  * watch cache), bounded, so a watch from a resourceVersion older than the ring gives 410 Gone.
  */
-import type { KubeObject, ResourceType } from "../../src/runtime/cluster.ts";
+import type { KubeObject, ResourceType } from "../../src/api/object.ts";
 
 /** How an object changed. */
 export type ChangeType = "ADDED" | "MODIFIED" | "DELETED";

@@ -16,7 +16,7 @@ import {
   MESH_PROXY_CONTAINER,
   SIDECAR_STATUS_ANNOTATION,
 } from "../../src/api/pod.ts";
-import type { KubeObject } from "../../src/runtime/cluster.ts";
+import type { KubeObject } from "../../src/api/object.ts";
 
 /** The revision this mesh runs (Istio's default install). */
 const REVISION = "default";

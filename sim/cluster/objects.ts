@@ -1,5 +1,5 @@
 /** The stored objects of every type, by `namespace/name` and by uid, with who created each. */
-import type { KubeObject, ResourceType } from "../../src/runtime/cluster.ts";
+import type { KubeObject, ResourceType } from "../../src/api/object.ts";
 import type { Managed } from "./managed.ts";
 import { typeKey } from "./types.ts";
 

@@ -3,7 +3,8 @@
  * write log, open watches), the faults an injector may decide for a request or a watch, and the
  * latency drawn for each.
  */
-import type { ApiError, ResourceType } from "../../src/runtime/cluster.ts";
+import type { ApiError } from "../../src/runtime/cluster.ts";
+import type { ResourceType } from "../../src/api/object.ts";
 import type { Verb } from "./history.ts";
 import type { Lister } from "./list.ts";
 import type { Store } from "./store.ts";

@@ -7,7 +7,7 @@
 import { RESOURCES } from "../../src/api/resources.ts";
 import { kubeTime } from "../../src/runtime/clock.ts";
 import { admitChange } from "./admission.ts";
-import type { KubeObject, ResourceType } from "../../src/runtime/cluster.ts";
+import type { KubeObject, ResourceType } from "../../src/api/object.ts";
 import type { Prng } from "../prng.ts";
 import { invalid, namespaceNotFound, namespaceTerminating, notFound } from "./errors.ts";
 import { type Change, type ChangeType, TypeHistory, type Verb } from "./history.ts";

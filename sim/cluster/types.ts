@@ -4,7 +4,7 @@
  * CRD is not installed gives 404).
  */
 import { RESOURCES, resourceType } from "../../src/api/resources.ts";
-import type { KubeObject, ResourceType } from "../../src/runtime/cluster.ts";
+import type { KubeObject, ResourceType } from "../../src/api/object.ts";
 import { noSuchType } from "./errors.ts";
 import { builtinListRules, type ListRules, schemaListRules } from "./fields.ts";
 

@@ -8,7 +8,7 @@ import type { ParseResult } from "../../src/api/issues.ts";
 import { parseRateLimit } from "../../src/api/ratelimit.ts";
 import { parseScaler } from "../../src/api/scaler.ts";
 import { parseServerless } from "../../src/api/serverless.ts";
-import type { KubeObject, ResourceType } from "../../src/runtime/cluster.ts";
+import type { KubeObject, ResourceType } from "../../src/api/object.ts";
 
 const SCHEMAS: Record<string, (input: unknown) => ParseResult<unknown>> = {
   "operator.platform-project.io/Serverless": parseServerless,

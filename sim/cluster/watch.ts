@@ -6,13 +6,8 @@
  * through the watching process's clock, so a crashed process stops receiving.
  */
 import { cloneJson } from "./json.ts";
-import {
-  ApiError,
-  type KubeObject,
-  type ResourceType,
-  type WatchEvent,
-  type WatchOptions,
-} from "../../src/runtime/cluster.ts";
+import { ApiError, type WatchEvent, type WatchOptions } from "../../src/runtime/cluster.ts";
+import { type KubeObject, type ResourceType } from "../../src/api/object.ts";
 import type { Clock } from "../../src/runtime/clock.ts";
 import { gone, statusObject } from "./errors.ts";
 import type { Change } from "./history.ts";

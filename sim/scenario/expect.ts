@@ -1,6 +1,6 @@
 /** Checks of scenario expectations against the simulated cluster and the data-plane responses. */
 import type { MeshResponse } from "../../src/dataplane/mod.ts";
-import type { KubeObject } from "../../src/runtime/cluster.ts";
+import type { KubeObject } from "../../src/api/object.ts";
 import { matchesLabels } from "../cluster/selector.ts";
 import type { Simulation } from "../simulation.ts";
 import type { Expectation, RequestStep, ResponseExpectation } from "./format.ts";

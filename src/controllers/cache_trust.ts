@@ -4,7 +4,7 @@
  * not "none" then. A type whose CRD is not observed has no objects, so it is known (empty).
  */
 import { RESOURCES } from "../api/resources.ts";
-import type { ResourceType } from "../runtime/cluster.ts";
+import type { ResourceType } from "../api/object.ts";
 import type { CacheReader } from "../runtime/controller_spec.ts";
 
 /** The name of a custom resource type's CRD: `<plural>.<group>`. */

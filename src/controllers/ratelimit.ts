@@ -9,8 +9,7 @@
  * in a namespace of ten RateLimits as in one of ten thousand.
  */
 import { RESOURCES } from "../api/resources.ts";
-import type { KubeObject, ResourceType } from "../runtime/cluster.ts";
-import { objectKey, splitKey } from "../api/object.ts";
+import { type KubeObject, objectKey, type ResourceType, splitKey } from "../api/object.ts";
 import type { CacheReader, ControllerSpec } from "../runtime/controller_spec.ts";
 import { emptyPlan } from "../reconcile/plan.ts";
 import { filterSelector, isRateLimitFilter } from "../reconcile/ratelimit/meta.ts";

@@ -17,7 +17,7 @@
  */
 import { RESOURCES } from "../api/resources.ts";
 import { selects } from "../api/selector.ts";
-import type { KubeObject } from "../runtime/cluster.ts";
+import type { KubeObject } from "../api/object.ts";
 import { byIndexOf, type CacheReader, type IndexSpec } from "../runtime/controller_spec.ts";
 import { filterSelector, isRateLimitFilter } from "../reconcile/ratelimit/meta.ts";
 

@@ -6,13 +6,12 @@ import {
   type DeleteOptions,
   isApiError,
   type JsonPatchOp,
-  type KubeObject,
   type ListOptions,
   type ListPage,
-  type ResourceType,
   type WatchEvent,
   type WatchOptions,
 } from "../runtime/cluster.ts";
+import { type KubeObject, type ResourceType } from "../api/object.ts";
 import { type Connection, type ConnectionOptions, loadConnection } from "./config.ts";
 import { collectionPath, objectPath, withQuery } from "./paths.ts";
 import { HttpTransport, type TransportOptions } from "./transport.ts";

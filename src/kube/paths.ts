@@ -1,5 +1,5 @@
 /** API paths and query strings built from a ResourceType; pure. */
-import type { ResourceType } from "../runtime/cluster.ts";
+import type { ResourceType } from "../api/object.ts";
 
 /** The API prefix of a type's group and version: `/api/v1` for the core group, `/apis/<group>/<version>` else. */
 export function groupVersionPath(type: ResourceType): string {

@@ -3,7 +3,8 @@
  * one log line saying what to do (and a retry), not as a loop of stack traces. Works on any
  * Cluster; RBAC is asked with SelfSubjectAccessReviews, which every authenticated user may create.
  */
-import { ApiError, type Cluster, isApiError, type ResourceType } from "../runtime/cluster.ts";
+import { ApiError, type Cluster, isApiError } from "../runtime/cluster.ts";
+import { type ResourceType } from "../api/object.ts";
 import { accessOf, installedNames, NAMED_VERBS, type Verb } from "./rbac.ts";
 
 /** SelfSubjectAccessReview: not in RESOURCES because it needs no grant (system:basic-user allows it). */

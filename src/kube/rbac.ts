@@ -10,7 +10,7 @@ import { RESOURCES } from "../api/resources.ts";
 import { SCALER_MODULE } from "../controllers/scaler.ts";
 import { SERVERLESS_MODULE } from "../controllers/serverless.ts";
 import { KEDA_CLUSTER_OBJECTS } from "../reconcile/keda/names.ts";
-import type { KubeObject, ResourceType } from "../runtime/cluster.ts";
+import type { KubeObject, ResourceType } from "../api/object.ts";
 import { moduleGrants, moduleRbacNames, type PolicyRule } from "./module_grants.ts";
 
 /** A Kubernetes RBAC verb the operator uses. */

@@ -2,7 +2,7 @@
  * Watch caches: one CacheStore per watched (type, label selector) (see store.ts), read by reconcilers
  * through `CacheReader`; lists come in a stable order (namespace/name).
  */
-import { type KubeObject, objectKey, type ResourceType } from "./cluster.ts";
+import { type KubeObject, objectKey, type ResourceType } from "../api/object.ts";
 import type { CacheReader } from "./controller_spec.ts";
 import type { Projection } from "./prepare.ts";
 import { byKey, type CacheChange, CacheStore } from "./store.ts";

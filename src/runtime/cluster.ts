@@ -4,8 +4,6 @@
  * Kubernetes semantics: resourceVersion, 409 conflicts, 404s, 410 Gone on stale watches.
  */
 
-export type { KubeObject, ObjectMeta, OwnerReference, ResourceType } from "../api/object.ts";
-export { objectKey } from "../api/object.ts";
 import type { KubeObject, ResourceType } from "../api/object.ts";
 
 /** Options of a list call. */

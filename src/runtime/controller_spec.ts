@@ -4,7 +4,7 @@
  */
 import type { ApplyOutcome, Plan } from "../reconcile/plan.ts";
 import type { ModuleImages } from "../api/images.ts";
-import type { KubeObject, ResourceType } from "./cluster.ts";
+import type { KubeObject, ResourceType } from "../api/object.ts";
 import type { Projection } from "./prepare.ts";
 
 export type { Projection } from "./prepare.ts";

@@ -1,6 +1,7 @@
 /** How the runtime tells errors apart: what is worth retrying, and how soon. */
 import { typeName } from "./cache.ts";
-import { ApiError, type ResourceType } from "./cluster.ts";
+import { ApiError } from "./cluster.ts";
+import { type ResourceType } from "../api/object.ts";
 
 /**
  * An error that retrying cannot fix (controller-runtime's `reconcile.TerminalError`): it is

@@ -7,7 +7,8 @@
  */
 import { Cache, type CacheChange } from "./cache.ts";
 import { EventRecorder } from "./events.ts";
-import type { Cluster, KubeObject, ResourceType } from "./cluster.ts";
+import type { Cluster } from "./cluster.ts";
+import type { KubeObject, ResourceType } from "../api/object.ts";
 import type { CacheReader, ControllerSpec } from "./controller_spec.ts";
 import type { ManagerStatus } from "./health.ts";
 import { LeaderElector } from "./leader.ts";

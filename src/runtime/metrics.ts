@@ -3,13 +3,8 @@
  * the text exposition format (version 0.0.4), plus the operator's own metric set and a `Cluster`
  * wrapper that counts every API call by verb and status code.
  */
-import {
-  ApiError,
-  type Cluster,
-  type ResourceType,
-  type WatchEvent,
-  type WatchOptions,
-} from "./cluster.ts";
+import { ApiError, type Cluster, type WatchEvent, type WatchOptions } from "./cluster.ts";
+import { type ResourceType } from "../api/object.ts";
 
 /** Label values of one series. */
 export type Labels = Record<string, string>;

@@ -10,7 +10,8 @@ import { FIELD_MANAGER, MANAGED_BY, MANAGED_BY_LABEL } from "../reconcile/labels
 import { resourceFor } from "../api/resources.ts";
 import { isObserved } from "../reconcile/observed.ts";
 import { typeName } from "./cache.ts";
-import { ApiError, type KubeObject, type ResourceType } from "./cluster.ts";
+import { ApiError } from "./cluster.ts";
+import { type KubeObject, type ResourceType } from "../api/object.ts";
 import { deepEqual } from "../api/json.ts";
 import { ownedFieldMissing } from "./diff.ts";
 import { specDigest } from "./prepare.ts";

@@ -5,7 +5,7 @@
  * `fieldsV1`, kept beside the entry, and resourceVersions as numbers.
  */
 import { FIELD_MANAGER } from "../reconcile/labels.ts";
-import type { KubeObject } from "./cluster.ts";
+import type { KubeObject } from "../api/object.ts";
 import { deepEqual, deepFreeze } from "../api/json.ts";
 
 /**

@@ -15,7 +15,8 @@ import {
   refOf,
   sameRef,
 } from "../reconcile/plan.ts";
-import { ApiError, type KubeObject, type ResourceType } from "./cluster.ts";
+import { ApiError } from "./cluster.ts";
+import { type KubeObject, type ResourceType } from "../api/object.ts";
 import { classifyError } from "./errors.ts";
 import { EventRecorder } from "./events.ts";
 import { PlanWriter, type RunState } from "./plan_writes.ts";

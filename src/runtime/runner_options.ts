@@ -2,7 +2,8 @@
 import type { ApplyOutcome } from "../reconcile/plan.ts";
 import type { CacheChange } from "./cache.ts";
 import type { Clock, Random } from "./clock.ts";
-import type { Cluster, KubeObject, ResourceType } from "./cluster.ts";
+import type { Cluster } from "./cluster.ts";
+import type { KubeObject, ResourceType } from "../api/object.ts";
 import type { CacheReader } from "./controller_spec.ts";
 import type { EventRecorder } from "./events.ts";
 import type { Logger } from "./log.ts";

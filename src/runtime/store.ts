@@ -7,7 +7,7 @@
  * projection keeps (prepare.ts); the operator's own applied `fieldsV1`, and the digest of a
  * projected spec, are kept beside them.
  */
-import { type KubeObject, objectKey, type ResourceType } from "./cluster.ts";
+import { type KubeObject, objectKey, type ResourceType } from "../api/object.ts";
 import { Indexer } from "./indexer.ts";
 import {
   type Aside,

@@ -7,7 +7,7 @@
  */
 import type { CacheChange } from "./cache.ts";
 import type { Clock, Random } from "./clock.ts";
-import type { ResourceType } from "./cluster.ts";
+import type { ResourceType } from "../api/object.ts";
 import type { ControllerLoop } from "./controller_loop.ts";
 import type { Logger } from "./log.ts";
 import type { Metrics } from "./metrics.ts";

@@ -2,7 +2,8 @@
 import type { BackoffOptions } from "./backoff.ts";
 import type { WatcherEvent } from "./cache.ts";
 import type { Clock, Random } from "./clock.ts";
-import type { Cluster, ResourceType, WatchEvent } from "./cluster.ts";
+import type { Cluster, WatchEvent } from "./cluster.ts";
+import type { ResourceType } from "../api/object.ts";
 import type { Logger } from "./log.ts";
 import type { Metrics } from "./metrics.ts";
 

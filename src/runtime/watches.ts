@@ -5,7 +5,8 @@
  */
 import { type Cache, type CacheChange, type CacheStore, typeName } from "./cache.ts";
 import type { Clock, Random } from "./clock.ts";
-import type { Cluster, KubeObject, ResourceType } from "./cluster.ts";
+import type { Cluster } from "./cluster.ts";
+import type { KubeObject, ResourceType } from "../api/object.ts";
 import type { ControllerSpec } from "./controller_spec.ts";
 import type { Logger } from "./log.ts";
 import type { Metrics } from "./metrics.ts";

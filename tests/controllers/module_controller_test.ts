@@ -10,7 +10,7 @@ import {
   holdDeletion,
   UNKNOWN_USER_OBJECTS_REQUEUE_MS,
 } from "../../src/controllers/module_controller.ts";
-import type { KubeObject, ResourceType } from "../../src/runtime/cluster.ts";
+import type { KubeObject, ResourceType } from "../../src/api/object.ts";
 import type { CacheReader } from "../../src/runtime/controller_spec.ts";
 import { converge, IMAGES, NOW, serverless } from "../reconcile/serverless_fixtures.ts";
 import { installed as kedaInstalled } from "../reconcile/scaler_fixtures.ts";

@@ -12,7 +12,7 @@ import { accessOf, rulesFor } from "../../src/kube/rbac.ts";
 import { kedaCrds, kedaKinds } from "../../src/reconcile/keda/crds.ts";
 import { renderServerless } from "../../src/reconcile/serverless/render.ts";
 import { typeOfCrd, type UpstreamCrd } from "../../src/reconcile/upstream_crds.ts";
-import type { KubeObject, ResourceType } from "../../src/runtime/cluster.ts";
+import type { KubeObject, ResourceType } from "../../src/api/object.ts";
 import type { CacheReader } from "../../src/runtime/controller_spec.ts";
 import { IMAGES, installed, NOW } from "../reconcile/scaler_fixtures.ts";
 import { SETTINGS } from "../reconcile/serverless_fixtures.ts";

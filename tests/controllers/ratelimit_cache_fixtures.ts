@@ -2,7 +2,7 @@
 import { RESOURCES } from "../../src/api/resources.ts";
 import { rateLimitController } from "../../src/controllers/ratelimit.ts";
 import { Cache } from "../../src/runtime/cache.ts";
-import type { KubeObject, ResourceType } from "../../src/runtime/cluster.ts";
+import type { KubeObject, ResourceType } from "../../src/api/object.ts";
 
 /** The types the controller watches. */
 export const TYPES: ResourceType[] = [

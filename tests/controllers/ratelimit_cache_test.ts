@@ -8,7 +8,7 @@ import fc from "fast-check";
 import { isActivePod, meshProxyOf, podName } from "../../src/api/pod.ts";
 import { POD_PROJECTION } from "../../src/controllers/ratelimit_cache.ts";
 import { podLabelsOf } from "../../src/reconcile/ratelimit/conflict.ts";
-import type { KubeObject } from "../../src/runtime/cluster.ts";
+import type { KubeObject } from "../../src/api/object.ts";
 import { ownedFieldMissing } from "../../src/runtime/diff.ts";
 import { ownedFieldsOf, prepare } from "../../src/runtime/prepare.ts";
 

@@ -12,7 +12,7 @@ import fc from "fast-check";
 import { RESOURCES } from "../../src/api/resources.ts";
 import { ENVOYFILTER_CRD, rateLimitController } from "../../src/controllers/ratelimit.ts";
 import { cacheOf, TYPES } from "./ratelimit_cache_fixtures.ts";
-import { type KubeObject, objectKey } from "../../src/runtime/cluster.ts";
+import { type KubeObject, objectKey } from "../../src/api/object.ts";
 import { reconcileRateLimit } from "../../src/reconcile/ratelimit.ts";
 import { IMAGES, NOW } from "../reconcile/serverless_fixtures.ts";
 import { pod, rateLimit } from "../reconcile/ratelimit_fixtures.ts";

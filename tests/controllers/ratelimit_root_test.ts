@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { RESOURCES } from "../../src/api/resources.ts";
 import { ENVOYFILTER_CRD, rateLimitControllerFor } from "../../src/controllers/ratelimit.ts";
-import type { KubeObject } from "../../src/runtime/cluster.ts";
+import type { KubeObject } from "../../src/api/object.ts";
 import { IMAGES, NOW } from "../reconcile/serverless_fixtures.ts";
 import { pod, rateLimit, withProxy } from "../reconcile/ratelimit_fixtures.ts";
 import { cacheOf } from "./ratelimit_cache_fixtures.ts";

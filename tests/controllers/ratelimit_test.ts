@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { RESOURCES } from "../../src/api/resources.ts";
 import { ENVOYFILTER_CRD, rateLimitController } from "../../src/controllers/ratelimit.ts";
 import { cacheOf } from "./ratelimit_cache_fixtures.ts";
-import type { KubeObject, ResourceType } from "../../src/runtime/cluster.ts";
+import type { KubeObject, ResourceType } from "../../src/api/object.ts";
 import type { CacheReader } from "../../src/runtime/controller_spec.ts";
 import { IMAGES, NOW } from "../reconcile/serverless_fixtures.ts";
 import { pod, rateLimit } from "../reconcile/ratelimit_fixtures.ts";

@@ -9,7 +9,7 @@ import { CONTROLLERS } from "../../src/controllers/registry.ts";
 import { SCALER_MODULE } from "../../src/controllers/scaler.ts";
 import { SERVERLESS_MODULE } from "../../src/controllers/serverless.ts";
 import { ACCESS, type Access, type Verb } from "../../src/kube/rbac.ts";
-import type { ResourceType } from "../../src/runtime/cluster.ts";
+import type { ResourceType } from "../../src/api/object.ts";
 
 type Kind = keyof typeof RESOURCES;
 const MODULES = [SERVERLESS_MODULE, SCALER_MODULE];

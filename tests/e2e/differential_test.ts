@@ -8,7 +8,7 @@ import { isDeepStrictEqual } from "node:util";
 import { join } from "node:path";
 import { parseScenario, type Scenario } from "../../sim/scenario/format.ts";
 import { runScenario } from "../../sim/scenario/run.ts";
-import type { KubeObject } from "../../src/runtime/cluster.ts";
+import type { KubeObject } from "../../src/api/object.ts";
 import { e2eSuite, waitFor } from "./harness.ts";
 import { REPO_ROOT } from "./operator.ts";
 import { cleanup, type Finals, realFinals, simFinals, STATUS_RESOURCES } from "./finals.ts";

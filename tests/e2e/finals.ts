@@ -4,7 +4,7 @@
  * `Type=Status/Reason`, or `(deleted)`. Also the cleanup between scenarios on the real cluster.
  */
 import type { TimelineEntry } from "../../sim/trace.ts";
-import type { KubeObject } from "../../src/runtime/cluster.ts";
+import type { KubeObject } from "../../src/api/object.ts";
 import { envoyFilterCrd } from "../../src/crd/istio.ts";
 import { type E2E, waitFor } from "./harness.ts";
 import { managedObjects } from "./invariants.ts";

@@ -1,7 +1,7 @@
 /** Manifests the e2e tests apply, and the samples of `samples/` read as objects. */
 import { join, relative } from "node:path";
 import { parseAllDocuments } from "yaml";
-import type { KubeObject } from "../../src/runtime/cluster.ts";
+import type { KubeObject } from "../../src/api/object.ts";
 import { REPO_ROOT } from "./operator.ts";
 
 /** apiVersion of Serverless and Scaler. */

@@ -5,7 +5,7 @@
  */
 import { join } from "node:path";
 import { buildStatus, type ClusterHandle, ensureBuilt, up } from "../../tools/cluster/mod.ts";
-import type { KubeObject } from "../../src/runtime/cluster.ts";
+import type { KubeObject } from "../../src/api/object.ts";
 import { Kube } from "./kube.ts";
 import { startWatchdog, type Watchdog } from "./watchdog.ts";
 import { describe, statusMatches, type StatusWant } from "./status.ts";

@@ -2,7 +2,7 @@
  * Whole-cluster checks after chaos: every object the operator created belongs to something that
  * still asks for it (no orphans) and exists once (no duplicates).
  */
-import type { KubeObject } from "../../src/runtime/cluster.ts";
+import type { KubeObject } from "../../src/api/object.ts";
 import type { Kube } from "./kube.ts";
 import { MANAGED } from "./fixtures.ts";
 import { statusOf } from "./status.ts";

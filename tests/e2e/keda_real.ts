@@ -4,7 +4,7 @@
  * real node (PodNodeSelector and PodTolerationRestriction annotations, so the operator's rendering
  * stays as it is), and a view of the KEDA Pods.
  */
-import type { KubeObject } from "../../src/runtime/cluster.ts";
+import type { KubeObject } from "../../src/api/object.ts";
 import { realNodeNamespaceAnnotations } from "../../tools/cluster/mod.ts";
 import { deploymentManifest } from "../../tools/cluster/test_helpers.ts";
 import { REAL_NODE_SKIP } from "../../tools/cluster/real_node_fixtures.ts";

@@ -1,7 +1,7 @@
 /** Thin helpers over the real kubectl of a test cluster: apply, get as JSON, list, delete. */
 import { stringify } from "yaml";
 import type { ClusterHandle, KubectlOptions, KubectlResult } from "../../tools/cluster/mod.ts";
-import type { KubeObject } from "../../src/runtime/cluster.ts";
+import type { KubeObject } from "../../src/api/object.ts";
 
 /** Where to look: one namespace, all namespaces, or a cluster-scoped resource (neither). */
 export interface Scope {

@@ -5,7 +5,7 @@
  * the stand-ins lacked (ClusterCloudEventSource) holds the Scaler's deletion.
  */
 import assert from "node:assert/strict";
-import type { KubeObject } from "../../src/runtime/cluster.ts";
+import type { KubeObject } from "../../src/api/object.ts";
 import { KEDA_CRDS } from "../../src/reconcile/keda/crds.ts";
 import { type E2E, e2eSuite } from "./harness.ts";
 import { fn, namespace, scaler, serverless } from "./fixtures.ts";

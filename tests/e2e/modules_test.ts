@@ -3,7 +3,7 @@
  * singletons, replica failure under a ResourceQuota, and deletion with and without user objects.
  */
 import assert from "node:assert/strict";
-import type { KubeObject } from "../../src/runtime/cluster.ts";
+import type { KubeObject } from "../../src/api/object.ts";
 import { join } from "node:path";
 import { type E2E, e2eSuite, waitFor } from "./harness.ts";
 import { REPO_ROOT } from "./operator.ts";

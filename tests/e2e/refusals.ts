@@ -1,6 +1,6 @@
 /** Objects that break the CRD schemas, and the check that kubectl apply refuses each clearly. */
 import assert from "node:assert/strict";
-import type { KubeObject } from "../../src/runtime/cluster.ts";
+import type { KubeObject } from "../../src/api/object.ts";
 import type { E2E } from "./harness.ts";
 import { rateLimit, scaler, serverless } from "./fixtures.ts";
 import { boundCases } from "../reconcile/ratelimit_extremes.ts";

@@ -3,7 +3,7 @@
  * between two replicas, and a kube-apiserver restart under load.
  */
 import assert from "node:assert/strict";
-import type { KubeObject } from "../../src/runtime/cluster.ts";
+import type { KubeObject } from "../../src/api/object.ts";
 import { type E2E, e2eSuite, waitFor } from "./harness.ts";
 import { namespace, rateLimit, scaler, serverless } from "./fixtures.ts";
 import { ownershipProblems } from "./invariants.ts";

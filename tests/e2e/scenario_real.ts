@@ -13,7 +13,7 @@ import {
 } from "../../sim/scenario/expect.ts";
 import type { Expectation, Scenario, ScenarioStep } from "../../sim/scenario/format.ts";
 import { firstDifference } from "../../sim/scenario/match.ts";
-import type { KubeObject } from "../../src/runtime/cluster.ts";
+import type { KubeObject } from "../../src/api/object.ts";
 import type { E2E } from "./harness.ts";
 import { waitFor } from "./harness.ts";
 import type { OperatorProcess } from "./operator.ts";

@@ -3,7 +3,7 @@
  * stand-ins whose spec and status accept anything. Written out here, as that version rendered them
  * for a Scaler and a Serverless `platform-system/default`, to show the upgrade from them.
  */
-import type { KubeObject } from "../../src/runtime/cluster.ts";
+import type { KubeObject } from "../../src/api/object.ts";
 
 const OWNER = "platform-system.default";
 const open = { type: "object", "x-kubernetes-preserve-unknown-fields": true };

@@ -1,5 +1,5 @@
 /** Reading the operator's status off real objects: state, served, conditions. */
-import type { KubeObject } from "../../src/runtime/cluster.ts";
+import type { KubeObject } from "../../src/api/object.ts";
 
 /** A status condition as read back from the API. */
 export interface ConditionView {

@@ -5,7 +5,7 @@
  * name>` prints the printer columns.
  */
 import assert from "node:assert/strict";
-import type { KubeObject } from "../../src/runtime/cluster.ts";
+import type { KubeObject } from "../../src/api/object.ts";
 import { type E2E, waitFor } from "./harness.ts";
 
 /** One kind's checks. */

@@ -14,10 +14,9 @@ import {
   ApiError,
   type DeleteOptions,
   type JsonPatchOp,
-  type KubeObject,
-  type ResourceType,
   type WatchEvent,
 } from "../../src/runtime/cluster.ts";
+import { type KubeObject, type ResourceType } from "../../src/api/object.ts";
 import { SimClock } from "../../sim/clock.ts";
 import { type Actor, type SimClient, SimCluster } from "../../sim/cluster/mod.ts";
 import { badRequest, notFound, statusObject } from "../../sim/cluster/errors.ts";

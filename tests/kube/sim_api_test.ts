@@ -3,7 +3,8 @@
  * send beyond startup (apply, status apply, JSON Patch, delete, selected lists, watches) round-trips.
  */
 import assert from "node:assert/strict";
-import { ApiError, type KubeObject, type WatchEvent } from "../../src/runtime/cluster.ts";
+import { ApiError, type WatchEvent } from "../../src/runtime/cluster.ts";
+import { type KubeObject } from "../../src/api/object.ts";
 import { RateLimit, withCluster } from "./helpers.ts";
 import { SimApi } from "./sim_api.ts";
 

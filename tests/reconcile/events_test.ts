@@ -11,7 +11,7 @@ import type { EventSpec, Plan } from "../../src/reconcile/plan.ts";
 import { reconcileRateLimit } from "../../src/reconcile/ratelimit.ts";
 import { reconcileScaler } from "../../src/reconcile/scaler.ts";
 import { reconcileServerless } from "../../src/reconcile/serverless.ts";
-import type { KubeObject } from "../../src/runtime/cluster.ts";
+import type { KubeObject } from "../../src/api/object.ts";
 import { bucket, input, pod, rateLimit } from "./ratelimit_fixtures.ts";
 import { inputOf as scalerInput, scaler } from "./scaler_fixtures.ts";
 import { inputOf as serverlessInput, serverless, statusOf } from "./serverless_fixtures.ts";

@@ -4,7 +4,7 @@
  * a CacheReader over a fixed list of objects. Plans are carried out on the simulator's store by
  * plans_on_sim_store.ts.
  */
-import { type KubeObject, objectKey, type ResourceType } from "../../src/runtime/cluster.ts";
+import { type KubeObject, objectKey, type ResourceType } from "../../src/api/object.ts";
 import type { CacheReader } from "../../src/runtime/controller_spec.ts";
 import type { Plan } from "../../src/reconcile/plan.ts";
 import { type ClaimInput, claimLease } from "../../src/reconcile/module/claim.ts";

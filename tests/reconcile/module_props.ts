@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import { rowOfStatus, type StateRow } from "../../src/reconcile/conditions.ts";
 import type { Plan } from "../../src/reconcile/plan.ts";
-import type { KubeObject } from "../../src/runtime/cluster.ts";
+import type { KubeObject } from "../../src/api/object.ts";
 import { deepFreeze } from "../../src/api/json.ts";
 import { statusOf } from "./serverless_fixtures.ts";
 import { carryOut, isQuiet } from "./plans_on_sim_store.ts";

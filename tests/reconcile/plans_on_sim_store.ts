@@ -16,7 +16,7 @@ import { claimRef } from "../../src/reconcile/module/claim.ts";
 import { identity } from "../../src/reconcile/module/install_diff.ts";
 import { type ObjectRef, type Plan, refOf } from "../../src/reconcile/plan.ts";
 import { addFinalizerOps, removeFinalizerOps } from "../../src/runtime/finalizers.ts";
-import type { KubeObject, ResourceType } from "../../src/runtime/cluster.ts";
+import type { KubeObject, ResourceType } from "../../src/api/object.ts";
 import { RESOURCES } from "../../src/api/resources.ts";
 import { SimClock } from "../../sim/clock.ts";
 import { Prng } from "../../sim/prng.ts";

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { RESOURCES } from "../../src/api/resources.ts";
 import { ENVOYFILTER_CRD, rateLimitController } from "../../src/controllers/ratelimit.ts";
-import { type KubeObject, objectKey, type ResourceType } from "../../src/runtime/cluster.ts";
+import { type KubeObject, objectKey, type ResourceType } from "../../src/api/object.ts";
 import type { CacheReader, ReconcileContext } from "../../src/runtime/controller_spec.ts";
 import { FILTER_PROJECTION } from "../../src/controllers/ratelimit_cache.ts";
 import { pod, rateLimit } from "./ratelimit_fixtures.ts";

@@ -25,7 +25,7 @@ import { Mesh } from "../../src/dataplane/mod.ts";
 import { readEnvoyFilter } from "../../src/dataplane/envoyfilter.ts";
 import { MANAGED_BY_LABEL, MODULE_LABEL } from "../../src/reconcile/labels.ts";
 import { canOverlap, renderEnvoyFilter } from "../../src/reconcile/ratelimit/envoyfilter.ts";
-import type { KubeObject } from "../../src/runtime/cluster.ts";
+import type { KubeObject } from "../../src/api/object.ts";
 import { bucket, rateLimit } from "./ratelimit_fixtures.ts";
 
 type Json = Record<string, unknown>;

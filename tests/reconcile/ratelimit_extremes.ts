@@ -14,7 +14,7 @@ import {
   MAX_TOKENS_LIMIT,
 } from "../../src/api/ratelimit.ts";
 import { DEFAULT_MESH } from "../../src/dataplane/mod.ts";
-import type { KubeObject } from "../../src/runtime/cluster.ts";
+import type { KubeObject } from "../../src/api/object.ts";
 import { bucket, rateLimit } from "./ratelimit_fixtures.ts";
 
 /**

@@ -1,5 +1,5 @@
 /** Builders for RateLimit reconcile tests: raw objects, pods, and applying a Plan to a small world. */
-import type { KubeObject } from "../../src/runtime/cluster.ts";
+import type { KubeObject } from "../../src/api/object.ts";
 import type { Plan } from "../../src/reconcile/plan.ts";
 import { type RateLimitInput, reconcileRateLimit } from "../../src/reconcile/ratelimit.ts";
 

@@ -12,7 +12,7 @@ import {
   GENERATION_ANNOTATION,
   renderedGeneration,
 } from "../../src/reconcile/ratelimit/envoyfilter.ts";
-import type { KubeObject } from "../../src/runtime/cluster.ts";
+import type { KubeObject } from "../../src/api/object.ts";
 import {
   applyPlan,
   bucket,

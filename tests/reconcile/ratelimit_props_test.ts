@@ -15,7 +15,7 @@ import {
   reconcileRateLimit,
 } from "../../src/reconcile/ratelimit.ts";
 import { renderedGeneration } from "../../src/reconcile/ratelimit/envoyfilter.ts";
-import type { KubeObject } from "../../src/runtime/cluster.ts";
+import type { KubeObject } from "../../src/api/object.ts";
 import { deepFreeze } from "../../src/api/json.ts";
 import {
   applyPlan,

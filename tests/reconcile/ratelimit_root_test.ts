@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import type { Condition } from "../../src/api/common.ts";
 import type { Plan } from "../../src/reconcile/plan.ts";
 import { reconcileRateLimit } from "../../src/reconcile/ratelimit.ts";
-import type { KubeObject } from "../../src/runtime/cluster.ts";
+import type { KubeObject } from "../../src/api/object.ts";
 import { bucket, input, pod, rateLimit, withProxy } from "./ratelimit_fixtures.ts";
 
 type Status = {

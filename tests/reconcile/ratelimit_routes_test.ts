@@ -25,7 +25,7 @@ import {
   routeReached,
 } from "../../src/dataplane/mod.ts";
 import { renderEnvoyFilter } from "../../src/reconcile/ratelimit/envoyfilter.ts";
-import type { KubeObject } from "../../src/runtime/cluster.ts";
+import type { KubeObject } from "../../src/api/object.ts";
 import { bucket, rateLimit } from "./ratelimit_fixtures.ts";
 
 type Json = Record<string, unknown>;

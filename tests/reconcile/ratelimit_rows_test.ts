@@ -10,7 +10,7 @@ import {
 import { renderEnvoyFilter } from "../../src/reconcile/ratelimit/envoyfilter.ts";
 import { parseRateLimit } from "../../src/api/ratelimit.ts";
 import type { Condition } from "../../src/api/common.ts";
-import type { KubeObject } from "../../src/runtime/cluster.ts";
+import type { KubeObject } from "../../src/api/object.ts";
 import { bucket, input, pod, rateLimit, withProxy } from "./ratelimit_fixtures.ts";
 
 function ourFilter(rl: KubeObject): KubeObject {

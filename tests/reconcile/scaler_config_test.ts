@@ -7,7 +7,7 @@ import { KEDA_VERSION } from "../../src/reconcile/keda/names.ts";
 import { renderKeda } from "../../src/reconcile/keda/render.ts";
 import { MANAGED_SELECTOR, OWNER_LABEL } from "../../src/reconcile/labels.ts";
 import { reconcileScaler } from "../../src/reconcile/scaler.ts";
-import type { KubeObject } from "../../src/runtime/cluster.ts";
+import type { KubeObject } from "../../src/api/object.ts";
 import { conditionOf, IMAGES, inputOf, installed, scaler, statusOf } from "./scaler_fixtures.ts";
 
 function render(spec: Record<string, unknown> = {}, namespace = "platform-system"): KubeObject[] {

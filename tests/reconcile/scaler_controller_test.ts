@@ -4,7 +4,7 @@ import { RESOURCES } from "../../src/api/resources.ts";
 import { scalerController } from "../../src/controllers/scaler.ts";
 import { serverlessController } from "../../src/controllers/serverless.ts";
 import { MANAGED_SELECTOR } from "../../src/reconcile/labels.ts";
-import type { KubeObject } from "../../src/runtime/cluster.ts";
+import type { KubeObject } from "../../src/api/object.ts";
 import { IMAGES, installed, NOW, scaler } from "./scaler_fixtures.ts";
 import { fakeCache, heldClaim } from "./module_fixtures.ts";
 

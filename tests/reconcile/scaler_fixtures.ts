@@ -1,5 +1,5 @@
 /** Scaler objects, inputs and a runner for the reducer's tests. */
-import type { KubeObject } from "../../src/runtime/cluster.ts";
+import type { KubeObject } from "../../src/api/object.ts";
 import type { Plan } from "../../src/reconcile/plan.ts";
 import { reconcileScaler, type ScalerInput } from "../../src/reconcile/scaler.ts";
 import { IMAGES, NOW } from "./serverless_fixtures.ts";

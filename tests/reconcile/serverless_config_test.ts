@@ -15,7 +15,7 @@ import {
   CONTROLLER_DEPLOYMENT,
   renderServerless,
 } from "../../src/reconcile/serverless/render.ts";
-import type { KubeObject } from "../../src/runtime/cluster.ts";
+import type { KubeObject } from "../../src/api/object.ts";
 import {
   conditionOf,
   converge,

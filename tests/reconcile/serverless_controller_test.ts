@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { RESOURCES } from "../../src/api/resources.ts";
 import { serverlessController } from "../../src/controllers/serverless.ts";
 import { MANAGED_SELECTOR, OWNER_LABEL } from "../../src/reconcile/labels.ts";
-import type { KubeObject } from "../../src/runtime/cluster.ts";
+import type { KubeObject } from "../../src/api/object.ts";
 import { converge, IMAGES, NOW, serverless } from "./serverless_fixtures.ts";
 import { fakeCache, heldClaim } from "./module_fixtures.ts";
 

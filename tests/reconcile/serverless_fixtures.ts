@@ -1,6 +1,6 @@
 /** Serverless objects, inputs and a runner for the reducer's tests. */
 import type { Condition } from "../../src/api/common.ts";
-import type { KubeObject } from "../../src/runtime/cluster.ts";
+import type { KubeObject } from "../../src/api/object.ts";
 import type { ModuleImages } from "../../src/runtime/controller_spec.ts";
 import type { Plan } from "../../src/reconcile/plan.ts";
 import { reconcileServerless, type ServerlessInput } from "../../src/reconcile/serverless.ts";

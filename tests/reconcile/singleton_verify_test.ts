@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { deploymentReadiness, moduleReadiness } from "../../src/reconcile/module/readiness.ts";
 import { isObserved } from "../../src/reconcile/observed.ts";
-import type { KubeObject } from "../../src/runtime/cluster.ts";
+import type { KubeObject } from "../../src/api/object.ts";
 import { rolledOut } from "./module_fixtures.ts";
 
 function dep(status: Record<string, unknown>, generation = 2, name = "d"): KubeObject {

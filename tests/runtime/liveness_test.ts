@@ -7,7 +7,7 @@ import { RESOURCES } from "../../src/api/resources.ts";
 import { MANAGED_BY, MANAGED_BY_LABEL } from "../../src/reconcile/labels.ts";
 import { emptyPlan } from "../../src/reconcile/plan.ts";
 import { Cache, CacheStore } from "../../src/runtime/cache.ts";
-import type { KubeObject } from "../../src/runtime/cluster.ts";
+import type { KubeObject } from "../../src/api/object.ts";
 import type { ControllerSpec } from "../../src/runtime/controller_spec.ts";
 import { Manager } from "../../src/runtime/manager.ts";
 import { Watcher } from "../../src/runtime/watcher.ts";

@@ -8,7 +8,7 @@ import { RESOURCES } from "../../src/api/resources.ts";
 import { MANAGED_BY, MANAGED_BY_LABEL } from "../../src/reconcile/labels.ts";
 import { emptyPlan } from "../../src/reconcile/plan.ts";
 import { Cache } from "../../src/runtime/cache.ts";
-import type { KubeObject } from "../../src/runtime/cluster.ts";
+import type { KubeObject } from "../../src/api/object.ts";
 import type { ControllerSpec, Projection } from "../../src/runtime/controller_spec.ts";
 import { specDigest } from "../../src/runtime/prepare.ts";
 import { planWatches } from "../../src/runtime/controller_loop.ts";

@@ -14,13 +14,12 @@ import type {
   Cluster,
   DeleteOptions,
   JsonPatchOp,
-  KubeObject,
   ListOptions,
   ListPage,
-  ResourceType,
   WatchEvent,
   WatchOptions,
 } from "../../src/runtime/cluster.ts";
+import type { KubeObject, ResourceType } from "../../src/api/object.ts";
 import { type Actor, type FaultSource, SimClient, SimCluster } from "../../sim/cluster/mod.ts";
 import { noSuchType } from "../../sim/cluster/errors.ts";
 import { cloneJson } from "../../sim/cluster/json.ts";

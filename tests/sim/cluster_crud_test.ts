@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { RESOURCES } from "../../src/api/resources.ts";
 import { customResourceDefinitions } from "../../src/crd/definitions.ts";
-import type { KubeObject } from "../../src/runtime/cluster.ts";
+import type { KubeObject } from "../../src/api/object.ts";
 import { codeOf, drive, world } from "./helpers.ts";
 
 const cm = (name: string, data: Record<string, string>, namespace = "default"): KubeObject => ({

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { RESOURCES } from "../../src/api/resources.ts";
-import type { KubeObject } from "../../src/runtime/cluster.ts";
+import type { KubeObject } from "../../src/api/object.ts";
 import { codeOf, drive, world } from "./helpers.ts";
 
 const serverless = (finalizers?: string[]): KubeObject => ({

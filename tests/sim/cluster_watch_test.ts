@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { RESOURCES } from "../../src/api/resources.ts";
-import type { KubeObject, WatchEvent } from "../../src/runtime/cluster.ts";
+import type { WatchEvent } from "../../src/runtime/cluster.ts";
+import type { KubeObject } from "../../src/api/object.ts";
 import { codeOf, drive, world } from "./helpers.ts";
 
 const cm = (

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { parseAllDocuments } from "yaml";
 import { RESOURCES } from "../../src/api/resources.ts";
-import type { KubeObject } from "../../src/runtime/cluster.ts";
+import type { KubeObject } from "../../src/api/object.ts";
 import { NO_FAULTS } from "../../sim/faults.ts";
 import { Simulation } from "../../sim/simulation.ts";
 

@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { meshProxyOf } from "../../src/api/pod.ts";
 import { injectMeshProxy, selectsForInjection } from "../../sim/cluster/injection.ts";
-import type { KubeObject } from "../../src/runtime/cluster.ts";
+import type { KubeObject } from "../../src/api/object.ts";
 
 const CASES: [string, Record<string, string>, Record<string, string>, boolean][] = [
   ["namespace istio-injection=enabled", { "istio-injection": "enabled" }, {}, true],

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { RESOURCES } from "../../src/api/resources.ts";
 import { SCALER_FINALIZER } from "../../src/reconcile/labels.ts";
-import type { KubeObject } from "../../src/runtime/cluster.ts";
+import type { KubeObject } from "../../src/api/object.ts";
 import { InvariantChecker } from "../../sim/invariants.ts";
 import { codeOf, drive, world } from "./helpers.ts";
 

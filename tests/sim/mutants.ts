@@ -16,7 +16,7 @@ import {
 } from "../../src/reconcile/labels.ts";
 import type { Plan } from "../../src/reconcile/plan.ts";
 import { reconcileServerless } from "../../src/reconcile/serverless.ts";
-import type { KubeObject, ResourceType } from "../../src/runtime/cluster.ts";
+import type { KubeObject, ResourceType } from "../../src/api/object.ts";
 import type {
   CacheReader,
   ControllerSpec,

@@ -4,7 +4,7 @@
  * Every other seed is the real sweep seed, untouched.
  */
 import { RESOURCES } from "../../src/api/resources.ts";
-import type { KubeObject } from "../../src/runtime/cluster.ts";
+import type { KubeObject } from "../../src/api/object.ts";
 import type { RunResult } from "../../sim/run_result.ts";
 import type { Simulation } from "../../sim/simulation.ts";
 import { runSeed as realRunSeed, type SeedOptions } from "../../sim/seed_run.ts";

@@ -12,7 +12,7 @@ import { join, relative, resolve } from "node:path";
 import { parseAllDocuments } from "yaml";
 import { reconcileRateLimit } from "../../src/reconcile/ratelimit.ts";
 import { filterContexts } from "../../src/reconcile/ratelimit/reach.ts";
-import type { KubeObject } from "../../src/runtime/cluster.ts";
+import type { KubeObject } from "../../src/api/object.ts";
 import { parseScenario } from "../../sim/scenario/format.ts";
 
 const ROOT = resolve(import.meta.dirname ?? ".", "..", "..");

@@ -14,8 +14,7 @@
  * earlier process's, whose successor listed after the claim existed), so its claim is deleted and
  * a new one is made. After the last module object is deleted the Lease stays, naming no one.
  */
-import { objectKey } from "../../api/object.ts";
-import type { KubeObject } from "../../api/object.ts";
+import { type KubeObject, objectKey } from "../../api/object.ts";
 import { MANAGED_BY, MANAGED_BY_LABEL } from "../labels.ts";
 import type { ObjectRef } from "../plan.ts";
 

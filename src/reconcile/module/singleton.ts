@@ -7,8 +7,7 @@
 import { type ParsedObjectMeta, parseObjectMeta } from "../../api/common.ts";
 import { errorLines } from "../../api/issues.ts";
 import { fitMessage } from "../../api/message.ts";
-import { objectKey } from "../../api/object.ts";
-import type { KubeObject } from "../../api/object.ts";
+import { type KubeObject, objectKey } from "../../api/object.ts";
 import { type ClaimInput, claimLease, claimRef, claimState, holderIdentity } from "./claim.ts";
 import { REQUEUE_MS } from "./requeue.ts";
 import { emptyPlan, type ObjectRef, type Plan } from "../plan.ts";
