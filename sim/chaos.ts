@@ -11,12 +11,27 @@ import {
   MODULE_LABEL,
   OWNER_LABEL,
 } from "../src/reconcile/labels.ts";
-import { isOperator, type SimClient, type WriteRecord } from "./cluster/mod.ts";
-import { SIM_EPOCH } from "./clock.ts";
+import { isOperator, type SimClient, type SimCluster, type WriteRecord } from "./cluster/mod.ts";
+import { SIM_EPOCH, type SimClock } from "./clock.ts";
+import type { FaultConfig, FaultInjector } from "./faults.ts";
+import type { OperatorProcess } from "./operator.ts";
+import type { Trace } from "./trace.ts";
 import { LEASE_NAME, OPERATOR_NAMESPACE } from "./operator.ts";
 import type { Prng } from "./prng.ts";
-import type { Simulation } from "./simulation.ts";
 import { offset } from "./trace.ts";
+
+/** What the chaos schedule drives of a simulation (simulation.ts's Simulation is one). */
+interface ChaosTarget {
+  readonly prng: Prng;
+  readonly clock: SimClock;
+  readonly cluster: SimCluster;
+  readonly injector: FaultInjector;
+  readonly operator: OperatorProcess;
+  readonly trace: Trace;
+  readonly opts: { readonly faults: FaultConfig };
+  readonly ownedDeletions: OwnedDeletion[];
+  crash(restartAfterMs: number, identity?: string, why?: string): void;
+}
 
 /** An operator-created object someone else deleted. */
 export interface OwnedDeletion {
@@ -41,7 +56,7 @@ export function isPlanWrite(r: WriteRecord): boolean {
  * Schedules the swarm's crashes and clock jumps, and its plan crashes, lost leases and deletions
  * of owned objects, at random times before scenario time `until`.
  */
-export function scheduleSwarm(sim: Simulation, until: number): void {
+export function scheduleSwarm(sim: ChaosTarget, until: number): void {
   const r = sim.prng.fork("swarm-schedule");
   for (let i = 0; i < sim.opts.faults.crashes; i++) {
     const at = r.int(1_000, Math.max(1_001, until));
@@ -63,7 +78,7 @@ export function scheduleSwarm(sim: Simulation, until: number): void {
 }
 
 /** Schedules the swarm's plan crashes, lease losses and owned-object deletions before `until`. */
-export function scheduleChaos(sim: Simulation, until: number, r: Prng): void {
+export function scheduleChaos(sim: ChaosTarget, until: number, r: Prng): void {
   const f = sim.opts.faults;
   const at = () => r.int(1_000, Math.max(1_001, until));
   for (let i = 0; i < f.planCrashes; i++) {
@@ -89,18 +104,18 @@ export function scheduleChaos(sim: Simulation, until: number, r: Prng): void {
   }
 }
 
-function schedule(sim: Simulation, at: number, fn: () => void): void {
+function schedule(sim: ChaosTarget, at: number, fn: () => void): void {
   sim.clock.schedule(SIM_EPOCH + at - sim.clock.now(), () => {
     if (sim.injector.active) fn();
   });
 }
 
-function phase(sim: Simulation, detail: string): void {
+function phase(sim: ChaosTarget, detail: string): void {
   sim.trace.add({ t: offset(sim.clock.now()), event: "phase", detail });
 }
 
 /** Crashes the replica that makes the `nth` Plan write from now, as soon as that write has landed. */
-function armPlanCrash(sim: Simulation, nth: number, restartAfterMs: number): void {
+function armPlanCrash(sim: ChaosTarget, nth: number, restartAfterMs: number): void {
   let left = nth;
   const stop = sim.cluster.log.subscribe((w) => {
     if (!sim.injector.active) return stop();
@@ -117,7 +132,7 @@ function armPlanCrash(sim: Simulation, nth: number, restartAfterMs: number): voi
 }
 
 /** The election Lease's holder cannot reach it for `forMs`: it must step down. */
-function loseLease(sim: Simulation, forMs: number): void {
+function loseLease(sim: ChaosTarget, forMs: number): void {
   const lease = sim.cluster.store.get(RESOURCES.Lease, OPERATOR_NAMESPACE, LEASE_NAME);
   const holder = (lease?.spec as { holderIdentity?: string } | undefined)?.holderIdentity;
   if (!holder || !sim.operator.running.includes(holder)) return;
@@ -131,7 +146,7 @@ function loseLease(sim: Simulation, forMs: number): void {
 }
 
 /** Someone else deletes one object the operator created (chosen by `r` among those existing now). */
-function deleteOwned(sim: Simulation, chaos: SimClient, r: Prng): void {
+function deleteOwned(sim: ChaosTarget, chaos: SimClient, r: Prng): void {
   const store = sim.cluster.store;
   const candidates = store.types.all().flatMap((type) =>
     type.kind === "Event"

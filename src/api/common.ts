@@ -8,12 +8,6 @@ import type { ConditionSchema, ObjectMetaSchema } from "./schema/common.ts";
 import { PLANS } from "./validation/plans.ts";
 import { validate } from "./validation/run.ts";
 
-/** Condition types: CamelCase, or `<dns_subdomain>/CamelCase` (docs/design.md). */
-export const CONDITION_TYPE_PATTERN =
-  "^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$";
-/** Condition reasons: a non-empty CamelCase identifier (metav1.Condition's pattern). */
-export const CONDITION_REASON_PATTERN = "^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$";
-
 /** A status Condition. */
 export type Condition = z.infer<typeof ConditionSchema>;
 /** Condition status values. */

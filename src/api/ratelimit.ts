@@ -7,42 +7,20 @@ import type { ParseResult } from "./issues.ts";
 import type * as S from "./schema/ratelimit.ts";
 import { PLANS } from "./validation/plans.ts";
 import { validate } from "./validation/run.ts";
-import { UINT32_MAX } from "./envoy.ts";
 
-/** API group of RateLimit. */
-export const GATEWAY_GROUP = "gateway.platform-project.io";
-/** Largest token count Envoy accepts (uint32). */
-export const MAX_TOKENS_LIMIT = UINT32_MAX;
-/** A bucket rule's path: absolute, without query or fragment (matching ignores the query string). */
-export const BUCKET_PATH_PATTERN = "^/[^?#]*$";
-/** The message of a bucket rule with neither path nor headers (zod and the CRD's CEL rule). */
-export const BUCKET_RULE_NEEDS_MATCH = "a bucket rule needs a path, headers or both";
-
-/*
- * Bounds of what reaches the EnvoyFilter (docs/ratelimit.md "Bounds"). Selector labels take
- * Kubernetes' and Istio's own limits. The rules take what keeps the filter small: rule i's entry
- * repeats the matchers of every earlier rule it can overlap, so the filter grows with the square of
- * the rules times their text, and Go's JSON (what etcd stores) writes `<`, `>` and `&` in six bytes.
- * With these the largest valid RateLimit renders at most 0.86 MB, below the 1 MiB the operator
- * applies and etcd's 1.5 MiB; any rule fits in a request Envoy accepts (60 KiB of headers, 100).
- */
-
-/** Selector labels: Istio's WorkloadSelector allows at most 256 (`MaxProperties=256`). */
-export const MAX_SELECTOR_LABELS = 256;
-/** A label key: a DNS subdomain prefix (253), `/` and a name (63), as Kubernetes allows. */
-export const MAX_LABEL_KEY_LENGTH = 317;
-/** A label value: 63 characters (Kubernetes; Istio's WorkloadSelector says the same). */
-export const MAX_LABEL_VALUE_LENGTH = 63;
-/** Bucket rules: the filter grows with the square of their number. */
-export const MAX_BUCKET_RULES = 8;
-/** Characters of a rule's path. */
-export const MAX_PATH_LENGTH = 1024;
-/** Headers a rule matches. */
-export const MAX_RULE_HEADERS = 4;
-/** Characters of a header name. */
-export const MAX_HEADER_NAME_LENGTH = 64;
-/** Characters of a header value. */
-export const MAX_HEADER_VALUE_LENGTH = 128;
+export {
+  BUCKET_PATH_PATTERN,
+  BUCKET_RULE_NEEDS_MATCH,
+  MAX_BUCKET_RULES,
+  MAX_HEADER_NAME_LENGTH,
+  MAX_HEADER_VALUE_LENGTH,
+  MAX_LABEL_KEY_LENGTH,
+  MAX_LABEL_VALUE_LENGTH,
+  MAX_PATH_LENGTH,
+  MAX_RULE_HEADERS,
+  MAX_SELECTOR_LABELS,
+  MAX_TOKENS_LIMIT,
+} from "./ratelimit_bounds.ts";
 
 /** A parsed RateLimit, defaults filled. */
 export type RateLimit = z.output<typeof S.RateLimitSchema>;

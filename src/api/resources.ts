@@ -1,5 +1,6 @@
 /** Every resource type the operator reads or writes, in one place. */
 import type { ResourceType } from "./object.ts";
+import { GATEWAY_GROUP, OPERATOR_GROUP } from "./groups.ts";
 
 /** A resource type; namespaced unless `namespaced` is false. */
 export function resourceType(
@@ -16,9 +17,9 @@ const t = resourceType;
 
 /** Resource types by kind. */
 export const RESOURCES = {
-  Serverless: t("operator.platform-project.io", "v1alpha1", "Serverless", "serverlesses"),
-  Scaler: t("operator.platform-project.io", "v1alpha1", "Scaler", "scalers"),
-  RateLimit: t("gateway.platform-project.io", "v1alpha1", "RateLimit", "ratelimits"),
+  Serverless: t(OPERATOR_GROUP, "v1alpha1", "Serverless", "serverlesses"),
+  Scaler: t(OPERATOR_GROUP, "v1alpha1", "Scaler", "scalers"),
+  RateLimit: t(GATEWAY_GROUP, "v1alpha1", "RateLimit", "ratelimits"),
   EnvoyFilter: t("networking.istio.io", "v1alpha3", "EnvoyFilter", "envoyfilters"),
   Namespace: t("", "v1", "Namespace", "namespaces", false),
   Pod: t("", "v1", "Pod", "pods"),

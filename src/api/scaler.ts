@@ -13,10 +13,6 @@ export const SCALER_COMPONENTS = ["operator", "metricServer", "admissionWebhook"
 /** A KEDA component name. */
 export type ScalerComponent = (typeof SCALER_COMPONENTS)[number];
 
-/** Kubernetes resource quantity syntax (apimachinery's pattern). */
-export const QUANTITY_PATTERN =
-  "^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$";
-
 /** A parsed Scaler, defaults filled. */
 export type Scaler = z.output<typeof S.ScalerSchema>;
 /** Scaler spec with defaults filled. */

@@ -8,9 +8,6 @@ import type * as S from "./schema/serverless.ts";
 import { PLANS } from "./validation/plans.ts";
 import { validate } from "./validation/run.ts";
 
-/** API group of the module resources. */
-export const OPERATOR_GROUP = "operator.platform-project.io";
-
 /** A parsed Serverless, defaults filled. */
 export type Serverless = z.output<typeof S.ServerlessSchema>;
 /** Serverless spec with defaults filled. */

@@ -5,6 +5,7 @@
  */
 import { ApiError, type Cluster, isApiError } from "../runtime/cluster.ts";
 import { type ResourceType } from "../api/object.ts";
+import { GATEWAY_GROUP, OPERATOR_GROUP } from "../api/groups.ts";
 import { accessOf, installedNames, NAMED_VERBS, type Verb } from "./rbac.ts";
 
 /** SelfSubjectAccessReview: not in RESOURCES because it needs no grant (system:basic-user allows it). */
@@ -51,7 +52,7 @@ export interface PreflightOptions {
   parallel?: number;
 }
 
-const OWN_GROUPS = ["operator.platform-project.io", "gateway.platform-project.io"];
+const OWN_GROUPS = [OPERATOR_GROUP, GATEWAY_GROUP];
 const INSTALL = "run kubectl apply -k deploy/";
 
 /** `ratelimits.gateway.platform-project.io`, as kubectl names a resource. */

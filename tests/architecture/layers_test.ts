@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { join, relative } from "node:path";
 import { pathToFileURL } from "node:url";
-import { denoInfo, edgesOf, layerOf, wrongWay } from "./layers.ts";
+import { cyclesOf, denoInfo, edgesOf, layerOf, wrongWay } from "./layers.ts";
 
 const ROOT = join(import.meta.dirname ?? ".", "..", "..");
 const SKIP = /(^|\/)(node_modules|\.cache|\.git|coverage|dist|tmp)(\/|$)/;
@@ -43,6 +43,8 @@ Deno.test("layers: every import runs one way, from the real module graph", async
   const outside = files.filter((f) => !layerOf(f));
   assert.deepEqual(outside, [], "every file belongs to a layer");
   assert.deepEqual(wrongWay(edges), []);
+  // Not even between two files of one folder: a cycle makes the order of evaluation matter.
+  assert.deepEqual(cyclesOf(edges), []);
 });
 
 Deno.test("layers: the check finds an import that runs the wrong way", () => {
@@ -56,4 +58,23 @@ Deno.test("layers: the check finds an import that runs the wrong way", () => {
     "bench/cluster/env.ts -> tests/e2e/harness.ts (bench may not import tests)",
     "src/reconcile/plan.ts -> src/runtime/cluster.ts (reconcile may not import runtime)",
   ]);
+});
+
+Deno.test("cycles: the check finds two files that import each other, and a longer ring", () => {
+  const e = (from: string, to: string) => ({ from, to });
+  assert.deepEqual(
+    cyclesOf([
+      e("a.ts", "b.ts"),
+      e("b.ts", "a.ts"),
+      e("c.ts", "a.ts"),
+      e("x.ts", "y.ts"),
+      e(
+        "y.ts",
+        "z.ts",
+      ),
+      e("z.ts", "x.ts"),
+    ]),
+    [["a.ts", "b.ts"], ["x.ts", "y.ts", "z.ts"]],
+  );
+  assert.deepEqual(cyclesOf([e("a.ts", "b.ts"), e("b.ts", "c.ts")]), []);
 });

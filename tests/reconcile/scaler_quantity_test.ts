@@ -6,7 +6,7 @@ import {
   compareQuantities,
   parseQuantity,
 } from "../../src/reconcile/keda/quantity.ts";
-import { QUANTITY_PATTERN } from "../../src/api/scaler.ts";
+import { QUANTITY_PATTERN } from "../../src/api/schema/scaler.ts";
 
 // Expected forms follow apimachinery's Quantity.String() (pkg/api/resource/quantity_test.go): inputs already canonical are kept as
 // written; others are canonicalized (largest suffix with an integer mantissa; binary suffixes only

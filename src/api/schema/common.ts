@@ -1,8 +1,13 @@
 /** zod schemas shared by the three kinds: object metadata and the status Condition. */
 import { z } from "zod";
-import { CONDITION_REASON_PATTERN, CONDITION_TYPE_PATTERN } from "../common.ts";
 import { EXPECTED_INTEGER } from "../issues.ts";
 import { CONDITION_MESSAGE_MAX } from "../message.ts";
+
+/** Condition types: CamelCase, or `<dns_subdomain>/CamelCase` (docs/design.md). */
+export const CONDITION_TYPE_PATTERN =
+  "^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$";
+/** Condition reasons: a non-empty CamelCase identifier (metav1.Condition's pattern). */
+export const CONDITION_REASON_PATTERN = "^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$";
 
 /**
  * An integer schema. Its type errors read "expected integer" (zod alone says "number"); the CRD

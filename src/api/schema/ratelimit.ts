@@ -4,7 +4,6 @@ import { FILL_INTERVAL_PATTERN, notAFillInterval } from "../duration.ts";
 import {
   BUCKET_PATH_PATTERN,
   BUCKET_RULE_NEEDS_MATCH,
-  GATEWAY_GROUP,
   MAX_BUCKET_RULES,
   MAX_HEADER_NAME_LENGTH,
   MAX_HEADER_VALUE_LENGTH,
@@ -14,7 +13,8 @@ import {
   MAX_RULE_HEADERS,
   MAX_SELECTOR_LABELS,
   MAX_TOKENS_LIMIT,
-} from "../ratelimit.ts";
+} from "../ratelimit_bounds.ts";
+import { GATEWAY_GROUP } from "../groups.ts";
 import { boundedMap, ConditionsSchema, integer, kindSchema } from "./common.ts";
 
 const Tokens = (what: string) =>

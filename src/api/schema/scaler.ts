@@ -1,8 +1,11 @@
 /** The zod schema of Scaler (operator.platform-project.io/v1alpha1): KEDA, docs/design.md "Scaler". */
 import { z } from "zod";
-import { QUANTITY_PATTERN } from "../scaler.ts";
-import { OPERATOR_GROUP } from "../serverless.ts";
+import { OPERATOR_GROUP } from "../groups.ts";
 import { ConditionsSchema, kindSchema } from "./common.ts";
+
+/** Kubernetes resource quantity syntax (apimachinery's pattern). */
+export const QUANTITY_PATTERN =
+  "^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$";
 
 const Quantity = (what: string) =>
   z.string().regex(new RegExp(QUANTITY_PATTERN), {

@@ -1,6 +1,6 @@
 /** The zod schema of Serverless (operator.platform-project.io/v1alpha1), docs/design.md "Serverless". */
 import { z } from "zod";
-import { OPERATOR_GROUP } from "../serverless.ts";
+import { OPERATOR_GROUP } from "../groups.ts";
 import { ConditionsSchema, kindSchema } from "./common.ts";
 
 const Endpoint = (what: string) =>
