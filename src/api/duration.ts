@@ -46,7 +46,10 @@ export function parseFillInterval(text: string): number | undefined {
   return text.endsWith("m") ? n * 60_000 : n * 1000;
 }
 
-/** Renders milliseconds as a protobuf-JSON Duration string (`"30s"`, `"0.050s"`). */
-export function protoDuration(ms: number): string {
-  return ms % 1000 === 0 ? `${ms / 1000}s` : `${(ms / 1000).toFixed(3)}s`;
+/**
+ * A valid fillInterval as a protobuf-JSON Duration, which has seconds only: `30s` stays, `2m`
+ * becomes `120s`. Text to text, with no float in between.
+ */
+export function protoFillInterval(text: string): string {
+  return text.endsWith("m") ? `${BigInt(text.slice(0, -1)) * 60n}s` : text;
 }

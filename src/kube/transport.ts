@@ -1,7 +1,7 @@
 /**
  * HTTP to the API server on Deno's native fetch and `Deno.createHttpClient`. client-node 2.x's own
  * transport (npm undici) is not used: under Deno an aborted undici body emits no error, so its
- * watches stall silently (see shared/reference/operators-deno.md §2).
+ * watches stall silently.
  */
 import type { ApiError } from "../runtime/cluster.ts";
 import type { Connection } from "./config.ts";

@@ -4,7 +4,8 @@ import fc from "fast-check";
 import { parseFillInterval } from "../../src/api/duration.ts";
 import { reconcileRateLimit } from "../../src/reconcile/ratelimit.ts";
 import { MAX_BUCKET_RULES } from "../../src/api/ratelimit.ts";
-import { covers, isLabelKey, isLabelValue } from "../../src/reconcile/ratelimit/validate.ts";
+import { covers } from "../../src/reconcile/ratelimit/validate.ts";
+import { isLabelKey, isLabelValue } from "../../src/api/selector.ts";
 import { bucket, input, rateLimit } from "./ratelimit_fixtures.ts";
 
 function messageOf(rl: unknown): { state: string; reason: string; message: string } {

@@ -14,7 +14,7 @@
  *   {name, string_match, invert_match}.
  */
 import type { BucketRule, RateLimit, RateLimitSpec } from "../../api/ratelimit.ts";
-import { parseFillInterval, protoDuration } from "../../api/duration.ts";
+import { protoFillInterval } from "../../api/duration.ts";
 import { apiVersionOf, RESOURCES } from "../../api/resources.ts";
 import type { KubeObject } from "../../api/object.ts";
 import { LOCAL_RATELIMIT_FILTER, LOCAL_RATELIMIT_TYPE } from "../../api/envoy.ts";
@@ -43,7 +43,7 @@ function tokenBucket(b: RateLimitSpec["local"]["defaultBucket"]): Json {
   return {
     max_tokens: b.maxTokens,
     tokens_per_fill: b.tokensPerFill,
-    fill_interval: protoDuration(parseFillInterval(b.fillInterval) ?? 0),
+    fill_interval: protoFillInterval(b.fillInterval),
   };
 }
 
