@@ -10,7 +10,7 @@ import { CONTROLLERS } from "../src/controllers/registry.ts";
 import { Cache } from "../src/runtime/cache.ts";
 import type { KubeObject, ResourceType } from "../src/api/object.ts";
 import type { ReconcileContext } from "../src/runtime/controller_spec.ts";
-import { reconcileRateLimit } from "../src/reconcile/ratelimit.ts";
+import { reconcileRateLimit } from "../src/reconcile/ratelimit/mod.ts";
 import { podObject, rateLimitObject } from "./fixtures.ts";
 import type { Loop } from "./stats.ts";
 import { IMAGES, NOW, stored } from "./worlds.ts";

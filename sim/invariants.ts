@@ -13,9 +13,9 @@ import {
   SERVERLESS_FINALIZER,
 } from "../src/reconcile/labels.ts";
 import { rowOfStatus, type StateRow } from "../src/reconcile/conditions.ts";
-import { RATELIMIT_STATES } from "../src/reconcile/ratelimit.ts";
+import { RATELIMIT_STATES } from "../src/reconcile/ratelimit/mod.ts";
 import { SCALER_STATES } from "../src/reconcile/scaler.ts";
-import { SERVERLESS_STATES } from "../src/reconcile/serverless.ts";
+import { SERVERLESS_STATES } from "../src/reconcile/serverless/mod.ts";
 import type { KubeObject, ResourceType } from "../src/api/object.ts";
 import { type Change, isOperator, type RequestVerb, type SimCluster } from "./cluster/mod.ts";
 import { deepEqual, specPart } from "./cluster/json.ts";

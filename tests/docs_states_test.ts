@@ -4,9 +4,9 @@
  */
 import assert from "node:assert/strict";
 import type { StateRow } from "../src/reconcile/conditions.ts";
-import { RATELIMIT_STATES } from "../src/reconcile/ratelimit.ts";
+import { RATELIMIT_STATES } from "../src/reconcile/ratelimit/mod.ts";
 import { SCALER_STATES } from "../src/reconcile/scaler.ts";
-import { SERVERLESS_STATES } from "../src/reconcile/serverless.ts";
+import { SERVERLESS_STATES } from "../src/reconcile/serverless/mod.ts";
 
 const PAGE = new URL("../docs/design.md", import.meta.url);
 

@@ -8,7 +8,7 @@
  * one fails here.
  */
 import assert from "node:assert/strict";
-import { main as ratelimit } from "../src/cli/ratelimit.ts";
+import { main as ratelimit } from "../src/cli/ratelimit/mod.ts";
 import { runSim } from "../src/cli/sim.ts";
 import { pageCommands, type Shown, shownCommands } from "./docs_shown.ts";
 

@@ -7,7 +7,7 @@
 import { apiVersionOf, RESOURCES } from "../../src/api/resources.ts";
 import type { LiveCluster } from "../../src/kube/live_cluster.ts";
 import type { KubeObject } from "../../src/api/object.ts";
-import { reconcileRateLimit } from "../../src/reconcile/ratelimit.ts";
+import { reconcileRateLimit } from "../../src/reconcile/ratelimit/mod.ts";
 import { rateLimitObject } from "../fixtures.ts";
 import { retrying } from "./env.ts";
 import { followRateLimits } from "./follow.ts";

@@ -26,7 +26,7 @@ export const COMMANDS: readonly Command[] = [
   {
     name: "ratelimit",
     summary: "show what a RateLimit does to some traffic, before applying it (see --help)",
-    load: () => import("./ratelimit.ts"),
+    load: () => import("./ratelimit/mod.ts"),
   },
   {
     name: "run",

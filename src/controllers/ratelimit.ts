@@ -15,7 +15,7 @@ import { emptyPlan } from "../reconcile/plan.ts";
 import { filterSelector, isRateLimitFilter } from "../reconcile/ratelimit/meta.ts";
 import { crdName, isUnknown } from "./cache_trust.ts";
 import { FILTER_PROJECTION, POD_PROJECTION } from "./ratelimit_cache.ts";
-import { reconcileRateLimit } from "../reconcile/ratelimit.ts";
+import { reconcileRateLimit } from "../reconcile/ratelimit/mod.ts";
 import {
   holdersSelecting,
   podsEverywhere,

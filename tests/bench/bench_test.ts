@@ -8,7 +8,7 @@ import { benchDataplane, decisionLoops, requestPool } from "../../bench/dataplan
 import { benchReducers, rateLimitInputs, rateLimitLoops } from "../../bench/reducer.ts";
 import { type Figure, formatFigure, meets, Report } from "../../bench/report.ts";
 import { compareLoops, median, perSecond } from "../../bench/stats.ts";
-import { reconcileRateLimit } from "../../src/reconcile/ratelimit.ts";
+import { reconcileRateLimit } from "../../src/reconcile/ratelimit/mod.ts";
 import { decide } from "../../src/dataplane/mod.ts";
 import { proxyFor } from "../../bench/dataplane.ts";
 import { NOW } from "../../bench/worlds.ts";

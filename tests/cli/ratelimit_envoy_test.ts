@@ -3,7 +3,7 @@
  * table and the SVG; the gateway's per-route buckets in plain words.
  */
 import assert from "node:assert/strict";
-import { main } from "../../src/cli/ratelimit.ts";
+import { main } from "../../src/cli/ratelimit/mod.ts";
 import { parseCommandLine } from "../../src/cli/ratelimit/args.ts";
 
 async function run(args: string[]): Promise<{ code: number; out: string[]; err: string }> {

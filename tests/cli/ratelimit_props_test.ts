@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import { stringify } from "yaml";
 import { MAX_TOKENS_LIMIT, parseRateLimit } from "../../src/api/ratelimit.ts";
-import { main } from "../../src/cli/ratelimit.ts";
+import { main } from "../../src/cli/ratelimit/mod.ts";
 import { customResourceDefinitions } from "../../src/crd/definitions.ts";
 import { admits } from "../crd/admission.ts";
 import { boundCases, largestRateLimit, oddRateLimits } from "../reconcile/ratelimit_extremes.ts";

@@ -1,6 +1,6 @@
 /** `mod.ts ratelimit`: called through main() with temp files, output captured. */
 import assert from "node:assert/strict";
-import { main } from "../../src/cli/ratelimit.ts";
+import { main } from "../../src/cli/ratelimit/mod.ts";
 import { parseCommandLine, parseRate, rateRequests } from "../../src/cli/ratelimit/args.ts";
 import { parseRequests } from "../../src/cli/ratelimit/requests.ts";
 import { COMMANDS } from "../../src/cli/main.ts";

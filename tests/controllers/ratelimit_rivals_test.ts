@@ -13,7 +13,7 @@ import { RESOURCES } from "../../src/api/resources.ts";
 import { ENVOYFILTER_CRD, rateLimitController } from "../../src/controllers/ratelimit.ts";
 import { cacheOf, TYPES } from "./ratelimit_cache_fixtures.ts";
 import { type KubeObject, objectKey } from "../../src/api/object.ts";
-import { reconcileRateLimit } from "../../src/reconcile/ratelimit.ts";
+import { reconcileRateLimit } from "../../src/reconcile/ratelimit/mod.ts";
 import { IMAGES, NOW } from "../reconcile/serverless_fixtures.ts";
 import { pod, rateLimit } from "../reconcile/ratelimit_fixtures.ts";
 

@@ -9,7 +9,7 @@ import {
   setCondition,
   updateConditions,
 } from "../../src/reconcile/conditions.ts";
-import { SERVERLESS_STATES } from "../../src/reconcile/serverless.ts";
+import { SERVERLESS_STATES } from "../../src/reconcile/serverless/mod.ts";
 import { parseCondition } from "../../src/api/common.ts";
 import { CONDITION_MESSAGE_MAX } from "../../src/api/message.ts";
 

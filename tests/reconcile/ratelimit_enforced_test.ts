@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import type { Condition } from "../../src/api/common.ts";
 import type { Plan } from "../../src/reconcile/plan.ts";
-import { ENFORCED_ROWS, reconcileRateLimit } from "../../src/reconcile/ratelimit.ts";
+import { ENFORCED_ROWS, reconcileRateLimit } from "../../src/reconcile/ratelimit/mod.ts";
 import { enforcement, NAMED_PODS } from "../../src/reconcile/ratelimit/enforcement.ts";
 import type { KubeObject } from "../../src/api/object.ts";
 import {

@@ -1,7 +1,7 @@
 /** Builders for RateLimit reconcile tests: raw objects, pods, and applying a Plan to a small world. */
 import type { KubeObject } from "../../src/api/object.ts";
 import type { Plan } from "../../src/reconcile/plan.ts";
-import { type RateLimitInput, reconcileRateLimit } from "../../src/reconcile/ratelimit.ts";
+import { type RateLimitInput, reconcileRateLimit } from "../../src/reconcile/ratelimit/mod.ts";
 
 /** A bucket as users write it. */
 export interface RawBucket {

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import type { Condition } from "../../src/api/common.ts";
 import type { Plan } from "../../src/reconcile/plan.ts";
-import { reconcileRateLimit } from "../../src/reconcile/ratelimit.ts";
+import { reconcileRateLimit } from "../../src/reconcile/ratelimit/mod.ts";
 import {
   GENERATION_ANNOTATION,
   renderedGeneration,

@@ -13,7 +13,7 @@ import {
   RATELIMIT_STATES,
   type RateLimitInput,
   reconcileRateLimit,
-} from "../../src/reconcile/ratelimit.ts";
+} from "../../src/reconcile/ratelimit/mod.ts";
 import { renderedGeneration } from "../../src/reconcile/ratelimit/envoyfilter.ts";
 import type { KubeObject } from "../../src/api/object.ts";
 import { deepFreeze } from "../../src/api/json.ts";

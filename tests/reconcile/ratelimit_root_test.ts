@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import type { Condition } from "../../src/api/common.ts";
 import type { Plan } from "../../src/reconcile/plan.ts";
-import { reconcileRateLimit } from "../../src/reconcile/ratelimit.ts";
+import { reconcileRateLimit } from "../../src/reconcile/ratelimit/mod.ts";
 import type { KubeObject } from "../../src/api/object.ts";
 import { bucket, input, pod, rateLimit, withProxy } from "./ratelimit_fixtures.ts";
 

@@ -6,7 +6,7 @@ import {
   RATELIMIT_STATES,
   type RateLimitInput,
   reconcileRateLimit,
-} from "../../src/reconcile/ratelimit.ts";
+} from "../../src/reconcile/ratelimit/mod.ts";
 import { renderEnvoyFilter } from "../../src/reconcile/ratelimit/envoyfilter.ts";
 import { parseRateLimit } from "../../src/api/ratelimit.ts";
 import type { Condition } from "../../src/api/common.ts";

@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { parseFillInterval } from "../../src/api/duration.ts";
-import { reconcileRateLimit } from "../../src/reconcile/ratelimit.ts";
+import { reconcileRateLimit } from "../../src/reconcile/ratelimit/mod.ts";
 import { MAX_BUCKET_RULES } from "../../src/api/ratelimit.ts";
 import { covers } from "../../src/reconcile/ratelimit/validate.ts";
 import { isLabelKey, isLabelValue } from "../../src/api/selector.ts";

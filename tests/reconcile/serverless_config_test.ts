@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { parseServerless, type ServerlessSpec } from "../../src/api/serverless.ts";
 import { MANAGED_SELECTOR, OWNER_LABEL } from "../../src/reconcile/labels.ts";
-import { reconcileServerless } from "../../src/reconcile/serverless.ts";
+import { reconcileServerless } from "../../src/reconcile/serverless/mod.ts";
 import {
   checkConfiguration,
   configuredMessage,

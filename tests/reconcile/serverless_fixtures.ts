@@ -3,7 +3,7 @@ import type { Condition } from "../../src/api/common.ts";
 import type { KubeObject } from "../../src/api/object.ts";
 import type { ModuleImages } from "../../src/runtime/controller_spec.ts";
 import type { Plan } from "../../src/reconcile/plan.ts";
-import { reconcileServerless, type ServerlessInput } from "../../src/reconcile/serverless.ts";
+import { reconcileServerless, type ServerlessInput } from "../../src/reconcile/serverless/mod.ts";
 import { type CarryOutOptions, convergeWith } from "./plans_on_sim_store.ts";
 import { claimOf, moduleObject, type World } from "./module_fixtures.ts";
 import { KEDA_CRDS } from "../../src/reconcile/keda/crds.ts";

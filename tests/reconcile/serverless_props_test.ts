@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import { parseServerless } from "../../src/api/serverless.ts";
 import { rowOfStatus } from "../../src/reconcile/conditions.ts";
-import { reconcileServerless, SERVERLESS_STATES } from "../../src/reconcile/serverless.ts";
+import { reconcileServerless, SERVERLESS_STATES } from "../../src/reconcile/serverless/mod.ts";
 import type { KubeObject } from "../../src/api/object.ts";
 import { converge, inputOf, serverless, statusOf } from "./serverless_fixtures.ts";
 import { claimHeldBy } from "./module_fixtures.ts";

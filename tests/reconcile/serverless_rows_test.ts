@@ -6,7 +6,7 @@ import {
   reconcileServerless,
   SERVERLESS_STATES,
   type ServerlessInput,
-} from "../../src/reconcile/serverless.ts";
+} from "../../src/reconcile/serverless/mod.ts";
 import { CONTROLLER_DEPLOYMENT } from "../../src/reconcile/serverless/render.ts";
 import {
   conditionOf,

@@ -8,7 +8,7 @@ import {
   type Peer,
   servedPeer,
 } from "../../src/reconcile/module/singleton.ts";
-import { reconcileServerless } from "../../src/reconcile/serverless.ts";
+import { reconcileServerless } from "../../src/reconcile/serverless/mod.ts";
 import { conditionOf, converge, inputOf, serverless, statusOf } from "./serverless_fixtures.ts";
 import { carryOut } from "./plans_on_sim_store.ts";
 import { deleting, heldClaim, isClaimingPlan, type World } from "./module_fixtures.ts";

@@ -15,7 +15,7 @@ import {
   SERVERLESS_FINALIZER,
 } from "../../src/reconcile/labels.ts";
 import type { Plan } from "../../src/reconcile/plan.ts";
-import { reconcileServerless } from "../../src/reconcile/serverless.ts";
+import { reconcileServerless } from "../../src/reconcile/serverless/mod.ts";
 import type { KubeObject, ResourceType } from "../../src/api/object.ts";
 import type {
   CacheReader,

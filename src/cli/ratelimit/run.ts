@@ -13,7 +13,7 @@ import {
   Mesh,
   type MeshTarget,
 } from "../../dataplane/mod.ts";
-import { RATELIMIT_CONDITION, reconcileRateLimit } from "../../reconcile/ratelimit.ts";
+import { RATELIMIT_CONDITION, reconcileRateLimit } from "../../reconcile/ratelimit/mod.ts";
 import { filterContexts } from "../../reconcile/ratelimit/reach.ts";
 import type { TrafficRequest } from "./args.ts";
 

@@ -1,7 +1,7 @@
 /**
  * What a RateLimit's reconcile reads, and its verdict on the current generation: why it cannot be
  * applied (invalid, no mesh, mesh-wide, a conflict) or what applying it takes, and which filter in
- * place may stay when it is refused. The reducer (../ratelimit.ts) turns these into a Plan.
+ * place may stay when it is refused. The reducer (mod.ts) turns these into a Plan.
  */
 import type { RateLimit } from "../../api/ratelimit.ts";
 import type { KubeObject } from "../../api/object.ts";

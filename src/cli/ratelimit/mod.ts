@@ -3,11 +3,11 @@
  * applies it, through the operator's reducer and the data-plane model. See `HELP`.
  */
 import { parseAllDocuments } from "yaml";
-import { HELP, parseCommandLine, rateRequests, type TrafficRequest } from "./ratelimit/args.ts";
-import { jsonLine, textReport } from "./ratelimit/format.ts";
-import { parseRequests } from "./ratelimit/requests.ts";
-import { runTraffic } from "./ratelimit/run.ts";
-import { renderSvg } from "./ratelimit/svg.ts";
+import { HELP, parseCommandLine, rateRequests, type TrafficRequest } from "./args.ts";
+import { jsonLine, textReport } from "./format.ts";
+import { parseRequests } from "./requests.ts";
+import { runTraffic } from "./run.ts";
+import { renderSvg } from "./svg.ts";
 
 /** Where the command writes: one line at a time. */
 export interface CommandOutput {

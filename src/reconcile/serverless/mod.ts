@@ -4,21 +4,21 @@
  * the few words and rows where it differs from the Scaler. Its configuration shows in the status
  * (the settings fields and a Configured condition beside Installed).
  */
-import { parseServerless, type ServerlessSpec } from "../api/serverless.ts";
-import { conditionsOf, rowCondition, rowFor, type StateRow } from "./conditions.ts";
-import { SERVERLESS_FINALIZER } from "./labels.ts";
-import { rawStatus, stateRow } from "./module/decision.ts";
-import { describeDiff } from "./module/install_diff.ts";
-import { type ModuleInput, type ModuleLifecycle, reconcileModule } from "./module/lifecycle.ts";
-import type { Plan } from "./plan.ts";
+import { parseServerless, type ServerlessSpec } from "../../api/serverless.ts";
+import { conditionsOf, rowCondition, rowFor, type StateRow } from "../conditions.ts";
+import { SERVERLESS_FINALIZER } from "../labels.ts";
+import { rawStatus, stateRow } from "../module/decision.ts";
+import { describeDiff } from "../module/install_diff.ts";
+import { type ModuleInput, type ModuleLifecycle, reconcileModule } from "../module/lifecycle.ts";
+import type { Plan } from "../plan.ts";
 import {
   checkConfiguration,
   configuredMessage,
   type ServerlessSettings,
   SETTINGS_STATUS_FIELDS,
   settingsStatus,
-} from "./serverless/config.ts";
-import { CONTROLLER_DEPLOYMENT, renderServerless } from "./serverless/render.ts";
+} from "./config.ts";
+import { CONTROLLER_DEPLOYMENT, renderServerless } from "./render.ts";
 
 /** docs/design.md "Serverless: condition type / status / reason mapped to CR state", row by row. */
 // deno-fmt-ignore

@@ -7,16 +7,16 @@
  * annotation), so nothing here depends on memory of earlier reconciles. Beside `Ready`, the
  * `Enforced` condition and the Pod figures say whether the limit in place reaches any proxy.
  */
-import type { InForce } from "./ratelimit/enforcement.ts";
-import { kubeTime } from "../api/time.ts";
-import { conditionEvents, rowFor, type StateRow, updateConditions } from "./conditions.ts";
-import type { Plan } from "./plan.ts";
-import { ENFORCED_CONDITION, enforcement, selectorText } from "./ratelimit/enforcement.ts";
-import { renderedGeneration } from "./ratelimit/envoyfilter.ts";
-import { ISTIO_ROOT_NAMESPACE } from "../api/mesh.ts";
-import { podsInReach, reachOf } from "./ratelimit/reach.ts";
-import { filterRef, isOurs, readMeta } from "./ratelimit/meta.ts";
-import { applyFailure, limitsText, refusal } from "./ratelimit/messages.ts";
+import type { InForce } from "./enforcement.ts";
+import { kubeTime } from "../../api/time.ts";
+import { conditionEvents, rowFor, type StateRow, updateConditions } from "../conditions.ts";
+import type { Plan } from "../plan.ts";
+import { ENFORCED_CONDITION, enforcement, selectorText } from "./enforcement.ts";
+import { renderedGeneration } from "./envoyfilter.ts";
+import { ISTIO_ROOT_NAMESPACE } from "../../api/mesh.ts";
+import { podsInReach, reachOf } from "./reach.ts";
+import { filterRef, isOurs, readMeta } from "./meta.ts";
+import { applyFailure, limitsText, refusal } from "./messages.ts";
 import {
   inForceOf,
   judge,
@@ -24,13 +24,13 @@ import {
   podSelection,
   type RateLimitInput,
   type Scope,
-} from "./ratelimit/verdict.ts";
+} from "./verdict.ts";
 
-export type { RateLimitInput } from "./ratelimit/verdict.ts";
+export type { RateLimitInput } from "./verdict.ts";
 
 /** The condition type whose row decides a RateLimit's state. */
 export const RATELIMIT_CONDITION = "Ready";
-export { ENFORCED_CONDITION, ENFORCED_ROWS } from "./ratelimit/enforcement.ts";
+export { ENFORCED_CONDITION, ENFORCED_ROWS } from "./enforcement.ts";
 
 function rateLimitRow(
   no: number,
