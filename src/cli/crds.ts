@@ -5,7 +5,12 @@
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseGeneratorArgs } from "./generator_args.ts";
-import { crdDifferences, renderCrdFiles } from "../crd/render.ts";
+import {
+  CRD_KUSTOMIZATION,
+  crdDifferences,
+  crdKustomization,
+  renderCrdFiles,
+} from "../crd/render.ts";
 import { PLANS_FILE, plansText } from "../api/schema/plans.ts";
 
 const HELP = `Usage: deno run -A mod.ts crds [--check] [--dir DIR]
@@ -21,12 +26,12 @@ Options:
 /** The project's `crds/` folder, wherever the command is run from. */
 export const CRDS_DIR = fileURLToPath(new URL("../../crds", import.meta.url));
 
-/** Reads every `*.yaml` file of `dir` (none when it does not exist). */
+/** Reads every `*.yaml` file of `dir` but its kustomization (none when it does not exist). */
 export async function readYamlFiles(dir: string): Promise<Map<string, string>> {
   const files = new Map<string, string>();
   try {
     for await (const entry of Deno.readDir(dir)) {
-      if (entry.isFile && entry.name.endsWith(".yaml")) {
+      if (entry.isFile && entry.name.endsWith(".yaml") && entry.name !== CRD_KUSTOMIZATION) {
         files.set(entry.name, await Deno.readTextFile(join(dir, entry.name)));
       }
     }
@@ -45,6 +50,11 @@ export async function main(args: string[]): Promise<number> {
   const expected = renderCrdFiles();
   const actual = await readYamlFiles(dir);
   const differences = crdDifferences(expected, actual);
+  const kustomization = crdKustomization(expected);
+  const kustomizationPath = join(dir, CRD_KUSTOMIZATION);
+  const kustomizationStale =
+    await Deno.readTextFile(kustomizationPath).catch(() => "") !== kustomization;
+  if (kustomizationStale) differences.push(`${CRD_KUSTOMIZATION}: not the generated one`);
   const plans = plansText();
   const plansShown = relative(Deno.cwd(), PLANS_FILE);
   const plansStale = await Deno.readTextFile(PLANS_FILE).catch(() => "") !== plans;
@@ -68,6 +78,10 @@ export async function main(args: string[]): Promise<number> {
     console.log(`wrote ${plansShown}`);
   }
   await Deno.mkdir(dir, { recursive: true });
+  if (kustomizationStale) {
+    await Deno.writeTextFile(kustomizationPath, kustomization);
+    console.log(`wrote ${shown}/${CRD_KUSTOMIZATION}`);
+  }
   for (const file of expected) {
     if (actual.get(file.name) === file.text) continue;
     await Deno.writeTextFile(join(dir, file.name), file.text);

@@ -22,6 +22,21 @@ export function crdYaml(crd: CustomResourceDefinition): string {
   return `${GENERATED_HEADER}\n${body}`;
 }
 
+/** The kustomization of `crds/`, which `deploy/` takes as a base: the CRDs are in one place. */
+export const CRD_KUSTOMIZATION = "kustomization.yaml";
+
+/** The text of `crds/kustomization.yaml`: every CRD file of `files`. */
+export function crdKustomization(files: readonly CrdFile[]): string {
+  return [
+    GENERATED_HEADER,
+    "apiVersion: kustomize.config.k8s.io/v1beta1",
+    "kind: Kustomization",
+    "resources:",
+    ...files.map((f) => `  - ${f.name}`),
+    "",
+  ].join("\n");
+}
+
 /** The files `deno task crds` writes, sorted by name. */
 export function renderCrdFiles(
   crds: readonly CustomResourceDefinition[] = customResourceDefinitions(),

@@ -1,8 +1,7 @@
 /**
- * The generated files of `deploy/`: the RBAC from src/kube/rbac.ts, and copies of `crds/` (kustomize
- * may not read files outside `deploy/`, so `kubectl apply -k deploy/` needs them inside).
+ * The generated files of `deploy/`: the RBAC from src/kube/rbac.ts. The CRDs are not copied:
+ * `deploy/kustomization.yaml` takes `crds/` (with its own kustomization) as a base.
  */
-import { renderCrdFiles } from "../crd/render.ts";
 import { stringify } from "yaml";
 import { DEFAULT_RBAC_NAMES, GENERATED_BY_DEPLOY, type RbacNames, rbacObjects } from "./rbac.ts";
 
@@ -10,18 +9,6 @@ import { DEFAULT_RBAC_NAMES, GENERATED_BY_DEPLOY, type RbacNames, rbacObjects } 
 export interface DeployFile {
   path: string;
   text: string;
-}
-
-/** deploy/crds/kustomization.yaml: lists the CRD copies. */
-function crdKustomization(names: readonly string[]): string {
-  return [
-    GENERATED_BY_DEPLOY,
-    "apiVersion: kustomize.config.k8s.io/v1beta1",
-    "kind: Kustomization",
-    "resources:",
-    ...names.map((n) => `  - ${n}`),
-    "",
-  ].join("\n");
 }
 
 /**
@@ -37,10 +24,5 @@ export function rbacYaml(names: RbacNames = DEFAULT_RBAC_NAMES): string {
 
 /** Every generated file of deploy/, sorted by path. */
 export function deployFiles(): DeployFile[] {
-  const crds = renderCrdFiles();
-  return [
-    { path: "rbac.yaml", text: rbacYaml() },
-    { path: "crds/kustomization.yaml", text: crdKustomization(crds.map((c) => c.name)) },
-    ...crds.map((c) => ({ path: `crds/${c.name}`, text: c.text })),
-  ].sort((a, b) => a.path < b.path ? -1 : a.path > b.path ? 1 : 0);
+  return [{ path: "rbac.yaml", text: rbacYaml() }];
 }

@@ -8,27 +8,34 @@ export interface Manifest {
   doc: Record<string, unknown> & { kind: string; metadata: { name: string; namespace?: string } };
 }
 
-/** The documents of every resource a kustomization references, recursively; throws on a missing or outside file. */
-export async function loadKustomization(dir: string, root = dir): Promise<Manifest[]> {
+/**
+ * The documents of every resource a kustomization references, recursively; throws on a missing
+ * file, or a file outside the kustomization's folder (kustomize's load restriction). A folder may
+ * be anywhere: kustomize takes it as a base with its own kustomization and its own root.
+ */
+export async function loadKustomization(dir: string, top = dir): Promise<Manifest[]> {
   const path = join(dir, "kustomization.yaml");
   const text = await Deno.readTextFile(path);
   const k = parseAllDocuments(text)[0].toJS() as { resources?: string[] };
   const out: Manifest[] = [];
   for (const entry of k.resources ?? []) {
     const target = resolve(dir, entry);
-    const rel = relative(root, target);
-    if (rel.startsWith("..") || isAbsolute(rel)) {
-      throw new Error(`${path}: ${entry} is outside ${root}; kustomize refuses it`);
-    }
     const info = await Deno.stat(target).catch(() => {
       throw new Error(`${path}: resource ${entry} does not exist`);
     });
-    if (info.isDirectory) out.push(...await loadKustomization(target, root));
-    else {
+    if (info.isDirectory) {
+      out.push(...await loadKustomization(target, top));
+      continue;
+    }
+    const rel = relative(dir, target);
+    if (rel.startsWith("..") || isAbsolute(rel)) {
+      throw new Error(`${path}: ${entry} is outside ${dir}; kustomize refuses it`);
+    }
+    {
       for (const doc of parseAllDocuments(await Deno.readTextFile(target))) {
         if (doc.errors.length > 0) throw new Error(`${target}: ${doc.errors[0].message}`);
         const js = doc.toJS();
-        if (js) out.push({ file: relative(root, target), doc: js });
+        if (js) out.push({ file: relative(top, target), doc: js });
       }
     }
   }

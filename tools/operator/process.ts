@@ -6,6 +6,7 @@
 import { join } from "node:path";
 import { freePort, isAlive } from "../cluster/processes.ts";
 import { MESH_ROOT_NAMESPACE } from "../cluster/mesh.ts";
+import { CRD_KUSTOMIZATION } from "../../src/crd/render.ts";
 
 /** Repository root (the operator is started from here). */
 export const REPO_ROOT: string = join(import.meta.dirname ?? ".", "..", "..");
@@ -282,7 +283,9 @@ export async function readCrds(): Promise<{ names: string[]; yaml: string }> {
   const dir = join(REPO_ROOT, "crds");
   const files: string[] = [];
   for await (const e of Deno.readDir(dir)) {
-    if (e.isFile && /\.ya?ml$/.test(e.name)) files.push(join(dir, e.name));
+    if (e.isFile && /\.ya?ml$/.test(e.name) && e.name !== CRD_KUSTOMIZATION) {
+      files.push(join(dir, e.name));
+    }
   }
   files.sort();
   const texts = await Promise.all(files.map((f) => Deno.readTextFile(f)));
