@@ -4,7 +4,7 @@ export * from "./health.ts";
 export * from "./log.ts";
 export * from "./metrics.ts";
 export * from "./errors.ts";
-export { deepEqual, isSubset } from "./diff.ts";
+export { isSubset } from "./diff.ts";
 export {
   Cache,
   type CacheChange,
