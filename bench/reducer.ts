@@ -17,6 +17,7 @@ import { podObject, rateLimitObject, RULE_COUNTS } from "./fixtures.ts";
 import type { Report } from "./report.ts";
 import { compareLoops, type Loop, type LoopOptions } from "./stats.ts";
 import { IMAGES, type ModuleWorld, NOW, settle, stored } from "./worlds.ts";
+import { FUNCTION_CRDS, KEDA_CRDS } from "../src/controllers/embedded_crds.ts";
 
 const SECTION = "reducer (steady-state reconciles a second, median)";
 
@@ -112,6 +113,7 @@ function serverlessInput(w: ModuleWorld, now = NOW): ServerlessInput {
     userObjects: { Function: 0 },
     now,
     images: IMAGES,
+    crds: FUNCTION_CRDS.get(),
   };
 }
 
@@ -124,6 +126,7 @@ function scalerInput(w: ModuleWorld, now = NOW): ScalerInput {
     userObjects: { ScaledObject: 0, ScaledJob: 0, TriggerAuthentication: 0 },
     now,
     images: IMAGES,
+    crds: KEDA_CRDS.get(),
   };
 }
 

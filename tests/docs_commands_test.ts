@@ -282,7 +282,8 @@ Deno.test("docs: operations.md: kustomize edit set image, then what kubectl appl
   }
   const copy = await Deno.makeTempDir({ prefix: "docs-deploy-" });
   try {
-    await sh(`cp -r ${DEPLOY} ${copy}/deploy`);
+    // As in the repository: deploy/ takes crds/ beside it as a base.
+    await sh(`cp -r ${DEPLOY} ${copy}/deploy && cp -r ${join(DEPLOY, "..", "crds")} ${copy}/crds`);
     const env = { PATH: `${bin}:${Deno.env.get("PATH")}` };
     const r = await sh(edit, copy, env);
     assert.equal(r.code, 0, r.stdout + r.stderr);

@@ -11,7 +11,7 @@ import { emptyPlan, type Plan } from "../reconcile/plan.ts";
 import type { ModuleInput } from "../reconcile/module/lifecycle.ts";
 import { CLAIM_LABEL, CLAIM_SELECTOR, claimName } from "../reconcile/module/claim.ts";
 import { RESOURCES } from "../api/resources.ts";
-import type { EmbeddedCrds } from "../reconcile/upstream_crds.ts";
+import type { EmbeddedCrds } from "./embedded_crds.ts";
 import {
   MANAGED_BY,
   MANAGED_BY_LABEL,
@@ -163,6 +163,7 @@ export function moduleController(
           userObjects: userObjectCounts(kind, cache),
           now: ctx.now,
           images: ctx.images,
+          crds: kind.crds.get(),
           ...(ctx.lastOutcome ? { lastOutcome: ctx.lastOutcome } : {}),
         }),
       );

@@ -1,7 +1,7 @@
 /** The Scaler controller: what the runtime watches for it and how the cache becomes the reducer's input. */
 import { RESOURCES } from "../api/resources.ts";
 import type { ControllerSpec } from "../runtime/controller_spec.ts";
-import { KEDA_CRDS } from "../reconcile/keda/crds.ts";
+import { KEDA_CRDS } from "./embedded_crds.ts";
 import { reconcileScaler } from "../reconcile/scaler.ts";
 import { moduleController, type ModuleKind } from "./module_controller.ts";
 

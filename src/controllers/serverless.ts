@@ -2,7 +2,7 @@
 import { RESOURCES } from "../api/resources.ts";
 import type { ControllerSpec } from "../runtime/controller_spec.ts";
 import { reconcileServerless } from "../reconcile/serverless/mod.ts";
-import { FUNCTION_CRDS } from "../reconcile/serverless/render.ts";
+import { FUNCTION_CRDS } from "./embedded_crds.ts";
 import { moduleController, type ModuleKind } from "./module_controller.ts";
 
 /** The Serverless module: what it installs and what blocks its deletion. */

@@ -76,7 +76,7 @@ export const SCALER: ModuleLifecycle<ScalerSpec, Extract<KedaConfig, { ok: true 
     const config = kedaConfig(spec);
     return config.ok ? { ok: true, value: config } : config;
   },
-  render: (config, target, images) => renderKeda(target, config.components, images),
+  render: (config, target, images, crds) => renderKeda(target, config.components, images, crds),
   statusFields: versionFields,
   failed: (ref) => ref?.kind === "Deployment" ? "KedaDeploymentUpdateErr" : "ApplyObjError",
   applying: (diff) => ({

@@ -15,7 +15,7 @@ import { typeOfCrd, type UpstreamCrd } from "../../src/reconcile/upstream_crds.t
 import type { KubeObject, ResourceType } from "../../src/api/object.ts";
 import type { CacheReader } from "../../src/runtime/controller_spec.ts";
 import { IMAGES, installed, NOW } from "../reconcile/scaler_fixtures.ts";
-import { SETTINGS } from "../reconcile/serverless_fixtures.ts";
+import { FUNCTION_CRD_LIST, KEDA_CRD_LIST, SETTINGS } from "../reconcile/serverless_fixtures.ts";
 import { fakeCache } from "../reconcile/module_fixtures.ts";
 
 const key = (t: ResourceType) => `${t.group}/${t.version}/${t.kind}/${t.plural}/${t.namespaced}`;
@@ -25,7 +25,7 @@ function userKeys(module: ModuleKind): string[] {
 }
 
 Deno.test("the Scaler's user types are exactly the kinds of KEDA's CRDs, all six of 2.20", () => {
-  const kinds = kedaKinds();
+  const kinds = kedaKinds(KEDA_CRD_LIST);
   assert.deepEqual(kinds.map((k) => k.kind), [
     "ScaledObject",
     "ScaledJob",
@@ -35,7 +35,7 @@ Deno.test("the Scaler's user types are exactly the kinds of KEDA's CRDs, all six
     "ClusterCloudEventSource",
   ]);
   assert.deepEqual(userKeys(SCALER_MODULE), kinds.map(key).sort());
-  const crds = kedaCrds({ namespace: "n", owner: "n.o" }) as UpstreamCrd[];
+  const crds = kedaCrds(KEDA_CRD_LIST, { namespace: "n", owner: "n.o" }) as UpstreamCrd[];
   assert.deepEqual(crds.map((c) => key(typeOfCrd(c))).sort(), kinds.map(key).sort());
 });
 
@@ -45,6 +45,7 @@ Deno.test("the Serverless's user type is the kind of the Function CRD it install
     owner: "n.o",
     image: "i",
     settings: SETTINGS,
+    crds: FUNCTION_CRD_LIST,
   }).filter((o) => o.kind === "CustomResourceDefinition") as UpstreamCrd[];
   assert.deepEqual(userKeys(SERVERLESS_MODULE), crds.map((c) => key(typeOfCrd(c))));
   assert.deepEqual(userKeys(SERVERLESS_MODULE), [key(RESOURCES.Function)]);
@@ -83,7 +84,7 @@ function userObject(type: ResourceType): KubeObject {
 
 const ctx = { now: NOW, images: IMAGES, namespace: "platform-system" };
 
-for (const type of kedaKinds()) {
+for (const type of kedaKinds(KEDA_CRD_LIST)) {
   Deno.test(`one ${type.kind} blocks Scaler deletion; its watch not live holds it`, () => {
     const w = deletingScaler();
     const cache = fakeCache([w.object, ...w.installed, userObject(type)]);

@@ -15,7 +15,7 @@ import { RESOURCES } from "../../src/api/resources.ts";
 import { parseScaler } from "../../src/api/scaler.ts";
 import { kedaConfig } from "../../src/reconcile/keda/config.ts";
 import { IMAGES, scaler } from "../reconcile/scaler_fixtures.ts";
-import { SETTINGS } from "../reconcile/serverless_fixtures.ts";
+import { FUNCTION_CRD_LIST, KEDA_CRD_LIST, SETTINGS } from "../reconcile/serverless_fixtures.ts";
 
 /** KEDA's components as a Scaler with an empty spec configures them. */
 function defaultScalerComponents() {
@@ -88,12 +88,18 @@ Deno.test("deploy/rbac.yaml holds every rule the modules' roles grant, and nothi
 
 Deno.test("get, patch and delete of installed cluster-scoped objects are limited to their names", () => {
   const rendered = [
-    ...renderKeda({ namespace: "platform-system", owner: "o" }, defaultScalerComponents(), IMAGES),
+    ...renderKeda(
+      { namespace: "platform-system", owner: "o" },
+      defaultScalerComponents(),
+      IMAGES,
+      KEDA_CRD_LIST,
+    ),
     ...renderServerless({
       namespace: "platform-system",
       owner: "o",
       image: "i",
       settings: SETTINGS,
+      crds: FUNCTION_CRD_LIST,
     }),
   ].filter((o) => !o.metadata.namespace);
   const names = installedNames();

@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import type { KubeObject } from "../../src/api/object.ts";
-import { KEDA_CRDS } from "../../src/reconcile/keda/crds.ts";
+import { KEDA_CRDS } from "../../src/controllers/embedded_crds.ts";
 import { type E2E, e2eSuite } from "./harness.ts";
 import { fn, namespace, scaler, serverless } from "./fixtures.ts";
 import { standInCrds } from "./standins.ts";

@@ -10,7 +10,7 @@ import { parse } from "yaml";
 import { generateKeda, kedaModule, layout, REPO_ROOT } from "../../tools/crdgen/mod.ts";
 import { GENERATED_TS } from "../../tools/crdgen/embed.ts";
 import { FUNCTION_CRD } from "../../src/reconcile/serverless/render.ts";
-import { inflate } from "../../src/reconcile/upstream_crds.ts";
+import { inflate } from "../../src/controllers/embedded_crds.ts";
 import { UPSTREAM as FUNCTION_UPSTREAM } from "../../src/reconcile/serverless/crds/upstream.ts";
 import { docCommands, run, task, tempRoot, writeFunctionFixture } from "./helpers.ts";
 

@@ -9,13 +9,19 @@ import { MANAGED_SELECTOR, OWNER_LABEL } from "../../src/reconcile/labels.ts";
 import { reconcileScaler } from "../../src/reconcile/scaler.ts";
 import type { KubeObject } from "../../src/api/object.ts";
 import { conditionOf, IMAGES, inputOf, installed, scaler, statusOf } from "./scaler_fixtures.ts";
+import { KEDA_CRD_LIST } from "./serverless_fixtures.ts";
 
 function render(spec: Record<string, unknown> = {}, namespace = "platform-system"): KubeObject[] {
   const parsed = parseScaler(scaler(spec));
   if (!parsed.ok) throw new Error(JSON.stringify(parsed.errors));
   const config = kedaConfig(parsed.value.spec);
   if (!config.ok) throw new Error(JSON.stringify(config.errors));
-  return renderKeda({ namespace, owner: `${namespace}.default` }, config.components, IMAGES);
+  return renderKeda(
+    { namespace, owner: `${namespace}.default` },
+    config.components,
+    IMAGES,
+    KEDA_CRD_LIST,
+  );
 }
 
 /** The validation message a spec gets, or undefined when it is valid. */

@@ -2,7 +2,7 @@
 import type { KubeObject } from "../../src/api/object.ts";
 import type { Plan } from "../../src/reconcile/plan.ts";
 import { reconcileScaler, type ScalerInput } from "../../src/reconcile/scaler.ts";
-import { IMAGES, NOW } from "./serverless_fixtures.ts";
+import { IMAGES, KEDA_CRD_LIST, NOW } from "./serverless_fixtures.ts";
 import { type CarryOutOptions, convergeWith } from "./plans_on_sim_store.ts";
 import { claimOf, moduleObject, type World } from "./module_fixtures.ts";
 
@@ -29,6 +29,7 @@ export function inputOf(w: World, extra: Partial<ScalerInput> = {}): ScalerInput
     userObjects: NO_USER_OBJECTS,
     now: NOW,
     images: IMAGES,
+    crds: KEDA_CRD_LIST,
     ...extra,
   };
 }

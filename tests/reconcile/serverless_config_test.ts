@@ -19,6 +19,7 @@ import type { KubeObject } from "../../src/api/object.ts";
 import {
   conditionOf,
   converge,
+  FUNCTION_CRD_LIST,
   IMAGES,
   inputOf,
   serverless,
@@ -141,6 +142,7 @@ function render(s: Record<string, unknown> = {}, namespace = "platform-system"):
     owner: `${namespace}.default`,
     image: IMAGES.serverlessController,
     settings: settings(s),
+    crds: FUNCTION_CRD_LIST,
   });
 }
 

@@ -6,13 +6,15 @@ import type { Plan } from "../../src/reconcile/plan.ts";
 import { reconcileServerless, type ServerlessInput } from "../../src/reconcile/serverless/mod.ts";
 import { type CarryOutOptions, convergeWith } from "./plans_on_sim_store.ts";
 import { claimOf, moduleObject, type World } from "./module_fixtures.ts";
-import { KEDA_CRDS } from "../../src/reconcile/keda/crds.ts";
-import { FUNCTION_CRDS } from "../../src/reconcile/serverless/render.ts";
+import { FUNCTION_CRDS, KEDA_CRDS } from "../../src/controllers/embedded_crds.ts";
 import type { ServerlessSettings } from "../../src/reconcile/serverless/config.ts";
 
 // The module reducers render the upstream CRDs, which a controller loads before its first
-// reconcile (ControllerSpec.preload); every test reducing a module comes through here.
-await Promise.all([KEDA_CRDS.load(), FUNCTION_CRDS.load()]);
+// reconcile (ControllerSpec.preload) and hands in; every test reducing a module comes through here.
+/** KEDA's CRDs, loaded, as the Scaler controller hands them to its reducer. */
+export const KEDA_CRD_LIST = await KEDA_CRDS.load();
+/** The Function CRD, loaded, as the Serverless controller hands it to its reducer. */
+export const FUNCTION_CRD_LIST = await FUNCTION_CRDS.load();
 
 /** A fixed time: 2026-01-01T00:00:00Z. */
 export const NOW = Date.UTC(2026, 0, 1);
@@ -59,6 +61,7 @@ export function inputOf(w: World, extra: Partial<ServerlessInput> = {}): Serverl
     userObjects: { Function: 0 },
     now: NOW,
     images: IMAGES,
+    crds: FUNCTION_CRD_LIST,
     ...extra,
   };
 }

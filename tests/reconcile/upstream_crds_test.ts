@@ -5,7 +5,7 @@
  * import is tried again.
  */
 import assert from "node:assert/strict";
-import { embeddedCrds, inflate } from "../../src/reconcile/upstream_crds.ts";
+import { embeddedCrds, inflate } from "../../src/controllers/embedded_crds.ts";
 import { deflate } from "../../tools/crdgen/embed.ts";
 
 const CRD = {

@@ -23,6 +23,7 @@ import { diffInstalled, type InstallDiff, isInSync, pendingFailure } from "./ins
 import { moduleReadiness } from "./readiness.ts";
 import { REQUEUE_MS } from "./requeue.ts";
 import { claimingPlan, classifyModuleObject, type ModuleMeta } from "./singleton.ts";
+import type { UpstreamCrd } from "../upstream_crds.ts";
 
 /** Namespace for a module's objects when its module object has none (in a cluster it always has one). */
 export const DEFAULT_MODULE_NAMESPACE = "platform-system";
@@ -42,6 +43,8 @@ export interface ModuleInput {
   /** Epoch milliseconds. */
   now: number;
   images: ModuleImages;
+  /** The upstream CRDs the module installs, as upstream makes them (loaded by the controller). */
+  crds: readonly UpstreamCrd[];
   /** What happened to the writes of the previous Plan for this object (fed back by the runtime). */
   lastOutcome?: ApplyOutcome;
 }
@@ -83,7 +86,12 @@ export interface ModuleLifecycle<Spec, Config> {
   parse(raw: unknown): ParseResult<{ spec: Spec }>;
   /** Checks the spec and works out the configuration. */
   configure(spec: Spec): ParseResult<Config>;
-  render(config: Config, target: InstallTarget, images: ModuleImages): KubeObject[];
+  render(
+    config: Config,
+    target: InstallTarget,
+    images: ModuleImages,
+    crds: readonly UpstreamCrd[],
+  ): KubeObject[];
   /** Status fields every served pass shows, from the installed objects (`undefined` namespace: any). */
   statusFields?(
     installed: readonly KubeObject[],
@@ -134,7 +142,10 @@ function install<Spec, Config>(
     };
   }
   const target = { namespace, owner: ownerLabelValue(meta) };
-  const diff = diffInstalled(m.render(config.value, target, input.images), input.installed);
+  const diff = diffInstalled(
+    m.render(config.value, target, input.images, input.crds),
+    input.installed,
+  );
   const ok = { ...served, ...m.configured?.(config.value) };
   const writes = { apply: diff.apply, delete: diff.prune };
   const failure = pendingFailure(input.lastOutcome, meta.generation, diff);

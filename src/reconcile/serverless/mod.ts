@@ -58,8 +58,8 @@ export const SERVERLESS: ModuleLifecycle<ServerlessSpec, ServerlessSettings> = {
     const check = checkConfiguration(spec);
     return check.ok ? { ok: true, value: check.settings } : check;
   },
-  render: (settings, target, images) =>
-    renderServerless({ ...target, image: images.serverlessController, settings }),
+  render: (settings, target, images, crds) =>
+    renderServerless({ ...target, image: images.serverlessController, settings, crds }),
   configured: (settings) => ({
     fields: settingsStatus(settings),
     also: [rowCondition(rowFor(SERVERLESS_STATES, "Configured"), configuredMessage(settings))],

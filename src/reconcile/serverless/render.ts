@@ -6,7 +6,7 @@
 import type { KubeObject } from "../../api/object.ts";
 import { fnv1a64, stableJson } from "../hash.ts";
 import { moduleObjectMeta } from "../labels.ts";
-import { type EmbeddedCrds, embeddedCrds, withMetadata } from "../upstream_crds.ts";
+import { type UpstreamCrd, withMetadata } from "../upstream_crds.ts";
 import type { ServerlessSettings } from "./config.ts";
 
 /** Name of the Serverless controller Deployment (docs/design.md). */
@@ -31,6 +31,8 @@ export interface ServerlessRenderInput {
   owner: string;
   image: string;
   settings: ServerlessSettings;
+  /** The Function CRD as upstream makes it. */
+  crds: readonly UpstreamCrd[];
 }
 
 /** What names and labels a Serverless object: the served Serverless's namespace and owner. */
@@ -79,19 +81,13 @@ function configMaps(input: ServerlessRenderInput): KubeObject[] {
   ];
 }
 
-/** The Function CRD, imported when the Serverless controller first reconciles (its preload). */
-export const FUNCTION_CRDS: EmbeddedCrds = embeddedCrds(
-  "the Function CRD",
-  () => import("./crds/generated.ts"),
-);
-
 /**
  * Kyma's Function CRD (generated from kyma-project/serverless's API types by `deno task
  * module-crds`, group renamed to this project's): its schema, CEL rules, printer columns, short
  * names and scale subresource, with the module's labels.
  */
 function functionCrd(input: ServerlessRenderInput): KubeObject {
-  const [crd] = FUNCTION_CRDS.get();
+  const [crd] = input.crds;
   return withMetadata(crd, meta(input, FUNCTION_CRD, false));
 }
 
