@@ -275,3 +275,29 @@ for (const s of all.filter((x) => /^\.\/deno task (ratelimit|sim) /.test(x.comma
     }
   });
 }
+
+Deno.test("docs: every repository path README and docs/ name in backticks exists", async () => {
+  const pages = [
+    "README.md",
+    ...[...Deno.readDirSync(new URL("docs/", ROOT))]
+      .filter((e) => e.isFile && e.name.endsWith(".md")).map((e) => `docs/${e.name}`),
+  ];
+  const missing: string[] = [];
+  for (const page of pages) {
+    const text = await Deno.readTextFile(new URL(page, ROOT));
+    for (
+      const [, path] of text.matchAll(
+        /`((?:src|sim|tools|tests|bench|deploy|crds|samples)\/[\w./-]+)`/g,
+      )
+    ) {
+      const clean = path.replace(/[.,:;]+$/, "").replace(/\/$/, "");
+      if (/[*<>]/.test(clean)) continue;
+      try {
+        Deno.statSync(new URL(clean, ROOT));
+      } catch {
+        missing.push(`${page}: ${clean}`);
+      }
+    }
+  }
+  assert.deepEqual(missing, []);
+});
