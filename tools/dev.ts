@@ -125,7 +125,7 @@ async function main(args: string[]): Promise<number> {
     say("checking the control-plane binaries (the first run builds them from Go modules: minutes)");
     await ensureBuilt(say);
     const cluster = await up({ dir: DEFAULT_CLUSTER_DIR, log: say, realNode });
-    await kubectl(cluster, ["apply", "--server-side", "-f", join(ROOT, "crds")]);
+    await kubectl(cluster, ["apply", "--server-side", "-k", join(ROOT, "crds")]);
     await kubectl(cluster, [
       "wait",
       "--for=condition=Established",

@@ -43,3 +43,39 @@ export async function sh(
   assert.ok(out.success, `${command} failed:\n${text}`);
   return text;
 }
+
+/**
+ * Resolves once a line of `lines` includes `text`. Rejects as soon as `child` exits first (with
+ * the last lines it wrote), rather than waiting out `timeoutMs` for a process that is gone.
+ */
+export async function untilPrinted(
+  child: Deno.ChildProcess,
+  lines: readonly string[],
+  text: string,
+  timeoutMs: number,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let exited: Deno.CommandStatus | undefined;
+  child.status.then((s) => exited = s, () => {});
+  for (;;) {
+    if (lines.some((l) => l.includes(text))) return;
+    if (exited) {
+      // Its last lines may still be on their way through the pipe.
+      await new Promise((r) => setTimeout(r, 200));
+      if (lines.some((l) => l.includes(text))) return;
+      throw new Error(
+        `exited with code ${exited.code} before printing ${JSON.stringify(text)}:\n${
+          lines.slice(-20).join("\n")
+        }`,
+      );
+    }
+    if (Date.now() >= deadline) {
+      throw new Error(
+        `timed out after ${timeoutMs} ms waiting for ${JSON.stringify(text)}:\n${
+          lines.slice(-20).join("\n")
+        }`,
+      );
+    }
+    await new Promise((r) => setTimeout(r, 250));
+  }
+}

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { DEFAULT_CLUSTER_DIR } from "../../tools/cluster/paths.ts";
 import { REPO_ROOT } from "../../tools/operator/process.ts";
-import { collectLines, sh } from "./dev_process.ts";
+import { collectLines, sh, untilPrinted } from "./dev_process.ts";
 import { SKIP_REASON, waitFor } from "./harness.ts";
 import { REAL_NODE_SKIP } from "../../tools/cluster/real_node_fixtures.ts";
 
@@ -38,11 +38,7 @@ Deno.test({
     const reading = collectLines(child.stderr, err);
     let stopped = false;
     try {
-      await waitFor(
-        "dev prints what to try",
-        () => Promise.resolve(err.some((l) => l.includes("Ctrl-C stops"))),
-        { timeoutMs: 15 * 60_000, describe: () => Promise.resolve(err.slice(-20).join("\n")) },
-      );
+      await untilPrinted(child, err, "Ctrl-C stops", 15 * 60_000);
       const [, kubeconfig, bin] = /^export KUBECONFIG=(\S+) PATH=(\S+):\$PATH$/.exec(
         printed(err, /^\s*(?=export KUBECONFIG=)/),
       )!;

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { ensureBuilt } from "../../tools/cluster/mod.ts";
 import { DEFAULT_CLUSTER_DIR } from "../../tools/cluster/paths.ts";
 import { REPO_ROOT } from "../../tools/operator/process.ts";
-import { collectLines, sh } from "./dev_process.ts";
+import { collectLines, sh, untilPrinted } from "./dev_process.ts";
 import { SKIP_REASON, waitFor } from "./harness.ts";
 
 Deno.test({
@@ -31,11 +31,7 @@ Deno.test({
     const reading = Promise.all([collectLines(child.stdout, out), collectLines(child.stderr, err)]);
     let stopped = false;
     try {
-      await waitFor(
-        "dev prints what to try",
-        () => Promise.resolve(err.some((l) => l.includes("Ctrl-C stops"))),
-        { timeoutMs: 5 * 60_000, describe: () => Promise.resolve(err.slice(-20).join("\n")) },
-      );
+      await untilPrinted(child, err, "Ctrl-C stops", 5 * 60_000);
       const exportLine = err.find((l) => l.trim().startsWith("export KUBECONFIG="))!.trim();
       const [, kubeconfig, bin] = /^export KUBECONFIG=(\S+) PATH=(\S+):\$PATH$/.exec(exportLine)!;
       const env = { KUBECONFIG: kubeconfig, PATH: `${bin}:${Deno.env.get("PATH")}` };
