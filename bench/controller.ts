@@ -7,7 +7,7 @@
 import { RESOURCES } from "../src/api/resources.ts";
 import { ENVOYFILTER_CRD } from "../src/controllers/ratelimit.ts";
 import { CONTROLLERS } from "../src/controllers/registry.ts";
-import { Cache } from "../src/runtime/cache.ts";
+import { Cache } from "../src/runtime/cache/mod.ts";
 import type { KubeObject, ResourceType } from "../src/api/object.ts";
 import type { ReconcileContext } from "../src/runtime/controller_spec.ts";
 import { reconcileRateLimit } from "../src/reconcile/ratelimit/mod.ts";

@@ -65,3 +65,18 @@ export function splitKey(key: string): { namespace: string | undefined; name: st
     ? { namespace: undefined, name: key }
     : { namespace: key.slice(0, slash), name: key.slice(slash + 1) };
 }
+
+/** A stable id of a resource type (group/version/plural). */
+export function typeId(type: ResourceType): string {
+  let id = typeIds.get(type);
+  if (id === undefined) typeIds.set(type, id = `${type.group}/${type.version}/${type.plural}`);
+  return id;
+}
+
+/** Ids by type object: reconciles ask for the same few types millions of times. */
+const typeIds = new WeakMap<ResourceType, string>();
+
+/** A readable name of a type, as in `kubectl get <plural>.<group>`. */
+export function typeName(type: ResourceType): string {
+  return type.group ? `${type.plural}.${type.group}` : type.plural;
+}

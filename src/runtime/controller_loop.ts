@@ -4,7 +4,8 @@
  * that the next reconcile of the key receives as `ctx.lastOutcome`.
  */
 import type { ApplyOutcome, Plan } from "../reconcile/plan.ts";
-import { type Cache, type CacheChange, typeId, typeName } from "./cache.ts";
+import { type Cache, type CacheChange } from "./cache/mod.ts";
+import { typeId, typeName } from "../api/object.ts";
 import type { Clock } from "./clock.ts";
 import { type KubeObject, objectKey, type ResourceType, splitKey } from "../api/object.ts";
 import type { ControllerSpec, ModuleImages, Projection } from "./controller_spec.ts";

@@ -5,31 +5,12 @@
 import type { ApplyOutcome, Plan } from "../reconcile/plan.ts";
 import type { ModuleImages } from "../api/images.ts";
 import type { KubeObject, ResourceType } from "../api/object.ts";
-import type { Projection } from "./prepare.ts";
+import type { Projection } from "./cache/mod.ts";
 
-export type { Projection } from "./prepare.ts";
+export type { Projection } from "./cache/mod.ts";
 
-/** Read access to the watch caches. Objects are frozen snapshots; never mutate them. */
-export interface CacheReader {
-  /** All cached objects of a type, optionally in one namespace, in a stable order (namespace/name). */
-  list(type: ResourceType, namespace?: string): readonly KubeObject[];
-  /** One cached object. */
-  get(type: ResourceType, namespace: string | undefined, name: string): KubeObject | undefined;
-  /**
-   * True when the watch of `type` is established on a served type and has listed it, so that what
-   * `list` returns, even nothing, is what the API server has. False while the type's CRD is
-   * missing, its list fails or has not finished: then "no objects" means "not known". A controller
-   * that acts on the absence of objects (deleting a CRD deletes all of its objects) must check it.
-   * The runtime always implements it; a reader without it (a test's fake) counts as live.
-   */
-  isLive?(type: ResourceType): boolean;
-  /**
-   * The cached objects of `type` that the index `index` (see `IndexSpec`) files under `value`, in
-   * namespace/name order. The runtime implements it for every index a controller declares; a
-   * reader without it (a test's fake) is read through `list` instead (see `byIndexOf`).
-   */
-  byIndex?(type: ResourceType, index: string, value: string): readonly KubeObject[];
-}
+export type { CacheReader } from "./cache/mod.ts";
+import type { CacheReader } from "./cache/mod.ts";
 
 /**
  * A secondary index of a watched type (client-go's Indexer): `keys` names the values an object is

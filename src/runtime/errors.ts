@@ -1,5 +1,5 @@
 /** How the runtime tells errors apart: what is worth retrying, and how soon. */
-import { typeName } from "./cache.ts";
+import { typeName } from "../api/object.ts";
 import { ApiError } from "./cluster.ts";
 import { type ResourceType } from "../api/object.ts";
 

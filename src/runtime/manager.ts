@@ -5,7 +5,7 @@
  * caches warm. It touches the world only through the `Cluster` port, the `Clock` and the `Random`,
  * so the simulator can run it on virtual time and replay a seed byte for byte.
  */
-import { Cache, type CacheChange } from "./cache.ts";
+import { Cache, type CacheChange } from "./cache/mod.ts";
 import { EventRecorder } from "./events.ts";
 import type { Cluster } from "./cluster.ts";
 import type { KubeObject, ResourceType } from "../api/object.ts";

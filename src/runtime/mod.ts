@@ -5,15 +5,9 @@ export * from "./log.ts";
 export * from "./metrics.ts";
 export * from "./errors.ts";
 export { isSubset } from "./diff.ts";
-export {
-  Cache,
-  type CacheChange,
-  CacheStore,
-  typeId,
-  typeName,
-  type WatcherEvent,
-} from "./cache.ts";
-export { Watcher, type WatcherOptions, type WatcherState } from "./watcher.ts";
+export { Cache, type CacheChange, CacheStore, type WatcherEvent } from "./cache/mod.ts";
+export { typeId, typeName } from "../api/object.ts";
+export { Watcher, type WatcherOptions, type WatcherState } from "./cache/mod.ts";
 export { WorkQueue, type WorkResult } from "./queue.ts";
 export { type PlanRunResult, Runner } from "./runner.ts";
 export { LeaderElector, type LeaderElectorOptions, microTime } from "./leader.ts";

@@ -9,12 +9,12 @@ import { describeRef, type ObjectRef, type Plan, refOf } from "../reconcile/plan
 import { FIELD_MANAGER, MANAGED_BY, MANAGED_BY_LABEL } from "../reconcile/labels.ts";
 import { resourceFor } from "../api/resources.ts";
 import { isObserved } from "../reconcile/observed.ts";
-import { typeName } from "./cache.ts";
+import { typeName } from "../api/object.ts";
 import { ApiError } from "./cluster.ts";
 import { type KubeObject, type ResourceType } from "../api/object.ts";
 import { deepEqual } from "../api/json.ts";
 import { ownedFieldMissing } from "./diff.ts";
-import { specDigest } from "./prepare.ts";
+import { specDigest } from "./cache/mod.ts";
 import { NotLeaderError, TerminalError } from "./errors.ts";
 import { addFinalizerOps, removeFinalizerOps } from "./finalizers.ts";
 import type { RunnerOptions } from "./runner_options.ts";

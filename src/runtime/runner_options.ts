@@ -1,6 +1,6 @@
 /** What a Runner is given (its ports, its cache) and what running a Plan comes to. */
 import type { ApplyOutcome } from "../reconcile/plan.ts";
-import type { CacheChange } from "./cache.ts";
+import type { CacheChange } from "./cache/mod.ts";
 import type { Clock, Random } from "./clock.ts";
 import type { Cluster } from "./cluster.ts";
 import type { KubeObject, ResourceType } from "../api/object.ts";

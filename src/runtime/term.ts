@@ -5,7 +5,7 @@
  * finish. `Terms` begins one whenever the replica leads and its caches are ready, never while the
  * previous one is still draining.
  */
-import type { CacheChange } from "./cache.ts";
+import type { CacheChange } from "./cache/mod.ts";
 import type { Clock, Random } from "./clock.ts";
 import type { ResourceType } from "../api/object.ts";
 import type { ControllerLoop } from "./controller_loop.ts";

@@ -3,7 +3,8 @@
  * whether they have synced, and the kick that wakes a watch that is not live when its type's CRD
  * appears.
  */
-import { type Cache, type CacheChange, type CacheStore, typeName } from "./cache.ts";
+import { type Cache, type CacheChange, type CacheStore } from "./cache/mod.ts";
+import { typeName } from "../api/object.ts";
 import type { Clock, Random } from "./clock.ts";
 import type { Cluster } from "./cluster.ts";
 import type { KubeObject, ResourceType } from "../api/object.ts";
@@ -11,8 +12,8 @@ import type { ControllerSpec } from "./controller_spec.ts";
 import type { Logger } from "./log.ts";
 import type { Metrics } from "./metrics.ts";
 import { planWatches } from "./controller_loop.ts";
-import type { WatcherEvent } from "./store.ts";
-import { Watcher } from "./watcher.ts";
+import type { WatcherEvent } from "./cache/mod.ts";
+import { Watcher } from "./cache/mod.ts";
 
 /** What the watches need, and whom they tell. */
 export interface WatchSetOptions {

@@ -1,7 +1,7 @@
 /** A runtime Cache as the manager makes it for the RateLimit controller, for controller tests. */
 import { RESOURCES } from "../../src/api/resources.ts";
 import { rateLimitController } from "../../src/controllers/ratelimit.ts";
-import { Cache } from "../../src/runtime/cache.ts";
+import { Cache } from "../../src/runtime/cache/mod.ts";
 import type { KubeObject, ResourceType } from "../../src/api/object.ts";
 
 /** The types the controller watches. */

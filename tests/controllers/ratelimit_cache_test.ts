@@ -10,7 +10,7 @@ import { POD_PROJECTION } from "../../src/controllers/ratelimit_cache.ts";
 import { podLabelsOf } from "../../src/reconcile/ratelimit/conflict.ts";
 import type { KubeObject } from "../../src/api/object.ts";
 import { ownedFieldMissing } from "../../src/runtime/diff.ts";
-import { ownedFieldsOf, prepare } from "../../src/runtime/prepare.ts";
+import { ownedFieldsOf, prepare } from "../../src/runtime/cache/mod.ts";
 
 const name = fc.constantFrom("app", "istio-proxy", "istio-init", "istio-validation", "sidecar");
 const container = fc.record({

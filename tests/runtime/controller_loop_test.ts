@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { RESOURCES } from "../../src/api/resources.ts";
 import { emptyPlan } from "../../src/reconcile/plan.ts";
-import { Cache } from "../../src/runtime/cache.ts";
+import { Cache } from "../../src/runtime/cache/mod.ts";
 import type { ControllerSpec } from "../../src/runtime/controller_spec.ts";
 import { nullLogger } from "../../src/runtime/log.ts";
 import { Metrics } from "../../src/runtime/metrics.ts";

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { RESOURCES } from "../../src/api/resources.ts";
 import type { EventSpec } from "../../src/reconcile/plan.ts";
 import { emptyPlan } from "../../src/reconcile/plan.ts";
-import { Cache } from "../../src/runtime/cache.ts";
+import { Cache } from "../../src/runtime/cache/mod.ts";
 import type { Cluster } from "../../src/runtime/cluster.ts";
 import type { KubeObject } from "../../src/api/object.ts";
 import { EventRecorder } from "../../src/runtime/events.ts";

@@ -2,7 +2,7 @@
 import { RESOURCES } from "../../src/api/resources.ts";
 import { MANAGED_BY, MANAGED_BY_LABEL, SERVERLESS_FINALIZER } from "../../src/reconcile/labels.ts";
 import { emptyPlan, type Plan } from "../../src/reconcile/plan.ts";
-import { Cache } from "../../src/runtime/cache.ts";
+import { Cache } from "../../src/runtime/cache/mod.ts";
 import type { KubeObject, ResourceType } from "../../src/api/object.ts";
 import type { Projection } from "../../src/runtime/controller_spec.ts";
 import { Metrics } from "../../src/runtime/metrics.ts";

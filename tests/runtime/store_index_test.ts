@@ -1,6 +1,6 @@
 /** Secondary indexes of the watch caches: kept in step with every way the cache changes. */
 import assert from "node:assert/strict";
-import { Cache, CacheStore } from "../../src/runtime/cache.ts";
+import { Cache, CacheStore } from "../../src/runtime/cache/mod.ts";
 import type { KubeObject } from "../../src/api/object.ts";
 import { RESOURCES } from "../../src/api/resources.ts";
 

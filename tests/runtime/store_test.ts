@@ -1,6 +1,6 @@
 /** The store's read-your-writes: a write is seen at once, never replaced by older watch news. */
 import assert from "node:assert/strict";
-import { CacheStore } from "../../src/runtime/store.ts";
+import { CacheStore } from "../../src/runtime/cache/mod.ts";
 import type { KubeObject } from "../../src/api/object.ts";
 import { parseSelector } from "../../src/api/selector.ts";
 import { RESOURCES } from "../../src/api/resources.ts";

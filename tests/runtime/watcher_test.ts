@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
-import { type CacheChange, CacheStore } from "../../src/runtime/cache.ts";
+import { type CacheChange, CacheStore } from "../../src/runtime/cache/mod.ts";
 import { Metrics } from "../../src/runtime/metrics.ts";
-import { Watcher, type WatcherOptions } from "../../src/runtime/watcher.ts";
+import { Watcher, type WatcherOptions } from "../../src/runtime/cache/mod.ts";
 import { ApiError } from "../../src/runtime/cluster.ts";
 import { type KubeObject, type ResourceType } from "../../src/api/object.ts";
 import { TestCluster } from "./test_cluster.ts";

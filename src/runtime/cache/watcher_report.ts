@@ -2,11 +2,11 @@
  * What a Watcher tells the log and the metrics: a failure clearly once (its repeats at debug), a
  * recovery once, a type that is not served once, and every restart of its watch by reason.
  */
-import type { Backoff } from "./backoff.ts";
-import { typeName } from "./cache.ts";
-import { ApiError } from "./cluster.ts";
-import { describeFailure } from "./errors.ts";
-import type { Logger } from "./log.ts";
+import type { Backoff } from "../backoff.ts";
+import { typeName } from "../../api/object.ts";
+import { ApiError } from "../cluster.ts";
+import { describeFailure } from "../errors.ts";
+import type { Logger } from "../log.ts";
 import type { WatcherOptions } from "./watcher_state.ts";
 
 /** One Watcher's log and metrics. */

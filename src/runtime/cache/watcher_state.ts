@@ -1,11 +1,11 @@
 /** What a Watcher is given, and the states of its list-and-watch machine. */
-import type { BackoffOptions } from "./backoff.ts";
+import type { BackoffOptions } from "../backoff.ts";
 import type { WatcherEvent } from "./cache.ts";
-import type { Clock, Random } from "./clock.ts";
-import type { Cluster, WatchEvent } from "./cluster.ts";
-import type { ResourceType } from "../api/object.ts";
-import type { Logger } from "./log.ts";
-import type { Metrics } from "./metrics.ts";
+import type { Clock, Random } from "../clock.ts";
+import type { Cluster, WatchEvent } from "../cluster.ts";
+import type { ResourceType } from "../../api/object.ts";
+import type { Logger } from "../log.ts";
+import type { Metrics } from "../metrics.ts";
 
 /** Options of a Watcher. */
 export interface WatcherOptions {

@@ -8,7 +8,7 @@
  * about 16 MB. A value with one object holds just that object; only lists longer than
  * `CACHED_LIST` are kept sorted between lookups.
  */
-import { type KubeObject, objectKey } from "../api/object.ts";
+import { type KubeObject, objectKey } from "../../api/object.ts";
 
 /** Lists up to this long are sorted on each lookup rather than kept. */
 const CACHED_LIST = 16;

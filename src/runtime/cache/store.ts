@@ -7,7 +7,7 @@
  * projection keeps (prepare.ts); the operator's own applied `fieldsV1`, and the digest of a
  * projected spec, are kept beside them.
  */
-import { type KubeObject, objectKey, type ResourceType } from "../api/object.ts";
+import { type KubeObject, objectKey, type ResourceType } from "../../api/object.ts";
 import { Indexer } from "./indexer.ts";
 import {
   type Aside,
@@ -17,7 +17,7 @@ import {
   type Projection,
   sameButVersion,
 } from "./prepare.ts";
-import { type LabelMatcher, parseSelector } from "../api/selector.ts";
+import { type LabelMatcher, parseSelector } from "../../api/selector.ts";
 import { parseResourceVersion, WriteFence } from "./write_fence.ts";
 
 /** What a watcher tells its store (kube-rs `watcher::Event`). */

@@ -4,7 +4,7 @@
  * list has shown. While a write is ahead of the watch, the watch's older events for the object are
  * ignored; once the watch reaches it, the watch is trusted again.
  */
-import type { KubeObject } from "../api/object.ts";
+import type { KubeObject } from "../../api/object.ts";
 
 /**
  * A resourceVersion as a number, when it is one. Kubernetes documents them as opaque, but every

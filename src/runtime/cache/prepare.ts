@@ -4,9 +4,9 @@
  * controllers read, with a digest of the spec it dropped. Also the operator's own applied
  * `fieldsV1`, kept beside the entry, and resourceVersions as numbers.
  */
-import { FIELD_MANAGER } from "../reconcile/labels.ts";
-import type { KubeObject } from "../api/object.ts";
-import { deepEqual, deepFreeze } from "../api/json.ts";
+import { FIELD_MANAGER } from "../../reconcile/labels.ts";
+import type { KubeObject } from "../../api/object.ts";
+import { deepEqual, deepFreeze } from "../../api/json.ts";
 
 /**
  * What a controller reads of each object of a watch (see `WatchSpec.project`): the cache holds
