@@ -59,3 +59,10 @@ export function deepFreeze<T>(value: T): T {
   }
   return value;
 }
+
+/** `v` when it is an object whose values are all strings (labels, a selector); else undefined. */
+export function stringMap(v: unknown): Record<string, string> | undefined {
+  if (!isObject(v)) return undefined;
+  for (const k in v) if (typeof v[k] !== "string") return undefined;
+  return v as Record<string, string>;
+}

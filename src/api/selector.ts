@@ -16,8 +16,11 @@ const SUBDOMAIN = String.raw`[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*
 const NAME_RE = new RegExp(`^${NAME}$`);
 const SUBDOMAIN_RE = new RegExp(`^${SUBDOMAIN}$`);
 
-/** True for a valid label key: `[prefix/]name`, a prefix of at most 253, a name of at most 63. */
-export function isLabelKey(key: string): boolean {
+/**
+ * True for a qualified name, the grammar of label and annotation keys: `[prefix/]name`, a prefix
+ * of at most 253, a name of at most 63.
+ */
+export function isQualifiedName(key: string): boolean {
   const slash = key.indexOf("/");
   const name = slash < 0 ? key : key.slice(slash + 1);
   if (name.length > 63 || !NAME_RE.test(name)) return false;
@@ -67,7 +70,7 @@ function term(text: string): LabelMatcher | undefined {
   if (set) {
     const [, key, op, list] = set;
     const values = list.split(",").map((v) => v.trim());
-    if (!isLabelKey(key) || !values.every(isLabelValue)) return undefined;
+    if (!isQualifiedName(key) || !values.every(isLabelValue)) return undefined;
     const within = new Set(values);
     return op === "in"
       ? (l) => Object.hasOwn(l, key) && within.has(l[key])
@@ -76,7 +79,7 @@ function term(text: string): LabelMatcher | undefined {
   const eq = EQ.exec(text);
   if (eq) {
     const [, key, op, value] = eq;
-    if (!isLabelKey(key) || !isLabelValue(value)) return undefined;
+    if (!isQualifiedName(key) || !isLabelValue(value)) return undefined;
     return op === "!="
       ? (l) => !Object.hasOwn(l, key) || l[key] !== value
       : (l) => Object.hasOwn(l, key) && l[key] === value;
@@ -84,7 +87,7 @@ function term(text: string): LabelMatcher | undefined {
   const exists = EXISTS.exec(text);
   if (exists) {
     const [, not, key] = exists;
-    if (!isLabelKey(key)) return undefined;
+    if (!isQualifiedName(key)) return undefined;
     return not ? (l) => !Object.hasOwn(l, key) : (l) => Object.hasOwn(l, key);
   }
   return undefined;

@@ -24,8 +24,8 @@ import {
   rivalsOf,
   selectingPod,
   specSelector,
-  stringMap,
 } from "./ratelimit_index.ts";
+import { stringMap } from "../api/json.ts";
 import { ISTIO_ROOT_NAMESPACE } from "../api/mesh.ts";
 import { selects } from "../api/selector.ts";
 import { meshProxyOf } from "../api/pod.ts";

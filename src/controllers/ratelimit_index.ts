@@ -17,19 +17,13 @@
  */
 import { RESOURCES } from "../api/resources.ts";
 import { selects } from "../api/selector.ts";
+import { stringMap } from "../api/json.ts";
 import type { KubeObject } from "../api/object.ts";
 import { byIndexOf, type CacheReader, type IndexSpec } from "../runtime/controller_spec.ts";
 import { filterSelector, isRateLimitFilter } from "../reconcile/ratelimit/meta.ts";
 
 /** A label selector, or a Pod's labels. */
 export type Labels = Record<string, string>;
-
-/** `v` when it is a map of strings. */
-export function stringMap(v: unknown): Labels | undefined {
-  if (v === null || typeof v !== "object" || Array.isArray(v)) return undefined;
-  for (const k in v) if (typeof (v as Record<string, unknown>)[k] !== "string") return undefined;
-  return v as Labels;
-}
 
 /** A RateLimit's spec selector, when it is a map of strings. */
 export function specSelector(rl: KubeObject): Labels | undefined {

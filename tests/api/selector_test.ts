@@ -4,7 +4,7 @@
  * and match the same labels.
  */
 import assert from "node:assert/strict";
-import { isLabelKey, isLabelValue, parseSelector } from "../../src/api/selector.ts";
+import { isLabelValue, isQualifiedName, parseSelector } from "../../src/api/selector.ts";
 import { parseSelector as simParse } from "../../sim/cluster/selector.ts";
 
 /** [selector, valid] — keys and values by apimachinery's IsQualifiedName and IsValidLabelValue. */
@@ -57,8 +57,8 @@ Deno.test("both match the same labels", () => {
 });
 
 Deno.test("label keys and values: the grammar's edges", () => {
-  assert.ok(isLabelKey(`${"a".repeat(253)}/${"b".repeat(63)}`));
-  assert.ok(!isLabelKey("/name"));
+  assert.ok(isQualifiedName(`${"a".repeat(253)}/${"b".repeat(63)}`));
+  assert.ok(!isQualifiedName("/name"));
   assert.ok(isLabelValue("") && isLabelValue("a.b_c-d"));
   assert.ok(!isLabelValue("a b"));
 });

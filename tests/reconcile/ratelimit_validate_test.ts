@@ -5,7 +5,7 @@ import { parseFillInterval } from "../../src/api/duration.ts";
 import { reconcileRateLimit } from "../../src/reconcile/ratelimit/mod.ts";
 import { MAX_BUCKET_RULES } from "../../src/api/ratelimit.ts";
 import { covers } from "../../src/reconcile/ratelimit/validate.ts";
-import { isLabelKey, isLabelValue } from "../../src/api/selector.ts";
+import { isLabelValue, isQualifiedName } from "../../src/api/selector.ts";
 import { bucket, input, rateLimit } from "./ratelimit_fixtures.ts";
 
 function messageOf(rl: unknown): { state: string; reason: string; message: string } {
@@ -114,8 +114,10 @@ Deno.test("selectorLabels must be non-empty and valid labels", () => {
     rateLimit({ selectorLabels: { app: "not ok" } }),
     'spec.selectorLabels["app"] value "not ok"',
   );
-  assert.ok(isLabelKey("app.kubernetes.io/name") && isLabelKey("app"));
-  assert.ok(!isLabelKey("UPPER.example/name") && !isLabelKey("a/b/c") && !isLabelKey("-a"));
+  assert.ok(isQualifiedName("app.kubernetes.io/name") && isQualifiedName("app"));
+  assert.ok(
+    !isQualifiedName("UPPER.example/name") && !isQualifiedName("a/b/c") && !isQualifiedName("-a"),
+  );
   assert.ok(isLabelValue("") && isLabelValue("v1.2_3") && !isLabelValue("x".repeat(64)));
 });
 

@@ -11,6 +11,7 @@ import {
   type ScalerSpec,
 } from "../../api/scaler.ts";
 import { canonicalQuantity, compareQuantities, parseQuantity } from "./quantity.ts";
+import { isQualifiedName } from "../../api/selector.ts";
 
 /** KEDA's own resources for each component when the spec sets none (KEDA's release manifest). */
 export const DEFAULT_RESOURCES = {
@@ -33,19 +34,6 @@ export function reservedAnnotation(key: string): string | undefined {
   }
   if (key === "sidecar.istio.io/inject") return "sidecar injection is set by spec.istio";
   return undefined;
-}
-
-const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-const QUALIFIED_NAME = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
-
-/** True for a valid Kubernetes annotation key: an optional DNS subdomain prefix and `/`, then a name. */
-export function isAnnotationKey(key: string): boolean {
-  const parts = key.split("/");
-  if (parts.length > 2) return false;
-  const name = parts[parts.length - 1];
-  const prefix = parts.length === 2 ? parts[0] : undefined;
-  if (prefix !== undefined && (prefix.length > 253 || !DNS_SUBDOMAIN.test(prefix))) return false;
-  return name.length <= 63 && QUALIFIED_NAME.test(name);
 }
 
 /** A resource list with canonical quantities: what a container's `resources.limits` or `.requests` holds. */
@@ -177,7 +165,7 @@ function annotations(
       [b],
     ) => (a < b ? -1 : 1))
   ) {
-    if (!isAnnotationKey(key)) {
+    if (!isQualifiedName(key)) {
       errors.push({
         path: formatPath(["spec", "podAnnotations", c, key]),
         message:

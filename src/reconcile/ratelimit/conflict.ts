@@ -6,6 +6,7 @@
  * both. The older RateLimit (creationTimestamp, then name) wins; the newer is not applied.
  * Across namespaces, see `olderConflicts`.
  */
+import { at, stringMap } from "../../api/json.ts";
 import { meshProxyOf } from "../../api/pod.ts";
 import { selects } from "../../api/selector.ts";
 
@@ -16,38 +17,25 @@ export interface SelectorOwner {
   selector: Record<string, string>;
 }
 
-function isStringMap(v: unknown): v is Record<string, string> {
-  return v !== null && typeof v === "object" && !Array.isArray(v) &&
-    Object.values(v).every((x) => typeof x === "string");
-}
-
-function field(obj: unknown, ...keys: string[]): unknown {
-  let cur = obj;
-  for (const k of keys) {
-    cur = cur !== null && typeof cur === "object" ? (cur as Record<string, unknown>)[k] : undefined;
-  }
-  return cur;
-}
-
 /**
  * Reads a peer RateLimit leniently: a peer whose selector cannot be read, or is empty, selects
  * nothing; a peer being deleted no longer counts.
  */
 export function selectorOwnerOf(obj: unknown): SelectorOwner | undefined {
-  const name = field(obj, "metadata", "name");
-  const selector = field(obj, "spec", "selectorLabels");
-  if (typeof name !== "string" || field(obj, "metadata", "deletionTimestamp") !== undefined) {
+  const name = at(obj, "metadata", "name");
+  const selector = stringMap(at(obj, "spec", "selectorLabels"));
+  if (typeof name !== "string" || at(obj, "metadata", "deletionTimestamp") !== undefined) {
     return undefined;
   }
-  if (!isStringMap(selector) || Object.keys(selector).length === 0) return undefined;
-  const created = field(obj, "metadata", "creationTimestamp");
+  if (!selector || Object.keys(selector).length === 0) return undefined;
+  const created = at(obj, "metadata", "creationTimestamp");
   return { name, creationTimestamp: typeof created === "string" ? created : "", selector };
 }
 
 /** The labels of a Pod object; undefined when it has none readable. */
 export function podLabelsOf(obj: unknown): Record<string, string> | undefined {
-  const labels = field(obj, "metadata", "labels");
-  return isStringMap(labels) ? labels : undefined;
+  const labels = at(obj, "metadata", "labels");
+  return stringMap(labels);
 }
 
 /** The Pods (any objects) whose labels `selector` selects; the rest are dropped unread. */
@@ -116,7 +104,7 @@ export function olderConflicts(
   for (const pod of pods) {
     const labels = podLabelsOf(pod);
     if (labels === undefined || !selects(self.selector, labels)) continue;
-    const ns = field(pod, "metadata", "namespace");
+    const ns = at(pod, "metadata", "namespace");
     mine.push({
       labels,
       namespace: typeof ns === "string" ? ns : undefined,
@@ -126,11 +114,11 @@ export function olderConflicts(
   const older: (SelectorOwner & { key: string })[] = [];
   for (const peer of peers) {
     // The name and the age decide first: they are cheap to read, and most peers fail them.
-    const name = field(peer, "metadata", "name");
-    const rawNs = field(peer, "metadata", "namespace");
+    const name = at(peer, "metadata", "name");
+    const rawNs = at(peer, "metadata", "namespace");
     const ns = typeof rawNs === "string" ? rawNs : self.namespace;
     if (typeof name !== "string" || (name === self.name && ns === self.namespace)) continue;
-    const created = field(peer, "metadata", "creationTimestamp");
+    const created = at(peer, "metadata", "creationTimestamp");
     const cheap = {
       name: `${ns}/${name}`,
       creationTimestamp: typeof created === "string" ? created : "",

@@ -4,6 +4,7 @@
  * Pods it selects).
  */
 import type { Condition } from "../../api/common.ts";
+import { at, stringMap } from "../../api/json.ts";
 import { apiVersionOf, RESOURCES } from "../../api/resources.ts";
 import type { KubeObject } from "../../api/object.ts";
 import { MANAGED_BY, MANAGED_BY_LABEL, MODULE_LABEL } from "../labels.ts";
@@ -20,34 +21,26 @@ export interface Meta {
   conditions: Condition[];
 }
 
-function field(obj: unknown, ...keys: string[]): unknown {
-  let cur = obj;
-  for (const k of keys) {
-    cur = cur !== null && typeof cur === "object" ? (cur as Record<string, unknown>)[k] : undefined;
-  }
-  return cur;
-}
-
 function isCondition(c: unknown): c is Condition {
   return ["type", "status", "reason", "message", "lastTransitionTime"].every((k) =>
-    typeof field(c, k) === "string"
+    typeof at(c, k) === "string"
   );
 }
 
 /** Reads a RateLimit's metadata and its previous conditions of `types`. */
 export function readMeta(obj: unknown, types: readonly string[]): Meta {
   const str = (v: unknown) => (typeof v === "string" ? v : undefined);
-  const gen = field(obj, "metadata", "generation");
-  const conds = field(obj, "status", "conditions");
+  const gen = at(obj, "metadata", "generation");
+  const conds = at(obj, "status", "conditions");
   const seen = new Set<string>();
   const conditions = (Array.isArray(conds) ? conds : []).filter(isCondition)
     .filter((c) => types.includes(c.type) && !seen.has(c.type) && seen.add(c.type));
   return {
-    name: str(field(obj, "metadata", "name")) ?? "",
-    namespace: str(field(obj, "metadata", "namespace")) ?? "default",
-    uid: str(field(obj, "metadata", "uid")),
+    name: str(at(obj, "metadata", "name")) ?? "",
+    namespace: str(at(obj, "metadata", "namespace")) ?? "default",
+    uid: str(at(obj, "metadata", "uid")),
     generation: Number.isSafeInteger(gen) && (gen as number) >= 0 ? gen as number : undefined,
-    deleting: field(obj, "metadata", "deletionTimestamp") !== undefined,
+    deleting: at(obj, "metadata", "deletionTimestamp") !== undefined,
     conditions,
   };
 }
@@ -71,11 +64,8 @@ export function isRateLimitFilter(ef: KubeObject): boolean {
 
 /** The workload selector of an EnvoyFilter, when it is a non-empty map of strings. */
 export function filterSelector(ef: KubeObject): Record<string, string> | undefined {
-  const labels = field(ef, "spec", "workloadSelector", "labels");
-  if (labels === null || typeof labels !== "object" || Array.isArray(labels)) return undefined;
-  const entries = Object.entries(labels as Record<string, unknown>);
-  if (entries.length === 0 || entries.some(([, v]) => typeof v !== "string")) return undefined;
-  return labels as Record<string, string>;
+  const labels = stringMap(at(ef, "spec", "workloadSelector", "labels"));
+  return labels && Object.keys(labels).length > 0 ? labels : undefined;
 }
 
 /** The reference of a RateLimit's EnvoyFilter (same namespace and name). */

@@ -7,7 +7,7 @@ import { parseFillInterval } from "../../api/duration.ts";
 import { show } from "../../api/issues.ts";
 import type { BucketRule, RateLimitSpec } from "../../api/ratelimit.ts";
 import { MIN_FILL_INTERVAL_MS } from "../../api/envoy.ts";
-import { isLabelKey, isLabelValue } from "../../api/selector.ts";
+import { isLabelValue, isQualifiedName } from "../../api/selector.ts";
 
 const TOKEN = /^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/;
 // deno-lint-ignore no-control-regex
@@ -118,7 +118,9 @@ function selectorProblems(labels: Record<string, string>): string[] {
     out.push("spec.selectorLabels must select at least one label");
   }
   for (const [k, v] of Object.entries(labels)) {
-    if (!isLabelKey(k)) out.push(`spec.selectorLabels key ${show(k)} is not a valid label key`);
+    if (!isQualifiedName(k)) {
+      out.push(`spec.selectorLabels key ${show(k)} is not a valid label key`);
+    }
     if (!isLabelValue(v)) {
       out.push(`spec.selectorLabels[${show(k)}] value ${show(v)} is not a valid label value`);
     }
