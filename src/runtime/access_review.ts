@@ -8,7 +8,7 @@
  * Answers are cached for as long as there: a token's review 1 minute, an allow 5 minutes, a deny 30
  * seconds.
  */
-import { RESOURCES } from "../api/resources.ts";
+import { apiVersionOf, RESOURCES } from "../api/resources.ts";
 import type { Clock } from "./clock.ts";
 import type { Cluster } from "./cluster.ts";
 
@@ -118,8 +118,8 @@ export class AccessReview {
     const cached = this.#tokens.get(key, this.#clock.now());
     if (cached !== undefined) return cached;
     const review = await this.#cluster.create(RESOURCES.TokenReview, {
-      apiVersion: "authentication.k8s.io/v1",
-      kind: "TokenReview",
+      apiVersion: apiVersionOf(RESOURCES.TokenReview),
+      kind: RESOURCES.TokenReview.kind,
       metadata: { name: "" },
       spec: { token },
     });
@@ -131,8 +131,8 @@ export class AccessReview {
 
   async #authorize(user: UserInfo, verb: string, path: string): Promise<AccessDecision> {
     const review = await this.#cluster.create(RESOURCES.SubjectAccessReview, {
-      apiVersion: "authorization.k8s.io/v1",
-      kind: "SubjectAccessReview",
+      apiVersion: apiVersionOf(RESOURCES.SubjectAccessReview),
+      kind: RESOURCES.SubjectAccessReview.kind,
       metadata: { name: "" },
       spec: {
         user: user.username,

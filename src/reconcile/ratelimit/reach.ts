@@ -34,8 +34,8 @@ export function reachOf(namespace: string, rootNamespace: string): Reach {
 }
 
 /** The Pods (any objects) of namespaces the reach covers; the rest are dropped unread. */
-export function podsInReach(reach: Reach, pods: readonly unknown[]): unknown[] {
-  if (reach.meshWide) return [...pods];
+export function podsInReach(reach: Reach, pods: readonly unknown[]): readonly unknown[] {
+  if (reach.meshWide) return pods;
   return pods.filter((p) => reaches(reach.namespace, podNamespace(p), reach.rootNamespace));
 }
 
