@@ -5,7 +5,7 @@
  */
 import { RESOURCES } from "../src/api/resources.ts";
 import { ApiError } from "../src/runtime/cluster.ts";
-import { type KubeObject } from "../src/api/object.ts";
+import type { KubeObject } from "../src/api/object.ts";
 import type { EnvoyBehaviour } from "../src/dataplane/mod.ts";
 import type { Logger } from "../src/runtime/log.ts";
 import type { FaultConfig } from "./faults.ts";

@@ -10,13 +10,12 @@ import {
   type ApplyOptions,
   type Cluster,
   type DeleteOptions,
-  type JsonPatchOp,
   type ListOptions,
   type ListPage,
   type WatchEvent,
   type WatchOptions,
 } from "../../src/runtime/cluster.ts";
-import { type KubeObject, type ResourceType } from "../../src/api/object.ts";
+import type { JsonPatchOp, KubeObject, ResourceType } from "../../src/api/object.ts";
 import type { ClockView } from "../clock.ts";
 import type { Prng } from "../prng.ts";
 import type { Verb } from "./history.ts";

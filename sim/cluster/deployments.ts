@@ -9,7 +9,7 @@
 import { RESOURCES } from "../../src/api/resources.ts";
 import { kubeTime } from "../../src/runtime/clock.ts";
 import { ApiError } from "../../src/runtime/cluster.ts";
-import { type KubeObject } from "../../src/api/object.ts";
+import type { KubeObject } from "../../src/api/object.ts";
 import type { SimClock } from "../clock.ts";
 import { hash32 } from "../prng.ts";
 import { cloneJson, deepEqual, type JsonObject, stableStringify } from "./json.ts";

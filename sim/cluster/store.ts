@@ -14,8 +14,8 @@ import {
   markDeleting,
   normalize,
 } from "./admission.ts";
-import type { DeleteOptions, JsonPatchOp } from "../../src/runtime/cluster.ts";
-import type { KubeObject, ResourceType } from "../../src/api/object.ts";
+import type { DeleteOptions } from "../../src/runtime/cluster.ts";
+import type { JsonPatchOp, KubeObject, ResourceType } from "../../src/api/object.ts";
 import { alreadyExists, badRequest, conflict, notFound } from "./errors.ts";
 import type { Scope } from "./fields.ts";
 import type { Verb } from "./history.ts";

@@ -7,7 +7,7 @@
  */
 import { cloneJson } from "./json.ts";
 import { ApiError, type WatchEvent, type WatchOptions } from "../../src/runtime/cluster.ts";
-import { type KubeObject, type ResourceType } from "../../src/api/object.ts";
+import type { KubeObject, ResourceType } from "../../src/api/object.ts";
 import type { Clock } from "../../src/runtime/clock.ts";
 import { gone, statusObject } from "./errors.ts";
 import type { Change } from "./history.ts";

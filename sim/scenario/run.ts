@@ -5,7 +5,7 @@
  */
 import type { EnvoyBehaviour, MeshRequest } from "../../src/dataplane/mod.ts";
 import { ApiError } from "../../src/runtime/cluster.ts";
-import { type KubeObject, type ResourceType } from "../../src/api/object.ts";
+import type { KubeObject, ResourceType } from "../../src/api/object.ts";
 import type { Logger } from "../../src/runtime/log.ts";
 import { expectQuiet, reportRun, RunFailure, type RunResult } from "../run_result.ts";
 import { type FaultChoice, faultsFor, hasFaults } from "../fault_choice.ts";

@@ -80,3 +80,23 @@ const typeIds = new WeakMap<ResourceType, string>();
 export function typeName(type: ResourceType): string {
   return type.group ? `${type.plural}.${type.group}` : type.plural;
 }
+
+/** A JSON Patch operation (RFC 6902); `test` gives optimistic concurrency. */
+export type JsonPatchOp =
+  | { op: "add" | "replace" | "test"; path: string; value: unknown }
+  | { op: "remove"; path: string };
+
+/**
+ * What a reader keeps of each object: a watch's cache (the runtime's `WatchSpec.project`) holds
+ * `keep(obj)` instead of the object. With `digestSpec`, a digest of the whole `spec` is kept beside
+ * it, which is what the runner compares a desired spec with before it writes.
+ */
+export interface Projection {
+  /** Names the projection in errors (two controllers may not project one watch differently). */
+  name: string;
+  /** A new object with the fields to keep; must not throw, and must keep `metadata` whole enough
+   * for the cache: name, namespace, resourceVersion, labels, deletionTimestamp, finalizers. */
+  keep(obj: KubeObject): KubeObject;
+  /** Keep a digest of `spec` (see src/reconcile/hash.ts `specDigest`) beside the projected object. */
+  digestSpec?: boolean;
+}

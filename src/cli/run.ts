@@ -10,14 +10,21 @@ import { YamlNotLoaded } from "../kube/kubeconfig.ts";
 import { LiveCluster } from "../kube/live_cluster.ts";
 import { type CheckedType, preflight, type Problem } from "../kube/preflight.ts";
 import { trustingOnlyItsCa } from "../kube/trust.ts";
-import { Backoff, type BackoffOptions } from "../runtime/backoff.ts";
-import { type Clock, type Random, systemClock, systemRandom } from "../runtime/clock.ts";
+import {
+  Backoff,
+  type BackoffOptions,
+  type Clock,
+  type Random,
+  systemClock,
+  systemRandom,
+} from "../runtime/clock.ts";
 import type { Cluster } from "../runtime/cluster.ts";
 import type { ControllerSpec } from "../runtime/controller_spec.ts";
 import { createLogger, type Logger } from "../runtime/log.ts";
 import { healthz, readyz } from "../runtime/health.ts";
 import { Manager } from "../runtime/manager.ts";
-import { instrumentCluster, Metrics } from "../runtime/metrics.ts";
+import { Metrics } from "../runtime/metrics.ts";
+import { instrumentCluster } from "../runtime/instrumented_cluster.ts";
 import { parseRunFlags, runHelp, type RunOptions } from "./run_flags.ts";
 import { type Endpoint, serveRoutes, text } from "./run_http.ts";
 import { metricsReviewed, serveMetrics } from "./metrics_endpoint.ts";

@@ -6,8 +6,7 @@
  */
 import { MESH_PROXY_CONTAINER, type MeshProxy, meshProxyOf } from "../api/pod.ts";
 import { filterContexts } from "../reconcile/ratelimit/reach.ts";
-import type { KubeObject, ObjectMeta } from "../api/object.ts";
-import type { Projection } from "../runtime/controller_spec.ts";
+import type { KubeObject, ObjectMeta, Projection } from "../api/object.ts";
 
 import { isObject, type JsonObject as Json } from "../api/json.ts";
 

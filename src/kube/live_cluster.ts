@@ -5,13 +5,12 @@ import {
   type Cluster,
   type DeleteOptions,
   isApiError,
-  type JsonPatchOp,
   type ListOptions,
   type ListPage,
   type WatchEvent,
   type WatchOptions,
 } from "../runtime/cluster.ts";
-import { type KubeObject, type ResourceType } from "../api/object.ts";
+import type { JsonPatchOp, KubeObject, ResourceType } from "../api/object.ts";
 import { type Connection, type ConnectionOptions, loadConnection } from "./config.ts";
 import { collectionPath, objectPath, withQuery } from "./paths.ts";
 import { HttpTransport, type TransportOptions } from "./transport.ts";

@@ -4,7 +4,7 @@
  * Cluster; RBAC is asked with SelfSubjectAccessReviews, which every authenticated user may create.
  */
 import { ApiError, type Cluster, isApiError } from "../runtime/cluster.ts";
-import { type ResourceType } from "../api/object.ts";
+import type { ResourceType } from "../api/object.ts";
 import { GATEWAY_GROUP, OPERATOR_GROUP } from "../api/groups.ts";
 import { accessOf, installedNames, NAMED_VERBS, type Verb } from "./rbac.ts";
 

@@ -21,3 +21,49 @@ export function stableJson(value: unknown): string {
     return Object.fromEntries(Object.keys(obj).sort().map((k) => [k, obj[k]]));
   });
 }
+
+/**
+ * `value` in a canonical form: object keys sorted, and null, undefined, empty objects and empty
+ * lists dropped from objects (the API server omits them, and the runner's `isObserved` counts them
+ * as absent); list items keep their places.
+ */
+function canonical(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(canonical);
+  if (value === null || typeof value !== "object") return value;
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(value).sort()) {
+    const v = canonical((value as Record<string, unknown>)[key]);
+    if (v === null || v === undefined) continue;
+    if (typeof v === "object" && Object.keys(v).length === 0) continue;
+    out[key] = v;
+  }
+  return out;
+}
+
+const digests = new WeakMap<object, string>();
+
+/**
+ * A digest of a spec: equal for specs equal up to key order and omitted empty fields. 53 bits of
+ * two 32-bit multiplicative hashes of the canonical JSON (a chance of about 1 in 10^16 that two
+ * different specs collide). A frozen spec's digest is remembered for its life.
+ */
+export function specDigest(spec: unknown): string {
+  const memo = spec !== null && typeof spec === "object" && Object.isFrozen(spec);
+  if (memo) {
+    const hit = digests.get(spec);
+    if (hit !== undefined) return hit;
+  }
+  const text = JSON.stringify(canonical(spec)) ?? "undefined";
+  let h1 = 0xdeadbeef;
+  let h2 = 0x41c6ce57;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    h1 = Math.imul(h1 ^ c, 2654435761);
+    h2 = Math.imul(h2 ^ c, 1597334677);
+  }
+  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909);
+  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
+  const digest = (4294967296 * (2097151 & h2) + (h1 >>> 0)).toString(16).padStart(14, "0");
+  if (memo) digests.set(spec, digest);
+  return digest;
+}

@@ -1,4 +1,7 @@
-/** Time and chance: the runtime gets both from here so the simulator can replace them. */
+/**
+ * Time and chance, and the backoff built from them: the runtime gets all three from here so the
+ * simulator can replace them (a backoff's jitter comes from the injected Random, so replays are exact).
+ */
 
 /** A source of time. The live one is the system clock; the simulator's is virtual. */
 export interface Clock {
@@ -41,3 +44,41 @@ export const systemClock: Clock = {
 export const systemRandom: Random = { next: () => Math.random() };
 
 export { kubeTime } from "../api/time.ts";
+
+/* Jittered exponential backoff. */
+
+/** Bounds of a backoff. */
+export interface BackoffOptions {
+  initialMs: number;
+  maxMs: number;
+  /** Growth per attempt; default 2. */
+  factor?: number;
+}
+
+/**
+ * The delay before retry number `attempt` (0-based): `initialMs × factor^attempt`, capped at
+ * `maxMs`, then "equal jitter" (uniform in [d/2, d]) so that many retries do not move in step.
+ */
+export function backoffDelay(attempt: number, opts: BackoffOptions, random: Random): number {
+  const raw = opts.initialMs * Math.pow(opts.factor ?? 2, Math.min(attempt, 64));
+  const capped = Math.min(raw, opts.maxMs);
+  return Math.round(capped / 2 + random.next() * (capped / 2));
+}
+
+/** A backoff that counts its own attempts. */
+export class Backoff {
+  #attempt = 0;
+  constructor(readonly opts: BackoffOptions, readonly random: Random) {}
+  /** The next delay; each call grows the following one. */
+  next(): number {
+    return backoffDelay(this.#attempt++, this.opts, this.random);
+  }
+  /** Back to the initial delay (after a success). */
+  reset(): void {
+    this.#attempt = 0;
+  }
+  /** Failures since the last reset. */
+  get attempts(): number {
+    return this.#attempt;
+  }
+}

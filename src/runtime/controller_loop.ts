@@ -4,12 +4,15 @@
  * that the next reconcile of the key receives as `ctx.lastOutcome`.
  */
 import type { ApplyOutcome, Plan } from "../reconcile/plan.ts";
-import { type Cache, type CacheChange } from "./cache/mod.ts";
-import { typeId, typeName } from "../api/object.ts";
+import { type KubeObject, objectKey, type ResourceType, splitKey, typeId } from "../api/object.ts";
 import type { Clock } from "./clock.ts";
-import { type KubeObject, objectKey, type ResourceType, splitKey } from "../api/object.ts";
-import type { ControllerSpec, ModuleImages, Projection } from "./controller_spec.ts";
-import { classifyError, errorMessage } from "./errors.ts";
+import type {
+  CacheChange,
+  ControllerCache,
+  ControllerSpec,
+  ModuleImages,
+} from "./controller_spec.ts";
+import { classifyError, errorMessage } from "./cluster.ts";
 import type { Logger } from "./log.ts";
 import type { Metrics } from "./metrics.ts";
 import type { WorkResult } from "./queue.ts";
@@ -21,7 +24,7 @@ const NOT_SYNCED_RETRY_MS = 1_000;
 /** What a ControllerLoop needs. */
 export interface ControllerLoopOptions {
   spec: ControllerSpec;
-  cache: Cache;
+  cache: ControllerCache;
   runner: Runner;
   clock: Clock;
   log: Logger;
@@ -29,67 +32,6 @@ export interface ControllerLoopOptions {
   images: ModuleImages;
   /** The operator's namespace (ReconcileContext.namespace). */
   namespace: string;
-}
-
-/** One watch the manager runs. */
-export interface PlannedWatch {
-  type: ResourceType;
-  selector?: string;
-  /** Watched in the operator's namespace only. */
-  ownNamespace?: boolean;
-  /** False when every controller that reads it marked it optional (its CRD may be missing). */
-  required: boolean;
-  /** What its cache keeps of each object (see `WatchSpec.project`). */
-  project?: Projection;
-  /**
-   * Primaries whose objects keep this watch open: it is read only by controllers with
-   * `watchesNeedPrimary`, as a secondary. Undefined: open from start to stop.
-   */
-  wakers?: ResourceType[];
-}
-
-/**
- * The watches of all controllers: one per (type, label selector), required if any requires it,
- * opened on demand (`wakers`) when only controllers with `watchesNeedPrimary` read it, as a
- * secondary.
- */
-export function planWatches(controllers: readonly ControllerSpec[]): PlannedWatch[] {
-  const wanted = new Map<string, PlannedWatch>();
-  /** Per watch: the primaries that wake it, or null once some reader needs it always. */
-  const wakers = new Map<string, ResourceType[] | null>();
-  for (const c of controllers) {
-    for (
-      const w of [{ type: c.primary, labelSelector: undefined, optional: false }, ...c.watches]
-    ) {
-      const id = `${typeId(w.type)}|${w.labelSelector ?? ""}`;
-      const lazy = c.watchesNeedPrimary === true && w.type !== c.primary;
-      const waking = wakers.get(id);
-      if (!lazy) wakers.set(id, null);
-      else if (waking !== null) wakers.set(id, [...(waking ?? []), c.primary]);
-      const before = wanted.get(id);
-      const required = (before?.required ?? false) || !w.optional;
-      const ownNamespace = "ownNamespace" in w && w.ownNamespace === true;
-      const project = "project" in w ? w.project : undefined;
-      if (before && before.project !== project) {
-        throw new Error(
-          `${typeName(w.type)}: controllers project one watch two ways (${
-            before.project?.name ?? "none"
-          }, ${project?.name ?? "none"}); give them the same projection`,
-        );
-      }
-      wanted.set(id, {
-        type: w.type,
-        selector: w.labelSelector,
-        required,
-        ...(ownNamespace ? { ownNamespace } : {}),
-        ...(project ? { project } : {}),
-      });
-    }
-  }
-  return [...wanted].map(([id, w]) => {
-    const by = wakers.get(id);
-    return by ? { ...w, wakers: by } : w;
-  });
 }
 
 /** One controller's keys and reconciles. */

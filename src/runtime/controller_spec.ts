@@ -4,13 +4,65 @@
  */
 import type { ApplyOutcome, Plan } from "../reconcile/plan.ts";
 import type { ModuleImages } from "../api/images.ts";
-import type { KubeObject, ResourceType } from "../api/object.ts";
-import type { Projection } from "./cache/mod.ts";
+import {
+  type KubeObject,
+  type Projection,
+  type ResourceType,
+  typeId,
+  typeName,
+} from "../api/object.ts";
 
-export type { Projection } from "./cache/mod.ts";
+/** Read access to the watch caches. Objects are frozen snapshots; never mutate them. */
+export interface CacheReader {
+  /** All cached objects of a type, optionally in one namespace, in a stable order (namespace/name). */
+  list(type: ResourceType, namespace?: string): readonly KubeObject[];
+  /** One cached object. */
+  get(type: ResourceType, namespace: string | undefined, name: string): KubeObject | undefined;
+  /**
+   * True when the watch of `type` is established on a served type and has listed it, so that what
+   * `list` returns, even nothing, is what the API server has. False while the type's CRD is
+   * missing, its list fails or has not finished: then "no objects" means "not known". A controller
+   * that acts on the absence of objects (deleting a CRD deletes all of its objects) must check it.
+   * The runtime always implements it; a reader without it (a test's fake) counts as live.
+   */
+  isLive?(type: ResourceType): boolean;
+  /**
+   * The cached objects of `type` that the index `index` (see `IndexSpec`) files under `value`, in
+   * namespace/name order. The runtime implements it for every index a controller declares; a
+   * reader without it (a test's fake) is read through `list` instead (see `byIndexOf`).
+   */
+  byIndex?(type: ResourceType, index: string, value: string): readonly KubeObject[];
+}
 
-export type { CacheReader } from "./cache/mod.ts";
-import type { CacheReader } from "./cache/mod.ts";
+/** The cache as a controller's loop reads it: whether a watch has listed, besides the objects. */
+export interface ControllerCache extends CacheReader {
+  /** True when the watch of (type, selector) exists and has completed its first list. */
+  isSynced(type: ResourceType, labelSelector?: string): boolean;
+}
+
+/** A cache the runner can ask whether a type is watched, and which fields the operator owns. */
+export interface RunnerCache extends CacheReader {
+  has(type: ResourceType): boolean;
+  /**
+   * True when what `get` answers for `type` is what a completed list gave (see `Cache.caches`);
+   * a reader without it counts every type it `has` as listed.
+   */
+  caches?(type: ResourceType): boolean;
+  /** The operator's own applied `fieldsV1` of an object, if known. */
+  ownedFields?(type: ResourceType, namespace: string | undefined, name: string): unknown;
+  /**
+   * The digest of an object's spec when its cache keeps a digest instead of the spec (see
+   * `Projection`); the runner then compares the desired spec's digest with it.
+   */
+  specDigest?(type: ResourceType, namespace: string | undefined, name: string): string | undefined;
+  /** Read-your-writes: caches an object a write got back, if newer than the cached one. */
+  written?(type: ResourceType, obj: KubeObject): CacheChange[];
+}
+
+/** A change a store made: what the manager turns into queue keys. */
+export type CacheChange =
+  | { type: "apply"; object: KubeObject; old?: KubeObject }
+  | { type: "delete"; object: KubeObject };
 
 /**
  * A secondary index of a watched type (client-go's Indexer): `keys` names the values an object is
@@ -110,4 +162,65 @@ export interface ControllerSpec {
  */
 export async function preloadControllers(controllers: readonly ControllerSpec[]): Promise<void> {
   await Promise.all(controllers.map((c) => c.preload?.()));
+}
+
+/** One watch the manager runs. */
+export interface PlannedWatch {
+  type: ResourceType;
+  selector?: string;
+  /** Watched in the operator's namespace only. */
+  ownNamespace?: boolean;
+  /** False when every controller that reads it marked it optional (its CRD may be missing). */
+  required: boolean;
+  /** What its cache keeps of each object (see `WatchSpec.project`). */
+  project?: Projection;
+  /**
+   * Primaries whose objects keep this watch open: it is read only by controllers with
+   * `watchesNeedPrimary`, as a secondary. Undefined: open from start to stop.
+   */
+  wakers?: ResourceType[];
+}
+
+/**
+ * The watches of all controllers: one per (type, label selector), required if any requires it,
+ * opened on demand (`wakers`) when only controllers with `watchesNeedPrimary` read it, as a
+ * secondary.
+ */
+export function planWatches(controllers: readonly ControllerSpec[]): PlannedWatch[] {
+  const wanted = new Map<string, PlannedWatch>();
+  /** Per watch: the primaries that wake it, or null once some reader needs it always. */
+  const wakers = new Map<string, ResourceType[] | null>();
+  for (const c of controllers) {
+    for (
+      const w of [{ type: c.primary, labelSelector: undefined, optional: false }, ...c.watches]
+    ) {
+      const id = `${typeId(w.type)}|${w.labelSelector ?? ""}`;
+      const lazy = c.watchesNeedPrimary === true && w.type !== c.primary;
+      const waking = wakers.get(id);
+      if (!lazy) wakers.set(id, null);
+      else if (waking !== null) wakers.set(id, [...(waking ?? []), c.primary]);
+      const before = wanted.get(id);
+      const required = (before?.required ?? false) || !w.optional;
+      const ownNamespace = "ownNamespace" in w && w.ownNamespace === true;
+      const project = "project" in w ? w.project : undefined;
+      if (before && before.project !== project) {
+        throw new Error(
+          `${typeName(w.type)}: controllers project one watch two ways (${
+            before.project?.name ?? "none"
+          }, ${project?.name ?? "none"}); give them the same projection`,
+        );
+      }
+      wanted.set(id, {
+        type: w.type,
+        selector: w.labelSelector,
+        required,
+        ...(ownNamespace ? { ownNamespace } : {}),
+        ...(project ? { project } : {}),
+      });
+    }
+  }
+  return [...wanted].map(([id, w]) => {
+    const by = wakers.get(id);
+    return by ? { ...w, wakers: by } : w;
+  });
 }

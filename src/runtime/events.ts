@@ -10,7 +10,7 @@ import type { EventSpec } from "../reconcile/plan.ts";
 import { RESOURCES } from "../api/resources.ts";
 import { type Clock, kubeTime } from "./clock.ts";
 import { type Cluster, isApiError } from "./cluster.ts";
-import { type KubeObject } from "../api/object.ts";
+import type { KubeObject } from "../api/object.ts";
 import type { Logger } from "./log.ts";
 import type { Metrics } from "./metrics.ts";
 

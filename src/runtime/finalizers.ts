@@ -2,7 +2,7 @@
  * Finalizer edits as guarded JSON patches: each `test`s the list as the cache saw it, so the patch
  * fails (422) instead of clobbering a list someone else changed meanwhile.
  */
-import type { JsonPatchOp } from "./cluster.ts";
+import type { JsonPatchOp } from "../api/object.ts";
 
 /** Adds `name` to `finalizers` (the list as cached; undefined when there is none). */
 export function addFinalizerOps(

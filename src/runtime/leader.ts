@@ -10,9 +10,8 @@
  */
 import { RESOURCES } from "../api/resources.ts";
 import type { Clock, Random } from "./clock.ts";
-import { type Cluster, isApiError } from "./cluster.ts";
-import { type KubeObject } from "../api/object.ts";
-import { errorMessage } from "./errors.ts";
+import { type Cluster, errorMessage, isApiError } from "./cluster.ts";
+import type { KubeObject } from "../api/object.ts";
 import type { Logger } from "./log.ts";
 import type { Metrics } from "./metrics.ts";
 

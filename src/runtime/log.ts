@@ -3,7 +3,6 @@
  * line. Time comes from the Clock so a simulated run logs the same bytes every time; the sink is
  * injectable so tests and the simulator can capture lines.
  */
-import type { Clock } from "./clock.ts";
 
 /** Log levels, least severe first. */
 export const LOG_LEVELS = ["debug", "info", "warn", "error"] as const;
@@ -30,8 +29,8 @@ export interface Logger {
 
 /** Options of `createLogger`. */
 export interface LoggerOptions {
-  /** Source of the `ts` field. */
-  clock: Pick<Clock, "now">;
+  /** Source of the `ts` field: a `Clock` (clock.ts), named by shape so logging needs no import. */
+  clock: { now(): number };
   /** Lines below this level are dropped; default `info`. */
   level?: LogLevel;
   /** Default `json`. */

@@ -5,19 +5,19 @@
  * caches warm. It touches the world only through the `Cluster` port, the `Clock` and the `Random`,
  * so the simulator can run it on virtual time and replay a seed byte for byte.
  */
-import { Cache, type CacheChange } from "./cache/mod.ts";
+import { Cache, isCrdType, WatchSet } from "./cache/mod.ts";
 import { EventRecorder } from "./events.ts";
 import type { Cluster } from "./cluster.ts";
 import type { KubeObject, ResourceType } from "../api/object.ts";
-import type { CacheReader, ControllerSpec } from "./controller_spec.ts";
+import type { CacheChange, CacheReader, ControllerSpec } from "./controller_spec.ts";
 import type { ManagerStatus } from "./health.ts";
 import { LeaderElector } from "./leader.ts";
-import { instrumentCluster, Metrics } from "./metrics.ts";
+import { Metrics } from "./metrics.ts";
+import { instrumentCluster } from "./instrumented_cluster.ts";
 import { ControllerLoop } from "./controller_loop.ts";
 import { Runner } from "./runner.ts";
 import { type ManagerOptions, operatorNamespace } from "./manager_options.ts";
 import { Terms } from "./term.ts";
-import { isCrdType, WatchSet } from "./watches.ts";
 
 export type { ManagerStatus } from "./health.ts";
 export {

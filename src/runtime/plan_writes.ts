@@ -9,16 +9,39 @@ import { describeRef, type ObjectRef, type Plan, refOf } from "../reconcile/plan
 import { FIELD_MANAGER, MANAGED_BY, MANAGED_BY_LABEL } from "../reconcile/labels.ts";
 import { resourceFor } from "../api/resources.ts";
 import { isObserved } from "../reconcile/observed.ts";
-import { typeName } from "../api/object.ts";
-import { ApiError } from "./cluster.ts";
-import { type KubeObject, type ResourceType } from "../api/object.ts";
+import { specDigest } from "../reconcile/hash.ts";
+import type { CacheChange, RunnerCache } from "./controller_spec.ts";
+import { ApiError, type Cluster, NotLeaderError, TerminalError } from "./cluster.ts";
+import type { Logger } from "./log.ts";
+import type { Metrics } from "./metrics.ts";
+import { type KubeObject, type ResourceType, typeName } from "../api/object.ts";
 import { deepEqual } from "../api/json.ts";
 import { ownedFieldMissing } from "./diff.ts";
-import { specDigest } from "./cache/mod.ts";
-import { NotLeaderError, TerminalError } from "./errors.ts";
 import { addFinalizerOps, removeFinalizerOps } from "./finalizers.ts";
-import type { RunnerOptions } from "./runner_options.ts";
-import { WriteFailed } from "./write_failure.ts";
+
+/** What a PlanWriter writes with and tells (the Runner's options carry them). */
+export interface WriterOptions {
+  cluster: Cluster;
+  cache: RunnerCache;
+  log: Logger;
+  metrics?: Metrics;
+  /** Controller name for metrics and logs. */
+  controller: string;
+  /** Finds the resource type of an apiVersion and kind; default: the operator's RESOURCES table. */
+  resolveType?: (apiVersion: string, kind: string) => ResourceType | undefined;
+  /**
+   * Told every object a successful apply, status apply or finalizer patch got back from the API,
+   * and the cache changes that caching it made (the manager queues the keys they concern).
+   */
+  onWrite?: (type: ResourceType, written: KubeObject, changes: CacheChange[]) => void;
+}
+
+/** A failed write: the object and the error. */
+export class WriteFailed extends Error {
+  constructor(readonly ref: ObjectRef, override readonly cause: unknown) {
+    super(cause instanceof Error ? cause.message : String(cause));
+  }
+}
 
 /** A Plan's run so far: writes made, and the primary as last written or cached. */
 export interface RunState {
@@ -28,10 +51,10 @@ export interface RunState {
 
 /** Carries out single writes of Plans for one controller. */
 export class PlanWriter {
-  readonly #o: RunnerOptions;
+  readonly #o: WriterOptions;
   readonly #warnedUnwatched = new Set<string>();
 
-  constructor(opts: RunnerOptions) {
+  constructor(opts: WriterOptions) {
     this.#o = opts;
   }
 

@@ -5,8 +5,7 @@
  * (5 ms doubling to 5 min, reset on success); `requeueAfter` sets a timer; at most `concurrency`
  * keys run at once. Timers run on the injected Clock.
  */
-import { backoffDelay, type BackoffOptions } from "./backoff.ts";
-import type { Clock, Random } from "./clock.ts";
+import { backoffDelay, type BackoffOptions, type Clock, type Random } from "./clock.ts";
 
 /** What processing a key came to. */
 export type WorkResult =

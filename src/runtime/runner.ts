@@ -15,15 +15,32 @@ import {
   refOf,
   sameRef,
 } from "../reconcile/plan.ts";
-import { ApiError } from "./cluster.ts";
-import { type KubeObject, type ResourceType } from "../api/object.ts";
-import { classifyError } from "./errors.ts";
+import { ApiError, classifyError, type ErrorClass } from "./cluster.ts";
+import type { KubeObject, ResourceType } from "../api/object.ts";
 import { EventRecorder } from "./events.ts";
-import { PlanWriter, type RunState } from "./plan_writes.ts";
-import type { PlanRunResult, RunnerOptions } from "./runner_options.ts";
-import { retryWork, WriteFailed } from "./write_failure.ts";
+import { PlanWriter, type RunState, WriteFailed, type WriterOptions } from "./plan_writes.ts";
+import type { Clock, Random } from "./clock.ts";
+import type { WorkResult } from "./queue.ts";
 
-export type { PlanRunResult, RunnerCache, RunnerOptions } from "./runner_options.ts";
+/** Options of a Runner (one a controller). */
+export interface RunnerOptions extends WriterOptions {
+  clock: Clock;
+  random: Random;
+  /** This replica's name, for Events. */
+  identity: string;
+  /** Where Events go (the manager shares one among its runners); default: a recorder of its own. */
+  events?: EventRecorder;
+}
+
+/** What running a Plan came to. */
+export interface PlanRunResult {
+  /** What happened to the writes; undefined when nothing should be remembered (lease lost, primary gone). */
+  outcome?: ApplyOutcome;
+  /** What the queue should do with the key. */
+  work: WorkResult;
+  /** Writes made (Events not counted). */
+  writes: number;
+}
 
 /** Carries out Plans for one controller. */
 export class Runner {
@@ -128,5 +145,27 @@ export class Runner {
   /** Queues the plan's Events; best-effort, written after this run returns. */
   #recordEvents(primary: KubeObject, events: EventSpec[], signal: AbortSignal): void {
     for (const ev of events) this.#events.record(primary, ev, signal);
+  }
+}
+
+/**
+ * What the queue does after a failed write of class `kind` (not "not-leader"): a conflict is tried
+ * again `soon()`, a throttled write after the server's Retry-After (else soon), a terminal error
+ * waits for the next change, anything else backs off.
+ */
+export function retryWork(kind: ErrorClass, cause: unknown, soon: () => number): WorkResult {
+  switch (kind) {
+    case "conflict":
+      return { type: "retrySoon", afterMs: soon() };
+    case "throttled": {
+      const after = cause instanceof ApiError && cause.retryAfterSeconds
+        ? cause.retryAfterSeconds * 1000
+        : soon();
+      return { type: "retrySoon", afterMs: after };
+    }
+    case "terminal":
+      return { type: "terminal" };
+    default:
+      return { type: "retry" };
   }
 }

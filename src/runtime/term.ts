@@ -5,13 +5,31 @@
  * finish. `Terms` begins one whenever the replica leads and its caches are ready, never while the
  * previous one is still draining.
  */
-import type { CacheChange } from "./cache/mod.ts";
+
 import type { Clock, Random } from "./clock.ts";
 import type { ResourceType } from "../api/object.ts";
-import type { ControllerLoop } from "./controller_loop.ts";
 import type { Logger } from "./log.ts";
 import type { Metrics } from "./metrics.ts";
-import { WorkQueue } from "./queue.ts";
+import { WorkQueue, type WorkResult } from "./queue.ts";
+import type { CacheChange } from "./controller_spec.ts";
+
+/**
+ * A controller as a term drives it (a TermController is one): its keys, and one reconcile of a key.
+ * Named by shape here so that the term, which only queues, does not depend on how one reconciles.
+ */
+export interface TermController {
+  readonly name: string;
+  /** Its own limit on reconciles at once, if any. */
+  readonly concurrency?: number;
+  /** Reconciles `key`; `signal` aborts when the lease is lost. */
+  reconcile(key: string, signal: AbortSignal): Promise<WorkResult>;
+  /** Keys a cache change to an object of `type` concerns. */
+  keysFor(type: ResourceType, change: CacheChange): string[];
+  /** True when it reads objects of `type`. */
+  reads(type: ResourceType): boolean;
+  /** Keys of every cached primary. */
+  allKeys(): string[];
+}
 
 /** What a term needs besides its controllers. */
 export interface TermOptions {
@@ -27,14 +45,14 @@ export interface TermOptions {
 /** One leadership term's queues. */
 export class Term {
   readonly #queues = new Map<string, WorkQueue>();
-  readonly #controllers: readonly ControllerLoop[];
+  readonly #controllers: readonly TermController[];
   readonly #o: TermOptions;
   #active = true;
 
   /** Queues for `controllers`; reconciles stop writing once `signal` (the lease) aborts. */
   constructor(
     readonly signal: AbortSignal,
-    controllers: readonly ControllerLoop[],
+    controllers: readonly TermController[],
     opts: TermOptions,
   ) {
     this.#controllers = controllers;
@@ -123,7 +141,7 @@ export class Term {
 
 /** The manager's succession of terms: at most one at a time, each begun once it may be. */
 export class Terms {
-  readonly #controllers: readonly ControllerLoop[];
+  readonly #controllers: readonly TermController[];
   readonly #o: TermOptions;
   readonly #log: Logger;
   readonly #ready: () => boolean;
@@ -133,7 +151,7 @@ export class Terms {
 
   /** `ready`: the manager runs and its caches are synced and fresh (checked at each attempt). */
   constructor(
-    controllers: readonly ControllerLoop[],
+    controllers: readonly TermController[],
     opts: TermOptions,
     log: Logger,
     ready: () => boolean,

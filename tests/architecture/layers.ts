@@ -148,3 +148,36 @@ export function cyclesOf(edges: readonly Edge[]): string[][] {
   for (const v of [...next.keys()].sort()) if (!index.has(v)) visit(v);
   return out.sort((a, b) => (a[0] < b[0] ? -1 : 1));
 }
+
+/**
+ * The longest chain of imports among the files under `prefix` (type imports included: a reader
+ * follows those too), as the files on it, top first; its length is the graph's depth in levels.
+ */
+export function deepestChain(edges: readonly Edge[], prefix: string): string[] {
+  const next = new Map<string, string[]>();
+  for (const e of edges) {
+    if (e.from.startsWith(prefix) && e.to.startsWith(prefix)) {
+      next.set(e.from, [...(next.get(e.from) ?? []), e.to]);
+    }
+  }
+  const memo = new Map<string, string[]>();
+  const chain = (v: string): string[] => {
+    const hit = memo.get(v);
+    if (hit) return hit;
+    memo.set(v, [v]); // a cycle (reported by cyclesOf) ends the chain here
+    let best: string[] = [];
+    for (const w of next.get(v) ?? []) {
+      const c = chain(w);
+      if (c.length > best.length) best = c;
+    }
+    const found = [v, ...best];
+    memo.set(v, found);
+    return found;
+  };
+  let deepest: string[] = [];
+  for (const v of [...next.keys()].sort()) {
+    const c = chain(v);
+    if (c.length > deepest.length) deepest = c;
+  }
+  return deepest;
+}

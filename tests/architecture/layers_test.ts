@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { join, relative } from "node:path";
 import { pathToFileURL } from "node:url";
-import { cyclesOf, denoInfo, edgesOf, layerOf, wrongWay } from "./layers.ts";
+import { cyclesOf, deepestChain, denoInfo, edgesOf, layerOf, wrongWay } from "./layers.ts";
 
 const ROOT = join(import.meta.dirname ?? ".", "..", "..");
 const SKIP = /(^|\/)(node_modules|\.cache|\.git|coverage|dist|tmp)(\/|$)/;
@@ -52,6 +52,26 @@ Deno.test("layers: every import runs one way, from the real module graph", async
     fronts.some((f) => e.to.startsWith(f) && !e.from.startsWith(f) && e.to !== `${f}mod.ts`)
   );
   assert.deepEqual(behind.map((e) => `${e.from} -> ${e.to}`), []);
+  // A runtime a newcomer can follow: no chain of imports in it longer than six files.
+  const chain = deepestChain(edges, "src/runtime/");
+  assert.ok(chain.length >= 4, `a chain of ${chain.length}: not the runtime's graph`);
+  assert.ok(chain.length <= 6, `src/runtime is ${chain.length} levels deep: ${chain.join(" -> ")}`);
+});
+
+Deno.test("depth: the check finds the longest chain, type imports and all", () => {
+  const edges = [
+    { from: "src/runtime/mod.ts", to: "src/runtime/a.ts" },
+    { from: "src/runtime/a.ts", to: "src/runtime/b.ts" },
+    { from: "src/runtime/b.ts", to: "src/runtime/c.ts" },
+    { from: "src/runtime/mod.ts", to: "src/runtime/c.ts" },
+    { from: "src/runtime/c.ts", to: "src/api/object.ts" },
+  ];
+  assert.deepEqual(deepestChain(edges, "src/runtime/"), [
+    "src/runtime/mod.ts",
+    "src/runtime/a.ts",
+    "src/runtime/b.ts",
+    "src/runtime/c.ts",
+  ]);
 });
 
 Deno.test("layers: the check finds an import that runs the wrong way", () => {

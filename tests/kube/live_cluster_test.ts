@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { ApiError } from "../../src/runtime/cluster.ts";
-import { type KubeObject } from "../../src/api/object.ts";
+import type { KubeObject } from "../../src/api/object.ts";
 import { LiveCluster } from "../../src/kube/live_cluster.ts";
 import { json, status } from "./fake_server.ts";
 import {

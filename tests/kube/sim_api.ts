@@ -10,13 +10,8 @@
 import { RESOURCES, resourceType } from "../../src/api/resources.ts";
 import { customResourceDefinitions } from "../../src/crd/definitions.ts";
 import { envoyFilterCrd, virtualServiceCrd } from "../../src/crd/istio.ts";
-import {
-  ApiError,
-  type DeleteOptions,
-  type JsonPatchOp,
-  type WatchEvent,
-} from "../../src/runtime/cluster.ts";
-import { type KubeObject, type ResourceType } from "../../src/api/object.ts";
+import { ApiError, type DeleteOptions, type WatchEvent } from "../../src/runtime/cluster.ts";
+import type { JsonPatchOp, KubeObject, ResourceType } from "../../src/api/object.ts";
 import { SimClock } from "../../sim/clock.ts";
 import { type Actor, type SimClient, SimCluster } from "../../sim/cluster/mod.ts";
 import { badRequest, notFound, statusObject } from "../../sim/cluster/errors.ts";

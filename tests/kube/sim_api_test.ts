@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { ApiError, type WatchEvent } from "../../src/runtime/cluster.ts";
-import { type KubeObject } from "../../src/api/object.ts";
+import type { KubeObject } from "../../src/api/object.ts";
 import { RateLimit, withCluster } from "./helpers.ts";
 import { SimApi } from "./sim_api.ts";
 

@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import { AccessReview } from "../../src/runtime/access_review.ts";
 import { ApiError } from "../../src/runtime/cluster.ts";
-import { type KubeObject, type ResourceType } from "../../src/api/object.ts";
+import type { KubeObject, ResourceType } from "../../src/api/object.ts";
 import { ManualClock } from "./helpers.ts";
 
 const READER = {

@@ -1,7 +1,6 @@
 import assert from "node:assert/strict";
 import { RESOURCES } from "../../src/api/resources.ts";
-import type { EventSpec } from "../../src/reconcile/plan.ts";
-import { emptyPlan } from "../../src/reconcile/plan.ts";
+import { emptyPlan, type EventSpec } from "../../src/reconcile/plan.ts";
 import { Cache } from "../../src/runtime/cache/mod.ts";
 import type { Cluster } from "../../src/runtime/cluster.ts";
 import type { KubeObject } from "../../src/api/object.ts";

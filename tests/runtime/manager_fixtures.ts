@@ -2,7 +2,7 @@
 import { RESOURCES } from "../../src/api/resources.ts";
 import { MANAGED_BY, MANAGED_BY_LABEL } from "../../src/reconcile/labels.ts";
 import { emptyPlan, type Plan } from "../../src/reconcile/plan.ts";
-import { type KubeObject } from "../../src/api/object.ts";
+import type { KubeObject } from "../../src/api/object.ts";
 import type { ControllerSpec } from "../../src/runtime/controller_spec.ts";
 import { Manager, type ManagerOptions } from "../../src/runtime/manager.ts";
 import { TestCluster, WIDGET } from "./test_cluster.ts";

@@ -1,7 +1,8 @@
 import assert from "node:assert/strict";
 import { RESOURCES } from "../../src/api/resources.ts";
 import { ApiError } from "../../src/runtime/cluster.ts";
-import { Counter, Histogram, instrumentCluster, Metrics } from "../../src/runtime/metrics.ts";
+import { Counter, Histogram, Metrics } from "../../src/runtime/metrics.ts";
+import { instrumentCluster } from "../../src/runtime/instrumented_cluster.ts";
 import { TestCluster } from "./test_cluster.ts";
 import { ManualClock } from "./helpers.ts";
 

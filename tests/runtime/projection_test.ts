@@ -7,13 +7,12 @@ import assert from "node:assert/strict";
 import { RESOURCES } from "../../src/api/resources.ts";
 import { MANAGED_BY, MANAGED_BY_LABEL } from "../../src/reconcile/labels.ts";
 import { emptyPlan } from "../../src/reconcile/plan.ts";
-import { Cache } from "../../src/runtime/cache/mod.ts";
-import type { KubeObject } from "../../src/api/object.ts";
-import type { ControllerSpec, Projection } from "../../src/runtime/controller_spec.ts";
-import { specDigest } from "../../src/runtime/cache/mod.ts";
-import { planWatches } from "../../src/runtime/controller_loop.ts";
-import { CacheStore } from "../../src/runtime/cache/mod.ts";
+import { Cache, CacheStore } from "../../src/runtime/cache/mod.ts";
+import type { KubeObject, Projection } from "../../src/api/object.ts";
+import { type ControllerSpec, planWatches } from "../../src/runtime/controller_spec.ts";
+
 import { setup } from "./runner_fixtures.ts";
+import { specDigest } from "../../src/reconcile/hash.ts";
 
 const EF = RESOURCES.EnvoyFilter;
 const SL = RESOURCES.Serverless;

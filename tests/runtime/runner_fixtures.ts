@@ -3,8 +3,8 @@ import { RESOURCES } from "../../src/api/resources.ts";
 import { MANAGED_BY, MANAGED_BY_LABEL, SERVERLESS_FINALIZER } from "../../src/reconcile/labels.ts";
 import { emptyPlan, type Plan } from "../../src/reconcile/plan.ts";
 import { Cache } from "../../src/runtime/cache/mod.ts";
-import type { KubeObject, ResourceType } from "../../src/api/object.ts";
-import type { Projection } from "../../src/runtime/controller_spec.ts";
+import type { KubeObject, Projection, ResourceType } from "../../src/api/object.ts";
+
 import { Metrics } from "../../src/runtime/metrics.ts";
 import { Runner } from "../../src/runtime/runner.ts";
 import { TestCluster } from "./test_cluster.ts";

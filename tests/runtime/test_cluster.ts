@@ -13,13 +13,12 @@ import type {
   ApplyOptions,
   Cluster,
   DeleteOptions,
-  JsonPatchOp,
   ListOptions,
   ListPage,
   WatchEvent,
   WatchOptions,
 } from "../../src/runtime/cluster.ts";
-import type { KubeObject, ResourceType } from "../../src/api/object.ts";
+import type { JsonPatchOp, KubeObject, ResourceType } from "../../src/api/object.ts";
 import { type Actor, type FaultSource, SimClient, SimCluster } from "../../sim/cluster/mod.ts";
 import { noSuchType } from "../../sim/cluster/errors.ts";
 import { cloneJson } from "../../sim/cluster/json.ts";

@@ -1,12 +1,12 @@
 import assert from "node:assert/strict";
-import { type CacheChange, CacheStore } from "../../src/runtime/cache/mod.ts";
+import { CacheStore, Watcher, type WatcherOptions } from "../../src/runtime/cache/mod.ts";
 import { Metrics } from "../../src/runtime/metrics.ts";
-import { Watcher, type WatcherOptions } from "../../src/runtime/cache/mod.ts";
 import { ApiError } from "../../src/runtime/cluster.ts";
-import { type KubeObject, type ResourceType } from "../../src/api/object.ts";
+import type { KubeObject, ResourceType } from "../../src/api/object.ts";
 import { TestCluster } from "./test_cluster.ts";
 import { captureLogger, link, ManualClock, seededRandom } from "./helpers.ts";
 import { RESOURCES } from "../../src/api/resources.ts";
+import type { CacheChange } from "../../src/runtime/controller_spec.ts";
 
 const CM = RESOURCES.ConfigMap;
 const SECRET = RESOURCES.Secret;

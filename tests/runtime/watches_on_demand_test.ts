@@ -7,8 +7,12 @@ import assert from "node:assert/strict";
 import { RESOURCES } from "../../src/api/resources.ts";
 import { ALL_CONTROLLERS } from "../../src/controllers/registry.ts";
 import { MANAGED_BY, MANAGED_BY_LABEL } from "../../src/reconcile/labels.ts";
-import { planWatches } from "../../src/runtime/controller_loop.ts";
-import { type ControllerSpec, preloadControllers } from "../../src/runtime/controller_spec.ts";
+
+import {
+  type ControllerSpec,
+  planWatches,
+  preloadControllers,
+} from "../../src/runtime/controller_spec.ts";
 import { Manager } from "../../src/runtime/manager.ts";
 import { images } from "./manager_fixtures.ts";
 import { TestCluster } from "./test_cluster.ts";

@@ -5,40 +5,16 @@
 import {
   type KubeObject,
   objectKey,
+  type Projection,
   type ResourceType,
   typeId,
   typeName,
 } from "../../api/object.ts";
-import type { Projection } from "./prepare.ts";
-import { byKey, type CacheChange, CacheStore } from "./store.ts";
-
-export { type CacheChange, CacheStore, type WatcherEvent } from "./store.ts";
-export { ownedFieldsOf, prepareForCache, type Projection } from "./prepare.ts";
-
-/** Read access to the watch caches. Objects are frozen snapshots; never mutate them. */
-export interface CacheReader {
-  /** All cached objects of a type, optionally in one namespace, in a stable order (namespace/name). */
-  list(type: ResourceType, namespace?: string): readonly KubeObject[];
-  /** One cached object. */
-  get(type: ResourceType, namespace: string | undefined, name: string): KubeObject | undefined;
-  /**
-   * True when the watch of `type` is established on a served type and has listed it, so that what
-   * `list` returns, even nothing, is what the API server has. False while the type's CRD is
-   * missing, its list fails or has not finished: then "no objects" means "not known". A controller
-   * that acts on the absence of objects (deleting a CRD deletes all of its objects) must check it.
-   * The runtime always implements it; a reader without it (a test's fake) counts as live.
-   */
-  isLive?(type: ResourceType): boolean;
-  /**
-   * The cached objects of `type` that the index `index` (see `IndexSpec`) files under `value`, in
-   * namespace/name order. The runtime implements it for every index a controller declares; a
-   * reader without it (a test's fake) is read through `list` instead (see `byIndexOf`).
-   */
-  byIndex?(type: ResourceType, index: string, value: string): readonly KubeObject[];
-}
+import type { CacheChange, ControllerCache, RunnerCache } from "../controller_spec.ts";
+import { byKey, CacheStore } from "./store.ts";
 
 /** Every store of the manager, readable per type. */
-export class Cache implements CacheReader {
+export class Cache implements ControllerCache, RunnerCache {
   readonly #stores = new Map<string, CacheStore[]>();
   /** Indexes by type id: every store of the type, now or later, keeps them. */
   readonly #indexes = new Map<string, Map<string, (obj: KubeObject) => string[]>>();

@@ -5,23 +5,9 @@
  * `fieldsV1`, kept beside the entry, and resourceVersions as numbers.
  */
 import { FIELD_MANAGER } from "../../reconcile/labels.ts";
-import type { KubeObject } from "../../api/object.ts";
+import type { KubeObject, Projection } from "../../api/object.ts";
+import { specDigest } from "../../reconcile/hash.ts";
 import { deepEqual, deepFreeze } from "../../api/json.ts";
-
-/**
- * What a controller reads of each object of a watch (see `WatchSpec.project`): the cache holds
- * `keep(obj)` instead of the object. With `digestSpec`, a digest of the whole `spec` is kept beside
- * it, which is what the runner compares a desired spec with before it writes.
- */
-export interface Projection {
-  /** Names the projection in errors (two controllers may not project one watch differently). */
-  name: string;
-  /** A new object with the fields to keep; must not throw, and must keep `metadata` whole enough
-   * for the cache: name, namespace, resourceVersion, labels, deletionTimestamp, finalizers. */
-  keep(obj: KubeObject): KubeObject;
-  /** Keep a digest of `spec` (see `specDigest`) beside the projected object. */
-  digestSpec?: boolean;
-}
 
 /**
  * The map keys (`f:`) of the `fieldsV1` of the operator's own server-side apply of the main
@@ -161,50 +147,4 @@ export interface Aside {
 export function asideOf(p: Prepared): Aside | undefined {
   if (p.owned === undefined && p.digest === undefined) return undefined;
   return p.digest === undefined ? { owned: p.owned } : { owned: p.owned, digest: p.digest };
-}
-
-/**
- * `value` in a canonical form: object keys sorted, and null, undefined, empty objects and empty
- * lists dropped from objects (the API server omits them, and the runner's `isObserved` counts them
- * as absent); list items keep their places.
- */
-function canonical(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(canonical);
-  if (value === null || typeof value !== "object") return value;
-  const out: Record<string, unknown> = {};
-  for (const key of Object.keys(value).sort()) {
-    const v = canonical((value as Record<string, unknown>)[key]);
-    if (v === null || v === undefined) continue;
-    if (typeof v === "object" && Object.keys(v).length === 0) continue;
-    out[key] = v;
-  }
-  return out;
-}
-
-const digests = new WeakMap<object, string>();
-
-/**
- * A digest of a spec: equal for specs equal up to key order and omitted empty fields. 53 bits of
- * two 32-bit multiplicative hashes of the canonical JSON (a chance of about 1 in 10^16 that two
- * different specs collide). A frozen spec's digest is remembered for its life.
- */
-export function specDigest(spec: unknown): string {
-  const memo = spec !== null && typeof spec === "object" && Object.isFrozen(spec);
-  if (memo) {
-    const hit = digests.get(spec);
-    if (hit !== undefined) return hit;
-  }
-  const text = JSON.stringify(canonical(spec)) ?? "undefined";
-  let h1 = 0xdeadbeef;
-  let h2 = 0x41c6ce57;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    h1 = Math.imul(h1 ^ c, 2654435761);
-    h2 = Math.imul(h2 ^ c, 1597334677);
-  }
-  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909);
-  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
-  const digest = (4294967296 * (2097151 & h2) + (h1 >>> 0)).toString(16).padStart(14, "0");
-  if (memo) digests.set(spec, digest);
-  return digest;
 }

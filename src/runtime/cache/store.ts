@@ -7,35 +7,18 @@
  * projection keeps (prepare.ts); the operator's own applied `fieldsV1`, and the digest of a
  * projected spec, are kept beside them.
  */
-import { type KubeObject, objectKey, type ResourceType } from "../../api/object.ts";
-import { Indexer } from "./indexer.ts";
 import {
-  type Aside,
-  asideOf,
-  prepare,
-  type Prepared,
+  type KubeObject,
+  objectKey,
   type Projection,
-  sameButVersion,
-} from "./prepare.ts";
+  type ResourceType,
+} from "../../api/object.ts";
+import { Indexer } from "./indexer.ts";
+import { type Aside, asideOf, prepare, type Prepared, sameButVersion } from "./prepare.ts";
 import { type LabelMatcher, parseSelector } from "../../api/selector.ts";
 import { parseResourceVersion, WriteFence } from "./write_fence.ts";
-
-/** What a watcher tells its store (kube-rs `watcher::Event`). */
-export type WatcherEvent =
-  /** A (re)list starts; the following init-apply events are its whole result. */
-  | { type: "init" }
-  | { type: "init-apply"; object: KubeObject }
-  /** The (re)list (at `resourceVersion`) is complete: the store now holds what it listed. */
-  | { type: "init-done"; resourceVersion?: string }
-  /** The type is not served (its CRD is missing): the store is empty and synced, but not live. */
-  | { type: "missing" }
-  | { type: "apply"; object: KubeObject }
-  | { type: "delete"; object: KubeObject };
-
-/** A change a store made: what the manager turns into queue keys. */
-export type CacheChange =
-  | { type: "apply"; object: KubeObject; old?: KubeObject }
-  | { type: "delete"; object: KubeObject };
+import type { WatcherEvent } from "./watcher_event.ts";
+import type { CacheChange } from "../controller_spec.ts";
 
 function setOrDelete<V>(m: Map<string, V>, key: string, value: V | undefined): void {
   if (value === undefined) m.delete(key);

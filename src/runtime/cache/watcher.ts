@@ -7,9 +7,8 @@
  * but not live cache (`missing` event) that is retried with backoff and logged once; `kick()`
  * cuts a backoff short when the CRD is seen to appear.
  */
-import { Backoff } from "../backoff.ts";
-import type { WatcherEvent } from "./cache.ts";
-import type { Clock } from "../clock.ts";
+import { Backoff, type Clock } from "../clock.ts";
+import type { WatcherEvent } from "./watcher_event.ts";
 import { ApiError, isApiError, type WatchEvent } from "../cluster.ts";
 import type { Logger } from "../log.ts";
 import { WatcherReport } from "./watcher_report.ts";

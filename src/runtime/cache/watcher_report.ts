@@ -2,23 +2,30 @@
  * What a Watcher tells the log and the metrics: a failure clearly once (its repeats at debug), a
  * recovery once, a type that is not served once, and every restart of its watch by reason.
  */
-import type { Backoff } from "../backoff.ts";
-import { typeName } from "../../api/object.ts";
-import { ApiError } from "../cluster.ts";
-import { describeFailure } from "../errors.ts";
+import type { Backoff } from "../clock.ts";
+import { type ResourceType, typeName } from "../../api/object.ts";
+import { ApiError, describeFailure } from "../cluster.ts";
 import type { Logger } from "../log.ts";
-import type { WatcherOptions } from "./watcher_state.ts";
+import type { Metrics } from "../metrics.ts";
+
+/** What a report needs of its watcher's options (a WatcherOptions has them). */
+export interface ReportOptions {
+  type: ResourceType;
+  labelSelector?: string;
+  log: Logger;
+  metrics?: Metrics;
+}
 
 /** One Watcher's log and metrics. */
 export class WatcherReport {
   /** The watcher's logger (its resource and selector as fields). */
   readonly log: Logger;
-  readonly #o: WatcherOptions;
+  readonly #o: ReportOptions;
   readonly #backoff: Backoff;
   #missing = false;
   #lastProblem = "";
 
-  constructor(opts: WatcherOptions, backoff: Backoff) {
+  constructor(opts: ReportOptions, backoff: Backoff) {
     this.#o = opts;
     this.#backoff = backoff;
     this.log = opts.log.child({

@@ -1,7 +1,6 @@
 /** What a Watcher is given, and the states of its list-and-watch machine. */
-import type { BackoffOptions } from "../backoff.ts";
-import type { WatcherEvent } from "./cache.ts";
-import type { Clock, Random } from "../clock.ts";
+import type { BackoffOptions, Clock, Random } from "../clock.ts";
+import type { WatcherEvent } from "./watcher_event.ts";
 import type { Cluster, WatchEvent } from "../cluster.ts";
 import type { ResourceType } from "../../api/object.ts";
 import type { Logger } from "../log.ts";
