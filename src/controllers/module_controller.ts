@@ -12,6 +12,7 @@ import type { ModuleInput } from "../reconcile/module/lifecycle.ts";
 import { CLAIM_LABEL, CLAIM_SELECTOR, claimName } from "../reconcile/module/claim.ts";
 import { RESOURCES } from "../api/resources.ts";
 import type { EmbeddedCrds } from "./embedded_crds.ts";
+import { everyPrimary, ownerByLabel, sortedKeys, whenLabelled } from "./triggers.ts";
 import {
   MANAGED_BY,
   MANAGED_BY_LABEL,
@@ -35,15 +36,29 @@ export interface ModuleKind {
 }
 
 /**
- * The watches of a module controller: peers, the claim Leases, installed types (managed only),
- * user types (optional).
+ * The watches of a module controller and what each wakes: the claim Leases of the module wake every
+ * peer (a claim changed hands or went away: any may be served or a duplicate now), an installed
+ * object its owner (every peer when its owner is gone), a user object every peer (their count
+ * blocks deletion).
  */
 export function moduleWatches(kind: ModuleKind): WatchSpec[] {
+  const every = everyPrimary(kind.primary);
+  const owner = ownerByLabel(kind.primary, OWNER_LABEL, ownerLabelValue, every);
+  const installed = { [MANAGED_BY_LABEL]: MANAGED_BY, [MODULE_LABEL]: kind.module };
   return [
     { type: kind.primary },
-    { type: RESOURCES.Lease, labelSelector: CLAIM_SELECTOR, ownNamespace: true },
-    ...kind.installed.map((type) => ({ type, labelSelector: MANAGED_SELECTOR })),
-    ...kind.userTypes.map((type) => ({ type, optional: true })),
+    {
+      type: RESOURCES.Lease,
+      labelSelector: CLAIM_SELECTOR,
+      ownNamespace: true,
+      trigger: whenLabelled({ [CLAIM_LABEL]: kind.module }, every),
+    },
+    ...kind.installed.map((type) => ({
+      type,
+      labelSelector: MANAGED_SELECTOR,
+      trigger: whenLabelled(installed, owner),
+    })),
+    ...kind.userTypes.map((type) => ({ type, optional: true, trigger: every })),
   ];
 }
 
@@ -89,40 +104,6 @@ export function holdDeletion(
   return { ...emptyPlan(), requeueAfterMs: UNKNOWN_USER_OBJECTS_REQUEUE_MS };
 }
 
-function unique(keys: readonly string[]): string[] {
-  return [...new Set(keys)].sort();
-}
-
-/**
- * The module objects to reconcile after `obj` of `type` changed. A change of a module object wakes
- * every peer (a deleted served one lets the next take over); a user object wakes every peer (only
- * the served one cares, and there is normally one); an installed object wakes its owner, or every
- * peer when its owner is gone (the served one adopts or prunes it).
- */
-export function moduleTriggers(
-  kind: ModuleKind,
-  type: ResourceType,
-  obj: KubeObject,
-  cache: CacheReader,
-): string[] {
-  const peers = cache.list(kind.primary);
-  const all = peers.map(objectKey);
-  if (type.group === kind.primary.group && type.kind === kind.primary.kind) {
-    return unique([...all, objectKey(obj)]);
-  }
-  if (kind.userTypes.some((t) => t.group === type.group && t.kind === type.kind)) {
-    return unique(all);
-  }
-  if (type.group === RESOURCES.Lease.group && type.kind === RESOURCES.Lease.kind) {
-    // A claim changed hands or went away: every peer may be served or a duplicate now.
-    return obj.metadata.labels?.[CLAIM_LABEL] === kind.module ? unique(all) : [];
-  }
-  if (!belongsTo(obj, kind.module)) return [];
-  const owner = obj.metadata.labels?.[OWNER_LABEL];
-  const owners = peers.filter((p) => ownerLabelValue(p.metadata) === owner).map(objectKey);
-  return unique(owners.length > 0 ? owners : all);
-}
-
 /**
  * The controller of a module: its watches and triggers, and a reconcile that reads `reduce`'s
  * input from the cache (unless `holdDeletion` holds it).
@@ -136,7 +117,8 @@ export function moduleController(
     name,
     primary: kind.primary,
     watches: moduleWatches(kind),
-    triggers: (type, obj, cache) => moduleTriggers(kind, type, obj, cache),
+    // Whether a module object is served depends on its peers: a change of one wakes them all.
+    peers: (obj, cache) => sortedKeys([...everyPrimary(kind.primary)(obj, cache), objectKey(obj)]),
     // One at a time: whether a module object is served depends on its peers' `served`, and two
     // peers reconciled at once would each decide from a cache without the other's claim.
     concurrency: 1,

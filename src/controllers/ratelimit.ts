@@ -9,11 +9,12 @@
  * in a namespace of ten RateLimits as in one of ten thousand.
  */
 import { RESOURCES } from "../api/resources.ts";
-import { type KubeObject, objectKey, type ResourceType, splitKey } from "../api/object.ts";
+import { type KubeObject, objectKey, splitKey } from "../api/object.ts";
 import type { CacheReader, ControllerSpec } from "../runtime/controller_spec.ts";
 import { emptyPlan } from "../reconcile/plan.ts";
 import { filterSelector, isRateLimitFilter } from "../reconcile/ratelimit/meta.ts";
 import { crdName, isUnknown } from "./cache_trust.ts";
+import { everyPrimary, whenNamed } from "./triggers.ts";
 import { FILTER_PROJECTION, POD_PROJECTION } from "./ratelimit_cache.ts";
 import { reconcileRateLimit } from "../reconcile/ratelimit/mod.ts";
 import {
@@ -40,10 +41,6 @@ export {
 export const ENVOYFILTER_CRD = crdName(RESOURCES.EnvoyFilter);
 /** How soon to look again while the EnvoyFilter watch has not listed yet. */
 const UNKNOWN_FILTERS_REQUEUE_MS = 1000;
-
-function allIn(cache: CacheReader, namespace: string | undefined): string[] {
-  return cache.list(RESOURCES.RateLimit, namespace).map(objectKey);
-}
 
 /** This operator's filter for a RateLimit, as cached, if it is one. */
 function ownFilter(cache: CacheReader, namespace: string, name: string): KubeObject | undefined {
@@ -111,48 +108,53 @@ export function rateLimitControllerFor(settings: RateLimitSettings): ControllerS
       // Every EnvoyFilter, not only managed ones: a filter of the same name that someone else made
       // must be seen, so the operator neither overwrites nor deletes it.
       // Cached as metadata, workload selector and a digest of the rest (ratelimit_cache.ts).
-      { type: RESOURCES.EnvoyFilter, optional: true, project: FILTER_PROJECTION },
+      // A filter of ours holds its Pods against newer rivals: when it comes, changes or goes
+      // (withdrawn while its RateLimit stays, with no RateLimit event), they must look again.
+      {
+        type: RESOURCES.EnvoyFilter,
+        optional: true,
+        project: FILTER_PROJECTION,
+        trigger: (ef, cache) => {
+          const ns = ef.metadata.namespace;
+          if (!ns) return [];
+          const held = isRateLimitFilter(ef) ? filterSelector(ef) : undefined;
+          return rivalKeys(cache, ns, ef.metadata.name, [held]);
+        },
+      },
       // Pods decide conflicts between RateLimits whose selectors only partly overlap, whether a
       // limit reaches any proxy (the Enforced condition) and which patch context it needs.
-      { type: RESOURCES.Pod, project: POD_PROJECTION },
-      { type: RESOURCES.CustomResourceDefinition },
+      // The runtime calls triggers with the Pod's old state too, so labels moved away are covered.
+      // The root namespace's RateLimits reach every namespace's Pods: any Pod may change their
+      // verdict (a Pod that is not a gateway refuses them).
+      {
+        type: RESOURCES.Pod,
+        project: POD_PROJECTION,
+        trigger: (pod, cache) => {
+          const keys = new Set(selectingPod(cache, pod));
+          const labels = stringMap(pod.metadata.labels);
+          if (pod.metadata.namespace !== root && labels) {
+            holdersSelecting(cache, root, labels, keys);
+          }
+          return [...keys];
+        },
+      },
+      {
+        type: RESOURCES.CustomResourceDefinition,
+        trigger: whenNamed(ENVOYFILTER_CRD, everyPrimary(RESOURCES.RateLimit)),
+      },
     ],
     indexes: [...RATELIMIT_INDEXES],
-    triggers(type: ResourceType, obj: KubeObject, cache: CacheReader): string[] {
-      const ns = obj.metadata.namespace;
-      switch (type.kind) {
-        // Its rivals' conflicts depend on it: by its spec, and by the filter it holds (which stays
-        // in the cache a moment after the RateLimit is deleted). The runtime calls this with the
-        // old state too, so a selector edited away from some rivals still wakes them.
-        case "RateLimit": {
-          if (!ns) return [];
-          const held = ownFilter(cache, ns, obj.metadata.name);
-          return rivalKeys(cache, ns, obj.metadata.name, [
-            specSelector(obj),
-            held && filterSelector(held),
-          ]);
-        }
-        // The runtime calls this with the Pod's old state too, so labels moved away are covered.
-        // The root namespace's RateLimits reach every namespace's Pods: any Pod may change their
-        // verdict (a Pod that is not a gateway refuses them).
-        case "Pod": {
-          const keys = new Set(selectingPod(cache, obj));
-          const labels = stringMap(obj.metadata.labels);
-          if (ns !== root && labels) holdersSelecting(cache, root, labels, keys);
-          return [...keys];
-        }
-        // A filter of ours holds its Pods against newer rivals: when it comes, changes or goes
-        // (withdrawn while its RateLimit stays, with no RateLimit event), they must look again.
-        case "EnvoyFilter": {
-          if (!ns) return [];
-          const held = isRateLimitFilter(obj) ? filterSelector(obj) : undefined;
-          return rivalKeys(cache, ns, obj.metadata.name, [held]);
-        }
-        case "CustomResourceDefinition":
-          return obj.metadata.name === ENVOYFILTER_CRD ? allIn(cache, undefined) : [];
-        default:
-          return [];
-      }
+    // Its rivals' conflicts depend on it: by its spec, and by the filter it holds (which stays in
+    // the cache a moment after the RateLimit is deleted). The runtime calls this with the old state
+    // too, so a selector edited away from some rivals still wakes them.
+    peers(rl, cache) {
+      const ns = rl.metadata.namespace;
+      if (!ns) return [];
+      const held = ownFilter(cache, ns, rl.metadata.name);
+      return rivalKeys(cache, ns, rl.metadata.name, [
+        specSelector(rl),
+        held && filterSelector(held),
+      ]);
     },
     reconcile(key, cache, ctx) {
       const { namespace = "", name } = splitKey(key);

@@ -4,13 +4,14 @@
  * that the next reconcile of the key receives as `ctx.lastOutcome`.
  */
 import type { ApplyOutcome, Plan } from "../reconcile/plan.ts";
-import { type KubeObject, objectKey, type ResourceType, splitKey, typeId } from "../api/object.ts";
+import { objectKey, type ResourceType, splitKey, typeId } from "../api/object.ts";
 import type { Clock } from "./clock.ts";
-import type {
-  CacheChange,
-  ControllerCache,
-  ControllerSpec,
-  ModuleImages,
+import {
+  type CacheChange,
+  type ControllerCache,
+  type ControllerSpec,
+  type ModuleImages,
+  triggersOf,
 } from "./controller_spec.ts";
 import { classifyError, errorMessage } from "./cluster.ts";
 import type { Logger } from "./log.ts";
@@ -39,6 +40,7 @@ export class ControllerLoop {
   readonly #o: ControllerLoopOptions;
   readonly #reads: Set<string>;
   readonly #primaryId: string;
+  readonly #triggers: ReturnType<typeof triggersOf>;
   /** Outcome of the last Plan per key. */
   readonly #outcomes = new Map<string, ApplyOutcome>();
   /** The watches that must have listed before any reconcile: the primary and every required one. */
@@ -51,6 +53,9 @@ export class ControllerLoop {
     this.#o = opts;
     this.#preloaded = opts.spec.preload === undefined;
     this.#primaryId = typeId(opts.spec.primary);
+    this.#triggers = triggersOf(opts.spec, (err, obj) => {
+      opts.log.error("triggers failed", { error: err, object: objectKey(obj), kind: obj.kind });
+    });
     this.#reads = new Set([this.#primaryId, ...opts.spec.watches.map((w) => typeId(w.type))]);
     this.#required = [
       { type: opts.spec.primary },
@@ -87,28 +92,17 @@ export class ControllerLoop {
   }
 
   /**
-   * Keys to reconcile after `change` to an object of `type`: the primary's own key, and what
-   * `triggers` says for the object (and for its previous state, so a label moved away from one
-   * owner still reaches that owner).
+   * Keys to reconcile after `change` to an object of `type` (see `triggersOf`), for the object and
+   * for its previous state, so a label moved away from one owner still reaches that owner.
    */
   keysFor(type: ResourceType, change: CacheChange): string[] {
-    const id = typeId(type);
-    if (!this.#reads.has(id)) return [];
-    const keys = id === this.#primaryId ? [objectKey(change.object)] : [];
+    if (!this.#reads.has(typeId(type))) return [];
+    const keys: string[] = [];
     const objects = change.type === "apply" && change.old
       ? [change.object, change.old]
       : [change.object];
-    for (const obj of objects) keys.push(...this.#triggers(type, obj));
+    for (const obj of objects) keys.push(...this.#triggers(type, obj, this.#o.cache));
     return keys;
-  }
-
-  #triggers(type: ResourceType, obj: KubeObject): string[] {
-    try {
-      return this.#o.spec.triggers(type, obj, this.#o.cache);
-    } catch (err) {
-      this.#o.log.error("triggers failed", { error: err, object: objectKey(obj), kind: obj.kind });
-      return [];
-    }
   }
 
   /** Reconciles `key` and carries out its Plan; `signal` aborts when the lease is lost. */

@@ -6,6 +6,7 @@ import type { ApplyOutcome, Plan } from "../reconcile/plan.ts";
 import type { ModuleImages } from "../api/images.ts";
 import {
   type KubeObject,
+  objectKey,
   type Projection,
   type ResourceType,
   typeId,
@@ -117,7 +118,17 @@ export interface WatchSpec {
    * refuses to start otherwise). Not for the primary, whose status the runner compares whole.
    */
   project?: Projection;
+  /** Which primaries a change to one of these objects concerns; none when absent. */
+  trigger?: MapFunc;
 }
+
+/**
+ * A map function (controller-runtime's `EnqueueRequestsFromMapFunc`): the keys (`namespace/name`)
+ * of the primaries a change to `obj` concerns. The runtime calls it with the object's new state
+ * and, on an update, its old state too, so a label moved away still reaches the old owner. It
+ * must not throw (a throw is logged and wakes nothing). Reusable ones: src/controllers/triggers.ts.
+ */
+export type MapFunc = (obj: KubeObject, cache: CacheReader) => string[];
 
 /** A controller definition. */
 export interface ControllerSpec {
@@ -128,8 +139,11 @@ export interface ControllerSpec {
   watches: WatchSpec[];
   /** Indexes of watched types that `triggers` and `reconcile` read through `byIndex`. */
   indexes?: IndexSpec[];
-  /** Keys (`namespace/name`) of primaries to reconcile when `obj` of `type` changed (added, updated, deleted). */
-  triggers(type: ResourceType, obj: KubeObject, cache: CacheReader): string[];
+  /**
+   * Which other primaries a change to a primary concerns (its own key is queued anyway): those
+   * whose decision reads it, as a module's peers or a RateLimit's rivals.
+   */
+  peers?: MapFunc;
   /** Pure: the Plan for one primary, from cached state. Undefined when the primary is not in the cache. */
   reconcile(key: string, cache: CacheReader, ctx: ReconcileContext): Plan | undefined;
   /**
@@ -153,6 +167,37 @@ export interface ControllerSpec {
    * primary's Plan depends on the others' status, so each must see the last one's writes.
    */
   concurrency?: number;
+}
+
+/**
+ * The keys a change to `obj` of `type` concerns for `spec`: a primary's own key and its `peers`,
+ * and the `trigger` of every watch of the type, in that order, each key once. A map function that
+ * throws is told to `onError` and the others still count (without `onError`, the throw goes up).
+ */
+export function triggersOf(
+  spec: Pick<ControllerSpec, "primary" | "watches" | "peers">,
+  onError?: (err: unknown, obj: KubeObject) => void,
+): (type: ResourceType, obj: KubeObject, cache: CacheReader) => string[] {
+  const byType = new Map<string, MapFunc[]>();
+  const add = (type: ResourceType, f: MapFunc | undefined) => {
+    if (f) byType.set(typeId(type), [...(byType.get(typeId(type)) ?? []), f]);
+  };
+  const primaryId = typeId(spec.primary);
+  add(spec.primary, (obj) => [objectKey(obj)]);
+  add(spec.primary, spec.peers);
+  for (const w of spec.watches) if (typeId(w.type) !== primaryId) add(w.type, w.trigger);
+  return (type, obj, cache) => {
+    const keys = new Set<string>();
+    for (const f of byType.get(typeId(type)) ?? []) {
+      try {
+        for (const k of f(obj, cache)) keys.add(k);
+      } catch (err) {
+        if (!onError) throw err;
+        onError(err, obj);
+      }
+    }
+    return [...keys];
+  };
 }
 
 /**

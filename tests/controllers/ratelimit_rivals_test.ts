@@ -16,6 +16,7 @@ import { type KubeObject, objectKey } from "../../src/api/object.ts";
 import { reconcileRateLimit } from "../../src/reconcile/ratelimit/mod.ts";
 import { IMAGES, NOW } from "../reconcile/serverless_fixtures.ts";
 import { pod, rateLimit } from "../reconcile/ratelimit_fixtures.ts";
+import { triggersOf } from "../../src/runtime/controller_spec.ts";
 
 const ctx = { now: NOW, images: IMAGES, namespace: "platform-system" };
 const crd: KubeObject = {
@@ -148,8 +149,8 @@ Deno.test("ratelimit rivals: a change that alters another RateLimit's plan wakes
         const without = objects.filter((_, j) => j !== i);
         const withoutPlans = plans(without, true);
         // Its add event sees the cache with it, its delete event the cache without it.
-        const onAdd = new Set(rateLimitController.triggers(type, changed, cacheOf(objects)));
-        const onDelete = new Set(rateLimitController.triggers(type, changed, cacheOf(without)));
+        const onAdd = new Set(triggersOf(rateLimitController)(type, changed, cacheOf(objects)));
+        const onDelete = new Set(triggersOf(rateLimitController)(type, changed, cacheOf(without)));
         for (const [key, plan] of withoutPlans) {
           if (type === RESOURCES.RateLimit && key === objectKey(changed)) continue;
           const before = withAll.get(key);

@@ -10,6 +10,7 @@ import type { KubeObject } from "../../src/api/object.ts";
 import { IMAGES, NOW } from "../reconcile/serverless_fixtures.ts";
 import { pod, rateLimit, withProxy } from "../reconcile/ratelimit_fixtures.ts";
 import { cacheOf } from "./ratelimit_cache_fixtures.ts";
+import { triggersOf } from "../../src/runtime/controller_spec.ts";
 
 const ctx = { now: NOW, images: IMAGES, namespace: "platform-system" };
 const crd: KubeObject = {
@@ -60,7 +61,7 @@ Deno.test("root RateLimit: reads the Pods of every namespace; one reaching a wor
 
 Deno.test("root RateLimit: a Pod of any namespace wakes it; a namespaced one only its own", () => {
   const cache = cacheOf([crd, rootGateway, everyone, edge]);
-  const wakes = (p: KubeObject) => controller.triggers(RESOURCES.Pod, p, cache).sort();
+  const wakes = (p: KubeObject) => triggersOf(controller)(RESOURCES.Pod, p, cache).sort();
   assert.deepEqual(wakes(app), ["mesh-system/everyone"]);
   assert.deepEqual(wakes(gwEdge), ["edge/edge", "mesh-system/everyone", "mesh-system/gateway"]);
   const other = withProxy(pod("x", { app: "x" }, "demo"), "sidecar");
@@ -75,9 +76,9 @@ Deno.test("a gateway Pod shared across the root namespace: rivals both ways, the
   assert.equal(ready("mesh-system/gateway", world).ready.reason, "Applied");
   // Each wakes the other when it changes.
   const cache = cacheOf(world);
-  assert.ok(controller.triggers(RESOURCES.RateLimit, rootGateway, cache).includes("edge/edge"));
+  assert.ok(triggersOf(controller)(RESOURCES.RateLimit, rootGateway, cache).includes("edge/edge"));
   assert.ok(
-    controller.triggers(RESOURCES.RateLimit, edge, cache).includes("mesh-system/gateway"),
+    triggersOf(controller)(RESOURCES.RateLimit, edge, cache).includes("mesh-system/gateway"),
   );
   // Without the shared gateway Pod, no conflict: selectors alone never decide across namespaces.
   const apart = ready("edge/edge", [crd, gwRoot, app, rootGateway, edge]);

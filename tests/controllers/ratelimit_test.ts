@@ -7,7 +7,7 @@ import { RESOURCES } from "../../src/api/resources.ts";
 import { ENVOYFILTER_CRD, rateLimitController } from "../../src/controllers/ratelimit.ts";
 import { cacheOf } from "./ratelimit_cache_fixtures.ts";
 import type { KubeObject, ResourceType } from "../../src/api/object.ts";
-import type { CacheReader } from "../../src/runtime/controller_spec.ts";
+import { type CacheReader, triggersOf } from "../../src/runtime/controller_spec.ts";
 import { IMAGES, NOW } from "../reconcile/serverless_fixtures.ts";
 import { pod, rateLimit } from "../reconcile/ratelimit_fixtures.ts";
 import { fakeCache } from "../reconcile/module_fixtures.ts";
@@ -79,12 +79,12 @@ Deno.test("ratelimit: a Pod event finds its RateLimits by index, without listing
   const cache = cacheOf([crd, ...many, target, kept, keptFilter]);
   const { reader, lists } = counting(cache);
   const p = sidecarPod("httpbin-1", { app: "httpbin", tier: "web" }, true);
-  assert.deepEqual(rateLimitController.triggers(RESOURCES.Pod, p, reader).sort(), [
+  assert.deepEqual(triggersOf(rateLimitController)(RESOURCES.Pod, p, reader).sort(), [
     "demo/kept",
     "demo/target",
   ]);
   assert.deepEqual(
-    rateLimitController.triggers(
+    triggersOf(rateLimitController)(
       RESOURCES.Pod,
       sidecarPod("x", { app: "app-7", tier: "web" }, true),
       reader,
@@ -150,7 +150,7 @@ Deno.test("ratelimit: a filter event wakes its owner and the rivals of the Pods 
   const b = rateLimit({ name: "b", selectorLabels: { app: "httpbin", tier: "web" } });
   const c = rateLimit({ name: "c", selectorLabels: { app: "c" } });
   const ef = filterOf(a);
-  const t = rateLimitController.triggers;
+  const t = triggersOf(rateLimitController);
   assert.deepEqual(t(RESOURCES.EnvoyFilter, ef, cacheOf([crd, a, b, c, ef])), [
     "demo/a",
     "demo/b",

@@ -3,7 +3,11 @@ import assert from "node:assert/strict";
 import { RESOURCES } from "../../src/api/resources.ts";
 import { ENVOYFILTER_CRD, rateLimitController } from "../../src/controllers/ratelimit.ts";
 import { type KubeObject, objectKey, type ResourceType } from "../../src/api/object.ts";
-import type { CacheReader, ReconcileContext } from "../../src/runtime/controller_spec.ts";
+import {
+  type CacheReader,
+  type ReconcileContext,
+  triggersOf,
+} from "../../src/runtime/controller_spec.ts";
 import { FILTER_PROJECTION } from "../../src/controllers/ratelimit_cache.ts";
 import { pod, rateLimit } from "./ratelimit_fixtures.ts";
 
@@ -40,7 +44,9 @@ const ctx: ReconcileContext = {
 Deno.test("watches EnvoyFilters (optional, unfiltered), Pods and CRDs", () => {
   assert.equal(rateLimitController.name, "ratelimit");
   assert.equal(rateLimitController.primary, RESOURCES.RateLimit);
-  const ef = rateLimitController.watches.find((w) => w.type === RESOURCES.EnvoyFilter);
+  const { trigger: _, ...ef } = rateLimitController.watches.find((w) =>
+    w.type === RESOURCES.EnvoyFilter
+  )!;
   assert.deepEqual(ef, {
     type: RESOURCES.EnvoyFilter,
     optional: true,
@@ -55,7 +61,7 @@ Deno.test("triggers: peers of a namespace, the filter's owner, everyone on the m
   const b = rateLimit({ name: "b" });
   const c = rateLimit({ name: "c", namespace: "other" });
   const cache = cacheOf([a, b, c]);
-  const t = rateLimitController.triggers;
+  const t = triggersOf(rateLimitController);
   assert.deepEqual(t(RESOURCES.RateLimit, a, cache), ["demo/a", "demo/b"]);
   // A Pod wakes the RateLimits that select it, not its whole namespace.
   assert.deepEqual(t(RESOURCES.Pod, pod("p", { app: "httpbin", x: "1" }), cache), [

@@ -7,6 +7,7 @@ import { MANAGED_SELECTOR } from "../../src/reconcile/labels.ts";
 import type { KubeObject } from "../../src/api/object.ts";
 import { IMAGES, installed, NOW, scaler } from "./scaler_fixtures.ts";
 import { fakeCache, heldClaim } from "./module_fixtures.ts";
+import { triggersOf } from "../../src/runtime/controller_spec.ts";
 
 const userObject = (kind: string, ns: string, name: string): KubeObject => ({
   apiVersion: "keda.sh/v1alpha1",
@@ -26,12 +27,15 @@ Deno.test("watches: the peers, every installed type by the managed selector, KED
       RESOURCES.ValidatingWebhookConfiguration,
     ]
   ) {
-    assert.deepEqual(w.find((x) => x.type === type), { type, labelSelector: MANAGED_SELECTOR });
+    const { trigger, ...watch } = w.find((x) => x.type === type)!;
+    assert.deepEqual(watch, { type, labelSelector: MANAGED_SELECTOR });
+    assert.equal(typeof trigger, "function", `${type.kind} wakes its owner`);
   }
   for (
     const type of [RESOURCES.ScaledObject, RESOURCES.ScaledJob, RESOURCES.TriggerAuthentication]
   ) {
-    assert.deepEqual(w.find((x) => x.type === type), { type, optional: true });
+    const { trigger: _, ...watch } = w.find((x) => x.type === type)!;
+    assert.deepEqual(watch, { type, optional: true });
   }
   const { installed: objs } = installed();
   const watched = new Set(w.map((x) => `${x.type.group}/${x.type.kind}`));
@@ -45,12 +49,16 @@ Deno.test("triggers: KEDA objects wake their Scaler, not the Serverless; user ob
   const w = installed();
   const cache = fakeCache([w.object!, scaler({}, { name: "b", namespace: "x" }), ...w.installed]);
   const dep = w.installed.find((o) => o.kind === "Deployment")!;
-  assert.deepEqual(scalerController.triggers(RESOURCES.Deployment, dep, cache), [
+  assert.deepEqual(triggersOf(scalerController)(RESOURCES.Deployment, dep, cache), [
     "platform-system/default",
   ]);
-  assert.deepEqual(serverlessController.triggers(RESOURCES.Deployment, dep, cache), []);
+  assert.deepEqual(triggersOf(serverlessController)(RESOURCES.Deployment, dep, cache), []);
   assert.deepEqual(
-    scalerController.triggers(RESOURCES.ScaledObject, userObject("ScaledObject", "u", "s"), cache),
+    triggersOf(scalerController)(
+      RESOURCES.ScaledObject,
+      userObject("ScaledObject", "u", "s"),
+      cache,
+    ),
     ["platform-system/default", "x/b"],
   );
 });

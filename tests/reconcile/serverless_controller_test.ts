@@ -6,6 +6,7 @@ import { MANAGED_SELECTOR, OWNER_LABEL } from "../../src/reconcile/labels.ts";
 import type { KubeObject } from "../../src/api/object.ts";
 import { converge, IMAGES, NOW, serverless } from "./serverless_fixtures.ts";
 import { fakeCache, heldClaim } from "./module_fixtures.ts";
+import { triggersOf } from "../../src/runtime/controller_spec.ts";
 
 const fn = (ns: string, name: string): KubeObject => ({
   apiVersion: "serverless.platform-project.io/v1alpha2",
@@ -24,12 +25,12 @@ Deno.test("watches: the peers, every installed type by the managed selector, Fun
       RESOURCES.ClusterRole,
     ]
   ) {
-    assert.deepEqual(w.find((x) => x.type === type), { type, labelSelector: MANAGED_SELECTOR });
+    const { trigger, ...watch } = w.find((x) => x.type === type)!;
+    assert.deepEqual(watch, { type, labelSelector: MANAGED_SELECTOR });
+    assert.equal(typeof trigger, "function", `${type.kind} wakes its owner`);
   }
-  assert.deepEqual(w.find((x) => x.type === RESOURCES.Function), {
-    type: RESOURCES.Function,
-    optional: true,
-  });
+  const { trigger: _, ...fnWatch } = w.find((x) => x.type === RESOURCES.Function)!;
+  assert.deepEqual(fnWatch, { type: RESOURCES.Function, optional: true });
   assert.equal(serverlessController.primary, RESOURCES.Serverless);
   assert.equal(serverlessController.name, "serverless");
 });
@@ -50,24 +51,24 @@ Deno.test("triggers: installed objects wake their owner; peers and Functions wak
   const other = serverless({}, { name: "second", namespace: "other" });
   const cache = fakeCache([world.object!, other, ...world.installed]);
   const dep = world.installed.find((o) => o.kind === "Deployment")!;
-  assert.deepEqual(serverlessController.triggers(RESOURCES.Deployment, dep, cache), [
+  assert.deepEqual(triggersOf(serverlessController)(RESOURCES.Deployment, dep, cache), [
     "platform-system/default",
   ]);
   const orphan = {
     ...dep,
     metadata: { ...dep.metadata, labels: { ...dep.metadata.labels, [OWNER_LABEL]: "gone.x" } },
   };
-  assert.deepEqual(serverlessController.triggers(RESOURCES.Deployment, orphan, cache), [
+  assert.deepEqual(triggersOf(serverlessController)(RESOURCES.Deployment, orphan, cache), [
     "other/second",
     "platform-system/default",
   ]);
   const gone = serverless({}, { name: "deleted", namespace: "x" });
-  assert.deepEqual(serverlessController.triggers(RESOURCES.Serverless, gone, cache), [
+  assert.deepEqual(triggersOf(serverlessController)(RESOURCES.Serverless, gone, cache).sort(), [
     "other/second",
     "platform-system/default",
     "x/deleted",
   ]);
-  assert.deepEqual(serverlessController.triggers(RESOURCES.Function, fn("u", "f"), cache), [
+  assert.deepEqual(triggersOf(serverlessController)(RESOURCES.Function, fn("u", "f"), cache), [
     "other/second",
     "platform-system/default",
   ]);
@@ -78,7 +79,7 @@ Deno.test("triggers: installed objects wake their owner; peers and Functions wak
       labels: { ...dep.metadata.labels, "operator.platform-project.io/module": "keda" },
     },
   };
-  assert.deepEqual(serverlessController.triggers(RESOURCES.Deployment, keda, cache), []);
+  assert.deepEqual(triggersOf(serverlessController)(RESOURCES.Deployment, keda, cache), []);
 });
 
 Deno.test("reconcile reads the cache: installed objects, Functions, peers", () => {

@@ -26,7 +26,6 @@ function children(concurrency?: number): ControllerSpec {
     name: "children",
     primary: RL,
     watches: [{ type: CM, labelSelector: `${MANAGED_BY_LABEL}=${MANAGED_BY}` }],
-    triggers: () => [],
     ...(concurrency ? { concurrency } : {}),
     reconcile(key, cache) {
       const [namespace, name] = key.split("/");

@@ -11,7 +11,7 @@ import { Runner } from "../../src/runtime/runner.ts";
 import { TestCluster } from "./test_cluster.ts";
 import { ManualClock, seededRandom } from "./helpers.ts";
 
-const base = { triggers: () => [], reconcile: () => undefined };
+const base = { reconcile: () => undefined };
 const a: ControllerSpec = {
   ...base,
   name: "a",
@@ -75,7 +75,10 @@ Deno.test("keysFor: the primary's own key, triggers of the new and the old objec
   const cache = new Cache();
   const spec: ControllerSpec = {
     ...a,
-    triggers: (_t, obj) => obj.metadata.labels?.owner ? [`ns/${obj.metadata.labels.owner}`] : [],
+    watches: [{
+      ...a.watches[0],
+      trigger: (obj) => obj.metadata.labels?.owner ? [`ns/${obj.metadata.labels.owner}`] : [],
+    }, ...a.watches.slice(1)],
     reconcile: () => emptyPlan(),
   };
   const loop = loopOf(spec, cache, clock);

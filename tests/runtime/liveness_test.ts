@@ -96,7 +96,6 @@ function reader(calls: string[], watchCrds: boolean, applyCrd = false): Controll
       { type: FN, optional: true },
       ...(watchCrds ? [{ type: CRD, labelSelector: `${MANAGED_BY_LABEL}=${MANAGED_BY}` }] : []),
     ],
-    triggers: () => [],
     reconcile(key, cache) {
       calls.push(`${key}:${cache.isLive?.(FN) ? "live" : "unknown"}`);
       return { ...emptyPlan(), apply: applyCrd ? [fnCrd()] : [] };

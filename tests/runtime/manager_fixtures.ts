@@ -29,11 +29,14 @@ export function widgets(calls: string[] = [], fail?: (key: string) => boolean): 
   return {
     name: "widgets",
     primary: RL,
-    watches: [{ type: CM, labelSelector: `${MANAGED_BY_LABEL}=${MANAGED_BY}` }],
-    triggers: (_type, obj) => {
-      const owner = obj.metadata.labels?.[OWNER];
-      return owner ? [`${obj.metadata.namespace}/${owner}`] : [];
-    },
+    watches: [{
+      type: CM,
+      labelSelector: `${MANAGED_BY_LABEL}=${MANAGED_BY}`,
+      trigger: (obj) => {
+        const owner = obj.metadata.labels?.[OWNER];
+        return owner ? [`${obj.metadata.namespace}/${owner}`] : [];
+      },
+    }],
     reconcile(key, cache, ctx): Plan | undefined {
       calls.push(key);
       if (fail?.(key)) throw new Error(`boom ${key}`);

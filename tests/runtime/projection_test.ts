@@ -119,7 +119,6 @@ Deno.test("one watch projected two ways is refused, by the cache and by the mana
     name: project.name,
     primary: SL,
     watches: [{ type: EF, project }],
-    triggers: () => [],
     reconcile: () => undefined,
   });
   assert.throws(

@@ -23,8 +23,11 @@ const managed = { [MANAGED_BY_LABEL]: MANAGED_BY };
 const owner: ControllerSpec = {
   name: "owner",
   primary: RL,
-  watches: [{ type: CM, labelSelector: `${MANAGED_BY_LABEL}=${MANAGED_BY}` }],
-  triggers: (_t, obj) => [`${obj.metadata.namespace}/${obj.metadata.name.replace(/-cfg$/, "")}`],
+  watches: [{
+    type: CM,
+    labelSelector: `${MANAGED_BY_LABEL}=${MANAGED_BY}`,
+    trigger: (obj) => [`${obj.metadata.namespace}/${obj.metadata.name.replace(/-cfg$/, "")}`],
+  }],
   reconcile(key, cache): Plan | undefined {
     const [ns, name] = key.split("/");
     const rl = cache.get(RL, ns, name);

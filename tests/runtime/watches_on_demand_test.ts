@@ -45,7 +45,6 @@ Deno.test("planWatches: a watch only lazy controllers read, as a secondary, open
     name: "eager",
     primary: RESOURCES.RateLimit,
     watches: [{ type: RESOURCES.Function, optional: true }],
-    triggers: () => [],
     reconcile: () => undefined,
   };
   const shared = planWatches([...ALL_CONTROLLERS, eager]);

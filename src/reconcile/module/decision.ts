@@ -16,6 +16,7 @@ import {
 } from "../conditions.ts";
 import type { ObjectRef, Plan } from "../plan.ts";
 import type { ModuleMeta } from "./singleton.ts";
+import { releaseFinalizer } from "../finalizer.ts";
 
 /** The condition type of the replica-failure row, which only the current rollout may explain. */
 export const DEPLOYMENT_FAILURE = "DeploymentFailure";
@@ -108,14 +109,6 @@ export function decisionPlan(
   };
 }
 
-/** Removes `finalizer` when the object has it. */
-export function finalizerRemoval(
-  meta: ModuleMeta,
-  finalizer: string,
-): Pick<ModuleDecision, "finalizer"> {
-  return (meta.finalizers ?? []).includes(finalizer) ? { finalizer: { remove: finalizer } } : {};
-}
-
 /**
  * The decision for a duplicate module object: not served, only the row's condition, no status
  * fields, and a finalizer left from when it was served removed (it would only block deletion).
@@ -132,6 +125,6 @@ export function duplicateDecision(
     served: false,
     keepOnly: [],
     fields: {},
-    ...finalizerRemoval(meta, finalizer),
+    ...releaseFinalizer(meta, finalizer),
   };
 }

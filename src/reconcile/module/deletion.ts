@@ -1,15 +1,15 @@
 /**
  * How a module is deleted: wait for the user's objects of the module's kinds, delete every
- * installed object, and remove the finalizer once nothing is left; the rows DeletionErr, Deletion
+ * installed object, and say when nothing is left (src/reconcile/finalizer.ts then removes the
+ * finalizer); the rows DeletionErr, Deletion
  * and Deleted, which both module tables share.
  */
 import type { KubeObject } from "../../api/object.ts";
 import { rowFor, type StateRow } from "../conditions.ts";
 import { type ObjectRef, refOf } from "../plan.ts";
-import { DEPLOYMENT_FAILURE, finalizerRemoval, type ModuleDecision } from "./decision.ts";
+import { DEPLOYMENT_FAILURE, type ModuleDecision } from "./decision.ts";
 import { isDeleting } from "./install_diff.ts";
 import { REQUEUE_MS } from "./requeue.ts";
-import type { ModuleMeta } from "./singleton.ts";
 
 /** Where deletion of a module stands. */
 export type DeletionPhase =
@@ -56,8 +56,6 @@ export interface DeletionWords {
   objects: string;
   /** The module: `KEDA` (`KEDA module deleted.`). */
   module: string;
-  /** The module object's finalizer, removed once everything is gone. */
-  finalizer: string;
   /** Status fields to show while deleting. */
   fields?: Record<string, unknown>;
 }
@@ -69,7 +67,6 @@ export interface DeletionWords {
 export function deletionDecision(
   table: readonly StateRow[],
   phase: DeletionPhase,
-  meta: ModuleMeta,
   words: DeletionWords,
 ): ModuleDecision {
   const base = {
@@ -98,7 +95,6 @@ export function deletionDecision(
         ...base,
         row: rowFor(table, "Deleted"),
         message: `${words.module} module deleted.`,
-        ...finalizerRemoval(meta, words.finalizer),
       };
   }
 }

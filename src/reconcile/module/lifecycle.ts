@@ -19,6 +19,7 @@ import type { ApplyOutcome, ObjectRef, Plan } from "../plan.ts";
 import type { ClaimInput } from "./claim.ts";
 import { decisionPlan, duplicateDecision, type ModuleDecision } from "./decision.ts";
 import { deletionDecision, deletionPhase } from "./deletion.ts";
+import { type FinalizerChange, finalized } from "../finalizer.ts";
 import { diffInstalled, type InstallDiff, isInSync, pendingFailure } from "./install_diff.ts";
 import { moduleReadiness } from "./readiness.ts";
 import { REQUEUE_MS } from "./requeue.ts";
@@ -210,35 +211,49 @@ export function reconcileModule<Spec, Config>(
     const row = rowFor(m.states, m.duplicate);
     return plan(duplicateDecision(row, obj.message, obj.meta, m.finalizer), generation);
   }
-  if (obj.meta.deletionTimestamp) {
-    const fields = m.statusFields?.(input.installed, undefined);
-    const phase = deletionPhase(input.installed, input.userObjects);
-    const words = { ...m.deletion, finalizer: m.finalizer, ...(fields ? { fields } : {}) };
-    return plan(deletionDecision(m.states, phase, obj.meta, words), generation);
-  }
-  const namespace = obj.meta.namespace ?? DEFAULT_MODULE_NAMESPACE;
+  const decision = finalized<ModuleDecision>(obj.meta, m.finalizer, {
+    apply: (finalizer) => inUse(m, input, obj.meta, obj.claimed, finalizer),
+    cleanup: () => {
+      const fields = m.statusFields?.(input.installed, undefined);
+      const phase = deletionPhase(input.installed, input.userObjects);
+      const words = { ...m.deletion, ...(fields ? { fields } : {}) };
+      return {
+        decision: deletionDecision(m.states, phase, words),
+        done: phase.phase === "deleted",
+      };
+    },
+  });
+  return plan(decision, generation);
+}
+
+/** The decision for a served module object in use: invalid, claiming, or installing. */
+function inUse<Spec, Config>(
+  m: ModuleLifecycle<Spec, Config>,
+  input: ModuleInput,
+  meta: ModuleMeta,
+  claimed: boolean,
+  finalizer: FinalizerChange,
+): ModuleDecision {
+  const namespace = meta.namespace ?? DEFAULT_MODULE_NAMESPACE;
   const fields = m.statusFields?.(input.installed, namespace);
   const served = { served: true, drop: ["Deleted"], ...(fields ? { fields } : {}) };
-  const parsed = m.parse(raw);
+  const parsed = m.parse(input.object);
+  // An invalid object installs nothing, so it takes no finalizer: there is nothing to clean up.
   if (!parsed.ok) {
-    return plan({
+    return {
       ...served,
       row: rowFor(m.states, m.invalid),
       message: fitMessage(`The ${m.kind} object is invalid: `, errorLines(parsed.errors)),
-    }, generation);
+    };
   }
-  const finalizer = { add: m.finalizer };
-  if (!obj.claimed) {
+  if (!claimed) {
     const { drop: _, ...claiming } = served;
-    return plan(
-      stepDecision(m.states, m.claimed, {
-        ...claiming,
-        keepOnly: [],
-        finalizer,
-        requeueAfterMs: REQUEUE_MS.claim,
-      }),
-      generation,
-    );
+    return stepDecision(m.states, m.claimed, {
+      ...claiming,
+      keepOnly: [],
+      finalizer,
+      requeueAfterMs: REQUEUE_MS.claim,
+    });
   }
-  return plan(install(m, input, obj.meta, parsed.value.spec, { ...served, finalizer }), generation);
+  return install(m, input, meta, parsed.value.spec, { ...served, finalizer });
 }
