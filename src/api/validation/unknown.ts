@@ -8,6 +8,14 @@ import { isObject } from "../json.ts";
 import { didYouMean } from "../suggest.ts";
 import type { ValidationPlan } from "./plan.ts";
 
+/** The message of an unknown field, before its guess. */
+export const UNKNOWN_FIELD = "unknown field";
+
+/** Whether a field error is an unknown field's. */
+export function isUnknownField(error: FieldError): boolean {
+  return error.message.startsWith(UNKNOWN_FIELD);
+}
+
 function walk(
   plan: ValidationPlan,
   input: unknown,
@@ -36,7 +44,7 @@ function walk(
         else if (plan.unknown === "strip") {
           out.push({
             path: formatPath([...path, key]),
-            message: `unknown field${didYouMean(key, known.filter((k) => !(k in input)))}`,
+            message: `${UNKNOWN_FIELD}${didYouMean(key, known.filter((k) => !(k in input)))}`,
           });
         }
       }
