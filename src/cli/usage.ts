@@ -29,6 +29,16 @@ export function usageLine(program: string, synopsis: string): string {
   return [`Usage: ${program} ${first}`, ...rest.map((l) => indent + l.trimStart())].join("\n");
 }
 
+/** How a command of the front door is named in its usage line and hints: `mod.ts <command>`. */
+export function commandProgram(command: string): string {
+  return `mod.ts ${command}`;
+}
+
+/** The usage line of a front-door command, and the `./deno task` that runs it. */
+export function commandUsage(command: string, synopsis: string, task = command): string {
+  return `${usageLine(commandProgram(command), synopsis)}\n(also \`./deno task ${task}\`)`;
+}
+
 /** An error line: `error: MESSAGE`. */
 export function errorLine(message: string): string {
   return `error: ${message}`;

@@ -7,20 +7,20 @@ import {
   NEWEST_ISTIO,
 } from "../../dataplane/mod.ts";
 import { type FlagSpec, parseFlags, UsageError } from "../flags.ts";
-import { usageLine } from "../usage.ts";
+import { commandProgram, commandUsage } from "../usage.ts";
 
 /** How the command is named in its usage line and hints. */
-export const PROGRAM = "mod.ts ratelimit";
+export const PROGRAM = commandProgram("ratelimit");
 
 /** The help text. */
 export const HELP = `${
-  usageLine(
-    PROGRAM,
-    `-f RATELIMIT.yaml (--render | --requests FILE.jsonl | --rate N/s --for DURATION
-     [--path P] [--header K=V]...) [--envoy VERSION] [--json] [--svg FILE]`,
+  commandUsage(
+    "ratelimit",
+    `-f RATELIMIT.yaml (--render | --requests FILE.jsonl
+     | --rate N/s --for DURATION [--path P] [--header K=V]...)
+     [--envoy VERSION] [--json] [--svg FILE]`,
   )
 }
-(also \`./deno task ratelimit\`)
 
 Shows what a RateLimit will do to some traffic before anyone applies it: the RateLimit goes through
 the operator's reconciler, its EnvoyFilter through the model of Envoy's local rate limit, on one
