@@ -19,6 +19,7 @@ import { healthz, readyz } from "../runtime/health.ts";
 import { Manager } from "../runtime/manager.ts";
 import { instrumentCluster, Metrics } from "../runtime/metrics.ts";
 import { parseRunFlags, runHelp, type RunOptions } from "./run_flags.ts";
+import { commandProgram, CONSOLE, failUsage } from "./usage.ts";
 import { type Endpoint, serveRoutes, text } from "./run_http.ts";
 import { metricsReviewed, serveMetrics } from "./metrics_endpoint.ts";
 import { type ControllerName, controllersFor } from "../controllers/registry.ts";
@@ -55,10 +56,7 @@ export async function main(args: string[]): Promise<number> {
     console.log(runHelp());
     return 0;
   }
-  if (parsed.kind === "error") {
-    console.error(`error: ${parsed.message}`);
-    return 2;
-  }
+  if (parsed.kind === "error") return failUsage(CONSOLE, commandProgram("run"), parsed.message);
   const stop = new AbortController();
   let firstSignalAt: number | undefined;
   const onSignal = () => {
