@@ -26,8 +26,8 @@ function distance(a: string, b: string, limit: number): number {
 
 /**
  * The candidate `word` most likely misspells: the same but for letter case, else the one fewest
- * edits away when that is at most a third of its length (at least one edit); undefined when none is
- * that close, so a wholly different name gets no guess.
+ * edits away when that is at most a third of the longer name's length; undefined when none is that
+ * close, so a wholly different (or a one-letter) name gets no guess.
  */
 export function closest(word: string, candidates: Iterable<string>): string | undefined {
   const lower = word.toLowerCase();
@@ -36,7 +36,8 @@ export function closest(word: string, candidates: Iterable<string>): string | un
   for (const candidate of candidates) {
     if (candidate === word) continue;
     if (candidate.toLowerCase() === lower) return candidate;
-    const limit = Math.max(1, Math.floor(Math.max(word.length, candidate.length) / 3));
+    const limit = Math.floor(Math.max(word.length, candidate.length) / 3);
+    if (limit === 0) continue;
     const d = distance(lower, candidate.toLowerCase(), limit);
     if (d <= limit && d < bestDistance) {
       best = candidate;

@@ -2,7 +2,7 @@
  * The command line of the CLI's commands, parsed one way: `--name value`, `--name=value`, `-x
  * value`, booleans as `--name`, `--` ending the flags. A flag that takes a value takes the next
  * argument whatever it is (`--for -1s`, `-f -`), as kubectl's flags do, so the value's own check
- * says what is wrong with it. An unknown flag is named with the one meant. No node:util, so the
+ * says what is wrong with it; given twice, the last value wins. An unknown flag is named with the one meant. No node:util, so the
  * operator's start-up graph stays free of Node's compatibility layer.
  */
 import { didYouMean } from "../api/suggest.ts";
@@ -71,8 +71,8 @@ export function parseFlags<S extends Record<string, FlagSpec>>(
     if (eq >= 0) value = arg.slice(eq + 1);
     else if (i + 1 < flagArgs.length) value = flagArgs[++i];
     else throw new UsageError(`${written} needs a value`);
+    // A flag given again wins over its earlier value (as kubectl's flags; tests append flags).
     if (flag.multiple) values[name] = [...(values[name] as string[] | undefined ?? []), value];
-    else if (name in values) throw new UsageError(`${written} is given twice`);
     else values[name] = value;
   }
   if (end >= 0) rest.push(...args.slice(end + 1));
