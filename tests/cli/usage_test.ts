@@ -52,3 +52,22 @@ Deno.test("mod.ts: --version on stdout; no command, or a misspelt one, in one li
     err: `error: unknown command "ratelimt"; did you mean ratelimit? See 'mod.ts --help'.\n`,
   });
 });
+
+Deno.test("mod.ts ratelimit -f - reads the process's stdin", async () => {
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--frozen", MOD, "ratelimit", "-f", "-", "--render"],
+    stdin: "piped",
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const sample = new URL("../../samples/ratelimit-workload.yaml", import.meta.url);
+  const writer = child.stdin.getWriter();
+  await writer.write(await Deno.readFile(sample));
+  await writer.close();
+  const r = await child.output();
+  assert.equal(r.code, 0, new TextDecoder().decode(r.stderr));
+  assert.match(
+    new TextDecoder().decode(r.stdout),
+    /^apiVersion: networking\.istio\.io\/v1alpha3\nkind: EnvoyFilter\n/,
+  );
+});
