@@ -30,7 +30,7 @@ async function runShown(command: string): Promise<string[] | undefined> {
   const put = (l: string) => lines.push(...l.split("\n"));
   let code: number;
   if (argv[2] === "ratelimit") code = await ratelimit(argv.slice(3), { out: put, err: put });
-  else if (argv[2] === "sim") code = await runSim(argv.slice(3), put);
+  else if (argv[2] === "sim") code = await runSim(argv.slice(3), { out: put, err: put });
   else return undefined;
   if (echo) lines.push(`exit ${code}`);
   return lines;

@@ -1,5 +1,6 @@
 /**
- * `deno task dev [--real-node] [operator flags]`: the one command that runs the project locally.
+ * `deno task dev [--real-node] [operator flags]` (`--help`: tools/dev_args.ts): the one command
+ * that runs the project locally.
  * It builds the control plane (first time only), starts it, installs the CRDs, runs the operator
  * in the foreground (its JSON logs on stdout), applies the samples and prints kubectl lines to
  * try. `--real-node` adds a node that runs containers (tools/cluster/README.md) and prints how to
@@ -11,6 +12,8 @@ import { type ClusterHandle, down, ensureBuilt, up } from "./cluster/mod.ts";
 import { DEFAULT_CLUSTER_DIR } from "./cluster/paths.ts";
 import { realNodeHowTo } from "./cluster/node/howto.ts";
 import { OPERATOR_ENV, operatorRunArgs } from "./operator/process.ts";
+import { busyMessage, DEV_HELP, DEV_LOCK, parseDevArgs } from "./dev_args.ts";
+import { tryLock } from "./cluster/lock.ts";
 
 const ROOT = resolve(import.meta.dirname ?? ".", "..");
 const say = (msg: string) => console.error(`[dev] ${msg}`);
@@ -85,8 +88,11 @@ export function tryLines(cluster: Pick<ClusterHandle, "kubeconfig" | "kubectlPat
   ].join("\n");
 }
 
-/** Stops the operator (SIGTERM, SIGKILL after 10 s) and then the cluster, once. */
-function stopper(): { stop(why: string): Promise<void>; operator?: Deno.ChildProcess } {
+/** Stops the operator (SIGTERM, SIGKILL after 10 s), then the cluster, then frees the lock; once. */
+function stopper(release: () => Promise<void>): {
+  stop(why: string): Promise<void>;
+  operator?: Deno.ChildProcess;
+} {
   let stopped: Promise<void> | undefined;
   const self: { stop(why: string): Promise<void>; operator?: Deno.ChildProcess } = {
     stop: (why) =>
@@ -106,6 +112,7 @@ function stopper(): { stop(why: string): Promise<void>; operator?: Deno.ChildPro
           clearTimeout(killer);
         }
         await down(DEFAULT_CLUSTER_DIR);
+        await release();
         say("stopped");
       })(),
   };
@@ -113,10 +120,24 @@ function stopper(): { stop(why: string): Promise<void>; operator?: Deno.ChildPro
 }
 
 async function main(args: string[]): Promise<number> {
-  const realNode = args.includes("--real-node");
-  const extra = args.filter((a) => a !== "--real-node");
+  const parsed = parseDevArgs(args);
+  if (parsed.kind === "help") {
+    console.log(DEV_HELP);
+    return 0;
+  }
+  if (parsed.kind === "error") {
+    console.error(parsed.line);
+    return 2;
+  }
+  const { realNode, operatorArgs: extra } = parsed;
+  await Deno.mkdir(dirname(DEV_LOCK), { recursive: true });
+  const lock = await tryLock(DEV_LOCK);
+  if (!lock.held) {
+    console.error(`error: ${busyMessage(lock.owner)}`);
+    return 1;
+  }
   const t0 = performance.now();
-  const s = stopper();
+  const s = stopper(lock.release);
   // From the first moment: Ctrl-C during the build or start-up also stops what was started.
   for (const sig of ["SIGINT", "SIGTERM"] as const) {
     Deno.addSignalListener(sig, () => s.stop(sig).then(() => Deno.exit(130)));

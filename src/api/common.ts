@@ -17,10 +17,10 @@ export type ParsedObjectMeta = z.output<typeof ObjectMetaSchema>;
 
 /** Parses one status Condition as it is (a null field is an error); returns it, or field errors. */
 export function parseCondition(input: unknown): ParseResult<Condition> {
-  return validate(PLANS.Condition, input, "keep");
+  return validate(PLANS.Condition, input, { nulls: "keep" });
 }
 
 /** Parses object metadata as it is, unknown fields kept; returns it, or field errors. */
 export function parseObjectMeta(input: unknown): ParseResult<ParsedObjectMeta> {
-  return validate(PLANS.ObjectMeta, input, "keep");
+  return validate(PLANS.ObjectMeta, input, { nulls: "keep" });
 }

@@ -6,7 +6,7 @@ import type { z } from "zod";
 import type { ParseResult } from "./issues.ts";
 import type * as S from "./schema/ratelimit.ts";
 import { PLANS } from "./validation/plans.ts";
-import { validate } from "./validation/run.ts";
+import { validate, type ValidateOptions } from "./validation/run.ts";
 
 export {
   BUCKET_PATH_PATTERN,
@@ -33,7 +33,13 @@ export type BucketRule = z.output<typeof S.BucketRuleSchema>;
 /** RateLimit status. */
 export type RateLimitStatus = z.output<typeof S.RateLimitStatusSchema>;
 
-/** Parses a RateLimit object; returns it with defaults filled, or field errors. */
-export function parseRateLimit(input: unknown): ParseResult<RateLimit> {
-  return validate(PLANS.RateLimit, input);
+/**
+ * Parses a RateLimit object; returns it with defaults filled, or field errors. Unknown fields are
+ * stripped unless `options.unknown` is "refuse" (a file not yet applied, read as kubectl would).
+ */
+export function parseRateLimit(
+  input: unknown,
+  options: Pick<ValidateOptions, "unknown"> = {},
+): ParseResult<RateLimit> {
+  return validate(PLANS.RateLimit, input, options);
 }

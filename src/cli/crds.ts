@@ -4,7 +4,7 @@
  */
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
-import { parseGeneratorArgs } from "./generator_args.ts";
+import { generatorHelp, parseGeneratorArgs } from "./generator_args.ts";
 import {
   CRD_KUSTOMIZATION,
   crdDifferences,
@@ -13,15 +13,12 @@ import {
 } from "../crd/render.ts";
 import { PLANS_FILE, plansText } from "../api/schema/plans.ts";
 
-const HELP = `Usage: deno run -A mod.ts crds [--check] [--dir DIR]
-
-Writes one CustomResourceDefinition a kind to DIR/<plural>.<group>.yaml, generated from src/api/,
-and the validation plans the operator runs with to src/api/validation/plans.json.
-
-Options:
-  --check    write nothing; list the files that differ and exit 1 if any do
-  --dir DIR  the folder of the CRD files (default: the project's crds/)
-  --help     show this help`;
+const HELP = generatorHelp(
+  "crds",
+  `Writes one CustomResourceDefinition a kind to DIR/<plural>.<group>.yaml, generated from src/api/,
+and the validation plans the operator runs with to src/api/validation/plans.json.`,
+  "the folder of the CRD files (default: the project's crds/)",
+);
 
 /** The project's `crds/` folder, wherever the command is run from. */
 export const CRDS_DIR = fileURLToPath(new URL("../../crds", import.meta.url));
@@ -43,7 +40,7 @@ export async function readYamlFiles(dir: string): Promise<Map<string, string>> {
 
 /** Runs the command; resolves to the exit code (0 ok, 1 stale with --check, 2 bad usage). */
 export async function main(args: string[]): Promise<number> {
-  const values = parseGeneratorArgs(args, HELP);
+  const values = parseGeneratorArgs("crds", args, HELP);
   if (typeof values === "number") return values;
   const dir = values.dir ?? CRDS_DIR;
   const shown = relative(Deno.cwd(), dir) || ".";

@@ -1,18 +1,15 @@
 /** `mod.ts deploy`: writes the generated files of deploy/ (RBAC, CRD copies), or with `--check` lists what is stale. */
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
-import { parseGeneratorArgs } from "./generator_args.ts";
+import { generatorHelp, parseGeneratorArgs } from "./generator_args.ts";
 import { deployFiles } from "../kube/deploy_files.ts";
 
-const HELP = `Usage: deno run -A mod.ts deploy [--check] [--dir DIR]
-
-Writes the generated files of DIR: rbac.yaml (from the verb table in src/kube/rbac.ts) and
-crds/ (copies of the project's crds/, which kustomize cannot read from outside DIR).
-
-Options:
-  --check    write nothing; list the files that differ and exit 1 if any do
-  --dir DIR  the deploy folder (default: the project's deploy/)
-  --help     show this help`;
+const HELP = generatorHelp(
+  "deploy",
+  `Writes the generated files of DIR: rbac.yaml (from the verb table in src/kube/rbac.ts) and
+crds/ (copies of the project's crds/, which kustomize cannot read from outside DIR).`,
+  "the deploy folder (default: the project's deploy/)",
+);
 
 /** The project's `deploy/` folder. */
 export const DEPLOY_DIR = fileURLToPath(new URL("../../deploy", import.meta.url));
@@ -37,7 +34,7 @@ export async function staleDeployFiles(dir: string): Promise<string[]> {
 
 /** Runs the command; resolves to the exit code (0 ok, 1 stale with --check, 2 bad usage). */
 export async function main(args: string[]): Promise<number> {
-  const values = parseGeneratorArgs(args, HELP);
+  const values = parseGeneratorArgs("deploy", args, HELP);
   if (typeof values === "number") return values;
   const dir = values.dir ?? DEPLOY_DIR;
   const shown = relative(Deno.cwd(), dir) || ".";

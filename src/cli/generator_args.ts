@@ -1,5 +1,6 @@
 /** The arguments of the commands that write generated files (`crds`, `deploy`). */
-import { parseArgs } from "node:util";
+import { parseFlags, UsageError } from "./flags.ts";
+import { commandProgram, commandUsage, CONSOLE, failUsage, type Output } from "./usage.ts";
 
 /** What a generator command was asked: `--check` (write nothing) and `--dir DIR`. */
 export interface GeneratorArgs {
@@ -7,30 +8,39 @@ export interface GeneratorArgs {
   dir?: string;
 }
 
+/** The help text of a generator command `mod.ts <command>`: its usage line, what it writes, the options. */
+export function generatorHelp(command: string, what: string, dirHelp: string): string {
+  return `${commandUsage(command, "[--check] [--dir DIR]")}
+
+${what}
+
+Options:
+  --check     write nothing; list the files that differ and exit 1 if any do
+  --dir DIR   ${dirHelp}
+  -h, --help  show this help`;
+}
+
 /**
- * Parses `[--check] [--dir DIR] [--help]`. When the command stops here it returns its exit code,
- * having printed the help (0) or the error and the help (2).
+ * Parses `[--check] [--dir DIR] [--help]` of `mod.ts <command>`. When the command stops here it
+ * returns its exit code, having printed the help (0) or a one-line usage error (2).
  */
-export function parseGeneratorArgs(args: string[], help: string): GeneratorArgs | number {
-  let values: { check?: boolean; dir?: string; help?: boolean };
+export function parseGeneratorArgs(
+  command: string,
+  args: string[],
+  help: string,
+  output: Output = CONSOLE,
+): GeneratorArgs | number {
+  let parsed;
   try {
-    ({ values } = parseArgs({
-      args,
-      options: {
-        check: { type: "boolean" },
-        dir: { type: "string" },
-        help: { type: "boolean", short: "h" },
-      },
-      strict: true,
-      allowPositionals: false,
-    }));
+    parsed = parseFlags(args, { check: { type: "boolean" }, dir: { type: "string" } });
   } catch (err) {
-    console.error(`error: ${err instanceof Error ? err.message : String(err)}\n\n${help}`);
-    return 2;
+    if (err instanceof UsageError) return failUsage(output, commandProgram(command), err.message);
+    throw err;
   }
-  if (values.help) {
-    console.log(help);
+  if (parsed.help) {
+    output.out(help);
     return 0;
   }
-  return { check: values.check ?? false, ...(values.dir !== undefined ? { dir: values.dir } : {}) };
+  const { check, dir } = parsed.values;
+  return { check: check ?? false, ...(dir !== undefined ? { dir } : {}) };
 }

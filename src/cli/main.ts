@@ -2,6 +2,9 @@
  * The CLI front door: `deno run -A mod.ts <command> [args]`. Each command is a module loaded only
  * when it runs, exporting `main(args): Promise<number>` (the exit code).
  */
+import { didYouMean } from "../api/suggest.ts";
+import { CONSOLE, failUsage, type Output, usageLine } from "./usage.ts";
+import { versionLine } from "./version.ts";
 
 /** What a command module exports. */
 export interface CommandModule {
@@ -45,13 +48,8 @@ export const COMMANDS: readonly Command[] = [
   },
 ];
 
-/** Where the front door writes: stdout for help, stderr for errors. */
-export interface Output {
-  out(line: string): void;
-  err(line: string): void;
-}
-
-const CONSOLE: Output = { out: (line) => console.log(line), err: (line) => console.error(line) };
+/** How the front door is named in its usage line and hints. */
+const PROGRAM = "mod.ts";
 
 /** The help text listing the subcommands. */
 export function usage(commands: readonly Command[] = COMMANDS): string {
@@ -60,19 +58,27 @@ export function usage(commands: readonly Command[] = COMMANDS): string {
   return [
     "Platform operator: Serverless, Scaler and RateLimit.",
     "",
-    "Usage: deno run -A mod.ts <command> [options]",
+    usageLine(PROGRAM, "<command> [options]"),
+    "",
+    "Run it as `./deno run -A mod.ts`; `./deno task <command>` runs crds, deploy, sim and ratelimit",
+    "this way too, and `./deno task start` runs `run`.",
     "",
     "Commands:",
     ...rows,
     `  ${"help".padEnd(width)}  show this help, or a command's (help <command>)`,
     "",
-    "Run `mod.ts <command> --help` for a command's options.",
+    "Options:",
+    "  -h, --help  show this help",
+    "  --version   print the version",
+    "",
+    "Run `mod.ts <command> --help` for a command's options. Results go to stdout, errors to stderr;",
+    "exit status 2 is a usage error.",
   ].join("\n");
 }
 
 /**
- * Dispatches `args` to a command and resolves to the exit code: 0 for help, 2 for no or an
- * unknown command, otherwise the command's own.
+ * Dispatches `args` to a command and resolves to the exit code: 0 for help and `--version`, 2 for
+ * no or an unknown command, otherwise the command's own.
  */
 export async function main(
   args: readonly string[],
@@ -80,9 +86,10 @@ export async function main(
   output: Output = CONSOLE,
 ): Promise<number> {
   const [name, ...rest] = args;
-  if (name === undefined) {
-    output.err(usage(commands));
-    return 2;
+  if (name === undefined) return failUsage(output, PROGRAM, "no command given");
+  if (name === "--version") {
+    output.out(versionLine());
+    return 0;
   }
   if (name === "--help" || name === "-h" || name === "help") {
     if (rest.length === 0) {
@@ -93,9 +100,10 @@ export async function main(
   }
   const command = commands.find((c) => c.name === name);
   if (!command) {
-    const known = commands.map((c) => c.name).join(", ");
-    output.err(`error: unknown command ${JSON.stringify(name)}; commands: ${known}, help`);
-    return 2;
+    const names = [...commands.map((c) => c.name), "help"];
+    const what = name.startsWith("-") ? "flag" : "command";
+    const guess = didYouMean(name, what === "flag" ? ["--help", "--version"] : names);
+    return failUsage(output, PROGRAM, `unknown ${what} ${JSON.stringify(name)}${guess}`);
   }
   const module = await command.load();
   return module.main(rest);

@@ -26,6 +26,7 @@ import { Manager } from "../runtime/manager.ts";
 import { Metrics } from "../runtime/metrics.ts";
 import { instrumentCluster } from "../runtime/instrumented_cluster.ts";
 import { parseRunFlags, runHelp, type RunOptions } from "./run_flags.ts";
+import { commandProgram, CONSOLE, failUsage } from "./usage.ts";
 import { type Endpoint, serveRoutes, text } from "./run_http.ts";
 import { metricsReviewed, serveMetrics } from "./metrics_endpoint.ts";
 import { type ControllerName, controllersFor } from "../controllers/registry.ts";
@@ -62,10 +63,7 @@ export async function main(args: string[]): Promise<number> {
     console.log(runHelp());
     return 0;
   }
-  if (parsed.kind === "error") {
-    console.error(`error: ${parsed.message}`);
-    return 2;
-  }
+  if (parsed.kind === "error") return failUsage(CONSOLE, commandProgram("run"), parsed.message);
   const stop = new AbortController();
   let firstSignalAt: number | undefined;
   const onSignal = () => {

@@ -15,6 +15,8 @@ import {
 } from "../runtime/log.ts";
 import { CONTROLLER_NAMES, type ControllerName } from "../controllers/registry.ts";
 import { ISTIO_ROOT_NAMESPACE } from "../api/mesh.ts";
+import { parseFlags } from "./flags.ts";
+import { commandUsage } from "./usage.ts";
 
 function parseNamespace(flag: string, value: string): string {
   if (/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(value)) return value;
@@ -207,43 +209,15 @@ export function runHelp(): string {
     return `  ${name}\n      ${f.help}${dflt}\n      env: ${f.env.join(", ")}`;
   });
   return [
-    "Usage: mod.ts run [flags]",
+    commandUsage("run", "[flags]", "start"),
     "",
     "Runs the operator against the cluster of the current kubeconfig, or in-cluster. A flag wins",
     "over its environment variables; the first variable set wins over the later ones.",
     "",
     "Flags:",
     ...rows,
-    "  --help\n      show this help",
+    "  -h, --help\n      show this help",
   ].join("\n");
-}
-
-/**
- * `--name=value`, `--name value` for each of `names`, and `-h`/`--help`; anything else throws (as
- * node:util's strict parseArgs, which this replaces: loading Node's compatibility layer for it
- * cost the operator about 5 MB of memory).
- */
-function parseFlags(args: readonly string[], names: readonly string[]) {
-  const values: Record<string, string | boolean | undefined> = {};
-  for (let i = 0; i < args.length; i++) {
-    const arg = args[i];
-    if (arg === "-h" || arg === "--help") {
-      values.help = true;
-      continue;
-    }
-    if (!arg.startsWith("--")) {
-      throw new Error(
-        `Unexpected argument '${arg}'. This command does not take positional arguments`,
-      );
-    }
-    const eq = arg.indexOf("=");
-    const name = arg.slice(2, eq < 0 ? undefined : eq);
-    if (!names.includes(name)) throw new Error(`Unknown option '--${name}'`);
-    if (eq >= 0) values[name] = arg.slice(eq + 1);
-    else if (i + 1 < args.length && !args[i + 1].startsWith("--")) values[name] = args[++i];
-    else throw new Error(`Option '--${name} <value>' argument missing`);
-  }
-  return values;
 }
 
 /** What parsing gave: options, a request for help, or an error message. */
@@ -267,13 +241,17 @@ export function parseRunFlags(
     if (!booleans.includes(name) || !arg.startsWith("--")) return arg;
     return arg.startsWith("--no-") ? `--${name}=false` : `--${name}=true`;
   });
-  let values: Record<string, string | boolean | undefined>;
+  let parsed;
   try {
-    values = parseFlags(normalized, RUN_FLAGS.map((f) => f.name));
+    parsed = parseFlags(
+      normalized,
+      Object.fromEntries(RUN_FLAGS.map((f) => [f.name, { type: "string" } as const])),
+    );
   } catch (err) {
-    return { kind: "error", message: `${(err as Error).message}; see --help` };
+    return { kind: "error", message: (err as Error).message };
   }
-  if (values.help) return { kind: "help" };
+  if (parsed.help) return { kind: "help" };
+  const values = parsed.values;
   const opts = {
     images: { ...DEFAULT_IMAGES },
   } as RunOptions;

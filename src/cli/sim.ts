@@ -20,6 +20,17 @@ import { parseScenario, type Scenario } from "../../sim/scenario/format.ts";
 import { runScenario } from "../../sim/scenario/run.ts";
 import { seedWindow } from "../../sim/seed_window.ts";
 import { count, runJson, runLines, summaryLine, tally } from "./sim_report.ts";
+import { type FlagSpec, parseFlags, UsageError } from "./flags.ts";
+import { readInput } from "./input.ts";
+import {
+  commandProgram,
+  commandUsage,
+  CONSOLE,
+  errorLine,
+  failUsage,
+  type Output,
+  USAGE_EXIT,
+} from "./usage.ts";
 
 /** Sweep seeds run when neither `--seeds` nor SIM_SEEDS says otherwise. */
 export const DEFAULT_SWEEP_SEEDS = 10;
@@ -31,9 +42,15 @@ export function defaultWorkers(): number {
 
 const SCENARIO_DIR = new URL("../../sim/scenarios/", import.meta.url);
 
-const HELP =
-  `Usage: deno task sim [FILE...] [--seed N] [--seeds N] [--window DAY] [--workers N] [--faults F]
-                      [--envoy VERSION] [--json]
+const PROGRAM = commandProgram("sim");
+
+const HELP = `${
+  commandUsage(
+    "sim",
+    `[FILE...] [--seed N] [--seeds N] [--window DAY] [--workers N] [--faults F]
+     [--envoy VERSION] [--json]`,
+  )
+}
 
 Runs the operator (the real runtime and reconcilers) against the in-memory cluster on virtual time.
 
@@ -51,6 +68,7 @@ Runs the operator (the real runtime and reconcilers) against the in-memory clust
   --envoy VERSION  the Envoy of the mesh's proxies (default ${DEFAULT_ENVOY}, Istio ${NEWEST_ISTIO}'s; 1.30
                    refills by timer); for scenarios it overrides the file's \`envoy:\`
   --json           one JSON object a run, with the timeline of statuses and responses
+  -h, --help       show this help
 
 A run passes, fails (a check failed: invariant, expectation, liveness, quiet period) or is
 unfinished (it could not go on: a request that never finished, a livelock, an exception); the
@@ -73,49 +91,51 @@ export interface SimArgs {
   help: boolean;
 }
 
+const FLAGS = {
+  seed: { type: "string" },
+  seeds: { type: "string" },
+  window: { type: "string" },
+  workers: { type: "string" },
+  faults: { type: "string" },
+  envoy: { type: "string" },
+  json: { type: "boolean" },
+} as const satisfies Record<string, FlagSpec>;
+
 /** Parses the arguments; throws an Error with a usage message when they are wrong. */
 export function parseSimArgs(args: readonly string[]): SimArgs {
-  const out: SimArgs = { files: [], json: false, help: false };
-  const int = (flag: string, v: string | undefined) => {
-    if (v === undefined || !/^[0-9]+$/.test(v)) {
-      throw new Error(
-        `${flag} needs a non-negative integer, got ${
-          v === undefined ? "nothing" : JSON.stringify(v)
-        }`,
-      );
+  const parsed = parseFlags(args, FLAGS, true);
+  if (parsed.help) return { files: [], json: false, help: true };
+  const v = parsed.values;
+  const out: SimArgs = { files: parsed.positionals, json: v.json ?? false, help: false };
+  const int = (flag: string, value: string) => {
+    if (!/^[0-9]+$/.test(value)) {
+      throw new UsageError(`${flag} needs a non-negative integer, got ${JSON.stringify(value)}`);
     }
-    return Number(v);
+    return Number(value);
   };
-  for (let i = 0; i < args.length; i++) {
-    const a = args[i];
-    const [flag, inline] = a.startsWith("--") && a.includes("=")
-      ? [a.slice(0, a.indexOf("=")), a.slice(a.indexOf("=") + 1)]
-      : [a, undefined];
-    const value = () => inline ?? args[++i];
-    if (flag === "--help" || flag === "-h") out.help = true;
-    else if (flag === "--json") out.json = true;
-    else if (flag === "--seed") out.seed = int("--seed", value());
-    else if (flag === "--seeds") out.seeds = int("--seeds", value());
-    else if (flag === "--window") out.window = value() ?? "";
-    else if (flag === "--workers") {
-      out.workers = int("--workers", value());
-      if (out.workers < 1) throw new Error("--workers needs at least 1");
-    } else if (flag === "--envoy") {
-      const b = envoyBehaviour(value() ?? "");
-      if (!b.ok) throw new Error(`--envoy: ${b.error}`);
-      out.envoy = b.value;
-    } else if (flag === "--faults") {
-      const v = value();
-      if (v !== "none" && v !== "default") {
-        throw new Error(`--faults is none or default, got ${JSON.stringify(v)}`);
-      }
-      out.faults = v;
-    } else if (a.startsWith("-")) throw new Error(`unknown flag ${a}`);
-    else out.files.push(a);
+  if (v.seed !== undefined) out.seed = int("--seed", v.seed);
+  if (v.seeds !== undefined) out.seeds = int("--seeds", v.seeds);
+  if (v.window !== undefined) out.window = v.window;
+  if (v.workers !== undefined) {
+    out.workers = int("--workers", v.workers);
+    if (out.workers < 1) throw new UsageError("--workers needs at least 1");
+  }
+  if (v.envoy !== undefined) {
+    const b = envoyBehaviour(v.envoy);
+    if (!b.ok) throw new UsageError(`--envoy: ${b.error}`);
+    out.envoy = b.value;
+  }
+  if (v.faults !== undefined) {
+    if (v.faults !== "none" && v.faults !== "default") {
+      throw new UsageError(`--faults is none or default, got ${JSON.stringify(v.faults)}`);
+    }
+    out.faults = v.faults;
   }
   if (out.window !== undefined) {
-    if (out.seed !== undefined) throw new Error("--window and --seed both pick the first seed");
-    if (out.files.length > 0) throw new Error("--window sweeps seeds: it takes no files");
+    if (out.seed !== undefined) {
+      throw new UsageError("--window and --seed both pick the first seed");
+    }
+    if (out.files.length > 0) throw new UsageError("--window sweeps seeds: it takes no files");
     seedWindow(out.window);
   }
   return out;
@@ -139,18 +159,18 @@ export interface SimDeps {
   seedTimeoutMs?: number;
 }
 
-/** Runs the command; resolves to the exit status. `write` receives each output line. */
+/** Runs the command; resolves to the exit status. Results go to `output.out`, errors to `output.err`. */
 export async function runSim(
   args: readonly string[],
-  write: (line: string) => void = console.log,
+  output: Output = CONSOLE,
   deps: SimDeps = {},
 ): Promise<number> {
+  const write = (line: string) => output.out(line);
   let opts: SimArgs;
   try {
     opts = parseSimArgs(args);
   } catch (err) {
-    write(`error: ${(err as Error).message}\n\n${HELP}`);
-    return 2;
+    return failUsage(output, PROGRAM, (err as Error).message);
   }
   if (opts.help) {
     write(HELP);
@@ -162,11 +182,11 @@ export async function runSim(
   try {
     const files = opts.files.length > 0 ? opts.files : sweepOnly ? [] : await scenarioFiles();
     for (const file of files) {
-      scenarios.push({ file, scenario: parseScenario(await Deno.readTextFile(file), file) });
+      scenarios.push({ file, scenario: parseScenario(await readInput(file), file) });
     }
   } catch (err) {
-    write(`error: ${(err as Error).message}`);
-    return 2;
+    output.err(errorLine((err as Error).message));
+    return USAGE_EXIT;
   }
   const envSeeds = Deno.env.get("SIM_SEEDS");
   const sweepCount = opts.files.length > 0 ? 0 : opts.seeds ??

@@ -43,10 +43,25 @@ Deno.test("a command gets the arguments after its name and its exit code is retu
 Deno.test("an unknown command or none is an error with exit code 2", async () => {
   const unknown = recorder();
   assert.equal(await main(["nope"], fake, unknown.output), 2);
-  assert.deepEqual(unknown.lines.err, ['error: unknown command "nope"; commands: echo, help']);
+  assert.deepEqual(unknown.lines.err, [
+    `error: unknown command "nope". See 'mod.ts --help'.`,
+  ]);
+  const typo = recorder();
+  assert.equal(await main(["ech"], fake, typo.output), 2);
+  assert.deepEqual(typo.lines.err, [
+    `error: unknown command "ech"; did you mean echo? See 'mod.ts --help'.`,
+  ]);
   const none = recorder();
   assert.equal(await main([], fake, none.output), 2);
-  assert.match(none.lines.err.join("\n"), /Usage:/);
+  assert.deepEqual(none.lines, { out: [], err: ["error: no command given. See 'mod.ts --help'."] });
+});
+
+Deno.test("--version prints the version of deno.json on stdout, exit 0", async () => {
+  const { lines, output } = recorder();
+  assert.equal(await main(["--version"], fake, output), 0);
+  const config = JSON.parse(await Deno.readTextFile(new URL("../../deno.json", import.meta.url)));
+  assert.match(config.version, /^\d+\.\d+\.\d+/);
+  assert.deepEqual(lines, { out: [`platform-operator ${config.version}`], err: [] });
 });
 
 Deno.test("crds writes the files, --check passes then, and fails on a stale or foreign file", async () => {

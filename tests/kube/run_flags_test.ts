@@ -82,8 +82,10 @@ Deno.test("bad values and unknown flags are errors that say what to use", () => 
     [["--log-format=xml"], /invalid log format/],
     [["--metrics-addr=8080"], /invalid --metrics-addr "8080": use \[host\]:port/],
     [["--leader-elect=maybe"], /invalid --leader-elect "maybe": use true or false/],
-    [["--nope"], /Unknown option '--nope'.*see --help/],
-    [["stray"], /see --help/],
+    [["--nope"], /^unknown flag --nope$/],
+    [["--log-levl=info"], /^unknown flag --log-levl; did you mean --log-level\?$/],
+    [["stray"], /^unexpected argument "stray": this command takes none$/],
+    [["--probe-addr"], /^--probe-addr needs a value$/],
   ];
   for (const [args, message] of cases) {
     const parsed = parseRunFlags(args, noEnv);

@@ -2,10 +2,14 @@ import assert from "node:assert/strict";
 import { parseSimArgs, runSim } from "../../src/cli/sim.ts";
 import { seconds } from "../../src/cli/sim_report.ts";
 
-async function run(args: string[]): Promise<{ code: number; lines: string[] }> {
+async function run(args: string[]): Promise<{ code: number; lines: string[]; errors: string[] }> {
   const lines: string[] = [];
-  const code = await runSim(args, (l) => lines.push(...l.split("\n")));
-  return { code, lines };
+  const errors: string[] = [];
+  const code = await runSim(args, {
+    out: (l) => lines.push(...l.split("\n")),
+    err: (l) => errors.push(l),
+  });
+  return { code, lines, errors };
 }
 
 async function tempScenario(text: string): Promise<string> {
@@ -50,10 +54,23 @@ Deno.test("cli sim: flags parse; bad flags are usage errors (exit 2)", async () 
   assert.throws(() => parseSimArgs(["--window", "2026-02-30"]), /a window is a UTC day/);
   assert.throws(() => parseSimArgs(["--window", "today", "--seed", "1"]), /--window and --seed/);
   assert.equal(parseSimArgs(["--window", "today"]).window, "today");
-  const { code, lines } = await run(["--bogus"]);
-  assert.equal(code, 2);
-  assert.match(lines[0], /unknown flag/);
-  assert.equal((await run(["--help"])).code, 0);
+  // A usage error is one line on stderr, nothing on stdout.
+  assert.deepEqual(await run(["--sed", "1"]), {
+    code: 2,
+    lines: [],
+    errors: ["error: unknown flag --sed; did you mean --seed? See 'mod.ts sim --help'."],
+  });
+  const missing = await run(["/nonexistent/s.yaml"]);
+  assert.deepEqual(missing, {
+    code: 2,
+    lines: [],
+    errors: ["error: /nonexistent/s.yaml: no such file"],
+  });
+  for (const flag of ["--help", "-h"]) {
+    const help = await run([flag]);
+    assert.deepEqual([help.code, help.errors], [0, []]);
+    assert.match(help.lines[0], /^Usage: mod\.ts sim \[FILE\.\.\.\]/);
+  }
 });
 
 Deno.test("cli sim: one line a passing scenario and a summary, exit 0", async () => {
@@ -115,8 +132,8 @@ Deno.test("cli sim: --seed without files replays sweep seeds; a bad scenario fil
   assert.match(lines.at(-1)!, /\(0 scenarios, 1 sweep seeds/);
   const bad = await tempScenario("name: x\nsteps:\n  - at: soon\n");
   const r = await run([bad]);
-  assert.equal(r.code, 2);
-  assert.match(r.lines[0], /steps\[0\]\.at: must be a Go duration/);
+  assert.deepEqual([r.code, r.lines], [2, []], "the error is on stderr only");
+  assert.match(r.errors[0], /^error: .*steps\[0\]\.at: must be a Go duration/);
 });
 
 Deno.test("cli sim: virtual times print as seconds, then minutes and whole seconds", () => {

@@ -53,7 +53,10 @@ Deno.test("cli sim: --envoy overrides the file, shows in the line and in the rep
   assert.equal(parseSimArgs(["--envoy", "1.30"]).envoy?.version, "1.30");
   assert.throws(() => parseSimArgs(["--envoy", "2.0"]), /--envoy: "2\.0" is not an Envoy version/);
   const lines: string[] = [];
-  const code = await runSim([PINNED, "--envoy", "1.30"], (l) => lines.push(...l.split("\n")));
+  const code = await runSim([PINNED, "--envoy", "1.30"], {
+    out: (l) => lines.push(...l.split("\n")),
+    err: (l) => lines.push(l),
+  });
   assert.equal(code, 1);
   assert.match(lines[0], /^FAIL {2}.*ratelimit-continuous-refill\.yaml \(seed 1, Envoy 1\.30\) /);
   assert.equal(
@@ -61,6 +64,6 @@ Deno.test("cli sim: --envoy overrides the file, shows in the line and in the rep
     `seed 1; replay: deno task sim ${PINNED} --seed 1 --envoy 1.30`,
   );
   const bad: string[] = [];
-  assert.equal(await runSim(["--envoy=1.3"], (l) => bad.push(l)), 2);
+  assert.equal(await runSim(["--envoy=1.3"], { out: () => {}, err: (l) => bad.push(l) }), 2);
   assert.match(bad[0], /^error: --envoy: the model follows Envoy 1\.30 to 1\.38, not 1\.3/);
 });

@@ -79,7 +79,7 @@ Deno.test("unfinished: the CLI prints UNFINISHED with the failure, replay, stack
   const lines: string[] = [];
   const code = await runSim(
     ["--seed", "1", "--seeds", "3", "--workers", "1"],
-    (l) => lines.push(...l.split("\n")),
+    { out: (l) => lines.push(...l.split("\n")), err: (l) => lines.push(l) },
     { runner: RUNNER },
   );
   assert.equal(code, 1);
@@ -100,7 +100,9 @@ Deno.test("unfinished: the CLI prints UNFINISHED with the failure, replay, stack
     /^2 passed, 0 failed, 1 unfinished \(0 scenarios, 3 sweep seeds, 1 worker;/,
   );
   const json: string[] = [];
-  await runSim(["--seed", "2", "--json"], (l) => json.push(l), { runner: RUNNER });
+  await runSim(["--seed", "2", "--json"], { out: (l) => json.push(l), err: (l) => json.push(l) }, {
+    runner: RUNNER,
+  });
   const r = JSON.parse(json[0]);
   assert.equal(r.outcome, "unfinished");
   assert.equal(r.ok, false);

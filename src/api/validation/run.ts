@@ -7,6 +7,7 @@ import { type FieldError, type ParseResult, toFieldErrors, withoutNulls } from "
 import { type Found, oversized, type Result, runChecks } from "./checks.ts";
 import type { ValidationPlan } from "./plan.ts";
 import { isObject } from "../json.ts";
+import { unknownFields } from "./unknown.ts";
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   if (!isObject(value)) return false;
@@ -152,17 +153,34 @@ function run(plan: ValidationPlan, input: unknown): Result {
   return result;
 }
 
+/** How `validate` treats what the API server would prune or refuse. */
+export interface ValidateOptions {
+  /** Null fields: dropped first ("drop", the default, as pruning does) or validated as they are. */
+  nulls?: "drop" | "keep";
+  /**
+   * Fields the schema does not know: stripped ("strip", the default: the operator reads what the
+   * API server stored, already pruned), or refused ("refuse": a file before it is applied, as
+   * kubectl's strict field validation refuses it; the unknown fields are then the only errors,
+   * since the API server stops there too).
+   */
+  unknown?: "strip" | "refuse";
+}
+
 /**
  * Validates `input` against `plan`: the typed value with defaults filled, or field errors. Null
- * fields are dropped first (unless `nulls` is "keep") and unknown fields stripped, as the API server
- * prunes both; `input` is not changed.
+ * fields are dropped first and unknown fields stripped, as the API server prunes both, unless
+ * `options` say otherwise; `input` is not changed.
  */
 export function validate<T>(
   plan: ValidationPlan,
   input: unknown,
-  nulls: "drop" | "keep" = "drop",
+  options: ValidateOptions = {},
 ): ParseResult<T> {
-  const cleaned = nulls === "drop" ? withoutNulls(input) : input;
+  const cleaned = options.nulls === "keep" ? input : withoutNulls(input);
+  if (options.unknown === "refuse") {
+    const unknown = unknownFields(plan, cleaned);
+    if (unknown.length > 0) return { ok: false, errors: unknown };
+  }
   const { value, issues } = run(plan, cleaned);
   if (issues.length === 0) return { ok: true, value: value as T };
   const errors: FieldError[] = toFieldErrors({ issues }, cleaned);

@@ -1,5 +1,4 @@
 /** Arguments of `mod.ts ratelimit` and the traffic they describe. */
-import { parseArgs } from "node:util";
 import { parseGoDuration } from "../../api/duration.ts";
 import {
   DEFAULT_ENVOY,
@@ -7,19 +6,30 @@ import {
   envoyBehaviour,
   NEWEST_ISTIO,
 } from "../../dataplane/mod.ts";
+import { type FlagSpec, parseFlags, UsageError } from "../flags.ts";
+import { commandProgram, commandUsage } from "../usage.ts";
+
+/** How the command is named in its usage line and hints. */
+export const PROGRAM = commandProgram("ratelimit");
 
 /** The help text. */
-export const HELP =
-  `Usage: deno task ratelimit -f RATELIMIT.yaml (--requests FILE.jsonl | --rate N/s --for DURATION
-         [--path P] [--header K=V]...) [--envoy VERSION] [--json] [--svg FILE]
+export const HELP = `${
+  commandUsage(
+    "ratelimit",
+    `-f RATELIMIT.yaml (--render | --requests FILE.jsonl
+     | --rate N/s --for DURATION [--path P] [--header K=V]...)
+     [--envoy VERSION] [--json] [--svg FILE]`,
+  )
+}
 
 Shows what a RateLimit will do to some traffic before anyone applies it: the RateLimit goes through
 the operator's reconciler, its EnvoyFilter through the model of Envoy's local rate limit, on one
-proxy and one route, with time 0 the moment the limit is applied.
+proxy and one route, with time 0 the moment the limit is applied. Unknown fields are refused as
+kubectl refuses them. --render prints the EnvoyFilter the operator would apply instead.
 
 Options:
-  -f, --file FILE      the RateLimit (YAML; the one RateLimit document of the file)
-  --requests FILE      requests, one JSON object a line:
+  -f, --file FILE      the RateLimit (YAML; the one RateLimit document of the file); - reads stdin
+  --requests FILE      requests, one JSON object a line (- reads stdin):
                          {"t":"1.5s","path":"/headers","headers":{"X-Rate-Limited":"true"},"count":1}
                        t is a Go duration from time 0, in order; headers and count are optional
   --rate N/s           instead of --requests: N requests a second, evenly spaced from time 0
@@ -29,7 +39,9 @@ Options:
   --envoy VERSION      the mesh's Envoy (default ${DEFAULT_ENVOY}, Istio ${NEWEST_ISTIO}'s): 1.31 and later
                        refill continuously, 1.30 adds tokensPerFill at each fillInterval
   --json               one JSON line a request instead of the table
-  --svg FILE           also draw tokens left and admitted/rejected requests per bucket over time
+  --svg FILE           also draw tokens left and admitted/rejected requests of each bucket that
+                       a request reached, over time
+  --render             print the EnvoyFilter the operator would apply (YAML), and nothing else
   -h, --help           show this help
 
 Exit status: 0 done; 2 invalid arguments, RateLimit or requests (the RateLimit's message is the one
@@ -57,12 +69,25 @@ export interface Options {
   envoy: EnvoyBehaviour;
 }
 
-/** Parsed arguments, help, or a usage error. */
-export type ParsedArgs = { ok: true; options: Options } | { ok: false; help: true } | {
-  ok: false;
-  help?: false;
-  error: string;
-};
+/** Parsed arguments (traffic to run, or a RateLimit to render), help, or a usage error. */
+export type ParsedArgs =
+  | { ok: true; options: Options }
+  | { ok: true; render: { file: string } }
+  | { ok: false; help: true }
+  | { ok: false; help?: false; error: string };
+
+const FLAGS = {
+  file: { type: "string", short: "f" },
+  requests: { type: "string" },
+  rate: { type: "string" },
+  for: { type: "string" },
+  path: { type: "string" },
+  header: { type: "string", multiple: true },
+  json: { type: "boolean" },
+  svg: { type: "string" },
+  envoy: { type: "string" },
+  render: { type: "boolean" },
+} as const satisfies Record<string, FlagSpec>;
 
 /** Requests `--rate` may generate at most. */
 export const MAX_REQUESTS = 1_000_000;
@@ -76,31 +101,22 @@ export function parseRate(text: string): number | undefined {
 
 /** Reads the command line. */
 export function parseCommandLine(args: string[]): ParsedArgs {
-  let values;
+  let parsed;
   try {
-    ({ values } = parseArgs({
-      args,
-      options: {
-        file: { type: "string", short: "f" },
-        requests: { type: "string" },
-        rate: { type: "string" },
-        for: { type: "string" },
-        path: { type: "string" },
-        header: { type: "string", multiple: true },
-        json: { type: "boolean" },
-        svg: { type: "string" },
-        envoy: { type: "string" },
-        help: { type: "boolean", short: "h" },
-      },
-      strict: true,
-      allowPositionals: false,
-    }));
+    parsed = parseFlags(args, FLAGS);
   } catch (err) {
-    return { ok: false, error: err instanceof Error ? err.message : String(err) };
+    if (err instanceof UsageError) return { ok: false, error: err.message };
+    throw err;
   }
-  if (values.help) return { ok: false, help: true };
+  if (parsed.help) return { ok: false, help: true };
+  const values = parsed.values;
   const fail = (error: string): ParsedArgs => ({ ok: false, error });
   if (!values.file) return fail("-f RATELIMIT.yaml is required");
+  if (values.render) {
+    const other = Object.keys(values).filter((k) => k !== "file" && k !== "render");
+    if (other.length > 0) return fail(`--render prints the EnvoyFilter only: drop --${other[0]}`);
+    return { ok: true, render: { file: values.file } };
+  }
   const envoy = envoyBehaviour(values.envoy ?? DEFAULT_ENVOY);
   if (!envoy.ok) return fail(`--envoy: ${envoy.error}`);
   const common = {
@@ -112,6 +128,9 @@ export function parseCommandLine(args: string[]): ParsedArgs {
   if (values.requests !== undefined) {
     if (values.rate || values.for || values.path || values.header) {
       return fail("--requests cannot be combined with --rate, --for, --path or --header");
+    }
+    if (values.requests === "-" && values.file === "-") {
+      return fail("-f - and --requests - cannot both read stdin");
     }
     return { ok: true, options: { ...common, traffic: { requests: values.requests } } };
   }

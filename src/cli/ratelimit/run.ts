@@ -3,8 +3,11 @@
  * EnvoyFilter (or the Error status), the data-plane model applies it to one proxy at time 0 and
  * answers each request. Pure: text in, results out.
  */
-import type { Bucket, BucketRule } from "../../api/ratelimit.ts";
+import { errorLines } from "../../api/issues.ts";
+import type { KubeObject } from "../../api/object.ts";
+import type { Bucket, BucketRule, RateLimit } from "../../api/ratelimit.ts";
 import { parseRateLimit } from "../../api/ratelimit.ts";
+import { isUnknownField } from "../../api/validation/unknown.ts";
 import { parseFillInterval } from "../../api/duration.ts";
 import {
   type BucketId,
@@ -54,19 +57,24 @@ export interface TrafficRun {
 /** At most this many fill points are drawn between two requests of a bucket. */
 const MAX_FILL_POINTS = 200;
 
+/** What the operator's reducer makes of a RateLimit: its filters and the parsed object, or why not. */
+type Reduced =
+  | { ok: true; apply: KubeObject[]; rateLimit: RateLimit }
+  | { ok: false; error: string };
+
 /**
- * Runs `requests` against the RateLimit `raw` on one proxy (one route) running `envoy`; an invalid
- * RateLimit gives the operator's message.
+ * The RateLimit `raw` through the operator's reducer, as the operator reconciles it once applied:
+ * unknown fields refused first as the API server would (kubectl's strict field validation), then
+ * the reducer's EnvoyFilters, or its message when it refuses the spec.
  */
-export function runTraffic(
-  raw: unknown,
-  requests: readonly TrafficRequest[],
-  endMs: number,
-  envoy: EnvoyBehaviour,
-): { ok: true; value: TrafficRun } | { ok: false; error: string } {
+function reduce(raw: unknown): Reduced {
   const withIdentity = raw !== null && typeof raw === "object" && !Array.isArray(raw)
     ? withDefaults(raw as Record<string, unknown>)
     : raw;
+  const strict = parseRateLimit(withIdentity, { unknown: "refuse" });
+  if (!strict.ok && strict.errors.some(isUnknownField)) {
+    return { ok: false, error: errorLines(strict.errors).join("\n") };
+  }
   const plan = reconcileRateLimit({
     rateLimit: withIdentity,
     peers: [],
@@ -77,14 +85,40 @@ export function runTraffic(
   const status = plan.status as
     | { state?: string; conditions?: { type: string; message: string }[] }
     | undefined;
-  const parsed = parseRateLimit(withIdentity);
-  if (status?.state !== "Ready" || !parsed.ok) {
+  if (status?.state !== "Ready" || !strict.ok) {
     // The Ready condition says what is wrong; the rest of the status is about Pods, and here
     // there are none.
     const ready = status?.conditions?.find((c) => c.type === RATELIMIT_CONDITION);
     return { ok: false, error: ready?.message ?? "the RateLimit cannot be applied" };
   }
-  const rl = parsed.value;
+  return { ok: true, apply: plan.apply, rateLimit: strict.value };
+}
+
+/**
+ * The objects the operator would apply for the RateLimit `raw` (its EnvoyFilter), exactly as its
+ * reducer makes them; an invalid RateLimit gives the operator's message.
+ */
+export function renderFilters(
+  raw: unknown,
+): { ok: true; value: KubeObject[] } | { ok: false; error: string } {
+  const reduced = reduce(raw);
+  return reduced.ok ? { ok: true, value: reduced.apply } : reduced;
+}
+
+/**
+ * Runs `requests` against the RateLimit `raw` on one proxy (one route) running `envoy`; an invalid
+ * RateLimit gives the operator's message.
+ */
+export function runTraffic(
+  raw: unknown,
+  requests: readonly TrafficRequest[],
+  endMs: number,
+  envoy: EnvoyBehaviour,
+): { ok: true; value: TrafficRun } | { ok: false; error: string } {
+  const reduced = reduce(raw);
+  if (!reduced.ok) return reduced;
+  const plan = { apply: reduced.apply };
+  const rl = reduced.rateLimit;
   const namespace = rl.metadata.namespace ?? "default";
   const labels = rl.spec.selectorLabels;
   // The proxy is the one the filter's context names: a gateway's router, or a sidecar.

@@ -1,5 +1,6 @@
 /**
- * The `--svg` chart: one panel a bucket, tokens left over time (a step line for Envoy ≤ 1.30's
+ * The `--svg` chart: one panel a bucket that a request reached (the others are named in one line),
+ * tokens left over time (a step line for Envoy ≤ 1.30's
  * interval refill, straight ramps for the continuous refill of later versions), admitted requests
  * as green dots on it and rejected ones as red crosses on the axis. The first line says which
  * Envoy behaviour it shows. Plain SVG 1.1, no scripts.
@@ -13,7 +14,7 @@ const PANEL = 170;
 const LEFT = 60;
 const RIGHT = 40;
 const TOP = 34;
-/** Height of the lines above the panels. */
+/** Height of the lines above the panels, at least. */
 const HEAD = 56;
 const PLOT = 110;
 
@@ -65,8 +66,14 @@ function perPixel(
   return out;
 }
 
-function panel(r: BucketReport, index: number, endMs: number, refill: Refill): string {
-  const y0 = HEAD + index * PANEL;
+function panel(
+  r: BucketReport,
+  head: number,
+  index: number,
+  endMs: number,
+  refill: Refill,
+): string {
+  const y0 = head + index * PANEL;
   const x = (t: number) => LEFT + (t / Math.max(endMs, 1)) * (WIDTH - LEFT - RIGHT);
   const y = (tokens: number) => y0 + TOP + PLOT - (tokens / r.bucket.maxTokens) * PLOT;
   const title = `bucket ${r.id}: ${describeRule(r.rule)}; ${describeBucket(r, refill)}; ` +
@@ -118,11 +125,26 @@ function panel(r: BucketReport, index: number, endMs: number, refill: Refill): s
   return out.join("\n");
 }
 
+/** The line naming the buckets no request reached, which get no panel; none when all did. */
+export function unusedNote(unused: readonly BucketReport[]): string[] {
+  if (unused.length === 0) return [];
+  const ids = unused.map((r) => String(r.id)).join(", ");
+  return [`No request reached bucket${unused.length === 1 ? "" : "s"} ${ids}: not drawn.`];
+}
+
 /** The chart of a run, as an SVG document. */
 export function renderSvg(result: TrafficRun): string {
   const endMs = result.outcomes.reduce((end, o) => Math.max(end, o.t), Math.max(result.endMs, 1));
-  const height = HEAD + result.buckets.length * PANEL + 24;
-  const notes = [describeBehaviour(result.envoy), ...(result.gateway ? GATEWAY_ROUTES_NOTE : [])];
+  // A bucket no request reached is a flat full line: a panel of it only pushes the others apart.
+  const used = result.buckets.filter((r) => r.admitted + r.rejected > 0);
+  const unused = result.buckets.filter((r) => r.admitted + r.rejected === 0);
+  const notes = [
+    describeBehaviour(result.envoy),
+    ...(result.gateway ? GATEWAY_ROUTES_NOTE : []),
+    ...unusedNote(unused),
+  ];
+  const head = Math.max(HEAD, 16 * notes.length + 8);
+  const height = head + used.length * PANEL + 24;
   return [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${height}" viewBox="0 0 ${WIDTH} ${height}" font-family="sans-serif">`,
     `<title>Tokens left and admitted (green) or rejected (red) requests per bucket</title>`,
@@ -132,7 +154,7 @@ export function renderSvg(result: TrafficRun): string {
         esc(n)
       }</text>`
     ),
-    ...result.buckets.map((r, i) => panel(r, i, endMs, result.envoy.refill)),
+    ...used.map((r, i) => panel(r, head, i, endMs, result.envoy.refill)),
     `<text x="${LEFT}" y="${
       height - 8
     }" font-size="11" fill="#555">blue: tokens left; green dot: admitted; red cross: rejected (429)</text>`,

@@ -1,0 +1,63 @@
+/**
+ * Fields a plan does not know, found where its schema prunes them: what the API server's strict
+ * field validation (kubectl's default) refuses with `unknown field`, read from the same plan that
+ * validates, so it follows the schema. Objects that keep unknown fields (metadata) have none.
+ */
+import { type FieldError, formatPath } from "../issues.ts";
+import { isObject } from "../json.ts";
+import { didYouMean } from "../suggest.ts";
+import type { ValidationPlan } from "./plan.ts";
+
+/** The message of an unknown field, before its guess. */
+export const UNKNOWN_FIELD = "unknown field";
+
+/** Whether a field error is an unknown field's. */
+export function isUnknownField(error: FieldError): boolean {
+  return error.message.startsWith(UNKNOWN_FIELD);
+}
+
+function walk(
+  plan: ValidationPlan,
+  input: unknown,
+  path: PropertyKey[],
+  out: FieldError[],
+): void {
+  switch (plan.type) {
+    case "optional":
+    case "default":
+    case "prefault":
+      return walk(plan.inner, input, path, out);
+    case "array":
+      if (Array.isArray(input)) {
+        input.forEach((item, i) => walk(plan.item, item, [...path, i], out));
+      }
+      return;
+    case "record":
+      if (!isObject(input)) return;
+      for (const key of Object.keys(input)) walk(plan.value, input[key], [...path, key], out);
+      return;
+    case "object": {
+      if (!isObject(input)) return;
+      const known = Object.keys(plan.shape);
+      for (const key of Object.keys(input)) {
+        if (Object.hasOwn(plan.shape, key)) walk(plan.shape[key], input[key], [...path, key], out);
+        else if (plan.unknown === "strip") {
+          out.push({
+            path: formatPath([...path, key]),
+            message: `${UNKNOWN_FIELD}${didYouMean(key, known.filter((k) => !(k in input)))}`,
+          });
+        }
+      }
+      return;
+    }
+    default:
+      return;
+  }
+}
+
+/** The fields of `input` that `plan` would prune, each with its path and a guess at the one meant. */
+export function unknownFields(plan: ValidationPlan, input: unknown): FieldError[] {
+  const out: FieldError[] = [];
+  walk(plan, input, [], out);
+  return out;
+}
