@@ -19,7 +19,7 @@ import type { ApplyOutcome, ObjectRef, Plan } from "../plan.ts";
 import type { ClaimInput } from "./claim.ts";
 import { decisionPlan, duplicateDecision, type ModuleDecision } from "./decision.ts";
 import { deletionDecision, deletionPhase } from "./deletion.ts";
-import { type FinalizerChange, finalized } from "../finalizer.ts";
+import { finalized, type FinalizerChange } from "../finalizer.ts";
 import { diffInstalled, type InstallDiff, isInSync, pendingFailure } from "./install_diff.ts";
 import { moduleReadiness } from "./readiness.ts";
 import { REQUEUE_MS } from "./requeue.ts";
