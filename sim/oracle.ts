@@ -294,6 +294,6 @@ function judgeRestored(sim: Simulation): string | undefined {
 }
 
 /** The first way the world differs from the converged outcome; undefined when it is converged. */
-export function judge(sim: Simulation): string | undefined {
+export function violationOf(sim: Simulation): string | undefined {
   return judgeWorkloads(sim) ?? judgeModules(sim) ?? judgeRateLimits(sim) ?? judgeRestored(sim);
 }

@@ -11,7 +11,7 @@ import { offset, type TimelineEntry } from "./trace.ts";
  * liveness, the quiet period); `unfinished` (the run itself could not go on: a request that never
  * finished, a livelock, an exception out of the simulated program or the simulator).
  */
-export type Outcome = "passed" | "failed" | "unfinished";
+export type SeedOutcome = "passed" | "failed" | "unfinished";
 
 /** The outcome of one run. */
 export interface RunResult {
@@ -24,7 +24,7 @@ export interface RunResult {
   envoy: string;
   /** outcome === "passed". */
   ok: boolean;
-  outcome: Outcome;
+  outcome: SeedOutcome;
   /** Virtual time the run covered, in ms (from the epoch to the end of the quiet period). */
   virtualMs: number;
   /** Events the driver fired. */
@@ -75,7 +75,7 @@ export async function reportRun(
   run: RunIdentity,
   body: () => Promise<void>,
 ): Promise<RunResult> {
-  let outcome: Outcome = "passed";
+  let outcome: SeedOutcome = "passed";
   let failure: string | undefined;
   let failedAt: string | undefined;
   let error: string | undefined;

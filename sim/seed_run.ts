@@ -9,11 +9,17 @@ import type { KubeObject } from "../src/api/object.ts";
 import type { EnvoyBehaviour } from "../src/dataplane/mod.ts";
 import type { Logger } from "../src/runtime/log.ts";
 import type { FaultConfig } from "./faults.ts";
-import { judge } from "./oracle.ts";
+import { violationOf } from "./oracle.ts";
 import { expectQuiet, reportRun, RunFailure, type RunResult } from "./run_result.ts";
 import { Simulation, type SimulationOptions } from "./simulation.ts";
 import { offset } from "./trace.ts";
-import { type Action, DEMO, demoWorkload, generateWorkload, SWEEP_MAX_TOKENS } from "./workload.ts";
+import {
+  DEMO,
+  demoWorkload,
+  generateWorkload,
+  SWEEP_MAX_TOKENS,
+  type WorkloadAction,
+} from "./workload.ts";
 
 /** Length of the safety phase: user actions and random faults happen in it. */
 export const SAFETY_MS = 150_000;
@@ -43,7 +49,7 @@ export interface SeedOptions {
 
 class SeedFailure extends RunFailure {}
 
-async function perform(sim: Simulation, a: Action): Promise<string> {
+async function perform(sim: Simulation, a: WorkloadAction): Promise<string> {
   const store = sim.cluster.store;
   try {
     if (a.op === "apply") {
@@ -129,7 +135,7 @@ export async function runSeed(seed: number, opts: SeedOptions): Promise<RunResul
     const converged = await sim.driver.runUntilTrue(() => {
       if (sim.clock.now() - checkedAt < 2_000) return false;
       checkedAt = sim.clock.now();
-      last = judge(sim);
+      last = violationOf(sim);
       return last === undefined;
     }, sim.clock.now() + CONVERGE_LIMIT_MS);
     if (!converged) {
@@ -141,7 +147,7 @@ export async function runSeed(seed: number, opts: SeedOptions): Promise<RunResul
       throw new SeedFailure("liveness: converged, but the operator kept writing");
     }
     await expectQuiet(sim, SWEEP_QUIET_MS);
-    const wrong = judge(sim) ?? probe(sim);
+    const wrong = violationOf(sim) ?? probe(sim);
     if (wrong) throw new SeedFailure(`after the quiet period: ${wrong}`);
   });
 }

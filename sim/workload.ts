@@ -13,7 +13,7 @@ export const DEMO = { namespace: "demo", labels: { app: "httpbin" } } as const;
 export const SWEEP_MAX_TOKENS = 3;
 
 /** One user action at a virtual time (ms since the epoch). */
-export type Action =
+export type WorkloadAction =
   | { at: number; op: "apply"; obj: KubeObject }
   | { at: number; op: "delete"; kind: string; namespace: string; name: string };
 
@@ -131,7 +131,7 @@ function fn(name: string): KubeObject {
 }
 
 /** A random workload: 4 to 14 actions in the first `windowMs`. */
-export function generateWorkload(r: Prng, windowMs: number): Action[] {
+export function generateWorkload(r: Prng, windowMs: number): WorkloadAction[] {
   const modules: [string, string][] = [["platform-system", "default"], [
     "platform-system",
     "second",
@@ -145,7 +145,7 @@ export function generateWorkload(r: Prng, windowMs: number): Action[] {
     ["mesh-system", "everyone", { ...DEMO.labels }],
   ];
   const n = r.int(4, 14);
-  const actions: Action[] = [];
+  const actions: WorkloadAction[] = [];
   for (let i = 0; i < n; i++) {
     const at = r.int(0, windowMs);
     const choice = r.int(0, 9);

@@ -7,7 +7,7 @@ import { kubeTime } from "../../src/runtime/clock.ts";
 import type { DeleteOptions } from "../../src/runtime/cluster.ts";
 import type { KubeObject, ResourceType } from "../../src/api/object.ts";
 import { badRequest, conflict, invalid } from "./errors.ts";
-import type { Scope } from "./fields.ts";
+import type { FieldScope } from "./fields.ts";
 import { cloneJson, deepEqual, specPart } from "./json.ts";
 import type { Prng } from "../prng.ts";
 import { TypeRegistry } from "./types.ts";
@@ -97,7 +97,7 @@ function checkUid(type: ResourceType, stored: KubeObject, uid: string | undefine
 export function confine(
   prev: KubeObject,
   next: KubeObject,
-  scope: Scope,
+  scope: FieldScope,
   hasStatus: boolean,
 ): KubeObject {
   const old = prev.metadata;

@@ -18,7 +18,7 @@ import {
 import type { JsonPatchOp, KubeObject, ResourceType } from "../../src/api/object.ts";
 import type { ClockView } from "../clock.ts";
 import type { Prng } from "../prng.ts";
-import type { Verb } from "./history.ts";
+import type { WriteVerb } from "./history.ts";
 import type { Latency, OpenWatch, RequestVerb, ServerHandle } from "./requests.ts";
 import type { Actor, WriteResult } from "./store.ts";
 import { WatchStream } from "./watch.ts";
@@ -206,7 +206,7 @@ export class SimClient implements Cluster {
   }
 
   async #write(
-    verb: Verb,
+    verb: WriteVerb,
     type: ResourceType,
     namespace: string | undefined,
     name: string | undefined,
@@ -232,7 +232,7 @@ export class SimClient implements Cluster {
         log.add({
           at: this.#clock.now(),
           actor: this.#actor.name,
-          verb: verb as Verb,
+          verb: verb as WriteVerb,
           kind: type.kind,
           namespace,
           name: name ?? "",

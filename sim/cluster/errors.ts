@@ -1,11 +1,6 @@
 /** The API server's errors, with the codes, reasons and messages kube-apiserver uses. */
 import { ApiError } from "../../src/runtime/cluster.ts";
-import type { KubeObject, ResourceType } from "../../src/api/object.ts";
-
-/** `deployments.apps`, `pods`: how the API server names a resource in messages. */
-export function resourceName(type: ResourceType): string {
-  return type.group ? `${type.plural}.${type.group}` : type.plural;
-}
+import { type KubeObject, resourceName, type ResourceType } from "../../src/api/object.ts";
 
 /** 404 NotFound for an object. */
 export function notFound(type: ResourceType, name: string): ApiError {

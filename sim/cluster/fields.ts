@@ -102,10 +102,10 @@ const SERVER_META = new Set([
 ]);
 
 /** Which part of an object a write covers: the main resource or its /status subresource. */
-export type Scope = "main" | "status";
+export type FieldScope = "main" | "status";
 
 /** The top-level fields of `obj` a write in `scope` may own. */
-export function scoped(obj: JsonObject, scope: Scope): JsonObject {
+export function scoped(obj: JsonObject, scope: FieldScope): JsonObject {
   if (scope === "status") return obj.status === undefined ? {} : { status: obj.status };
   const out: JsonObject = {};
   for (const [k, v] of Object.entries(obj)) {

@@ -8,7 +8,7 @@ import type { KubeObject, ResourceType } from "../../src/api/object.ts";
 export type ChangeType = "ADDED" | "MODIFIED" | "DELETED";
 
 /** The API verbs that write. */
-export type Verb =
+export type WriteVerb =
   | "create"
   | "update"
   | "apply"
@@ -28,7 +28,7 @@ export interface Change {
   rv: number;
   /** Who made the request (`operator/<id>`, `user`, `kube-controller-manager`, ...). */
   actor: string;
-  verb: Verb;
+  verb: WriteVerb;
 }
 
 /** The retained events of one type. */

@@ -6,7 +6,7 @@
 import type { ListOptions, ListPage } from "../../src/runtime/cluster.ts";
 import type { KubeObject, ResourceType } from "../../src/api/object.ts";
 import { badRequest, gone } from "./errors.ts";
-import { parseSelector } from "./selector.ts";
+import { selectorOf } from "./selector.ts";
 import type { Store } from "./store.ts";
 import { typeKey } from "./types.ts";
 
@@ -41,7 +41,7 @@ export class Lister {
       snap = found;
       offset = Number(at);
     } else {
-      const select = parseSelector(opts.labelSelector);
+      const select = selectorOf(opts.labelSelector);
       const items = this.store.objects(t, t.namespaced ? opts.namespace : undefined).filter((o) =>
         select(o.metadata.labels)
       );

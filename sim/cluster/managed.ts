@@ -9,12 +9,12 @@ import { kubeTime } from "../../src/runtime/clock.ts";
 import {
   describePath,
   type FieldPath,
+  type FieldScope,
   fieldSet,
   has,
   type ListRules,
   mergeApplied,
   removeAt,
-  type Scope,
   scoped,
   segments,
   toFieldsV1,
@@ -35,11 +35,11 @@ export interface ManagedEntry {
 /** All entries of one object, by `manager/operation/subresource`. */
 export type Managed = Map<string, ManagedEntry>;
 
-function entryKey(manager: string, operation: string, scope: Scope): string {
+function entryKey(manager: string, operation: string, scope: FieldScope): string {
   return `${manager}\u0000${operation}\u0000${scope === "status" ? "status" : ""}`;
 }
 
-function inScope(e: ManagedEntry, scope: Scope): boolean {
+function inScope(e: ManagedEntry, scope: FieldScope): boolean {
   return (e.subresource === "status") === (scope === "status");
 }
 
@@ -82,7 +82,12 @@ export interface Writer {
   now: number;
 }
 
-function ownedByOthers(m: Managed, self: string, scope: Scope, path: FieldPath): ManagedEntry[] {
+function ownedByOthers(
+  m: Managed,
+  self: string,
+  scope: FieldScope,
+  path: FieldPath,
+): ManagedEntry[] {
   const out: ManagedEntry[] = [];
   for (const [k, e] of m) if (k !== self && inScope(e, scope) && e.fields.has(path)) out.push(e);
   return out;
@@ -97,7 +102,7 @@ export function applyFields(
   applied: JsonObject,
   managed: Managed,
   writer: Writer,
-  scope: Scope,
+  scope: FieldScope,
   force: boolean,
   rules: ListRules,
 ): { obj: JsonObject; managed: Managed } {
@@ -162,7 +167,7 @@ export function updateFields(
   after: JsonObject,
   managed: Managed,
   writer: Writer,
-  scope: Scope,
+  scope: FieldScope,
   rules: ListRules,
 ): Managed {
   const self = entryKey(writer.manager, "Update", scope);

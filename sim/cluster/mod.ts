@@ -30,7 +30,7 @@ export type {
   WatchFault,
 } from "./client.ts";
 export type { DeploymentBehaviour } from "./deployments.ts";
-export type { Change, ChangeType, Verb } from "./history.ts";
+export type { Change, ChangeType, WriteVerb } from "./history.ts";
 export { type Actor, CRD_CLEANUP_FINALIZER, Store } from "./store.ts";
 export { isOperator, WriteLog, type WriteRecord } from "./writelog.ts";
 export { GATEWAY_NAME, INITIAL_NAMESPACES, MESH_NAMESPACE } from "./bootstrap.ts";

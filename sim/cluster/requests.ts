@@ -5,14 +5,14 @@
  */
 import type { ApiError } from "../../src/runtime/cluster.ts";
 import type { ResourceType } from "../../src/api/object.ts";
-import type { Verb } from "./history.ts";
+import type { WriteVerb } from "./history.ts";
 import type { Lister } from "./list.ts";
 import type { Store } from "./store.ts";
 import type { WatchStream } from "./watch.ts";
 import type { WriteLog } from "./writelog.ts";
 
 /** The verbs a request can have. */
-export type RequestVerb = Verb | "get" | "list" | "watch";
+export type RequestVerb = WriteVerb | "get" | "list" | "watch";
 
 /** A fault decided for one request. */
 export type RequestFault =

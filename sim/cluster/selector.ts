@@ -9,7 +9,7 @@ import { badRequest } from "./errors.ts";
 export type Selector = (labels: Readonly<Record<string, string>> | undefined) => boolean;
 
 /** Parses a selector string (400 BadRequest when malformed); empty or undefined selects all. */
-export function parseSelector(text: string | undefined): Selector {
+export function selectorOf(text: string | undefined): Selector {
   const matcher = parse(text);
   if (!matcher) throw badRequest(`unable to parse requirement: ${JSON.stringify(text)}`);
   return (labels) => matcher(labels ?? {});

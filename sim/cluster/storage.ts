@@ -10,7 +10,7 @@ import { admitChange } from "./admission.ts";
 import type { KubeObject, ResourceType } from "../../src/api/object.ts";
 import type { Prng } from "../prng.ts";
 import { invalid, namespaceNotFound, namespaceTerminating, notFound } from "./errors.ts";
-import { type Change, type ChangeType, TypeHistory, type Verb } from "./history.ts";
+import { type Change, type ChangeType, TypeHistory, type WriteVerb } from "./history.ts";
 import { cloneJson, deepEqual, type JsonObject } from "./json.ts";
 import { cloneManaged, type Managed, renderManaged, sameManaged } from "./managed.ts";
 import { deepFreeze } from "../../src/api/json.ts";
@@ -133,7 +133,7 @@ export class ObjectStorage {
     next: KubeObject,
     managed: Managed,
     actor: Actor,
-    verb: Verb,
+    verb: WriteVerb,
     deleting = false,
   ): WriteResult {
     const meta = next.metadata;
@@ -184,7 +184,7 @@ export class ObjectStorage {
     type: ResourceType,
     entry: Entry,
     actor: Actor,
-    verb: Verb,
+    verb: WriteVerb,
     old = entry.obj,
   ): WriteResult {
     const obj = cloneJson(entry.obj);
@@ -204,7 +204,7 @@ export class ObjectStorage {
     object: KubeObject,
     old: KubeObject | undefined,
     actor: Actor,
-    verb: Verb,
+    verb: WriteVerb,
   ): void {
     const change: Change = {
       type,

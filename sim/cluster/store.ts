@@ -17,8 +17,8 @@ import {
 import type { DeleteOptions } from "../../src/runtime/cluster.ts";
 import type { JsonPatchOp, KubeObject, ResourceType } from "../../src/api/object.ts";
 import { alreadyExists, badRequest, conflict, notFound } from "./errors.ts";
-import type { Scope } from "./fields.ts";
-import type { Verb } from "./history.ts";
+import type { FieldScope } from "./fields.ts";
+import type { WriteVerb } from "./history.ts";
 import { cloneJson, type JsonObject } from "./json.ts";
 import { injectMeshProxy } from "./injection.ts";
 import { applyJsonPatch } from "./jsonpatch.ts";
@@ -62,7 +62,12 @@ export class Store extends ObjectStorage {
   }
 
   /** Replaces an object (main resource or /status); 409 when metadata.resourceVersion is stale. */
-  update(type: ResourceType, input: KubeObject, actor: Actor, scope: Scope = "main"): WriteResult {
+  update(
+    type: ResourceType,
+    input: KubeObject,
+    actor: Actor,
+    scope: FieldScope = "main",
+  ): WriteResult {
     const rtype = this.types.resolve(type);
     const obj = normalize(rtype, cloneJson(input));
     const prev = this.existing(rtype, obj.metadata.namespace, obj.metadata.name);
@@ -92,13 +97,13 @@ export class Store extends ObjectStorage {
     input: KubeObject,
     actor: Actor,
     force: boolean,
-    scope: Scope = "main",
+    scope: FieldScope = "main",
   ): WriteResult {
     const rtype = this.types.resolve(type);
     const obj = normalize(rtype, cloneJson(input));
     const { namespace, name } = obj.metadata;
     const prev = this.entry(rtype, namespace, name);
-    const verb: Verb = scope === "status" ? "applyStatus" : "apply";
+    const verb: WriteVerb = scope === "status" ? "applyStatus" : "apply";
     if (!prev && scope === "status") throw notFound(rtype, name);
     const rv = obj.metadata.resourceVersion;
     if (rv !== undefined && rv !== prev?.obj.metadata.resourceVersion) throw conflict(rtype, name);

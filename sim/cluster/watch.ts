@@ -11,7 +11,7 @@ import type { KubeObject, ResourceType } from "../../src/api/object.ts";
 import type { Clock } from "../../src/runtime/clock.ts";
 import { gone, statusObject } from "./errors.ts";
 import type { Change } from "./history.ts";
-import { parseSelector } from "./selector.ts";
+import { selectorOf } from "./selector.ts";
 import type { Store } from "./store.ts";
 
 /** Bookmark period of the API server (about once a minute). */
@@ -52,7 +52,7 @@ export class WatchStream {
 
   /** Opens the stream: validates the version, queues the replay, subscribes to live changes. */
   open(): void {
-    const select = parseSelector(this.opts.labelSelector);
+    const select = selectorOf(this.opts.labelSelector);
     const ns = this.opts.namespace;
     const inScope = (o: KubeObject | undefined) =>
       !!o && (!ns || o.metadata.namespace === ns) && select(o.metadata.labels);

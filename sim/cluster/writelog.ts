@@ -1,5 +1,5 @@
 /** Every write request the simulated API server received, with who sent it and what came of it. */
-import type { Verb } from "./history.ts";
+import type { WriteVerb } from "./history.ts";
 
 /** One write request. */
 export interface WriteRecord {
@@ -8,7 +8,7 @@ export interface WriteRecord {
   at: number;
   /** `operator/<identity>`, `user`, `kube-controller-manager`, ... */
   actor: string;
-  verb: Verb;
+  verb: WriteVerb;
   kind: string;
   namespace?: string;
   name: string;

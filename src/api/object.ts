@@ -100,3 +100,10 @@ export interface Projection {
   /** Keep a digest of `spec` (see src/reconcile/hash.ts `specDigest`) beside the projected object. */
   digestSpec?: boolean;
 }
+
+/** `ratelimits.gateway.platform-project.io`, as kubectl and the API server
+ * name a resource (`pods` in the core group); `sub` a subresource (`pods/status`). */
+export function resourceName(type: ResourceType, sub?: string): string {
+  const base = type.group ? `${type.plural}.${type.group}` : type.plural;
+  return sub ? `${base}/${sub}` : base;
+}

@@ -43,7 +43,7 @@ export interface RunOptions {
 }
 
 /** One flag: `--name`, its variables (first set wins), default and help. */
-export interface FlagSpec {
+export interface OperatorFlag {
   name: string;
   /** Variables read when the flag is absent, in order; `PLATFORM_OPERATOR_<FLAG>` is always first. */
   env: string[];
@@ -90,9 +90,9 @@ function parseControllers(value: string): ControllerName[] {
 const flag = (
   name: string,
   help: string,
-  set: FlagSpec["set"],
-  extra: Partial<Pick<FlagSpec, "default" | "boolean">> & { env?: string[] } = {},
-): FlagSpec => ({ name, help, set, ...extra, env: [envName(name), ...(extra.env ?? [])] });
+  set: OperatorFlag["set"],
+  extra: Partial<Pick<OperatorFlag, "default" | "boolean">> & { env?: string[] } = {},
+): OperatorFlag => ({ name, help, set, ...extra, env: [envName(name), ...(extra.env ?? [])] });
 
 const image = (name: string, key: keyof ModuleImages, env: string, what: string) =>
   flag(name, `image of ${what}`, (o, v) => {
@@ -100,7 +100,7 @@ const image = (name: string, key: keyof ModuleImages, env: string, what: string)
   }, { env: [env], default: DEFAULT_IMAGES[key] });
 
 /** Every flag of `run`, in `--help` order. */
-export const RUN_FLAGS: readonly FlagSpec[] = [
+export const RUN_FLAGS: readonly OperatorFlag[] = [
   flag(
     "kubeconfig",
     "kubeconfig file (or a KUBECONFIG-style list); default: in-cluster, then ~/.kube/config",

@@ -2,7 +2,7 @@
  * What `deno task sim` prints: one line a run (a run that did not pass adds its failure, replay
  * command, error stack and the last entries of its trace), `--json` objects, and the summary.
  */
-import type { Outcome, RunResult } from "../../sim/run_result.ts";
+import type { RunResult, SeedOutcome } from "../../sim/run_result.ts";
 import type { TimelineEntry } from "../../sim/trace.ts";
 
 /** Timeline entries printed under a run that did not pass. */
@@ -10,7 +10,11 @@ export const TRACE_TAIL = 15;
 /** Stack frames printed under an unfinished run (`--json` has the whole stack). */
 const STACK_LINES = 8;
 
-const LABEL: Record<Outcome, string> = { passed: "PASS", failed: "FAIL", unfinished: "UNFINISHED" };
+const LABEL: Record<SeedOutcome, string> = {
+  passed: "PASS",
+  failed: "FAIL",
+  unfinished: "UNFINISHED",
+};
 
 /** `61.5s` or `6m32s` (never `1m60s`: whole seconds are rounded before splitting off minutes). */
 export function seconds(ms: number): string {

@@ -23,15 +23,15 @@ import { byIndexOf, type CacheReader, type IndexSpec } from "../runtime/controll
 import { filterSelector, isRateLimitFilter } from "../reconcile/ratelimit/meta.ts";
 
 /** A label selector, or a Pod's labels. */
-export type Labels = Record<string, string>;
+export type LabelMap = Record<string, string>;
 
 /** A RateLimit's spec selector, when it is a map of strings. */
-export function specSelector(rl: KubeObject): Labels | undefined {
+export function specSelector(rl: KubeObject): LabelMap | undefined {
   return stringMap((rl.spec as { selectorLabels?: unknown } | undefined)?.selectorLabels);
 }
 
 /** The workload selector of one of this operator's RateLimit filters; undefined for others. */
-function heldSelector(ef: KubeObject): Labels | undefined {
+function heldSelector(ef: KubeObject): LabelMap | undefined {
   return isRateLimitFilter(ef) ? filterSelector(ef) : undefined;
 }
 
@@ -40,13 +40,13 @@ function pair(namespace: string | undefined, key: string, value: string): string
 }
 
 /** The one pair a selector is filed under: its smallest key. */
-function smallestPair(namespace: string | undefined, selector: Labels | undefined): string[] {
+function smallestPair(namespace: string | undefined, selector: LabelMap | undefined): string[] {
   let key: string | undefined;
   for (const k in selector) if (key === undefined || k < key) key = k;
   return key === undefined ? [] : [pair(namespace, key, selector![key])];
 }
 
-function everyPair(namespace: string | undefined, selector: Labels | undefined): string[] {
+function everyPair(namespace: string | undefined, selector: LabelMap | undefined): string[] {
   return Object.entries(selector ?? {}).map(([k, v]) => pair(namespace, k, v));
 }
 
@@ -98,7 +98,7 @@ export const RATELIMIT_INDEXES: readonly IndexSpec[] = [
 interface Holders {
   smallest: IndexSpec;
   pairs: IndexSpec;
-  selector: (obj: KubeObject) => Labels | undefined;
+  selector: (obj: KubeObject) => LabelMap | undefined;
 }
 
 const BY_SPEC: Holders = {
@@ -113,7 +113,7 @@ const BY_FILTER: Holders = {
 };
 
 /** Names of the holders whose selector selects a Pod with `labels`. */
-function matching(cache: CacheReader, h: Holders, ns: string, labels: Labels, out: Set<string>) {
+function matching(cache: CacheReader, h: Holders, ns: string, labels: LabelMap, out: Set<string>) {
   for (const k in labels) {
     for (const o of byIndexOf(cache, h.smallest, pair(ns, k, labels[k]))) {
       const sel = h.selector(o);
@@ -129,7 +129,7 @@ function matching(cache: CacheReader, h: Holders, ns: string, labels: Labels, ou
 export function holdersSelecting(
   cache: CacheReader,
   namespace: string,
-  labels: Labels,
+  labels: LabelMap,
   out: Set<string>,
 ): Set<string> {
   const names = new Set<string>();
@@ -150,7 +150,7 @@ export function selectingPod(cache: CacheReader, pod: KubeObject): string[] {
  * namespace reaches. A scan of the Pod cache, not an index (which is per namespace): only the
  * few RateLimits of the root namespace read it.
  */
-export function podsEverywhere(cache: CacheReader, selector: Labels | undefined): KubeObject[] {
+export function podsEverywhere(cache: CacheReader, selector: LabelMap | undefined): KubeObject[] {
   if (!selector || Object.keys(selector).length === 0) return [];
   return cache.list(RESOURCES.Pod).filter((p) => {
     const labels = stringMap(p.metadata.labels);
@@ -162,7 +162,7 @@ export function podsEverywhere(cache: CacheReader, selector: Labels | undefined)
 export function podsFor(
   cache: CacheReader,
   namespace: string,
-  selector: Labels | undefined,
+  selector: LabelMap | undefined,
 ): readonly KubeObject[] {
   let best: readonly KubeObject[] | undefined;
   for (const k in selector) {
@@ -181,14 +181,14 @@ export function podsFor(
 export function rivalsOf(
   cache: CacheReader,
   namespace: string,
-  selector: Labels | undefined,
+  selector: LabelMap | undefined,
   out: Set<string>,
   candidates?: readonly KubeObject[],
 ): Set<string> {
   if (!selector) return out;
   const keys = Object.keys(selector);
   if (keys.length === 0) return out;
-  const pods: Labels[] = [];
+  const pods: LabelMap[] = [];
   for (const p of candidates ?? podsFor(cache, namespace, selector)) {
     const labels = stringMap(p.metadata.labels);
     if (labels && selects(selector, labels)) pods.push(labels);

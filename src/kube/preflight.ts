@@ -4,7 +4,7 @@
  * Cluster; RBAC is asked with SelfSubjectAccessReviews, which every authenticated user may create.
  */
 import { ApiError, type Cluster, isApiError } from "../runtime/cluster.ts";
-import type { ResourceType } from "../api/object.ts";
+import { resourceName, type ResourceType } from "../api/object.ts";
 import { GATEWAY_GROUP, OPERATOR_GROUP } from "../api/groups.ts";
 import { accessOf, installedNames, NAMED_VERBS, type Verb } from "./rbac.ts";
 
@@ -54,12 +54,6 @@ export interface PreflightOptions {
 
 const OWN_GROUPS = [OPERATOR_GROUP, GATEWAY_GROUP];
 const INSTALL = "run kubectl apply -k deploy/";
-
-/** `ratelimits.gateway.platform-project.io`, as kubectl names a resource. */
-export function resourceName(type: ResourceType, sub?: string): string {
-  const base = type.group ? `${type.plural}.${type.group}` : type.plural;
-  return sub ? `${base}/${sub}` : base;
-}
 
 function crdHint(type: ResourceType, ownGroups: readonly string[]): string {
   if (ownGroups.includes(type.group)) return INSTALL;

@@ -5,12 +5,12 @@
  */
 
 /** Label values of one series. */
-export type Labels = Record<string, string>;
+export type MetricLabels = Record<string, string>;
 
 /** Content type of `Metrics.render()`. */
 export const METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
 
-function seriesKey(labels: Labels): string {
+function seriesKey(labels: MetricLabels): string {
   return Object.keys(labels).sort().map((k) => `${k}=${labels[k]}`).join(",");
 }
 
@@ -18,7 +18,7 @@ function escapeLabel(v: string): string {
   return v.replace(/\\/g, "\\\\").replace(/\n/g, "\\n").replace(/"/g, '\\"');
 }
 
-function labelText(labels: Labels, extra?: [string, string]): string {
+function labelText(labels: MetricLabels, extra?: [string, string]): string {
   const pairs = Object.keys(labels).sort().map((k) => `${k}="${escapeLabel(labels[k])}"`);
   if (extra) pairs.push(`${extra[0]}="${escapeLabel(extra[1])}"`);
   return pairs.length ? `{${pairs.join(",")}}` : "";
@@ -40,7 +40,7 @@ interface Rendered {
  * A metric family: its series by label set, and the text of the exposition format. Each kind
  * says how a series is made and what lines it renders.
  */
-abstract class Family<S extends { labels: Labels }> implements Rendered {
+abstract class Family<S extends { labels: MetricLabels }> implements Rendered {
   protected readonly series = new Map<string, S>();
   constructor(
     readonly name: string,
@@ -48,7 +48,7 @@ abstract class Family<S extends { labels: Labels }> implements Rendered {
     private readonly type: "counter" | "gauge" | "histogram",
   ) {}
   /** The series of `labels`, made by `make` the first time. */
-  protected at(labels: Labels, make: (labels: Labels) => S): S {
+  protected at(labels: MetricLabels, make: (labels: MetricLabels) => S): S {
     const k = seriesKey(labels);
     let s = this.series.get(k);
     if (!s) this.series.set(k, s = make({ ...labels }));
@@ -65,12 +65,12 @@ abstract class Family<S extends { labels: Labels }> implements Rendered {
 }
 
 /** A family of one number per label set. */
-abstract class Scalar extends Family<{ labels: Labels; value: number }> {
+abstract class Scalar extends Family<{ labels: MetricLabels; value: number }> {
   /** The current value of a series (0 when never written). */
-  get(labels: Labels = {}): number {
+  get(labels: MetricLabels = {}): number {
     return this.series.get(seriesKey(labels))?.value ?? 0;
   }
-  protected lines(s: { labels: Labels; value: number }): string[] {
+  protected lines(s: { labels: MetricLabels; value: number }): string[] {
     return [`${this.name}${labelText(s.labels)} ${num(s.value)}`];
   }
 }
@@ -81,7 +81,7 @@ export class Counter extends Scalar {
     super(name, help, "counter");
   }
   /** Adds `by` (default 1) to the series of `labels`. */
-  inc(labels: Labels = {}, by = 1): void {
+  inc(labels: MetricLabels = {}, by = 1): void {
     this.at(labels, (l) => ({ labels: l, value: 0 })).value += by;
   }
 }
@@ -92,13 +92,13 @@ export class Gauge extends Scalar {
     super(name, help, "gauge");
   }
   /** Sets the series of `labels`. */
-  set(labels: Labels, value: number): void {
+  set(labels: MetricLabels, value: number): void {
     this.at(labels, (l) => ({ labels: l, value })).value = value;
   }
 }
 
 interface HistogramSeries {
-  labels: Labels;
+  labels: MetricLabels;
   counts: number[];
   sum: number;
   count: number;
@@ -110,7 +110,7 @@ export class Histogram extends Family<HistogramSeries> {
     super(name, help, "histogram");
   }
   /** Records one observation. */
-  observe(labels: Labels, value: number): void {
+  observe(labels: MetricLabels, value: number): void {
     const s = this.at(
       labels,
       (l) => ({ labels: l, counts: this.buckets.map(() => 0), sum: 0, count: 0 }),
@@ -122,7 +122,7 @@ export class Histogram extends Family<HistogramSeries> {
     s.count++;
   }
   /** Number of observations of a series. */
-  count(labels: Labels = {}): number {
+  count(labels: MetricLabels = {}): number {
     return this.series.get(seriesKey(labels))?.count ?? 0;
   }
   protected lines(s: HistogramSeries): string[] {

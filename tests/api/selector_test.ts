@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { isLabelValue, isQualifiedName, parseSelector } from "../../src/api/selector.ts";
-import { parseSelector as simParse } from "../../sim/cluster/selector.ts";
+import { selectorOf as simParse } from "../../sim/cluster/selector.ts";
 
 /** [selector, valid] — keys and values by apimachinery's IsQualifiedName and IsValidLabelValue. */
 const TABLE: [string, boolean][] = [

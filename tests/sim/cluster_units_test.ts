@@ -1,20 +1,20 @@
 import assert from "node:assert/strict";
 import { ApiError } from "../../src/runtime/cluster.ts";
 import { applyJsonPatch } from "../../sim/cluster/jsonpatch.ts";
-import { matchesLabels, parseSelector } from "../../sim/cluster/selector.ts";
+import { matchesLabels, selectorOf } from "../../sim/cluster/selector.ts";
 import { builtinListRules, fieldSet, schemaListRules } from "../../sim/cluster/fields.ts";
 
 Deno.test("selector: equality, set, existence and their negations", () => {
-  const sel = parseSelector("app=web, tier in (a, b), env notin (prod), release, !canary, x!=1");
+  const sel = selectorOf("app=web, tier in (a, b), env notin (prod), release, !canary, x!=1");
   assert.equal(sel({ app: "web", tier: "a", release: "r" }), true);
   assert.equal(sel({ app: "web", tier: "c", release: "r" }), false);
   assert.equal(sel({ app: "web", tier: "a", release: "r", env: "prod" }), false);
   assert.equal(sel({ app: "web", tier: "a" }), false);
   assert.equal(sel({ app: "web", tier: "a", release: "r", canary: "" }), false);
   assert.equal(sel({ app: "web", tier: "a", release: "r", x: "1" }), false);
-  assert.equal(parseSelector("")(undefined), true);
-  assert.equal(parseSelector("a==b")({ a: "b" }), true);
-  assert.throws(() => parseSelector("a in b"), (e) => e instanceof ApiError && e.code === 400);
+  assert.equal(selectorOf("")(undefined), true);
+  assert.equal(selectorOf("a==b")({ a: "b" }), true);
+  assert.throws(() => selectorOf("a in b"), (e) => e instanceof ApiError && e.code === 400);
   assert.equal(matchesLabels({ a: "1" }, { a: "1", b: "2" }), true);
   assert.equal(matchesLabels({ a: "1" }, undefined), false);
 });

@@ -2,7 +2,7 @@
 import type { BucketRule } from "../../api/ratelimit.ts";
 import { parseFillInterval } from "../../api/duration.ts";
 import { describeBehaviour, type Refill } from "../../dataplane/mod.ts";
-import type { BucketReport, Outcome, TrafficRun } from "./run.ts";
+import type { BucketReport, RequestOutcome, TrafficRun } from "./run.ts";
 
 /** Milliseconds as seconds with up to 3 decimals: `0s`, `1.5s`, `0.25s`. */
 export function formatT(ms: number): string {
@@ -10,7 +10,7 @@ export function formatT(ms: number): string {
 }
 
 /** One output line of `--json`. */
-export function jsonLine(o: Outcome): string {
+export function jsonLine(o: RequestOutcome): string {
   return JSON.stringify({
     t: formatT(o.t),
     path: o.path,

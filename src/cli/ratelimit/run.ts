@@ -21,7 +21,7 @@ import { filterContexts } from "../../reconcile/ratelimit/reach.ts";
 import type { TrafficRequest } from "./args.ts";
 
 /** One request and its answer. */
-export interface Outcome extends TrafficRequest {
+export interface RequestOutcome extends TrafficRequest {
   status: number;
   bucket?: BucketId;
   responseHeaders: Record<string, string>;
@@ -45,7 +45,7 @@ export interface BucketReport {
 
 /** The whole run. */
 export interface TrafficRun {
-  outcomes: Outcome[];
+  outcomes: RequestOutcome[];
   buckets: BucketReport[];
   endMs: number;
   /** The Envoy the proxy ran. */
@@ -171,7 +171,7 @@ export function runTraffic(
   };
   for (const r of reports) sample(r, 0);
   let prev = 0;
-  const outcomes: Outcome[] = [];
+  const outcomes: RequestOutcome[] = [];
   for (const req of requests) {
     for (const r of reports) fillsUpTo(r, prev, req.t);
     prev = req.t;

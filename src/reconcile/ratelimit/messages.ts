@@ -10,7 +10,7 @@ import type { InForce } from "./enforcement.ts";
 import { renderedGeneration } from "./envoyfilter.ts";
 
 /** Our filter, kept for a refused generation, or why it had to go; undefined: there was none. */
-export type Kept = { filter: KubeObject; inForce: InForce } | { withdrawn: string } | undefined;
+export type LastGood = { filter: KubeObject; inForce: InForce } | { withdrawn: string } | undefined;
 
 /** The most characters a list of RateLimit names takes in a message. */
 const NAMES_MAX = 1024;
@@ -39,7 +39,7 @@ export function refusal(
   reason: string,
   problems: readonly string[],
   generation: number | undefined,
-  kept: Kept,
+  kept: LastGood,
 ): string {
   if (reason === "MeshMissing") return fitMessage("", problems);
   const gen = generationText(generation);

@@ -9,7 +9,7 @@ import type { ApplyOutcome } from "../plan.ts";
 import { olderConflicts, selectPods } from "./conflict.ts";
 import { type InForce, selectorText } from "./enforcement.ts";
 import { filterSelector, isOurs, type Meta } from "./meta.ts";
-import { type Kept, namesText } from "./messages.ts";
+import { type LastGood, namesText } from "./messages.ts";
 import { filterContexts, meshWideProblem, patchContexts, type Reach, strayPods } from "./reach.ts";
 import { judgeSpec } from "./spec.ts";
 
@@ -178,7 +178,7 @@ export function judge(input: RateLimitInput, scope: Scope): Verdict {
 }
 
 /** Whether our filter in place may stay for a refused generation, or why it must go. */
-export function keep(input: RateLimitInput, scope: Scope): Kept {
+export function keep(input: RateLimitInput, scope: Scope): LastGood {
   const { ours, reach, selected } = scope;
   if (!ours) return undefined;
   const selector = filterSelector(ours);

@@ -17,9 +17,17 @@ export const POD_PRESETS = ["XS", "S", "M", "L", "XL"] as const;
 /** Preset used when `spec.defaultRuntimePodPreset` is not set. */
 export const DEFAULT_POD_PRESET = "M";
 /** Log levels the Serverless controller accepts (zap's). */
-export const LOG_LEVELS = ["debug", "info", "warn", "error", "dpanic", "panic", "fatal"] as const;
+export const SERVERLESS_LOG_LEVELS = [
+  "debug",
+  "info",
+  "warn",
+  "error",
+  "dpanic",
+  "panic",
+  "fatal",
+] as const;
 /** Log formats the Serverless controller accepts. */
-export const LOG_FORMATS = ["json", "console"] as const;
+export const SERVERLESS_LOG_FORMATS = ["json", "console"] as const;
 
 /** The settings in use: the spec with every default filled and every value checked. */
 export interface ServerlessSettings {
@@ -103,8 +111,8 @@ export function checkConfiguration(spec: ServerlessSpec): ConfigCheck {
   );
   const preset = spec.defaultRuntimePodPreset ?? DEFAULT_POD_PRESET;
   checkOneOf("spec.defaultRuntimePodPreset", preset, POD_PRESETS, errors);
-  checkOneOf("spec.logLevel", spec.logLevel, LOG_LEVELS, errors);
-  checkOneOf("spec.logFormat", spec.logFormat, LOG_FORMATS, errors);
+  checkOneOf("spec.logLevel", spec.logLevel, SERVERLESS_LOG_LEVELS, errors);
+  checkOneOf("spec.logFormat", spec.logFormat, SERVERLESS_LOG_FORMATS, errors);
   if (errors.length > 0) return { ok: false, errors };
   return {
     ok: true,

@@ -23,7 +23,7 @@ interface Written {
 }
 
 /** What a relist keeps of the store's own writes: the entry, or that it is gone. */
-export interface Kept {
+export interface FencedEntry {
   key: string;
   gone: boolean;
 }
@@ -66,11 +66,11 @@ export class WriteFence {
   newerThanList(
     listRv: bigint | undefined,
     listedRv: (key: string) => bigint | undefined,
-  ): Kept[] {
+  ): FencedEntry[] {
     if (listRv !== undefined && (this.#seen === undefined || listRv > this.#seen)) {
       this.#seen = listRv;
     }
-    const kept: Kept[] = [];
+    const kept: FencedEntry[] = [];
     for (const [key, w] of this.#written) {
       const listed = listedRv(key);
       if ((listRv !== undefined && listRv >= w.rv) || (listed !== undefined && listed >= w.rv)) {
