@@ -8,12 +8,13 @@ import { RESOURCES } from "../src/api/resources.ts";
 import { SCALER_MODULE } from "../src/controllers/scaler.ts";
 import { SERVERLESS_MODULE } from "../src/controllers/serverless.ts";
 import type { KubeObject, ResourceType } from "../src/api/object.ts";
-import type { ModuleImages } from "../src/runtime/controller_spec.ts";
+
 import { FIELD_MANAGER, MODULE_LABEL } from "../src/reconcile/labels.ts";
 import type { Plan } from "../src/reconcile/plan.ts";
 import { SimClock } from "../sim/clock.ts";
 import { type Actor, SimCluster, type Store } from "../sim/cluster/mod.ts";
 import { Prng } from "../sim/prng.ts";
+import type { ModuleImages } from "../src/api/images.ts";
 
 /** A fixed time: 2026-01-01T00:00:00Z. */
 export const NOW = Date.UTC(2026, 0, 1);

@@ -14,11 +14,9 @@ import {
 import { isOperator, type SimClient, type SimCluster, type WriteRecord } from "./cluster/mod.ts";
 import { SIM_EPOCH, type SimClock } from "./clock.ts";
 import type { FaultConfig, FaultInjector } from "./faults.ts";
-import type { OperatorProcess } from "./operator.ts";
-import type { Trace } from "./trace.ts";
-import { LEASE_NAME, OPERATOR_NAMESPACE } from "./operator.ts";
+import { LEASE_NAME, OPERATOR_NAMESPACE, type OperatorProcess } from "./operator.ts";
+import { offset, type Trace } from "./trace.ts";
 import type { Prng } from "./prng.ts";
-import { offset } from "./trace.ts";
 
 /** What the chaos schedule drives of a simulation (simulation.ts's Simulation is one). */
 interface ChaosTarget {

@@ -12,8 +12,13 @@ import {
   sameTarget,
   type Target,
 } from "./fault_rules.ts";
-import type { FaultSource, RequestFault, RequestVerb, WatchFault } from "./cluster/mod.ts";
-import { isOperator } from "./cluster/mod.ts";
+import {
+  type FaultSource,
+  isOperator,
+  type RequestFault,
+  type RequestVerb,
+  type WatchFault,
+} from "./cluster/mod.ts";
 import type { Prng } from "./prng.ts";
 
 export { type ApiErrorRule, injectedError, matchesTarget, type Target } from "./fault_rules.ts";

@@ -18,8 +18,9 @@ import { SCALER_STATES } from "../src/reconcile/scaler.ts";
 import { SERVERLESS_STATES } from "../src/reconcile/serverless/mod.ts";
 import type { KubeObject, ResourceType } from "../src/api/object.ts";
 import { type Change, isOperator, type RequestVerb, type SimCluster } from "./cluster/mod.ts";
-import { deepEqual, specPart } from "./cluster/json.ts";
+import { specPart } from "./cluster/json.ts";
 import { nonGatewaysReached } from "./blast_radius.ts";
+import { deepEqual } from "../src/api/json.ts";
 
 /** One broken invariant. */
 export interface Violation {

@@ -3,14 +3,16 @@
  * normalising the request, preconditions, what a write in each scope may change, generation, the
  * finalizer rule, and what a delete does to an object that has finalizers.
  */
-import { kubeTime } from "../../src/runtime/clock.ts";
+
 import type { DeleteOptions } from "../../src/runtime/cluster.ts";
 import type { KubeObject, ResourceType } from "../../src/api/object.ts";
 import { badRequest, conflict, invalid } from "./errors.ts";
 import type { FieldScope } from "./fields.ts";
-import { cloneJson, deepEqual, specPart } from "./json.ts";
+import { cloneJson, specPart } from "./json.ts";
 import type { Prng } from "../prng.ts";
 import { TypeRegistry } from "./types.ts";
+import { deepEqual } from "../../src/api/json.ts";
+import { kubeTime } from "../../src/api/time.ts";
 
 /** Metadata the server owns: kept from the stored object on every main-resource write. */
 const SERVER_OWNED = [

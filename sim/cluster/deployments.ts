@@ -7,13 +7,16 @@
  * ReplicaFailure conditions with the real reasons and messages.
  */
 import { RESOURCES } from "../../src/api/resources.ts";
-import { kubeTime } from "../../src/runtime/clock.ts";
+
 import { ApiError } from "../../src/runtime/cluster.ts";
 import type { KubeObject } from "../../src/api/object.ts";
 import type { SimClock } from "../clock.ts";
 import { hash32 } from "../prng.ts";
-import { cloneJson, deepEqual, type JsonObject, stableStringify } from "./json.ts";
+import { cloneJson } from "./json.ts";
 import type { Actor, Store } from "./store.ts";
+import { deepEqual, type JsonObject } from "../../src/api/json.ts";
+import { stableJson } from "../../src/reconcile/hash.ts";
+import { kubeTime } from "../../src/api/time.ts";
 
 /** What the world decides about a Deployment's Pods (faults plug in here). */
 export interface DeploymentBehaviour {
@@ -115,7 +118,7 @@ export class DeploymentController {
       progressDeadlineSeconds?: number;
     };
     const desired = spec.replicas ?? 1;
-    const hash = hash32(stableStringify(spec.template ?? {})).toString(16).padStart(8, "0").slice(
+    const hash = hash32(stableJson(spec.template ?? {})).toString(16).padStart(8, "0").slice(
       0,
       10,
     );

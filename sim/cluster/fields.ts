@@ -5,7 +5,9 @@
  * other list is atomic (one leaf). Which lists are associative comes from `ListRules`: a CRD's
  * `x-kubernetes-list-type`, or the built-in types' known merge keys.
  */
-import { cloneJson, isObject, type JsonObject, stableStringify } from "./json.ts";
+import { cloneJson } from "./json.ts";
+import { isObject, type JsonObject } from "../../src/api/json.ts";
+import { stableJson } from "../../src/reconcile/hash.ts";
 
 /** How a list merges. */
 export type ListRule = { type: "atomic" } | { type: "map"; keys: string[] } | { type: "set" };
@@ -124,7 +126,7 @@ export function scoped(obj: JsonObject, scope: FieldScope): JsonObject {
 function itemKey(item: unknown, keys: readonly string[]): string {
   const picked: JsonObject = {};
   if (isObject(item)) { for (const k of keys) if (item[k] !== undefined) picked[k] = item[k]; }
-  return `k:${stableStringify(picked)}`;
+  return `k:${stableJson(picked)}`;
 }
 
 /** The leaf paths of a (scoped) object. */
@@ -140,7 +142,7 @@ export function fieldSet(obj: JsonObject, rules: ListRules): Set<FieldPath> {
     if (Array.isArray(v)) {
       const rule = rules(fp);
       if (rule.type === "set") {
-        for (const item of v) out.add(enc([...segs, `v:${stableStringify(item)}`]));
+        for (const item of v) out.add(enc([...segs, `v:${stableJson(item)}`]));
       } else if (rule.type === "map" && v.every(isObject)) {
         for (const item of v) {
           const k = itemKey(item, rule.keys);
@@ -157,7 +159,7 @@ export function fieldSet(obj: JsonObject, rules: ListRules): Set<FieldPath> {
 }
 
 function findItem(list: unknown[], seg: string): number {
-  if (seg.startsWith("v:")) return list.findIndex((x) => `v:${stableStringify(x)}` === seg);
+  if (seg.startsWith("v:")) return list.findIndex((x) => `v:${stableJson(x)}` === seg);
   const keys = Object.keys(JSON.parse(seg.slice(2)) as JsonObject);
   return list.findIndex((x) => itemKey(x, keys) === seg);
 }
@@ -243,7 +245,7 @@ export function mergeApplied(
     if (rule.type === "set") {
       const out = [...live];
       for (const item of applied) {
-        if (findItem(out, `v:${stableStringify(item)}`) < 0) out.push(cloneJson(item));
+        if (findItem(out, `v:${stableJson(item)}`) < 0) out.push(cloneJson(item));
       }
       return out;
     }

@@ -6,13 +6,14 @@
  */
 import { cloneJson } from "./json.ts";
 import { RESOURCES } from "../../src/api/resources.ts";
-import { kubeTime } from "../../src/runtime/clock.ts";
+
 import { ApiError } from "../../src/runtime/cluster.ts";
 import type { KubeObject, ResourceType } from "../../src/api/object.ts";
 import type { SimClock } from "../clock.ts";
 import type { Change } from "./history.ts";
 import { type Actor, CRD_CLEANUP_FINALIZER, type Store } from "./store.ts";
 import type { CrdSpec } from "./types.ts";
+import { kubeTime } from "../../src/api/time.ts";
 
 const GC: Actor = { name: "garbage-collector", manager: "kube-controller-manager" };
 const CRD_CTRL: Actor = { name: "apiextensions-controller", manager: "kube-apiserver" };

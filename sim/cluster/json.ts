@@ -1,16 +1,5 @@
 /** Small helpers on JSON values used across the simulated API server. */
-import { isObject, type JsonObject } from "../../src/api/json.ts";
-export { deepEqual, isObject, type JsonObject } from "../../src/api/json.ts";
-
-/** JSON with object keys sorted: equal values give equal text (for hashes). */
-export function stableStringify(v: unknown): string {
-  if (Array.isArray(v)) return `[${v.map(stableStringify).join(",")}]`;
-  if (isObject(v)) {
-    const keys = Object.keys(v).filter((k) => v[k] !== undefined).sort();
-    return `{${keys.map((k) => `${JSON.stringify(k)}:${stableStringify(v[k])}`).join(",")}}`;
-  }
-  return JSON.stringify(v) ?? "null";
-}
+import type { JsonObject } from "../../src/api/json.ts";
 
 /** The top-level fields other than apiVersion, kind, metadata and status: what `generation` tracks. */
 export function specPart(obj: JsonObject): JsonObject {

@@ -4,8 +4,9 @@
  */
 import { ApiError } from "../../src/runtime/cluster.ts";
 import { badRequest } from "./errors.ts";
-import { cloneJson, deepEqual } from "./json.ts";
+import { cloneJson } from "./json.ts";
 import type { JsonPatchOp } from "../../src/api/object.ts";
+import { deepEqual } from "../../src/api/json.ts";
 
 type Json = unknown;
 

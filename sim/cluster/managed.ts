@@ -5,7 +5,7 @@
  * changed).
  */
 import { ApiError } from "../../src/runtime/cluster.ts";
-import { kubeTime } from "../../src/runtime/clock.ts";
+
 import {
   describePath,
   type FieldPath,
@@ -20,7 +20,9 @@ import {
   toFieldsV1,
   valueAt,
 } from "./fields.ts";
-import { cloneJson, deepEqual, type JsonObject } from "./json.ts";
+import { cloneJson } from "./json.ts";
+import { deepEqual, type JsonObject } from "../../src/api/json.ts";
+import { kubeTime } from "../../src/api/time.ts";
 
 /** One managedFields entry. */
 export interface ManagedEntry {

@@ -5,18 +5,19 @@
  * checker), synchronously and in commit order. The write verbs built on it are in store.ts.
  */
 import { RESOURCES } from "../../src/api/resources.ts";
-import { kubeTime } from "../../src/runtime/clock.ts";
+
 import { admitChange } from "./admission.ts";
 import type { KubeObject, ResourceType } from "../../src/api/object.ts";
 import type { Prng } from "../prng.ts";
 import { invalid, namespaceNotFound, namespaceTerminating, notFound } from "./errors.ts";
 import { type Change, type ChangeType, TypeHistory, type WriteVerb } from "./history.ts";
-import { cloneJson, deepEqual, type JsonObject } from "./json.ts";
+import { cloneJson } from "./json.ts";
 import { cloneManaged, type Managed, renderManaged, sameManaged } from "./managed.ts";
-import { deepFreeze } from "../../src/api/json.ts";
+import { deepEqual, deepFreeze, type JsonObject } from "../../src/api/json.ts";
 import { type Entry, ObjectTable, uidOf } from "./objects.ts";
 import { crdProblems, typeKey, TypeRegistry } from "./types.ts";
 import { validationProblems } from "./validate.ts";
+import { kubeTime } from "../../src/api/time.ts";
 
 /** Who is writing: the request's identity and its field manager. */
 export interface Actor {

@@ -19,11 +19,12 @@ import type { JsonPatchOp, KubeObject, ResourceType } from "../../src/api/object
 import { alreadyExists, badRequest, conflict, notFound } from "./errors.ts";
 import type { FieldScope } from "./fields.ts";
 import type { WriteVerb } from "./history.ts";
-import { cloneJson, type JsonObject } from "./json.ts";
+import { cloneJson } from "./json.ts";
 import { injectMeshProxy } from "./injection.ts";
 import { applyJsonPatch } from "./jsonpatch.ts";
 import { applyFields, updateFields } from "./managed.ts";
 import { type Actor, ObjectStorage, type WriteResult } from "./storage.ts";
+import type { JsonObject } from "../../src/api/json.ts";
 
 export { type Actor, CRD_CLEANUP_FINALIZER, type WriteResult } from "./storage.ts";
 

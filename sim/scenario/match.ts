@@ -3,7 +3,7 @@
  * value; lists match when each expected item matches some actual item (conditions by `type`).
  * The result is the first differing field, as a path a reader can find in the object.
  */
-import { isObject } from "../cluster/json.ts";
+import { isObject } from "../../src/api/json.ts";
 
 function show(v: unknown): string {
   if (v === undefined) return "nothing";

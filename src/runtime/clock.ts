@@ -43,8 +43,6 @@ export const systemClock: Clock = {
 /** Math.random as a Random. */
 export const systemRandom: Random = { next: () => Math.random() };
 
-export { kubeTime } from "../api/time.ts";
-
 /* Jittered exponential backoff. */
 
 /** Bounds of a backoff. */

@@ -10,7 +10,6 @@ import {
   type CacheChange,
   type ControllerCache,
   type ControllerSpec,
-  type ModuleImages,
   triggersOf,
 } from "./controller_spec.ts";
 import { classifyError, errorMessage } from "./cluster.ts";
@@ -18,6 +17,7 @@ import type { Logger } from "./log.ts";
 import type { Metrics } from "./metrics.ts";
 import type { WorkResult } from "./queue.ts";
 import type { Runner } from "./runner.ts";
+import type { ModuleImages } from "../api/images.ts";
 
 /** How soon a key that arrived before the caches synced is tried again. */
 const NOT_SYNCED_RETRY_MS = 1_000;

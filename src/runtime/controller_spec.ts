@@ -88,8 +88,6 @@ export function byIndexOf(
   return cache.list(spec.type).filter((o) => spec.keys(o).includes(value));
 }
 
-export type { ModuleImages } from "../api/images.ts";
-
 /** Inputs of a reconcile besides the cache: all the impure things, passed in as values. */
 export interface ReconcileContext {
   /** Epoch milliseconds from the runtime's Clock. */

@@ -8,11 +8,12 @@
  */
 import type { EventSpec } from "../reconcile/plan.ts";
 import { RESOURCES } from "../api/resources.ts";
-import { type Clock, kubeTime } from "./clock.ts";
+import type { Clock } from "./clock.ts";
 import { type Cluster, isApiError } from "./cluster.ts";
 import type { KubeObject } from "../api/object.ts";
 import type { Logger } from "./log.ts";
 import type { Metrics } from "./metrics.ts";
+import { kubeTime } from "../api/time.ts";
 
 /** Events waiting to be written, by default; beyond it the oldest is dropped. */
 export const EVENT_QUEUE_CAPACITY = 256;

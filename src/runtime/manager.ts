@@ -19,7 +19,6 @@ import { Runner } from "./runner.ts";
 import { type ManagerOptions, operatorNamespace } from "./manager_options.ts";
 import { Terms } from "./term.ts";
 
-export type { ManagerStatus } from "./health.ts";
 export {
   DEFAULT_NAMESPACE,
   type LeaderElectionOptions,

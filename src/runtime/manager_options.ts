@@ -1,9 +1,10 @@
 /** What a Manager is configured with: its ports, controllers, leader election and timings. */
 import type { Clock, Random } from "./clock.ts";
 import type { Cluster } from "./cluster.ts";
-import type { ControllerSpec, ModuleImages } from "./controller_spec.ts";
+import type { ControllerSpec } from "./controller_spec.ts";
 import type { Logger } from "./log.ts";
 import type { Metrics } from "./metrics.ts";
+import type { ModuleImages } from "../api/images.ts";
 
 /** The operator's namespace when neither `namespace` nor leader election names one. */
 export const DEFAULT_NAMESPACE = "platform-system";

@@ -7,7 +7,6 @@ export * from "./cluster.ts";
 export { isSubset } from "./diff.ts";
 export { Cache, CacheStore, type WatcherEvent } from "./cache/mod.ts";
 export type { CacheChange } from "./controller_spec.ts";
-export { typeId, typeName } from "../api/object.ts";
 export { Watcher, type WatcherOptions, type WatcherState } from "./cache/mod.ts";
 export { WorkQueue, type WorkResult } from "./queue.ts";
 export { type PlanRunResult, Runner } from "./runner.ts";

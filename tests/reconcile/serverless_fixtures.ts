@@ -1,13 +1,14 @@
 /** Serverless objects, inputs and a runner for the reducer's tests. */
 import type { Condition } from "../../src/api/common.ts";
 import type { KubeObject } from "../../src/api/object.ts";
-import type { ModuleImages } from "../../src/runtime/controller_spec.ts";
+
 import type { Plan } from "../../src/reconcile/plan.ts";
 import { reconcileServerless, type ServerlessInput } from "../../src/reconcile/serverless/mod.ts";
 import { type CarryOutOptions, convergeWith } from "./plans_on_sim_store.ts";
 import { claimOf, moduleObject, type World } from "./module_fixtures.ts";
 import { FUNCTION_CRDS, KEDA_CRDS } from "../../src/controllers/embedded_crds.ts";
 import type { ServerlessSettings } from "../../src/reconcile/serverless/config.ts";
+import type { ModuleImages } from "../../src/api/images.ts";
 
 // The module reducers render the upstream CRDs, which a controller loads before its first
 // reconcile (ControllerSpec.preload) and hands in; every test reducing a module comes through here.
