@@ -205,8 +205,8 @@ export async function plannedFiles(
   }
 }
 
-/** The files of the data folders that `planned` does not hold. */
-async function strayFiles(planned: Map<string, string>, root: string): Promise<string[]> {
+/** The files of the data folders that `planned` does not hold (`module-crds` removes them). */
+export async function strayFiles(planned: Map<string, string>, root: string): Promise<string[]> {
   const { keda, serverless } = layout(root);
   const stray: string[] = [];
   for (const dir of [keda, serverless]) {
@@ -219,23 +219,4 @@ async function strayFiles(planned: Map<string, string>, root: string): Promise<s
     }
   }
   return stray.sort();
-}
-
-/** The planned files whose committed content differs (or that are missing), and stray files. */
-export async function staleFiles(planned: Map<string, string>, root: string): Promise<string[]> {
-  const stale: string[] = [];
-  for (const [path, text] of planned) {
-    const now = await Deno.readTextFile(path).catch(() => undefined);
-    if (now !== text) stale.push(path);
-  }
-  return [...stale, ...await strayFiles(planned, root)];
-}
-
-/** Writes the planned files and removes the stray ones. */
-export async function writeFiles(planned: Map<string, string>, root: string): Promise<void> {
-  for (const path of await strayFiles(planned, root)) await Deno.remove(path);
-  for (const [path, text] of planned) {
-    await Deno.mkdir(dirname(path), { recursive: true });
-    await Deno.writeTextFile(path, text);
-  }
 }
