@@ -1,8 +1,9 @@
 /**
- * The modules' upstream CRDs (`deno task module-crds`): the committed ones are what the pinned KEDA
- * and controller-gen give (regenerated here, any difference fails), controller-gen's output is
- * KEDA's own `config/crd/bases`, every command docs/modules.md shows runs, and a missing Go is one
- * clear error. Needs Go and the Go module proxy, like the e2e tests.
+ * The modules' upstream CRDs (`deno task module-crds`, kept in data/upstream/): the committed ones
+ * are what the pinned KEDA and controller-gen give (regenerated here, any difference fails), a
+ * Function CRD that disagrees with its provenance is refused, controller-gen's output is KEDA's own
+ * `config/crd/bases`, every command docs/modules.md shows runs, and a missing Go is one clear
+ * error. Needs Go and the Go module proxy, like the e2e tests.
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";

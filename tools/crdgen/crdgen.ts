@@ -2,7 +2,7 @@
  * `deno task module-crds`: regenerates the CRDs the modules install from KEDA's and Kyma
  * serverless's Go API types (see docs/modules.md).
  *
- *   ./deno task module-crds                     # KEDA's CRDs (and both embedding modules)
+ *   ./deno task module-crds                     # KEDA's data files; verifies the Function's
  *   ./deno task module-crds --check             # writes nothing; exit 1 listing stale files
  *   ./deno task module-crds --keda vX.Y.Z       # moves to another KEDA release, then regenerates
  *   ./deno task module-crds --serverless DIR --tag TAG --commit SHA   # the Function CRD as well
