@@ -19,6 +19,8 @@ WORKDIR /app
 COPY deno.json deno.lock ./
 COPY deploy/operator/ deploy/operator/
 COPY src/ src/
+# The modules' upstream CRDs, kept as data: the operator imports them (as text) on a module's preload.
+COPY data/upstream/ data/upstream/
 # Exec form: the build stage needs no shell.
 RUN ["deno", "install", "--config", "deploy/operator/deno.json", "--frozen", "--entrypoint", "src/cli/operator_main.ts"]
 
@@ -32,6 +34,7 @@ COPY --from=build /usr/bin/deno /usr/bin/deno
 COPY --from=build /deno-dir/ /deno-dir/
 COPY --from=build /app/deploy/operator/ /app/deploy/operator/
 COPY --from=build /app/src/ /app/src/
+COPY --from=build /app/data/upstream/ /app/data/upstream/
 ENV DENO_DIR=/deno-dir/
 ENV DENO_NO_UPDATE_CHECK=1
 ENV DENO_USE_CGROUPS=1

@@ -5,13 +5,9 @@
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { generatorHelp, parseGeneratorArgs } from "./generator_args.ts";
-import {
-  CRD_KUSTOMIZATION,
-  crdDifferences,
-  crdKustomization,
-  renderCrdFiles,
-} from "../crd/render.ts";
+import { CRD_KUSTOMIZATION, crdKustomization, renderCrdFiles } from "../crd/render.ts";
 import { PLANS_FILE, plansText } from "../api/schema/plans.ts";
+import { checkOrWrite, type GeneratedFile } from "./generated_files.ts";
 
 const HELP = generatorHelp(
   "crds",
@@ -38,59 +34,47 @@ export async function readYamlFiles(dir: string): Promise<Map<string, string>> {
   return files;
 }
 
+/** Every file the command owns in `dir` (the CRDs and their kustomization) and the plans. */
+export function crdsFiles(dir: string): GeneratedFile[] {
+  const crds = renderCrdFiles();
+  return [
+    ...crds.map((f) => ({ path: join(dir, f.name), text: f.text })),
+    { path: join(dir, CRD_KUSTOMIZATION), text: crdKustomization(crds) },
+    { path: PLANS_FILE, text: plansText() },
+  ];
+}
+
+/** The YAML files of `dir` the command did not generate (it never deletes them). */
+export async function foreignFiles(dir: string): Promise<string[]> {
+  const names = new Set(renderCrdFiles().map((f) => f.name));
+  return [...(await readYamlFiles(dir)).keys()].filter((n) => !names.has(n)).sort();
+}
+
 /** Runs the command; resolves to the exit code (0 ok, 1 stale with --check, 2 bad usage). */
 export async function main(args: string[]): Promise<number> {
   const values = parseGeneratorArgs("crds", args, HELP);
   if (typeof values === "number") return values;
   const dir = values.dir ?? CRDS_DIR;
   const shown = relative(Deno.cwd(), dir) || ".";
-  const expected = renderCrdFiles();
-  const actual = await readYamlFiles(dir);
-  const differences = crdDifferences(expected, actual);
-  const kustomization = crdKustomization(expected);
-  const kustomizationPath = join(dir, CRD_KUSTOMIZATION);
-  const kustomizationStale =
-    await Deno.readTextFile(kustomizationPath).catch(() => "") !== kustomization;
-  if (kustomizationStale) differences.push(`${CRD_KUSTOMIZATION}: not the generated one`);
-  const plans = plansText();
-  const plansShown = relative(Deno.cwd(), PLANS_FILE);
-  const plansStale = await Deno.readTextFile(PLANS_FILE).catch(() => "") !== plans;
+  const show = (path: string) => relative(Deno.cwd(), path);
+  const count = renderCrdFiles().length;
+  const stale = await checkOrWrite(crdsFiles(dir), values.check);
+  const foreign = (await foreignFiles(dir)).map((n) => join(dir, n));
   if (values.check) {
-    if (plansStale) console.error(`${plansShown} differs from the schemas in src/api/schema/`);
-    if (differences.length === 0) {
-      if (plansStale) {
-        console.error("Run `deno task crds` to regenerate.");
-        return 1;
-      }
-      console.log(`${shown}/ is up to date (${expected.length} CRDs), and so is ${plansShown}`);
+    if (stale.length === 0 && foreign.length === 0) {
+      console.log(`${shown}/ is up to date (${count} CRDs), and so is ${show(PLANS_FILE)}`);
       return 0;
     }
-    console.error(`${shown}/ differs from the schemas in src/api/:`);
-    for (const line of differences) console.error(`  ${shown}/${line}`);
+    console.error("These files differ from the schemas in src/api/:");
+    for (const s of stale) console.error(`  ${show(s.path)}: ${s.why}`);
+    for (const f of foreign) console.error(`  ${show(f)}: not generated from src/api/ (stale?)`);
     console.error("Run `deno task crds` to regenerate.");
     return 1;
   }
-  if (plansStale) {
-    await Deno.writeTextFile(PLANS_FILE, plans);
-    console.log(`wrote ${plansShown}`);
+  for (const s of stale) console.log(`wrote ${show(s.path)}`);
+  for (const f of foreign) {
+    console.error(`warning: ${show(f)} is not generated from src/api/; delete it if stale`);
   }
-  await Deno.mkdir(dir, { recursive: true });
-  if (kustomizationStale) {
-    await Deno.writeTextFile(kustomizationPath, kustomization);
-    console.log(`wrote ${shown}/${CRD_KUSTOMIZATION}`);
-  }
-  for (const file of expected) {
-    if (actual.get(file.name) === file.text) continue;
-    await Deno.writeTextFile(join(dir, file.name), file.text);
-    console.log(`wrote ${shown}/${file.name}`);
-  }
-  const names = new Set(expected.map((f) => f.name));
-  for (const name of actual.keys()) {
-    // Never delete a file this command did not write; say so instead.
-    if (!names.has(name)) {
-      console.error(`warning: ${shown}/${name} is not generated from src/api/; delete it if stale`);
-    }
-  }
-  console.log(`${shown}/ has the ${expected.length} CRDs of the schemas`);
+  console.log(`${shown}/ has the ${count} CRDs of the schemas`);
   return 0;
 }

@@ -1,35 +1,28 @@
-/** `mod.ts deploy`: writes the generated files of deploy/ (RBAC, CRD copies), or with `--check` lists what is stale. */
-import { dirname, join, relative } from "node:path";
+/** `mod.ts deploy`: writes the generated files of deploy/ (the RBAC), or with `--check` lists what is stale. */
+import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { generatorHelp, parseGeneratorArgs } from "./generator_args.ts";
 import { deployFiles } from "../kube/deploy_files.ts";
+import { checkOrWrite, type GeneratedFile, staleFiles } from "./generated_files.ts";
 
 const HELP = generatorHelp(
   "deploy",
-  `Writes the generated files of DIR: rbac.yaml (from the verb table in src/kube/rbac.ts) and
-crds/ (copies of the project's crds/, which kustomize cannot read from outside DIR).`,
+  `Writes the generated files of DIR: rbac.yaml (from the verb table in src/kube/rbac.ts). The CRDs
+are not copied: DIR's kustomization takes the project's crds/ as a base.`,
   "the deploy folder (default: the project's deploy/)",
 );
 
 /** The project's `deploy/` folder. */
 export const DEPLOY_DIR = fileURLToPath(new URL("../../deploy", import.meta.url));
 
-async function readOrUndefined(path: string): Promise<string | undefined> {
-  try {
-    return await Deno.readTextFile(path);
-  } catch (err) {
-    if (err instanceof Deno.errors.NotFound) return undefined;
-    throw err;
-  }
+/** The generated files of the deploy folder `dir`. */
+function generated(dir: string): GeneratedFile[] {
+  return deployFiles().map((f) => ({ path: join(dir, f.path), text: f.text }));
 }
 
 /** Paths under `dir` whose text differs from the generated one. */
 export async function staleDeployFiles(dir: string): Promise<string[]> {
-  const stale: string[] = [];
-  for (const file of deployFiles()) {
-    if (await readOrUndefined(join(dir, file.path)) !== file.text) stale.push(file.path);
-  }
-  return stale;
+  return (await staleFiles(generated(dir))).map((s) => relative(dir, s.path));
 }
 
 /** Runs the command; resolves to the exit code (0 ok, 1 stale with --check, 2 bad usage). */
@@ -38,22 +31,18 @@ export async function main(args: string[]): Promise<number> {
   if (typeof values === "number") return values;
   const dir = values.dir ?? DEPLOY_DIR;
   const shown = relative(Deno.cwd(), dir) || ".";
-  const stale = await staleDeployFiles(dir);
+  const stale = await checkOrWrite(generated(dir), values.check);
+  const names = stale.map((s) => relative(dir, s.path));
   if (values.check) {
     if (stale.length === 0) {
       console.log(`${shown}/ generated files are up to date`);
       return 0;
     }
     console.error(
-      `${shown}/ generated files are stale: ${stale.join(", ")}. Run \`deno task deploy\`.`,
+      `${shown}/ generated files are stale: ${names.join(", ")}. Run \`deno task deploy\`.`,
     );
     return 1;
   }
-  for (const file of deployFiles()) {
-    if (!stale.includes(file.path)) continue;
-    await Deno.mkdir(dirname(join(dir, file.path)), { recursive: true });
-    await Deno.writeTextFile(join(dir, file.path), file.text);
-    console.log(`wrote ${shown}/${file.path}`);
-  }
+  for (const name of names) console.log(`wrote ${shown}/${name}`);
   return 0;
 }

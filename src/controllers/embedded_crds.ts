@@ -1,11 +1,13 @@
 /**
- * The upstream CRDs the modules install (KEDA's, Kyma's Function), embedded by `deno task
- * module-crds` as gzipped JSON (src/reconcile/keda/crds/generated.ts, src/reconcile/serverless/
- * crds/). The JSON is about 0.5 MB (KEDA's ScaledJob alone is about 300 KB) and only rendering a
- * module reads it, so it is imported when a module controller first reconciles (its `preload`),
- * not when the operator starts, and gzipped because Deno holds the source of every module the
- * operator may import from the start. Decoded once and frozen: every render shares the schemas,
- * and only the metadata is built per render. The reducers get them with their input.
+ * The upstream CRDs the modules install (KEDA's, Kyma's Function), kept as data in
+ * `data/upstream/<module>/crds.json` beside their provenance (`deno task module-crds` writes both).
+ * Only rendering a module reads them, so they are imported when a module controller first
+ * reconciles (its `preload`), not when the operator starts. Imported as text (a stable import type
+ * since Deno 2.8) rather than as JSON: Deno holds the source of a JSON module the operator may
+ * import from the start, while a text import is read only when it runs; `deno compile` embeds
+ * both as it embeds every import with a literal specifier. Parsed once and frozen: every render
+ * shares the schemas, and only the metadata is built per render. The reducers get them with their
+ * input. Never import these files as JSON as well: Deno keeps one module a file.
  */
 import { deepFreeze } from "../api/json.ts";
 import type { UpstreamCrd } from "../reconcile/upstream_crds.ts";
@@ -21,25 +23,31 @@ export interface EmbeddedCrds {
   get(): readonly UpstreamCrd[];
 }
 
-/** The text `deno task module-crds` gzipped and base64-encoded (tools/crdgen/embed.ts). */
-export async function inflate(gzipBase64: string): Promise<string> {
-  const bytes = Uint8Array.from(atob(gzipBase64), (c) => c.charCodeAt(0));
-  const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream("gzip"));
-  return await new Response(stream).text();
+/** The CRDs of a `crds.json`: a JSON array of CustomResourceDefinitions, or a clear error. */
+export function parseCrds(what: string, text: string): UpstreamCrd[] {
+  const crds: unknown = JSON.parse(text);
+  if (!Array.isArray(crds) || crds.length === 0) {
+    throw new Error(`${what}: want a non-empty JSON array of CRDs`);
+  }
+  crds.forEach((crd: { kind?: unknown; metadata?: { name?: unknown } }, i) => {
+    if (crd?.kind !== "CustomResourceDefinition" || typeof crd.metadata?.name !== "string") {
+      throw new Error(`${what}: [${i}] is not a named CustomResourceDefinition`);
+    }
+  });
+  return crds as UpstreamCrd[];
 }
 
-/** The embedded CRDs of the module `importer` imports, decoded and parsed when it has been. */
+/** The embedded CRDs of the text module `importer` imports, parsed when it has been. */
 export function embeddedCrds(
   what: string,
-  importer: () => Promise<{ CRDS_GZIP_BASE64: string }>,
+  importer: () => Promise<{ default: string }>,
 ): EmbeddedCrds {
   let loading: Promise<readonly UpstreamCrd[]> | undefined;
   let parsed: readonly UpstreamCrd[] | undefined;
   return {
     load() {
       loading ??= importer()
-        .then(({ CRDS_GZIP_BASE64 }) => inflate(CRDS_GZIP_BASE64))
-        .then((json) => parsed = deepFreeze(JSON.parse(json) as UpstreamCrd[]))
+        .then(({ default: text }) => parsed = deepFreeze(parseCrds(what, text)))
         .catch((err) => {
           loading = undefined; // a failed import may be retried
           throw err;
@@ -56,11 +64,11 @@ export function embeddedCrds(
 /** KEDA's CRDs, imported when the Scaler controller first reconciles (its preload). */
 export const KEDA_CRDS: EmbeddedCrds = embeddedCrds(
   "KEDA's CRDs",
-  () => import("../reconcile/keda/crds/generated.ts"),
+  () => import("../../data/upstream/keda/crds.json", { with: { type: "text" } }),
 );
 
 /** The Function CRD, imported when the Serverless controller first reconciles (its preload). */
 export const FUNCTION_CRDS: EmbeddedCrds = embeddedCrds(
   "the Function CRD",
-  () => import("../reconcile/serverless/crds/generated.ts"),
+  () => import("../../data/upstream/serverless/crds.json", { with: { type: "text" } }),
 );

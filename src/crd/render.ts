@@ -44,37 +44,3 @@ export function renderCrdFiles(
   return crds.map((crd) => ({ name: crdFileName(crd), text: crdYaml(crd) }))
     .sort((a, b) => a.name < b.name ? -1 : a.name > b.name ? 1 : 0);
 }
-
-/**
- * What differs between the files `expected` and the files found in a folder (`actual`, name to
- * text, `*.yaml` only): one line a file, naming the first differing line. Empty when they match.
- */
-export function crdDifferences(
-  expected: readonly CrdFile[],
-  actual: ReadonlyMap<string, string>,
-): string[] {
-  const out: string[] = [];
-  for (const file of expected) {
-    const found = actual.get(file.name);
-    if (found === undefined) out.push(`${file.name}: missing`);
-    else if (found !== file.text) out.push(`${file.name}: ${firstDifference(file.text, found)}`);
-  }
-  const names = new Set(expected.map((f) => f.name));
-  for (const name of [...actual.keys()].sort()) {
-    if (!names.has(name)) out.push(`${name}: not generated from src/api/ (stale?)`);
-  }
-  return out;
-}
-
-function firstDifference(expected: string, found: string): string {
-  const want = expected.split("\n");
-  const got = found.split("\n");
-  for (let i = 0; i < Math.max(want.length, got.length); i++) {
-    if (want[i] !== got[i]) {
-      return `line ${i + 1} differs: expected ${
-        JSON.stringify(want[i] ?? "(end of file)")
-      }, found ${JSON.stringify(got[i] ?? "(end of file)")}`;
-    }
-  }
-  return "differs";
-}

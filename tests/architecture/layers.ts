@@ -12,6 +12,7 @@ export interface Layer {
 }
 
 const SRC_ALL = [
+  "data",
   "api",
   "reconcile",
   "dataplane",
@@ -25,15 +26,17 @@ const SRC_ALL = [
 
 /** Bottom to top. */
 export const LAYERS: readonly Layer[] = [
+  // Upstream files kept as data (data/upstream/): imported as JSON or text, importing nothing.
+  { name: "data", prefixes: ["data/"], imports: [] },
   { name: "api", prefixes: ["src/api/"], imports: [] },
-  { name: "reconcile", prefixes: ["src/reconcile/"], imports: ["api"] },
+  { name: "reconcile", prefixes: ["src/reconcile/"], imports: ["api", "data"] },
   { name: "dataplane", prefixes: ["src/dataplane/"], imports: ["api"] },
   { name: "crd", prefixes: ["src/crd/"], imports: ["api"] },
   { name: "runtime", prefixes: ["src/runtime/"], imports: ["api", "reconcile"] },
   {
     name: "controllers",
     prefixes: ["src/controllers/"],
-    imports: ["api", "reconcile", "dataplane", "runtime"],
+    imports: ["api", "reconcile", "dataplane", "runtime", "data"],
   },
   {
     name: "kube",

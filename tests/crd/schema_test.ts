@@ -241,14 +241,3 @@ Deno.test("the structural checker finds what it is meant to find", () => {
     "spec.b: has no description",
   ]);
 });
-
-Deno.test("crdDifferences names missing, changed and foreign files", async () => {
-  const { crdDifferences } = await import("../../src/crd/render.ts");
-  const expected = [{ name: "a.yaml", text: "x\ny\n" }, { name: "b.yaml", text: "z\n" }];
-  const actual = new Map([["a.yaml", "x\nY\n"], ["c.yaml", "q\n"]]);
-  assert.deepEqual(crdDifferences(expected, actual), [
-    'a.yaml: line 2 differs: expected "y", found "Y"',
-    "b.yaml: missing",
-    "c.yaml: not generated from src/api/ (stale?)",
-  ]);
-});

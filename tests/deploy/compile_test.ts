@@ -15,6 +15,7 @@ import { kubeconfigFor } from "../kube/helpers.ts";
 import { makePki } from "../kube/pki.ts";
 import { dirname } from "node:path";
 import { OPERATOR_DENO_FLAGS, OPERATOR_ENV } from "../../tools/operator/process.ts";
+import { dockerfileStages } from "./dockerfile.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 const config = JSON.parse(await Deno.readTextFile(`${ROOT}deno.json`)) as {
@@ -164,19 +165,6 @@ Deno.test("the operator starts, reports a missing CRD, serves probes and stops o
     await api.close();
   }
 });
-
-/** The Dockerfile's instructions (comments and blank lines dropped), by stage name ("" before the first FROM). */
-async function dockerfileStages(): Promise<Map<string, string[]>> {
-  const docker = await Deno.readTextFile(`${ROOT}Dockerfile`);
-  const stages = new Map<string, string[]>([["", []]]);
-  let current = stages.get("")!;
-  for (const l of docker.split("\n").filter((l) => l.trim() && !l.trim().startsWith("#"))) {
-    const from = /^FROM \S+ AS (\S+)$/.exec(l);
-    if (from) stages.set(from[1], current = []);
-    current.push(l);
-  }
-  return stages;
-}
 
 Deno.test("Dockerfile: base images as build arguments, one build stage for both forms, the binary by default", async () => {
   const stages = await dockerfileStages();

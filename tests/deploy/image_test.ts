@@ -98,6 +98,7 @@ Deno.test({
   async fn() {
     const { paths, read } = await imageFiles(built().tag);
     assert.ok(paths.includes("usr/bin/deno") && paths.includes("app/src/cli/operator_main.ts"));
+    assert.ok(paths.includes("app/data/upstream/keda/crds.json"), "the CRD data a preload imports");
     const base = (p: string) => p.slice(p.lastIndexOf("/") + 1);
     const shells = ["sh", "bash", "dash", "ash", "zsh", "busybox"];
     assert.deepEqual(paths.filter((p) => shells.includes(base(p))), [], "no shell");

@@ -5,8 +5,8 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { layout, REPO_ROOT, requiredVersion } from "../../tools/crdgen/mod.ts";
-import { UPSTREAM as KEDA } from "../../src/reconcile/keda/crds/upstream.ts";
-import { UPSTREAM as FUNCTION } from "../../src/reconcile/serverless/crds/upstream.ts";
+import KEDA from "../../data/upstream/keda/provenance.json" with { type: "json" };
+import FUNCTION from "../../data/upstream/serverless/provenance.json" with { type: "json" };
 import { KEDA_VERSION } from "../../src/reconcile/keda/names.ts";
 import { DEFAULT_IMAGES } from "../../src/cli/run_flags.ts";
 

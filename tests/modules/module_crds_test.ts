@@ -1,46 +1,72 @@
 /**
- * The modules' upstream CRDs (`deno task module-crds`): the committed ones are what the pinned KEDA
- * and controller-gen give (regenerated here, any difference fails), controller-gen's output is
- * KEDA's own `config/crd/bases`, every command docs/modules.md shows runs, and a missing Go is one
- * clear error. Needs Go and the Go module proxy, like the e2e tests.
+ * The modules' upstream CRDs (`deno task module-crds`, kept in data/upstream/): the committed ones
+ * are what the pinned KEDA and controller-gen give (regenerated here, any difference fails), a
+ * Function CRD that disagrees with its provenance is refused, controller-gen's output is KEDA's own
+ * `config/crd/bases`, every command docs/modules.md shows runs, and a missing Go is one clear
+ * error. Needs Go and the Go module proxy, like the e2e tests.
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { parse } from "yaml";
 import { generateKeda, kedaModule, layout, REPO_ROOT } from "../../tools/crdgen/mod.ts";
-import { GENERATED_TS } from "../../tools/crdgen/embed.ts";
+import { CRDS_JSON, type Provenance, PROVENANCE_JSON } from "../../tools/crdgen/data.ts";
 import { FUNCTION_CRD } from "../../src/reconcile/serverless/render.ts";
-import { inflate } from "../../src/controllers/embedded_crds.ts";
-import { UPSTREAM as FUNCTION_UPSTREAM } from "../../src/reconcile/serverless/crds/upstream.ts";
 import { docCommands, run, task, tempRoot, writeFunctionFixture } from "./helpers.ts";
+
+/** A module's committed data files: the CRDs and their provenance. */
+async function dataOf(dir: string): Promise<{ crds: CrdDoc[]; provenance: Provenance }> {
+  const read = async (f: string) => JSON.parse(await Deno.readTextFile(join(dir, f)));
+  return { crds: await read(CRDS_JSON), provenance: await read(PROVENANCE_JSON) };
+}
+
+interface CrdDoc {
+  metadata: { name: string };
+  spec: {
+    group: string;
+    names: { shortNames?: string[]; categories?: string[] };
+    versions: { schema: { openAPIV3Schema: Record<string, unknown> } }[];
+  };
+}
 
 Deno.test("module-crds --check: the committed CRDs are what the pinned KEDA and controller-gen give", async () => {
   const r = await task(["--check"]);
   assert.equal(r.code, 0, r.stderr);
-  assert.match(r.stdout, /module CRDs are up to date \(10 files\)/);
+  assert.match(r.stdout, /module CRDs are up to date \(4 files\)/);
 });
 
 Deno.test("module-crds --check fails on any difference and names each stale file", async () => {
   const root = await tempRoot();
   try {
     const paths = layout(root);
-    const so = join(paths.keda, "keda.sh_scaledobjects.yaml");
-    await Deno.writeTextFile(so, (await Deno.readTextFile(so)).replace("- so\n", "- sox\n"));
-    const ts = join(paths.serverless, GENERATED_TS);
-    await Deno.writeTextFile(ts, (await Deno.readTextFile(ts)) + "\n");
+    const crds = join(paths.keda, CRDS_JSON);
+    const text = await Deno.readTextFile(crds);
+    assert.match(text, /"so"\n/);
+    await Deno.writeTextFile(crds, text.replace(/"so"\n/, '"sox"\n'));
     await Deno.writeTextFile(join(paths.keda, "stray.yaml"), "kind: Nothing\n");
     const r = await task(["--check", "--root", root]);
     assert.equal(r.code, 1, r.stdout);
-    for (
-      const f of [
-        "src/reconcile/keda/crds/keda.sh_scaledobjects.yaml",
-        "src/reconcile/serverless/crds/generated.ts",
-        "src/reconcile/keda/crds/stray.yaml",
-      ]
-    ) {
+    for (const f of ["data/upstream/keda/crds.json", "data/upstream/keda/stray.yaml"]) {
       assert.match(r.stderr, new RegExp(`^  ${f.replaceAll(".", "\\.")}$`, "m"), r.stderr);
     }
-    assert.doesNotMatch(r.stderr, /keda\.sh_scaledjobs/, "only the changed files are named");
+    assert.doesNotMatch(r.stderr, /provenance|serverless/, "only the changed files are named");
+  } finally {
+    await Deno.remove(root, { recursive: true });
+  }
+});
+
+Deno.test("module-crds refuses a Function CRD that disagrees with its provenance (it cannot regenerate it)", async () => {
+  const root = await tempRoot();
+  try {
+    const crds = join(layout(root).serverless, CRDS_JSON);
+    await Deno.writeTextFile(crds, (await Deno.readTextFile(crds)).replace('"fns"', '"fnx"'));
+    for (const args of [["--check"], []]) {
+      const r = await task([...args, "--root", root]);
+      assert.equal(r.code, 1, r.stdout);
+      assert.match(
+        r.stderr,
+        /^module-crds: \S+\/data\/upstream\/serverless\/crds\.json has SHA-256 [0-9a-f]{64}, not the [0-9a-f]{64} of provenance\.json: regenerate it with --serverless DIR --tag TAG --commit SHA$/m,
+      );
+    }
+    assert.match(await Deno.readTextFile(crds), /"fnx"/, "nothing written over it");
   } finally {
     await Deno.remove(root, { recursive: true });
   }
@@ -67,21 +93,19 @@ Deno.test("controller-gen over KEDA's Go types gives KEDA's committed config/crd
 });
 
 Deno.test("the committed KEDA CRDs carry KEDA's kustomize patches", async () => {
-  const dir = layout(REPO_ROOT).keda;
-  const schema = async (f: string) =>
-    (parse(await Deno.readTextFile(join(dir, f))) as {
-      spec: { versions: { schema: { openAPIV3Schema: Record<string, unknown> } }[] };
-    }).spec.versions[0].schema.openAPIV3Schema;
+  const { crds } = await dataOf(layout(REPO_ROOT).keda);
+  const schema = (name: string) =>
+    crds.find((c) => c.metadata.name === name)!.spec.versions[0].schema.openAPIV3Schema;
   const at = (o: unknown, path: string): unknown =>
     path.split("/").reduce<unknown>((v, k) => (v as Record<string, unknown>)?.[k], o);
-  const sj = await schema("keda.sh_scaledjobs.yaml");
+  const sj = schema("scaledjobs.keda.sh");
   assert.equal(
     at(sj, "properties/spec/properties/triggers/items/properties/metricType"),
     undefined,
   );
   const template = "properties/spec/properties/jobTargetRef/properties/template/properties";
   assert.equal(at(sj, `${template}/metadata/x-kubernetes-preserve-unknown-fields`), true);
-  const so = await schema("keda.sh_scaledobjects.yaml");
+  const so = schema("scaledobjects.keda.sh");
   const scaleUp = at(
     so,
     "properties/spec/properties/advanced/properties/horizontalPodAutoscalerConfig/properties/behavior/properties/scaleUp/properties/stabilizationWindowSeconds",
@@ -90,27 +114,29 @@ Deno.test("the committed KEDA CRDs carry KEDA's kustomize patches", async () => 
   assert.deepEqual(at(so, "properties/spec/required"), ["scaleTargetRef", "triggers"]);
 });
 
-Deno.test("the Function CRD names its Kyma tag and commit at the top and has this project's group", async () => {
-  const text = await Deno.readTextFile(layout(REPO_ROOT).functionYaml);
-  const header = text.split("\n").filter((l) => l.startsWith("#")).join(" ");
+Deno.test("the Function CRD's provenance names its Kyma tag and commit, and it has this project's group", async () => {
+  const { crds, provenance } = await dataOf(layout(REPO_ROOT).serverless);
   assert.match(
-    header,
+    provenance.generatedBy,
     /kyma-project\/serverless 1\.13\.0 .*\(commit 9ff7d2daa37c59ba0b1d620db371726c72e20a8d\)/,
   );
   assert.deepEqual(
-    [FUNCTION_UPSTREAM.version, FUNCTION_UPSTREAM.commit],
-    ["1.13.0", "9ff7d2daa37c59ba0b1d620db371726c72e20a8d"],
+    [provenance.version, provenance.commit, provenance.upstream],
+    [
+      "1.13.0",
+      "9ff7d2daa37c59ba0b1d620db371726c72e20a8d",
+      ["components/buildless-serverless/api/v1alpha2"],
+    ],
   );
-  const crd = parse(text) as {
-    metadata: { name: string };
-    spec: { group: string; names: { shortNames: string[]; categories: string[] } };
-  };
+  assert.equal(crds.length, 1);
+  const [crd] = crds;
   assert.equal(crd.metadata.name, FUNCTION_CRD);
   assert.equal(crd.spec.group, "serverless.platform-project.io");
   assert.deepEqual([crd.spec.names.shortNames, crd.spec.names.categories], [["fn", "fns"], [
     "all",
   ]]);
-  assert.ok(!/^\s*group: serverless\.kyma-project\.io/m.test(text), "Kyma's group is renamed");
+  const text = await Deno.readTextFile(join(layout(REPO_ROOT).serverless, CRDS_JSON));
+  assert.ok(!text.includes('"serverless.kyma-project.io"'), "Kyma's group is renamed");
 });
 
 Deno.test("every command docs/modules.md shows runs (on a copy of the repository)", async () => {
@@ -149,16 +175,16 @@ Deno.test("every command docs/modules.md shows runs (on a copy of the repository
     }
     assert.equal(await Deno.readTextFile(join(paths.goModule, "go.mod")), before, "go.mod");
     assert.equal(await Deno.readTextFile(join(paths.goModule, "go.sum")), sumBefore, "go.sum");
-    const fn = await Deno.readTextFile(paths.functionYaml);
-    assert.match(fn, /^# .*kyma-project\/serverless 1\.13\.0\n# \(commit 9ff7d2da/);
-    const crd = parse(fn) as { spec: { group: string; names: { shortNames: string[] } } };
+    // The stand-in's data, its provenance naming the tag and commit given.
+    const { crds: [crd], provenance } = await dataOf(paths.serverless);
     assert.deepEqual([crd.spec.group, crd.spec.names.shortNames], [
       "serverless.platform-project.io",
       ["stand-in"],
     ]);
-    const ts = await Deno.readTextFile(join(paths.serverless, GENERATED_TS));
-    const embedded = ts.match(/CRDS_GZIP_BASE64 = "([A-Za-z0-9+/=]+)"/)?.[1] ?? "";
-    assert.match(await inflate(embedded), /"shortNames":\["stand-in"\]/, "follows the YAML");
+    assert.deepEqual([provenance.version, provenance.commit], [
+      "1.13.0",
+      "9ff7d2daa37c59ba0b1d620db371726c72e20a8d",
+    ]);
   } finally {
     await Deno.remove(root, { recursive: true });
     await Deno.remove(checkout, { recursive: true });

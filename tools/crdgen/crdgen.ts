@@ -2,7 +2,7 @@
  * `deno task module-crds`: regenerates the CRDs the modules install from KEDA's and Kyma
  * serverless's Go API types (see docs/modules.md).
  *
- *   ./deno task module-crds                     # KEDA's CRDs (and both embedding modules)
+ *   ./deno task module-crds                     # KEDA's data files; verifies the Function's
  *   ./deno task module-crds --check             # writes nothing; exit 1 listing stale files
  *   ./deno task module-crds --keda vX.Y.Z       # moves to another KEDA release, then regenerates
  *   ./deno task module-crds --serverless DIR --tag TAG --commit SHA   # the Function CRD as well
@@ -14,7 +14,8 @@
 import { parseArgs } from "node:util";
 import { relative } from "node:path";
 import { bumpKeda } from "./gomod.ts";
-import { plannedFiles, REPO_ROOT, type ServerlessSource, staleFiles, writeFiles } from "./mod.ts";
+import { checkOrWrite, type StaleFile } from "../../src/cli/generated_files.ts";
+import { plannedFiles, REPO_ROOT, type ServerlessSource, strayFiles } from "./mod.ts";
 
 const USAGE =
   "usage: module-crds [--check] [--keda vX.Y.Z] [--serverless DIR --tag TAG --commit SHA] [--root DIR]";
@@ -71,33 +72,36 @@ export async function main(args: string[]): Promise<number> {
     console.error((e as Error).message);
     return 2;
   }
-  let planned: Map<string, string>, stale: string[];
+  let planned: Map<string, string>, stale: StaleFile[], stray: string[];
   try {
     if (opts.keda) await bumpKeda(opts.root, opts.keda);
     planned = await plannedFiles(opts.root, opts.serverless);
-    stale = await staleFiles(planned, opts.root);
+    stray = await strayFiles(planned, opts.root);
+    const files = [...planned].map(([path, text]) => ({ path, text }));
+    stale = await checkOrWrite(files, opts.check);
   } catch (e) {
     console.error(`module-crds: ${(e as Error).message}`);
     return 1;
   }
   const show = (p: string) => relative(opts.root, p);
+  const changed = [...stale.map((s) => s.path), ...stray].map(show);
   if (opts.check) {
-    if (stale.length === 0) {
+    if (changed.length === 0) {
       console.log(`module CRDs are up to date (${planned.size} files)`);
       return 0;
     }
     console.error(
       `stale module CRDs (run ./deno task module-crds):\n${
-        stale.map((p) => `  ${show(p)}`).join("\n")
+        changed.map((p) => `  ${p}`).join("\n")
       }`,
     );
     return 1;
   }
-  await writeFiles(planned, opts.root);
+  for (const path of stray) await Deno.remove(path);
   console.log(
-    stale.length === 0
+    changed.length === 0
       ? `module CRDs unchanged (${planned.size} files)`
-      : `wrote ${stale.map(show).join(", ")}`,
+      : `wrote ${changed.join(", ")}`,
   );
   return 0;
 }

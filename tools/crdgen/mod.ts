@@ -1,14 +1,14 @@
 /**
  * The modules' CRD generator (`deno task module-crds`): builds `tools/crdgen` (controller-gen as a
  * library, pinned with KEDA in its go.mod) once into `.cache/crdgen/`, runs it over KEDA's API
- * packages and over a kyma-project/serverless checkout, and writes the YAML plus the TS module the
- * reconcilers embed (see embed.ts). Needs Go; nothing else.
+ * packages and over a kyma-project/serverless checkout, and keeps what it writes as data files
+ * beside their provenance (data.ts) in `data/upstream/`. Needs Go; nothing else.
  */
 import { basename, dirname, join, resolve } from "node:path";
 import { parse } from "yaml";
 import { fileURLToPath } from "node:url";
 import { type GoBuild, GoCache, goEnv, runGo } from "../gobuild.ts";
-import { embeddingFiles } from "./embed.ts";
+import { CRDS_JSON, functionData, kedaData, PROVENANCE_JSON, provenanceMismatch } from "./data.ts";
 
 /** This tool's directory in the repository it runs from. */
 const TOOL_DIR = dirname(fileURLToPath(import.meta.url));
@@ -23,16 +23,8 @@ export const SERVERLESS_GROUP = "serverless.platform-project.io";
 export function layout(root: string) {
   return {
     goModule: join(root, "tools", "crdgen"),
-    keda: join(root, "src", "reconcile", "keda", "crds"),
-    serverless: join(root, "src", "reconcile", "serverless", "crds"),
-    functionYaml: join(
-      root,
-      "src",
-      "reconcile",
-      "serverless",
-      "crds",
-      `functions.${SERVERLESS_GROUP}.yaml`,
-    ),
+    keda: join(root, "data", "upstream", "keda"),
+    serverless: join(root, "data", "upstream", "serverless"),
   };
 }
 
@@ -174,9 +166,9 @@ function inOrder(files: Map<string, string>, order: string[]): Map<string, strin
 }
 
 /**
- * Every file the task owns, path → content, as generation gives them: KEDA's YAML from Go (and
- * its embedding), the Function's embedding from its committed YAML, or from a checkout when
- * `serverless` is given.
+ * Every file the task owns, path → content, as generation gives them: KEDA's data files from Go,
+ * the Function's from a checkout when `serverless` is given, else as committed once they agree with
+ * their provenance (without a checkout they cannot be regenerated, only verified).
  */
 export async function plannedFiles(
   root: string,
@@ -189,21 +181,23 @@ export async function plannedFiles(
     await generateKeda(root, join(tmp, "keda"));
     const { dir, version } = await kedaModule(paths.goModule);
     const keda = inOrder(await yamlFiles(join(tmp, "keda")), await kustomizationOrder(dir));
-    for (const [name, text] of keda) files.set(join(paths.keda, name), text);
-    for (const [name, text] of await embeddingFiles("keda", keda, version)) {
+    for (const [name, text] of await kedaData(keda, version)) {
       files.set(join(paths.keda, name), text);
     }
-    let fn: string;
     if (serverless) {
-      await generateFunction(root, serverless, join(tmp, "function.yaml"));
-      fn = await Deno.readTextFile(join(tmp, "function.yaml"));
-      files.set(paths.functionYaml, fn);
+      const yaml = join(tmp, `functions.${SERVERLESS_GROUP}.yaml`);
+      await generateFunction(root, serverless, yaml);
+      const data = await functionData(basename(yaml), await Deno.readTextFile(yaml));
+      for (const [name, text] of data) files.set(join(paths.serverless, name), text);
     } else {
-      fn = await Deno.readTextFile(paths.functionYaml);
-    }
-    const fnName = paths.functionYaml.slice(paths.serverless.length + 1);
-    for (const [name, text] of await embeddingFiles("serverless", new Map([[fnName, fn]]))) {
-      files.set(join(paths.serverless, name), text);
+      const why = await provenanceMismatch(paths.serverless);
+      if (why) {
+        throw new Error(`${why}: regenerate it with --serverless DIR --tag TAG --commit SHA`);
+      }
+      for (const name of [CRDS_JSON, PROVENANCE_JSON]) {
+        const path = join(paths.serverless, name);
+        files.set(path, await Deno.readTextFile(path));
+      }
     }
     return files;
   } finally {
@@ -211,26 +205,18 @@ export async function plannedFiles(
   }
 }
 
-/** The planned files whose committed content differs (or that are missing), and stray YAML. */
-export async function staleFiles(planned: Map<string, string>, root: string): Promise<string[]> {
-  const stale: string[] = [];
-  for (const [path, text] of planned) {
-    const now = await Deno.readTextFile(path).catch(() => undefined);
-    if (now !== text) stale.push(path);
+/** The files of the data folders that `planned` does not hold (`module-crds` removes them). */
+export async function strayFiles(planned: Map<string, string>, root: string): Promise<string[]> {
+  const { keda, serverless } = layout(root);
+  const stray: string[] = [];
+  for (const dir of [keda, serverless]) {
+    try {
+      for await (const e of Deno.readDir(dir)) {
+        if (e.isFile && !planned.has(join(dir, e.name))) stray.push(join(dir, e.name));
+      }
+    } catch (e) {
+      if (!(e instanceof Deno.errors.NotFound)) throw e;
+    }
   }
-  const kedaDir = layout(root).keda;
-  for (const name of (await yamlFiles(kedaDir).catch(() => new Map())).keys()) {
-    if (!planned.has(join(kedaDir, name))) stale.push(join(kedaDir, name));
-  }
-  return stale;
-}
-
-/** Writes the planned files and removes KEDA YAML files generation no longer gives. */
-export async function writeFiles(planned: Map<string, string>, root: string): Promise<void> {
-  const kedaDir = layout(root).keda;
-  await Deno.mkdir(kedaDir, { recursive: true });
-  for (const name of (await yamlFiles(kedaDir)).keys()) {
-    if (!planned.has(join(kedaDir, name))) await Deno.remove(join(kedaDir, name));
-  }
-  for (const [path, text] of planned) await Deno.writeTextFile(path, text);
+  return stray.sort();
 }

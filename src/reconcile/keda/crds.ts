@@ -1,7 +1,7 @@
 /**
  * KEDA's CRDs as KEDA's release installs them (`keda.sh` and `eventing.keda.sh`, v1alpha1): full
  * schemas, printer columns and short names, generated from KEDA's Go API types by
- * `deno task module-crds` (./crds/). So the API server refuses what KEDA's own CRDs refuse and
+ * `deno task module-crds` (data/upstream/keda/). So the API server refuses what KEDA's own CRDs refuse and
  * `kubectl explain` shows KEDA's field docs; users' existing objects keep working.
  */
 import type { KubeObject, ResourceType } from "../../api/object.ts";

@@ -1,12 +1,13 @@
 /** Names, version and labels of the KEDA objects the operator installs (KEDA's own names). */
 import { moduleObjectMeta } from "../labels.ts";
-import { UPSTREAM } from "./crds/upstream.ts";
+import provenance from "../../../data/upstream/keda/provenance.json" with { type: "json" };
 
 /**
  * The KEDA version the operator installs and reports as `kedaVersion`: the release its CRDs are
- * generated from (tools/crdgen/go.mod), so images, labels and CRDs move together.
+ * generated from (tools/crdgen/go.mod, recorded in the CRDs' provenance), so images, labels and
+ * CRDs move together. A static import of a small data file, no I/O.
  */
-export const KEDA_VERSION: string = UPSTREAM.version;
+export const KEDA_VERSION: string = provenance.version;
 /** Label carrying the installed version on the keda-operator Deployment. */
 export const VERSION_LABEL = "app.kubernetes.io/version";
 
