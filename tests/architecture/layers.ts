@@ -184,3 +184,45 @@ export function deepestChain(edges: readonly Edge[], prefix: string): string[] {
   }
   return deepest;
 }
+
+/**
+ * The level of each file under `prefix`, by its path below it: 1 for a file importing no other file
+ * there, else one more than the highest level it imports (type imports included).
+ */
+export function levelsOf(edges: readonly Edge[], prefix: string): Map<string, number> {
+  const next = new Map<string, string[]>();
+  const files = new Set<string>();
+  for (const e of edges) {
+    if (!e.from.startsWith(prefix)) continue;
+    files.add(e.from);
+    if (e.to.startsWith(prefix)) {
+      files.add(e.to);
+      next.set(e.from, [...(next.get(e.from) ?? []), e.to]);
+    }
+  }
+  const level = new Map<string, number>();
+  const of = (f: string): number => {
+    const hit = level.get(f);
+    if (hit !== undefined) return hit;
+    level.set(f, 1); // a cycle (reported by cyclesOf) stops here
+    const l = 1 + Math.max(0, ...(next.get(f) ?? []).map(of));
+    level.set(f, l);
+    return l;
+  };
+  return new Map([...files].sort().map((f) => [f.slice(prefix.length), of(f)]));
+}
+
+/**
+ * The levels a drawing gives its files: lines of a fenced block, a level number at the start of a
+ * line applying to the files named on it and on the unnumbered lines below.
+ */
+export function drawnLevels(block: string): Map<string, number> {
+  const out = new Map<string, number>();
+  let current = 0;
+  for (const line of block.split("\n")) {
+    const numbered = line.match(/^\s*(\d+)\s/);
+    if (numbered) current = Number(numbered[1]);
+    for (const m of line.matchAll(/[\w/]+\.ts\b/g)) if (current > 0) out.set(m[0], current);
+  }
+  return out;
+}

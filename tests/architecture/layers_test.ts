@@ -5,7 +5,16 @@
 import assert from "node:assert/strict";
 import { join, relative } from "node:path";
 import { pathToFileURL } from "node:url";
-import { cyclesOf, deepestChain, denoInfo, edgesOf, layerOf, wrongWay } from "./layers.ts";
+import {
+  cyclesOf,
+  deepestChain,
+  denoInfo,
+  drawnLevels,
+  edgesOf,
+  layerOf,
+  levelsOf,
+  wrongWay,
+} from "./layers.ts";
 
 const ROOT = join(import.meta.dirname ?? ".", "..", "..");
 const SKIP = /(^|\/)(node_modules|\.cache|\.git|coverage|dist|tmp)(\/|$)/;
@@ -56,6 +65,30 @@ Deno.test("layers: every import runs one way, from the real module graph", async
   const chain = deepestChain(edges, "src/runtime/");
   assert.ok(chain.length >= 4, `a chain of ${chain.length}: not the runtime's graph`);
   assert.ok(chain.length <= 6, `src/runtime is ${chain.length} levels deep: ${chain.join(" -> ")}`);
+  // docs/architecture.md draws each runtime file at its level: the drawing is the graph's.
+  const doc = await Deno.readTextFile(join(ROOT, "docs", "architecture.md"));
+  const section = doc.split("## Inside the runtime")[1] ?? "";
+  const block = section.split("```")[1] ?? "";
+  assert.deepEqual(
+    Object.fromEntries([...drawnLevels(block)].sort()),
+    Object.fromEntries([...levelsOf(edges, "src/runtime/")].sort()),
+    "docs/architecture.md's runtime levels differ from the module graph",
+  );
+});
+
+Deno.test("levels: computed from the graph and read from a drawing", () => {
+  const edges = [
+    { from: "r/mod.ts", to: "r/a.ts" },
+    { from: "r/a.ts", to: "r/b.ts" },
+    { from: "r/mod.ts", to: "r/b.ts" },
+    { from: "r/b.ts", to: "api/x.ts" },
+  ];
+  assert.deepEqual([...levelsOf(edges, "r/")], [["a.ts", 2], ["b.ts", 1], ["mod.ts", 3]]);
+  const drawn = drawnLevels("  3  mod.ts   the front\n  2  a.ts\n  1  b.ts, c.ts\n     d/e.ts");
+  assert.deepEqual([...drawn], [["mod.ts", 3], ["a.ts", 2], ["b.ts", 1], ["c.ts", 1], [
+    "d/e.ts",
+    1,
+  ]]);
 });
 
 Deno.test("depth: the check finds the longest chain, type imports and all", () => {
