@@ -11,7 +11,7 @@ import {
 /** The help text. */
 export const HELP =
   `Usage: deno task ratelimit -f RATELIMIT.yaml (--requests FILE.jsonl | --rate N/s --for DURATION
-         [--path P] [--header K=V]...) [--envoy VERSION] [--json] [--svg FILE]
+         [--path P] [--header K=V]...) [--envoy VERSION] [--replicas N] [--json] [--svg FILE]
 
 Shows what a RateLimit will do to some traffic before anyone applies it: the RateLimit goes through
 the operator's reconciler, its EnvoyFilter through the model of Envoy's local rate limit, on one
@@ -28,6 +28,10 @@ Options:
   --header K=V         a header of the --rate requests; repeatable
   --envoy VERSION      the mesh's Envoy (default ${DEFAULT_ENVOY}, Istio ${NEWEST_ISTIO}'s): 1.31 and later
                        refill continuously, 1.30 adds tokensPerFill at each fillInterval
+  --replicas N         also show each bucket's rate on one Pod and on N Pods with sidecars
+                       together (buckets are per proxy: N Pods admit N times the rate)
+  --header content-type=application/grpc makes the requests gRPC calls: a rejection is
+                       HTTP 200 with grpc-status 8 (or 14 with spec.grpcStatus Unavailable)
   --json               one JSON line a request instead of the table
   --svg FILE           also draw tokens left and admitted/rejected requests per bucket over time
   -h, --help           show this help
@@ -55,6 +59,8 @@ export interface Options {
   svg?: string;
   /** The Envoy the proxy runs. */
   envoy: EnvoyBehaviour;
+  /** Pods with sidecars the rates are shown for, when asked. */
+  replicas?: number;
 }
 
 /** Parsed arguments, help, or a usage error. */
@@ -63,6 +69,9 @@ export type ParsedArgs = { ok: true; options: Options } | { ok: false; help: tru
   help?: false;
   error: string;
 };
+
+/** The most `--replicas` takes. */
+export const MAX_REPLICAS = 999999;
 
 /** Requests `--rate` may generate at most. */
 export const MAX_REQUESTS = 1_000_000;
@@ -90,6 +99,7 @@ export function parseCommandLine(args: string[]): ParsedArgs {
         json: { type: "boolean" },
         svg: { type: "string" },
         envoy: { type: "string" },
+        replicas: { type: "string" },
         help: { type: "boolean", short: "h" },
       },
       strict: true,
@@ -103,11 +113,23 @@ export function parseCommandLine(args: string[]): ParsedArgs {
   if (!values.file) return fail("-f RATELIMIT.yaml is required");
   const envoy = envoyBehaviour(values.envoy ?? DEFAULT_ENVOY);
   if (!envoy.ok) return fail(`--envoy: ${envoy.error}`);
+  let replicas: number | undefined;
+  if (values.replicas !== undefined) {
+    replicas = /^[1-9][0-9]{0,5}$/.test(values.replicas) ? Number(values.replicas) : undefined;
+    if (replicas === undefined) {
+      return fail(
+        `--replicas ${
+          JSON.stringify(values.replicas)
+        } is not a whole number from 1 to ${MAX_REPLICAS}`,
+      );
+    }
+  }
   const common = {
     file: values.file,
     json: values.json ?? false,
     svg: values.svg,
     envoy: envoy.value,
+    ...(replicas !== undefined ? { replicas } : {}),
   };
   if (values.requests !== undefined) {
     if (values.rate || values.for || values.path || values.header) {

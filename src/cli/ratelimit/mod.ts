@@ -78,7 +78,7 @@ export async function main(args: string[], io: CommandOutput = CONSOLE): Promise
     requests = rateRequests(rateHz, forMs, path, headers);
     endMs = forMs;
   }
-  const run = runTraffic(doc.value, requests, endMs, opts.envoy);
+  const run = runTraffic(doc.value, requests, endMs, opts.envoy, opts.replicas);
   if (!run.ok) {
     io.err(`error: ${opts.file}: ${run.error}`);
     return 2;
