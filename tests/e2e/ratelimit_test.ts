@@ -125,15 +125,18 @@ e2eSuite("ratelimit-status", async (env, t) => {
         "PODS",
         "SIDECARS",
         "ENFORCED-GEN",
+        "MODE",
+        "WORKLOAD-RATE",
         "AGE",
       ], wide);
-      assert.deepEqual(row.slice(0, 6), ["web", "Ready", "True", "2", "2", "1"], wide);
+      const figures = ["web", "Ready", "True", "2", "2", "1", "Enforcing", "20/10s"];
+      assert.deepEqual(row.slice(0, 8), figures, wide);
       // docs/ratelimit-status.md shows this table: the same columns and figures (AGE aside).
       const shown = (await shownOutput(
         "docs/ratelimit-status.md",
         `kubectl get ratelimits -n ${NS} -o wide`,
-      )).map((l) => l.trim().split(/\s+/).slice(0, 6));
-      assert.deepEqual(shown, [header.slice(0, 6), row.slice(0, 6)], wide);
+      )).map((l) => l.trim().split(/\s+/).slice(0, 8));
+      assert.deepEqual(shown, [header.slice(0, 8), row.slice(0, 8)], wide);
       const plain = await env.kube.table("ratelimits", { namespace: NS });
       assert.deepEqual(plain.split("\n")[0].trim().split(/\s+/), ["NAME", "STATUS", "AGE"], plain);
       // A canary without the mesh's sidecar joins the selected Pods.

@@ -27,6 +27,7 @@ import {
 } from "../../api/envoy.ts";
 import { namesGateway, type ProxyContext } from "../../api/mesh.ts";
 import { managedLabels } from "../labels.ts";
+import { LIMITS_ANNOTATION, limitsRecord } from "./inforce.ts";
 
 type Json = Record<string, unknown>;
 type Matcher = Json;
@@ -218,9 +219,20 @@ export function renderEnvoyFilter(
     }
     : {};
   const generation = rl.metadata.generation;
-  const annotations = generation !== undefined
-    ? { annotations: { [GENERATION_ANNOTATION]: String(generation) } }
-    : {};
+  const limits = limitsRecord({
+    shadow: !spec.enforce,
+    buckets: [spec.local.defaultBucket, ...rules.map((r) => r.bucket)].map((b, i) => ({
+      bucket: i === 0 ? "default" : String(i - 1),
+      tokensPerFill: b.tokensPerFill,
+      fillInterval: protoFillInterval(b.fillInterval),
+    })),
+  });
+  const annotations = {
+    annotations: {
+      ...(generation !== undefined ? { [GENERATION_ANNOTATION]: String(generation) } : {}),
+      [LIMITS_ANNOTATION]: limits,
+    },
+  };
   return {
     apiVersion: apiVersionOf(RESOURCES.EnvoyFilter),
     kind: RESOURCES.EnvoyFilter.kind,

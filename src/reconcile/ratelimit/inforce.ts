@@ -1,13 +1,11 @@
 /**
  * What the EnvoyFilter in place enforces, read back from the filter itself (the record of the
- * generation in force, which may be older than the spec): whether it is in shadow mode, and the
+ * generation in force, which may be older than the spec; see `LIMITS_ANNOTATION`): whether it is in shadow mode, and the
  * rate each bucket admits on one Pod and on all the selected Pods with a mesh proxy together.
  * Figures come only from the filter and a Pod count, so the same Pods give the same status and
  * nothing is written at rest.
  */
-import { at, isObject } from "../../api/json.ts";
 import type { KubeObject } from "../../api/object.ts";
-import { LOCAL_RATELIMIT_FILTER } from "../../api/envoy.ts";
 
 /** One bucket's refill: tokensPerFill tokens every fillInterval (protobuf Duration, `"30s"`). */
 export interface BucketRefill {
@@ -31,39 +29,42 @@ export interface BucketRate {
   workload: string;
 }
 
-function refillOf(bucket: string, tb: unknown): BucketRefill | undefined {
-  const tokens = at(tb, "tokens_per_fill");
-  const interval = at(tb, "fill_interval");
-  if (typeof tokens !== "number" || typeof interval !== "string") return undefined;
-  return { bucket, tokensPerFill: tokens, fillInterval: interval };
+/**
+ * Annotation on the EnvoyFilter: what it enforces, in short (`Shadow 10/30s 1/120s`: the mode,
+ * then tokensPerFill/fill_interval of the default bucket and of each rule's). The operator's cache
+ * keeps a filter's metadata but not its patches (about 5 KB a filter at ten thousand RateLimits),
+ * so this record, like the generation annotation, is what a refused generation's status reads of
+ * the limit still in force.
+ */
+export const LIMITS_ANNOTATION = "gateway.platform-project.io/ratelimit-limits";
+
+const REFILL = /^([0-9]{1,10})\/([0-9]{1,12}s)$/;
+
+/** The annotation's value for what a filter renders. */
+export function limitsRecord(limits: FilterLimits): string {
+  return [
+    limits.shadow ? "Shadow" : "Enforcing",
+    ...limits.buckets.map((b) => `${b.tokensPerFill}/${b.fillInterval}`),
+  ].join(" ");
 }
 
-/** The per-route LocalRateLimit config of one of our filters, or undefined if unreadable. */
-function routeConfigOf(ef: KubeObject): Record<string, unknown> | undefined {
-  const patches = at(ef, "spec", "configPatches");
-  if (!Array.isArray(patches)) return undefined;
-  for (const p of patches) {
-    if (!isObject(p) || p.applyTo !== "HTTP_ROUTE") continue;
-    const cfg = at(p, "patch", "value", "typed_per_filter_config", LOCAL_RATELIMIT_FILTER);
-    if (isObject(cfg)) return cfg;
-  }
-  return undefined;
-}
-
-/** The limits a filter rendered by `renderEnvoyFilter` holds; undefined when it cannot be read. */
+/** The limits a filter of ours records (its annotation); undefined when it has no readable one. */
 export function filterLimits(ef: KubeObject): FilterLimits | undefined {
-  const cfg = routeConfigOf(ef);
-  if (!cfg) return undefined;
-  const def = refillOf("default", cfg.token_bucket);
-  if (!def) return undefined;
-  const buckets = [def];
-  const descriptors = Array.isArray(cfg.descriptors) ? cfg.descriptors : [];
-  for (let i = 0; i < descriptors.length; i++) {
-    const r = refillOf(String(i), at(descriptors[i], "token_bucket"));
-    if (r) buckets.push(r);
+  const text = ef.metadata.annotations?.[LIMITS_ANNOTATION];
+  if (text === undefined) return undefined;
+  const [mode, ...refills] = text.split(" ");
+  if ((mode !== "Shadow" && mode !== "Enforcing") || refills.length === 0) return undefined;
+  const buckets: BucketRefill[] = [];
+  for (const [i, r] of refills.entries()) {
+    const m = REFILL.exec(r);
+    if (!m) return undefined;
+    buckets.push({
+      bucket: i === 0 ? "default" : String(i - 1),
+      tokensPerFill: Number(m[1]),
+      fillInterval: m[2],
+    });
   }
-  const enforced = at(cfg, "filter_enforced", "default_value", "numerator");
-  return { shadow: enforced === 0, buckets };
+  return { shadow: mode === "Shadow", buckets };
 }
 
 /** `120s` as people write it (`2m`); other whole seconds as they are. */
