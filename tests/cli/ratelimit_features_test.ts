@@ -3,17 +3,10 @@
  * grpc-status beside HTTP's 429) and of the workload's rate (`--replicas N`).
  */
 import assert from "node:assert/strict";
-import { main } from "../../src/cli/ratelimit/mod.ts";
+import { run } from "./preview.ts";
 import { parseCommandLine } from "../../src/cli/ratelimit/args.ts";
 
 const example = (name: string) => new URL(`../../docs/examples/${name}`, import.meta.url).pathname;
-
-async function run(args: string[]): Promise<{ code: number; out: string[]; err: string }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const code = await main(args, { out: (l) => out.push(l), err: (l) => err.push(l) });
-  return { code, out, err: err.join("\n") };
-}
 
 Deno.test("shadow mode: everything admitted, what enforcing would reject marked", async () => {
   const r = await run(["-f", example("ratelimit-shadow.yaml"), "--rate", "2/s", "--for", "2s"]);
@@ -59,17 +52,11 @@ Deno.test("gRPC calls: HTTP 200 with grpc-status 8, counted as rejected; HTTP ke
   assert.ok(http.out.some((l) => /^1s +\/ +429 /.test(l)), http.out.join("\n"));
 });
 
+const workload = ["-f", new URL("../../samples/ratelimit-workload.yaml", import.meta.url).pathname];
+const oneSecond = ["--rate", "1/s", "--for", "1s"];
+
 Deno.test("--replicas N: each bucket's rate on one Pod and on N", async () => {
-  const r = await run([
-    "-f",
-    new URL("../../samples/ratelimit-workload.yaml", import.meta.url).pathname,
-    "--rate",
-    "1/s",
-    "--for",
-    "1s",
-    "--replicas",
-    "4",
-  ]);
+  const r = await run([...workload, ...oneSecond, "--replicas", "4"]);
   assert.equal(r.code, 0, r.err);
   const at = r.out.findIndex((l) => l.startsWith("BUCKET   PER POD"));
   assert.ok(at > 0, r.out.join("\n"));
@@ -81,14 +68,7 @@ Deno.test("--replicas N: each bucket's rate on one Pod and on N", async () => {
     ["2", "1/2m", "4/2m"],
   ]);
   // Without --replicas, no rate table: the preview's usual output is unchanged.
-  const plain = await run([
-    "-f",
-    new URL("../../samples/ratelimit-workload.yaml", import.meta.url).pathname,
-    "--rate",
-    "1/s",
-    "--for",
-    "1s",
-  ]);
+  const plain = await run([...workload, ...oneSecond]);
   assert.ok(!plain.out.some((l) => l.includes("PER POD")));
 });
 

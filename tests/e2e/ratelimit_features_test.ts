@@ -7,33 +7,15 @@
  */
 import assert from "node:assert/strict";
 import type { KubeObject } from "../../src/api/object.ts";
-import { OPERATOR_USER } from "../../tools/cluster/mod.ts";
 import { type E2E, e2eSuite, waitFor } from "./harness.ts";
-import { bucket, GATEWAY_API, namespace } from "./fixtures.ts";
+import { bucket, GATEWAY_API, meshDeployment, namespace } from "./fixtures.ts";
 import { describe, statusOf } from "./status.ts";
+import { assertNoWritesAtRest } from "./at_rest.ts";
 
 const NS = "e2e-rl-features";
 
 function deployment(replicas: number): KubeObject {
-  const labels = { app: "orders" };
-  return {
-    apiVersion: "apps/v1",
-    kind: "Deployment",
-    metadata: { name: "orders", namespace: NS },
-    spec: {
-      replicas,
-      selector: { matchLabels: labels },
-      template: {
-        metadata: { labels },
-        spec: {
-          containers: [
-            { name: "app", image: "registry.example/orders:1" },
-            { name: "istio-proxy", image: "docker.io/istio/proxyv2:1.24.0" },
-          ],
-        },
-      },
-    },
-  };
+  return meshDeployment(NS, "orders", { app: "orders" }, replicas, true);
 }
 
 function limit(enforce: unknown): KubeObject {
@@ -149,15 +131,6 @@ e2eSuite("ratelimit-features", async (env, t) => {
   await env.step(t, "the workload's rate follows a scale-up, then no write at rest", async () => {
     await env.kube.apply([deployment(3)]);
     await waitShown(env, { rates: [{ bucket: "default", perPod: "5/10s", workload: "15/10s" }] });
-    let quietSince = Date.now();
-    await waitFor("5 s without operator writes", async () => {
-      const n = await env.cluster.countWrites({ user: OPERATOR_USER, sinceMs: Date.now() - 5_000 });
-      if (n > 0) quietSince = Date.now();
-      return Date.now() - quietSince >= 5_000;
-    }, { timeoutMs: 45_000, intervalMs: 1_000 });
-    const from = Date.now();
-    await new Promise((r) => setTimeout(r, 15_000));
-    const writes = await env.cluster.writes({ user: OPERATOR_USER, sinceMs: from, namespace: NS });
-    assert.deepEqual(writes.map((w) => `${w.verb} ${w.requestURI}`), []);
+    await assertNoWritesAtRest(env, 15_000, NS);
   });
 });
