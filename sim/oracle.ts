@@ -18,6 +18,7 @@ import type { Simulation } from "./simulation.ts";
 import { VALIDITY_LABEL } from "./workload.ts";
 import { GENERATION_ANNOTATION } from "../src/reconcile/ratelimit/envoyfilter.ts";
 import { nonGatewaysReached } from "./blast_radius.ts";
+import { modeAndRateProblem } from "./oracle_rates.ts";
 
 interface ModuleRule {
   type: ResourceType;
@@ -215,6 +216,9 @@ function judgeRateLimits(sim: Simulation): string | undefined {
     if (rendered !== String(generation)) {
       return `EnvoyFilter ${key}: rendered from generation ${rendered}, the status says ${generation}`;
     }
+    const rl = limits.find((o) => `${o.metadata.namespace}/${o.metadata.name}` === key);
+    const problem = rl && modeAndRateProblem(rl, f);
+    if (problem) return problem;
   }
   for (const f of filters) {
     const key = `${f.metadata.namespace}/${f.metadata.name}`;

@@ -70,13 +70,15 @@ async function perform(sim: Simulation, a: WorkloadAction): Promise<string> {
 
 /**
  * The data plane must enforce exactly the limits the statuses say are enforced (Ready ones, and
- * refused updates that keep their last good generation): a full bucket admits maxTokens, then 429.
+ * refused updates that keep their last good generation): a full bucket admits maxTokens, then 429;
+ * in shadow mode (status.mode) it admits that one too, marked as one it would have rejected
+ * (`200~` below).
  */
 function probe(sim: Simulation): string | undefined {
-  const limited = (ns: string) =>
-    sim.cluster.store.objects(RESOURCES.RateLimit, ns).some((rl) =>
-      (rl.status as { enforcedGeneration?: number } | undefined)?.enforcedGeneration !== undefined
-    );
+  const inForce = (ns: string) =>
+    sim.cluster.store.objects(RESOURCES.RateLimit, ns).map((rl) =>
+      rl.status as { enforcedGeneration?: number; mode?: string } | undefined
+    ).find((s) => s?.enforcedGeneration !== undefined);
   const targets = [
     {
       to: { namespace: DEMO.namespace, labels: DEMO.labels },
@@ -87,8 +89,13 @@ function probe(sim: Simulation): string | undefined {
   ];
   for (const t of targets) {
     const n = SWEEP_MAX_TOKENS + 1;
-    const got = Array.from({ length: n }, () => sim.send({ to: t.to, path: "/probe" }).status);
-    const want = limited(t.ns) ? [...Array(SWEEP_MAX_TOKENS).fill(200), 429] : Array(n).fill(200);
+    const got = Array.from({ length: n }, () => {
+      const r = sim.send({ to: t.to, path: "/probe" });
+      return r.wouldReject ? `${r.status}~` : String(r.status);
+    });
+    const status = inForce(t.ns);
+    const over = status?.mode === "Shadow" ? "200~" : "429";
+    const want = status ? [...Array(SWEEP_MAX_TOKENS).fill("200"), over] : Array(n).fill("200");
     if (got.join() !== want.join()) {
       return `data plane: ${n} requests to ${t.label} got [${got}], expected [${want}]`;
     }

@@ -90,11 +90,18 @@ function scaler(r: Prng, namespace: string, name: string): KubeObject {
   );
 }
 
+/**
+ * A RateLimit: valid or not (its rule's interval), with or without response headers, and, drawn
+ * from `features` (a fork, so the main stream and with it every earlier seed's workload stay as
+ * they were), in shadow mode or not and with either gRPC status: a shadow limit's update to an
+ * enforced one is an edit of one field the sweep makes, faults and all.
+ */
 function rateLimit(
   r: Prng,
   namespace: string,
   name: string,
   selector: Record<string, string>,
+  features: Prng,
 ): KubeObject {
   const valid = r.chance(0.75);
   // Every rule's fillInterval must be a multiple of the default's (docs/design.md): 3s, 15s, 90s are not.
@@ -110,6 +117,8 @@ function rateLimit(
   const spec = {
     selectorLabels: selector,
     enableResponseHeaders: r.chance(0.5),
+    ...(features.chance(0.3) ? { enforce: false } : {}),
+    ...(features.chance(0.3) ? { grpcStatus: "Unavailable" } : {}),
     local: {
       defaultBucket: { maxTokens: SWEEP_MAX_TOKENS, tokensPerFill: 1, fillInterval: fill },
       buckets: [rule],
@@ -157,7 +166,8 @@ export function generateWorkload(r: Prng, windowMs: number): WorkloadAction[] {
       actions.push({ at, op: "apply", obj: scaler(r, ns, name) });
     } else if (choice <= 5) {
       const [ns, name, sel] = r.pick(limits);
-      actions.push({ at, op: "apply", obj: rateLimit(r, ns, name, sel) });
+      const obj = rateLimit(r, ns, name, sel, r.fork(`features/${i}`));
+      actions.push({ at, op: "apply", obj });
     } else if (choice === 6) {
       actions.push({ at, op: "apply", obj: fn(r.pick(["fn-a", "fn-b"])) });
     } else {

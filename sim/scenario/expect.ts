@@ -115,6 +115,9 @@ export function checkResponse(e: ResponseExpectation, r: MeshResponse): string |
   if (e.body !== undefined) expected.body = e.body;
   if (e.bucket !== undefined) expected.bucket = e.bucket;
   if (e.route !== undefined) expected.route = e.route;
+  if (e.rejected !== undefined) expected.rejected = e.rejected ? true : undefined;
+  if (e.wouldReject !== undefined) expected.wouldReject = e.wouldReject ? true : undefined;
+  if (e.upstreamHeaders) expected.upstreamHeaders = e.upstreamHeaders;
   if (e.headers) {
     expected.headers = Object.fromEntries(
       Object.entries(e.headers).map(([k, v]) => [k.toLowerCase(), v]),

@@ -113,6 +113,12 @@ const ResponseExpectation = z.object({
   bucket: z.union([z.literal("default"), z.number().int()]).optional(),
   /** Extension: the route entry that took the request (`inbound`, `*`, or a gateway route's name). */
   route: z.string().optional(),
+  /** Extension: the proxy rejected it (a gRPC call's rejection has HTTP status 200). */
+  rejected: z.boolean().optional(),
+  /** Extension: a limit in shadow mode would have rejected it (it was admitted). */
+  wouldReject: z.boolean().optional(),
+  /** Extension: request headers the proxy set on the way to the workload. */
+  upstreamHeaders: Labels.optional(),
   /** Extension: this entry stands for `count` responses. */
   count: z.number().int().min(1).default(1),
 });

@@ -9,3 +9,12 @@ export const LOCAL_RATELIMIT_FILTER = "envoy.filters.http.local_ratelimit";
 export const UINT32_MAX = 4294967295;
 /** Envoy's floor for any fill interval ("fill timer must be >= 50ms"). */
 export const MIN_FILL_INTERVAL_MS = 50;
+/**
+ * The request header the upstream sees on a request a limit in shadow mode would have rejected
+ * (`request_headers_to_add_when_not_enforced`).
+ */
+export const SHADOW_HEADER = "x-ratelimit-would-reject";
+/** Its value. */
+export const SHADOW_HEADER_VALUE = "true";
+/** gRPC status codes a rejected gRPC call can get (grpc/grpc doc/statuscodes.md). */
+export const GRPC_STATUS = { ResourceExhausted: 8, Unavailable: 14 } as const;

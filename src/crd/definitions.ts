@@ -107,6 +107,21 @@ const RATELIMIT_COLUMNS: PrinterColumn[] = [
     description: "The generation whose limits are enforced.",
     priority: 1,
   },
+  {
+    name: "Mode",
+    type: "string",
+    jsonPath: ".status.mode",
+    description: "Enforcing, or Shadow when the limit counts but rejects nothing.",
+    priority: 1,
+  },
+  {
+    name: "Workload-Rate",
+    type: "string",
+    jsonPath: ".status.rates[0].workload",
+    description:
+      "What the default bucket lets all selected Pods with a mesh proxy admit together, per fillInterval.",
+    priority: 1,
+  },
   AGE,
 ];
 

@@ -52,10 +52,25 @@ const RuntimeFractionSchema = z.strictObject({
   }),
 });
 
+const APPEND_ACTIONS = [
+  "APPEND_IF_EXISTS_OR_ADD",
+  "ADD_IF_ABSENT",
+  "OVERWRITE_IF_EXISTS_OR_ADD",
+  "OVERWRITE_IF_EXISTS",
+] as const;
+
 const HeaderValueOptionSchema = z.strictObject({
   header: z.strictObject({ key: z.string().min(1), value: z.string() }),
-  append_action: z.string().optional(),
+  append_action: z.enum(APPEND_ACTIONS).optional(),
 });
+
+/** A header to add and how (`envoy.config.core.v3.HeaderValueOption`). */
+export interface HeaderToAdd {
+  key: string;
+  value: string;
+  /** Default APPEND_IF_EXISTS_OR_ADD, as the proto's. */
+  appendAction: (typeof APPEND_ACTIONS)[number];
+}
 
 /** Names of `envoy.type.v3.StatusCode` values a rate limit may reply with. */
 const STATUS_NAMES: Record<string, number> = {
@@ -77,6 +92,8 @@ const LocalRateLimitSchema = z.strictObject({
   filter_enabled: RuntimeFractionSchema.optional(),
   filter_enforced: RuntimeFractionSchema.optional(),
   response_headers_to_add: z.array(HeaderValueOptionSchema).max(10).optional(),
+  request_headers_to_add_when_not_enforced: z.array(HeaderValueOptionSchema).max(10).optional(),
+  rate_limited_as_resource_exhausted: z.boolean().optional(),
   descriptors: z.array(z.strictObject({
     entries: z.array(z.strictObject({ key: z.string().min(1), value: z.string().min(1) })).min(1),
     token_bucket: TokenBucketSchema,
@@ -117,6 +134,10 @@ export interface LocalRateLimit {
   /** Share of limited requests actually rejected: 0 or 1. */
   enforced: boolean;
   responseHeadersToAdd: Array<{ key: string; value: string }>;
+  /** Added to a request the filter would reject but does not enforce on. */
+  requestHeadersWhenNotEnforced: HeaderToAdd[];
+  /** The grpc-status of a rejected gRPC call: RESOURCE_EXHAUSTED when set, else UNAVAILABLE. */
+  grpcResourceExhausted: boolean;
   descriptors: DescriptorBucket[];
   stage: number;
   xRateLimitHeaders: boolean;
@@ -256,6 +277,11 @@ export function loadLocalRateLimit(
     enabled: enabled === 1,
     enforced: enforced === 1,
     responseHeadersToAdd: (p.response_headers_to_add ?? []).map((h) => h.header),
+    requestHeadersWhenNotEnforced: (p.request_headers_to_add_when_not_enforced ?? []).map((h) => ({
+      ...h.header,
+      appendAction: h.append_action ?? "APPEND_IF_EXISTS_OR_ADD",
+    })),
+    grpcResourceExhausted: p.rate_limited_as_resource_exhausted ?? false,
     descriptors: (p.descriptors ?? []).map((d) => ({
       entries: d.entries,
       bucket: bucketOf(d.token_bucket),

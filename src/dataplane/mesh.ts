@@ -207,7 +207,7 @@ export class Mesh {
   send(req: MeshRequest, nowMs: number): MeshResponse {
     if (req.viaGateway && req.to !== "gateway") {
       const first = this.#at("gateway", req, nowMs);
-      if (first.status !== 200) return first;
+      if (first.status !== 200 || first.rejected) return first;
     }
     return this.#at(req.to, req, nowMs);
   }
@@ -244,7 +244,7 @@ export class Mesh {
       : { status: 200, headers: {}, body: "" };
     const at = { pod: `${pod.namespace}/${pod.name}`, ...(route ? { route } : {}) };
     // No route: the router answers 404 with no body, once the rate limit filters let it pass.
-    if (route === undefined && decision.status === 200) {
+    if (route === undefined && decision.status === 200 && !decision.rejected) {
       return { ...decision, status: 404, body: "", ...at };
     }
     return { ...decision, ...at };

@@ -53,6 +53,12 @@ export interface Decision extends Response {
   limit?: number;
   /** Tokens left in that bucket after the request (0 on a rejection). */
   remaining?: number;
+  /** True when the proxy rejected it (a gRPC call's rejection has HTTP status 200). */
+  rejected?: boolean;
+  /** True when a filter not enforcing (shadow mode) would have rejected the request. */
+  wouldReject?: boolean;
+  /** Request headers a filter set on the way to the upstream (names lower case, final values). */
+  upstreamHeaders?: Record<string, string>;
 }
 
 interface Chosen {
@@ -156,12 +162,46 @@ function rateLimitHeaders(
   if (reset !== undefined) addHeader(out, "x-ratelimit-reset", String(reset));
 }
 
+/** Envoy's `Grpc::Common::hasGrpcContentType`: `application/grpc`, or it followed by `+`. */
+export function isGrpcRequest(request: Request): boolean {
+  const type = requestHeaders(request).get("content-type");
+  return type !== undefined &&
+    (type === GRPC_CONTENT_TYPE || type.startsWith(`${GRPC_CONTENT_TYPE}+`));
+}
+
+const GRPC_CONTENT_TYPE = "application/grpc";
+/** gRPC's RESOURCE_EXHAUSTED and UNAVAILABLE (what Envoy's `httpToGrpcStatus` makes of a 429). */
+const RESOURCE_EXHAUSTED = 8;
+const UNAVAILABLE = 14;
+
+/** `request_headers_to_add_when_not_enforced`, applied as each header's append_action says. */
+function addRequestHeaders(
+  set: Record<string, string>,
+  cfg: LocalRateLimit,
+  original: { get(name: string): string | undefined },
+): void {
+  for (const h of cfg.requestHeadersWhenNotEnforced) {
+    const key = h.key.toLowerCase();
+    const current = set[key] ?? original.get(key);
+    if (h.appendAction === "OVERWRITE_IF_EXISTS_OR_ADD") set[key] = h.value;
+    else if (h.appendAction === "OVERWRITE_IF_EXISTS") {
+      if (current !== undefined) set[key] = h.value;
+    } else if (h.appendAction === "ADD_IF_ABSENT") {
+      if (current === undefined) set[key] = h.value;
+    } else set[key] = current === undefined ? h.value : `${current},${h.value}`;
+  }
+}
+
 /**
  * Decides one request at `nowMs` on the route entry `route` (null: no route matched, so only
  * listener-level configs apply): each local_ratelimit filter in the chain charges its buckets in
- * turn, and the first enforced rejection answers 429 `local_rate_limited` (text/plain; docs/design.md's
- * shape, so without the `x-envoy-ratelimited` header older Envoy docs mention). Admitted
- * requests get the upstream's 200. With x-ratelimit headers on, every filter that ran adds
+ * turn, and the first enforced rejection answers with Envoy's local reply: 429
+ * `local_rate_limited` (text/plain; docs/design.md's shape, so without the `x-envoy-ratelimited`
+ * header older Envoy docs mention), or for a gRPC request a trailers-only HTTP 200 with
+ * `grpc-status` 8 (rate_limited_as_resource_exhausted) or 14 (429 mapped) and `grpc-message`
+ * (`Http::Utility::sendLocalReply`). A rejection not enforced (shadow mode) lets the request on
+ * with `request_headers_to_add_when_not_enforced` and marks it `wouldReject`. Admitted requests
+ * get the upstream's 200. With x-ratelimit headers on, every filter that ran adds
  * `x-ratelimit-limit` (maxTokens), `x-ratelimit-remaining` (whole tokens left) and, where this
  * Envoy sends it, `x-ratelimit-reset`, all computed after the request took its token, as Envoy's
  * `encodeHeaders` does. Mutates the buckets in `state`.
@@ -174,6 +214,7 @@ export function decide(
 ): Decision {
   const headers = requestHeaders(request);
   const out: Record<string, string> = {};
+  let upstream: Record<string, string> | undefined;
   let reported: Limited | undefined;
   const { filters } = state.config;
   const routeConfig = route === null ? undefined : state.config.routeConfig;
@@ -188,13 +229,23 @@ export function decide(
     const result = requestAllowed(state, scope, c, cfg, headers, nowMs);
     if (cfg.xRateLimitHeaders) rateLimitHeaders(out, state.envoy, result, nowMs);
     if (result.bucket && (!reported?.bucket || !result.allowed)) reported = result;
-    if (!result.allowed && cfg.enforced) {
-      for (const h of cfg.responseHeadersToAdd) addHeader(out, h.key.toLowerCase(), h.value);
-      out["content-type"] = "text/plain";
-      return answer(cfg.status, out, RATE_LIMITED_BODY, reported, nowMs);
+    if (result.allowed) continue;
+    if (!cfg.enforced) {
+      addRequestHeaders(upstream ??= {}, cfg, headers);
+      continue;
     }
+    for (const h of cfg.responseHeadersToAdd) addHeader(out, h.key.toLowerCase(), h.value);
+    if (isGrpcRequest(request)) {
+      out["content-type"] = GRPC_CONTENT_TYPE;
+      out["grpc-status"] = String(cfg.grpcResourceExhausted ? RESOURCE_EXHAUSTED : UNAVAILABLE);
+      out["grpc-message"] = RATE_LIMITED_BODY;
+      return answer(200, out, "", reported, nowMs, { rejected: true });
+    }
+    out["content-type"] = "text/plain";
+    return answer(cfg.status, out, RATE_LIMITED_BODY, reported, nowMs, { rejected: true });
   }
-  return answer(200, out, "", reported, nowMs);
+  const wouldReject = reported !== undefined && !reported.allowed;
+  return answer(200, out, "", reported, nowMs, { rejected: false, wouldReject, upstream });
 }
 
 /** The Decision, with the reported bucket's id, limit and remaining tokens when there is one. */
@@ -204,13 +255,20 @@ function answer(
   body: string,
   r: Limited | undefined,
   nowMs: number,
+  how: { rejected: boolean; wouldReject?: boolean; upstream?: Record<string, string> },
 ): Decision {
   const b = r?.bucket;
-  if (!b) return { status, headers, body };
+  const marks = {
+    ...(how.rejected ? { rejected: true } : {}),
+    ...(how.wouldReject ? { wouldReject: true } : {}),
+    ...(how.upstream ? { upstreamHeaders: how.upstream } : {}),
+  };
+  if (!b) return { status, headers, body, ...marks };
   return {
     status,
     headers,
     body,
+    ...marks,
     bucket: b.id,
     limit: b.state.spec.maxTokens,
     remaining: b.state.remaining(nowMs),

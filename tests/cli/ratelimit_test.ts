@@ -1,19 +1,13 @@
 /** `mod.ts ratelimit`: called through main() with temp files, output captured. */
 import assert from "node:assert/strict";
 import { main } from "../../src/cli/ratelimit/mod.ts";
+import { run } from "./preview.ts";
 import { parseCommandLine, parseRate, rateRequests } from "../../src/cli/ratelimit/args.ts";
 import { parseRequests } from "../../src/cli/ratelimit/requests.ts";
 import { COMMANDS } from "../../src/cli/main.ts";
 
 const SAMPLES = new URL("../../samples/", import.meta.url);
 const sample = (name: string) => new URL(name, SAMPLES).pathname;
-
-async function run(args: string[]): Promise<{ code: number; out: string[]; err: string }> {
-  const out: string[] = [];
-  const err: string[] = [];
-  const code = await main(args, { out: (l) => out.push(l), err: (l) => err.push(l) });
-  return { code, out, err: err.join("\n") };
-}
 
 async function temp(text: string, suffix: string): Promise<string> {
   const file = await Deno.makeTempFile({ suffix });

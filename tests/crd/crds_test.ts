@@ -99,5 +99,7 @@ Deno.test("names, scope, versions, subresource, columns, short names and categor
     ["Pods", ".status.podsSelected"],
     ["Sidecars", ".status.podsWithSidecar"],
     ["Enforced-Gen", ".status.enforcedGeneration"],
+    ["Mode", ".status.mode"],
+    ["Workload-Rate", ".status.rates[0].workload"],
   ]);
 });

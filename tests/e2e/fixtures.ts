@@ -63,6 +63,37 @@ export function rateLimit(
   };
 }
 
+/**
+ * A Deployment of `replicas` Pods with `labels`, with the mesh's sidecar container or without (the
+ * control plane runs no injector: the container is what the operator counts).
+ */
+export function meshDeployment(
+  namespace: string,
+  name: string,
+  labels: Record<string, string>,
+  replicas: number,
+  sidecar: boolean,
+): KubeObject {
+  return {
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    metadata: { name, namespace },
+    spec: {
+      replicas,
+      selector: { matchLabels: labels },
+      template: {
+        metadata: { labels },
+        spec: {
+          containers: [
+            { name: "app", image: "registry.example/httpbin:1" },
+            ...(sidecar ? [{ name: "istio-proxy", image: "docker.io/istio/proxyv2:1.24.0" }] : []),
+          ],
+        },
+      },
+    },
+  };
+}
+
 /** A namespace. */
 export function namespace(name: string): KubeObject {
   return { apiVersion: "v1", kind: "Namespace", metadata: { name } };

@@ -15,33 +15,16 @@ import { freePort } from "../../tools/cluster/processes.ts";
 import { scrapeHttps } from "../../tools/operator/scrape_https.ts";
 import { shownOutput } from "../docs_shown.ts";
 import { type E2E, e2eSuite, type OperatorProcess, waitFor } from "./harness.ts";
-import { bucket, GATEWAY_API, namespace } from "./fixtures.ts";
+import { bucket, GATEWAY_API, meshDeployment, namespace } from "./fixtures.ts";
 import { conditionOf, describe, statusOf } from "./status.ts";
+import { assertNoWritesAtRest } from "./at_rest.ts";
 
 const NS = "e2e-rl-status";
 const ANNOTATION = "gateway.platform-project.io/ratelimit-generation";
 const USER = OPERATOR_USER;
 
 function deployment(name: string, replicas: number, sidecar: boolean): KubeObject {
-  const labels = { app: "web", track: name };
-  return {
-    apiVersion: "apps/v1",
-    kind: "Deployment",
-    metadata: { name, namespace: NS },
-    spec: {
-      replicas,
-      selector: { matchLabels: labels },
-      template: {
-        metadata: { labels },
-        spec: {
-          containers: [
-            { name: "app", image: "registry.example/httpbin:1" },
-            ...(sidecar ? [{ name: "istio-proxy", image: "docker.io/istio/proxyv2:1.24.0" }] : []),
-          ],
-        },
-      },
-    },
-  };
+  return meshDeployment(NS, name, { app: "web", track: name }, replicas, sidecar);
 }
 
 function limit(name: string, rules: { path: string; fillInterval: string }[] = []): KubeObject {
@@ -125,15 +108,18 @@ e2eSuite("ratelimit-status", async (env, t) => {
         "PODS",
         "SIDECARS",
         "ENFORCED-GEN",
+        "MODE",
+        "WORKLOAD-RATE",
         "AGE",
       ], wide);
-      assert.deepEqual(row.slice(0, 6), ["web", "Ready", "True", "2", "2", "1"], wide);
+      const figures = ["web", "Ready", "True", "2", "2", "1", "Enforcing", "20/10s"];
+      assert.deepEqual(row.slice(0, 8), figures, wide);
       // docs/ratelimit-status.md shows this table: the same columns and figures (AGE aside).
       const shown = (await shownOutput(
         "docs/ratelimit-status.md",
         `kubectl get ratelimits -n ${NS} -o wide`,
-      )).map((l) => l.trim().split(/\s+/).slice(0, 6));
-      assert.deepEqual(shown, [header.slice(0, 6), row.slice(0, 6)], wide);
+      )).map((l) => l.trim().split(/\s+/).slice(0, 8));
+      assert.deepEqual(shown, [header.slice(0, 8), row.slice(0, 8)], wide);
       const plain = await env.kube.table("ratelimits", { namespace: NS });
       assert.deepEqual(plain.split("\n")[0].trim().split(/\s+/), ["NAME", "STATUS", "AGE"], plain);
       // A canary without the mesh's sidecar joins the selected Pods.
@@ -338,16 +324,7 @@ e2eSuite("ratelimit-status", async (env, t) => {
   );
 
   await env.step(t, "at rest: 20 s without a write by the operator", async () => {
-    let quietSince = Date.now();
-    await waitFor("5 s without operator writes", async () => {
-      const n = await env.cluster.countWrites({ user: USER, sinceMs: Date.now() - 5_000 });
-      if (n > 0) quietSince = Date.now();
-      return Date.now() - quietSince >= 5_000;
-    }, { timeoutMs: 45_000, intervalMs: 1_000 });
-    const from = Date.now();
-    await new Promise((r) => setTimeout(r, 20_000));
-    const writes = await env.cluster.writes({ user: USER, sinceMs: from });
-    assert.deepEqual(writes.map((w) => `${w.verb} ${w.requestURI}`), []);
+    await assertNoWritesAtRest(env, 20_000);
   });
 
   await env.step(

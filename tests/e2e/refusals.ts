@@ -69,6 +69,16 @@ const REFUSALS: { what: string; obj: KubeObject; stderr: RegExp[] }[] = [
     ],
   },
   {
+    what: "enforce as a string (shadow mode is a boolean)",
+    obj: withSpec(rateLimit("default", "bad-enforce", "web"), (s) => s.enforce = "false"),
+    stderr: [/is invalid/, /spec\.enforce/, /must be of type boolean|Invalid value/],
+  },
+  {
+    what: "grpcStatus Internal",
+    obj: withSpec(rateLimit("default", "bad-grpc", "web"), (s) => s.grpcStatus = "Internal"),
+    stderr: [/is invalid/, /spec\.grpcStatus/, /Unsupported value: "Internal"/],
+  },
+  {
     what: "Scaler log level verbose",
     obj: scaler("default", "bad-level", { logging: { operator: { level: "verbose" } } }),
     stderr: [/is invalid/, /spec\.logging\.operator\.level/, /Unsupported value: "verbose"/],

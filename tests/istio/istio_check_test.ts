@@ -68,6 +68,30 @@ function fixtureSources(): Source[] {
         buckets: [{ headers: { "X-A": "1", "x-b": "" }, bucket: bucket(1, 1, "1m") }],
       }),
     ),
+    // Shadow mode: filter_enforced 0% and request_headers_to_add_when_not_enforced, with rules.
+    src(
+      "shadow mode (enforce: false) with a rule",
+      rateLimit({
+        name: "shadow",
+        enforce: false,
+        buckets: [{ path: "/slow", bucket: bucket(1, 1, "1m") }],
+      }),
+    ),
+    // gRPC: rate_limited_as_resource_exhausted is set by default; Unavailable leaves it out.
+    src(
+      "grpcStatus Unavailable",
+      rateLimit({ name: "grpc-unavailable", grpcStatus: "Unavailable" }),
+    ),
+    src(
+      "shadow mode on the gateway with grpcStatus Unavailable",
+      rateLimit({
+        name: "shadow-gateway",
+        namespace: DEFAULT_MESH.gateway.namespace,
+        selectorLabels: { ...DEFAULT_MESH.gateway.labels },
+        enforce: false,
+        grpcStatus: "Unavailable",
+      }),
+    ),
     // The largest intervals and token counts the CRD admits: Istio must accept them all.
     src(
       "largest: 999999999s and 4294967295 tokens",
@@ -248,6 +272,24 @@ const MUTATIONS: { name: string; sample: string; mutate: Mutation; expect: RegEx
       delete perRoute(s).filter_enforced;
     },
     expect: [/per-route config does not enable and enforce the limit/],
+  },
+  {
+    name: "enforced for no request without the shadow header (a silent limit)",
+    sample: "samples/ratelimit-workload.yaml",
+    mutate: (s) => {
+      (perRoute(s).filter_enforced as Json).default_value = { numerator: 0 };
+    },
+    expect: [/per-route config does not enable and enforce the limit/],
+  },
+  {
+    name: "a misspelt gRPC field",
+    sample: "samples/ratelimit-workload.yaml",
+    mutate: (s) => {
+      const cfg = perRoute(s);
+      delete cfg.rate_limited_as_resource_exhausted;
+      cfg.rate_limited_as_resource_exhaustion = true;
+    },
+    expect: [/rate_limited_as_resource_exhaustion/],
   },
   {
     name: "invalid token bucket (Envoy requires tokens_per_fill > 0)",

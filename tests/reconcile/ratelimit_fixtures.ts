@@ -20,6 +20,9 @@ export function rateLimit(
     created?: string;
     selectorLabels?: Record<string, string>;
     enableResponseHeaders?: boolean;
+    /** spec.enforce as written (any value, to try bad ones). */
+    enforce?: unknown;
+    grpcStatus?: unknown;
     defaultBucket?: RawBucket;
     buckets?: unknown[];
     status?: unknown;
@@ -41,6 +44,8 @@ export function rateLimit(
       ...(opts.enableResponseHeaders !== undefined
         ? { enableResponseHeaders: opts.enableResponseHeaders }
         : {}),
+      ...(opts.enforce !== undefined ? { enforce: opts.enforce } : {}),
+      ...(opts.grpcStatus !== undefined ? { grpcStatus: opts.grpcStatus } : {}),
       local: {
         defaultBucket: opts.defaultBucket ??
           { maxTokens: 10, tokensPerFill: 10, fillInterval: "30s" },

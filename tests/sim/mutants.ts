@@ -139,6 +139,21 @@ export function writesAStatusOffTheTable(): MutantOptions {
 }
 
 /**
+ * A RateLimit reducer whose status.mode describes the spec, not the filter in force: after a
+ * refused update that flips spec.enforce, it says Shadow while the last good filter enforces (or
+ * the other way round).
+ */
+export function describesTheSpecsMode(): MutantOptions {
+  return swap(editPlans(rateLimitController, (plan, key, cache) => {
+    const status = plan.status as { mode?: string } | undefined;
+    const rl = primaryOf(cache, RESOURCES.RateLimit, key);
+    if (!status?.mode || !rl) return plan;
+    const shadow = (rl.spec as { enforce?: unknown }).enforce === false;
+    return { ...plan, status: { ...status, mode: shadow ? "Shadow" : "Enforcing" } };
+  }));
+}
+
+/**
  * A RateLimit reducer that, as this operator once did, deletes the EnvoyFilter when a RateLimit's
  * new spec is refused: one typo and the last good limit is gone.
  */

@@ -72,6 +72,15 @@ const CASES: readonly Case[] = [
     failure: /^invariant last-good-kept broken .*deleted EnvoyFilter .* no older RateLimit/,
   },
   {
+    check: "liveness (mode and rate of the limit in force)",
+    mutant: "a RateLimit reducer whose status.mode describes the spec, not the filter in force",
+    options: mutant.describesTheSpecsMode,
+    seed: 59,
+    faults: "none",
+    failure:
+      /^liveness: not converged .*RateLimit demo\/rl-b: status.mode "Enforcing", its filter is Shadow/,
+  },
+  {
     check: "writes-only-while-leading",
     mutant: "two replicas that ignore the Lease (no leader election)",
     options: mutant.ignoresTheLease,

@@ -103,9 +103,21 @@ func all(p *corev3.RuntimeFractionalPercent) bool {
 	return d.GetDenominator() == typev3.FractionalPercent_HUNDRED && d.GetNumerator() == 100
 }
 
+// shadowHeader is the request header a RateLimit in shadow mode adds to what it would reject.
+const shadowHeader = "x-ratelimit-would-reject"
+
+// shadow: a per-route config in shadow mode (a RateLimit's enforce: false): enforced for no
+// request, and marking each it would reject with shadowHeader, so the workload can tell.
+func shadow(cfg *lrl.LocalRateLimit) bool {
+	d := cfg.FilterEnforced.GetDefaultValue()
+	hs := cfg.RequestHeadersToAddWhenNotEnforced
+	return cfg.FilterEnforced != nil && d.GetNumerator() == 0 && len(hs) == 1 &&
+		hs[0].GetHeader().GetKey() == shadowHeader && hs[0].GetHeader().GetValue() == "true"
+}
+
 // checkRoutes: every route that forwards without the EnvoyFilter (action `route` in the baseline)
 // still forwards and carries the same per-route LocalRateLimit, enabled and enforced for every
-// request, with one descriptor per `rate_limits` entry. Those two additions are undone; other
+// request (or, in shadow mode, enforced for none and marking what it would reject), with one descriptor per `rate_limits` entry. Those two additions are undone; other
 // routes are left as they are, so the comparison with the baseline shows any change to them.
 func checkRoutes(o *outcome, r *routeConfig, base *routeConfig) {
 	var first *route.Route
@@ -132,7 +144,7 @@ func checkRoutes(o *outcome, r *routeConfig, base *routeConfig) {
 				continue
 			}
 			switch {
-			case !all(cfg.FilterEnabled) || !all(cfg.FilterEnforced):
+			case !all(cfg.FilterEnabled) || (!all(cfg.FilterEnforced) && !shadow(cfg)):
 				o.fail("%s: per-route config does not enable and enforce the limit for every request", where)
 			case cfg.TokenBucket == nil:
 				o.fail("%s: per-route config has no default token bucket", where)

@@ -15,6 +15,7 @@ import {
   MAX_TOKENS_LIMIT,
 } from "../ratelimit_bounds.ts";
 import { GATEWAY_GROUP } from "../groups.ts";
+import { SHADOW_HEADER, SHADOW_HEADER_VALUE } from "../envoy.ts";
 import { boundedMap, ConditionsSchema, integer, kindSchema } from "./common.ts";
 
 const Tokens = (what: string) =>
@@ -80,6 +81,12 @@ export const RateLimitSpecSchema = z.object({
   enableResponseHeaders: z.boolean().default(false).describe(
     "When true, admitted and rejected (429) responses carry x-ratelimit-limit (maxTokens of the bucket used), x-ratelimit-remaining (whole tokens left) and, with Envoy 1.35 and later, x-ratelimit-reset (seconds until the next whole token, 0 while one is left). Default false.",
   ),
+  enforce: z.boolean().default(true).describe(
+    `When false, shadow mode: the limit counts requests against its buckets but rejects none; a request it would have rejected reaches the workload with the header ${SHADOW_HEADER}: ${SHADOW_HEADER_VALUE} (and its response carries the x-ratelimit headers when enableResponseHeaders is true). Kyma's RateLimit field of the same name. Switching it to true enforces the same buckets. Default true.`,
+  ),
+  grpcStatus: z.enum(["ResourceExhausted", "Unavailable"]).default("ResourceExhausted").describe(
+    "The gRPC status a rejected gRPC call (content-type application/grpc) gets, in an HTTP 200 response with grpc-status: ResourceExhausted (8), which gRPC clients do not retry by default, or Unavailable (14), Envoy's mapping of 429, which they retry. Other requests get 429 either way. Default ResourceExhausted.",
+  ),
   local: z.object({
     defaultBucket: BucketSchema.describe(
       "Bucket for all traffic no additional bucket matches. It starts full and regains tokensPerFill tokens every fillInterval, continuously (one every fillInterval / tokensPerFill).",
@@ -109,6 +116,20 @@ export const RateLimitStatusSchema = z.object({
   ),
   podsWithSidecar: integer().min(0).optional().describe(
     "Of podsSelected, those whose mesh proxy (an istio-proxy container or native sidecar, or the sidecar.istio.io/status annotation) applies the filter: a sidecar, or a gateway's router for a gateway limit. Only their traffic is limited.",
+  ),
+  mode: z.enum(["Enforcing", "Shadow"]).optional().describe(
+    "What the limit in place does: Enforcing rejects requests over it; Shadow (spec.enforce false) counts them and marks them with a request header but rejects none. Absent when no limit is in place.",
+  ),
+  rates: z.array(z.object({
+    bucket: z.string().max(16).describe("default, or the rule's index in spec.local.buckets."),
+    perPod: z.string().max(64).describe(
+      "What one Pod's proxy admits over time once the burst is spent: tokensPerFill/fillInterval, e.g. 10/30s.",
+    ),
+    workload: z.string().max(64).describe(
+      "What all podsWithSidecar admit together: perPod times podsWithSidecar, e.g. 30/30s for 3 Pods (on the ingress gateway, for each route).",
+    ),
+  })).max(MAX_BUCKET_RULES + 1).optional().describe(
+    "Per bucket of the limit in place, the rate one Pod admits and the rate the selected Pods with a mesh proxy admit together; absent when no limit is in place.",
   ),
   conditions: ConditionsSchema.optional().describe(
     "Ready: the limit is in place (the EnvoyFilter is stored). Enforced: every selected Pod runs a mesh proxy that applies the filter, so the limit takes effect.",

@@ -18,7 +18,7 @@ export const HELP = `${
     "ratelimit",
     `-f RATELIMIT.yaml (--render | --requests FILE.jsonl
      | --rate N/s --for DURATION [--path P] [--header K=V]...)
-     [--envoy VERSION] [--json] [--svg FILE]`,
+     [--envoy VERSION] [--replicas N] [--json] [--svg FILE]`,
   )
 }
 
@@ -38,6 +38,10 @@ Options:
   --header K=V         a header of the --rate requests; repeatable
   --envoy VERSION      the mesh's Envoy (default ${DEFAULT_ENVOY}, Istio ${NEWEST_ISTIO}'s): 1.31 and later
                        refill continuously, 1.30 adds tokensPerFill at each fillInterval
+  --replicas N         also show each bucket's rate on one Pod and on N Pods with sidecars
+                       together (buckets are per proxy: N Pods admit N times the rate)
+  --header content-type=application/grpc makes the requests gRPC calls: a rejection is
+                       HTTP 200 with grpc-status 8 (or 14 with spec.grpcStatus Unavailable)
   --json               one JSON line a request instead of the table
   --svg FILE           also draw tokens left and admitted/rejected requests of each bucket that
                        a request reached, over time
@@ -67,6 +71,8 @@ export interface Options {
   svg?: string;
   /** The Envoy the proxy runs. */
   envoy: EnvoyBehaviour;
+  /** Pods with sidecars the rates are shown for, when asked. */
+  replicas?: number;
 }
 
 /** Parsed arguments (traffic to run, or a RateLimit to render), help, or a usage error. */
@@ -86,8 +92,12 @@ const FLAGS = {
   json: { type: "boolean" },
   svg: { type: "string" },
   envoy: { type: "string" },
+  replicas: { type: "string" },
   render: { type: "boolean" },
 } as const satisfies Record<string, FlagSpec>;
+
+/** The most `--replicas` takes. */
+export const MAX_REPLICAS = 999999;
 
 /** Requests `--rate` may generate at most. */
 export const MAX_REQUESTS = 1_000_000;
@@ -119,11 +129,23 @@ export function parseCommandLine(args: string[]): ParsedArgs {
   }
   const envoy = envoyBehaviour(values.envoy ?? DEFAULT_ENVOY);
   if (!envoy.ok) return fail(`--envoy: ${envoy.error}`);
+  let replicas: number | undefined;
+  if (values.replicas !== undefined) {
+    replicas = /^[1-9][0-9]{0,5}$/.test(values.replicas) ? Number(values.replicas) : undefined;
+    if (replicas === undefined) {
+      return fail(
+        `--replicas ${
+          JSON.stringify(values.replicas)
+        } is not a whole number from 1 to ${MAX_REPLICAS}`,
+      );
+    }
+  }
   const common = {
     file: values.file,
     json: values.json ?? false,
     svg: values.svg,
     envoy: envoy.value,
+    ...(replicas !== undefined ? { replicas } : {}),
   };
   if (values.requests !== undefined) {
     if (values.rate || values.for || values.path || values.header) {

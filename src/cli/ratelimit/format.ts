@@ -2,6 +2,7 @@
 import type { BucketRule } from "../../api/ratelimit.ts";
 import { parseFillInterval } from "../../api/duration.ts";
 import { describeBehaviour, type Refill } from "../../dataplane/mod.ts";
+import { SHADOW_HEADER, SHADOW_HEADER_VALUE } from "../../api/envoy.ts";
 import type { BucketReport, RequestOutcome, TrafficRun } from "./run.ts";
 
 /** Milliseconds as seconds with up to 3 decimals: `0s`, `1.5s`, `0.25s`. */
@@ -16,6 +17,7 @@ export function jsonLine(o: RequestOutcome): string {
     path: o.path,
     status: o.status,
     ...(o.bucket !== undefined ? { bucket: o.bucket } : {}),
+    ...(o.wouldReject ? { wouldReject: true } : {}),
     headers: o.responseHeaders,
     ...(o.status === 200 ? {} : { body: o.body }),
   });
@@ -65,45 +67,86 @@ function table(rows: string[][], rightAligned: ReadonlySet<number>): string[] {
   );
 }
 
+/** A response's status as the table shows it: `429`, or `200 grpc-status 8` for a gRPC reply. */
+function statusText(o: RequestOutcome): string {
+  const grpc = o.responseHeaders["grpc-status"];
+  return grpc === undefined ? String(o.status) : `${o.status} grpc-status ${grpc}`;
+}
+
+/** The rates of a run's buckets on `replicas` Pods, one line a bucket. */
+function ratesReport(result: TrafficRun): string[] {
+  const n = result.replicas;
+  if (n === undefined || result.rates.length === 0) return [];
+  return [
+    "",
+    ...table(
+      [
+        ["BUCKET", "PER POD", `${n} ${n === 1 ? "REPLICA" : "REPLICAS"}`],
+        ...result.rates.map((r) => [r.bucket, r.perPod, r.workload]),
+      ],
+      new Set([1, 2]),
+    ),
+  ];
+}
+
 /**
  * The readable report: which Envoy behaviour it shows, one row a request, then admitted and
- * rejected per bucket.
+ * rejected per bucket (and, in shadow mode, how many of the admitted it would have rejected),
+ * then each bucket's rate on one Pod and on the replicas.
  */
 export function textReport(result: TrafficRun): string[] {
   const withHeaders = result.outcomes.some((o) => Object.keys(o.headers).length > 0);
-  const head = ["T", "PATH", ...(withHeaders ? ["HEADERS"] : []), "STATUS", "BUCKET", "LEFT"];
+  const shadow = result.shadow;
+  const head = [
+    "T",
+    "PATH",
+    ...(withHeaders ? ["HEADERS"] : []),
+    "STATUS",
+    "BUCKET",
+    "LEFT",
+    ...(shadow ? ["SHADOW"] : []),
+  ];
   const rows = result.outcomes.map((o) => [
     formatT(o.t),
     o.path,
     ...(withHeaders ? [Object.entries(o.headers).map(([k, v]) => `${k}=${v}`).join(",")] : []),
-    String(o.status),
+    statusText(o),
     o.bucket === undefined ? "-" : String(o.bucket),
     o.remaining === undefined ? "-" : String(o.remaining),
+    ...(shadow ? [o.wouldReject ? "would reject" : ""] : []),
   ]);
-  const n = head.length;
+  const n = head.length - (shadow ? 1 : 0);
   const requests = table([head, ...rows], new Set([n - 3, n - 1]));
   const summary = table(
     [
-      ["BUCKET", "MATCHES", "REFILL", "ADMITTED", "REJECTED"],
+      ["BUCKET", "MATCHES", "REFILL", "ADMITTED", ...(shadow ? ["WOULD REJECT"] : []), "REJECTED"],
       ...result.buckets.map((b) => [
         String(b.id),
         describeRule(b.rule),
         describeBucket(b, result.envoy.refill),
         String(b.admitted),
+        ...(shadow ? [String(b.wouldReject)] : []),
         String(b.rejected),
       ]),
     ],
-    new Set([3, 4]),
+    new Set(shadow ? [3, 4, 5] : [3, 4]),
   );
-  const admitted = result.outcomes.filter((o) => o.status === 200).length;
+  const admitted = result.outcomes.filter((o) => !o.rejected).length;
+  const would = result.outcomes.filter((o) => o.wouldReject).length;
   return [
     describeBehaviour(result.envoy),
+    ...(shadow
+      ? [
+        `Shadow mode (spec.enforce: false): nothing is rejected; the workload sees ${SHADOW_HEADER}: ${SHADOW_HEADER_VALUE} on what would be.`,
+      ]
+      : []),
     ...(result.gateway ? GATEWAY_ROUTES_NOTE : []),
     ...requests,
     "",
-    `${result.outcomes.length} requests: ${admitted} admitted, ${
-      result.outcomes.length - admitted
-    } rejected`,
+    `${result.outcomes.length} requests: ${admitted} admitted${
+      shadow ? ` (${would} would be rejected)` : ""
+    }, ${result.outcomes.length - admitted} rejected`,
     ...summary,
+    ...ratesReport(result),
   ];
 }

@@ -109,7 +109,7 @@ export async function main(args: string[], io: CommandIo = CONSOLE): Promise<num
     requests = rateRequests(rateHz, forMs, path, headers);
     endMs = forMs;
   }
-  const run = runTraffic(doc.value, requests, endMs, opts.envoy);
+  const run = runTraffic(doc.value, requests, endMs, opts.envoy, opts.replicas);
   if (!run.ok) return refused(run.error);
   if (opts.json) { for (const o of run.value.outcomes) io.out(jsonLine(o)); }
   else for (const line of textReport(run.value)) io.out(line);

@@ -18,6 +18,7 @@ import {
 } from "../../dataplane/mod.ts";
 import { RATELIMIT_CONDITION, reconcileRateLimit } from "../../reconcile/ratelimit/mod.ts";
 import { filterContexts } from "../../reconcile/ratelimit/reach.ts";
+import { type BucketRate, bucketRates, filterLimits } from "../../reconcile/ratelimit/inforce.ts";
 import type { TrafficRequest } from "./args.ts";
 
 /** One request and its answer. */
@@ -28,6 +29,10 @@ export interface RequestOutcome extends TrafficRequest {
   body: string;
   /** Tokens left in the bucket used, after the request. */
   remaining?: number;
+  /** The proxy rejected it (a gRPC call's rejection is HTTP 200 with a grpc-status). */
+  rejected: boolean;
+  /** Admitted, but a limit in shadow mode would have rejected it. */
+  wouldReject: boolean;
 }
 
 /** A bucket, what it matches, and what it did. */
@@ -37,6 +42,8 @@ export interface BucketReport {
   bucket: Bucket;
   admitted: number;
   rejected: number;
+  /** Of `admitted`, those shadow mode let through that it would have rejected. */
+  wouldReject: number;
   /** Tokens over time: (t, tokens) after fills and after each request it took. */
   tokens: Array<[number, number]>;
   /** Requests it decided: (t, admitted, tokens left after). */
@@ -52,6 +59,12 @@ export interface TrafficRun {
   envoy: EnvoyBehaviour;
   /** True when the RateLimit is the ingress gateway's (whose routes each have their own buckets). */
   gateway: boolean;
+  /** True when the limit is in shadow mode (spec.enforce false). */
+  shadow: boolean;
+  /** Each bucket's rate on one Pod and on `replicas` Pods (1 unless given), as the status gives it. */
+  rates: BucketRate[];
+  /** `--replicas`, when given. */
+  replicas?: number;
 }
 
 /** At most this many fill points are drawn between two requests of a bucket. */
@@ -114,6 +127,7 @@ export function runTraffic(
   requests: readonly TrafficRequest[],
   endMs: number,
   envoy: EnvoyBehaviour,
+  replicas?: number,
 ): { ok: true; value: TrafficRun } | { ok: false; error: string } {
   const reduced = reduce(raw);
   if (!reduced.ok) return reduced;
@@ -139,6 +153,7 @@ export function runTraffic(
       bucket: rl.spec.local.defaultBucket,
       admitted: 0,
       rejected: 0,
+      wouldReject: 0,
       tokens: [],
       marks: [],
     },
@@ -148,6 +163,7 @@ export function runTraffic(
       bucket: rule.bucket,
       admitted: 0,
       rejected: 0,
+      wouldReject: 0,
       tokens: [],
       marks: [],
     })),
@@ -183,21 +199,37 @@ export function runTraffic(
       responseHeaders: d.headers,
       body: d.body,
       remaining: d.remaining,
+      rejected: d.rejected === true,
+      wouldReject: d.wouldReject === true,
     });
     const r = reports.find((x) => x.id === d.bucket);
     if (r) {
-      if (d.status === 200) r.admitted++;
-      else r.rejected++;
-      r.marks.push([req.t, d.status === 200, d.remaining ?? 0]);
+      if (d.rejected) r.rejected++;
+      else r.admitted++;
+      if (d.wouldReject) r.wouldReject++;
+      r.marks.push([req.t, !d.rejected, d.remaining ?? 0]);
       // The level an admitted request found (the token it took more), then what it left.
-      if (envoy.refill === "continuous" && d.status === 200) {
+      if (envoy.refill === "continuous" && !d.rejected && !d.wouldReject) {
         r.tokens.push([req.t, (bucketTokens(proxy, r.id, req.t) ?? 0) + 1]);
       }
       sample(r, req.t);
     }
   }
   for (const r of reports) fillsUpTo(r, prev, endMs);
-  return { ok: true, value: { outcomes, buckets: reports, endMs, envoy, gateway } };
+  const limits = filterLimits(plan.apply[0]);
+  return {
+    ok: true,
+    value: {
+      outcomes,
+      buckets: reports,
+      endMs,
+      envoy,
+      gateway,
+      shadow: !rl.spec.enforce,
+      rates: limits ? bucketRates(limits, replicas ?? 1) : [],
+      ...(replicas !== undefined ? { replicas } : {}),
+    },
+  };
 }
 
 /** What the API server and kubectl would add: a namespace, a uid, a creation time, generation 1. */

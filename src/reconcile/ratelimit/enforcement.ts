@@ -12,6 +12,7 @@ import { selects } from "../../api/selector.ts";
 import { isActivePod, meshProxyOf, podName, podNamespace } from "../../api/pod.ts";
 import type { ConditionInput } from "../conditions.ts";
 import { podLabelsOf } from "./conflict.ts";
+import type { FilterLimits } from "./inforce.ts";
 
 /** The condition type that reports enforcement. */
 export const ENFORCED_CONDITION = "Enforced";
@@ -60,6 +61,8 @@ export interface InForce {
   contexts: readonly ProxyContext[];
   /** True in the mesh's root namespace: the filter reaches Pods of every namespace. */
   meshWide: boolean;
+  /** What its filter enforces (mode, buckets); undefined when the filter cannot be read. */
+  limits?: FilterLimits;
 }
 
 /** The figures and the condition of enforcement. */

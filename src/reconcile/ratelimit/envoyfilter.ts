@@ -5,7 +5,9 @@
  * - `api/envoy/extensions/filters/http/local_ratelimit/v3/local_rate_limit.proto` (LocalRateLimit):
  *   stat_prefix, token_bucket, filter_enabled / filter_enforced (RuntimeFractionalPercent, both 0%
  *   by default "for safety"), descriptors, enable_x_ratelimit_headers (OFF | DRAFT_VERSION_03),
- *   always_consume_default_token_bucket (default true), status (envoy.type.v3.HttpStatus).
+ *   always_consume_default_token_bucket (default true), status (envoy.type.v3.HttpStatus),
+ *   request_headers_to_add_when_not_enforced (HeaderValueOption, at most 10),
+ *   rate_limited_as_resource_exhausted (field 15, envoyproxy/envoy#29279, in Envoy since 1.29).
  * - `api/envoy/type/v3/token_bucket.proto`: max_tokens (uint32 > 0), tokens_per_fill, fill_interval
  *   (Duration, protobuf JSON `"30s"`).
  * - `api/envoy/extensions/common/ratelimit/v3/ratelimit.proto`: LocalRateLimitDescriptor.
@@ -17,9 +19,15 @@ import type { BucketRule, RateLimit, RateLimitSpec } from "../../api/ratelimit.t
 import { protoFillInterval } from "../../api/duration.ts";
 import { apiVersionOf, RESOURCES } from "../../api/resources.ts";
 import type { KubeObject } from "../../api/object.ts";
-import { LOCAL_RATELIMIT_FILTER, LOCAL_RATELIMIT_TYPE } from "../../api/envoy.ts";
+import {
+  LOCAL_RATELIMIT_FILTER,
+  LOCAL_RATELIMIT_TYPE,
+  SHADOW_HEADER,
+  SHADOW_HEADER_VALUE,
+} from "../../api/envoy.ts";
 import { namesGateway, type ProxyContext } from "../../api/mesh.ts";
 import { managedLabels } from "../labels.ts";
+import { LIMITS_ANNOTATION, limitsRecord } from "./inforce.ts";
 
 type Json = Record<string, unknown>;
 type Matcher = Json;
@@ -48,6 +56,7 @@ function tokenBucket(b: RateLimitSpec["local"]["defaultBucket"]): Json {
 }
 
 const ALWAYS = { numerator: 100, denominator: "HUNDRED" };
+const NEVER = { numerator: 0, denominator: "HUNDRED" };
 
 /** Header matchers of a rule's headers: names in lower case (Envoy's form), values exact. */
 function headerMatchers(rule: BucketRule): Matcher[] {
@@ -151,10 +160,27 @@ function routeConfig(spec: RateLimitSpec, descriptors: Json[]): Json {
     stat_prefix: "http_local_rate_limiter",
     token_bucket: tokenBucket(spec.local.defaultBucket),
     filter_enabled: { runtime_key: "local_rate_limit_enabled", default_value: ALWAYS },
-    filter_enforced: { runtime_key: "local_rate_limit_enforced", default_value: ALWAYS },
+    // Shadow mode: every request is counted (enabled 100%), none rejected (enforced 0%); Envoy
+    // adds `request_headers_to_add_when_not_enforced` to a request it would have rejected.
+    filter_enforced: {
+      runtime_key: "local_rate_limit_enforced",
+      default_value: spec.enforce ? ALWAYS : NEVER,
+    },
+    ...(spec.enforce ? {} : {
+      request_headers_to_add_when_not_enforced: [{
+        header: { key: SHADOW_HEADER, value: SHADOW_HEADER_VALUE },
+        // One value whatever the client sent: the upstream must not see "true,true".
+        append_action: "OVERWRITE_IF_EXISTS_OR_ADD",
+      }],
+    }),
     enable_x_ratelimit_headers: spec.enableResponseHeaders ? "DRAFT_VERSION_03" : "OFF",
     always_consume_default_token_bucket: false,
     status: { code: "TooManyRequests" },
+    // A gRPC call gets HTTP 200 and a grpc-status; without this Envoy maps 429 to UNAVAILABLE (14),
+    // which gRPC clients retry, adding load to a workload already over its limit.
+    ...(spec.grpcStatus === "ResourceExhausted"
+      ? { rate_limited_as_resource_exhausted: true }
+      : {}),
     ...(descriptors.length > 0 ? { descriptors } : {}),
   };
 }
@@ -193,9 +219,20 @@ export function renderEnvoyFilter(
     }
     : {};
   const generation = rl.metadata.generation;
-  const annotations = generation !== undefined
-    ? { annotations: { [GENERATION_ANNOTATION]: String(generation) } }
-    : {};
+  const limits = limitsRecord({
+    shadow: !spec.enforce,
+    buckets: [spec.local.defaultBucket, ...rules.map((r) => r.bucket)].map((b, i) => ({
+      bucket: i === 0 ? "default" : String(i - 1),
+      tokensPerFill: b.tokensPerFill,
+      fillInterval: protoFillInterval(b.fillInterval),
+    })),
+  });
+  const annotations = {
+    annotations: {
+      ...(generation !== undefined ? { [GENERATION_ANNOTATION]: String(generation) } : {}),
+      [LIMITS_ANNOTATION]: limits,
+    },
+  };
   return {
     apiVersion: apiVersionOf(RESOURCES.EnvoyFilter),
     kind: RESOURCES.EnvoyFilter.kind,

@@ -65,7 +65,8 @@ export function applyFailure(problems: readonly string[], ours: KubeObject | und
 export function limitsText(spec: RateLimitSpec): string {
   const d = spec.local.defaultBucket;
   const rules = spec.local.buckets.length;
-  return `default bucket ${d.maxTokens} tokens, ${d.tokensPerFill} added every ${d.fillInterval}${
+  const shadow = spec.enforce ? "" : "in shadow mode (counts, rejects nothing), ";
+  return `${shadow}default bucket ${d.maxTokens} tokens, ${d.tokensPerFill} added every ${d.fillInterval}${
     rules > 0 ? `; ${rules} rule bucket${rules === 1 ? "" : "s"}` : ""
   }`;
 }

@@ -17,6 +17,7 @@ import { ISTIO_ROOT_NAMESPACE } from "../../api/mesh.ts";
 import { podsInReach, reachOf } from "./reach.ts";
 import { filterRef, isOurs, readMeta } from "./meta.ts";
 import { applyFailure, limitsText, refusal } from "./messages.ts";
+import { bucketRates } from "./inforce.ts";
 import {
   inForceOf,
   judge,
@@ -160,6 +161,12 @@ export function reconcileRateLimit(input: RateLimitInput): Plan {
     ...(enforcedGeneration !== undefined ? { enforcedGeneration } : {}),
     ...(enforced.podsSelected !== undefined
       ? { podsSelected: enforced.podsSelected, podsWithSidecar: enforced.podsWithSidecar }
+      : {}),
+    ...(inForce?.limits
+      ? {
+        mode: inForce.limits.shadow ? "Shadow" : "Enforcing",
+        rates: bucketRates(inForce.limits, enforced.podsWithSidecar ?? 0),
+      }
       : {}),
     conditions,
   };

@@ -12,6 +12,7 @@ import { filterSelector, isOurs, type Meta } from "./meta.ts";
 import { type LastGood, namesText } from "./messages.ts";
 import { filterContexts, meshWideProblem, patchContexts, type Reach, strayPods } from "./reach.ts";
 import { judgeSpec } from "./spec.ts";
+import { filterLimits } from "./inforce.ts";
 
 /** Everything a RateLimit's reconcile reads. */
 export interface RateLimitInput {
@@ -207,5 +208,6 @@ export function inForceOf(
     selector,
     contexts: filterContexts(filter),
     meshWide: reach.meshWide,
+    limits: filterLimits(filter),
   };
 }

@@ -1,0 +1,10 @@
+/** Runs the preview (`mod.ts ratelimit`) through main(), its output captured, for the CLI tests. */
+import { main } from "../../src/cli/ratelimit/mod.ts";
+
+/** main(args) with stdout lines in `out` and stderr joined in `err`. */
+export async function run(args: string[]): Promise<{ code: number; out: string[]; err: string }> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await main(args, { out: (l) => out.push(l), err: (l) => err.push(l) });
+  return { code, out, err: err.join("\n") };
+}
