@@ -2,12 +2,15 @@
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { generatorHelp, parseGeneratorArgs } from "./generator_args.ts";
-import { deployFiles } from "../kube/deploy_files.ts";
+import { type DeployFile, deployFiles } from "../kube/deploy_files.ts";
+import { chartFiles } from "../kube/chart.ts";
+import { VERSION } from "./version.ts";
 
 const HELP = generatorHelp(
   "deploy",
-  `Writes the generated files of DIR: rbac.yaml (from the verb table in src/kube/rbac.ts) and
-crds/ (copies of the project's crds/, which kustomize cannot read from outside DIR).`,
+  `Writes the generated files of DIR: rbac.yaml (from the verb table in src/kube/rbac.ts),
+monitoring/ (the optional kustomize component: ServiceMonitor, PrometheusRule, dashboard) and
+helm/platform-operator/ (the Helm chart, rendered from DIR's manifests and the project's crds/).`,
   "the deploy folder (default: the project's deploy/)",
 );
 
@@ -23,10 +26,17 @@ async function readOrUndefined(path: string): Promise<string | undefined> {
   }
 }
 
+/** Every generated file of `dir`: deploy_files.ts's, then the chart read from `dir`'s manifests. */
+async function generated(dir: string): Promise<DeployFile[]> {
+  const own = deployFiles();
+  // The chart reads rbac.yaml's objects, not the file, and the other manifests as written.
+  return [...own, ...await chartFiles(dir, VERSION)];
+}
+
 /** Paths under `dir` whose text differs from the generated one. */
 export async function staleDeployFiles(dir: string): Promise<string[]> {
   const stale: string[] = [];
-  for (const file of deployFiles()) {
+  for (const file of await generated(dir)) {
     if (await readOrUndefined(join(dir, file.path)) !== file.text) stale.push(file.path);
   }
   return stale;
@@ -49,7 +59,7 @@ export async function main(args: string[]): Promise<number> {
     );
     return 1;
   }
-  for (const file of deployFiles()) {
+  for (const file of await generated(dir)) {
     if (!stale.includes(file.path)) continue;
     await Deno.mkdir(dirname(join(dir, file.path)), { recursive: true });
     await Deno.writeTextFile(join(dir, file.path), file.text);
