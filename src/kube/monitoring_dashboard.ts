@@ -8,11 +8,12 @@
  * (not enforced) limit would have rejected. Istio shows them only when the proxy's stats
  * inclusion names them (docs/operations.md#envoys-rate-limit-stats).
  */
+import { STAT_PREFIX } from "../reconcile/ratelimit/envoyfilter.ts";
 import { METRICS_JOB } from "./monitoring_rules.ts";
 
 /** Envoy's Prometheus name of one local rate limit counter of our filters. */
 export function envoyStat(name: "ok" | "enforced" | "rate_limited" | "enabled"): string {
-  return `envoy_http_local_rate_limiter_http_local_rate_limit_${name}`;
+  return `envoy_${STAT_PREFIX}_http_local_rate_limit_${name}`;
 }
 
 /** One panel: its title, kind and PromQL queries (legend per query). */

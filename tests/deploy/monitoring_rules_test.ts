@@ -8,6 +8,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { parse, stringify } from "yaml";
 import { type AlertRule, alertRules, METRICS_JOB } from "../../src/kube/monitoring_rules.ts";
+import { dashboardPanels } from "../../src/kube/monitoring_dashboard.ts";
 import { ensurePromtool } from "../../tools/prometheus/build.ts";
 
 /** A case: input series, when the alert must not have fired yet, when it must fire, and with what. */
@@ -203,6 +204,29 @@ Deno.test("the unit tests fail against broken rules: a `for:` of 1m, and an aler
     assert.equal(test.ok, false, test.out);
     assert.match(test.out, /PlatformOperatorRateLimitNotEnforced/);
     assert.match(test.out, /PlatformOperatorModuleError/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("every query of the dashboard is PromQL promtool accepts", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "promtool-" });
+  try {
+    const panels = dashboardPanels();
+    const rules = panels.flatMap((p, i) =>
+      p.targets.map((t, j) => ({ record: `dashboard:panel${i}:${j}`, expr: t.expr }))
+    );
+    await Deno.writeTextFile(
+      join(dir, "dashboard.yaml"),
+      stringify({ groups: [{ name: "dashboard", rules }] }),
+    );
+    const check = await promtool(["check", "rules", "dashboard.yaml"], dir);
+    assert.ok(check.ok, check.out);
+    assert.match(check.out, new RegExp(`SUCCESS: ${rules.length} rules found`));
+    // The Envoy panels read the stats our EnvoyFilter's stat_prefix produces.
+    const envoy = panels.filter((p) => p.title.startsWith("Envoy")).map((p) => p.targets[0].expr);
+    assert.equal(envoy.length, 3);
+    for (const e of envoy) assert.match(e, /envoy_http_local_rate_limiter_http_local_rate_limit_/);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
