@@ -17,6 +17,8 @@ import { ensureCrdgen, kedaModule, layout, REPO_ROOT } from "./crdgen/mod.ts";
 import { buildImage } from "./image/image.ts";
 import { ensureIstioCheck } from "./istio-check/build.ts";
 import { buildKedaImages } from "./keda/image.ts";
+import { ensureHelm } from "./helm/build.ts";
+import { ensurePrometheus, ensurePromtool } from "./prometheus/build.ts";
 import { formatElapsed, type Log, step } from "./progress.ts";
 
 /** One thing `build` can build. */
@@ -54,6 +56,21 @@ export const TARGETS: readonly Target[] = [
         done: "KEDA's Go module downloaded",
       });
     },
+  },
+  {
+    name: "promtool",
+    what: "Prometheus's promtool (Go module): checks deploy/monitoring's rules, runs their tests",
+    build: async (log) => void await ensurePromtool(log),
+  },
+  {
+    name: "prometheus",
+    what: "Prometheus (Go module, no UI assets, file/HTTP discovery only) for the e2e scrape",
+    build: async (log) => void await ensurePrometheus(log),
+  },
+  {
+    name: "helm",
+    what: "helm (helm.sh/helm/v3): lints, renders and installs the generated chart",
+    build: async (log) => void await ensureHelm(log),
   },
   {
     name: "image",

@@ -1,28 +1,34 @@
-/** `mod.ts deploy`: writes the generated files of deploy/ (the RBAC), or with `--check` lists what is stale. */
+/** `mod.ts deploy`: writes the generated files of deploy/ (RBAC, monitoring, Helm chart), or with `--check` lists what is stale. */
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { generatorHelp, parseGeneratorArgs } from "./generator_args.ts";
 import { deployFiles } from "../kube/deploy_files.ts";
+import { chartFiles } from "../kube/chart.ts";
+import { VERSION } from "./version.ts";
 import { checkOrWrite, type GeneratedFile, staleFiles } from "./generated_files.ts";
 
 const HELP = generatorHelp(
   "deploy",
-  `Writes the generated files of DIR: rbac.yaml (from the verb table in src/kube/rbac.ts). The CRDs
-are not copied: DIR's kustomization takes the project's crds/ as a base.`,
+  `Writes the generated files of DIR: rbac.yaml (from the verb table in src/kube/rbac.ts),
+monitoring/ (the optional kustomize component: ServiceMonitor, PrometheusRule, dashboard) and
+helm/platform-operator/ (the Helm chart, rendered from DIR's manifests and the project's crds/).
+The CRDs are not copied into DIR's kustomization: it takes the project's crds/ as a base.`,
   "the deploy folder (default: the project's deploy/)",
 );
 
 /** The project's `deploy/` folder. */
 export const DEPLOY_DIR = fileURLToPath(new URL("../../deploy", import.meta.url));
 
-/** The generated files of the deploy folder `dir`. */
-function generated(dir: string): GeneratedFile[] {
-  return deployFiles().map((f) => ({ path: join(dir, f.path), text: f.text }));
+/** Every generated file of `dir`: deploy_files.ts's, then the chart read from `dir`'s manifests. */
+async function generated(dir: string): Promise<GeneratedFile[]> {
+  // The chart reads rbac.yaml's objects, not the file, and the other manifests as written.
+  const files = [...deployFiles(), ...await chartFiles(dir, VERSION)];
+  return files.map((f) => ({ path: join(dir, f.path), text: f.text }));
 }
 
 /** Paths under `dir` whose text differs from the generated one. */
 export async function staleDeployFiles(dir: string): Promise<string[]> {
-  return (await staleFiles(generated(dir))).map((s) => relative(dir, s.path));
+  return (await staleFiles(await generated(dir))).map((s) => relative(dir, s.path));
 }
 
 /** Runs the command; resolves to the exit code (0 ok, 1 stale with --check, 2 bad usage). */
@@ -31,7 +37,7 @@ export async function main(args: string[]): Promise<number> {
   if (typeof values === "number") return values;
   const dir = values.dir ?? DEPLOY_DIR;
   const shown = relative(Deno.cwd(), dir) || ".";
-  const stale = await checkOrWrite(generated(dir), values.check);
+  const stale = await checkOrWrite(await generated(dir), values.check);
   const names = stale.map((s) => relative(dir, s.path));
   if (values.check) {
     if (stale.length === 0) {

@@ -30,6 +30,7 @@ import { commandProgram, CONSOLE, failUsage } from "./usage.ts";
 import { type Endpoint, serveRoutes, text } from "./run_http.ts";
 import { metricsReviewed, serveMetrics } from "./metrics_endpoint.ts";
 import { type ControllerName, controllersFor } from "../controllers/registry.ts";
+import { ObjectMetrics } from "../controllers/object_metrics.ts";
 
 /** What `runOperator` takes from outside besides its options (tests replace these). */
 export interface RunDeps {
@@ -159,6 +160,11 @@ export async function runOperator(opts: RunOptions, deps: RunDeps): Promise<numb
   // The manager counts its own calls; the startup checks are counted into the same metrics.
   const cluster = instrumentCluster(live, metrics);
   let manager: Manager | undefined;
+  // Listed from the start; their series come once the manager's caches exist.
+  new ObjectMetrics().register(
+    metrics,
+    () => manager && { cache: manager.cache, primaries: controllers.map((c) => c.primary) },
+  );
   const endpoints: Endpoint[] = [];
   try {
     const probes = serveRoutes("probes", opts.probeAddr, {

@@ -31,7 +31,7 @@ function num(v: number): string {
 }
 
 /** A family as the scrape reads it. */
-interface Rendered {
+export interface Rendered {
   readonly name: string;
   render(): string[];
 }
@@ -137,6 +137,30 @@ export class Histogram extends Family<HistogramSeries> {
   }
 }
 
+/** One series of a {@link CollectedGauge}: its labels and value. */
+export type Sample = readonly [MetricLabels, number];
+
+/**
+ * A gauge whose series are computed when /metrics is read, from what `collect` gives: for figures
+ * the operator holds anyway (its watch cache), so nothing is kept up to date between scrapes.
+ * Without a `collect`, or when it throws, the family has no series.
+ */
+export class CollectedGauge implements Rendered {
+  /** The series as they are now; set by whoever owns what it counts. */
+  collect: (() => Iterable<Sample>) | undefined;
+  constructor(readonly name: string, readonly help: string) {}
+  /** Text lines of the family: HELP, TYPE and its series by label set. */
+  render(): string[] {
+    const rows = new Map<string, string>();
+    for (const [labels, value] of this.collect?.() ?? []) {
+      rows.set(seriesKey(labels), `${this.name}${labelText(labels)} ${num(value)}`);
+    }
+    const out = [`# HELP ${this.name} ${this.help}`, `# TYPE ${this.name} gauge`];
+    for (const k of [...rows.keys()].sort()) out.push(rows.get(k)!);
+    return out;
+  }
+}
+
 const PREFIX = "platform_operator_";
 /** Reconcile duration buckets in seconds (controller-runtime's spread, trimmed). */
 export const DURATION_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
@@ -193,6 +217,17 @@ export class Metrics {
     "Memory of the operator process: resident, and the JavaScript heap used and reserved.",
   );
 
+  /** Families that other layers add (`add`), rendered after the runtime's own. */
+  readonly #added: Rendered[] = [];
+
+  /** Adds a family to /metrics; throws when its name is taken. */
+  add(family: Rendered): void {
+    if (this.families().some((f) => f.name === family.name)) {
+      throw new Error(`metric ${family.name} exists already`);
+    }
+    this.#added.push(family);
+  }
+
   /** Every family, in render order. */
   families(): Rendered[] {
     return [
@@ -206,6 +241,7 @@ export class Metrics {
       this.writesSkipped,
       this.eventsDropped,
       this.memory,
+      ...this.#added,
     ];
   }
 

@@ -153,11 +153,17 @@ function ruleEntry(rules: readonly BucketRule[], i: number): { actions: Json[]; 
   return { actions, entries };
 }
 
+/**
+ * The `stat_prefix` of every filter we generate: Envoy counts its requests under
+ * `<prefix>.http_local_rate_limit.*`, which the monitoring dashboard reads.
+ */
+export const STAT_PREFIX = "http_local_rate_limiter";
+
 /** The LocalRateLimit config merged into the routes (typed, as Envoy loads an Any). */
 function routeConfig(spec: RateLimitSpec, descriptors: Json[]): Json {
   return {
     "@type": LOCAL_RATELIMIT_TYPE,
-    stat_prefix: "http_local_rate_limiter",
+    stat_prefix: STAT_PREFIX,
     token_bucket: tokenBucket(spec.local.defaultBucket),
     filter_enabled: { runtime_key: "local_rate_limit_enabled", default_value: ALWAYS },
     // Shadow mode: every request is counted (enabled 100%), none rejected (enforced 0%); Envoy
@@ -267,7 +273,7 @@ export function renderEnvoyFilter(
               name: LOCAL_RATELIMIT_FILTER,
               typed_config: {
                 "@type": LOCAL_RATELIMIT_TYPE,
-                stat_prefix: "http_local_rate_limiter",
+                stat_prefix: STAT_PREFIX,
               },
             },
           },

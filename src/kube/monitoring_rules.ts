@@ -1,0 +1,120 @@
+/**
+ * The alerts on the operator, as Prometheus rule groups: deploy/monitoring/ wraps them in a
+ * PrometheusRule, the Helm chart renders the same object, promtool checks them and runs their
+ * unit tests (tests/deploy/monitoring_rules_test.ts). `for:` durations are a parameter so that a
+ * test can run the same expressions with short ones; the installed rules use the defaults.
+ */
+
+/** The `job` label Prometheus gives the operator's targets: the metrics Service's name. */
+export const METRICS_JOB = "platform-operator-metrics";
+
+/** One alerting rule. */
+export interface AlertRule {
+  alert: string;
+  expr: string;
+  for: string;
+  labels: { severity: "critical" | "warning" };
+  annotations: { summary: string; description: string };
+}
+
+/** How long each kind of problem must last before its alert fires. */
+export interface AlertDurations {
+  /** The operator down or not leading. */
+  down: string;
+  /** A module in Error, a RateLimit not enforced or refused. */
+  objects: string;
+  /** Reconciles failing. */
+  errors: string;
+}
+
+/** What the installed rules wait: 10 minutes for an object, as issue #27 asks. */
+export const DEFAULT_DURATIONS: AlertDurations = { down: "5m", objects: "10m", errors: "15m" };
+
+const job = `job="${METRICS_JOB}"`;
+
+/** The operator's alerting rules. */
+export function alertRules(d: AlertDurations = DEFAULT_DURATIONS): AlertRule[] {
+  return [
+    {
+      alert: "PlatformOperatorDown",
+      expr: `absent(up{${job}} == 1)`,
+      for: d.down,
+      labels: { severity: "critical" },
+      annotations: {
+        summary: "No replica of the platform operator is scraped",
+        description:
+          `Prometheus has scraped no replica of the operator (job ${METRICS_JOB}) for ${d.down}: ` +
+          "nothing reconciles RateLimits, Serverless or Scaler. Check the Deployment in " +
+          "platform-system and the ServiceMonitor.",
+      },
+    },
+    {
+      alert: "PlatformOperatorNotLeading",
+      expr: `max(platform_operator_leader{${job}}) < 1`,
+      for: d.down,
+      labels: { severity: "critical" },
+      annotations: {
+        summary: "No replica of the platform operator holds the Lease",
+        description:
+          `Replicas run, but none has led for ${d.down}: nothing is written. Check the Lease ` +
+          "platform-system/platform-operator and the replicas' logs.",
+      },
+    },
+    {
+      alert: "PlatformOperatorReconcileErrors",
+      expr: `sum by (controller) (rate(platform_operator_reconcile_errors_total{${job}}[5m])) > 0`,
+      for: d.errors,
+      labels: { severity: "warning" },
+      annotations: {
+        summary: "Reconciles of {{ $labels.controller }} keep failing",
+        description:
+          `The {{ $labels.controller }} controller has failed reconciles for ${d.errors}; the ` +
+          "operator's error logs say which objects and why.",
+      },
+    },
+    {
+      alert: "PlatformOperatorModuleError",
+      expr:
+        `max by (kind, namespace, name) (platform_operator_module{${job},served="True",state="Error"}) == 1`,
+      for: d.objects,
+      labels: { severity: "warning" },
+      annotations: {
+        summary: "{{ $labels.kind }} {{ $labels.namespace }}/{{ $labels.name }} is in Error",
+        description: `The served {{ $labels.kind }} has been in state Error for ${d.objects}: ` +
+          "kubectl describe it for the reason.",
+      },
+    },
+    {
+      alert: "PlatformOperatorRateLimitNotEnforced",
+      expr:
+        `max by (namespace, name, reason) (platform_operator_ratelimit_unmet{${job},condition="Enforced"}) == 1`,
+      for: d.objects,
+      labels: { severity: "warning" },
+      annotations: {
+        summary: "RateLimit {{ $labels.namespace }}/{{ $labels.name }} is not enforced",
+        description: `Its Enforced condition has not been True for ${d.objects} (reason ` +
+          "{{ $labels.reason }}): some or all of its Pods' requests are not limited.",
+      },
+    },
+    {
+      alert: "PlatformOperatorRateLimitRefused",
+      expr:
+        `max by (namespace, name, reason) (platform_operator_ratelimit_unmet{${job},condition="Ready"}) == 1`,
+      for: d.objects,
+      labels: { severity: "warning" },
+      annotations: {
+        summary: "RateLimit {{ $labels.namespace }}/{{ $labels.name }} is refused",
+        description:
+          `Its Ready condition has not been True for ${d.objects} (reason {{ $labels.reason }}): ` +
+          "its spec is not applied; the last good limit, if any, stays in place.",
+      },
+    },
+  ];
+}
+
+/** The rules as a Prometheus rule file's `groups` (a PrometheusRule's `spec`). */
+export function ruleGroups(d: AlertDurations = DEFAULT_DURATIONS): {
+  groups: { name: string; rules: AlertRule[] }[];
+} {
+  return { groups: [{ name: "platform-operator", rules: alertRules(d) }] };
+}

@@ -1,0 +1,130 @@
+/**
+ * The Helm chart deploy/helm/platform-operator/, checked by helm itself (built from
+ * helm.sh/helm/v3 by `deno task build --only=helm`): `helm lint`, and `helm template` with the
+ * default values gives exactly the objects of `kubectl kustomize deploy/` (the control plane's
+ * kubectl, `deno task build --only=cluster`); each value lands where it should; bad values and a
+ * missing monitoring CRD are refused with a message naming what to fix.
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { parseAllDocuments } from "yaml";
+import { binaryPaths } from "../../tools/cluster/build.ts";
+import { ensureHelm } from "../../tools/helm/build.ts";
+import { monitoringObjects } from "../../src/kube/monitoring_objects.ts";
+import { DEPLOY } from "./kustomize.ts";
+
+const CHART = join(DEPLOY, "helm", "platform-operator");
+type Obj = { kind: string; metadata: { name: string; namespace?: string }; [k: string]: unknown };
+
+async function run(
+  cmd: string,
+  args: string[],
+): Promise<{ ok: boolean; out: string; err: string }> {
+  const o = await new Deno.Command(cmd, { args, stdin: "null" }).output();
+  const dec = new TextDecoder();
+  return { ok: o.success, out: dec.decode(o.stdout), err: dec.decode(o.stderr) };
+}
+
+function objects(text: string): Obj[] {
+  const key = (o: Obj) => `${o.kind}/${o.metadata.namespace ?? ""}/${o.metadata.name}`;
+  return parseAllDocuments(text).map((d) => d.toJS() as Obj).filter(Boolean)
+    .sort((a, b) => (key(a) < key(b) ? -1 : 1));
+}
+
+async function template(...args: string[]): Promise<{ ok: boolean; out: string; err: string }> {
+  return run(await ensureHelm(), ["template", "platform-operator", CHART, ...args]);
+}
+
+const MONITORING_APIS = [
+  "--api-versions=monitoring.coreos.com/v1/ServiceMonitor",
+  "--api-versions=monitoring.coreos.com/v1/PrometheusRule",
+];
+
+Deno.test("helm lint passes on the chart", async () => {
+  const lint = await run(await ensureHelm(), ["lint", "--strict", CHART]);
+  assert.ok(lint.ok, lint.out + lint.err);
+  assert.match(lint.out, /1 chart\(s\) linted, 0 chart\(s\) failed/);
+});
+
+Deno.test("helm template with the default values gives exactly kubectl kustomize deploy/", async () => {
+  const helm = await template("--include-crds");
+  assert.ok(helm.ok, helm.err);
+  const kustomize = await run((await binaryPaths()).kubectl, ["kustomize", DEPLOY]);
+  assert.ok(kustomize.ok, kustomize.err);
+  const fromHelm = objects(helm.out);
+  assert.equal(fromHelm.length, 18);
+  assert.deepEqual(fromHelm, objects(kustomize.out));
+});
+
+Deno.test("each value lands in its place; monitoring adds deploy/monitoring's objects", async () => {
+  const set = await template(
+    "--set=replicas=3",
+    "--set=image.repository=registry.example/op",
+    "--set=image.tag=1.2.3",
+    "--set=resources.limits.memory=1Gi",
+    "--set=meshRootNamespace=mesh-root",
+    "--set=monitoring.enabled=true",
+    ...MONITORING_APIS,
+  );
+  assert.ok(set.ok, set.err);
+  const all = objects(set.out);
+  const d = all.find((o) => o.kind === "Deployment") as unknown as {
+    spec: {
+      replicas: number;
+      template: {
+        spec: {
+          containers: {
+            image: string;
+            resources: { limits: { memory: string } };
+            env: { name: string; value: string }[];
+          }[];
+        };
+      };
+    };
+  };
+  const c = d.spec.template.spec.containers[0];
+  assert.equal(d.spec.replicas, 3);
+  assert.equal(c.image, "registry.example/op:1.2.3");
+  assert.equal(c.resources.limits.memory, "1Gi");
+  assert.equal(
+    c.env.find((e) => e.name === "PLATFORM_OPERATOR_MESH_ROOT_NAMESPACE")?.value,
+    "mesh-root",
+  );
+  const monitoring = all.filter((o) =>
+    ["ServiceMonitor", "PrometheusRule"].includes(o.kind) ||
+    o.metadata.name === "platform-operator-dashboard"
+  );
+  // Template delimiters in the rules and the dashboard come through as written.
+  assert.deepEqual(
+    monitoring,
+    objects(monitoringObjects().map((o) => JSON.stringify(o)).join("\n---\n")),
+  );
+});
+
+Deno.test("bad values and a missing monitoring CRD are refused, naming what to fix", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const malformed = join(dir, "malformed.yaml");
+    await Deno.writeTextFile(malformed, "replicas: [3\n");
+    const r1 = await template("-f", malformed);
+    assert.equal(r1.ok, false);
+    assert.match(r1.err, /malformed\.yaml/);
+    assert.match(r1.err, /yaml|YAML/);
+
+    const wrongType = join(dir, "wrong.yaml");
+    await Deno.writeTextFile(wrongType, "replicas: two\nmonitoring: { enable: true }\n");
+    const r2 = await template("-f", wrongType);
+    assert.equal(r2.ok, false);
+    assert.match(r2.err, /replicas/);
+    assert.match(r2.err, /enable/);
+
+    const r3 = await template("--set=monitoring.enabled=true");
+    assert.equal(r3.ok, false);
+    assert.match(
+      r3.err,
+      /monitoring\.enabled needs prometheus-operator's CRDs \(servicemonitors\.monitoring\.coreos\.com, prometheusrules\.monitoring\.coreos\.com\): install prometheus-operator first/,
+    );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

@@ -1,0 +1,233 @@
+/**
+ * The alert rules of deploy/monitoring/prometheusrule.yaml, checked by Prometheus's own promtool
+ * (built from its Go module by `deno task build --only=promtool`): `promtool check rules` on the
+ * installed file, and `promtool test rules` with a case for every alert that shows it firing with
+ * its labels and annotations after its `for:`, and not before, nor for a healthy series.
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { parse, stringify } from "yaml";
+import { type AlertRule, alertRules, METRICS_JOB } from "../../src/kube/monitoring_rules.ts";
+import { dashboardPanels } from "../../src/kube/monitoring_dashboard.ts";
+import { ensurePromtool } from "../../tools/prometheus/build.ts";
+
+/** A case: input series, when the alert must not have fired yet, when it must fire, and with what. */
+interface AlertCase {
+  series: { series: string; values: string }[];
+  quietAt: string;
+  firesAt: string;
+  labels: Record<string, string>;
+  /** A series that must not make it fire at all. */
+  healthy?: { series: string; values: string }[];
+}
+
+const j = `job="${METRICS_JOB}"`;
+const RL = `namespace="demo",name="httpbin"`;
+
+const CASES: Record<string, AlertCase> = {
+  PlatformOperatorDown: {
+    series: [{ series: `up{${j},instance="a"}`, values: "0x30" }],
+    quietAt: "4m",
+    firesAt: "6m",
+    // absent() of a comparison keeps no label.
+    labels: {},
+    healthy: [{ series: `up{${j},instance="a"}`, values: "1x30" }],
+  },
+  PlatformOperatorNotLeading: {
+    series: [
+      { series: `platform_operator_leader{${j},instance="a"}`, values: "0x30" },
+      { series: `platform_operator_leader{${j},instance="b"}`, values: "0x30" },
+    ],
+    quietAt: "4m",
+    firesAt: "6m",
+    labels: {},
+    healthy: [
+      { series: `platform_operator_leader{${j},instance="a"}`, values: "0x30" },
+      { series: `platform_operator_leader{${j},instance="b"}`, values: "1x30" },
+    ],
+  },
+  PlatformOperatorReconcileErrors: {
+    series: [{
+      series: `platform_operator_reconcile_errors_total{${j},instance="a",controller="ratelimit"}`,
+      values: "0+2x30",
+    }],
+    quietAt: "14m",
+    firesAt: "21m",
+    labels: { controller: "ratelimit" },
+    healthy: [{
+      series: `platform_operator_reconcile_errors_total{${j},instance="a",controller="ratelimit"}`,
+      values: "3x30",
+    }],
+  },
+  PlatformOperatorModuleError: {
+    series: [{
+      series:
+        `platform_operator_module{${j},instance="a",kind="Scaler",namespace="platform-system",name="default",served="True",state="Error"}`,
+      values: "1x30",
+    }],
+    quietAt: "9m",
+    firesAt: "11m",
+    labels: { kind: "Scaler", namespace: "platform-system", name: "default" },
+    // A duplicate is in Error by design; only the served one alerts.
+    healthy: [{
+      series:
+        `platform_operator_module{${j},instance="a",kind="Scaler",namespace="x",name="dup",served="False",state="Error"}`,
+      values: "1x30",
+    }],
+  },
+  PlatformOperatorRateLimitNotEnforced: {
+    series: [{
+      series:
+        `platform_operator_ratelimit_unmet{${j},instance="a",${RL},condition="Enforced",status="False",reason="SidecarMissing"}`,
+      values: "1x30",
+    }],
+    quietAt: "9m",
+    firesAt: "11m",
+    labels: { namespace: "demo", name: "httpbin", reason: "SidecarMissing" },
+    // Fixed after 5 minutes: the series goes away and nothing fires.
+    healthy: [{
+      series:
+        `platform_operator_ratelimit_unmet{${j},instance="a",${RL},condition="Enforced",status="False",reason="SidecarMissing"}`,
+      values: "1x5 _x25",
+    }],
+  },
+  PlatformOperatorRateLimitRefused: {
+    series: [{
+      series:
+        `platform_operator_ratelimit_unmet{${j},instance="a",${RL},condition="Ready",status="False",reason="InvalidSpec"}`,
+      values: "1x30",
+    }],
+    quietAt: "9m",
+    firesAt: "11m",
+    labels: { namespace: "demo", name: "httpbin", reason: "InvalidSpec" },
+    healthy: [{
+      series:
+        `platform_operator_ratelimit_unmet{${j},instance="a",${RL},condition="Enforced",status="False",reason="NoPodSelected"}`,
+      values: "1x30",
+    }],
+  },
+};
+
+/** An annotation as Prometheus expands it for `labels` (the rules use `{{ $labels.x }}` only). */
+function expand(text: string, labels: Record<string, string>): string {
+  return text.replace(/\{\{ \$labels\.(\w+) \}\}/g, (_, l: string) => labels[l] ?? "");
+}
+
+/** The promtool unit tests of `rules`, from CASES. */
+function promtoolTests(rules: AlertRule[], ruleFile: string): unknown {
+  return {
+    rule_files: [ruleFile],
+    evaluation_interval: "1m",
+    tests: rules.flatMap((rule) => {
+      const c = CASES[rule.alert];
+      const labels = { ...rule.labels, ...c.labels };
+      const fired = {
+        interval: "1m",
+        input_series: c.series,
+        alert_rule_test: [
+          { eval_time: c.quietAt, alertname: rule.alert, exp_alerts: [] },
+          {
+            eval_time: c.firesAt,
+            alertname: rule.alert,
+            exp_alerts: [{
+              exp_labels: labels,
+              exp_annotations: {
+                summary: expand(rule.annotations.summary, labels),
+                description: expand(rule.annotations.description, labels),
+              },
+            }],
+          },
+        ],
+      };
+      const healthy = c.healthy && {
+        interval: "1m",
+        input_series: c.healthy,
+        alert_rule_test: [{ eval_time: "29m", alertname: rule.alert, exp_alerts: [] }],
+      };
+      return healthy ? [fired, healthy] : [fired];
+    }),
+  };
+}
+
+async function promtool(args: string[], cwd: string): Promise<{ ok: boolean; out: string }> {
+  const out = await new Deno.Command(await ensurePromtool(), { args, cwd }).output();
+  const dec = new TextDecoder();
+  return { ok: out.success, out: dec.decode(out.stdout) + dec.decode(out.stderr) };
+}
+
+/** The installed PrometheusRule's `spec`, as a rule file promtool reads. */
+async function installedRules(dir: string): Promise<string> {
+  const rule = parse(await Deno.readTextFile("deploy/monitoring/prometheusrule.yaml"));
+  assert.equal(rule.kind, "PrometheusRule");
+  const path = join(dir, "rules.yaml");
+  await Deno.writeTextFile(path, stringify(rule.spec));
+  return path;
+}
+
+Deno.test("promtool checks deploy/monitoring's rules and every alert's unit test passes", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "promtool-" });
+  try {
+    await installedRules(dir);
+    const check = await promtool(["check", "rules", "rules.yaml"], dir);
+    assert.ok(check.ok, check.out);
+    assert.match(check.out, /SUCCESS: 6 rules found/);
+    const rules = alertRules();
+    assert.deepEqual(Object.keys(CASES).sort(), rules.map((r) => r.alert).sort(), "a case each");
+    await Deno.writeTextFile(
+      join(dir, "tests.yaml"),
+      stringify(promtoolTests(rules, "rules.yaml")),
+    );
+    const test = await promtool(["test", "rules", "tests.yaml"], dir);
+    assert.ok(test.ok, test.out);
+    assert.match(test.out, /SUCCESS/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("the unit tests fail against broken rules: a `for:` of 1m, and an alert that ignores `served`", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "promtool-" });
+  try {
+    const rules = alertRules();
+    const broken = structuredClone(rules);
+    broken[4].for = "1m";
+    broken[3].expr = broken[3].expr.replace(`served="True",`, "");
+    await Deno.writeTextFile(
+      join(dir, "rules.yaml"),
+      stringify({ groups: [{ name: "platform-operator", rules: broken }] }),
+    );
+    await Deno.writeTextFile(
+      join(dir, "tests.yaml"),
+      stringify(promtoolTests(rules, "rules.yaml")),
+    );
+    const test = await promtool(["test", "rules", "tests.yaml"], dir);
+    assert.equal(test.ok, false, test.out);
+    assert.match(test.out, /PlatformOperatorRateLimitNotEnforced/);
+    assert.match(test.out, /PlatformOperatorModuleError/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("every query of the dashboard is PromQL promtool accepts", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "promtool-" });
+  try {
+    const panels = dashboardPanels();
+    const rules = panels.flatMap((p, i) =>
+      p.targets.map((t, j) => ({ record: `dashboard:panel${i}:${j}`, expr: t.expr }))
+    );
+    await Deno.writeTextFile(
+      join(dir, "dashboard.yaml"),
+      stringify({ groups: [{ name: "dashboard", rules }] }),
+    );
+    const check = await promtool(["check", "rules", "dashboard.yaml"], dir);
+    assert.ok(check.ok, check.out);
+    assert.match(check.out, new RegExp(`SUCCESS: ${rules.length} rules found`));
+    // The Envoy panels read the stats our EnvoyFilter's stat_prefix produces.
+    const envoy = panels.filter((p) => p.title.startsWith("Envoy")).map((p) => p.targets[0].expr);
+    assert.equal(envoy.length, 3);
+    for (const e of envoy) assert.match(e, /envoy_http_local_rate_limiter_http_local_rate_limit_/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});

@@ -1,0 +1,32 @@
+/**
+ * Builds `helm` (helm.sh/helm/v3/cmd/helm, pinned by the wrapper module in `go/`) into
+ * `.cache/helm/` with the stamp and lock of tools/gobuild.ts: it lints and renders the chart that
+ * `deno task deploy` generates, and installs it in one end-to-end test.
+ *
+ *   ./deno task build --only=helm
+ *
+ * @module
+ */
+import { resolve } from "node:path";
+import { GoCache, goEnv } from "../gobuild.ts";
+import type { Log } from "../progress.ts";
+
+const GO_DIR = resolve(import.meta.dirname ?? ".", "go");
+const BIN_DIR = resolve(import.meta.dirname ?? ".", "..", "..", ".cache", "helm");
+const cache = new GoCache(BIN_DIR);
+
+/** The path of an up-to-date `helm`, built first when needed. */
+export async function ensureHelm(log: Log = () => {}): Promise<string> {
+  const ldflags = "-s -w";
+  await cache.ensure([{
+    name: "helm",
+    label: "helm (helm.sh/helm/v3)",
+    dir: GO_DIR,
+    inputs: ["go.mod", "go.sum", "tools.go"],
+    extra: [goEnv(), ldflags],
+    packages: ["helm.sh/helm/v3/cmd/helm"],
+    outputs: ["helm"],
+    ldflags,
+  }], log);
+  return cache.path("helm");
+}
