@@ -6,6 +6,9 @@
  */
 import { MESH_PROXY_CONTAINER, type MeshProxy, meshProxyOf } from "../api/pod.ts";
 import { filterContexts } from "../reconcile/ratelimit/reach.ts";
+import { exportsLimitStats } from "../reconcile/ratelimit/stats_hint.ts";
+import { STATS_INCLUSION_ANNOTATIONS } from "../api/stats_inclusion.ts";
+import { STAT_PREFIX } from "../reconcile/ratelimit/envoyfilter.ts";
 import type { KubeObject, ObjectMeta, Projection } from "../api/object.ts";
 
 import { isObject, type JsonObject as Json } from "../api/json.ts";
@@ -66,8 +69,17 @@ const PROXY: Readonly<Record<MeshProxy, readonly Json[]>> = Object.freeze({
 });
 
 /**
- * A Pod: its labels (which RateLimits select it), which mesh proxy it runs, and whether it still
- * serves (phase, deletionTimestamp). Of the proxy it keeps one `istio-proxy` container that says
+ * What a projected Pod whose proxy exports our filters' stats keeps of its annotations: one shared
+ * annotation that says the same to `exportsLimitStats` as the Pod's own stats inclusion (which may
+ * be a whole `proxy.istio.io/config`).
+ */
+const EXPORTS_STATS: Readonly<Json> = Object.freeze({
+  [STATS_INCLUSION_ANNOTATIONS.Prefixes]: STAT_PREFIX,
+});
+
+/**
+ * A Pod: its labels (which RateLimits select it), which mesh proxy it runs, whether it exports our
+ * filters' Envoy stats, and whether it still serves (phase, deletionTimestamp). Of the proxy it keeps one `istio-proxy` container that says
  * the same to `meshProxyOf` as the whole Pod does (a router's with the `proxy router` arguments),
  * whichever evidence the Pod had: a container, a native sidecar, the injector's annotations. A
  * phase is kept only when it ends the Pod. A running Pod is a few kilobytes of JSON; this keeps
@@ -80,6 +92,7 @@ export const POD_PROJECTION: Projection = {
     const meta: Json = {};
     const from = pod.metadata as unknown as Json;
     for (const k of POD_META) if (from[k] !== undefined) meta[k] = structuredClone(from[k]);
+    if (exportsLimitStats(pod)) meta.annotations = EXPORTS_STATS;
     const proxy = meshProxyOf(pod);
     const spec: Json = proxy ? { containers: PROXY[proxy] } : {};
     const phase = isObject(pod.status) ? pod.status.phase : undefined;

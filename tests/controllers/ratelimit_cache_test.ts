@@ -8,6 +8,7 @@ import fc from "fast-check";
 import { isActivePod, meshProxyOf, podName } from "../../src/api/pod.ts";
 import { POD_PROJECTION } from "../../src/controllers/ratelimit_cache.ts";
 import { podLabelsOf } from "../../src/reconcile/ratelimit/conflict.ts";
+import { exportsLimitStats } from "../../src/reconcile/ratelimit/stats_hint.ts";
 import type { KubeObject } from "../../src/api/object.ts";
 import { ownedFieldMissing } from "../../src/runtime/diff.ts";
 import { ownedFieldsOf, prepare } from "../../src/runtime/cache/mod.ts";
@@ -38,7 +39,24 @@ const pod = fc.record({
     nil: undefined,
   }),
   deleting: fc.boolean(),
-}).map(({ labels, annotation, templates, containers, inits, phase, deleting }): KubeObject =>
+  // Stats inclusion in each form Istio reads, naming our filters' stats or not.
+  stats: fc.dictionary(
+    fc.constantFrom(
+      "sidecar.istio.io/statsInclusionPrefixes",
+      "sidecar.istio.io/statsInclusionRegexps",
+      "proxy.istio.io/config",
+    ),
+    fc.constantFrom(
+      "http_local_rate_limiter",
+      "cluster_manager",
+      ".*local_rate_limit.*",
+      "proxyStatsMatcher:\n  inclusionPrefixes:\n    - http_local_rate_limiter\n",
+      "proxyStatsMatcher:\n  inclusionPrefixes: [cluster_manager]\n",
+    ),
+  ),
+}).map((
+  { labels, annotation, templates, containers, inits, phase, deleting, stats },
+): KubeObject =>
   json({
     apiVersion: "v1",
     kind: "Pod",
@@ -51,6 +69,7 @@ const pod = fc.record({
       labels,
       annotations: {
         other: "x",
+        ...stats,
         ...(annotation !== undefined ? { "sidecar.istio.io/status": annotation } : {}),
         ...(templates !== undefined ? { "inject.istio.io/templates": templates } : {}),
       },
@@ -76,6 +95,7 @@ Deno.test("a projected Pod answers every reading as the whole Pod does", () => {
       const kept = prepare(p, POD_PROJECTION).object;
       assert.equal(meshProxyOf(kept), meshProxyOf(p), "mesh proxy");
       assert.equal(isActivePod(kept), isActivePod(p), "active");
+      assert.equal(exportsLimitStats(kept), exportsLimitStats(p), "exports the limit's stats");
       assert.deepEqual(podLabelsOf(kept), podLabelsOf(p), "labels");
       assert.equal(podName(kept), podName(p), "name");
       for (const k of ["name", "namespace", "resourceVersion", "deletionTimestamp"] as const) {

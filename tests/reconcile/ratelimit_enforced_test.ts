@@ -64,7 +64,9 @@ Deno.test("every Enforced reason is reached, with its status and words a user ca
       plan: reconcileRateLimit(input(rateLimit(), {
         pods: [meshPod("a", "container"), meshPod("b", "native"), meshPod("c", "annotation")],
       })),
-      says: /^Enforced on all 3 Pods with app=httpbin: each has a mesh sidecar$/,
+      // None of them names Envoy's rate limit stats in its stats inclusion: the message hints so.
+      says:
+        /^Enforced on all 3 Pods with app=httpbin: each has a mesh sidecar; 3 of them \(a, b, c\) do not export Envoy's rate limit stats/,
     },
     SidecarMissing: {
       plan: reconcileRateLimit(input(rateLimit(), {
@@ -114,7 +116,7 @@ Deno.test("every Enforced reason is reached, with its status and words a user ca
   }));
   assert.equal(
     enforcedOf(gw).message,
-    "Enforced on the one ingress gateway Pod with app=mesh-ingressgateway, which runs the gateway's proxy",
+    "Enforced on the one ingress gateway Pod with app=mesh-ingressgateway, which runs the gateway's proxy; its proxy does not export Envoy's rate limit stats (http_local_rate_limiter) unless the mesh-wide proxyStatsMatcher names them: to see them, annotate the Pod template with sidecar.istio.io/statsInclusionPrefixes: http_local_rate_limiter",
   );
   assert.match(enforcedOf(reconcileRateLimit(input(gateway))).message, /^No ingress gateway Pod/);
 });

@@ -13,6 +13,7 @@ import { isActivePod, meshProxyOf, podName, podNamespace } from "../../api/pod.t
 import type { ConditionInput } from "../conditions.ts";
 import { podLabelsOf } from "./conflict.ts";
 import type { FilterLimits } from "./inforce.ts";
+import { exportsLimitStats, statsHint } from "./stats_hint.ts";
 
 /** The condition type that reports enforcement. */
 export const ENFORCED_CONDITION = "Enforced";
@@ -167,8 +168,11 @@ export function enforcement(
     return { condition: condition("ProxyMismatch", message), ...figures };
   }
   const has = gateway ? "runs the gateway's proxy" : "has a mesh sidecar";
-  const message = selected.length === 1
-    ? `Enforced on the one ${noun} with ${sel}, which ${has}`
-    : `Enforced on all ${selected.length} ${noun}s with ${sel}: each ${has}`;
+  const hidden = selected.filter((p) => !exportsLimitStats(p)).map(nameOf).sort();
+  const message =
+    (selected.length === 1
+      ? `Enforced on the one ${noun} with ${sel}, which ${has}`
+      : `Enforced on all ${selected.length} ${noun}s with ${sel}: each ${has}`) +
+    statsHint(hidden.length, selected.length, namedList(hidden));
   return { condition: condition("Enforced", message), ...figures };
 }
