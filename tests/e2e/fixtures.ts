@@ -64,8 +64,9 @@ export function rateLimit(
 }
 
 /**
- * A Deployment of `replicas` Pods with `labels`, with the mesh's sidecar container or without (the
- * control plane runs no injector: the container is what the operator counts).
+ * A Deployment of `replicas` Pods with `labels` (and the Pod template's `annotations`), with the
+ * mesh's sidecar container or without (the control plane runs no injector: the container is what
+ * the operator counts).
  */
 export function meshDeployment(
   namespace: string,
@@ -73,6 +74,7 @@ export function meshDeployment(
   labels: Record<string, string>,
   replicas: number,
   sidecar: boolean,
+  annotations?: Record<string, string>,
 ): KubeObject {
   return {
     apiVersion: "apps/v1",
@@ -82,7 +84,7 @@ export function meshDeployment(
       replicas,
       selector: { matchLabels: labels },
       template: {
-        metadata: { labels },
+        metadata: { labels, ...(annotations ? { annotations } : {}) },
         spec: {
           containers: [
             { name: "app", image: "registry.example/httpbin:1" },

@@ -23,8 +23,11 @@ const NS = "e2e-rl-status";
 const ANNOTATION = "gateway.platform-project.io/ratelimit-generation";
 const USER = OPERATOR_USER;
 
+/** The Pods export Envoy's rate limit stats, so the Enforced message shows no stats hint. */
+const STATS = { "sidecar.istio.io/statsInclusionPrefixes": "http_local_rate_limiter" };
+
 function deployment(name: string, replicas: number, sidecar: boolean): KubeObject {
-  return meshDeployment(NS, name, { app: "web", track: name }, replicas, sidecar);
+  return meshDeployment(NS, name, { app: "web", track: name }, replicas, sidecar, STATS);
 }
 
 function limit(name: string, rules: { path: string; fillInterval: string }[] = []): KubeObject {
