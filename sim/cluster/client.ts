@@ -4,7 +4,7 @@
  * an injected fault, and is executed atomically by the store; writes go to the write log. Killing a
  * client (a crashed process) freezes it: nothing it sent later arrives, no answer ever comes back.
  */
-import { cloneJson } from "./json.ts";
+import { readCopy } from "./json.ts";
 import {
   ApiError,
   type ApplyOptions,
@@ -273,6 +273,6 @@ export class SimClient implements Cluster {
     }
     await this.#pause(this.#latency(verb));
     if (error !== undefined) throw error;
-    return copy ? cloneJson(result as T) : result as T;
+    return copy ? readCopy(result as T) : result as T;
   }
 }

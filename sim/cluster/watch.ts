@@ -5,10 +5,10 @@
  * that starts matching is ADDED), with periodic bookmarks and a server-side timeout. Delivery goes
  * through the watching process's clock, so a crashed process stops receiving.
  */
-import { cloneJson } from "./json.ts";
+import { readCopy } from "./json.ts";
 import { ApiError, type WatchEvent, type WatchOptions } from "../../src/runtime/cluster.ts";
 import type { KubeObject, ResourceType } from "../../src/api/object.ts";
-import type { Clock } from "../../src/runtime/clock.ts";
+import { type Clock, TIMER_CANCELLED } from "../../src/runtime/clock.ts";
 import { gone, statusObject } from "./errors.ts";
 import type { Change } from "./history.ts";
 import { selectorOf } from "./selector.ts";
@@ -172,7 +172,7 @@ export class WatchStream {
         const next = this.#stalled ? undefined : this.#queue.shift();
         if (next) {
           this.delivered++;
-          yield cloneJson(next);
+          yield readCopy(next);
           continue;
         }
         if (this.#ended && !this.#stalled) {
@@ -221,6 +221,6 @@ export class WatchStream {
   #finish(): void {
     this.#unsubscribe?.();
     this.#unsubscribe = undefined;
-    if (!this.#abortTimers.signal.aborted) this.#abortTimers.abort();
+    if (!this.#abortTimers.signal.aborted) this.#abortTimers.abort(TIMER_CANCELLED);
   }
 }

@@ -9,7 +9,7 @@
  * standby counts the lease from when its read of a new version answered.
  */
 import { RESOURCES } from "../api/resources.ts";
-import type { Clock, Random } from "./clock.ts";
+import { type Clock, type Random, TIMER_CANCELLED } from "./clock.ts";
 import { type Cluster, errorMessage, isApiError } from "./cluster.ts";
 import type { KubeObject } from "../api/object.ts";
 import type { Logger } from "./log.ts";
@@ -183,7 +183,7 @@ export class LeaderElector {
     const term = this.#term;
     if (!term) return;
     this.#term = undefined;
-    this.#deadline?.abort();
+    this.#deadline?.abort(TIMER_CANCELLED);
     this.#deadline = undefined;
     term.abort(new Error(reason));
     this.#o.metrics?.leader.set({}, 0);
@@ -194,7 +194,7 @@ export class LeaderElector {
 
   /** (Re)starts the renew deadline: if no renewal succeeds within `ms`, leadership ends at once. */
   #armDeadline(ms: number): void {
-    this.#deadline?.abort();
+    this.#deadline?.abort(TIMER_CANCELLED);
     const deadline = new AbortController();
     this.#deadline = deadline;
     const limit = this.#renewDeadlineMs;

@@ -7,7 +7,7 @@
  * but not live cache (`missing` event) that is retried with backoff and logged once; `kick()`
  * cuts a backoff short when the CRD is seen to appear.
  */
-import { Backoff, type Clock } from "../clock.ts";
+import { Backoff, type Clock, TIMER_CANCELLED } from "../clock.ts";
 import type { WatcherEvent } from "./watcher_event.ts";
 import { ApiError, isApiError, type WatchEvent } from "../cluster.ts";
 import type { Logger } from "../log.ts";
@@ -209,11 +209,11 @@ export class Watcher {
     try {
       result = await Promise.race([pending, timer]);
     } catch (err) {
-      idle.abort();
+      idle.abort(TIMER_CANCELLED);
       closeWatch(st);
       return this.#relistDue ? { events: [], next: st } : this.#watchFailed(st, err);
     }
-    idle.abort();
+    idle.abort(TIMER_CANCELLED);
     if (result === CANCELLED || this.#relistDue) return { events: [], next: st };
     if (result === IDLE) {
       closeWatch(st);
