@@ -29,6 +29,8 @@ kubectl refuses them. --render prints the EnvoyFilter the operator would apply i
 
 Options:
   -f, --file FILE      the RateLimit (YAML; the one RateLimit document of the file); - reads stdin
+                       a Kyma RateLimit (gateway.kyma-project.io/v1alpha1) is converted: the
+                       equivalent RateLimit and what behaves differently are printed first
   --requests FILE      requests, one JSON object a line (- reads stdin):
                          {"t":"1.5s","path":"/headers","headers":{"X-Rate-Limited":"true"},"count":1}
                        t is a Go duration from time 0, in order; headers and count are optional
@@ -45,7 +47,8 @@ Options:
   --json               one JSON line a request instead of the table
   --svg FILE           also draw tokens left and admitted/rejected requests of each bucket that
                        a request reached, over time
-  --render             print the EnvoyFilter the operator would apply (YAML), and nothing else
+  --render             print the EnvoyFilter the operator would apply (YAML), and nothing else;
+                       for a Kyma RateLimit, the RateLimit to apply instead
   -h, --help           show this help
 
 Exit status: 0 done; 2 invalid arguments, RateLimit or requests (the RateLimit's message is the one

@@ -165,7 +165,9 @@ function differences(spec: Obj, rules: Obj[]): string[] {
     out.push(
       `spec.local.buckets[${index}]: Kyma never selected this rule (each request's descriptor holds ${
         all.join(", ")
-      }, this rule's only ${keys.join(", ")}), so its requests took the default bucket; here they take this rule's`,
+      }, this rule's only ${
+        keys.join(", ")
+      }), so its requests took the default bucket; here they take this rule's`,
     );
   }
   return out;

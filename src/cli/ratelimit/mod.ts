@@ -112,7 +112,7 @@ export async function main(args: string[], io: CommandIo = CONSOLE): Promise<num
     const filters = renderFilters(rateLimit);
     if (!filters.ok) return refused(filters.error);
     // A Kyma RateLimit renders to the RateLimit to apply instead; rendering that shows its filter.
-    if (kyma) for (const line of kyma) io.out(line);
+    if (kyma) { for (const line of kyma) io.out(line); }
     else io.out(objectsYaml(filters.value).trimEnd());
     return 0;
   }
