@@ -133,8 +133,8 @@ export async function main(args: string[], io: CommandIo = CONSOLE): Promise<num
     requests = parsed.value;
     endMs = requests.length > 0 ? requests[requests.length - 1].t : 0;
   } else {
-    const { rateHz, forMs, path, headers } = opts.traffic;
-    requests = rateRequests(rateHz, forMs, path, headers);
+    const { rateHz, forMs, path, headers, clients } = opts.traffic;
+    requests = rateRequests(rateHz, forMs, path, headers, clients);
     endMs = forMs;
   }
   const run = runTraffic(rateLimit, requests, endMs, opts.envoy, opts.replicas);
