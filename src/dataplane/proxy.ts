@@ -98,17 +98,26 @@ interface Limited {
   firstMatch?: Chosen;
 }
 
+/** The value of `key` in `map`, made and kept on first use. */
+function kept<K, V>(
+  map: { get(key: K): V | undefined; set(key: K, value: V): unknown },
+  key: K,
+  make: () => V,
+): V {
+  let v = map.get(key);
+  if (v === undefined) {
+    v = make();
+    map.set(key, v);
+  }
+  return v;
+}
+
 /** The buckets of one scope: a listener-level config's, or a route entry's. */
 function scopeOf(
   scopes: Map<string, Map<string, RateBucket>>,
   name: string,
 ): Map<string, RateBucket> {
-  let m = scopes.get(name);
-  if (!m) {
-    m = new Map();
-    scopes.set(name, m);
-  }
-  return m;
+  return kept(scopes, name, () => new Map());
 }
 
 /** The bucket of `spec` under `key`, made full as of the proxy's start on first use. */
@@ -118,24 +127,14 @@ function bucketFor(
   key: string,
   spec: BucketSpec,
 ): RateBucket {
-  let b = scope.get(key);
-  if (!b) {
-    b = makeBucket(spec, state.startMs, state.envoy);
-    scope.set(key, b);
-  }
-  return b;
+  return kept(scope, key, () => makeBucket(spec, state.startMs, state.envoy));
 }
 
 const NONE: Chosen[] = [];
 
 /** The scope's wildcard buckets, by descriptor index. */
 function keptOf(state: ProxyState, scope: Map<string, RateBucket>): Map<number, DynamicDescriptor> {
-  let kept = state.dynamic.get(scope);
-  if (!kept) {
-    kept = new Map();
-    state.dynamic.set(scope, kept);
-  }
-  return kept;
+  return kept(state.dynamic, scope, () => new Map());
 }
 
 /**
