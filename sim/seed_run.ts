@@ -70,11 +70,18 @@ async function perform(sim: Simulation, a: WorkloadAction): Promise<string> {
   }
 }
 
-/** True when the filter in force in `ns` gives its rule's clients a bucket each (a wildcard). */
+/**
+ * True when the RateLimit in force in `ns` is its current generation and that has a per-client
+ * rule: the user's intent, not the filter (which a broken operator could render without).
+ */
 function perClientInForce(sim: Simulation, ns: string): boolean {
-  return sim.cluster.store.objects(RESOURCES.EnvoyFilter, ns).some((ef) =>
-    JSON.stringify(ef.spec ?? {}).includes('"key":"client","value":""')
-  );
+  return sim.cluster.store.objects(RESOURCES.RateLimit, ns).some((rl) => {
+    const g = (rl.status as { enforcedGeneration?: number } | undefined)?.enforcedGeneration;
+    const rules = (rl.spec as { local?: { buckets?: { perClient?: unknown }[] } } | undefined)
+      ?.local?.buckets ?? [];
+    return g !== undefined && g === rl.metadata.generation &&
+      rules.some((r) => r.perClient !== undefined);
+  });
 }
 
 /**
