@@ -20,17 +20,22 @@ function deployment(replicas: number): KubeObject {
   return meshDeployment(NS, "orders", { app: "orders" }, replicas, true);
 }
 
-function limit(enforce: unknown): KubeObject {
+/** The RateLimit `orders`: `spec` and `local` beside its selector and default bucket. */
+function orders(spec: Record<string, unknown>, local: Record<string, unknown> = {}): KubeObject {
   return {
     apiVersion: GATEWAY_API,
     kind: "RateLimit",
     metadata: { name: "orders", namespace: NS },
     spec: {
       selectorLabels: { app: "orders" },
-      enforce,
-      local: { defaultBucket: bucket(10, 5, "10s") },
+      ...spec,
+      local: { defaultBucket: bucket(10, 5, "10s"), ...local },
     },
   };
+}
+
+function limit(enforce: unknown): KubeObject {
+  return orders({ enforce });
 }
 
 interface Shown {
@@ -72,19 +77,7 @@ async function routeConfig(env: E2E): Promise<{ rv: string; cfg: Record<string, 
 
 /** The limit with one per-client rule (`perClient` as written) and `maxClients`. */
 function perClientLimit(perClient: unknown, maxClients: number): KubeObject {
-  return {
-    apiVersion: GATEWAY_API,
-    kind: "RateLimit",
-    metadata: { name: "orders", namespace: NS },
-    spec: {
-      selectorLabels: { app: "orders" },
-      local: {
-        defaultBucket: bucket(10, 5, "10s"),
-        maxClients,
-        buckets: [{ perClient, bucket: bucket(2, 1, "10s") }],
-      },
-    },
-  };
+  return orders({}, { maxClients, buckets: [{ perClient, bucket: bucket(2, 1, "10s") }] });
 }
 
 const enforcedShare = (cfg: Record<string, unknown>) =>
