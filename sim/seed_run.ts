@@ -17,7 +17,9 @@ import {
   DEMO,
   demoWorkload,
   generateWorkload,
+  SWEEP_CLIENT_HEADER,
   SWEEP_MAX_TOKENS,
+  SWEEP_RULE_PATH,
   type WorkloadAction,
 } from "./workload.ts";
 
@@ -69,10 +71,25 @@ async function perform(sim: Simulation, a: WorkloadAction): Promise<string> {
 }
 
 /**
+ * True when the RateLimit in force in `ns` is its current generation and that has a per-client
+ * rule: the user's intent, not the filter (which a broken operator could render without).
+ */
+function perClientInForce(sim: Simulation, ns: string): boolean {
+  return sim.cluster.store.objects(RESOURCES.RateLimit, ns).some((rl) => {
+    const g = (rl.status as { enforcedGeneration?: number } | undefined)?.enforcedGeneration;
+    const rules = (rl.spec as { local?: { buckets?: { perClient?: unknown }[] } } | undefined)
+      ?.local?.buckets ?? [];
+    return g !== undefined && g === rl.metadata.generation &&
+      rules.some((r) => r.perClient !== undefined);
+  });
+}
+
+/**
  * The data plane must enforce exactly the limits the statuses say are enforced (Ready ones, and
  * refused updates that keep their last good generation): a full bucket admits maxTokens, then 429;
  * in shadow mode (status.mode) it admits that one too, marked as one it would have rejected
- * (`200~` below).
+ * (`200~` below). A per-client rule in force (its one-token bucket) keeps clients apart: client
+ * p1's second request is over, and p2 still has its token.
  */
 function probe(sim: Simulation): string | undefined {
   const inForce = (ns: string) =>
@@ -99,6 +116,16 @@ function probe(sim: Simulation): string | undefined {
     if (got.join() !== want.join()) {
       return `data plane: ${n} requests to ${t.label} got [${got}], expected [${want}]`;
     }
+    if (!status || !perClientInForce(sim, t.ns)) continue;
+    const clients = ["p1", "p1", "p2"].map((c) => {
+      const headers = { [SWEEP_CLIENT_HEADER]: c };
+      const r = sim.send({ to: t.to, path: SWEEP_RULE_PATH, headers });
+      return r.wouldReject ? `${r.status}~` : String(r.status);
+    });
+    const perClient = ["200", over, "200"];
+    if (clients.join() !== perClient.join()) {
+      return `data plane: clients p1, p1, p2 at ${t.label}${SWEEP_RULE_PATH} got [${clients}], expected [${perClient}]`;
+    }
   }
   return undefined;
 }
@@ -112,7 +139,11 @@ export async function runSeed(seed: number, opts: SeedOptions): Promise<RunResul
     ...(opts.envoy ? { envoy: opts.envoy } : {}),
     ...opts.sim,
   });
-  const actions = generateWorkload(sim.prng.fork("workload"), SAFETY_MS - 30_000);
+  const actions = generateWorkload(
+    sim.prng.fork("workload"),
+    SAFETY_MS - 30_000,
+    sim.mesh.envoy.dynamicDescriptors,
+  );
   const run = {
     name: `seed ${seed}`,
     seed,

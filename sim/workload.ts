@@ -11,6 +11,10 @@ import type { Prng } from "./prng.ts";
 export const DEMO = { namespace: "demo", labels: { app: "httpbin" } } as const;
 /** The default bucket's maxTokens of every valid generated RateLimit. */
 export const SWEEP_MAX_TOKENS = 3;
+/** The path of every generated RateLimit's rule (whose bucket has one token). */
+export const SWEEP_RULE_PATH = "/headers";
+/** The header a generated per-client rule keys its clients on. */
+export const SWEEP_CLIENT_HEADER = "x-api-key";
 
 /** One user action at a virtual time (ms since the epoch). */
 export type WorkloadAction =
@@ -94,7 +98,8 @@ function scaler(r: Prng, namespace: string, name: string): KubeObject {
  * A RateLimit: valid or not (its rule's interval), with or without response headers, and, drawn
  * from `features` (a fork, so the main stream and with it every earlier seed's workload stay as
  * they were), in shadow mode or not and with either gRPC status: a shadow limit's update to an
- * enforced one is an edit of one field the sweep makes, faults and all.
+ * enforced one is an edit of one field the sweep makes, faults and all. With `perClient` (only
+ * for an Envoy with dynamic descriptors) the rule gives each client its own bucket.
  */
 function rateLimit(
   r: Prng,
@@ -102,6 +107,7 @@ function rateLimit(
   name: string,
   selector: Record<string, string>,
   features: Prng,
+  perClient: boolean,
 ): KubeObject {
   const valid = r.chance(0.75);
   // Every rule's fillInterval must be a multiple of the default's (docs/design.md): 3s, 15s, 90s are not.
@@ -111,7 +117,8 @@ function rateLimit(
     "90s",
   ]]);
   const rule = {
-    path: "/headers",
+    path: SWEEP_RULE_PATH,
+    ...(perClient ? { perClient: { header: SWEEP_CLIENT_HEADER } } : {}),
     bucket: { maxTokens: 1, tokensPerFill: 1, fillInterval: valid ? good : bad },
   };
   const spec = {
@@ -139,8 +146,16 @@ function fn(name: string): KubeObject {
   };
 }
 
-/** A random workload: 4 to 14 actions in the first `windowMs`. */
-export function generateWorkload(r: Prng, windowMs: number): WorkloadAction[] {
+/**
+ * A random workload: 4 to 14 actions in the first `windowMs`. `dynamicDescriptors`: the mesh's
+ * Envoy has them, so a RateLimit may have a per-client rule (drawn from a fork of its own, which
+ * leaves every other draw as it was).
+ */
+export function generateWorkload(
+  r: Prng,
+  windowMs: number,
+  dynamicDescriptors = true,
+): WorkloadAction[] {
   const modules: [string, string][] = [["platform-system", "default"], [
     "platform-system",
     "second",
@@ -166,7 +181,8 @@ export function generateWorkload(r: Prng, windowMs: number): WorkloadAction[] {
       actions.push({ at, op: "apply", obj: scaler(r, ns, name) });
     } else if (choice <= 5) {
       const [ns, name, sel] = r.pick(limits);
-      const obj = rateLimit(r, ns, name, sel, r.fork(`features/${i}`));
+      const perClient = dynamicDescriptors && r.fork(`per-client/${i}`).chance(0.3);
+      const obj = rateLimit(r, ns, name, sel, r.fork(`features/${i}`), perClient);
       actions.push({ at, op: "apply", obj });
     } else if (choice === 6) {
       actions.push({ at, op: "apply", obj: fn(r.pick(["fn-a", "fn-b"])) });

@@ -114,6 +114,7 @@ export function checkResponse(e: ResponseExpectation, r: MeshResponse): string |
   if (e.status !== undefined) expected.status = e.status;
   if (e.body !== undefined) expected.body = e.body;
   if (e.bucket !== undefined) expected.bucket = e.bucket;
+  if (e.client !== undefined) expected.client = e.client;
   if (e.route !== undefined) expected.route = e.route;
   if (e.rejected !== undefined) expected.rejected = e.rejected ? true : undefined;
   if (e.wouldReject !== undefined) expected.wouldReject = e.wouldReject ? true : undefined;
@@ -134,5 +135,7 @@ export function describeRequest(r: RequestStep): string {
   const headers = r.headers
     ? ` ${Object.entries(r.headers).map(([k, v]) => `${k}: ${v}`).join(", ")}`
     : "";
-  return `${r.method ?? "GET"} ${r.path}${headers} -> ${to}${r.viaGateway ? " via gateway" : ""}`;
+  return `${r.method ?? "GET"} ${r.path}${headers}${r.peer ? ` from ${r.peer}` : ""} -> ${to}${
+    r.viaGateway ? " via gateway" : ""
+  }`;
 }

@@ -103,6 +103,8 @@ const RequestSpec = z.object({
   count: z.number().int().min(1).default(1),
   /** Extension: a request to a workload that passes the ingress gateway first. */
   viaGateway: z.boolean().optional(),
+  /** Extension: the client's address, the peer of the first proxy it reaches. */
+  peer: z.string().optional(),
 });
 
 const ResponseExpectation = z.object({
@@ -111,6 +113,8 @@ const ResponseExpectation = z.object({
   headers: Labels.optional(),
   /** Extension: the bucket that decided, `default` or the 0-based rule index. */
   bucket: z.union([z.literal("default"), z.number().int()]).optional(),
+  /** Extension: a per-client bucket's client (a header's value or an address). */
+  client: z.string().optional(),
   /** Extension: the route entry that took the request (`inbound`, `*`, or a gateway route's name). */
   route: z.string().optional(),
   /** Extension: the proxy rejected it (a gRPC call's rejection has HTTP status 200). */

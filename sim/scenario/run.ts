@@ -176,6 +176,7 @@ function runRequests(sim: Simulation, step: ScenarioStep, where: string, t: stri
         ...(r.headers ? { headers: r.headers } : {}),
         ...(r.method ? { method: r.method } : {}),
         ...(r.viaGateway ? { viaGateway: true } : {}),
+        ...(r.peer ? { peer: r.peer } : {}),
       };
       const response = sim.send(req);
       const label = describeRequest(r);
@@ -185,6 +186,7 @@ function runRequests(sim: Simulation, step: ScenarioStep, where: string, t: stri
         request: label,
         status: response.status,
         ...(response.bucket !== undefined ? { bucket: response.bucket } : {}),
+        ...(response.client !== undefined ? { client: response.client } : {}),
         ...(response.route !== undefined ? { route: response.route } : {}),
         headers: response.headers,
         ...(response.status !== 200 ? { body: response.body } : {}),

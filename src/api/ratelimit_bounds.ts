@@ -9,8 +9,11 @@ import { UINT32_MAX } from "./envoy.ts";
 export const MAX_TOKENS_LIMIT = UINT32_MAX;
 /** A bucket rule's path: absolute, without query or fragment (matching ignores the query string). */
 export const BUCKET_PATH_PATTERN = "^/[^?#]*$";
-/** The message of a bucket rule with neither path nor headers (zod and the CRD's CEL rule). */
-export const BUCKET_RULE_NEEDS_MATCH = "a bucket rule needs a path, headers or both";
+/** The message of a bucket rule with no path, headers or perClient (zod and the CRD's CEL rule). */
+export const BUCKET_RULE_NEEDS_MATCH = "a bucket rule needs a path, headers or perClient";
+/** The message of a perClient without exactly one key (zod and the CRD's CEL rule). */
+export const PER_CLIENT_NEEDS_KEY =
+  "perClient needs one key: header (a request header's name) or clientIP: true";
 
 /*
  * Bounds of what reaches the EnvoyFilter (docs/ratelimit.md "Bounds"). Selector labels take
@@ -37,3 +40,12 @@ export const MAX_RULE_HEADERS = 4;
 export const MAX_HEADER_NAME_LENGTH = 64;
 /** Characters of a header value. */
 export const MAX_HEADER_VALUE_LENGTH = 128;
+/**
+ * Clients a per-client rule keeps a bucket for, on each proxy and route (Envoy's
+ * `max_dynamic_descriptors`, a UInt32Value of at least 1, default 20). Envoy accepts up to
+ * 4294967295; the bound is memory: a kept client costs its descriptor and bucket on every proxy
+ * and route, so 100000 clients of 8 rules stay in tens of megabytes a route.
+ */
+export const MAX_CLIENTS = 100000;
+/** Envoy's default of `max_dynamic_descriptors`. */
+export const DEFAULT_MAX_CLIENTS = 20;

@@ -14,7 +14,8 @@
  *   `envoy.reloadable_features.no_timer_based_rate_limit_token_bucket` (PR #35207). Its
  *   `remainingFillInterval()` is empty, so no x-ratelimit-reset is sent. The headers describe the
  *   bucket that decided (`LocalRateLimiterImpl::requestAllowed` returns it).
- * - v1.34.0: the guard and the timer are gone (PR #38197), and with them the multiple-of check.
+ * - v1.34.0: the guard and the timer are gone (PR #38197), and with them the multiple-of check;
+ *   dynamic descriptors (PR #36623): an entry with an empty value is a wildcard (dynamic.ts).
  * - v1.35.0: x-ratelimit-reset again, from the time to the next whole token
  *   (`RateLimitTokenBucket::resetSeconds`, `AtomicTokenBucketImpl::nextTokenAvailable`, PR #39501).
  * - v1.38.0: per-descriptor `x_ratelimit_option` (PR #43131); unset, the filter's setting holds.
@@ -37,7 +38,15 @@ export interface EnvoyBehaviour {
   readonly headerBucket: "firstMatch" | "decided";
   /** Envoy ≤ 1.33 refuses a descriptor fill_interval that is not a multiple of the default's. */
   readonly multipleOfRule: boolean;
+  /**
+   * Envoy ≥ 1.34 reads a descriptor entry with an empty value as a wildcard (dynamic descriptors,
+   * envoyproxy/envoy#36623, changelogs/1.34.0.yaml); older ones refuse the empty value.
+   */
+  readonly dynamicDescriptors: boolean;
 }
+
+/** The first Envoy minor version with dynamic descriptors. */
+export const DYNAMIC_DESCRIPTORS_MINOR = 34;
 
 /** The oldest and newest Envoy minor versions whose local rate limit source the model follows. */
 export const OLDEST_ENVOY_MINOR = 30;
@@ -70,6 +79,7 @@ function behaviourOf(minor: number): EnvoyBehaviour {
     reset: minor <= 30 ? "fill" : minor <= 34 ? "none" : "token",
     headerBucket: minor <= 30 ? "firstMatch" : "decided",
     multipleOfRule: minor <= 33,
+    dynamicDescriptors: minor >= DYNAMIC_DESCRIPTORS_MINOR,
   };
 }
 

@@ -10,6 +10,7 @@ import { z } from "zod";
 import { type FieldError, toFieldErrors } from "../api/issues.ts";
 import type { BucketSpec } from "./bucket.ts";
 import { DEFAULT_BEHAVIOUR, type EnvoyBehaviour } from "./envoy.ts";
+import { DEFAULT_MAX_DYNAMIC_DESCRIPTORS } from "./dynamic.ts";
 import { type Action, ActionSchema, type DescriptorEntry } from "./matchers.ts";
 
 import {
@@ -94,10 +95,13 @@ const LocalRateLimitSchema = z.strictObject({
   response_headers_to_add: z.array(HeaderValueOptionSchema).max(10).optional(),
   request_headers_to_add_when_not_enforced: z.array(HeaderValueOptionSchema).max(10).optional(),
   rate_limited_as_resource_exhausted: z.boolean().optional(),
+  // An empty value is a wildcard from Envoy 1.34 on; `loadLocalRateLimit` refuses it before.
   descriptors: z.array(z.strictObject({
-    entries: z.array(z.strictObject({ key: z.string().min(1), value: z.string().min(1) })).min(1),
+    entries: z.array(z.strictObject({ key: z.string().min(1), value: z.string() })).min(1),
     token_bucket: TokenBucketSchema,
   })).optional(),
+  // Field 18 (Envoy 1.34 and later): UInt32Value, `gte: 1`.
+  max_dynamic_descriptors: UInt32.min(1).optional(),
   stage: z.number().int().min(0).max(10).optional(),
   local_rate_limit_per_downstream_connection: z.literal(false).optional(),
   enable_x_ratelimit_headers: z.enum(["OFF", "DRAFT_VERSION_03"]).optional(),
@@ -139,6 +143,8 @@ export interface LocalRateLimit {
   /** The grpc-status of a rejected gRPC call: RESOURCE_EXHAUSTED when set, else UNAVAILABLE. */
   grpcResourceExhausted: boolean;
   descriptors: DescriptorBucket[];
+  /** Buckets kept for each wildcard descriptor (`max_dynamic_descriptors`, default 20). */
+  maxDynamicDescriptors: number;
   stage: number;
   xRateLimitHeaders: boolean;
   alwaysConsumeDefault: boolean;
@@ -286,13 +292,30 @@ export function loadLocalRateLimit(
       entries: d.entries,
       bucket: bucketOf(d.token_bucket),
     })),
+    maxDynamicDescriptors: p.max_dynamic_descriptors ?? DEFAULT_MAX_DYNAMIC_DESCRIPTORS,
     stage: p.stage ?? 0,
     xRateLimitHeaders: p.enable_x_ratelimit_headers === "DRAFT_VERSION_03",
     // The proto's default is true: the default bucket is charged even when a descriptor matched.
     alwaysConsumeDefault: p.always_consume_default_token_bucket ?? true,
   };
   errors.push(...bucketErrors(cfg, path, envoy.multipleOfRule));
+  if (!envoy.dynamicDescriptors) errors.push(...wildcardErrors(cfg, path, envoy));
   return errors.length > 0 ? { ok: false, errors } : { ok: true, value: cfg };
+}
+
+/** Before Envoy 1.34 a descriptor entry's value had `min_len: 1`: a wildcard is refused. */
+function wildcardErrors(cfg: LocalRateLimit, path: string, envoy: EnvoyBehaviour): FieldError[] {
+  return cfg.descriptors.flatMap((d, i) =>
+    d.entries.flatMap((e, j) =>
+      e.value === ""
+        ? [{
+          path: `${path}.descriptors[${i}].entries[${j}].value`,
+          message:
+            `value length must be at least 1 runes (Envoy ${envoy.version} has no wildcard descriptors; they came in 1.34)`,
+        }]
+        : []
+    )
+  );
 }
 
 /** Loads a route's `rate_limits` list. */

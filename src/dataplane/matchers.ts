@@ -50,8 +50,10 @@ export const HeaderMatcherSchema = z.strictObject({
 /** A parsed header matcher. */
 export type HeaderMatcher = z.output<typeof HeaderMatcherSchema>;
 
-/** `RateLimit.Action`: the three kinds a local rate limit on request data uses. */
+/** `RateLimit.Action`: the kinds a local rate limit on request data uses. */
 export const ActionSchema = z.strictObject({
+  // `RemoteAddressAction`: the entry `remote_address` = the trusted client address (request.ts).
+  remote_address: z.strictObject({}).optional(),
   request_headers: z.strictObject({
     header_name: z.string().min(1),
     descriptor_key: z.string().min(1),
@@ -68,7 +70,8 @@ export const ActionSchema = z.strictObject({
     headers: z.array(HeaderMatcherSchema).min(1),
   }).optional(),
 }).refine((a) => Object.keys(a).length === 1, {
-  error: "an action needs exactly one of request_headers, generic_key, header_value_match",
+  error:
+    "an action needs exactly one of request_headers, remote_address, generic_key, header_value_match",
 });
 
 /** A parsed rate limit action. */
@@ -94,6 +97,8 @@ function stringMatcherOf(m: HeaderMatcher): z.output<typeof StringMatcherSchema>
 /** A header lookup by lower-case name: a Map, or the lazy view of a request (request.ts). */
 export interface HeaderLookup {
   get(name: string): string | undefined;
+  /** The trusted client address the connection manager settled on (request.ts), if any. */
+  readonly remoteAddress?: string;
 }
 
 /**
@@ -188,6 +193,15 @@ function compileAction(action: Action): CompiledAction {
         return value === undefined ? undefined : { key: a.descriptor_key, value };
       },
       skipIfAbsent: a.skip_if_absent === true,
+    };
+  }
+  if (action.remote_address) {
+    return {
+      entry: (headers) =>
+        headers.remoteAddress === undefined
+          ? undefined
+          : { key: "remote_address", value: headers.remoteAddress },
+      skipIfAbsent: false,
     };
   }
   if (action.generic_key) {

@@ -20,7 +20,7 @@ import {
   type ProxyState,
 } from "./proxy.ts";
 import { NO_LIMIT, proxyConfig } from "./proxyconfig.ts";
-import type { Request } from "./request.ts";
+import { forwardedByGateway, type Request } from "./request.ts";
 import { type GatewayRoute, gatewayRoutes, routeOf } from "./routes.ts";
 
 /** The one route of a gateway no VirtualService routes (the model's stand-in: it takes everything). */
@@ -172,12 +172,13 @@ export class Mesh {
       }
       const context = this.#contextOf(pod);
       const config = proxyConfig(good.filter((f) => reaches(f, pod)), context);
-      const key = JSON.stringify(config) + (context === "GATEWAY" ? routeKey : "");
+      const key = context + JSON.stringify(config) + (context === "GATEWAY" ? routeKey : "");
       proxies.set(
         id,
-        prev && prev.key === key
-          ? prev
-          : { key, state: newProxyState(config, nowMs, this.#opts.envoy) },
+        prev && prev.key === key ? prev : {
+          key,
+          state: newProxyState(config, nowMs, this.#opts.envoy, context === "GATEWAY"),
+        },
       );
     }
     this.#pods = [...pods];
@@ -208,6 +209,7 @@ export class Mesh {
     if (req.viaGateway && req.to !== "gateway") {
       const first = this.#at("gateway", req, nowMs);
       if (first.status !== 200 || first.rejected) return first;
+      return this.#at(req.to, forwardedByGateway(req), nowMs);
     }
     return this.#at(req.to, req, nowMs);
   }

@@ -58,6 +58,7 @@ export {
   DEFAULT_BEHAVIOUR,
   DEFAULT_ENVOY,
   describeBehaviour,
+  DYNAMIC_DESCRIPTORS_MINOR,
   envoyBehaviour,
   ISTIO_ENVOY,
   istioOf,

@@ -11,9 +11,17 @@ import { type BucketSpec, fillRate } from "./bucket.ts";
 import { DEFAULT_BEHAVIOUR, type EnvoyBehaviour } from "./envoy.ts";
 import type { LocalRateLimit } from "./envoyconfig.ts";
 import { makeBucket, type RateBucket } from "./limiter.ts";
-import { type HeaderLookup, sameDescriptor } from "./matchers.ts";
+import { type DescriptorEntry, type HeaderLookup, sameDescriptor } from "./matchers.ts";
 import { type CompiledInstance, compiledOf, type ProxyConfig } from "./proxyconfig.ts";
-import { type Request, requestHeaders, type Response } from "./request.ts";
+import { type Request, requestHeaders, type Response, trustedClientAddress } from "./request.ts";
+import { type DynamicDescriptor, isWildcard, wildcardBucket } from "./dynamic.ts";
+import {
+  addRequestHeaders,
+  GRPC_CONTENT_TYPE,
+  isGrpcRequest,
+  RESOURCE_EXHAUSTED,
+  UNAVAILABLE,
+} from "./local_reply.ts";
 
 /** Body of a rate-limited reply (`sendLocalReply(..., "local_rate_limited", ...)`). */
 export const RATE_LIMITED_BODY = "local_rate_limited";
@@ -31,6 +39,10 @@ export interface ProxyState {
   readonly buckets: Map<string, Map<string, RateBucket>>;
   /** Buckets of the per-route config, by route entry name, then as above. */
   readonly routes: Map<string, Map<string, RateBucket>>;
+  /** A router (gateway) trusts the connection's peer; a sidecar x-forwarded-for (request.ts). */
+  readonly router: boolean;
+  /** The wildcard descriptors' buckets of each scope above, by descriptor index. */
+  readonly dynamic: WeakMap<Map<string, RateBucket>, Map<number, DynamicDescriptor>>;
 }
 
 /** A fresh proxy state: every bucket full as of `startMs`. */
@@ -38,8 +50,17 @@ export function newProxyState(
   config: ProxyConfig,
   startMs: number,
   envoy: EnvoyBehaviour = DEFAULT_BEHAVIOUR,
+  router = false,
 ): ProxyState {
-  return { config, startMs, envoy, buckets: new Map(), routes: new Map() };
+  return {
+    config,
+    startMs,
+    envoy,
+    buckets: new Map(),
+    routes: new Map(),
+    router,
+    dynamic: new WeakMap(),
+  };
 }
 
 /** Which bucket decided: `"default"` or the index of the descriptor (= the RateLimit rule). */
@@ -57,6 +78,8 @@ export interface Decision extends Response {
   rejected?: boolean;
   /** True when a filter not enforcing (shadow mode) would have rejected the request. */
   wouldReject?: boolean;
+  /** For a wildcard descriptor's bucket: the values its empty entries took (the client). */
+  client?: string;
   /** Request headers a filter set on the way to the upstream (names lower case, final values). */
   upstreamHeaders?: Record<string, string>;
 }
@@ -64,6 +87,7 @@ export interface Decision extends Response {
 interface Chosen {
   id: BucketId;
   state: RateBucket;
+  client?: string;
 }
 
 interface Limited {
@@ -74,17 +98,26 @@ interface Limited {
   firstMatch?: Chosen;
 }
 
+/** The value of `key` in `map`, made and kept on first use. */
+function kept<K, V>(
+  map: { get(key: K): V | undefined; set(key: K, value: V): unknown },
+  key: K,
+  make: () => V,
+): V {
+  let v = map.get(key);
+  if (v === undefined) {
+    v = make();
+    map.set(key, v);
+  }
+  return v;
+}
+
 /** The buckets of one scope: a listener-level config's, or a route entry's. */
 function scopeOf(
   scopes: Map<string, Map<string, RateBucket>>,
   name: string,
 ): Map<string, RateBucket> {
-  let m = scopes.get(name);
-  if (!m) {
-    m = new Map();
-    scopes.set(name, m);
-  }
-  return m;
+  return kept(scopes, name, () => new Map());
 }
 
 /** The bucket of `spec` under `key`, made full as of the proxy's start on first use. */
@@ -94,15 +127,45 @@ function bucketFor(
   key: string,
   spec: BucketSpec,
 ): RateBucket {
-  let b = scope.get(key);
-  if (!b) {
-    b = makeBucket(spec, state.startMs, state.envoy);
-    scope.set(key, b);
-  }
-  return b;
+  return kept(scope, key, () => makeBucket(spec, state.startMs, state.envoy));
 }
 
 const NONE: Chosen[] = [];
+
+/** The scope's wildcard buckets, by descriptor index. */
+function keptOf(state: ProxyState, scope: Map<string, RateBucket>): Map<number, DynamicDescriptor> {
+  return kept(state.dynamic, scope, () => new Map());
+}
+
+/**
+ * The bucket of a request descriptor: the config descriptor equal to it (`descriptors_.find`),
+ * else, from Envoy 1.34, a wildcard's bucket for it (dynamic.ts). Undefined when none.
+ */
+function bucketOf(
+  state: ProxyState,
+  scope: Map<string, RateBucket>,
+  c: CompiledInstance,
+  cfg: LocalRateLimit,
+  d: readonly DescriptorEntry[],
+  fixedIndex: number | undefined,
+  nowMs: number,
+): Chosen | undefined {
+  const i = fixedIndex ??
+    cfg.descriptors.findIndex((x) => !isWildcard(x.entries) && sameDescriptor(x.entries, d));
+  if (i >= 0) {
+    return { id: i, state: bucketFor(state, scope, c.keys[i], cfg.descriptors[i].bucket) };
+  }
+  if (!state.envoy.dynamicDescriptors) return undefined;
+  const w = wildcardBucket(
+    keptOf(state, scope),
+    cfg.descriptors,
+    cfg.maxDynamicDescriptors,
+    state.envoy,
+    d,
+    nowMs,
+  );
+  return w && { id: w.id, state: w.bucket, client: w.client };
+}
 
 /** `LocalRateLimiterImpl::requestAllowed` for one filter instance, in the buckets of `scope`. */
 function requestAllowed(
@@ -121,10 +184,10 @@ function requestAllowed(
   for (const l of c.limits) {
     const d = l.descriptor.of(headers);
     if (d === undefined) continue;
-    const i = l.fixedIndex ?? cfg.descriptors.findIndex((x) => sameDescriptor(x.entries, d));
-    if (i < 0) continue;
+    const chosen = bucketOf(state, scope, c, cfg, d, l.fixedIndex, nowMs);
+    if (!chosen) continue;
     if (matched === NONE) matched = [];
-    matched.push({ id: i, state: bucketFor(state, scope, c.keys[i], cfg.descriptors[i].bucket) });
+    matched.push(chosen);
   }
   const firstMatch = matched[0];
   if (matched.length > 1) {
@@ -162,36 +225,6 @@ function rateLimitHeaders(
   if (reset !== undefined) addHeader(out, "x-ratelimit-reset", String(reset));
 }
 
-/** Envoy's `Grpc::Common::hasGrpcContentType`: `application/grpc`, or it followed by `+`. */
-export function isGrpcRequest(request: Request): boolean {
-  const type = requestHeaders(request).get("content-type");
-  return type !== undefined &&
-    (type === GRPC_CONTENT_TYPE || type.startsWith(`${GRPC_CONTENT_TYPE}+`));
-}
-
-const GRPC_CONTENT_TYPE = "application/grpc";
-/** gRPC's RESOURCE_EXHAUSTED and UNAVAILABLE (what Envoy's `httpToGrpcStatus` makes of a 429). */
-const RESOURCE_EXHAUSTED = 8;
-const UNAVAILABLE = 14;
-
-/** `request_headers_to_add_when_not_enforced`, applied as each header's append_action says. */
-function addRequestHeaders(
-  set: Record<string, string>,
-  cfg: LocalRateLimit,
-  original: { get(name: string): string | undefined },
-): void {
-  for (const h of cfg.requestHeadersWhenNotEnforced) {
-    const key = h.key.toLowerCase();
-    const current = set[key] ?? original.get(key);
-    if (h.appendAction === "OVERWRITE_IF_EXISTS_OR_ADD") set[key] = h.value;
-    else if (h.appendAction === "OVERWRITE_IF_EXISTS") {
-      if (current !== undefined) set[key] = h.value;
-    } else if (h.appendAction === "ADD_IF_ABSENT") {
-      if (current === undefined) set[key] = h.value;
-    } else set[key] = current === undefined ? h.value : `${current},${h.value}`;
-  }
-}
-
 /**
  * Decides one request at `nowMs` on the route entry `route` (null: no route matched, so only
  * listener-level configs apply): each local_ratelimit filter in the chain charges its buckets in
@@ -212,7 +245,7 @@ export function decide(
   nowMs: number,
   route: string | null = INBOUND_ROUTE,
 ): Decision {
-  const headers = requestHeaders(request);
+  const headers = requestHeaders(request, trustedClientAddress(request, state.router));
   const out: Record<string, string> = {};
   let upstream: Record<string, string> | undefined;
   let reported: Limited | undefined;
@@ -269,6 +302,7 @@ function answer(
     headers,
     body,
     ...marks,
+    ...(b.client !== undefined ? { client: b.client } : {}),
     bucket: b.id,
     limit: b.state.spec.maxTokens,
     remaining: b.state.remaining(nowMs),
@@ -284,6 +318,7 @@ export function bucketTokens(
   id: BucketId,
   nowMs: number,
   route: string = INBOUND_ROUTE,
+  client?: string,
 ): number | undefined {
   const cfg = state.config.routeConfig ?? state.config.filters[0];
   if (!cfg) return undefined;
@@ -292,5 +327,9 @@ export function bucketTokens(
   const scope = state.config.routeConfig
     ? scopeOf(state.routes, route)
     : scopeOf(state.buckets, "filter0");
+  if (id !== "default" && isWildcard(cfg.descriptors[id].entries)) {
+    // A client's bucket if kept; one not (yet, or no longer) kept is full, as it would start.
+    return keptOf(state, scope).get(id)?.peek(client ?? "")?.tokensAt(nowMs) ?? spec.maxTokens;
+  }
   return bucketFor(state, scope, String(id), spec).tokensAt(nowMs);
 }

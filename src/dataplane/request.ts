@@ -8,6 +8,8 @@ export interface Request {
   headers?: Readonly<Record<string, string>>;
   /** HTTP method; GET when absent. */
   method?: string;
+  /** The address of the connection's peer as the proxy sees it (an IP); none when unknown. */
+  peer?: string;
 }
 
 /** What the proxy answers. */
@@ -49,9 +51,13 @@ export function requestHeaderMap(req: Request): Map<string, string> {
  * into a flat list that lookups scan (a decision reads a handful of names from a few headers, for
  * which a scan beats building a Map). `name` must be in lower case, as matchers keep it.
  */
-export function requestHeaders(req: Request): { get(name: string): string | undefined } {
+export function requestHeaders(
+  req: Request,
+  remoteAddress?: string,
+): { get(name: string): string | undefined; readonly remoteAddress?: string } {
   let pairs: string[] | undefined;
   return {
+    remoteAddress,
     get(name: string): string | undefined {
       if (name === ":path") return req.path;
       if (name === ":method") return req.method ?? "GET";
@@ -71,4 +77,39 @@ function lowerCasePairs(headers: Readonly<Record<string, string>>): string[] {
   const out: string[] = [];
   for (const name of Object.keys(headers)) out.push(name.toLowerCase(), headers[name]);
   return out;
+}
+
+const IPV4 = /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$/;
+const IPV6 = /^[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*$/;
+
+/**
+ * The client address Envoy's connection manager trusts (`ConnectionManagerUtility::
+ * mutateRequestHeaders`), with `xff_num_trusted_hops` 0 as Istio sets it: with
+ * `use_remote_address` (Istio's gateways) the connection's peer, whatever x-forwarded-for says;
+ * without (Istio's sidecar inbound listeners) the last address of x-forwarded-for when it is an
+ * IP, else the peer. So behind the gateway a sidecar sees the client the gateway saw, and a client
+ * that reaches a sidecar directly can name any address it likes in x-forwarded-for.
+ */
+export function trustedClientAddress(req: Request, useRemoteAddress: boolean): string | undefined {
+  if (!useRemoteAddress) {
+    const xff = namedHeaders(req).get("x-forwarded-for");
+    const last = xff?.split(",").pop()?.trim();
+    if (last !== undefined && (IPV4.test(last) || IPV6.test(last))) return last;
+  }
+  return req.peer;
+}
+
+/**
+ * The request as the gateway forwards it: Envoy with `use_remote_address` appends the peer it saw
+ * to x-forwarded-for, and the next proxy's peer is the gateway (whose address the model leaves
+ * out).
+ */
+export function forwardedByGateway<R extends Request>(req: R): R {
+  if (req.peer === undefined) return req;
+  const headers = { ...(req.headers ?? {}) };
+  const name = Object.keys(headers).find((k) => k.toLowerCase() === "x-forwarded-for");
+  if (name === undefined) headers["x-forwarded-for"] = req.peer;
+  else headers[name] = `${headers[name]},${req.peer}`;
+  const { peer: _, ...rest } = req;
+  return { ...rest, headers } as R;
 }

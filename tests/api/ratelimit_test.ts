@@ -160,7 +160,10 @@ Deno.test("selectorLabels must select at least one label", () => {
 
 Deno.test("a bucket rule needs a path or headers; paths start with /; headers are not empty", () => {
   assert.deepEqual(errorsOf(parseRateLimit(rateLimit([{ bucket: bucket() }]))), [
-    "spec.local.buckets[0]: a bucket rule needs a path, headers or both",
+    "spec.local.buckets[0]: a bucket rule needs a path, headers or perClient",
+  ]);
+  assert.deepEqual(errorsOf(parseRateLimit(rateLimit([{ perClient: {}, bucket: bucket() }]))), [
+    "spec.local.buckets[0].perClient: perClient needs one key: header (a request header's name) or clientIP: true",
   ]);
   assert.deepEqual(errorsOf(parseRateLimit(rateLimit([{ path: "headers", bucket: bucket() }]))), [
     'spec.local.buckets[0].path: "headers" is not a path like /headers (starts with /, no ? or #)',

@@ -12,7 +12,9 @@ const chars = (s: string) => [...s].length;
 
 /** The CEL rules the CRDs carry, as predicates on the (pruned) value. An unknown rule throws. */
 const CEL: Record<string, (self: Obj) => boolean> = {
-  "has(self.path) || has(self.headers)": (self) => "path" in self || "headers" in self,
+  "has(self.path) || has(self.headers) || has(self.perClient)": (self) =>
+    "path" in self || "headers" in self || "perClient" in self,
+  "has(self.header) || has(self.clientIP)": (self) => "header" in self || "clientIP" in self,
   "self.all(k, size(k) <= 64)": (self) => Object.keys(self).every((k) => chars(k) <= 64),
   "self.all(k, size(k) <= 317)": (self) => Object.keys(self).every((k) => chars(k) <= 317),
 };

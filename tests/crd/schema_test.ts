@@ -93,9 +93,21 @@ Deno.test("metadata is just an object; apiVersion and kind are described strings
 Deno.test("a bucket rule carries the CEL rule path-or-headers with its message", () => {
   const rule = at(schemaOf("ratelimits"), "spec.local.buckets.[]");
   assert.deepEqual(rule["x-kubernetes-validations"], [{
-    rule: "has(self.path) || has(self.headers)",
-    message: "a bucket rule needs a path, headers or both",
+    rule: "has(self.path) || has(self.headers) || has(self.perClient)",
+    message: "a bucket rule needs a path, headers or perClient",
   }]);
+  assert.deepEqual(
+    at(schemaOf("ratelimits"), "spec.local.buckets.[].perClient")["x-kubernetes-validations"],
+    [{
+      rule: "has(self.header) || has(self.clientIP)",
+      message: "perClient needs one key: header (a request header's name) or clientIP: true",
+    }],
+  );
+  assert.deepEqual(at(schemaOf("ratelimits"), "spec.local.maxClients"), {
+    ...at(schemaOf("ratelimits"), "spec.local.maxClients"),
+    minimum: 1,
+    maximum: 100000,
+  });
   assert.deepEqual(rule.required, ["bucket"]);
 });
 

@@ -74,7 +74,8 @@ export class RefAtomic {
   readonly #max: Q;
   readonly #rate: Q;
   readonly #rateDouble: number;
-  constructor(readonly spec: RefSpec) {
+  /** `startNs`: when the bucket was made (full); 0, when the limit was applied, unless given. */
+  constructor(readonly spec: RefSpec, startNs = 0n) {
     const intervalMs = BigInt(Math.floor(spec.fillIntervalMs));
     const rate = new Q(BigInt(spec.tokensPerFill) * 1000n, intervalMs);
     this.#rate = rate.lt(MIN_RATE) ? MIN_RATE : rate;
@@ -83,7 +84,7 @@ export class RefAtomic {
       1 / (365 * 24 * 3600),
     );
     this.#max = new Q(BigInt(spec.maxTokens));
-    this.#t = new Q(0n).sub(this.#max.div(this.#rate));
+    this.#t = new Q(startNs, 1_000_000_000n).sub(this.#max.div(this.#rate));
   }
   #total(nowNs: bigint): Q {
     const now = new Q(nowNs, 1_000_000_000n);

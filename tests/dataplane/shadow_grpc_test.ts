@@ -5,7 +5,8 @@
  * trailers-only HTTP 200 with grpc-status 8 (rate_limited_as_resource_exhausted) or 14 for gRPC.
  */
 import assert from "node:assert/strict";
-import { decide, isGrpcRequest } from "../../src/dataplane/proxy.ts";
+import { decide } from "../../src/dataplane/proxy.ts";
+import { isGrpcRequest } from "../../src/dataplane/local_reply.ts";
 import { errorsOf, filter, ON, proxy, tb } from "./filters.ts";
 
 const OFF = { default_value: { numerator: 0, denominator: "HUNDRED" } };

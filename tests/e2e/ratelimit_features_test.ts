@@ -2,8 +2,10 @@
  * E2E of issue 26's RateLimit features on one real control plane: shadow mode (the filter the API
  * server stores enforces 0% and marks what it would reject; `status.mode` and `-o wide` say
  * Shadow), a bad `spec.enforce` refused by the API server naming it with the filter untouched, the
- * switch to enforcing as a one-field edit, the gRPC status in the stored filter, and the workload's
- * rate following a scale-up with no operator write once it is written.
+ * switch to enforcing as a one-field edit, the gRPC status in the stored filter, the workload's
+ * rate following a scale-up with no operator write once it is written; and per-client buckets: a
+ * rule without a key or a bound over the CRD's refused by the API server naming the field, a valid
+ * one stored with its wildcard descriptor and bound.
  */
 import assert from "node:assert/strict";
 import type { KubeObject } from "../../src/api/object.ts";
@@ -18,17 +20,22 @@ function deployment(replicas: number): KubeObject {
   return meshDeployment(NS, "orders", { app: "orders" }, replicas, true);
 }
 
-function limit(enforce: unknown): KubeObject {
+/** The RateLimit `orders`: `spec` and `local` beside its selector and default bucket. */
+function orders(spec: Record<string, unknown>, local: Record<string, unknown> = {}): KubeObject {
   return {
     apiVersion: GATEWAY_API,
     kind: "RateLimit",
     metadata: { name: "orders", namespace: NS },
     spec: {
       selectorLabels: { app: "orders" },
-      enforce,
-      local: { defaultBucket: bucket(10, 5, "10s") },
+      ...spec,
+      local: { defaultBucket: bucket(10, 5, "10s"), ...local },
     },
   };
+}
+
+function limit(enforce: unknown): KubeObject {
+  return orders({ enforce });
 }
 
 interface Shown {
@@ -66,6 +73,11 @@ async function routeConfig(env: E2E): Promise<{ rv: string; cfg: Record<string, 
     rv: ef!.metadata.resourceVersion!,
     cfg: route.value.typed_per_filter_config["envoy.filters.http.local_ratelimit"],
   };
+}
+
+/** The limit with one per-client rule (`perClient` as written) and `maxClients`. */
+function perClientLimit(perClient: unknown, maxClients: number): KubeObject {
+  return orders({}, { maxClients, buckets: [{ perClient, bucket: bucket(2, 1, "10s") }] });
 }
 
 const enforcedShare = (cfg: Record<string, unknown>) =>
@@ -132,5 +144,30 @@ e2eSuite("ratelimit-features", async (env, t) => {
     await env.kube.apply([deployment(3)]);
     await waitShown(env, { rates: [{ bucket: "default", perPod: "5/10s", workload: "15/10s" }] });
     await assertNoWritesAtRest(env, 15_000, NS);
+  });
+
+  await env.step(
+    t,
+    "per-client: no key, or too many clients, refused naming the field",
+    async () => {
+      const before = await routeConfig(env);
+      const noKey = await env.kube.tryApply([perClientLimit({}, 50)]);
+      assert.notEqual(noKey.code, 0);
+      assert.match(noKey.stderr, /spec\.local\.buckets\[0\]\.perClient/, noKey.stderr);
+      assert.match(noKey.stderr, /perClient needs one key/, noKey.stderr);
+      const tooMany = await env.kube.tryApply([perClientLimit({ header: "X-Api-Key" }, 100001)]);
+      assert.notEqual(tooMany.code, 0);
+      assert.match(tooMany.stderr, /spec\.local\.maxClients/, tooMany.stderr);
+      assert.equal((await routeConfig(env)).rv, before.rv);
+    },
+  );
+
+  await env.step(t, "per-client by header: a wildcard descriptor and its bound", async () => {
+    await env.kube.apply([perClientLimit({ header: "X-Api-Key" }, 50)]);
+    await waitShown(env, { state: "Ready", enforcedGeneration: 3 });
+    const { cfg } = await routeConfig(env);
+    assert.equal(cfg.max_dynamic_descriptors, 50);
+    const entries = (cfg.descriptors as { entries: unknown[] }[])[0].entries;
+    assert.deepEqual(entries.at(-1), { key: "client", value: "" });
   });
 });

@@ -92,6 +92,29 @@ function fixtureSources(): Source[] {
         grpcStatus: "Unavailable",
       }),
     ),
+    // Per-client buckets: a wildcard descriptor (empty value) with request_headers or
+    // remote_address, and max_dynamic_descriptors on the route config, on each kind of proxy.
+    src(
+      "per-client by header after a path rule, largest maxClients",
+      rateLimit({
+        name: "per-client-header",
+        maxClients: 100000,
+        buckets: [
+          { path: "/login", bucket: bucket(1, 1, "1m") },
+          { path: "/api", perClient: { header: "X-Api-Key" }, bucket: bucket(10, 10, "1m") },
+        ],
+      }),
+    ),
+    src(
+      "per-client by address on the gateway, every request",
+      rateLimit({
+        name: "per-client-ip",
+        namespace: DEFAULT_MESH.gateway.namespace,
+        selectorLabels: { ...DEFAULT_MESH.gateway.labels },
+        maxClients: 1,
+        buckets: [{ perClient: { clientIP: true }, bucket: bucket(5, 5, "1m") }],
+      }),
+    ),
     // The largest intervals and token counts the CRD admits: Istio must accept them all.
     src(
       "largest: 999999999s and 4294967295 tokens",
@@ -290,6 +313,16 @@ const MUTATIONS: { name: string; sample: string; mutate: Mutation; expect: RegEx
       cfg.rate_limited_as_resource_exhaustion = true;
     },
     expect: [/rate_limited_as_resource_exhaustion/],
+  },
+  {
+    name: "no client kept (Envoy requires max_dynamic_descriptors >= 1)",
+    sample: "sim/scenarios/ratelimit-per-client.yaml",
+    mutate: (s) => {
+      perRoute(s).max_dynamic_descriptors = 0;
+    },
+    expect: [
+      /Validate: .*LocalRateLimit.*MaxDynamicDescriptors: value must be greater than or equal to 1/,
+    ],
   },
   {
     name: "invalid token bucket (Envoy requires tokens_per_fill > 0)",

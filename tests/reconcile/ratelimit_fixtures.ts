@@ -25,6 +25,8 @@ export function rateLimit(
     grpcStatus?: unknown;
     defaultBucket?: RawBucket;
     buckets?: unknown[];
+    /** spec.local.maxClients as written. */
+    maxClients?: unknown;
     status?: unknown;
   } = {},
 ): KubeObject {
@@ -50,6 +52,7 @@ export function rateLimit(
         defaultBucket: opts.defaultBucket ??
           { maxTokens: 10, tokensPerFill: 10, fillInterval: "30s" },
         ...(opts.buckets ? { buckets: opts.buckets } : {}),
+        ...(opts.maxClients !== undefined ? { maxClients: opts.maxClients } : {}),
       },
     },
     ...(opts.status ? { status: opts.status } : {}),

@@ -262,6 +262,27 @@ export function enforcesTheWrongTokens(): MutantOptions {
   })));
 }
 
+/** `value` without per-client entries and actions: a per-client rule as one shared bucket. */
+function oneBucketForAll(value: unknown): unknown {
+  if (Array.isArray(value)) {
+    return value.filter((v) => {
+      const s = JSON.stringify(v);
+      return s !== '{"key":"client","value":""}' &&
+        !(s.startsWith('{"request_headers":') && s.includes('"descriptor_key":"client"'));
+    }).map(oneBucketForAll);
+  }
+  if (typeof value !== "object" || value === null) return value;
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, oneBucketForAll(v)]));
+}
+
+/** A RateLimit reducer whose per-client rules give all clients one bucket. */
+export function sharesOneBucketAmongClients(): MutantOptions {
+  return swap(editPlans(rateLimitController, (plan) => ({
+    ...plan,
+    apply: plan.apply.map((o) => o.kind === "EnvoyFilter" ? oneBucketForAll(o) as KubeObject : o),
+  })));
+}
+
 /**
  * An operator that takes Istio's default, istio-system, for the mesh's root namespace, while the
  * simulated mesh's is mesh-system: its RateLimits there apply as if namespaced, and reach every

@@ -138,6 +138,14 @@ const CASES: readonly Case[] = [
     faults: "none",
     failure: /^after the quiet period: data plane: 4 requests to .* got \[200,200,200,200\]/,
   },
+  {
+    check: "data plane",
+    mutant: "EnvoyFilters whose per-client rule gives all clients one bucket",
+    options: mutant.sharesOneBucketAmongClients,
+    seed: 1,
+    faults: "none",
+    failure: /^after the quiet period: data plane: clients p1, p1, p2 at .* got \[200,429,429\]/,
+  },
 ];
 
 const baselines = new Map<string, Promise<RunResult>>();

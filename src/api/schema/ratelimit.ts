@@ -4,7 +4,9 @@ import { FILL_INTERVAL_PATTERN, notAFillInterval } from "../duration.ts";
 import {
   BUCKET_PATH_PATTERN,
   BUCKET_RULE_NEEDS_MATCH,
+  DEFAULT_MAX_CLIENTS,
   MAX_BUCKET_RULES,
+  MAX_CLIENTS,
   MAX_HEADER_NAME_LENGTH,
   MAX_HEADER_VALUE_LENGTH,
   MAX_LABEL_KEY_LENGTH,
@@ -13,6 +15,7 @@ import {
   MAX_RULE_HEADERS,
   MAX_SELECTOR_LABELS,
   MAX_TOKENS_LIMIT,
+  PER_CLIENT_NEEDS_KEY,
 } from "../ratelimit_bounds.ts";
 import { GATEWAY_GROUP } from "../groups.ts";
 import { SHADOW_HEADER, SHADOW_HEADER_VALUE } from "../envoy.ts";
@@ -36,6 +39,24 @@ export const BucketSchema = z.object({
   ),
 });
 
+/** What tells a per-client rule's clients apart: one request header's value, or the client IP. */
+export const PerClientSchema = z.object({
+  header: z.string().min(1).max(MAX_HEADER_NAME_LENGTH).optional().describe(
+    `A request header (e.g. x-api-key): each distinct value gets its own bucket; a request without it is not this rule's (later rules and the default bucket take it). A name of at most ${MAX_HEADER_NAME_LENGTH} characters.`,
+  ),
+  clientIP: z.boolean().optional().describe(
+    "true: each client address gets its own bucket. On the ingress gateway the address of the connection's peer; on a sidecar the last address of x-forwarded-for (the one the gateway adds), else the peer.",
+  ),
+}).refine((p) => p.header !== undefined || p.clientIP !== undefined, {
+  error: PER_CLIENT_NEEDS_KEY,
+}).meta({
+  // The operator refuses both at once, and clientIP: false (validate.ts).
+  "x-kubernetes-validations": [{
+    rule: "has(self.header) || has(self.clientIP)",
+    message: PER_CLIENT_NEEDS_KEY,
+  }],
+});
+
 /** An additional bucket and the requests it applies to. */
 export const BucketRuleSchema = z.object({
   path: z.string().max(MAX_PATH_LENGTH).regex(new RegExp(BUCKET_PATH_PATTERN), {
@@ -56,13 +77,18 @@ export const BucketRuleSchema = z.object({
   }).optional().describe(
     `Request headers and values that must all match (names case-insensitive, values exact); 1 to ${MAX_RULE_HEADERS} headers, names of at most ${MAX_HEADER_NAME_LENGTH} characters, values of at most ${MAX_HEADER_VALUE_LENGTH}.`,
   ),
-  bucket: BucketSchema.describe("The bucket used for matching requests."),
-}).refine((r) => r.path !== undefined || r.headers !== undefined, {
+  perClient: PerClientSchema.optional().describe(
+    "Gives each client of the matching requests its own bucket, the bucket below, instead of one bucket for all (Envoy's dynamic descriptors: Envoy 1.34 and later, Istio 1.26 and later). How many clients are kept: spec.local.maxClients.",
+  ),
+  bucket: BucketSchema.describe(
+    "The bucket used for matching requests (for each client, with perClient).",
+  ),
+}).refine((r) => r.path !== undefined || r.headers !== undefined || r.perClient !== undefined, {
   error: BUCKET_RULE_NEEDS_MATCH,
 })
   .meta({
     "x-kubernetes-validations": [{
-      rule: "has(self.path) || has(self.headers)",
+      rule: "has(self.path) || has(self.headers) || has(self.perClient)",
       message: BUCKET_RULE_NEEDS_MATCH,
     }],
   });
@@ -93,6 +119,9 @@ export const RateLimitSpecSchema = z.object({
     ),
     buckets: z.array(BucketRuleSchema).max(MAX_BUCKET_RULES).default([]).describe(
       `Additional buckets, tried in order; the first matching rule wins. Each fillInterval must be a multiple of the default bucket's. At most ${MAX_BUCKET_RULES}.`,
+    ),
+    maxClients: integer().min(1).max(MAX_CLIENTS).optional().describe(
+      `How many clients each perClient rule keeps a bucket for, on each proxy and route; past it the least recently seen client is dropped, and comes back to a full bucket. 1 to ${MAX_CLIENTS}; default ${DEFAULT_MAX_CLIENTS} (Envoy's max_dynamic_descriptors).`,
     ),
   }).describe(
     "Local token-bucket limits: every proxy (each Pod, each gateway Pod) and every route on it (on the gateway, each VirtualService host and http route) has its own buckets.",

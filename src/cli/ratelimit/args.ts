@@ -17,7 +17,7 @@ export const HELP = `${
   commandUsage(
     "ratelimit",
     `-f RATELIMIT.yaml (--render | --requests FILE.jsonl
-     | --rate N/s --for DURATION [--path P] [--header K=V]...)
+     | --rate N/s --for DURATION [--path P] [--header K=V]... [--clients N])
      [--envoy VERSION] [--replicas N] [--json] [--svg FILE]`,
   )
 }
@@ -29,13 +29,20 @@ kubectl refuses them. --render prints the EnvoyFilter the operator would apply i
 
 Options:
   -f, --file FILE      the RateLimit (YAML; the one RateLimit document of the file); - reads stdin
+                       a Kyma RateLimit (gateway.kyma-project.io/v1alpha1) is converted: the
+                       equivalent RateLimit and what behaves differently are printed first
   --requests FILE      requests, one JSON object a line (- reads stdin):
                          {"t":"1.5s","path":"/headers","headers":{"X-Rate-Limited":"true"},"count":1}
-                       t is a Go duration from time 0, in order; headers and count are optional
+                       t is a Go duration from time 0, in order; headers, count and client
+                       are optional; "client":"C" sends from address C, and with C as the
+                       value of each perClient header the request does not carry
   --rate N/s           instead of --requests: N requests a second, evenly spaced from time 0
   --for DURATION       how long --rate sends (Go duration: 10s, 2m, 1m30s)
   --path P             path of the --rate requests (default /)
   --header K=V         a header of the --rate requests; repeatable
+  --clients N          spread the --rate requests over N clients in turn (10.0.0.1, 10.0.0.2,
+                       ...), each sending from its address and with it as perClient headers;
+                       without, every request comes from 10.0.0.1
   --envoy VERSION      the mesh's Envoy (default ${DEFAULT_ENVOY}, Istio ${NEWEST_ISTIO}'s): 1.31 and later
                        refill continuously, 1.30 adds tokensPerFill at each fillInterval
   --replicas N         also show each bucket's rate on one Pod and on N Pods with sidecars
@@ -45,7 +52,8 @@ Options:
   --json               one JSON line a request instead of the table
   --svg FILE           also draw tokens left and admitted/rejected requests of each bucket that
                        a request reached, over time
-  --render             print the EnvoyFilter the operator would apply (YAML), and nothing else
+  --render             print the EnvoyFilter the operator would apply (YAML), and nothing else;
+                       for a Kyma RateLimit, the RateLimit to apply instead
   -h, --help           show this help
 
 Exit status: 0 done; 2 invalid arguments, RateLimit or requests (the RateLimit's message is the one
@@ -56,6 +64,8 @@ export interface TrafficRequest {
   t: number;
   path: string;
   headers: Record<string, string>;
+  /** Who sends it: its address, and its value of per-client headers it does not carry. */
+  client?: string;
 }
 
 /** Parsed arguments. */
@@ -66,6 +76,7 @@ export interface Options {
     forMs: number;
     path: string;
     headers: Record<string, string>;
+    clients?: number;
   };
   json: boolean;
   svg?: string;
@@ -89,6 +100,7 @@ const FLAGS = {
   for: { type: "string" },
   path: { type: "string" },
   header: { type: "string", multiple: true },
+  clients: { type: "string" },
   json: { type: "boolean" },
   svg: { type: "string" },
   envoy: { type: "string" },
@@ -148,8 +160,10 @@ export function parseCommandLine(args: string[]): ParsedArgs {
     ...(replicas !== undefined ? { replicas } : {}),
   };
   if (values.requests !== undefined) {
-    if (values.rate || values.for || values.path || values.header) {
-      return fail("--requests cannot be combined with --rate, --for, --path or --header");
+    if (values.rate || values.for || values.path || values.header || values.clients) {
+      return fail(
+        "--requests cannot be combined with --rate, --for, --path, --header or --clients",
+      );
     }
     if (values.requests === "-" && values.file === "-") {
       return fail("-f - and --requests - cannot both read stdin");
@@ -178,7 +192,32 @@ export function parseCommandLine(args: string[]): ParsedArgs {
     if (eq <= 0) return fail(`--header ${JSON.stringify(h)} is not K=V`);
     headers[h.slice(0, eq)] = h.slice(eq + 1);
   }
-  return { ok: true, options: { ...common, traffic: { rateHz, forMs, path, headers } } };
+  let clients: number | undefined;
+  if (values.clients !== undefined) {
+    clients = /^[1-9][0-9]{0,3}$/.test(values.clients) ? Number(values.clients) : undefined;
+    if (clients === undefined || clients > MAX_CLIENTS_FLAG) {
+      return fail(
+        `--clients ${
+          JSON.stringify(values.clients)
+        } is not a whole number from 1 to ${MAX_CLIENTS_FLAG}`,
+      );
+    }
+  }
+  return {
+    ok: true,
+    options: {
+      ...common,
+      traffic: { rateHz, forMs, path, headers, ...(clients ? { clients } : {}) },
+    },
+  };
+}
+
+/** The most `--clients` takes. */
+export const MAX_CLIENTS_FLAG = 1000;
+
+/** The address of the k-th client (from 1): 10.0.0.1, 10.0.0.2, ... 10.0.1.0, ... */
+export function clientAddress(k: number): string {
+  return `10.0.${k >> 8}.${k & 255}`;
 }
 
 /** The requests of `--rate N/s --for D`: at floor(k × 1000 / N) ms while before D. */
@@ -187,11 +226,17 @@ export function rateRequests(
   forMs: number,
   path: string,
   headers: Record<string, string>,
+  clients?: number,
 ): TrafficRequest[] {
   const out: TrafficRequest[] = [];
   for (let k = 0;; k++) {
     const t = Math.floor((k * 1000) / rateHz);
     if (t >= forMs) return out;
-    out.push({ t, path, headers });
+    out.push({
+      t,
+      path,
+      headers,
+      ...(clients ? { client: clientAddress((k % clients) + 1) } : {}),
+    });
   }
 }

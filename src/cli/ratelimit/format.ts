@@ -17,6 +17,7 @@ export function jsonLine(o: RequestOutcome): string {
     path: o.path,
     status: o.status,
     ...(o.bucket !== undefined ? { bucket: o.bucket } : {}),
+    ...(o.bucketClient !== undefined ? { client: o.bucketClient } : {}),
     ...(o.wouldReject ? { wouldReject: true } : {}),
     headers: o.responseHeaders,
     ...(o.status === 200 ? {} : { body: o.body }),
@@ -30,7 +31,13 @@ export function describeRule(rule: BucketRule | undefined): string {
     ...(rule.path !== undefined ? [`path ${rule.path}`] : []),
     ...Object.entries(rule.headers ?? {}).map(([k, v]) => `${k}: ${v}`),
   ];
-  return parts.join(", ");
+  const key = rule.perClient?.header !== undefined
+    ? `each ${rule.perClient.header}`
+    : rule.perClient?.clientIP
+    ? "each client IP"
+    : undefined;
+  if (key === undefined) return parts.join(", ");
+  return parts.length > 0 ? `${parts.join(", ")}; ${key}` : `every request; ${key}`;
 }
 
 /** A time in the units people write it in: `2m`, `30s`, `1.5s`. */
@@ -97,12 +104,14 @@ function ratesReport(result: TrafficRun): string[] {
 export function textReport(result: TrafficRun): string[] {
   const withHeaders = result.outcomes.some((o) => Object.keys(o.headers).length > 0);
   const shadow = result.shadow;
+  const perClient = result.buckets.some((b) => b.rule?.perClient !== undefined);
   const head = [
     "T",
     "PATH",
     ...(withHeaders ? ["HEADERS"] : []),
     "STATUS",
     "BUCKET",
+    ...(perClient ? ["CLIENT"] : []),
     "LEFT",
     ...(shadow ? ["SHADOW"] : []),
   ];
@@ -112,16 +121,25 @@ export function textReport(result: TrafficRun): string[] {
     ...(withHeaders ? [Object.entries(o.headers).map(([k, v]) => `${k}=${v}`).join(",")] : []),
     statusText(o),
     o.bucket === undefined ? "-" : String(o.bucket),
+    ...(perClient ? [o.bucketClient ?? ""] : []),
     o.remaining === undefined ? "-" : String(o.remaining),
     ...(shadow ? [o.wouldReject ? "would reject" : ""] : []),
   ]);
-  const n = head.length - (shadow ? 1 : 0);
-  const requests = table([head, ...rows], new Set([n - 3, n - 1]));
+  const requests = table([head, ...rows], new Set([head.indexOf("STATUS"), head.indexOf("LEFT")]));
   const summary = table(
     [
-      ["BUCKET", "MATCHES", "REFILL", "ADMITTED", ...(shadow ? ["WOULD REJECT"] : []), "REJECTED"],
+      [
+        "BUCKET",
+        ...(perClient ? ["CLIENT"] : []),
+        "MATCHES",
+        "REFILL",
+        "ADMITTED",
+        ...(shadow ? ["WOULD REJECT"] : []),
+        "REJECTED",
+      ],
       ...result.buckets.map((b) => [
         String(b.id),
+        ...(perClient ? [b.client ?? ""] : []),
         describeRule(b.rule),
         describeBucket(b, result.envoy.refill),
         String(b.admitted),
@@ -129,7 +147,7 @@ export function textReport(result: TrafficRun): string[] {
         String(b.rejected),
       ]),
     ],
-    new Set(shadow ? [3, 4, 5] : [3, 4]),
+    new Set((shadow ? [3, 4, 5] : [3, 4]).map((c) => c + (perClient ? 1 : 0))),
   );
   const admitted = result.outcomes.filter((o) => !o.rejected).length;
   const would = result.outcomes.filter((o) => o.wouldReject).length;

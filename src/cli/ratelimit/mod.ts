@@ -9,6 +9,7 @@ import { jsonLine, textReport } from "./format.ts";
 import { parseRequests } from "./requests.ts";
 import { renderFilters, runTraffic } from "./run.ts";
 import { renderSvg } from "./svg.ts";
+import { fromKyma, isKymaRateLimit, KYMA_API_VERSION } from "./kyma.ts";
 import { InputError, readInput, readStdin, writeOutput } from "../input.ts";
 import { CONSOLE, errorLine, failUsage, type Output, USAGE_EXIT } from "../usage.ts";
 
@@ -52,6 +53,19 @@ export function objectsYaml(objects: readonly unknown[]): string {
     .join("---\n");
 }
 
+/**
+ * What a Kyma RateLimit becomes: this project's RateLimit as YAML, led by comment lines naming it
+ * and what behaves differently, so the text can be applied as it is.
+ */
+export function kymaLines(name: string, rateLimit: unknown, differences: string[]): string[] {
+  return [
+    `# Kyma's RateLimit ${name} (${KYMA_API_VERSION}) as this project's RateLimit.`,
+    "# What behaves differently (docs/migrating-from-kyma.md):",
+    ...differences.map((d) => `# - ${d}`),
+    ...objectsYaml([rateLimit]).trimEnd().split("\n"),
+  ];
+}
+
 /** Runs the command; resolves to the exit code (0 done, 1 file error, 2 invalid input). */
 export async function main(args: string[], io: CommandIo = CONSOLE): Promise<number> {
   const cmd = parseCommandLine(args);
@@ -77,15 +91,29 @@ export async function main(args: string[], io: CommandIo = CONSOLE): Promise<num
     throw err;
   }
   if (!doc.ok) return fail(doc.error, USAGE_EXIT);
-  // Each problem on its own line, each naming the file.
+  let rateLimit = doc.value;
+  let kyma: string[] | undefined;
+  // Each problem on its own line, each naming the file (and, for Kyma's, that it is not carried).
   const refused = (error: string) => {
-    for (const line of error.split("\n")) io.err(errorLine(`${shown}: ${line}`));
+    const lead = kyma ? "cannot carry over Kyma's RateLimit: " : "";
+    for (const line of error.split("\n")) io.err(errorLine(`${shown}: ${lead}${line}`));
     return USAGE_EXIT;
   };
+  if (isKymaRateLimit(rateLimit)) {
+    kyma = [];
+    const converted = fromKyma(rateLimit as Record<string, unknown>);
+    if (!converted.ok) return refused(converted.problems.join("\n"));
+    const meta = (converted.rateLimit.metadata ?? {}) as { name?: unknown; namespace?: unknown };
+    const name = [meta.namespace, meta.name].filter((x) => typeof x === "string").join("/");
+    kyma = kymaLines(name || "(unnamed)", converted.rateLimit, converted.differences);
+    rateLimit = converted.rateLimit;
+  }
   if ("render" in cmd) {
-    const filters = renderFilters(doc.value);
+    const filters = renderFilters(rateLimit);
     if (!filters.ok) return refused(filters.error);
-    io.out(objectsYaml(filters.value).trimEnd());
+    // A Kyma RateLimit renders to the RateLimit to apply instead; rendering that shows its filter.
+    if (kyma) { for (const line of kyma) io.out(line); }
+    else io.out(objectsYaml(filters.value).trimEnd());
     return 0;
   }
   const opts = cmd.options;
@@ -105,12 +133,17 @@ export async function main(args: string[], io: CommandIo = CONSOLE): Promise<num
     requests = parsed.value;
     endMs = requests.length > 0 ? requests[requests.length - 1].t : 0;
   } else {
-    const { rateHz, forMs, path, headers } = opts.traffic;
-    requests = rateRequests(rateHz, forMs, path, headers);
+    const { rateHz, forMs, path, headers, clients } = opts.traffic;
+    requests = rateRequests(rateHz, forMs, path, headers, clients);
     endMs = forMs;
   }
-  const run = runTraffic(doc.value, requests, endMs, opts.envoy, opts.replicas);
+  const run = runTraffic(rateLimit, requests, endMs, opts.envoy, opts.replicas);
   if (!run.ok) return refused(run.error);
+  if (kyma) {
+    // JSON lines stay alone on stdout; the conversion goes beside them.
+    const put = opts.json ? io.err : io.out;
+    for (const line of [...kyma, ""]) put(line);
+  }
   if (opts.json) { for (const o of run.value.outcomes) io.out(jsonLine(o)); }
   else for (const line of textReport(run.value)) io.out(line);
   if (opts.svg) {

@@ -12,6 +12,7 @@ const LineSchema = z.strictObject({
     error: (iss) => `${JSON.stringify(iss.input)} does not start with /`,
   }),
   headers: z.record(z.string(), z.string()).optional(),
+  client: z.string().min(1).max(256).optional(),
   count: z.int().min(1).optional(),
 });
 
@@ -40,7 +41,7 @@ export function parseRequests(
     if (!parsed.success) {
       return { ok: false, error: `${where}: ${formatErrors(toFieldErrors(parsed.error, json))}` };
     }
-    const { t: tText, path, headers = {}, count = 1 } = parsed.data;
+    const { t: tText, path, headers = {}, client, count = 1 } = parsed.data;
     const t = parseGoDuration(tText)!;
     if (t < last) {
       return { ok: false, error: `${where}: t ${tText} is before the previous request's time` };
@@ -49,7 +50,7 @@ export function parseRequests(
       return { ok: false, error: `${where}: more than ${MAX_REQUESTS} requests` };
     }
     last = t;
-    for (let n = 0; n < count; n++) out.push({ t, path, headers });
+    for (let n = 0; n < count; n++) out.push({ t, path, headers, ...(client ? { client } : {}) });
   }
   return { ok: true, value: out };
 }

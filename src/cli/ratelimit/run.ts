@@ -20,6 +20,9 @@ import { RATELIMIT_CONDITION, reconcileRateLimit } from "../../reconcile/ratelim
 import { filterContexts } from "../../reconcile/ratelimit/reach.ts";
 import { type BucketRate, bucketRates, filterLimits } from "../../reconcile/ratelimit/inforce.ts";
 import type { TrafficRequest } from "./args.ts";
+import { DYNAMIC_DESCRIPTORS_MINOR } from "../../dataplane/mod.ts";
+
+const DYNAMIC_DESCRIPTORS_ENVOY = `1.${DYNAMIC_DESCRIPTORS_MINOR}`;
 
 /** One request and its answer. */
 export interface RequestOutcome extends TrafficRequest {
@@ -33,11 +36,15 @@ export interface RequestOutcome extends TrafficRequest {
   rejected: boolean;
   /** Admitted, but a limit in shadow mode would have rejected it. */
   wouldReject: boolean;
+  /** For a per-client rule's bucket: the client it is (a header's value, or an address). */
+  bucketClient?: string;
 }
 
 /** A bucket, what it matches, and what it did. */
 export interface BucketReport {
   id: BucketId;
+  /** The client of a per-client rule's bucket; absent before any client reached the rule. */
+  client?: string;
   rule?: BucketRule;
   bucket: Bucket;
   admitted: number;
@@ -65,6 +72,34 @@ export interface TrafficRun {
   rates: BucketRate[];
   /** `--replicas`, when given. */
   replicas?: number;
+}
+
+/** Where a request without a client comes from. */
+export const DEFAULT_CLIENT = "10.0.0.1";
+
+/**
+ * The request as the proxy gets it: from its client's address, and with the client as the value
+ * of each per-client header it does not carry.
+ */
+function sent(req: TrafficRequest, rules: readonly BucketRule[]) {
+  const client = req.client ?? DEFAULT_CLIENT;
+  const headers = { ...req.headers };
+  const have = new Set(Object.keys(headers).map((k) => k.toLowerCase()));
+  for (const rule of rules) {
+    const h = rule.perClient?.header;
+    if (req.client !== undefined && h !== undefined && !have.has(h.toLowerCase())) {
+      headers[h] = req.client;
+      have.add(h.toLowerCase());
+    }
+  }
+  return { path: req.path, headers, peer: client };
+}
+
+/** Why the proxy refuses per-client rules, when its Envoy has no dynamic descriptors. */
+function perClientUnsupported(rl: RateLimit, envoy: EnvoyBehaviour): string | undefined {
+  const i = rl.spec.local.buckets.findIndex((r) => r.perClient !== undefined);
+  if (i < 0 || envoy.dynamicDescriptors) return undefined;
+  return `spec.local.buckets[${i}].perClient: per-client buckets need Envoy ${DYNAMIC_DESCRIPTORS_ENVOY} (Istio 1.26) or later; Envoy ${envoy.version} refuses the filter (its descriptor entry without a value)`;
 }
 
 /** At most this many fill points are drawn between two requests of a bucket. */
@@ -141,6 +176,8 @@ export function runTraffic(
   const mesh = new Mesh({ envoy, ...(gateway ? { gateway: { namespace, labels } } : {}) });
   mesh.sync(plan.apply, [{ namespace, name: "proxy-0", labels, ready: true, router: gateway }], 0);
   const rejected = mesh.rejections();
+  const unsupported = perClientUnsupported(rl, envoy);
+  if (unsupported !== undefined && rejected.length > 0) return { ok: false, error: unsupported };
   if (rejected.length > 0) {
     // The model refusing what the reducer made is a bug of this project, not of the user's input.
     throw new Error(`generated EnvoyFilter rejected: ${JSON.stringify(rejected[0].errors)}`);
@@ -169,13 +206,13 @@ export function runTraffic(
     })),
   ];
   const sample = (r: BucketReport, t: number) =>
-    r.tokens.push([t, bucketTokens(proxy, r.id, t) ?? 0]);
+    r.tokens.push([t, bucketTokens(proxy, r.id, t, undefined, r.client) ?? 0]);
   // Interval: a point at each fill. Continuous: tokens rise in a straight line, so a point where
   // the bucket becomes full is enough between requests.
   const fillsUpTo = (r: BucketReport, from: number, to: number) => {
     const every = parseFillInterval(r.bucket.fillInterval)!;
     if (envoy.refill === "continuous") {
-      const tokens = bucketTokens(proxy, r.id, from) ?? 0;
+      const tokens = bucketTokens(proxy, r.id, from, undefined, r.client) ?? 0;
       const full = from + ((r.bucket.maxTokens - tokens) * every) / r.bucket.tokensPerFill;
       if (tokens < r.bucket.maxTokens && full < to) sample(r, full);
       return;
@@ -191,7 +228,7 @@ export function runTraffic(
   for (const req of requests) {
     for (const r of reports) fillsUpTo(r, prev, req.t);
     prev = req.t;
-    const d = mesh.send({ to, path: req.path, headers: req.headers }, req.t);
+    const d = mesh.send({ to, ...sent(req, rl.spec.local.buckets) }, req.t);
     outcomes.push({
       ...req,
       status: d.status,
@@ -201,8 +238,11 @@ export function runTraffic(
       remaining: d.remaining,
       rejected: d.rejected === true,
       wouldReject: d.wouldReject === true,
+      ...(d.client !== undefined ? { bucketClient: d.client } : {}),
     });
-    const r = reports.find((x) => x.id === d.bucket);
+    const r = d.client === undefined
+      ? reports.find((x) => x.id === d.bucket)
+      : clientReport(reports, d.bucket as number, d.client, (x) => sample(x, 0));
     if (r) {
       if (d.rejected) r.rejected++;
       else r.admitted++;
@@ -216,12 +256,17 @@ export function runTraffic(
     }
   }
   for (const r of reports) fillsUpTo(r, prev, endMs);
+  // A per-client rule that clients reached is shown by client, not also as the rule.
+  const shown = reports.filter((r) =>
+    r.client !== undefined || r.rule?.perClient === undefined ||
+    !reports.some((x) => x.id === r.id && x.client !== undefined)
+  );
   const limits = filterLimits(plan.apply[0]);
   return {
     ok: true,
     value: {
       outcomes,
-      buckets: reports,
+      buckets: shown,
       endMs,
       envoy,
       gateway,
@@ -230,6 +275,34 @@ export function runTraffic(
       ...(replicas !== undefined ? { replicas } : {}),
     },
   };
+}
+
+/**
+ * The report of a per-client rule's client, made (from the rule's, full at time 0, as Envoy makes
+ * it full when the client first comes) after the rule's and the earlier clients' when new.
+ */
+function clientReport(
+  reports: BucketReport[],
+  id: number,
+  client: string,
+  start: (r: BucketReport) => void,
+): BucketReport {
+  const found = reports.find((x) => x.id === id && x.client === client);
+  if (found) return found;
+  const rule = reports.find((x) => x.id === id && x.client === undefined)!;
+  const made: BucketReport = {
+    ...rule,
+    client,
+    admitted: 0,
+    rejected: 0,
+    wouldReject: 0,
+    tokens: [],
+    marks: [],
+  };
+  start(made);
+  const last = reports.findLastIndex((x) => x.id === id);
+  reports.splice(last + 1, 0, made);
+  return made;
 }
 
 /** What the API server and kubectl would add: a namespace, a uid, a creation time, generation 1. */

@@ -76,7 +76,8 @@ function panel(
   const y0 = head + index * PANEL;
   const x = (t: number) => LEFT + (t / Math.max(endMs, 1)) * (WIDTH - LEFT - RIGHT);
   const y = (tokens: number) => y0 + TOP + PLOT - (tokens / r.bucket.maxTokens) * PLOT;
-  const title = `bucket ${r.id}: ${describeRule(r.rule)}; ${describeBucket(r, refill)}; ` +
+  const who = r.client === undefined ? "" : ` (client ${r.client})`;
+  const title = `bucket ${r.id}${who}: ${describeRule(r.rule)}; ${describeBucket(r, refill)}; ` +
     `${r.admitted} admitted, ${r.rejected} rejected`;
   const out = [
     `<text x="${LEFT}" y="${y0 + 20}" font-size="13" font-weight="bold">${esc(title)}</text>`,

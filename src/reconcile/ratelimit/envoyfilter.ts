@@ -28,6 +28,7 @@ import {
 import { namesGateway, type ProxyContext } from "../../api/mesh.ts";
 import { managedLabels } from "../labels.ts";
 import { LIMITS_ANNOTATION, limitsRecord } from "./inforce.ts";
+import { DEFAULT_MAX_CLIENTS } from "../../api/ratelimit_bounds.ts";
 
 type Json = Record<string, unknown>;
 type Matcher = Json;
@@ -58,11 +59,37 @@ function tokenBucket(b: RateLimitSpec["local"]["defaultBucket"]): Json {
 const ALWAYS = { numerator: 100, denominator: "HUNDRED" };
 const NEVER = { numerator: 0, denominator: "HUNDRED" };
 
-/** Header matchers of a rule's headers: names in lower case (Envoy's form), values exact. */
+/**
+ * Header matchers of a rule's headers: names in lower case (Envoy's form), values exact; and a
+ * per-client header must be present, so that a request without it is not the rule's and goes on
+ * to later rules (its `request_headers` action would yield no descriptor).
+ */
 function headerMatchers(rule: BucketRule): Matcher[] {
-  return Object.entries(rule.headers ?? {})
-    .map(([name, value]) => ({ name: name.toLowerCase(), string_match: { exact: value } }))
-    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  const key = rule.perClient?.header?.toLowerCase();
+  const own: (Matcher & { name: string })[] = Object.entries(rule.headers ?? {})
+    .map(([name, value]) => ({ name: name.toLowerCase(), string_match: { exact: value } }));
+  if (key !== undefined && !own.some((m) => m.name === key)) {
+    own.push({ name: key, present_match: true });
+  }
+  return own.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}
+
+/**
+ * The action that names a per-client rule's client, and its config entry: the empty value is
+ * Envoy's wildcard (dynamic descriptors), one bucket for each distinct value.
+ */
+function clientAction(rule: BucketRule): { action: Json; entry: Entry } | undefined {
+  const header = rule.perClient?.header;
+  if (header !== undefined) {
+    return {
+      action: { request_headers: { header_name: header.toLowerCase(), descriptor_key: "client" } },
+      entry: { key: "client", value: "" },
+    };
+  }
+  if (rule.perClient?.clientIP) {
+    return { action: { remote_address: {} }, entry: { key: "remote_address", value: "" } };
+  }
+  return undefined;
 }
 
 /**
@@ -143,12 +170,21 @@ function ruleEntry(rules: readonly BucketRule[], i: number): { actions: Json[]; 
       false,
     );
     if (own.length > 0) action("rule_headers", String(i), own, true);
-  } else {
+  } else if (own.length > 0) {
     action("rule", String(i), own, true);
+  } else {
+    // Every request (a per-client rule by address alone): a fixed entry names the rule.
+    actions.push({ generic_key: { descriptor_key: "rule", descriptor_value: String(i) } });
+    entries.push({ key: "rule", value: String(i) });
   }
   for (let j = 0; j < i; j++) {
     if (!canOverlap(rules[j], rule)) continue;
     for (const clause of clauses(rules[j])) action("not_rule", String(j), clause, false);
+  }
+  const client = clientAction(rule);
+  if (client) {
+    actions.push(client.action);
+    entries.push(client.entry);
   }
   return { actions, entries };
 }
@@ -188,6 +224,10 @@ function routeConfig(spec: RateLimitSpec, descriptors: Json[]): Json {
       ? { rate_limited_as_resource_exhausted: true }
       : {}),
     ...(descriptors.length > 0 ? { descriptors } : {}),
+    // Each filter config reads its own bound (envoyproxy/gateway#9973): set on the route's.
+    ...(spec.local.buckets.some((r) => r.perClient !== undefined)
+      ? { max_dynamic_descriptors: spec.local.maxClients ?? DEFAULT_MAX_CLIENTS }
+      : {}),
   };
 }
 

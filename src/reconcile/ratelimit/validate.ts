@@ -68,9 +68,30 @@ function headerProblems(rule: BucketRule, at: string): string[] {
   return out;
 }
 
+/** A per-client rule names one client key: a header's name, or the client IP. */
+function perClientProblems(rule: BucketRule, at: string): string[] {
+  const p = rule.perClient;
+  if (p === undefined) return [];
+  if (p.header !== undefined && p.clientIP !== undefined) {
+    return [`${at}.perClient gives header and clientIP; a rule keys its clients on one of them`];
+  }
+  if (p.clientIP === false) {
+    return [`${at}.perClient.clientIP is false; give clientIP: true or a header to key clients on`];
+  }
+  if (p.header !== undefined && !TOKEN.test(p.header)) {
+    return [`${at}.perClient.header ${show(p.header)} is not an HTTP header name`];
+  }
+  return [];
+}
+
 /** The headers of a rule, names lower-cased. */
 function lowerHeaders(rule: BucketRule): Map<string, string> {
   return new Map(Object.entries(rule.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v]));
+}
+
+/** The header a per-client rule keys on, lower-cased: a request must carry it to match the rule. */
+function clientHeader(rule: BucketRule): string | undefined {
+  return rule.perClient?.header?.toLowerCase();
 }
 
 /** True when every request `later` matches is matched by `earlier` (so `later` is never used). */
@@ -78,6 +99,8 @@ export function covers(earlier: BucketRule, later: BucketRule): boolean {
   if (earlier.path !== undefined && earlier.path !== later.path) return false;
   const need = lowerHeaders(earlier);
   const have = lowerHeaders(later);
+  const present = clientHeader(earlier);
+  if (present !== undefined && !have.has(present) && clientHeader(later) !== present) return false;
   return [...need].every(([k, v]) => have.get(k) === v);
 }
 
@@ -87,10 +110,13 @@ function ruleProblems(rules: readonly BucketRule[]): string[] {
   rules.forEach((rule, i) => {
     const at = `spec.local.buckets[${i}]`;
     const headers = Object.keys(rule.headers ?? {}).length;
-    if (rule.path === undefined && headers === 0) {
-      out.push(`${at} has neither a path nor headers; a rule must say which requests it takes`);
+    if (rule.path === undefined && headers === 0 && rule.perClient === undefined) {
+      out.push(
+        `${at} has no path, headers or perClient; a rule must say which requests it takes`,
+      );
       return;
     }
+    out.push(...perClientProblems(rule, at));
     if (
       rule.path !== undefined &&
       (!rule.path.startsWith("/") || /[?#\s]/.test(rule.path) || CONTROL.test(rule.path))

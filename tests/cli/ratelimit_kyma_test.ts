@@ -1,0 +1,224 @@
+/**
+ * A Kyma RateLimit in the preview: converted to this project's (same rate, whole-second
+ * intervals), the differences named, refused plainly when it cannot be carried; and the claim of
+ * docs/migrating-from-kyma.md that Kyma's filter never selects a rule bucket of a spec whose rules
+ * name different keys, checked by running Kyma's filter shape through the data-plane model.
+ */
+import assert from "node:assert/strict";
+import fc from "fast-check";
+import { parse } from "yaml";
+import { run } from "./preview.ts";
+import { fromKyma, KYMA_API_VERSION } from "../../src/cli/ratelimit/kyma.ts";
+import { renderFilters } from "../../src/cli/ratelimit/run.ts";
+import { parseFillInterval } from "../../src/api/duration.ts";
+import { envoyBehaviour, Mesh } from "../../src/dataplane/mod.ts";
+import { filter, ON, tb } from "../dataplane/filters.ts";
+
+const example = (name: string) => new URL(`../../docs/examples/${name}`, import.meta.url).pathname;
+
+type Obj = Record<string, unknown>;
+type Rule = { path?: string; headers?: Record<string, string> };
+
+function kyma(defaultInterval: string, rules: Rule[], ruleInterval = "30s"): Obj {
+  return {
+    apiVersion: KYMA_API_VERSION,
+    kind: "RateLimit",
+    metadata: { name: "k", namespace: "demo", uid: "u", resourceVersion: "7" },
+    spec: {
+      selectorLabels: { app: "httpbin" },
+      local: {
+        defaultBucket: { maxTokens: 10, tokensPerFill: 5, fillInterval: defaultInterval },
+        buckets: rules.map((r) => ({
+          ...r,
+          bucket: { maxTokens: 1, tokensPerFill: 1, fillInterval: ruleInterval },
+        })),
+      },
+    },
+  };
+}
+
+const neverSelected = (differences: string[]) =>
+  differences.filter((d) => d.includes("Kyma never selected")).map((d) => d.split(":")[0]);
+
+Deno.test("Kyma's rules are named dead exactly when they name fewer keys than all rules", () => {
+  const cases: [Rule[], string[]][] = [
+    [[{ path: "/a" }], []],
+    [[{ path: "/a" }, { path: "/b" }], []],
+    [[{ path: "/a", headers: { "X-T": "1" } }], []],
+    [[{ path: "/a" }, { headers: { "X-T": "1" } }], [
+      "spec.local.buckets[0]",
+      "spec.local.buckets[1]",
+    ]],
+    [[{ path: "/a", headers: { "X-T": "1" } }, { path: "/b" }], ["spec.local.buckets[1]"]],
+  ];
+  for (const [rules, dead] of cases) {
+    const c = fromKyma(kyma("1s", rules));
+    assert.ok(c.ok);
+    assert.deepEqual(neverSelected(c.differences), dead, JSON.stringify(rules));
+  }
+});
+
+Deno.test("conversion: our apiVersion, user metadata only, Kyma's spec as it was", () => {
+  const c = fromKyma(kyma("1m30s", [{ path: "/a" }], "3m"));
+  assert.ok(c.ok);
+  assert.equal(c.rateLimit.apiVersion, "gateway.platform-project.io/v1alpha1");
+  assert.deepEqual(c.rateLimit.metadata, { name: "k", namespace: "demo" });
+  const local = (c.rateLimit.spec as { local: { defaultBucket: Obj; buckets: Obj[] } }).local;
+  assert.deepEqual(local.defaultBucket, { maxTokens: 10, tokensPerFill: 5, fillInterval: "90s" });
+  assert.deepEqual(local.buckets[0].bucket, {
+    maxTokens: 1,
+    tokensPerFill: 1,
+    fillInterval: "180s",
+  });
+  // Whole seconds need no rescaling, so no note says so.
+  assert.ok(!c.differences.some((d) => d.includes("becomes")));
+  assert.ok(renderFilters(c.rateLimit).ok);
+});
+
+Deno.test("property: any Kyma interval of whole ms from 50ms keeps the rate and is valid here", () => {
+  fc.assert(
+    fc.property(
+      fc.integer({ min: 50, max: 600_000 }),
+      fc.integer({ min: 1, max: 20 }),
+      fc.integer({ min: 1, max: 1000 }),
+      (ms, multiple, tokens) => {
+        const doc = kyma(`${ms}ms`, [{ path: "/a" }], `${ms * multiple}ms`);
+        const local = (doc.spec as { local: { defaultBucket: Obj } }).local;
+        local.defaultBucket.tokensPerFill = tokens;
+        const c = fromKyma(doc);
+        assert.ok(c.ok);
+        const out = (c.rateLimit.spec as { local: { defaultBucket: Obj; buckets: Obj[] } })
+          .local;
+        const perToken = (b: Obj) =>
+          parseFillInterval(b.fillInterval as string)! / (b.tokensPerFill as number);
+        assert.equal(perToken(out.defaultBucket), ms / tokens);
+        assert.equal(perToken(out.buckets[0].bucket as Obj), ms * multiple);
+        assert.equal(out.defaultBucket.maxTokens, 10);
+        const rendered = renderFilters(c.rateLimit);
+        assert.ok(rendered.ok, rendered.ok ? "" : rendered.error);
+      },
+    ),
+  );
+});
+
+Deno.test("what cannot be carried is refused naming Kyma's field", () => {
+  for (
+    const [interval, field] of [
+      ["10ms", "below Envoy's minimum"],
+      ["1500us", "below Envoy's minimum"],
+      ["50500us", "not a whole number of milliseconds"],
+      ["soon", "not a Go duration"],
+    ]
+  ) {
+    const c = fromKyma(kyma(interval, []));
+    assert.ok(!c.ok);
+    assert.match(c.problems[0], /^spec\.local\.defaultBucket\.fillInterval /);
+    assert.ok(c.problems[0].includes(field), c.problems[0]);
+  }
+  // 1ms short of a second needs a factor of 1000: 5,000,000 tokensPerFill a fill is fine,
+  // 5,000,000,000 is beyond Envoy's uint32.
+  const doc = kyma("999ms", []);
+  (doc.spec as { local: { defaultBucket: Obj } }).local.defaultBucket.tokensPerFill = 5_000_000;
+  const c = fromKyma(doc);
+  assert.ok(!c.ok);
+  assert.match(c.problems[0], /tokensPerFill would be 5000000000, above 4294967295/);
+});
+
+Deno.test("the preview converts, prints the RateLimit to apply, and runs it", async () => {
+  const rendered = await run(["-f", example("kyma-ratelimit.yaml"), "--render"]);
+  assert.equal(rendered.code, 0, rendered.err);
+  const ours = parse(rendered.out.join("\n"));
+  assert.equal(ours.apiVersion, "gateway.platform-project.io/v1alpha1");
+  assert.equal(ours.spec.local.defaultBucket.fillInterval, "1s");
+  assert.ok(rendered.out[0].startsWith("# Kyma's RateLimit demo/httpbin"));
+  // --json keeps stdout to JSON lines; the conversion goes to stderr.
+  const json = await run([
+    "-f",
+    example("kyma-ratelimit.yaml"),
+    "--rate",
+    "1/s",
+    "--for",
+    "2s",
+    "--path",
+    "/headers",
+    "--json",
+  ]);
+  assert.equal(json.code, 0, json.err);
+  assert.deepEqual(json.out.map((l) => JSON.parse(l).bucket), [0, 0]);
+  assert.ok(json.err.includes("apiVersion: gateway.platform-project.io/v1alpha1"));
+  const refused = await run(["-f", example("kyma-ratelimit-uncarried.yaml"), "--render"]);
+  assert.equal(refused.code, 2);
+  assert.deepEqual(refused.out, []);
+  assert.match(
+    refused.err,
+    /cannot carry over Kyma's RateLimit: .*spec\.local\.defaultBucket\.maxTokens/,
+  );
+});
+
+/**
+ * Kyma's EnvoyFilter as internal/ratelimit/ratelimit.go builds it (api-gateway 64d110d): the filter
+ * inserted before the connection manager's first filter, and one `rate_limits` entry with a
+ * `request_headers` action for every key any rule names, a descriptor a rule. Kyma wraps the
+ * config in a udpa TypedStruct; Envoy unwraps it to the same message, given here directly.
+ */
+function kymaFilter(rules: { entries: [string, string][]; maxTokens: number }[]): Obj {
+  const keys: string[] = [];
+  for (const r of rules) for (const [k] of r.entries) if (!keys.includes(k)) keys.push(k);
+  return filter({
+    token_bucket: tb(100, 1, "30s"),
+    filter_enabled: ON,
+    filter_enforced: ON,
+    always_consume_default_token_bucket: false,
+    descriptors: rules.map((r) => ({
+      entries: r.entries.map(([key, value]) => ({ key, value })),
+      token_bucket: tb(r.maxTokens, 1, "30s"),
+    })),
+  }, [{
+    actions: keys.map((k) => ({
+      request_headers: { header_name: k === "path" ? ":path" : k, descriptor_key: k },
+    })),
+  }]);
+}
+
+/** The bucket each request takes on a proxy running Kyma's filter. */
+function bucketsUnderKyma(
+  filter: Obj,
+  requests: { path: string; headers?: Record<string, string> }[],
+): unknown[] {
+  const envoy = envoyBehaviour("1.38");
+  assert.ok(envoy.ok);
+  const mesh = new Mesh({ envoy: envoy.value });
+  const labels = { app: "x" };
+  mesh.sync([filter], [{ namespace: "demo", name: "p", labels, ready: true }], 0);
+  assert.deepEqual(mesh.rejections(), []);
+  return requests.map((r) =>
+    mesh.send({ to: { namespace: "demo", labels }, path: r.path, headers: r.headers ?? {} }, 0)
+      .bucket
+  );
+}
+
+Deno.test("Kyma's filter in the model: one rule is used, two with different keys are not", () => {
+  const pathRule = { entries: [["path", "/headers"]] as [string, string][], maxTokens: 1 };
+  const tierRule = { entries: [["x-api-tier", "free"]] as [string, string][], maxTokens: 1 };
+  // One rule: its requests take its bucket, the query string excepted.
+  assert.deepEqual(
+    bucketsUnderKyma(kymaFilter([pathRule]), [{ path: "/headers" }, { path: "/headers?a=1" }]),
+    [0, "default"],
+  );
+  // Two rules naming different keys: no request reaches either rule's bucket.
+  assert.deepEqual(
+    bucketsUnderKyma(kymaFilter([pathRule, tierRule]), [
+      { path: "/headers" },
+      { path: "/get", headers: { "x-api-tier": "free" } },
+      { path: "/headers", headers: { "x-api-tier": "free" } },
+    ]),
+    ["default", "default", "default"],
+  );
+  // The converter says the same of that spec.
+  const c = fromKyma(kyma("1s", [{ path: "/headers" }, { headers: { "x-api-tier": "free" } }]));
+  assert.ok(c.ok);
+  assert.deepEqual(neverSelected(c.differences), [
+    "spec.local.buckets[0]",
+    "spec.local.buckets[1]",
+  ]);
+});
