@@ -29,7 +29,7 @@ function headerMatchers(rule: BucketRule): Matcher[] {
  * The action that names a per-client rule's client, and its config entry: the empty value is
  * Envoy's wildcard (dynamic descriptors), one bucket for each distinct value.
  */
-function clientAction(rule: BucketRule): { action: Json; entry: Entry } | undefined {
+function clientAction(rule: BucketRule): { action: Json; entry: DescriptorEntry } | undefined {
   const header = rule.perClient?.header;
   if (header !== undefined) {
     return {
@@ -77,7 +77,7 @@ export function canOverlap(a: BucketRule, b: BucketRule): boolean {
   });
 }
 
-export interface Entry {
+export interface DescriptorEntry {
   key: string;
   value: string;
 }
@@ -100,10 +100,10 @@ export interface Entry {
 export function ruleEntry(
   rules: readonly BucketRule[],
   i: number,
-): { actions: Json[]; entries: Entry[] } {
+): { actions: Json[]; entries: DescriptorEntry[] } {
   const rule = rules[i];
   const actions: Json[] = [];
-  const entries: Entry[] = [];
+  const entries: DescriptorEntry[] = [];
   const action = (key: string, value: string, headers: Matcher[], expectMatch: boolean) => {
     actions.push({
       header_value_match: {
