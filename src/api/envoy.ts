@@ -18,3 +18,9 @@ export const SHADOW_HEADER = "x-ratelimit-would-reject";
 export const SHADOW_HEADER_VALUE = "true";
 /** gRPC status codes a rejected gRPC call can get (grpc/grpc doc/statuscodes.md). */
 export const GRPC_STATUS = { ResourceExhausted: 8, Unavailable: 14 } as const;
+
+/** One entry of a rate limit descriptor (Envoy's `RateLimitDescriptor.Entry`): a key and its value. */
+export interface DescriptorEntry {
+  key: string;
+  value: string;
+}

@@ -7,7 +7,7 @@
 import type { BucketSpec } from "./bucket.ts";
 import type { EnvoyBehaviour } from "./envoy.ts";
 import { makeBucket, type RateBucket } from "./limiter.ts";
-import type { DescriptorEntry } from "./matchers.ts";
+import type { DescriptorEntry } from "../api/envoy.ts";
 
 /** Envoy's `max_dynamic_descriptors` when unset (`local_ratelimit.cc`, FilterConfig). */
 export const DEFAULT_MAX_DYNAMIC_DESCRIPTORS = 20;

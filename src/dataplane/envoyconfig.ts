@@ -11,7 +11,7 @@ import { type FieldError, toFieldErrors } from "../api/issues.ts";
 import type { BucketSpec } from "./bucket.ts";
 import { DEFAULT_BEHAVIOUR, type EnvoyBehaviour } from "./envoy.ts";
 import { DEFAULT_MAX_DYNAMIC_DESCRIPTORS } from "./dynamic.ts";
-import { type Action, ActionSchema, type DescriptorEntry } from "./matchers.ts";
+import { type Action, ActionSchema } from "./matchers.ts";
 
 import {
   LOCAL_RATELIMIT_FILTER,
@@ -19,6 +19,7 @@ import {
   MIN_FILL_INTERVAL_MS,
   UINT32_MAX,
 } from "../api/envoy.ts";
+import type { DescriptorEntry } from "../api/envoy.ts";
 export { LOCAL_RATELIMIT_FILTER, LOCAL_RATELIMIT_TYPE, MIN_FILL_INTERVAL_MS };
 const TYPED_STRUCT_TYPES = [
   "type.googleapis.com/udpa.type.v1.TypedStruct",

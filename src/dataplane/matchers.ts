@@ -5,6 +5,7 @@
  * the parser (envoyconfig.ts) rejects the rest so a config the model cannot read is never guessed at.
  */
 import { z } from "zod";
+import type { DescriptorEntry } from "../api/envoy.ts";
 
 const StringMatcherSchema = z.strictObject({
   exact: z.string().optional(),
@@ -78,11 +79,6 @@ export const ActionSchema = z.strictObject({
 export type Action = z.output<typeof ActionSchema>;
 
 /** One entry of a descriptor: `(key, value)`. */
-export interface DescriptorEntry {
-  key: string;
-  value: string;
-}
-
 /** The StringMatcher an HeaderMatcher uses, normalised from its legacy one-field forms. */
 function stringMatcherOf(m: HeaderMatcher): z.output<typeof StringMatcherSchema> | undefined {
   if (m.string_match) return m.string_match;

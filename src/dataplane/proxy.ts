@@ -11,7 +11,7 @@ import { type BucketSpec, fillRate } from "./bucket.ts";
 import { DEFAULT_BEHAVIOUR, type EnvoyBehaviour } from "./envoy.ts";
 import type { LocalRateLimit } from "./envoyconfig.ts";
 import { makeBucket, type RateBucket } from "./limiter.ts";
-import { type DescriptorEntry, type HeaderLookup, sameDescriptor } from "./matchers.ts";
+import { type HeaderLookup, sameDescriptor } from "./matchers.ts";
 import { type CompiledInstance, compiledOf, type ProxyConfig } from "./proxyconfig.ts";
 import { type Request, requestHeaders, type Response, trustedClientAddress } from "./request.ts";
 import { type DynamicDescriptor, isWildcard, wildcardBucket } from "./dynamic.ts";
@@ -22,6 +22,7 @@ import {
   RESOURCE_EXHAUSTED,
   UNAVAILABLE,
 } from "./local_reply.ts";
+import type { DescriptorEntry } from "../api/envoy.ts";
 
 /** Body of a rate-limited reply (`sendLocalReply(..., "local_rate_limited", ...)`). */
 export const RATE_LIMITED_BODY = "local_rate_limited";

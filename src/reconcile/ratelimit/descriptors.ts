@@ -5,6 +5,7 @@
  * token buckets.
  */
 import type { BucketRule } from "../../api/ratelimit.ts";
+import type { DescriptorEntry } from "../../api/envoy.ts";
 
 /** A JSON object of Envoy's config. */
 export type Json = Record<string, unknown>;
@@ -75,11 +76,6 @@ export function canOverlap(a: BucketRule, b: BucketRule): boolean {
     const other = bHeaders.get(k.toLowerCase());
     return other === undefined || other === v;
   });
-}
-
-export interface DescriptorEntry {
-  key: string;
-  value: string;
 }
 
 /**
