@@ -18,6 +18,7 @@ import type { E2E } from "./harness.ts";
 import { waitFor } from "./harness.ts";
 import type { OperatorProcess } from "./operator.ts";
 import type { StatusRecorder } from "./recorder.ts";
+import type { StatusView } from "./status.ts";
 
 /** The shortest bound a real expectation gets, whatever the scenario's virtual gap. */
 export const MIN_BOUND_MS = 30_000;
@@ -186,11 +187,17 @@ export async function checkReal(run: RealRun, e: Expectation): Promise<string | 
       ? undefined
       : `${expectationRef(e)}: no status so far matched ${
         JSON.stringify(expected)
-      } (${history.length} seen)`;
+      } (${history.length} seen: ${history.map(briefStatus).join("; ")})`;
   }
   const obj = await kube.get(resource, e.name, e.namespace);
   if (e.absent) return obj ? `${expectationRef(e)}: expected absent, but it exists` : undefined;
   if (!obj) return `${expectationRef(e)}: expected to exist, but it does not`;
   const diff = firstDifference(expectedObject(e), obj) ?? unwantedCondition(e, obj);
   return diff ? `${expectationRef(e)}: ${diff}` : undefined;
+}
+
+/** A status in one line: its state and each condition's type, status and reason. */
+function briefStatus(s: StatusView | undefined): string {
+  const conditions = (s?.conditions ?? []).map((c) => `${c.type}=${c.status}/${c.reason}`);
+  return `${s?.state ?? "(no state)"} [${conditions.join(" ")}]`;
 }
