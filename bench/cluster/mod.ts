@@ -14,75 +14,14 @@ import { fmt, median } from "../stats.ts";
 import { join } from "node:path";
 import { BENCH_DIR, BenchCluster, until } from "./env.ts";
 import { memoryOf } from "./operator.ts";
+import { latencyPhase, reportLatency } from "./latency_phase.ts";
 import { buildPeer, peerVersion, preparePeer } from "./peer.ts";
 import { IDLE_BOUND_MS, idleRss, settle, type Settled } from "./idle.ts";
 import { atRest, converge, layout, OPERATOR_CONCURRENCY } from "./phases.ts";
+import { CLUSTER_PHASES, type ClusterOptions, type ClusterPhase } from "./options.ts";
 import { operatorSubject, peerSubject, type Running, type Subject } from "./subject.ts";
 
 const SECTION = "control plane (kube-apiserver + kwok, operator and peer as processes)";
-
-/** Sizes of the control-plane benches. */
-export interface ClusterOptions {
-  /** RateLimits (and Pods) of a convergence run. */
-  count: number;
-  /** Rules of each RateLimit. */
-  rules: number;
-  /** Convergence runs (each: the baseline, then every subject). */
-  runs: number;
-  /** Length of the window at rest (the peer requeues every 3 minutes: a full run covers that). */
-  steadyMs: number;
-  /** RateLimits (with Pods, 1,000 a namespace) of the largest memory figure. */
-  memoryMax: number;
-  /** A small convergence (memory and time for the plot); undefined: none. */
-  small?: number;
-  /** Also converge `memoryMax` RateLimits in one namespace, operator against the baseline. */
-  oneNamespace: boolean;
-  /** Start-up measurements. */
-  startupRuns: number;
-  /** Create requests in flight. */
-  width: number;
-  /** Checkout of kyma-project/api-gateway to build the peer from; undefined: no peer. */
-  peer?: string;
-  /** The phases to run (default: all of CLUSTER_PHASES); startup needs converge. */
-  phases?: readonly ClusterPhase[];
-}
-
-/** The control-plane benches' phases, in run order (`--phases=`). */
-export const CLUSTER_PHASES = [
-  "idle",
-  "small",
-  "converge",
-  "startup",
-  "scale",
-  "namespace",
-] as const;
-/** One phase of the control-plane benches. */
-export type ClusterPhase = typeof CLUSTER_PHASES[number];
-
-/** Default sizes: `quick` (CI with --cluster) or the full run of issues 7 and 14. */
-export function clusterOptions(quick: boolean, peer?: string): ClusterOptions {
-  const common = { rules: 4, width: 16, ...(peer ? { peer } : {}) };
-  return quick
-    ? {
-      ...common,
-      count: 100,
-      runs: 1,
-      steadyMs: 10_000,
-      memoryMax: 1_000,
-      oneNamespace: false,
-      startupRuns: 1,
-    }
-    : {
-      ...common,
-      count: 1_000,
-      runs: 3,
-      steadyMs: 240_000,
-      memoryMax: 10_000,
-      small: 100,
-      oneNamespace: true,
-      startupRuns: 3,
-    };
-}
 
 const s = (ms: number) => ms / 1000;
 /** A time figure whose subject was still busy when creation began says so. */
@@ -268,6 +207,31 @@ export async function benchCluster(report: Report, o: ClusterOptions): Promise<v
       await env.deleteNamespaces(
         layout(`bench-${subject.key}-${o.runs - 1}`, n, false).map(([x]) => x),
       );
+    }
+
+    // One change at a time among many Ready, operator and peer in the same run.
+    for (const subject of phase("latency") ? subjects : []) {
+      const r = await start(subject, `${subject.key}-latency`);
+      const ns = `bench-${subject.key}-latency`;
+      const lo = {
+        ...o.latency,
+        spacingMs: 1_000,
+        boundMs: 180_000,
+        rules: o.rules,
+        width: o.width,
+      };
+      const run = await latencyPhase(env, subject, r, ns, lo);
+      say(`${subject.label}: ${run.samples.length} changes timed in ${fmt(s(run.ms), 1)} s`);
+      reportLatency(
+        {
+          add: (name, ms, note) => add(subject, name, { value: ms, unit: "ms", note }),
+          skip: (name, why) => report.skip(SECTION, `${subject.label}: ${name}: ${why}`),
+        },
+        run,
+        lo,
+      );
+      await stop();
+      await env.deleteNamespaces([ns]);
     }
 
     // Memory at scale: memoryMax RateLimits and Pods, 1,000 a namespace, all Ready.
