@@ -163,3 +163,10 @@ export function describe(s: Spread, boundMs: number): string {
   return `p50 ${ms(s.p50)}, p99 ${ms(s.p99)}, max ${ms(s.max)} (${s.seen} changes)` +
     (s.missed ? `; ${s.missed} NOT SEEN within ${fmt(boundMs / 1000, 1)} s` : "");
 }
+
+/** The spread `describe` wrote into a note, read back (for the plot); undefined when none. */
+export function parseSpread(note: string): { p50: number; p99: number; max: number } | undefined {
+  const m = /p50 ([\d.,]+) ms, p99 ([\d.,]+) ms, max ([\d.,]+) ms/.exec(note);
+  const n = (x: string) => Number(x.replaceAll(",", ""));
+  return m ? { p50: n(m[1]), p99: n(m[2]), max: n(m[3]) } : undefined;
+}

@@ -5,7 +5,16 @@
  */
 import assert from "node:assert/strict";
 import type { KubeObject } from "../../src/api/object.ts";
-import { Changes, describe, type Sample, spread, timeChange } from "../../bench/cluster/latency.ts";
+import {
+  Changes,
+  describe,
+  parseSpread,
+  type Sample,
+  spread,
+  timeChange,
+} from "../../bench/cluster/latency.ts";
+import { latencyRows, renderLatencySvg } from "../../bench/plot_latency.ts";
+import type { Figure } from "../../bench/report.ts";
 import { percentile } from "../../bench/stats.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -136,4 +145,31 @@ Deno.test("spread: p50, p99 (nearest rank) and max of each change apart", () => 
   });
   assert.equal(percentile([5, 1, 3], 50), 3);
   assert.equal(percentile(Array.from({ length: 200 }, (_, k) => k), 99), 197);
+});
+
+Deno.test("the latency plot reads each row's p50, p99 and max back from the figures", () => {
+  const note = describe({ p50: 4.5, p99: 1_250, max: 1_300, seen: 50, missed: 0 }, 180_000);
+  assert.deepEqual(parseSpread(note), { p50: 4.5, p99: 1_250, max: 1_300 });
+  const f = (who: string, name: string, p50: number): Figure => ({
+    section: "s",
+    name: `${who}: ${name}, p50`,
+    value: p50,
+    unit: "ms",
+    note: describe({ p50, p99: p50 * 2, max: p50 * 3, seen: 50, missed: 0 }, 1_000),
+  });
+  const rows = latencyRows([
+    f("operator", "create one RateLimit among 1,000 Ready: write to EnvoyFilter changed", 50),
+    f("peer", "create one RateLimit among 1,000 Ready: write to EnvoyFilter changed", 13),
+    f("peer", "delete one RateLimit among 1,000 Ready: write to the RateLimit gone", 5),
+    { section: "s", name: "operator: resident memory, 0 RateLimits", value: 58, unit: "MB" },
+  ]);
+  assert.deepEqual([...rows.keys()], ["create: EnvoyFilter changed", "delete: the RateLimit gone"]);
+  assert.deepEqual(rows.get("create: EnvoyFilter changed")!.get("peer"), {
+    p50: 13,
+    p99: 26,
+    max: 39,
+  });
+  const svg = renderLatencySvg(rows, "test");
+  assert.equal(svg.match(/<circle /g)?.length, 3, "a dot a subject and row");
+  assert.match(svg, /<title>operator, create: EnvoyFilter changed: p50 50 ms, p99 100 ms/);
 });
