@@ -13,6 +13,8 @@ import {
   spread,
   timeChange,
 } from "../../bench/cluster/latency.ts";
+import { parseArgs } from "../../bench/main.ts";
+import { clusterOptions } from "../../bench/cluster/options.ts";
 import { latencyRows, renderLatencySvg } from "../../bench/plot_latency.ts";
 import type { Figure } from "../../bench/report.ts";
 import { percentile } from "../../bench/stats.ts";
@@ -172,4 +174,12 @@ Deno.test("the latency plot reads each row's p50, p99 and max back from the figu
   const svg = renderLatencySvg(rows, "test");
   assert.equal(svg.match(/<circle /g)?.length, 3, "a dot a subject and row");
   assert.match(svg, /<title>operator, create: EnvoyFilter changed: p50 50 ms, p99 100 ms/);
+});
+
+Deno.test("--latency-size and --latency-changes make the phase smaller; bad counts are refused", () => {
+  const a = parseArgs(["--phases=latency", "--latency-size=50", "--latency-changes=3"]);
+  assert.deepEqual([a.phases, a.latencySize, a.latencyChanges], [["latency"], 50, 3]);
+  assert.throws(() => parseArgs(["--latency-size=0"]), /--latency-size must be a positive integer/);
+  assert.throws(() => parseArgs(["--latency-changes=x"]), /--latency-changes must be/);
+  assert.deepEqual(clusterOptions(false).latency, { size: 1_000, changes: 50 });
 });
