@@ -6,7 +6,8 @@
  * unless `--cluster` is given.
  */
 import { buildStatus } from "../tools/cluster/mod.ts";
-import { benchCluster, CLUSTER_PHASES, clusterOptions, type ClusterPhase } from "./cluster/mod.ts";
+import { benchCluster } from "./cluster/mod.ts";
+import { CLUSTER_PHASES, clusterOptions, type ClusterPhase } from "./cluster/options.ts";
 import { PEER_ENV, peerCheckout } from "./cluster/peer.ts";
 import { benchDataplane, dataplaneOptions } from "./dataplane.ts";
 import { benchReducers, reducerOptions } from "./reducer.ts";
@@ -22,7 +23,7 @@ export type Section = typeof SECTIONS[number];
 export const USAGE = `Usage: deno task bench [--quick] [--cluster] [--only=${
   SECTIONS.join(",")
 }] [--json=FILE] [--peer=PATH]
-       [--phases=${CLUSTER_PHASES.join(",")}]
+       [--phases=${CLUSTER_PHASES.join(",")}] [--latency-size=N] [--latency-changes=M]
   --quick      small counts, a few seconds a bench (CI); skips the control plane unless --cluster
   --cluster    with --quick: run the control-plane benches too (100 RateLimits, about 2 min)
   --only=...   run only these benches, in order: ${SECTIONS.join(", ")}
@@ -31,6 +32,8 @@ export const USAGE = `Usage: deno task bench [--quick] [--cluster] [--only=${
                benches build its RateLimit controller there and measure it beside the operator
                (bench/peers/kyma-ratelimit/README.md); without one they say so and run the rest
   --phases=... only these phases of the control-plane benches (startup needs converge)
+  --latency-size=N     the latency phase's RateLimits Ready (default 1,000; 100 with --quick)
+  --latency-changes=M  changes of each kind it times one at a time (default 50; 10 with --quick)
 Environment: BENCH_OPERATOR_ROOT=DIR runs the operator from another tree (before/after); plot a
 control-plane run's JSON with: deno run -A bench/plot.ts FILE.json --out=FILE.svg
 Figures are medians over repeated runs, each with a baseline measured in the same run and their
@@ -45,6 +48,16 @@ export interface BenchArgs {
   json?: string;
   peer?: string;
   phases?: ClusterPhase[];
+  latencySize?: number;
+  latencyChanges?: number;
+}
+
+function count(arg: string, flag: string): number {
+  const n = Number(arg.slice(flag.length + 3));
+  if (!Number.isInteger(n) || n < 1) {
+    throw new Error(`--${flag} must be a positive integer: ${arg}`);
+  }
+  return n;
 }
 
 /** Parses the command line; throws a message naming the bad argument. */
@@ -63,6 +76,8 @@ export function parseArgs(args: readonly string[]): BenchArgs {
       out.only = names as Section[];
     } else if (a.startsWith("--json=")) out.json = a.slice("--json=".length);
     else if (a.startsWith("--peer=")) out.peer = a.slice("--peer=".length);
+    else if (a.startsWith("--latency-size=")) out.latencySize = count(a, "latency-size");
+    else if (a.startsWith("--latency-changes=")) out.latencyChanges = count(a, "latency-changes");
     else if (a.startsWith("--phases=")) {
       const names = a.slice("--phases=".length).split(",").filter((s) => s);
       const bad = names.filter((n) => !(CLUSTER_PHASES as readonly string[]).includes(n));
@@ -72,7 +87,8 @@ export function parseArgs(args: readonly string[]): BenchArgs {
       out.phases = names as ClusterPhase[];
     } else {
       throw new Error(
-        `unknown argument ${a}: use --quick, --cluster, --only=..., --json=FILE, --peer=PATH`,
+        `unknown argument ${a}: use --quick, --cluster, --only=..., --json=FILE, --peer=PATH, ` +
+          "--phases=..., --latency-size=N, --latency-changes=M",
       );
     }
   }
@@ -115,7 +131,15 @@ async function main(argv: string[]): Promise<number> {
     if (why) report.skip("control plane", why);
     else {
       const o = clusterOptions(args.quick, peerCheckout(args.peer));
-      await benchCluster(report, args.phases ? { ...o, phases: args.phases } : o);
+      const latency = {
+        size: args.latencySize ?? o.latency.size,
+        changes: args.latencyChanges ?? o.latency.changes,
+      };
+      await benchCluster(report, {
+        ...o,
+        latency,
+        ...(args.phases ? { phases: args.phases } : {}),
+      });
     }
   }
   for (const line of report.summary()) console.log(line);

@@ -3,9 +3,11 @@
  * control-plane bench (`deno task bench --only=cluster --json=FILE.json`), an SVG of resident
  * memory and of time to all Ready against the number of RateLimits, for the operator and the peer
  * (log scale of RateLimits; one line a subject; each point a measured figure). A later file's
- * figures replace the earlier ones of the same name. Plain SVG 1.1, no scripts.
+ * figures replace the earlier ones of the same name. Plain SVG 1.1, no scripts. `--latency`: the
+ * latency phase's figures instead (plot_latency.ts).
  */
 import { esc } from "../src/cli/ratelimit/svg.ts";
+import { latencyRows, renderLatencySvg } from "./plot_latency.ts";
 import type { Figure } from "./report.ts";
 
 /** One subject's measured points: RateLimits → value. */
@@ -137,7 +139,9 @@ if (import.meta.main) {
   const files = Deno.args.filter((a) => !a.startsWith("--"));
   const out = Deno.args.find((a) => a.startsWith("--out="))?.slice("--out=".length);
   if (files.length === 0) {
-    console.error("usage: deno run -A bench/plot.ts FILE.json [LATER.json ...] [--out=FILE.svg]");
+    console.error(
+      "usage: deno run -A bench/plot.ts FILE.json [LATER.json ...] [--latency] [--out=FILE.svg]",
+    );
     Deno.exit(2);
   }
   const runs = await Promise.all(
@@ -146,7 +150,10 @@ if (import.meta.main) {
     ),
   );
   const names = files.map((f) => f.split("/").at(-1)).join(", ");
-  const svg = renderScaleSvg(scalePoints(mergeFigures(runs)), `from ${names}`);
+  const figures = mergeFigures(runs);
+  const svg = Deno.args.includes("--latency")
+    ? renderLatencySvg(latencyRows(figures), `from ${names}`)
+    : renderScaleSvg(scalePoints(figures), `from ${names}`);
   if (out) await Deno.writeTextFile(out, svg);
   else console.log(svg);
 }

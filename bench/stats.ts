@@ -11,6 +11,13 @@ export function median(xs: readonly number[]): number {
   return s.length % 2 === 1 ? s[mid] : (s[mid - 1] + s[mid]) / 2;
 }
 
+/** The `p`-th percentile of `xs` by nearest rank (p99 of 50 samples is the largest); NaN when empty. */
+export function percentile(xs: readonly number[], p: number): number {
+  if (xs.length === 0) return NaN;
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length, Math.max(1, Math.ceil((p / 100) * s.length))) - 1];
+}
+
 /** Items a second, from a count and a duration in milliseconds. */
 export function perSecond(count: number, ms: number): number {
   return ms > 0 ? (count * 1000) / ms : Infinity;

@@ -10,7 +10,7 @@ import type { KubeObject } from "../../src/api/object.ts";
 import { reconcileRateLimit } from "../../src/reconcile/ratelimit/mod.ts";
 import { rateLimitObject } from "../fixtures.ts";
 import { retrying } from "./env.ts";
-import { followRateLimits } from "./follow.ts";
+import { followRateLimits, type Seen } from "./follow.ts";
 
 /** Field manager of the baseline's writes. */
 export const BASELINE_MANAGER = "bench-baseline";
@@ -91,8 +91,8 @@ export async function runBaseline(
   };
   signal.addEventListener("abort", wake, { once: true });
   let writes = 0;
-  const see = (o: KubeObject) => {
-    if (seen.has(o.metadata.name) || !payloads.has(o.metadata.name)) return;
+  const see = (o: KubeObject, how: Seen) => {
+    if (how === "DELETED" || seen.has(o.metadata.name) || !payloads.has(o.metadata.name)) return;
     seen.add(o.metadata.name);
     queue.push(o);
     wake();

@@ -7,14 +7,17 @@ import { RESOURCES } from "../../src/api/resources.ts";
 import type { LiveCluster } from "../../src/kube/live_cluster.ts";
 import type { KubeObject, ResourceType } from "../../src/api/object.ts";
 
+/** How an object reached an observer: in a (re)list, or by a watch event. */
+export type Seen = "LISTED" | "ADDED" | "MODIFIED" | "DELETED";
+
 /**
- * Calls `see` with every RateLimit (of `type`: the operator's by default, or the peer's) of
- * `namespace` listed, added or modified, until `signal` aborts.
+ * Calls `see` with every object of `type` (RateLimits: the operator's by default, or the peer's;
+ * any namespaced type) of `namespace` listed, added, modified or deleted, until `signal` aborts.
  */
 export async function followRateLimits(
   api: LiveCluster,
   namespace: string,
-  see: (obj: KubeObject, event: "LISTED" | "ADDED" | "MODIFIED") => void,
+  see: (obj: KubeObject, event: Seen) => void,
   signal: AbortSignal,
   /** Resolved after the first list, with its items seen. */
   onListed: () => void = () => {},
@@ -38,7 +41,9 @@ export async function followRateLimits(
         for await (const ev of events) {
           if (ev.type === "ERROR") throw new Error(`watch error: ${JSON.stringify(ev.object)}`);
           rv = ev.object.metadata.resourceVersion ?? rv;
-          if (ev.type === "ADDED" || ev.type === "MODIFIED") see(ev.object, ev.type);
+          if (ev.type === "ADDED" || ev.type === "MODIFIED" || ev.type === "DELETED") {
+            see(ev.object, ev.type);
+          }
         }
       }
     } catch (err) {

@@ -118,11 +118,6 @@ export async function waitIdleBy(
   );
 }
 
-/** `waitIdleBy` for the operator. */
-export function waitIdle(op: OperatorProcess, quietMs: number, timeoutMs: number): Promise<number> {
-  return waitIdleBy(`operator ${op.identity}`, operatorWork(op), quietMs, timeoutMs);
-}
-
 /** CPU seconds (user + system) a process has used, from /proc/<pid>/stat. */
 export async function cpuSeconds(pid: number): Promise<number> {
   const text = await Deno.readTextFile(`/proc/${pid}/stat`);

@@ -8,7 +8,7 @@ import { podManifest, rateLimitObject } from "../fixtures.ts";
 import { fmt } from "../stats.ts";
 import { baselinePayloads, runBaseline } from "./baseline.ts";
 import type { BenchCluster } from "./env.ts";
-import { cpuSeconds, memoryOf } from "./operator.ts";
+import { cpuSeconds } from "./operator.ts";
 import { KYMA_RATELIMIT } from "./peer.ts";
 import { ReadyWatch } from "./ready.ts";
 import type { Running, Subject } from "./subject.ts";
@@ -118,31 +118,4 @@ export async function atRest(env: BenchCluster, subject: Subject, ms: number): P
     leases: leases.length,
     byResource: [...byResource].map(([k, v]) => `${k} ×${fmt(v)}`).join(", "),
   };
-}
-
-/**
- * Resident memory (MB) of a running subject once idle for `quietMs` and settled: sampled every 5 s
- * for at least 30 s and until three samples in a row lie within 1 MB (at most 2 minutes). A
- * garbage-collected runtime gives memory back some seconds after work stops (V8's memory reducer
- * about 20 s after the operator goes idle, Go's scavenger gradually), so an early reading says
- * more about when it was taken than about what is held.
- */
-export async function idleRss(
-  r: Running,
-  quietMs: number,
-  timeoutMs: number,
-): Promise<{ mb: number; idle: boolean }> {
-  // A subject that never goes quiet (the peer requeues every RateLimit every 3 minutes, which at
-  // 10,000 keeps it busy) is measured all the same once `timeoutMs` has passed, and said to be.
-  const idle = await r.waitIdle(quietMs, timeoutMs).then(() => true, () => false);
-  const samples: number[] = [];
-  const t0 = Date.now();
-  for (;;) {
-    samples.push((await memoryOf(r.pid)).rssMb);
-    const last = samples.slice(-3);
-    const settled = last.length === 3 && Math.max(...last) - Math.min(...last) < 1;
-    if ((settled && Date.now() - t0 >= 30_000) || Date.now() - t0 >= 120_000) break;
-    await new Promise((res) => setTimeout(res, 5_000));
-  }
-  return { mb: samples.at(-1)!, idle };
 }

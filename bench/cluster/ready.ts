@@ -32,7 +32,7 @@ export class ReadyWatch {
       this.#task = followRateLimits(
         this.api,
         this.namespace,
-        (o) => this.#see(o),
+        (o, how) => how !== "DELETED" && this.#see(o),
         this.#stop.signal,
         () => listed(),
         this.type,
