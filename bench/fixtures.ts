@@ -3,7 +3,7 @@
  * select, and namespaces. The same builders serve the in-process benches and the control plane.
  */
 import { SIDECAR_STATUS_ANNOTATION } from "../src/api/pod.ts";
-import { MAX_BUCKET_RULES } from "../src/api/ratelimit.ts";
+import { MAX_BUCKET_RULES } from "../src/api/ratelimit_bounds.ts";
 import { apiVersionOf, RESOURCES } from "../src/api/resources.ts";
 import type { KubeObject, ResourceType } from "../src/api/object.ts";
 import { kwokNode } from "../tools/cluster/mesh.ts";

@@ -8,20 +8,6 @@ import type * as S from "./schema/ratelimit.ts";
 import { PLANS } from "./validation/plans.ts";
 import { validate, type ValidateOptions } from "./validation/run.ts";
 
-export {
-  BUCKET_PATH_PATTERN,
-  BUCKET_RULE_NEEDS_MATCH,
-  MAX_BUCKET_RULES,
-  MAX_HEADER_NAME_LENGTH,
-  MAX_HEADER_VALUE_LENGTH,
-  MAX_LABEL_KEY_LENGTH,
-  MAX_LABEL_VALUE_LENGTH,
-  MAX_PATH_LENGTH,
-  MAX_RULE_HEADERS,
-  MAX_SELECTOR_LABELS,
-  MAX_TOKENS_LIMIT,
-} from "./ratelimit_bounds.ts";
-
 /** A parsed RateLimit, defaults filled. */
 export type RateLimit = z.output<typeof S.RateLimitSchema>;
 /** RateLimit spec with defaults filled. */

@@ -4,16 +4,15 @@
  */
 import assert from "node:assert/strict";
 import { clusterSkipReason, parseArgs } from "../../bench/main.ts";
-import { benchDataplane, decisionLoops, requestPool } from "../../bench/dataplane.ts";
+import { benchDataplane, decisionLoops, proxyFor, requestPool } from "../../bench/dataplane.ts";
 import { benchReducers, rateLimitInputs, rateLimitLoops } from "../../bench/reducer.ts";
 import { type Figure, formatFigure, meets, Report } from "../../bench/report.ts";
 import { compareLoops, median, perSecond } from "../../bench/stats.ts";
 import { reconcileRateLimit } from "../../src/reconcile/ratelimit/mod.ts";
 import { decide } from "../../src/dataplane/mod.ts";
-import { proxyFor } from "../../bench/dataplane.ts";
 import { NOW } from "../../bench/worlds.ts";
 import { RULE_COUNTS } from "../../bench/fixtures.ts";
-import { MAX_BUCKET_RULES } from "../../src/api/ratelimit.ts";
+import { MAX_BUCKET_RULES } from "../../src/api/ratelimit_bounds.ts";
 import { benchSim, sweepOnce } from "../../bench/sim.ts";
 
 function quietReport(): { report: Report; lines: string[] } {

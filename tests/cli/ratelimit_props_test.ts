@@ -7,11 +7,7 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { stringify } from "yaml";
-import { MAX_TOKENS_LIMIT, parseRateLimit } from "../../src/api/ratelimit.ts";
-import { main } from "../../src/cli/ratelimit/mod.ts";
-import { customResourceDefinitions } from "../../src/crd/definitions.ts";
-import { admits } from "../crd/admission.ts";
-import { boundCases, largestRateLimit, oddRateLimits } from "../reconcile/ratelimit_extremes.ts";
+import { parseRateLimit } from "../../src/api/ratelimit.ts";
 import {
   MAX_BUCKET_RULES,
   MAX_HEADER_NAME_LENGTH,
@@ -20,7 +16,12 @@ import {
   MAX_LABEL_VALUE_LENGTH,
   MAX_PATH_LENGTH,
   MAX_RULE_HEADERS,
-} from "../../src/api/ratelimit.ts";
+  MAX_TOKENS_LIMIT,
+} from "../../src/api/ratelimit_bounds.ts";
+import { main } from "../../src/cli/ratelimit/mod.ts";
+import { customResourceDefinitions } from "../../src/crd/definitions.ts";
+import { admits } from "../crd/admission.ts";
+import { boundCases, largestRateLimit, oddRateLimits } from "../reconcile/ratelimit_extremes.ts";
 
 const SCHEMA = customResourceDefinitions().find((c) => c.spec.names.kind === "RateLimit")!.spec
   .versions[0].schema.openAPIV3Schema;

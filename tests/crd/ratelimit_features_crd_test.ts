@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { customResourceDefinitions } from "../../src/crd/definitions.ts";
-import { MAX_BUCKET_RULES } from "../../src/api/ratelimit.ts";
+import { MAX_BUCKET_RULES } from "../../src/api/ratelimit_bounds.ts";
 import { SHADOW_HEADER } from "../../src/api/envoy.ts";
 
 type Schema = {

@@ -10,7 +10,7 @@ import {
   MAX_PATH_LENGTH,
   MAX_RULE_HEADERS,
   MAX_SELECTOR_LABELS,
-} from "../../src/api/ratelimit.ts";
+} from "../../src/api/ratelimit_bounds.ts";
 import { integer } from "../../src/api/schema/common.ts";
 import { customResourceDefinitions } from "../../src/crd/definitions.ts";
 import { crdSchemaOf, type JsonSchema, toStructural } from "../../src/crd/schema.ts";

@@ -12,7 +12,7 @@ import {
   MAX_RULE_HEADERS,
   MAX_SELECTOR_LABELS,
   MAX_TOKENS_LIMIT,
-} from "../../src/api/ratelimit.ts";
+} from "../../src/api/ratelimit_bounds.ts";
 import { DEFAULT_MESH } from "../../src/dataplane/mod.ts";
 import type { KubeObject } from "../../src/api/object.ts";
 import { bucket, rateLimit } from "./ratelimit_fixtures.ts";

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import { parseFillInterval } from "../../src/api/duration.ts";
 import { reconcileRateLimit } from "../../src/reconcile/ratelimit/mod.ts";
-import { MAX_BUCKET_RULES } from "../../src/api/ratelimit.ts";
+import { MAX_BUCKET_RULES } from "../../src/api/ratelimit_bounds.ts";
 import { covers } from "../../src/reconcile/ratelimit/validate.ts";
 import { isLabelValue, isQualifiedName } from "../../src/api/selector.ts";
 import { bucket, input, rateLimit } from "./ratelimit_fixtures.ts";
