@@ -14,8 +14,6 @@ import type { Logger } from "../log.ts";
 import { WatcherReport } from "./watcher_report.ts";
 import type { ResumeState, StepResult, WatcherOptions, WatcherState } from "./watcher_state.ts";
 
-export type { ResumeState, StepResult, WatcherOptions, WatcherState } from "./watcher_state.ts";
-
 const IDLE: unique symbol = Symbol("idle");
 const CANCELLED: unique symbol = Symbol("cancelled");
 
