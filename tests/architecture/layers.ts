@@ -157,32 +157,20 @@ export function cyclesOf(edges: readonly Edge[]): string[][] {
  * follows those too), as the files on it, top first; its length is the graph's depth in levels.
  */
 export function deepestChain(edges: readonly Edge[], prefix: string): string[] {
-  const next = new Map<string, string[]>();
-  for (const e of edges) {
-    if (e.from.startsWith(prefix) && e.to.startsWith(prefix)) {
-      next.set(e.from, [...(next.get(e.from) ?? []), e.to]);
-    }
+  const level = levelsOf(edges, prefix);
+  // The highest file (the first by name among equals), then at each step an import one level down.
+  let at = [...level].reduce((top, f) => (f[1] > top[1] ? f : top), ["", 0])[0];
+  const chain: string[] = [];
+  while (at) {
+    const from = prefix + at;
+    const below = level.get(at)! - 1;
+    chain.push(from);
+    const next = edges.find((e) =>
+      e.from === from && e.to.startsWith(prefix) && level.get(e.to.slice(prefix.length)) === below
+    );
+    at = next ? next.to.slice(prefix.length) : "";
   }
-  const memo = new Map<string, string[]>();
-  const chain = (v: string): string[] => {
-    const hit = memo.get(v);
-    if (hit) return hit;
-    memo.set(v, [v]); // a cycle (reported by cyclesOf) ends the chain here
-    let best: string[] = [];
-    for (const w of next.get(v) ?? []) {
-      const c = chain(w);
-      if (c.length > best.length) best = c;
-    }
-    const found = [v, ...best];
-    memo.set(v, found);
-    return found;
-  };
-  let deepest: string[] = [];
-  for (const v of [...next.keys()].sort()) {
-    const c = chain(v);
-    if (c.length > deepest.length) deepest = c;
-  }
-  return deepest;
+  return chain;
 }
 
 /**
