@@ -14,6 +14,7 @@ import {
   type ListPage,
   type WatchEvent,
   type WatchOptions,
+  type WriteOptions,
 } from "../../src/runtime/cluster.ts";
 import type { JsonPatchOp, KubeObject, ResourceType } from "../../src/api/object.ts";
 import type { ClockView } from "../clock.ts";
@@ -81,23 +82,25 @@ export class SimClient implements Cluster {
     });
   }
 
-  create(type: ResourceType, obj: KubeObject): Promise<KubeObject> {
+  create(type: ResourceType, obj: KubeObject, opts?: WriteOptions): Promise<KubeObject> {
     return this.#write(
       "create",
       type,
       obj.metadata?.namespace,
       obj.metadata?.name,
       () => this.#server.store.create(type, obj, this.#actor),
+      opts,
     );
   }
 
-  update(type: ResourceType, obj: KubeObject): Promise<KubeObject> {
+  update(type: ResourceType, obj: KubeObject, opts?: WriteOptions): Promise<KubeObject> {
     return this.#write(
       "update",
       type,
       obj.metadata?.namespace,
       obj.metadata?.name,
       () => this.#server.store.update(type, obj, this.#actor),
+      opts,
     );
   }
 
@@ -109,6 +112,7 @@ export class SimClient implements Cluster {
       obj.metadata?.namespace,
       obj.metadata?.name,
       () => this.#server.store.apply(type, obj, actor, !!opts.force),
+      opts,
     );
   }
 
@@ -120,6 +124,7 @@ export class SimClient implements Cluster {
       obj.metadata?.namespace,
       obj.metadata?.name,
       () => this.#server.store.apply(type, obj, actor, !!opts.force, "status"),
+      opts,
     );
   }
 
@@ -128,6 +133,7 @@ export class SimClient implements Cluster {
     namespace: string | undefined,
     name: string,
     ops: JsonPatchOp[],
+    opts?: WriteOptions,
   ): Promise<KubeObject> {
     return this.#write(
       "patch",
@@ -135,6 +141,7 @@ export class SimClient implements Cluster {
       namespace,
       name,
       () => this.#server.store.patch(type, namespace, name, ops, this.#actor),
+      opts,
     );
   }
 
@@ -151,6 +158,7 @@ export class SimClient implements Cluster {
         namespace,
         name,
         () => this.#server.store.delete(type, namespace, name, opts, this.#actor),
+        opts,
       );
       return true;
     } catch (err) {
@@ -211,8 +219,9 @@ export class SimClient implements Cluster {
     namespace: string | undefined,
     name: string | undefined,
     op: () => WriteResult,
+    opts: WriteOptions | undefined,
   ): Promise<KubeObject> {
-    return (await this.#call(verb, type, namespace, name, op)).obj;
+    return (await this.#call(verb, type, namespace, name, op, true, opts?.timeoutMs)).obj;
   }
 
   async #call<T>(
@@ -222,10 +231,12 @@ export class SimClient implements Cluster {
     name: string | undefined,
     op: () => T,
     copy = true,
+    timeoutMs?: number,
   ): Promise<T> {
     const { log, faults, store } = this.#server;
     this.#server.onRequest?.(this.#actor.name, verb, type, namespace, name);
     await this.#pause(this.#latency(verb));
+    const received = this.#clock.now();
     const isWrite = verb !== "get" && verb !== "list" && verb !== "watch";
     const record = (outcome: "changed" | "unchanged" | number, rv?: string) => {
       if (isWrite) {
@@ -246,7 +257,21 @@ export class SimClient implements Cluster {
       record(fault.error.code);
       throw fault.error;
     }
-    if (fault?.kind === "slow") await this.#clock.sleep(fault.delayMs);
+    if (fault?.kind === "slow") {
+      await this.#clock.sleep(fault.delayMs);
+      // The API server's `timeout`: a request still waiting past it is given up, nothing written.
+      if (timeoutMs !== undefined && this.#clock.now() - received > timeoutMs) {
+        record(504);
+        await this.#pause(this.#latency(verb));
+        throw new ApiError(
+          504,
+          "Timeout",
+          `${verb} ${type.plural}${
+            name ? ` ${name}` : ""
+          }: the server gave up after ${timeoutMs} ms`,
+        );
+      }
+    }
     let result: T | undefined;
     let error: unknown;
     if (fault?.kind !== "timeout" || fault.executed) {

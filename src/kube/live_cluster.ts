@@ -9,10 +9,11 @@ import {
   type ListPage,
   type WatchEvent,
   type WatchOptions,
+  type WriteOptions,
 } from "../runtime/cluster.ts";
 import type { JsonPatchOp, KubeObject, ResourceType } from "../api/object.ts";
 import { type Connection, type ConnectionOptions, loadConnection } from "./config.ts";
-import { collectionPath, objectPath, withQuery } from "./paths.ts";
+import { collectionPath, objectPath, timeoutParam, withQuery, withTimeout } from "./paths.ts";
 import { HttpTransport, type TransportOptions } from "./transport.ts";
 import { decodeWatch } from "./watch.ts";
 
@@ -138,8 +139,8 @@ export class LiveCluster implements Cluster {
   }
 
   /** Creates an object (POST to its collection). */
-  async create(type: ResourceType, obj: KubeObject): Promise<KubeObject> {
-    const path = collectionPath(type, obj.metadata.namespace);
+  async create(type: ResourceType, obj: KubeObject, opts?: WriteOptions): Promise<KubeObject> {
+    const path = withTimeout(collectionPath(type, obj.metadata.namespace), opts);
     if (type.namespaced && !obj.metadata.namespace) {
       throw new Error(
         `${type.kind} ${obj.metadata.name} is namespaced: metadata.namespace is required`,
@@ -149,8 +150,8 @@ export class LiveCluster implements Cluster {
   }
 
   /** Replaces an object (PUT); 409 when its resourceVersion is stale. */
-  async update(type: ResourceType, obj: KubeObject): Promise<KubeObject> {
-    const path = objectPath(type, obj.metadata.namespace, obj.metadata.name);
+  async update(type: ResourceType, obj: KubeObject, opts?: WriteOptions): Promise<KubeObject> {
+    const path = withTimeout(objectPath(type, obj.metadata.namespace, obj.metadata.name), opts);
     return asObject(await this.#http.json("PUT", path, { body: obj }), type);
   }
 
@@ -170,8 +171,9 @@ export class LiveCluster implements Cluster {
     namespace: string | undefined,
     name: string,
     ops: JsonPatchOp[],
+    opts?: WriteOptions,
   ): Promise<KubeObject> {
-    const path = objectPath(type, namespace, name);
+    const path = withTimeout(objectPath(type, namespace, name), opts);
     return asObject(
       await this.#http.json("PATCH", path, { body: ops, contentType: JSON_PATCH }),
       type,
@@ -192,7 +194,9 @@ export class LiveCluster implements Cluster {
       ...(opts.preconditions ? { preconditions: opts.preconditions } : {}),
     };
     try {
-      await this.#http.json("DELETE", objectPath(type, namespace, name), { body });
+      await this.#http.json("DELETE", withTimeout(objectPath(type, namespace, name), opts), {
+        body,
+      });
       return true;
     } catch (err) {
       if (isApiError(err, 404)) return false;
@@ -211,6 +215,7 @@ export class LiveCluster implements Cluster {
       {
         fieldManager: opts.fieldManager,
         force: opts.force === false ? undefined : "true",
+        timeout: timeoutParam(opts),
       },
     );
     const body = applyBody(obj);

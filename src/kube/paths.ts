@@ -45,3 +45,17 @@ export function withQuery(path: string, params: QueryParams): string {
   const text = query.toString();
   return text ? `${path}?${text}` : path;
 }
+
+/**
+ * The API server's `timeout` parameter of a write (a Go duration, whole milliseconds rounded up:
+ * a bound is never made shorter than asked); undefined without one.
+ */
+export function timeoutParam(opts: { timeoutMs?: number } | undefined): string | undefined {
+  const ms = opts?.timeoutMs;
+  return ms === undefined ? undefined : `${Math.max(1, Math.ceil(ms))}ms`;
+}
+
+/** `path` with a write's `timeout` parameter, when it has one. */
+export function withTimeout(path: string, opts: { timeoutMs?: number } | undefined): string {
+  return withQuery(path, { timeout: timeoutParam(opts) });
+}

@@ -38,14 +38,23 @@ export interface WatchEvent {
   object: KubeObject;
 }
 
+/**
+ * A write's server-side bound (the API server's `timeout` parameter, counted from when it receives
+ * the request): past it the server gives up and writes nothing. A leader bounds each write by the
+ * end of its term, so a write slowed in the server cannot land after a standby has taken over.
+ */
+export interface WriteOptions {
+  timeoutMs?: number;
+}
+
 /** Options of a server-side apply. */
-export interface ApplyOptions {
+export interface ApplyOptions extends WriteOptions {
   fieldManager: string;
   force?: boolean;
 }
 
 /** Options of a delete. */
-export interface DeleteOptions {
+export interface DeleteOptions extends WriteOptions {
   propagationPolicy?: "Background" | "Foreground" | "Orphan";
   preconditions?: { uid?: string; resourceVersion?: string };
 }
@@ -88,9 +97,9 @@ export interface Cluster {
     name: string,
   ): Promise<KubeObject | undefined>;
   /** Creates an object; 409 AlreadyExists if it exists. */
-  create(type: ResourceType, obj: KubeObject): Promise<KubeObject>;
+  create(type: ResourceType, obj: KubeObject, opts?: WriteOptions): Promise<KubeObject>;
   /** Replaces an object; 409 Conflict when metadata.resourceVersion is stale. */
-  update(type: ResourceType, obj: KubeObject): Promise<KubeObject>;
+  update(type: ResourceType, obj: KubeObject, opts?: WriteOptions): Promise<KubeObject>;
   /** Server-side apply of the object's fields owned by `fieldManager`. */
   apply(type: ResourceType, obj: KubeObject, opts: ApplyOptions): Promise<KubeObject>;
   /** Server-side apply to the /status subresource; `obj` holds apiVersion, kind, metadata.name/namespace and status. */
@@ -101,6 +110,7 @@ export interface Cluster {
     namespace: string | undefined,
     name: string,
     ops: JsonPatchOp[],
+    opts?: WriteOptions,
   ): Promise<KubeObject>;
   /** Deletes an object; resolves also when it is already gone (returns false then). */
   delete(

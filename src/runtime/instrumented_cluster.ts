@@ -37,11 +37,11 @@ function wrap(cluster: Cluster, metrics: Metrics): Cluster {
     list: (t, o) => call("list", 200, () => cluster.list(t, o)),
     watch: (t, o, signal) => countWatch(cluster, t, o, signal, count),
     get: (t, ns, n) => call("get", 200, () => cluster.get(t, ns, n)),
-    create: (t, o) => call("create", 201, () => cluster.create(t, o)),
-    update: (t, o) => call("update", 200, () => cluster.update(t, o)),
+    create: (t, o, opts) => call("create", 201, () => cluster.create(t, o, opts)),
+    update: (t, o, opts) => call("update", 200, () => cluster.update(t, o, opts)),
     apply: (t, o, opts) => call("patch", 200, () => cluster.apply(t, o, opts)),
     applyStatus: (t, o, opts) => call("patch", 200, () => cluster.applyStatus(t, o, opts)),
-    patch: (t, ns, n, ops) => call("patch", 200, () => cluster.patch(t, ns, n, ops)),
+    patch: (t, ns, n, ops, opts) => call("patch", 200, () => cluster.patch(t, ns, n, ops, opts)),
     delete: (t, ns, n, o) => call("delete", 200, () => cluster.delete(t, ns, n, o)),
   };
 }

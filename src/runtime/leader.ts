@@ -63,6 +63,8 @@ export class LeaderElector {
   readonly #o: LeaderElectorOptions;
   #term: AbortController | undefined;
   #deadline: AbortController | undefined;
+  /** When the term ends unless a renewal succeeds first (this replica's clock). */
+  #termEndsAt = 0;
   #observed: { rv?: string; at: number } | undefined;
   #lastAttemptOk = false;
   #lastFailure = "";
@@ -84,6 +86,16 @@ export class LeaderElector {
   /** True when the last look at the lease worked (standing by correctly, or leading). */
   get healthy(): boolean {
     return this.leading || this.#lastAttemptOk;
+  }
+
+  /**
+   * Milliseconds left of the current term if no renewal succeeds (0 when not leading). Each write
+   * of the term carries it as its server-side timeout: the term ends, at the latest, a margin of
+   * leaseDuration - renewDeadline before any standby may take the lease, so no write of this term
+   * can land in the next one, however slow the server is.
+   */
+  get termLeftMs(): number {
+    return this.leading ? Math.max(0, this.#termEndsAt - this.#o.clock.now()) : 0;
   }
 
   /** The signal of the current term (aborted when not leading). */
@@ -115,6 +127,7 @@ export class LeaderElector {
         // comes late (a paused process, a clock step) counts for only what is left.
         const left = sentAt + this.#renewDeadlineMs - this.#o.clock.now();
         if (left > 0) {
+          this.#termEndsAt = sentAt + this.#renewDeadlineMs;
           if (!this.leading) this.#startTerm(result === "acquired");
           this.#armDeadline(left);
         } else this.#endTerm(`the lease renewal was answered after ${this.#renewDeadlineMs} ms`);

@@ -113,6 +113,7 @@ export class Manager {
       identity,
       events: this.#events,
       onWrite: (type, written, changes) => this.#onWrite(type, written, changes),
+      ...(this.#o.leaderElection ? { writeBoundMs: () => this.#elector?.termLeftMs ?? 0 } : {}),
     });
     return new ControllerLoop({
       spec,

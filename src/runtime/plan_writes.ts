@@ -11,7 +11,13 @@ import { resourceFor } from "../api/resources.ts";
 import { isObserved } from "../reconcile/observed.ts";
 import { specDigest } from "../reconcile/hash.ts";
 import type { CacheChange, RunnerCache } from "./controller_spec.ts";
-import { ApiError, type Cluster, NotLeaderError, TerminalError } from "./cluster.ts";
+import {
+  ApiError,
+  type Cluster,
+  NotLeaderError,
+  TerminalError,
+  type WriteOptions,
+} from "./cluster.ts";
 import type { Logger } from "./log.ts";
 import type { Metrics } from "./metrics.ts";
 import { type KubeObject, type ResourceType, typeName } from "../api/object.ts";
@@ -34,6 +40,11 @@ export interface WriterOptions {
    * and the cache changes that caching it made (the manager queues the keys they concern).
    */
   onWrite?: (type: ResourceType, written: KubeObject, changes: CacheChange[]) => void;
+  /**
+   * Milliseconds each write may still take before the server must give it up (the leader's
+   * `termLeftMs`); undefined: no bound (no leader election).
+   */
+  writeBoundMs?: () => number;
 }
 
 /** A failed write: the object and the error. */
@@ -58,14 +69,23 @@ export class PlanWriter {
     this.#o = opts;
   }
 
-  #guard(signal: AbortSignal): void {
+  /** The options of one write: not sent at all once the term is over. */
+  #guard(signal: AbortSignal): WriteOptions {
     if (signal.aborted) throw new NotLeaderError();
+    const bound = this.#o.writeBoundMs?.();
+    if (bound === undefined) return {};
+    if (bound <= 0) throw new NotLeaderError();
+    return { timeoutMs: bound };
   }
 
-  async #write<T>(ref: ObjectRef, signal: AbortSignal, f: () => Promise<T>): Promise<T> {
-    this.#guard(signal);
+  async #write<T>(
+    ref: ObjectRef,
+    signal: AbortSignal,
+    f: (opts: WriteOptions) => Promise<T>,
+  ): Promise<T> {
+    const opts = this.#guard(signal);
     try {
-      return await f();
+      return await f(opts);
     } catch (err) {
       throw new WriteFailed(ref, err);
     }
@@ -98,7 +118,7 @@ export class PlanWriter {
     state.primary = await this.#write(
       ref,
       signal,
-      () => this.#o.cluster.patch(type, meta.namespace, meta.name, ops),
+      (o) => this.#o.cluster.patch(type, meta.namespace, meta.name, ops, o),
     );
     state.writes++;
     this.#wrote(type, state.primary);
@@ -120,7 +140,7 @@ export class PlanWriter {
     const written = await this.#write(
       refOf(state.primary),
       signal,
-      () => this.#o.cluster.patch(type, meta.namespace, meta.name, ops),
+      (o) => this.#o.cluster.patch(type, meta.namespace, meta.name, ops, o),
     );
     state.writes++;
     this.#wrote(type, written);
@@ -168,7 +188,7 @@ export class PlanWriter {
     const written = await this.#write(
       refOf(obj),
       signal,
-      () => this.#o.cluster.create(type, obj),
+      (o) => this.#o.cluster.create(type, obj, o),
     );
     state.writes++;
     this.#wrote(type, written);
@@ -196,7 +216,7 @@ export class PlanWriter {
     const written = await this.#write(
       refOf(obj),
       signal,
-      () => this.#o.cluster.apply(type, obj, { fieldManager: FIELD_MANAGER, force: true }),
+      (o) => this.#o.cluster.apply(type, obj, { fieldManager: FIELD_MANAGER, force: true, ...o }),
     );
     state.writes++;
     this.#wrote(type, written);
@@ -228,10 +248,11 @@ export class PlanWriter {
       );
     }
     const uid = observed.metadata.uid;
-    await this.#write(ref, signal, () =>
+    await this.#write(ref, signal, (o) =>
       this.#o.cluster.delete(type, ref.namespace, ref.name, {
         propagationPolicy: "Background",
         ...(uid ? { preconditions: { uid } } : {}),
+        ...o,
       }));
     state.writes++;
   }
@@ -255,7 +276,8 @@ export class PlanWriter {
     state.primary = await this.#write(
       refOf(state.primary),
       signal,
-      () => this.#o.cluster.applyStatus(type, body, { fieldManager: FIELD_MANAGER, force: true }),
+      (o) =>
+        this.#o.cluster.applyStatus(type, body, { fieldManager: FIELD_MANAGER, force: true, ...o }),
     );
     state.writes++;
     this.#wrote(type, state.primary);

@@ -157,6 +157,28 @@ Deno.test("patch sends a JSON Patch", async () => {
     assert.equal(server.seen[0].method, "PATCH");
     assert.equal(server.seen[0].headers.get("content-type"), "application/json-patch+json");
     assert.deepEqual(JSON.parse(server.seen[0].body), ops);
+    assert.equal(server.seen[0].query.has("timeout"), false);
+  });
+});
+
+Deno.test("every write carries its server-side timeout as a Go duration, never shortened", async () => {
+  await withCluster(() => json(rl("a")), async (cluster, server) => {
+    const timeoutMs = 1234.2;
+    await cluster.create(RateLimit, rl("a"), { timeoutMs });
+    await cluster.update(RateLimit, rl("a"), { timeoutMs });
+    await cluster.apply(RateLimit, rl("a"), { fieldManager: "m", timeoutMs });
+    await cluster.applyStatus(RateLimit, rl("a"), { fieldManager: "m", timeoutMs });
+    await cluster.patch(RateLimit, "shop", "a", [], { timeoutMs });
+    await cluster.delete(RateLimit, "shop", "a", { timeoutMs: 0.2 });
+    assert.deepEqual(server.seen.map((r) => `${r.method} ${r.query.get("timeout")}`), [
+      "POST 1235ms",
+      "PUT 1235ms",
+      "PATCH 1235ms",
+      "PATCH 1235ms",
+      "PATCH 1235ms",
+      "DELETE 1ms",
+    ]);
+    assert.equal(server.seen[2].query.get("fieldManager"), "m");
   });
 });
 

@@ -116,7 +116,13 @@ for (const mode of ["fail", "hang"] as const) {
     const cut = clock.now();
     let stoppedAt = 0;
     let bAt = 0;
+    // The latest moment a write sent in a's term may land (its server-side timeout).
+    let boundEnd = 0;
     for (let t = 0; t < 20_000; t += 100) {
+      if (a.elector.leading) {
+        assert.ok(a.elector.termLeftMs > 0 && a.elector.termLeftMs <= 7_000);
+        boundEnd = Math.max(boundEnd, clock.now() + a.elector.termLeftMs - cut);
+      }
       await clock.advance(100);
       assert.ok(!(a.elector.leading && b.elector.leading), "never two leaders");
       if (!a.elector.leading && !stoppedAt) stoppedAt = clock.now() - cut;
@@ -126,6 +132,9 @@ for (const mode of ["fail", "hang"] as const) {
     assert.ok(stoppedAt > 0 && stoppedAt <= 7_000, `stopped after ${stoppedAt} ms`);
     assert.ok(bAt > stoppedAt && bAt <= 15_000, `standby took over after ${bAt} ms`);
     assert.match(a.stopped[0], /could not renew the lease within 7000 ms/);
+    assert.ok(boundEnd <= stoppedAt, `a write of a's term may land until ${boundEnd} ms`);
+    assert.ok(bAt - boundEnd >= 2_000, `its writes end ${bAt - boundEnd} ms before b leads`);
+    assert.equal(a.elector.termLeftMs, 0);
     a.net.mode.value = "ok";
     await clock.advance(10_000);
     assert.equal(a.elector.leading, false, "the old leader stays standby while the new one renews");

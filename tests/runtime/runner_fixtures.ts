@@ -6,7 +6,7 @@ import { Cache } from "../../src/runtime/cache/mod.ts";
 import type { KubeObject, Projection, ResourceType } from "../../src/api/object.ts";
 
 import { Metrics } from "../../src/runtime/metrics.ts";
-import { Runner } from "../../src/runtime/runner.ts";
+import { Runner, type RunnerOptions } from "../../src/runtime/runner.ts";
 import { TestCluster } from "./test_cluster.ts";
 import { captureLogger, ManualClock, seededRandom } from "./helpers.ts";
 
@@ -25,6 +25,7 @@ export const managed = { [MANAGED_BY_LABEL]: MANAGED_BY };
  */
 export function setup(
   watched: readonly (readonly [ResourceType, Projection?])[] = [[SL], [CM], [RESOURCES.Event]],
+  options: (cluster: TestCluster) => Partial<RunnerOptions> = () => ({}),
 ) {
   const clock = new ManualClock();
   const cluster = new TestCluster(clock);
@@ -40,6 +41,7 @@ export function setup(
     metrics,
     controller: "serverless",
     identity: "op-0",
+    ...options(cluster),
   });
   /** Lists every cached type again, as the watches would have delivered by now. */
   const refresh = async () => {

@@ -2,6 +2,7 @@
 import assert from "node:assert/strict";
 import { SERVERLESS_FINALIZER } from "../../src/reconcile/labels.ts";
 import { emptyPlan, type Plan } from "../../src/reconcile/plan.ts";
+import type { Cluster, WriteOptions } from "../../src/runtime/cluster.ts";
 import { CM, configMap, installPlan, NS, serverless, setup, SL } from "./runner_fixtures.ts";
 
 Deno.test("runner writes finalizer first, then applies, then status", async () => {
@@ -166,4 +167,41 @@ Deno.test("runner makes no write when the server stored the applied object in it
     t.signal,
   );
   assert.equal(r.writes, 0, "no endless re-apply");
+});
+
+/** `cluster` with every write's options told to `seen` (the last argument of each write). */
+function optionsSpy(cluster: Cluster, seen: (WriteOptions | undefined)[]): Cluster {
+  const arity = { create: 2, update: 2, apply: 2, applyStatus: 2, patch: 4, delete: 3 };
+  return new Proxy(cluster, {
+    get(target, prop, receiver) {
+      const value = Reflect.get(target, prop, receiver);
+      if (typeof value !== "function") return value;
+      const at = arity[prop as keyof typeof arity];
+      return (...args: unknown[]) => {
+        if (at !== undefined) seen.push(args[at] as WriteOptions | undefined);
+        return value.apply(target, args);
+      };
+    },
+  });
+}
+
+Deno.test("each write carries what is left of the leader's term; none is sent once it is over", async () => {
+  let left = 4_321;
+  const seen: (WriteOptions | undefined)[] = [];
+  const t = setup(undefined, (cluster) => ({
+    cluster: optionsSpy(cluster, seen),
+    writeBoundMs: () => left,
+  }));
+  t.cluster.put(SL, serverless());
+  await t.refresh();
+  await t.runner.run(SL, t.primary(), installPlan(), undefined, t.signal);
+  assert.equal(seen.length, 4);
+  assert.deepEqual(seen.map((o) => o?.timeoutMs), [4_321, 4_321, 4_321, 4_321]);
+  t.cluster.put(CM, configMap("a", { k: "changed by someone" }));
+  await t.refresh();
+  left = 0;
+  const r = await t.runner.run(SL, t.primary(), installPlan(), undefined, t.signal);
+  assert.deepEqual(t.cluster.writes(), [], "nothing sent past the term");
+  assert.equal(seen.length, 4);
+  assert.equal(r.outcome, undefined, "a lost term remembers no outcome");
 });

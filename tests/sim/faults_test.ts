@@ -137,6 +137,27 @@ Deno.test("faults: a slow write lands only when it answers, seconds later", asyn
   assert.ok(driver.clock.now() - cluster.log.records.at(-1)!.at <= 10, "answered as it landed");
 });
 
+Deno.test("faults: a slow write past its server-side timeout is given up, writing nothing", async () => {
+  const { driver, cluster } = world();
+  cluster.faults = {
+    request: (_a, verb) => verb === "create" ? { kind: "slow", delayMs: 5_000 } : undefined,
+    watch: () => undefined,
+    goneAs: () => "event",
+  };
+  const c = cluster.client("operator/x", { latency: () => 10 });
+  const cm = (name: string) => ({
+    apiVersion: "v1",
+    kind: "ConfigMap",
+    metadata: { name, namespace: "default" },
+  });
+  const late = codeOf(c.create(RESOURCES.ConfigMap, cm("late"), { timeoutMs: 4_999 }));
+  assert.equal(await drive(driver, late), 504);
+  assert.equal(cluster.store.get(RESOURCES.ConfigMap, "default", "late"), undefined);
+  assert.equal(cluster.log.records.at(-1)!.outcome, 504);
+  await drive(driver, c.create(RESOURCES.ConfigMap, cm("in-time"), { timeoutMs: 5_000 }));
+  assert.ok(cluster.store.get(RESOURCES.ConfigMap, "default", "in-time"));
+});
+
 Deno.test("faults: a lost lease fails the holder's requests on that Lease only, until the window ends", () => {
   let now = 0;
   const inj = new FaultInjector(NO_FAULTS, new Prng(1), () => now);

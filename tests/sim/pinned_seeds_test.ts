@@ -39,6 +39,11 @@ const PINNED: readonly { seed: number; found: string }[] = [
     found: "a new leader's list was under way from before its term: a stale status made a second " +
       "served Scaler",
   },
+  {
+    seed: 9206,
+    found: "a deposed leader's CRD apply, slowed in the server, landed after the new leader had " +
+      "removed the Scaler's finalizer",
+  },
 ];
 
 for (const { seed, found } of PINNED) {
