@@ -48,7 +48,7 @@ export interface PreflightOptions {
   source: string;
   /** Groups whose CRDs this project ships in deploy/. */
   ownGroups?: readonly string[];
-  /** SelfSubjectAccessReviews sent at once; default 8. */
+  /** Requests (list probes, SelfSubjectAccessReviews) in flight at once; default 16. */
   parallel?: number;
 }
 
@@ -139,17 +139,22 @@ export async function preflight(cluster: Cluster, opts: PreflightOptions): Promi
   const ownGroups = opts.ownGroups ?? OWN_GROUPS;
   const missing: ResourceType[] = [];
   const errors: string[] = [];
-  for (const { type, optional } of opts.types) {
-    try {
-      await cluster.list(type, { limit: 1 });
-    } catch (err) {
-      if (!(err instanceof ApiError)) throw err;
-      const fatal = connectionProblem(err, opts);
-      if (fatal) return [fatal];
-      if (err.code === 404 && !optional) missing.push(type);
-      else if (err.code !== 404 && err.code !== 403) {
-        errors.push(`list ${resourceName(type)}: ${err.code} ${err.message}`);
-      }
+  const parallel = opts.parallel ?? 16;
+  // Probed at once (in order when reported): a start-up waits for the slowest probe, not the sum.
+  const listed = await inParallel(
+    opts.types,
+    parallel,
+    ({ type }) => cluster.list(type, { limit: 1 }).then(() => undefined, (err: unknown) => err),
+  );
+  for (const [i, { type, optional }] of opts.types.entries()) {
+    const err = listed[i];
+    if (err === undefined) continue;
+    if (!(err instanceof ApiError)) throw err;
+    const fatal = connectionProblem(err, opts);
+    if (fatal) return [fatal];
+    if (err.code === 404 && !optional) missing.push(type);
+    else if (err.code !== 404 && err.code !== 403) {
+      errors.push(`list ${resourceName(type)}: ${err.code} ${err.message}`);
     }
   }
   const problems: Problem[] = [];
@@ -164,25 +169,19 @@ export async function preflight(cluster: Cluster, opts: PreflightOptions): Promi
   }
   const present = opts.types.map((t) => t.type).filter((t) => !missing.includes(t));
   const checks = accessChecks(unique([...present, ...(opts.alsoUses ?? [])]), opts.leaseNamespace);
-  const denied: AccessCheck[] = [];
-  const parallel = opts.parallel ?? 8;
-  for (let i = 0; i < checks.length; i += parallel) {
-    const batch = checks.slice(i, i + parallel);
-    const results = await Promise.all(batch.map((c) =>
-      allowed(cluster, c).catch((err) => {
-        if (isApiError(err)) {
-          errors.push(
-            `access review of ${c.verb} ${
-              resourceName(c.type, c.subresource)
-            }: ${err.code} ${err.message}`,
-          );
-          return true; // Unknown is not "denied"; the error is reported instead.
-        }
-        throw err;
-      })
-    ));
-    batch.forEach((c, j) => results[j] || denied.push(c));
-  }
+  const reviewErrors: (string | undefined)[] = [];
+  const results = await inParallel(checks, parallel, (c, i) =>
+    allowed(cluster, c).catch((err) => {
+      if (isApiError(err)) {
+        reviewErrors[i] = `access review of ${c.verb} ${
+          resourceName(c.type, c.subresource)
+        }: ${err.code} ${err.message}`;
+        return true; // Unknown is not "denied"; the error is reported instead.
+      }
+      throw err;
+    }));
+  errors.push(...reviewErrors.filter((e) => e !== undefined));
+  const denied = checks.filter((_, i) => !results[i]);
   if (denied.length > 0) {
     problems.push(forbiddenProblem(denied));
   }
@@ -190,6 +189,24 @@ export async function preflight(cluster: Cluster, opts: PreflightOptions): Promi
     problems.push({ kind: "error", message: `checks failed: ${errors.join("; ")}` });
   }
   return problems;
+}
+
+/** `fn` of every item, at most `width` at a time, each result at its item's index. */
+async function inParallel<T, R>(
+  items: readonly T[],
+  width: number,
+  fn: (item: T, index: number) => Promise<R>,
+): Promise<R[]> {
+  const out: R[] = new Array(items.length);
+  let next = 0;
+  const lane = async () => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await fn(items[i], i);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(width, items.length) }, lane));
+  return out;
 }
 
 function unique(types: ResourceType[]): ResourceType[] {

@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { RESOURCES } from "../../src/api/resources.ts";
+import type { Cluster } from "../../src/runtime/cluster.ts";
 import { preflight, type PreflightOptions } from "../../src/kube/preflight.ts";
 import { LiveCluster } from "../../src/kube/live_cluster.ts";
 import { json, type Seen, status } from "./fake_server.ts";
@@ -144,4 +145,32 @@ Deno.test("with nothing granted the line stays short and the details name every 
     );
     assert.equal(problem.message.split("; ").length, 4);
   });
+});
+
+Deno.test("preflight sends its probes and reviews at once, never more than `parallel` in flight", async () => {
+  let inFlight = 0;
+  let most = 0;
+  const reviews: string[] = [];
+  const slow = async <T>(value: T): Promise<T> => {
+    most = Math.max(most, ++inFlight);
+    await new Promise((r) => setTimeout(r, 1));
+    inFlight--;
+    return value;
+  };
+  const cluster = {
+    list: () => slow({ items: [], resourceVersion: "1" }),
+    create: (_t: unknown, review: { spec: { resourceAttributes: Record<string, string> } }) => {
+      const a = review.spec.resourceAttributes;
+      reviews.push(`${a.verb} ${a.resource}`);
+      return slow({
+        ...review,
+        status: { allowed: !(a.resource === "pods" && a.verb === "watch") },
+      });
+    },
+  } as unknown as Cluster;
+  const problems = await preflight(cluster, { ...base("https://x"), parallel: 3 });
+  assert.equal(most, 3, "three at a time");
+  assert.ok(reviews.length > 10, `${reviews.length} reviews`);
+  assert.equal(problems.length, 1);
+  assert.match(problems[0].message, /watch pods/);
 });
