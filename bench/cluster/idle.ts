@@ -63,14 +63,14 @@ const SAMPLING: Sampling = { everyMs: 5_000, minMs: 30_000, maxMs: 120_000 };
  * (at most 2 minutes). A garbage-collected runtime gives memory back some seconds after work stops
  * (V8's memory reducer about 20 s after the operator goes idle, Go's scavenger gradually), so an
  * early reading says more about when it was taken than about what is held. `mark` is the note's
- * prefix (idleMark).
+ * prefix (idleMark); `peakMb` the most it held since it started (VmHWM), read at the end.
  */
 export async function idleRss(
   r: Pick<Running, "waitIdle" | "pid">,
   quietMs: number,
   boundMs = IDLE_BOUND_MS,
   sampling: Sampling = SAMPLING,
-): Promise<{ mb: number; settled: Settled; mark: string }> {
+): Promise<{ mb: number; peakMb: number; settled: Settled; mark: string }> {
   const settled = await settle(r, quietMs, boundMs);
   const samples: number[] = [];
   const t0 = Date.now();
@@ -82,5 +82,6 @@ export async function idleRss(
     if ((steady && took >= sampling.minMs) || took >= sampling.maxMs) break;
     await new Promise((res) => setTimeout(res, sampling.everyMs));
   }
-  return { mb: samples.at(-1)!, settled, mark: idleMark(settled) };
+  const { peakMb } = await memoryOf(r.pid);
+  return { mb: samples.at(-1)!, peakMb, settled, mark: idleMark(settled) };
 }

@@ -13,7 +13,6 @@ import type { Report } from "../report.ts";
 import { fmt, median } from "../stats.ts";
 import { join } from "node:path";
 import { BENCH_DIR, BenchCluster, until } from "./env.ts";
-import { memoryOf } from "./operator.ts";
 import { latencyPhase, reportLatency } from "./latency_phase.ts";
 import { buildPeer, peerVersion, preparePeer } from "./peer.ts";
 import { IDLE_BOUND_MS, idleRss, settle, type Settled } from "./idle.ts";
@@ -67,16 +66,30 @@ export async function benchCluster(report: Report, o: ClusterOptions): Promise<v
       name: string,
       f: Omit<Parameters<Report["add"]>[0], "section" | "name">,
     ) => report.add({ section: SECTION, name: `${subject.label}: ${name}`, ...f });
+    /** Resident memory once settled, and beside it the peak (VmHWM) the process reached before. */
+    const memory = (
+      subject: Subject,
+      what: string,
+      m: { mb: number; peakMb: number },
+      f: Omit<Parameters<Report["add"]>[0], "section" | "name" | "value" | "unit">,
+    ) => {
+      add(subject, `resident memory, ${what}`, { value: m.mb, unit: "MB", ...f });
+      add(subject, `peak resident memory (VmHWM), ${what}`, {
+        value: m.peakMb,
+        unit: "MB",
+        note: `the most it held from its start to that reading: ${
+          fmt(m.peakMb - m.mb, 1)
+        } MB over it`,
+      });
+    };
 
     // Memory with nothing to watch.
     for (const subject of phase("idle") ? subjects : []) {
       const r = await start(subject, `${subject.key}-idle`);
-      const { mb, mark } = await idleRss(r, 3_000);
-      add(subject, "resident memory, 0 RateLimits", {
-        value: mb,
-        unit: "MB",
+      const m = await idleRss(r, 3_000);
+      memory(subject, "0 RateLimits", m, {
         ...(subject.key === "operator" ? { target: { of: "value", op: "<=", bound: 60 } } : {}),
-        note: `${mark}VmRSS from /proc/<pid>/status once synced, idle and settled; ${await r
+        note: `${m.mark}VmRSS from /proc/<pid>/status once synced, idle and settled; ${await r
           .memoryNote()}`,
       });
       await stop();
@@ -94,11 +107,9 @@ export async function benchCluster(report: Report, o: ClusterOptions): Promise<v
           unit: "s",
           note: `${startMark(rest)}one run; CPU ${fmt(c.cpuS ?? 0, 2)} s`,
         });
-        const { mb, mark } = await idleRss(r, 5_000);
-        add(subject, `resident memory, ${fmt(o.small)} RateLimits Ready`, {
-          value: mb,
-          unit: "MB",
-          note: `${mark}VmRSS once idle and settled after converging; ${await r.memoryNote()}`,
+        const m = await idleRss(r, 5_000);
+        memory(subject, `${fmt(o.small)} RateLimits Ready`, m, {
+          note: `${m.mark}VmRSS once idle and settled after converging; ${await r.memoryNote()}`,
         });
         await stop();
         await env.deleteNamespaces(ns.map(([n]) => n));
@@ -143,14 +154,11 @@ export async function benchCluster(report: Report, o: ClusterOptions): Promise<v
               `${subject.user}); leader Lease renewals apart: ${rest.leases}` +
               (rest.byResource ? `; ${rest.byResource}` : ""),
           });
-          const { mb: rss, mark } = await idleRss(r, 5_000);
-          add(subject, `resident memory, ${fmt(n)} RateLimits Ready`, {
-            value: rss,
-            unit: "MB",
-            note:
-              `${mark}VmRSS after converging and ${fmt(s(o.steadyMs))} s at rest, settled; peak ` +
-              `(VmHWM) ${fmt((await memoryOf(r.pid)).peakMb, 1)} MB; ${fmt(n)} Pods too; ` +
-              await r.memoryNote(),
+          const m = await idleRss(r, 5_000);
+          memory(subject, `${fmt(n)} RateLimits Ready`, m, {
+            note: `${m.mark}VmRSS after converging and ${fmt(s(o.steadyMs))} s at rest, settled; ${
+              fmt(n)
+            } Pods too; ${await r.memoryNote()}`,
           });
         }
         await stop();
@@ -240,8 +248,7 @@ export async function benchCluster(report: Report, o: ClusterOptions): Promise<v
       const before = await settle(r, 2_000, 60_000);
       const ns = layout(`bench-${subject.key}-scale`, o.memoryMax, true);
       const c = await converge(env, ns, o.rules, o.width, { s: subject, r });
-      const { mb: rss, mark } = await idleRss(r, 5_000);
-      const peak = (await memoryOf(r.pid)).peakMb;
+      const m = await idleRss(r, 5_000);
       add(subject, `${fmt(o.memoryMax)} RateLimits on ${fmt(o.memoryMax)} Pods, until all Ready`, {
         value: s(c.ms),
         unit: "s",
@@ -251,16 +258,11 @@ export async function benchCluster(report: Report, o: ClusterOptions): Promise<v
           } s; ` +
           `CPU ${fmt(c.cpuS ?? 0, 1)} s`,
       });
-      add(subject, `resident memory, ${fmt(o.memoryMax)} RateLimits Ready`, {
-        value: rss,
-        unit: "MB",
+      memory(subject, `${fmt(o.memoryMax)} RateLimits Ready`, m, {
         ...(subject.key === "operator" && o.memoryMax >= 10_000
           ? { target: { of: "value", op: "<=", bound: 150 } }
           : {}),
-        note:
-          `${mark}VmRSS once idle and settled; peak (VmHWM) ${
-            fmt(peak, 1)
-          } MB; ${ns.length} namespaces of ` +
+        note: `${m.mark}VmRSS once idle and settled; ${ns.length} namespaces of ` +
           `RateLimits and their Pods, EnvoyFilters as many; ${await r.memoryNote()}`,
       });
       await stop();

@@ -65,6 +65,9 @@ export class LeaderElector {
   #deadline: AbortController | undefined;
   /** When the term ends unless a renewal succeeds first (this replica's clock). */
   #termEndsAt = 0;
+  #attempted!: () => void;
+  /** Settles once the first look at the Lease has been answered and acted on (or `run` stopped). */
+  readonly firstAttempt: Promise<void> = new Promise((resolve) => this.#attempted = resolve);
   #observed: { rv?: string; at: number } | undefined;
   #lastAttemptOk = false;
   #lastFailure = "";
@@ -134,12 +137,14 @@ export class LeaderElector {
       } else if (result === "held" && this.leading) {
         this.#endTerm("another replica holds the lease");
       }
+      this.#attempted();
       try {
         await this.#o.clock.sleep(this.#nextDelay(), stop);
       } catch {
         break;
       }
     }
+    this.#attempted();
   }
 
   // A standby wakes up right when the lease it watches would expire, so the takeover comes within

@@ -12,6 +12,7 @@ import type { KubeObject, ResourceType } from "../api/object.ts";
 import type { CacheChange, CacheReader, ControllerSpec } from "./controller_spec.ts";
 import type { ManagerStatus } from "./health.ts";
 import { LeaderElector } from "./leader.ts";
+import { TIMER_CANCELLED } from "./clock.ts";
 import { Metrics } from "./metrics.ts";
 import { instrumentCluster } from "./instrumented_cluster.ts";
 import { ControllerLoop } from "./controller_loop.ts";
@@ -47,6 +48,7 @@ export class Manager {
   readonly #solo = new AbortController();
   #elector: LeaderElector | undefined;
   #tasks: Promise<void>[] = [];
+  #watchesOpen = false;
   #electorTask: Promise<void> = Promise.resolve();
   readonly #terms: Terms;
   #state: "new" | "running" | "stopping" | "stopped" = "new";
@@ -139,8 +141,8 @@ export class Manager {
       controllers: this.#o.controllers.map((c) => c.name).join(","),
       leaderElection: this.#o.leaderElection ? "on" : "off",
     });
-    this.#tasks.push(...this.#watches.run(this.#watchStop.signal));
     const le = this.#o.leaderElection;
+    if (!le) this.#openWatches();
     if (le) {
       this.#elector = new LeaderElector({
         cluster: this.#cluster,
@@ -154,11 +156,30 @@ export class Manager {
         onStoppedLeading: () => this.#terms.unlead(),
       });
       this.#electorTask = this.#elector.run(this.#electorStop.signal);
+      // The watches list once the first look at the Lease has been answered: a replica that takes
+      // over must list after its term began (see #onLeading), so lists sent before would be sent
+      // twice, and at start-up most replicas lead at their first look. A look that hangs delays a
+      // standby's caches by one retry period at most.
+      const bound = new AbortController();
+      Promise.race([
+        this.#elector.firstAttempt,
+        this.#o.clock.sleep(le.retryPeriodMs ?? 2_000, bound.signal).catch(() => {}),
+      ]).then(() => {
+        bound.abort(TIMER_CANCELLED);
+        this.#openWatches();
+      });
     } else {
       this.#metrics.leader.set({}, 1);
       this.#onLeading(this.#solo.signal, false);
     }
     return this.#done;
+  }
+
+  /** Opens the watches (once; not after a stop has begun). */
+  #openWatches(): void {
+    if (this.#watchesOpen || this.#state !== "running") return;
+    this.#watchesOpen = true;
+    this.#tasks.push(...this.#watches.run(this.#watchStop.signal));
   }
 
   /**

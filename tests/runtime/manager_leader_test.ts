@@ -1,5 +1,7 @@
 /** The Manager with leader election: only the leader writes; standbys take over; stops are bounded. */
 import assert from "node:assert/strict";
+import { RESOURCES } from "../../src/api/resources.ts";
+import { microTime } from "../../src/runtime/leader.ts";
 import { CM, RL, setup, widget, writesExceptLease } from "./manager_fixtures.ts";
 
 Deno.test("with leader election only the leader writes; the standby takes over when it dies", async () => {
@@ -36,6 +38,28 @@ Deno.test("a replica that creates the Lease lists each watch once: nobody led be
   assert.equal(a.m.status.leading, true);
   assert.ok(t.cluster.peek(CM, "demo", "a-cfg"));
   assert.equal(t.cluster.calls.filter((c) => c.verb === "list").length, 2, "Widgets, ConfigMaps");
+  await a.m.stop();
+});
+
+Deno.test("a replica that takes a released Lease at its first look lists each watch once, after", async () => {
+  const le = { namespace: "platform-system", name: "platform-operator" };
+  const t = setup({ leaderElection: le });
+  t.cluster.put(RL, widget("a", "1"));
+  // What a graceful stop leaves: no holder, a one-second lease.
+  t.cluster.put(RESOURCES.Lease, {
+    apiVersion: "coordination.k8s.io/v1",
+    kind: "Lease",
+    metadata: { name: le.name, namespace: le.namespace },
+    spec: { leaseDurationSeconds: 1, renewTime: microTime(t.clock.now()), leaseTransitions: 3 },
+  });
+  const a = t.mk("op-a");
+  await t.clock.advance(5_000);
+  assert.equal(a.m.status.leading, true);
+  assert.ok(t.cluster.peek(CM, "demo", "a-cfg"));
+  const verbs = t.cluster.calls.map((c) => `${c.verb}:${c.kind}`);
+  assert.equal(verbs.filter((v) => v.startsWith("list:")).length, 2, "Widgets, ConfigMaps");
+  const took = verbs.indexOf("update:Lease");
+  assert.ok(took >= 0 && took < verbs.findIndex((v) => v.startsWith("list:")), verbs.join());
   await a.m.stop();
 });
 
