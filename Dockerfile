@@ -23,6 +23,8 @@ COPY src/ src/
 COPY data/upstream/ data/upstream/
 # Exec form: the build stage needs no shell.
 RUN ["deno", "install", "--config", "deploy/operator/deno.json", "--frozen", "--entrypoint", "src/cli/operator_main.ts"]
+# Only the operator's module graph stays in src/ and data/ (not the CLI's generators or preview).
+RUN ["deno", "run", "--frozen", "--allow-read=.", "--allow-write=src,data", "--allow-run", "deploy/operator/prune.ts"]
 
 # --- compile: `deno task compile` downloads denort 2.9.6 and bakes in the operator's permissions ---
 FROM build AS compile

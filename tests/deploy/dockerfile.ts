@@ -1,4 +1,6 @@
-/** The project's Dockerfile read as the deploy tests check it. */
+/** The project's Dockerfile read as the deploy tests check it, and the graph the image must carry. */
+import { pathToFileURL } from "node:url";
+import { denoInfo } from "../architecture/layers.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 
@@ -13,4 +15,14 @@ export async function dockerfileStages(): Promise<Map<string, string[]>> {
     current.push(l);
   }
   return stages;
+}
+
+/** The repository files (relative paths) of the operator's graph, dynamic and text imports too. */
+export async function operatorFiles(): Promise<string[]> {
+  const entry = pathToFileURL(`${ROOT}src/cli/operator_main.ts`).href;
+  const graph = await denoInfo(entry, ROOT) as { modules: { specifier: string }[] };
+  const root = pathToFileURL(ROOT).href;
+  return graph.modules.map((m) => m.specifier).filter((s) => s.startsWith(root)).map((s) =>
+    s.slice(root.length)
+  );
 }

@@ -6,20 +6,9 @@
  */
 import assert from "node:assert/strict";
 import { pathToFileURL } from "node:url";
-import { denoInfo } from "../architecture/layers.ts";
-import { dockerfileStages } from "./dockerfile.ts";
+import { dockerfileStages, operatorFiles } from "./dockerfile.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
-
-/** The repository files (relative paths) of the operator's graph, dynamic and text imports too. */
-async function operatorFiles(): Promise<string[]> {
-  const entry = pathToFileURL(`${ROOT}src/cli/operator_main.ts`).href;
-  const graph = await denoInfo(entry, ROOT) as { modules: { specifier: string }[] };
-  const root = pathToFileURL(ROOT).href;
-  return graph.modules.map((m) => m.specifier).filter((s) => s.startsWith(root)).map((s) =>
-    s.slice(root.length)
-  );
-}
 
 /** The files of `files` that the stages do not carry from the build context into /app. */
 function notInImage(files: readonly string[], stages: Map<string, string[]>): string[] {
@@ -41,6 +30,34 @@ Deno.test("the deno-runtime image holds every file of the operator's graph, the 
   assert.ok(files.includes("data/upstream/keda/crds.json"), "the graph holds the text imports");
   assert.ok(files.length > 50, `only ${files.length} files: not the operator's graph`);
   assert.deepEqual(notInImage(files, await dockerfileStages()), []);
+});
+
+Deno.test("the build stage prunes src/ and data/ to the operator's graph: the image carries nothing else", async () => {
+  const build = (await dockerfileStages()).get("build")!;
+  const runs = build.filter((l) => l.startsWith("RUN "));
+  assert.match(runs.at(-1)!, /deploy\/operator\/prune\.ts"\]$/, "prunes after deno install");
+  const copy = await Deno.makeTempDir({ prefix: "prune-" });
+  try {
+    for (const p of ["deno.json", "deno.lock", "src", "data", "deploy"]) {
+      await new Deno.Command("cp", { args: ["-r", `${ROOT}${p}`, copy] }).output();
+    }
+    const run = await new Deno.Command(Deno.execPath(), {
+      args: JSON.parse(runs.at(-1)!.slice("RUN ".length)).slice(1),
+      cwd: copy,
+    }).output();
+    assert.ok(run.success, new TextDecoder().decode(run.stderr));
+    const left: string[] = [];
+    for (const dir of ["src", "data"]) {
+      const find = await new Deno.Command("find", { args: [dir, "-type", "f"], cwd: copy })
+        .output();
+      left.push(...new TextDecoder().decode(find.stdout).split("\n").filter((l) => l));
+    }
+    const files = await operatorFiles();
+    assert.deepEqual(left.sort(), files.filter((f) => /^(src|data)\//.test(f)).sort());
+    assert.ok(!left.includes("src/cli/ratelimit/mod.ts"), "the preview is not the operator's");
+  } finally {
+    await Deno.remove(copy, { recursive: true });
+  }
 });
 
 Deno.test("the image check finds a file the build or the image leaves out", () => {

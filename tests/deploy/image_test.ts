@@ -15,6 +15,7 @@ import { startServer } from "../kube/fake_server.ts";
 import { kubeconfigFor } from "../kube/helpers.ts";
 import { makePki } from "../kube/pki.ts";
 import { SimApi } from "../kube/sim_api.ts";
+import { operatorFiles } from "./dockerfile.ts";
 
 const hasPodman = await new Deno.Command("podman", { args: ["--version"] }).output()
   .then((o) => o.success, () => false);
@@ -128,6 +129,12 @@ Deno.test({
     }
     assert.ok(paths.includes("etc/ssl/certs/ca-certificates.crt"));
     assert.ok(paths.includes("tmp"));
+    // Of the repository, only what the operator imports.
+    const graph = (await operatorFiles()).filter((f) => /^(src|data)\//.test(f));
+    const carried = paths.filter((p) => /^app\/(src|data)\/.+\.[a-z]+$/.test(p)).map((p) =>
+      p.slice("app/".length)
+    );
+    assert.deepEqual(carried.sort(), graph.sort());
   },
 });
 
