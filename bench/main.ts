@@ -13,6 +13,7 @@ import { benchDataplane, dataplaneOptions } from "./dataplane.ts";
 import { benchReducers, reducerOptions } from "./reducer.ts";
 import { Report } from "./report.ts";
 import { benchSim, simOptions } from "./sim.ts";
+import { DEFAULT_TAG } from "../tools/image/image.ts";
 
 /** The benches, in run order. */
 export const SECTIONS = ["reducer", "dataplane", "sim", "cluster"] as const;
@@ -22,7 +23,7 @@ export type Section = typeof SECTIONS[number];
 /** The `--help` text. */
 export const USAGE = `Usage: deno task bench [--quick] [--cluster] [--only=${
   SECTIONS.join(",")
-}] [--json=FILE] [--peer=PATH]
+}] [--json=FILE] [--peer=PATH] [--image=TAG]
        [--phases=${CLUSTER_PHASES.join(",")}] [--latency-size=N] [--latency-changes=M]
   --quick      small counts, a few seconds a bench (CI); skips the control plane unless --cluster
   --cluster    with --quick: run the control-plane benches too (100 RateLimits, about 2 min)
@@ -31,6 +32,8 @@ export const USAGE = `Usage: deno task bench [--quick] [--cluster] [--only=${
   --peer=PATH  a checkout of kyma-project/api-gateway (default: $${PEER_ENV}): the control-plane
                benches build its RateLimit controller there and measure it beside the operator
                (bench/peers/kyma-ratelimit/README.md); without one they say so and run the rest
+  --image=TAG  also measure the operator as its image runs it (podman run of TAG, which
+               ./deno task image builds as ${DEFAULT_TAG}), a subject of its own
   --phases=... only these phases of the control-plane benches (startup needs converge)
   --latency-size=N     the latency phase's RateLimits Ready (default 1,000; 100 with --quick)
   --latency-changes=M  changes of each kind it times one at a time (default 50; 10 with --quick)
@@ -47,6 +50,7 @@ export interface BenchArgs {
   only: Section[];
   json?: string;
   peer?: string;
+  image?: string;
   phases?: ClusterPhase[];
   latencySize?: number;
   latencyChanges?: number;
@@ -76,6 +80,7 @@ export function parseArgs(args: readonly string[]): BenchArgs {
       out.only = names as Section[];
     } else if (a.startsWith("--json=")) out.json = a.slice("--json=".length);
     else if (a.startsWith("--peer=")) out.peer = a.slice("--peer=".length);
+    else if (a.startsWith("--image=")) out.image = a.slice("--image=".length);
     else if (a.startsWith("--latency-size=")) out.latencySize = count(a, "latency-size");
     else if (a.startsWith("--latency-changes=")) out.latencyChanges = count(a, "latency-changes");
     else if (a.startsWith("--phases=")) {
@@ -88,6 +93,7 @@ export function parseArgs(args: readonly string[]): BenchArgs {
     } else {
       throw new Error(
         `unknown argument ${a}: use --quick, --cluster, --only=..., --json=FILE, --peer=PATH, ` +
+          "--image=TAG, " +
           "--phases=..., --latency-size=N, --latency-changes=M",
       );
     }
@@ -139,6 +145,7 @@ async function main(argv: string[]): Promise<number> {
         ...o,
         latency,
         ...(args.phases ? { phases: args.phases } : {}),
+        ...(args.image ? { image: args.image } : {}),
       });
     }
   }

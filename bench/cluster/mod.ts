@@ -48,7 +48,10 @@ export async function benchCluster(report: Report, o: ClusterOptions): Promise<v
     return current;
   };
   try {
-    const subjects: Subject[] = [operatorSubject(env)];
+    const subjects: Subject[] = [
+      operatorSubject(env),
+      ...(o.image ? [operatorSubject(env, o.image)] : []),
+    ];
     if (o.peer) {
       const version = await peerVersion(o.peer);
       say(`peer: Kyma api-gateway's RateLimit controller, built in ${o.peer} (version ${version})`);

@@ -16,6 +16,7 @@ export function startOperator(
   identity: string,
   logLevel: "info" | "debug" = "info",
   root?: string,
+  image?: string,
 ): Promise<OperatorProcess> {
   return OperatorProcess.start({
     kubeconfig,
@@ -24,6 +25,7 @@ export function startOperator(
     logLevel,
     leaderElect: true,
     ...(root ? { root } : {}),
+    ...(image ? { image } : {}),
   });
 }
 

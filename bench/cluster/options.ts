@@ -24,6 +24,8 @@ export interface ClusterOptions {
   width: number;
   /** Checkout of kyma-project/api-gateway to build the peer from; undefined: no peer. */
   peer?: string;
+  /** An image tag (`./deno task image`) whose operator is measured as a subject of its own. */
+  image?: string;
   /** The latency phase: RateLimits Ready, and changes of each kind timed among them. */
   latency: { size: number; changes: number };
   /** The phases to run (default: all of CLUSTER_PHASES); startup needs converge. */

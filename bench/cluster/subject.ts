@@ -34,8 +34,8 @@ export interface Running {
 
 /** A subject of the benches. */
 export interface Subject {
-  /** "operator" or "peer". */
-  readonly key: "operator" | "peer";
+  /** "operator", "image" (the operator in its image) or "peer". */
+  readonly key: "operator" | "image" | "peer";
   /** How the report names it. */
   readonly label: string;
   /** The RateLimit type it reconciles. */
@@ -46,12 +46,15 @@ export interface Subject {
   start(identity: string, debug?: boolean): Promise<Running>;
 }
 
-/** This operator, as `deno task start` runs it (see operator.ts). */
-export function operatorSubject(env: BenchCluster): Subject {
-  const root = Deno.env.get(OPERATOR_ROOT_ENV) || undefined;
+/**
+ * This operator, as `deno task start` runs it (see operator.ts), or with `image` as that image runs
+ * it (`podman run`, tools/operator/container.ts).
+ */
+export function operatorSubject(env: BenchCluster, image?: string): Subject {
+  const root = image ? undefined : Deno.env.get(OPERATOR_ROOT_ENV) || undefined;
   return {
-    key: "operator",
-    label: root ? `operator (${root})` : "operator",
+    key: image ? "image" : "operator",
+    label: image ? `operator in its image` : root ? `operator (${root})` : "operator",
     type: RESOURCES.RateLimit,
     user: OPERATOR_USER,
     async start(identity, debug = false) {
@@ -60,6 +63,7 @@ export function operatorSubject(env: BenchCluster): Subject {
         identity,
         debug ? "debug" : "info",
         root,
+        image,
       );
       await waitReady(op);
       return running(op.pid, `operator ${identity}`, operatorWork(op), {

@@ -16,6 +16,7 @@ import { kubeconfigFor } from "../kube/helpers.ts";
 import { makePki } from "../kube/pki.ts";
 import { SimApi } from "../kube/sim_api.ts";
 import { operatorFiles } from "./dockerfile.ts";
+import { containerLaunch, RUN_AS_POD } from "../../tools/operator/container.ts";
 
 const hasPodman = await new Deno.Command("podman", { args: ["--version"] }).output()
   .then((o) => o.success, () => false);
@@ -138,8 +139,6 @@ Deno.test({
   },
 });
 
-const RUN_AS_POD = ["--user=65532:65532", "--cap-drop=ALL", "--security-opt=no-new-privileges"];
-
 Deno.test({
   name:
     "the image runs as 65532 by default; --help exits 0 with the root filesystem read-only and nothing writable",
@@ -231,6 +230,35 @@ async function runUntilReady(
     await Deno.remove(dir, { recursive: true });
   }
 }
+
+Deno.test("the bench's image subject runs the image as the Pod does, its kubeconfig mounted read-only", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.writeTextFile(`${dir}/kc`, "{}");
+    const launch = await containerLaunch("img:tag", "op-1", `${dir}/kc`, [
+      `--kubeconfig=${dir}/kc`,
+      "--identity=op-1",
+    ]);
+    const at = launch.args.indexOf("img:tag");
+    assert.deepEqual(launch.args.slice(at + 1), [
+      "--kubeconfig=/etc/platform-operator/kubeconfig",
+      "--identity=op-1",
+    ]);
+    const before = launch.args.slice(0, at);
+    for (const f of [...RUN_AS_POD, "--read-only", "--network=host", "--rm", "--name=op-1"]) {
+      assert.ok(before.includes(f), f);
+    }
+    const volume = before.find((a) => a.startsWith("--volume="))!;
+    assert.match(volume, /:\/etc\/platform-operator:ro$/);
+    const copy = volume.slice("--volume=".length, volume.indexOf(":"));
+    assert.equal(await Deno.readTextFile(`${copy}/kubeconfig`), "{}");
+    assert.equal((await Deno.stat(`${copy}/kubeconfig`)).mode! & 0o777, 0o644);
+    await launch.cleanup();
+    await assert.rejects(Deno.stat(copy));
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
 
 Deno.test({
   name:

@@ -10,12 +10,12 @@ import { Kube } from "./kube.ts";
 import { startWatchdog, type Watchdog } from "./watchdog.ts";
 import { describe, statusMatches, type StatusWant } from "./status.ts";
 import {
-  killLeftovers,
   type OperatorOptions,
   OperatorProcess,
   readCrds,
   REPO_ROOT,
 } from "../../tools/operator/process.ts";
+import { killLeftovers } from "../../tools/operator/leftovers.ts";
 export { readCrds };
 
 export { Kube } from "./kube.ts";

@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { freePort, isAlive } from "../cluster/processes.ts";
 import { MESH_ROOT_NAMESPACE } from "../cluster/mesh.ts";
 import { CRD_KUSTOMIZATION } from "../../src/crd/render.ts";
+import { containerLaunch } from "./container.ts";
 
 /** Repository root (the operator is started from here). */
 export const REPO_ROOT: string = join(import.meta.dirname ?? ".", "..", "..");
@@ -33,31 +34,11 @@ export interface OperatorOptions {
   denoArgs?: string[];
   /** More environment variables for the process. */
   env?: Record<string, string>;
+  /** Run the operator in this image (container.ts) instead of from the tree. */
+  image?: string;
 }
 
 let started = 0;
-
-/**
- * SIGKILLs operators a previous, killed test run left behind: those with a pid file in `logDir`
- * whose process still runs this Deno with a kubeconfig under `clusterDir` (never another process).
- */
-export async function killLeftovers(logDir: string, clusterDir: string): Promise<void> {
-  let entries: Deno.DirEntry[];
-  try {
-    entries = await Array.fromAsync(Deno.readDir(logDir));
-  } catch {
-    return;
-  }
-  for (const e of entries.filter((e) => e.name.endsWith(".pid"))) {
-    const pid = Number(await Deno.readTextFile(join(logDir, e.name)).catch(() => "0"));
-    const cmd = pid > 0 && isAlive(pid)
-      ? await Deno.readTextFile(`/proc/${pid}/cmdline`).catch(() => "")
-      : "";
-    if (cmd.startsWith(Deno.execPath()) && cmd.includes(`--kubeconfig=${clusterDir}/`)) {
-      Deno.kill(pid, "SIGKILL");
-    }
-  }
-}
 
 /**
  * The environment the operator's image sets (Dockerfile `ENV`) and `deno task start` sets too,
@@ -132,6 +113,7 @@ export class OperatorProcess {
   /** Resolves with the exit status once the process is gone. */
   readonly exited: Promise<Deno.CommandStatus>;
   #child: Deno.ChildProcess;
+  #containerPid: number | undefined;
   #logsDone: Promise<void>;
 
   private constructor(
@@ -168,10 +150,15 @@ export class OperatorProcess {
       ...(Deno.env.get("E2E_OPERATOR_ARGS")?.split(" ").filter((a) => a) ?? []),
     ]);
     const file = await Deno.open(logPath, { create: true, append: true });
-    const child = new Deno.Command(Deno.execPath(), {
-      args,
+    const container = o.image
+      ? await containerLaunch(o.image, `operator-${o.identity}-${started}`, o.kubeconfig, [
+        ...args.slice(args.indexOf("src/cli/operator_main.ts") + 2),
+      ])
+      : undefined;
+    const child = new Deno.Command(container?.command ?? Deno.execPath(), {
+      args: container?.args ?? args,
       cwd: o.root ?? REPO_ROOT,
-      env: { ...OPERATOR_ENV, NO_COLOR: "1", ...o.env },
+      env: { ...OPERATOR_ENV, NO_COLOR: "1", ...o.env, ...container?.env },
       stdin: "null",
       stdout: "piped",
       stderr: "piped",
@@ -191,12 +178,25 @@ export class OperatorProcess {
       .then(() => queue)
       .catch(() => {})
       .finally(() => file.close());
-    return new OperatorProcess(o.identity, logPath, metricsAddr, probeAddr, args, child, logsDone);
+    const op = new OperatorProcess(
+      o.identity,
+      logPath,
+      metricsAddr,
+      probeAddr,
+      args,
+      child,
+      logsDone,
+    );
+    if (container) {
+      op.#containerPid = await container.pid();
+      op.exited.finally(() => container.cleanup());
+    }
+    return op;
   }
 
-  /** The OS process id. */
+  /** The OS process id (in a container: the operator's, not podman's). */
   get pid(): number {
-    return this.#child.pid;
+    return this.#containerPid ?? this.#child.pid;
   }
 
   /** True while the process runs. */
