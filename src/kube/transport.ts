@@ -22,6 +22,8 @@ export interface TransportOptions {
   userAgent?: string;
   /** Called after every request (metrics). */
   onRequest?: (record: RequestRecord) => void;
+  /** Makes the HTTP clients (default `Deno.createHttpClient`; tests see what each is asked). */
+  createHttpClient?: (options: Deno.CreateHttpClientOptions) => Deno.HttpClient;
 }
 
 /** A request to send. */
@@ -51,6 +53,7 @@ class Deadline extends Error {
 export class HttpTransport {
   readonly #conn: Connection;
   readonly #client: Deno.HttpClient;
+  readonly #bodyClient: Deno.HttpClient;
   readonly #timeoutMs: number;
   readonly #userAgent: string;
   readonly #onRequest?: (record: RequestRecord) => void;
@@ -61,11 +64,17 @@ export class HttpTransport {
     const tls = conn.clientCert && conn.clientKey
       ? { cert: conn.clientCert, key: conn.clientKey }
       : {};
-    this.#client = Deno.createHttpClient({
+    const options: Deno.CreateHttpClientOptions = {
       caCerts: conn.caCerts,
       ...tls,
       ...(conn.proxyUrl ? { proxy: { url: conn.proxyUrl } } : {}),
-    });
+    };
+    const create = opts.createHttpClient ?? Deno.createHttpClient;
+    // Reads and watches share one HTTP/2 connection. A request with a body goes over HTTP/1.1:
+    // Deno's HTTP/2 client held every body of 1 KB or more about 45 ms before sending it (an
+    // EnvoyFilter apply took 48 ms, over HTTP/1.1 4 ms, on loopback; bench/RESULTS.md).
+    this.#client = create(options);
+    this.#bodyClient = create({ ...options, http2: false });
     this.#timeoutMs = opts.requestTimeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.#userAgent = opts.userAgent ?? "platform-operator";
     this.#onRequest = opts.onRequest;
@@ -107,6 +116,7 @@ export class HttpTransport {
   /** Closes idle connections. */
   close(): void {
     this.#client.close();
+    this.#bodyClient.close();
   }
 
   async #send(
@@ -133,7 +143,7 @@ export class HttpTransport {
           headers,
           body: init.body === undefined ? undefined : JSON.stringify(init.body),
           signal,
-          client: this.#client,
+          client: init.body === undefined ? this.#client : this.#bodyClient,
         });
       } catch (err) {
         this.#record(method, path, 0, started);

@@ -268,3 +268,41 @@ Deno.test("no answer is ApiError code 0: refused connections and request timeout
     hang.resolve(json({}));
   }, { requestTimeoutMs: 100 });
 });
+
+Deno.test("reads and watches share the HTTP/2-capable client; every request with a body goes over HTTP/1.1", async () => {
+  const made: { options: Deno.CreateHttpClientOptions; client: Deno.HttpClient }[] = [];
+  const createHttpClient = (options: Deno.CreateHttpClientOptions) => {
+    const client = Deno.createHttpClient(options);
+    made.push({ options, client });
+    return client;
+  };
+  const used: Deno.HttpClient[] = [];
+  const realFetch = globalThis.fetch;
+  globalThis.fetch =
+    ((input: RequestInfo | URL, init?: RequestInit & { client?: Deno.HttpClient }) => {
+      if (init?.client) used.push(init.client);
+      return realFetch(input, init);
+    }) as typeof fetch;
+  try {
+    await withCluster(() => json(rl("a")), async (cluster) => {
+      assert.equal(made.length, 2);
+      const [reads, bodies] = made;
+      assert.equal(reads.options.http2, undefined, "HTTP/2 where the server offers it");
+      assert.equal(bodies.options.http2, false);
+      await cluster.get(RateLimit, "shop", "a");
+      await cluster.apply(RateLimit, rl("a"), { fieldManager: "m" });
+      await cluster.create(RateLimit, rl("a"));
+      await cluster.patch(RateLimit, "shop", "a", []);
+      await cluster.delete(RateLimit, "shop", "a");
+      assert.deepEqual(used.map((c) => c === reads.client ? "reads" : "bodies"), [
+        "reads",
+        "bodies",
+        "bodies",
+        "bodies",
+        "bodies",
+      ]);
+    }, { createHttpClient });
+  } finally {
+    globalThis.fetch = realFetch;
+  }
+});
