@@ -115,14 +115,19 @@ Deno.test("faults: targeted Deployment faults (replica failure, slow rollout) an
   assert.equal(inj.readyDelayMs(d), undefined);
 });
 
-Deno.test("faults: a slow write lands only when it answers, seconds later", async () => {
+/** A world whose creates each take 5 s in the server, and a client with 10 ms of latency. */
+function slowCreates() {
   const { driver, cluster } = world();
   cluster.faults = {
     request: (_a, verb) => verb === "create" ? { kind: "slow", delayMs: 5_000 } : undefined,
     watch: () => undefined,
     goneAs: () => "event",
   };
-  const c = cluster.client("operator/x", { latency: () => 10 });
+  return { driver, cluster, c: cluster.client("operator/x", { latency: () => 10 }) };
+}
+
+Deno.test("faults: a slow write lands only when it answers, seconds later", async () => {
+  const { driver, cluster, c } = slowCreates();
   let answered = false;
   const p = c.create(RESOURCES.ConfigMap, {
     apiVersion: "v1",
@@ -138,13 +143,7 @@ Deno.test("faults: a slow write lands only when it answers, seconds later", asyn
 });
 
 Deno.test("faults: a slow write past its server-side timeout is given up, writing nothing", async () => {
-  const { driver, cluster } = world();
-  cluster.faults = {
-    request: (_a, verb) => verb === "create" ? { kind: "slow", delayMs: 5_000 } : undefined,
-    watch: () => undefined,
-    goneAs: () => "event",
-  };
-  const c = cluster.client("operator/x", { latency: () => 10 });
+  const { driver, cluster, c } = slowCreates();
   const cm = (name: string) => ({
     apiVersion: "v1",
     kind: "ConfigMap",
