@@ -28,6 +28,11 @@ export const FLOORS: readonly Floor[] = [
     code: `import { z } from "zod";
     z.object({ a: z.string() }).parse({ a: "x" });`,
   },
+  {
+    // The floor files live in .cache/bench/: the operator's entry module, loaded, never run.
+    name: "Deno loading the operator's whole module graph and running none of it",
+    code: `import "../../src/cli/run.ts";`,
+  },
 ];
 
 /** VmRSS (MB) of a floor program 3 s after it ran, read by the program itself. */
