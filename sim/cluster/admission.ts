@@ -8,7 +8,7 @@ import type { DeleteOptions } from "../../src/runtime/cluster.ts";
 import type { KubeObject, ResourceType } from "../../src/api/object.ts";
 import { badRequest, conflict, invalid } from "./errors.ts";
 import type { FieldScope } from "./fields.ts";
-import { cloneJson, specPart } from "./json.ts";
+import { copyForWrite, copyShared, specPart } from "./json.ts";
 import type { Prng } from "../prng.ts";
 import { TypeRegistry } from "./types.ts";
 import { deepEqual } from "../../src/api/json.ts";
@@ -105,13 +105,13 @@ export function confine(
   const old = prev.metadata;
   let out: KubeObject;
   if (scope === "status") {
-    out = { ...cloneJson(prev) as KubeObject, status: cloneJson(next.status) };
+    out = { ...copyForWrite(prev), status: copyShared(next.status) };
     if (next.status === undefined) delete out.status;
   } else {
-    out = cloneJson(next);
+    out = copyForWrite(next);
     if (hasStatus) {
       if (prev.status === undefined) delete out.status;
-      else out.status = cloneJson(prev.status);
+      else out.status = copyShared(prev.status);
     }
     out.metadata = { ...out.metadata, name: old.name };
     if (old.namespace) out.metadata.namespace = old.namespace;
@@ -150,7 +150,7 @@ export function deletionPending(type: ResourceType, stored: KubeObject): boolean
 
 /** The object as a delete leaves it while finalizers remain: deletionTimestamp set, generation bumped. */
 export function markDeleting(type: ResourceType, stored: KubeObject, now: number): KubeObject {
-  const next = cloneJson(stored);
+  const next = copyForWrite(stored);
   next.metadata.deletionTimestamp = kubeTime(now);
   next.metadata.deletionGracePeriodSeconds = 0;
   next.metadata.generation = (stored.metadata.generation ?? 0) + 1;

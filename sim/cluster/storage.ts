@@ -11,9 +11,9 @@ import type { KubeObject, ResourceType } from "../../src/api/object.ts";
 import type { Prng } from "../prng.ts";
 import { invalid, namespaceNotFound, namespaceTerminating, notFound } from "./errors.ts";
 import { type Change, type ChangeType, TypeHistory, type WriteVerb } from "./history.ts";
-import { cloneJson } from "./json.ts";
-import { cloneManaged, type Managed, renderManaged, sameManaged } from "./managed.ts";
-import { deepEqual, deepFreeze, type JsonObject } from "../../src/api/json.ts";
+import { copyForWrite, sealJson } from "./json.ts";
+import { type Managed, renderManaged, sameManaged } from "./managed.ts";
+import { deepEqual, type JsonObject } from "../../src/api/json.ts";
 import { type Entry, ObjectTable, uidOf } from "./objects.ts";
 import { crdProblems, typeKey, TypeRegistry } from "./types.ts";
 import { validationProblems } from "./validate.ts";
@@ -154,7 +154,11 @@ export class ObjectStorage {
     const sameOwners = prev !== undefined && sameManaged(prev.managed, managed);
     const rendered = sameOwners
       ? (prev.obj.metadata.managedFields as JsonObject[] | undefined) ?? []
-      : renderManaged(managed);
+      : renderManaged(
+        managed,
+        prev?.managed,
+        prev?.obj.metadata.managedFields as JsonObject[] | undefined,
+      );
     if (rendered.length > 0) meta.managedFields = rendered;
     else delete meta.managedFields;
     const problems = [
@@ -170,8 +174,9 @@ export class ObjectStorage {
     }
     meta.resourceVersion = String(++this.#rv);
     const entry: Entry = {
-      obj: deepFreeze(next),
-      managed: cloneManaged(managed),
+      obj: sealJson(next),
+      // Not copied: no write changes a stored ownership map (each starts from a copy of it).
+      managed,
       creator: prev?.creator ?? actor.name,
     };
     this.#objects.put(type, entry);
@@ -188,9 +193,9 @@ export class ObjectStorage {
     verb: WriteVerb,
     old = entry.obj,
   ): WriteResult {
-    const obj = cloneJson(entry.obj);
+    const obj = copyForWrite(entry.obj);
     obj.metadata.resourceVersion = String(++this.#rv);
-    deepFreeze(obj);
+    sealJson(obj);
     this.#objects.remove(type, obj);
     if (type.kind === "CustomResourceDefinition") {
       this.types.removeCrd(obj);
