@@ -66,8 +66,10 @@ export function mergeApplied(
   fp: string[] = [],
 ): unknown {
   if (isObject(applied)) {
+    // Nothing to merge into: the merge is a copy, which may share what is sealed (a CRD's schema).
+    if (!isObject(live)) return copyShared(applied);
     // `live` may share sealed values with the stored object (json.ts): change copies of them.
-    const base: JsonObject = isObject(live) ? thaw(live) : {};
+    const base: JsonObject = thaw(live);
     for (const [k, v] of Object.entries(applied)) {
       if (v !== undefined) base[k] = mergeApplied(base[k], v, rules, [...fp, k]);
     }

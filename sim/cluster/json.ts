@@ -6,7 +6,7 @@
  * what is new: copying, freezing and comparing whole stored objects (a CRD's schema on every
  * status write) was about a tenth of a sweep's time.
  */
-import type { JsonObject } from "../../src/api/json.ts";
+import { deepFreeze, type JsonObject } from "../../src/api/json.ts";
 
 /** The top-level fields other than apiVersion, kind, metadata and status: what `generation` tracks. */
 export function specPart(obj: JsonObject): JsonObject {
@@ -47,6 +47,8 @@ function copyJson<T>(v: T, shareFrozen: boolean): T {
 /**
  * Sealed values: plain, frozen all the way down, and without an undefined member anywhere below,
  * so that sharing one reads exactly as a `cloneJson` of it would (which drops undefined members).
+ * Only the values a copy asked about are recorded, not everything below them: a WeakSet entry
+ * costs more than freezing, and most stored values are never asked about.
  */
 const sealed = new WeakSet<object>();
 /** Frozen values found not sealable (an undefined member, or something below not frozen). */
@@ -56,29 +58,33 @@ function isPlain(v: object): boolean {
   return Object.getPrototypeOf(v) === (Array.isArray(v) ? Array.prototype : Object.prototype);
 }
 
-/** True when `v` is sealed; a frozen value not yet seen is examined once. */
+/** True when `v` is sealed; a frozen value not asked about before is examined (once). */
 function isSealed(v: object): boolean {
   if (sealed.has(v)) return true;
   if (!Object.isFrozen(v) || unsealable.has(v)) return false;
-  let ok = isPlain(v);
-  if (ok && Array.isArray(v)) {
-    for (const x of v) {
-      if (x !== null && typeof x === "object" && !isSealed(x)) {
-        ok = false;
-        break;
-      }
-    }
-  } else if (ok) {
-    for (const k in v) {
-      const x = (v as Record<string, unknown>)[k];
-      if (x === undefined || (x !== null && typeof x === "object" && !isSealed(x))) {
-        ok = false;
-        break;
-      }
-    }
-  }
+  const ok = sealedBelow(v);
   (ok ? sealed : unsealable).add(v);
   return ok;
+}
+
+/** True when `v` is sealed, without recording what it finds. */
+function sealedValue(v: unknown): boolean {
+  if (v === null || typeof v !== "object" || sealed.has(v)) return true;
+  return Object.isFrozen(v) && !unsealable.has(v) && sealedBelow(v);
+}
+
+/** True when the frozen `v` is plain and everything in it sealed. */
+function sealedBelow(v: object): boolean {
+  if (!isPlain(v)) return false;
+  if (Array.isArray(v)) {
+    for (const x of v) if (!sealedValue(x)) return false;
+    return true;
+  }
+  for (const k in v) {
+    const x = (v as Record<string, unknown>)[k];
+    if (x === undefined || !sealedValue(x)) return false;
+  }
+  return true;
 }
 
 /** `cloneJson(v)`, except that sealed values in it are shared rather than copied. */
@@ -122,28 +128,7 @@ export function thaw<T>(v: T): T {
   return v !== null && typeof v === "object" && Object.isFrozen(v) ? copyLevel(v) : v;
 }
 
-/**
- * Freezes a value about to be stored and everything in it not frozen yet (as `deepFreeze`), and
- * records what it finds sealed so that later writes share it. Returns `v`.
- */
+/** Freezes a value about to be stored and everything in it not frozen yet; returns it. */
 export function sealJson<T>(v: T): T {
-  seal(v);
-  return v;
-}
-
-function seal(v: unknown): boolean {
-  if (v === null || typeof v !== "object" || sealed.has(v)) return true;
-  if (Object.isFrozen(v)) return isSealed(v);
-  let clean = isPlain(v);
-  if (Array.isArray(v)) {
-    for (const x of v) clean = seal(x) && clean;
-  } else {
-    for (const k in v) {
-      const x = (v as Record<string, unknown>)[k];
-      clean = (x === undefined ? false : seal(x)) && clean;
-    }
-  }
-  Object.freeze(v);
-  if (clean) sealed.add(v);
-  return clean;
+  return deepFreeze(v);
 }
