@@ -182,6 +182,12 @@ export function applyFields(
   return { obj: merged, managed: keepTimes(managed, next) };
 }
 
+/** The fields of an object an update stored, in the scope and under the rules it was written with. */
+const fieldSets = new WeakMap<
+  object,
+  { scope: FieldScope; rules: ListRules; set: ReadonlySet<FieldPath> }
+>();
+
 /**
  * Ownership after a non-apply write (update, patch) from `before` to `after` in `scope`: the writer
  * takes every field it added or changed; fields it removed leave every owner.
@@ -196,10 +202,18 @@ export function updateFields(
 ): Managed {
   const self = entryKey(writer.manager, "Update", scope);
   const next = cloneManaged(managed);
-  const oldSet = before ? fieldSet(scoped(before, scope), rules) : new Set<FieldPath>();
+  const oldObj = before ? scoped(before, scope) : {};
+  const known = before && fieldSets.get(before);
+  const oldSet = !before
+    ? new Set<FieldPath>()
+    : known && known.scope === scope && known.rules === rules
+    ? known.set
+    : fieldSet(oldObj, rules);
   const newObj = scoped(after, scope);
   const newSet = fieldSet(newObj, rules);
-  const oldObj = before ? scoped(before, scope) : {};
+  // An update or patch stores `after` as it is here but for server-set metadata, which no scope
+  // holds: the next write to it finds its fields here. (Not so a create: a CRD gains a finalizer.)
+  if (before) fieldSets.set(after, { scope, rules, set: newSet });
   const changed = [...newSet].filter((p) =>
     !oldSet.has(p) || !deepEqual(valueAt(oldObj, p), valueAt(newObj, p))
   );

@@ -62,6 +62,8 @@ interface Served {
   builtin: boolean;
   /** How its lists merge in server-side apply. */
   rules: ListRules;
+  /** What `resolve` answered for each version asked for (every request resolves its type). */
+  resolved?: Map<string, ResourceType>;
 }
 
 /** The served types; custom ones come and go with their CRDs. */
@@ -93,7 +95,10 @@ export class TypeRegistry {
   resolve(type: ResourceType): ResourceType {
     const served = this.#byKey.get(typeKey(type));
     if (!served || !served.versions.has(type.version)) throw noSuchType(type);
-    return { ...served.type, version: type.version };
+    const resolved = served.resolved ??= new Map();
+    let out = resolved.get(type.version);
+    if (!out) resolved.set(type.version, out = { ...served.type, version: type.version });
+    return out;
   }
 
   /** True when the type is served (in any version). */
