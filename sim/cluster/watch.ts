@@ -89,6 +89,11 @@ export class WatchStream {
     }
     const typeKey = `${this.type.group}/${this.type.plural}`;
     this.#unsubscribe = this.store.subscribe((c) => {
+      if (this.#deaf()) {
+        this.#unsubscribe?.();
+        this.#unsubscribe = undefined;
+        return;
+      }
       if (c.typeKey === typeKey) {
         const ev = translate(c);
         if (ev) this.#enqueue(ev);
@@ -198,6 +203,15 @@ export class WatchStream {
 
   #enqueueEnd(): void {
     this.#delivered(() => this.end());
+  }
+
+  /**
+   * True when nothing sent on this stream can arrive any more: its process crashed (its clock is
+   * dead), so every delivery would wait on that clock forever. Such a stream stops listening to
+   * the store (a crashed process never closes its watches; a run collects hundreds of them).
+   */
+  #deaf(): boolean {
+    return this.stream.latencyMs > 0 && (this.clock as { readonly dead?: boolean }).dead === true;
   }
 
   /** Runs `fn` once the stream's latency has passed; at once on a stream without latency. */
