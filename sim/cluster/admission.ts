@@ -95,20 +95,24 @@ function checkUid(type: ResourceType, stored: KubeObject, uid: string | undefine
 /**
  * What a write in `scope` stores: a status write changes status only; a main-resource write keeps
  * the stored status (when the type has a status subresource) and the server-owned metadata.
+ * `owned`: `next` is the write's own copy, made for it (copyForWrite, or server-side apply's merge,
+ * so without undefined members) and read by no one after: it is changed and kept rather than
+ * copied again.
  */
 export function confine(
   prev: KubeObject,
   next: KubeObject,
   scope: FieldScope,
   hasStatus: boolean,
+  owned = false,
 ): KubeObject {
   const old = prev.metadata;
   let out: KubeObject;
   if (scope === "status") {
-    out = { ...copyForWrite(prev), status: copyShared(next.status) };
+    out = { ...copyForWrite(prev), status: owned ? next.status : copyShared(next.status) };
     if (next.status === undefined) delete out.status;
   } else {
-    out = copyForWrite(next);
+    out = owned ? next : copyForWrite(next);
     if (hasStatus) {
       if (prev.status === undefined) delete out.status;
       else out.status = copyShared(prev.status);

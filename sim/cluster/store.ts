@@ -73,7 +73,7 @@ export class Store extends ObjectStorage {
     const obj = normalize(rtype, copyForWrite(input));
     const prev = this.existing(rtype, obj.metadata.namespace, obj.metadata.name);
     checkUpdatePreconditions(rtype, prev.obj, obj);
-    const next = confine(prev.obj, obj, scope, this.types.hasStatus(rtype));
+    const next = confine(prev.obj, obj, scope, this.types.hasStatus(rtype), true);
     const managed = updateFields(
       prev.obj,
       next,
@@ -127,7 +127,13 @@ export class Store extends ObjectStorage {
       force,
       rules,
     );
-    const next = confine(prev.obj, result.obj as KubeObject, scope, this.types.hasStatus(rtype));
+    const next = confine(
+      prev.obj,
+      result.obj as KubeObject,
+      scope,
+      this.types.hasStatus(rtype),
+      true,
+    );
     return this.commit(rtype, prev, next, result.managed, actor, verb);
   }
 
