@@ -123,12 +123,15 @@ export type FieldScope = "main" | "status";
 /** The top-level fields of `obj` a write in `scope` may own. */
 export function scoped(obj: JsonObject, scope: FieldScope): JsonObject {
   if (scope === "status") return obj.status === undefined ? {} : { status: obj.status };
+  // Key loops rather than Object.entries: the same fields, without an array a field.
   const out: JsonObject = {};
-  for (const [k, v] of Object.entries(obj)) {
+  for (const k of Object.keys(obj)) {
     if (k === "apiVersion" || k === "kind" || k === "status") continue;
+    const v = obj[k];
     if (k === "metadata" && isObject(v)) {
       const meta: JsonObject = {};
-      for (const [mk, mv] of Object.entries(v)) {
+      for (const mk of Object.keys(v)) {
+        const mv = v[mk];
         if (!SERVER_META.has(mk) && mv !== undefined) meta[mk] = mv;
       }
       if (Object.keys(meta).length > 0) out.metadata = meta;

@@ -70,7 +70,8 @@ export function mergeApplied(
     if (!isObject(live)) return copyShared(applied);
     // `live` may share sealed values with the stored object (json.ts): change copies of them.
     const base: JsonObject = thaw(live);
-    for (const [k, v] of Object.entries(applied)) {
+    for (const k of Object.keys(applied)) {
+      const v = applied[k];
       if (v !== undefined) base[k] = mergeApplied(base[k], v, rules, [...fp, k]);
     }
     return base;

@@ -11,8 +11,8 @@ import { deepFreeze, type JsonObject } from "../../src/api/json.ts";
 /** The top-level fields other than apiVersion, kind, metadata and status: what `generation` tracks. */
 export function specPart(obj: JsonObject): JsonObject {
   const out: JsonObject = {};
-  for (const [k, v] of Object.entries(obj)) {
-    if (k !== "apiVersion" && k !== "kind" && k !== "metadata" && k !== "status") out[k] = v;
+  for (const k of Object.keys(obj)) {
+    if (k !== "apiVersion" && k !== "kind" && k !== "metadata" && k !== "status") out[k] = obj[k];
   }
   return out;
 }

@@ -44,6 +44,8 @@ export class ObjectStorage {
   #objects = new ObjectTable();
   #histories = new Map<string, TypeHistory>();
   #listeners = new Set<(c: Change) => void>();
+  /** The listeners as an array, until one comes or goes: a change is told to those of its commit. */
+  #told: ((c: Change) => void)[] | undefined;
   /** Uids whose deletion asked to orphan their dependents (the garbage collector reads it). */
   readonly orphaning = new Set<string>();
 
@@ -57,7 +59,11 @@ export class ObjectStorage {
   /** Subscribes to every committed change; returns the unsubscribe function. */
   subscribe(fn: (c: Change) => void): () => void {
     this.#listeners.add(fn);
-    return () => this.#listeners.delete(fn);
+    this.#told = undefined;
+    return () => {
+      this.#told = undefined;
+      return this.#listeners.delete(fn);
+    };
   }
 
   /** The retained history of a type. */
@@ -223,6 +229,7 @@ export class ObjectStorage {
       verb,
     };
     this.history(rtype).push(change);
-    for (const fn of [...this.#listeners]) fn(change);
+    const told = this.#told ??= [...this.#listeners];
+    for (const fn of told) fn(change);
   }
 }

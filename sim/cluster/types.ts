@@ -69,6 +69,8 @@ interface Served {
 /** The served types; custom ones come and go with their CRDs. */
 export class TypeRegistry {
   #byKey = new Map<string, Served>();
+  /** `all()`, sorted once until a type comes or goes (the oracle asks on every liveness check). */
+  #all: ResourceType[] | undefined;
 
   constructor() {
     const builtins = [
@@ -140,9 +142,10 @@ export class TypeRegistry {
 
   /** All served types, in a stable order. */
   all(): ResourceType[] {
-    return [...this.#byKey.values()].map((s) => s.type).sort((a, b) =>
+    this.#all ??= [...this.#byKey.values()].map((s) => s.type).sort((a, b) =>
       typeKey(a).localeCompare(typeKey(b))
     );
+    return this.#all.slice();
   }
 
   /** Starts serving the type a CRD object defines; returns it. */
@@ -158,6 +161,7 @@ export class TypeRegistry {
       spec.names.plural,
       spec.scope !== "Cluster",
     );
+    this.#all = undefined;
     this.#byKey.set(typeKey(type), {
       type,
       versions: new Set(versions.map((v) => v.name)),
@@ -175,6 +179,7 @@ export class TypeRegistry {
     const served = this.#byKey.get(key);
     if (!served || served.builtin) return undefined;
     this.#byKey.delete(key);
+    this.#all = undefined;
     return served.type;
   }
 }
