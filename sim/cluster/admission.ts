@@ -109,7 +109,9 @@ export function confine(
   const old = prev.metadata;
   let out: KubeObject;
   if (scope === "status") {
-    out = { ...copyForWrite(prev), status: owned ? next.status : copyShared(next.status) };
+    // Assigned into the copy: status keeps its place among the fields, as a spread would.
+    out = copyForWrite(prev);
+    out.status = owned ? next.status : copyShared(next.status);
     if (next.status === undefined) delete out.status;
   } else {
     out = owned ? next : copyForWrite(next);

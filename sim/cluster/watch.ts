@@ -89,20 +89,19 @@ export class WatchStream {
     }
     const typeKey = `${this.type.group}/${this.type.plural}`;
     this.#unsubscribe = this.store.subscribe((c) => {
+      const mine = c.typeKey === typeKey;
+      const typeGone = !mine && c.type === "DELETED" &&
+        c.rtype.kind === "CustomResourceDefinition" && !this.store.types.serves(this.type);
+      if (!mine && !typeGone) return;
       if (this.#deaf()) {
         this.#unsubscribe?.();
         this.#unsubscribe = undefined;
         return;
       }
-      if (c.typeKey === typeKey) {
+      if (mine) {
         const ev = translate(c);
         if (ev) this.#enqueue(ev);
-      } else if (
-        c.type === "DELETED" && c.rtype.kind === "CustomResourceDefinition" &&
-        !this.store.types.serves(this.type)
-      ) {
-        this.#enqueueEnd(); // the type is gone: the API server closes its watches
-      }
+      } else this.#enqueueEnd(); // the type is gone: the API server closes its watches
     });
     if (this.opts.allowWatchBookmarks) this.#scheduleBookmark();
     this.#at(this.stream.timeoutMs, () => this.end());
