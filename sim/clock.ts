@@ -76,7 +76,12 @@ export class SimClock implements Clock {
 
   /** Runs `fn` (synchronously, from the driver) when virtual time reaches now + ms. */
   schedule(ms: number, fn: () => void): TimerHandle {
-    return this.#add(this.#now + Math.max(0, ms), fn, undefined);
+    return this.scheduleFor(undefined, ms, fn);
+  }
+
+  /** `schedule` owned by a view (cancelled when it is killed). */
+  scheduleFor(view: ClockView | undefined, ms: number, fn: () => void): TimerHandle {
+    return this.#add(this.#now + Math.max(0, ms), fn, view);
   }
 
   /** A Clock whose pending and future timers never fire once it is killed (a crashed process). */
@@ -209,6 +214,15 @@ export class ClockView implements Clock {
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
     if (this.#dead) return new Promise(() => {});
     return this.clock.sleepFor(this, ms, signal);
+  }
+
+  /**
+   * Runs `fn` from the driver when `ms` of virtual time passed: what `sleep(ms).then(fn)` runs, but
+   * at the timer instead of in the microtask right after it, where nothing else would run first
+   * (the program is quiescent when a timer fires). Cancellable; after `kill`, nothing (undefined).
+   */
+  after(ms: number, fn: () => void): TimerHandle | undefined {
+    return this.#dead ? undefined : this.clock.scheduleFor(this, ms, fn);
   }
 
   /** True once killed. */

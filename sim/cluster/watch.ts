@@ -8,7 +8,7 @@
 import { readCopy } from "./json.ts";
 import { ApiError, type WatchEvent, type WatchOptions } from "../../src/runtime/cluster.ts";
 import type { KubeObject, ResourceType } from "../../src/api/object.ts";
-import { type Clock, TIMER_CANCELLED } from "../../src/runtime/clock.ts";
+import type { ClockView, TimerHandle } from "../clock.ts";
 import { gone, statusObject } from "./errors.ts";
 import type { Change } from "./history.ts";
 import { selectorOf } from "./selector.ts";
@@ -36,14 +36,15 @@ export class WatchStream {
   #hung = false;
   #error?: ApiError;
   #unsubscribe?: () => void;
-  #timers: { cancel(): void }[] = [];
-  readonly #abortTimers = new AbortController();
+  /** Deliveries, bookmarks and the timeout waiting on the clock; cancelled when the stream ends. */
+  readonly #timers = new Set<TimerHandle>();
+  #finished = false;
 
   constructor(
     readonly store: Store,
     readonly type: ResourceType,
     readonly opts: WatchOptions,
-    readonly clock: Clock,
+    readonly clock: ClockView,
     readonly stream: StreamOptions,
   ) {}
 
@@ -210,7 +211,7 @@ export class WatchStream {
    * the store (a crashed process never closes its watches; a run collects hundreds of them).
    */
   #deaf(): boolean {
-    return this.stream.latencyMs > 0 && (this.clock as { readonly dead?: boolean }).dead === true;
+    return this.stream.latencyMs > 0 && this.clock.dead;
   }
 
   /** Runs `fn` once the stream's latency has passed; at once on a stream without latency. */
@@ -227,13 +228,27 @@ export class WatchStream {
     });
   }
 
+  /**
+   * Runs `fn` after `ms` on the process's clock, unless the stream ends first. A timer of the clock
+   * rather than a sleep cancelled by an AbortSignal: the same timers, fired and cancelled in the
+   * same order, without a listener, a promise and a rejection each (a sleep's `.then(fn)` ran in
+   * the microtask right after its timer, with nothing between: see ClockView.after).
+   */
   #at(ms: number, fn: () => void): void {
-    this.clock.sleep(ms, this.#abortTimers.signal).then(fn, () => {});
+    if (this.#finished) return;
+    const timer = this.clock.after(ms, () => {
+      this.#timers.delete(timer!);
+      fn();
+    });
+    if (timer) this.#timers.add(timer);
   }
 
   #finish(): void {
     this.#unsubscribe?.();
     this.#unsubscribe = undefined;
-    if (!this.#abortTimers.signal.aborted) this.#abortTimers.abort(TIMER_CANCELLED);
+    if (this.#finished) return;
+    this.#finished = true;
+    for (const t of this.#timers) t.cancel();
+    this.#timers.clear();
   }
 }
