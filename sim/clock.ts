@@ -8,17 +8,25 @@ import type { Clock } from "../src/runtime/clock.ts";
 /** Virtual epoch of every run: 2026-01-01T00:00:00Z. */
 export const SIM_EPOCH = Date.UTC(2026, 0, 1);
 
-interface Timer {
-  at: number;
-  seq: number;
-  fire: () => void;
-  cancelled: boolean;
-  view?: ClockView;
-}
-
 /** A handle to cancel a scheduled callback. */
 export interface TimerHandle {
   cancel(): void;
+}
+
+/** One scheduled callback; it is its own handle (no closure a timer). */
+class Timer implements TimerHandle {
+  cancelled = false;
+  constructor(
+    readonly clock: SimClock,
+    readonly at: number,
+    readonly seq: number,
+    readonly fire: () => void,
+    readonly view: ClockView | undefined,
+  ) {}
+
+  cancel(): void {
+    this.clock.cancelTimer(this);
+  }
 }
 
 function before(a: Timer, b: Timer): boolean {
@@ -50,12 +58,15 @@ export class SimClock implements Clock {
   /** `sleep` owned by a view (killed with it). */
   sleepFor(view: ClockView | undefined, ms: number, signal?: AbortSignal): Promise<void> {
     if (signal?.aborted) return Promise.reject(signal.reason);
+    const at = this.#now + Math.max(0, ms);
+    // Without a signal, firing only resolves (half of all sleeps: request latencies).
+    if (!signal) return new Promise<void>((resolve) => this.#add(at, resolve, view));
     return new Promise<void>((resolve, reject) => {
       const onAbort = () => {
         handle.cancel();
         reject(signal?.reason);
       };
-      const handle = this.#add(this.#now + Math.max(0, ms), () => {
+      const handle = this.#add(at, () => {
         signal?.removeEventListener("abort", onAbort);
         resolve();
       }, view);
@@ -65,7 +76,12 @@ export class SimClock implements Clock {
 
   /** Runs `fn` (synchronously, from the driver) when virtual time reaches now + ms. */
   schedule(ms: number, fn: () => void): TimerHandle {
-    return this.#add(this.#now + Math.max(0, ms), fn, undefined);
+    return this.scheduleFor(undefined, ms, fn);
+  }
+
+  /** `schedule` owned by a view (cancelled when it is killed). */
+  scheduleFor(view: ClockView | undefined, ms: number, fn: () => void): TimerHandle {
+    return this.#add(this.#now + Math.max(0, ms), fn, view);
   }
 
   /** A Clock whose pending and future timers never fire once it is killed (a crashed process). */
@@ -104,7 +120,6 @@ export class SimClock implements Clock {
     const top = this.#heap[0];
     if (!top || top.at > limit) return undefined;
     this.#pop();
-    top.view?.timers.delete(top);
     if (top.at > this.#now) this.#now = top.at;
     return top.fire;
   }
@@ -114,30 +129,25 @@ export class SimClock implements Clock {
     if (t > this.#now) this.#now = t;
   }
 
-  /** @internal cancels every timer of a killed view. */
-  cancelAll(timers: Set<Timer>): void {
-    for (const t of timers) this.#cancel(t);
-    timers.clear();
+  /** @internal cancels every pending timer of a killed view. */
+  cancelView(view: ClockView): void {
+    // Collected first: cancelling may compact the heap.
+    for (const t of this.#heap.filter((t) => t.view === view)) this.cancelTimer(t);
   }
 
-  #add(at: number, fire: () => void, view: ClockView | undefined): TimerHandle {
-    const timer: Timer = { at, seq: this.#seq++, fire, cancelled: false, view };
-    view?.timers.add(timer);
-    this.#push(timer);
-    return {
-      cancel: () => {
-        view?.timers.delete(timer);
-        this.#cancel(timer);
-      },
-    };
-  }
-
-  #cancel(timer: Timer): void {
+  /** @internal cancels one timer (its handle's `cancel`). */
+  cancelTimer(timer: Timer): void {
     if (timer.cancelled) return;
     timer.cancelled = true;
     this.#cancelled++;
     // Lazy deletion keeps cancel O(1); compact when dead timers dominate the heap.
     if (this.#cancelled > 64 && this.#cancelled * 2 > this.#heap.length) this.#compact();
+  }
+
+  #add(at: number, fire: () => void, view: ClockView | undefined): Timer {
+    const timer = new Timer(this, at, this.#seq++, fire, view);
+    this.#push(timer);
+    return timer;
   }
 
   #compact(): void {
@@ -154,35 +164,36 @@ export class SimClock implements Clock {
     }
   }
 
+  // The heap moves a hole instead of swapping; any valid heap pops in the same (at, seq) order.
   #push(timer: Timer): void {
     const h = this.#heap;
+    let i = h.length;
     h.push(timer);
-    let i = h.length - 1;
     while (i > 0) {
       const parent = (i - 1) >> 1;
-      if (!before(h[i], h[parent])) break;
-      [h[i], h[parent]] = [h[parent], h[i]];
+      if (!before(timer, h[parent])) break;
+      h[i] = h[parent];
       i = parent;
     }
+    h[i] = timer;
   }
 
   #pop(): Timer | undefined {
     const h = this.#heap;
     const top = h[0];
     const last = h.pop();
-    if (h.length > 0 && last) {
-      h[0] = last;
+    const n = h.length;
+    if (n > 0 && last) {
       let i = 0;
       for (;;) {
-        const l = 2 * i + 1;
-        const r = l + 1;
-        let m = i;
-        if (l < h.length && before(h[l], h[m])) m = l;
-        if (r < h.length && before(h[r], h[m])) m = r;
-        if (m === i) break;
-        [h[i], h[m]] = [h[m], h[i]];
-        i = m;
+        let child = 2 * i + 1;
+        if (child >= n) break;
+        if (child + 1 < n && before(h[child + 1], h[child])) child++;
+        if (!before(h[child], last)) break;
+        h[i] = h[child];
+        i = child;
       }
+      h[i] = last;
     }
     return top;
   }
@@ -190,8 +201,6 @@ export class SimClock implements Clock {
 
 /** One process's view of the SimClock: killing it freezes every sleep of that process forever. */
 export class ClockView implements Clock {
-  /** @internal live timers of this view. */
-  readonly timers = new Set<Timer>();
   #dead = false;
 
   constructor(readonly clock: SimClock) {}
@@ -207,6 +216,15 @@ export class ClockView implements Clock {
     return this.clock.sleepFor(this, ms, signal);
   }
 
+  /**
+   * Runs `fn` from the driver when `ms` of virtual time passed: what `sleep(ms).then(fn)` runs, but
+   * at the timer instead of in the microtask right after it, where nothing else would run first
+   * (the program is quiescent when a timer fires). Cancellable; after `kill`, nothing (undefined).
+   */
+  after(ms: number, fn: () => void): TimerHandle | undefined {
+    return this.#dead ? undefined : this.clock.scheduleFor(this, ms, fn);
+  }
+
   /** True once killed. */
   get dead(): boolean {
     return this.#dead;
@@ -215,6 +233,6 @@ export class ClockView implements Clock {
   /** Drops every pending timer; later sleeps never settle. */
   kill(): void {
     this.#dead = true;
-    this.clock.cancelAll(this.timers);
+    this.clock.cancelView(this);
   }
 }

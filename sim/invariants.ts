@@ -19,6 +19,7 @@ import { SERVERLESS_STATES } from "../src/reconcile/serverless/mod.ts";
 import type { KubeObject, ResourceType } from "../src/api/object.ts";
 import { type Change, isOperator, type RequestVerb, type SimCluster } from "./cluster/mod.ts";
 import { specPart } from "./cluster/json.ts";
+import { typeKey } from "./cluster/types.ts";
 import { nonGatewaysReached } from "./blast_radius.ts";
 import { deepEqual } from "../src/api/json.ts";
 
@@ -37,6 +38,8 @@ export const STATUS_TABLES: readonly { type: ResourceType; table: readonly State
 ];
 
 const SINGLETONS = [RESOURCES.Serverless, RESOURCES.Scaler];
+/** The types `checkState` reads (the singletons have status tables too). */
+const CHECKED_TYPES = new Set(STATUS_TABLES.map((s) => typeKey(s.type)));
 const MODULE_FINALIZERS: Record<string, string> = {
   [SERVERLESS_FINALIZER]: "serverless",
   [SCALER_FINALIZER]: "keda",
@@ -81,6 +84,12 @@ export class InvariantChecker {
   /** uid → the actor that created the object (kept after deletion). */
   readonly #creators = new Map<string, string>();
   #checkedRv = -1;
+  /**
+   * An object `checkState` reads changed since its last check, or that check found a violation:
+   * otherwise the world it checks is the one it found sound, and the check is skipped (most steps
+   * only renew a Lease).
+   */
+  #recheck = true;
 
   /**
    * `lease`: the leader-election Lease; when given, `checkRequest` holds every operator write to
@@ -127,6 +136,7 @@ export class InvariantChecker {
   }
 
   #onChange(c: Change): void {
+    if (CHECKED_TYPES.has(c.typeKey)) this.#recheck = true;
     const obj = c.object;
     const uid = obj.metadata.uid!;
     if (c.type === "ADDED") this.#creators.set(uid, c.actor);
@@ -220,6 +230,8 @@ export class InvariantChecker {
     const store = this.cluster.store;
     if (store.rv === this.#checkedRv) return;
     this.#checkedRv = store.rv;
+    if (!this.#recheck) return;
+    const known = this.violations.length;
     for (const type of SINGLETONS) {
       const served = store.objects(type).filter((o) =>
         (o.status as { served?: string } | undefined)?.served === "True"
@@ -247,5 +259,6 @@ export class InvariantChecker {
         }
       }
     }
+    this.#recheck = this.violations.length > known;
   }
 }

@@ -106,7 +106,8 @@ export class Simulation {
       namespace: OPERATOR_NAMESPACE,
       name: LEASE_NAME,
     });
-    this.cluster.onRequest = (...args) => this.checker.checkRequest(...args);
+    this.cluster.onRequest = (actor, verb, type, namespace, name) =>
+      this.checker.checkRequest(actor, verb, type, namespace, name);
     this.driver = new Driver(clock, { onStep: () => this.#afterStep() });
     this.operator = new OperatorProcess({
       ...opts.operator,

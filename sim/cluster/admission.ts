@@ -8,7 +8,7 @@ import type { DeleteOptions } from "../../src/runtime/cluster.ts";
 import type { KubeObject, ResourceType } from "../../src/api/object.ts";
 import { badRequest, conflict, invalid } from "./errors.ts";
 import type { FieldScope } from "./fields.ts";
-import { cloneJson, specPart } from "./json.ts";
+import { copyForWrite, copyShared, specPart } from "./json.ts";
 import type { Prng } from "../prng.ts";
 import { TypeRegistry } from "./types.ts";
 import { deepEqual } from "../../src/api/json.ts";
@@ -95,23 +95,29 @@ function checkUid(type: ResourceType, stored: KubeObject, uid: string | undefine
 /**
  * What a write in `scope` stores: a status write changes status only; a main-resource write keeps
  * the stored status (when the type has a status subresource) and the server-owned metadata.
+ * `owned`: `next` is the write's own copy, made for it (copyForWrite, or server-side apply's merge,
+ * so without undefined members) and read by no one after: it is changed and kept rather than
+ * copied again.
  */
 export function confine(
   prev: KubeObject,
   next: KubeObject,
   scope: FieldScope,
   hasStatus: boolean,
+  owned = false,
 ): KubeObject {
   const old = prev.metadata;
   let out: KubeObject;
   if (scope === "status") {
-    out = { ...cloneJson(prev) as KubeObject, status: cloneJson(next.status) };
+    // Assigned into the copy: status keeps its place among the fields, as a spread would.
+    out = copyForWrite(prev);
+    out.status = owned ? next.status : copyShared(next.status);
     if (next.status === undefined) delete out.status;
   } else {
-    out = cloneJson(next);
+    out = owned ? next : copyForWrite(next);
     if (hasStatus) {
       if (prev.status === undefined) delete out.status;
-      else out.status = cloneJson(prev.status);
+      else out.status = copyShared(prev.status);
     }
     out.metadata = { ...out.metadata, name: old.name };
     if (old.namespace) out.metadata.namespace = old.namespace;
@@ -150,7 +156,7 @@ export function deletionPending(type: ResourceType, stored: KubeObject): boolean
 
 /** The object as a delete leaves it while finalizers remain: deletionTimestamp set, generation bumped. */
 export function markDeleting(type: ResourceType, stored: KubeObject, now: number): KubeObject {
-  const next = cloneJson(stored);
+  const next = copyForWrite(stored);
   next.metadata.deletionTimestamp = kubeTime(now);
   next.metadata.deletionGracePeriodSeconds = 0;
   next.metadata.generation = (stored.metadata.generation ?? 0) + 1;

@@ -11,11 +11,10 @@ import { RESOURCES } from "../../src/api/resources.ts";
 import { ApiError } from "../../src/runtime/cluster.ts";
 import type { KubeObject } from "../../src/api/object.ts";
 import type { SimClock } from "../clock.ts";
-import { hash32 } from "../prng.ts";
 import { cloneJson } from "./json.ts";
+import { maxUnavailable, podReady, templateHash } from "./pod_template.ts";
 import type { Actor, Store } from "./store.ts";
 import { deepEqual, type JsonObject } from "../../src/api/json.ts";
-import { stableJson } from "../../src/reconcile/hash.ts";
 import { kubeTime } from "../../src/api/time.ts";
 
 /** What the world decides about a Deployment's Pods (faults plug in here). */
@@ -41,21 +40,6 @@ interface Condition extends JsonObject {
   message: string;
   lastUpdateTime: string;
   lastTransitionTime: string;
-}
-
-function isReady(pod: KubeObject): boolean {
-  const conds = (pod.status as { conditions?: { type: string; status: string }[] } | undefined)
-    ?.conditions;
-  return !pod.metadata.deletionTimestamp &&
-    !!conds?.some((c) => c.type === "Ready" && c.status === "True");
-}
-
-function maxUnavailable(d: KubeObject, desired: number): number {
-  const v =
-    (d.spec as { strategy?: { rollingUpdate?: { maxUnavailable?: number | string } } }).strategy
-      ?.rollingUpdate?.maxUnavailable ?? "25%";
-  if (typeof v === "number") return v;
-  return Math.floor((desired * Number(v.replace("%", ""))) / 100);
 }
 
 /** Reconciles Deployments into Pods and status, on the simulator's clock. */
@@ -118,10 +102,7 @@ export class DeploymentController {
       progressDeadlineSeconds?: number;
     };
     const desired = spec.replicas ?? 1;
-    const hash = hash32(stableJson(spec.template ?? {})).toString(16).padStart(8, "0").slice(
-      0,
-      10,
-    );
+    const hash = templateHash(spec.template);
     const owned = () =>
       this.store.objects(RESOURCES.Pod, namespace).filter((p) =>
         !p.metadata.deletionTimestamp && p.metadata.ownerReferences?.some((r) => r.uid === uid)
@@ -140,14 +121,14 @@ export class DeploymentController {
       this.store.delete(RESOURCES.Pod, namespace, extra.metadata.name, {}, KCM);
     }
     current = owned().filter(isNew);
-    if (current.filter(isReady).length >= desired) {
+    if (current.filter(podReady).length >= desired) {
       for (const old of owned().filter((p) => !isNew(p))) {
         this.store.delete(RESOURCES.Pod, namespace, old.metadata.name, {}, KCM);
       }
     }
 
     const pods = owned();
-    const ready = pods.filter(isReady).length;
+    const ready = pods.filter(podReady).length;
     const updated = pods.filter(isNew).length;
     const complete = updated === desired && pods.length === desired && ready === desired;
     const deadlineMs = (spec.progressDeadlineSeconds ?? DEFAULT_DEADLINE_S) * 1000;

@@ -5,7 +5,6 @@
  * other list is atomic (one leaf). Which lists are associative comes from `ListRules`: a CRD's
  * `x-kubernetes-list-type`, or the built-in types' known merge keys.
  */
-import { cloneJson } from "./json.ts";
 import { isObject, type JsonObject } from "../../src/api/json.ts";
 import { stableJson } from "../../src/reconcile/hash.ts";
 
@@ -15,7 +14,9 @@ export type ListRule = { type: "atomic" } | { type: "map"; keys: string[] } | { 
 export type ListRules = (fieldPath: readonly string[]) => ListRule;
 
 const ATOMIC: ListRule = { type: "atomic" };
-const SEP = "\u0001";
+/** What separates the segments of a FieldPath. */
+export const FIELD_SEP = "\u0001";
+const SEP = FIELD_SEP;
 
 /** A path as one string (segments joined by an unprintable separator). */
 export type FieldPath = string;
@@ -25,8 +26,21 @@ export function segments(path: FieldPath): string[] {
   return path.split(SEP);
 }
 
-function enc(segs: readonly string[]): FieldPath {
-  return segs.join(SEP);
+/** `prefix` with one more segment (an empty prefix has none: segments are never empty). */
+function join(prefix: FieldPath, seg: string): FieldPath {
+  return prefix === "" ? seg : prefix + SEP + seg;
+}
+
+/** True when the path's last segment is `.`, an associative list item's own marker. */
+export function isItemMarker(path: FieldPath): boolean {
+  return path === "." || path.endsWith(SEP + ".");
+}
+
+/** How many segments a path has (`segments(path).length`, without splitting it). */
+export function depthOf(path: FieldPath): number {
+  let n = 1;
+  for (let i = path.indexOf(SEP); i >= 0; i = path.indexOf(SEP, i + 1)) n++;
+  return n;
 }
 
 function metadataRule(fieldPath: readonly string[]): ListRule | undefined {
@@ -109,12 +123,15 @@ export type FieldScope = "main" | "status";
 /** The top-level fields of `obj` a write in `scope` may own. */
 export function scoped(obj: JsonObject, scope: FieldScope): JsonObject {
   if (scope === "status") return obj.status === undefined ? {} : { status: obj.status };
+  // Key loops rather than Object.entries: the same fields, without an array a field.
   const out: JsonObject = {};
-  for (const [k, v] of Object.entries(obj)) {
+  for (const k of Object.keys(obj)) {
     if (k === "apiVersion" || k === "kind" || k === "status") continue;
+    const v = obj[k];
     if (k === "metadata" && isObject(v)) {
       const meta: JsonObject = {};
-      for (const [mk, mv] of Object.entries(v)) {
+      for (const mk of Object.keys(v)) {
+        const mv = v[mk];
         if (!SERVER_META.has(mk) && mv !== undefined) meta[mk] = mv;
       }
       if (Object.keys(meta).length > 0) out.metadata = meta;
@@ -123,7 +140,23 @@ export function scoped(obj: JsonObject, scope: FieldScope): JsonObject {
   return out;
 }
 
-function itemKey(item: unknown, keys: readonly string[]): string {
+/** JSON of a key's value when that is what `stableJson` writes for it alone; else undefined. */
+function scalarJson(v: unknown): string | undefined {
+  const t = typeof v;
+  return t === "string" || t === "number" || t === "boolean" || v === null
+    ? JSON.stringify(v)
+    : undefined;
+}
+
+/** The `k:` segment of an associative list item with merge keys `keys`. */
+export function itemKey(item: unknown, keys: readonly string[]): string {
+  // The usual one-key case (`name`, `type`, `uid`) without stableJson's replacer; same text.
+  if (keys.length === 1 && isObject(item) && keys[0] !== "__proto__") {
+    const v = item[keys[0]];
+    if (v === undefined) return "k:{}";
+    const json = scalarJson(v);
+    if (json !== undefined) return `k:{${JSON.stringify(keys[0])}:${json}}`;
+  }
   const picked: JsonObject = {};
   if (isObject(item)) { for (const k of keys) if (item[k] !== undefined) picked[k] = item[k]; }
   return `k:${stableJson(picked)}`;
@@ -132,33 +165,44 @@ function itemKey(item: unknown, keys: readonly string[]): string {
 /** The leaf paths of a (scoped) object. */
 export function fieldSet(obj: JsonObject, rules: ListRules): Set<FieldPath> {
   const out = new Set<FieldPath>();
-  const walk = (v: unknown, segs: string[], fp: string[]) => {
+  // The field names down to `v`, one array pushed and popped (rules read it, never keep it).
+  const fp: string[] = [];
+  const walk = (v: unknown, prefix: FieldPath) => {
     if (isObject(v)) {
-      const keys = Object.keys(v).filter((k) => v[k] !== undefined);
-      if (keys.length === 0 && segs.length > 0) out.add(enc(segs));
-      for (const k of keys) walk(v[k], [...segs, `f:${k}`], [...fp, k]);
+      let defined = 0;
+      for (const k of Object.keys(v)) {
+        const x = v[k];
+        if (x === undefined) continue;
+        defined++;
+        fp.push(k);
+        walk(x, join(prefix, `f:${k}`));
+        fp.pop();
+      }
+      // An empty object is a leaf; it has no paths below to come before it.
+      if (defined === 0 && prefix !== "") out.add(prefix);
       return;
     }
     if (Array.isArray(v)) {
       const rule = rules(fp);
       if (rule.type === "set") {
-        for (const item of v) out.add(enc([...segs, `v:${stableJson(item)}`]));
+        for (const item of v) out.add(join(prefix, `v:${stableJson(item)}`));
       } else if (rule.type === "map" && v.every(isObject)) {
         for (const item of v) {
-          const k = itemKey(item, rule.keys);
-          out.add(enc([...segs, k, "."]));
-          walk(item, [...segs, k], fp);
+          const at = join(prefix, itemKey(item, rule.keys));
+          out.add(at + SEP + ".");
+          walk(item, at);
         }
-      } else out.add(enc(segs));
+      } else out.add(prefix);
       return;
     }
-    out.add(enc(segs));
+    out.add(prefix);
   };
-  walk(obj, [], []);
+  walk(obj, "");
   return out;
 }
 
-function findItem(list: unknown[], seg: string): number {
+/** The index of the first list item a `k:` or `v:` segment addresses; -1 when none. */
+export function findItem(list: unknown[], seg: string): number {
   if (seg.startsWith("v:")) return list.findIndex((x) => `v:${stableJson(x)}` === seg);
   const keys = Object.keys(JSON.parse(seg.slice(2)) as JsonObject);
   return list.findIndex((x) => itemKey(x, keys) === seg);
@@ -169,11 +213,15 @@ const MISSING = Symbol("missing");
 /** The value at a path; the `MISSING` symbol when absent. */
 export function valueAt(obj: unknown, path: FieldPath): unknown {
   let cur: unknown = obj;
-  for (const seg of segments(path)) {
+  // The segments one by one, without splitting the path into an array.
+  for (let start = 0, end = 0; end >= 0; start = end + 1) {
+    end = path.indexOf(SEP, start);
+    const seg = end < 0 ? path.slice(start) : path.slice(start, end);
     if (seg === ".") return cur;
     if (seg.startsWith("f:")) {
-      if (!isObject(cur) || !Object.hasOwn(cur, seg.slice(2))) return MISSING;
-      cur = cur[seg.slice(2)];
+      const key = seg.slice(2);
+      if (!isObject(cur) || !Object.hasOwn(cur, key)) return MISSING;
+      cur = cur[key];
     } else {
       if (!Array.isArray(cur)) return MISSING;
       const i = findItem(cur, seg);
@@ -187,97 +235,4 @@ export function valueAt(obj: unknown, path: FieldPath): unknown {
 /** True when the path exists in `obj`. */
 export function has(obj: unknown, path: FieldPath): boolean {
   return valueAt(obj, path) !== MISSING;
-}
-
-/**
- * Removes the value at `path` from `obj` (in place), then removes parents left empty unless
- * `keep` says someone owns them as a leaf.
- */
-export function removeAt(
-  obj: JsonObject,
-  path: FieldPath,
-  keep: (path: FieldPath) => boolean,
-): void {
-  const segs = segments(path);
-  if (segs[segs.length - 1] === ".") segs.pop();
-  const parents: { container: unknown; seg: string }[] = [];
-  let cur: unknown = obj;
-  for (const seg of segs) {
-    parents.push({ container: cur, seg });
-    if (seg.startsWith("f:")) {
-      if (!isObject(cur) || !Object.hasOwn(cur, seg.slice(2))) return;
-      cur = cur[seg.slice(2)];
-    } else {
-      if (!Array.isArray(cur)) return;
-      const i = findItem(cur, seg);
-      if (i < 0) return;
-      cur = cur[i];
-    }
-  }
-  for (let depth = parents.length - 1; depth >= 0; depth--) {
-    const { container, seg } = parents[depth];
-    if (seg.startsWith("f:") && isObject(container)) delete container[seg.slice(2)];
-    else if (Array.isArray(container)) container.splice(findItem(container, seg), 1);
-    if (depth === 0) return;
-    const empty = isObject(container)
-      ? Object.keys(container).length === 0
-      : (container as unknown[]).length === 0;
-    if (!empty || keep(enc(segs.slice(0, depth)))) return;
-  }
-}
-
-/** Merges an applied configuration into `live` (in place where possible); returns the result. */
-export function mergeApplied(
-  live: unknown,
-  applied: unknown,
-  rules: ListRules,
-  fp: string[] = [],
-): unknown {
-  if (isObject(applied)) {
-    const base: JsonObject = isObject(live) ? live : {};
-    for (const [k, v] of Object.entries(applied)) {
-      if (v !== undefined) base[k] = mergeApplied(base[k], v, rules, [...fp, k]);
-    }
-    return base;
-  }
-  if (Array.isArray(applied) && Array.isArray(live)) {
-    const rule = rules(fp);
-    if (rule.type === "set") {
-      const out = [...live];
-      for (const item of applied) {
-        if (findItem(out, `v:${stableJson(item)}`) < 0) out.push(cloneJson(item));
-      }
-      return out;
-    }
-    if (rule.type === "map" && applied.every(isObject) && live.every(isObject)) {
-      const out: unknown[] = [...live];
-      for (const item of applied) {
-        const i = findItem(out, itemKey(item, rule.keys));
-        if (i >= 0) out[i] = mergeApplied(out[i], item, rules, fp);
-        else out.push(cloneJson(item));
-      }
-      return out;
-    }
-  }
-  return cloneJson(applied);
-}
-
-/** Renders leaf paths as the API's nested FieldsV1 object. */
-export function toFieldsV1(paths: Iterable<FieldPath>): JsonObject {
-  const root: JsonObject = {};
-  for (const path of [...paths].sort()) {
-    let node = root;
-    for (const seg of segments(path)) {
-      if (!isObject(node[seg])) node[seg] = {};
-      node = node[seg] as JsonObject;
-    }
-  }
-  return root;
-}
-
-/** `.spec.replicas`-style rendering of a path, for conflict messages. */
-export function describePath(path: FieldPath): string {
-  return segments(path).filter((s) => s !== ".").map((s) =>
-    s.startsWith("f:") ? `.${s.slice(2)}` : `[${s.slice(2)}]`
-  ).join("");
 }

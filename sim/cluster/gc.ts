@@ -4,7 +4,7 @@
  * (Established status; a deleted CRD first deletes its instances), and the namespace controller (a
  * deleted namespace first deletes its contents). All of it runs on the simulator's clock.
  */
-import { cloneJson } from "./json.ts";
+import { copyForWrite } from "./json.ts";
 import { RESOURCES } from "../../src/api/resources.ts";
 
 import { ApiError } from "../../src/runtime/cluster.ts";
@@ -84,7 +84,7 @@ export class BackgroundControllers {
     const found = this.store.byUid(uid);
     if (!found) return;
     const refs = (found.obj.metadata.ownerReferences ?? []).filter((r) => r.uid !== owner);
-    const next = cloneJson(found.obj);
+    const next = copyForWrite(found.obj);
     if (refs.length) next.metadata.ownerReferences = refs;
     else delete next.metadata.ownerReferences;
     this.store.update(found.rtype, next, GC);
@@ -151,7 +151,7 @@ export class BackgroundControllers {
       }
     }
     if (served && this.store.objects(served).length > 0) return;
-    const next = cloneJson(crd);
+    const next = copyForWrite(crd);
     next.metadata.finalizers = (crd.metadata.finalizers ?? []).filter((f) =>
       f !== CRD_CLEANUP_FINALIZER
     );

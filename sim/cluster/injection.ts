@@ -52,7 +52,8 @@ export function injectMeshProxy(pod: KubeObject, nsLabels: Labels): void {
     .map((t) => t.trim());
   const role = templates.includes("gateway") ? "router" : "sidecar";
   const spec = (pod.spec ?? {}) as { containers?: Record<string, unknown>[] };
-  const containers = spec.containers ?? [];
+  // A copy: the Pod's spec may share the list with a stored object (json.ts).
+  const containers = (spec.containers ?? []).slice();
   const proxy = { name: MESH_PROXY_CONTAINER, image: PROXY_IMAGE, args: ["proxy", role] };
   const at = containers.findIndex((c) => c.name === MESH_PROXY_CONTAINER);
   if (at >= 0) containers[at] = { ...containers[at], image: PROXY_IMAGE, args: proxy.args };

@@ -7,20 +7,19 @@
 import { ApiError } from "../../src/runtime/cluster.ts";
 
 import {
-  describePath,
+  depthOf,
   type FieldPath,
   type FieldScope,
   fieldSet,
   has,
+  isItemMarker,
   type ListRules,
-  mergeApplied,
-  removeAt,
   scoped,
-  segments,
-  toFieldsV1,
   valueAt,
 } from "./fields.ts";
-import { cloneJson } from "./json.ts";
+import { mergeApplied, removeAt } from "./fields_edit.ts";
+import { describePath, toFieldsV1 } from "./fields_v1.ts";
+import { copyForWrite } from "./json.ts";
 import { deepEqual, type JsonObject } from "../../src/api/json.ts";
 import { kubeTime } from "../../src/api/time.ts";
 
@@ -52,29 +51,51 @@ export function cloneManaged(m: Managed): Managed {
   return out;
 }
 
+/** True when two sets of paths are equal. */
+function sameFields(a: ReadonlySet<FieldPath>, b: ReadonlySet<FieldPath>): boolean {
+  if (a.size !== b.size) return false;
+  for (const p of a) if (!b.has(p)) return false;
+  return true;
+}
+
 /** True when two ownership maps hold the same entries with the same fields. */
 export function sameManaged(a: Managed, b: Managed): boolean {
   if (a.size !== b.size) return false;
   for (const [k, e] of a) {
     const f = b.get(k);
-    if (!f || f.fields.size !== e.fields.size || [...e.fields].some((p) => !f.fields.has(p))) {
-      return false;
-    }
+    if (!f || !sameFields(e.fields, f.fields)) return false;
   }
   return true;
 }
 
-/** The metadata.managedFields list of an ownership map. */
-export function renderManaged(m: Managed): JsonObject[] {
-  return [...m.values()].map((e) => ({
-    manager: e.manager,
-    operation: e.operation,
-    apiVersion: e.apiVersion,
-    time: e.time,
-    fieldsType: "FieldsV1",
-    fieldsV1: toFieldsV1(e.fields),
-    ...(e.subresource ? { subresource: e.subresource } : {}),
-  }));
+/**
+ * The metadata.managedFields list of an ownership map. `before` is the ownership the stored object
+ * had and `shown` its managedFields: an entry whose fields did not change keeps its rendered
+ * FieldsV1 (frozen, so shared), since rendering is the costliest part of a write.
+ */
+export function renderManaged(
+  m: Managed,
+  before?: Managed,
+  shown?: readonly JsonObject[],
+): JsonObject[] {
+  const rendered = new Map<string, unknown>();
+  for (const r of shown ?? []) {
+    const scope: FieldScope = r.subresource === "status" ? "status" : "main";
+    rendered.set(entryKey(String(r.manager), String(r.operation), scope), r.fieldsV1);
+  }
+  return [...m].map(([k, e]) => {
+    const old = before?.get(k);
+    const known = old && sameFields(old.fields, e.fields) ? rendered.get(k) : undefined;
+    return {
+      manager: e.manager,
+      operation: e.operation,
+      apiVersion: e.apiVersion,
+      time: e.time,
+      fieldsType: "FieldsV1",
+      fieldsV1: known ?? toFieldsV1(e.fields),
+      ...(e.subresource ? { subresource: e.subresource } : {}),
+    };
+  });
 }
 
 /** What a write needs to know about the writer. */
@@ -112,11 +133,11 @@ export function applyFields(
   const next = cloneManaged(managed);
   const config = scoped(applied, scope);
   const newSet = fieldSet(config, rules);
-  const obj: JsonObject = live ? cloneJson(live) : {};
+  const obj: JsonObject = live ? copyForWrite(live) : {};
 
   const conflicts: string[] = [];
   for (const path of newSet) {
-    if (segments(path).at(-1) === ".") continue;
+    if (isItemMarker(path)) continue;
     for (const other of ownedByOthers(next, self, scope, path)) {
       if (deepEqual(valueAt(obj, path), valueAt(config, path))) continue;
       if (force) other.fields.delete(path);
@@ -142,7 +163,8 @@ export function applyFields(
   const previous = next.get(self)?.fields ?? new Set<FieldPath>();
   // Deepest first, so removing an item does not hide the leaves under it.
   const dropped = [...previous].filter((p) => !newSet.has(p) && !owned(p));
-  dropped.sort((a, b) => segments(b).length - segments(a).length);
+  const depth = new Map(dropped.map((p) => [p, depthOf(p)]));
+  dropped.sort((a, b) => depth.get(b)! - depth.get(a)!);
   for (const path of dropped) if (has(obj, path)) removeAt(obj, path, owned);
 
   const merged = mergeApplied(obj, config, rules) as JsonObject;
@@ -160,6 +182,12 @@ export function applyFields(
   return { obj: merged, managed: keepTimes(managed, next) };
 }
 
+/** The fields of an object an update stored, in the scope and under the rules it was written with. */
+const fieldSets = new WeakMap<
+  object,
+  { scope: FieldScope; rules: ListRules; set: ReadonlySet<FieldPath> }
+>();
+
 /**
  * Ownership after a non-apply write (update, patch) from `before` to `after` in `scope`: the writer
  * takes every field it added or changed; fields it removed leave every owner.
@@ -174,10 +202,18 @@ export function updateFields(
 ): Managed {
   const self = entryKey(writer.manager, "Update", scope);
   const next = cloneManaged(managed);
-  const oldSet = before ? fieldSet(scoped(before, scope), rules) : new Set<FieldPath>();
+  const oldObj = before ? scoped(before, scope) : {};
+  const known = before && fieldSets.get(before);
+  const oldSet = !before
+    ? new Set<FieldPath>()
+    : known && known.scope === scope && known.rules === rules
+    ? known.set
+    : fieldSet(oldObj, rules);
   const newObj = scoped(after, scope);
   const newSet = fieldSet(newObj, rules);
-  const oldObj = before ? scoped(before, scope) : {};
+  // An update or patch stores `after` as it is here but for server-set metadata, which no scope
+  // holds: the next write to it finds its fields here. (Not so a create: a CRD gains a finalizer.)
+  if (before) fieldSets.set(after, { scope, rules, set: newSet });
   const changed = [...newSet].filter((p) =>
     !oldSet.has(p) || !deepEqual(valueAt(oldObj, p), valueAt(newObj, p))
   );
@@ -207,9 +243,7 @@ export function updateFields(
 function keepTimes(before: Managed, after: Managed): Managed {
   for (const [k, e] of after) {
     const old = before.get(k);
-    if (old && old.fields.size === e.fields.size && [...e.fields].every((p) => old.fields.has(p))) {
-      e.time = old.time;
-    }
+    if (old && sameFields(old.fields, e.fields)) e.time = old.time;
   }
   return after;
 }

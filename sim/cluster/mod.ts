@@ -100,7 +100,9 @@ export class SimCluster {
       log: this.log,
       faults: opts.faultFree ? undefined : this,
       watches: this.watches,
-      onRequest: ((...args) => this.onRequest?.(...args)) as RequestListener,
+      onRequest:
+        ((actor, verb, type, namespace, name) =>
+          this.onRequest?.(actor, verb, type, namespace, name)) as RequestListener,
     };
     return new SimClient(
       server,

@@ -11,9 +11,9 @@ import type { KubeObject, ResourceType } from "../../src/api/object.ts";
 import type { Prng } from "../prng.ts";
 import { invalid, namespaceNotFound, namespaceTerminating, notFound } from "./errors.ts";
 import { type Change, type ChangeType, TypeHistory, type WriteVerb } from "./history.ts";
-import { cloneJson } from "./json.ts";
-import { cloneManaged, type Managed, renderManaged, sameManaged } from "./managed.ts";
-import { deepEqual, deepFreeze, type JsonObject } from "../../src/api/json.ts";
+import { copyForWrite, sealJson } from "./json.ts";
+import { type Managed, renderManaged, sameManaged } from "./managed.ts";
+import { deepEqual, type JsonObject } from "../../src/api/json.ts";
 import { type Entry, ObjectTable, uidOf } from "./objects.ts";
 import { crdProblems, typeKey, TypeRegistry } from "./types.ts";
 import { validationProblems } from "./validate.ts";
@@ -44,6 +44,8 @@ export class ObjectStorage {
   #objects = new ObjectTable();
   #histories = new Map<string, TypeHistory>();
   #listeners = new Set<(c: Change) => void>();
+  /** The listeners as an array, until one comes or goes: a change is told to those of its commit. */
+  #told: ((c: Change) => void)[] | undefined;
   /** Uids whose deletion asked to orphan their dependents (the garbage collector reads it). */
   readonly orphaning = new Set<string>();
 
@@ -57,7 +59,11 @@ export class ObjectStorage {
   /** Subscribes to every committed change; returns the unsubscribe function. */
   subscribe(fn: (c: Change) => void): () => void {
     this.#listeners.add(fn);
-    return () => this.#listeners.delete(fn);
+    this.#told = undefined;
+    return () => {
+      this.#told = undefined;
+      return this.#listeners.delete(fn);
+    };
   }
 
   /** The retained history of a type. */
@@ -154,7 +160,11 @@ export class ObjectStorage {
     const sameOwners = prev !== undefined && sameManaged(prev.managed, managed);
     const rendered = sameOwners
       ? (prev.obj.metadata.managedFields as JsonObject[] | undefined) ?? []
-      : renderManaged(managed);
+      : renderManaged(
+        managed,
+        prev?.managed,
+        prev?.obj.metadata.managedFields as JsonObject[] | undefined,
+      );
     if (rendered.length > 0) meta.managedFields = rendered;
     else delete meta.managedFields;
     const problems = [
@@ -170,8 +180,9 @@ export class ObjectStorage {
     }
     meta.resourceVersion = String(++this.#rv);
     const entry: Entry = {
-      obj: deepFreeze(next),
-      managed: cloneManaged(managed),
+      obj: sealJson(next),
+      // Not copied: no write changes a stored ownership map (each starts from a copy of it).
+      managed,
       creator: prev?.creator ?? actor.name,
     };
     this.#objects.put(type, entry);
@@ -188,9 +199,9 @@ export class ObjectStorage {
     verb: WriteVerb,
     old = entry.obj,
   ): WriteResult {
-    const obj = cloneJson(entry.obj);
+    const obj = copyForWrite(entry.obj);
     obj.metadata.resourceVersion = String(++this.#rv);
-    deepFreeze(obj);
+    sealJson(obj);
     this.#objects.remove(type, obj);
     if (type.kind === "CustomResourceDefinition") {
       this.types.removeCrd(obj);
@@ -218,6 +229,7 @@ export class ObjectStorage {
       verb,
     };
     this.history(rtype).push(change);
-    for (const fn of [...this.#listeners]) fn(change);
+    const told = this.#told ??= [...this.#listeners];
+    for (const fn of told) fn(change);
   }
 }

@@ -19,7 +19,7 @@ import type { JsonPatchOp, KubeObject, ResourceType } from "../../src/api/object
 import { alreadyExists, badRequest, conflict, notFound } from "./errors.ts";
 import type { FieldScope } from "./fields.ts";
 import type { WriteVerb } from "./history.ts";
-import { cloneJson } from "./json.ts";
+import { copyForWrite } from "./json.ts";
 import { injectMeshProxy } from "./injection.ts";
 import { applyJsonPatch } from "./jsonpatch.ts";
 import { applyFields, updateFields } from "./managed.ts";
@@ -33,7 +33,7 @@ export class Store extends ObjectStorage {
   /** Creates an object; 409 AlreadyExists if its name is taken. */
   create(type: ResourceType, input: KubeObject, actor: Actor): WriteResult {
     const rtype = this.types.resolve(type);
-    const obj = normalize(rtype, cloneJson(input));
+    const obj = normalize(rtype, copyForWrite(input));
     if (!obj.metadata.name) {
       obj.metadata.name = generateName(
         rtype,
@@ -70,10 +70,10 @@ export class Store extends ObjectStorage {
     scope: FieldScope = "main",
   ): WriteResult {
     const rtype = this.types.resolve(type);
-    const obj = normalize(rtype, cloneJson(input));
+    const obj = normalize(rtype, copyForWrite(input));
     const prev = this.existing(rtype, obj.metadata.namespace, obj.metadata.name);
     checkUpdatePreconditions(rtype, prev.obj, obj);
-    const next = confine(prev.obj, obj, scope, this.types.hasStatus(rtype));
+    const next = confine(prev.obj, obj, scope, this.types.hasStatus(rtype), true);
     const managed = updateFields(
       prev.obj,
       next,
@@ -101,7 +101,7 @@ export class Store extends ObjectStorage {
     scope: FieldScope = "main",
   ): WriteResult {
     const rtype = this.types.resolve(type);
-    const obj = normalize(rtype, cloneJson(input));
+    const obj = normalize(rtype, copyForWrite(input));
     const { namespace, name } = obj.metadata;
     const prev = this.entry(rtype, namespace, name);
     const verb: WriteVerb = scope === "status" ? "applyStatus" : "apply";
@@ -127,7 +127,13 @@ export class Store extends ObjectStorage {
       force,
       rules,
     );
-    const next = confine(prev.obj, result.obj as KubeObject, scope, this.types.hasStatus(rtype));
+    const next = confine(
+      prev.obj,
+      result.obj as KubeObject,
+      scope,
+      this.types.hasStatus(rtype),
+      true,
+    );
     return this.commit(rtype, prev, next, result.managed, actor, verb);
   }
 

@@ -62,11 +62,15 @@ interface Served {
   builtin: boolean;
   /** How its lists merge in server-side apply. */
   rules: ListRules;
+  /** What `resolve` answered for each version asked for (every request resolves its type). */
+  resolved?: Map<string, ResourceType>;
 }
 
 /** The served types; custom ones come and go with their CRDs. */
 export class TypeRegistry {
   #byKey = new Map<string, Served>();
+  /** `all()`, sorted once until a type comes or goes (the oracle asks on every liveness check). */
+  #all: ResourceType[] | undefined;
 
   constructor() {
     const builtins = [
@@ -93,7 +97,10 @@ export class TypeRegistry {
   resolve(type: ResourceType): ResourceType {
     const served = this.#byKey.get(typeKey(type));
     if (!served || !served.versions.has(type.version)) throw noSuchType(type);
-    return { ...served.type, version: type.version };
+    const resolved = served.resolved ??= new Map();
+    let out = resolved.get(type.version);
+    if (!out) resolved.set(type.version, out = { ...served.type, version: type.version });
+    return out;
   }
 
   /** True when the type is served (in any version). */
@@ -135,9 +142,10 @@ export class TypeRegistry {
 
   /** All served types, in a stable order. */
   all(): ResourceType[] {
-    return [...this.#byKey.values()].map((s) => s.type).sort((a, b) =>
+    this.#all ??= [...this.#byKey.values()].map((s) => s.type).sort((a, b) =>
       typeKey(a).localeCompare(typeKey(b))
     );
+    return this.#all.slice();
   }
 
   /** Starts serving the type a CRD object defines; returns it. */
@@ -153,6 +161,7 @@ export class TypeRegistry {
       spec.names.plural,
       spec.scope !== "Cluster",
     );
+    this.#all = undefined;
     this.#byKey.set(typeKey(type), {
       type,
       versions: new Set(versions.map((v) => v.name)),
@@ -170,6 +179,7 @@ export class TypeRegistry {
     const served = this.#byKey.get(key);
     if (!served || served.builtin) return undefined;
     this.#byKey.delete(key);
+    this.#all = undefined;
     return served.type;
   }
 }

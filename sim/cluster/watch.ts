@@ -8,7 +8,7 @@
 import { readCopy } from "./json.ts";
 import { ApiError, type WatchEvent, type WatchOptions } from "../../src/runtime/cluster.ts";
 import type { KubeObject, ResourceType } from "../../src/api/object.ts";
-import { type Clock, TIMER_CANCELLED } from "../../src/runtime/clock.ts";
+import type { ClockView, TimerHandle } from "../clock.ts";
 import { gone, statusObject } from "./errors.ts";
 import type { Change } from "./history.ts";
 import { selectorOf } from "./selector.ts";
@@ -36,14 +36,15 @@ export class WatchStream {
   #hung = false;
   #error?: ApiError;
   #unsubscribe?: () => void;
-  #timers: { cancel(): void }[] = [];
-  readonly #abortTimers = new AbortController();
+  /** Deliveries, bookmarks and the timeout waiting on the clock; cancelled when the stream ends. */
+  readonly #timers = new Set<TimerHandle>();
+  #finished = false;
 
   constructor(
     readonly store: Store,
     readonly type: ResourceType,
     readonly opts: WatchOptions,
-    readonly clock: Clock,
+    readonly clock: ClockView,
     readonly stream: StreamOptions,
   ) {}
 
@@ -89,15 +90,19 @@ export class WatchStream {
     }
     const typeKey = `${this.type.group}/${this.type.plural}`;
     this.#unsubscribe = this.store.subscribe((c) => {
-      if (c.typeKey === typeKey) {
+      const mine = c.typeKey === typeKey;
+      const typeGone = !mine && c.type === "DELETED" &&
+        c.rtype.kind === "CustomResourceDefinition" && !this.store.types.serves(this.type);
+      if (!mine && !typeGone) return;
+      if (this.#deaf()) {
+        this.#unsubscribe?.();
+        this.#unsubscribe = undefined;
+        return;
+      }
+      if (mine) {
         const ev = translate(c);
         if (ev) this.#enqueue(ev);
-      } else if (
-        c.type === "DELETED" && c.rtype.kind === "CustomResourceDefinition" &&
-        !this.store.types.serves(this.type)
-      ) {
-        this.#enqueueEnd(); // the type is gone: the API server closes its watches
-      }
+      } else this.#enqueueEnd(); // the type is gone: the API server closes its watches
     });
     if (this.opts.allowWatchBookmarks) this.#scheduleBookmark();
     this.#at(this.stream.timeoutMs, () => this.end());
@@ -200,6 +205,15 @@ export class WatchStream {
     this.#delivered(() => this.end());
   }
 
+  /**
+   * True when nothing sent on this stream can arrive any more: its process crashed (its clock is
+   * dead), so every delivery would wait on that clock forever. Such a stream stops listening to
+   * the store (a crashed process never closes its watches; a run collects hundreds of them).
+   */
+  #deaf(): boolean {
+    return this.stream.latencyMs > 0 && this.clock.dead;
+  }
+
   /** Runs `fn` once the stream's latency has passed; at once on a stream without latency. */
   #delivered(fn: () => void): void {
     if (this.stream.latencyMs > 0) this.#at(this.stream.latencyMs, fn);
@@ -214,13 +228,27 @@ export class WatchStream {
     });
   }
 
+  /**
+   * Runs `fn` after `ms` on the process's clock, unless the stream ends first. A timer of the clock
+   * rather than a sleep cancelled by an AbortSignal: the same timers, fired and cancelled in the
+   * same order, without a listener, a promise and a rejection each (a sleep's `.then(fn)` ran in
+   * the microtask right after its timer, with nothing between: see ClockView.after).
+   */
   #at(ms: number, fn: () => void): void {
-    this.clock.sleep(ms, this.#abortTimers.signal).then(fn, () => {});
+    if (this.#finished) return;
+    const timer = this.clock.after(ms, () => {
+      this.#timers.delete(timer!);
+      fn();
+    });
+    if (timer) this.#timers.add(timer);
   }
 
   #finish(): void {
     this.#unsubscribe?.();
     this.#unsubscribe = undefined;
-    if (!this.#abortTimers.signal.aborted) this.#abortTimers.abort(TIMER_CANCELLED);
+    if (this.#finished) return;
+    this.#finished = true;
+    for (const t of this.#timers) t.cancel();
+    this.#timers.clear();
   }
 }

@@ -261,3 +261,24 @@ export function readEnvoyFilter(
     },
   };
 }
+
+/** What `readEnvoyFilterOnce` read, by frozen object and Envoy. */
+const readFilters = new WeakMap<object, Map<EnvoyBehaviour, EnvoyFilterResult>>();
+
+/**
+ * `readEnvoyFilter`, read once for a frozen object (which cannot change): the mesh reads every
+ * filter at every sync, and most syncs follow a Pod change. The result is shared: do not change it.
+ */
+export function readEnvoyFilterOnce(
+  obj: unknown,
+  envoy: EnvoyBehaviour = DEFAULT_BEHAVIOUR,
+): EnvoyFilterResult {
+  if (obj === null || typeof obj !== "object" || !Object.isFrozen(obj)) {
+    return readEnvoyFilter(obj, envoy);
+  }
+  let byEnvoy = readFilters.get(obj);
+  if (!byEnvoy) readFilters.set(obj, byEnvoy = new Map());
+  let r = byEnvoy.get(envoy);
+  if (!r) byEnvoy.set(envoy, r = readEnvoyFilter(obj, envoy));
+  return r;
+}

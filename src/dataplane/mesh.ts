@@ -10,7 +10,7 @@ import { DEFAULT_BEHAVIOUR, type EnvoyBehaviour } from "./envoy.ts";
 import { meshProxyOf } from "../api/pod.ts";
 import { reaches as reachesNamespace } from "../api/mesh.ts";
 import { selects } from "../api/selector.ts";
-import { type EnvoyFilterModel, readEnvoyFilter } from "./envoyfilter.ts";
+import { type EnvoyFilterModel, readEnvoyFilterOnce } from "./envoyfilter.ts";
 import {
   type BucketId,
   decide,
@@ -139,7 +139,7 @@ export class Mesh {
     const envoyFilters = objects.filter((o) =>
       (o as { kind?: unknown })?.kind !== "VirtualService"
     );
-    const read = envoyFilters.map((o) => readEnvoyFilter(o, this.#opts.envoy));
+    const read = envoyFilters.map((o) => readEnvoyFilterOnce(o, this.#opts.envoy));
     this.#routes = gatewayRoutes(objects);
     const routeKey = JSON.stringify(this.#routes);
     const root = this.#opts.rootNamespace;

@@ -69,7 +69,10 @@ function walkObject(
   path: Path | undefined,
 ): boolean {
   for (const k in desired) {
-    if (!observedAt(desired[k], observed[k], { key: k, up: path })) return false;
+    const d = desired[k];
+    const o = observed[k];
+    // Equal values match whatever the path (observedAt's first test), without a path node.
+    if (d !== o && !observedAt(d, o, { key: k, up: path })) return false;
   }
   return true;
 }

@@ -10,8 +10,15 @@ export type MetricLabels = Record<string, string>;
 /** Content type of `Metrics.render()`. */
 export const METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
 
+/** `k=v` pairs in key order, comma-separated: built directly (every API call counts one). */
 function seriesKey(labels: MetricLabels): string {
-  return Object.keys(labels).sort().map((k) => `${k}=${labels[k]}`).join(",");
+  const keys = Object.keys(labels);
+  if (keys.length > 1) keys.sort();
+  let out = "";
+  for (let i = 0; i < keys.length; i++) {
+    out += `${i > 0 ? "," : ""}${keys[i]}=${labels[keys[i]]}`;
+  }
+  return out;
 }
 
 function escapeLabel(v: string): string {

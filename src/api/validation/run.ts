@@ -90,6 +90,19 @@ function runArray(plan: Extract<ValidationPlan, { type: "array" }>, input: unkno
   return { value: out, issues };
 }
 
+/**
+ * `structuredClone(value)` without its serialization for the usual defaults: a primitive is its
+ * own clone, and an empty plain object or array clones to a new empty one.
+ */
+function copyOfDefault(value: unknown): unknown {
+  const t = typeof value;
+  if (value === null || (t !== "object" && t !== "function" && t !== "symbol")) return value;
+  const empty = t === "object" && Object.keys(value as object).length === 0;
+  if (empty && Array.isArray(value) && value.length === 0) return [];
+  if (empty && Object.getPrototypeOf(value) === Object.prototype) return {};
+  return structuredClone(value);
+}
+
 /** The type's own parse, before its checks. */
 function parseType(plan: ValidationPlan, input: unknown): Result {
   switch (plan.type) {
@@ -136,12 +149,12 @@ function parseType(plan: ValidationPlan, input: unknown): Result {
     case "optional":
       return input === undefined ? { value: input, issues: [] } : run(plan.inner, input);
     case "default": {
-      if (input === undefined) return { value: structuredClone(plan.value), issues: [] };
+      if (input === undefined) return { value: copyOfDefault(plan.value), issues: [] };
       const r = run(plan.inner, input);
-      return r.value === undefined ? { ...r, value: structuredClone(plan.value) } : r;
+      return r.value === undefined ? { ...r, value: copyOfDefault(plan.value) } : r;
     }
     case "prefault":
-      return run(plan.inner, input === undefined ? structuredClone(plan.value) : input);
+      return run(plan.inner, input === undefined ? copyOfDefault(plan.value) : input);
   }
 }
 

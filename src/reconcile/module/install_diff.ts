@@ -10,7 +10,8 @@ import { isObserved } from "../observed.ts";
 export function identity(
   ref: { apiVersion: string; kind: string; namespace?: string; name: string },
 ): string {
-  const group = ref.apiVersion.includes("/") ? ref.apiVersion.split("/")[0] : "";
+  const slash = ref.apiVersion.indexOf("/");
+  const group = slash >= 0 ? ref.apiVersion.slice(0, slash) : "";
   return `${group}|${ref.kind}|${ref.namespace ?? ""}|${ref.name}`;
 }
 
@@ -32,14 +33,17 @@ export function diffInstalled(
   rendered: readonly KubeObject[],
   installed: readonly KubeObject[],
 ): InstallDiff {
-  const observed = new Map(installed.map((o) => [identity(refOf(o)), o]));
-  const wanted = new Set(rendered.map((o) => identity(refOf(o))));
-  const apply = rendered.filter((o) => {
-    const seen = observed.get(identity(refOf(o)));
+  // Each object's identity once (it was taken twice a reconcile, for every rendered object).
+  const installedIds = installed.map((o) => identity(refOf(o)));
+  const renderedIds = rendered.map((o) => identity(refOf(o)));
+  const observed = new Map(installed.map((o, i) => [installedIds[i], o]));
+  const wanted = new Set(renderedIds);
+  const apply = rendered.filter((o, i) => {
+    const seen = observed.get(renderedIds[i]);
     return !seen || isDeleting(seen) || !isObserved(o, seen);
   });
   const prune = installed
-    .filter((o) => !isDeleting(o) && !wanted.has(identity(refOf(o))))
+    .filter((o, i) => !isDeleting(o) && !wanted.has(installedIds[i]))
     .map(refOf);
   return { apply, prune };
 }

@@ -117,8 +117,24 @@ export interface Prepared {
   digest?: string;
 }
 
-/** The cache entry of `obj`, projected when `projection` is given. */
+/**
+ * What `prepare` made of each frozen object, by projection: an object that cannot change is
+ * prepared once, though every watch of its type and every replica's cache receives it (and a
+ * replica's own write, again, from its watch).
+ */
+const preparedFrozen = new WeakMap<object, Map<Projection | undefined, Prepared>>();
+
+/** The cache entry of `obj`, projected when `projection` is given. Do not change the result. */
 export function prepare(obj: KubeObject, projection: Projection | undefined): Prepared {
+  if (!Object.isFrozen(obj) || !Object.isFrozen(obj.metadata)) return prepareNew(obj, projection);
+  let byProjection = preparedFrozen.get(obj);
+  if (!byProjection) preparedFrozen.set(obj, byProjection = new Map());
+  let p = byProjection.get(projection);
+  if (!p) byProjection.set(projection, p = prepareNew(obj, projection));
+  return p;
+}
+
+function prepareNew(obj: KubeObject, projection: Projection | undefined): Prepared {
   const owned = ownedFieldsOf(obj);
   if (!projection) return { object: prepareForCache(obj), owned };
   const { managedFields: _dropped, ...metadata } = obj.metadata;

@@ -16,6 +16,12 @@ import type { ResumeState, StepResult, WatcherOptions, WatcherState } from "./wa
 
 const IDLE: unique symbol = Symbol("idle");
 const CANCELLED: unique symbol = Symbol("cancelled");
+/**
+ * Why an open watch is closed (its iterator and the waits on it are cancelled): one shared value,
+ * since `abort()` without a reason builds a DOMException, stack and all. No one reads it: every
+ * wait on these signals ignores why it ended, and the clients end a watch quietly on abort.
+ */
+const WATCH_CLOSED: Error = new Error("watch closed");
 
 /** One list+watch loop. */
 export class Watcher {
@@ -104,7 +110,7 @@ export class Watcher {
   kick(): void {
     this.#backoff.reset();
     this.#kicked = true;
-    this.#wake.abort();
+    this.#wake.abort(TIMER_CANCELLED);
   }
 
   /**
@@ -116,7 +122,7 @@ export class Watcher {
     const s = this.state;
     if (s.kind === "Empty") return false;
     this.#relistDue = true;
-    if (s.kind === "Watching") s.abort.abort();
+    if (s.kind === "Watching") s.abort.abort(WATCH_CLOSED);
     else if (s.kind === "Backoff") this.kick();
     return true;
   }
@@ -277,7 +283,7 @@ export class Watcher {
 
 /** Aborts an open watch and lets its iterator finish in the background. */
 function closeWatch(st: Extract<WatcherState, { kind: "Watching" }>): void {
-  st.abort.abort();
+  st.abort.abort(WATCH_CLOSED);
   try {
     st.stream.return?.()?.catch(() => {});
   } catch {
