@@ -142,7 +142,6 @@ export class Manager {
       leaderElection: this.#o.leaderElection ? "on" : "off",
     });
     const le = this.#o.leaderElection;
-    if (!le) this.#openWatches();
     if (le) {
       this.#elector = new LeaderElector({
         cluster: this.#cluster,
@@ -169,6 +168,7 @@ export class Manager {
         this.#openWatches();
       });
     } else {
+      this.#openWatches();
       this.#metrics.leader.set({}, 1);
       this.#onLeading(this.#solo.signal, false);
     }
