@@ -23,6 +23,8 @@ export class StatusRecord {
       const { uid, generation, labels } = c.object.metadata;
       this.generationLabels.set(`${uid}/${generation}`, { ...(labels ?? {}) });
     }
+    // The same status object (a write that kept it, shared by the store) reads the same.
+    if (c.type !== "DELETED" && c.old?.status === c.object.status) return;
     const before = JSON.stringify(c.old?.status ?? null);
     const after = c.type === "DELETED" ? "deleted" : JSON.stringify(c.object.status ?? null);
     if (before === after) return;

@@ -3,23 +3,50 @@
  * `.spec.replicas` form of conflict messages.
  */
 import { FIELD_SEP, type FieldPath, segments } from "./fields.ts";
-import { isObject, type JsonObject } from "../../src/api/json.ts";
+import { deepFreeze, isObject, type JsonObject } from "../../src/api/json.ts";
 
 const SEP_CODE = FIELD_SEP.charCodeAt(0);
 
 /**
- * Renders leaf paths as the API's nested FieldsV1 object, keys in the order of the sorted paths.
- * Sorted paths mostly share their first segments with the one before: those nodes are taken from
- * the previous path's instead of being split out and looked up again (a CRD's schema renders tens
- * of thousands of segments).
+ * Renders leaf paths as the API's nested FieldsV1 object, keys in the order of the sorted paths;
+ * frozen, and the same object for the same paths (see renderedTrees).
  */
 export function toFieldsV1(paths: Iterable<FieldPath>): JsonObject {
+  const sorted = [...paths].sort();
+  const key = sorted.join("\u0000");
+  const known = renderedTrees.get(key);
+  if (known && samePaths(known.paths, sorted)) return known.tree;
+  const tree = deepFreeze(buildTree(sorted));
+  if (renderedTrees.size >= RENDERED_MAX) renderedTrees.clear();
+  renderedTrees.set(key, { paths: sorted, tree });
+  return tree;
+}
+
+/**
+ * Rendered trees by their sorted paths (frozen, so shared: a commit freezes them anyway): the Pods
+ * of a Deployment, its status writes and the operator's Events own fields of the same shape over
+ * and over. Bounded; a hit is checked path by path, since a field name may hold the separator.
+ */
+const renderedTrees = new Map<string, { paths: FieldPath[]; tree: JsonObject }>();
+const RENDERED_MAX = 2048;
+
+function samePaths(a: readonly FieldPath[], b: readonly FieldPath[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
+/**
+ * The tree of sorted paths. Sorted paths mostly share their first segments with the one before:
+ * those nodes are taken from the previous path's instead of being split out and looked up again.
+ */
+function buildTree(sorted: readonly FieldPath[]): JsonObject {
   const root: JsonObject = {};
   let prev = "";
   /** The previous path's nodes by depth (the root first), and where each of its segments ends. */
   const nodes: JsonObject[] = [root];
   const ends: number[] = [];
-  for (const path of [...paths].sort()) {
+  for (const path of sorted) {
     const max = Math.min(prev.length, path.length);
     let same = 0;
     while (same < max && prev.charCodeAt(same) === path.charCodeAt(same)) same++;

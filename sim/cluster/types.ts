@@ -8,9 +8,17 @@ import type { KubeObject, ResourceType } from "../../src/api/object.ts";
 import { noSuchType } from "./errors.ts";
 import { builtinListRules, type ListRules, schemaListRules } from "./fields.ts";
 
+/**
+ * Keys of the type objects asked about: the same few objects (the RESOURCES table, the registry's
+ * answers) are asked about several times a request, and a new key string must be hashed anew.
+ */
+const typeKeys = new WeakMap<object, string>();
+
 /** The stable identity of a type regardless of version: `apps/deployments`, `/pods`. */
 export function typeKey(type: { group: string; plural: string }): string {
-  return `${type.group}/${type.plural}`;
+  let key = typeKeys.get(type);
+  if (key === undefined) typeKeys.set(type, key = `${type.group}/${type.plural}`);
+  return key;
 }
 
 const BUILTIN_GROUPS = new Set([

@@ -12,6 +12,7 @@ import { RESOURCES } from "../api/resources.ts";
 import { type Clock, type Random, TIMER_CANCELLED } from "./clock.ts";
 import { type Cluster, errorMessage, isApiError } from "./cluster.ts";
 import type { KubeObject } from "../api/object.ts";
+import { isoTime } from "../api/time.ts";
 import type { Logger } from "./log.ts";
 import type { Metrics } from "./metrics.ts";
 
@@ -54,7 +55,7 @@ export interface LeaseSpec {
 /** Formats epoch milliseconds as a Kubernetes MicroTime (`2006-01-02T15:04:05.000000Z`). */
 export function microTime(ms: number): string {
   // toISOString always ends in `.sssZ`: three more zeros make microseconds (no regex needed).
-  return `${new Date(ms).toISOString().slice(0, -1)}000Z`;
+  return `${isoTime(ms).slice(0, -1)}000Z`;
 }
 
 type Attempt = "created" | "acquired" | "renewed" | "held" | "conflict" | "error";

@@ -63,6 +63,26 @@ function patternOf(source: string): RegExp {
   return re;
 }
 
+/**
+ * Answers of each pattern by string, bounded: every parse tests the same names, labels and
+ * images again (the patterns have no flags, so a test depends on the string alone).
+ */
+const answers = new Map<string, Map<string, boolean>>();
+const ANSWERS_MAX = 4096;
+
+function matches(source: string, value: unknown): boolean {
+  if (typeof value !== "string") return patternOf(source).test(value as string);
+  let known = answers.get(source);
+  if (!known) answers.set(source, known = new Map());
+  let answer = known.get(value);
+  if (answer === undefined) {
+    answer = patternOf(source).test(value);
+    if (known.size >= ANSWERS_MAX) known.clear();
+    known.set(value, answer);
+  }
+  return answer;
+}
+
 /** Whether an object or map passes a refinement check. */
 function refinementPasses(
   check: Exclude<Check, { check: "min" | "max" | "regex" }>,
@@ -100,7 +120,7 @@ function runCheck(check: Check, value: unknown, numeric: boolean, issues: Found[
       return;
     }
     case "regex":
-      if (patternOf(check.source).test(value as string)) return;
+      if (matches(check.source, value)) return;
       issues.push({
         code: "invalid_format",
         format: "regex",

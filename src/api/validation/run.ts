@@ -29,22 +29,45 @@ function optionalIn(plan: ValidationPlan): "optional" | "defaulted" | undefined 
   return undefined;
 }
 
+/** A field of an object plan, with what `runObject` asks of it. */
+interface ShapeField {
+  key: string;
+  child: ValidationPlan;
+  optin: "optional" | "defaulted" | undefined;
+  optout: boolean;
+}
+
+/** The fields of each object plan (plans are constants): listed once, not on every parse. */
+const shapes = new WeakMap<object, ShapeField[]>();
+
+function shapeOf(plan: Extract<ValidationPlan, { type: "object" }>): ShapeField[] {
+  let fields = shapes.get(plan.shape);
+  if (!fields) {
+    fields = Object.entries(plan.shape).map(([key, child]) => ({
+      key,
+      child,
+      optin: optionalIn(child),
+      optout: child.type === "optional",
+    }));
+    shapes.set(plan.shape, fields);
+  }
+  return fields;
+}
+
 function runObject(
   plan: Extract<ValidationPlan, { type: "object" }>,
   input: Record<string, unknown>,
 ): Result {
   const out: Record<string, unknown> = {};
   const issues: Found[] = [];
-  for (const [key, child] of Object.entries(plan.shape)) {
+  for (const { key, child, optin, optout } of shapeOf(plan)) {
     if (key === "__proto__") continue;
     const present = key in input;
-    const optin = optionalIn(child);
-    const optout = child.type === "optional";
     if (!present && optout && optin === "optional") continue;
     const r = run(child, input[key]);
     // zod drops the issues of a key that is absent and may be.
     if (r.issues.length && optin !== undefined && optout && !present) continue;
-    issues.push(...prefixed(key, r.issues));
+    if (r.issues.length) issues.push(...prefixed(key, r.issues));
     if (!present && optin === undefined) {
       if (!r.issues.length) {
         issues.push({ code: "invalid_type", expected: "nonoptional", path: [key], message: "" });
@@ -73,7 +96,7 @@ function runRecord(
   for (const key of Object.keys(input)) {
     if (key === "__proto__") continue;
     const r = run(plan.value, input[key]);
-    issues.push(...prefixed(key, r.issues));
+    if (r.issues.length) issues.push(...prefixed(key, r.issues));
     out[key] = r.value;
   }
   return { value: out, issues };
@@ -84,7 +107,7 @@ function runArray(plan: Extract<ValidationPlan, { type: "array" }>, input: unkno
   const issues: Found[] = [];
   input.forEach((item, i) => {
     const r = run(plan.item, item);
-    issues.push(...prefixed(i, r.issues));
+    if (r.issues.length) issues.push(...prefixed(i, r.issues));
     out[i] = r.value;
   });
   return { value: out, issues };

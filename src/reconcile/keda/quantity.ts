@@ -60,8 +60,32 @@ function lex(text: string): Lexed | undefined {
   return { negative: sign === "-", num: digits || "0", denom, base, exponent, format };
 }
 
+/**
+ * Answers by text, bounded: the reconcilers parse the same few quantities (a component's default
+ * resources, what a spec gives) on every reconcile, with BigInt arithmetic. Parsed quantities are
+ * frozen, since every caller then shares one.
+ */
+const parsed = new Map<string, Readonly<Quantity> | undefined>();
+const canonical = new Map<string, string | undefined>();
+const REMEMBERED_MAX = 1024;
+
+function remember<V>(memo: Map<string, V>, text: string, make: (text: string) => V): V {
+  if (memo.has(text)) return memo.get(text) as V;
+  const value = make(text);
+  if (memo.size >= REMEMBERED_MAX) memo.clear();
+  memo.set(text, value);
+  return value;
+}
+
 /** Parses a quantity; undefined when it is not one or is out of range (beyond ±2^63 or finer than 1n after rounding up). */
-export function parseQuantity(text: string): Quantity | undefined {
+export function parseQuantity(text: string): Readonly<Quantity> | undefined {
+  return remember(parsed, text, (t) => {
+    const q = parseNew(t);
+    return q && Object.freeze(q);
+  });
+}
+
+function parseNew(text: string): Quantity | undefined {
   const l = lex(text);
   if (!l) return undefined;
   let n = BigInt(l.num + l.denom);
@@ -120,6 +144,10 @@ function decimalCanonical(q: Quantity): string {
 
 /** The form the API server returns `text` in; undefined when it is not a quantity. */
 export function canonicalQuantity(text: string): string | undefined {
+  return remember(canonical, text, canonicalNew);
+}
+
+function canonicalNew(text: string): string | undefined {
   const l = lex(text);
   const q = parseQuantity(text);
   if (!l || !q) return undefined;
@@ -139,7 +167,7 @@ export function canonicalQuantity(text: string): string | undefined {
 }
 
 /** Compares two quantities by value: negative, zero or positive. */
-export function compareQuantities(a: Quantity, b: Quantity): number {
+export function compareQuantities(a: Readonly<Quantity>, b: Readonly<Quantity>): number {
   const x = a.n * pow10(b.d);
   const y = b.n * pow10(a.d);
   return x < y ? -1 : x > y ? 1 : 0;
