@@ -25,6 +25,11 @@ COPY data/upstream/ data/upstream/
 RUN ["deno", "install", "--config", "deploy/operator/deno.json", "--frozen", "--entrypoint", "src/cli/operator_main.ts"]
 # Only the operator's module graph stays in src/ and data/ (not the CLI's generators or preview).
 RUN ["deno", "run", "--frozen", "--allow-read=.", "--allow-write=src,data", "--allow-run", "deploy/operator/prune.ts"]
+# The caches stay readable on a read-only root (deploy/operator/seal_cache.ts): its own run uses
+# another DENO_DIR, so that it opens none of the databases it seals.
+ENV DENO_DIR=/tmp/seal-deno-dir/
+RUN ["deno", "run", "--no-config", "--allow-read=/deno-dir", "--allow-write=/deno-dir", "deploy/operator/seal_cache.ts", "/deno-dir"]
+ENV DENO_DIR=/deno-dir/
 
 # --- compile: `deno task compile` downloads denort 2.9.6 and bakes in the operator's permissions ---
 FROM build AS compile

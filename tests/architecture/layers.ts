@@ -51,7 +51,7 @@ export const LAYERS: readonly Layer[] = [
   { name: "cli", prefixes: ["src/cli/", "mod.ts"], imports: SRC_ALL },
   // Tools build and run things beside the product (the local control plane, the operator as a
   // process); they may use the product, never the tests or benchmarks.
-  // deploy/operator/prune.ts runs in the image's build stage and imports nothing of ours.
+  // deploy/operator/prune.ts and seal_cache.ts run in the image's build stage and import nothing of ours.
   { name: "tools", prefixes: ["tools/", "deploy/"], imports: SRC_ALL },
   { name: "bench", prefixes: ["bench/"], imports: [...SRC_ALL, "tools"] },
   { name: "tests", prefixes: ["tests/"], imports: [...SRC_ALL, "tools", "bench"] },

@@ -170,6 +170,44 @@ Deno.test({
   },
 });
 
+Deno.test({
+  name:
+    "the image's deno reads its module caches from disk on the read-only root, not again into memory",
+  ignore,
+  async fn() {
+    const { paths } = await imageFiles(built().tag);
+    const databases = paths.filter((p) => /^deno-dir\/[a-z0-9_]+_v\d+$/.test(p));
+    assert.ok(databases.includes("deno-dir/dep_analysis_cache_v2"), paths.join("\n"));
+    for (const db of databases) {
+      assert.ok(paths.includes(`${db}-wal`) && paths.includes(`${db}-shm`), `${db} sealed`);
+    }
+    // The entrypoint's deno flags, with Deno's debug log: which caches it opens, and how.
+    const run = await podman([
+      "run",
+      "--rm",
+      "--read-only",
+      "--read-only-tmpfs=false",
+      ...RUN_AS_POD,
+      "--network=none",
+      "--entrypoint=/usr/bin/deno",
+      built().tag,
+      "run",
+      "-L",
+      "debug",
+      "--cached-only",
+      "--frozen",
+      "--no-code-cache",
+      "--config=/app/deploy/operator/deno.json",
+      "-A",
+      "/app/src/cli/operator_main.ts",
+      "--help",
+    ], { check: false });
+    assert.equal(run.code, 0, run.stderr);
+    assert.match(run.stderr, /Opening cache \/deno-dir\/dep_analysis_cache_v2/);
+    assert.doesNotMatch(run.stderr, /Folder readonly|in-memory|Could not initialize cache/);
+  },
+});
+
 /**
  * Runs the image's operator against `server` (HTTPS, its certificate from `caCert`) until /readyz
  * is 200, then SIGTERM; its exit code.
