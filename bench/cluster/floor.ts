@@ -4,14 +4,42 @@
  * minus a floor is what its own code and data hold.
  */
 import { join } from "node:path";
+import { parse } from "yaml";
 import { OPERATOR_DENO_FLAGS, OPERATOR_ENV, REPO_ROOT } from "../../tools/operator/process.ts";
 import type { Report } from "../report.ts";
+import { ALL_CONTROLLERS } from "../../src/controllers/registry.ts";
+import { collectionPath, withQuery } from "../../src/kube/paths.ts";
+import { type ControllerSpec, planWatches } from "../../src/runtime/controller_spec.ts";
 import { BENCH_DIR } from "./env.ts";
 
 /** One floor program: what it does, and its code (run from the repository, so `zod` resolves). */
 export interface Floor {
   name: string;
   code: string;
+  /** It talks to the API server as the operator does (floor_connections.ts): needs a FloorCluster. */
+  connects?: boolean;
+}
+
+/** How a connecting floor reaches the API server, as the operator's user. */
+export interface FloorCluster {
+  server: string;
+  caPem: string;
+  token: string;
+}
+
+/** The operator's lease (mod.ts run's default --lease-namespace and --lease-name). */
+const LEASE_PATH =
+  "/apis/coordination.k8s.io/v1/namespaces/platform-system/leases/platform-operator";
+
+/**
+ * The collections the manager lists and watches with no primary present: every planned watch but
+ * those opened only for a primary (a module's secondaries, once a Serverless or Scaler exists).
+ */
+export function watchedPaths(controllers: readonly ControllerSpec[] = ALL_CONTROLLERS): string[] {
+  return planWatches(controllers).filter((w) => !w.wakers).map((w) => {
+    const path = collectionPath(w.type, w.ownNamespace ? "platform-system" : undefined);
+    return w.selector ? withQuery(path, { labelSelector: w.selector }) : path;
+  });
 }
 
 /** The floors measured beside the operator's idle figure. */
@@ -24,19 +52,41 @@ export const FLOORS: readonly Floor[] = [
     await (await fetch(\`http://127.0.0.1:\${s.addr.port}/\`)).text();`,
   },
   {
-    name: "Deno parsing one object with zod (the operator's validator)",
-    code: `import { z } from "zod";
-    z.object({ a: z.string() }).parse({ a: "x" });`,
-  },
-  {
     // The floor files live in .cache/bench/: the operator's entry module, loaded, never run.
     name: "Deno loading the operator's whole module graph and running none of it",
     code: `import "../../src/cli/run.ts";`,
   },
+  {
+    name: "Deno holding the operator's connections (its lists and watches over HTTP/2, a read " +
+      "and a write each 2 s, two listeners) and running none of its code",
+    code: `import "../../bench/cluster/floor_connections.ts";`,
+    connects: true,
+  },
+  {
+    name:
+      "Deno loading the operator's module graph and holding its connections, running none of it",
+    code: `import "../../src/cli/run.ts";
+    import "../../bench/cluster/floor_connections.ts";`,
+    connects: true,
+  },
 ];
 
 /** VmRSS (MB) of a floor program 3 s after it ran, read by the program itself. */
-export async function floorRss(floor: Floor, index: number): Promise<number> {
+export async function floorRss(
+  floor: Floor,
+  index: number,
+  cluster?: FloorCluster,
+): Promise<number> {
+  if (floor.connects && !cluster) throw new Error(`floor ${floor.name}: needs a cluster`);
+  const connection: Record<string, string> = floor.connects && cluster
+    ? {
+      FLOOR_SERVER: cluster.server,
+      FLOOR_CA: cluster.caPem,
+      FLOOR_TOKEN: cluster.token,
+      FLOOR_WATCHES: watchedPaths().join(" "),
+      FLOOR_LEASE: LEASE_PATH,
+    }
+    : {};
   const file = join(BENCH_DIR, `floor-${index}.ts`);
   await Deno.mkdir(BENCH_DIR, { recursive: true });
   await Deno.writeTextFile(
@@ -51,7 +101,7 @@ export async function floorRss(floor: Floor, index: number): Promise<number> {
   const out = await new Deno.Command(Deno.execPath(), {
     args: ["run", "-A", "--cached-only", ...OPERATOR_DENO_FLAGS, file],
     cwd: REPO_ROOT,
-    env: { ...OPERATOR_ENV, NO_COLOR: "1" },
+    env: { ...OPERATOR_ENV, NO_COLOR: "1", ...connection },
     stderr: "piped",
   }).output();
   if (!out.success) {
@@ -60,21 +110,43 @@ export async function floorRss(floor: Floor, index: number): Promise<number> {
   return Number(new TextDecoder().decode(out.stdout).trim()) / 1024;
 }
 
-/** Measures every floor into `report` (one row each); the first floor's figure, in MB. */
+/** A floor and its figure (MB). */
+export interface FloorFigure {
+  floor: Floor;
+  mb: number;
+}
+
+/**
+ * Measures every floor into `report` (one row each); the connecting ones only with a `cluster`.
+ * Returns the figures in FLOORS order, those measured.
+ */
 export async function addFloors(
   report: Pick<Report, "add">,
   section: string,
-): Promise<number> {
-  const figures: number[] = [];
+  cluster?: FloorCluster,
+): Promise<FloorFigure[]> {
+  const figures: FloorFigure[] = [];
   for (const [i, floor] of FLOORS.entries()) {
-    figures.push(await floorRss(floor, i));
+    if (floor.connects && !cluster) continue;
+    const mb = await floorRss(floor, i, cluster);
+    figures.push({ floor, mb });
     report.add({
       section,
       name: `floor: ${floor.name}`,
-      value: figures[i],
+      value: mb,
       unit: "MB",
       note: "VmRSS 3 s after it ran, started with the operator's Deno flags and environment",
     });
   }
-  return figures[0];
+  return figures;
+}
+
+/** A connecting floor's access from a one-context, token kubeconfig (the bench's operator user). */
+export async function floorClusterFrom(kubeconfig: string): Promise<FloorCluster> {
+  const kc = parse(await Deno.readTextFile(kubeconfig)) as {
+    clusters: { cluster: { server: string; "certificate-authority-data": string } }[];
+    users: { user: { token: string } }[];
+  };
+  const { server, "certificate-authority-data": ca } = kc.clusters[0].cluster;
+  return { server, caPem: atob(ca), token: kc.users[0].user.token };
 }

@@ -1,12 +1,26 @@
 /** The floors under the operator's idle memory are read from real Deno processes. */
 import assert from "node:assert/strict";
-import { addFloors, FLOORS } from "../../bench/cluster/floor.ts";
+import { addFloors, FLOORS, watchedPaths } from "../../bench/cluster/floor.ts";
+import { ALL_CONTROLLERS } from "../../src/controllers/registry.ts";
+import { collectionPath } from "../../src/kube/paths.ts";
+import { RESOURCES } from "../../src/api/resources.ts";
 
-Deno.test("each floor is a Deno process's own VmRSS, the empty script the lowest", async () => {
+Deno.test("each floor without a cluster is a Deno process's own VmRSS, the empty script lowest", async () => {
   const rows: { name: string; value: number }[] = [];
-  const empty = await addFloors({ add: (f) => rows.push(f) }, "s");
-  assert.deepEqual(rows.map((r) => r.name), FLOORS.map((f) => `floor: ${f.name}`));
-  assert.equal(empty, rows[0].value);
+  const figures = await addFloors({ add: (f) => rows.push(f) }, "s");
+  const local = FLOORS.filter((f) => !f.connects);
+  assert.deepEqual(rows.map((r) => r.name), local.map((f) => `floor: ${f.name}`));
+  assert.deepEqual(figures.map((f) => f.mb), rows.map((r) => r.value));
+  const empty = rows[0].value;
   assert.ok(empty > 10 && empty < 200, `${empty} MB`);
   for (const r of rows.slice(1)) assert.ok(r.value > empty, `${r.name}: ${r.value} MB`);
+});
+
+Deno.test("the connecting floor opens the watches an idle operator opens, not a module's", () => {
+  const paths = watchedPaths(ALL_CONTROLLERS);
+  assert.ok(paths.includes(collectionPath(RESOURCES.RateLimit)));
+  assert.ok(paths.includes(collectionPath(RESOURCES.Pod)));
+  // Deployments are a module's secondaries: watched only once a Serverless or Scaler exists.
+  assert.ok(!paths.some((p) => p.startsWith(collectionPath(RESOURCES.Deployment))), paths.join());
+  assert.equal(new Set(paths).size, paths.length);
 });

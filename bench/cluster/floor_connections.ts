@@ -1,0 +1,62 @@
+/**
+ * A floor program: Deno holding the connections an idle operator holds, and running none of its
+ * code. It lists and watches the paths in FLOOR_WATCHES over one HTTP/2 client, reads the Lease at
+ * FLOOR_LEASE every 2 s over it and posts an access review over an HTTP/1.1 client (a write with a
+ * body, as a leader's renewal is, that changes nothing),
+ * and serves two loopback listeners (metrics, probes), each asked once. FLOOR_SERVER, FLOOR_CA
+ * (PEM) and FLOOR_TOKEN reach the API server as the operator's user. Imported by a floor file
+ * (floor.ts): top-level await, so the floor's 3 s wait starts once every watch is open.
+ */
+const env = (name: string): string => {
+  const v = Deno.env.get(name);
+  if (v === undefined) throw new Error(`floor: ${name} is not set`);
+  return v;
+};
+const server = env("FLOOR_SERVER");
+const caCerts = [env("FLOOR_CA")];
+const headers = { authorization: `Bearer ${env("FLOOR_TOKEN")}` };
+const reads = Deno.createHttpClient({ caCerts });
+const writes = Deno.createHttpClient({ caCerts, http2: false });
+
+for (const path of env("FLOOR_WATCHES").split(" ")) {
+  const listed = await fetch(`${server}${path}`, { client: reads, headers });
+  // An optional type whose CRD is absent: the operator keeps only a CRD watch for it.
+  if (!listed.ok) {
+    await listed.body?.cancel();
+    continue;
+  }
+  const rv = (await listed.json()).metadata.resourceVersion;
+  const watch = await fetch(
+    `${server}${path}${path.includes("?") ? "&" : "?"}watch=1&allowWatchBookmarks=true` +
+      `&resourceVersion=${rv}`,
+    { client: reads, headers },
+  );
+  (async () => {
+    for await (const _ of watch.body ?? []) { /* events, dropped */ }
+  })();
+}
+
+const lease = env("FLOOR_LEASE");
+const review = JSON.stringify({
+  apiVersion: "authorization.k8s.io/v1",
+  kind: "SelfSubjectAccessReview",
+  spec: {
+    resourceAttributes: { group: "coordination.k8s.io", resource: "leases", verb: "update" },
+  },
+});
+setInterval(async () => {
+  await (await fetch(`${server}${lease}`, { client: reads, headers })).body?.cancel();
+  // A write with a body over HTTP/1.1, as a renewal is; a review creates nothing.
+  const posted = await fetch(`${server}/apis/authorization.k8s.io/v1/selfsubjectaccessreviews`, {
+    client: writes,
+    method: "POST",
+    headers: { ...headers, "content-type": "application/json" },
+    body: review,
+  });
+  await posted.body?.cancel();
+}, 2000);
+
+for (let i = 0; i < 2; i++) {
+  const s = Deno.serve({ port: 0, hostname: "127.0.0.1", onListen() {} }, () => new Response("ok"));
+  await (await fetch(`http://127.0.0.1:${s.addr.port}/`)).text();
+}
