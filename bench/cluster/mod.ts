@@ -15,19 +15,17 @@ import { join } from "node:path";
 import { BENCH_DIR, BenchCluster, until } from "./env.ts";
 import { latencyPhase, reportLatency } from "./latency_phase.ts";
 import { buildPeer, peerVersion, preparePeer } from "./peer.ts";
-import { IDLE_BOUND_MS, idleRss, settle, type Settled } from "./idle.ts";
+import { IDLE_BOUND_MS, idleRss, settle } from "./idle.ts";
 import { atRest, converge, layout, OPERATOR_CONCURRENCY } from "./phases.ts";
 import { CLUSTER_PHASES, type ClusterOptions, type ClusterPhase } from "./options.ts";
 import { addFloors, floorClusterFrom } from "./floor.ts";
+import { list, rowsOf, s, startMark } from "./rows.ts";
+import { oneNamespacePhase, scalePhase } from "./scale.ts";
 import { operatorSubject, peerSubject, type Running, type Subject } from "./subject.ts";
 
 const SECTION = "control plane (kube-apiserver + kwok, operator and peer as processes)";
-
-const s = (ms: number) => ms / 1000;
-/** A time figure whose subject was still busy when creation began says so. */
-const startMark = (x: Settled) =>
-  x.idle ? "" : `NOT AT REST at the start (still reconciling after ${fmt(s(x.boundMs))} s); `;
-const list = (xs: number[], digits = 2) => xs.map((x) => fmt(x, digits)).join(", ");
+/** Runs of the small convergence, each subject in turn, a fresh process each. */
+const SMALL_RUNS = 3;
 
 /** Runs every control-plane bench into `report`. */
 export async function benchCluster(report: Report, o: ClusterOptions): Promise<void> {
@@ -65,27 +63,7 @@ export async function benchCluster(report: Report, o: ClusterOptions): Promise<v
           "KYMA_API_GATEWAY_DIR (bench/peers/kyma-ratelimit/README.md); the rest runs without it",
       );
     }
-    const add = (
-      subject: Subject,
-      name: string,
-      f: Omit<Parameters<Report["add"]>[0], "section" | "name">,
-    ) => report.add({ section: SECTION, name: `${subject.label}: ${name}`, ...f });
-    /** Resident memory once settled, and beside it the peak (VmHWM) the process reached before. */
-    const memory = (
-      subject: Subject,
-      what: string,
-      m: { mb: number; peakMb: number },
-      f: Omit<Parameters<Report["add"]>[0], "section" | "name" | "value" | "unit">,
-    ) => {
-      add(subject, `resident memory, ${what}`, { value: m.mb, unit: "MB", ...f });
-      add(subject, `peak resident memory (VmHWM), ${what}`, {
-        value: m.peakMb,
-        unit: "MB",
-        note: `the most it held from its start to that reading: ${
-          fmt(m.peakMb - m.mb, 1)
-        } MB over it`,
-      });
-    };
+    const { add, memory } = rowsOf(report, SECTION);
 
     // Memory with nothing to watch, over the floors of what Deno holds for less than the operator.
     const floors = phase("idle")
@@ -108,24 +86,41 @@ export async function benchCluster(report: Report, o: ClusterOptions): Promise<v
       await stop();
     }
 
-    // A small convergence, for the plot.
-    if (o.small && phase("small")) {
+    // A small convergence, for the plot: a fresh process each run, 3 runs, the median.
+    const small = o.small;
+    if (small && phase("small")) {
+      const times = new Map<Subject, number[]>(subjects.map((x) => [x, []]));
+      const cpus = new Map<Subject, number[]>(subjects.map((x) => [x, []]));
+      const marks: string[] = [];
+      for (let run = 0; run < SMALL_RUNS; run++) {
+        for (const subject of subjects) {
+          const r = await start(subject, `${subject.key}-small-${run}`);
+          const rest = await settle(r, 2_000, 60_000);
+          marks.push(startMark(rest));
+          const ns = layout(`bench-${subject.key}-small-${run}`, small, false);
+          const c = await converge(env, ns, o.rules, o.width, { s: subject, r });
+          times.get(subject)!.push(c.ms);
+          cpus.get(subject)!.push(c.cpuS ?? 0);
+          if (run === 0) {
+            const m = await idleRss(r, 5_000);
+            memory(subject, `${fmt(small)} RateLimits Ready`, m, {
+              note: `${m.mark}VmRSS once idle and settled after converging; ${await r
+                .memoryNote()}`,
+            });
+          }
+          await stop();
+          await env.deleteNamespaces(ns.map(([n]) => n));
+        }
+      }
       for (const subject of subjects) {
-        const r = await start(subject, `${subject.key}-small`);
-        const rest = await settle(r, 2_000, 60_000);
-        const ns = layout(`bench-${subject.key}-small`, o.small, false);
-        const c = await converge(env, ns, o.rules, o.width, { s: subject, r });
-        add(subject, `${fmt(o.small)} RateLimits on ${fmt(o.small)} Pods, until all Ready`, {
-          value: s(c.ms),
+        const t = times.get(subject)!;
+        add(subject, `${fmt(small)} RateLimits on ${fmt(small)} Pods, until all Ready`, {
+          value: s(median(t)),
           unit: "s",
-          note: `${startMark(rest)}one run; CPU ${fmt(c.cpuS ?? 0, 2)} s`,
+          note: `${[...new Set(marks)].join("")}median of ${SMALL_RUNS} (a new process each): ${
+            list(t.map(s))
+          } s; CPU ${list(cpus.get(subject)!)} s`,
         });
-        const m = await idleRss(r, 5_000);
-        memory(subject, `${fmt(o.small)} RateLimits Ready`, m, {
-          note: `${m.mark}VmRSS once idle and settled after converging; ${await r.memoryNote()}`,
-        });
-        await stop();
-        await env.deleteNamespaces(ns.map(([n]) => n));
       }
     }
 
@@ -259,62 +254,9 @@ export async function benchCluster(report: Report, o: ClusterOptions): Promise<v
       await env.deleteNamespaces([ns]);
     }
 
-    // Memory at scale: memoryMax RateLimits and Pods, 1,000 a namespace, all Ready.
-    for (const subject of phase("scale") ? subjects : []) {
-      const r = await start(subject, `${subject.key}-scale`);
-      const before = await settle(r, 2_000, 60_000);
-      const ns = layout(`bench-${subject.key}-scale`, o.memoryMax, true);
-      const c = await converge(env, ns, o.rules, o.width, { s: subject, r });
-      const m = await idleRss(r, 5_000);
-      add(subject, `${fmt(o.memoryMax)} RateLimits on ${fmt(o.memoryMax)} Pods, until all Ready`, {
-        value: s(c.ms),
-        unit: "s",
-        note:
-          `${startMark(before)}one run; ${ns.length} namespaces; creating took ${
-            fmt(s(c.createdMs), 1)
-          } s; ` +
-          `CPU ${fmt(c.cpuS ?? 0, 1)} s`,
-      });
-      memory(subject, `${fmt(o.memoryMax)} RateLimits Ready`, m, {
-        ...(subject.key === "operator" && o.memoryMax >= 10_000
-          ? { target: { of: "value", op: "<=", bound: 150 } }
-          : {}),
-        note: `${m.mark}VmRSS once idle and settled; ${ns.length} namespaces of ` +
-          `RateLimits and their Pods, EnvoyFilters as many; ${await r.memoryNote()}`,
-      });
-      await stop();
-      await env.deleteNamespaces(ns.map(([x]) => x));
-    }
-
-    // Many RateLimits in one namespace: the operator against the baseline (issue 14).
-    if (o.oneNamespace && phase("namespace")) {
-      const m = o.memoryMax;
-      const bns = layout("bench-one-base", m, false);
-      const b = await converge(env, bns, o.rules, o.width);
-      await env.deleteNamespaces(bns.map(([x]) => x));
-      const subject = subjects[0];
-      const r = await start(subject, "operator-one");
-      const before = await settle(r, 2_000, 60_000);
-      const ns = layout("bench-one-op", m, false);
-      const c = await converge(env, ns, o.rules, o.width, { s: subject, r });
-      const { mb: rss, mark } = await idleRss(r, 5_000);
-      add(
-        subject,
-        `${fmt(m)} RateLimits on ${fmt(m)} Pods in one namespace, created at once, until all Ready`,
-        {
-          value: s(c.ms),
-          unit: "s",
-          baseline: { name: "the same baseline client", value: s(b.ms) },
-          ratio: c.ms / b.ms,
-          target: { of: "ratio", op: "<=", bound: 1.3 },
-          note: `${startMark(before)}one run each; CPU ${fmt(c.cpuS ?? 0, 1)} s; ` +
-            `RSS ${mark ? `(${mark.replace(/; $/, "")}) ` : "once idle "}${fmt(rss, 1)} MB; ` +
-            `creating took ${fmt(s(c.createdMs), 1)} s (baseline run ${fmt(s(b.createdMs), 1)} s)`,
-        },
-      );
-      await stop();
-      await env.deleteNamespaces(ns.map(([x]) => x));
-    }
+    const runner = { env, o, add, memory, start, stop };
+    if (phase("scale")) await scalePhase(runner, subjects);
+    if (o.oneNamespace && phase("namespace")) await oneNamespacePhase(runner, subjects[0]);
   } finally {
     await stop().catch(() => {});
     await env.down();
