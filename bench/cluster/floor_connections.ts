@@ -18,19 +18,31 @@ const headers = { authorization: `Bearer ${env("FLOOR_TOKEN")}` };
 const reads = Deno.createHttpClient({ caCerts });
 const writes = Deno.createHttpClient({ caCerts, http2: false });
 
+/** A GET, again while the server asks to wait (429: a CRD's storage still initializing). */
+async function get(url: string): Promise<Response> {
+  for (let attempt = 0;; attempt++) {
+    const res = await fetch(url, { client: reads, headers });
+    if (res.status !== 429 || attempt === 30) return res;
+    await res.body?.cancel();
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+}
+
 for (const path of env("FLOOR_WATCHES").split(" ")) {
-  const listed = await fetch(`${server}${path}`, { client: reads, headers });
+  const listed = await get(`${server}${path}`);
   // An optional type whose CRD is absent: the operator keeps only a CRD watch for it.
-  if (!listed.ok) {
+  if (listed.status === 404) {
     await listed.body?.cancel();
     continue;
   }
+  // Anything else would make a floor lower than the operator's for a reason of its own.
+  if (!listed.ok) throw new Error(`floor: list ${path}: ${listed.status} ${await listed.text()}`);
   const rv = (await listed.json()).metadata.resourceVersion;
-  const watch = await fetch(
+  const watch = await get(
     `${server}${path}${path.includes("?") ? "&" : "?"}watch=1&allowWatchBookmarks=true` +
       `&resourceVersion=${rv}`,
-    { client: reads, headers },
   );
+  if (!watch.ok) throw new Error(`floor: watch ${path}: ${watch.status} ${await watch.text()}`);
   (async () => {
     for await (const _ of watch.body ?? []) { /* events, dropped */ }
   })();
@@ -53,6 +65,8 @@ setInterval(async () => {
     headers: { ...headers, "content-type": "application/json" },
     body: review,
   });
+  // Printed, not thrown: an interval's error would end the program after its figure is taken.
+  if (!posted.ok) console.error(`floor: access review: ${posted.status}`);
   await posted.body?.cancel();
 }, 2000);
 
