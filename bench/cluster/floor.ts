@@ -1,7 +1,8 @@
 /**
- * The floor under the operator's idle memory: what `deno run` holds, started as the operator is
- * (its Deno flags and environment), for programs that do nearly nothing. The operator's figure
- * minus a floor is what its own code and data hold.
+ * The floors under the operator's idle memory: what `deno run` holds, started as the operator is
+ * (its Deno flags and environment), for programs that do less than the operator: nothing, its
+ * module graph loaded, its connections to the API server held (floor_connections.ts), or both.
+ * The operator's figure over the highest floor is what its caches and its running hold.
  */
 import { join } from "node:path";
 import { parse } from "yaml";
@@ -12,7 +13,7 @@ import { collectionPath, withQuery } from "../../src/kube/paths.ts";
 import { type ControllerSpec, planWatches } from "../../src/runtime/controller_spec.ts";
 import { BENCH_DIR } from "./env.ts";
 
-/** One floor program: what it does, and its code (run from the repository, so `zod` resolves). */
+/** One floor program: what it does, and its code (run from the repository, so imports resolve). */
 export interface Floor {
   name: string;
   code: string;

@@ -28,6 +28,16 @@ if (!hasPodman) {
 }
 const ignore = !hasPodman;
 
+/** `podman run` as the Pod runs the image: uid 65532, no capabilities, a read-only root, no network. */
+const RUN_READ_ONLY = [
+  "run",
+  "--rm",
+  "--read-only",
+  "--read-only-tmpfs=false",
+  ...RUN_AS_POD,
+  "--network=none",
+];
+
 let record: ImageRecord | undefined;
 /** The last build's record (built by the first test). */
 function built(): ImageRecord {
@@ -154,16 +164,7 @@ Deno.test({
       "console.log(Deno.uid(), Deno.gid())",
     ]);
     assert.equal(uid.stdout.trim(), "65532 65532");
-    const help = await podman([
-      "run",
-      "--rm",
-      "--read-only",
-      "--read-only-tmpfs=false",
-      ...RUN_AS_POD,
-      "--network=none",
-      built().tag,
-      "--help",
-    ], { check: false });
+    const help = await podman([...RUN_READ_ONLY, built().tag, "--help"], { check: false });
     assert.equal(help.code, 0, help.stderr);
     assert.match(help.stdout, /^Usage: mod\.ts run/);
     assert.equal(help.stderr, "", "Deno warns about nothing (no cache write, no download)");
@@ -183,12 +184,7 @@ Deno.test({
     }
     // The entrypoint's deno flags, with Deno's debug log: which caches it opens, and how.
     const run = await podman([
-      "run",
-      "--rm",
-      "--read-only",
-      "--read-only-tmpfs=false",
-      ...RUN_AS_POD,
-      "--network=none",
+      ...RUN_READ_ONLY,
       "--entrypoint=/usr/bin/deno",
       built().tag,
       "run",
