@@ -9,6 +9,7 @@ import { LiveCluster } from "../../src/kube/live_cluster.ts";
 // The control plane's kubeconfigs are YAML.
 import "../../src/kube/kubeconfig_yaml.ts";
 import { isApiError } from "../../src/runtime/cluster.ts";
+import { inParallel } from "../../src/runtime/parallel.ts";
 import { type KubeObject, type ResourceType } from "../../src/api/object.ts";
 import { readCrds, REPO_ROOT } from "../../tools/operator/process.ts";
 import { type ClusterHandle, ensureBuilt, up } from "../../tools/cluster/mod.ts";
@@ -26,22 +27,6 @@ const NODE: ResourceType = {
 };
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** Runs `fn` over `items`, at most `width` at once. */
-export async function inPool<T>(
-  items: readonly T[],
-  width: number,
-  fn: (item: T, index: number) => Promise<void>,
-): Promise<void> {
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const i = next++;
-      await fn(items[i], i);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(width, items.length) }, worker));
-}
 
 /** Calls `fn` again on throttling, server errors and dropped connections (5 tries). */
 export async function retrying<T>(fn: () => Promise<T>): Promise<T> {
@@ -134,7 +119,7 @@ export class BenchCluster {
     extraTypes: readonly ResourceType[] = [],
   ): Promise<number> {
     const t0 = performance.now();
-    await inPool(objects, width, async (obj) => {
+    await inParallel(objects, width, async (obj) => {
       const type = [RESOURCES.Pod, RESOURCES.RateLimit, ...extraTypes].find((t) =>
         t.kind === obj.kind && obj.apiVersion === (t.group ? `${t.group}/${t.version}` : t.version)
       );

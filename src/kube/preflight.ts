@@ -4,6 +4,7 @@
  * Cluster; RBAC is asked with SelfSubjectAccessReviews, which every authenticated user may create.
  */
 import { ApiError, type Cluster, isApiError } from "../runtime/cluster.ts";
+import { inParallel } from "../runtime/parallel.ts";
 import { resourceName, type ResourceType } from "../api/object.ts";
 import { GATEWAY_GROUP, OPERATOR_GROUP } from "../api/groups.ts";
 import { accessOf, installedNames, NAMED_VERBS, type Verb } from "./rbac.ts";
@@ -189,24 +190,6 @@ export async function preflight(cluster: Cluster, opts: PreflightOptions): Promi
     problems.push({ kind: "error", message: `checks failed: ${errors.join("; ")}` });
   }
   return problems;
-}
-
-/** `fn` of every item, at most `width` at a time, each result at its item's index. */
-async function inParallel<T, R>(
-  items: readonly T[],
-  width: number,
-  fn: (item: T, index: number) => Promise<R>,
-): Promise<R[]> {
-  const out: R[] = new Array(items.length);
-  let next = 0;
-  const lane = async () => {
-    while (next < items.length) {
-      const i = next++;
-      out[i] = await fn(items[i], i);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(width, items.length) }, lane));
-  return out;
 }
 
 function unique(types: ResourceType[]): ResourceType[] {

@@ -116,7 +116,8 @@ export class LeaderElector {
     return this.#o.renewDeadlineMs ?? 7_000;
   }
 
-  get #retryMs(): number {
+  /** How long between two looks at the Lease. */
+  get retryPeriodMs(): number {
     return this.#o.retryPeriodMs ?? 2_000;
   }
 
@@ -152,8 +153,8 @@ export class LeaderElector {
   // A standby wakes up right when the lease it watches would expire, so the takeover comes within
   // leaseDuration + one retry period of the leader's last renewal.
   #nextDelay(): number {
-    if (this.leading) return this.#retryMs;
-    const jittered = this.#retryMs * (1 + 0.2 * this.#o.random.next());
+    if (this.leading) return this.retryPeriodMs;
+    const jittered = this.retryPeriodMs * (1 + 0.2 * this.#o.random.next());
     if (!this.#observed) return jittered;
     const expiresIn = this.#observed.at + this.#leaseMs - this.#o.clock.now();
     return expiresIn > 0 ? Math.min(jittered, expiresIn + 1) : jittered;

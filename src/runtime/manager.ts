@@ -48,7 +48,6 @@ export class Manager {
   readonly #solo = new AbortController();
   #elector: LeaderElector | undefined;
   #tasks: Promise<void>[] = [];
-  #watchesOpen = false;
   #electorTask: Promise<void> = Promise.resolve();
   readonly #terms: Terms;
   #state: "new" | "running" | "stopping" | "stopped" = "new";
@@ -162,7 +161,7 @@ export class Manager {
       const bound = new AbortController();
       Promise.race([
         this.#elector.firstAttempt,
-        this.#o.clock.sleep(le.retryPeriodMs ?? 2_000, bound.signal).catch(() => {}),
+        this.#o.clock.sleep(this.#elector.retryPeriodMs, bound.signal).catch(() => {}),
       ]).then(() => {
         bound.abort(TIMER_CANCELLED);
         this.#openWatches();
@@ -175,10 +174,9 @@ export class Manager {
     return this.#done;
   }
 
-  /** Opens the watches (once; not after a stop has begun). */
+  /** Opens the watches (called once by start; not after a stop has begun). */
   #openWatches(): void {
-    if (this.#watchesOpen || this.#state !== "running") return;
-    this.#watchesOpen = true;
+    if (this.#state !== "running") return;
     this.#tasks.push(...this.#watches.run(this.#watchStop.signal));
   }
 
