@@ -1,14 +1,13 @@
 /**
  * `mod.ts run` (`deno task start`): the operator. Loads the kubeconfig or in-cluster config, serves
- * /healthz, /readyz and /metrics, waits until the cluster is usable (CRDs installed, RBAC granted,
- * API reachable: one log line saying what to do, retried with backoff), then runs the Manager until
- * SIGTERM or SIGINT, when it finishes in-flight work, releases the lease and exits 0.
+ * /healthz, /readyz and /metrics, checks that the cluster is usable (CRDs installed, RBAC granted,
+ * API reachable: one log line saying what to do, retried with backoff) while the Manager takes the
+ * Lease and lists, then runs the Manager until SIGTERM or SIGINT, when it finishes in-flight work,
+ * releases the lease and exits 0.
  */
-import { RESOURCES } from "../api/resources.ts";
 import { ConfigError, loadConnection } from "../kube/config.ts";
 import { YamlNotLoaded } from "../kube/kubeconfig.ts";
 import { LiveCluster } from "../kube/live_cluster.ts";
-import { type CheckedType, preflight, type Problem } from "../kube/preflight.ts";
 import { trustingOnlyItsCa } from "../kube/trust.ts";
 import {
   Backoff,
@@ -18,7 +17,6 @@ import {
   systemClock,
   systemRandom,
 } from "../runtime/clock.ts";
-import type { Cluster } from "../runtime/cluster.ts";
 import type { ControllerSpec } from "../runtime/controller_spec.ts";
 import { createLogger, type Logger } from "../runtime/log.ts";
 import { healthz, readyz } from "../runtime/health.ts";
@@ -28,7 +26,8 @@ import { instrumentCluster } from "../runtime/instrumented_cluster.ts";
 import { parseRunFlags, runHelp, type RunOptions } from "./run_flags.ts";
 import { commandProgram, CONSOLE, failUsage } from "./usage.ts";
 import { type Endpoint, serveRoutes, text } from "./run_http.ts";
-import { metricsReviewed, serveMetrics } from "./metrics_endpoint.ts";
+import { serveMetrics } from "./metrics_endpoint.ts";
+import { checkCluster, CHECKS_PASSED, waitUntilUsable } from "./run_checks.ts";
 import { type ControllerName, controllersFor } from "../controllers/registry.ts";
 import { ObjectMetrics } from "../controllers/object_metrics.ts";
 
@@ -160,6 +159,8 @@ export async function runOperator(opts: RunOptions, deps: RunDeps): Promise<numb
   // The manager counts its own calls; the startup checks are counted into the same metrics.
   const cluster = instrumentCluster(live, metrics);
   let manager: Manager | undefined;
+  /** The startup checks have passed: the probes answer for the manager from now on. */
+  let checked = false;
   // Listed from the start; their series come once the manager's caches exist.
   new ObjectMetrics().register(
     metrics,
@@ -169,8 +170,8 @@ export async function runOperator(opts: RunOptions, deps: RunDeps): Promise<numb
   try {
     const probes = serveRoutes("probes", opts.probeAddr, {
       // Alive while checking the cluster: a restart would not fix a missing CRD.
-      "/healthz": () => answer(manager ? healthz(manager.status) : CHECKING_ALIVE),
-      "/readyz": () => answer(manager ? readyz(manager.status) : CHECKING_NOT_READY),
+      "/healthz": () => answer(manager && checked ? healthz(manager.status) : CHECKING_ALIVE),
+      "/readyz": () => answer(manager && checked ? readyz(manager.status) : CHECKING_NOT_READY),
     }, log);
     if (probes) endpoints.push(probes);
     const served = await serveMetrics({ addr: opts.metricsAddr, metrics, cluster, clock, log });
@@ -183,23 +184,8 @@ export async function runOperator(opts: RunOptions, deps: RunDeps): Promise<numb
     return 1;
   }
 
-  try {
-    const backoff = new Backoff(deps.preflightBackoff ?? PREFLIGHT_BACKOFF, random);
-    const usable = await waitUntilUsable(
-      cluster,
-      live,
-      opts,
-      controllers,
-      log,
-      clock,
-      backoff,
-      deps.shutdown,
-    );
-    if (!usable) {
-      log.info("stopped before the cluster was usable");
-      return 0;
-    }
-    manager = new Manager({
+  const newManager = (held: boolean) =>
+    new Manager({
       cluster: live,
       clock,
       random,
@@ -212,91 +198,77 @@ export async function runOperator(opts: RunOptions, deps: RunDeps): Promise<numb
       leaderElection: opts.leaderElect
         ? { namespace: opts.leaseNamespace, name: opts.leaseName }
         : false,
+      held,
     });
-    return await runUntilShutdown(manager, log, deps.shutdown);
+  const check = () => checkCluster(cluster, live, opts, controllers);
+  try {
+    // The first checks run beside the manager's Lease and lists, which it sends anyway once they
+    // pass: start-up waits for the slower of the two, not for both in turn. The manager reconciles
+    // nothing, and is not ready, until they pass.
+    let m = newManager(true);
+    manager = m;
+    let running = supervise(m);
+    const first = await check();
+    if (first.length === 0) {
+      log.info(CHECKS_PASSED);
+      checked = true;
+      m.release();
+    } else {
+      // Checking again, alive but not ready, as before any manager.
+      manager = undefined;
+      await m.stop("cluster checks failed");
+      await running.done;
+      const backoff = new Backoff(deps.preflightBackoff ?? PREFLIGHT_BACKOFF, random);
+      const usable = await waitUntilUsable(check, first, log, clock, backoff, deps.shutdown);
+      if (!usable) {
+        log.info("stopped before the cluster was usable");
+        return 0;
+      }
+      checked = true;
+      m = manager = newManager(false);
+      running = supervise(m);
+    }
+    return await runUntilShutdown(m, running, log, deps.shutdown);
   } finally {
     await Promise.all(endpoints.map((e) => e.shutdown()));
     live.close();
   }
 }
 
-async function runUntilShutdown(
-  manager: Manager,
-  log: Logger,
-  shutdown: AbortSignal,
-): Promise<number> {
+/** A started manager: resolves when it has stopped, with what it failed with, if anything. */
+interface Supervised {
+  done: Promise<void>;
+  crashed(): unknown;
+}
+
+function supervise(manager: Manager): Supervised {
   let crashed: unknown;
   const done = manager.start().catch((err) => {
     crashed = err;
   });
+  return { done, crashed: () => crashed };
+}
+
+async function runUntilShutdown(
+  manager: Manager,
+  { done, crashed }: Supervised,
+  log: Logger,
+  shutdown: AbortSignal,
+): Promise<number> {
   const stopRequested = new Promise<void>((resolve) => {
     if (shutdown.aborted) resolve();
     shutdown.addEventListener("abort", () => resolve(), { once: true });
   });
   await Promise.race([done, stopRequested]);
   if (!shutdown.aborted) {
-    log.error("the manager stopped on its own", { error: crashed });
+    log.error("the manager stopped on its own", { error: crashed() });
     return 1;
   }
   await manager.stop("shutdown signal");
   await done;
-  if (crashed) {
-    log.error("the manager failed while stopping", { error: crashed });
+  if (crashed()) {
+    log.error("the manager failed while stopping", { error: crashed() });
     return 1;
   }
   return 0;
-}
-
-/**
- * Runs the startup checks until they pass (true) or shutdown aborts (false). A problem is logged
- * once, as one line saying what to do; while it stays the same, retries log at debug level.
- */
-async function waitUntilUsable(
-  cluster: Cluster,
-  live: LiveCluster,
-  opts: RunOptions,
-  controllers: readonly ControllerSpec[],
-  log: Logger,
-  clock: Clock,
-  backoff: Backoff,
-  shutdown: AbortSignal,
-): Promise<boolean> {
-  const types: CheckedType[] = controllers.flatMap((c) => [{ type: c.primary }, ...c.watches]);
-  let last = "";
-  while (!shutdown.aborted) {
-    const problems: Problem[] = await preflight(cluster, {
-      types,
-      alsoUses: [
-        RESOURCES.Event,
-        ...(opts.leaderElect ? [RESOURCES.Lease] : []),
-        // Reviewing the scrapers of /metrics (metrics_endpoint.ts).
-        ...(metricsReviewed(opts.metricsAddr)
-          ? [RESOURCES.TokenReview, RESOURCES.SubjectAccessReview]
-          : []),
-      ],
-      leaseNamespace: opts.leaderElect ? opts.leaseNamespace : undefined,
-      server: live.connection.server,
-      source: live.connection.source,
-    }).catch((
-      err,
-    ) => [{ kind: "error", message: `startup checks failed: ${(err as Error).message}` }]);
-    if (problems.length === 0) {
-      log.info("cluster checks passed: CRDs installed, access granted");
-      return true;
-    }
-    const delay = backoff.next();
-    const summary = problems.map((p) => p.message).join("\n");
-    if (summary !== last) {
-      problems.forEach((p) =>
-        log.error(p.message, { check: p.kind, details: p.details, retryInMs: delay })
-      );
-    } else log.debug("cluster checks still failing; retrying", { retryInMs: delay });
-    last = summary;
-    try {
-      await clock.sleep(delay, shutdown);
-    } catch {
-      return false;
-    }
-  }
-  return false;
 }

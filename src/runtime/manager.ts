@@ -51,11 +51,13 @@ export class Manager {
   #electorTask: Promise<void> = Promise.resolve();
   readonly #terms: Terms;
   #state: "new" | "running" | "stopping" | "stopped" = "new";
+  #held: boolean;
   #resolveDone!: () => void;
   readonly #done = new Promise<void>((r) => this.#resolveDone = r);
 
   constructor(opts: ManagerOptions) {
     this.#o = opts;
+    this.#held = opts.held ?? false;
     this.#metrics = opts.metrics ?? new Metrics();
     this.#cluster = instrumentCluster(opts.cluster, this.#metrics);
     this.#events = new EventRecorder({
@@ -80,7 +82,7 @@ export class Manager {
         resyncPeriodMs: opts.resyncPeriodMs,
       },
       opts.log,
-      () => this.#state === "running" && this.#watches.synced && this.#watches.fresh,
+      () => this.#state === "running" && !this.#held && this.#watches.synced && this.#watches.fresh,
     );
     this.#watches = new WatchSet({
       cluster: this.#cluster,
@@ -94,6 +96,7 @@ export class Manager {
       pageSize: opts.pageSize,
       timeoutSeconds: opts.watchTimeoutSeconds,
       idleMs: opts.watchIdleMs,
+      quiet: () => this.#held,
       onChange: (type, change) => this.#dispatch(type, change),
       onLiveness: (type) => this.#livenessChanged(type),
       onListed: () => this.#terms.maybeBegin(),
@@ -174,6 +177,13 @@ export class Manager {
     return this.#done;
   }
 
+  /** Lets a manager started `held` reconcile (once leading and synced) and report ready. */
+  release(): void {
+    if (!this.#held) return;
+    this.#held = false;
+    this.#terms.maybeBegin();
+  }
+
   /** Opens the watches (called once by start; not after a stop has begun). */
   #openWatches(): void {
     if (this.#state !== "running") return;
@@ -250,7 +260,7 @@ export class Manager {
     const standbyOk = this.#elector?.healthy ?? false;
     return {
       healthy,
-      ready: healthy && synced && (leading || standbyOk),
+      ready: healthy && !this.#held && synced && (leading || standbyOk),
       leading,
       synced,
       queued: this.#terms.current?.queued ?? 0,

@@ -59,4 +59,9 @@ export interface ManagerOptions {
   watchIdleMs?: number;
   /** Page size of the initial list; default 500. */
   pageSize?: number;
+  /**
+   * Reconcile nothing, and be not ready, until `Manager.release()`. The watches list and the Lease
+   * is campaigned for meanwhile: start-up runs its cluster checks beside them, not before them.
+   */
+  held?: boolean;
 }

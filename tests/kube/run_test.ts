@@ -2,8 +2,9 @@ import assert from "node:assert/strict";
 import { main, runOperator } from "../../src/cli/run.ts";
 import { parseRunFlags, type RunOptions } from "../../src/cli/run_flags.ts";
 import { type Handler, json, startServer } from "./fake_server.ts";
-import { kubeconfigFor, Lease, RateLimit } from "./helpers.ts";
+import { kubeconfigFor, Lease, Namespace, RateLimit } from "./helpers.ts";
 import { SimApi } from "./sim_api.ts";
+import { rateLimit } from "../api/fixtures.ts";
 import { scrapeHttps } from "../../tools/operator/scrape_https.ts";
 
 function opts(args: string[]): RunOptions {
@@ -128,6 +129,62 @@ Deno.test("once the CRD appears the manager starts, becomes ready, and a stop re
     assert.notEqual((released?.spec as { holderIdentity?: string }).holderIdentity, "test-replica");
     assert.ok(op.lines.some((l) => l.msg === "stopped"));
   } finally {
+    await op.close();
+  }
+});
+
+Deno.test("the first checks run beside the Lease and the lists; nothing is reconciled, nor ready, until they pass", async () => {
+  const api = new SimApi();
+  const user = { name: "user", manager: "kubectl" };
+  api.sim.store.create(Namespace, {
+    apiVersion: "v1",
+    kind: "Namespace",
+    metadata: { name: "demo" },
+  }, user);
+  api.sim.store.create(RateLimit, rateLimit(), user);
+  const seen: string[] = [];
+  let passChecks!: () => void;
+  const checksHeld = new Promise<void>((r) => passChecks = r);
+  const op = await start(
+    api,
+    ["--leader-elect=true", "--lease-namespace=platform-system", "--controllers=ratelimit"],
+    async (req) => {
+      seen.push(`${req.method} ${req.path}${req.query.has("limit") ? "?limit" : ""}`);
+      // The access reviews are the checks' second step: held, the checks cannot pass.
+      if (req.path.endsWith("/selfsubjectaccessreviews")) await checksHeld;
+      return api.handle(req);
+    },
+  );
+  try {
+    const isList = (l: string) => l.startsWith("GET ") && l.endsWith("/ratelimits");
+    await waitFor("the RateLimits listed while the checks wait", () => seen.some(isList));
+    const lease = api.sim.store.get(Lease, "platform-system", "platform-operator");
+    assert.equal((lease?.spec as { holderIdentity?: string }).holderIdentity, "test-replica");
+    await new Promise((r) => setTimeout(r, 100));
+    const writes = () =>
+      seen.filter((l) =>
+        !l.startsWith("GET ") && !l.includes("/leases") && !l.endsWith("/selfsubjectaccessreviews")
+      );
+    assert.deepEqual(writes(), [], "nothing written before the checks pass");
+    assert.equal(op.lines.some((l) => l.msg === "reconciled"), false);
+    assert.equal((await get(op.addrs.probes, "/readyz")).status, 503);
+    passChecks();
+    await waitFor("readiness", async () => (await get(op.addrs.probes, "/readyz")).status === 200);
+    await waitFor(
+      "the RateLimit's EnvoyFilter",
+      () => writes().some((l) => l.includes("/envoyfilters/")),
+    );
+    const passed = op.lines.findIndex((l) =>
+      l.msg === "cluster checks passed: CRDs installed, access granted"
+    );
+    const reconciling = op.lines.findIndex((l) =>
+      l.msg === "caches synced and leading: reconciling"
+    );
+    assert.ok(passed >= 0 && reconciling > passed, "reconciling begins after the checks passed");
+    op.stop.abort();
+    assert.equal(await op.exit, 0);
+  } finally {
+    passChecks(); // a failed assertion must not leave requests held
     await op.close();
   }
 });

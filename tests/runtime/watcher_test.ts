@@ -271,6 +271,21 @@ Deno.test("a required watch of a missing CRD stays unsynced and logs one clear e
   await t.finish();
 });
 
+Deno.test("while quiet (start-up checks running) a failure logs at debug; one that outlasts them once as an error", async () => {
+  let quiet = true;
+  const t = setup(FN, { quiet: () => quiet });
+  t.cluster.unserve(FN);
+  await t.clock.advance(60_000);
+  const failures = () =>
+    t.lines.filter((l) => /functions\.serverless.*not found/.test(String(l.msg)));
+  assert.ok(failures().length >= 2, "retried while quiet");
+  assert.deepEqual(failures().map((l) => l.level).filter((l) => l !== "debug"), []);
+  quiet = false;
+  await t.clock.advance(300_000);
+  assert.equal(failures().filter((l) => l.level === "error").length, 1);
+  await t.finish();
+});
+
 Deno.test("a watch that closes at once is retried with backoff, not in a loop", async () => {
   const t = setup(CM);
   await t.clock.advance(0);

@@ -40,6 +40,8 @@ export interface WatchSetOptions {
   pageSize?: number;
   timeoutSeconds?: number;
   idleMs?: number;
+  /** While true, watch failures log at debug (see WatcherOptions.quiet). */
+  quiet?: () => boolean;
   /** A store changed (after the CRD kick, if any). */
   onChange: (type: ResourceType, change: CacheChange) => void;
   /** A store became live or stopped being live. */
@@ -91,6 +93,7 @@ export class WatchSet {
           pageSize: opts.pageSize,
           timeoutSeconds: opts.timeoutSeconds,
           idleMs: opts.idleMs,
+          ...(opts.quiet ? { quiet: opts.quiet } : {}),
         }, (ev) => this.#handle(type, store, ev));
       const wakers = w.wakers?.map((t) => opts.cache.store(t));
       for (const waker of wakers ?? []) this.#wakers.add(waker);

@@ -14,6 +14,7 @@ export interface ReportOptions {
   labelSelector?: string;
   log: Logger;
   metrics?: Metrics;
+  quiet?: () => boolean;
 }
 
 /** One Watcher's log and metrics. */
@@ -64,13 +65,18 @@ export class WatcherReport {
     this.#o.metrics?.watchRestarts.inc({ resource: typeName(this.#o.type), reason });
   }
 
-  /** Logs a failure clearly once; repeats of the same failure go to debug. */
+  /**
+   * Logs a failure clearly once; repeats of the same failure go to debug. While `quiet`, the
+   * start-up checks will say what is wrong: the failure goes to debug and is not remembered, so
+   * one that lasts beyond them is logged clearly after.
+   */
   problem(verb: string, err: unknown): void {
     const msg = describeFailure(verb, this.#o.type, err);
     const fields = {
       code: err instanceof ApiError ? err.code : undefined,
       attempt: this.#backoff.attempts,
     };
+    if (this.#o.quiet?.()) return this.log.debug(msg, fields);
     if (msg === this.#lastProblem) this.log.debug(msg, fields);
     else this.log.error(msg, fields);
     this.#lastProblem = msg;

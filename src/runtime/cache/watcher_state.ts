@@ -27,6 +27,8 @@ export interface WatcherOptions {
   idleMs?: number;
   /** Retry delays; default 800 ms doubling to 30 s, jittered. */
   backoff?: BackoffOptions;
+  /** While true, failures log at debug and are not remembered (start-up checks still running). */
+  quiet?: () => boolean;
 }
 
 /** Where a Backoff goes when it is over. */

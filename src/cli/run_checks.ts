@@ -1,0 +1,79 @@
+/**
+ * The operator's startup checks as `mod.ts run` repeats them: one run, and the loop that retries
+ * until they pass, saying once what to do about each problem.
+ */
+import { RESOURCES } from "../api/resources.ts";
+import type { LiveCluster } from "../kube/live_cluster.ts";
+import { type CheckedType, preflight, type Problem } from "../kube/preflight.ts";
+import type { Backoff, Clock } from "../runtime/clock.ts";
+import type { Cluster } from "../runtime/cluster.ts";
+import type { ControllerSpec } from "../runtime/controller_spec.ts";
+import type { Logger } from "../runtime/log.ts";
+import { metricsReviewed } from "./metrics_endpoint.ts";
+import type { RunOptions } from "./run_flags.ts";
+
+/** Logged once the checks pass. */
+export const CHECKS_PASSED = "cluster checks passed: CRDs installed, access granted";
+
+/** One run of the startup checks: the problems found, none when the operator can start. */
+export function checkCluster(
+  cluster: Cluster,
+  live: LiveCluster,
+  opts: RunOptions,
+  controllers: readonly ControllerSpec[],
+): Promise<Problem[]> {
+  const types: CheckedType[] = controllers.flatMap((c) => [{ type: c.primary }, ...c.watches]);
+  return preflight(cluster, {
+    types,
+    alsoUses: [
+      RESOURCES.Event,
+      ...(opts.leaderElect ? [RESOURCES.Lease] : []),
+      // Reviewing the scrapers of /metrics (metrics_endpoint.ts).
+      ...(metricsReviewed(opts.metricsAddr)
+        ? [RESOURCES.TokenReview, RESOURCES.SubjectAccessReview]
+        : []),
+    ],
+    leaseNamespace: opts.leaderElect ? opts.leaseNamespace : undefined,
+    server: live.connection.server,
+    source: live.connection.source,
+  }).catch((
+    err,
+  ) => [{ kind: "error", message: `startup checks failed: ${(err as Error).message}` }]);
+}
+
+/**
+ * Runs the startup checks, which found `problems` once already, until they pass (true) or
+ * shutdown aborts (false). A problem is logged once, as one line saying what to do; while it stays
+ * the same, retries log at debug level.
+ */
+export async function waitUntilUsable(
+  check: () => Promise<Problem[]>,
+  problems: Problem[],
+  log: Logger,
+  clock: Clock,
+  backoff: Backoff,
+  shutdown: AbortSignal,
+): Promise<boolean> {
+  let last = "";
+  while (!shutdown.aborted) {
+    if (problems.length === 0) {
+      log.info(CHECKS_PASSED);
+      return true;
+    }
+    const delay = backoff.next();
+    const summary = problems.map((p) => p.message).join("\n");
+    if (summary !== last) {
+      problems.forEach((p) =>
+        log.error(p.message, { check: p.kind, details: p.details, retryInMs: delay })
+      );
+    } else log.debug("cluster checks still failing; retrying", { retryInMs: delay });
+    last = summary;
+    try {
+      await clock.sleep(delay, shutdown);
+    } catch {
+      return false;
+    }
+    problems = await check();
+  }
+  return false;
+}
