@@ -27,7 +27,7 @@ import { parseRunFlags, runHelp, type RunOptions } from "./run_flags.ts";
 import { commandProgram, CONSOLE, failUsage } from "./usage.ts";
 import { type Endpoint, serveRoutes, text } from "./run_http.ts";
 import { serveMetrics } from "./metrics_endpoint.ts";
-import { checkCluster, CHECKS_PASSED, waitUntilUsable } from "./run_checks.ts";
+import { checkCluster, waitUntilUsable } from "./run_checks.ts";
 import { type ControllerName, controllersFor } from "../controllers/registry.ts";
 import { ObjectMetrics } from "../controllers/object_metrics.ts";
 
@@ -158,9 +158,8 @@ export async function runOperator(opts: RunOptions, deps: RunDeps): Promise<numb
   const metrics = new Metrics();
   // The manager counts its own calls; the startup checks are counted into the same metrics.
   const cluster = instrumentCluster(live, metrics);
+  /** The manager, once the startup checks have passed: the probes answer for it from then on. */
   let manager: Manager | undefined;
-  /** The startup checks have passed: the probes answer for the manager from now on. */
-  let checked = false;
   // Listed from the start; their series come once the manager's caches exist.
   new ObjectMetrics().register(
     metrics,
@@ -170,8 +169,8 @@ export async function runOperator(opts: RunOptions, deps: RunDeps): Promise<numb
   try {
     const probes = serveRoutes("probes", opts.probeAddr, {
       // Alive while checking the cluster: a restart would not fix a missing CRD.
-      "/healthz": () => answer(manager && checked ? healthz(manager.status) : CHECKING_ALIVE),
-      "/readyz": () => answer(manager && checked ? readyz(manager.status) : CHECKING_NOT_READY),
+      "/healthz": () => answer(manager ? healthz(manager.status) : CHECKING_ALIVE),
+      "/readyz": () => answer(manager ? readyz(manager.status) : CHECKING_NOT_READY),
     }, log);
     if (probes) endpoints.push(probes);
     const served = await serveMetrics({ addr: opts.metricsAddr, metrics, cluster, clock, log });
@@ -206,28 +205,21 @@ export async function runOperator(opts: RunOptions, deps: RunDeps): Promise<numb
     // pass: start-up waits for the slower of the two, not for both in turn. The manager reconciles
     // nothing, and is not ready, until they pass.
     let m = newManager(true);
-    manager = m;
     let running = supervise(m);
     const first = await check();
-    if (first.length === 0) {
-      log.info(CHECKS_PASSED);
-      checked = true;
-      m.release();
-    } else {
+    if (first.length > 0) {
       // Checking again, alive but not ready, as before any manager.
-      manager = undefined;
       await m.stop("cluster checks failed");
       await running.done;
-      const backoff = new Backoff(deps.preflightBackoff ?? PREFLIGHT_BACKOFF, random);
-      const usable = await waitUntilUsable(check, first, log, clock, backoff, deps.shutdown);
-      if (!usable) {
-        log.info("stopped before the cluster was usable");
-        return 0;
-      }
-      checked = true;
-      m = manager = newManager(false);
-      running = supervise(m);
     }
+    const backoff = new Backoff(deps.preflightBackoff ?? PREFLIGHT_BACKOFF, random);
+    if (!await waitUntilUsable(check, first, log, clock, backoff, deps.shutdown)) {
+      log.info("stopped before the cluster was usable");
+      return 0;
+    }
+    if (first.length === 0) m.release();
+    else running = supervise(m = newManager(false));
+    manager = m;
     return await runUntilShutdown(m, running, log, deps.shutdown);
   } finally {
     await Promise.all(endpoints.map((e) => e.shutdown()));

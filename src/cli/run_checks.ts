@@ -12,9 +12,6 @@ import type { Logger } from "../runtime/log.ts";
 import { metricsReviewed } from "./metrics_endpoint.ts";
 import type { RunOptions } from "./run_flags.ts";
 
-/** Logged once the checks pass. */
-export const CHECKS_PASSED = "cluster checks passed: CRDs installed, access granted";
-
 /** One run of the startup checks: the problems found, none when the operator can start. */
 export function checkCluster(
   cluster: Cluster,
@@ -42,9 +39,9 @@ export function checkCluster(
 }
 
 /**
- * Runs the startup checks, which found `problems` once already, until they pass (true) or
- * shutdown aborts (false). A problem is logged once, as one line saying what to do; while it stays
- * the same, retries log at debug level.
+ * Runs the startup checks, whose first run found `problems` (none: they passed), until they pass
+ * (true) or shutdown aborts (false). A problem is logged once, as one line saying what to do; while
+ * it stays the same, retries log at debug level.
  */
 export async function waitUntilUsable(
   check: () => Promise<Problem[]>,
@@ -55,11 +52,12 @@ export async function waitUntilUsable(
   shutdown: AbortSignal,
 ): Promise<boolean> {
   let last = "";
-  while (!shutdown.aborted) {
+  for (;;) {
     if (problems.length === 0) {
-      log.info(CHECKS_PASSED);
+      log.info("cluster checks passed: CRDs installed, access granted");
       return true;
     }
+    if (shutdown.aborted) return false;
     const delay = backoff.next();
     const summary = problems.map((p) => p.message).join("\n");
     if (summary !== last) {
@@ -75,5 +73,4 @@ export async function waitUntilUsable(
     }
     problems = await check();
   }
-  return false;
 }

@@ -34,6 +34,23 @@ Deno.test("manager reconciles to the desired state and then makes zero writes", 
   await done;
 });
 
+Deno.test("a held manager lists but reconciles nothing, and is not ready, until released", async () => {
+  const t = setup({ held: true });
+  t.cluster.put(RL, widget("a", "1"));
+  const { m, net, done } = t.mk("op-0");
+  await t.clock.advance(1_000);
+  assert.ok(m.status.synced, "its caches filled while held");
+  assert.equal(m.status.ready, false);
+  assert.deepEqual(net.writes, []);
+  assert.deepEqual(t.calls, []);
+  m.release();
+  await t.clock.advance(1_000);
+  assert.ok(m.status.ready);
+  assert.deepEqual(t.cluster.peek(CM, "demo", "a-cfg")?.data, { value: "1" });
+  await m.stop();
+  await done;
+});
+
 Deno.test("manager repairs a child changed by someone else and follows spec changes", async () => {
   const t = setup();
   t.cluster.put(RL, widget("a", "1"));

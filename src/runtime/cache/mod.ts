@@ -93,7 +93,7 @@ export class WatchSet {
           pageSize: opts.pageSize,
           timeoutSeconds: opts.timeoutSeconds,
           idleMs: opts.idleMs,
-          ...(opts.quiet ? { quiet: opts.quiet } : {}),
+          quiet: opts.quiet,
         }, (ev) => this.#handle(type, store, ev));
       const wakers = w.wakers?.map((t) => opts.cache.store(t));
       for (const waker of wakers ?? []) this.#wakers.add(waker);
