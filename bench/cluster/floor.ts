@@ -79,15 +79,7 @@ export async function floorRss(
   cluster?: FloorCluster,
 ): Promise<number> {
   if (floor.connects && !cluster) throw new Error(`floor ${floor.name}: needs a cluster`);
-  const connection: Record<string, string> = floor.connects && cluster
-    ? {
-      FLOOR_SERVER: cluster.server,
-      FLOOR_CA: cluster.caPem,
-      FLOOR_TOKEN: cluster.token,
-      FLOOR_WATCHES: watchedPaths().join(" "),
-      FLOOR_LEASE: LEASE_PATH,
-    }
-    : {};
+  const connection = floor.connects && cluster ? connectionEnv(cluster) : {};
   const file = join(BENCH_DIR, `floor-${index}.ts`);
   await Deno.mkdir(BENCH_DIR, { recursive: true });
   await Deno.writeTextFile(
@@ -109,6 +101,44 @@ export async function floorRss(
     throw new Error(`floor ${floor.name}: ${new TextDecoder().decode(out.stderr)}`);
   }
   return Number(new TextDecoder().decode(out.stdout).trim()) / 1024;
+}
+
+/** What a connecting floor program reads: the API server, the operator's user, what to list. */
+function connectionEnv(cluster: FloorCluster): Record<string, string> {
+  return {
+    FLOOR_SERVER: cluster.server,
+    FLOOR_CA: cluster.caPem,
+    FLOOR_TOKEN: cluster.token,
+    FLOOR_WATCHES: watchedPaths().join(" "),
+    FLOOR_LEASE: LEASE_PATH,
+  };
+}
+
+/** What the start-up floor does (floor_startup.ts), for the report. */
+export const STARTUP_FLOOR =
+  "Deno listing and parsing what the operator lists before its first reconcile, nothing else";
+
+/**
+ * Milliseconds from spawning the start-up floor (floor_startup.ts), with the operator's Deno flags
+ * and environment, to its last list parsed: taken as the operator's start-up is, spawn to a
+ * wall-clock time the program reports.
+ */
+export async function startupFloorMs(cluster: FloorCluster): Promise<number> {
+  const spawned = Date.now();
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: [
+      "run",
+      "-A",
+      "--cached-only",
+      ...OPERATOR_DENO_FLAGS,
+      join(REPO_ROOT, "bench/cluster/floor_startup.ts"),
+    ],
+    cwd: REPO_ROOT,
+    env: { ...OPERATOR_ENV, NO_COLOR: "1", ...connectionEnv(cluster) },
+    stderr: "piped",
+  }).output();
+  if (!out.success) throw new Error(`start-up floor: ${new TextDecoder().decode(out.stderr)}`);
+  return Number(new TextDecoder().decode(out.stdout).trim()) - spawned;
 }
 
 /** A floor and its figure (MB). */

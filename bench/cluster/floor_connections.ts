@@ -1,8 +1,8 @@
 /**
  * A floor program: Deno holding the connections an idle operator holds, and running none of its
  * code. It lists and watches the paths in FLOOR_WATCHES over one HTTP/2 client, reads the Lease at
- * FLOOR_LEASE every 2 s over it and posts an access review over an HTTP/1.1 client (a write with a
- * body, as a leader's renewal is, that changes nothing),
+ * FLOOR_LEASE every 2 s over it and posts an access review over it too (a write with a body under
+ * 1 KiB, as a leader's renewal is, that changes nothing),
  * and serves two loopback listeners (metrics, probes), each asked once. FLOOR_SERVER, FLOOR_CA
  * (PEM) and FLOOR_TOKEN reach the API server as the operator's user. Imported by a floor file
  * (floor.ts): top-level await, so the floor's 3 s wait starts once every watch is open.
@@ -16,7 +16,6 @@ const server = env("FLOOR_SERVER");
 const caCerts = [env("FLOOR_CA")];
 const headers = { authorization: `Bearer ${env("FLOOR_TOKEN")}` };
 const reads = Deno.createHttpClient({ caCerts });
-const writes = Deno.createHttpClient({ caCerts, http2: false });
 
 /** A GET, again while the server asks to wait (429: a CRD's storage still initializing). */
 async function get(url: string): Promise<Response> {
@@ -58,9 +57,9 @@ const review = JSON.stringify({
 });
 setInterval(async () => {
   await (await fetch(`${server}${lease}`, { client: reads, headers })).body?.cancel();
-  // A write with a body over HTTP/1.1, as a renewal is; a review creates nothing.
+  // A small write over the same connection, as a renewal is; a review creates nothing.
   const posted = await fetch(`${server}/apis/authorization.k8s.io/v1/selfsubjectaccessreviews`, {
-    client: writes,
+    client: reads,
     method: "POST",
     headers: { ...headers, "content-type": "application/json" },
     body: review,

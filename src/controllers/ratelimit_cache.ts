@@ -2,7 +2,9 @@
  * What the RateLimit controller's cache keeps of the objects it does not own whole: every
  * RateLimit needs its Pods and its EnvoyFilter in memory, so at ten thousand RateLimits these are
  * most of the operator's memory. Each projection keeps exactly what reconciling reads (and what
- * the cache itself reads of metadata); the rest is dropped as the watch delivers it.
+ * the cache itself reads of metadata); the rest is dropped as the watch delivers it. What it keeps
+ * is the object's own, not copied: the cache takes an object over and freezes it (prepare.ts), and
+ * copying each Pod's and filter's metadata took about 16 ms of a start-up with 1,000 of each.
  */
 import { MESH_PROXY_CONTAINER, type MeshProxy, meshProxyOf } from "../api/pod.ts";
 import { filterContexts } from "../reconcile/ratelimit/reach.ts";
@@ -38,13 +40,13 @@ export const FILTER_PROJECTION: Projection = {
     const selector = isObject(ef.spec) ? ef.spec.workloadSelector : undefined;
     const contexts = filterContexts(ef);
     const spec: Json = {
-      ...(selector !== undefined ? { workloadSelector: structuredClone(selector) } : {}),
+      ...(selector !== undefined ? { workloadSelector: selector } : {}),
       ...(contexts.length > 0 ? { configPatches: CONTEXT_PATCHES.get(contexts.join()) } : {}),
     };
     return {
       apiVersion: ef.apiVersion,
       kind: ef.kind,
-      metadata: structuredClone(ef.metadata),
+      metadata: ef.metadata,
       ...(Object.keys(spec).length > 0 ? { spec } : {}),
     };
   },
@@ -91,7 +93,7 @@ export const POD_PROJECTION: Projection = {
   keep(pod: KubeObject): KubeObject {
     const meta: Json = {};
     const from = pod.metadata as unknown as Json;
-    for (const k of POD_META) if (from[k] !== undefined) meta[k] = structuredClone(from[k]);
+    for (const k of POD_META) if (from[k] !== undefined) meta[k] = from[k];
     if (exportsLimitStats(pod)) meta.annotations = EXPORTS_STATS;
     const proxy = meshProxyOf(pod);
     const spec: Json = proxy ? { containers: PROXY[proxy] } : {};

@@ -141,13 +141,32 @@ export async function preflight(cluster: Cluster, opts: PreflightOptions): Promi
   const missing: ResourceType[] = [];
   const errors: string[] = [];
   const parallel = opts.parallel ?? 16;
-  // Probed at once (in order when reported): a start-up waits for the slowest probe, not the sum.
-  const listed = await inParallel(
-    opts.types,
+  const types = uniqueChecked(opts.types);
+  // The probes and the access reviews go out at once: a start-up waits for the slowest request,
+  // not for the probes and then the reviews. A type found missing has its reviews dropped after.
+  const reviewed = unique([...types.map((t) => t.type), ...(opts.alsoUses ?? [])]);
+  const allChecks = accessChecks(reviewed, opts.leaseNamespace);
+  const reviewErrors: (string | undefined)[] = [];
+  const probe = ({ type }: CheckedType) =>
+    cluster.list(type, { limit: 1 }).then(() => undefined, (err: unknown) => err);
+  const review = (c: AccessCheck, i: number) =>
+    allowed(cluster, c).catch((err) => {
+      if (isApiError(err)) {
+        reviewErrors[i] = `access review of ${c.verb} ${
+          resourceName(c.type, c.subresource)
+        }: ${err.code} ${err.message}`;
+        return true; // Unknown is not "denied"; the error is reported instead.
+      }
+      throw err;
+    });
+  const answers = await inParallel(
+    [...types.map((t) => () => probe(t)), ...allChecks.map((c, i) => () => review(c, i))],
     parallel,
-    ({ type }) => cluster.list(type, { limit: 1 }).then(() => undefined, (err: unknown) => err),
+    (send: () => Promise<unknown>) => send(),
   );
-  for (const [i, { type, optional }] of opts.types.entries()) {
+  const listed = answers.slice(0, types.length);
+  const reviews = answers.slice(types.length);
+  for (const [i, { type, optional }] of types.entries()) {
     const err = listed[i];
     if (err === undefined) continue;
     if (!(err instanceof ApiError)) throw err;
@@ -168,21 +187,12 @@ export async function preflight(cluster: Cluster, opts: PreflightOptions): Promi
       message: `CRD ${names} ${verb} not installed: ${hints.join("; ")}`,
     });
   }
-  const present = opts.types.map((t) => t.type).filter((t) => !missing.includes(t));
-  const checks = accessChecks(unique([...present, ...(opts.alsoUses ?? [])]), opts.leaseNamespace);
-  const reviewErrors: (string | undefined)[] = [];
-  const results = await inParallel(checks, parallel, (c, i) =>
-    allowed(cluster, c).catch((err) => {
-      if (isApiError(err)) {
-        reviewErrors[i] = `access review of ${c.verb} ${
-          resourceName(c.type, c.subresource)
-        }: ${err.code} ${err.message}`;
-        return true; // Unknown is not "denied"; the error is reported instead.
-      }
-      throw err;
-    }));
-  errors.push(...reviewErrors.filter((e) => e !== undefined));
-  const denied = checks.filter((_, i) => !results[i]);
+  // A type both watched and used (Lease) stays reviewed: only a watched type's CRD can be missing.
+  const dropped = new Set(missing.map((t) => resourceName(t)));
+  (opts.alsoUses ?? []).forEach((t) => dropped.delete(resourceName(t)));
+  const kept = allChecks.map((c) => !dropped.has(resourceName(c.type)));
+  errors.push(...reviewErrors.filter((e, i): e is string => e !== undefined && kept[i]));
+  const denied = allChecks.filter((_, i) => kept[i] && !reviews[i]);
   if (denied.length > 0) {
     problems.push(forbiddenProblem(denied));
   }
@@ -190,6 +200,17 @@ export async function preflight(cluster: Cluster, opts: PreflightOptions): Promi
     problems.push({ kind: "error", message: `checks failed: ${errors.join("; ")}` });
   }
   return problems;
+}
+
+/** The checked types, each once; a type any controller needs is not optional. */
+function uniqueChecked(types: readonly CheckedType[]): CheckedType[] {
+  const byName = new Map<string, CheckedType>();
+  for (const t of types) {
+    const key = resourceName(t.type);
+    const seen = byName.get(key);
+    byName.set(key, seen && !(seen.optional && t.optional) ? { type: seen.type } : t);
+  }
+  return [...byName.values()];
 }
 
 function unique(types: ResourceType[]): ResourceType[] {

@@ -1,7 +1,14 @@
 /** The floors under the operator's idle memory are read from real Deno processes. */
 import assert from "node:assert/strict";
-import { addFloors, floorRss, FLOORS, watchedPaths } from "../../bench/cluster/floor.ts";
-import { startServer } from "../kube/fake_server.ts";
+import {
+  addFloors,
+  type FloorCluster,
+  floorRss,
+  FLOORS,
+  startupFloorMs,
+  watchedPaths,
+} from "../../bench/cluster/floor.ts";
+import { type Seen, startServer } from "../kube/fake_server.ts";
 import { makePki } from "../kube/pki.ts";
 import { SimApi } from "../kube/sim_api.ts";
 import { ALL_CONTROLLERS } from "../../src/controllers/registry.ts";
@@ -28,8 +35,14 @@ Deno.test("the connecting floor opens the watches an idle operator opens, not a 
   assert.equal(new Set(paths).size, paths.length);
 });
 
-Deno.test("the connecting floor lists and watches on a TLS API server, and fails on an error it is given", async () => {
-  const api = new SimApi();
+/**
+ * Runs `fn` with the simulator's API server behind TLS (`good`), one that answers every request
+ * with 500 (`broken`), and what they were both reached with, then closes them.
+ */
+async function withServers(
+  api: SimApi,
+  fn: (good: FloorCluster, broken: FloorCluster, seen: Seen[]) => Promise<void>,
+): Promise<void> {
   const pki = await makePki();
   const server = await startServer(api.handle, { cert: pki.serverCert, key: pki.serverKey });
   const failing = Deno.serve(
@@ -37,25 +50,48 @@ Deno.test("the connecting floor lists and watches on a TLS API server, and fails
     () => new Response("broken", { status: 500 }),
   );
   try {
-    const connecting = FLOORS.findIndex((f) => f.connects);
-    const mb = await floorRss(FLOORS[connecting], connecting, {
-      server: server.url,
-      caPem: pki.caCert,
-      token: "floor",
-    });
-    assert.ok(mb > 10 && mb < 200, `${mb} MB`);
-    await assert.rejects(
-      floorRss(FLOORS[connecting], connecting, {
-        server: `http://127.0.0.1:${failing.addr.port}`,
-        caPem: pki.caCert,
-        token: "floor",
-      }),
-      /500 broken/,
+    await fn(
+      { server: server.url, caPem: pki.caCert, token: "floor" },
+      { server: `http://127.0.0.1:${failing.addr.port}`, caPem: pki.caCert, token: "floor" },
+      server.seen,
     );
-    await assert.rejects(floorRss(FLOORS[connecting], connecting), /needs a cluster/);
   } finally {
     await failing.shutdown();
     api.close();
     await server.close();
   }
+}
+
+Deno.test("the connecting floor lists and watches on a TLS API server, and fails on an error it is given", async () => {
+  await withServers(new SimApi(), async (good, broken) => {
+    const connecting = FLOORS.findIndex((f) => f.connects);
+    const mb = await floorRss(FLOORS[connecting], connecting, good);
+    assert.ok(mb > 10 && mb < 200, `${mb} MB`);
+    await assert.rejects(floorRss(FLOORS[connecting], connecting, broken), /500 broken/);
+    await assert.rejects(floorRss(FLOORS[connecting], connecting), /needs a cluster/);
+  });
+});
+
+Deno.test("the start-up floor reads every page of what the operator lists, and fails on an error it is given", async () => {
+  const api = new SimApi();
+  for (let i = 0; i < 501; i++) {
+    api.sim.store.create(RESOURCES.Pod, {
+      apiVersion: "v1",
+      kind: "Pod",
+      metadata: { name: `p${i}`, namespace: "default" },
+      spec: { containers: [{ name: "c", image: "i" }] },
+    }, { name: "test", manager: "test" });
+  }
+  await withServers(api, async (good, broken, seen) => {
+    const started = Date.now();
+    const ms = await startupFloorMs(good);
+    assert.ok(ms > 0 && ms <= Date.now() - started, `${ms} ms`);
+    const pods = seen.filter((r) => r.path === collectionPath(RESOURCES.Pod));
+    assert.equal(pods.length, 2, "two pages of 500");
+    assert.ok(pods[1].query.get("continue"));
+    for (const path of watchedPaths()) {
+      assert.ok(seen.some((r) => r.url.startsWith(path)), `${path} listed`);
+    }
+    await assert.rejects(startupFloorMs(broken), /500 broken/);
+  });
 });

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { ApiError } from "../../src/runtime/cluster.ts";
 import type { KubeObject } from "../../src/api/object.ts";
 import { LiveCluster } from "../../src/kube/live_cluster.ts";
+import { SMALL_BODY_BYTES } from "../../src/kube/transport.ts";
 import { json, status } from "./fake_server.ts";
 import {
   connectionTo,
@@ -269,7 +270,7 @@ Deno.test("no answer is ApiError code 0: refused connections and request timeout
   }, { requestTimeoutMs: 100 });
 });
 
-Deno.test("reads and watches share the HTTP/2-capable client; every request with a body goes over HTTP/1.1", async () => {
+Deno.test("reads, watches and bodies under 1 KiB share the HTTP/2-capable client; larger bodies go over HTTP/1.1", async () => {
   const made: { options: Deno.CreateHttpClientOptions; client: Deno.HttpClient }[] = [];
   const createHttpClient = (options: Deno.CreateHttpClientOptions) => {
     const client = Deno.createHttpClient(options);
@@ -289,17 +290,30 @@ Deno.test("reads and watches share the HTTP/2-capable client; every request with
       const [reads, bodies] = made;
       assert.equal(reads.options.http2, undefined, "HTTP/2 where the server offers it");
       assert.equal(bodies.options.http2, false);
+      // A body's length in bytes decides, not its length in characters: "é" is two bytes.
+      const bytes = (o: KubeObject) => new TextEncoder().encode(JSON.stringify(o)).length;
+      const sized = (size: number, char: "x" | "é" = "x") => {
+        const object = rl("a", { spec: { pad: "" } });
+        const pad = (size - bytes(object)) / new TextEncoder().encode(char).length;
+        object.spec = { pad: char.repeat(pad) };
+        assert.equal(bytes(object), size);
+        return object;
+      };
       await cluster.get(RateLimit, "shop", "a");
-      await cluster.apply(RateLimit, rl("a"), { fieldManager: "m" });
-      await cluster.create(RateLimit, rl("a"));
+      await cluster.create(RateLimit, sized(SMALL_BODY_BYTES - 1));
+      await cluster.create(RateLimit, sized(SMALL_BODY_BYTES));
+      await cluster.create(RateLimit, sized(SMALL_BODY_BYTES + 1, "é"));
+      await cluster.apply(RateLimit, sized(4096), { fieldManager: "m" });
       await cluster.patch(RateLimit, "shop", "a", []);
       await cluster.delete(RateLimit, "shop", "a");
       assert.deepEqual(used.map((c) => c === reads.client ? "reads" : "bodies"), [
         "reads",
+        "reads",
         "bodies",
         "bodies",
         "bodies",
-        "bodies",
+        "reads",
+        "reads",
       ]);
     }, { createHttpClient });
   } finally {

@@ -84,6 +84,21 @@ Deno.test("a missing Istio CRD that is required says to install Istio", async ()
   });
 });
 
+Deno.test("a missing CRD's reviews are not reported, a type named twice is probed once, required if either says so", async () => {
+  const deny = (a: Record<string, string>) => a.resource === "ratelimits" || a.verb === "update";
+  await withCluster(apiServer(["ratelimits"], deny), async (cluster, server) => {
+    const opts = base(server.url);
+    opts.types = [...opts.types, { type: RESOURCES.RateLimit, optional: true }];
+    const problems = await preflight(cluster, opts);
+    assert.deepEqual(problems.map((p) => p.kind), ["crd-missing", "forbidden"]);
+    assert.match(problems[0].message, /^CRD ratelimits\.gateway\.platform-project\.io is not/);
+    assert.doesNotMatch(problems[1].message, /ratelimits/);
+    assert.match(problems[1].message, /update leases\.coordination\.k8s\.io/);
+    const probes = server.seen.filter((r) => r.method === "GET" && r.path.includes("/ratelimits"));
+    assert.equal(probes.length, 1);
+  });
+});
+
 Deno.test("forbidden verbs are one problem listing each resource and verb", async () => {
   const deny = (a: Record<string, string>) =>
     (a.resource === "pods" && a.verb === "watch") ||
@@ -151,6 +166,8 @@ Deno.test("preflight sends its probes and reviews at once, never more than `para
   let inFlight = 0;
   let most = 0;
   const reviews: string[] = [];
+  let probesAnswered = 0;
+  let probesAnsweredAtFirstReview = -1;
   const slow = async <T>(value: T): Promise<T> => {
     most = Math.max(most, ++inFlight);
     await new Promise((r) => setTimeout(r, 1));
@@ -158,9 +175,10 @@ Deno.test("preflight sends its probes and reviews at once, never more than `para
     return value;
   };
   const cluster = {
-    list: () => slow({ items: [], resourceVersion: "1" }),
+    list: () => slow({ items: [], resourceVersion: "1" }).finally(() => probesAnswered++),
     create: (_t: unknown, review: { spec: { resourceAttributes: Record<string, string> } }) => {
       const a = review.spec.resourceAttributes;
+      if (reviews.length === 0) probesAnsweredAtFirstReview = probesAnswered;
       reviews.push(`${a.verb} ${a.resource}`);
       return slow({
         ...review,
@@ -170,6 +188,10 @@ Deno.test("preflight sends its probes and reviews at once, never more than `para
   } as unknown as Cluster;
   const problems = await preflight(cluster, { ...base("https://x"), parallel: 3 });
   assert.equal(most, 3, "three at a time");
+  assert.ok(
+    probesAnsweredAtFirstReview < probesAnswered,
+    `the reviews began with ${probesAnsweredAtFirstReview} of ${probesAnswered} probes answered`,
+  );
   assert.ok(reviews.length > 10, `${reviews.length} reviews`);
   assert.equal(problems.length, 1);
   assert.match(problems[0].message, /watch pods/);

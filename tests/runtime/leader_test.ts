@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
 import { RESOURCES } from "../../src/api/resources.ts";
-import type { Cluster } from "../../src/runtime/cluster.ts";
+import type { Cluster, WriteOptions } from "../../src/runtime/cluster.ts";
+import type { KubeObject, ResourceType } from "../../src/api/object.ts";
+import { SMALL_BODY_BYTES } from "../../src/kube/transport.ts";
 import { LeaderElector, type LeaseSpec, microTime } from "../../src/runtime/leader.ts";
 import { Metrics } from "../../src/runtime/metrics.ts";
 import { nullLogger } from "../../src/runtime/log.ts";
@@ -56,6 +58,42 @@ Deno.test("the first replica creates the lease and renews it", async () => {
   assert.equal((lease(cluster)!.spec as LeaseSpec).renewTime, microTime(clock.now()));
   a.stop.abort();
   await a.done;
+});
+
+Deno.test("a renewal or release leaves managedFields to the server, so its body stays under 1 KiB", async () => {
+  const clock = new ManualClock();
+  const cluster = new TestCluster(clock);
+  const sent: KubeObject[] = [];
+  const capture = (c: Cluster): Cluster =>
+    Object.assign(Object.create(c), {
+      update: (type: ResourceType, obj: KubeObject, opts?: WriteOptions) => {
+        sent.push(obj);
+        return c.update(type, obj, opts);
+      },
+    });
+  // A Deployment's Pod name, as long as one gets.
+  const identity = `platform-operator-${"x".repeat(10)}-${"y".repeat(5)}`.padEnd(63, "z");
+  const a = replica(cluster, clock, "op-a", 1);
+  await clock.advance(0);
+  a.stop.abort();
+  await a.elector.release();
+  await a.done;
+  const b = replica(cluster, clock, identity, 2, capture);
+  await clock.advance(0);
+  await clock.advance(4_000);
+  assert.equal(b.elector.leading, true);
+  b.stop.abort();
+  await b.elector.release();
+  await b.done;
+  assert.ok(sent.length >= 3, `${sent.length} updates`);
+  for (const body of sent) {
+    assert.equal(body.metadata.managedFields, undefined);
+    const bytes = new TextEncoder().encode(JSON.stringify(body)).length;
+    assert.ok(bytes < SMALL_BODY_BYTES, `${bytes} bytes`);
+  }
+  // The server kept them: every writer of the Lease is still named.
+  const managers = (lease(cluster)!.metadata.managedFields as { manager: string }[]).length;
+  assert.ok(managers > 0);
 });
 
 Deno.test("two replicas: one leads; the standby takes over within 15 s of the leader dying", async () => {

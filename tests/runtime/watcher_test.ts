@@ -60,6 +60,41 @@ Deno.test("watcher lists in pages with continue tokens, then watches", async () 
   assert.equal(t.cluster.watchCount, 0);
 });
 
+Deno.test("the next page is asked for before the page before it is stored", async () => {
+  const clock = new ManualClock();
+  const cluster = new TestCluster(clock);
+  for (let i = 0; i < 7; i++) cluster.put(CM, cm(`c${i}`));
+  const store = new CacheStore(CM);
+  // How many lists had been sent when each page's first object reached the store.
+  const sentAtPage: number[] = [];
+  const lists = () => cluster.calls.filter((c) => c.verb === "list").length;
+  let received = 0;
+  const watcher = new Watcher(
+    {
+      cluster,
+      clock,
+      random: seededRandom(),
+      log: captureLogger(clock).log,
+      type: CM,
+      pageSize: 3,
+    },
+    (ev) => {
+      if (ev.type === "init-apply" && received++ % 3 === 0) sentAtPage.push(lists());
+      store.handle(ev);
+    },
+  );
+  const stop = new AbortController();
+  const done = watcher.run(stop.signal);
+  await clock.advance(0);
+  assert.equal(store.size, 7);
+  // Pages 1 and 2 were stored with the page after them already asked for; page 3 is the last.
+  assert.deepEqual(sentAtPage, [2, 3, 3]);
+  assert.equal(lists(), 3);
+  stop.abort();
+  await clock.flush();
+  await done;
+});
+
 for (const asEvent of [false, true]) {
   Deno.test(`watcher relists on 410 (${asEvent ? "ERROR event" : "thrown"}) and synthesises deletes`, async () => {
     const t = setup(CM);

@@ -12,7 +12,13 @@ import type { WatcherEvent } from "./watcher_event.ts";
 import { ApiError, isApiError, type WatchEvent } from "../cluster.ts";
 import type { Logger } from "../log.ts";
 import { WatcherReport } from "./watcher_report.ts";
-import type { ResumeState, StepResult, WatcherOptions, WatcherState } from "./watcher_state.ts";
+import type {
+  PageAnswer,
+  ResumeState,
+  StepResult,
+  WatcherOptions,
+  WatcherState,
+} from "./watcher_state.ts";
 
 const IDLE: unique symbol = Symbol("idle");
 const CANCELLED: unique symbol = Symbol("cancelled");
@@ -80,7 +86,7 @@ export class Watcher {
       case "Empty":
         return Promise.resolve({ events: [{ type: "init" }], next: { kind: "InitPage" } });
       case "InitPage":
-        return this.#listPage(state.continueToken);
+        return this.#listPage(state.continueToken, state.prefetched);
       case "InitListed":
         return Promise.resolve(this.#openWatch(state.resourceVersion, signal));
       case "Watching":
@@ -140,20 +146,33 @@ export class Watcher {
     return this.#o.clock;
   }
 
-  async #listPage(continueToken?: string): Promise<StepResult> {
-    const { cluster, type, labelSelector, namespace, optional } = this.#o;
+  /** One page of the list; it never rejects, so a page sent ahead and then dropped is harmless. */
+  #fetchPage(continueToken?: string): Promise<PageAnswer> {
+    const { cluster, type, labelSelector, namespace } = this.#o;
+    return cluster.list(type, {
+      ...(namespace ? { namespace } : {}),
+      labelSelector,
+      limit: this.#o.pageSize ?? 500,
+      continue: continueToken,
+    }).then((page) => ({ page }), (error: unknown) => ({ error }));
+  }
+
+  async #listPage(continueToken?: string, prefetched?: Promise<PageAnswer>): Promise<StepResult> {
+    const { optional } = this.#o;
     try {
-      const page = await cluster.list(type, {
-        ...(namespace ? { namespace } : {}),
-        labelSelector,
-        limit: this.#o.pageSize ?? 500,
-        continue: continueToken,
-      });
+      const answer = await (prefetched ?? this.#fetchPage(continueToken));
+      if ("error" in answer) throw answer.error;
+      const { page } = answer;
       this.#report.recovered();
       this.#backoff.reset();
       const events: WatcherEvent[] = page.items.map((object) => ({ type: "init-apply", object }));
       if (page.continue) {
-        return { events, next: { kind: "InitPage", continueToken: page.continue } };
+        // The next page is asked for now: the API server prepares it while this one is stored.
+        const next = this.#fetchPage(page.continue);
+        return {
+          events,
+          next: { kind: "InitPage", continueToken: page.continue, prefetched: next },
+        };
       }
       events.push({ type: "init-done", resourceVersion: page.resourceVersion });
       return { events, next: { kind: "InitListed", resourceVersion: page.resourceVersion } };

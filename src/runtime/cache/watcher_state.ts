@@ -1,7 +1,7 @@
 /** What a Watcher is given, and the states of its list-and-watch machine. */
 import type { BackoffOptions, Clock, Random } from "../clock.ts";
 import type { WatcherEvent } from "./watcher_event.ts";
-import type { Cluster, WatchEvent } from "../cluster.ts";
+import type { Cluster, ListPage, WatchEvent } from "../cluster.ts";
 import type { ResourceType } from "../../api/object.ts";
 import type { Logger } from "../log.ts";
 import type { Metrics } from "../metrics.ts";
@@ -41,8 +41,11 @@ export type ResumeState =
 export type WatcherState =
   /** Nothing listed yet, or a relist is due (start, 410 Gone, CRD missing). */
   | { kind: "Empty" }
-  /** Listing: the next page is fetched with `continueToken` (none for the first page). */
-  | { kind: "InitPage"; continueToken?: string }
+  /**
+   * Listing: the next page is fetched with `continueToken` (none for the first page), or was sent
+   * already (`prefetched`), as soon as the page before it arrived.
+   */
+  | { kind: "InitPage"; continueToken?: string; prefetched?: Promise<PageAnswer> }
   /** Listed (or a watch ended): open a watch from `resourceVersion`. */
   | { kind: "InitListed"; resourceVersion: string }
   /** A watch is open. */
@@ -56,6 +59,9 @@ export type WatcherState =
   }
   /** Waiting `delayMs` after an error, then `then`. */
   | { kind: "Backoff"; delayMs: number; then: ResumeState };
+
+/** A list page, or why it could not be had: a page request sent ahead never rejects. */
+export type PageAnswer = { page: ListPage } | { error: unknown };
 
 /** The events one step produced and the state it leads to. */
 export interface StepResult {
