@@ -70,7 +70,7 @@ export interface PodView {
 }
 
 interface PodJson {
-  metadata: { name: string; labels?: Record<string, string> };
+  metadata: { name: string; labels?: Record<string, string>; deletionTimestamp?: string };
   spec: {
     nodeName?: string;
     nodeSelector?: Record<string, string>;
@@ -88,7 +88,9 @@ interface PodJson {
 /** The Pods of `namespace`, as {@link PodView}s sorted by app. */
 export async function pods(kube: Kube, namespace: string): Promise<PodView[]> {
   const items = await kube.list<PodJson>("pods", { namespace });
-  return items.map((p) => ({
+  // A deleted Pod stays listed, and may stay Ready, until the kubelet has stopped it (up to its
+  // grace period): it is on its way out, not one of KEDA's running Pods.
+  return items.filter((p) => !p.metadata.deletionTimestamp).map((p) => ({
     name: p.metadata.name,
     app: p.metadata.labels?.app ?? "",
     node: p.spec.nodeName ?? "",
