@@ -11,6 +11,7 @@ import type { Report } from "../report.ts";
 import { ALL_CONTROLLERS } from "../../src/controllers/registry.ts";
 import { collectionPath, withQuery } from "../../src/kube/paths.ts";
 import { type ControllerSpec, planWatches } from "../../src/runtime/controller_spec.ts";
+import { DEFAULT_PAGE_SIZE } from "../../src/runtime/cache/mod.ts";
 import { BENCH_DIR } from "./env.ts";
 
 /** One floor program: what it does, and its code (run from the repository, so imports resolve). */
@@ -110,6 +111,7 @@ function connectionEnv(cluster: FloorCluster): Record<string, string> {
     FLOOR_CA: cluster.caPem,
     FLOOR_TOKEN: cluster.token,
     FLOOR_WATCHES: watchedPaths().join(" "),
+    FLOOR_PAGE_SIZE: String(DEFAULT_PAGE_SIZE),
     FLOOR_LEASE: LEASE_PATH,
   };
 }

@@ -7,14 +7,9 @@
  * (PEM) and FLOOR_TOKEN reach the API server as the operator's user. Imported by a floor file
  * (floor.ts): top-level await, so the floor's 3 s wait starts once every watch is open.
  */
-const env = (name: string): string => {
-  const v = Deno.env.get(name);
-  if (v === undefined) throw new Error(`floor: ${name} is not set`);
-  return v;
-};
-const server = env("FLOOR_SERVER");
-const caCerts = [env("FLOOR_CA")];
-const headers = { authorization: `Bearer ${env("FLOOR_TOKEN")}` };
+import { floorEnv as env, floorServer } from "./floor_env.ts";
+
+const { server, caCerts, headers } = floorServer();
 const reads = Deno.createHttpClient({ caCerts });
 
 /** A GET, again while the server asks to wait (429: a CRD's storage still initializing). */

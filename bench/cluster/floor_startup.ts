@@ -1,26 +1,24 @@
 /**
  * A floor program for start-up: Deno doing what the operator must do before its first reconcile,
  * and nothing else. It lists the paths in FLOOR_WATCHES at once over one HTTP/2 client, page by
- * page as the operator's watches list (500 a page), parses every page, and prints the time (ms
- * since the epoch) at which the last page was parsed. None of the operator's code runs: not its
- * module graph, Lease, cluster checks or caches. FLOOR_SERVER, FLOOR_CA (PEM) and FLOOR_TOKEN
- * reach the API server as the operator's user (floor.ts).
+ * page as the operator's watches list (FLOOR_PAGE_SIZE a page), parses every page, and prints the
+ * time (ms since the epoch) at which the last page was parsed. None of the operator's code runs:
+ * not its module graph, Lease, cluster checks or caches (floor_env.ts: how it reaches the server).
  */
-const env = (name: string): string => {
-  const v = Deno.env.get(name);
-  if (v === undefined) throw new Error(`floor: ${name} is not set`);
-  return v;
-};
-const server = env("FLOOR_SERVER");
-const client = Deno.createHttpClient({ caCerts: [env("FLOOR_CA")] });
-const headers = { authorization: `Bearer ${env("FLOOR_TOKEN")}`, accept: "application/json" };
+import { floorEnv as env, floorServer } from "./floor_env.ts";
+
+const floor = floorServer();
+const { server } = floor;
+const client = Deno.createHttpClient({ caCerts: floor.caCerts });
+const headers = { ...floor.headers, accept: "application/json" };
+const pageSize = Number(env("FLOOR_PAGE_SIZE"));
 
 /** Every page of one collection; an optional type whose CRD is absent answers 404 and has none. */
 async function listAll(path: string): Promise<number> {
   let items = 0;
   let next: string | undefined = "";
   while (next !== undefined) {
-    const query: string = `limit=500${next ? `&continue=${encodeURIComponent(next)}` : ""}`;
+    const query: string = `limit=${pageSize}${next ? `&continue=${encodeURIComponent(next)}` : ""}`;
     const res: Response = await fetch(`${server}${path}${path.includes("?") ? "&" : "?"}${query}`, {
       client,
       headers,

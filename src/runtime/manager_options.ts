@@ -57,7 +57,7 @@ export interface ManagerOptions {
   watchTimeoutSeconds?: number;
   /** A watch that delivers no event or bookmark for this long is aborted and restarted; default 90 000. */
   watchIdleMs?: number;
-  /** Page size of the initial list; default 500. */
+  /** Page size of the initial list; default DEFAULT_PAGE_SIZE (cache/watcher_state.ts). */
   pageSize?: number;
   /**
    * Reconcile nothing, and be not ready, until `Manager.release()`. The watches list and the Lease

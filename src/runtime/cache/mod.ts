@@ -24,6 +24,7 @@ export { CacheStore } from "./store.ts";
 export { ownedFieldsOf, prepare } from "./prepare.ts";
 export { Watcher } from "./watcher.ts";
 export type { WatcherOptions, WatcherState } from "./watcher_state.ts";
+export { DEFAULT_PAGE_SIZE } from "./watcher_state.ts";
 export type { WatcherEvent } from "./watcher_event.ts";
 
 /** What the watches need, and whom they tell. */

@@ -12,12 +12,13 @@ import type { WatcherEvent } from "./watcher_event.ts";
 import { ApiError, isApiError, type WatchEvent } from "../cluster.ts";
 import type { Logger } from "../log.ts";
 import { WatcherReport } from "./watcher_report.ts";
-import type {
-  PageAnswer,
-  ResumeState,
-  StepResult,
-  WatcherOptions,
-  WatcherState,
+import {
+  DEFAULT_PAGE_SIZE,
+  type PageAnswer,
+  type ResumeState,
+  type StepResult,
+  type WatcherOptions,
+  type WatcherState,
 } from "./watcher_state.ts";
 
 const IDLE: unique symbol = Symbol("idle");
@@ -152,7 +153,7 @@ export class Watcher {
     return cluster.list(type, {
       ...(namespace ? { namespace } : {}),
       labelSelector,
-      limit: this.#o.pageSize ?? 500,
+      limit: this.#o.pageSize ?? DEFAULT_PAGE_SIZE,
       continue: continueToken,
     }).then((page) => ({ page }), (error: unknown) => ({ error }));
   }

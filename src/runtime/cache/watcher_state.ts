@@ -6,6 +6,9 @@ import type { ResourceType } from "../../api/object.ts";
 import type { Logger } from "../log.ts";
 import type { Metrics } from "../metrics.ts";
 
+/** Objects a list page asks for when WatcherOptions.pageSize is not given. */
+export const DEFAULT_PAGE_SIZE = 500;
+
 /** Options of a Watcher. */
 export interface WatcherOptions {
   cluster: Cluster;
@@ -19,7 +22,7 @@ export interface WatcherOptions {
   namespace?: string;
   /** The type's CRD may be missing: a 404 on list means "none yet", not an error. */
   optional?: boolean;
-  /** Page size of the list; default 500. */
+  /** Page size of the list; default DEFAULT_PAGE_SIZE. */
   pageSize?: number;
   /** Server-side watch timeout; default 300. */
   timeoutSeconds?: number;
