@@ -130,12 +130,21 @@ export async function cpuSeconds(pid: number): Promise<number> {
 }
 
 /**
- * Milliseconds from spawn to the first line of this process's log with `msg` (lines from before
- * the spawn are not its own), or undefined when there is none.
+ * Its first reconcile from its log, in milliseconds from spawn (lines from before the spawn are
+ * not its own): done is the first `reconciled` line's timestamp, begun that less the reconcile's
+ * own `ms`.
  */
-export async function msToLog(op: OperatorProcess, msg: string): Promise<number | undefined> {
+export async function firstReconcileOf(op: OperatorProcess): Promise<FirstReconcile | undefined> {
   const since = (l: Record<string, unknown>) =>
     typeof l.ts === "string" ? Date.parse(l.ts) - op.startedAt : NaN;
-  const line = (await op.logLines()).find((l) => l.msg === msg && since(l) >= 0);
-  return line ? since(line) : undefined;
+  const line = (await op.logLines()).find((l) => l.msg === "reconciled" && since(l) >= 0);
+  if (!line) return undefined;
+  const done = since(line);
+  return { begunMs: done - (typeof line.ms === "number" ? line.ms : 0), doneMs: done };
+}
+
+/** When a subject's first reconcile began and, once it has, ended (ms from spawn). */
+export interface FirstReconcile {
+  begunMs: number;
+  doneMs?: number;
 }

@@ -11,6 +11,7 @@ import { type KubeObject, type ResourceType } from "../../src/api/object.ts";
 import { freePort, isAlive } from "../../tools/cluster/processes.ts";
 import { scrapeMetrics } from "../../tools/operator/process.ts";
 import { type BenchCluster, until } from "./env.ts";
+import type { FirstReconcile } from "./operator.ts";
 
 /** Environment variable naming the checkout (the `--peer=PATH` flag wins). */
 export const PEER_ENV = "KYMA_API_GATEWAY_DIR";
@@ -210,23 +211,15 @@ export class PeerProcess {
   }
 
   /**
-   * Milliseconds from spawn to its first "Starting reconciliation" log line (zap JSON; main.go
-   * sets `ts` to epoch milliseconds).
+   * Its first reconcile from its log (zap JSON; main.go sets `ts` to epoch milliseconds), in ms
+   * from spawn: begun at its first "Starting reconciliation", done at the first "Reconciliation
+   * finished" after it. The controller logs that once its EnvoyFilter is written, before its
+   * status update; its cached client starts the Pod and EnvoyFilter informers within this first
+   * reconcile and waits for their lists, so the two differ by those lists.
    */
-  async msToFirstReconcile(): Promise<number | undefined> {
+  async firstReconcile(): Promise<FirstReconcile | undefined> {
     const text = await Deno.readTextFile(this.logPath).catch(() => "");
-    for (const line of text.split("\n")) {
-      if (!line.startsWith("{")) continue;
-      try {
-        const l = JSON.parse(line) as { ts?: number; msg?: string };
-        if (l.msg === "Starting reconciliation" && typeof l.ts === "number") {
-          return l.ts - this.startedAt;
-        }
-      } catch {
-        // Not a log line of its own.
-      }
-    }
-    return undefined;
+    return peerFirstReconcile(text, this.startedAt);
   }
 
   /** SIGTERM, then SIGKILL after `graceMs`. */
@@ -250,4 +243,25 @@ export class PeerProcess {
       clearTimeout(timer);
     }
   }
+}
+
+/** The peer's first reconcile in its log `text` (see `PeerProcess.firstReconcile`), ms from `startedAt`. */
+export function peerFirstReconcile(text: string, startedAt: number): FirstReconcile | undefined {
+  let begunMs: number | undefined;
+  for (const line of text.split("\n")) {
+    if (!line.startsWith("{")) continue;
+    let l: { ts?: number; msg?: string };
+    try {
+      l = JSON.parse(line);
+    } catch {
+      continue; // Not a log line of its own.
+    }
+    if (typeof l.ts !== "number") continue;
+    if (begunMs === undefined && l.msg === "Starting reconciliation") {
+      begunMs = l.ts - startedAt;
+    } else if (begunMs !== undefined && l.msg === "Reconciliation finished") {
+      return { begunMs, doneMs: l.ts - startedAt };
+    }
+  }
+  return begunMs === undefined ? undefined : { begunMs };
 }

@@ -9,8 +9,9 @@ import { OPERATOR_USER } from "../../tools/cluster/mod.ts";
 import { join } from "node:path";
 import { BENCH_DIR, type BenchCluster } from "./env.ts";
 import {
+  type FirstReconcile,
+  firstReconcileOf,
   metricSum,
-  msToLog,
   OPERATOR_ROOT_ENV,
   operatorWork,
   startOperator,
@@ -25,8 +26,8 @@ export interface Running {
   readonly pid: number;
   /** Waits until its queues are empty and it made no reconcile for `quietMs`; its reconciles. */
   waitIdle(quietMs: number, timeoutMs: number): Promise<number>;
-  /** Milliseconds from spawn to its first reconcile, from its log. */
-  msToFirstReconcile(): Promise<number | undefined>;
+  /** When its first reconcile began and ended, from its log; undefined until one began. */
+  firstReconcile(): Promise<FirstReconcile | undefined>;
   /** What its own metrics say of its memory (the operator's JavaScript heap), if anything. */
   memoryNote(): Promise<string>;
   stop(): Promise<void>;
@@ -67,7 +68,7 @@ export function operatorSubject(env: BenchCluster, image?: string): Subject {
       );
       await waitReady(op);
       return running(op.pid, `operator ${identity}`, operatorWork(op), {
-        first: () => msToLog(op, "reconciled"),
+        first: () => firstReconcileOf(op),
         stop: async () => void await op.stop(),
         memory: async () => {
           const text = await op.metrics() ?? "";
@@ -104,7 +105,7 @@ export function peerSubject(env: BenchCluster, binary: string): Subject {
         };
       };
       return running(p.pid, `peer ${identity}`, work, {
-        first: () => p.msToFirstReconcile(),
+        first: () => p.firstReconcile(),
         stop: () => p.stop(),
         memory: async () => {
           const text = await p.metrics() ?? "";
@@ -123,7 +124,7 @@ function running(
   what: string,
   work: WorkProbe,
   o: {
-    first: () => Promise<number | undefined>;
+    first: () => Promise<FirstReconcile | undefined>;
     stop: () => Promise<void>;
     memory: () => Promise<string>;
   },
@@ -131,7 +132,7 @@ function running(
   return {
     pid,
     waitIdle: (quietMs, timeoutMs) => waitIdleBy(what, work, quietMs, timeoutMs),
-    msToFirstReconcile: o.first,
+    firstReconcile: o.first,
     memoryNote: () => o.memory().catch(() => ""),
     stop: o.stop,
   };

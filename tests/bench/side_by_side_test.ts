@@ -1,11 +1,11 @@
 /**
  * The side-by-side benches' pieces that run without a control plane: where the peer's checkout
- * comes from, what a directory that is not one gets, the namespaces a size is spread over, and
+ * comes from, what a directory that is not one gets, when its first reconcile began and ended, the namespaces a size is spread over, and
  * the plot of memory and time against the number of RateLimits.
  */
 import assert from "node:assert/strict";
 import { parseArgs } from "../../bench/main.ts";
-import { buildPeer, PEER_ENV, peerCheckout } from "../../bench/cluster/peer.ts";
+import { buildPeer, PEER_ENV, peerCheckout, peerFirstReconcile } from "../../bench/cluster/peer.ts";
 import { layout, workload } from "../../bench/cluster/phases.ts";
 import { KYMA_RATELIMIT } from "../../bench/cluster/peer.ts";
 import { mergeFigures, renderScaleSvg, scalePoints } from "../../bench/plot.ts";
@@ -87,4 +87,25 @@ Deno.test("the plot merges runs: a later run's figure replaces the earlier one o
     ["operator: resident memory, 1,000 RateLimits Ready", 93],
   ]);
   assert.deepEqual([...scalePoints(merged).memoryMb.get("operator")!], [[0, 58], [1_000, 93]]);
+});
+
+Deno.test("the peer's first reconcile: begun at its first start, done at the first finish after", () => {
+  const line = (ts: number, msg: string) =>
+    JSON.stringify({ level: "info", ts, msg, controller: "ratelimit" });
+  const log = [
+    "I1125 klog line, not its own",
+    line(1_000_050, "Reconciliation finished"), // another process's, before its first start
+    line(1_000_300, "Starting reconciliation"),
+    "{not json",
+    line(1_000_500, "Validating RateLimit resource"),
+    line(1_000_900, "Starting reconciliation"),
+    line(1_002_700, "Reconciliation finished"),
+    line(1_002_800, "Reconciliation finished"),
+  ];
+  assert.equal(peerFirstReconcile("", 1_000_000), undefined);
+  assert.deepEqual(peerFirstReconcile(log.slice(0, 5).join("\n"), 1_000_000), { begunMs: 300 });
+  assert.deepEqual(peerFirstReconcile(log.join("\n"), 1_000_000), {
+    begunMs: 300,
+    doneMs: 2_700,
+  });
 });
