@@ -36,11 +36,18 @@ export interface LeaderElectorOptions {
   /**
    * Called when this replica becomes leader; `signal` aborts the moment it stops being leader.
    * `takeover` is true when the Lease named another holder (or none: released) before: someone
-   * else may have led, and written, until just now.
+   * else may have led, and written, until just now. `read` is the number of the read (see
+   * `reads`) whose answer the term was taken on: every write of an earlier holder came before it.
    */
-  onStartedLeading?: (signal: AbortSignal, term: { takeover: boolean }) => void;
+  onStartedLeading?: (signal: AbortSignal, term: Term) => void;
   /** Called after the signal aborted (lost, released). */
   onStoppedLeading?: (reason: string) => void;
+}
+
+/** How a term began (see `onStartedLeading`). */
+export interface Term {
+  takeover: boolean;
+  read: number;
 }
 
 /** The Lease's spec as the election reads and writes it. */
@@ -67,9 +74,12 @@ export class LeaderElector {
   #deadline: AbortController | undefined;
   /** When the term ends unless a renewal succeeds first (this replica's clock). */
   #termEndsAt = 0;
-  #attempted!: () => void;
-  /** Settles once the first look at the Lease has been answered and acted on (or `run` stopped). */
-  readonly firstAttempt: Promise<void> = new Promise((resolve) => this.#attempted = resolve);
+  #read!: () => void;
+  /** Settles once the first read of the Lease has been answered or has failed (or `run` stopped). */
+  readonly firstRead: Promise<void> = new Promise((resolve) => this.#read = resolve);
+  #reads = 0;
+  /** The read the last attempt acted on. */
+  #basis = 0;
   #observed: { rv?: string; at: number } | undefined;
   #lastAttemptOk = false;
   #lastFailure = "";
@@ -81,6 +91,11 @@ export class LeaderElector {
       throw new Error(`renewDeadlineMs (${renew}) must be shorter than leaseDurationMs (${lease})`);
     }
     this.#o = opts;
+  }
+
+  /** How many reads of the Lease have been answered so far; the first is number 1. */
+  get reads(): number {
+    return this.#reads;
   }
 
   /** True while this replica holds the lease. */
@@ -134,20 +149,21 @@ export class LeaderElector {
         const left = sentAt + this.#renewDeadlineMs - this.#o.clock.now();
         if (left > 0) {
           this.#termEndsAt = sentAt + this.#renewDeadlineMs;
-          if (!this.leading) this.#startTerm(result === "acquired");
+          if (!this.leading) {
+            this.#startTerm({ takeover: result === "acquired", read: this.#basis });
+          }
           this.#armDeadline(left);
         } else this.#endTerm(`the lease renewal was answered after ${this.#renewDeadlineMs} ms`);
       } else if (result === "held" && this.leading) {
         this.#endTerm("another replica holds the lease");
       }
-      this.#attempted();
       try {
         await this.#o.clock.sleep(this.#nextDelay(), stop);
       } catch {
         break;
       }
     }
-    this.#attempted();
+    this.#read();
   }
 
   // A standby wakes up right when the lease it watches would expire, so the takeover comes within
@@ -190,14 +206,14 @@ export class LeaderElector {
     this.#endTerm(reason);
   }
 
-  #startTerm(takeover: boolean): void {
+  #startTerm(term: Term): void {
     this.#term = new AbortController();
     this.#o.metrics?.leader.set({}, 1);
     this.#o.log.info("became leader", {
       lease: `${this.#o.namespace}/${this.#o.name}`,
       identity: this.#o.identity,
     });
-    this.#o.onStartedLeading?.(this.#term.signal, { takeover });
+    this.#o.onStartedLeading?.(this.#term.signal, term);
   }
 
   #endTerm(reason: string): void {
@@ -231,8 +247,11 @@ export class LeaderElector {
     try {
       lease = await cluster.get(RESOURCES.Lease, namespace, name);
     } catch (err) {
+      this.#read();
       return this.#failed("read", err);
     }
+    this.#basis = ++this.#reads;
+    this.#read();
     // When the answer came, not when it was asked: a version first seen now may be seconds old
     // if the read was slow, and its expiry must not be counted from before it was seen.
     const now = clock.now();

@@ -11,7 +11,7 @@ import type { Cluster } from "./cluster.ts";
 import type { KubeObject, ResourceType } from "../api/object.ts";
 import type { CacheChange, CacheReader, ControllerSpec } from "./controller_spec.ts";
 import type { ManagerStatus } from "./health.ts";
-import { LeaderElector } from "./leader.ts";
+import { LeaderElector, type Term } from "./leader.ts";
 import { TIMER_CANCELLED } from "./clock.ts";
 import { Metrics } from "./metrics.ts";
 import { instrumentCluster } from "./instrumented_cluster.ts";
@@ -47,6 +47,8 @@ export class Manager {
   readonly #electorStop = new AbortController();
   readonly #solo = new AbortController();
   #elector: LeaderElector | undefined;
+  /** How many reads of the Lease had been answered when the watches opened. */
+  #listedAfterRead: number | undefined;
   #tasks: Promise<void>[] = [];
   #electorTask: Promise<void> = Promise.resolve();
   readonly #terms: Terms;
@@ -153,26 +155,28 @@ export class Manager {
         metrics: this.#metrics,
         identity: this.#o.identity,
         ...le,
-        onStartedLeading: (signal, term) => this.#onLeading(signal, term.takeover),
+        onStartedLeading: (signal, term) => this.#onLeading(signal, term),
         onStoppedLeading: () => this.#terms.unlead(),
       });
       this.#electorTask = this.#elector.run(this.#electorStop.signal);
-      // The watches list once the first look at the Lease has been answered: a replica that takes
-      // over must list after its term began (see #onLeading), so lists sent before would be sent
-      // twice, and at start-up most replicas lead at their first look. A look that hangs delays a
-      // standby's caches by one retry period at most.
+      // The watches list once the first read of the Lease has been answered, not after the write
+      // that takes it: a replica that takes over must list after the read its term was taken on
+      // (see #onLeading), and at start-up most replicas lead on their first read. A read that
+      // hangs delays a standby's caches by one retry period at most.
+      const elector = this.#elector;
       const bound = new AbortController();
       Promise.race([
-        this.#elector.firstAttempt,
-        this.#o.clock.sleep(this.#elector.retryPeriodMs, bound.signal).catch(() => {}),
+        elector.firstRead,
+        this.#o.clock.sleep(elector.retryPeriodMs, bound.signal).catch(() => {}),
       ]).then(() => {
         bound.abort(TIMER_CANCELLED);
+        this.#listedAfterRead = elector.reads;
         this.#openWatches();
       });
     } else {
       this.#openWatches();
       this.#metrics.leader.set({}, 1);
-      this.#onLeading(this.#solo.signal, false);
+      this.#onLeading(this.#solo.signal, { takeover: false, read: 0 });
     }
     return this.#done;
   }
@@ -279,13 +283,18 @@ export class Manager {
   }
 
   /**
-   * A term that takes over from another holder works from lists sent after it began: a standby's
-   * watches may have stalled unnoticed (up to their idle timeout), and a list under way may predate
-   * the old leader's last writes. A term on a Lease this replica created, or held already, needs
-   * no new lists: nobody else led in between.
+   * A term that takes over from another holder works from lists sent after the read of the Lease
+   * it was taken on, which came after every write of the old leader (released, or expired past
+   * its renew deadline): a standby's watches may have stalled unnoticed (up to their idle
+   * timeout), and a list sent before that read may predate the old leader's last writes. Lists
+   * sent after it need not be sent again. A term on a Lease this replica created, or held
+   * already, needs no new lists: nobody else led in between.
    */
-  #onLeading(signal: AbortSignal, takeover: boolean): void {
-    if (takeover) this.#watches.relist();
+  #onLeading(signal: AbortSignal, term: Term): void {
+    const listedAfter = this.#listedAfterRead;
+    if (term.takeover && listedAfter !== undefined && term.read > listedAfter) {
+      this.#watches.relist();
+    }
     this.#terms.lead(signal);
   }
 

@@ -3,7 +3,7 @@ import { RESOURCES } from "../../src/api/resources.ts";
 import type { Cluster, WriteOptions } from "../../src/runtime/cluster.ts";
 import type { KubeObject, ResourceType } from "../../src/api/object.ts";
 import { SMALL_BODY_BYTES } from "../../src/kube/transport.ts";
-import { LeaderElector, type LeaseSpec, microTime } from "../../src/runtime/leader.ts";
+import { LeaderElector, type LeaseSpec, microTime, type Term } from "../../src/runtime/leader.ts";
 import { Metrics } from "../../src/runtime/metrics.ts";
 import { nullLogger } from "../../src/runtime/log.ts";
 import { TestCluster } from "./test_cluster.ts";
@@ -20,7 +20,9 @@ function replica(
   const net = link(shared);
   const metrics = new Metrics();
   const stopped: string[] = [];
-  const elector = new LeaderElector({
+  /** Each term begun, with how many reads had been answered when it began. */
+  const terms: (Term & { readsThen: number })[] = [];
+  const elector: LeaderElector = new LeaderElector({
     cluster: wrap(net.cluster),
     clock,
     random: seededRandom(seed),
@@ -30,10 +32,11 @@ function replica(
     namespace: "platform-system",
     name: "platform-operator",
     onStoppedLeading: (r) => stopped.push(r),
+    onStartedLeading: (_signal, term) => terms.push({ ...term, readsThen: elector.reads }),
   });
   const stop = new AbortController();
   const done = elector.run(stop.signal);
-  return { elector, net, metrics, stopped, stop, done };
+  return { elector, net, metrics, stopped, terms, stop, done };
 }
 
 const lease = (c: TestCluster) => c.peek(RESOURCES.Lease, "platform-system", "platform-operator");
@@ -116,8 +119,35 @@ Deno.test("two replicas: one leads; the standby takes over within 15 s of the le
   const spec = lease(cluster)!.spec as LeaseSpec;
   assert.equal(spec.holderIdentity, "op-b");
   assert.equal(spec.leaseTransitions, 1);
+  // Each term names the read it was taken on: the last one answered before it began.
+  assert.deepEqual(a.terms, [{ takeover: false, read: 1, readsThen: 1 }]);
+  assert.equal(b.terms.length, 1);
+  assert.equal(b.terms[0].takeover, true);
+  assert.ok(b.terms[0].read > 1, "taken on a read after the first, which saw op-a's term");
+  assert.equal(b.terms[0].read, b.terms[0].readsThen);
   b.stop.abort();
   await Promise.all([a.done, b.done]);
+});
+
+Deno.test("the first read settles firstRead whether it is answered or fails", async () => {
+  const clock = new ManualClock();
+  const cluster = new TestCluster(clock);
+  const failing = replica(cluster, clock, "op-a", 1, (c) => ({
+    ...c,
+    get: () => Promise.reject(new Error("connection refused")),
+  }));
+  let settled = false;
+  failing.elector.firstRead.then(() => settled = true);
+  await clock.advance(0);
+  assert.equal(settled, true);
+  assert.equal(failing.elector.reads, 0, "a failed read is not counted");
+  failing.stop.abort();
+  await failing.done;
+  const answered = replica(cluster, clock, "op-b", 2);
+  await answered.elector.firstRead;
+  assert.equal(answered.elector.reads, 1);
+  answered.stop.abort();
+  await answered.done;
 });
 
 Deno.test("a graceful release hands over at once", async () => {

@@ -1,6 +1,8 @@
 /** The Manager with leader election: only the leader writes; standbys take over; stops are bounded. */
 import assert from "node:assert/strict";
 import { RESOURCES } from "../../src/api/resources.ts";
+import type { KubeObject } from "../../src/api/object.ts";
+import type { Cluster } from "../../src/runtime/cluster.ts";
 import { microTime } from "../../src/runtime/leader.ts";
 import { CM, RL, setup, widget, writesExceptLease } from "./manager_fixtures.ts";
 
@@ -41,25 +43,64 @@ Deno.test("a replica that creates the Lease lists each watch once: nobody led be
   await a.m.stop();
 });
 
-Deno.test("a replica that takes a released Lease at its first look lists each watch once, after", async () => {
-  const le = { namespace: "platform-system", name: "platform-operator" };
-  const t = setup({ leaderElection: le });
-  t.cluster.put(RL, widget("a", "1"));
-  // What a graceful stop leaves: no holder, a one-second lease.
-  t.cluster.put(RESOURCES.Lease, {
+/** What a graceful stop leaves: no holder, a one-second lease. */
+function releasedLease(le: { namespace: string; name: string }, now: number): KubeObject {
+  return {
     apiVersion: "coordination.k8s.io/v1",
     kind: "Lease",
     metadata: { name: le.name, namespace: le.namespace },
-    spec: { leaseDurationSeconds: 1, renewTime: microTime(t.clock.now()), leaseTransitions: 3 },
-  });
+    spec: { leaseDurationSeconds: 1, renewTime: microTime(now), leaseTransitions: 3 },
+  };
+}
+
+Deno.test("a replica that takes a released Lease at its first read lists each watch once, after that read", async () => {
+  const le = { namespace: "platform-system", name: "platform-operator" };
+  const t = setup({ leaderElection: le });
+  t.cluster.put(RL, widget("a", "1"));
+  t.cluster.put(RESOURCES.Lease, releasedLease(le, t.clock.now()));
   const a = t.mk("op-a");
   await t.clock.advance(5_000);
   assert.equal(a.m.status.leading, true);
   assert.ok(t.cluster.peek(CM, "demo", "a-cfg"));
   const verbs = t.cluster.calls.map((c) => `${c.verb}:${c.kind}`);
   assert.equal(verbs.filter((v) => v.startsWith("list:")).length, 2, "Widgets, ConfigMaps");
-  const took = verbs.indexOf("update:Lease");
-  assert.ok(took >= 0 && took < verbs.findIndex((v) => v.startsWith("list:")), verbs.join());
+  const read = verbs.indexOf("get:Lease");
+  assert.ok(read >= 0 && read < verbs.findIndex((v) => v.startsWith("list:")), verbs.join());
+  await a.m.stop();
+});
+
+Deno.test("a replica lists once it has read the Lease, without waiting for the write that takes it", async () => {
+  const le = { namespace: "platform-system", name: "platform-operator" };
+  const t = setup({ leaderElection: le });
+  t.cluster.put(RL, widget("a", "1"));
+  t.cluster.put(RESOURCES.Lease, releasedLease(le, t.clock.now()));
+  // Its Lease writes take a second to be answered, until it stops.
+  let slow = true;
+  const c = t.cluster;
+  const slowLeaseWrites: Cluster = {
+    list: c.list.bind(c),
+    watch: c.watch.bind(c),
+    get: c.get.bind(c),
+    create: c.create.bind(c),
+    update: async (type, obj) => {
+      if (slow && type.kind === "Lease") await t.clock.sleep(1_000);
+      return c.update(type, obj);
+    },
+    apply: c.apply.bind(c),
+    applyStatus: c.applyStatus.bind(c),
+    patch: c.patch.bind(c),
+    delete: c.delete.bind(c),
+  };
+  const a = t.mk("op-a", { cluster: slowLeaseWrites });
+  const lists = () => t.cluster.calls.filter((x) => x.verb === "list").length;
+  await t.clock.advance(900);
+  assert.equal(a.m.status.leading, false, "the write that takes the Lease is still unanswered");
+  assert.equal(lists(), 2, "both watches listed meanwhile");
+  await t.clock.advance(5_000);
+  assert.equal(a.m.status.leading, true);
+  assert.equal(lists(), 2, "and not again once leading: they were sent after the read");
+  assert.ok(t.cluster.peek(CM, "demo", "a-cfg"));
+  slow = false;
   await a.m.stop();
 });
 
