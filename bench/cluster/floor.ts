@@ -12,6 +12,8 @@ import { ALL_CONTROLLERS } from "../../src/controllers/registry.ts";
 import { collectionPath, withQuery } from "../../src/kube/paths.ts";
 import { type ControllerSpec, planWatches } from "../../src/runtime/controller_spec.ts";
 import { DEFAULT_PAGE_SIZE } from "../../src/runtime/cache/mod.ts";
+import { DEFAULT_LEASE_NAME, DEFAULT_NAMESPACE } from "../../src/runtime/manager_options.ts";
+import { RESOURCES } from "../../src/api/resources.ts";
 import { BENCH_DIR } from "./env.ts";
 
 /** One floor program: what it does, and its code (run from the repository, so imports resolve). */
@@ -29,9 +31,8 @@ export interface FloorCluster {
   token: string;
 }
 
-/** The operator's lease (mod.ts run's default --lease-namespace and --lease-name). */
-const LEASE_PATH =
-  "/apis/coordination.k8s.io/v1/namespaces/platform-system/leases/platform-operator";
+/** The operator's lease (its default --lease-namespace and --lease-name, which the bench keeps). */
+const LEASE_PATH = `${collectionPath(RESOURCES.Lease, DEFAULT_NAMESPACE)}/${DEFAULT_LEASE_NAME}`;
 
 /**
  * The collections the manager lists and watches with no primary present: every planned watch but

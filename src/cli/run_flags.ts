@@ -15,6 +15,7 @@ import {
 } from "../runtime/log.ts";
 import { CONTROLLER_NAMES, type ControllerName } from "../controllers/registry.ts";
 import { ISTIO_ROOT_NAMESPACE } from "../api/mesh.ts";
+import { DEFAULT_LEASE_NAME, DEFAULT_NAMESPACE } from "../runtime/manager_options.ts";
 import { parseFlags } from "./flags.ts";
 import { commandUsage } from "./usage.ts";
 
@@ -134,11 +135,11 @@ export const RUN_FLAGS: readonly OperatorFlag[] = [
     (o, v) => {
       o.leaseNamespace = v;
     },
-    { default: "platform-system" },
+    { default: DEFAULT_NAMESPACE },
   ),
   flag("lease-name", "name of the leader election Lease", (o, v) => {
     o.leaseName = v;
-  }, { default: "platform-operator" }),
+  }, { default: DEFAULT_LEASE_NAME }),
   flag(
     "identity",
     "this replica's name in the Lease and in Events; default: POD_NAME, else the hostname",

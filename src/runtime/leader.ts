@@ -12,7 +12,7 @@ import { RESOURCES } from "../api/resources.ts";
 import { type Clock, type Random, TIMER_CANCELLED } from "./clock.ts";
 import { type Cluster, errorMessage, isApiError } from "./cluster.ts";
 import type { KubeObject } from "../api/object.ts";
-import { isoTime } from "../api/time.ts";
+import { type LeaseSpec, leaseWith, microTime, newLease } from "./lease.ts";
 import type { Logger } from "./log.ts";
 import type { Metrics } from "./metrics.ts";
 
@@ -39,30 +39,15 @@ export interface LeaderElectorOptions {
    * else may have led, and written, until just now. `read` is the number of the read (see
    * `reads`) whose answer the term was taken on: every write of an earlier holder came before it.
    */
-  onStartedLeading?: (signal: AbortSignal, term: Term) => void;
+  onStartedLeading?: (signal: AbortSignal, term: TermStart) => void;
   /** Called after the signal aborted (lost, released). */
   onStoppedLeading?: (reason: string) => void;
 }
 
 /** How a term began (see `onStartedLeading`). */
-export interface Term {
+export interface TermStart {
   takeover: boolean;
   read: number;
-}
-
-/** The Lease's spec as the election reads and writes it. */
-export interface LeaseSpec {
-  holderIdentity?: string;
-  leaseDurationSeconds?: number;
-  acquireTime?: string;
-  renewTime?: string;
-  leaseTransitions?: number;
-}
-
-/** Formats epoch milliseconds as a Kubernetes MicroTime (`2006-01-02T15:04:05.000000Z`). */
-export function microTime(ms: number): string {
-  // toISOString always ends in `.sssZ`: three more zeros make microseconds (no regex needed).
-  return `${isoTime(ms).slice(0, -1)}000Z`;
 }
 
 type Attempt = "created" | "acquired" | "renewed" | "held" | "conflict" | "error";
@@ -206,7 +191,7 @@ export class LeaderElector {
     this.#endTerm(reason);
   }
 
-  #startTerm(term: Term): void {
+  #startTerm(term: TermStart): void {
     this.#term = new AbortController();
     this.#o.metrics?.leader.set({}, 1);
     this.#o.log.info("became leader", {
@@ -265,12 +250,7 @@ export class LeaderElector {
           renewTime: microTime(now),
           leaseTransitions: 0,
         };
-        const created = await cluster.create(RESOURCES.Lease, {
-          apiVersion: "coordination.k8s.io/v1",
-          kind: "Lease",
-          metadata: { name, namespace },
-          spec,
-        });
+        const created = await cluster.create(RESOURCES.Lease, newLease(namespace, name, spec));
         return this.#succeeded(created, "created");
       }
       const spec = (lease.spec ?? {}) as LeaseSpec;
@@ -326,14 +306,4 @@ export class LeaderElector {
     this.#lastFailure = msg;
     return "error";
   }
-}
-
-/**
- * The update of `lease` to `spec`, without the managedFields it was read with: the API server keeps
- * the live object's when an update carries none, and without them a renewal stays under 1 KiB,
- * so it goes over the shared HTTP/2 connection (transport.ts) and an idle replica opens no other.
- */
-function leaseWith(lease: KubeObject, spec: LeaseSpec): KubeObject {
-  const { managedFields: _kept, ...metadata } = lease.metadata;
-  return { ...lease, metadata, spec };
 }

@@ -11,8 +11,8 @@ import type { Cluster } from "./cluster.ts";
 import type { KubeObject, ResourceType } from "../api/object.ts";
 import type { CacheChange, CacheReader, ControllerSpec } from "./controller_spec.ts";
 import type { ManagerStatus } from "./health.ts";
-import { LeaderElector, type Term } from "./leader.ts";
-import { TIMER_CANCELLED } from "./clock.ts";
+import { LeaderElector, type TermStart } from "./leader.ts";
+import { listAfterFirstRead, mustRelist } from "./list_timing.ts";
 import { Metrics } from "./metrics.ts";
 import { instrumentCluster } from "./instrumented_cluster.ts";
 import { ControllerLoop } from "./controller_loop.ts";
@@ -159,18 +159,8 @@ export class Manager {
         onStoppedLeading: () => this.#terms.unlead(),
       });
       this.#electorTask = this.#elector.run(this.#electorStop.signal);
-      // The watches list once the first read of the Lease has been answered, not after the write
-      // that takes it: a replica that takes over must list after the read its term was taken on
-      // (see #onLeading), and at start-up most replicas lead on their first read. A read that
-      // hangs delays a standby's caches by one retry period at most.
-      const elector = this.#elector;
-      const bound = new AbortController();
-      Promise.race([
-        elector.firstRead,
-        this.#o.clock.sleep(elector.retryPeriodMs, bound.signal).catch(() => {}),
-      ]).then(() => {
-        bound.abort(TIMER_CANCELLED);
-        this.#listedAfterRead = elector.reads;
+      listAfterFirstRead(this.#elector, this.#o.clock, (afterRead) => {
+        this.#listedAfterRead = afterRead;
         this.#openWatches();
       });
     } else {
@@ -282,19 +272,9 @@ export class Manager {
     return this.#metrics;
   }
 
-  /**
-   * A term that takes over from another holder works from lists sent after the read of the Lease
-   * it was taken on, which came after every write of the old leader (released, or expired past
-   * its renew deadline): a standby's watches may have stalled unnoticed (up to their idle
-   * timeout), and a list sent before that read may predate the old leader's last writes. Lists
-   * sent after it need not be sent again. A term on a Lease this replica created, or held
-   * already, needs no new lists: nobody else led in between.
-   */
-  #onLeading(signal: AbortSignal, term: Term): void {
-    const listedAfter = this.#listedAfterRead;
-    if (term.takeover && listedAfter !== undefined && term.read > listedAfter) {
-      this.#watches.relist();
-    }
+  /** A term begins: from new lists when it takes over on a read after they were sent (list_timing.ts). */
+  #onLeading(signal: AbortSignal, term: TermStart): void {
+    if (mustRelist(term, this.#listedAfterRead)) this.#watches.relist();
     this.#terms.lead(signal);
   }
 

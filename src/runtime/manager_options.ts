@@ -9,6 +9,9 @@ import type { ModuleImages } from "../api/images.ts";
 /** The operator's namespace when neither `namespace` nor leader election names one. */
 export const DEFAULT_NAMESPACE = "platform-system";
 
+/** The leader election Lease's name unless `--lease-name` gives another. */
+export const DEFAULT_LEASE_NAME = "platform-operator";
+
 /** The operator's namespace: as given, else the leader election Lease's, else the default. */
 export function operatorNamespace(opts: ManagerOptions): string {
   return opts.namespace ??

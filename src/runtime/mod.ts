@@ -10,5 +10,6 @@ export type { CacheChange } from "./controller_spec.ts";
 export { Watcher, type WatcherOptions, type WatcherState } from "./cache/mod.ts";
 export { WorkQueue, type WorkResult } from "./queue.ts";
 export { type PlanRunResult, Runner } from "./runner.ts";
-export { LeaderElector, type LeaderElectorOptions, microTime } from "./leader.ts";
+export { LeaderElector, type LeaderElectorOptions } from "./leader.ts";
+export { microTime } from "./lease.ts";
 export { eventName, EventRecorder } from "./events.ts";

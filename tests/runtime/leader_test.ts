@@ -3,7 +3,8 @@ import { RESOURCES } from "../../src/api/resources.ts";
 import type { Cluster, WriteOptions } from "../../src/runtime/cluster.ts";
 import type { KubeObject, ResourceType } from "../../src/api/object.ts";
 import { SMALL_BODY_BYTES } from "../../src/kube/transport.ts";
-import { LeaderElector, type LeaseSpec, microTime, type Term } from "../../src/runtime/leader.ts";
+import { LeaderElector, type TermStart } from "../../src/runtime/leader.ts";
+import { type LeaseSpec, microTime } from "../../src/runtime/lease.ts";
 import { Metrics } from "../../src/runtime/metrics.ts";
 import { nullLogger } from "../../src/runtime/log.ts";
 import { TestCluster } from "./test_cluster.ts";
@@ -21,7 +22,7 @@ function replica(
   const metrics = new Metrics();
   const stopped: string[] = [];
   /** Each term begun, with how many reads had been answered when it began. */
-  const terms: (Term & { readsThen: number })[] = [];
+  const terms: (TermStart & { readsThen: number })[] = [];
   const elector: LeaderElector = new LeaderElector({
     cluster: wrap(net.cluster),
     clock,

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import { RESOURCES } from "../../src/api/resources.ts";
 import type { KubeObject } from "../../src/api/object.ts";
 import type { Cluster } from "../../src/runtime/cluster.ts";
-import { microTime } from "../../src/runtime/leader.ts";
+import { microTime } from "../../src/runtime/lease.ts";
 import { CM, RL, setup, widget, writesExceptLease } from "./manager_fixtures.ts";
 
 Deno.test("with leader election only the leader writes; the standby takes over when it dies", async () => {

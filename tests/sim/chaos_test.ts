@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { RESOURCES } from "../../src/api/resources.ts";
-import type { LeaseSpec } from "../../src/runtime/leader.ts";
+import type { LeaseSpec } from "../../src/runtime/lease.ts";
 import { isPlanWrite } from "../../sim/chaos.ts";
 import type { FaultConfig } from "../../sim/faults.ts";
 import { LEASE_NAME, OPERATOR_NAMESPACE } from "../../sim/operator.ts";
