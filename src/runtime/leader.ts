@@ -63,8 +63,6 @@ export class LeaderElector {
   /** Settles once the first read of the Lease has been answered or has failed (or `run` stopped). */
   readonly firstRead: Promise<void> = new Promise((resolve) => this.#read = resolve);
   #reads = 0;
-  /** The read the last attempt acted on. */
-  #basis = 0;
   #observed: { rv?: string; at: number } | undefined;
   #lastAttemptOk = false;
   #lastFailure = "";
@@ -135,7 +133,8 @@ export class LeaderElector {
         if (left > 0) {
           this.#termEndsAt = sentAt + this.#renewDeadlineMs;
           if (!this.leading) {
-            this.#startTerm({ takeover: result === "acquired", read: this.#basis });
+            // Attempts run one at a time: the last read answered is the one this attempt acted on.
+            this.#startTerm({ takeover: result === "acquired", read: this.#reads });
           }
           this.#armDeadline(left);
         } else this.#endTerm(`the lease renewal was answered after ${this.#renewDeadlineMs} ms`);
@@ -235,7 +234,7 @@ export class LeaderElector {
       this.#read();
       return this.#failed("read", err);
     }
-    this.#basis = ++this.#reads;
+    this.#reads++;
     this.#read();
     // When the answer came, not when it was asked: a version first seen now may be seconds old
     // if the read was slow, and its expiry must not be counted from before it was seen.

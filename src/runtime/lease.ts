@@ -23,7 +23,7 @@ export function newLease(namespace: string, name: string, spec: LeaseSpec): Kube
     apiVersion: "coordination.k8s.io/v1",
     kind: "Lease",
     metadata: { name, namespace },
-    spec: { ...spec },
+    spec,
   };
 }
 
@@ -34,5 +34,5 @@ export function newLease(namespace: string, name: string, spec: LeaseSpec): Kube
  */
 export function leaseWith(lease: KubeObject, spec: LeaseSpec): KubeObject {
   const { managedFields: _kept, ...metadata } = lease.metadata;
-  return { ...lease, metadata, spec: { ...spec } };
+  return { ...lease, metadata, spec };
 }
