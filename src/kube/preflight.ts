@@ -1,22 +1,15 @@
 /**
  * Startup checks, so that a missing CRD, a missing RBAC grant or an unreachable API server shows as
  * one log line saying what to do (and a retry), not as a loop of stack traces. Works on any
- * Cluster; RBAC is asked with SelfSubjectAccessReviews, which every authenticated user may create.
+ * Cluster; RBAC is asked with rules and access reviews (access_review.ts), which every
+ * authenticated user may create.
  */
 import { ApiError, type Cluster, isApiError } from "../runtime/cluster.ts";
 import { inParallel } from "../runtime/parallel.ts";
 import { resourceName, type ResourceType } from "../api/object.ts";
 import { GATEWAY_GROUP, OPERATOR_GROUP } from "../api/groups.ts";
 import { accessOf, installedNames, NAMED_VERBS, type Verb } from "./rbac.ts";
-
-/** SelfSubjectAccessReview: not in RESOURCES because it needs no grant (system:basic-user allows it). */
-export const SELF_SUBJECT_ACCESS_REVIEW: ResourceType = {
-  group: "authorization.k8s.io",
-  version: "v1",
-  kind: "SelfSubjectAccessReview",
-  plural: "selfsubjectaccessreviews",
-  namespaced: false,
-};
+import { type AccessCheck, reviewAccess } from "./access_review.ts";
 
 /** What kind of problem a check found. */
 export type ProblemKind = "unreachable" | "unauthorized" | "crd-missing" | "forbidden" | "error";
@@ -49,7 +42,7 @@ export interface PreflightOptions {
   source: string;
   /** Groups whose CRDs this project ships in deploy/. */
   ownGroups?: readonly string[];
-  /** Requests (list probes, SelfSubjectAccessReviews) in flight at once; default 16. */
+  /** List probes in flight at once, and access reviews (access_review.ts); default 16 each. */
   parallel?: number;
 }
 
@@ -62,16 +55,6 @@ function crdHint(type: ResourceType, ownGroups: readonly string[]): string {
     return "install Istio, or run without the ratelimit controller (--controllers)";
   }
   return "install the component that provides it, or run without the controller that needs it (--controllers)";
-}
-
-/** One access check: a verb on a resource (and subresource), cluster-wide or in a namespace. */
-interface AccessCheck {
-  type: ResourceType;
-  verb: Verb;
-  subresource?: string;
-  namespace?: string;
-  /** For verbs deploy/ grants by name only: one of the names (any one shows the rule is there). */
-  name?: string;
 }
 
 function accessChecks(types: readonly ResourceType[], leaseNamespace?: string): AccessCheck[] {
@@ -93,25 +76,6 @@ function accessChecks(types: readonly ResourceType[], leaseNamespace?: string): 
     }
   }
   return checks;
-}
-
-async function allowed(cluster: Cluster, check: AccessCheck): Promise<boolean> {
-  const review = await cluster.create(SELF_SUBJECT_ACCESS_REVIEW, {
-    apiVersion: "authorization.k8s.io/v1",
-    kind: "SelfSubjectAccessReview",
-    metadata: { name: "" },
-    spec: {
-      resourceAttributes: {
-        group: check.type.group,
-        resource: check.type.plural,
-        verb: check.verb,
-        ...(check.subresource ? { subresource: check.subresource } : {}),
-        ...(check.namespace ? { namespace: check.namespace } : {}),
-        ...(check.name ? { name: check.name } : {}),
-      },
-    },
-  });
-  return (review.status as { allowed?: boolean } | undefined)?.allowed === true;
 }
 
 function connectionProblem(err: ApiError, opts: PreflightOptions): Problem | undefined {
@@ -146,26 +110,22 @@ export async function preflight(cluster: Cluster, opts: PreflightOptions): Promi
   // not for the probes and then the reviews. A type found missing has its reviews dropped after.
   const reviewed = unique([...types.map((t) => t.type), ...(opts.alsoUses ?? [])]);
   const allChecks = accessChecks(reviewed, opts.leaseNamespace);
-  const reviewErrors: (string | undefined)[] = [];
   const probe = ({ type }: CheckedType) =>
     cluster.list(type, { limit: 1 }).then(() => undefined, (err: unknown) => err);
-  const review = (c: AccessCheck, i: number) =>
-    allowed(cluster, c).catch((err) => {
-      if (isApiError(err)) {
-        reviewErrors[i] = `access review of ${c.verb} ${
-          resourceName(c.type, c.subresource)
-        }: ${err.code} ${err.message}`;
-        return true; // Unknown is not "denied"; the error is reported instead.
-      }
-      throw err;
-    });
-  const answers = await inParallel(
-    [...types.map((t) => () => probe(t)), ...allChecks.map((c, i) => () => review(c, i))],
-    parallel,
-    (send: () => Promise<unknown>) => send(),
-  );
-  const listed = answers.slice(0, types.length);
-  const reviews = answers.slice(types.length);
+  const [listed, access] = await Promise.all([
+    inParallel(types, parallel, probe),
+    reviewAccess(cluster, allChecks, parallel),
+  ]);
+  const reviewErrors: (string | undefined)[] = [];
+  const reviews = access.map((a, i) => {
+    if ("allowed" in a) return a.allowed;
+    if (!isApiError(a.error)) throw a.error;
+    const c = allChecks[i];
+    reviewErrors[i] = `access review of ${c.verb} ${
+      resourceName(c.type, c.subresource)
+    }: ${a.error.code} ${a.error.message}`;
+    return true; // Unknown is not "denied"; the error is reported instead.
+  });
   for (const [i, { type, optional }] of types.entries()) {
     const err = listed[i];
     if (err === undefined) continue;

@@ -242,7 +242,7 @@ e2eSuite("deployed", async (env, t) => {
       await new Promise((r) => setTimeout(r, 5_000));
       // Leases (the election), Events and the new standby's startup access checks are not
       // writes of state; any other write since the deletion repeats one the old leader made.
-      const notState = ["leases", "events", "selfsubjectaccessreviews"];
+      const notState = ["leases", "events", "selfsubjectrulesreviews", "selfsubjectaccessreviews"];
       const writes = (await env.cluster.writes({ user: OPERATOR_USER, sinceMs: t0 }))
         .filter((w) => !notState.includes(w.objectRef?.resource ?? ""));
       assert.deepEqual(writes.map((w) => `${w.verb} ${w.objectRef?.resource}`), []);

@@ -1,5 +1,6 @@
 /**
- * E2E of what a RateLimit's status promises, on one real control plane: enforcement follows the
+ * E2E of what a RateLimit's status promises, on one real control plane (first, the start-up access
+ * checks as deploy/'s ServiceAccount, access_checks.ts): enforcement follows the
  * Pods (sidecar or not, `-o wide`, a Warning Event when it drops), an invalid update keeps the
  * last good EnvoyFilter (also across an operator restart, with zero writes), `kubectl describe`
  * reads as a runbook, a newer conflicting RateLimit leaves the older one's filter alone, deleting
@@ -18,6 +19,7 @@ import { type E2E, e2eSuite, type OperatorProcess, waitFor } from "./harness.ts"
 import { bucket, GATEWAY_API, meshDeployment, namespace } from "./fixtures.ts";
 import { conditionOf, describe, statusOf } from "./status.ts";
 import { assertNoWritesAtRest } from "./at_rest.ts";
+import { startupAccessChecks } from "./access_checks.ts";
 
 const NS = "e2e-rl-status";
 const ANNOTATION = "gateway.platform-project.io/ratelimit-generation";
@@ -83,8 +85,14 @@ function filterOf(env: E2E, name: string, ns = NS): Promise<KubeObject | undefin
 }
 
 e2eSuite("ratelimit-status", async (env, t) => {
-  const ready = await env.step(t, "CRDs and the operator", async () => {
-    await env.installCrds();
+  const crds = await env.step(t, "CRDs", () => env.installCrds().then(() => {}));
+  // Before any replica runs: the step takes a grant away for a moment.
+  await env.step(
+    t,
+    "start-up checks as deploy/'s ServiceAccount: two rules reviews; a grant taken away is named",
+    () => startupAccessChecks(env),
+  );
+  const ready = crds && await env.step(t, "the operator", async () => {
     await env.startServing({ identity: "rl-0" });
     await env.kube.apply([namespace(NS)]);
   });

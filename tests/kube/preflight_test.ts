@@ -19,12 +19,20 @@ const base = (server: string): PreflightOptions => ({
   source: "test kubeconfig",
 });
 
-/** An API server where `missing` collections 404 and `deny(attributes)` access reviews are refused. */
+/**
+ * An API server where `missing` collections 404 and `deny(attributes)` access reviews are refused.
+ * Its rules reviews are incomplete, as with a webhook authorizer: every access is reviewed alone
+ * (access_review_test.ts has the rules).
+ */
 function apiServer(
   missing: string[],
   deny: (attrs: Record<string, string>) => boolean = () => false,
 ) {
   return (req: Seen) => {
+    if (req.method === "POST" && req.path.endsWith("/selfsubjectrulesreviews")) {
+      const review = JSON.parse(req.body);
+      return json({ ...review, status: { resourceRules: [], incomplete: true } }, 201);
+    }
     if (req.method === "POST" && req.path.endsWith("/selfsubjectaccessreviews")) {
       const review = JSON.parse(req.body);
       return json({ ...review, status: { allowed: !deny(review.spec.resourceAttributes) } }, 201);
@@ -36,12 +44,16 @@ function apiServer(
   };
 }
 
+/** The attributes of every access review `seen`. */
+function accessReviews(seen: Seen[]): Record<string, string>[] {
+  return seen.filter((r) => r.method === "POST" && r.path.endsWith("/selfsubjectaccessreviews"))
+    .map((r) => JSON.parse(r.body).spec.resourceAttributes);
+}
+
 Deno.test("preflight passes when every CRD is there and every verb is allowed", async () => {
   await withCluster(apiServer([]), async (cluster, server) => {
     assert.deepEqual(await preflight(cluster, base(server.url)), []);
-    const reviews = server.seen.filter((r) => r.method === "POST").map((r) =>
-      JSON.parse(r.body).spec.resourceAttributes
-    );
+    const reviews = accessReviews(server.seen);
     // Status by apply, finalizers for owner references, leases in the lease namespace only.
     assert.ok(
       reviews.some((a) =>
@@ -148,10 +160,9 @@ Deno.test("with nothing granted the line stays short and the details name every 
     const [problem] = await preflight(cluster, base(server.url));
     assert.equal(problem.kind, "forbidden");
     const resources = new Set(
-      server.seen.filter((r) => r.method === "POST").map((r) => {
-        const a = JSON.parse(r.body).spec.resourceAttributes;
-        return `${a.resource}/${a.subresource ?? ""}/${a.namespace ?? ""}`;
-      }),
+      accessReviews(server.seen).map((a) =>
+        `${a.resource}/${a.subresource ?? ""}/${a.namespace ?? ""}`
+      ),
     );
     assert.equal(problem.details?.length, resources.size);
     assert.match(
@@ -162,32 +173,34 @@ Deno.test("with nothing granted the line stays short and the details name every 
   });
 });
 
-Deno.test("preflight sends its probes and reviews at once, never more than `parallel` in flight", async () => {
-  let inFlight = 0;
-  let most = 0;
+Deno.test("preflight sends its probes and reviews at once, never more than `parallel` of each in flight", async () => {
+  const inFlight = { probe: 0, review: 0 };
+  const most = { probe: 0, review: 0 };
   const reviews: string[] = [];
   let probesAnswered = 0;
   let probesAnsweredAtFirstReview = -1;
-  const slow = async <T>(value: T): Promise<T> => {
-    most = Math.max(most, ++inFlight);
+  const slow = async <T>(kind: "probe" | "review", value: T): Promise<T> => {
+    most[kind] = Math.max(most[kind], ++inFlight[kind]);
     await new Promise((r) => setTimeout(r, 1));
-    inFlight--;
+    inFlight[kind]--;
     return value;
   };
+  type Review = { spec: { resourceAttributes?: Record<string, string>; namespace?: string } };
   const cluster = {
-    list: () => slow({ items: [], resourceVersion: "1" }).finally(() => probesAnswered++),
-    create: (_t: unknown, review: { spec: { resourceAttributes: Record<string, string> } }) => {
+    list: () => slow("probe", { items: [], resourceVersion: "1" }).finally(() => probesAnswered++),
+    create: (_t: unknown, review: Review) => {
       const a = review.spec.resourceAttributes;
+      if (!a) return slow("review", { ...review, status: { resourceRules: [], incomplete: true } });
       if (reviews.length === 0) probesAnsweredAtFirstReview = probesAnswered;
       reviews.push(`${a.verb} ${a.resource}`);
-      return slow({
+      return slow("review", {
         ...review,
         status: { allowed: !(a.resource === "pods" && a.verb === "watch") },
       });
     },
   } as unknown as Cluster;
   const problems = await preflight(cluster, { ...base("https://x"), parallel: 3 });
-  assert.equal(most, 3, "three at a time");
+  assert.deepEqual(most, { probe: 3, review: 3 }, "three of each at a time");
   assert.ok(
     probesAnsweredAtFirstReview < probesAnswered,
     `the reviews began with ${probesAnsweredAtFirstReview} of ${probesAnswered} probes answered`,

@@ -150,8 +150,8 @@ Deno.test("the first checks run beside the Lease and the lists; nothing is recon
     ["--leader-elect=true", "--lease-namespace=platform-system", "--controllers=ratelimit"],
     async (req) => {
       seen.push(`${req.method} ${req.path}${req.query.has("limit") ? "?limit" : ""}`);
-      // The access reviews are the checks' second step: held, the checks cannot pass.
-      if (req.path.endsWith("/selfsubjectaccessreviews")) await checksHeld;
+      // The rules reviews answer the checks' access part: held, the checks cannot pass.
+      if (req.path.endsWith("/selfsubjectrulesreviews")) await checksHeld;
       return api.handle(req);
     },
   );
@@ -163,7 +163,7 @@ Deno.test("the first checks run beside the Lease and the lists; nothing is recon
     await new Promise((r) => setTimeout(r, 100));
     const writes = () =>
       seen.filter((l) =>
-        !l.startsWith("GET ") && !l.includes("/leases") && !l.endsWith("/selfsubjectaccessreviews")
+        !l.startsWith("GET ") && !l.includes("/leases") && !l.endsWith("/selfsubjectrulesreviews")
       );
     assert.deepEqual(writes(), [], "nothing written before the checks pass");
     assert.equal(op.lines.some((l) => l.msg === "reconciled"), false);
@@ -215,7 +215,8 @@ Deno.test("an unusable kubeconfig is one error line and exit code 1; bad flags e
 const READER = "system:serviceaccount:monitoring:prometheus";
 
 /** The API server of `api`, also answering TokenReviews (tokens "reader", "nobody") and
- * SubjectAccessReviews (READER may get /metrics); `reviews` records what it was asked. */
+ * SubjectAccessReviews (READER may get /metrics), and rules reviews as incomplete (as with a webhook
+ * authorizer), so each access is asked alone; `reviews` records what it was asked. */
 function withReviews(api: SimApi, reviews: Record<string, unknown>[]): Handler {
   const users: Record<string, string> = { reader: READER, nobody: "nobody" };
   return (req) => {
@@ -232,6 +233,9 @@ function withReviews(api: SimApi, reviews: Record<string, unknown>[]): Handler {
       reviews.push(body);
       const { user, nonResourceAttributes: attrs } = body.spec;
       return json({ ...body, status: { allowed: user === READER && attrs.verb === "get" } });
+    }
+    if (req.path.endsWith("/selfsubjectrulesreviews")) {
+      return json({ ...body, status: { resourceRules: [], incomplete: true } }, 201);
     }
     if (req.path.endsWith("/selfsubjectaccessreviews")) reviews.push(body);
     return api.handle(req);

@@ -3,7 +3,8 @@
  * test: each request the operator's LiveCluster sends (get, list, watch, create, update, server-side
  * apply, JSON Patch, delete, status subresource) becomes the same call on one simulator client, so
  * every answer comes from the simulator's store, lists and watches; there is no second model of the
- * API here. Only SelfSubjectAccessReviews (the simulator has no RBAC) are answered here: allowed.
+ * API here. Only the self reviews of access (the simulator has no RBAC) are answered here: rules
+ * reviews with one rule allowing everything, access reviews allowed.
  * The simulator's clock follows real time, so its own controllers (CRD establishment, Pods of
  * Deployments, garbage collection) run while the operator does.
  */
@@ -93,6 +94,11 @@ export class SimApi {
     if (!target) return status(404, "NotFound", "the server could not find the requested resource");
     const { type, namespace, name, subresource } = target;
     const q = req.query;
+    if (type.plural === "selfsubjectrulesreviews" && req.method === "POST") {
+      const everything = { verbs: ["*"], apiGroups: ["*"], resources: ["*"] };
+      const status = { resourceRules: [everything], nonResourceRules: [], incomplete: false };
+      return json({ ...JSON.parse(req.body), status }, 201);
+    }
     if (type.plural === "selfsubjectaccessreviews" && req.method === "POST") {
       return json({ ...JSON.parse(req.body), status: { allowed: true } }, 201);
     }
