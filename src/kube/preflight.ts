@@ -1,7 +1,7 @@
 /**
  * Startup checks, so that a missing CRD, a missing RBAC grant or an unreachable API server shows as
  * one log line saying what to do (and a retry), not as a loop of stack traces. Works on any
- * Cluster; RBAC is asked with rules and access reviews (access_review.ts), which every
+ * Cluster; RBAC is asked with rules and access reviews (self_access.ts), which every
  * authenticated user may create.
  */
 import { ApiError, type Cluster, isApiError } from "../runtime/cluster.ts";
@@ -9,7 +9,7 @@ import { inParallel } from "../runtime/parallel.ts";
 import { resourceName, type ResourceType } from "../api/object.ts";
 import { GATEWAY_GROUP, OPERATOR_GROUP } from "../api/groups.ts";
 import { accessOf, installedNames, NAMED_VERBS, type Verb } from "./rbac.ts";
-import { type AccessCheck, reviewAccess } from "./access_review.ts";
+import { type AccessCheck, reviewAccess } from "./self_access.ts";
 
 /** What kind of problem a check found. */
 export type ProblemKind = "unreachable" | "unauthorized" | "crd-missing" | "forbidden" | "error";
@@ -42,7 +42,7 @@ export interface PreflightOptions {
   source: string;
   /** Groups whose CRDs this project ships in deploy/. */
   ownGroups?: readonly string[];
-  /** List probes in flight at once, and access reviews (access_review.ts); default 16 each. */
+  /** List probes in flight at once, and access reviews (self_access.ts); default 16 each. */
   parallel?: number;
 }
 

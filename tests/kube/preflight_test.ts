@@ -22,7 +22,7 @@ const base = (server: string): PreflightOptions => ({
 /**
  * An API server where `missing` collections 404 and `deny(attributes)` access reviews are refused.
  * Its rules reviews are incomplete, as with a webhook authorizer: every access is reviewed alone
- * (access_review_test.ts has the rules).
+ * (self_access_test.ts has the rules).
  */
 function apiServer(
   missing: string[],

@@ -7,7 +7,7 @@ import {
   type ResourceRule,
   reviewAccess,
   ruleAllows,
-} from "../../src/kube/access_review.ts";
+} from "../../src/kube/self_access.ts";
 
 const { RateLimit, CustomResourceDefinition: Crd, Event, Lease, Pod } = RESOURCES;
 
