@@ -1,9 +1,9 @@
 /**
- * `mod.ts run` (`deno task start`): the operator. Loads the kubeconfig or in-cluster config, serves
- * /healthz, /readyz and /metrics, checks that the cluster is usable (CRDs installed, RBAC granted,
- * API reachable: one log line saying what to do, retried with backoff) while the Manager takes the
- * Lease and lists, then runs the Manager until SIGTERM or SIGINT, when it finishes in-flight work,
- * releases the lease and exits 0.
+ * `mod.ts run` (`deno task start`): the operator. Loads the kubeconfig or in-cluster config, starts
+ * the Manager (it takes the Lease and lists) and checks that the cluster is usable (CRDs installed,
+ * RBAC granted, API reachable: one log line saying what to do, retried with backoff), serves
+ * /healthz, /readyz and /metrics while the first answers come, then runs the Manager until SIGTERM
+ * or SIGINT, when it finishes in-flight work, releases the lease and exits 0.
  */
 import { ConfigError, loadConnection } from "../kube/config.ts";
 import { YamlNotLoaded } from "../kube/kubeconfig.ts";
@@ -165,24 +165,6 @@ export async function runOperator(opts: RunOptions, deps: RunDeps): Promise<numb
     metrics,
     () => manager && { cache: manager.cache, primaries: controllers.map((c) => c.primary) },
   );
-  const endpoints: Endpoint[] = [];
-  try {
-    const probes = serveRoutes("probes", opts.probeAddr, {
-      // Alive while checking the cluster: a restart would not fix a missing CRD.
-      "/healthz": () => answer(manager ? healthz(manager.status) : CHECKING_ALIVE),
-      "/readyz": () => answer(manager ? readyz(manager.status) : CHECKING_NOT_READY),
-    }, log);
-    if (probes) endpoints.push(probes);
-    const served = await serveMetrics({ addr: opts.metricsAddr, metrics, cluster, clock, log });
-    if (served) endpoints.push(served);
-    deps.onListening?.({ probes: probes?.addr, metrics: served?.addr });
-  } catch (err) {
-    log.error(`cannot listen: ${(err as Error).message}: choose other --probe-addr/--metrics-addr`);
-    await Promise.all(endpoints.map((e) => e.shutdown()));
-    live.close();
-    return 1;
-  }
-
   const newManager = (held: boolean) =>
     new Manager({
       cluster: live,
@@ -200,13 +182,34 @@ export async function runOperator(opts: RunOptions, deps: RunDeps): Promise<numb
       held,
     });
   const check = () => checkCluster(cluster, live, opts, controllers);
+  // The first checks run beside the manager's Lease and lists, which it sends anyway once they
+  // pass: start-up waits for the slower of the two, not for both in turn. The manager reconciles
+  // nothing, and is not ready, until they pass. Both go out before the endpoints are served, which
+  // is done while the first answers are awaited.
+  let m = newManager(true);
+  let running = supervise(m);
+  const firstCheck = check();
+  const endpoints: Endpoint[] = [];
   try {
-    // The first checks run beside the manager's Lease and lists, which it sends anyway once they
-    // pass: start-up waits for the slower of the two, not for both in turn. The manager reconciles
-    // nothing, and is not ready, until they pass.
-    let m = newManager(true);
-    let running = supervise(m);
-    const first = await check();
+    const probes = serveRoutes("probes", opts.probeAddr, {
+      // Alive while checking the cluster: a restart would not fix a missing CRD.
+      "/healthz": () => answer(manager ? healthz(manager.status) : CHECKING_ALIVE),
+      "/readyz": () => answer(manager ? readyz(manager.status) : CHECKING_NOT_READY),
+    }, log);
+    if (probes) endpoints.push(probes);
+    const served = await serveMetrics({ addr: opts.metricsAddr, metrics, cluster, clock, log });
+    if (served) endpoints.push(served);
+    deps.onListening?.({ probes: probes?.addr, metrics: served?.addr });
+  } catch (err) {
+    log.error(`cannot listen: ${(err as Error).message}: choose other --probe-addr/--metrics-addr`);
+    await Promise.all(endpoints.map((e) => e.shutdown()));
+    await m.stop("cannot listen");
+    await Promise.all([running.done, firstCheck]);
+    live.close();
+    return 1;
+  }
+  try {
+    const first = await firstCheck;
     if (first.length > 0) {
       // Checking again, alive but not ready, as before any manager.
       await m.stop("cluster checks failed");

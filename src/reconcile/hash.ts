@@ -49,6 +49,36 @@ function canonical(value: unknown): unknown {
   return out;
 }
 
+/**
+ * True when `canonical(value)` would equal `value`, key order included: every object's keys in
+ * sorted order and no field omitted. What the API server returns is (its objects are written with
+ * sorted keys), and checking costs no copy.
+ */
+function isCanonical(value: unknown): boolean {
+  if (value === null || typeof value !== "object") return true;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) if (!isCanonical(value[i])) return false;
+    return true;
+  }
+  const obj = value as Record<string, unknown>;
+  let previous: string | undefined;
+  for (const key in obj) {
+    if (!Object.hasOwn(obj, key) || (previous !== undefined && !(previous < key))) return false;
+    previous = key;
+    const v = obj[key];
+    if (v === null || v === undefined) return false;
+    if (typeof v !== "object") continue;
+    if (Array.isArray(v) ? v.length === 0 : isEmpty(v)) return false;
+    if (!isCanonical(v)) return false;
+  }
+  return true;
+}
+
+function isEmpty(obj: object): boolean {
+  for (const key in obj) if (Object.hasOwn(obj, key)) return false;
+  return true;
+}
+
 const digests = new WeakMap<object, string>();
 
 /**
@@ -62,7 +92,7 @@ export function specDigest(spec: unknown): string {
     const hit = digests.get(spec);
     if (hit !== undefined) return hit;
   }
-  const text = JSON.stringify(canonical(spec)) ?? "undefined";
+  const text = JSON.stringify(isCanonical(spec) ? spec : canonical(spec)) ?? "undefined";
   let h1 = 0xdeadbeef;
   let h2 = 0x41c6ce57;
   for (let i = 0; i < text.length; i++) {

@@ -63,6 +63,8 @@ export class LeaderElector {
   /** Settles once the first read of the Lease has been answered or has failed (or `run` stopped). */
   readonly firstRead: Promise<void> = new Promise((resolve) => this.#read = resolve);
   #reads = 0;
+  /** The last attempt took the Lease, and `run` stopped before a term began on it. */
+  #takenAtStop = false;
   #observed: { rv?: string; at: number } | undefined;
   #lastAttemptOk = false;
   #lastFailure = "";
@@ -124,7 +126,11 @@ export class LeaderElector {
     while (!stop.aborted) {
       const sentAt = this.#o.clock.now();
       const result = await this.#tryAcquireOrRenew();
-      if (stop.aborted) break;
+      if (stop.aborted) {
+        // Taken as the stop came, with no term begun: `release()` must still give it back.
+        this.#takenAtStop = result === "created" || result === "acquired";
+        break;
+      }
       if (result === "created" || result === "acquired" || result === "renewed") {
         // The deadline runs from when the renewal was sent, not from its answer: a standby times
         // the lease from when it saw the write, which is no earlier than the send. An answer that
@@ -162,7 +168,8 @@ export class LeaderElector {
 
   /** Gives the lease up (graceful stop): stops writing first, then lets a standby take over at once. */
   async release(): Promise<void> {
-    if (!this.leading) return;
+    if (!this.leading && !this.#takenAtStop) return;
+    this.#takenAtStop = false;
     this.#endTerm("released");
     const { cluster, clock, namespace, name, identity } = this.#o;
     try {

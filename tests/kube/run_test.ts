@@ -189,6 +189,50 @@ Deno.test("the first checks run beside the Lease and the lists; nothing is recon
   }
 });
 
+Deno.test("a probe address in use is one error line and exit code 1; the Lease taken meanwhile is released", async () => {
+  const api = new SimApi();
+  let listenFailed!: () => void;
+  const failed = new Promise<void>((r) => listenFailed = r);
+  // The Lease and the lists go out before the endpoints listen: the Lease's write is held until
+  // the listen has failed, so the stop comes while it is in flight, and it succeeds after.
+  const server = await startServer(async (req) => {
+    if (req.method !== "GET" && req.path.includes("/leases")) await failed;
+    return api.handle(req);
+  });
+  const taken = Deno.listen({ hostname: "127.0.0.1", port: 0 });
+  const lines: Record<string, unknown>[] = [];
+  const sink = (l: string) => {
+    lines.push(JSON.parse(l));
+    if (/^cannot listen/.test(JSON.parse(l).msg)) listenFailed();
+  };
+  try {
+    const code = await runOperator(
+      opts([
+        `--kubeconfig=${await kubeconfigFor(server.url)}`,
+        "--allow-insecure-http",
+        `--probe-addr=127.0.0.1:${(taken.addr as Deno.NetAddr).port}`,
+        "--metrics-addr=127.0.0.1:0",
+        "--identity=test-replica",
+        "--leader-elect=true",
+        "--lease-namespace=platform-system",
+        "--controllers=ratelimit",
+      ]),
+      { shutdown: new AbortController().signal, sink },
+    );
+    assert.equal(code, 1);
+    const errors = lines.filter((l) => l.level === "error").map((l) => l.msg);
+    assert.equal(errors.length, 1, JSON.stringify(errors));
+    assert.match(String(errors[0]), /^cannot listen: .*choose other --probe-addr\/--metrics-addr$/);
+    const lease = api.sim.store.get(Lease, "platform-system", "platform-operator");
+    const holder = (lease?.spec as { holderIdentity?: string } | undefined)?.holderIdentity;
+    assert.notEqual(holder, "test-replica", "no Lease left held by a process that exited");
+  } finally {
+    taken.close();
+    api.close();
+    await server.close();
+  }
+});
+
 Deno.test("an unusable kubeconfig is one error line and exit code 1; bad flags exit 2", async () => {
   const lines: string[] = [];
   const code = await runOperator(

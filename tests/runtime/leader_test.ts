@@ -297,3 +297,28 @@ Deno.test("a standby times the lease from when its read answered, not from when 
   b.stop.abort();
   await b.done;
 });
+
+Deno.test("stopped while its write takes the Lease: no term begins, and release gives it back", async () => {
+  const clock = new ManualClock();
+  const cluster = new TestCluster(clock);
+  // The first write lands at once, its answer 1 s later; the stop comes in between.
+  const a = replica(cluster, clock, "op-a", 1, (c) => ({
+    ...c,
+    create: async (type, obj, opts?: WriteOptions) => {
+      const written = await c.create(type, obj, opts);
+      await clock.sleep(1_000);
+      return written;
+    },
+  }));
+  await clock.advance(0);
+  assert.equal((lease(cluster)!.spec as LeaseSpec).holderIdentity, "op-a");
+  a.stop.abort();
+  await clock.advance(1_000);
+  await a.done;
+  assert.equal(a.elector.leading, false);
+  assert.deepEqual(a.terms, []);
+  await a.elector.release();
+  const spec = lease(cluster)!.spec as LeaseSpec;
+  assert.equal(spec.holderIdentity, undefined, "released, so a standby takes it at once");
+  assert.equal(spec.leaseDurationSeconds, 1);
+});

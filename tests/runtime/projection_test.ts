@@ -4,6 +4,7 @@
  * change the projection cannot see wakes nobody; two projections of one watch are refused.
  */
 import assert from "node:assert/strict";
+import fc from "fast-check";
 import { RESOURCES } from "../../src/api/resources.ts";
 import { MANAGED_BY, MANAGED_BY_LABEL } from "../../src/reconcile/labels.ts";
 import { emptyPlan } from "../../src/reconcile/plan.ts";
@@ -54,6 +55,62 @@ Deno.test("specDigest: equal up to key order and omitted empty fields; otherwise
   assert.notEqual(specDigest(a), specDigest({ b: [{ x: 1, y: "2" }, {}], c: { d: true } }));
   assert.notEqual(specDigest(a), specDigest({ b: [{ x: "1", y: "2" }], c: { d: true } }));
   assert.match(specDigest(a), /^[0-9a-f]{14}$/);
+});
+
+/** A spec's canonical copy as first written: keys sorted, null and empty fields dropped. */
+function canonicalCopy(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(canonicalCopy);
+  if (value === null || typeof value !== "object") return value;
+  const out: Record<string, unknown> = {};
+  for (const key of Object.keys(value).sort()) {
+    const v = canonicalCopy((value as Record<string, unknown>)[key]);
+    if (v === null || v === undefined) continue;
+    if (typeof v === "object" && Object.keys(v).length === 0) continue;
+    out[key] = v;
+  }
+  return out;
+}
+
+/** The digest as first written: the canonical copy always built, written, then hashed. */
+function copiedDigest(spec: unknown): string {
+  const text = JSON.stringify(canonicalCopy(spec)) ?? "undefined";
+  let h1 = 0xdeadbeef;
+  let h2 = 0x41c6ce57;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    h1 = Math.imul(h1 ^ c, 2654435761);
+    h2 = Math.imul(h2 ^ c, 1597334677);
+  }
+  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909);
+  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
+  return (4294967296 * (2097151 & h2) + (h1 >>> 0)).toString(16).padStart(14, "0");
+}
+
+Deno.test("specDigest skips the copy of a spec already canonical, and digests as if it copied", () => {
+  // Keys in any order (integer-like ones too), what JSON escapes, null and empty fields.
+  const text = fc.oneof(fc.string(), fc.constantFrom("0", "9", "10", "a", "b"));
+  const leaf = fc.oneof(
+    text,
+    fc.double(),
+    fc.boolean(),
+    fc.constantFrom(null, undefined, {}, []),
+  );
+  const { value } = fc.letrec((tie) => ({
+    value: fc.oneof(
+      { depthSize: "small" },
+      leaf,
+      fc.array(tie("value"), { maxLength: 4 }),
+      fc.dictionary(text, tie("value"), { maxKeys: 5 }),
+    ),
+  }));
+  fc.assert(
+    fc.property(value, (v) => {
+      const want = copiedDigest(v);
+      // The copy is canonical: its digest takes the path without a copy, and must agree.
+      return specDigest(v) === want && specDigest(canonicalCopy(v)) === want;
+    }),
+    { numRuns: 3_000 },
+  );
 });
 
 Deno.test("a projected store keeps what the projection keeps, and the spec's digest", () => {
