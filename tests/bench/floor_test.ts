@@ -93,5 +93,11 @@ Deno.test("the start-up floor reads every page of what the operator lists, and f
       assert.ok(seen.some((r) => r.url.startsWith(path)), `${path} listed`);
     }
     await assert.rejects(startupFloorMs(broken), /500 broken/);
+    // With the operator's module graph loaded first: the same lists, every page.
+    const before = seen.length;
+    assert.ok(await startupFloorMs(good, "code") > 0);
+    const again = seen.slice(before).filter((r) => r.path === collectionPath(RESOURCES.Pod));
+    assert.equal(again.length, 2, "two pages of 500 again");
+    await assert.rejects(startupFloorMs(broken, "code"), /500 broken/);
   });
 });
