@@ -182,13 +182,14 @@ export async function runOperator(opts: RunOptions, deps: RunDeps): Promise<numb
       held,
     });
   const check = () => checkCluster(cluster, live, opts, controllers);
-  // The first checks run beside the manager's Lease and lists, which it sends anyway once they
-  // pass: start-up waits for the slower of the two, not for both in turn. The manager reconciles
-  // nothing, and is not ready, until they pass. Both go out before the endpoints are served, which
-  // is done while the first answers are awaited.
+  // The first checks run beside the manager's lists, which it sends anyway once they pass:
+  // start-up waits for the slower of the two, not for both in turn. The manager reconciles
+  // nothing, and is not ready, until they pass. The checks go out once the lists have: sent with
+  // the Lease read, their 20 requests delayed its answer, and the lists wait for that answer.
+  // The endpoints are served while the first answers are awaited.
   let m = newManager(true);
   let running = supervise(m);
-  const firstCheck = check();
+  const firstCheck = m.listing.then(check);
   const endpoints: Endpoint[] = [];
   try {
     const probes = serveRoutes("probes", opts.probeAddr, {
@@ -204,7 +205,7 @@ export async function runOperator(opts: RunOptions, deps: RunDeps): Promise<numb
     log.error(`cannot listen: ${(err as Error).message}: choose other --probe-addr/--metrics-addr`);
     await Promise.all(endpoints.map((e) => e.shutdown()));
     await m.stop("cannot listen");
-    await Promise.all([running.done, firstCheck]);
+    await running.done;
     live.close();
     return 1;
   }

@@ -56,6 +56,9 @@ export class Manager {
   #held: boolean;
   #resolveDone!: () => void;
   readonly #done = new Promise<void>((r) => this.#resolveDone = r);
+  #listed!: () => void;
+  /** Settles once the watches have sent their first lists, or the manager stopped before. */
+  readonly listing: Promise<void> = new Promise<void>((r) => this.#listed = r);
 
   constructor(opts: ManagerOptions) {
     this.#o = opts;
@@ -180,8 +183,8 @@ export class Manager {
 
   /** Opens the watches (called once by start; not after a stop has begun). */
   #openWatches(): void {
-    if (this.#state !== "running") return;
-    this.#tasks.push(...this.#watches.run(this.#watchStop.signal));
+    if (this.#state === "running") this.#tasks.push(...this.#watches.run(this.#watchStop.signal));
+    this.#listed();
   }
 
   /**
@@ -242,6 +245,7 @@ export class Manager {
   }
 
   #finish(): void {
+    this.#listed();
     this.#state = "stopped";
     this.#resolveDone();
   }

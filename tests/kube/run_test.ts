@@ -133,7 +133,7 @@ Deno.test("once the CRD appears the manager starts, becomes ready, and a stop re
   }
 });
 
-Deno.test("the first checks run beside the Lease and the lists; nothing is reconciled, nor ready, until they pass", async () => {
+Deno.test("the first checks go out after the Lease read and the lists; nothing is reconciled, nor ready, until they pass", async () => {
   const api = new SimApi();
   const user = { name: "user", manager: "kubectl" };
   api.sim.store.create(Namespace, {
@@ -149,7 +149,8 @@ Deno.test("the first checks run beside the Lease and the lists; nothing is recon
     api,
     ["--leader-elect=true", "--lease-namespace=platform-system", "--controllers=ratelimit"],
     async (req) => {
-      seen.push(`${req.method} ${req.path}${req.query.has("limit") ? "?limit" : ""}`);
+      const limit = req.query.get("limit");
+      seen.push(`${req.method} ${req.path}${limit ? `?limit=${limit}` : ""}`);
       // The rules reviews answer the checks' access part: held, the checks cannot pass.
       if (req.path.endsWith("/selfsubjectrulesreviews")) await checksHeld;
       return api.handle(req);
@@ -158,6 +159,18 @@ Deno.test("the first checks run beside the Lease and the lists; nothing is recon
   try {
     const isList = (l: string) => l.startsWith("GET ") && l.endsWith("/ratelimits");
     await waitFor("the RateLimits listed while the checks wait", () => seen.some(isList));
+    // The Lease read goes first and alone; the lists (pages of 500) go out before the checks'
+    // requests (one-item probes, rules reviews), which would otherwise delay the read's answer.
+    assert.match(
+      seen[0],
+      /^GET \/apis\/coordination\.k8s\.io\/v1\/namespaces\/platform-system\/leases\//,
+    );
+    const lists = seen.flatMap((l, i) => l.endsWith("?limit=500") ? [i] : []);
+    const checks = seen.flatMap((l, i) =>
+      l.endsWith("?limit=1") || l.endsWith("/selfsubjectrulesreviews") ? [i] : []
+    );
+    assert.ok(lists.length >= 4 && checks.length > 4, seen.join("\n"));
+    assert.ok(Math.max(...lists) < Math.min(...checks), seen.join("\n"));
     const lease = api.sim.store.get(Lease, "platform-system", "platform-operator");
     assert.equal((lease?.spec as { holderIdentity?: string }).holderIdentity, "test-replica");
     await new Promise((r) => setTimeout(r, 100));
