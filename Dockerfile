@@ -24,7 +24,8 @@ COPY data/upstream/ data/upstream/
 # Exec form: the build stage needs no shell.
 RUN ["deno", "install", "--config", "deploy/operator/deno.json", "--frozen", "--entrypoint", "src/cli/operator_main.ts"]
 # Only the operator's module graph stays in src/ and data/ (not the CLI's generators or preview).
-RUN ["deno", "run", "--frozen", "--allow-read=.", "--allow-write=src,data", "--allow-run", "deploy/operator/prune.ts"]
+# No code cache: the operator runs without one, and this run's would be dead weight in the image.
+RUN ["deno", "run", "--frozen", "--no-code-cache", "--allow-read=.", "--allow-write=src,data", "--allow-run", "deploy/operator/prune.ts"]
 # The caches stay readable on a read-only root (deploy/operator/seal_cache.ts): its own run uses
 # another DENO_DIR, so that it opens none of the databases it seals.
 ENV DENO_DIR=/tmp/seal-deno-dir/

@@ -238,7 +238,7 @@ Deno.test("docs: operations.md: docker build is the compile task: the Dockerfile
   const lines = (await Deno.readTextFile(join(ROOT, "Dockerfile"))).split("\n");
   assert.deepEqual(lines.filter((l) => l.startsWith("RUN ")), [
     'RUN ["deno", "install", "--config", "deploy/operator/deno.json", "--frozen", "--entrypoint", "src/cli/operator_main.ts"]',
-    'RUN ["deno", "run", "--frozen", "--allow-read=.", "--allow-write=src,data", "--allow-run", "deploy/operator/prune.ts"]',
+    'RUN ["deno", "run", "--frozen", "--no-code-cache", "--allow-read=.", "--allow-write=src,data", "--allow-run", "deploy/operator/prune.ts"]',
     'RUN ["deno", "run", "--no-config", "--allow-read=/deno-dir", "--allow-write=/deno-dir", "deploy/operator/seal_cache.ts", "/deno-dir"]',
     "RUN deno task compile && ./dist/platform-operator --help > /dev/null",
   ]);
