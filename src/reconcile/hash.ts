@@ -36,7 +36,7 @@ export function stableJson(value: unknown): string {
  * lists dropped from objects (the API server omits them, and the runner's `isObserved` counts them
  * as absent); list items keep their places.
  */
-function canonical(value: unknown): unknown {
+export function canonical(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(canonical);
   if (value === null || typeof value !== "object") return value;
   const out: Record<string, unknown> = {};
@@ -81,18 +81,8 @@ function isEmpty(obj: object): boolean {
 
 const digests = new WeakMap<object, string>();
 
-/**
- * A digest of a spec: equal for specs equal up to key order and omitted empty fields. 53 bits of
- * two 32-bit multiplicative hashes of the canonical JSON (a chance of about 1 in 10^16 that two
- * different specs collide). A frozen spec's digest is remembered for its life.
- */
-export function specDigest(spec: unknown): string {
-  const memo = spec !== null && typeof spec === "object" && Object.isFrozen(spec);
-  if (memo) {
-    const hit = digests.get(spec);
-    if (hit !== undefined) return hit;
-  }
-  const text = JSON.stringify(isCanonical(spec) ? spec : canonical(spec)) ?? "undefined";
+/** 53 bits of two 32-bit multiplicative hashes of `text`, as 14 hex digits. Not for security. */
+export function textDigest(text: string): string {
   let h1 = 0xdeadbeef;
   let h2 = 0x41c6ce57;
   for (let i = 0; i < text.length; i++) {
@@ -102,7 +92,22 @@ export function specDigest(spec: unknown): string {
   }
   h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909);
   h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
-  const digest = (4294967296 * (2097151 & h2) + (h1 >>> 0)).toString(16).padStart(14, "0");
+  return (4294967296 * (2097151 & h2) + (h1 >>> 0)).toString(16).padStart(14, "0");
+}
+
+/**
+ * A digest of a spec: equal for specs equal up to key order and omitted empty fields. The
+ * `textDigest` of the canonical JSON (a chance of about 1 in 10^16 that two different specs
+ * collide). A frozen spec's digest is remembered for its life.
+ */
+export function specDigest(spec: unknown): string {
+  const memo = spec !== null && typeof spec === "object" && Object.isFrozen(spec);
+  if (memo) {
+    const hit = digests.get(spec);
+    if (hit !== undefined) return hit;
+  }
+  const text = JSON.stringify(isCanonical(spec) ? spec : canonical(spec)) ?? "undefined";
+  const digest = textDigest(text);
   if (memo) digests.set(spec, digest);
   return digest;
 }
