@@ -8,6 +8,17 @@ export function isObject(v: unknown): v is JsonObject {
   return v !== null && typeof v === "object" && !Array.isArray(v);
 }
 
+/**
+ * True for an empty list or an object with no fields of its own. Asked without listing the keys:
+ * the spec digest asks it of every object in every EnvoyFilter the cache lists.
+ */
+export function isEmptyContainer(v: unknown): boolean {
+  if (Array.isArray(v)) return v.length === 0;
+  if (v === null || typeof v !== "object") return false;
+  for (const key in v) if (Object.hasOwn(v, key)) return false;
+  return true;
+}
+
 /** The value under `keys` in `v`; undefined as soon as a step is not an object. */
 export function at(v: unknown, ...keys: string[]): unknown {
   let cur = v;

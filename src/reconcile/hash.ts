@@ -1,4 +1,5 @@
 /** Stable hashing for names and config-hash annotations: same input, same hash, on every platform. */
+import { isEmptyContainer } from "../api/json.ts";
 
 const encoder = new TextEncoder();
 
@@ -68,14 +69,8 @@ function isCanonical(value: unknown): boolean {
     const v = obj[key];
     if (v === null || v === undefined) return false;
     if (typeof v !== "object") continue;
-    if (Array.isArray(v) ? v.length === 0 : isEmpty(v)) return false;
-    if (!isCanonical(v)) return false;
+    if (isEmptyContainer(v) || !isCanonical(v)) return false;
   }
-  return true;
-}
-
-function isEmpty(obj: object): boolean {
-  for (const key in obj) if (Object.hasOwn(obj, key)) return false;
   return true;
 }
 

@@ -2,13 +2,8 @@
  * Is what the operator wants observed in the cluster? The desired-subset test: the reducers' install
  * diff and the runtime's skipped writes both ask it.
  */
-import { isObject } from "../api/json.ts";
+import { isEmptyContainer, isObject } from "../api/json.ts";
 import { compareQuantities, parseQuantity } from "./keda/quantity.ts";
-
-function isEmptyContainer(v: unknown): boolean {
-  if (Array.isArray(v)) return v.length === 0;
-  return v !== null && typeof v === "object" && Object.keys(v).length === 0;
-}
 
 /** A field path, innermost key first (a linked list: no copying on the way down). */
 interface Path {
