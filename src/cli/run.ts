@@ -9,6 +9,7 @@ import { ConfigError, loadConnection } from "../kube/config.ts";
 import { YamlNotLoaded } from "../kube/kubeconfig.ts";
 import { LiveCluster } from "../kube/live_cluster.ts";
 import { trustingOnlyItsCa } from "../kube/trust.ts";
+import { type FirstLists, recordFirstLists } from "../kube/first_lists.ts";
 import {
   Backoff,
   type BackoffOptions,
@@ -18,6 +19,7 @@ import {
   systemRandom,
 } from "../runtime/clock.ts";
 import type { ControllerSpec } from "../runtime/controller_spec.ts";
+import type { Cluster } from "../runtime/cluster.ts";
 import { createLogger, type Logger } from "../runtime/log.ts";
 import { healthz, readyz } from "../runtime/health.ts";
 import { Manager } from "../runtime/manager.ts";
@@ -165,9 +167,9 @@ export async function runOperator(opts: RunOptions, deps: RunDeps): Promise<numb
     metrics,
     () => manager && { cache: manager.cache, primaries: controllers.map((c) => c.primary) },
   );
-  const newManager = (held: boolean) =>
+  const newManager = (held: boolean, through: Cluster = live) =>
     new Manager({
-      cluster: live,
+      cluster: through,
       clock,
       random,
       log,
@@ -181,15 +183,18 @@ export async function runOperator(opts: RunOptions, deps: RunDeps): Promise<numb
         : false,
       held,
     });
-  const check = () => checkCluster(cluster, live, opts, controllers);
+  const check = (listed?: FirstLists["answer"]) =>
+    checkCluster(cluster, live, opts, controllers, listed);
   // The first checks run beside the manager's lists, which it sends anyway once they pass:
   // start-up waits for the slower of the two, not for both in turn. The manager reconciles
   // nothing, and is not ready, until they pass. The checks go out once the lists have: sent with
-  // the Lease read, their 20 requests delayed its answer, and the lists wait for that answer.
+  // the Lease read, their requests delayed its answer, and the lists wait for that answer. They
+  // take what the lists' first pages say of each type instead of probing it again.
   // The endpoints are served while the first answers are awaited.
-  let m = newManager(true);
+  const firstLists = recordFirstLists(live);
+  let m = newManager(true, firstLists.cluster);
   let running = supervise(m);
-  const firstCheck = m.listing.then(check);
+  const firstCheck = m.listing.then(() => check(firstLists.answer));
   const endpoints: Endpoint[] = [];
   try {
     const probes = serveRoutes("probes", opts.probeAddr, {

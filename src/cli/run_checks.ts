@@ -5,6 +5,7 @@
 import { RESOURCES } from "../api/resources.ts";
 import type { LiveCluster } from "../kube/live_cluster.ts";
 import { type CheckedType, preflight, type Problem } from "../kube/preflight.ts";
+import type { FirstLists } from "../kube/first_lists.ts";
 import type { Backoff, Clock } from "../runtime/clock.ts";
 import type { Cluster } from "../runtime/cluster.ts";
 import type { ControllerSpec } from "../runtime/controller_spec.ts";
@@ -12,12 +13,16 @@ import type { Logger } from "../runtime/log.ts";
 import { metricsReviewed } from "./metrics_endpoint.ts";
 import type { RunOptions } from "./run_flags.ts";
 
-/** One run of the startup checks: the problems found, none when the operator can start. */
+/**
+ * One run of the startup checks: the problems found, none when the operator can start. `listed`
+ * gives the answers of lists sent already (first_lists.ts), so those types are not probed again.
+ */
 export function checkCluster(
   cluster: Cluster,
   live: LiveCluster,
   opts: RunOptions,
   controllers: readonly ControllerSpec[],
+  listed?: FirstLists["answer"],
 ): Promise<Problem[]> {
   const types: CheckedType[] = controllers.flatMap((c) => [{ type: c.primary }, ...c.watches]);
   return preflight(cluster, {
@@ -31,6 +36,7 @@ export function checkCluster(
         : []),
     ],
     leaseNamespace: opts.leaderElect ? opts.leaseNamespace : undefined,
+    ...(listed ? { listed } : {}),
     server: live.connection.server,
     source: live.connection.source,
   }).catch((

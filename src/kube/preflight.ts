@@ -10,6 +10,7 @@ import { resourceName, type ResourceType } from "../api/object.ts";
 import { GATEWAY_GROUP, OPERATOR_GROUP } from "../api/groups.ts";
 import { accessOf, installedNames, NAMED_VERBS, type Verb } from "./rbac.ts";
 import { type AccessCheck, reviewAccess } from "./self_access.ts";
+import type { ListAnswer } from "./first_lists.ts";
 
 /** What kind of problem a check found. */
 export type ProblemKind = "unreachable" | "unauthorized" | "crd-missing" | "forbidden" | "error";
@@ -42,6 +43,11 @@ export interface PreflightOptions {
   source: string;
   /** Groups whose CRDs this project ships in deploy/. */
   ownGroups?: readonly string[];
+  /**
+   * How a list of a type was answered already (first_lists.ts): a type with an answer is not
+   * probed again. Undefined for a type that has none.
+   */
+  listed?: (type: ResourceType) => ListAnswer | undefined;
   /** List probes in flight at once, and access reviews (self_access.ts); default 16 each. */
   parallel?: number;
 }
@@ -111,7 +117,8 @@ export async function preflight(cluster: Cluster, opts: PreflightOptions): Promi
   const reviewed = unique([...types.map((t) => t.type), ...(opts.alsoUses ?? [])]);
   const allChecks = accessChecks(reviewed, opts.leaseNamespace);
   const probe = ({ type }: CheckedType) =>
-    cluster.list(type, { limit: 1 }).then(() => undefined, (err: unknown) => err);
+    opts.listed?.(type) ??
+      cluster.list(type, { limit: 1 }).then(() => undefined, (err: unknown) => err);
   const [listed, access] = await Promise.all([
     inParallel(types, parallel, probe),
     reviewAccess(cluster, allChecks, parallel),

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { RESOURCES } from "../../src/api/resources.ts";
 import type { Cluster } from "../../src/runtime/cluster.ts";
+import { recordFirstLists } from "../../src/kube/first_lists.ts";
 import { preflight, type PreflightOptions } from "../../src/kube/preflight.ts";
 import { LiveCluster } from "../../src/kube/live_cluster.ts";
 import { json, type Seen, status } from "./fake_server.ts";
@@ -108,6 +109,23 @@ Deno.test("a missing CRD's reviews are not reported, a type named twice is probe
     assert.match(problems[1].message, /update leases\.coordination\.k8s\.io/);
     const probes = server.seen.filter((r) => r.method === "GET" && r.path.includes("/ratelimits"));
     assert.equal(probes.length, 1);
+  });
+});
+
+Deno.test("the lists' first answers stand for probes: a type listed is not probed again, its 404 is a missing CRD", async () => {
+  await withCluster(apiServer(["ratelimits"]), async (cluster, server) => {
+    // As a manager lists: the RateLimits' first page 404s, the Pods' is answered; nothing else
+    // was listed, so the rest is probed.
+    const { cluster: recording, answer } = recordFirstLists(cluster);
+    await recording.list(RESOURCES.RateLimit, { limit: 500 }).catch(() => {});
+    await recording.list(RESOURCES.Pod, { limit: 500 });
+    const before = server.seen.length;
+    const problems = await preflight(cluster, { ...base(server.url), listed: answer });
+    assert.deepEqual(problems.map((p) => p.kind), ["crd-missing"]);
+    assert.match(problems[0].message, /^CRD ratelimits\.gateway\.platform-project\.io is not/);
+    const probed = server.seen.slice(before).filter((r) => r.method === "GET").map((r) => r.path);
+    assert.ok(!probed.some((p) => p.endsWith("/ratelimits") || p.endsWith("/pods")), `${probed}`);
+    assert.ok(probed.some((p) => p.endsWith("/serverlesses")), `${probed}`);
   });
 });
 

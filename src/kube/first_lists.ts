@@ -1,0 +1,43 @@
+/**
+ * How the first list of each type was answered, for the startup checks: a manager lists every type
+ * it watches anyway, and its first page answers what a check's one-item probe would ask (is the
+ * type served, do the credentials work, is the server reachable), so the first checks send no
+ * probe of their own beside the lists.
+ */
+import { resourceName, type ResourceType } from "../api/object.ts";
+import type { Cluster } from "../runtime/cluster.ts";
+
+/** How a list was answered: undefined when it succeeded, else what it failed with. */
+export type ListAnswer = Promise<unknown>;
+
+/** A Cluster whose first list of each type (its first page) is remembered. */
+export interface FirstLists {
+  /** The cluster to list through; every call goes to the wrapped one unchanged. */
+  readonly cluster: Cluster;
+  /** The answer to the first list of `type`, or undefined when none has been sent yet. */
+  answer(type: ResourceType): ListAnswer | undefined;
+}
+
+/** Wraps `cluster` so that the first page listed of each type is remembered (`answer`). */
+export function recordFirstLists(cluster: Cluster): FirstLists {
+  const answers = new Map<string, ListAnswer>();
+  const recorded: Cluster = {
+    list(type, opts) {
+      const page = cluster.list(type, opts);
+      const key = resourceName(type);
+      if (!opts?.continue && !answers.has(key)) {
+        answers.set(key, page.then(() => undefined, (err: unknown) => err));
+      }
+      return page;
+    },
+    watch: (t, o, signal) => cluster.watch(t, o, signal),
+    get: (t, ns, n) => cluster.get(t, ns, n),
+    create: (t, o, opts) => cluster.create(t, o, opts),
+    update: (t, o, opts) => cluster.update(t, o, opts),
+    apply: (t, o, opts) => cluster.apply(t, o, opts),
+    applyStatus: (t, o, opts) => cluster.applyStatus(t, o, opts),
+    patch: (t, ns, n, ops, opts) => cluster.patch(t, ns, n, ops, opts),
+    delete: (t, ns, n, o) => cluster.delete(t, ns, n, o),
+  };
+  return { cluster: recorded, answer: (type) => answers.get(resourceName(type)) };
+}
