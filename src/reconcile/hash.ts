@@ -50,44 +50,117 @@ export function canonical(value: unknown): unknown {
   return out;
 }
 
+const digests = new WeakMap<object, string>();
+
+/** The state of `textDigest`'s two multiplicative hashes, fed a character at a time. */
+let h1 = 0;
+let h2 = 0;
+
+function resetHash(): void {
+  h1 = 0xdeadbeef;
+  h2 = 0x41c6ce57;
+}
+
+function feed(text: string): void {
+  let a = h1;
+  let b = h2;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    a = Math.imul(a ^ c, 2654435761);
+    b = Math.imul(b ^ c, 1597334677);
+  }
+  h1 = a;
+  h2 = b;
+}
+
+function finishHash(): string {
+  let a = h1;
+  let b = h2;
+  a = Math.imul(a ^ (a >>> 16), 2246822507) ^ Math.imul(b ^ (b >>> 13), 3266489909);
+  b = Math.imul(b ^ (b >>> 16), 2246822507) ^ Math.imul(a ^ (a >>> 13), 3266489909);
+  return (4294967296 * (2097151 & b) + (a >>> 0)).toString(16).padStart(14, "0");
+}
+
+/** 53 bits of two 32-bit multiplicative hashes of `text`, as 14 hex digits. Not for security. */
+export function textDigest(text: string): string {
+  resetHash();
+  feed(text);
+  return finishHash();
+}
+
+/** Feeds a string as JSON writes it: as it is, quoted, unless a character needs an escape. */
+function feedString(text: string): void {
+  let a = Math.imul(h1 ^ 0x22, 2654435761);
+  let b = Math.imul(h2 ^ 0x22, 1597334677);
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    // A quote, a backslash, a control character or a surrogate: JSON.stringify says how it reads.
+    if (c < 0x20 || c === 0x22 || c === 0x5c || (c >= 0xd800 && c <= 0xdfff)) {
+      feed(JSON.stringify(text));
+      return;
+    }
+    a = Math.imul(a ^ c, 2654435761);
+    b = Math.imul(b ^ c, 1597334677);
+  }
+  h1 = Math.imul(a ^ 0x22, 2654435761);
+  h2 = Math.imul(b ^ 0x22, 1597334677);
+}
+
 /**
- * True when `canonical(value)` would equal `value`, key order included: every object's keys in
- * sorted order and no field omitted. What the API server returns is (its objects are written with
- * sorted keys), and checking costs no copy.
+ * Feeds the JSON text of `value` if `canonical(value)` would equal it, key order included (every
+ * object's keys in sorted order, no field omitted), and says whether it would. What the API server
+ * returns is canonical (its objects are written with sorted keys): hashing it as it is walked costs
+ * neither a copy nor its text. After false, the state is of no use.
  */
-function isCanonical(value: unknown): boolean {
-  if (value === null || typeof value !== "object") return true;
+function feedCanonical(value: unknown): boolean {
+  switch (typeof value) {
+    case "string":
+      feedString(value);
+      return true;
+    case "number":
+      feed(Number.isFinite(value) ? String(value) : "null");
+      return true;
+    case "boolean":
+      feed(value ? "true" : "false");
+      return true;
+    case "undefined":
+      feed("null"); // a list's item; an object's undefined field is not canonical
+      return true;
+    case "object":
+      break;
+    default:
+      return false;
+  }
+  if (value === null) {
+    feed("null");
+    return true;
+  }
   if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) if (!isCanonical(value[i])) return false;
+    feed("[");
+    for (let i = 0; i < value.length; i++) {
+      if (i > 0) feed(",");
+      if (!feedCanonical(value[i])) return false;
+    }
+    feed("]");
     return true;
   }
   const obj = value as Record<string, unknown>;
   let previous: string | undefined;
+  feed("{");
   for (const key in obj) {
     if (!Object.hasOwn(obj, key) || (previous !== undefined && !(previous < key))) return false;
-    previous = key;
     const v = obj[key];
-    if (v === null || v === undefined) return false;
-    if (typeof v !== "object") continue;
-    if (isEmptyContainer(v) || !isCanonical(v)) return false;
+    if (v === null || v === undefined || (typeof v === "object" && isEmptyContainer(v))) {
+      return false;
+    }
+    if (previous !== undefined) feed(",");
+    previous = key;
+    feedString(key);
+    feed(":");
+    if (!feedCanonical(v)) return false;
   }
+  feed("}");
   return true;
-}
-
-const digests = new WeakMap<object, string>();
-
-/** 53 bits of two 32-bit multiplicative hashes of `text`, as 14 hex digits. Not for security. */
-export function textDigest(text: string): string {
-  let h1 = 0xdeadbeef;
-  let h2 = 0x41c6ce57;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    h1 = Math.imul(h1 ^ c, 2654435761);
-    h2 = Math.imul(h2 ^ c, 1597334677);
-  }
-  h1 = Math.imul(h1 ^ (h1 >>> 16), 2246822507) ^ Math.imul(h2 ^ (h2 >>> 13), 3266489909);
-  h2 = Math.imul(h2 ^ (h2 >>> 16), 2246822507) ^ Math.imul(h1 ^ (h1 >>> 13), 3266489909);
-  return (4294967296 * (2097151 & h2) + (h1 >>> 0)).toString(16).padStart(14, "0");
 }
 
 /**
@@ -101,8 +174,10 @@ export function specDigest(spec: unknown): string {
     const hit = digests.get(spec);
     if (hit !== undefined) return hit;
   }
-  const text = JSON.stringify(isCanonical(spec) ? spec : canonical(spec)) ?? "undefined";
-  const digest = textDigest(text);
+  resetHash();
+  const digest = spec !== undefined && feedCanonical(spec)
+    ? finishHash()
+    : textDigest(JSON.stringify(canonical(spec)) ?? "undefined");
   if (memo) digests.set(spec, digest);
   return digest;
 }

@@ -63,8 +63,13 @@ function copiedDigest(spec: unknown): string {
 }
 
 Deno.test("specDigest skips the copy of a spec already canonical, and digests as if it copied", () => {
-  // Keys in any order (integer-like ones too), what JSON escapes, null and empty fields.
-  const text = fc.oneof(fc.string(), fc.constantFrom("0", "9", "10", "a", "b"));
+  // Keys in any order (integer-like ones too), what JSON escapes (quotes, backslashes, control
+  // characters, lone surrogates), null and empty fields.
+  const text = fc.oneof(
+    fc.string(),
+    fc.string({ unit: "binary" }),
+    fc.constantFrom("0", "9", "10", "a", "b", 'a"b', "a\\b", "\u0001", "\ud800", "\ud83d\ude00"),
+  );
   const leaf = fc.oneof(
     text,
     fc.double(),
