@@ -62,11 +62,24 @@ export function deepEqual(a: unknown, b: unknown): boolean {
   return false;
 }
 
-/** Freezes `value` and everything it holds; returns it. */
+/**
+ * Freezes `value` and everything it holds (JSON data: plain objects and lists); returns it. It
+ * visits only objects and lists, and allocates nothing: the cache freezes every object it keeps.
+ */
 export function deepFreeze<T>(value: T): T {
-  if (value !== null && typeof value === "object" && !Object.isFrozen(value)) {
-    Object.freeze(value);
-    for (const v of Object.values(value)) deepFreeze(v);
+  if (value === null || typeof value !== "object" || Object.isFrozen(value)) return value;
+  Object.freeze(value);
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const v: unknown = value[i];
+      if (v !== null && typeof v === "object") deepFreeze(v);
+    }
+  } else {
+    const obj = value as Record<string, unknown>;
+    for (const key in obj) {
+      const v = obj[key];
+      if (v !== null && typeof v === "object") deepFreeze(v);
+    }
   }
   return value;
 }
