@@ -102,6 +102,17 @@ export class Gauge extends Scalar {
   set(labels: MetricLabels, value: number): void {
     this.at(labels, (l) => ({ labels: l, value })).value = value;
   }
+  /**
+   * A setter of the series of `labels`, found once: for a gauge set on every change (a queue's
+   * depth, as each of a thousand keys is queued at once).
+   */
+  setter(labels: MetricLabels): (value: number) => void {
+    let series: { value: number } | undefined;
+    return (value) => {
+      series ??= this.at(labels, (l) => ({ labels: l, value }));
+      series.value = value;
+    };
+  }
 }
 
 interface HistogramSeries {

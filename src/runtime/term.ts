@@ -65,7 +65,7 @@ export class Term {
           clock: opts.clock,
           random: opts.random,
           concurrency: ctl.concurrency ?? opts.concurrency ?? 2,
-          onDepth: (d) => opts.metrics.queueDepth.set({ controller: name }, d),
+          onDepth: opts.metrics.queueDepth.setter({ controller: name }),
         }, (key) => ctl.reconcile(key, signal)),
       );
     }

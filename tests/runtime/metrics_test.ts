@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { RESOURCES } from "../../src/api/resources.ts";
 import { ApiError } from "../../src/runtime/cluster.ts";
-import { Counter, Histogram, Metrics } from "../../src/runtime/metrics.ts";
+import { Counter, Gauge, Histogram, Metrics } from "../../src/runtime/metrics.ts";
 import { instrumentCluster } from "../../src/runtime/instrumented_cluster.ts";
 import { TestCluster } from "./test_cluster.ts";
 import { ManualClock } from "./helpers.ts";
@@ -19,6 +19,19 @@ Deno.test("counters render in Prometheus text format with sorted, escaped labels
       'x_total{a="q\\"\\\\\\n",b="2"} 1',
     ].join("\n"),
   );
+});
+
+Deno.test("a gauge's setter writes the series of its labels, which appears only once set", () => {
+  const g = new Gauge("depth", "Keys.");
+  const setA = g.setter({ controller: "a" });
+  g.set({ controller: "b" }, 7);
+  assert.deepEqual(g.render().slice(2), ['depth{controller="b"} 7'], "no series before a set");
+  setA(3);
+  setA(5);
+  assert.equal(g.get({ controller: "a" }), 5);
+  g.set({ controller: "a" }, 1);
+  setA(2);
+  assert.deepEqual(g.render().slice(2), ['depth{controller="a"} 2', 'depth{controller="b"} 7']);
 });
 
 Deno.test("histograms render cumulative buckets, +Inf, sum and count", () => {
