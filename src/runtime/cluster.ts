@@ -64,14 +64,21 @@ export interface DeleteOptions extends WriteOptions {
  * request never got an answer (timeout, connection refused).
  */
 export class ApiError extends Error {
-  constructor(
-    readonly code: number,
-    readonly reason: string,
-    message: string,
-    readonly retryAfterSeconds?: number,
-  ) {
+  readonly code: number;
+  readonly reason: string;
+  readonly retryAfterSeconds?: number;
+
+  constructor(code: number, reason: string, message: string, retryAfterSeconds?: number) {
+    // No stack: the code and reason say where it came from, and capturing the frames was most of
+    // its cost (a 404 or a conflict is an answer, made by the thousand in the simulator).
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
     super(message);
+    Error.stackTraceLimit = limit;
     this.name = "ApiError";
+    this.code = code;
+    this.reason = reason;
+    this.retryAfterSeconds = retryAfterSeconds;
   }
 }
 
