@@ -5,7 +5,7 @@
  * probe of their own beside the lists.
  */
 import { resourceName, type ResourceType } from "../api/object.ts";
-import type { Cluster } from "../runtime/cluster.ts";
+import { type Cluster, forwardingTo } from "../runtime/cluster.ts";
 
 /** How a list was answered: undefined when it succeeded, else what it failed with. */
 export type ListAnswer = Promise<unknown>;
@@ -22,6 +22,7 @@ export interface FirstLists {
 export function recordFirstLists(cluster: Cluster): FirstLists {
   const answers = new Map<string, ListAnswer>();
   const recorded: Cluster = {
+    ...forwardingTo(cluster),
     list(type, opts) {
       const page = cluster.list(type, opts);
       const key = resourceName(type);
@@ -30,14 +31,6 @@ export function recordFirstLists(cluster: Cluster): FirstLists {
       }
       return page;
     },
-    watch: (t, o, signal) => cluster.watch(t, o, signal),
-    get: (t, ns, n) => cluster.get(t, ns, n),
-    create: (t, o, opts) => cluster.create(t, o, opts),
-    update: (t, o, opts) => cluster.update(t, o, opts),
-    apply: (t, o, opts) => cluster.apply(t, o, opts),
-    applyStatus: (t, o, opts) => cluster.applyStatus(t, o, opts),
-    patch: (t, ns, n, ops, opts) => cluster.patch(t, ns, n, ops, opts),
-    delete: (t, ns, n, o) => cluster.delete(t, ns, n, o),
   };
   return { cluster: recorded, answer: (type) => answers.get(resourceName(type)) };
 }

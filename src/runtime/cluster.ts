@@ -129,6 +129,24 @@ export interface Cluster {
 }
 
 /**
+ * A Cluster whose every call goes to `cluster` unchanged: a wrapper spreads it and replaces only
+ * the methods it changes.
+ */
+export function forwardingTo(cluster: Cluster): Cluster {
+  return {
+    list: (t, o) => cluster.list(t, o),
+    watch: (t, o, signal) => cluster.watch(t, o, signal),
+    get: (t, ns, n) => cluster.get(t, ns, n),
+    create: (t, o, opts) => cluster.create(t, o, opts),
+    update: (t, o, opts) => cluster.update(t, o, opts),
+    apply: (t, o, opts) => cluster.apply(t, o, opts),
+    applyStatus: (t, o, opts) => cluster.applyStatus(t, o, opts),
+    patch: (t, ns, n, ops, opts) => cluster.patch(t, ns, n, ops, opts),
+    delete: (t, ns, n, o) => cluster.delete(t, ns, n, o),
+  };
+}
+
+/**
  * An error that retrying cannot fix (controller-runtime's `reconcile.TerminalError`): it is
  * logged and recorded, and the key waits for the next change instead of backing off.
  */

@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { RESOURCES } from "../../src/api/resources.ts";
 import { MANAGED_BY, MANAGED_BY_LABEL } from "../../src/reconcile/labels.ts";
 import { emptyPlan, type Plan } from "../../src/reconcile/plan.ts";
-import type { Cluster, WatchEvent } from "../../src/runtime/cluster.ts";
+import { type Cluster, forwardingTo, type WatchEvent } from "../../src/runtime/cluster.ts";
 import type { KubeObject } from "../../src/api/object.ts";
 import type { ControllerSpec } from "../../src/runtime/controller_spec.ts";
 import { Manager } from "../../src/runtime/manager.ts";
@@ -56,20 +56,13 @@ function laggingConfigMaps(cluster: TestCluster): { cluster: Cluster; release: (
   let open!: () => void;
   const gate = new Promise<void>((r) => open = r);
   const lagging: Cluster = {
-    list: (t, o) => cluster.list(t, o),
+    ...forwardingTo(cluster),
     async *watch(type, opts, signal): AsyncIterable<WatchEvent> {
       for await (const ev of cluster.watch(type, opts, signal)) {
         if (type.kind === "ConfigMap") await gate;
         yield ev;
       }
     },
-    get: (t, ns, n) => cluster.get(t, ns, n),
-    create: (t, o) => cluster.create(t, o),
-    update: (t, o) => cluster.update(t, o),
-    apply: (t, o, opts) => cluster.apply(t, o, opts),
-    applyStatus: (t, o, opts) => cluster.applyStatus(t, o, opts),
-    patch: (t, ns, n, ops) => cluster.patch(t, ns, n, ops),
-    delete: (t, ns, n, o) => cluster.delete(t, ns, n, o),
   };
   return { cluster: lagging, release: () => open() };
 }
