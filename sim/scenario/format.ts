@@ -4,10 +4,10 @@
  * requests through the data-plane model. Parsed from YAML and checked with zod, so a mistake in a
  * scenario is reported with its path instead of a confusing run.
  */
-import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { parseGoDuration } from "../../src/api/duration.ts";
 import { formatErrors, toFieldErrors } from "../../src/api/issues.ts";
+import { parseYamlDocument } from "../../src/api/yaml.ts";
 import { envoyBehaviour } from "../../src/dataplane/mod.ts";
 
 const Duration = z.string().refine((s) => parseGoDuration(s) !== undefined, {
@@ -224,12 +224,10 @@ export type ResponseExpectation = z.output<typeof ResponseExpectation>;
 
 /** Parses a scenario from YAML text; throws an Error naming the file and the bad fields. */
 export function parseScenario(text: string, file = "scenario"): Scenario {
-  let data: unknown;
-  try {
-    data = parseYaml(text);
-  } catch (err) {
-    throw new Error(`${file}: not YAML: ${(err as Error).message}`);
-  }
+  // Read as every file the CLI takes: bounded, as kubectl reads YAML (src/api/yaml.ts).
+  const read = parseYamlDocument(text, file);
+  if (!read.ok) throw new Error(read.error);
+  const data = read.value;
   const r = ScenarioSchema.safeParse(data);
   if (!r.success) throw new Error(`${file}: ${formatErrors(toFieldErrors(r.error, data))}`);
   return r.data;

@@ -35,7 +35,7 @@ export const FILL_INTERVAL_PATTERN = "^([1-9][0-9]{0,8}s|[1-9][0-9]{0,6}m)$";
 export function notAFillInterval(text: string): string {
   return `${
     JSON.stringify(text)
-  } is not a duration like 30s or 1m (at most 999999999s or 9999999m)`;
+  } is not a whole number of seconds or minutes like 30s or 1m (at most 999999999s or 9999999m)`;
 }
 const FILL_INTERVAL = new RegExp(FILL_INTERVAL_PATTERN);
 

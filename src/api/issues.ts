@@ -95,6 +95,11 @@ function describe(issue: Issue, input: unknown): string {
     }
     case "too_big": {
       const unit = sizeUnit(issue.origin ?? "");
+      if (isSafeIntegerBound(issue)) {
+        return `${
+          show(input)
+        } is above the largest whole number taken (${issue.maximum}, 2^53 - 1)`;
+      }
       return unit
         ? `must have at most ${issue.maximum} ${unit}`
         : `${show(input)} is above the maximum ${issue.maximum}`;
@@ -126,7 +131,17 @@ export function toFieldErrors(
   error: { readonly issues: readonly Issue[] },
   input: unknown,
 ): FieldError[] {
-  return error.issues.map((issue) => {
+  // zod's own bound on an integer (2^53 - 1) says nothing when the field has a bound of its own,
+  // which it reports beside: keep only the field's.
+  const bounded = new Set(
+    error.issues.filter((i) => !isSafeIntegerBound(i)).map((i) =>
+      `${i.code}:${formatPath(i.path)}`
+    ),
+  );
+  const issues = error.issues.filter((i) =>
+    !isSafeIntegerBound(i) || !bounded.has(`${i.code}:${formatPath(i.path)}`)
+  );
+  return issues.map((issue) => {
     const input_ = valueAt(input, issue.path);
     // Messages written in a schema (refine, regex with `error`) already read as "value is not X".
     const custom = issue.code === "custom" ||
@@ -136,6 +151,12 @@ export function toFieldErrors(
       message: custom ? issue.message : describe(issue, input_),
     };
   });
+}
+
+/** Whether an issue is zod's bound on any integer (beyond 2^53 - 1 a number is not exact). */
+function isSafeIntegerBound(issue: Issue): boolean {
+  return (issue.code === "too_big" && issue.maximum === Number.MAX_SAFE_INTEGER) ||
+    (issue.code === "too_small" && issue.minimum === Number.MIN_SAFE_INTEGER);
 }
 
 /** Field errors as lines of a message: `path: message`. */

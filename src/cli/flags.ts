@@ -2,7 +2,9 @@
  * The command line of the CLI's commands, parsed one way: `--name value`, `--name=value`, `-x
  * value`, booleans as `--name`, `--` ending the flags. A flag that takes a value takes the next
  * argument whatever it is (`--for -1s`, `-f -`), as kubectl's flags do, so the value's own check
- * says what is wrong with it; given twice, the last value wins. An unknown flag is named with the one meant. No node:util, so the
+ * says what is wrong with it; given twice, the last value wins, unless the flag is `once` (a file
+ * to read: taking the last would silently ignore the first). An unknown flag is named with the
+ * one meant. No node:util, so the
  * operator's start-up graph stays free of Node's compatibility layer.
  */
 import { didYouMean } from "../api/suggest.ts";
@@ -12,6 +14,8 @@ export interface FlagSpec {
   type: "string" | "boolean";
   short?: string;
   multiple?: boolean;
+  /** Given twice is a usage error (for a flag naming the one file a command reads). */
+  once?: boolean;
 }
 
 /** The values of flags `S`: booleans, strings, lists of strings; absent when not given. */
@@ -71,6 +75,13 @@ export function parseFlags<S extends Record<string, FlagSpec>>(
     if (eq >= 0) value = arg.slice(eq + 1);
     else if (i + 1 < flagArgs.length) value = flagArgs[++i];
     else throw new UsageError(`${written} needs a value`);
+    if (flag.once && values[name] !== undefined) {
+      throw new UsageError(
+        `${written} given twice (${JSON.stringify(values[name])} and ${
+          JSON.stringify(value)
+        }): this command reads one`,
+      );
+    }
     // A flag given again wins over its earlier value (as kubectl's flags; tests append flags).
     if (flag.multiple) values[name] = [...(values[name] as string[] | undefined ?? []), value];
     else values[name] = value;

@@ -48,6 +48,11 @@ export const COMMANDS: readonly Command[] = [
   },
 ];
 
+/** `help`, `--help` or `-h`: asking for help, wherever it stands. */
+function isHelp(arg: string): boolean {
+  return arg === "--help" || arg === "-h" || arg === "help";
+}
+
 /** How the front door is named in its usage line and hints. */
 const PROGRAM = "mod.ts";
 
@@ -91,12 +96,22 @@ export async function main(
     output.out(versionLine());
     return 0;
   }
-  if (name === "--help" || name === "-h" || name === "help") {
-    if (rest.length === 0) {
+  if (isHelp(name)) {
+    // `help`, `help --help`, `-h -h`: this help. `help <command>`: the command's own.
+    const topic = rest.find((a) => !isHelp(a));
+    if (topic === undefined) {
       output.out(usage(commands));
       return 0;
     }
-    return main([rest[0], "--help"], commands, output);
+    if (!commands.some((c) => c.name === topic)) {
+      const names = commands.map((c) => c.name);
+      return failUsage(
+        output,
+        PROGRAM,
+        `no help on ${JSON.stringify(topic)}: not a command${didYouMean(topic, names)}`,
+      );
+    }
+    return main([topic, "--help"], commands, output);
   }
   const command = commands.find((c) => c.name === name);
   if (!command) {

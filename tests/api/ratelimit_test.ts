@@ -38,7 +38,7 @@ Deno.test("the message of a bad fillInterval names the field by path and index",
     bucket: bucket("10x"),
   }]);
   assert.deepEqual(errorsOf(parseRateLimit(input)), [
-    `spec.local.buckets[1].bucket.fillInterval: "10x" is not a duration like 30s or 1m ${BOUND}`,
+    `spec.local.buckets[1].bucket.fillInterval: "10x" is not a whole number of seconds or minutes like 30s or 1m ${BOUND}`,
   ]);
 });
 
@@ -49,7 +49,9 @@ Deno.test("fillInterval: accepted exactly when a whole positive number of s or m
       if (/^([1-9][0-9]{0,8}s|[1-9][0-9]{0,6}m)$/.test(text)) return result.ok;
       return !result.ok && result.errors.length === 1 &&
         result.errors[0].message ===
-          `${JSON.stringify(text)} is not a duration like 30s or 1m ${BOUND}`;
+          `${
+            JSON.stringify(text)
+          } is not a whole number of seconds or minutes like 30s or 1m ${BOUND}`;
     }),
     { seed: 42, numRuns: 300 },
   );

@@ -197,7 +197,7 @@ export function boundCases(): BoundCase[] {
       at: rateLimit({ defaultBucket: bucket(1, 1, "999999999s") }),
       over: rateLimit({ defaultBucket: bucket(1, 1, "1000000000s") }),
       says:
-        'spec.local.defaultBucket.fillInterval: "1000000000s" is not a duration like 30s or 1m (at most 999999999s or 9999999m)',
+        'spec.local.defaultBucket.fillInterval: "1000000000s" is not a whole number of seconds or minutes like 30s or 1m (at most 999999999s or 9999999m)',
     },
   ];
 }

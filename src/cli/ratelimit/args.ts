@@ -49,9 +49,11 @@ Options:
                        together (buckets are per proxy: N Pods admit N times the rate)
   --header content-type=application/grpc makes the requests gRPC calls: a rejection is
                        HTTP 200 with grpc-status 8 (or 14 with spec.grpcStatus Unavailable)
-  --json               one JSON line a request instead of the table
+  --json               one JSON line a request instead of the table; with --replicas, then
+                       one line a bucket: {"bucket","perPod","replicas","workload"}
   --svg FILE           also draw tokens left and admitted/rejected requests of each bucket that
-                       a request reached, over time
+                       a request reached, over time; - writes the SVG alone to stdout and the
+                       report to stderr
   --render             print the EnvoyFilter the operator would apply (YAML), and nothing else;
                        for a Kyma RateLimit, the RateLimit to apply instead
   -h, --help           show this help
@@ -94,15 +96,15 @@ export type ParsedArgs =
   | { ok: false; help?: false; error: string };
 
 const FLAGS = {
-  file: { type: "string", short: "f" },
-  requests: { type: "string" },
+  file: { type: "string", short: "f", once: true },
+  requests: { type: "string", once: true },
   rate: { type: "string" },
   for: { type: "string" },
   path: { type: "string" },
   header: { type: "string", multiple: true },
   clients: { type: "string" },
   json: { type: "boolean" },
-  svg: { type: "string" },
+  svg: { type: "string", once: true },
   envoy: { type: "string" },
   replicas: { type: "string" },
   render: { type: "boolean" },

@@ -24,6 +24,18 @@ export function jsonLine(o: RequestOutcome): string {
   });
 }
 
+/**
+ * With `--replicas`, the `--json` lines after the requests' lines: one a bucket, its rate on one
+ * Pod and on the replicas together (`{"bucket":"0","perPod":"2/1m","replicas":3,"workload":"6/1m"}`).
+ */
+export function rateJsonLines(result: TrafficRun): string[] {
+  const n = result.replicas;
+  if (n === undefined) return [];
+  return result.rates.map((r) =>
+    JSON.stringify({ bucket: r.bucket, perPod: r.perPod, replicas: n, workload: r.workload })
+  );
+}
+
 /** What a rule matches, in words: `path /headers, X-Rate-Limited: true`. */
 export function describeRule(rule: BucketRule | undefined): string {
   if (!rule) return "every other request";

@@ -3,35 +3,51 @@
  * applies it, through the operator's reducer and the data-plane model; or with `--render` the
  * EnvoyFilter the operator would apply. See `HELP`.
  */
-import { parseAllDocuments, stringify } from "yaml";
+import { stringify } from "yaml";
 import { HELP, parseCommandLine, PROGRAM, rateRequests, type TrafficRequest } from "./args.ts";
-import { jsonLine, textReport } from "./format.ts";
+import { jsonLine, rateJsonLines, textReport } from "./format.ts";
 import { parseRequests } from "./requests.ts";
 import { renderFilters, runTraffic } from "./run.ts";
 import { renderSvg } from "./svg.ts";
 import { fromKyma, isKymaRateLimit, KYMA_API_VERSION } from "./kyma.ts";
-import { InputError, readInput, readStdin, writeOutput } from "../input.ts";
+import {
+  InputError,
+  readInput,
+  readStdin,
+  RefusedInput,
+  type StdinReader,
+  writeOutput,
+} from "../input.ts";
+import { objectMetaProblems, parseYamlDocuments } from "../../api/yaml.ts";
 import { CONSOLE, errorLine, failUsage, type Output, USAGE_EXIT } from "../usage.ts";
 
 /** What the command reads and writes besides files (tests replace them). */
 export interface CommandIo extends Output {
-  /** All of stdin, for `-`. */
-  stdin?: () => Promise<string>;
+  /** All of stdin, for `-` (at most the limit it is given, and one chunk more). */
+  stdin?: StdinReader;
 }
 
-/** The one RateLimit document of a YAML text, or why there is none. */
+/**
+ * The one RateLimit document of a YAML text (read as kubectl reads it: src/api/yaml.ts; a
+ * `kind: List` counts as its items), or why there is none: one line, or one line a problem of
+ * its name and namespace, each naming the file.
+ */
 export function rateLimitDocument(
   text: string,
   name: string,
 ): { ok: true; value: unknown } | { ok: false; error: string } {
-  const docs = parseAllDocuments(text);
-  if (!Array.isArray(docs)) return { ok: false, error: `${name}: no YAML documents` };
-  const bad = docs.find((d) => d.errors.length > 0);
-  if (bad) return { ok: false, error: `${name}: ${bad.errors[0].message}` };
-  const values = docs.map((d) => d.toJS() as unknown).filter((v) => v !== null && v !== undefined);
+  const docs = parseYamlDocuments(text, name);
+  if (!docs.ok) return docs;
+  const values = docs.value;
   const kinds = values.map((v) => (v as { kind?: unknown }).kind);
   const rateLimits = values.filter((_, i) => kinds[i] === "RateLimit");
-  if (rateLimits.length === 1) return { ok: true, value: rateLimits[0] };
+  if (rateLimits.length === 1) {
+    const problems = objectMetaProblems(rateLimits[0]);
+    if (problems.length > 0) {
+      return { ok: false, error: problems.map((p) => `${name}: ${p}`).join("\n") };
+    }
+    return { ok: true, value: rateLimits[0] };
+  }
   if (rateLimits.length > 1) {
     return { ok: false, error: `${name}: expected one RateLimit, found ${rateLimits.length}` };
   }
@@ -80,16 +96,22 @@ export async function main(args: string[], io: CommandIo = CONSOLE): Promise<num
   const stdin = io.stdin ?? readStdin;
   const shown = file === "-" ? "stdin" : file;
   const fail = (message: string, code: number) => {
-    io.err(errorLine(message));
+    for (const line of message.split("\n")) io.err(errorLine(line));
     return code;
   };
-  let doc: ReturnType<typeof rateLimitDocument>;
-  try {
-    doc = rateLimitDocument(await readInput(file, stdin), shown);
-  } catch (err) {
-    if (err instanceof InputError) return fail(err.message, 1);
-    throw err;
-  }
+  /** A file's text, or the exit code of the error said. */
+  const read = async (path: string): Promise<string | number> => {
+    try {
+      return await readInput(path, stdin);
+    } catch (err) {
+      if (err instanceof InputError) return fail(err.message, 1);
+      if (err instanceof RefusedInput) return fail(err.message, USAGE_EXIT);
+      throw err;
+    }
+  };
+  const text = await read(file);
+  if (typeof text === "number") return text;
+  const doc = rateLimitDocument(text, shown);
   if (!doc.ok) return fail(doc.error, USAGE_EXIT);
   let rateLimit = doc.value;
   let kyma: string[] | undefined;
@@ -121,14 +143,9 @@ export async function main(args: string[], io: CommandIo = CONSOLE): Promise<num
   let endMs: number;
   if ("requests" in opts.traffic) {
     const name = opts.traffic.requests;
-    let text: string;
-    try {
-      text = await readInput(name, stdin);
-    } catch (err) {
-      if (err instanceof InputError) return fail(err.message, 1);
-      throw err;
-    }
-    const parsed = parseRequests(text, name === "-" ? "stdin" : name);
+    const lines = await read(name);
+    if (typeof lines === "number") return lines;
+    const parsed = parseRequests(lines, name === "-" ? "stdin" : name);
     if (!parsed.ok) return fail(parsed.error, USAGE_EXIT);
     requests = parsed.value;
     endMs = requests.length > 0 ? requests[requests.length - 1].t : 0;
@@ -139,16 +156,20 @@ export async function main(args: string[], io: CommandIo = CONSOLE): Promise<num
   }
   const run = runTraffic(rateLimit, requests, endMs, opts.envoy, opts.replicas);
   if (!run.ok) return refused(run.error);
+  // With `--svg -` the picture is alone on stdout and the report goes to stderr.
+  const report = opts.svg === "-" ? io.err : io.out;
   if (kyma) {
     // JSON lines stay alone on stdout; the conversion goes beside them.
-    const put = opts.json ? io.err : io.out;
+    const put = opts.json ? io.err : report;
     for (const line of [...kyma, ""]) put(line);
   }
-  if (opts.json) { for (const o of run.value.outcomes) io.out(jsonLine(o)); }
-  else for (const line of textReport(run.value)) io.out(line);
+  if (opts.json) {
+    for (const o of run.value.outcomes) report(jsonLine(o));
+    for (const line of rateJsonLines(run.value)) report(line);
+  } else for (const line of textReport(run.value)) report(line);
   if (opts.svg) {
     try {
-      await writeOutput(opts.svg, renderSvg(run.value));
+      await writeOutput(opts.svg, renderSvg(run.value), io.out);
     } catch (err) {
       if (err instanceof InputError) return fail(err.message, 1);
       throw err;

@@ -1,0 +1,166 @@
+/**
+ * What `mod.ts ratelimit` reads as kubectl reads it, and the flags that once lost something
+ * without a word: YAML 1.1 booleans and merge keys, `kind: List`, names the API server refuses,
+ * invalid UTF-8, `-f` twice, `--svg -`, `--json --replicas`, and the fillInterval and integer
+ * bound messages.
+ */
+import assert from "node:assert/strict";
+import { main } from "../../src/cli/ratelimit/mod.ts";
+
+const WORKLOAD = await Deno.readTextFile(
+  new URL("../../samples/ratelimit-workload.yaml", import.meta.url),
+);
+const RATE = ["--rate", "1/s", "--for", "1s"];
+
+async function run(args: string[], stdin: string | Uint8Array = "") {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await main(args, {
+    out: (l) => out.push(l),
+    err: (l) => err.push(l),
+    stdin: () => Promise.resolve(stdin),
+  });
+  return { code, out, err };
+}
+
+Deno.test("`enforce: yes` and `<<:` merge keys read as kubectl reads them", async () => {
+  const merged = [
+    "apiVersion: gateway.platform-project.io/v1alpha1",
+    "kind: RateLimit",
+    "metadata: {name: merged, namespace: demo}",
+    "spec:",
+    "  enforce: no",
+    "  selectorLabels: {app: httpbin}",
+    "  local:",
+    "    defaultBucket: &base {maxTokens: 2, tokensPerFill: 2, fillInterval: 30s}",
+    "    buckets:",
+    "      - path: /ip",
+    "        bucket:",
+    "          <<: *base",
+    "          maxTokens: 1",
+  ].join("\n");
+  const r = await run(["-f", "-", "--render"], merged);
+  assert.equal(r.code, 0, r.err.join("\n"));
+  const filter = r.out.join("\n");
+  // Shadow mode (enforce: no): the filter enforces nothing, only reports.
+  assert.match(filter, /filter_enforced:\n.*\n\s+default_value:\n\s+numerator: 0\n/);
+  // The merged bucket: maxTokens from its own key, the rest from the default.
+  assert.match(filter, /max_tokens: 1\n\s+tokens_per_fill: 2\n\s+fill_interval: 30s/);
+  const yes = await run(
+    ["-f", "-", ...RATE],
+    WORKLOAD.replace("enableResponseHeaders: true", "enableResponseHeaders: yes"),
+  );
+  assert.equal(yes.code, 0, yes.err.join("\n"));
+});
+
+Deno.test("a kind: List holding one RateLimit is that RateLimit", async () => {
+  const body = WORKLOAD.split("\n").filter((l) => !l.startsWith("#"))
+    .map((l, i) => (i === 0 ? `- ${l}` : `  ${l}`)).join("\n");
+  const list = `apiVersion: v1\nkind: List\nitems:\n${body}`;
+  const direct = await run(["-f", "-", ...RATE], WORKLOAD);
+  const listed = await run(["-f", "-", ...RATE], list);
+  assert.equal(listed.code, 0, listed.err.join("\n"));
+  assert.deepEqual(listed.out, direct.out);
+});
+
+Deno.test("a name or namespace the API server refuses is refused, naming the rule", async () => {
+  const bad = await run(
+    ["-f", "-", "--render"],
+    WORKLOAD.replace("name: httpbin", "name: Bad_Name!").replace(
+      "namespace: demo",
+      "namespace: Demo",
+    ),
+  );
+  assert.equal(bad.code, 2);
+  assert.equal(bad.err.length, 2);
+  assert.match(
+    bad.err[0],
+    /^error: stdin: metadata\.name: Invalid value: "Bad_Name!": a lowercase RFC 1123 subdomain/,
+  );
+  assert.match(
+    bad.err[1],
+    /^error: stdin: metadata\.namespace: Invalid value: "Demo": a lowercase RFC 1123 label/,
+  );
+});
+
+Deno.test("invalid UTF-8 is refused with its offset, not turned into U+FFFD", async () => {
+  const text = WORKLOAD.replace("path: /ip", "path: /ip\u0001");
+  const bytes = new TextEncoder().encode(text);
+  const at = bytes.indexOf(1);
+  bytes[at] = 0xff;
+  const r = await run(["-f", "-", "--render"], bytes);
+  assert.deepEqual(r, {
+    code: 2,
+    out: [],
+    err: [
+      `error: stdin: not UTF-8: byte ${at} (0xff) does not start or continue a UTF-8 character`,
+    ],
+  });
+});
+
+Deno.test("-f, --requests and --svg given twice are refused, not the first silently dropped", async () => {
+  for (
+    const args of [
+      ["-f", "a.yaml", "-f", "b.yaml", "--render"],
+      ["-f", "a.yaml", "--requests", "r1", "--requests", "r2"],
+      ["-f", "a.yaml", ...RATE, "--svg", "a.svg", "--svg=b.svg"],
+    ]
+  ) {
+    const r = await run(args);
+    assert.equal(r.code, 2, args.join(" "));
+    assert.equal(r.err.length, 1);
+    assert.match(r.err[0], /^error: (-f|--requests|--svg) given twice \(".+" and ".+"\)/);
+  }
+});
+
+Deno.test("--svg - writes the SVG alone to stdout, the report to stderr", async () => {
+  const r = await run(["-f", "-", ...RATE, "--svg", "-"], WORKLOAD);
+  assert.equal(r.code, 0);
+  assert.equal(r.out.length, 1);
+  assert.match(r.out[0], /^<svg [^]*<\/svg>$/);
+  assert.match(r.err.join("\n"), /1 requests: 1 admitted, 0 rejected/);
+  // A file named "-" is not written.
+  await assert.rejects(Deno.stat("-"), Deno.errors.NotFound);
+});
+
+Deno.test("--json --replicas carries each bucket's rate on one Pod and on the replicas", async () => {
+  const r = await run(["-f", "-", ...RATE, "--json", "--replicas", "3"], WORKLOAD);
+  assert.equal(r.code, 0);
+  const lines = r.out.map((l) => JSON.parse(l));
+  assert.ok("t" in lines[0]);
+  assert.deepEqual(lines.slice(1), [
+    { bucket: "default", perPod: "10/30s", replicas: 3, workload: "30/30s" },
+    { bucket: "0", perPod: "2/1m", replicas: 3, workload: "6/1m" },
+    { bucket: "1", perPod: "5/30s", replicas: 3, workload: "15/30s" },
+    { bucket: "2", perPod: "1/2m", replicas: 3, workload: "3/2m" },
+  ]);
+  const without = await run(["-f", "-", ...RATE, "--json"], WORKLOAD);
+  assert.equal(without.out.length, 1);
+});
+
+Deno.test("fillInterval and integer bounds: messages say what is taken", async () => {
+  for (const interval of ["1h", "1m30s"]) {
+    const r = await run(
+      ["-f", "-", "--render"],
+      WORKLOAD.replace("fillInterval: 30s", `fillInterval: ${interval}`),
+    );
+    assert.equal(r.code, 2);
+    assert.match(
+      r.err.join("\n"),
+      new RegExp(
+        `fillInterval: "${interval}" is not a whole number of seconds or minutes like 30s or 1m`,
+      ),
+    );
+  }
+  const huge = await run(
+    ["-f", "-", "--render"],
+    WORKLOAD.replace("maxTokens: 10", "maxTokens: 1e30"),
+  );
+  assert.equal(huge.code, 2);
+  const text = huge.err.join("\n");
+  assert.match(
+    text,
+    /spec\.local\.defaultBucket\.maxTokens: 1e\+30 is above the maximum 4294967295/,
+  );
+  assert.doesNotMatch(text, /9007199254740991/);
+});
