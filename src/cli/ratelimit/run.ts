@@ -53,8 +53,8 @@ export interface BucketReport {
   wouldReject: number;
   /** Tokens over time: (t, tokens) after fills and after each request it took. */
   tokens: Array<[number, number]>;
-  /** Requests it decided: (t, admitted, tokens left after). */
-  marks: Array<[number, boolean, number]>;
+  /** Requests it decided: (t, admitted, tokens left after, admitted only by shadow mode). */
+  marks: Array<[number, boolean, number, boolean]>;
 }
 
 /** The whole run. */
@@ -242,15 +242,15 @@ export function runTraffic(
     });
     const r = d.client === undefined
       ? reports.find((x) => x.id === d.bucket)
-      : clientReport(reports, d.bucket as number, d.client, (x) => sample(x, 0));
+      : clientReport(reports, d.bucket as number, d.client);
     if (r) {
       if (d.rejected) r.rejected++;
       else r.admitted++;
       if (d.wouldReject) r.wouldReject++;
-      r.marks.push([req.t, !d.rejected, d.remaining ?? 0]);
+      r.marks.push([req.t, !d.rejected, d.remaining ?? 0, d.wouldReject === true]);
       // The level an admitted request found (the token it took more), then what it left.
       if (envoy.refill === "continuous" && !d.rejected && !d.wouldReject) {
-        r.tokens.push([req.t, (bucketTokens(proxy, r.id, req.t) ?? 0) + 1]);
+        r.tokens.push([req.t, (bucketTokens(proxy, r.id, req.t, undefined, r.client) ?? 0) + 1]);
       }
       sample(r, req.t);
     }
@@ -281,12 +281,7 @@ export function runTraffic(
  * The report of a per-client rule's client, made (from the rule's, full at time 0, as Envoy makes
  * it full when the client first comes) after the rule's and the earlier clients' when new.
  */
-function clientReport(
-  reports: BucketReport[],
-  id: number,
-  client: string,
-  start: (r: BucketReport) => void,
-): BucketReport {
+function clientReport(reports: BucketReport[], id: number, client: string): BucketReport {
   const found = reports.find((x) => x.id === id && x.client === client);
   if (found) return found;
   const rule = reports.find((x) => x.id === id && x.client === undefined)!;
@@ -296,10 +291,11 @@ function clientReport(
     admitted: 0,
     rejected: 0,
     wouldReject: 0,
-    tokens: [],
+    // Full from time 0, as Envoy makes it when the client first comes (not sampled now: the
+    // request just sent has taken a token from it).
+    tokens: [[0, rule.bucket.maxTokens]],
     marks: [],
   };
-  start(made);
   const last = reports.findLastIndex((x) => x.id === id);
   reports.splice(last + 1, 0, made);
   return made;

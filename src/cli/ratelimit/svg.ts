@@ -2,10 +2,13 @@
  * The `--svg` chart: one panel a bucket that a request reached (the others are named in one line),
  * tokens left over time (a step line for Envoy ≤ 1.30's
  * interval refill, straight ramps for the continuous refill of later versions), admitted requests
- * as green dots on it and rejected ones as red crosses on the axis. The first line says which
- * Envoy behaviour it shows. Plain SVG 1.1, no scripts.
+ * as green dots on it, those shadow mode admitted but would have rejected as orange dots, and
+ * rejected ones as red crosses on the axis. The first line says which Envoy behaviour it shows.
+ * Text too long for the width is wrapped onto more lines. Each panel is a `<g>` whose `data-*`
+ * attributes give its scale (`data-y-zero`, `data-y-full`: the y of 0 and of maxTokens tokens).
+ * Plain SVG 1.1, no scripts.
  */
-import { describeBehaviour, type Refill } from "../../dataplane/mod.ts";
+import { describeBehaviour } from "../../dataplane/mod.ts";
 import { describeBucket, describeRule, formatT, GATEWAY_ROUTES_NOTE } from "./format.ts";
 import type { BucketReport, TrafficRun } from "./run.ts";
 
@@ -17,6 +20,19 @@ const TOP = 34;
 /** Height of the lines above the panels, at least. */
 const HEAD = 56;
 const PLOT = 110;
+/** Distance between two lines of text. */
+const LINE = 16;
+/** No text goes right of this. */
+const TEXT_RIGHT = WIDTH - 5;
+/** The least width a character is taken to have, in em, whatever it is. */
+const MIN_CHAR_EM = 0.6;
+
+/** The fill or stroke of each kind of request mark. */
+export const MARK_COLOURS = {
+  admitted: "#2a9d3a",
+  rejected: "#d62828",
+  wouldReject: "#f08c00",
+} as const;
 
 /** `text` safe inside SVG/XML text and attribute values. */
 export function esc(text: string): string {
@@ -28,6 +44,87 @@ export function esc(text: string): string {
 
 function num(n: number): string {
   return Number(n.toFixed(2)).toString();
+}
+
+/**
+ * The width of `text` at `fontSize` px, at least: each character as wide as the widest of its kind
+ * in common sans-serif fonts (DejaVu Sans, bold or regular: the widest of them), and the whole at
+ * least {@link MIN_CHAR_EM} em a character.
+ */
+function textWidth(text: string, fontSize: number, bold = false): number {
+  let em = 0;
+  let chars = 0;
+  for (const ch of text) {
+    chars++;
+    const wide = /[mwMW@%]/.test(ch) || ch > "~";
+    const upper = /[A-Z#&=+<>~_]/.test(ch);
+    const narrow = /[ ijltfrI.,:;'!|()[\]/-]/.test(ch);
+    em += bold
+      ? (wide ? 1.1 : upper ? 0.86 : narrow ? 0.5 : 0.72)
+      : (wide ? 1 : upper ? 0.8 : narrow ? 0.42 : 0.64);
+  }
+  return Math.max(em, chars * MIN_CHAR_EM) * fontSize;
+}
+
+/**
+ * `text` in lines of at most `width` px at `fontSize` (by {@link textWidth}): a clause (up to a
+ * `; `) that does not fit the line goes to the next, broken at spaces when longer than a line; a
+ * word longer than a line is cut short with an ellipsis.
+ */
+function wrapText(text: string, fontSize: number, width: number, bold = false): string[] {
+  const fits = (s: string) => textWidth(s, fontSize, bold) <= width;
+  const shorten = (word: string) => {
+    if (fits(word)) return word;
+    const chars = [...word];
+    let n = chars.length - 1;
+    while (n > 0 && !fits(`${chars.slice(0, n).join("")}…`)) n--;
+    return `${chars.slice(0, n).join("")}…`;
+  };
+  const lines: string[] = [];
+  let line = "";
+  const clauses = text.split("; ").map((c, i, all) => (i < all.length - 1 ? `${c};` : c));
+  for (const clause of clauses) {
+    if (line !== "" && fits(`${line} ${clause}`)) {
+      line = `${line} ${clause}`;
+      continue;
+    }
+    if (line !== "") lines.push(line);
+    line = "";
+    for (const word of clause.split(" ").map(shorten)) {
+      if (line === "" || !fits(`${line} ${word}`)) {
+        if (line !== "") lines.push(line);
+        line = word;
+      } else {
+        line = `${line} ${word}`;
+      }
+    }
+  }
+  lines.push(line);
+  return lines;
+}
+
+/** How a line of text is drawn. */
+interface TextStyle {
+  size: number;
+  bold?: boolean;
+  fill?: string;
+}
+
+/** `<text>` elements of `text` from (`x`, `y`), a line each, wrapped to end left of TEXT_RIGHT. */
+function textLines(text: string, x: number, y: number, style: TextStyle): string[] {
+  const attrs = `font-size="${style.size}"${style.bold ? ` font-weight="bold"` : ""}${
+    style.fill ? ` fill="${style.fill}"` : ""
+  }`;
+  return wrapText(text, style.size, TEXT_RIGHT - x, style.bold).map((line, i) =>
+    `<text x="${x}" y="${y + i * LINE}" ${attrs}>${esc(line)}</text>`
+  );
+}
+
+/** What a bucket's panel says it did: admitted (would be rejected, in shadow mode) and rejected. */
+function counts(r: BucketReport, shadow: boolean): string {
+  return `${r.admitted} admitted${
+    shadow ? ` (${r.wouldReject} would be rejected)` : ""
+  }, ${r.rejected} rejected`;
 }
 
 /** Round time ticks: 1, 2 or 5 × a power of ten milliseconds, about 6 of them. */
@@ -66,21 +163,28 @@ function perPixel(
   return out;
 }
 
+/** A bucket's panel from `top`, and its height (more than PANEL when its title wraps). */
 function panel(
   r: BucketReport,
-  head: number,
-  index: number,
+  top: number,
   endMs: number,
-  refill: Refill,
-): string {
-  const y0 = head + index * PANEL;
-  const x = (t: number) => LEFT + (t / Math.max(endMs, 1)) * (WIDTH - LEFT - RIGHT);
-  const y = (tokens: number) => y0 + TOP + PLOT - (tokens / r.bucket.maxTokens) * PLOT;
+  result: TrafficRun,
+): { svg: string; height: number } {
+  const refill = result.envoy.refill;
   const who = r.client === undefined ? "" : ` (client ${r.client})`;
   const title = `bucket ${r.id}${who}: ${describeRule(r.rule)}; ${describeBucket(r, refill)}; ` +
-    `${r.admitted} admitted, ${r.rejected} rejected`;
+    counts(r, result.shadow);
+  const titleLines = textLines(title, LEFT, top + 20, { size: 13, bold: true });
+  const y0 = top + (titleLines.length - 1) * LINE;
+  const x = (t: number) => LEFT + (t / Math.max(endMs, 1)) * (WIDTH - LEFT - RIGHT);
+  const y = (tokens: number) => y0 + TOP + PLOT - (tokens / r.bucket.maxTokens) * PLOT;
   const out = [
-    `<text x="${LEFT}" y="${y0 + 20}" font-size="13" font-weight="bold">${esc(title)}</text>`,
+    `<g data-bucket="${esc(String(r.id))}"${
+      r.client === undefined ? "" : ` data-client="${esc(r.client)}"`
+    } data-max-tokens="${r.bucket.maxTokens}" data-y-zero="${num(y(0))}" data-y-full="${
+      num(y(r.bucket.maxTokens))
+    }" data-x-start="${num(x(0))}" data-x-end="${num(x(endMs))}" data-end-ms="${endMs}">`,
+    ...titleLines,
     `<line x1="${LEFT}" y1="${y(0)}" x2="${WIDTH - RIGHT}" y2="${y(0)}" stroke="#888"/>`,
     `<line x1="${LEFT}" y1="${y(0)}" x2="${LEFT}" y2="${y(r.bucket.maxTokens)}" stroke="#888"/>`,
     `<text x="${LEFT - 6}" y="${
@@ -107,23 +211,31 @@ function panel(
   }
   // Marks that would land on the same pixel are drawn once.
   const drawn = new Set<string>();
-  for (const [t, admitted, left] of r.marks) {
-    const key = `${Math.round(x(t))}|${admitted}|${Math.round(y(left))}`;
-    if (drawn.has(key)) continue;
+  r.marks.forEach(([t, admitted, left, wouldReject]) => {
+    const kind = !admitted ? "rejected" : wouldReject ? "would-reject" : "admitted";
+    const key = `${Math.round(x(t))}|${kind}|${Math.round(y(left))}`;
+    if (drawn.has(key)) return;
     drawn.add(key);
-    if (admitted) {
-      out.push(`<circle cx="${num(x(t))}" cy="${num(y(left))}" r="2.5" fill="#2a9d3a"/>`);
+    if (kind === "admitted") {
+      out.push(
+        `<circle cx="${num(x(t))}" cy="${num(y(left))}" r="2.5" fill="${MARK_COLOURS.admitted}"/>`,
+      );
+    } else if (kind === "would-reject") {
+      out.push(
+        `<circle cx="${num(x(t))}" cy="${num(y(left))}" r="3" fill="${MARK_COLOURS.wouldReject}"/>`,
+      );
     } else {
       const cx = x(t);
       const cy = y(0);
       out.push(
         `<path d="M${num(cx - 3)},${num(cy - 3)}L${num(cx + 3)},${num(cy + 3)}M${num(cx - 3)},${
           num(cy + 3)
-        }L${num(cx + 3)},${num(cy - 3)}" stroke="#d62828" stroke-width="1.5"/>`,
+        }L${num(cx + 3)},${num(cy - 3)}" stroke="${MARK_COLOURS.rejected}" stroke-width="1.5"/>`,
       );
     }
-  }
-  return out.join("\n");
+  });
+  out.push(`</g>`);
+  return { svg: out.join("\n"), height: PANEL + (titleLines.length - 1) * LINE };
 }
 
 /** The line naming the buckets no request reached, which get no panel; none when all did. */
@@ -141,24 +253,46 @@ export function renderSvg(result: TrafficRun): string {
   const unused = result.buckets.filter((r) => r.admitted + r.rejected === 0);
   const notes = [
     describeBehaviour(result.envoy),
+    ...(result.shadow
+      ? [
+        "Shadow mode (spec.enforce: false): nothing is rejected; orange dots are what would be.",
+      ]
+      : []),
     ...(result.gateway ? GATEWAY_ROUTES_NOTE : []),
     ...unusedNote(unused),
   ];
-  const head = Math.max(HEAD, 16 * notes.length + 8);
-  const height = head + used.length * PANEL + 24;
+  const noteLines: string[] = [];
+  for (const [i, n] of notes.entries()) {
+    noteLines.push(
+      ...textLines(n, LEFT, 16 + noteLines.length * LINE, {
+        size: i === 0 ? 13 : 11,
+        fill: "#333",
+      }),
+    );
+  }
+  const head = Math.max(HEAD, LINE * noteLines.length + 8);
+  const panels: string[] = [];
+  let top = head;
+  for (const r of used) {
+    const p = panel(r, top, endMs, result);
+    panels.push(p.svg);
+    top += p.height;
+  }
+  const legend = `blue: tokens left; green dot: admitted; ${
+    result.shadow ? "orange dot: admitted, would be rejected (shadow mode); " : ""
+  }red cross: rejected (429)`;
+  const legendLines = wrapText(legend, 11, TEXT_RIGHT - LEFT);
+  const height = top + LINE * (legendLines.length - 1) + 24;
+  const legendTop = height - 8 - LINE * (legendLines.length - 1);
   return [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${WIDTH}" height="${height}" viewBox="0 0 ${WIDTH} ${height}" font-family="sans-serif">`,
-    `<title>Tokens left and admitted (green) or rejected (red) requests per bucket</title>`,
+    `<title>Tokens left and admitted (green)${
+      result.shadow ? ", would-be-rejected (orange)" : ""
+    } or rejected (red) requests per bucket</title>`,
     `<rect width="100%" height="100%" fill="white"/>`,
-    ...notes.map((n, i) =>
-      `<text x="${LEFT}" y="${16 + i * 16}" font-size="${i === 0 ? 13 : 11}" fill="#333">${
-        esc(n)
-      }</text>`
-    ),
-    ...used.map((r, i) => panel(r, head, i, endMs, result.envoy.refill)),
-    `<text x="${LEFT}" y="${
-      height - 8
-    }" font-size="11" fill="#555">blue: tokens left; green dot: admitted; red cross: rejected (429)</text>`,
+    ...noteLines,
+    ...panels,
+    ...textLines(legend, LEFT, legendTop, { size: 11, fill: "#555" }),
     `</svg>`,
     "",
   ].join("\n");
