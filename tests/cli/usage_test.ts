@@ -71,3 +71,48 @@ Deno.test("mod.ts ratelimit -f - reads the process's stdin", async () => {
     /^apiVersion: networking\.istio\.io\/v1alpha3\nkind: EnvoyFilter\n/,
   );
 });
+
+Deno.test("a warm `deno task` run of a command prints nothing about downloads", async () => {
+  // `deno task` installs the locked npm packages but not their registry metadata, and a run
+  // without --cached-only starts fetching that metadata (3 MB for zod) on every run and exits
+  // before it is saved, printing `Download https://registry.npmjs.org/zod` each time. The state
+  // `deno task` leaves on a fresh machine: this cache's packages, hard-linked, without metadata.
+  const info = await new Deno.Command(Deno.execPath(), { args: ["info", "--json"] }).output();
+  const denoDir = JSON.parse(new TextDecoder().decode(info.stdout)).denoDir as string;
+  const fresh = await Deno.makeTempDir({ prefix: "deno-dir-" });
+  try {
+    const copy = await new Deno.Command("cp", { args: ["-al", `${denoDir}/npm`, fresh] }).output();
+    assert.equal(copy.code, 0, new TextDecoder().decode(copy.stderr));
+    const drop = await new Deno.Command("find", {
+      args: [fresh, "-name", "registry.json", "-delete"],
+    }).output();
+    assert.equal(drop.code, 0);
+    const task = (args: string[]) =>
+      new Deno.Command(Deno.execPath(), {
+        args: ["task", ...args],
+        cwd: new URL("../../", import.meta.url).pathname,
+        stdout: "null",
+        stderr: "piped",
+        env: { NO_COLOR: "1", DENO_DIR: fresh },
+      }).output();
+    for (
+      const args of [
+        ["ratelimit", "-f", "samples/ratelimit-workload.yaml", "--rate", "1/s", "--for", "1s"],
+        ["ratelimit", "-f", "samples/ratelimit-workload.yaml", "--render"],
+        ["sim", "--help"],
+        ["crds", "--check"],
+      ]
+    ) {
+      const r = await task(args);
+      const err = new TextDecoder().decode(r.stderr);
+      assert.equal(r.code, 0, err);
+      assert.deepEqual(
+        err.split("\n").filter((l) => l !== "" && !l.startsWith("Task ")),
+        [],
+        `deno task ${args.join(" ")}`,
+      );
+    }
+  } finally {
+    await Deno.remove(fresh, { recursive: true });
+  }
+});
