@@ -14,9 +14,40 @@ export * from "./src/api/resources.ts";
 export * from "./src/api/serverless.ts";
 export * from "./src/api/scaler.ts";
 export * from "./src/api/ratelimit.ts";
-export * from "./src/runtime/cluster.ts";
-export type { Clock, Random } from "./src/runtime/clock.ts";
-export type * from "./src/runtime/controller_spec.ts";
+// The Cluster port and the controller specification, from the runtime's front door.
+export {
+  ApiError,
+  type ApplyOptions,
+  classifyError,
+  type Cluster,
+  type DeleteOptions,
+  describeFailure,
+  type ErrorClass,
+  errorMessage,
+  forwardingTo,
+  isApiError,
+  type ListOptions,
+  type ListPage,
+  NotLeaderError,
+  TerminalError,
+  type WatchEvent,
+  type WatchOptions,
+  type WriteOptions,
+} from "./src/runtime/mod.ts";
+export type {
+  CacheChange,
+  CacheReader,
+  Clock,
+  ControllerCache,
+  ControllerSpec,
+  IndexSpec,
+  MapFunc,
+  PlannedWatch,
+  Random,
+  ReconcileContext,
+  RunnerCache,
+  WatchSpec,
+} from "./src/runtime/mod.ts";
 export * from "./src/reconcile/plan.ts";
 export * from "./src/crd/definitions.ts";
 export { crdSchemaOf, type JsonSchema } from "./src/crd/schema.ts";

@@ -7,9 +7,8 @@
 import { RESOURCES } from "../src/api/resources.ts";
 import { ENVOYFILTER_CRD } from "../src/controllers/ratelimit.ts";
 import { CONTROLLERS } from "../src/controllers/registry.ts";
-import { Cache } from "../src/runtime/cache/mod.ts";
 import type { KubeObject, ResourceType } from "../src/api/object.ts";
-import type { ReconcileContext } from "../src/runtime/controller_spec.ts";
+import { Cache, type ReconcileContext } from "../src/runtime/mod.ts";
 import { reconcileRateLimit } from "../src/reconcile/ratelimit/mod.ts";
 import { podObject, rateLimitObject } from "./fixtures.ts";
 import type { Loop } from "./stats.ts";

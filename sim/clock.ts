@@ -3,7 +3,7 @@
  * real: `sleep` only records a deadline; the `Driver` (driver.ts) moves time. A `ClockView` is one
  * process's view of it, frozen when the process crashes.
  */
-import type { Clock } from "../src/runtime/clock.ts";
+import type { Clock } from "../src/runtime/mod.ts";
 
 /** Virtual epoch of every run: 2026-01-01T00:00:00Z. */
 export const SIM_EPOCH = Date.UTC(2026, 0, 1);

@@ -1,5 +1,5 @@
 /** Targeted faults: which objects they hit, and the errors the API server would answer with. */
-import { ApiError } from "../src/runtime/cluster.ts";
+import { ApiError } from "../src/runtime/mod.ts";
 import type { RequestVerb } from "./cluster/mod.ts";
 
 /** Which object a targeted fault hits; absent fields match anything. */

@@ -14,7 +14,7 @@ import {
 } from "../src/reconcile/labels.ts";
 import { rowOfStatus, type StateRow } from "../src/reconcile/conditions.ts";
 import { RATELIMIT_STATES } from "../src/reconcile/ratelimit/mod.ts";
-import { SCALER_STATES } from "../src/reconcile/scaler.ts";
+import { SCALER_STATES } from "../src/reconcile/scaler/mod.ts";
 import { SERVERLESS_STATES } from "../src/reconcile/serverless/mod.ts";
 import type { KubeObject, ResourceType } from "../src/api/object.ts";
 import { type Change, isOperator, type RequestVerb, type SimCluster } from "./cluster/mod.ts";

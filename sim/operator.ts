@@ -9,9 +9,13 @@ import { DEFAULT_IMAGES } from "../src/reconcile/images.ts";
 import { allControllersFor } from "../src/controllers/registry.ts";
 import { DEFAULT_MESH } from "../src/dataplane/mod.ts";
 import { FIELD_MANAGER } from "../src/reconcile/labels.ts";
-import { type ControllerSpec, preloadControllers } from "../src/runtime/controller_spec.ts";
-import { type Logger, nullLogger } from "../src/runtime/log.ts";
-import { Manager } from "../src/runtime/manager.ts";
+import {
+  type ControllerSpec,
+  type Logger,
+  Manager,
+  nullLogger,
+  preloadControllers,
+} from "../src/runtime/mod.ts";
 import type { SimClient, SimCluster } from "./cluster/mod.ts";
 import type { Prng } from "./prng.ts";
 

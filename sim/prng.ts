@@ -5,7 +5,13 @@
  * seed and a label without drawing from the parent, so adding draws to one stream never shifts
  * another (a new fault kind does not change the workload of an old seed).
  */
-import type { Random } from "../src/runtime/clock.ts";
+import type { Random } from "../src/runtime/mod.ts";
+
+/**
+ * The largest seed, 2^53−1: the largest integer a number (a scenario's `seed:`, `--seed`) holds
+ * exactly. Past it `seed + 1 === seed`, so a sweep from there would run nothing.
+ */
+export const MAX_SEED = Number.MAX_SAFE_INTEGER;
 
 /** 32-bit FNV-1a of a string: turns fork labels into seed material. */
 export function hash32(text: string, basis = 0x811c9dc5): number {
@@ -41,13 +47,15 @@ export class Prng implements Random {
   readonly label: string;
 
   constructor(seed: number, label = "") {
-    this.seed = seed >>> 0;
+    this.seed = seed;
     this.label = label;
-    const mix = splitmix32(hash32(label, this.seed ^ 0x811c9dc5));
+    const mix = splitmix32(hash32(label, (seed >>> 0) ^ 0x811c9dc5));
     this.#a = mix();
     this.#b = mix();
     this.#c = mix();
-    this.#d = mix();
+    // The bits above the low 32 (seeds up to 2^53 - 1) go into a word of their own, so seed
+    // 2^32 + 1 is not seed 1 again; below 2^32 they are 0 and change nothing.
+    this.#d = (mix() ^ Math.floor(seed / 4294967296)) >>> 0;
     // sfc32 needs a few rounds before its output is independent of the seed words.
     for (let i = 0; i < 12; i++) this.#u32();
   }

@@ -4,10 +4,9 @@
  * stay quiet while nothing changes, and the data plane must enforce what is applied.
  */
 import { RESOURCES } from "../src/api/resources.ts";
-import { ApiError } from "../src/runtime/cluster.ts";
+import { ApiError, type Logger } from "../src/runtime/mod.ts";
 import type { KubeObject } from "../src/api/object.ts";
 import type { EnvoyBehaviour } from "../src/dataplane/mod.ts";
-import type { Logger } from "../src/runtime/log.ts";
 import type { FaultConfig } from "./faults.ts";
 import { violationOf } from "./oracle.ts";
 import { expectQuiet, reportRun, RunFailure, type RunResult } from "./run_result.ts";

@@ -14,7 +14,7 @@ import {
   type MeshRequest,
   type MeshResponse,
 } from "../src/dataplane/mod.ts";
-import type { Logger } from "../src/runtime/log.ts";
+import type { Logger } from "../src/runtime/mod.ts";
 import type { KubeObject } from "../src/api/object.ts";
 import { SIM_EPOCH, SimClock } from "./clock.ts";
 import { Driver, settle } from "./driver.ts";

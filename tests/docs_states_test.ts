@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import type { StateRow } from "../src/reconcile/conditions.ts";
 import { RATELIMIT_STATES } from "../src/reconcile/ratelimit/mod.ts";
-import { SCALER_STATES } from "../src/reconcile/scaler.ts";
+import { SCALER_STATES } from "../src/reconcile/scaler/mod.ts";
 import { SERVERLESS_STATES } from "../src/reconcile/serverless/mod.ts";
 
 const PAGE = new URL("../docs/design.md", import.meta.url);

@@ -7,13 +7,13 @@
  * place a Pod there. Ctrl-C stops the operator and the cluster.
  */
 import { dirname, join, resolve } from "node:path";
-import { freePort } from "./cluster/processes.ts";
+import { freePort } from "./processes.ts";
 import { type ClusterHandle, down, ensureBuilt, up } from "./cluster/mod.ts";
 import { DEFAULT_CLUSTER_DIR } from "./cluster/paths.ts";
 import { realNodeHowTo } from "./cluster/node/howto.ts";
 import { OPERATOR_ENV, operatorRunArgs } from "./operator/process.ts";
 import { busyMessage, DEV_HELP, DEV_LOCK, parseDevArgs } from "./dev_args.ts";
-import { tryLock } from "./cluster/lock.ts";
+import { tryLock } from "./lock.ts";
 
 const ROOT = resolve(import.meta.dirname ?? ".", "..");
 const say = (msg: string) => console.error(`[dev] ${msg}`);

@@ -5,9 +5,9 @@
  * control plane (`tools/cluster/build.ts`) and the CRD generator (`tools/crdgen/`).
  */
 import { join } from "node:path";
-import { withLock } from "./cluster/lock.ts";
-import { exists } from "./cluster/paths.ts";
-import { inputsHash as hashFiles, readStamp, type Stamp, writeStamp } from "./cluster/stamp.ts";
+import { withLock } from "./lock.ts";
+import { exists } from "./files.ts";
+import { inputsHash as hashFiles, readStamp, type Stamp, writeStamp } from "./stamp.ts";
 import { step } from "./progress.ts";
 
 /** One `go build` of some packages of a module, and what decides whether it is stale. */

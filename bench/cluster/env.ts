@@ -8,8 +8,7 @@ import { RESOURCES } from "../../src/api/resources.ts";
 import { LiveCluster } from "../../src/kube/live_cluster.ts";
 // The control plane's kubeconfigs are YAML.
 import "../../src/kube/kubeconfig_yaml.ts";
-import { isApiError } from "../../src/runtime/cluster.ts";
-import { inParallel } from "../../src/runtime/parallel.ts";
+import { inParallel, isApiError } from "../../src/runtime/mod.ts";
 import { type KubeObject, type ResourceType } from "../../src/api/object.ts";
 import { readCrds, REPO_ROOT } from "../../tools/operator/process.ts";
 import { type ClusterHandle, ensureBuilt, up } from "../../tools/cluster/mod.ts";

@@ -10,9 +10,13 @@ import { OPERATOR_DENO_FLAGS, OPERATOR_ENV, REPO_ROOT } from "../../tools/operat
 import type { Report } from "../report.ts";
 import { ALL_CONTROLLERS } from "../../src/controllers/registry.ts";
 import { collectionPath, withQuery } from "../../src/kube/paths.ts";
-import { type ControllerSpec, planWatches } from "../../src/runtime/controller_spec.ts";
-import { DEFAULT_PAGE_SIZE } from "../../src/runtime/cache/mod.ts";
-import { DEFAULT_LEASE_NAME, DEFAULT_NAMESPACE } from "../../src/runtime/manager_options.ts";
+import {
+  type ControllerSpec,
+  DEFAULT_LEASE_NAME,
+  DEFAULT_NAMESPACE,
+  planWatches,
+} from "../../src/runtime/mod.ts";
+import { DEFAULT_PAGE_SIZE } from "../../src/runtime/mod.ts";
 import { RESOURCES } from "../../src/api/resources.ts";
 import { BENCH_DIR } from "./env.ts";
 

@@ -6,9 +6,9 @@
  */
 import { dirname, join } from "node:path";
 import { RESOURCES } from "../../src/api/resources.ts";
-import { isApiError } from "../../src/runtime/cluster.ts";
+import { isApiError } from "../../src/runtime/mod.ts";
 import { type KubeObject, type ResourceType } from "../../src/api/object.ts";
-import { freePort, isAlive } from "../../tools/cluster/processes.ts";
+import { freePort, isAlive } from "../../tools/processes.ts";
 import { scrapeMetrics } from "../../tools/operator/process.ts";
 import { type BenchCluster, until } from "./env.ts";
 import type { FirstReconcile } from "./operator.ts";

@@ -4,7 +4,7 @@
  * finalizer rule, and what a delete does to an object that has finalizers.
  */
 
-import type { DeleteOptions } from "../../src/runtime/cluster.ts";
+import type { DeleteOptions } from "../../src/runtime/mod.ts";
 import type { KubeObject, ResourceType } from "../../src/api/object.ts";
 import { badRequest, conflict, invalid } from "./errors.ts";
 import type { FieldScope } from "./fields.ts";

@@ -15,7 +15,7 @@ import {
   type WatchEvent,
   type WatchOptions,
   type WriteOptions,
-} from "../../src/runtime/cluster.ts";
+} from "../../src/runtime/mod.ts";
 import type { JsonPatchOp, KubeObject, ResourceType } from "../../src/api/object.ts";
 import type { ClockView } from "../clock.ts";
 import type { Prng } from "../prng.ts";

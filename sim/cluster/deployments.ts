@@ -8,7 +8,7 @@
  */
 import { RESOURCES } from "../../src/api/resources.ts";
 
-import { ApiError } from "../../src/runtime/cluster.ts";
+import { ApiError } from "../../src/runtime/mod.ts";
 import type { KubeObject } from "../../src/api/object.ts";
 import type { SimClock } from "../clock.ts";
 import { cloneJson } from "./json.ts";

@@ -1,5 +1,5 @@
 /** The API server's errors, with the codes, reasons and messages kube-apiserver uses. */
-import { ApiError } from "../../src/runtime/cluster.ts";
+import { ApiError } from "../../src/runtime/mod.ts";
 import { type KubeObject, resourceName, type ResourceType } from "../../src/api/object.ts";
 
 /** 404 NotFound for an object. */

@@ -7,7 +7,7 @@
 import { copyForWrite } from "./json.ts";
 import { RESOURCES } from "../../src/api/resources.ts";
 
-import { ApiError } from "../../src/runtime/cluster.ts";
+import { ApiError } from "../../src/runtime/mod.ts";
 import type { KubeObject, ResourceType } from "../../src/api/object.ts";
 import type { SimClock } from "../clock.ts";
 import type { Change } from "./history.ts";

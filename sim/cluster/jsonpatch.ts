@@ -2,7 +2,7 @@
  * RFC 6902 JSON Patch (add, remove, replace, test) as kube-apiserver applies it: a malformed patch
  * is 400 BadRequest; a patch that does not apply (a failed `test`, a missing path) is 422 Invalid.
  */
-import { ApiError } from "../../src/runtime/cluster.ts";
+import { ApiError } from "../../src/runtime/mod.ts";
 import { badRequest } from "./errors.ts";
 import { cloneJson } from "./json.ts";
 import type { JsonPatchOp } from "../../src/api/object.ts";

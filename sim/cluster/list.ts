@@ -3,7 +3,7 @@
  * list's resourceVersion; `continue` serves the next page of that snapshot, like etcd reading at a
  * fixed revision, and gives 410 once that revision is older than the type's retained history.
  */
-import type { ListOptions, ListPage } from "../../src/runtime/cluster.ts";
+import type { ListOptions, ListPage } from "../../src/runtime/mod.ts";
 import type { KubeObject, ResourceType } from "../../src/api/object.ts";
 import { badRequest, gone } from "./errors.ts";
 import { selectorOf } from "./selector.ts";

@@ -4,7 +4,7 @@
  * else owns them; conflicting fields need `force`) and an update (the writer takes every field it
  * changed).
  */
-import { ApiError } from "../../src/runtime/cluster.ts";
+import { ApiError } from "../../src/runtime/mod.ts";
 
 import {
   depthOf,

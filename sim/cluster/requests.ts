@@ -3,7 +3,7 @@
  * write log, open watches), the faults an injector may decide for a request or a watch, and the
  * latency drawn for each.
  */
-import type { ApiError } from "../../src/runtime/cluster.ts";
+import type { ApiError } from "../../src/runtime/mod.ts";
 import type { ResourceType } from "../../src/api/object.ts";
 import type { WriteVerb } from "./history.ts";
 import type { Lister } from "./list.ts";

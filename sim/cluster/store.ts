@@ -14,7 +14,7 @@ import {
   markDeleting,
   normalize,
 } from "./admission.ts";
-import type { DeleteOptions } from "../../src/runtime/cluster.ts";
+import type { DeleteOptions } from "../../src/runtime/mod.ts";
 import type { JsonPatchOp, KubeObject, ResourceType } from "../../src/api/object.ts";
 import { alreadyExists, badRequest, conflict, notFound } from "./errors.ts";
 import type { FieldScope } from "./fields.ts";

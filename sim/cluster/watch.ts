@@ -6,7 +6,7 @@
  * through the watching process's clock, so a crashed process stops receiving.
  */
 import { readCopy } from "./json.ts";
-import { ApiError, type WatchEvent, type WatchOptions } from "../../src/runtime/cluster.ts";
+import { ApiError, type WatchEvent, type WatchOptions } from "../../src/runtime/mod.ts";
 import type { KubeObject, ResourceType } from "../../src/api/object.ts";
 import type { ClockView, TimerHandle } from "../clock.ts";
 import { gone, statusObject } from "./errors.ts";

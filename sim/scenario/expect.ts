@@ -3,21 +3,13 @@ import type { MeshResponse } from "../../src/dataplane/mod.ts";
 import type { KubeObject } from "../../src/api/object.ts";
 import { matchesLabels } from "../cluster/selector.ts";
 import type { Simulation } from "../simulation.ts";
-import type { Expectation, RequestStep, ResponseExpectation } from "./format.ts";
+import {
+  type Expectation,
+  EXPECTED_FIELDS,
+  type RequestStep,
+  type ResponseExpectation,
+} from "./format.ts";
 import { firstDifference } from "./match.ts";
-
-const META_KEYS = new Set([
-  "kind",
-  "apiVersion",
-  "namespace",
-  "name",
-  "absent",
-  "seen",
-  "count",
-  "labels",
-  "conditions",
-  "noConditions",
-]);
 
 /** `Kind namespace/name` of an expectation for messages (`*` when it names no object). */
 export function expectationRef(e: { kind: string; namespace?: string; name?: string }): string {
@@ -30,11 +22,10 @@ export function expectationRef(e: { kind: string; namespace?: string; name?: str
  */
 export function expectedObject(e: Expectation): Record<string, unknown> {
   const expected: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(e)) if (!META_KEYS.has(k)) expected[k] = v;
-  if (e.labels) expected.metadata = { ...(expected.metadata as object ?? {}), labels: e.labels };
+  for (const k of EXPECTED_FIELDS) if (e[k] !== undefined) expected[k] = e[k];
+  if (e.labels) expected.metadata = { ...e.metadata, labels: e.labels };
   if (e.conditions) {
-    const status = (expected.status ?? {}) as Record<string, unknown>;
-    expected.status = { ...status, conditions: e.conditions };
+    expected.status = { ...e.status, conditions: e.conditions };
   }
   return expected;
 }
@@ -42,7 +33,7 @@ export function expectedObject(e: Expectation): Record<string, unknown> {
 /** The status a `seen: true` expectation looks for in an object's history: `status` and `conditions`. */
 export function expectedSeenStatus(e: Expectation): Record<string, unknown> {
   return {
-    ...(e.status as object ?? {}),
+    ...e.status,
     ...(e.conditions ? { conditions: e.conditions } : {}),
   };
 }

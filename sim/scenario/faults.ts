@@ -1,5 +1,5 @@
 /** Scenario fault steps: targeted API errors, Deployment faults, crashes, clock jumps, watch faults. */
-import { ApiError } from "../../src/runtime/cluster.ts";
+import { ApiError } from "../../src/runtime/mod.ts";
 import { matchesTarget } from "../faults.ts";
 import type { Simulation } from "../simulation.ts";
 import type { FaultStep } from "./format.ts";

@@ -6,38 +6,90 @@
  */
 import { z } from "zod";
 import { parseGoDuration } from "../../src/api/duration.ts";
-import { formatErrors, toFieldErrors } from "../../src/api/issues.ts";
+import { formatErrors } from "../../src/api/issues.ts";
+import { isObject } from "../../src/api/json.ts";
 import { parseYamlDocument } from "../../src/api/yaml.ts";
 import { envoyBehaviour } from "../../src/dataplane/mod.ts";
+import { FaultRates } from "../fault_choice.ts";
+import { fieldErrors, strict, unknownName } from "../schema.ts";
 
-const Duration = z.string().refine((s) => parseGoDuration(s) !== undefined, {
-  error: "must be a Go duration like 0s, 2s, 1m30s",
-}).transform((s) => parseGoDuration(s)!);
+/**
+ * The longest virtual time and duration a scenario may give (`at`, `by`, `delay`, `restartAfter`,
+ * `retryAfter`): far above what the scenarios need (the longest runs to 50m) while a run stays
+ * seconds long (a step at 24h: about 6 s and 230 MB; one at 1000h ran for minutes past 840 MB).
+ */
+const MAX_DURATION = "24h";
+const MAX_DURATION_MS = parseGoDuration(MAX_DURATION)!;
+
+/** The largest `count` (of requests, responses, objects, failing requests). */
+const MAX_COUNT = 1_000;
+
+/** The most requests one step sends, `count`s expanded. */
+const MAX_STEP_REQUESTS = 10_000;
+
+const Duration = z.string().transform((s, ctx) => {
+  const ms = parseGoDuration(s);
+  if (ms === undefined) {
+    ctx.addIssue({ code: "custom", message: "must be a Go duration like 0s, 2s, 1m30s" });
+    return z.NEVER;
+  }
+  if (ms > MAX_DURATION_MS) {
+    ctx.addIssue({ code: "custom", message: `${s} is above the maximum ${MAX_DURATION}` });
+    return z.NEVER;
+  }
+  return ms;
+});
+
+const Count = z.number().int().min(1).max(MAX_COUNT);
 
 const Labels = z.record(z.string(), z.string());
 
-/** Which object a fault or check is about; absent fields match anything. */
-const Target = z.object({
+/** An HTTP status of a response. */
+const HttpStatus = z.number().int().min(100).max(599);
+
+/** The code of an error the API server answers with. */
+const ApiErrorCode = z.number().int().min(400).max(599);
+
+const TARGET = {
   kind: z.string().optional(),
   namespace: z.string().optional(),
   name: z.string().optional(),
-});
+};
 
-const ObjectRef = z.object({
+/** Which objects a fault of kind `fault` is about; absent fields match anything. */
+const targetOf = (fault: string) => strict(TARGET, { required: `required for ${fault}` });
+
+/** Whose watches a watch fault of kind `fault` hits: the operator's of a kind (any when absent). */
+const watchTargetOf = (fault: string) =>
+  strict({ kind: z.string().optional() }, { required: `required for ${fault}` });
+
+const ObjectRef = strict({
   apiVersion: z.string().optional(),
   kind: z.string(),
   namespace: z.string().optional(),
   name: z.string(),
 });
 
+/** An object to apply: loose, as the simulated API server validates it as it would kubectl's. */
 const KubeObject = z.looseObject({
   apiVersion: z.string(),
   kind: z.string(),
   metadata: z.looseObject({ name: z.string(), namespace: z.string().optional() }),
 });
 
+/** A fault `kind` none of the known: `unknown fault kind "x" (did you mean y?); known: ...`. */
+function unknownKind(iss: z.core.$ZodRawIssue): string | undefined {
+  if (iss.code !== "invalid_union" || iss.inclusive === false || !iss.options) return;
+  const known = iss.options.map(String);
+  const kind = isObject(iss.input) ? iss.input.kind : undefined;
+  if (kind === undefined) return `is required (one of ${known.join(", ")})`;
+  return unknownName("fault kind", kind, known);
+}
+
+const WATCH_FAULTS = ["watchDrop", "watchStall", "watchGone"] as const;
+
 const Fault = z.discriminatedUnion("kind", [
-  z.object({
+  strict({
     kind: z.literal("apiError"),
     verb: z.enum([
       "get",
@@ -50,31 +102,87 @@ const Fault = z.discriminatedUnion("kind", [
       "patch",
       "delete",
     ]).optional(),
-    target: Target,
-    code: z.number().int(),
-    count: z.number().int().min(1).default(1),
+    target: targetOf("apiError"),
+    code: ApiErrorCode,
+    count: Count.default(1),
     retryAfter: Duration.optional(),
     message: z.string().optional(),
   }),
-  z.object({
+  strict({
     kind: z.literal("replicaFailure"),
-    target: Target,
+    target: targetOf("replicaFailure"),
     message: z.string().optional(),
     clear: z.boolean().default(false),
   }),
-  z.object({
+  strict({
     kind: z.literal("slowDeployment"),
-    target: Target,
+    target: targetOf("slowDeployment"),
     delay: Duration.default(600_000),
     clear: z.boolean().default(false),
   }),
-  z.object({ kind: z.literal("crash"), restartAfter: Duration.default(5_000) }),
-  z.object({ kind: z.literal("clockJump"), by: Duration }),
-  z.object({ kind: z.enum(["watchDrop", "watchStall", "watchGone"]), target: Target }),
-  z.object({ kind: z.literal("compact"), target: Target }),
-]);
+  strict({ kind: z.literal("crash"), restartAfter: Duration.default(5_000) }),
+  strict({ kind: z.literal("clockJump"), by: Duration }),
+  ...WATCH_FAULTS.map((kind) => strict({ kind: z.literal(kind), target: watchTargetOf(kind) })),
+  strict({
+    kind: z.literal("compact"),
+    target: strict({ kind: z.string() }, { required: "required for compact" }),
+  }),
+], { error: unknownKind });
 
-const Expectation = z.looseObject({
+const Fields = z.record(z.string(), z.unknown());
+
+/**
+ * The top-level fields of the kinds the simulated cluster serves that an expectation may match
+ * besides its own keys: metadata, spec and status of every kind; data, binaryData, stringData, type
+ * and immutable (ConfigMap, Secret); rules and aggregationRule (Role, ClusterRole); roleRef and
+ * subjects (bindings); webhooks (webhook configurations); secrets, imagePullSecrets and
+ * automountServiceAccountToken (ServiceAccount); an Event's (its `count` is the expectation's own).
+ */
+const OBJECT_FIELDS = {
+  metadata: Fields,
+  spec: Fields,
+  status: Fields,
+  data: Labels,
+  binaryData: Labels,
+  stringData: Labels,
+  type: z.string(),
+  immutable: z.boolean(),
+  rules: z.array(z.unknown()),
+  aggregationRule: Fields,
+  roleRef: Fields,
+  subjects: z.array(z.unknown()),
+  webhooks: z.array(z.unknown()),
+  secrets: z.array(z.unknown()),
+  imagePullSecrets: z.array(z.unknown()),
+  automountServiceAccountToken: z.boolean(),
+  involvedObject: Fields,
+  reason: z.string(),
+  message: z.string(),
+  source: Fields,
+  action: z.string(),
+  related: Fields,
+  reportingComponent: z.string(),
+  reportingInstance: z.string(),
+  eventTime: z.string(),
+  firstTimestamp: z.string(),
+  lastTimestamp: z.string(),
+  series: Fields,
+};
+
+/** An object field an expectation may match. */
+export type ExpectedField = keyof typeof OBJECT_FIELDS;
+
+/** The object fields an expectation may match (`expectedObject` takes them). */
+export const EXPECTED_FIELDS = Object.keys(OBJECT_FIELDS) as readonly ExpectedField[];
+
+/** The keys an expectation that counts objects (`count`, or no name) checks. */
+const COUNTING = new Set(["kind", "apiVersion", "namespace", "labels", "count"]);
+/** The keys an `absent: true` expectation checks. */
+const ABSENT = new Set(["kind", "apiVersion", "namespace", "name", "absent"]);
+/** The keys a `seen: true` expectation checks: the object's status history has no more. */
+const SEEN = new Set(["kind", "apiVersion", "namespace", "name", "seen", "status", "conditions"]);
+
+const Expectation = strict({
   kind: z.string(),
   apiVersion: z.string().optional(),
   namespace: z.string().optional(),
@@ -83,36 +191,55 @@ const Expectation = z.looseObject({
   /** Extension: some status the object had so far (not only the current one) matches. */
   seen: z.boolean().optional(),
   /** Extension: count the objects of the kind (in the namespace, with `labels`) instead of matching one. */
-  count: z.number().int().min(0).optional(),
+  count: z.number().int().min(0).max(MAX_COUNT).optional(),
   labels: Labels.optional(),
   conditions: z.array(z.record(z.string(), z.unknown())).optional(),
   /** Extension: condition types the status must not have. */
   noConditions: z.array(z.string()).optional(),
+  ...Object.fromEntries(Object.entries(OBJECT_FIELDS).map(([k, s]) => [k, s.optional()])) as {
+    [K in ExpectedField]: z.ZodOptional<(typeof OBJECT_FIELDS)[K]>;
+  },
+}).superRefine((e, ctx) => {
+  // A key the expectation's way of checking ignores would be an assertion that never runs.
+  const [checked, how] = e.count !== undefined || e.name === undefined
+    ? [COUNTING, "counting objects (count, or no name)"]
+    : e.seen
+    ? [SEEN, "seen: true"]
+    : e.absent
+    ? [ABSENT, "absent: true"]
+    : [undefined, ""];
+  for (const key of Object.keys(e)) {
+    if (checked && !checked.has(key)) {
+      ctx.addIssue({ code: "custom", path: [key], message: `not checked with ${how}` });
+    }
+  }
 });
 
-const Target2 = z.union([
+const To = z.union([
   z.literal("gateway"),
-  z.object({ namespace: z.string(), labels: Labels }),
-]);
+  strict({ namespace: z.string(), labels: Labels }),
+], { error: "must be gateway or {namespace, labels}" });
 
-const RequestSpec = z.object({
-  to: Target2,
+const RequestSpec = strict({
+  to: To,
   path: z.string().startsWith("/"),
   headers: Labels.optional(),
   method: z.string().optional(),
-  count: z.number().int().min(1).default(1),
+  count: Count.default(1),
   /** Extension: a request to a workload that passes the ingress gateway first. */
   viaGateway: z.boolean().optional(),
   /** Extension: the client's address, the peer of the first proxy it reaches. */
   peer: z.string().optional(),
 });
 
-const ResponseExpectation = z.object({
-  status: z.number().int().optional(),
+const ResponseExpectation = strict({
+  status: HttpStatus.optional(),
   body: z.string().optional(),
   headers: Labels.optional(),
   /** Extension: the bucket that decided, `default` or the 0-based rule index. */
-  bucket: z.union([z.literal("default"), z.number().int()]).optional(),
+  bucket: z.union([z.literal("default"), z.number().int().min(0)], {
+    error: "must be default or a rule index (0, 1, ...)",
+  }).optional(),
   /** Extension: a per-client bucket's client (a header's value or an address). */
   client: z.string().optional(),
   /** Extension: the route entry that took the request (`inbound`, `*`, or a gateway route's name). */
@@ -124,20 +251,23 @@ const ResponseExpectation = z.object({
   /** Extension: request headers the proxy set on the way to the workload. */
   upstreamHeaders: Labels.optional(),
   /** Extension: this entry stands for `count` responses. */
-  count: z.number().int().min(1).default(1),
+  count: Count.default(1),
 });
 
-const ErrorExpectation = z.object({
-  code: z.number().int().optional(),
+const ErrorExpectation = strict({
+  code: ApiErrorCode.optional(),
   reason: z.string().optional(),
   /** A substring of the message. */
   message: z.string().optional(),
 });
 
+/** One `s` or a list of them, as a list. */
 const one = <T extends z.ZodType>(s: T) =>
-  z.union([s, z.array(s)]).transform((v) => (Array.isArray(v) ? v : [v]) as z.output<T>[]);
+  z.union([s, z.array(s)], { error: "must be one item or a list" }).transform((v) =>
+    (Array.isArray(v) ? v : [v]) as z.output<T>[]
+  );
 
-const Step = z.object({
+const Step = strict({
   at: Duration,
   apply: one(KubeObject).optional(),
   delete: one(ObjectRef).optional(),
@@ -150,11 +280,9 @@ const Step = z.object({
 });
 
 /** The fault mix of a scenario: none, the seed's swarm mix, or explicit rates. */
-const Faults = z.union([
-  z.literal("none"),
-  z.literal("default"),
-  z.record(z.string(), z.union([z.number(), z.string()])),
-]);
+const Faults = z.union([z.enum(["none", "default"]), FaultRates], {
+  error: "must be none, default, or a map of fault kind to rate",
+});
 
 /** The mesh's Envoy version, a string (YAML reads `1.30` as the number 1.3). */
 const EnvoyVersion = z.union([z.string(), z.number()]).transform((v, ctx) => {
@@ -174,8 +302,9 @@ const EnvoyVersion = z.union([z.string(), z.number()]).transform((v, ctx) => {
 });
 
 /** A scenario file. */
-export const ScenarioSchema = z.object({
+export const ScenarioSchema = strict({
   name: z.string().min(1),
+  /** 0 to 2^53−1 (MAX_SEED of sim/prng.ts): zod's integers are the safe ones, which end there. */
   seed: z.number().int().min(0).optional(),
   /** The Envoy of the mesh's proxies (default DEFAULT_ENVOY); `--envoy` overrides it. */
   envoy: EnvoyVersion.optional(),
@@ -206,6 +335,16 @@ export const ScenarioSchema = z.object({
         message: "needs an apply or delete in the same step",
       });
     }
+    const requests = step.requests ?? [];
+    const sent = requests.reduce((n, r) => n + r.count, 0);
+    if (sent > MAX_STEP_REQUESTS && requests.every((r) => r.count <= MAX_COUNT)) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["steps", i, "requests"],
+        message:
+          `${sent} requests (counts expanded) is above the maximum ${MAX_STEP_REQUESTS} a step`,
+      });
+    }
   }
 });
 
@@ -229,6 +368,6 @@ export function parseScenario(text: string, file = "scenario"): Scenario {
   if (!read.ok) throw new Error(read.error);
   const data = read.value;
   const r = ScenarioSchema.safeParse(data);
-  if (!r.success) throw new Error(`${file}: ${formatErrors(toFieldErrors(r.error, data))}`);
+  if (!r.success) throw new Error(`${file}: ${formatErrors(fieldErrors(r.error, data))}`);
   return r.data;
 }

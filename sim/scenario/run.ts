@@ -4,9 +4,8 @@
  * runtime error ends the run with the first differing field.
  */
 import type { EnvoyBehaviour, MeshRequest } from "../../src/dataplane/mod.ts";
-import { ApiError } from "../../src/runtime/cluster.ts";
+import { ApiError, type Logger } from "../../src/runtime/mod.ts";
 import type { KubeObject, ResourceType } from "../../src/api/object.ts";
-import type { Logger } from "../../src/runtime/log.ts";
 import { expectQuiet, reportRun, RunFailure, type RunResult } from "../run_result.ts";
 import { type FaultChoice, faultsFor, hasFaults } from "../fault_choice.ts";
 import { Simulation } from "../simulation.ts";

@@ -2,8 +2,8 @@
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { generatorHelp, parseGeneratorArgs } from "./generator_args.ts";
-import { deployFiles } from "../kube/deploy_files.ts";
-import { chartFiles } from "../kube/chart.ts";
+import { deployFiles } from "../deploy/files.ts";
+import { chartFiles } from "../deploy/chart.ts";
 import { VERSION } from "./version.ts";
 import { checkOrWrite, type GeneratedFile, staleFiles } from "./generated_files.ts";
 
@@ -19,7 +19,7 @@ The CRDs are not copied into DIR's kustomization: it takes the project's crds/ a
 /** The project's `deploy/` folder. */
 export const DEPLOY_DIR = fileURLToPath(new URL("../../deploy", import.meta.url));
 
-/** Every generated file of `dir`: deploy_files.ts's, then the chart read from `dir`'s manifests. */
+/** Every generated file of `dir`: files.ts's, then the chart read from `dir`'s manifests. */
 async function generated(dir: string): Promise<GeneratedFile[]> {
   // The chart reads rbac.yaml's objects, not the file, and the other manifests as written.
   const files = [...deployFiles(), ...await chartFiles(dir, VERSION)];

@@ -5,11 +5,14 @@
  * and each request needs a bearer token the API server authenticates and authorizes for `get` on
  * `/metrics` (AccessReview, as controller-runtime's secure metrics).
  */
-import { AccessReview } from "../runtime/access_review.ts";
-import type { Clock } from "../runtime/clock.ts";
-import type { Cluster } from "../runtime/cluster.ts";
-import type { Logger } from "../runtime/log.ts";
-import { type Metrics, METRICS_CONTENT_TYPE } from "../runtime/metrics.ts";
+import {
+  AccessReview,
+  type Clock,
+  type Cluster,
+  type Logger,
+  type Metrics,
+  METRICS_CONTENT_TYPE,
+} from "../runtime/mod.ts";
 import { type Endpoint, isLoopback, parseListenAddr, serveRoutes, text } from "./run_http.ts";
 import { selfSignedCert } from "./self_signed.ts";
 

@@ -14,17 +14,19 @@ import {
   Backoff,
   type BackoffOptions,
   type Clock,
+  type Cluster,
+  type ControllerSpec,
+  createLogger,
+  healthz,
+  instrumentCluster,
+  type Logger,
+  Manager,
+  Metrics,
   type Random,
+  readyz,
   systemClock,
   systemRandom,
-} from "../runtime/clock.ts";
-import type { ControllerSpec } from "../runtime/controller_spec.ts";
-import type { Cluster } from "../runtime/cluster.ts";
-import { createLogger, type Logger } from "../runtime/log.ts";
-import { healthz, readyz } from "../runtime/health.ts";
-import { Manager } from "../runtime/manager.ts";
-import { Metrics } from "../runtime/metrics.ts";
-import { instrumentCluster } from "../runtime/instrumented_cluster.ts";
+} from "../runtime/mod.ts";
 import { parseRunFlags, runHelp, type RunOptions } from "./run_flags.ts";
 import { commandProgram, CONSOLE, failUsage } from "./usage.ts";
 import { type Endpoint, serveRoutes, text } from "./run_http.ts";

@@ -6,10 +6,7 @@ import { RESOURCES } from "../api/resources.ts";
 import type { LiveCluster } from "../kube/live_cluster.ts";
 import { type CheckedType, preflight, type Problem } from "../kube/preflight.ts";
 import type { FirstLists } from "../kube/first_lists.ts";
-import type { Backoff, Clock } from "../runtime/clock.ts";
-import type { Cluster } from "../runtime/cluster.ts";
-import type { ControllerSpec } from "../runtime/controller_spec.ts";
-import type { Logger } from "../runtime/log.ts";
+import type { Backoff, Clock, Cluster, ControllerSpec, Logger } from "../runtime/mod.ts";
 import { metricsReviewed } from "./metrics_endpoint.ts";
 import type { RunOptions } from "./run_flags.ts";
 

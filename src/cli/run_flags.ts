@@ -6,16 +6,17 @@ import type { ModuleImages } from "../api/images.ts";
 import { DEFAULT_IMAGES } from "../reconcile/images.ts";
 export { DEFAULT_IMAGES };
 import {
+  DEFAULT_LEASE_NAME,
+  DEFAULT_NAMESPACE,
   LOG_FORMATS,
   LOG_LEVELS,
   type LogFormat,
   type LogLevel,
   parseLogFormat,
   parseLogLevel,
-} from "../runtime/log.ts";
+} from "../runtime/mod.ts";
 import { CONTROLLER_NAMES, type ControllerName } from "../controllers/registry.ts";
 import { ISTIO_ROOT_NAMESPACE } from "../api/mesh.ts";
-import { DEFAULT_LEASE_NAME, DEFAULT_NAMESPACE } from "../runtime/manager_options.ts";
 import { parseFlags } from "./flags.ts";
 import { commandUsage } from "./usage.ts";
 

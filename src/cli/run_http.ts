@@ -1,5 +1,5 @@
 /** The operator's HTTP endpoints: /healthz and /readyz on the probe address, /metrics on its own. */
-import type { Logger } from "../runtime/log.ts";
+import type { Logger } from "../runtime/mod.ts";
 
 /** A route's answer to a request. */
 export type Route = (req: Request) => Response | Promise<Response>;

@@ -18,6 +18,7 @@ import { type RunResult, unfinishedRun } from "../../sim/run_result.ts";
 import type { FaultChoice } from "../../sim/fault_choice.ts";
 import { parseScenario, type Scenario } from "../../sim/scenario/format.ts";
 import { runScenario } from "../../sim/scenario/run.ts";
+import { MAX_SEED } from "../../sim/prng.ts";
 import { seedWindow } from "../../sim/seed_window.ts";
 import { count, runJson, runLines, summaryLine, tally } from "./sim_report.ts";
 import { type FlagSpec, parseFlags, UsageError } from "./flags.ts";
@@ -111,7 +112,11 @@ export function parseSimArgs(args: readonly string[]): SimArgs {
     if (!/^[0-9]+$/.test(value)) {
       throw new UsageError(`${flag} needs a non-negative integer, got ${JSON.stringify(value)}`);
     }
-    return Number(value);
+    const n = Number(value);
+    if (n > MAX_SEED) {
+      throw new UsageError(`${flag}: ${value} is above the maximum ${MAX_SEED} (2^53-1)`);
+    }
+    return n;
   };
   if (v.seed !== undefined) out.seed = int("--seed", v.seed);
   if (v.seeds !== undefined) out.seeds = int("--seeds", v.seeds);
@@ -179,6 +184,22 @@ export async function runSim(
   const scenarios: { file: string; scenario: Scenario }[] = [];
   const window = opts.window !== undefined ? seedWindow(opts.window) : undefined;
   const sweepOnly = opts.files.length === 0 && (opts.seed !== undefined || window !== undefined);
+  const envSeeds = Deno.env.get("SIM_SEEDS");
+  const sweepCount = opts.files.length > 0 ? 0 : opts.seeds ??
+    (window ? window.count : sweepOnly ? 1 : envSeeds ? Number(envSeeds) : DEFAULT_SWEEP_SEEDS);
+  if (!Number.isSafeInteger(sweepCount) || sweepCount < 0) {
+    return failUsage(output, PROGRAM, `SIM_SEEDS needs a non-negative integer, got ${envSeeds}`);
+  }
+  const firstSeed = window?.from ?? opts.seed ?? 1;
+  // Not `firstSeed + sweepCount - 1 > MAX_SEED`: past MAX_SEED a sum is rounded (seed + 1 ===
+  // seed), and the sweep would run nothing or one seed again.
+  if (sweepCount - 1 > MAX_SEED - firstSeed) {
+    return failUsage(
+      output,
+      PROGRAM,
+      `${sweepCount} seeds from ${firstSeed} go past the largest seed ${MAX_SEED} (2^53-1)`,
+    );
+  }
   try {
     const files = opts.files.length > 0 ? opts.files : sweepOnly ? [] : await scenarioFiles();
     for (const file of files) {
@@ -188,10 +209,6 @@ export async function runSim(
     output.err(errorLine((err as Error).message));
     return USAGE_EXIT;
   }
-  const envSeeds = Deno.env.get("SIM_SEEDS");
-  const sweepCount = opts.files.length > 0 ? 0 : opts.seeds ??
-    (window ? window.count : sweepOnly ? 1 : envSeeds ? Number(envSeeds) : DEFAULT_SWEEP_SEEDS);
-  const firstSeed = window?.from ?? opts.seed ?? 1;
   const workers = Math.min(opts.workers ?? defaultWorkers(), Math.max(1, sweepCount));
   const faultFlag = opts.faults ? ` --faults ${opts.faults}` : "";
   const envoyFlag = opts.envoy ? ` --envoy ${opts.envoy.version}` : "";

@@ -5,7 +5,7 @@
  */
 import { RESOURCES } from "../api/resources.ts";
 import type { ResourceType } from "../api/object.ts";
-import type { CacheReader } from "../runtime/controller_spec.ts";
+import type { CacheReader } from "../runtime/mod.ts";
 
 /** The name of a custom resource type's CRD: `<plural>.<group>`. */
 export function crdName(type: ResourceType): string {

@@ -6,7 +6,7 @@
 import { apiVersionOf } from "../api/resources.ts";
 import { isUnknown } from "./cache_trust.ts";
 import { type KubeObject, objectKey, type ResourceType, splitKey } from "../api/object.ts";
-import type { CacheReader, ControllerSpec, WatchSpec } from "../runtime/controller_spec.ts";
+import type { CacheReader, ControllerSpec, WatchSpec } from "../runtime/mod.ts";
 import { emptyPlan, type Plan } from "../reconcile/plan.ts";
 import type { ModuleInput } from "../reconcile/module/lifecycle.ts";
 import { CLAIM_LABEL, CLAIM_SELECTOR, claimName } from "../reconcile/module/claim.ts";

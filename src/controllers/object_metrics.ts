@@ -7,8 +7,7 @@
  */
 import { type KubeObject, type ResourceType } from "../api/object.ts";
 import { RESOURCES } from "../api/resources.ts";
-import type { CacheReader } from "../runtime/controller_spec.ts";
-import { CollectedGauge, type Metrics, type Sample } from "../runtime/metrics.ts";
+import { type CacheReader, CollectedGauge, type Metrics, type Sample } from "../runtime/mod.ts";
 
 /** The conditions of a RateLimit that `ratelimit_unmet` reports when they are not True. */
 export const RATELIMIT_CONDITIONS = ["Ready", "Enforced"] as const;

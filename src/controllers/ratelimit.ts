@@ -10,7 +10,7 @@
  */
 import { RESOURCES } from "../api/resources.ts";
 import { type KubeObject, objectKey, splitKey } from "../api/object.ts";
-import type { CacheReader, ControllerSpec } from "../runtime/controller_spec.ts";
+import type { CacheReader, ControllerSpec } from "../runtime/mod.ts";
 import { emptyPlan } from "../reconcile/plan.ts";
 import { filterSelector, isRateLimitFilter } from "../reconcile/ratelimit/meta.ts";
 import { crdName, isUnknown } from "./cache_trust.ts";

@@ -19,7 +19,7 @@ import { RESOURCES } from "../api/resources.ts";
 import { selects } from "../api/selector.ts";
 import { stringMap } from "../api/json.ts";
 import type { KubeObject } from "../api/object.ts";
-import { byIndexOf, type CacheReader, type IndexSpec } from "../runtime/controller_spec.ts";
+import { byIndexOf, type CacheReader, type IndexSpec } from "../runtime/mod.ts";
 import { filterSelector, isRateLimitFilter } from "../reconcile/ratelimit/meta.ts";
 
 /** A label selector, or a Pod's labels. */

@@ -2,7 +2,7 @@
  * Every controller of the operator, by name: the one list that the operator (`run --controllers`),
  * the simulator and the benchmarks take their controllers from.
  */
-import type { ControllerSpec } from "../runtime/controller_spec.ts";
+import type { ControllerSpec } from "../runtime/mod.ts";
 import { rateLimitControllerFor, type RateLimitSettings } from "./ratelimit.ts";
 import { ISTIO_ROOT_NAMESPACE } from "../api/mesh.ts";
 import { scalerController } from "./scaler.ts";

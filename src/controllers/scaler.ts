@@ -1,8 +1,8 @@
 /** The Scaler controller: what the runtime watches for it and how the cache becomes the reducer's input. */
 import { RESOURCES } from "../api/resources.ts";
-import type { ControllerSpec } from "../runtime/controller_spec.ts";
+import type { ControllerSpec } from "../runtime/mod.ts";
 import { KEDA_CRDS } from "./embedded_crds.ts";
-import { reconcileScaler } from "../reconcile/scaler.ts";
+import { reconcileScaler } from "../reconcile/scaler/mod.ts";
 import { moduleController, type ModuleKind } from "./module_controller.ts";
 
 /** The KEDA module: what it installs and what blocks its deletion. */

@@ -4,7 +4,7 @@
  * hand-writing a switch over kinds. Each returns keys in a stable order.
  */
 import { objectKey, type ResourceType } from "../api/object.ts";
-import type { MapFunc } from "../runtime/controller_spec.ts";
+import type { MapFunc } from "../runtime/mod.ts";
 
 /** Sorted, each key once. */
 export function sortedKeys(keys: Iterable<string>): string[] {

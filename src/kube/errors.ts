@@ -1,6 +1,6 @@
 /** Maps API server answers and transport failures to ApiError. */
 import { isObject } from "../api/json.ts";
-import { ApiError } from "../runtime/cluster.ts";
+import { ApiError } from "../runtime/mod.ts";
 
 /** The reason Kubernetes gives each HTTP code, for answers without a Status body. */
 const REASONS: Record<number, string> = {

@@ -5,7 +5,7 @@
  * probe of their own beside the lists.
  */
 import { resourceName, type ResourceType } from "../api/object.ts";
-import { type Cluster, forwardingTo } from "../runtime/cluster.ts";
+import { type Cluster, forwardingTo } from "../runtime/mod.ts";
 
 /** How a list was answered: undefined when it succeeded, else what it failed with. */
 export type ListAnswer = Promise<unknown>;

@@ -10,7 +10,7 @@ import {
   type WatchEvent,
   type WatchOptions,
   type WriteOptions,
-} from "../runtime/cluster.ts";
+} from "../runtime/mod.ts";
 import type { JsonPatchOp, KubeObject, ResourceType } from "../api/object.ts";
 import { type Connection, type ConnectionOptions, loadConnection } from "./config.ts";
 import { collectionPath, objectPath, timeoutParam, withQuery, withTimeout } from "./paths.ts";

@@ -7,7 +7,7 @@
  * of their own, apart from what its own code uses (src/kube/rbac.ts).
  */
 import type { KubeObject } from "../api/object.ts";
-import { kedaRbac } from "../reconcile/keda/rbac.ts";
+import { kedaRbac } from "../reconcile/scaler/rbac.ts";
 import { serverlessRbac } from "../reconcile/serverless/render.ts";
 
 /** One RBAC PolicyRule. */

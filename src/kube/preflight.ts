@@ -4,8 +4,7 @@
  * Cluster; RBAC is asked with rules and access reviews (self_access.ts), which every
  * authenticated user may create.
  */
-import { ApiError, type Cluster, isApiError } from "../runtime/cluster.ts";
-import { inParallel } from "../runtime/parallel.ts";
+import { ApiError, type Cluster, inParallel, isApiError } from "../runtime/mod.ts";
 import { resourceName, type ResourceType } from "../api/object.ts";
 import { GATEWAY_GROUP, OPERATOR_GROUP } from "../api/groups.ts";
 import { accessOf, installedNames, NAMED_VERBS, type Verb } from "./rbac.ts";

@@ -9,7 +9,7 @@
 import { RESOURCES } from "../api/resources.ts";
 import { SCALER_MODULE } from "../controllers/scaler.ts";
 import { SERVERLESS_MODULE } from "../controllers/serverless.ts";
-import { KEDA_CLUSTER_OBJECTS } from "../reconcile/keda/names.ts";
+import { KEDA_CLUSTER_OBJECTS } from "../reconcile/scaler/names.ts";
 import type { KubeObject, ResourceType } from "../api/object.ts";
 import { moduleGrants, moduleRbacNames, type PolicyRule } from "./module_grants.ts";
 

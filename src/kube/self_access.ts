@@ -7,8 +7,7 @@
  * competed with the first lists for the API server and for this process.
  */
 import type { ResourceType } from "../api/object.ts";
-import { type Cluster, isApiError } from "../runtime/cluster.ts";
-import { inParallel } from "../runtime/parallel.ts";
+import { type Cluster, inParallel, isApiError } from "../runtime/mod.ts";
 import type { Verb } from "./rbac.ts";
 
 /** SelfSubjectAccessReview: not in RESOURCES because it needs no grant (system:basic-user allows it). */

@@ -3,7 +3,7 @@
  * transport (npm undici) is not used: under Deno an aborted undici body emits no error, so its
  * watches stall silently.
  */
-import type { ApiError } from "../runtime/cluster.ts";
+import type { ApiError } from "../runtime/mod.ts";
 import type { Connection } from "./config.ts";
 import { apiErrorFromResponse, transportError } from "./errors.ts";
 

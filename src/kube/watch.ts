@@ -1,5 +1,5 @@
 /** Decodes a watch answer (one JSON WatchEvent a line) with an idle deadline, ending at once on abort. */
-import { ApiError, type WatchEvent } from "../runtime/cluster.ts";
+import { ApiError, type WatchEvent } from "../runtime/mod.ts";
 import type { Stream } from "./transport.ts";
 
 const EVENT_TYPES = new Set(["ADDED", "MODIFIED", "DELETED", "BOOKMARK", "ERROR"]);

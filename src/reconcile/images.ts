@@ -1,6 +1,6 @@
 /** The module images the operator installs unless a flag or variable overrides them. */
 import type { ModuleImages } from "../api/images.ts";
-import { KEDA_VERSION } from "./keda/names.ts";
+import { KEDA_VERSION } from "./scaler/names.ts";
 
 /** Module images used when no flag or variable overrides them; KEDA at the version the reconciler renders. */
 export const DEFAULT_IMAGES: ModuleImages = {

@@ -3,7 +3,7 @@
  * diff and the runtime's skipped writes both ask it.
  */
 import { isEmptyContainer, isObject } from "../api/json.ts";
-import { compareQuantities, parseQuantity } from "./keda/quantity.ts";
+import { compareQuantities, parseQuantity } from "../api/quantity.ts";
 
 /** A field path, innermost key first (a linked list: no copying on the way down). */
 interface Path {

@@ -20,6 +20,7 @@ const SRC_ALL = [
   "runtime",
   "controllers",
   "kube",
+  "deploy",
   "sim",
   "cli",
 ];
@@ -42,6 +43,12 @@ export const LAYERS: readonly Layer[] = [
     name: "kube",
     prefixes: ["src/kube/"],
     imports: ["api", "reconcile", "dataplane", "crd", "runtime", "controllers"],
+  },
+  // What deploy/ and the Helm chart are generated from: the operator's RBAC, monitoring objects.
+  {
+    name: "deploy",
+    prefixes: ["src/deploy/"],
+    imports: ["api", "reconcile", "dataplane", "crd", "runtime", "controllers", "kube"],
   },
   {
     name: "sim",

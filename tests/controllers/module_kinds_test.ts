@@ -9,7 +9,7 @@ import type { ModuleKind } from "../../src/controllers/module_controller.ts";
 import { SCALER_MODULE, scalerController } from "../../src/controllers/scaler.ts";
 import { SERVERLESS_MODULE } from "../../src/controllers/serverless.ts";
 import { accessOf, rulesFor } from "../../src/kube/rbac.ts";
-import { kedaCrds, kedaKinds } from "../../src/reconcile/keda/crds.ts";
+import { kedaCrds, kedaKinds } from "../../src/reconcile/scaler/crds.ts";
 import { renderServerless } from "../../src/reconcile/serverless/render.ts";
 import { typeOfCrd, type UpstreamCrd } from "../../src/reconcile/upstream_crds.ts";
 import type { KubeObject, ResourceType } from "../../src/api/object.ts";

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
 import { binaryPaths } from "../../tools/cluster/build.ts";
 import { ensureHelm } from "../../tools/helm/build.ts";
-import { monitoringObjects } from "../../src/kube/monitoring_objects.ts";
+import { monitoringObjects } from "../../src/deploy/monitoring_objects.ts";
 import { DEPLOY } from "./kustomize.ts";
 
 const CHART = join(DEPLOY, "helm", "platform-operator");

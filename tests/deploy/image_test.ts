@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { buildImage, DEFAULT_TAG, type ImageRecord } from "../../tools/image/image.ts";
 import { type Lockfile, packageName, ROOT } from "../../tools/image/lock.ts";
 import { podman } from "../../tools/image/podman.ts";
-import { freePort } from "../../tools/cluster/processes.ts";
+import { freePort } from "../../tools/processes.ts";
 import { startServer } from "../kube/fake_server.ts";
 import { kubeconfigFor } from "../kube/helpers.ts";
 import { makePki } from "../kube/pki.ts";

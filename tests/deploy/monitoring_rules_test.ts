@@ -7,8 +7,8 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { parse, stringify } from "yaml";
-import { type AlertRule, alertRules, METRICS_JOB } from "../../src/kube/monitoring_rules.ts";
-import { dashboardPanels } from "../../src/kube/monitoring_dashboard.ts";
+import { type AlertRule, alertRules, METRICS_JOB } from "../../src/deploy/monitoring_rules.ts";
+import { dashboardPanels } from "../../src/deploy/monitoring_dashboard.ts";
 import { ensurePromtool } from "../../tools/prometheus/build.ts";
 
 /** A case: input series, when the alert must not have fired yet, when it must fire, and with what. */

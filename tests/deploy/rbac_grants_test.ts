@@ -8,12 +8,12 @@ import assert from "node:assert/strict";
 import { parseAllDocuments } from "yaml";
 import { DEFAULT_RBAC_NAMES, installedNames } from "../../src/kube/rbac.ts";
 import { BUILT_IN_ROLES, moduleRbac, type PolicyRule } from "../../src/kube/module_grants.ts";
-import { renderKeda } from "../../src/reconcile/keda/render.ts";
+import { renderKeda } from "../../src/reconcile/scaler/render.ts";
 import { renderServerless } from "../../src/reconcile/serverless/render.ts";
 import type { KubeObject } from "../../src/api/object.ts";
 import { RESOURCES } from "../../src/api/resources.ts";
 import { parseScaler } from "../../src/api/scaler.ts";
-import { kedaConfig } from "../../src/reconcile/keda/config.ts";
+import { kedaConfig } from "../../src/reconcile/scaler/config.ts";
 import { IMAGES, scaler } from "../reconcile/scaler_fixtures.ts";
 import { FUNCTION_CRD_LIST, KEDA_CRD_LIST, SETTINGS } from "../reconcile/serverless_fixtures.ts";
 

@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { tryLock } from "../../tools/cluster/lock.ts";
+import { tryLock } from "../../tools/lock.ts";
 import { REPO_ROOT } from "../../tools/operator/process.ts";
 
 async function dev(args: string[], cache: string) {

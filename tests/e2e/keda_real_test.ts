@@ -7,7 +7,7 @@
  * the Scaler's deletion waits for the ScaledObject.
  */
 import assert from "node:assert/strict";
-import { KEDA_DEPLOYMENTS } from "../../src/reconcile/keda/names.ts";
+import { KEDA_DEPLOYMENTS } from "../../src/reconcile/scaler/names.ts";
 import { type E2E, e2eSuite, waitFor } from "./harness.ts";
 import { moduleSelector, namespace, scaledObject, scaler } from "./fixtures.ts";
 import { conditionOf, describe, statusOf } from "./status.ts";

@@ -12,8 +12,8 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import type { KubeObject } from "../../src/api/object.ts";
-import { type AlertDurations, METRICS_JOB, ruleGroups } from "../../src/kube/monitoring_rules.ts";
-import { dashboardPanels, envoyStat } from "../../src/kube/monitoring_dashboard.ts";
+import { type AlertDurations, METRICS_JOB, ruleGroups } from "../../src/deploy/monitoring_rules.ts";
+import { dashboardPanels, envoyStat } from "../../src/deploy/monitoring_dashboard.ts";
 import { ensurePrometheus } from "../../tools/prometheus/build.ts";
 import { type Alert, Prometheus } from "../../tools/prometheus/server.ts";
 import { e2eSuite, waitFor } from "./harness.ts";

@@ -12,7 +12,7 @@ import assert from "node:assert/strict";
 import type { KubeObject } from "../../src/api/object.ts";
 import { DEFAULT_RBAC_NAMES } from "../../src/kube/rbac.ts";
 import { OPERATOR_USER } from "../../tools/cluster/mod.ts";
-import { freePort } from "../../tools/cluster/processes.ts";
+import { freePort } from "../../tools/processes.ts";
 import { scrapeHttps } from "../../tools/operator/scrape_https.ts";
 import { shownOutput } from "../docs_shown.ts";
 import { type E2E, e2eSuite, type OperatorProcess, waitFor } from "./harness.ts";

@@ -4,7 +4,7 @@
  * session, so nothing else would stop them.
  */
 import { join } from "node:path";
-import { startProcess, stopProcess } from "../../tools/cluster/processes.ts";
+import { startProcess, stopProcess } from "../../tools/processes.ts";
 import { REPO_ROOT } from "./operator.ts";
 
 const SH = "/bin/sh";

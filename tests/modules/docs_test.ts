@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { layout, REPO_ROOT, requiredVersion } from "../../tools/crdgen/mod.ts";
 import KEDA from "../../data/upstream/keda/provenance.json" with { type: "json" };
 import FUNCTION from "../../data/upstream/serverless/provenance.json" with { type: "json" };
-import { KEDA_VERSION } from "../../src/reconcile/keda/names.ts";
+import { KEDA_VERSION } from "../../src/reconcile/scaler/names.ts";
 import { DEFAULT_IMAGES } from "../../src/cli/run_flags.ts";
 
 const read = (p: string) => Deno.readTextFile(join(REPO_ROOT, p));

@@ -9,7 +9,7 @@ import type { Condition } from "../../src/api/common.ts";
 import { conditionEvents } from "../../src/reconcile/conditions.ts";
 import type { EventSpec, Plan } from "../../src/reconcile/plan.ts";
 import { reconcileRateLimit } from "../../src/reconcile/ratelimit/mod.ts";
-import { reconcileScaler } from "../../src/reconcile/scaler.ts";
+import { reconcileScaler } from "../../src/reconcile/scaler/mod.ts";
 import { reconcileServerless } from "../../src/reconcile/serverless/mod.ts";
 import type { KubeObject } from "../../src/api/object.ts";
 import { bucket, input, pod, rateLimit } from "./ratelimit_fixtures.ts";

@@ -11,7 +11,7 @@
  * Deployments rolled out as the Deployment controller would once their Pods are ready.
  */
 import { FIELD_MANAGER, MANAGED_BY, MANAGED_BY_LABEL } from "../../src/reconcile/labels.ts";
-import { canonicalQuantity } from "../../src/reconcile/keda/quantity.ts";
+import { canonicalQuantity } from "../../src/api/quantity.ts";
 import { claimRef } from "../../src/reconcile/module/claim.ts";
 import { identity } from "../../src/reconcile/module/install_diff.ts";
 import { type ObjectRef, type Plan, refOf } from "../../src/reconcile/plan.ts";

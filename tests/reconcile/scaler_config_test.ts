@@ -2,11 +2,11 @@
 import assert from "node:assert/strict";
 import { CONDITION_MESSAGE_MAX } from "../../src/api/message.ts";
 import { parseScaler } from "../../src/api/scaler.ts";
-import { kedaConfig } from "../../src/reconcile/keda/config.ts";
-import { KEDA_VERSION } from "../../src/reconcile/keda/names.ts";
-import { renderKeda } from "../../src/reconcile/keda/render.ts";
+import { kedaConfig } from "../../src/reconcile/scaler/config.ts";
+import { KEDA_VERSION } from "../../src/reconcile/scaler/names.ts";
+import { renderKeda } from "../../src/reconcile/scaler/render.ts";
 import { MANAGED_SELECTOR, OWNER_LABEL } from "../../src/reconcile/labels.ts";
-import { reconcileScaler } from "../../src/reconcile/scaler.ts";
+import { reconcileScaler } from "../../src/reconcile/scaler/mod.ts";
 import type { KubeObject } from "../../src/api/object.ts";
 import { conditionOf, IMAGES, inputOf, installed, scaler, statusOf } from "./scaler_fixtures.ts";
 import { KEDA_CRD_LIST } from "./serverless_fixtures.ts";

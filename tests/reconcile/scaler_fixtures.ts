@@ -1,7 +1,7 @@
 /** Scaler objects, inputs and a runner for the reducer's tests. */
 import type { KubeObject } from "../../src/api/object.ts";
 import type { Plan } from "../../src/reconcile/plan.ts";
-import { reconcileScaler, type ScalerInput } from "../../src/reconcile/scaler.ts";
+import { reconcileScaler, type ScalerInput } from "../../src/reconcile/scaler/mod.ts";
 import { IMAGES, KEDA_CRD_LIST, NOW } from "./serverless_fixtures.ts";
 import { type CarryOutOptions, convergeWith } from "./plans_on_sim_store.ts";
 import { claimOf, moduleObject, type World } from "./module_fixtures.ts";

@@ -3,7 +3,7 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import { parseScaler } from "../../src/api/scaler.ts";
 import { rowOfStatus } from "../../src/reconcile/conditions.ts";
-import { reconcileScaler, SCALER_STATES } from "../../src/reconcile/scaler.ts";
+import { reconcileScaler, SCALER_STATES } from "../../src/reconcile/scaler/mod.ts";
 import { converge, inputOf, scaler, statusOf } from "./scaler_fixtures.ts";
 import { claimHeldBy } from "./module_fixtures.ts";
 import { testModuleProperties } from "./module_props.ts";

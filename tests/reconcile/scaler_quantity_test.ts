@@ -5,7 +5,7 @@ import {
   canonicalQuantity,
   compareQuantities,
   parseQuantity,
-} from "../../src/reconcile/keda/quantity.ts";
+} from "../../src/api/quantity.ts";
 import { QUANTITY_PATTERN } from "../../src/api/schema/scaler.ts";
 
 // Expected forms follow apimachinery's Quantity.String() (pkg/api/resource/quantity_test.go): inputs already canonical are kept as

@@ -6,7 +6,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
-import { kedaRbac } from "../../src/reconcile/keda/rbac.ts";
+import { kedaRbac } from "../../src/reconcile/scaler/rbac.ts";
 import { goVersion, runGo } from "../../tools/gobuild.ts";
 import { KEDA_GO_DIR, KEDA_MODULE } from "../../tools/keda/build.ts";
 

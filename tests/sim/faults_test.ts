@@ -30,7 +30,14 @@ Deno.test("faults: the swarm mix is a function of the seed and varies across see
   }
   assert.equal(hasFaults(faultsFor("none", 5)), false);
   assert.equal(hasFaults(faultsFor({ historySize: 5 }, 5)), true);
-  assert.throws(() => faultsFor({ nope: 1 }, 1), /unknown fault setting "nope"/);
+  assert.throws(
+    () => faultsFor({ nope: 1 }, 1),
+    /^Error: faults\.nope: unknown fault kind; known: conflict, /,
+  );
+  assert.throws(
+    () => faultsFor({ crashes: 0.5 }, 1),
+    /faults\.crashes: expected integer, got 0\.5/,
+  );
 });
 
 Deno.test("faults: random API errors hit operator replicas only, and only while active", () => {

@@ -47,3 +47,22 @@ Deno.test("prng: hash32 is FNV-1a", () => {
   assert.equal(hash32(""), 0x811c9dc5);
   assert.equal(hash32("a"), 0xe40c292c);
 });
+
+Deno.test("prng: every seed up to 2^53-1 is its own stream, and seeds below 2^32 are unchanged", () => {
+  const draw = (seed: number) => {
+    const r = new Prng(seed);
+    return Array.from({ length: 8 }, () => r.u32());
+  };
+  // Seed 2^32 + 1 used to replay seed 1 exactly (only the low 32 bits were kept).
+  for (const low of [0, 1, 77001]) {
+    assert.notDeepEqual(draw(2 ** 32 + low), draw(low));
+    assert.notDeepEqual(draw(2 ** 52 + low), draw(low));
+    assert.notEqual(
+      new Prng(2 ** 32 + low).fork("faults").u32(),
+      new Prng(low).fork("faults").u32(),
+    );
+  }
+  assert.notDeepEqual(draw(Number.MAX_SAFE_INTEGER), draw(2 ** 32 - 1));
+  // The first draws of seed 1 as they were before seeds past 2^32 were told apart.
+  assert.deepEqual(draw(1).slice(0, 2), [3773806752, 188501479]);
+});

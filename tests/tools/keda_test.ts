@@ -15,7 +15,7 @@ import {
   kedaVersion,
 } from "../../tools/keda/build.ts";
 import { KEDA_IMAGES, kedaImageRef } from "../../tools/keda/image.ts";
-import { KEDA_VERSION } from "../../src/reconcile/keda/names.ts";
+import { KEDA_VERSION } from "../../src/reconcile/scaler/names.ts";
 
 const noGo = await goVersion(KEDA_GO_DIR) === null;
 

@@ -6,8 +6,9 @@
 import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
 import { join } from "node:path";
 import { buildStatus, type ClusterHandle, ensureBuilt, OPERATOR_USER, up } from "./mod.ts";
-import { CACHE_DIR, exists } from "./paths.ts";
-import { isAlive } from "./processes.ts";
+import { CACHE_DIR } from "./paths.ts";
+import { exists } from "../files.ts";
+import { isAlive } from "../processes.ts";
 import { readState } from "./state.ts";
 import { deployment, eventually, ok } from "./test_helpers.ts";
 

@@ -2,7 +2,7 @@
 import { join } from "node:path";
 import type { Binaries } from "./build.ts";
 import type { Pki } from "./pki.ts";
-import type { ProcessSpec } from "./processes.ts";
+import type { ProcessSpec } from "../processes.ts";
 import { kubeconfigPaths } from "./auth.ts";
 
 /** Component names in start order. */

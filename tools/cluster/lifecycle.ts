@@ -18,9 +18,9 @@ import { ensureNodeBuilt } from "./node/build.ts";
 import { apiserverKubeletClient } from "./node/kubelet.ts";
 import { mountsUnder } from "./node/teardown.ts";
 import { type RealNodeOptions, resolvePrograms, startRealNode, stopRealNode } from "./node/node.ts";
-import { freePorts, isAlive, probe, startProcess, stopProcess, waitHealthy } from "./processes.ts";
+import { freePorts, isAlive, probe, startProcess, stopProcess, waitHealthy } from "../processes.ts";
 import { mustKubectl } from "./kubectl.ts";
-import { exists } from "./paths.ts";
+import { exists } from "../files.ts";
 import {
   type ClusterState,
   type ComponentState,

@@ -21,24 +21,3 @@ export const BIN_DIR: string = join(CACHE_DIR, "bin");
 
 /** Default cluster directory used by the CLI. */
 export const DEFAULT_CLUSTER_DIR: string = join(CACHE_DIR, "default");
-
-/** Returns true when `path` exists. */
-export async function exists(path: string): Promise<boolean> {
-  try {
-    await Deno.lstat(path);
-    return true;
-  } catch (e) {
-    if (e instanceof Deno.errors.NotFound) return false;
-    throw e;
-  }
-}
-
-/** Last `lines` lines of a text file (empty string when missing). */
-export async function tailFile(path: string, lines = 30): Promise<string> {
-  try {
-    const text = await Deno.readTextFile(path);
-    return text.trimEnd().split("\n").slice(-lines).join("\n");
-  } catch {
-    return "";
-  }
-}

@@ -7,8 +7,9 @@ import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/stric
 import { join } from "node:path";
 import { up } from "./mod.ts";
 import { mountsUnder } from "./node/teardown.ts";
-import { CACHE_DIR, exists } from "./paths.ts";
-import { isAlive } from "./processes.ts";
+import { CACHE_DIR } from "./paths.ts";
+import { exists } from "../files.ts";
+import { isAlive } from "../processes.ts";
 import { podcheckPod, processesUnder, REAL_NODE_SKIP } from "./real_node_fixtures.ts";
 import { readState } from "./state.ts";
 import { ok } from "./test_helpers.ts";

@@ -1,6 +1,6 @@
 /** Operator processes a killed test run left behind, found by their pid files and stopped. */
 import { join } from "node:path";
-import { isAlive } from "../cluster/processes.ts";
+import { isAlive } from "../processes.ts";
 
 /**
  * SIGKILLs operators a previous, killed test run left behind: those with a pid file in `logDir`

@@ -4,7 +4,7 @@
  * library and the other commands), with its JSON logs captured to a file.
  */
 import { join } from "node:path";
-import { freePort, isAlive } from "../cluster/processes.ts";
+import { freePort, isAlive } from "../processes.ts";
 import { MESH_ROOT_NAMESPACE } from "../cluster/mesh.ts";
 import { CRD_KUSTOMIZATION } from "../../src/crd/render.ts";
 import { containerLaunch } from "./container.ts";

@@ -8,7 +8,7 @@
  */
 import { join } from "node:path";
 import { stringify } from "yaml";
-import { freePort, isAlive } from "../cluster/processes.ts";
+import { freePort, isAlive } from "../processes.ts";
 
 /** How to run one Prometheus. */
 export interface PrometheusOptions {

@@ -7,7 +7,7 @@
  * so they reach only the host's bridge address and each other.
  */
 import { join } from "node:path";
-import { exists } from "../paths.ts";
+import { exists } from "../../files.ts";
 import type { NodeLayout } from "./layout.ts";
 import { closeApiRoute, KUBERNETES_SERVICE_IP } from "./api_route.ts";
 

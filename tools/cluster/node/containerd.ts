@@ -4,7 +4,7 @@
  * the checks that the Debian programs are there, and `ctr` calls (import, list).
  */
 import { dirname } from "node:path";
-import { exists } from "../paths.ts";
+import { exists } from "../../files.ts";
 import { type HostPrograms, INSTALL_HINT, type NodeLayout } from "./layout.ts";
 
 /** Throws, naming every missing program and the package command, unless all are executable. */

@@ -4,7 +4,7 @@
  * KubeletConfiguration for a machine without systemd cgroups or swap limits.
  */
 import { issueCert, type Pki } from "../pki.ts";
-import type { ProcessSpec } from "../processes.ts";
+import type { ProcessSpec } from "../../processes.ts";
 import type { PodNetwork } from "./cni.ts";
 import { type NodeLayout, REAL_NODE_LABEL, REAL_NODE_NAME, REAL_NODE_TAINT } from "./layout.ts";
 

@@ -4,8 +4,8 @@
  * label and a NoSchedule taint so that only Pods asking for it run there.
  */
 import { join } from "node:path";
-import { freePorts, isAlive, startProcess, waitHealthy } from "../processes.ts";
-import { tailFile } from "../paths.ts";
+import { freePorts, isAlive, startProcess, waitHealthy } from "../../processes.ts";
+import { tailFile } from "../../files.ts";
 import type { Pki } from "../pki.ts";
 import { type ClusterState, writeState } from "../state.ts";
 import type { NodeBinaries } from "./build.ts";

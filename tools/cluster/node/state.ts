@@ -1,5 +1,5 @@
 /** What `state.json` records of a cluster's real node, so `down` can stop and clean it. */
-import type { ProcessSpec } from "../processes.ts";
+import type { ProcessSpec } from "../../processes.ts";
 import type { PodNetwork } from "./cni.ts";
 import type { HostPrograms } from "./layout.ts";
 

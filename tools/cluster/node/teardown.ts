@@ -5,8 +5,8 @@
  */
 import { createHash } from "node:crypto";
 import { join } from "node:path";
-import { exists } from "../paths.ts";
-import { executableOf, isAlive, stopProcess } from "../processes.ts";
+import { exists } from "../../files.ts";
+import { executableOf, isAlive, stopProcess } from "../../processes.ts";
 import { releasePodNetwork } from "./cni.ts";
 import { ctr, sandboxNetns } from "./containerd.ts";
 import type { NodeLayout } from "./layout.ts";

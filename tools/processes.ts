@@ -1,5 +1,5 @@
 /** Starting, probing and stopping detached background processes by pid. */
-import { tailFile } from "./paths.ts";
+import { tailFile } from "./files.ts";
 
 /** A free TCP port on 127.0.0.1 (closed again; the caller binds it shortly after). */
 export function freePort(): number {

@@ -4,18 +4,18 @@
  * rows), what it renders, and the few words and rows where it differs from Serverless. Every
  * served status shows the installed KEDA version (`kedaVersion`).
  */
-import { fitMessage } from "../api/message.ts";
-import { parseScaler, type ScalerSpec } from "../api/scaler.ts";
-import type { KubeObject } from "../api/object.ts";
-import type { StateRow } from "./conditions.ts";
-import { type KedaConfig, kedaConfig } from "./keda/config.ts";
-import { KEDA_DEPLOYMENTS, KEDA_VERSION, VERSION_LABEL } from "./keda/names.ts";
-import { renderKeda } from "./keda/render.ts";
-import { SCALER_FINALIZER } from "./labels.ts";
-import { stateRow } from "./module/decision.ts";
-import { describeDiff } from "./module/install_diff.ts";
-import { type ModuleInput, type ModuleLifecycle, reconcileModule } from "./module/lifecycle.ts";
-import type { Plan } from "./plan.ts";
+import { fitMessage } from "../../api/message.ts";
+import { parseScaler, type ScalerSpec } from "../../api/scaler.ts";
+import type { KubeObject } from "../../api/object.ts";
+import type { StateRow } from "../conditions.ts";
+import { type KedaConfig, kedaConfig } from "./config.ts";
+import { KEDA_DEPLOYMENTS, KEDA_VERSION, VERSION_LABEL } from "./names.ts";
+import { renderKeda } from "./render.ts";
+import { SCALER_FINALIZER } from "../labels.ts";
+import { stateRow } from "../module/decision.ts";
+import { describeDiff } from "../module/install_diff.ts";
+import { type ModuleInput, type ModuleLifecycle, reconcileModule } from "../module/lifecycle.ts";
+import type { Plan } from "../plan.ts";
 
 /**
  * docs/design.md "Scaler: condition type / status / reason mapped to CR state", row by row, and row 13:

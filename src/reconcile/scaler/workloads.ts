@@ -14,7 +14,7 @@ import {
   kedaMeta,
   type KedaTarget,
 } from "./names.ts";
-import { canonicalQuantity } from "./quantity.ts";
+import { canonicalQuantity } from "../../api/quantity.ts";
 
 /** Label that turns the service-mesh sidecar on or off for a Pod. */
 export const SIDECAR_LABEL = "sidecar.istio.io/inject";

@@ -10,7 +10,7 @@ import {
   type ScalerComponent,
   type ScalerSpec,
 } from "../../api/scaler.ts";
-import { canonicalQuantity, compareQuantities, parseQuantity } from "./quantity.ts";
+import { canonicalQuantity, compareQuantities, parseQuantity } from "../../api/quantity.ts";
 import { isQualifiedName } from "../../api/selector.ts";
 
 /** KEDA's own resources for each component when the spec sets none (KEDA's release manifest). */

@@ -1,0 +1,221 @@
+/**
+ * The scenario reader refuses what it would otherwise skip: a key it does not know (an assertion
+ * that would never run) at any level, with its path and a guess; a key an expectation would not
+ * check; a value past its bound (seed, virtual time, counts); an unknown fault kind, named with the
+ * known ones. The CLI refuses seeds past 2^53−1 the same way: exit 2, one line.
+ */
+import assert from "node:assert/strict";
+import { runSim } from "../../src/cli/sim.ts";
+import { faultsFor } from "../../sim/fault_choice.ts";
+import { MAX_SEED } from "../../sim/prng.ts";
+import { expectedObject } from "../../sim/scenario/expect.ts";
+import { parseScenario } from "../../sim/scenario/format.ts";
+
+/** The message parseScenario throws for `text` (fails when it parses). */
+function refusal(text: string): string {
+  try {
+    parseScenario(text, "f.yaml");
+  } catch (err) {
+    return (err as Error).message;
+  }
+  assert.fail(`parsed:\n${text}`);
+}
+
+const STEP = "steps:\n  - at: 1s\n";
+const REQUEST = "    requests: [{to: gateway, path: /ip}]\n";
+
+Deno.test("strict: an unknown key at every level is refused with its path and a guess", () => {
+  assert.equal(
+    refusal(`name: x\nsed: 3\n${STEP}`),
+    "f.yaml: sed: unknown field; did you mean seed?",
+  );
+  assert.equal(
+    refusal(`name: x\n${STEP}${REQUEST}    expectResponse: [{status: 429}]\n`),
+    "f.yaml: steps[0].expectResponse: unknown field; did you mean expectResponses?",
+  );
+  assert.equal(
+    refusal(`name: x\n${STEP}${REQUEST}    expectResponses: [{stauts: 429}]\n`),
+    "f.yaml: steps[0].expectResponses[0].stauts: unknown field; did you mean status?",
+  );
+  assert.equal(
+    refusal(`name: x\n${STEP}    expect: [{kind: Pod, name: a, absnet: true, conditons: []}]\n`),
+    "f.yaml: steps[0].expect[0].absnet: unknown field; did you mean absent?; " +
+      "steps[0].expect[0].conditons: unknown field; did you mean conditions?",
+  );
+  assert.equal(
+    refusal(`name: x\n${STEP}    fault: {kind: crash, restartAfer: 2s}\n`),
+    "f.yaml: steps[0].fault.restartAfer: unknown field; did you mean restartAfter?",
+  );
+  assert.equal(
+    refusal(`name: x\n${STEP}    fault: [{kind: apiError, code: 500, target: {knd: Pod}}]\n`),
+    "f.yaml: steps[0].fault[0].target.knd: unknown field; did you mean kind?",
+  );
+  assert.equal(
+    refusal(`name: x\n${STEP}    delete: {kind: Pod, name: a, namspace: b}\n`),
+    "f.yaml: steps[0].delete.namspace: unknown field; did you mean namespace?",
+  );
+  assert.equal(
+    refusal(`name: x\n${STEP}    requests: [{to: gateway, path: /ip, header: {a: b}}]\n`),
+    "f.yaml: steps[0].requests[0].header: unknown field; did you mean headers?",
+  );
+  // Objects to apply stay loose: the simulated API server validates them.
+  const applied = parseScenario(
+    `name: x\n${STEP}    apply: {apiVersion: v1, kind: ConfigMap, metadata: {name: a}, data: {}}\n`,
+  );
+  assert.deepEqual(applied.steps[0].apply?.[0], {
+    apiVersion: "v1",
+    kind: "ConfigMap",
+    metadata: { name: "a" },
+    data: {},
+  });
+});
+
+Deno.test("strict: an expectation matches top-level object fields, and only keys it checks", () => {
+  const e = parseScenario(
+    `name: x\n${STEP}    expect:\n      - {kind: Secret, namespace: a, name: b, type: Opaque, ` +
+      `data: {k: dg==}, immutable: true}\n`,
+  ).steps[0].expect![0];
+  assert.deepEqual(expectedObject(e), { data: { k: "dg==" }, type: "Opaque", immutable: true });
+  assert.equal(
+    refusal(`name: x\n${STEP}    expect: [{kind: Pod, namespace: a, status: {phase: Running}}]\n`),
+    "f.yaml: steps[0].expect[0].status: not checked with counting objects (count, or no name)",
+  );
+  assert.equal(
+    refusal(`name: x\n${STEP}    expect: [{kind: Pod, name: a, count: 2}]\n`),
+    "f.yaml: steps[0].expect[0].name: not checked with counting objects (count, or no name)",
+  );
+  assert.equal(
+    refusal(`name: x\n${STEP}    expect: [{kind: Pod, name: a, absent: true, spec: {}}]\n`),
+    "f.yaml: steps[0].expect[0].spec: not checked with absent: true",
+  );
+  assert.equal(
+    refusal(`name: x\n${STEP}    expect: [{kind: Pod, name: a, seen: true, noConditions: [X]}]\n`),
+    "f.yaml: steps[0].expect[0].noConditions: not checked with seen: true",
+  );
+});
+
+Deno.test("bounds: seed 0 to 2^53-1, virtual time at most 24h, counts at most 1000", () => {
+  assert.equal(parseScenario(`name: x\nseed: ${MAX_SEED}\n${STEP}`).seed, MAX_SEED);
+  assert.match(refusal(`name: x\nseed: 9007199254740992\n${STEP}`), /^f\.yaml: seed: .*2\^53/);
+  assert.match(refusal(`name: x\nseed: -1\n${STEP}`), /^f\.yaml: seed: -1 is below the minimum 0/);
+  assert.equal(parseScenario("name: x\nsteps:\n  - at: 24h\n").steps[0].at, 86_400_000);
+  assert.equal(
+    refusal("name: x\nsteps:\n  - at: 1000h\n"),
+    "f.yaml: steps[0].at: 1000h is above the maximum 24h",
+  );
+  assert.equal(
+    refusal(`name: x\n${STEP}    fault: {kind: clockJump, by: 24h1s}\n`),
+    "f.yaml: steps[0].fault.by: 24h1s is above the maximum 24h",
+  );
+  assert.equal(
+    refusal(`name: x\n${STEP}    requests: [{to: gateway, path: /ip, count: 1e9}]\n`),
+    "f.yaml: steps[0].requests[0].count: 1000000000 is above the maximum 1000",
+  );
+  assert.equal(
+    refusal(
+      `name: x\n${STEP}    requests: [${"{to: gateway, path: /ip, count: 1000}, ".repeat(11)}]\n`,
+    ),
+    "f.yaml: steps[0].requests: 11000 requests (counts expanded) is above the maximum 10000 a step",
+  );
+  assert.equal(
+    refusal(`name: x\n${STEP}    fault: {kind: apiError, code: 200, target: {}}\n`),
+    "f.yaml: steps[0].fault.code: 200 is below the minimum 400",
+  );
+});
+
+Deno.test("faults: an unknown kind is named with the known ones, a missing target too", () => {
+  assert.equal(
+    refusal(`name: x\n${STEP}    fault: {kind: wachDrop, target: {kind: Pod}}\n`),
+    'f.yaml: steps[0].fault.kind: unknown fault kind "wachDrop" (did you mean watchDrop?); ' +
+      "known: apiError, replicaFailure, slowDeployment, crash, clockJump, watchDrop, watchStall, " +
+      "watchGone, compact",
+  );
+  assert.equal(
+    refusal(
+      "name: x\nsteps:\n  - at: 1s\n  - at: 2s\n  - at: 3s\n" +
+        "    fault: {kind: apiError, code: 500}\n",
+    ),
+    "f.yaml: steps[2].fault.target: required for apiError",
+  );
+  assert.equal(
+    refusal(`name: x\n${STEP}    fault: {kind: compact, target: {}}\n`),
+    "f.yaml: steps[0].fault.target.kind: is required (expected string)",
+  );
+  assert.equal(
+    refusal(`name: x\nfaults: {watchDorp: 0.2}\n${STEP}`),
+    "f.yaml: faults.watchDorp: unknown fault kind (did you mean watchDrop?); known: conflict, " +
+      "throttle, serverError, timeout, watchDrop, watchStall, watchGone, goneAs, historySize, " +
+      "crashes, replicaFailure, slowDeployment, clockJumps, slowWrite, planCrashes, leaseLoss, " +
+      "standbys, ownedDeletes",
+  );
+  assert.equal(
+    refusal(`name: x\nfaults: {watchDrop: 2, crashes: 1e9}\n${STEP}`),
+    "f.yaml: faults.watchDrop: 2 is above the maximum 1; " +
+      "faults.crashes: 1000000000 is above the maximum 100",
+  );
+  for (const faults of ["sometimes", "3", "[none]"]) {
+    assert.equal(
+      refusal(`name: x\nfaults: ${faults}\n${STEP}`),
+      "f.yaml: faults: must be none, default, or a map of fault kind to rate",
+    );
+  }
+  assert.deepEqual(
+    parseScenario(`name: x\nfaults: {historySize: 5, goneAs: throw}\n${STEP}`).faults,
+    { historySize: 5, goneAs: "throw" },
+  );
+  // The same check where the simulator takes a mix: no run starts with a setting it ignores.
+  assert.throws(
+    () => faultsFor({ watchDorp: 0.2 }, 1),
+    /^Error: faults\.watchDorp: unknown fault kind \(did you mean watchDrop\?\)/,
+  );
+});
+
+async function sim(args: string[]): Promise<{ code: number; lines: string[]; errors: string[] }> {
+  const lines: string[] = [];
+  const errors: string[] = [];
+  const code = await runSim(args, { out: (l) => lines.push(l), err: (l) => errors.push(l) });
+  return { code, lines, errors };
+}
+
+Deno.test("cli sim: seeds past 2^53-1 are refused: exit 2, one line, no empty run", async () => {
+  const help = " See 'mod.ts sim --help'.";
+  assert.deepEqual(await sim(["--seed", "9007199254740992"]), {
+    code: 2,
+    lines: [],
+    errors: [`error: --seed: 9007199254740992 is above the maximum ${MAX_SEED} (2^53-1).${help}`],
+  });
+  assert.deepEqual(await sim(["--seeds", "99999999999999999999"]), {
+    code: 2,
+    lines: [],
+    errors: [
+      `error: --seeds: 99999999999999999999 is above the maximum ${MAX_SEED} (2^53-1).${help}`,
+    ],
+  });
+  assert.deepEqual(await sim(["--seed", String(MAX_SEED), "--seeds", "2"]), {
+    code: 2,
+    lines: [],
+    errors: [
+      `error: 2 seeds from ${MAX_SEED} go past the largest seed ${MAX_SEED} (2^53-1).${help}`,
+    ],
+  });
+  const file = await Deno.makeTempFile({ suffix: ".yaml" });
+  await Deno.writeTextFile(file, `name: x\nfaults: {watchDorp: 0.2}\n${STEP}`);
+  const bad = await sim([file]);
+  assert.deepEqual([bad.code, bad.lines, bad.errors.length], [2, [], 1]);
+  assert.match(bad.errors[0], /^error: .*: faults\.watchDorp: unknown fault kind/);
+});
+
+Deno.test("cli sim: SIM_SEEDS that is not a count is a usage error", async () => {
+  const before = Deno.env.get("SIM_SEEDS");
+  Deno.env.set("SIM_SEEDS", "lots");
+  try {
+    assert.deepEqual(await sim(["--faults", "none"]), {
+      code: 2,
+      lines: [],
+      errors: [`error: SIM_SEEDS needs a non-negative integer, got lots. See 'mod.ts sim --help'.`],
+    });
+  } finally {
+    if (before === undefined) Deno.env.delete("SIM_SEEDS");
+    else Deno.env.set("SIM_SEEDS", before);
+  }
+});
