@@ -8,7 +8,7 @@
 import assert from "node:assert/strict";
 import { stringify } from "yaml";
 import { run } from "./preview.ts";
-import { MARK_COLOURS } from "../../src/cli/ratelimit/svg.ts";
+import { axisCount, MARK_COLOURS } from "../../src/cli/ratelimit/svg.ts";
 
 const WIDTH = 960;
 /**
@@ -310,4 +310,35 @@ Deno.test("svg: a very long title wraps onto more lines within the width", async
     assert.ok(p.yFull > p.titleLines.at(-1)!.y, "plot below its title");
     below = Math.max(...texts(p.body).map((t) => t.y));
   }
+});
+
+Deno.test("svg: the largest maxTokens fits left of the plot, shortened (4.29G)", async () => {
+  const rl = {
+    apiVersion: "gateway.platform-project.io/v1alpha1",
+    kind: "RateLimit",
+    metadata: { name: "big", namespace: "demo" },
+    spec: {
+      selectorLabels: { app: "httpbin" },
+      local: { defaultBucket: { maxTokens: 4294967295, tokensPerFill: 1, fillInterval: "1s" } },
+    },
+  };
+  const { svg } = await chart(["-f", await temp(stringify(rl), ".yaml"), ...[
+    "--rate",
+    "1/s",
+    "--for",
+    "2s",
+  ]]);
+  const labels = texts(svg).filter((t) => t.anchor === "end");
+  assert.deepEqual(labels.map((t) => t.text), ["4.29G", "0"]);
+  for (const t of labels) {
+    const left = t.x - [...t.text].length * t.fontSize * CHAR_EM;
+    assert.ok(left >= 0, `starts at ${left} px: ${t.text}`);
+  }
+  assert.deepEqual(panels(svg).map((p) => p.maxTokens), [4294967295]);
+  assert.deepEqual([99999, 100000, 1234567, 4294967295].map(axisCount), [
+    "99999",
+    "100k",
+    "1.23M",
+    "4.29G",
+  ]);
 });

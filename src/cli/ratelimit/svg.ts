@@ -127,6 +127,20 @@ function counts(r: BucketReport, shadow: boolean): string {
   }, ${r.rejected} rejected`;
 }
 
+/**
+ * A token count short enough for the y axis's label (at most 7 characters, left of the plot):
+ * as it is up to 99999, then to three digits with k, M or G (4294967295 is `4.29G`); the
+ * panel's title and `data-max-tokens` give it whole.
+ */
+export function axisCount(n: number): string {
+  if (n < 100_000) return String(n);
+  for (const [unit, size] of [["k", 1e3], ["M", 1e6], ["G", 1e9]] as const) {
+    const v = n / size;
+    if (v < 1000 || unit === "G") return `${Number(v.toPrecision(3))}${unit}`;
+  }
+  return String(n);
+}
+
 /** Round time ticks: 1, 2 or 5 × a power of ten milliseconds, about 6 of them. */
 function timeTicks(endMs: number): number[] {
   const raw = Math.max(endMs, 1) / 6;
@@ -187,9 +201,9 @@ function panel(
     ...titleLines,
     `<line x1="${LEFT}" y1="${y(0)}" x2="${WIDTH - RIGHT}" y2="${y(0)}" stroke="#888"/>`,
     `<line x1="${LEFT}" y1="${y(0)}" x2="${LEFT}" y2="${y(r.bucket.maxTokens)}" stroke="#888"/>`,
-    `<text x="${LEFT - 6}" y="${
-      num(y(r.bucket.maxTokens) + 4)
-    }" font-size="11" text-anchor="end">${r.bucket.maxTokens}</text>`,
+    `<text x="${LEFT - 6}" y="${num(y(r.bucket.maxTokens) + 4)}" font-size="11" text-anchor="end">${
+      axisCount(r.bucket.maxTokens)
+    }</text>`,
     `<text x="${LEFT - 6}" y="${num(y(0) + 4)}" font-size="11" text-anchor="end">0</text>`,
   ];
   for (const t of timeTicks(endMs)) {
