@@ -7,8 +7,9 @@
 import { RESOURCES } from "../src/api/resources.ts";
 import { ENVOYFILTER_CRD } from "../src/controllers/ratelimit.ts";
 import { CONTROLLERS } from "../src/controllers/registry.ts";
+import { Cache } from "../src/runtime/mod.ts";
 import type { KubeObject, ResourceType } from "../src/api/object.ts";
-import { Cache, type ReconcileContext } from "../src/runtime/mod.ts";
+import type { ReconcileContext } from "../src/runtime/mod.ts";
 import { reconcileRateLimit } from "../src/reconcile/ratelimit/mod.ts";
 import { podObject, rateLimitObject } from "./fixtures.ts";
 import type { Loop } from "./stats.ts";
@@ -75,19 +76,23 @@ export function controllerLoops(
     images: IMAGES,
     namespace: "platform-system",
   });
+  // Each loop goes on through the keys where its last call stopped: a run that calls it again
+  // (stats.ts `minMs`) reads other RateLimits, not the same few again.
+  let nextSubject = 0;
+  let nextBaseline = 0;
   return {
     subject: (n) => {
       let writes = 0;
-      for (let i = 0; i < n; i++) {
-        writes +=
-          rateLimitController.reconcile(keys[i % keys.length], cache, ctx(i))?.apply.length ?? 0;
+      for (let i = 0; i < n; i++, nextSubject++) {
+        const key = keys[nextSubject % keys.length];
+        writes += rateLimitController.reconcile(key, cache, ctx(nextSubject))?.apply.length ?? 0;
       }
       return writes;
     },
     baseline: (n) => {
       let found = 0;
-      for (let i = 0; i < n; i++) {
-        const key = keys[i % keys.length];
+      for (let i = 0; i < n; i++, nextBaseline++) {
+        const key = keys[nextBaseline % keys.length];
         const slash = key.indexOf("/");
         if (cache.get(RESOURCES.RateLimit, key.slice(0, slash), key.slice(slash + 1))) found++;
       }

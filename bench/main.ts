@@ -1,9 +1,9 @@
 /**
  * `deno task bench [--quick] [--cluster] [--only=a,b] [--json=FILE]`: the operator's benchmarks.
  * Each prints figures (medians over repeated runs) with a baseline measured in the same run, their
- * ratio, and the target from issue 7. Not a test: nothing fails on a slow figure; the summary says
- * which targets were met. `--quick` uses small counts (CI) and skips the control-plane benches
- * unless `--cluster` is given.
+ * ratio, and the target from issue 7. Not a test: nothing here fails on a slow figure (the summary
+ * says which targets were met; tests/bench/ratios_test.ts guards the reducer's ratios). `--quick`
+ * uses small counts (CI) and skips the control-plane benches unless `--cluster` is given.
  */
 import { buildStatus } from "../tools/cluster/mod.ts";
 import { benchCluster } from "./cluster/mod.ts";

@@ -62,6 +62,69 @@ export function summarise(p: CpuProfile): FunctionTime[] {
   return [...out.values()].sort((a, b) => b.totalMs - a.totalMs);
 }
 
+/** Milliseconds of one step of a subject, and its share of the subject's samples. */
+export interface StepTime {
+  step: string;
+  ms: number;
+  share: number;
+}
+
+/**
+ * The samples taken inside `subject` (a function name) called from `under` (one, when given: the
+ * timed loop, not the set-up), grouped by step: a sample belongs to the step of the outermost
+ * function below `subject` that `steps` lists (a step's functions may call another step's, which
+ * then counts for the caller), else to `other`. Steps in `steps` order, then `other`; the garbage
+ * collector's samples are outside every subject and are not counted.
+ */
+export function stepShares(
+  p: CpuProfile,
+  subject: string,
+  steps: Readonly<Record<string, readonly string[]>>,
+  opts: { under?: string; other?: string } = {},
+): StepTime[] {
+  const other = opts.other ?? "other";
+  const stepOf = new Map<string, string>();
+  for (const [step, fns] of Object.entries(steps)) for (const f of fns) stepOf.set(f, step);
+  const byId = new Map(p.nodes.map((n) => [n.id, n]));
+  const parent = new Map<number, number>();
+  for (const n of p.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
+  /** The step of a leaf node: undefined outside the subject. */
+  const known = new Map<number, string | undefined>();
+  const classify = (leaf: number): string | undefined => {
+    if (known.has(leaf)) return known.get(leaf);
+    let step: string | undefined;
+    let inside = false;
+    let cur: number | undefined = leaf;
+    for (; cur !== undefined; cur = parent.get(cur)) {
+      const name = byId.get(cur)!.callFrame.functionName;
+      if (name === subject) {
+        inside = true;
+        break;
+      }
+      step = stepOf.get(name) ?? step;
+    }
+    if (inside && opts.under !== undefined) {
+      inside = false;
+      for (; cur !== undefined && !inside; cur = parent.get(cur)) {
+        inside = byId.get(cur)!.callFrame.functionName === opts.under;
+      }
+    }
+    const out = inside ? step ?? other : undefined;
+    known.set(leaf, out);
+    return out;
+  };
+  const ms = new Map<string, number>([...Object.keys(steps), other].map((s) => [s, 0]));
+  let total = 0;
+  p.samples.forEach((id, i) => {
+    const step = classify(id);
+    if (step === undefined) return;
+    const dt = (p.timeDeltas[i] ?? 0) / 1000;
+    ms.set(step, ms.get(step)! + dt);
+    total += dt;
+  });
+  return [...ms].map(([step, t]) => ({ step, ms: t, share: total > 0 ? t / total : 0 }));
+}
+
 if (import.meta.main) {
   const [file, ...rest] = Deno.args;
   if (!file) {

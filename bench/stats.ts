@@ -2,6 +2,7 @@
  * Timing and statistics for the benchmarks: medians over repeated runs, a subject and its baseline
  * timed alternately in the same process (so a noisy neighbour slows both), and rates.
  */
+import process from "node:process";
 
 /** The median of `xs` (the mean of the two middle values for an even count); NaN when empty. */
 export function median(xs: readonly number[]): number {
@@ -37,6 +38,27 @@ export interface LoopOptions {
   runs: number;
   /** Untimed runs of each loop first (JIT warm-up). Default 1. */
   warmup?: number;
+  /**
+   * Each timed run calls its loop (with `n`) as many times as takes at least this long, found
+   * after the warm-up: `n` cache reads take microseconds, too short to time against a timer's
+   * resolution and a scheduler's slices. Default 0: once.
+   */
+  minMs?: number;
+  /** What a run's time is; default `wall`. */
+  clock?: Clock;
+}
+
+/**
+ * `wall`: elapsed time. `cpu`: this process's CPU time (user and system, every thread: the
+ * garbage collector's helpers count), which other processes on the machine do not lengthen as
+ * they do elapsed time by taking turns on its cores; on a quiet machine the two are close.
+ */
+export type Clock = "wall" | "cpu";
+
+function clockMs(clock: Clock): number {
+  if (clock === "wall") return performance.now();
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1000;
 }
 
 /** Medians of a subject loop and its baseline, as units a second. */
@@ -45,10 +67,16 @@ export interface LoopComparison {
   rate: number;
   /** Baseline: units a second (median over runs). */
   baselineRate: number;
-  /** Subject time a unit over baseline time a unit (≥ 1 when the subject does more work). */
+  /**
+   * Subject time a unit over baseline time a unit (≥ 1 when the subject does more work): the
+   * median of each run's ratio to the baseline run just before it, so that load from other
+   * processes, which comes and goes, weighs on both sides of each ratio alike.
+   */
   ratio: number;
-  /** Every run's milliseconds. */
+  /** Every run's milliseconds (for `calls` calls of its loop). */
   samples: { subject: number[]; baseline: number[] };
+  /** Calls of each loop a timed run. */
+  calls: { subject: number; baseline: number };
 }
 
 let sink: unknown;
@@ -57,27 +85,52 @@ export function blackhole(): unknown {
   return sink;
 }
 
-function timeOnce(loop: Loop, n: number): number {
-  const t0 = performance.now();
-  sink = loop(n);
-  return performance.now() - t0;
+function timeCalls(loop: Loop, n: number, calls: number, clock: Clock = "wall"): number {
+  const t0 = clockMs(clock);
+  for (let i = 0; i < calls; i++) sink = loop(n);
+  return clockMs(clock) - t0;
 }
 
-/** Times `subject` and `baseline` alternately, `runs` times each, and compares their medians. */
-export function compareLoops(subject: Loop, baseline: Loop, opts: LoopOptions): LoopComparison {
-  for (let i = 0; i < (opts.warmup ?? 1); i++) {
-    timeOnce(baseline, opts.n);
-    timeOnce(subject, opts.n);
+/**
+ * Calls of `loop` (with `n`) that take at least `minMs` together: doubled from one until they do,
+ * or scaled up at once when a run is far too short (at most 8 timed tries).
+ */
+function callsFor(loop: Loop, n: number, minMs: number, clock: Clock): number {
+  let calls = 1;
+  for (let tries = 0; minMs > 0 && tries < 8; tries++) {
+    const ms = timeCalls(loop, n, calls, clock);
+    if (ms >= minMs) break;
+    calls = Math.max(calls * 2, Math.ceil((calls * minMs) / Math.max(ms, minMs / 1000)));
   }
+  return calls;
+}
+
+/**
+ * Times `subject` and `baseline` alternately, `runs` times each, and compares them: their median
+ * rates, and the median ratio of a subject run to the baseline run before it.
+ */
+export function compareLoops(subject: Loop, baseline: Loop, opts: LoopOptions): LoopComparison {
+  const clock = opts.clock ?? "wall";
+  for (let i = 0; i < (opts.warmup ?? 1); i++) {
+    timeCalls(baseline, opts.n, 1, clock);
+    timeCalls(subject, opts.n, 1, clock);
+  }
+  const minMs = opts.minMs ?? 0;
+  const calls = {
+    subject: callsFor(subject, opts.n, minMs, clock),
+    baseline: callsFor(baseline, opts.n, minMs, clock),
+  };
   const s: number[] = [];
   const b: number[] = [];
+  const ratios: number[] = [];
   for (let i = 0; i < opts.runs; i++) {
-    b.push(timeOnce(baseline, opts.n));
-    s.push(timeOnce(subject, opts.n));
+    b.push(timeCalls(baseline, opts.n, calls.baseline, clock));
+    s.push(timeCalls(subject, opts.n, calls.subject, clock));
+    ratios.push((s[i] / calls.subject) / (b[i] / calls.baseline));
   }
-  const rate = perSecond(opts.n, median(s));
-  const baselineRate = perSecond(opts.n, median(b));
-  return { rate, baselineRate, ratio: baselineRate / rate, samples: { subject: s, baseline: b } };
+  const rate = perSecond(opts.n * calls.subject, median(s));
+  const baselineRate = perSecond(opts.n * calls.baseline, median(b));
+  return { rate, baselineRate, ratio: median(ratios), samples: { subject: s, baseline: b }, calls };
 }
 
 /** Formats a number with thousands separators and at most `digits` decimals. */

@@ -14,6 +14,7 @@ import { NOW } from "../../bench/worlds.ts";
 import { RULE_COUNTS } from "../../bench/fixtures.ts";
 import { MAX_BUCKET_RULES } from "../../src/api/ratelimit_bounds.ts";
 import { benchSim, sweepOnce } from "../../bench/sim.ts";
+import { stepShares } from "../../bench/profile.ts";
 
 function quietReport(): { report: Report; lines: string[] } {
   const lines: string[] = [];
@@ -161,4 +162,31 @@ Deno.test("simulator bench: one seed a pass reports virtual seconds a wall secon
   const t = await sweepOnce(1, 1, "default");
   assert.equal(t.failed, 0, "seed 1 of the sweep passes");
   assert.ok(t.virtualMs > 60_000, `a seed covers minutes of virtual time, got ${t.virtualMs} ms`);
+});
+
+Deno.test("stepShares: a sample counts for the outermost listed step below the subject, in the timed loop", () => {
+  const frame = (functionName: string) => ({ functionName, url: "file:///x.ts", lineNumber: 0 });
+  // root > setup > reconcile > parse; root > subject > reconcile > {parse, render > parse, own}
+  const nodes = [
+    { id: 1, callFrame: frame("(root)"), children: [2, 5, 10] },
+    { id: 2, callFrame: frame("setup"), children: [3] },
+    { id: 3, callFrame: frame("reconcile"), children: [4] },
+    { id: 4, callFrame: frame("parse") },
+    { id: 5, callFrame: frame("subject"), children: [6] },
+    { id: 6, callFrame: frame("reconcile"), children: [7, 8, 11] },
+    { id: 7, callFrame: frame("parse") },
+    { id: 8, callFrame: frame("render"), children: [9] },
+    { id: 9, callFrame: frame("parse") },
+    { id: 10, callFrame: frame("(garbage collector)") },
+    { id: 11, callFrame: frame("helper") },
+  ];
+  const samples = [4, 7, 9, 9, 11, 10];
+  const profile = { nodes, samples, timeDeltas: samples.map(() => 1000) };
+  const steps = { parse: ["parse"], render: ["render"] };
+  assert.deepEqual(stepShares(profile, "reconcile", steps, { under: "subject" }), [
+    { step: "parse", ms: 1, share: 0.25 },
+    { step: "render", ms: 2, share: 0.5 },
+    { step: "other", ms: 1, share: 0.25 },
+  ]);
+  assert.equal(stepShares(profile, "reconcile", steps)[0].ms, 2, "without `under`, set-up counts");
 });

@@ -1,11 +1,7 @@
 /** Quantities in the API server's canonical form (apimachinery resource.Quantity). */
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import {
-  canonicalQuantity,
-  compareQuantities,
-  parseQuantity,
-} from "../../src/api/quantity.ts";
+import { canonicalQuantity, compareQuantities, parseQuantity } from "../../src/api/quantity.ts";
 import { QUANTITY_PATTERN } from "../../src/api/schema/scaler.ts";
 
 // Expected forms follow apimachinery's Quantity.String() (pkg/api/resource/quantity_test.go): inputs already canonical are kept as

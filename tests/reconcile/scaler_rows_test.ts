@@ -2,7 +2,11 @@
 import assert from "node:assert/strict";
 import { KEDA_DEPLOYMENTS } from "../../src/reconcile/scaler/names.ts";
 import { SCALER_FINALIZER } from "../../src/reconcile/labels.ts";
-import { reconcileScaler, SCALER_STATES, type ScalerInput } from "../../src/reconcile/scaler/mod.ts";
+import {
+  reconcileScaler,
+  SCALER_STATES,
+  type ScalerInput,
+} from "../../src/reconcile/scaler/mod.ts";
 import { conditionOf, inputOf, installed, scaler, statusOf } from "./scaler_fixtures.ts";
 import { type RowCase, testStateRows } from "./module_rows.ts";
 import { carryOut } from "./plans_on_sim_store.ts";

@@ -6,9 +6,10 @@
  * both. The older RateLimit (creationTimestamp, then name) wins; the newer is not applied.
  * Across namespaces, see `olderConflicts`.
  */
-import { at, stringMap } from "../../api/json.ts";
+import { at, isEmptyContainer, isObject, stringMap } from "../../api/json.ts";
 import { meshProxyOf } from "../../api/pod.ts";
 import { selects } from "../../api/selector.ts";
+import { INDEX_MIN, labelIndex, pairsOf } from "./label_index.ts";
 
 /** What conflict detection reads of a RateLimit. */
 export interface SelectorOwner {
@@ -22,13 +23,12 @@ export interface SelectorOwner {
  * nothing; a peer being deleted no longer counts.
  */
 export function selectorOwnerOf(obj: unknown): SelectorOwner | undefined {
-  const name = at(obj, "metadata", "name");
+  const meta = at(obj, "metadata");
+  const name = at(meta, "name");
+  if (typeof name !== "string" || at(meta, "deletionTimestamp") !== undefined) return undefined;
   const selector = stringMap(at(obj, "spec", "selectorLabels"));
-  if (typeof name !== "string" || at(obj, "metadata", "deletionTimestamp") !== undefined) {
-    return undefined;
-  }
-  if (!selector || Object.keys(selector).length === 0) return undefined;
-  const created = at(obj, "metadata", "creationTimestamp");
+  if (!selector || isEmptyContainer(selector)) return undefined;
+  const created = at(meta, "creationTimestamp");
   return { name, creationTimestamp: typeof created === "string" ? created : "", selector };
 }
 
@@ -59,8 +59,12 @@ export function selectSamePods(
 
 /** True when `a` is older than `b`: creationTimestamp, then name. */
 export function isOlder(a: SelectorOwner, b: SelectorOwner): boolean {
-  if (a.creationTimestamp !== b.creationTimestamp) return a.creationTimestamp < b.creationTimestamp;
-  return a.name < b.name;
+  return olderThan(a.creationTimestamp, a.name, b.creationTimestamp, b.name);
+}
+
+/** `isOlder` of two creation timestamps and names. */
+function olderThan(aCreated: string, aName: string, bCreated: string, bName: string): boolean {
+  return aCreated !== bCreated ? aCreated < bCreated : aName < bName;
 }
 
 /**
@@ -75,9 +79,9 @@ export type EnforcedSelectorOf = (
 
 /** A Pod `self` selects, as conflict detection reads it. */
 interface Shared {
+  pod: unknown;
   labels: Record<string, string>;
   namespace: string | undefined;
-  router: boolean;
 }
 
 /**
@@ -105,26 +109,21 @@ export function olderConflicts(
     const labels = podLabelsOf(pod);
     if (labels === undefined || !selects(self.selector, labels)) continue;
     const ns = at(pod, "metadata", "namespace");
-    mine.push({
-      labels,
-      namespace: typeof ns === "string" ? ns : undefined,
-      router: meshProxyOf(pod) === "router",
-    });
+    mine.push({ pod, labels, namespace: typeof ns === "string" ? ns : undefined });
   }
+  const mineLabels = mine.map((m) => m.labels);
+  const selfKey = `${self.namespace}/${self.name}`;
   const older: (SelectorOwner & { key: string })[] = [];
-  for (const peer of peers) {
+  for (const peer of candidates(self.selector, peers, mineLabels, enforcedOf)) {
     // The name and the age decide first: they are cheap to read, and most peers fail them.
-    const name = at(peer, "metadata", "name");
-    const rawNs = at(peer, "metadata", "namespace");
-    const ns = typeof rawNs === "string" ? rawNs : self.namespace;
-    if (typeof name !== "string" || (name === self.name && ns === self.namespace)) continue;
-    const created = at(peer, "metadata", "creationTimestamp");
-    const cheap = {
-      name: `${ns}/${name}`,
-      creationTimestamp: typeof created === "string" ? created : "",
-      selector: {},
-    };
-    if (!isOlder(cheap, { ...self, name: `${self.namespace}/${self.name}` })) continue;
+    const meta = isObject(peer) && isObject(peer.metadata) ? peer.metadata : undefined;
+    const name = meta?.name;
+    if (meta === undefined || typeof name !== "string") continue;
+    const ns = typeof meta.namespace === "string" ? meta.namespace : self.namespace;
+    if (name === self.name && ns === self.namespace) continue;
+    const key = `${ns}/${name}`;
+    const created = typeof meta.creationTimestamp === "string" ? meta.creationTimestamp : "";
+    if (!olderThan(created, key, self.creationTimestamp, selfKey)) continue;
     const across = ns !== self.namespace;
     if (across && self.namespace !== rootNamespace && ns !== rootNamespace) continue;
     const p = selectorOwnerOf(peer);
@@ -133,10 +132,31 @@ export function olderConflicts(
     const selectors = [p.selector, ...(held && Object.keys(held).length > 0 ? [held] : [])];
     const clash = across
       ? sharesGateway(selectors, mine, self.namespace === rootNamespace ? ns : self.namespace)
-      : selectors.some((s) => selectSamePods(s, self.selector, mine.map((m) => m.labels)));
-    if (clash) older.push({ ...p, name: cheap.name, key: cheap.name });
+      : selectors.some((s) => selectSamePods(s, self.selector, mineLabels));
+    if (clash) older.push({ ...p, name: key, key });
   }
   return older.sort((a, b) => (isOlder(a, b) ? -1 : 1)).map((p) => p.key);
+}
+
+/** Positions of peers by the pairs of their selectors, in a long frozen list of them. */
+const peersSelecting = labelIndex((peer) => selectorOwnerOf(peer)?.selector);
+
+/**
+ * The peers that may clash with `selector`, whose Pods are `mine`: all of them, or of a long
+ * frozen list, those whose own selector holds a pair of `selector` or of a Pod of `mine`. A peer
+ * selecting the same Pods as `selector` by construction holds one of its pairs (either selector is
+ * the other's subset, and neither is empty), and one sharing a Pod holds a pair of that Pod. A
+ * peer's kept filter may select anything, so with `enforcedOf` every peer is a candidate.
+ */
+function candidates(
+  selector: Record<string, string>,
+  peers: readonly unknown[],
+  mine: readonly Record<string, string>[],
+  enforcedOf: EnforcedSelectorOf | undefined,
+): readonly unknown[] {
+  if (enforcedOf || peers.length < INDEX_MIN || isEmptyContainer(selector)) return peers;
+  const positions = peersSelecting(peers, pairsOf([selector, ...mine]));
+  return positions ? positions.map((i) => peers[i]) : peers;
 }
 
 /** True when a gateway Pod of `namespace` among `mine` matches one of `selectors`. */
@@ -146,6 +166,7 @@ function sharesGateway(
   namespace: string,
 ): boolean {
   return mine.some((m) =>
-    m.router && m.namespace === namespace && selectors.some((s) => selects(s, m.labels))
+    m.namespace === namespace && selectors.some((s) => selects(s, m.labels)) &&
+    meshProxyOf(m.pod) === "router"
   );
 }

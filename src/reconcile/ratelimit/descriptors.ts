@@ -12,18 +12,50 @@ export type Json = Record<string, unknown>;
 type Matcher = Json;
 
 /**
+ * A rule as the entries read it, made once a filter: its headers with names in lower case
+ * (Envoy's form, and how rules are compared), and the header matchers it needs, sorted by name.
+ */
+interface RuleView {
+  rule: BucketRule;
+  /** `[name, value]`, names lower-cased, in the rule's order. */
+  headers: [string, string][];
+  /** Each header matcher's name and exact value (undefined: present), sorted by name. */
+  matchers: [string, string | undefined][];
+}
+
+function viewOf(rule: BucketRule): RuleView {
+  const headers: [string, string][] = [];
+  const matchers: [string, string | undefined][] = [];
+  for (const [name, value] of Object.entries(rule.headers ?? {})) {
+    const lower = name.toLowerCase();
+    headers.push([lower, value]);
+    matchers.push([lower, value]);
+  }
+  const key = rule.perClient?.header?.toLowerCase();
+  if (key !== undefined && !matchers.some(([name]) => name === key)) {
+    matchers.push([key, undefined]);
+  }
+  matchers.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return { rule, headers, matchers };
+}
+
+/** The value of header `name` (lower-cased) in a view, the last if it is given twice. */
+function headerValue(view: RuleView, name: string): string | undefined {
+  for (let i = view.headers.length - 1; i >= 0; i--) {
+    if (view.headers[i][0] === name) return view.headers[i][1];
+  }
+  return undefined;
+}
+
+/**
  * Header matchers of a rule's headers: names in lower case (Envoy's form), values exact; and a
  * per-client header must be present, so that a request without it is not the rule's and goes on
- * to later rules (its `request_headers` action would yield no descriptor).
+ * to later rules (its `request_headers` action would yield no descriptor). New objects each call.
  */
-function headerMatchers(rule: BucketRule): Matcher[] {
-  const key = rule.perClient?.header?.toLowerCase();
-  const own: (Matcher & { name: string })[] = Object.entries(rule.headers ?? {})
-    .map(([name, value]) => ({ name: name.toLowerCase(), string_match: { exact: value } }));
-  if (key !== undefined && !own.some((m) => m.name === key)) {
-    own.push({ name: key, present_match: true });
-  }
-  return own.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+function headerMatchers(view: RuleView): Matcher[] {
+  return view.matchers.map(([name, exact]) =>
+    exact === undefined ? { name, present_match: true } : { name, string_match: { exact } }
+  );
 }
 
 /**
@@ -50,17 +82,23 @@ function clientAction(rule: BucketRule): { action: Json; entry: DescriptorEntry 
  * it in one matcher, but Envoy rejects regexes above `re2.max_program_size.error_level`, default 100,
  * so a long path would leave the filter NACKed while the RateLimit says Ready.)
  */
-function pathMatchers(path: string): Matcher[] {
-  return [
-    { name: ":path", string_match: { exact: path } },
-    { name: ":path", string_match: { prefix: `${path}?` } },
-  ];
+function pathMatchers(path: string, invert = false): Matcher[] {
+  const exact = { exact: path };
+  const prefix = { prefix: `${path}?` };
+  // Literals, not a spread of the plain ones: this runs for every rule of every reconcile.
+  return invert
+    ? [
+      { name: ":path", string_match: exact, invert_match: true },
+      { name: ":path", string_match: prefix, invert_match: true },
+    ]
+    : [{ name: ":path", string_match: exact }, { name: ":path", string_match: prefix }];
 }
 
 /** A rule as an OR of clauses, each an AND of header matchers. */
-function clauses(rule: BucketRule): Matcher[][] {
-  const headers = headerMatchers(rule);
-  return rule.path === undefined ? [headers] : pathMatchers(rule.path).map((p) => [p, ...headers]);
+function clauses(view: RuleView): Matcher[][] {
+  const path = view.rule.path;
+  if (path === undefined) return [headerMatchers(view)];
+  return pathMatchers(path).map((p) => [p, ...headerMatchers(view)]);
 }
 
 /**
@@ -70,16 +108,21 @@ function clauses(rule: BucketRule): Matcher[][] {
  * filter small: with distinct paths, no rule needs to exclude another.
  */
 export function canOverlap(a: BucketRule, b: BucketRule): boolean {
-  if (a.path !== undefined && b.path !== undefined && a.path !== b.path) return false;
-  const bHeaders = new Map(Object.entries(b.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v]));
-  return Object.entries(a.headers ?? {}).every(([k, v]) => {
-    const other = bHeaders.get(k.toLowerCase());
+  return overlap(viewOf(a), viewOf(b));
+}
+
+function overlap(a: RuleView, b: RuleView): boolean {
+  if (a.rule.path !== undefined && b.rule.path !== undefined && a.rule.path !== b.rule.path) {
+    return false;
+  }
+  return a.headers.every(([k, v]) => {
+    const other = headerValue(b, k);
     return other === undefined || other === v;
   });
 }
 
 /**
- * The actions of rule i's `rate_limits` entry and the descriptor they produce.
+ * The actions of each rule's `rate_limits` entry and the descriptor they produce (rule i's at i).
  *
  * Envoy builds one request descriptor per `rate_limits` entry, and only when every action of the
  * entry appends an entry; it then matches config descriptors verbatim (ordered, no partial match).
@@ -93,32 +136,33 @@ export function canOverlap(a: BucketRule, b: BucketRule): boolean {
  * Hence at most one entry yields a descriptor, that of the first matching rule, and with
  * `always_consume_default_token_bucket: false` the default bucket is charged only when none does.
  */
-export function ruleEntry(
+export function ruleEntries(
   rules: readonly BucketRule[],
+): { actions: Json[]; entries: DescriptorEntry[] }[] {
+  const views = rules.map(viewOf);
+  return views.map((_, i) => ruleEntry(views, i));
+}
+
+/** Rule i's entry (see `ruleEntries`). */
+function ruleEntry(
+  views: readonly RuleView[],
   i: number,
 ): { actions: Json[]; entries: DescriptorEntry[] } {
-  const rule = rules[i];
+  const view = views[i];
+  const rule = view.rule;
   const actions: Json[] = [];
   const entries: DescriptorEntry[] = [];
   const action = (key: string, value: string, headers: Matcher[], expectMatch: boolean) => {
     actions.push({
-      header_value_match: {
-        descriptor_key: key,
-        descriptor_value: value,
-        ...(expectMatch ? {} : { expect_match: false }),
-        headers,
-      },
+      header_value_match: expectMatch
+        ? { descriptor_key: key, descriptor_value: value, headers }
+        : { descriptor_key: key, descriptor_value: value, expect_match: false, headers },
     });
     entries.push({ key, value });
   };
-  const own = headerMatchers(rule);
+  const own = headerMatchers(view);
   if (rule.path !== undefined) {
-    action(
-      "rule",
-      String(i),
-      pathMatchers(rule.path).map((m) => ({ ...m, invert_match: true })),
-      false,
-    );
+    action("rule", String(i), pathMatchers(rule.path, true), false);
     if (own.length > 0) action("rule_headers", String(i), own, true);
   } else if (own.length > 0) {
     action("rule", String(i), own, true);
@@ -128,8 +172,8 @@ export function ruleEntry(
     entries.push({ key: "rule", value: String(i) });
   }
   for (let j = 0; j < i; j++) {
-    if (!canOverlap(rules[j], rule)) continue;
-    for (const clause of clauses(rules[j])) action("not_rule", String(j), clause, false);
+    if (!overlap(views[j], view)) continue;
+    for (const clause of clauses(views[j])) action("not_rule", String(j), clause, false);
   }
   const client = clientAction(rule);
   if (client) {

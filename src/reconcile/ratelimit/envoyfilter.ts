@@ -29,7 +29,7 @@ import { namesGateway, type ProxyContext } from "../../api/mesh.ts";
 import { managedLabels } from "../labels.ts";
 import { LIMITS_ANNOTATION, limitsRecord } from "./inforce.ts";
 import { DEFAULT_MAX_CLIENTS } from "../../api/ratelimit_bounds.ts";
-import { type Json, ruleEntry } from "./descriptors.ts";
+import { type Json, ruleEntries } from "./descriptors.ts";
 
 /**
  * Annotation on the EnvoyFilter: the RateLimit generation it was rendered from. The filter on the
@@ -115,10 +115,9 @@ export function renderEnvoyFilter(
   const rules = spec.local.buckets;
   const rateLimits: Json[] = [];
   const descriptors: Json[] = [];
-  rules.forEach((rule, i) => {
-    const { actions, entries } = ruleEntry(rules, i);
+  ruleEntries(rules).forEach(({ actions, entries }, i) => {
     rateLimits.push({ actions });
-    descriptors.push({ entries, token_bucket: tokenBucket(rule.bucket) });
+    descriptors.push({ entries, token_bucket: tokenBucket(rules[i].bucket) });
   });
   const owner = rl.metadata.uid
     ? {

@@ -38,30 +38,52 @@ export interface BucketRate {
  */
 export const LIMITS_ANNOTATION = "gateway.platform-project.io/ratelimit-limits";
 
-const REFILL = /^([0-9]{1,10})\/([0-9]{1,12}s)$/;
+/** True when `s` from `start` to `end` (excluded) is 1 to `most` ASCII digits. */
+function digits(s: string, start: number, end: number, most: number): boolean {
+  if (end <= start || end - start > most) return false;
+  for (let i = start; i < end; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 48 || c > 57) return false;
+  }
+  return true;
+}
+
+/**
+ * One bucket's `tokensPerFill/fillInterval` of the annotation: `/^([0-9]{1,10})\/([0-9]{1,12}s)$/`,
+ * read without a regular expression (each reconcile reads every bucket's).
+ */
+function refillOf(r: string): { tokensPerFill: number; fillInterval: string } | undefined {
+  const slash = r.indexOf("/");
+  const end = r.length - 1;
+  if (slash < 0 || !digits(r, 0, slash, 10) || r[end] !== "s" || !digits(r, slash + 1, end, 12)) {
+    return undefined;
+  }
+  return { tokensPerFill: Number(r.slice(0, slash)), fillInterval: r.slice(slash + 1) };
+}
 
 /** The annotation's value for what a filter renders. */
 export function limitsRecord(limits: FilterLimits): string {
-  return [
-    limits.shadow ? "Shadow" : "Enforcing",
-    ...limits.buckets.map((b) => `${b.tokensPerFill}/${b.fillInterval}`),
-  ].join(" ");
+  let text = limits.shadow ? "Shadow" : "Enforcing";
+  for (const b of limits.buckets) text += ` ${b.tokensPerFill}/${b.fillInterval}`;
+  return text;
 }
 
 /** The limits a filter of ours records (its annotation); undefined when it has no readable one. */
 export function filterLimits(ef: KubeObject): FilterLimits | undefined {
   const text = ef.metadata.annotations?.[LIMITS_ANNOTATION];
   if (text === undefined) return undefined;
-  const [mode, ...refills] = text.split(" ");
-  if ((mode !== "Shadow" && mode !== "Enforcing") || refills.length === 0) return undefined;
+  const parts = text.split(" ");
+  const mode = parts[0];
+  if ((mode !== "Shadow" && mode !== "Enforcing") || parts.length < 2) return undefined;
   const buckets: BucketRefill[] = [];
-  for (const [i, r] of refills.entries()) {
-    const m = REFILL.exec(r);
-    if (!m) return undefined;
+  // parts[1] is the default bucket's refill, parts[2 + i] rule i's.
+  for (let k = 1; k < parts.length; k++) {
+    const refill = refillOf(parts[k]);
+    if (!refill) return undefined;
     buckets.push({
-      bucket: i === 0 ? "default" : String(i - 1),
-      tokensPerFill: Number(m[1]),
-      fillInterval: m[2],
+      bucket: k === 1 ? "default" : String(k - 2),
+      tokensPerFill: refill.tokensPerFill,
+      fillInterval: refill.fillInterval,
     });
   }
   return { shadow: mode === "Shadow", buckets };
@@ -69,10 +91,24 @@ export function filterLimits(ef: KubeObject): FilterLimits | undefined {
 
 /** `120s` as people write it (`2m`); other whole seconds as they are. */
 function intervalText(proto: string): string {
-  const m = /^(\d+)s$/.exec(proto);
-  if (!m) return proto;
-  const s = BigInt(m[1]);
+  const end = proto.length - 1;
+  if (proto[end] !== "s" || !digits(proto, 0, end, Infinity)) return proto;
+  const text = proto.slice(0, end);
+  // Up to 15 digits a Number holds exactly; BigInt only past that (the CRD allows 9 or 10).
+  if (text.length <= 15) {
+    const s = Number(text);
+    return s > 0 && s % 60 === 0 ? `${s / 60}m` : proto;
+  }
+  const s = BigInt(text);
   return s > 0n && s % 60n === 0n ? `${s / 60n}m` : proto;
+}
+
+/** `a × b` of two whole numbers, as digits: in a Number while exact, else in a BigInt. */
+function productText(a: number, b: number): string {
+  const n = a * b;
+  return Number.isSafeInteger(a) && Number.isSafeInteger(b) && Number.isSafeInteger(n)
+    ? String(n)
+    : String(BigInt(a) * BigInt(b));
 }
 
 /**
@@ -85,7 +121,7 @@ export function bucketRates(limits: FilterLimits, pods: number): BucketRate[] {
     return {
       bucket: b.bucket,
       perPod: `${b.tokensPerFill}/${per}`,
-      workload: `${BigInt(b.tokensPerFill) * BigInt(pods)}/${per}`,
+      workload: `${productText(b.tokensPerFill, pods)}/${per}`,
     };
   });
 }

@@ -4,7 +4,7 @@
  * Pods it selects).
  */
 import type { Condition } from "../../api/common.ts";
-import { at, stringMap } from "../../api/json.ts";
+import { at, isObject, stringMap } from "../../api/json.ts";
 import { apiVersionOf, RESOURCES } from "../../api/resources.ts";
 import type { KubeObject } from "../../api/object.ts";
 import { MANAGED_BY, MANAGED_BY_LABEL, MODULE_LABEL } from "../labels.ts";
@@ -22,25 +22,32 @@ export interface Meta {
 }
 
 function isCondition(c: unknown): c is Condition {
-  return ["type", "status", "reason", "message", "lastTransitionTime"].every((k) =>
-    typeof at(c, k) === "string"
-  );
+  return isObject(c) && typeof c.type === "string" && typeof c.status === "string" &&
+    typeof c.reason === "string" && typeof c.message === "string" &&
+    typeof c.lastTransitionTime === "string";
 }
 
 /** Reads a RateLimit's metadata and its previous conditions of `types`. */
 export function readMeta(obj: unknown, types: readonly string[]): Meta {
   const str = (v: unknown) => (typeof v === "string" ? v : undefined);
-  const gen = at(obj, "metadata", "generation");
+  const metadata = at(obj, "metadata");
+  const gen = at(metadata, "generation");
   const conds = at(obj, "status", "conditions");
-  const seen = new Set<string>();
-  const conditions = (Array.isArray(conds) ? conds : []).filter(isCondition)
-    .filter((c) => types.includes(c.type) && !seen.has(c.type) && seen.add(c.type));
+  // The first condition of each type, of those given.
+  const conditions: Condition[] = [];
+  if (Array.isArray(conds)) {
+    for (const c of conds) {
+      if (
+        isCondition(c) && types.includes(c.type) && !conditions.some((d) => d.type === c.type)
+      ) conditions.push(c);
+    }
+  }
   return {
-    name: str(at(obj, "metadata", "name")) ?? "",
-    namespace: str(at(obj, "metadata", "namespace")) ?? "default",
-    uid: str(at(obj, "metadata", "uid")),
+    name: str(at(metadata, "name")) ?? "",
+    namespace: str(at(metadata, "namespace")) ?? "default",
+    uid: str(at(metadata, "uid")),
     generation: Number.isSafeInteger(gen) && (gen as number) >= 0 ? gen as number : undefined,
-    deleting: at(obj, "metadata", "deletionTimestamp") !== undefined,
+    deleting: at(metadata, "deletionTimestamp") !== undefined,
     conditions,
   };
 }

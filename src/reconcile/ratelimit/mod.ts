@@ -14,7 +14,7 @@ import type { Plan } from "../plan.ts";
 import { ENFORCED_CONDITION, enforcement, selectorText } from "./enforcement.ts";
 import { renderedGeneration } from "./envoyfilter.ts";
 import { ISTIO_ROOT_NAMESPACE } from "../../api/mesh.ts";
-import { podsInReach, reachOf } from "./reach.ts";
+import { reachOf } from "./reach.ts";
 import { filterRef, isOurs, readMeta } from "./meta.ts";
 import { applyFailure, limitsText, refusal } from "./messages.ts";
 import { bucketRates } from "./inforce.ts";
@@ -96,6 +96,19 @@ function whereText(inForce: InForce): string {
   return gateway ? "the ingress gateway" : `Pods with ${sel}`;
 }
 
+/** A full stop or what `\s` matches in a regular expression. */
+const STOP_OR_SPACE = /[.\s]/;
+
+/**
+ * `s` without its trailing full stops and white space: `s.replace(/[.\s]+$/, "")`, which tries
+ * the pattern at every position of a long message, where this reads from the end.
+ */
+function sentence(s: string): string {
+  let end = s.length;
+  while (end > 0 && STOP_OR_SPACE.test(s[end - 1])) end--;
+  return end === s.length ? s : s.slice(0, end);
+}
+
 /** The Plan for one RateLimit. Never throws; never writes the RateLimit's spec. */
 export function reconcileRateLimit(input: RateLimitInput): Plan {
   const meta = readMeta(input.rateLimit, [RATELIMIT_CONDITION, ENFORCED_CONDITION]);
@@ -107,7 +120,7 @@ export function reconcileRateLimit(input: RateLimitInput): Plan {
     return { apply: [], delete: ours ? [filterRef(meta)] : [], events: [] };
   }
   const reach = reachOf(meta.namespace, input.meshRootNamespace ?? ISTIO_ROOT_NAMESPACE);
-  const selected = podSelection(podsInReach(reach, input.pods));
+  const selected = podSelection(reach, input.pods);
   const scope: Scope = { meta, ours, reach, selected };
   const verdict = judge(input, scope);
   let message: string;
@@ -153,7 +166,6 @@ export function reconcileRateLimit(input: RateLimitInput): Plan {
     kubeTime(input.now),
     meta.generation,
   );
-  const sentence = (s: string) => s.replace(/[.\s]+$/, "");
   plan.status = {
     state: row.state,
     description: `${sentence(message)}. ${sentence(enforced.condition.message)}.`,

@@ -65,9 +65,9 @@ export function patchContexts(
 /** The contexts an EnvoyFilter's patches name (ours name one or both, never ANY). */
 export function filterContexts(ef: KubeObject): ProxyContext[] {
   const patches = at(ef, "spec", "configPatches");
-  const named = new Set<unknown>(
-    Array.isArray(patches) ? patches.filter(isObject).map((p) => at(p, "match", "context")) : [],
-  );
+  if (!Array.isArray(patches)) return [];
+  const named = new Set<unknown>();
+  for (const p of patches) if (isObject(p)) named.add(at(p, "match", "context"));
   return PROXY_CONTEXTS.filter((c) => named.has(c));
 }
 

@@ -6,11 +6,19 @@
 import type { RateLimit } from "../../api/ratelimit.ts";
 import type { KubeObject } from "../../api/object.ts";
 import type { ApplyOutcome } from "../plan.ts";
-import { olderConflicts, selectPods } from "./conflict.ts";
+import { type EnforcedSelectorOf, olderConflicts, podLabelsOf, selectPods } from "./conflict.ts";
+import { labelIndex } from "./label_index.ts";
 import { type InForce, selectorText } from "./enforcement.ts";
 import { filterSelector, isOurs, type Meta } from "./meta.ts";
 import { type LastGood, namesText } from "./messages.ts";
-import { filterContexts, meshWideProblem, patchContexts, type Reach, strayPods } from "./reach.ts";
+import {
+  filterContexts,
+  meshWideProblem,
+  patchContexts,
+  podsInReach,
+  type Reach,
+  strayPods,
+} from "./reach.ts";
 import { judgeSpec } from "./spec.ts";
 import { filterLimits } from "./inforce.ts";
 
@@ -61,16 +69,31 @@ function creationOf(raw: unknown): string {
   return typeof t === "string" ? t : "";
 }
 
+/** Positions of Pods by label, in a long frozen list of them. */
+const podsLabelled = labelIndex(podLabelsOf);
+
 /**
- * The input's Pods that a selector selects, made once a reconcile for each selector object (the
- * spec's, the kept filter's): conflict detection and enforcement read the same few Pods rather
- * than each scanning the namespace.
+ * The input's Pods in reach that a selector selects, made once a reconcile for each selector
+ * object (the spec's, the kept filter's): conflict detection and enforcement read the same few
+ * Pods rather than each scanning the namespace. A long frozen list of Pods is looked up by label
+ * (label_index.ts) rather than read whole.
  */
-export function podSelection(pods: readonly unknown[]) {
-  const made = new Map<Readonly<Record<string, string>>, unknown[]>();
-  return (selector: Readonly<Record<string, string>>): unknown[] => {
+export function podSelection(reach: Reach, pods: readonly unknown[]) {
+  const made = new Map<Readonly<Record<string, string>>, readonly unknown[]>();
+  const select = (selector: Readonly<Record<string, string>>): readonly unknown[] => {
+    let first: [string, string] | undefined;
+    for (const k in selector) {
+      first = [k, selector[k]];
+      break;
+    }
+    const positions = first && podsLabelled(pods, [first]);
+    const candidates = positions ? positions.map((i) => pods[i]) : pods;
+    // Selected, then in reach: of a namespace's Pods, few are selected.
+    return podsInReach(reach, selectPods(candidates, selector));
+  };
+  return (selector: Readonly<Record<string, string>>): readonly unknown[] => {
     let list = made.get(selector);
-    if (!list) made.set(selector, list = selectPods(pods, selector));
+    if (!list) made.set(selector, list = select(selector));
     return list;
   };
 }
@@ -78,10 +101,15 @@ export function podSelection(pods: readonly unknown[]) {
 /** The Pods a selector selects, of those the reconcile was given. */
 export type Selection = ReturnType<typeof podSelection>;
 
-/** The selector an older peer's own EnvoyFilter holds, for conflict detection. */
-function enforcedOf(input: RateLimitInput) {
-  return (namespace: string, name: string): Record<string, string> | undefined => {
-    const ef = input.peerFilter?.(namespace, name);
+/**
+ * The selector an older peer's own EnvoyFilter holds, for conflict detection; undefined when the
+ * input gives no peer's filter (then no peer holds one).
+ */
+function enforcedOf(input: RateLimitInput): EnforcedSelectorOf | undefined {
+  const peerFilter = input.peerFilter;
+  if (!peerFilter) return undefined;
+  return (namespace, name) => {
+    const ef = peerFilter(namespace, name);
     return ef && isOurs(ef, { name }) ? filterSelector(ef) : undefined;
   };
 }
