@@ -278,11 +278,39 @@ function oneLine(err: unknown): string {
   return message.split("\n")[0].replace(/ at line \d+, column \d+:?$/, "").trim();
 }
 
-/** A DNS-1123 label: what the API server takes as a namespace's name. */
-const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+/** A name rule of the API server: its pattern, its longest, and the words it refuses with. */
+interface NameRule {
+  pattern: RegExp;
+  max: number;
+  rule: string;
+}
 
 /** A DNS-1123 subdomain: what the API server takes as most objects' names, custom ones too. */
-const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+const DNS_SUBDOMAIN: NameRule = {
+  pattern: /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/,
+  max: 253,
+  rule: "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, " +
+    "'-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com')",
+};
+
+/** A DNS-1123 label: what the API server takes as a namespace's name. */
+const DNS_LABEL: NameRule = {
+  pattern: /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/,
+  max: 63,
+  rule: "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', " +
+    "and must start and end with an alphanumeric character (e.g. 'my-name')",
+};
+
+/** `path: Invalid value: "x": why`, for a string `value` that `rule` refuses. */
+function nameProblem(path: string, value: unknown, rule: NameRule): string[] {
+  if (typeof value !== "string" || value === "") return [];
+  const why = value.length > rule.max
+    ? `must be no more than ${rule.max} characters (it has ${value.length})`
+    : rule.pattern.test(value)
+    ? undefined
+    : rule.rule;
+  return why ? [`${path}: Invalid value: ${JSON.stringify(value)}: ${why}`] : [];
+}
 
 /**
  * Problems with an object's `metadata.name` and `metadata.namespace`, as the API server finds
@@ -294,26 +322,8 @@ export function objectMetaProblems(object: unknown): string[] {
   const meta = (object as { metadata?: unknown }).metadata;
   if (meta === null || typeof meta !== "object") return [];
   const { name, namespace } = meta as { name?: unknown; namespace?: unknown };
-  const problems: string[] = [];
-  if (typeof name === "string" && name !== "") {
-    const why = name.length > 253
-      ? `must be no more than 253 characters (it has ${name.length})`
-      : DNS_SUBDOMAIN.test(name)
-      ? undefined
-      : "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, " +
-        "'-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com')";
-    if (why) problems.push(`metadata.name: Invalid value: ${JSON.stringify(name)}: ${why}`);
-  }
-  if (typeof namespace === "string" && namespace !== "") {
-    const why = namespace.length > 63
-      ? `must be no more than 63 characters (it has ${namespace.length})`
-      : DNS_LABEL.test(namespace)
-      ? undefined
-      : "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', " +
-        "and must start and end with an alphanumeric character (e.g. 'my-name')";
-    if (why) {
-      problems.push(`metadata.namespace: Invalid value: ${JSON.stringify(namespace)}: ${why}`);
-    }
-  }
-  return problems;
+  return [
+    ...nameProblem("metadata.name", name, DNS_SUBDOMAIN),
+    ...nameProblem("metadata.namespace", namespace, DNS_LABEL),
+  ];
 }

@@ -5,23 +5,14 @@
  * bound messages.
  */
 import assert from "node:assert/strict";
-import { main } from "../../src/cli/ratelimit/mod.ts";
+import { runLines } from "./preview.ts";
 
 const WORKLOAD = await Deno.readTextFile(
   new URL("../../samples/ratelimit-workload.yaml", import.meta.url),
 );
 const RATE = ["--rate", "1/s", "--for", "1s"];
 
-async function run(args: string[], stdin: string | Uint8Array = "") {
-  const out: string[] = [];
-  const err: string[] = [];
-  const code = await main(args, {
-    out: (l) => out.push(l),
-    err: (l) => err.push(l),
-    stdin: () => Promise.resolve(stdin),
-  });
-  return { code, out, err };
-}
+const run = runLines;
 
 Deno.test("`enforce: yes` and `<<:` merge keys read as kubectl reads them", async () => {
   const merged = [

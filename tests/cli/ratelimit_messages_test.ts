@@ -5,23 +5,14 @@
  */
 import assert from "node:assert/strict";
 import { parse, parseAllDocuments } from "yaml";
-import { main } from "../../src/cli/ratelimit/mod.ts";
+import { runLines } from "./preview.ts";
 import { reconcileRateLimit } from "../../src/reconcile/ratelimit/mod.ts";
 
 const SAMPLES = new URL("../../samples/", import.meta.url);
 const sample = (name: string) => new URL(name, SAMPLES).pathname;
 const RATE = ["--rate", "1/s", "--for", "1s"];
 
-async function run(args: string[], stdin = "") {
-  const out: string[] = [];
-  const err: string[] = [];
-  const code = await main(args, {
-    out: (l) => out.push(l),
-    err: (l) => err.push(l),
-    stdin: () => Promise.resolve(stdin),
-  });
-  return { code, out, err };
-}
+const run = runLines;
 
 async function temp(text: string): Promise<string> {
   const file = await Deno.makeTempFile({ suffix: ".yaml" });
