@@ -16,7 +16,7 @@ import { OPERATOR_NAMESPACE } from "./operator.ts";
 import { offset } from "./trace.ts";
 import type { Simulation } from "./simulation.ts";
 import { VALIDITY_LABEL } from "./workload.ts";
-import { GENERATION_ANNOTATION } from "../src/reconcile/ratelimit/envoyfilter.ts";
+import { GENERATION_ANNOTATION } from "../src/reconcile/ratelimit/render.ts";
 import { nonGatewaysReached } from "./blast_radius.ts";
 import { modeAndRateProblem } from "./oracle_rates.ts";
 

@@ -12,7 +12,7 @@ import { RESOURCES } from "../api/resources.ts";
 import { type KubeObject, objectKey, splitKey } from "../api/object.ts";
 import type { CacheReader, ControllerSpec } from "../runtime/mod.ts";
 import { emptyPlan } from "../reconcile/plan.ts";
-import { filterSelector, isRateLimitFilter } from "../reconcile/ratelimit/meta.ts";
+import { filterSelector, isRateLimitFilter } from "../reconcile/ratelimit/input.ts";
 import { crdName, isUnknown } from "./cache_trust.ts";
 import { everyPrimary, whenNamed } from "./triggers.ts";
 import { FILTER_PROJECTION, POD_PROJECTION } from "./ratelimit_cache.ts";
@@ -59,7 +59,7 @@ export interface RateLimitSettings {
 /**
  * The Pods a selector of a RateLimit in `namespace` may select, and the keys (`ns/name`) of its
  * rivals: those of its namespace whose selectors can select the same Pods, and across the root
- * namespace those sharing a gateway Pod with it (conflict.ts `olderConflicts`).
+ * namespace those sharing a gateway Pod with it (scope.ts `olderConflicts`).
  */
 function scopeOf(
   cache: CacheReader,

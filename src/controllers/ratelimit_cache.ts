@@ -7,10 +7,10 @@
  * copying each Pod's and filter's metadata took about 16 ms of a start-up with 1,000 of each.
  */
 import { MESH_PROXY_CONTAINER, type MeshProxy, meshProxyOf } from "../api/pod.ts";
-import { filterContexts } from "../reconcile/ratelimit/reach.ts";
-import { exportsLimitStats } from "../reconcile/ratelimit/stats_hint.ts";
+import { filterContexts } from "../reconcile/ratelimit/scope.ts";
+import { exportsLimitStats } from "../reconcile/ratelimit/render.ts";
 import { STATS_INCLUSION_ANNOTATIONS } from "../api/stats_inclusion.ts";
-import { STAT_PREFIX } from "../reconcile/ratelimit/envoyfilter.ts";
+import { STAT_PREFIX } from "../reconcile/ratelimit/render.ts";
 import type { KubeObject, ObjectMeta, Projection } from "../api/object.ts";
 
 import { isObject, type JsonObject as Json } from "../api/json.ts";

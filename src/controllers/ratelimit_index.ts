@@ -6,7 +6,7 @@
  * number of RateLimits and Pods beside them.
  *
  * Two selectors select the same Pods when one is a subset of the other or some Pod matches both
- * (src/reconcile/ratelimit/conflict.ts). A RateLimit or filter is filed under one pair of its
+ * (src/reconcile/ratelimit/scope.ts). A RateLimit or filter is filed under one pair of its
  * selector, the one with the smallest key, and under every pair in a second index. Then, for a
  * selector S:
  * - every selector P ⊆ S has its smallest pair among S's pairs: look each of them up;
@@ -20,7 +20,7 @@ import { selects } from "../api/selector.ts";
 import { stringMap } from "../api/json.ts";
 import type { KubeObject } from "../api/object.ts";
 import { byIndexOf, type CacheReader, type IndexSpec } from "../runtime/mod.ts";
-import { filterSelector, isRateLimitFilter } from "../reconcile/ratelimit/meta.ts";
+import { filterSelector, isRateLimitFilter } from "../reconcile/ratelimit/input.ts";
 
 /** A label selector, or a Pod's labels. */
 export type LabelMap = Record<string, string>;

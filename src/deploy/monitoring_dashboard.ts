@@ -2,13 +2,13 @@
  * The Grafana dashboard of deploy/monitoring/: the operator (up, leader, reconciles, queue, memory,
  * objects by state, RateLimits not enforced) and Envoy's local rate limit per workload. Envoy
  * counts, under the `stat_prefix` our EnvoyFilter sets (`http_local_rate_limiter`, see
- * src/reconcile/ratelimit/envoyfilter.ts), `<prefix>.http_local_rate_limit.{enabled, ok,
+ * src/reconcile/ratelimit/render.ts), `<prefix>.http_local_rate_limit.{enabled, ok,
  * rate_limited, enforced}`: `ok` admitted, `enforced` rejected with 429, and `rate_limited`
  * over the limit whether enforced or not, so `rate_limited - enforced` is what a shadow
  * (not enforced) limit would have rejected. Istio shows them only when the proxy's stats
  * inclusion names them (docs/operations.md#envoys-rate-limit-stats).
  */
-import { STAT_PREFIX } from "../reconcile/ratelimit/envoyfilter.ts";
+import { STAT_PREFIX } from "../reconcile/ratelimit/render.ts";
 import { METRICS_JOB } from "./monitoring_rules.ts";
 
 /** Envoy's Prometheus name of one local rate limit counter of our filters. */

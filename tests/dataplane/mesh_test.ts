@@ -2,7 +2,7 @@
 import assert from "node:assert/strict";
 import { parseRateLimit } from "../../src/api/ratelimit.ts";
 import { Mesh, type MeshPod, meshPodOf } from "../../src/dataplane/mod.ts";
-import { renderEnvoyFilter } from "../../src/reconcile/ratelimit/envoyfilter.ts";
+import { renderEnvoyFilter } from "../../src/reconcile/ratelimit/render.ts";
 import type { KubeObject } from "../../src/api/object.ts";
 
 function filterFor(opts: {

@@ -14,7 +14,7 @@ import {
   type MeshPod,
   routeOf,
 } from "../../src/dataplane/mod.ts";
-import { renderEnvoyFilter } from "../../src/reconcile/ratelimit/envoyfilter.ts";
+import { renderEnvoyFilter } from "../../src/reconcile/ratelimit/render.ts";
 
 function gatewayFilter(maxTokens = 2, namespace = "mesh-system", app = "mesh-ingressgateway") {
   const parsed = parseRateLimit({

@@ -11,7 +11,7 @@ import fc from "fast-check";
 import { parseFillInterval } from "../../src/api/duration.ts";
 import { parseRateLimit, type RateLimit } from "../../src/api/ratelimit.ts";
 import { envoyBehaviour, Mesh } from "../../src/dataplane/mod.ts";
-import { renderEnvoyFilter } from "../../src/reconcile/ratelimit/envoyfilter.ts";
+import { renderEnvoyFilter } from "../../src/reconcile/ratelimit/render.ts";
 import { validateSpec } from "../../src/reconcile/ratelimit/validate.ts";
 import { RefLimiter, type RefSpec } from "./envoy_reference.ts";
 

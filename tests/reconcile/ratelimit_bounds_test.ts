@@ -9,7 +9,7 @@ import { storedBytes } from "../../src/api/json.ts";
 import { CONDITION_MESSAGE_MAX } from "../../src/api/message.ts";
 import { parseRateLimit } from "../../src/api/ratelimit.ts";
 import { reconcileRateLimit } from "../../src/reconcile/ratelimit/mod.ts";
-import { ENVOYFILTER_MAX_BYTES } from "../../src/reconcile/ratelimit/spec.ts";
+import { ENVOYFILTER_MAX_BYTES } from "../../src/reconcile/ratelimit/render.ts";
 import { boundCases, largestRateLimit, largestSelector } from "./ratelimit_extremes.ts";
 import {
   applyPlan,

@@ -7,7 +7,8 @@ import assert from "node:assert/strict";
 import type { Condition } from "../../src/api/common.ts";
 import type { Plan } from "../../src/reconcile/plan.ts";
 import { ENFORCED_ROWS, reconcileRateLimit } from "../../src/reconcile/ratelimit/mod.ts";
-import { enforcement, NAMED_PODS } from "../../src/reconcile/ratelimit/enforcement.ts";
+import { enforcement } from "../../src/reconcile/ratelimit/status.ts";
+import { NAMED_PODS } from "../../src/reconcile/ratelimit/scope.ts";
 import type { KubeObject } from "../../src/api/object.ts";
 import {
   applyPlan,

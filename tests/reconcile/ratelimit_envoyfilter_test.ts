@@ -24,8 +24,8 @@ import { parseRateLimit, type RateLimit } from "../../src/api/ratelimit.ts";
 import { Mesh } from "../../src/dataplane/mod.ts";
 import { readEnvoyFilter } from "../../src/dataplane/envoyfilter.ts";
 import { MANAGED_BY_LABEL, MODULE_LABEL } from "../../src/reconcile/labels.ts";
-import { renderEnvoyFilter } from "../../src/reconcile/ratelimit/envoyfilter.ts";
-import { canOverlap } from "../../src/reconcile/ratelimit/descriptors.ts";
+import { renderEnvoyFilter } from "../../src/reconcile/ratelimit/render.ts";
+import { canOverlap } from "../../src/reconcile/ratelimit/render.ts";
 import type { KubeObject } from "../../src/api/object.ts";
 import { bucket, rateLimit } from "./ratelimit_fixtures.ts";
 

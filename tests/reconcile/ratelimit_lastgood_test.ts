@@ -8,10 +8,7 @@ import assert from "node:assert/strict";
 import type { Condition } from "../../src/api/common.ts";
 import type { Plan } from "../../src/reconcile/plan.ts";
 import { reconcileRateLimit } from "../../src/reconcile/ratelimit/mod.ts";
-import {
-  GENERATION_ANNOTATION,
-  renderedGeneration,
-} from "../../src/reconcile/ratelimit/envoyfilter.ts";
+import { GENERATION_ANNOTATION, renderedGeneration } from "../../src/reconcile/ratelimit/render.ts";
 import type { KubeObject } from "../../src/api/object.ts";
 import {
   applyPlan,

@@ -1,6 +1,6 @@
 /**
- * What the RateLimit reducer remembers of frozen objects (spec.ts `Known`: problems and the
- * filter's stored size) and how it indexes long frozen lists of peers and Pods (label_index.ts)
+ * What the RateLimit reducer remembers of frozen objects (render.ts `Known`: problems and the
+ * filter's stored size) and how it indexes long frozen lists of peers and Pods (scope.ts `labelIndex`)
  * change no output: the Plan of a frozen input, reconciled once or again, under any byte budget,
  * is the Plan of the same input unfrozen, to the byte (key order included), and so with a
  * namespace of more peers and Pods than INDEX_MIN. The readers rewritten without regular
@@ -16,8 +16,8 @@ import {
   type FilterLimits,
   filterLimits,
   LIMITS_ANNOTATION,
-} from "../../src/reconcile/ratelimit/inforce.ts";
-import { INDEX_MIN } from "../../src/reconcile/ratelimit/label_index.ts";
+} from "../../src/reconcile/ratelimit/input.ts";
+import { INDEX_MIN } from "../../src/reconcile/ratelimit/scope.ts";
 import { bucket, pod, rateLimit, withProxy } from "./ratelimit_fixtures.ts";
 
 const labelsArb = fc.dictionary(

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { at } from "../../src/api/json.ts";
 import type { KubeObject } from "../../src/api/object.ts";
 import { LOCAL_RATELIMIT_FILTER } from "../../src/api/envoy.ts";
-import { judgeSpec } from "../../src/reconcile/ratelimit/spec.ts";
+import { judgeSpec } from "../../src/reconcile/ratelimit/render.ts";
 import { envoyBehaviour, Mesh } from "../../src/dataplane/mod.ts";
 import {
   applyPlan,

@@ -14,7 +14,7 @@ import {
   type RateLimitInput,
   reconcileRateLimit,
 } from "../../src/reconcile/ratelimit/mod.ts";
-import { renderedGeneration } from "../../src/reconcile/ratelimit/envoyfilter.ts";
+import { renderedGeneration } from "../../src/reconcile/ratelimit/render.ts";
 import type { KubeObject } from "../../src/api/object.ts";
 import { deepFreeze } from "../../src/api/json.ts";
 import {

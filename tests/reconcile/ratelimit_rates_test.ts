@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import type { KubeObject } from "../../src/api/object.ts";
-import { bucketRates, filterLimits } from "../../src/reconcile/ratelimit/inforce.ts";
+import { bucketRates, filterLimits } from "../../src/reconcile/ratelimit/input.ts";
 import {
   applyPlan,
   bucket,

@@ -24,7 +24,7 @@ import {
   routeConfigurationErrors,
   routeReached,
 } from "../../src/dataplane/mod.ts";
-import { renderEnvoyFilter } from "../../src/reconcile/ratelimit/envoyfilter.ts";
+import { renderEnvoyFilter } from "../../src/reconcile/ratelimit/render.ts";
 import type { KubeObject } from "../../src/api/object.ts";
 import { bucket, rateLimit } from "./ratelimit_fixtures.ts";
 

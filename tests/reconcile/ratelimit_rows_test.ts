@@ -7,7 +7,7 @@ import {
   type RateLimitInput,
   reconcileRateLimit,
 } from "../../src/reconcile/ratelimit/mod.ts";
-import { renderEnvoyFilter } from "../../src/reconcile/ratelimit/envoyfilter.ts";
+import { renderEnvoyFilter } from "../../src/reconcile/ratelimit/render.ts";
 import { parseRateLimit } from "../../src/api/ratelimit.ts";
 import type { Condition } from "../../src/api/common.ts";
 import type { KubeObject } from "../../src/api/object.ts";

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { at } from "../../src/api/json.ts";
 import type { KubeObject } from "../../src/api/object.ts";
 import { LOCAL_RATELIMIT_FILTER, SHADOW_HEADER } from "../../src/api/envoy.ts";
-import { renderedGeneration } from "../../src/reconcile/ratelimit/envoyfilter.ts";
+import { renderedGeneration } from "../../src/reconcile/ratelimit/render.ts";
 import { applyPlan, input, rateLimit, reconcileWorld, type World } from "./ratelimit_fixtures.ts";
 
 /** The per-route LocalRateLimit config of a rendered filter. */

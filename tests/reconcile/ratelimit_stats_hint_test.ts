@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import type { Condition } from "../../src/api/common.ts";
 import type { KubeObject } from "../../src/api/object.ts";
 import { reconcileRateLimit } from "../../src/reconcile/ratelimit/mod.ts";
-import { exportsLimitStats, LIMIT_STATS } from "../../src/reconcile/ratelimit/stats_hint.ts";
+import { exportsLimitStats, LIMIT_STATS } from "../../src/reconcile/ratelimit/render.ts";
 import { input, pod, rateLimit, withProxy } from "./ratelimit_fixtures.ts";
 
 function meshPod(name: string, annotations: Record<string, string> = {}): KubeObject {

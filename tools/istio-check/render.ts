@@ -11,7 +11,7 @@
 import { join, relative, resolve } from "node:path";
 import { parseAllDocuments } from "yaml";
 import { reconcileRateLimit } from "../../src/reconcile/ratelimit/mod.ts";
-import { filterContexts } from "../../src/reconcile/ratelimit/reach.ts";
+import { filterContexts } from "../../src/reconcile/ratelimit/scope.ts";
 import type { KubeObject } from "../../src/api/object.ts";
 import { parseScenario } from "../../sim/scenario/format.ts";
 

@@ -17,8 +17,8 @@ import {
   type MeshTarget,
 } from "../../dataplane/mod.ts";
 import { RATELIMIT_CONDITION, reconcileRateLimit } from "../../reconcile/ratelimit/mod.ts";
-import { filterContexts } from "../../reconcile/ratelimit/reach.ts";
-import { type BucketRate, bucketRates, filterLimits } from "../../reconcile/ratelimit/inforce.ts";
+import { filterContexts } from "../../reconcile/ratelimit/scope.ts";
+import { type BucketRate, bucketRates, filterLimits } from "../../reconcile/ratelimit/input.ts";
 import type { TrafficRequest } from "./args.ts";
 import { DYNAMIC_DESCRIPTORS_MINOR } from "../../dataplane/mod.ts";
 

@@ -6,32 +6,45 @@
  * protection (docs/design.md). The filter on the cluster is the record of that generation (an
  * annotation), so nothing here depends on memory of earlier reconciles. Beside `Ready`, the
  * `Enforced` condition and the Pod figures say whether the limit in place reaches any proxy.
+ *
+ * One reconcile walks five rooms, each importing only those above it, and enters each once:
+ *
+ * ```
+ * input.ts     what it reads: readMeta, isOurs (whose the filter is), the limits a filter holds
+ * validate.ts  what a schema cannot check of a spec: validateSpec
+ * render.ts    judgeSpec: parse, validate, renderEnvoyFilter, the size bound (a second renderer
+ *              goes beside renderEnvoyFilter)
+ * scope.ts     where it reaches and whom it meets: reachOf, podSelection, patchContexts,
+ *              olderConflicts
+ * status.ts    judge (the verdict), keep (the filter that stays), enforcement, the messages
+ * mod.ts       reconcileRateLimit: the states table, the conditions, the Plan
+ * ```
  */
-import type { InForce } from "./enforcement.ts";
-import { kubeTime } from "../../api/time.ts";
-import { conditionEvents, rowFor, type StateRow, updateConditions } from "../conditions.ts";
-import type { Plan } from "../plan.ts";
-import { ENFORCED_CONDITION, enforcement, selectorText } from "./enforcement.ts";
-import { renderedGeneration } from "./envoyfilter.ts";
-import { ISTIO_ROOT_NAMESPACE } from "../../api/mesh.ts";
-import { reachOf } from "./reach.ts";
-import { filterRef, isOurs, readMeta } from "./meta.ts";
-import { applyFailure, limitsText, refusal } from "./messages.ts";
-import { bucketRates } from "./inforce.ts";
 import {
+  applyFailure,
+  ENFORCED_CONDITION,
+  enforcement,
+  type InForce,
   inForceOf,
   judge,
   keep,
-  podSelection,
-  type RateLimitInput,
-  type Scope,
-} from "./verdict.ts";
+  limitsText,
+  refusal,
+} from "./status.ts";
+import { kubeTime } from "../../api/time.ts";
+import { conditionEvents, rowFor, type StateRow, updateConditions } from "../conditions.ts";
+import type { Plan } from "../plan.ts";
+import { podSelection, reachOf, type Scope, selectorText } from "./scope.ts";
+import { renderedGeneration } from "./render.ts";
+import { ISTIO_ROOT_NAMESPACE } from "../../api/mesh.ts";
+import { bucketRates, filterRef, isOurs, type RateLimitInput, readMeta } from "./input.ts";
 
-export type { RateLimitInput } from "./verdict.ts";
+export type { RateLimitInput } from "./input.ts";
 
 /** The condition type whose row decides a RateLimit's state. */
 export const RATELIMIT_CONDITION = "Ready";
-export { ENFORCED_CONDITION, ENFORCED_ROWS } from "./enforcement.ts";
+
+export { ENFORCED_CONDITION, ENFORCED_ROWS } from "./status.ts";
 
 function rateLimitRow(
   no: number,

@@ -1,7 +1,6 @@
 /**
- * The checks of docs/design.md "RateLimit validation" that the schema cannot express, each message naming
- * the field and its value: fill intervals (Envoy's 50ms floor, multiples of the default's), header
- * names and values, rules that can never be used, selector label syntax.
+ * Whether a parsed RateLimit's spec can be applied, beyond what its schema checks: intervals a
+ * multiple of the default's, Envoy's floor, headers, per-client rules, rules that shadow others.
  */
 import { parseFillInterval } from "../../api/duration.ts";
 import { show } from "../../api/issues.ts";
@@ -10,8 +9,10 @@ import { MIN_FILL_INTERVAL_MS } from "../../api/envoy.ts";
 import { isLabelValue, isQualifiedName } from "../../api/selector.ts";
 
 const TOKEN = /^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/;
+
 // deno-lint-ignore no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f]/;
+
 /** Renders a fillInterval with its value for a message: `fillInterval 45s`. */
 function interval(text: string): string {
   return `fillInterval ${text}`;

@@ -1,0 +1,255 @@
+/**
+ * What one RateLimit's reconcile reads, and what it reads of the objects it is given: the input
+ * (the RateLimit, its Pods, peers and filters), the RateLimit's and its filter's metadata (whose a
+ * filter is, which generation it holds), and the limits a filter of ours holds in force.
+ */
+import type { Condition } from "../../api/common.ts";
+import { at, isObject, stringMap } from "../../api/json.ts";
+import { apiVersionOf, RESOURCES } from "../../api/resources.ts";
+import type { KubeObject } from "../../api/object.ts";
+import { MANAGED_BY, MANAGED_BY_LABEL, MODULE_LABEL } from "../labels.ts";
+import type { ApplyOutcome, ObjectRef } from "../plan.ts";
+
+// What the RateLimit reducer reads of objects however malformed they are: a RateLimit's identity
+// and previous conditions, and whether an EnvoyFilter is one this operator made for it (and which
+// Pods it selects).
+
+/** What can be read of any RateLimit object. */
+export interface Meta {
+  name: string;
+  namespace: string;
+  uid?: string;
+  generation?: number;
+  deleting: boolean;
+  /** Its previous conditions of the types the reducer writes. */
+  conditions: Condition[];
+}
+
+function isCondition(c: unknown): c is Condition {
+  return isObject(c) && typeof c.type === "string" && typeof c.status === "string" &&
+    typeof c.reason === "string" && typeof c.message === "string" &&
+    typeof c.lastTransitionTime === "string";
+}
+
+/** Reads a RateLimit's metadata and its previous conditions of `types`. */
+export function readMeta(obj: unknown, types: readonly string[]): Meta {
+  const str = (v: unknown) => (typeof v === "string" ? v : undefined);
+  const metadata = at(obj, "metadata");
+  const gen = at(metadata, "generation");
+  const conds = at(obj, "status", "conditions");
+  // The first condition of each type, of those given.
+  const conditions: Condition[] = [];
+  if (Array.isArray(conds)) {
+    for (const c of conds) {
+      if (
+        isCondition(c) && types.includes(c.type) && !conditions.some((d) => d.type === c.type)
+      ) conditions.push(c);
+    }
+  }
+  return {
+    name: str(at(metadata, "name")) ?? "",
+    namespace: str(at(metadata, "namespace")) ?? "default",
+    uid: str(at(metadata, "uid")),
+    generation: Number.isSafeInteger(gen) && (gen as number) >= 0 ? gen as number : undefined,
+    deleting: at(metadata, "deletionTimestamp") !== undefined,
+    conditions,
+  };
+}
+
+/** True when the EnvoyFilter was made by this operator for this RateLimit. */
+export function isOurs(ef: KubeObject, meta: Pick<Meta, "name" | "uid">): boolean {
+  const labels = ef.metadata.labels ?? {};
+  if (labels[MANAGED_BY_LABEL] !== MANAGED_BY || labels[MODULE_LABEL] !== "ratelimit") return false;
+  const owners = ef.metadata.ownerReferences ?? [];
+  if (owners.length === 0) return meta.uid === undefined;
+  return owners.some((o) =>
+    o.kind === "RateLimit" && o.name === meta.name && (meta.uid === undefined || o.uid === meta.uid)
+  );
+}
+
+/** True when the EnvoyFilter carries this operator's RateLimit labels (whoever it belongs to). */
+export function isRateLimitFilter(ef: KubeObject): boolean {
+  const labels = ef.metadata.labels ?? {};
+  return labels[MANAGED_BY_LABEL] === MANAGED_BY && labels[MODULE_LABEL] === "ratelimit";
+}
+
+/** The workload selector of an EnvoyFilter, when it is a non-empty map of strings. */
+export function filterSelector(ef: KubeObject): Record<string, string> | undefined {
+  const labels = stringMap(at(ef, "spec", "workloadSelector", "labels"));
+  return labels && Object.keys(labels).length > 0 ? labels : undefined;
+}
+
+/** The reference of a RateLimit's EnvoyFilter (same namespace and name). */
+export function filterRef(meta: Pick<Meta, "name" | "namespace">): ObjectRef {
+  return {
+    apiVersion: apiVersionOf(RESOURCES.EnvoyFilter),
+    kind: RESOURCES.EnvoyFilter.kind,
+    namespace: meta.namespace,
+    name: meta.name,
+  };
+}
+
+// What the EnvoyFilter in place enforces, read back from the filter itself (the record of the
+// generation in force, which may be older than the spec; see `LIMITS_ANNOTATION`): whether it is in shadow mode, and the
+// rate each bucket admits on one Pod and on all the selected Pods with a mesh proxy together.
+// Figures come only from the filter and a Pod count, so the same Pods give the same status and
+// nothing is written at rest.
+
+/** One bucket's refill: tokensPerFill tokens every fillInterval (protobuf Duration, `"30s"`). */
+export interface BucketRefill {
+  /** `default`, or the rule's index in spec.local.buckets. */
+  bucket: string;
+  tokensPerFill: number;
+  fillInterval: string;
+}
+
+/** The limits a filter of ours holds. */
+export interface FilterLimits {
+  /** True when it counts but does not reject (filter_enforced 0%). */
+  shadow: boolean;
+  buckets: BucketRefill[];
+}
+
+/** One entry of `status.rates`. */
+export interface BucketRate {
+  bucket: string;
+  perPod: string;
+  workload: string;
+}
+
+/**
+ * Annotation on the EnvoyFilter: what it enforces, in short (`Shadow 10/30s 1/120s`: the mode,
+ * then tokensPerFill/fill_interval of the default bucket and of each rule's). The operator's cache
+ * keeps a filter's metadata but not its patches (about 5 KB a filter at ten thousand RateLimits),
+ * so this record, like the generation annotation, is what a refused generation's status reads of
+ * the limit still in force.
+ */
+export const LIMITS_ANNOTATION = "gateway.platform-project.io/ratelimit-limits";
+
+/** True when `s` from `start` to `end` (excluded) is 1 to `most` ASCII digits. */
+function digits(s: string, start: number, end: number, most: number): boolean {
+  if (end <= start || end - start > most) return false;
+  for (let i = start; i < end; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 48 || c > 57) return false;
+  }
+  return true;
+}
+
+/**
+ * One bucket's `tokensPerFill/fillInterval` of the annotation: `/^([0-9]{1,10})\/([0-9]{1,12}s)$/`,
+ * read without a regular expression (each reconcile reads every bucket's).
+ */
+function refillOf(r: string): { tokensPerFill: number; fillInterval: string } | undefined {
+  const slash = r.indexOf("/");
+  const end = r.length - 1;
+  if (slash < 0 || !digits(r, 0, slash, 10) || r[end] !== "s" || !digits(r, slash + 1, end, 12)) {
+    return undefined;
+  }
+  return { tokensPerFill: Number(r.slice(0, slash)), fillInterval: r.slice(slash + 1) };
+}
+
+/** The annotation's value for what a filter renders. */
+export function limitsRecord(limits: FilterLimits): string {
+  let text = limits.shadow ? "Shadow" : "Enforcing";
+  for (const b of limits.buckets) text += ` ${b.tokensPerFill}/${b.fillInterval}`;
+  return text;
+}
+
+/** The limits a filter of ours records (its annotation); undefined when it has no readable one. */
+export function filterLimits(ef: KubeObject): FilterLimits | undefined {
+  const text = ef.metadata.annotations?.[LIMITS_ANNOTATION];
+  if (text === undefined) return undefined;
+  const parts = text.split(" ");
+  const mode = parts[0];
+  if ((mode !== "Shadow" && mode !== "Enforcing") || parts.length < 2) return undefined;
+  const buckets: BucketRefill[] = [];
+  // parts[1] is the default bucket's refill, parts[2 + i] rule i's.
+  for (let k = 1; k < parts.length; k++) {
+    const refill = refillOf(parts[k]);
+    if (!refill) return undefined;
+    buckets.push({
+      bucket: k === 1 ? "default" : String(k - 2),
+      tokensPerFill: refill.tokensPerFill,
+      fillInterval: refill.fillInterval,
+    });
+  }
+  return { shadow: mode === "Shadow", buckets };
+}
+
+/** `120s` as people write it (`2m`); other whole seconds as they are. */
+function intervalText(proto: string): string {
+  const end = proto.length - 1;
+  if (proto[end] !== "s" || !digits(proto, 0, end, Infinity)) return proto;
+  const text = proto.slice(0, end);
+  // Up to 15 digits a Number holds exactly; BigInt only past that (the CRD allows 9 or 10).
+  if (text.length <= 15) {
+    const s = Number(text);
+    return s > 0 && s % 60 === 0 ? `${s / 60}m` : proto;
+  }
+  const s = BigInt(text);
+  return s > 0n && s % 60n === 0n ? `${s / 60n}m` : proto;
+}
+
+/** `a × b` of two whole numbers, as digits: in a Number while exact, else in a BigInt. */
+function productText(a: number, b: number): string {
+  const n = a * b;
+  return Number.isSafeInteger(a) && Number.isSafeInteger(b) && Number.isSafeInteger(n)
+    ? String(n)
+    : String(BigInt(a) * BigInt(b));
+}
+
+/**
+ * Each bucket's rate on one Pod (`10/30s`) and on `pods` Pods together (`30/30s` for 3): buckets
+ * are per proxy, so N proxies admit N times the rate once their bursts are spent.
+ */
+export function bucketRates(limits: FilterLimits, pods: number): BucketRate[] {
+  return limits.buckets.map((b) => {
+    const per = intervalText(b.fillInterval);
+    return {
+      bucket: b.bucket,
+      perPod: `${b.tokensPerFill}/${per}`,
+      workload: `${productText(b.tokensPerFill, pods)}/${per}`,
+    };
+  });
+}
+
+// What a RateLimit's reconcile reads, and its verdict on the current generation: why it cannot be
+// applied (invalid, no mesh, mesh-wide, a conflict) or what applying it takes, and which filter in
+// place may stay when it is refused. The reducer (mod.ts) turns these into a Plan.
+
+/** Everything a RateLimit's reconcile reads. */
+export interface RateLimitInput {
+  /** The RateLimit as stored: any shape; it is parsed here. */
+  rateLimit: unknown;
+  /**
+   * Other RateLimits: at least every one whose selector, or whose kept EnvoyFilter's, can select
+   * the same Pods as its spec's or its kept filter's selector: those of its namespace, and across
+   * the mesh's root namespace those sharing a gateway Pod (others are ignored; it may be among
+   * them and is skipped by namespace and name).
+   */
+  peers: readonly unknown[];
+  /**
+   * Pods it may reach: at least every Pod its spec's selector or its EnvoyFilter's selector
+   * selects in its namespace, or in every namespace when it is in the root namespace (Pods out of
+   * its reach are ignored).
+   */
+  pods: readonly unknown[];
+  /** The EnvoyFilter of the same namespace and name, if one exists. */
+  envoyFilter?: KubeObject;
+  /** The EnvoyFilter named like a peer, if one exists: the Pods a peer's kept filter holds. */
+  peerFilter?: (namespace: string, name: string) => KubeObject | undefined;
+  /**
+   * The mesh's config root namespace, whose EnvoyFilters reach every namespace (default Istio's,
+   * `istio-system`).
+   */
+  meshRootNamespace?: string;
+  /** Whether the EnvoyFilter CRD exists (the mesh is installed). */
+  meshInstalled: boolean;
+  /** Epoch milliseconds. */
+  now: number;
+  /** What happened to the previous Plan's writes for this RateLimit. */
+  lastOutcome?: ApplyOutcome;
+  /** The largest EnvoyFilter to apply, in stored bytes; default `ENVOYFILTER_MAX_BYTES`. */
+  maxFilterBytes?: number;
+}

@@ -1,0 +1,583 @@
+/**
+ * What a valid RateLimit becomes: its EnvoyFilter (local token buckets, descriptors, the stats
+ * its proxies export), and the spec's judgement as a whole (parse, validate, render, size), kept
+ * for a frozen RateLimit. A second renderer (a global limit) goes beside `renderEnvoyFilter`.
+ */
+import {
+  type BucketRule,
+  parseRateLimit,
+  type RateLimit,
+  type RateLimitSpec,
+} from "../../api/ratelimit.ts";
+import {
+  type DescriptorEntry,
+  LOCAL_RATELIMIT_FILTER,
+  LOCAL_RATELIMIT_TYPE,
+  SHADOW_HEADER,
+  SHADOW_HEADER_VALUE,
+} from "../../api/envoy.ts";
+import { protoFillInterval } from "../../api/duration.ts";
+import { apiVersionOf, RESOURCES } from "../../api/resources.ts";
+import type { KubeObject } from "../../api/object.ts";
+import { namesGateway, type ProxyContext } from "../../api/mesh.ts";
+import { managedLabels } from "../labels.ts";
+import { LIMITS_ANNOTATION, limitsRecord } from "./input.ts";
+import { DEFAULT_MAX_CLIENTS } from "../../api/ratelimit_bounds.ts";
+import { podExportsStat, STATS_INCLUSION_ANNOTATIONS } from "../../api/stats_inclusion.ts";
+import { errorLines } from "../../api/issues.ts";
+import { storedBytes } from "../../api/json.ts";
+import { validateSpec } from "./validate.ts";
+
+// How bucket rules become a route's `rate_limits` entries: each rule's actions and the descriptor
+// entries they produce, so that at most one entry (the first matching rule's) yields a descriptor.
+// The EnvoyFilter (`renderEnvoyFilter` below) puts the entries on the routes and the descriptors beside the
+// token buckets.
+
+/** A JSON object of Envoy's config. */
+export type Json = Record<string, unknown>;
+
+type Matcher = Json;
+
+/**
+ * A rule as the entries read it, made once a filter: its headers with names in lower case
+ * (Envoy's form, and how rules are compared), and the header matchers it needs, sorted by name.
+ */
+interface RuleView {
+  rule: BucketRule;
+  /** `[name, value]`, names lower-cased, in the rule's order. */
+  headers: [string, string][];
+  /** Each header matcher's name and exact value (undefined: present), sorted by name. */
+  matchers: [string, string | undefined][];
+}
+
+function viewOf(rule: BucketRule): RuleView {
+  const headers: [string, string][] = [];
+  const matchers: [string, string | undefined][] = [];
+  for (const [name, value] of Object.entries(rule.headers ?? {})) {
+    const lower = name.toLowerCase();
+    headers.push([lower, value]);
+    matchers.push([lower, value]);
+  }
+  const key = rule.perClient?.header?.toLowerCase();
+  if (key !== undefined && !matchers.some(([name]) => name === key)) {
+    matchers.push([key, undefined]);
+  }
+  matchers.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  return { rule, headers, matchers };
+}
+
+/** The value of header `name` (lower-cased) in a view, the last if it is given twice. */
+function headerValue(view: RuleView, name: string): string | undefined {
+  for (let i = view.headers.length - 1; i >= 0; i--) {
+    if (view.headers[i][0] === name) return view.headers[i][1];
+  }
+  return undefined;
+}
+
+/**
+ * Header matchers of a rule's headers: names in lower case (Envoy's form), values exact; and a
+ * per-client header must be present, so that a request without it is not the rule's and goes on
+ * to later rules (its `request_headers` action would yield no descriptor). New objects each call.
+ */
+function headerMatchers(view: RuleView): Matcher[] {
+  return view.matchers.map(([name, exact]) =>
+    exact === undefined ? { name, present_match: true } : { name, string_match: { exact } }
+  );
+}
+
+/**
+ * The action that names a per-client rule's client, and its config entry: the empty value is
+ * Envoy's wildcard (dynamic descriptors), one bucket for each distinct value.
+ */
+function clientAction(rule: BucketRule): { action: Json; entry: DescriptorEntry } | undefined {
+  const header = rule.perClient?.header;
+  if (header !== undefined) {
+    return {
+      action: { request_headers: { header_name: header.toLowerCase(), descriptor_key: "client" } },
+      entry: { key: "client", value: "" },
+    };
+  }
+  if (rule.perClient?.clientIP) {
+    return { action: { remote_address: {} }, entry: { key: "remote_address", value: "" } };
+  }
+  return undefined;
+}
+
+/**
+ * `:path` carries the query string, and the rule's path must match with or without one. So "path
+ * matches" is a disjunction: `:path` is exactly P, or starts with `P?`. (A RE2 `safe_regex` could say
+ * it in one matcher, but Envoy rejects regexes above `re2.max_program_size.error_level`, default 100,
+ * so a long path would leave the filter NACKed while the RateLimit says Ready.)
+ */
+function pathMatchers(path: string, invert = false): Matcher[] {
+  const exact = { exact: path };
+  const prefix = { prefix: `${path}?` };
+  // Literals, not a spread of the plain ones: this runs for every rule of every reconcile.
+  return invert
+    ? [
+      { name: ":path", string_match: exact, invert_match: true },
+      { name: ":path", string_match: prefix, invert_match: true },
+    ]
+    : [{ name: ":path", string_match: exact }, { name: ":path", string_match: prefix }];
+}
+
+/** A rule as an OR of clauses, each an AND of header matchers. */
+function clauses(view: RuleView): Matcher[][] {
+  const path = view.rule.path;
+  if (path === undefined) return [headerMatchers(view)];
+  return pathMatchers(path).map((p) => [p, ...headerMatchers(view)]);
+}
+
+/**
+ * True when some request matches both rules: unless both have a path and the paths differ, or both
+ * require one header (names compared case-insensitively) with different values, the request with
+ * the path of either and the headers of both matches both. Skipping disjoint rules keeps the
+ * filter small: with distinct paths, no rule needs to exclude another.
+ */
+export function canOverlap(a: BucketRule, b: BucketRule): boolean {
+  return overlap(viewOf(a), viewOf(b));
+}
+
+function overlap(a: RuleView, b: RuleView): boolean {
+  if (a.rule.path !== undefined && b.rule.path !== undefined && a.rule.path !== b.rule.path) {
+    return false;
+  }
+  return a.headers.every(([k, v]) => {
+    const other = headerValue(b, k);
+    return other === undefined || other === v;
+  });
+}
+
+/**
+ * The actions of each rule's `rate_limits` entry and the descriptor they produce (rule i's at i).
+ *
+ * Envoy builds one request descriptor per `rate_limits` entry, and only when every action of the
+ * entry appends an entry; it then matches config descriptors verbatim (ordered, no partial match).
+ * A `header_value_match` action appends its entry when all its matchers match (expect_match true)
+ * or when they do not all match (expect_match false). So entry i requires:
+ *   - rule i matches: its path, as `expect_match: false` over the two path matchers inverted
+ *     (NOT(NOT exact AND NOT prefix) = exact OR prefix), and its headers, as one `expect_match: true`;
+ *   - no earlier rule j matches: rule j is an OR of clauses, so NOT rule j = AND over its clauses of
+ *     NOT clause, one `expect_match: false` action a clause. Only earlier rules that can match a
+ *     request rule i matches need this (see `canOverlap`); for the others it always holds.
+ * Hence at most one entry yields a descriptor, that of the first matching rule, and with
+ * `always_consume_default_token_bucket: false` the default bucket is charged only when none does.
+ */
+export function ruleEntries(
+  rules: readonly BucketRule[],
+): { actions: Json[]; entries: DescriptorEntry[] }[] {
+  const views = rules.map(viewOf);
+  return views.map((_, i) => ruleEntry(views, i));
+}
+
+/** Rule i's entry (see `ruleEntries`). */
+function ruleEntry(
+  views: readonly RuleView[],
+  i: number,
+): { actions: Json[]; entries: DescriptorEntry[] } {
+  const view = views[i];
+  const rule = view.rule;
+  const actions: Json[] = [];
+  const entries: DescriptorEntry[] = [];
+  const action = (key: string, value: string, headers: Matcher[], expectMatch: boolean) => {
+    actions.push({
+      header_value_match: expectMatch
+        ? { descriptor_key: key, descriptor_value: value, headers }
+        : { descriptor_key: key, descriptor_value: value, expect_match: false, headers },
+    });
+    entries.push({ key, value });
+  };
+  const own = headerMatchers(view);
+  if (rule.path !== undefined) {
+    action("rule", String(i), pathMatchers(rule.path, true), false);
+    if (own.length > 0) action("rule_headers", String(i), own, true);
+  } else if (own.length > 0) {
+    action("rule", String(i), own, true);
+  } else {
+    // Every request (a per-client rule by address alone): a fixed entry names the rule.
+    actions.push({ generic_key: { descriptor_key: "rule", descriptor_value: String(i) } });
+    entries.push({ key: "rule", value: String(i) });
+  }
+  for (let j = 0; j < i; j++) {
+    if (!overlap(views[j], view)) continue;
+    for (const clause of clauses(views[j])) action("not_rule", String(j), clause, false);
+  }
+  const client = clientAction(rule);
+  if (client) {
+    actions.push(client.action);
+    entries.push(client.entry);
+  }
+  return { actions, entries };
+}
+
+// The Istio EnvoyFilter a valid RateLimit becomes (docs/design.md "RateLimit bucket selection").
+//
+// Envoy APIs used, by file in envoyproxy/envoy:
+// - `api/envoy/extensions/filters/http/local_ratelimit/v3/local_rate_limit.proto` (LocalRateLimit):
+//   stat_prefix, token_bucket, filter_enabled / filter_enforced (RuntimeFractionalPercent, both 0%
+//   by default "for safety"), descriptors, enable_x_ratelimit_headers (OFF | DRAFT_VERSION_03),
+//   always_consume_default_token_bucket (default true), status (envoy.type.v3.HttpStatus),
+//   request_headers_to_add_when_not_enforced (HeaderValueOption, at most 10),
+//   rate_limited_as_resource_exhausted (field 15, envoyproxy/envoy#29279, in Envoy since 1.29).
+// - `api/envoy/type/v3/token_bucket.proto`: max_tokens (uint32 > 0), tokens_per_fill, fill_interval
+//   (Duration, protobuf JSON `"30s"`).
+// - `api/envoy/extensions/common/ratelimit/v3/ratelimit.proto`: LocalRateLimitDescriptor.
+// - `api/envoy/config/route/v3/route_components.proto`: Route.rate_limits, RateLimit.Action
+//   .HeaderValueMatch {descriptor_key, descriptor_value, expect_match, headers}, HeaderMatcher
+//   {name, string_match, invert_match}.
+
+/**
+ * Annotation on the EnvoyFilter: the RateLimit generation it was rendered from. The filter on the
+ * cluster is the record of what is enforced, so after a restart the operator still knows which
+ * generation a refused update left in force without keeping any state of its own.
+ */
+export const GENERATION_ANNOTATION = "gateway.platform-project.io/ratelimit-generation";
+
+/** The generation an EnvoyFilter was rendered from (its annotation), if it says. */
+export function renderedGeneration(ef: KubeObject): number | undefined {
+  const text = ef.metadata.annotations?.[GENERATION_ANNOTATION];
+  if (text === undefined || !/^(0|[1-9][0-9]{0,15})$/.test(text)) return undefined;
+  const n = Number(text);
+  return Number.isSafeInteger(n) ? n : undefined;
+}
+
+function tokenBucket(b: RateLimitSpec["local"]["defaultBucket"]): Json {
+  return {
+    max_tokens: b.maxTokens,
+    tokens_per_fill: b.tokensPerFill,
+    fill_interval: protoFillInterval(b.fillInterval),
+  };
+}
+
+const ALWAYS = { numerator: 100, denominator: "HUNDRED" };
+
+const NEVER = { numerator: 0, denominator: "HUNDRED" };
+
+/**
+ * The `stat_prefix` of every filter we generate: Envoy counts its requests under
+ * `<prefix>.http_local_rate_limit.*`, which the monitoring dashboard reads.
+ */
+export const STAT_PREFIX = "http_local_rate_limiter";
+
+/** The LocalRateLimit config merged into the routes (typed, as Envoy loads an Any). */
+function routeConfig(spec: RateLimitSpec, descriptors: Json[]): Json {
+  return {
+    "@type": LOCAL_RATELIMIT_TYPE,
+    stat_prefix: STAT_PREFIX,
+    token_bucket: tokenBucket(spec.local.defaultBucket),
+    filter_enabled: { runtime_key: "local_rate_limit_enabled", default_value: ALWAYS },
+    // Shadow mode: every request is counted (enabled 100%), none rejected (enforced 0%); Envoy
+    // adds `request_headers_to_add_when_not_enforced` to a request it would have rejected.
+    filter_enforced: {
+      runtime_key: "local_rate_limit_enforced",
+      default_value: spec.enforce ? ALWAYS : NEVER,
+    },
+    ...(spec.enforce ? {} : {
+      request_headers_to_add_when_not_enforced: [{
+        header: { key: SHADOW_HEADER, value: SHADOW_HEADER_VALUE },
+        // One value whatever the client sent: the upstream must not see "true,true".
+        append_action: "OVERWRITE_IF_EXISTS_OR_ADD",
+      }],
+    }),
+    enable_x_ratelimit_headers: spec.enableResponseHeaders ? "DRAFT_VERSION_03" : "OFF",
+    always_consume_default_token_bucket: false,
+    status: { code: "TooManyRequests" },
+    // A gRPC call gets HTTP 200 and a grpc-status; without this Envoy maps 429 to UNAVAILABLE (14),
+    // which gRPC clients retry, adding load to a workload already over its limit.
+    ...(spec.grpcStatus === "ResourceExhausted"
+      ? { rate_limited_as_resource_exhausted: true }
+      : {}),
+    ...(descriptors.length > 0 ? { descriptors } : {}),
+    // Each filter config reads its own bound (envoyproxy/gateway#9973): set on the route's.
+    ...(spec.local.buckets.some((r) => r.perClient !== undefined)
+      ? { max_dynamic_descriptors: spec.local.maxClients ?? DEFAULT_MAX_CLIENTS }
+      : {}),
+  };
+}
+
+/**
+ * The EnvoyFilter of a valid RateLimit: same name and namespace, owned by it, patching each of
+ * `contexts` (scope.ts `patchContexts` chooses them from the Pods; without, a selector that names
+ * a gateway by convention gets GATEWAY and any other SIDECAR_INBOUND).
+ */
+export function renderEnvoyFilter(
+  rl: RateLimit,
+  contexts: readonly ProxyContext[] = [
+    namesGateway(rl.spec.selectorLabels) ? "GATEWAY" : "SIDECAR_INBOUND",
+  ],
+): KubeObject {
+  const namespace = rl.metadata.namespace ?? "default";
+  const spec = rl.spec;
+  const rules = spec.local.buckets;
+  const rateLimits: Json[] = [];
+  const descriptors: Json[] = [];
+  ruleEntries(rules).forEach(({ actions, entries }, i) => {
+    rateLimits.push({ actions });
+    descriptors.push({ entries, token_bucket: tokenBucket(rules[i].bucket) });
+  });
+  const owner = rl.metadata.uid
+    ? {
+      ownerReferences: [{
+        apiVersion: rl.apiVersion,
+        kind: rl.kind,
+        name: rl.metadata.name,
+        uid: rl.metadata.uid,
+        controller: true,
+        blockOwnerDeletion: true,
+      }],
+    }
+    : {};
+  const generation = rl.metadata.generation;
+  const limits = limitsRecord({
+    shadow: !spec.enforce,
+    buckets: [spec.local.defaultBucket, ...rules.map((r) => r.bucket)].map((b, i) => ({
+      bucket: i === 0 ? "default" : String(i - 1),
+      tokensPerFill: b.tokensPerFill,
+      fillInterval: protoFillInterval(b.fillInterval),
+    })),
+  });
+  const annotations = {
+    annotations: {
+      ...(generation !== undefined ? { [GENERATION_ANNOTATION]: String(generation) } : {}),
+      [LIMITS_ANNOTATION]: limits,
+    },
+  };
+  return {
+    apiVersion: apiVersionOf(RESOURCES.EnvoyFilter),
+    kind: RESOURCES.EnvoyFilter.kind,
+    metadata: {
+      name: rl.metadata.name,
+      namespace,
+      labels: managedLabels("ratelimit"),
+      ...annotations,
+      ...owner,
+    },
+    spec: {
+      workloadSelector: { labels: { ...spec.selectorLabels } },
+      configPatches: contexts.flatMap((context) => [
+        {
+          // The filter itself, inert at listener level (filter_enabled defaults to 0%); the route
+          // config below turns it on. Inserted before the router, which must stay last.
+          applyTo: "HTTP_FILTER",
+          match: {
+            context,
+            listener: {
+              filterChain: {
+                filter: {
+                  name: "envoy.filters.network.http_connection_manager",
+                  subFilter: { name: "envoy.filters.http.router" },
+                },
+              },
+            },
+          },
+          patch: {
+            operation: "INSERT_BEFORE",
+            value: {
+              name: LOCAL_RATELIMIT_FILTER,
+              typed_config: {
+                "@type": LOCAL_RATELIMIT_TYPE,
+                stat_prefix: STAT_PREFIX,
+              },
+            },
+          },
+        },
+        {
+          // Forwarding routes only. A redirect or direct-response route has no `route` action;
+          // merging `route: {rate_limits}` into it would give it a second action (or replace its
+          // redirect with a route to no cluster), and Envoy would reject the whole route config.
+          applyTo: "HTTP_ROUTE",
+          // Forwarding routes only: merged into a redirect or direct_response route, `route:`
+          // makes a route without a cluster, and Envoy rejects the whole route configuration.
+          match: { context, routeConfiguration: { vhost: { route: { action: "ROUTE" } } } },
+          patch: {
+            operation: "MERGE",
+            value: {
+              // No rules, no `rate_limits`: an entry with `actions: []` makes Envoy reject the
+              // whole route config (Kyma api-gateway #2380).
+              ...(rateLimits.length > 0 ? { route: { rate_limits: rateLimits } } : {}),
+              typed_per_filter_config: { [LOCAL_RATELIMIT_FILTER]: routeConfig(spec, descriptors) },
+            },
+          },
+        },
+      ]),
+    },
+  };
+}
+
+// The hint an enforced RateLimit's status gives when its Pods' proxies do not export Envoy's local
+// rate limit stats: Istio hides them unless the proxy's stats inclusion names them, and then the
+// dashboard's Envoy panels stay empty although the limit works (docs/operations.md, "Envoy's rate
+// limit stats"). A hint in the Enforced message, not a state: the limit bites either way, and a
+// mesh-wide `proxyStatsMatcher` (which no Pod shows) may export them after all.
+
+/** The counters of our filters that the dashboard reads: admitted, rejected, over the limit. */
+export const LIMIT_STATS: readonly string[] = ["ok", "enforced", "rate_limited"].map((c) =>
+  `${STAT_PREFIX}.http_local_rate_limit.${c}`
+);
+
+/** True when the Pod's annotations make its proxy export every counter the dashboard reads. */
+export function exportsLimitStats(pod: unknown): boolean {
+  return LIMIT_STATS.every((stat) => podExportsStat(pod, stat));
+}
+
+/**
+ * `; …`: what to append to the Enforced message when `hidden` (names, already cut to a few by the
+ * caller's `listed`) of the `total` enforced Pods do not export the stats; "" when none.
+ */
+export function statsHint(hidden: number, total: number, listed: string): string {
+  if (hidden === 0) return "";
+  const who = total === 1 ? "its proxy does" : `${hidden} of them (${listed}) do`;
+  return `; ${who} not export Envoy's rate limit stats (${STAT_PREFIX}) unless the mesh-wide ` +
+    `proxyStatsMatcher names them: to see them, annotate the Pod template with ` +
+    `${STATS_INCLUSION_ANNOTATIONS.Prefixes}: ${STAT_PREFIX}`;
+}
+
+// What a RateLimit's spec alone decides: whether it parses and validates, and the EnvoyFilter it
+// renders to. Nothing else of the cluster goes in.
+//
+// The parsed spec and the rendered filter are not remembered between reconciles: keeping them
+// (about 9 KB a RateLimit) for its life would cost about 90 MB at ten thousand RateLimits
+// (bench/RESULTS.md, issue 14), more than the operator's whole memory target. What is remembered
+// of a frozen RateLimit object is small (`Known`).
+
+/**
+ * The largest EnvoyFilter the operator applies, in bytes as the API server stores it: 1 MiB, two
+ * thirds of etcd's default request limit (`--max-request-bytes`, 1.5 MiB), which the whole write
+ * must fit, metadata and managedFields included. The CRD's bounds keep every valid RateLimit's
+ * filter below it (tests/reconcile/ratelimit_bounds_test.ts); this is the defence if they did not.
+ */
+export const ENVOYFILTER_MAX_BYTES = 1024 * 1024;
+
+/**
+ * The stored bytes of a filter, or a bound above them (`exact` false): a character of its JSON
+ * takes at most 6 bytes stored (`<` is written `\u003c`), so a filter of at most `maxBytes / 6`
+ * characters fits without counting.
+ */
+interface StoredSize {
+  bytes: number;
+  exact: boolean;
+}
+
+function storedSize(desired: KubeObject, maxBytes: number): StoredSize {
+  const bound = (JSON.stringify(desired) ?? "").length * 6;
+  return bound <= maxBytes
+    ? { bytes: bound, exact: false }
+    : { bytes: storedBytes(desired), exact: true };
+}
+
+/**
+ * What judging a frozen RateLimit object found that judging it again would find: its problems
+ * (none, for a valid spec), and the stored size of the filter it last rendered with the namespace
+ * and contexts it was rendered for. The cache hands out the objects it keeps deep-frozen and
+ * replaces them on a change, never changes them, so a steady-state reconcile is given the object
+ * the last one was. About 200 bytes a RateLimit (bench/RESULTS.md), gone with its object.
+ */
+interface Known {
+  problems: readonly string[];
+  /** The namespace and contexts of the last filter rendered, and its size (flat: smaller). */
+  namespace?: string;
+  contexts?: readonly ProxyContext[];
+  size?: StoredSize;
+}
+
+/** By frozen RateLimit object: pure in effect, since a frozen object cannot change. */
+const known = new WeakMap<object, Known>();
+
+/** Problems of a valid spec, shared by every `Known`. */
+const NONE: readonly string[] = Object.freeze([]);
+
+/** `raw` when it may key `known`: an object frozen as the cache freezes what it keeps. */
+function frozen(raw: unknown): object | undefined {
+  return raw !== null && typeof raw === "object" && Object.isFrozen(raw) ? raw : undefined;
+}
+
+/**
+ * Parses `raw` and validates it (unless it is known to be valid): the parsed RateLimit, or its
+ * problems.
+ */
+function parseAndValidate(
+  raw: unknown,
+  knownValid: boolean,
+): { rl: RateLimit } | { problems: readonly string[] } {
+  // Status is the operator's own output: judging it would make the verdict depend on itself.
+  const parsed = parseRateLimit(
+    raw !== null && typeof raw === "object" && !Array.isArray(raw)
+      ? { ...raw, status: undefined }
+      : raw,
+  );
+  if (!parsed.ok) return { problems: errorLines(parsed.errors) };
+  const problems = knownValid ? NONE : validateSpec(parsed.value.spec);
+  return problems.length > 0 ? { problems } : { rl: parsed.value };
+}
+
+function sameContexts(
+  a: readonly ProxyContext[] | undefined,
+  b: readonly ProxyContext[] | undefined,
+): boolean {
+  return a === b || (a !== undefined && b !== undefined && a.length === b.length &&
+    a.every((c, i) => c === b[i]));
+}
+
+/**
+ * Why `desired`, rendered into `namespace` for `contexts`, cannot be applied for its size (over
+ * `maxBytes` as stored), or undefined. A frozen RateLimit's size is kept (`Known`).
+ */
+function sizeProblem(
+  desired: KubeObject,
+  maxBytes: number,
+  memo: Known | undefined,
+  namespace: string,
+  contexts: readonly ProxyContext[] | undefined,
+): string | undefined {
+  const kept = memo && memo.namespace === namespace && sameContexts(memo.contexts, contexts)
+    ? memo.size
+    : undefined;
+  const size = kept && (kept.exact || kept.bytes <= maxBytes)
+    ? kept
+    : storedSize(desired, maxBytes);
+  if (memo && size !== kept) {
+    memo.namespace = namespace;
+    memo.contexts = contexts && [...contexts];
+    memo.size = size;
+  }
+  return size.exact && size.bytes > maxBytes
+    ? `spec: the EnvoyFilter it renders has ${size.bytes} bytes, over the limit of ${maxBytes} (etcd stores at most 1.5 MiB an object)`
+    : undefined;
+}
+
+/** A spec that cannot be applied (and why), or the parsed RateLimit and its EnvoyFilter. */
+export type SpecVerdict =
+  | { ok: false; problems: string[] }
+  | { ok: true; rl: RateLimit; desired: KubeObject };
+
+/**
+ * Parses, validates and renders a RateLimit (`namespace`: where its filter goes; `contexts`: the
+ * patch contexts for its selector, default as `renderEnvoyFilter` chooses without Pods); a filter
+ * over `maxBytes` is refused.
+ */
+export function judgeSpec(
+  raw: unknown,
+  namespace: string,
+  options: {
+    contexts?: (selector: Readonly<Record<string, string>>) => readonly ProxyContext[];
+    maxBytes?: number;
+  } = {},
+): SpecVerdict {
+  const key = frozen(raw);
+  let memo = key && known.get(key);
+  const judged = memo && memo.problems.length > 0
+    ? { problems: memo.problems }
+    : parseAndValidate(raw, memo !== undefined);
+  if (key && !memo) {
+    const problems = "problems" in judged ? judged.problems : NONE;
+    memo = { problems, namespace: undefined, contexts: undefined, size: undefined };
+    known.set(key, memo);
+  }
+  if ("problems" in judged) return { ok: false, problems: [...judged.problems] };
+  const { rl } = judged;
+  const contexts = options.contexts?.(rl.spec.selectorLabels);
+  const desired = renderEnvoyFilter({ ...rl, metadata: { ...rl.metadata, namespace } }, contexts);
+  const maxBytes = options.maxBytes ?? ENVOYFILTER_MAX_BYTES;
+  const tooLarge = sizeProblem(desired, maxBytes, memo, namespace, contexts);
+  return tooLarge === undefined ? { ok: true, rl, desired } : { ok: false, problems: [tooLarge] };
+}

@@ -1,0 +1,344 @@
+/**
+ * What the reconcile says: the verdict on the current generation (why it cannot be applied, or
+ * what applying it takes), which filter may stay for a refused one, whether the limit in place
+ * reaches a proxy (`Enforced`), and the messages.
+ */
+import { contextOf, type ProxyContext } from "../../api/mesh.ts";
+import { fitMessage, joinWithin } from "../../api/message.ts";
+import { selects } from "../../api/selector.ts";
+import { isActivePod, meshProxyOf, podName, podNamespace } from "../../api/pod.ts";
+import type { ConditionInput } from "../conditions.ts";
+import {
+  filterContexts,
+  meshWideProblem,
+  namedList,
+  olderOf,
+  patchContexts,
+  plural,
+  podLabelsOf,
+  type Reach,
+  type Scope,
+  selectorText,
+  strayPods,
+} from "./scope.ts";
+import { type FilterLimits, filterLimits, filterSelector, type RateLimitInput } from "./input.ts";
+import { exportsLimitStats, judgeSpec, renderedGeneration, statsHint } from "./render.ts";
+import type { RateLimit, RateLimitSpec } from "../../api/ratelimit.ts";
+import type { KubeObject } from "../../api/object.ts";
+
+// Whether the limit in place bites (docs/design.md: `Ready` says the filter is stored; this says beside
+// it whether any proxy applies it). An EnvoyFilter reaches only Pods with a mesh proxy, so the
+// figures are the Pods the enforced selector selects and how many of them have a sidecar, and the
+// `Enforced` condition is False, with a reason a user can act on, when the limit protects nothing
+// or leaves some Pods out. Every figure comes from the observed Pods: the same Pods give the same
+// status, so nothing is written at rest.
+
+/** The condition type that reports enforcement. */
+export const ENFORCED_CONDITION = "Enforced";
+
+/** A reason of the Enforced condition and what it means, as data (a test walks it). */
+export interface EnforcedRow {
+  status: "True" | "False";
+  reason: string;
+  meaning: string;
+}
+
+/** Every Enforced condition the operator writes. */
+export const ENFORCED_ROWS: readonly EnforcedRow[] = [
+  {
+    status: "True",
+    reason: "Enforced",
+    meaning: "Every selected Pod has a mesh sidecar: the limit applies to all of them",
+  },
+  {
+    status: "False",
+    reason: "SidecarMissing",
+    meaning: "Some selected Pods have no mesh sidecar: their requests are not limited",
+  },
+  {
+    status: "False",
+    reason: "NoPodSelected",
+    meaning: "No Pod is selected: the limit protects nothing yet",
+  },
+  {
+    status: "False",
+    reason: "ProxyMismatch",
+    meaning:
+      "Some selected Pods run another kind of proxy (a gateway's router, or a sidecar) than the filter patches: their requests are not limited",
+  },
+  { status: "False", reason: "NotApplied", meaning: "No limit is in place" },
+];
+
+/** The limit in place: which Pods its filter selects, where, and which proxies take it. */
+export interface InForce {
+  namespace: string;
+  selector: Readonly<Record<string, string>>;
+  /** The patch contexts its filter uses: only proxies applying one of them take it. */
+  contexts: readonly ProxyContext[];
+  /** True in the mesh's root namespace: the filter reaches Pods of every namespace. */
+  meshWide: boolean;
+  /** What its filter enforces (mode, buckets); undefined when the filter cannot be read. */
+  limits?: FilterLimits;
+}
+
+/** The figures and the condition of enforcement. */
+export interface Enforcement {
+  condition: ConditionInput;
+  /** Absent when no limit is in place. */
+  podsSelected?: number;
+  podsWithSidecar?: number;
+}
+
+/**
+ * Enforcement of `inForce` over `pods` (any Pods; those of other namespaces, finished or being
+ * deleted, or not selected are skipped), or NotApplied when no limit is in place.
+ */
+export function enforcement(
+  inForce: InForce | undefined,
+  pods: readonly unknown[],
+): Enforcement {
+  const condition = (reason: string, message: string): ConditionInput => {
+    const row = ENFORCED_ROWS.find((r) => r.reason === reason)!;
+    return { type: ENFORCED_CONDITION, status: row.status, reason, message };
+  };
+  if (!inForce) {
+    return {
+      condition: condition("NotApplied", "No limit is in place, so no Pod is protected"),
+    };
+  }
+  const selected: unknown[] = [];
+  for (const pod of pods) {
+    const labels = podLabelsOf(pod);
+    const ns = podNamespace(pod);
+    if (labels === undefined || !isActivePod(pod)) continue;
+    if (!inForce.meshWide && ns !== inForce.namespace) continue;
+    if (selects(inForce.selector, labels)) selected.push(pod);
+  }
+  const nameOf = (p: unknown) => inForce.meshWide ? `${podNamespace(p)}/${podName(p)}` : podName(p);
+  const without: string[] = [];
+  const mismatched: string[] = [];
+  for (const p of selected) {
+    const proxy = meshProxyOf(p);
+    if (proxy === undefined) without.push(nameOf(p));
+    else if (!inForce.contexts.includes(contextOf(proxy))) mismatched.push(nameOf(p));
+  }
+  without.sort();
+  mismatched.sort();
+  const figures = {
+    podsSelected: selected.length,
+    podsWithSidecar: selected.length - without.length - mismatched.length,
+  };
+  const sel = selectorText(inForce.selector);
+  const gateway = inForce.contexts.length === 1 && inForce.contexts[0] === "GATEWAY";
+  const noun = `${gateway ? "ingress gateway " : ""}Pod`;
+  const where = inForce.meshWide ? "any namespace" : `namespace ${inForce.namespace}`;
+  if (selected.length === 0) {
+    const message = gateway
+      ? `No ingress gateway Pod (${sel} in ${where}) exists, so the limit protects nothing yet`
+      : `No Pod in ${where} has ${sel}, so the limit protects nothing yet; check spec.selectorLabels against the workload's Pod labels`;
+    return { condition: condition("NoPodSelected", message), ...figures };
+  }
+  if (without.length > 0) {
+    const one = without.length === 1;
+    const message = `${without.length} of ${
+      plural(selected.length, noun, `${noun}s`)
+    } with ${sel} ${one ? "has" : "have"} no mesh sidecar, so ${
+      one ? "its" : "their"
+    } requests are not limited: ${namedList(without)}; enable sidecar injection for ${
+      one ? "it" : "them"
+    } (e.g. namespace label istio-injection=enabled) and restart ${one ? "it" : "them"}`;
+    return { condition: condition("SidecarMissing", message), ...figures };
+  }
+  if (mismatched.length > 0) {
+    const one = mismatched.length === 1;
+    const patched = gateway ? "a gateway's (GATEWAY)" : "a sidecar's (SIDECAR_INBOUND)";
+    const message = `${mismatched.length} of ${
+      plural(selected.length, noun, `${noun}s`)
+    } with ${sel} ${one ? "runs" : "run"} a proxy that does not apply ${patched} patches, so ${
+      one ? "its" : "their"
+    } requests are not limited: ${namedList(mismatched)}`;
+    return { condition: condition("ProxyMismatch", message), ...figures };
+  }
+  const has = gateway ? "runs the gateway's proxy" : "has a mesh sidecar";
+  const hidden = selected.filter((p) => !exportsLimitStats(p)).map(nameOf).sort();
+  const message =
+    (selected.length === 1
+      ? `Enforced on the one ${noun} with ${sel}, which ${has}`
+      : `Enforced on all ${selected.length} ${noun}s with ${sel}: each ${has}`) +
+    statsHint(hidden.length, selected.length, namedList(hidden));
+  return { condition: condition("Enforced", message), ...figures };
+}
+
+// The words of a RateLimit's Ready condition: what is wrong with the current generation (the field
+// and the rule come from validation), what stays in force instead, and what a good one enforces.
+// Lists of problems and of names are cut to fit the CRD's limit on a message, counting the rest.
+
+/** Our filter, kept for a refused generation, or why it had to go; undefined: there was none. */
+export type LastGood = { filter: KubeObject; inForce: InForce } | { withdrawn: string } | undefined;
+
+/** The most characters a list of RateLimit names takes in a message. */
+const NAMES_MAX = 1024;
+
+function generationText(g: number | undefined): string {
+  return g === undefined ? "the new spec" : `generation ${g}`;
+}
+
+/** "ns/a, ns/b": RateLimits by namespace/name, cut with a count when there are many. */
+export function namesText(keys: readonly string[]): string {
+  return joinWithin(keys, NAMES_MAX, {
+    separator: ", ",
+    noun: "RateLimits",
+  });
+}
+
+/** "generation 2 still enforced by EnvoyFilter ns/name". */
+export function keptText(filter: KubeObject): string {
+  const g = renderedGeneration(filter);
+  const which = g === undefined ? "an earlier generation" : `generation ${g}`;
+  return `${which} still enforced by EnvoyFilter ${filter.metadata.namespace}/${filter.metadata.name}`;
+}
+
+/** What the Ready condition says of a refusal, given what stays in force. */
+export function refusal(
+  reason: string,
+  problems: readonly string[],
+  generation: number | undefined,
+  kept: LastGood,
+): string {
+  if (reason === "MeshMissing") return fitMessage("", problems);
+  const gen = generationText(generation);
+  if (kept === undefined) {
+    return reason === "InvalidSpec"
+      ? fitMessage("Invalid spec, limit not applied: ", problems)
+      : fitMessage("", problems, "; this one is not applied");
+  }
+  const rest = "withdrawn" in kept
+    ? `the limit of an earlier generation was withdrawn because ${kept.withdrawn}; limit not applied`
+    : keptText(kept.filter);
+  return reason === "InvalidSpec"
+    ? fitMessage(`Invalid spec, ${gen} rejected: `, problems, `; ${rest}`)
+    : fitMessage("", problems, `, so ${gen} is not applied; ${rest}`);
+}
+
+/** What a failed apply says: the API server's answer, and what stays in force. */
+export function applyFailure(problems: readonly string[], ours: KubeObject | undefined): string {
+  return fitMessage("", problems, `; ${ours ? keptText(ours) : "limit not applied"}`);
+}
+
+/** What a spec enforces, in short: the default bucket and the number of rules. */
+export function limitsText(spec: RateLimitSpec): string {
+  const d = spec.local.defaultBucket;
+  const rules = spec.local.buckets.length;
+  const shadow = spec.enforce ? "" : "in shadow mode (counts, rejects nothing), ";
+  return `${shadow}default bucket ${d.maxTokens} tokens, ${d.tokensPerFill} added every ${d.fillInterval}${
+    rules > 0 ? `; ${rules} rule bucket${rules === 1 ? "" : "s"}` : ""
+  }`;
+}
+
+// What a RateLimit's reconcile reads, and its verdict on the current generation: why it cannot be
+// applied (invalid, no mesh, mesh-wide, a conflict) or what applying it takes, and which filter in
+// place may stay when it is refused. The reducer (mod.ts) turns these into a Plan.
+
+/** Why the current generation cannot be applied, or what applying it takes. */
+export type Verdict =
+  | { reason: "InvalidSpec" | "MeshMissing" | "Conflict" | "MeshWide"; problems: string[] }
+  | { reason: "Applied" | "ApplyFailed"; problems?: string[]; desired: KubeObject; rl: RateLimit };
+
+/** Why the current generation cannot be applied, or what applying it takes. */
+export function judge(input: RateLimitInput, scope: Scope): Verdict {
+  const { meta, ours, reach, selected } = scope;
+  const raw = input.rateLimit;
+  const held = ours ? filterContexts(ours) : undefined;
+  const spec = judgeSpec(raw, meta.namespace, {
+    contexts: (selector) => patchContexts(selected(selector), selector, reach, held),
+    maxBytes: input.maxFilterBytes,
+  });
+  if (!spec.ok) return { reason: "InvalidSpec", problems: spec.problems };
+  const { rl, desired } = spec;
+  if (!input.meshInstalled) {
+    return {
+      reason: "MeshMissing",
+      problems: [
+        "The service mesh is not installed (no CustomResourceDefinition envoyfilters.networking.istio.io); limit not applied",
+      ],
+    };
+  }
+  const strays = strayPods(reach, selected(rl.spec.selectorLabels));
+  if (strays.length > 0) {
+    return {
+      reason: "MeshWide",
+      problems: [meshWideProblem(reach, rl.spec.selectorLabels, strays)],
+    };
+  }
+  const older = olderOf(input, scope, rl.spec.selectorLabels);
+  if (older.length > 0) {
+    return {
+      reason: "Conflict",
+      problems: [
+        `spec.selectorLabels ${
+          selectorText(rl.spec.selectorLabels)
+        } selects the same pods as the older RateLimit ${
+          namesText(older)
+        }; only one RateLimit may apply to a Pod (the oldest wins)`,
+      ],
+    };
+  }
+  if (input.envoyFilter && !ours) {
+    return {
+      reason: "Conflict",
+      problems: [
+        `EnvoyFilter ${meta.namespace}/${meta.name} exists and was not created for this RateLimit (rename the RateLimit or remove that EnvoyFilter)`,
+      ],
+    };
+  }
+  const out = input.lastOutcome;
+  const failed = out && !out.ok && out.failed?.kind === "EnvoyFilter" &&
+    (out.generation === undefined || out.generation === meta.generation);
+  if (failed) {
+    return {
+      reason: "ApplyFailed",
+      problems: [
+        `Applying EnvoyFilter ${meta.namespace}/${meta.name} failed: ${
+          (out.error ?? "unknown error").replace(/\.$/, "")
+        }`,
+      ],
+      desired,
+      rl,
+    };
+  }
+  return { reason: "Applied", desired, rl };
+}
+
+/** Whether our filter in place may stay for a refused generation, or why it must go. */
+export function keep(input: RateLimitInput, scope: Scope): LastGood {
+  const { ours, reach, selected } = scope;
+  if (!ours) return undefined;
+  const selector = filterSelector(ours);
+  if (!selector) return { withdrawn: "its workload selector is unreadable" };
+  if (strayPods(reach, selected(selector)).length > 0) {
+    return {
+      withdrawn:
+        "it reaches Pods that are not ingress gateways, and in the mesh's root namespace it would apply to them in every namespace",
+    };
+  }
+  const older = olderOf(input, scope, selector);
+  if (older.length > 0) {
+    return { withdrawn: `the older RateLimit ${namesText(older)} selects the same pods` };
+  }
+  return { filter: ours, inForce: inForceOf(reach, selector, ours) };
+}
+
+/** The limit a filter of ours holds in place. */
+export function inForceOf(
+  reach: Reach,
+  selector: Record<string, string>,
+  filter: KubeObject,
+): InForce {
+  return {
+    namespace: reach.namespace,
+    selector,
+    contexts: filterContexts(filter),
+    meshWide: reach.meshWide,
+    limits: filterLimits(filter),
+  };
+}
