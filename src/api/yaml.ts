@@ -36,8 +36,11 @@ export type ReadResult<T> = { ok: true; value: T } | { ok: false; error: string 
 /** `bytes` as UTF-8 text, or an error naming the first byte that is not UTF-8. */
 export function decodeUtf8(bytes: Uint8Array, name: string): ReadResult<string> {
   if (bytes.length > MAX_INPUT_BYTES) return tooLarge(bytes.length, name);
-  const bad = firstInvalidUtf8(bytes);
-  if (bad !== undefined) {
+  try {
+    return { ok: true, value: STRICT_UTF8.decode(bytes) };
+  } catch {
+    // Only a refused input is scanned again, for the offset to name.
+    const bad = firstInvalidUtf8(bytes) ?? 0;
     return {
       ok: false,
       error: `${name}: not UTF-8: byte ${bad} (0x${
@@ -45,7 +48,19 @@ export function decodeUtf8(bytes: Uint8Array, name: string): ReadResult<string> 
       }) does not start or continue a UTF-8 character`,
     };
   }
-  return { ok: true, value: new TextDecoder("utf-8").decode(bytes) };
+}
+
+/** The platform's decoder, refusing what is not UTF-8 (a leading byte order mark is dropped). */
+const STRICT_UTF8 = new TextDecoder("utf-8", { fatal: true });
+
+/**
+ * How many bytes `text` takes as UTF-8 when that may be over `limit`; otherwise a number at most
+ * `limit`, without counting (a UTF-16 code unit takes at most 3 bytes, so a text of at most
+ * `limit / 3` units is within it).
+ */
+function utf8LengthPast(text: string, limit: number): number {
+  if (text.length * 3 <= limit) return text.length;
+  return new TextEncoder().encode(text).length;
 }
 
 /** The error for an input over MAX_INPUT_BYTES. */
@@ -116,7 +131,7 @@ function kubectlTags(tags: Tags): Tags {
  * as one line `NAME:LINE: message`.
  */
 export function parseYamlDocuments(text: string, name: string): ReadResult<unknown[]> {
-  const bytes = new TextEncoder().encode(text).length;
+  const bytes = utf8LengthPast(text, MAX_INPUT_BYTES);
   if (bytes > MAX_INPUT_BYTES) return tooLarge(bytes, name);
   const lineCounter = new LineCounter();
   const at = (offset: number | undefined) =>
