@@ -43,7 +43,7 @@ export const TARGETS: readonly Target[] = [
   },
   {
     name: "istio-check",
-    what: "tools/istio-check against istio.io/istio",
+    what: "tools/istio-check and istiod (pilot-discovery), one Go build of istio.io/istio",
     build: async (log) => void await ensureIstioCheck(log),
   },
   {

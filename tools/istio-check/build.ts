@@ -20,6 +20,10 @@ export function cacheDir(): string {
 }
 
 const NAME = "istio-check";
+/** istiod's discovery server, from the same pinned `istio.io/istio` (go.mod's `tool` line). */
+export const PILOT_DISCOVERY = "pilot-discovery";
+/** istiod's main package: built with istio-check in one `go build`, sharing every compiled package. */
+const PILOT_PACKAGE = "istio.io/istio/pilot/cmd/pilot-discovery";
 /** No symbol table or DWARF: the binary is only run, never debugged, and half the size. */
 const LDFLAGS = "-s -w";
 
@@ -36,12 +40,12 @@ export async function istioCheckBuild(): Promise<GoBuild> {
   }
   return {
     name: NAME,
-    label: `${NAME} (istio.io/istio)`,
+    label: `${NAME} and ${PILOT_DISCOVERY} (istio.io/istio)`,
     dir: MODULE_DIR,
     inputs: ["go.mod", "go.sum", ...sources.sort()],
     extra: [goEnv(), LDFLAGS],
-    packages: ["."],
-    outputs: [NAME],
+    packages: [".", PILOT_PACKAGE],
+    outputs: [NAME, PILOT_DISCOVERY],
     ldflags: LDFLAGS,
   };
 }
@@ -58,6 +62,15 @@ export async function ensureIstioCheck(log: (msg: string) => void = () => {}): P
   if (stale.length > 0 && await goVersion(MODULE_DIR) === null) throw new Error(GO_MISSING);
   await cache.ensure([build], log);
   return cache.path(NAME);
+}
+
+/**
+ * The path of an up-to-date `pilot-discovery` (istiod) binary: the same build as
+ * {@link ensureIstioCheck}, which builds both.
+ */
+export async function ensurePilotDiscovery(log: (msg: string) => void = () => {}): Promise<string> {
+  await ensureIstioCheck(log);
+  return new GoCache(cacheDir()).path(PILOT_DISCOVERY);
 }
 
 if (import.meta.main) {
