@@ -1,14 +1,15 @@
 /**
- * `deno task dev [--real-node] [operator flags]` (`--help`: tools/dev_args.ts): the one command
- * that runs the project locally.
+ * `deno task dev [--real-node] [--mesh] [operator flags]` (`--help`: tools/dev_args.ts): the one
+ * command that runs the project locally.
  * It builds the control plane (first time only), starts it, installs the CRDs, runs the operator
  * in the foreground (its JSON logs on stdout), applies the samples and prints kubectl lines to
  * try. `--real-node` adds a node that runs containers (tools/cluster/README.md) and prints how to
- * place a Pod there. Ctrl-C stops the operator and the cluster.
+ * place a Pod there; `--mesh` a real istiod with Istio's own CRDs (docs/istiod.md) and prints its
+ * addresses. Ctrl-C stops the operator and the cluster.
  */
 import { dirname, join, resolve } from "node:path";
 import { freePort } from "./processes.ts";
-import { type ClusterHandle, down, ensureBuilt, up } from "./cluster/mod.ts";
+import { type ClusterHandle, down, ensureBuilt, type IstiodInfo, up } from "./cluster/mod.ts";
 import { DEFAULT_CLUSTER_DIR } from "./cluster/paths.ts";
 import { realNodeHowTo } from "./cluster/node/howto.ts";
 import { OPERATOR_ENV, operatorRunArgs } from "./operator/process.ts";
@@ -88,6 +89,20 @@ export function tryLines(cluster: Pick<ClusterHandle, "kubeconfig" | "kubectlPat
   ].join("\n");
 }
 
+/** What `dev --mesh` prints about istiod: where it listens and how to ask it. */
+export function istiodLines(istiod: IstiodInfo): string {
+  const from = istiod.authSource ? ` (from ${istiod.authSource} to be authenticated as a Pod)` : "";
+  return [
+    "",
+    `istiod ready in ${istiod.readySeconds.toFixed(1)} s:`,
+    `  xDS (plaintext ADS)  ${istiod.xds}`,
+    `  debug endpoints      ${istiod.debug}/debug/syncz${from}`,
+    `  tokens               audience ${istiod.tokenAudience}; namespaces ${
+      [istiod.rootNamespace, ...istiod.debugAllowedNamespaces].join(", ")
+    } may read every endpoint`,
+  ].join("\n");
+}
+
 /** Stops the operator (SIGTERM, SIGKILL after 10 s), then the cluster, then frees the lock; once. */
 function stopper(release: () => Promise<void>): {
   stop(why: string): Promise<void>;
@@ -129,7 +144,7 @@ async function main(args: string[]): Promise<number> {
     console.error(parsed.line);
     return 2;
   }
-  const { realNode, operatorArgs: extra } = parsed;
+  const { realNode, mesh, operatorArgs: extra } = parsed;
   await Deno.mkdir(dirname(DEV_LOCK), { recursive: true });
   const lock = await tryLock(DEV_LOCK);
   if (!lock.held) {
@@ -145,7 +160,7 @@ async function main(args: string[]): Promise<number> {
   try {
     say("checking the control-plane binaries (the first run builds them from Go modules: minutes)");
     await ensureBuilt(say);
-    const cluster = await up({ dir: DEFAULT_CLUSTER_DIR, log: say, realNode });
+    const cluster = await up({ dir: DEFAULT_CLUSTER_DIR, log: say, realNode, mesh });
     await kubectl(cluster, ["apply", "--server-side", "-k", join(ROOT, "crds")]);
     await kubectl(cluster, [
       "wait",
@@ -163,6 +178,7 @@ async function main(args: string[]): Promise<number> {
     await kubectl(cluster, ["apply", "-R", "-f", join(ROOT, "samples")]);
     say(`samples applied; ready in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
     if (cluster.realNode) console.error(realNodeHowTo(cluster.realNode, cluster.dir));
+    if (cluster.istiod) console.error(istiodLines(cluster.istiod));
     console.error(tryLines(cluster));
     const status = await op.child.status;
     await s.stop(`the operator exited with code ${status.code}`);

@@ -22,6 +22,8 @@ and the cluster and removes the cluster's data. One dev runs at a time: a second
 
 Options:
   --real-node     also start a node where Pods really run (needs root; tools/cluster/README.md)
+  --mesh          also run a real istiod (pilot-discovery, built from the pinned istio.io/istio)
+                  with Istio's own CRDs, on loopback ports (docs/istiod.md)
   -h, --help      show this help
   operator flags  passed to the operator: see \`./deno run -A mod.ts run --help\``;
 
@@ -31,18 +33,26 @@ export const DEV_LOCK: string = join(CACHE_DIR, "dev.lock");
 /** What `dev` was asked: help, a run, or a usage error (its line). */
 export type DevArgs =
   | { kind: "help" }
-  | { kind: "run"; realNode: boolean; operatorArgs: string[] }
+  | { kind: "run"; realNode: boolean; mesh: boolean; operatorArgs: string[] }
   | { kind: "error"; line: string };
+
+/** `dev`'s own flags; every other argument is the operator's. */
+const DEV_FLAGS = ["--real-node", "--mesh"];
 
 /** Reads `dev`'s arguments; the operator's flags are checked as the operator would check them. */
 export function parseDevArgs(args: readonly string[]): DevArgs {
   if (args.includes("-h") || args.includes("--help")) return { kind: "help" };
-  const operatorArgs = args.filter((a) => a !== "--real-node");
+  const operatorArgs = args.filter((a) => !DEV_FLAGS.includes(a));
   const checked = parseRunFlags(operatorArgs, () => undefined);
   if (checked.kind === "error") {
     return { kind: "error", line: usageError(DEV_PROGRAM, `operator flags: ${checked.message}`) };
   }
-  return { kind: "run", realNode: args.includes("--real-node"), operatorArgs };
+  return {
+    kind: "run",
+    realNode: args.includes("--real-node"),
+    mesh: args.includes("--mesh"),
+    operatorArgs,
+  };
 }
 
 /** Why a second `dev` does not start: who runs, and how to stop it. */

@@ -2,13 +2,14 @@
  * CLI for the local control plane.
  *
  *   deno run -A tools/cluster/cluster.ts build | up | down | status | env | load-image ARCHIVE
- *     [--dir DIR] [--keep-logs] [--real-node]
+ *     [--dir DIR] [--keep-logs] [--real-node] [--mesh]
  *
  * @module
  */
 import { dirname, resolve } from "node:path";
 import { ensureBuilt } from "./build.ts";
-import { attach, clusterStatus, down, REAL_NODE_TAINT, up } from "./mod.ts";
+import { attach, clusterStatus, down, type IstiodInfo, REAL_NODE_TAINT, up } from "./mod.ts";
+import { ensurePilotDiscovery } from "../istio-check/build.ts";
 import { ensureNodeBuilt } from "./node/build.ts";
 import { realNodeHowTo } from "./node/howto.ts";
 import { DEFAULT_CLUSTER_DIR } from "./paths.ts";
@@ -17,16 +18,18 @@ import { kubeconfigPaths } from "./auth.ts";
 
 const USAGE =
   `usage: cluster.ts <build|up|down|status|env|load-image ARCHIVE> [--dir DIR] [--keep-logs]
-       [--real-node]
+       [--real-node] [--mesh]
 
   build    build the binaries into .cache/cluster/bin (no-op when up to date);
-           with --real-node also kubelet and the node's image programs
+           with --real-node also kubelet and the node's image programs;
+           with --mesh also istiod (pilot-discovery, with tools/istio-check)
   up       build if needed and start a cluster in DIR (default ${DEFAULT_CLUSTER_DIR});
            with --real-node also a node that runs containers (kubelet, containerd, runc),
-           labelled and tainted ${REAL_NODE_TAINT.key}=${REAL_NODE_TAINT.value}:NoSchedule
+           labelled and tainted ${REAL_NODE_TAINT.key}=${REAL_NODE_TAINT.value}:NoSchedule;
+           with --mesh also a real istiod and Istio's own CRDs
   down     stop every process of DIR by pid and remove its data
   status   print each component, its pid and whether it is alive and healthy
-  env      print shell exports for KUBECONFIG and the kubectl path
+  env      print shell exports for KUBECONFIG and the kubectl path (and istiod's addresses)
   load-image ARCHIVE
            import an image archive (podman/docker save, OCI layout) into the real node`;
 
@@ -36,6 +39,8 @@ interface Args {
   dir: string;
   keepLogs: boolean;
   realNode: boolean;
+  /** Run a real istiod (`--mesh`). */
+  mesh: boolean;
   /** Positional argument of load-image. */
   archive?: string;
 }
@@ -46,6 +51,7 @@ function parseArgs(argv: string[]): Args {
     dir: DEFAULT_CLUSTER_DIR,
     keepLogs: false,
     realNode: false,
+    mesh: false,
   };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
@@ -53,6 +59,7 @@ function parseArgs(argv: string[]): Args {
     else if (a.startsWith("--dir=")) args.dir = a.slice("--dir=".length);
     else if (a === "--keep-logs") args.keepLogs = true;
     else if (a === "--real-node") args.realNode = true;
+    else if (a === "--mesh") args.mesh = true;
     else if (a === "-h" || a === "--help") args.command = "help";
     else if (!args.command) args.command = a;
     else if (args.command === "load-image" && args.archive === undefined) args.archive = a;
@@ -65,19 +72,31 @@ function parseArgs(argv: string[]): Args {
 
 const log = (msg: string) => console.error(`[cluster] ${msg}`);
 
+/** Shell exports of istiod's addresses (none without istiod). */
+export function istiodExports(istiod: IstiodInfo | undefined): string[] {
+  if (!istiod) return [];
+  return [
+    `export ISTIOD_XDS=${istiod.xds}`,
+    `export ISTIOD_DEBUG=${istiod.debug}`,
+    ...(istiod.authSource ? [`export ISTIOD_AUTH_SOURCE=${istiod.authSource}`] : []),
+  ];
+}
+
 async function main(argv: string[]): Promise<number> {
   const args = parseArgs(argv);
   switch (args.command) {
     case "build": {
       const b = await ensureBuilt(log);
       if (args.realNode) await ensureNodeBuilt(log);
+      if (args.mesh) await ensurePilotDiscovery(log);
       console.log(JSON.stringify(b.versions));
       return 0;
     }
     case "up": {
-      const c = await up({ dir: args.dir, log, realNode: args.realNode });
+      const c = await up({ dir: args.dir, log, realNode: args.realNode, mesh: args.mesh });
       if (c.realNode) console.error(realNodeHowTo(c.realNode, c.dir));
       console.log(`export KUBECONFIG=${c.kubeconfig}`);
+      for (const line of istiodExports(c.istiod)) console.log(line);
       return 0;
     }
     case "down": {
@@ -109,6 +128,7 @@ async function main(argv: string[]): Promise<number> {
       console.log(`export KUBECONFIG=${kubeconfigPaths(args.dir).admin}`);
       console.log(`export KUBECTL=${state.kubectl}`);
       console.log(`export PATH="${dirname(state.kubectl)}:$PATH"`);
+      for (const line of istiodExports(state.istiod)) console.log(line);
       return 0;
     }
     case "load-image": {

@@ -12,6 +12,8 @@ import {
 } from "./auth.ts";
 import { type ComponentName, componentSpecs, internalDir } from "./components.ts";
 import { installMesh } from "./mesh.ts";
+import { type MeshOptions, startIstiod, stopIstiod } from "./istiod.ts";
+import { ensurePilotDiscovery } from "../istio-check/build.ts";
 import { installOperatorIdentity, OPERATOR_USER } from "./operator_identity.ts";
 import { frontProxyClient, generatePki } from "./pki.ts";
 import { ensureNodeBuilt } from "./node/build.ts";
@@ -66,18 +68,22 @@ async function healthClient(caCert: string): Promise<Deno.HttpClient> {
 
 /**
  * Starts etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok in `dir`, then
- * the node and the mesh. A cluster already running in `dir` is stopped first.
+ * the mesh, istiod (with `mesh`) and the node. A cluster already running in `dir` is stopped
+ * first.
  */
 export async function startCluster(
   dirIn: string,
   log: Log,
   realNode?: RealNodeOptions,
+  mesh?: MeshOptions,
 ): Promise<{ state: ClusterState; users: Users }> {
   const dir = resolve(dirIn);
   // Missing packages fail here, before anything is built or started.
   const programs = realNode ? await resolvePrograms(realNode) : undefined;
   const bins = await ensureBuilt(log);
   const nodeBins = realNode ? await ensureNodeBuilt(log) : undefined;
+  // istiod is built with tools/istio-check, from the same pinned istio.io/istio.
+  const pilotDiscovery = mesh ? await ensurePilotDiscovery(log) : undefined;
   if (await readState(dir)) {
     log(`stopping the previous cluster in ${dir}`);
     await stopCluster(dir, { keepLogs: false });
@@ -132,13 +138,31 @@ export async function startCluster(
     }
     const k = (args: string[], o?: { stdin?: string }) =>
       mustKubectl(bins.kubectl, kc.admin, args, o);
-    await installMesh(k, log);
+    await installMesh(k, log, mesh ? "istio" : "stand-in");
     const token = await installOperatorIdentity(k);
     await writeKubeconfig(kc.operator, server, caPem, {
       name: OPERATOR_USER,
       groups: [],
       token,
     });
+    if (mesh && pilotDiscovery) {
+      const options = mesh;
+      state.istiod = await startIstiod({
+        dir,
+        bin: pilotDiscovery,
+        server,
+        caPem,
+        kubectl: k,
+        log,
+        options,
+        onStarted: async (started) => {
+          // Recorded before it is ready: a failed start still stops it by pid.
+          state.istiod = started;
+          await writeState(state);
+        },
+      });
+      await writeState(state);
+    }
     if (programs && nodeBins) {
       await startRealNode({ state, pki, bins: nodeBins, programs, kubectl: k, log }, realNode);
     }
@@ -175,6 +199,9 @@ export async function stopCluster(dirIn: string, opts: StopOptions = {}): Promis
   const state = await readState(dir);
   const stuck: string[] = [];
   let nodeError: unknown;
+  if (state?.istiod && !await stopIstiod(state.istiod)) {
+    stuck.push(`istiod (pid ${state.istiod.pid})`);
+  }
   if (state?.realNode) {
     // First, while the API server still runs: the node's Pods are deleted through it.
     const apiserver = state.components.find((c) => c.name === "kube-apiserver");
@@ -192,7 +219,7 @@ export async function stopCluster(dirIn: string, opts: StopOptions = {}): Promis
   }
   if (nodeError) throw nodeError;
   if (await exists(dir)) await removeOwned(dir, opts.keepLogs ?? false);
-  return state ? state.components.map((c) => c.name) : [];
+  return state ? [...state.istiod ? ["istiod"] : [], ...state.components.map((c) => c.name)] : [];
 }
 
 /** Restarts one component with its original command line and waits until it is healthy. */
@@ -219,7 +246,7 @@ export async function restartComponent(dirIn: string, name: ComponentName): Prom
 
 /** Liveness and health of one component. */
 export interface ComponentStatus {
-  /** A control-plane component, or `containerd`/`kubelet` of the real node. */
+  /** A control-plane component, `containerd`/`kubelet` of the real node, or `istiod`. */
   name: string;
   pid: number;
   alive: boolean;
@@ -238,7 +265,8 @@ export async function clusterStatus(dirIn: string): Promise<ComponentStatus[]> {
     const nodeProcs = [node?.containerd, node?.kubelet].flatMap((p) =>
       p ? [{ ...p, health: p.health ?? "" }] : []
     );
-    return await Promise.all([...state.components, ...nodeProcs].map(async (c) => {
+    const istiod = state.istiod ? [state.istiod] : [];
+    return await Promise.all([...state.components, ...nodeProcs, ...istiod].map(async (c) => {
       const alive = isAlive(c.pid);
       // containerd has no HTTP health endpoint: running is all that is checked.
       const healthy = alive && (c.health === "" || await probe(c.health, client));

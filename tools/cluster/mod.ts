@@ -26,7 +26,14 @@ import {
   usersPath,
 } from "./lifecycle.ts";
 import { DEFAULT_CLUSTER_DIR } from "./paths.ts";
-import { type ClusterState, readState, statePath } from "./state.ts";
+import { type ClusterState, readState, statePath, writeState } from "./state.ts";
+import {
+  type IstiodInfo,
+  type IstiodState,
+  istioToken,
+  type MeshOptions,
+  restartIstiod,
+} from "./istiod.ts";
 import {
   REAL_NODE_LABEL,
   REAL_NODE_TAINT,
@@ -43,7 +50,15 @@ import {
 
 export { type Binaries, buildStatus, ensureBuilt, readVersions, type Versions } from "./build.ts";
 export { clusterStatus, type ComponentStatus, type StopOptions } from "./lifecycle.ts";
-export { GATEWAY, MESH_NAMESPACES, NODE_NAME } from "./mesh.ts";
+export { GATEWAY, MESH_NAMESPACES, MESH_ROOT_NAMESPACE, NODE_NAME } from "./mesh.ts";
+export {
+  ISTIO_TOKEN_AUDIENCE,
+  ISTIOD_CLUSTER_ID,
+  ISTIOD_NAMESPACE,
+  ISTIOD_USER,
+  type IstiodInfo,
+  type MeshOptions,
+} from "./istiod.ts";
 export { OPERATOR_USER } from "./operator_identity.ts";
 export {
   INSTALL_HINT,
@@ -87,6 +102,39 @@ export interface ClusterHandle {
   down(opts?: StopOptions): Promise<void>;
   /** The node with kubelet and containerd; only when started with `realNode`. */
   realNode?: RealNode;
+  /** The real istiod; only when started with `mesh`. */
+  istiod?: Istiod;
+}
+
+/** An answer of istiod's debug port. */
+export interface IstiodResponse {
+  status: number;
+  body: string;
+}
+
+/**
+ * The cluster's istiod (`up({ mesh: true })`): its addresses (`xds`, `debug`, `ready`), settings
+ * and helpers for its debug endpoints.
+ */
+export interface Istiod extends IstiodInfo {
+  /** Its current pid (changes on restart). */
+  pid: number;
+  /** Its log file. */
+  log: string;
+  /** A token of `namespace/serviceAccount` with audience `istio-ca` (TokenRequest, 1 h). */
+  token(namespace: string, serviceAccount: string): Promise<string>;
+  /**
+   * An HTTP client (for fetch's `client`) whose requests come from `authSource`, so that istiod
+   * authenticates them as a Pod's; throws when the machine has no non-loopback address.
+   */
+  authClient(): Deno.HttpClient;
+  /**
+   * GET `path` (e.g. `/debug/syncz`) on the monitoring port, from `authSource` with `token` as
+   * bearer (istiod checks it), or from loopback with `loopback: true` (istiod checks nothing).
+   */
+  get(path: string, opts?: { token?: string; loopback?: boolean }): Promise<IstiodResponse>;
+  /** Stops istiod and starts it again on the same ports; resolves once it is ready. */
+  restart(): Promise<void>;
 }
 
 /** The real node of a cluster: where Pods that must really run are placed. */
@@ -131,6 +179,57 @@ export interface UpOptions {
    * ServiceAccount admission on. `true` or options (e.g. other program paths).
    */
   realNode?: boolean | RealNodeOptions;
+  /**
+   * Also run a real istiod (pilot-discovery from the pinned istio.io/istio, built with
+   * tools/istio-check) with Istio's own CRDs instead of the stand-in EnvoyFilter CRD. `true` or
+   * options (e.g. `debugAllowedNamespaces`).
+   */
+  mesh?: boolean | MeshOptions;
+}
+
+function istiodOf(state: ClusterState, k: (args: string[]) => Promise<string>): Istiod | undefined {
+  const st = state.istiod;
+  if (!st) return undefined;
+  let current: IstiodState = st;
+  const authClient = () => {
+    if (!current.authSource) {
+      throw new Error("no non-loopback address on this machine: istiod cannot be asked as a Pod");
+    }
+    return Deno.createHttpClient({ localAddress: current.authSource });
+  };
+  const { pid: _pid, bin: _bin, args: _args, env: _env, health: _health, kubeconfig: _k, ...info } =
+    st;
+  const h: Istiod = {
+    ...info,
+    pid: st.pid,
+    log: st.log,
+    token: (ns, sa) => istioToken(k, ns, sa),
+    authClient,
+    get: async (path, opts = {}) => {
+      const client = opts.loopback ? undefined : authClient();
+      try {
+        const headers: Record<string, string> = opts.token
+          ? { authorization: `Bearer ${opts.token}` }
+          : {};
+        const res = await fetch(`${current.debug}${path}`, {
+          client,
+          headers,
+          signal: AbortSignal.timeout(10_000),
+        });
+        return { status: res.status, body: await res.text() };
+      } finally {
+        client?.close();
+      }
+    },
+    restart: async () => {
+      current = await restartIstiod(current);
+      const now = await readState(state.dir);
+      if (now) await writeState({ ...now, istiod: current });
+      h.pid = current.pid;
+      h.readySeconds = current.readySeconds;
+    },
+  };
+  return h;
 }
 
 function realNodeOf(state: ClusterState): RealNode | undefined {
@@ -180,18 +279,21 @@ function handle(state: ClusterState, users: Users): ClusterHandle {
       await stopCluster(dir, opts);
     },
     realNode: realNodeOf(state),
+    istiod: istiodOf(state, (args) => mustKubectl(kubectl, kc.admin, args)),
   };
   return h;
 }
 
 /**
  * Builds the binaries if needed, starts a cluster in `opts.dir` (stopping one already running
- * there) with a Ready kwok node and the simulated mesh, and returns its handle.
+ * there) with a Ready kwok node and the simulated mesh (with `mesh`, a real istiod and Istio's
+ * CRDs), and returns its handle.
  */
 export async function up(opts: UpOptions = {}): Promise<ClusterHandle> {
   const dir = resolve(opts.dir ?? DEFAULT_CLUSTER_DIR);
   const realNode = opts.realNode === true ? {} : opts.realNode || undefined;
-  const { state, users } = await startCluster(dir, opts.log ?? (() => {}), realNode);
+  const mesh = opts.mesh === true ? {} : opts.mesh || undefined;
+  const { state, users } = await startCluster(dir, opts.log ?? (() => {}), realNode, mesh);
   return handle(state, users);
 }
 

@@ -2,6 +2,7 @@
 import { join } from "node:path";
 import type { ComponentName, ComponentSpec, Ports } from "./components.ts";
 import type { RealNodeState } from "./node/state.ts";
+import type { IstiodState } from "./istiod.ts";
 
 /** A started component. */
 export interface ComponentState extends ComponentSpec {
@@ -20,6 +21,8 @@ export interface ClusterState {
   components: ComponentState[];
   /** The node with kubelet and containerd, when started with `realNode`. */
   realNode?: RealNodeState;
+  /** istiod (pilot-discovery), when started with `mesh`. */
+  istiod?: IstiodState;
 }
 
 /** Path of the state file of `dir`. */
