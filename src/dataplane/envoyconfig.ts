@@ -120,6 +120,11 @@ export const RouteRateLimitSchema = z.strictObject({
 export interface RouteRateLimit {
   stage: number;
   actions: Action[];
+  /**
+   * `disable_key`, when not empty. The local rate limit filter skips such an entry whatever the
+   * key (proxyconfig.ts `compiledOf`); only the global rate limit filter asks the runtime.
+   */
+  disableKey?: string;
 }
 
 /** A descriptor and its bucket. */
@@ -325,5 +330,12 @@ export function loadRouteRateLimits(value: unknown, path: string): Loaded<RouteR
   if (!parsed.success) {
     return { ok: false, errors: prefixed(toFieldErrors(parsed.error, value), path) };
   }
-  return { ok: true, value: parsed.data.map((r) => ({ stage: r.stage ?? 0, actions: r.actions })) };
+  return {
+    ok: true,
+    value: parsed.data.map((r) => ({
+      stage: r.stage ?? 0,
+      actions: r.actions,
+      ...(r.disable_key ? { disableKey: r.disable_key } : {}),
+    })),
+  };
 }

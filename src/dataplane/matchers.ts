@@ -90,9 +90,18 @@ function stringMatcherOf(m: HeaderMatcher): z.output<typeof StringMatcherSchema>
   return undefined;
 }
 
-/** A header lookup by lower-case name: a Map, or the lazy view of a request (request.ts). */
+/** A request's headers by lower-case name (the lazy view of request.ts). */
 export interface HeaderLookup {
+  /**
+   * Every value of the header joined with ",": what header matchers read
+   * (`HeaderUtility::getAllOfHeaderAsString`, source/common/http/header_utility.cc).
+   */
   get(name: string): string | undefined;
+  /**
+   * The first value of the header only: what a `request_headers` rate limit action reads
+   * (`RequestHeadersAction::populateDescriptor`, source/common/router/router_ratelimit.cc).
+   */
+  first(name: string): string | undefined;
   /** The trusted client address the connection manager settled on (request.ts), if any. */
   readonly remoteAddress?: string;
 }
@@ -184,8 +193,13 @@ function compileAction(action: Action): CompiledAction {
     const a = action.request_headers;
     const name = a.header_name.toLowerCase();
     return {
+      // Envoy takes the first value of a repeated header, where header matchers join them all:
+      // `RequestHeadersAction::populateDescriptor` (source/common/router/router_ratelimit.cc)
+      // reads `header_value[0]`, with "TODO(envoyproxy/envoy#13454): Potentially populate all
+      // header values" (read at envoyproxy/envoy 0229e39d; older versions read `headers.get()`,
+      // the first entry, too).
       entry: (headers) => {
-        const value = headers.get(name);
+        const value = headers.first(name);
         return value === undefined ? undefined : { key: a.descriptor_key, value };
       },
       skipIfAbsent: a.skip_if_absent === true,

@@ -77,7 +77,11 @@ export function compiledOf(config: ProxyConfig, onRoute: boolean): CompiledInsta
     const cfg = routeConfig ?? instance;
     const scope = routeConfig ? undefined : `filter${k}`;
     const limits = config.rateLimits.flatMap((r, j): CompiledLimit[] => {
-      if (r.stage !== cfg.stage) return [];
+      // `getApplicableRateLimit(stage)`, then `Filter::populateDescriptors`
+      // (source/extensions/filters/http/local_ratelimit/local_ratelimit.cc) skips every entry
+      // whose `disable_key` is not empty, with no runtime lookup (the global rate limit filter's
+      // `ratelimit.<disable_key>.http_filter_enabled` check is not in the local one).
+      if (r.stage !== cfg.stage || r.disableKey !== undefined) return [];
       const d = descriptors[j];
       const fixed = d.fixed;
       return [{

@@ -1,4 +1,5 @@
 /** A request as a proxy sees it, and the response the model gives. */
+import type { HeaderLookup } from "./matchers.ts";
 
 /** An HTTP request reaching a proxy. */
 export interface Request {
@@ -49,12 +50,13 @@ export function requestHeaderMap(req: Request): Map<string, string> {
  * The same headers as {@link requestHeaderMap}, read lazily: the pseudo-headers come straight
  * from the request, and the others are lower-cased once, on the first lookup of a named header,
  * into a flat list that lookups scan (a decision reads a handful of names from a few headers, for
- * which a scan beats building a Map). `name` must be in lower case, as matchers keep it.
+ * which a scan beats building a Map). `name` must be in lower case, as matchers keep it. `get`
+ * joins a repeated header's values, `first` gives the first of them (the request's own order).
  */
 export function requestHeaders(
   req: Request,
   remoteAddress?: string,
-): { get(name: string): string | undefined; readonly remoteAddress?: string } {
+): HeaderLookup {
   let pairs: string[] | undefined;
   return {
     remoteAddress,
@@ -69,6 +71,14 @@ export function requestHeaders(
         found = found === undefined ? pairs[i + 1] : `${found},${pairs[i + 1]}`;
       }
       return found;
+    },
+    first(name: string): string | undefined {
+      if (name === ":path") return req.path;
+      if (name === ":method") return req.method ?? "GET";
+      if (req.headers === undefined) return undefined;
+      pairs ??= lowerCasePairs(req.headers);
+      for (let i = 0; i < pairs.length; i += 2) if (pairs[i] === name) return pairs[i + 1];
+      return undefined;
     },
   };
 }
