@@ -14,6 +14,7 @@
  * counted, a string field longer than {@link MAX_FIELD} is cut.
  */
 import { isObject, type JsonObject as Json } from "./json.ts";
+import type { KubeObject, ResourceType } from "./object.ts";
 
 /** The xDS type URLs of listeners and routes. */
 export const LISTENER_TYPE = "type.googleapis.com/envoy.config.listener.v3.Listener";
@@ -131,4 +132,91 @@ export function pushNumber(nonce: string): number | undefined {
 /** The proxy id istiod gives a Pod's proxy (`pod.namespace`). */
 export function proxyId(pod: { name: string; namespace: string }): string {
   return `${pod.name}.${pod.namespace}`;
+}
+
+// What the operator keeps of istiod's answer, as objects of a type served inside the operator
+// (src/runtime/local_types.ts): one ProxyStatus a proxy, named and namespaced as its Pod, and one
+// for istiod itself, so that the runtime caches, indexes and watches them like Pods.
+
+/** The type of the objects istiod's answers become; never served by the API server. */
+export const PROXY_STATUS: ResourceType = {
+  group: "mesh.platform-project.io",
+  version: "v1",
+  kind: "ProxyStatus",
+  plural: "proxystatuses",
+  namespaced: true,
+};
+
+/**
+ * Name of the ProxyStatus that says whether istiod could be asked (in the operator's namespace):
+ * no Pod can have it, since a Pod's name is a DNS subdomain and has no `_`.
+ */
+export const ISTIOD_STATUS_NAME = "_istiod";
+
+/** What a proxy's ProxyStatus holds. */
+export interface ProxyStatusFields {
+  /** `sidecar` or `router`. */
+  proxyType: string;
+  istioVersion: string;
+  verdict: ProxyVerdict;
+}
+
+/** What istiod's own ProxyStatus holds: whether it was asked, and if not, why. */
+export type IstiodStatusFields =
+  | { reachable: true; proxies: number }
+  | { reachable: false; reason: string; message: string };
+
+const API_VERSION = `${PROXY_STATUS.group}/${PROXY_STATUS.version}`;
+
+/** The Pod a proxy id names (`pod.namespace`: a namespace has no dot, a Pod's name may). */
+export function podOfProxy(id: string): { name: string; namespace: string } | undefined {
+  const dot = id.lastIndexOf(".");
+  if (dot <= 0 || dot === id.length - 1) return undefined;
+  return { name: id.slice(0, dot), namespace: id.slice(dot + 1) };
+}
+
+/** A proxy's ProxyStatus object; undefined when its id names no Pod. */
+export function proxyStatusObject(p: ProxySync): KubeObject | undefined {
+  const pod = podOfProxy(p.id);
+  if (!pod) return undefined;
+  const status: ProxyStatusFields = {
+    proxyType: p.type,
+    istioVersion: p.istioVersion,
+    verdict: verdictOf(p),
+  };
+  return { apiVersion: API_VERSION, kind: PROXY_STATUS.kind, metadata: pod, status: { ...status } };
+}
+
+/** istiod's own ProxyStatus object, in `namespace` (the operator's). */
+export function istiodStatusObject(namespace: string, fields: IstiodStatusFields): KubeObject {
+  return {
+    apiVersion: API_VERSION,
+    kind: PROXY_STATUS.kind,
+    metadata: { namespace, name: ISTIOD_STATUS_NAME },
+    status: { ...fields },
+  };
+}
+
+/** The fields of a proxy's ProxyStatus as the runtime cached it; undefined when unreadable. */
+export function proxyStatusOf(obj: KubeObject | undefined): ProxyStatusFields | undefined {
+  const s = obj?.status;
+  if (!isObject(s) || !isObject(s.verdict)) return undefined;
+  const v = s.verdict;
+  const verdict: ProxyVerdict | undefined = v.state === "Acked" || v.state === "Pending"
+    ? { state: v.state }
+    : v.state === "Rejected" && (v.type === "listeners" || v.type === "routes")
+    ? { state: "Rejected", type: v.type, error: text(v.error) }
+    : undefined;
+  if (!verdict) return undefined;
+  return { proxyType: text(s.proxyType), istioVersion: text(s.istioVersion), verdict };
+}
+
+/** The fields of istiod's own ProxyStatus; undefined when there is none (istiod is not asked). */
+export function istiodStatusOf(obj: KubeObject | undefined): IstiodStatusFields | undefined {
+  const s = obj?.status;
+  if (!isObject(s)) return undefined;
+  if (s.reachable === true) {
+    return { reachable: true, proxies: typeof s.proxies === "number" ? s.proxies : 0 };
+  }
+  return { reachable: false, reason: text(s.reason), message: text(s.message) };
 }

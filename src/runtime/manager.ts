@@ -15,6 +15,7 @@ import { LeaderElector, type TermStart } from "./leader.ts";
 import { listAfterFirstRead, mustRelist } from "./list_timing.ts";
 import { Metrics } from "./metrics.ts";
 import { instrumentCluster } from "./instrumented_cluster.ts";
+import { withLocalTypes } from "./local_types.ts";
 import { ControllerLoop } from "./controller_loop.ts";
 import { Runner } from "./runner.ts";
 import { type ManagerOptions, operatorNamespace } from "./manager_options.ts";
@@ -64,7 +65,10 @@ export class Manager {
     this.#o = opts;
     this.#held = opts.held ?? false;
     this.#metrics = opts.metrics ?? new Metrics();
-    this.#cluster = instrumentCluster(opts.cluster, this.#metrics);
+    this.#cluster = withLocalTypes(
+      instrumentCluster(opts.cluster, this.#metrics),
+      opts.localSources ?? [],
+    );
     this.#events = new EventRecorder({
       cluster: this.#cluster,
       clock: opts.clock,

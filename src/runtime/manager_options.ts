@@ -1,6 +1,7 @@
 /** What a Manager is configured with: its ports, controllers, leader election and timings. */
 import type { Clock, Random } from "./clock.ts";
 import type { Cluster } from "./cluster.ts";
+import type { LocalSource } from "./local_types.ts";
 import type { ControllerSpec } from "./controller_spec.ts";
 import type { Logger } from "./log.ts";
 import type { Metrics } from "./metrics.ts";
@@ -36,6 +37,11 @@ export interface LeaderElectionOptions {
 export interface ManagerOptions {
   /** The API (live adapter or simulator), unwrapped: the manager counts calls into its metrics. */
   cluster: Cluster;
+  /**
+   * Types served from inside the operator (local_types.ts): their lists and watches never reach
+   * the API server and do not count as API requests.
+   */
+  localSources?: readonly LocalSource[];
   clock: Clock;
   random: Random;
   log: Logger;

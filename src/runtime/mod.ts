@@ -14,6 +14,7 @@ export * from "./clock.ts";
 export * from "./parallel.ts";
 export { AccessReview } from "./access_review.ts";
 export { instrumentCluster } from "./instrumented_cluster.ts";
+export { LocalSource, withLocalTypes } from "./local_types.ts";
 export { isSubset } from "./diff.ts";
 export { Cache, CacheStore, DEFAULT_PAGE_SIZE, type WatcherEvent } from "./cache/mod.ts";
 export { Watcher, type WatcherOptions, type WatcherState } from "./cache/mod.ts";
