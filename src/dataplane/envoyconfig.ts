@@ -96,9 +96,11 @@ const LocalRateLimitSchema = z.strictObject({
   response_headers_to_add: z.array(HeaderValueOptionSchema).max(10).optional(),
   request_headers_to_add_when_not_enforced: z.array(HeaderValueOptionSchema).max(10).optional(),
   rate_limited_as_resource_exhausted: z.boolean().optional(),
-  // An empty value is a wildcard from Envoy 1.34 on; `loadLocalRateLimit` refuses it before.
+  // An empty value is a wildcard from Envoy 1.34 on; `loadLocalRateLimit` refuses it before. A
+  // value left out is the empty string, as protobuf reads an absent string field.
   descriptors: z.array(z.strictObject({
-    entries: z.array(z.strictObject({ key: z.string().min(1), value: z.string() })).min(1),
+    entries: z.array(z.strictObject({ key: z.string().min(1), value: z.string().default("") }))
+      .min(1),
     token_bucket: TokenBucketSchema,
   })).optional(),
   // Field 18 (Envoy 1.34 and later): UInt32Value, `gte: 1`.
@@ -235,7 +237,12 @@ function bucketErrors(cfg: LocalRateLimit, path: string, multipleOfRule: boolean
     }
     const key = JSON.stringify(d.entries.map((e) => [e.key, e.value]));
     if (seen.has(key)) {
-      errors.push({ path: at, message: "duplicate descriptor in the local rate descriptor" });
+      // Envoy names the descriptor (`LocalDescriptor::toString`: `k=v` joined with ", ").
+      const named = d.entries.map((e) => `${e.key}=${e.value}`).join(", ");
+      errors.push({
+        path: at,
+        message: `duplicate descriptor in the local rate descriptor: ${named}`,
+      });
     }
     seen.add(key);
   });
