@@ -7,7 +7,7 @@
  *
  * @module
  */
-import { resolve } from "node:path";
+import { join, resolve } from "node:path";
 import { type GoBuild, GoCache, goEnv, goVersion } from "../gobuild.ts";
 
 /** The Go module's directory (`tools/istio-check`). */
@@ -32,20 +32,37 @@ export const GO_MISSING =
   "istio-check needs a Go toolchain (Go 1.26 or newer, https://go.dev/dl/) on PATH to build " +
   "tools/istio-check against istio.io/istio; install Go and run the tests again";
 
+/** The proxy stand-in, a test harness (docs/proxy-standin.md): the package and its binary. */
+export const PROXY_STANDIN = "proxy-standin";
+/** Folders of the module whose Go sources (tests left out) the binaries are built from. */
+const SOURCE_DIRS = [PROXY_STANDIN, "internal"];
+
+async function goSources(dir: string, prefix: string, tests: boolean): Promise<string[]> {
+  const out: string[] = [];
+  for await (const e of Deno.readDir(dir)) {
+    if (e.isDirectory && prefix !== "") {
+      out.push(...await goSources(join(dir, e.name), `${prefix}${e.name}/`, tests));
+    } else if (e.isFile && e.name.endsWith(".go") && (tests || !e.name.endsWith("_test.go"))) {
+      out.push(prefix + e.name);
+    }
+  }
+  return out;
+}
+
 /** The module as a build of the binary cache: go.mod, go.sum and every Go source are inputs. */
 export async function istioCheckBuild(): Promise<GoBuild> {
-  const sources: string[] = [];
-  for await (const e of Deno.readDir(MODULE_DIR)) {
-    if (e.isFile && e.name.endsWith(".go")) sources.push(e.name);
+  const sources = await goSources(MODULE_DIR, "", true);
+  for (const d of SOURCE_DIRS) {
+    sources.push(...await goSources(join(MODULE_DIR, d), `${d}/`, false));
   }
   return {
     name: NAME,
-    label: `${NAME} and ${PILOT_DISCOVERY} (istio.io/istio)`,
+    label: `${NAME}, ${PILOT_DISCOVERY} and ${PROXY_STANDIN} (istio.io/istio)`,
     dir: MODULE_DIR,
     inputs: ["go.mod", "go.sum", ...sources.sort()],
     extra: [goEnv(), LDFLAGS],
-    packages: [".", PILOT_PACKAGE],
-    outputs: [NAME, PILOT_DISCOVERY],
+    packages: [".", PILOT_PACKAGE, `./${PROXY_STANDIN}`],
+    outputs: [NAME, PILOT_DISCOVERY, PROXY_STANDIN],
     ldflags: LDFLAGS,
   };
 }
@@ -71,6 +88,15 @@ export async function ensureIstioCheck(log: (msg: string) => void = () => {}): P
 export async function ensurePilotDiscovery(log: (msg: string) => void = () => {}): Promise<string> {
   await ensureIstioCheck(log);
   return new GoCache(cacheDir()).path(PILOT_DISCOVERY);
+}
+
+/**
+ * The path of an up-to-date `proxy-standin` binary (xDS clients standing in for Envoy, a test
+ * harness): the same build as {@link ensureIstioCheck}, which builds it too.
+ */
+export async function ensureProxyStandin(log: (msg: string) => void = () => {}): Promise<string> {
+  await ensureIstioCheck(log);
+  return new GoCache(cacheDir()).path(PROXY_STANDIN);
 }
 
 if (import.meta.main) {
