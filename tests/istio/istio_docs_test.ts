@@ -48,12 +48,17 @@ Deno.test("docs/istio-check.md: moving the pin to the documented version changes
   const copy = await Deno.makeTempDir({ prefix: "istio-check-pin-" });
   try {
     const dir = join(copy, "tools", "istio-check");
-    await Deno.mkdir(dir, { recursive: true });
-    for await (const e of Deno.readDir(MODULE_DIR)) {
-      if (e.isFile && /\.(go|mod|sum)$/.test(e.name)) {
-        await Deno.copyFile(join(MODULE_DIR, e.name), join(dir, e.name));
+    // Every Go file of the module, its packages below the top level included (tidy reads them all).
+    const copyGo = async (from: string, to: string) => {
+      await Deno.mkdir(to, { recursive: true });
+      for await (const e of Deno.readDir(from)) {
+        if (e.isDirectory) await copyGo(join(from, e.name), join(to, e.name));
+        else if (e.isFile && /\.(go|mod|sum)$/.test(e.name)) {
+          await Deno.copyFile(join(from, e.name), join(to, e.name));
+        }
       }
-    }
+    };
+    await copyGo(MODULE_DIR, dir);
     // The build's Go environment (local toolchain, no VCS stamping), as the pin is used.
     const { GOTOOLCHAIN } = goEnv();
     const r = await sh(move.join(" && "), copy, { GOTOOLCHAIN });

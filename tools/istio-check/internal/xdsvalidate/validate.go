@@ -1,8 +1,6 @@
 // Package xdsvalidate runs go-control-plane's generated field rules (protoc-gen-validate) on xDS
 // messages, including the messages packed in google.protobuf.Any fields, which the generated code
-// does not follow. The proxy stand-in uses it. istio-check's validate.go holds the same walk: the
-// main package cannot import it while tests/istio/istio_docs_test.ts tidies a copy of the module
-// that has only its top-level files.
+// does not follow. istio-check (validate.go) and the proxy stand-in both use it.
 package xdsvalidate
 
 import (
