@@ -98,8 +98,9 @@ export function parseSyncz(body: unknown): Syncz {
 
 /**
  * Where a proxy stands: `Rejected` when its last answer to the listeners or routes was a NACK
- * (listeners first), `Acked` when both were acknowledged at the nonce last sent, else `Pending`
- * (sent, not yet answered, or nothing sent yet).
+ * (listeners first), `Acked` when the listeners and the routes (if it asked for any) were
+ * acknowledged at the nonce last sent, else `Pending` (sent, not yet answered, or no listeners
+ * sent yet).
  */
 export function verdictOf(p: ProxySync): ProxyVerdict {
   if (p.listeners.lastError !== "") {
@@ -109,7 +110,12 @@ export function verdictOf(p: ProxySync): ProxyVerdict {
     return { state: "Rejected", type: "routes", error: p.routes.lastError };
   }
   const synced = (t: TypeSync) => t.sent !== "" && t.sent === t.acked;
-  return synced(p.listeners) && synced(p.routes) ? { state: "Acked" } : { state: "Pending" };
+  // A proxy asks for routes only once its listeners name some (a gateway without a Gateway
+  // resource has none): routes never sent nor acknowledged are nothing to wait for.
+  const unwatched = (t: TypeSync) => t.sent === "" && t.acked === "";
+  return synced(p.listeners) && (synced(p.routes) || unwatched(p.routes))
+    ? { state: "Acked" }
+    : { state: "Pending" };
 }
 
 /** Length of the UUID istiod appends to the push version to make a nonce. */
@@ -153,12 +159,29 @@ export const PROXY_STATUS: ResourceType = {
  */
 export const ISTIOD_STATUS_NAME = "_istiod";
 
+/**
+ * What istiod says a proxy holds of the operator's limits: read from its dump of the listeners and
+ * routes of the push the proxy last acknowledged (`acked`: the listener and route nonces), or why
+ * it could not be read. `confirmed` once a later answer showed no push in between (a dump is
+ * generated from the proxy's last push context, which a push under way may already have moved).
+ */
+export type HeldRecord =
+  | { acked: string; limits: HeldLimits[]; unreadable: number; confirmed: boolean }
+  | { acked: string; error: string; message: string };
+
 /** What a proxy's ProxyStatus holds. */
 export interface ProxyStatusFields {
   /** `sidecar` or `router`. */
   proxyType: string;
   istioVersion: string;
   verdict: ProxyVerdict;
+  /** What it holds, when the operator asked (only for proxies a RateLimit selects). */
+  held?: HeldRecord;
+}
+
+/** The nonces that say which push a proxy last acknowledged: listeners and routes. */
+export function ackedKey(p: ProxySync): string {
+  return `${p.listeners.acked}|${p.routes.acked}`;
 }
 
 /** What istiod's own ProxyStatus holds: whether it was asked, and if not, why. */
@@ -176,13 +199,14 @@ export function podOfProxy(id: string): { name: string; namespace: string } | un
 }
 
 /** A proxy's ProxyStatus object; undefined when its id names no Pod. */
-export function proxyStatusObject(p: ProxySync): KubeObject | undefined {
+export function proxyStatusObject(p: ProxySync, held?: HeldRecord): KubeObject | undefined {
   const pod = podOfProxy(p.id);
   if (!pod) return undefined;
   const status: ProxyStatusFields = {
     proxyType: p.type,
     istioVersion: p.istioVersion,
     verdict: verdictOf(p),
+    ...(held ? { held } : {}),
   };
   return { apiVersion: API_VERSION, kind: PROXY_STATUS.kind, metadata: pod, status: { ...status } };
 }
@@ -208,7 +232,28 @@ export function proxyStatusOf(obj: KubeObject | undefined): ProxyStatusFields | 
     ? { state: "Rejected", type: v.type, error: text(v.error) }
     : undefined;
   if (!verdict) return undefined;
-  return { proxyType: text(s.proxyType), istioVersion: text(s.istioVersion), verdict };
+  const held = heldRecordOf(s.held);
+  return {
+    proxyType: text(s.proxyType),
+    istioVersion: text(s.istioVersion),
+    verdict,
+    ...(held ? { held } : {}),
+  };
+}
+
+/** A HeldRecord as the poller wrote it (it is never from outside the operator). */
+function heldRecordOf(h: unknown): HeldRecord | undefined {
+  if (!isObject(h) || typeof h.acked !== "string") return undefined;
+  if (typeof h.error === "string") {
+    return { acked: h.acked, error: h.error, message: text(h.message) };
+  }
+  if (!Array.isArray(h.limits)) return undefined;
+  return {
+    acked: h.acked,
+    limits: h.limits as HeldLimits[],
+    unreadable: typeof h.unreadable === "number" ? h.unreadable : 0,
+    confirmed: h.confirmed === true,
+  };
 }
 
 /** The fields of istiod's own ProxyStatus; undefined when there is none (istiod is not asked). */
@@ -219,4 +264,101 @@ export function istiodStatusOf(obj: KubeObject | undefined): IstiodStatusFields 
     return { reachable: true, proxies: typeof s.proxies === "number" ? s.proxies : 0 };
   }
   return { reachable: false, reason: text(s.reason), message: text(s.message) };
+}
+
+// What a proxy holds of the operator's limits, read from istiod's config dump of it (listeners
+// and routes, protobuf JSON: camelCase names, zero values left out). A sidecar's inbound routes
+// sit inside its virtualInbound listener, a gateway's in its route configurations: every route's
+// per-filter config of the local rate limit filter with the operator's stat prefix is read.
+
+/** One bucket as a proxy holds it. */
+export interface HeldBucket {
+  maxTokens: number;
+  tokensPerFill: number;
+  /** Protobuf Duration, as istiod writes it (`"30s"`). */
+  fillInterval: string;
+}
+
+/** One local rate limit config of the operator's a proxy holds on some of its routes. */
+export interface HeldLimits {
+  /** True when it counts but does not reject (filter_enforced 0%, or absent: Envoy's default). */
+  shadow: boolean;
+  /** The default bucket, then each descriptor's, in order. */
+  buckets: HeldBucket[];
+}
+
+/** Longest walk into a dump: a deeper object is not looked into (a dump is about 10 levels). */
+const MAX_DEPTH = 64;
+
+function field(o: unknown, camel: string, snake: string): unknown {
+  if (!isObject(o)) return undefined;
+  return o[camel] ?? o[snake];
+}
+
+function count(v: unknown): number | undefined {
+  if (v === undefined) return 0; // protobuf JSON leaves a zero out
+  return typeof v === "number" && Number.isSafeInteger(v) && v >= 0 ? v : undefined;
+}
+
+function heldBucket(tb: unknown): HeldBucket | undefined {
+  if (!isObject(tb)) return undefined;
+  const maxTokens = count(field(tb, "maxTokens", "max_tokens"));
+  const perFill = field(tb, "tokensPerFill", "tokens_per_fill");
+  // tokens_per_fill is a UInt32Value: absent means 1.
+  const tokensPerFill = perFill === undefined ? 1 : count(perFill);
+  const fillInterval = field(tb, "fillInterval", "fill_interval");
+  if (maxTokens === undefined || tokensPerFill === undefined || typeof fillInterval !== "string") {
+    return undefined;
+  }
+  return { maxTokens, tokensPerFill, fillInterval };
+}
+
+function heldOf(config: unknown, statPrefix: string): HeldLimits | undefined | null {
+  if (field(config, "statPrefix", "stat_prefix") !== statPrefix) return null; // not ours
+  const enforced = field(
+    field(field(config, "filterEnforced", "filter_enforced"), "defaultValue", "default_value"),
+    "numerator",
+    "numerator",
+  );
+  const numerator = count(enforced);
+  const first = heldBucket(field(config, "tokenBucket", "token_bucket"));
+  const descriptors = field(config, "descriptors", "descriptors") ?? [];
+  if (numerator === undefined || !first || !Array.isArray(descriptors)) return undefined;
+  const buckets = [first];
+  for (const d of descriptors) {
+    const b = heldBucket(field(d, "tokenBucket", "token_bucket"));
+    if (!b) return undefined;
+    buckets.push(b);
+  }
+  return { shadow: numerator === 0, buckets };
+}
+
+/**
+ * The distinct local rate limit configs with `statPrefix` that a dump's routes hold, in the order
+ * first met; `unreadable` counts those whose buckets could not be read.
+ */
+export function heldLimitsOf(
+  dump: unknown,
+  filterName: string,
+  statPrefix: string,
+): { limits: HeldLimits[]; unreadable: number } {
+  const seen = new Map<string, HeldLimits>();
+  let unreadable = 0;
+  const walk = (o: unknown, depth: number): void => {
+    if (depth > MAX_DEPTH) return;
+    if (Array.isArray(o)) {
+      for (const v of o) walk(v, depth + 1);
+      return;
+    }
+    if (!isObject(o)) return;
+    const perFilter = field(o, "typedPerFilterConfig", "typed_per_filter_config");
+    if (isObject(perFilter) && perFilter[filterName] !== undefined) {
+      const held = heldOf(perFilter[filterName], statPrefix);
+      if (held === undefined) unreadable++;
+      else if (held !== null) seen.set(JSON.stringify(held), held);
+    }
+    for (const v of Object.values(o)) walk(v, depth + 1);
+  };
+  walk(dump, 0);
+  return { limits: [...seen.values()], unreadable };
 }

@@ -17,6 +17,7 @@ export type IstiodFailure =
   | "Unreachable" // no answer: refused, reset, timed out, name not resolved
   | "Unauthenticated" // 401: istiod did not accept the token
   | "Forbidden" // 403: the token's namespace may not read this endpoint
+  | "NotFound" // 404: the proxy is not connected to this istiod, or not visible to this token
   | "BadAnswer"; // any other status, a body too large, or not JSON
 
 /** One answer of istiod. */
@@ -44,6 +45,13 @@ const DEFAULT_MAX_BYTES = 64 * 1024 * 1024;
 export interface IstiodClient {
   /** Every proxy connected to this istiod and how it stands (`/debug/syncz`). */
   syncz(): Promise<IstiodAnswer<Syncz>>;
+  /**
+   * The listeners and routes istiod generated for a proxy from the push it last sent it
+   * (`/debug/config_dump?proxyID=&types=lds,rds`: from the proxy's last push context), as JSON.
+   * istiod answers 404 for a proxy not connected to it, and also for a proxy of another namespace
+   * than the caller's unless the caller's token is of istiod's root namespace.
+   */
+  listenersAndRoutes(proxyId: string): Promise<IstiodAnswer<unknown>>;
 }
 
 /** Reads a body up to `max` bytes; undefined when it is longer. */
@@ -119,6 +127,14 @@ export function istiodClient(opts: IstiodOptions): IstiodClient {
       const what = signal.aborted ? `no answer in ${timeoutMs} ms` : describe(e);
       return { ok: false, reason: "Unreachable", message: `GET ${url}: ${what}` };
     }
+    if (res.status === 404) {
+      return {
+        ok: false,
+        reason: "NotFound",
+        message: `GET ${url}: 404, ${new TextDecoder().decode(body ?? new Uint8Array()).trim()}`
+          .slice(0, 512),
+      };
+    }
     if (res.status !== 200) {
       return { ok: false, reason: "BadAnswer", message: `GET ${url}: HTTP ${res.status}` };
     }
@@ -140,6 +156,9 @@ export function istiodClient(opts: IstiodOptions): IstiodClient {
     async syncz() {
       const answer = await getJson("/debug/syncz");
       return answer.ok ? { ok: true, value: parseSyncz(answer.value) } : answer;
+    },
+    listenersAndRoutes(proxyId: string) {
+      return getJson(`/debug/config_dump?proxyID=${encodeURIComponent(proxyId)}&types=lds,rds`);
     },
   };
 }

@@ -1,29 +1,49 @@
 /**
  * Asks istiod, every period, where each connected proxy stands, and publishes the answer as
- * ProxyStatus objects (src/api/istiod.ts) into a LocalSource the runtime watches. One request per
- * istiod a period, whatever the number of proxies; only what changed becomes a watch event, so at
- * rest the RateLimit controller hears nothing.
+ * ProxyStatus objects (src/api/istiod.ts) into a LocalSource the runtime watches. One syncz
+ * request per istiod a round, whatever the number of proxies; only what changed becomes a watch
+ * event, so at rest the RateLimit controller hears nothing.
+ *
+ * For the proxies a RateLimit selects (`wants`), it also asks what each holds: istiod's dump of the
+ * listeners and routes of the push the proxy last acknowledged, read for the operator's limits,
+ * once per acknowledged push. A dump is generated from the proxy's last push context, which a push
+ * under way may already have moved before the next syncz shows its nonce; so a record is
+ * `confirmed` only when a syncz answered at least `followUpMs` after the dump shows the same
+ * acknowledged push, and a round that leaves a record unconfirmed is followed up that soon
+ * instead of a period later.
  *
  * When istiod cannot be asked, istiod's own ProxyStatus says why and the proxies' stay as last
  * seen (a reader must not trust them then); the next tries back off, doubling up to
  * {@link MAX_BACKOFF_MS}, so an istiod that is down or refuses the token is not flooded.
  */
 import {
+  ackedKey,
+  type HeldRecord,
+  heldLimitsOf,
   ISTIOD_STATUS_NAME,
   istiodStatusObject,
+  podOfProxy,
   PROXY_STATUS,
-  proxyStatusObject,
   type ProxySync,
+  proxyStatusObject,
+  type Syncz,
+  verdictOf,
 } from "../api/istiod.ts";
+import { LOCAL_RATELIMIT_FILTER } from "../api/envoy.ts";
 import type { KubeObject } from "../api/object.ts";
-import type { Clock, LocalSource, Logger } from "../runtime/mod.ts";
+import { type Clock, inParallel, type LocalSource, type Logger } from "../runtime/mod.ts";
 import type { IstiodAnswer, IstiodClient } from "./istiod.ts";
-import type { Syncz } from "../api/istiod.ts";
 
 /** Longest wait between two tries while istiod cannot be asked. */
 export const MAX_BACKOFF_MS = 300_000;
-/** Default period between two answers. */
+/** Default period between two rounds. */
 export const DEFAULT_PERIOD_MS = 15_000;
+/** Default wait before a round that confirms what the last one read. */
+export const DEFAULT_FOLLOW_UP_MS = 1_000;
+/** Most dumps asked in one round; the rest wait for the next. */
+export const MAX_DUMPS_PER_ROUND = 100;
+/** Dumps asked at once. */
+const DUMP_CONCURRENCY = 4;
 
 /** Settings of the poller. */
 export interface IstiodPollOptions {
@@ -35,67 +55,145 @@ export interface IstiodPollOptions {
   namespace: string;
   clock: Clock;
   log: Logger;
-  /** Period between two answers; default {@link DEFAULT_PERIOD_MS}. */
+  /** Whether to read what a Pod's proxy holds: a RateLimit selects it. Default: none. */
+  wants?: (pod: { namespace: string; name: string }) => boolean;
+  /** The stat prefix of the operator's local rate limit configs. */
+  statPrefix: string;
+  /** Period between two rounds; default {@link DEFAULT_PERIOD_MS}. */
   periodMs?: number;
+  /** Wait before a confirming round; default {@link DEFAULT_FOLLOW_UP_MS}. */
+  followUpMs?: number;
 }
 
-/**
- * One round: every istiod asked, the answers merged (a proxy listed by two replicas while it moves
- * keeps the later send) and published. Returns whether every istiod answered.
- */
-export async function pollOnce(opts: IstiodPollOptions): Promise<boolean> {
-  if (opts.source.type !== PROXY_STATUS) throw new Error("the source must hold ProxyStatus");
-  const answers: IstiodAnswer<Syncz>[] = await Promise.all(opts.clients.map((c) => c.syncz()));
-  const failed = answers.find((a) => !a.ok);
-  const proxies = new Map<string, ProxySync>();
-  for (const a of answers) {
-    if (!a.ok) continue;
-    for (const p of a.value.proxies) {
-      const seen = proxies.get(p.id);
-      if (!seen || seen.listeners.sentTime < p.listeners.sentTime) proxies.set(p.id, p);
-    }
+/** What one round found: whether every istiod answered, and whether to follow up soon. */
+export interface RoundResult {
+  ok: boolean;
+  followUp: boolean;
+}
+
+interface Kept {
+  record: HeldRecord;
+  /** When the dump's answer came (the poller's clock). */
+  at: number;
+}
+
+/** Polls istiod; `round` is one round, `run` rounds until stopped. */
+export class IstiodPoller {
+  readonly #o: IstiodPollOptions;
+  readonly #held = new Map<string, Kept>();
+
+  /** A poller; nothing is asked before `round` or `run`. */
+  constructor(opts: IstiodPollOptions) {
+    if (opts.source.type !== PROXY_STATUS) throw new Error("the source must hold ProxyStatus");
+    this.#o = opts;
   }
-  const objects: KubeObject[] = [];
-  if (failed && !failed.ok) {
-    // What was last seen of the proxies stays: the reader sees istiod's status first.
-    for (const o of opts.source.list().items) {
-      if (o.metadata.namespace !== opts.namespace || o.metadata.name !== ISTIOD_STATUS_NAME) {
-        objects.push(o);
+
+  /**
+   * One round: every istiod asked, the answers merged (a proxy listed by two replicas while it
+   * moves keeps the later send), what the wanted proxies hold read or confirmed, and published.
+   */
+  async round(): Promise<RoundResult> {
+    const o = this.#o;
+    const answers: IstiodAnswer<Syncz>[] = await Promise.all(o.clients.map((c) => c.syncz()));
+    const failed = answers.find((a) => !a.ok);
+    if (failed && !failed.ok) {
+      // What was last seen of the proxies stays: the reader sees istiod's status first.
+      const kept = o.source.list().items.filter((x) =>
+        x.metadata.namespace !== o.namespace || x.metadata.name !== ISTIOD_STATUS_NAME
+      );
+      o.source.publish([
+        ...kept,
+        istiodStatusObject(o.namespace, {
+          reachable: false,
+          reason: failed.reason,
+          message: failed.message,
+        }),
+      ]);
+      o.log.warn("istiod could not be asked", { reason: failed.reason, error: failed.message });
+      return { ok: false, followUp: false };
+    }
+    const proxies = new Map<string, { p: ProxySync; client: IstiodClient }>();
+    answers.forEach((a, i) => {
+      if (!a.ok) return;
+      for (const p of a.value.proxies) {
+        const seen = proxies.get(p.id);
+        if (!seen || seen.p.listeners.sentTime < p.listeners.sentTime) {
+          proxies.set(p.id, { p, client: o.clients[i] });
+        }
       }
+    });
+    const now = o.clock.now();
+    const followUpMs = o.followUpMs ?? DEFAULT_FOLLOW_UP_MS;
+    const toRead: { p: ProxySync; client: IstiodClient }[] = [];
+    for (const [id, entry] of proxies) {
+      const pod = podOfProxy(id);
+      const wanted = pod !== undefined && verdictOf(entry.p).state === "Acked" &&
+        (o.wants?.(pod) ?? false);
+      const kept = this.#held.get(id);
+      if (!wanted) {
+        this.#held.delete(id);
+        continue;
+      }
+      if (kept && kept.record.acked === ackedKey(entry.p)) {
+        // The same push as the dump, seen by a syncz answered late enough: nothing was under way.
+        if ("limits" in kept.record && !kept.record.confirmed && now - kept.at >= followUpMs) {
+          kept.record = { ...kept.record, confirmed: true };
+        }
+        continue;
+      }
+      toRead.push(entry);
     }
-    objects.push(istiodStatusObject(opts.namespace, {
-      reachable: false,
-      reason: failed.reason,
-      message: failed.message,
-    }));
-  } else {
-    for (const p of proxies.values()) {
-      const o = proxyStatusObject(p);
-      if (o) objects.push(o);
+    for (const id of this.#held.keys()) if (!proxies.has(id)) this.#held.delete(id);
+    const reading = toRead.slice(0, MAX_DUMPS_PER_ROUND);
+    await inParallel(reading, DUMP_CONCURRENCY, async ({ p, client }) => {
+      const acked = ackedKey(p);
+      const dump = await client.listenersAndRoutes(p.id);
+      const record: HeldRecord = dump.ok
+        ? {
+          acked,
+          ...heldLimitsOf(dump.value, LOCAL_RATELIMIT_FILTER, o.statPrefix),
+          confirmed: false,
+        }
+        : { acked, error: dump.reason, message: dump.message };
+      this.#held.set(p.id, { record, at: o.clock.now() });
+    });
+    const objects: KubeObject[] = [];
+    for (const { p } of proxies.values()) {
+      const obj = proxyStatusObject(p, this.#held.get(p.id)?.record);
+      if (obj) objects.push(obj);
     }
-    objects.push(istiodStatusObject(opts.namespace, { reachable: true, proxies: proxies.size }));
+    objects.push(istiodStatusObject(o.namespace, { reachable: true, proxies: proxies.size }));
+    const changes = o.source.publish(objects);
+    if (changes > 0) {
+      o.log.debug("istiod's proxies changed", {
+        changes,
+        proxies: proxies.size,
+        dumps: reading.length,
+      });
+    }
+    const unconfirmed = [...this.#held.values()].some((k) =>
+      "limits" in k.record && !k.record.confirmed
+    );
+    return { ok: true, followUp: unconfirmed || toRead.length > reading.length };
   }
-  const changes = opts.source.publish(objects);
-  if (changes > 0) {
-    opts.log.debug("istiod's proxies changed", { changes, proxies: proxies.size });
-  }
-  if (failed && !failed.ok) {
-    opts.log.warn("istiod could not be asked", { reason: failed.reason, error: failed.message });
-  }
-  return failed === undefined;
-}
 
-/** Polls until `signal` aborts: every period, or backing off while istiod cannot be asked. */
-export async function pollIstiod(opts: IstiodPollOptions, signal: AbortSignal): Promise<void> {
-  const period = opts.periodMs ?? DEFAULT_PERIOD_MS;
-  let wait = period;
-  while (!signal.aborted) {
-    const ok = await pollOnce(opts);
-    wait = ok ? period : Math.min(MAX_BACKOFF_MS, Math.max(period, wait * 2));
-    try {
-      await opts.clock.sleep(wait, signal);
-    } catch {
-      return;
+  /** Rounds until `signal` aborts: a period apart, sooner to confirm, backing off on failure. */
+  async run(signal: AbortSignal): Promise<void> {
+    const period = this.#o.periodMs ?? DEFAULT_PERIOD_MS;
+    const followUp = this.#o.followUpMs ?? DEFAULT_FOLLOW_UP_MS;
+    let wait = period;
+    while (!signal.aborted) {
+      const r = await this.round();
+      wait = !r.ok
+        ? Math.min(MAX_BACKOFF_MS, Math.max(period, wait * 2))
+        : r.followUp
+        ? followUp
+        : period;
+      try {
+        await this.#o.clock.sleep(wait, signal);
+      } catch {
+        return;
+      }
     }
   }
 }

@@ -2,6 +2,7 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import {
+  heldLimitsOf,
   LISTENER_TYPE,
   MAX_FIELD,
   parseSyncz,
@@ -59,6 +60,11 @@ Deno.test("a NACK of the listeners or the routes is Rejected with the proxy's er
   });
 });
 
+Deno.test("a proxy that never asked for routes (a gateway without a Gateway) is Acked on its listeners", () => {
+  const gateway = entry({ resources: { [LISTENER_TYPE]: { sent: nonce(3), acked: nonce(3) } } });
+  assert.deepEqual(verdictOf(only([gateway])), { state: "Acked" });
+});
+
 Deno.test("sent and not yet answered, or nothing sent, is Pending", () => {
   const inFlight = entry({
     resources: {
@@ -68,6 +74,13 @@ Deno.test("sent and not yet answered, or nothing sent, is Pending", () => {
   });
   assert.deepEqual(verdictOf(only([inFlight])), { state: "Pending" });
   assert.deepEqual(verdictOf(only([entry({ resources: {} })])), { state: "Pending" });
+  const routesInFlight = entry({
+    resources: {
+      [LISTENER_TYPE]: { sent: nonce(3), acked: nonce(3) },
+      [ROUTE_TYPE]: { sent: nonce(4), acked: "" },
+    },
+  });
+  assert.deepEqual(verdictOf(only([routesInFlight])), { state: "Pending" });
 });
 
 Deno.test("the top-level nonces are read when resources does not name the type", () => {
@@ -108,4 +121,57 @@ Deno.test("parseSyncz never throws, whatever the JSON", () => {
 
 Deno.test("proxyId is pod.namespace, as pilot-agent names its node", () => {
   assert.equal(proxyId({ name: "demo-0", namespace: "apps" }), "demo-0.apps");
+});
+
+// Answers of a real istiod (pilot-discovery at the pinned istio.io/istio), captured with the proxy
+// stand-in as the demo Pod's sidecar and the ingress gateway, the samples' EnvoyFilters applied.
+const FIXTURES = new URL("./fixtures/", import.meta.url);
+const fixture = (name: string) => JSON.parse(Deno.readTextFileSync(new URL(name, FIXTURES)));
+const LRL = "envoy.filters.http.local_ratelimit";
+const PREFIX = "http_local_rate_limiter";
+
+Deno.test("a real syncz: both proxies acknowledged, read by their Pod", () => {
+  const { proxies, skipped } = parseSyncz(fixture("istiod_syncz.json"));
+  assert.equal(skipped, 0);
+  assert.deepEqual(proxies.map((p) => [p.type, verdictOf(p).state]).sort(), [
+    ["router", "Acked"],
+    ["sidecar", "Acked"],
+  ]);
+  for (const p of proxies) {
+    assert.ok(pushNumber(p.listeners.acked) !== undefined, p.listeners.acked);
+  }
+});
+
+Deno.test("a real config dump: the sidecar holds the workload sample's buckets on its inbound routes", () => {
+  const held = heldLimitsOf(fixture("istiod_config_dump_sidecar.json"), LRL, PREFIX);
+  assert.equal(held.unreadable, 0);
+  // samples/ratelimit-workload.yaml: default 10 per 30s; rules 2/60s, 5/30s, 1/120s.
+  assert.deepEqual(held.limits, [{
+    shadow: false,
+    buckets: [
+      { maxTokens: 10, tokensPerFill: 10, fillInterval: "30s" },
+      { maxTokens: 2, tokensPerFill: 2, fillInterval: "60s" },
+      { maxTokens: 5, tokensPerFill: 5, fillInterval: "30s" },
+      { maxTokens: 1, tokensPerFill: 1, fillInterval: "120s" },
+    ],
+  }]);
+});
+
+Deno.test("held limits: a 0% enforced fraction is left out of protobuf JSON and reads as shadow", () => {
+  const dump = fixture("istiod_config_dump_sidecar.json");
+  const text = JSON.stringify(dump).replaceAll(
+    `"filterEnforced":{"defaultValue":{"numerator":100}`,
+    `"filterEnforced":{"defaultValue":{}`,
+  );
+  const held = heldLimitsOf(JSON.parse(text), LRL, PREFIX);
+  assert.deepEqual(held.limits.map((l) => l.shadow), [true]);
+});
+
+Deno.test("held limits: another stat prefix is not ours; an unreadable bucket is counted", () => {
+  const dump = JSON.stringify(fixture("istiod_config_dump_sidecar.json"));
+  assert.deepEqual(heldLimitsOf(JSON.parse(dump), LRL, "someone_else").limits, []);
+  const broken = dump.replaceAll(`"fillInterval":"120s"`, `"fillInterval":120`);
+  const held = heldLimitsOf(JSON.parse(broken), LRL, PREFIX);
+  assert.deepEqual(held.limits, []);
+  assert.ok(held.unreadable > 0);
 });

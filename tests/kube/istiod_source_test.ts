@@ -1,6 +1,9 @@
-/** The istiod poller: ProxyStatus objects from istiod's answers, and backing off when it fails. */
+/**
+ * The istiod poller: ProxyStatus objects from istiod's answers, what wanted proxies hold read once
+ * per acknowledged push and confirmed by a later answer, and backing off when istiod fails.
+ */
 import assert from "node:assert/strict";
-import { pollIstiod, pollOnce } from "../../src/kube/istiod_source.ts";
+import { IstiodPoller, type IstiodPollOptions } from "../../src/kube/istiod_source.ts";
 import type { IstiodAnswer, IstiodClient } from "../../src/kube/istiod.ts";
 import {
   ISTIOD_STATUS_NAME,
@@ -13,10 +16,12 @@ import {
   type Syncz,
 } from "../../src/api/istiod.ts";
 import { createLogger, LocalSource } from "../../src/runtime/mod.ts";
+import type { KubeObject } from "../../src/api/object.ts";
 
 const UUID = "5b2e3c1a-9f0e-4d7b-8c6a-2f1e0d9c8b7a";
 const nonce = (n: number) => `2026-11-28T11:00:00Z/${n}${UUID}`;
 const log = createLogger({ clock: { now: () => 0 }, sink: () => {} });
+const PREFIX = "http_local_rate_limiter";
 
 function entry(id: string, acked: number, sent = acked, error = "") {
   return {
@@ -30,12 +35,52 @@ function entry(id: string, acked: number, sent = acked, error = "") {
   };
 }
 
-function client(answers: IstiodAnswer<Syncz>[]): IstiodClient & { asked: number } {
-  const c = {
-    asked: 0,
-    syncz: () => Promise.resolve(answers[Math.min(c.asked++, answers.length - 1)]),
+/** A dump holding one route with the operator's config of `tokens` per 30 s. */
+function dump(tokens: number): unknown {
+  return {
+    configs: [{
+      dynamicListeners: [{
+        activeState: {
+          listener: {
+            routes: [{
+              typedPerFilterConfig: {
+                "envoy.filters.http.local_ratelimit": {
+                  statPrefix: PREFIX,
+                  tokenBucket: { maxTokens: tokens, tokensPerFill: tokens, fillInterval: "30s" },
+                  filterEnforced: { defaultValue: { numerator: 100 } },
+                },
+              },
+            }],
+          },
+        },
+      }],
+    }],
   };
-  return c;
+}
+
+interface FakeIstiod extends IstiodClient {
+  syncs: IstiodAnswer<Syncz>[];
+  dumps: Map<string, IstiodAnswer<unknown>>;
+  asked: string[];
+}
+
+function fake(...syncs: IstiodAnswer<Syncz>[]): FakeIstiod {
+  const f: FakeIstiod = {
+    syncs,
+    dumps: new Map(),
+    asked: [],
+    syncz: () => {
+      f.asked.push("syncz");
+      return Promise.resolve(f.syncs.length > 1 ? f.syncs.shift()! : f.syncs[0]);
+    },
+    listenersAndRoutes: (id) => {
+      f.asked.push(`dump ${id}`);
+      return Promise.resolve(
+        f.dumps.get(id) ?? { ok: false, reason: "NotFound", message: "not connected" },
+      );
+    },
+  };
+  return f;
 }
 
 const ok = (...entries: unknown[]): IstiodAnswer<Syncz> => ({
@@ -43,89 +88,133 @@ const ok = (...entries: unknown[]): IstiodAnswer<Syncz> => ({
   value: parseSyncz(entries),
 });
 
-Deno.test("each proxy becomes its Pod's ProxyStatus; istiod's own says it answered", async () => {
+function setup(clients: IstiodClient[], extra: Partial<IstiodPollOptions> = {}) {
+  let now = 0;
   const source = new LocalSource(PROXY_STATUS);
-  const c = client([ok(entry("demo-0.apps", 3), entry("web.v2-1.apps", 4, 5, "bad listener"))]);
-  assert.ok(
-    await pollOnce({
-      clients: [c],
-      source,
-      namespace: "platform-system",
-      clock: { now: () => 0, sleep: () => Promise.resolve() },
-      log,
-    }),
-  );
-  const items = source.list().items;
-  const by = (ns: string, name: string) =>
-    items.find((o) => o.metadata.namespace === ns && o.metadata.name === name);
-  assert.deepEqual(proxyStatusOf(by("apps", "demo-0"))?.verdict, { state: "Acked" });
-  assert.deepEqual(proxyStatusOf(by("apps", "web.v2-1"))?.verdict, {
+  const clock = { now: () => now, sleep: () => Promise.resolve() };
+  const poller = new IstiodPoller({
+    clients,
+    source,
+    namespace: "platform-system",
+    clock,
+    log,
+    statPrefix: PREFIX,
+    followUpMs: 1000,
+    ...extra,
+  });
+  const get = (ns: string, name: string): KubeObject | undefined =>
+    source.list().items.find((o) => o.metadata.namespace === ns && o.metadata.name === name);
+  return { source, poller, get, tick: (ms: number) => now += ms };
+}
+
+Deno.test("each proxy becomes its Pod's ProxyStatus; istiod's own says it answered", async () => {
+  const istiod = fake(ok(entry("demo-0.apps", 3), entry("web.v2-1.apps", 4, 5, "bad listener")));
+  const { source, poller, get } = setup([istiod]);
+  assert.deepEqual(await poller.round(), { ok: true, followUp: false });
+  assert.deepEqual(proxyStatusOf(get("apps", "demo-0"))?.verdict, { state: "Acked" });
+  assert.deepEqual(proxyStatusOf(get("apps", "web.v2-1"))?.verdict, {
     state: "Rejected",
     type: "listeners",
     error: "bad listener",
   });
-  assert.deepEqual(istiodStatusOf(by("platform-system", ISTIOD_STATUS_NAME)), {
+  assert.deepEqual(istiodStatusOf(get("platform-system", ISTIOD_STATUS_NAME)), {
     reachable: true,
     proxies: 2,
   });
-  // The same answer again changes nothing: no version, no event.
+  // Nothing wanted: no dump asked. The same answer again changes nothing: no version, no event.
   const v = source.version;
-  await pollOnce({
-    clients: [c],
-    source,
-    namespace: "platform-system",
-    clock: { now: () => 0, sleep: () => Promise.resolve() },
-    log,
-  });
+  await poller.round();
   assert.equal(source.version, v);
+  assert.deepEqual(istiod.asked, ["syncz", "syncz"]);
+});
+
+Deno.test("a wanted proxy's holdings: read once per acknowledged push, confirmed by a later answer", async () => {
+  const istiod = fake(ok(entry("demo-0.apps", 3)));
+  istiod.dumps.set("demo-0.apps", { ok: true, value: dump(10) });
+  const { poller, get, tick } = setup([istiod], { wants: (p) => p.namespace === "apps" });
+  assert.deepEqual(await poller.round(), { ok: true, followUp: true });
+  const first = proxyStatusOf(get("apps", "demo-0"))?.held;
+  assert.ok(first && "limits" in first);
+  assert.equal(first.confirmed, false);
+  assert.deepEqual(first.limits[0].buckets, [
+    { maxTokens: 10, tokensPerFill: 10, fillInterval: "30s" },
+  ]);
+  // Too soon after the dump: still unconfirmed, and no second dump for the same push.
+  tick(500);
+  assert.deepEqual(await poller.round(), { ok: true, followUp: true });
+  tick(600);
+  assert.deepEqual(await poller.round(), { ok: true, followUp: false });
+  const held = proxyStatusOf(get("apps", "demo-0"))?.held;
+  assert.ok(held && "limits" in held && held.confirmed);
+  assert.deepEqual(istiod.asked, ["syncz", "dump demo-0.apps", "syncz", "syncz"]);
+  // A new push acknowledged: read again, unconfirmed until answered again.
+  istiod.syncs = [ok(entry("demo-0.apps", 4))];
+  istiod.dumps.set("demo-0.apps", { ok: true, value: dump(20) });
+  await poller.round();
+  const again = proxyStatusOf(get("apps", "demo-0"))?.held;
+  assert.ok(again && "limits" in again && !again.confirmed);
+  assert.equal(again.limits[0].buckets[0].tokensPerFill, 20);
+});
+
+Deno.test("a dump istiod refuses is recorded with its reason, and asked again only for a new push", async () => {
+  const istiod = fake(ok(entry("demo-0.apps", 3)));
+  istiod.dumps.set("demo-0.apps", { ok: false, reason: "NotFound", message: "404, not connected" });
+  const { poller, get } = setup([istiod], { wants: () => true });
+  assert.deepEqual(await poller.round(), { ok: true, followUp: false });
+  assert.deepEqual(proxyStatusOf(get("apps", "demo-0"))?.held, {
+    acked: `${nonce(3)}|${nonce(3)}`,
+    error: "NotFound",
+    message: "404, not connected",
+  });
+  await poller.round();
+  assert.equal(istiod.asked.filter((a) => a.startsWith("dump")).length, 1);
+});
+
+Deno.test("pending and rejected proxies are not read; a proxy that leaves is forgotten", async () => {
+  const istiod = fake(ok(entry("a.apps", 3, 4), entry("b.apps", 3, 4, "nack")));
+  const { poller, source } = setup([istiod], { wants: () => true });
+  await poller.round();
+  assert.deepEqual(istiod.asked, ["syncz"]);
+  istiod.syncs = [ok()];
+  await poller.round();
+  assert.deepEqual(source.list("apps").items, []);
 });
 
 Deno.test("a failure keeps the proxies as last seen and says why in istiod's status", async () => {
-  const source = new LocalSource(PROXY_STATUS);
-  const c = client([
+  const istiod = fake(
     ok(entry("demo-0.apps", 3)),
     { ok: false, reason: "Forbidden", message: "GET …/debug/syncz: 403" },
-  ]);
-  const opts = {
-    clients: [c],
-    source,
-    namespace: "platform-system",
-    clock: { now: () => 0, sleep: () => Promise.resolve() },
-    log,
-  };
-  await pollOnce(opts);
-  assert.equal(await pollOnce(opts), false);
-  const items = source.list().items;
-  assert.equal(items.length, 2);
-  assert.deepEqual(istiodStatusOf(items.find((o) => o.metadata.name === ISTIOD_STATUS_NAME)), {
+  );
+  const { poller, source, get } = setup([istiod]);
+  await poller.round();
+  assert.deepEqual(await poller.round(), { ok: false, followUp: false });
+  assert.equal(source.list().items.length, 2);
+  assert.deepEqual(istiodStatusOf(get("platform-system", ISTIOD_STATUS_NAME)), {
     reachable: false,
     reason: "Forbidden",
     message: "GET …/debug/syncz: 403",
   });
 });
 
-Deno.test("two replicas: a proxy listed by both keeps the later send", async () => {
-  const source = new LocalSource(PROXY_STATUS);
+Deno.test("two replicas: a proxy listed by both keeps the later send, and is read from that one", async () => {
   const older = entry("demo-0.apps", 3);
-  const newer = entry("demo-0.apps", 5, 6, "nack");
+  const newer = entry("demo-0.apps", 5);
   (older.resources[LISTENER_TYPE] as Record<string, string>).sentTime = "2026-11-28T11:00:01Z";
   (newer.resources[LISTENER_TYPE] as Record<string, string>).sentTime = "2026-11-28T11:00:09Z";
-  await pollOnce({
-    clients: [client([ok(newer)]), client([ok(older)])],
-    source,
-    namespace: "p",
-    clock: { now: () => 0, sleep: () => Promise.resolve() },
-    log,
-  });
-  const demo = source.list("apps").items[0];
-  assert.equal(proxyStatusOf(demo)?.verdict.state, "Rejected");
+  const a = fake(ok(older));
+  const b = fake(ok(newer));
+  b.dumps.set("demo-0.apps", { ok: true, value: dump(10) });
+  const { poller, get } = setup([a, b], { wants: () => true });
+  await poller.round();
+  assert.equal(proxyStatusOf(get("apps", "demo-0"))?.held?.acked, `${nonce(5)}|${nonce(5)}`);
+  assert.deepEqual([a.asked, b.asked], [["syncz"], ["syncz", "dump demo-0.apps"]]);
 });
 
-Deno.test("pollIstiod backs off while istiod fails, up to five minutes, and comes back to the period", async () => {
+Deno.test("run backs off while istiod fails, up to five minutes, and comes back to the period", async () => {
   const waits: number[] = [];
   const ac = new AbortController();
   const failing: IstiodAnswer<Syncz> = { ok: false, reason: "Unreachable", message: "refused" };
-  const c = client([...Array(12).fill(failing), ok(entry("a.b", 1))]);
+  const istiod = fake(...Array(12).fill(failing), ok(entry("a.b", 1)));
   const clock = {
     now: () => 0,
     sleep: (ms: number) => {
@@ -134,14 +223,16 @@ Deno.test("pollIstiod backs off while istiod fails, up to five minutes, and come
       return ac.signal.aborted ? Promise.reject(new Error("aborted")) : Promise.resolve();
     },
   };
-  await pollIstiod({
-    clients: [c],
+  const poller = new IstiodPoller({
+    clients: [istiod],
     source: new LocalSource(PROXY_STATUS),
     namespace: "p",
     clock,
     log,
+    statPrefix: PREFIX,
     periodMs: 10_000,
-  }, ac.signal);
+  });
+  await poller.run(ac.signal);
   assert.deepEqual(waits, [
     20_000,
     40_000,

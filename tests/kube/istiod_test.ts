@@ -116,3 +116,28 @@ Deno.test("syncz: nobody listening, and an answer that never comes, are Unreacha
     release();
   });
 });
+
+Deno.test("listenersAndRoutes: the proxy's LDS and RDS dump; 404 is NotFound with istiod's words", async () => {
+  const seen: string[] = [];
+  await serving((req) => {
+    const u = new URL(req.url);
+    seen.push(`${u.pathname}?${u.searchParams}`);
+    return u.searchParams.get("proxyID") === "web.v2-1.apps"
+      ? Response.json({ configs: [] })
+      : new Response("Proxy not connected to this Pilot instance.\n", { status: 404 });
+  }, async (url) => {
+    const client = istiodClient({ url, credentials: bearerToken("t") });
+    assert.deepEqual(await client.listenersAndRoutes("web.v2-1.apps"), {
+      ok: true,
+      value: { configs: [] },
+    });
+    const gone = await client.listenersAndRoutes("gone.apps");
+    assert.ok(!gone.ok);
+    assert.equal(gone.reason, "NotFound");
+    assert.match(gone.message, /404, Proxy not connected to this Pilot instance\.$/);
+  });
+  assert.deepEqual(seen, [
+    "/debug/config_dump?proxyID=web.v2-1.apps&types=lds%2Crds",
+    "/debug/config_dump?proxyID=gone.apps&types=lds%2Crds",
+  ]);
+});
