@@ -174,19 +174,24 @@ export function rateLimitControllerFor(settings: RateLimitSettings): ControllerS
       const pods = new Map<string, KubeObject>();
       const rivals = new Set<string>();
       scopeOf(cache, root, namespace, selectors, pods, rivals);
+      // The peers, and the filters named like them (as data: the reducer calls nothing of ours).
       const peers: KubeObject[] = [];
+      const peerFilters = new Map<string, KubeObject>();
       for (const k of rivals) {
         if (k === key) continue;
         const peerKey = splitKey(k);
         const peer = cache.get(RESOURCES.RateLimit, peerKey.namespace, peerKey.name);
-        if (peer) peers.push(peer);
+        if (!peer) continue;
+        peers.push(peer);
+        const filter = cache.get(RESOURCES.EnvoyFilter, peerKey.namespace, peerKey.name);
+        if (filter) peerFilters.set(k, filter);
       }
       return reconcileRateLimit({
         rateLimit,
         peers,
         pods: [...pods.values()],
         envoyFilter,
-        peerFilter: (ns, peer) => cache.get(RESOURCES.EnvoyFilter, ns, peer),
+        peerFilters,
         meshInstalled,
         meshRootNamespace: root,
         now: ctx.now,

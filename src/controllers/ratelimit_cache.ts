@@ -8,16 +8,15 @@
  */
 import { MESH_PROXY_CONTAINER, type MeshProxy, meshProxyOf } from "../api/pod.ts";
 import { filterContexts } from "../reconcile/ratelimit/scope.ts";
-import { exportsLimitStats } from "../reconcile/ratelimit/render.ts";
+import { filterLimits, limitsPatch } from "../reconcile/ratelimit/input.ts";
+import { exportsLimitStats, STAT_PREFIX } from "../reconcile/ratelimit/render.ts";
 import { STATS_INCLUSION_ANNOTATIONS } from "../api/stats_inclusion.ts";
-import { STAT_PREFIX } from "../reconcile/ratelimit/render.ts";
 import type { KubeObject, ObjectMeta, Projection } from "../api/object.ts";
-
-import { isObject, type JsonObject as Json } from "../api/json.ts";
+import { deepFreeze, isObject, type JsonObject as Json } from "../api/json.ts";
 
 /**
- * What a projected filter keeps of its patches: the contexts they name (which proxies take it),
- * as `{match: {context}}` entries that `filterContexts` reads like the whole list. One shared,
+ * What a projected filter keeps of its patches for their contexts (which proxies take it), as
+ * `{match: {context}}` entries that `filterContexts` reads like the whole list. One shared,
  * frozen list for each combination.
  */
 const CONTEXT_PATCHES: ReadonlyMap<string, readonly Json[]> = new Map(
@@ -28,20 +27,90 @@ const CONTEXT_PATCHES: ReadonlyMap<string, readonly Json[]> = new Map(
 );
 
 /**
+ * Shared, frozen JSON values by key (a small value's JSON text, or a list's items' numbers), and
+ * the number of each. Bounded as prepare.ts's owned-field trees are: past the bound, the table
+ * starts over.
+ */
+const SHARED = new Map<string, object>();
+const SHARED_NO = new WeakMap<object, number>();
+const SHARED_MAX = 4096;
+let sharedCount = 0;
+
+/** JSON values of at most this many characters are shared whole (a token bucket is about 45). */
+const SMALL_JSON = 64;
+
+/** The shared value of `key`, `value` (then frozen) when there is none yet. */
+function shared(key: string, value: object): object {
+  const hit = SHARED.get(key);
+  if (hit !== undefined) return hit;
+  if (SHARED.size >= SHARED_MAX) SHARED.clear();
+  SHARED.set(key, deepFreeze(value));
+  SHARED_NO.set(value, sharedCount++);
+  return value;
+}
+
+/**
+ * `value`, fresh JSON, frozen, with each small object in it (its JSON at most SMALL_JSON
+ * characters), and each list of shared items, replaced by an equal one shared before when there is
+ * one: filters whose limits repeat a bucket, or their rules' buckets, hold one copy of them.
+ */
+function shareParts(value: unknown): unknown {
+  if (value === null || typeof value !== "object") return value;
+  if (Array.isArray(value)) {
+    const items = value.map(shareParts);
+    const numbers = items.map((i) => isObject(i) ? SHARED_NO.get(i) : undefined);
+    return numbers.every((n) => n !== undefined)
+      ? shared(`[${numbers.join()}]`, items)
+      : deepFreeze(items);
+  }
+  const text = JSON.stringify(value);
+  if (text.length <= SMALL_JSON) return shared(text, value);
+  const obj = value as Record<string, unknown>;
+  for (const k of Object.keys(obj)) obj[k] = shareParts(obj[k]);
+  return deepFreeze(obj);
+}
+
+/** Kept patch lists with limits, by contexts and limits (`keptPatches`); bounded as `SHARED`. */
+const LIMIT_PATCHES = new Map<string, readonly Json[]>();
+
+/**
+ * The patches a projected filter keeps: their contexts, and the limits they hold when those can
+ * be read (input.ts `limitsPatch`); undefined for neither. One shared, frozen list for each
+ * combination of contexts and limits, its parts shared with other lists' (`shareParts`).
+ */
+function keptPatches(ef: KubeObject): readonly Json[] | undefined {
+  const contexts = filterContexts(ef).join();
+  const limits = filterLimits(ef);
+  if (!limits) return CONTEXT_PATCHES.get(contexts);
+  // Every value of the limits in order, without the names (the same for all): a short key.
+  const key = `${contexts} ${JSON.stringify(limits, (_, v) => isObject(v) ? Object.values(v) : v)}`;
+  let kept = LIMIT_PATCHES.get(key);
+  if (kept === undefined) {
+    if (LIMIT_PATCHES.size >= SHARED_MAX) LIMIT_PATCHES.clear();
+    const patch = shareParts(limitsPatch(limits)) as Json;
+    kept = Object.freeze([...(CONTEXT_PATCHES.get(contexts) ?? []), patch]);
+    LIMIT_PATCHES.set(key, kept);
+  }
+  return kept;
+}
+
+/**
  * An EnvoyFilter: its metadata (ownership labels and references, the generation annotation), its
- * workload selector (which Pods it holds) and its patch contexts; the rest of the spec is its digest, which the runner
- * compares with the desired spec's. A 4-rule filter is about 5 KB of JSON, of which this keeps a
- * few hundred bytes.
+ * workload selector (which Pods it holds), and of its patches their contexts and the limits in
+ * force (`keptPatches`); the rest of the spec is its digest, which the runner compares with the
+ * desired spec's. A 4-rule filter is about 5 KB of JSON, of which this keeps a few hundred bytes,
+ * its metadata nearly all: with 10,000 filters, what it keeps of the patches adds nothing a filter
+ * when their limits are the same, and about 500 bytes when each filter's default bucket differs.
  */
 export const FILTER_PROJECTION: Projection = {
   name: "ratelimit.envoyfilter",
   digestSpec: true,
   keep(ef: KubeObject): KubeObject {
     const selector = isObject(ef.spec) ? ef.spec.workloadSelector : undefined;
-    const contexts = filterContexts(ef);
+    const patches = keptPatches(ef);
     const spec: Json = {
       ...(selector !== undefined ? { workloadSelector: selector } : {}),
-      ...(contexts.length > 0 ? { configPatches: CONTEXT_PATCHES.get(contexts.join()) } : {}),
+      ...(patches !== undefined ? { configPatches: patches } : {}),
     };
     return {
       apiVersion: ef.apiVersion,

@@ -90,26 +90,35 @@ export function conditionsOf(status: unknown): Condition[] {
 }
 
 /**
+ * Which conditions report a problem, by type: those of the conditions after a reconcile (`now`)
+ * and those of the conditions before it (`before`). The caller decides by its own rule; a list
+ * has one condition of each type.
+ */
+export interface ProblemTypes {
+  now: readonly string[];
+  before: readonly string[];
+}
+
+/**
  * The Events a change of conditions is worth, by Kubernetes convention: one for each condition of
  * `after` that is new or changed its status or reason, which is what a user acts on. A new message
  * alone (progress such as "1 replica(s) unavailable") stays in the status and makes no Event,
- * unless the condition reports a problem now or did before (`warning`, `wasWarning`): another
- * error, or a problem cleared without a new reason (Scaler's Warning back to Ready), is news. The
- * Event's reason is the condition's; `warning` decides its type. The recorder writes a given
- * reason and message once, so a message that comes back adds nothing.
+ * unless the condition reports a problem now or did before (`problems`): another error, or a
+ * problem cleared without a new reason (Scaler's Warning back to Ready), is news. The Event's
+ * reason is the condition's; it is a Warning when the condition reports a problem now. The
+ * recorder writes a given reason and message once, so a message that comes back adds nothing.
  */
 export function conditionEvents(
   before: readonly Condition[],
   after: readonly Condition[],
-  warning: (c: Condition) => boolean,
-  wasWarning: (c: Condition) => boolean = warning,
+  problems: ProblemTypes,
 ): EventSpec[] {
   const events: EventSpec[] = [];
   for (const c of after) {
     const prev = before.find((p) => p.type === c.type);
-    const isWarning = warning(c);
+    const isWarning = problems.now.includes(c.type);
     const news = !prev || prev.status !== c.status || prev.reason !== c.reason ||
-      (prev.message !== c.message && (isWarning || wasWarning(prev)));
+      (prev.message !== c.message && (isWarning || problems.before.includes(prev.type)));
     if (news) {
       events.push({ type: isWarning ? "Warning" : "Normal", reason: c.reason, message: c.message });
     }

@@ -1,14 +1,28 @@
 /**
- * The RateLimit controller's projected Pods (src/controllers/ratelimit_cache.ts) answer every
- * reading the controller and the cache make exactly as the whole Pod does, for any Pod; the
- * operator's owned fields of objects that differ only in list-item keys are one shared tree.
+ * The RateLimit controller's projected Pods and EnvoyFilters (src/controllers/ratelimit_cache.ts)
+ * answer every reading the controller and the cache make exactly as the whole object does, for any
+ * Pod and for filters of any limits; filters of the same contexts and limits share what they keep;
+ * the operator's owned fields of objects that differ only in list-item keys are one shared tree.
  */
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { isActivePod, meshProxyOf, podName } from "../../src/api/pod.ts";
-import { POD_PROJECTION } from "../../src/controllers/ratelimit_cache.ts";
-import { podLabelsOf } from "../../src/reconcile/ratelimit/scope.ts";
-import { exportsLimitStats } from "../../src/reconcile/ratelimit/render.ts";
+import { FILTER_PROJECTION, POD_PROJECTION } from "../../src/controllers/ratelimit_cache.ts";
+import { filterContexts, podLabelsOf } from "../../src/reconcile/ratelimit/scope.ts";
+import {
+  exportsLimitStats,
+  renderedGeneration,
+  renderEnvoyFilter,
+} from "../../src/reconcile/ratelimit/render.ts";
+import {
+  filterLimits,
+  filterSelector,
+  isOurs,
+  isRateLimitFilter,
+} from "../../src/reconcile/ratelimit/input.ts";
+import { parseRateLimit } from "../../src/api/ratelimit.ts";
+import type { ProxyContext } from "../../src/api/mesh.ts";
+import { LOCAL_RATELIMIT_FILTER } from "../../src/api/envoy.ts";
 import type { KubeObject } from "../../src/api/object.ts";
 import { ownedFieldMissing } from "../../src/runtime/diff.ts";
 import { ownedFieldsOf, prepare } from "../../src/runtime/cache/mod.ts";
@@ -146,4 +160,123 @@ Deno.test("owned fields: map keys only, one shared tree for objects that differ 
     ownedFieldMissing(a, { ...desired, metadata: { ownerReferences: [] } }),
     ".metadata.labels",
   );
+});
+
+const bucketArb = fc.record({
+  maxTokens: fc.constant(100),
+  tokensPerFill: fc.constantFrom(1, 10, 100),
+  fillInterval: fc.constantFrom("1s", "30s", "2m"),
+});
+
+/**
+ * An EnvoyFilter as the API server sends it: one the operator renders (any mode, buckets and
+ * contexts), or such a filter someone changed: a token bucket unreadable, the patches gone.
+ */
+const filter = fc.record({
+  enforce: fc.boolean(),
+  defaultBucket: bucketArb,
+  buckets: fc.array(bucketArb, { maxLength: 3 }),
+  contexts: fc.constantFrom<ProxyContext[]>(
+    ["SIDECAR_INBOUND"],
+    ["GATEWAY"],
+    ["SIDECAR_INBOUND", "GATEWAY"],
+  ),
+  change: fc.constantFrom("none", "none", "none", "tokens", "interval", "patches", "mode"),
+}).map(({ enforce, defaultBucket, buckets, contexts, change }): KubeObject => {
+  const parsed = parseRateLimit({
+    apiVersion: "gateway.platform-project.io/v1alpha1",
+    kind: "RateLimit",
+    metadata: { name: "rl", namespace: "ns", uid: "u-1", generation: 3 },
+    spec: {
+      selectorLabels: { app: "a" },
+      enforce,
+      local: {
+        defaultBucket,
+        buckets: buckets.map((bucket, i) => ({ path: `/p${i}`, bucket })),
+      },
+    },
+  });
+  if (!parsed.ok) throw new Error("the fixture RateLimit is invalid");
+  const ef = json(renderEnvoyFilter(parsed.value, contexts));
+  const patches = (ef.spec as { configPatches: unknown[] }).configPatches;
+  const text = JSON.stringify(patches);
+  const changed = {
+    none: patches,
+    tokens: JSON.parse(text.replace('"tokens_per_fill":', '"tokens_per_fill":-')),
+    interval: JSON.parse(text.replaceAll('"fill_interval":"', '"fill_interval":"x')),
+    patches: undefined,
+    mode: JSON.parse(text.replace('"numerator":', '"numerator":0.')),
+  }[change];
+  return { ...ef, spec: { ...ef.spec as object, configPatches: changed } };
+});
+
+Deno.test("a projected EnvoyFilter answers every reading as the whole filter does", () => {
+  let read = 0;
+  fc.assert(
+    fc.property(filter, (ef) => {
+      const kept = prepare(ef, FILTER_PROJECTION).object;
+      if (filterLimits(ef) !== undefined) read++;
+      assert.deepEqual(filterLimits(kept), filterLimits(ef), "limits");
+      assert.deepEqual(filterContexts(kept), filterContexts(ef), "contexts");
+      assert.deepEqual(filterSelector(kept), filterSelector(ef), "selector");
+      assert.equal(renderedGeneration(kept), renderedGeneration(ef), "generation");
+      assert.equal(isRateLimitFilter(kept), isRateLimitFilter(ef), "ours at all");
+      assert.equal(
+        isOurs(kept, { name: "rl", uid: "u-1" }),
+        isOurs(ef, { name: "rl", uid: "u-1" }),
+      );
+      assert.ok(Object.isFrozen(kept.spec), "frozen");
+    }),
+    { numRuns: 1_000 },
+  );
+  // Most filters' limits can be read, some cannot: both kinds were tried.
+  assert.ok(read > 300 && read < 900, `${read} of 1000 read`);
+});
+
+Deno.test("projected EnvoyFilters of the same contexts and limits share the patches they keep", () => {
+  fc.assert(
+    fc.property(filter, (ef) => {
+      const other = json({ ...ef, metadata: { ...ef.metadata, name: "other", uid: "u-2" } });
+      const a = prepare(ef, FILTER_PROJECTION).object.spec as { configPatches?: unknown };
+      const b = prepare(other, FILTER_PROJECTION).object.spec as { configPatches?: unknown };
+      assert.equal(a.configPatches, b.configPatches, "one list, not two equal ones");
+    }),
+    { numRuns: 300 },
+  );
+});
+
+Deno.test("projected EnvoyFilters of other limits share the buckets they repeat", () => {
+  const kept = (defaultTokens: number, enforce: boolean) => {
+    const parsed = parseRateLimit({
+      apiVersion: "gateway.platform-project.io/v1alpha1",
+      kind: "RateLimit",
+      metadata: { name: `rl-${defaultTokens}`, namespace: "ns", uid: `u-${defaultTokens}` },
+      spec: {
+        selectorLabels: { app: "a" },
+        enforce,
+        local: {
+          defaultBucket: { maxTokens: 100, tokensPerFill: defaultTokens, fillInterval: "30s" },
+          buckets: [1, 2].map((i) => ({
+            path: `/p${i}`,
+            bucket: { maxTokens: 100, tokensPerFill: 5, fillInterval: "30s" },
+          })),
+        },
+      },
+    });
+    if (!parsed.ok) throw new Error("the fixture RateLimit is invalid");
+    const ef = prepare(json(renderEnvoyFilter(parsed.value)), FILTER_PROJECTION).object;
+    const patches = (ef.spec as { configPatches: unknown[] }).configPatches;
+    const config = patches.map((p) =>
+      (p as { patch?: { value?: { typed_per_filter_config?: Record<string, unknown> } } }).patch
+        ?.value?.typed_per_filter_config?.[LOCAL_RATELIMIT_FILTER]
+    ).find((c) => c !== undefined) as Record<string, unknown>;
+    assert.ok(config, "the limits are kept");
+    return config;
+  };
+  const [a, b] = [kept(7, true), kept(9, false)];
+  assert.notEqual(a, b);
+  assert.equal(a.descriptors, b.descriptors, "the rules' buckets: one list");
+  const [d0, d1] = a.descriptors as { token_bucket: unknown }[];
+  assert.equal(d0.token_bucket, d1.token_bucket, "one bucket for two equal rules");
+  assert.equal(kept(7, false).token_bucket, a.token_bucket, "the default bucket, in either mode");
 });

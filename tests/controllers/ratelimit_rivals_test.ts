@@ -104,14 +104,15 @@ function objectsOf(w: World): KubeObject[] {
 /** The reducer's plan given every RateLimit and Pod of the namespace: what rivals must match. */
 function fullPlan(objects: readonly KubeObject[], key: string) {
   const rl = objects.find((o) => o.kind === "RateLimit" && objectKey(o) === key)!;
-  const filter = (name: string) =>
-    objects.find((o) => o.kind === "EnvoyFilter" && o.metadata.name === name);
+  const filters = new Map(
+    objects.filter((o) => o.kind === "EnvoyFilter").map((o) => [objectKey(o), o]),
+  );
   return reconcileRateLimit({
     rateLimit: rl,
     peers: objects.filter((o) => o.kind === "RateLimit"),
     pods: objects.filter((o) => o.kind === "Pod"),
-    envoyFilter: filter(rl.metadata.name),
-    peerFilter: (_ns, name) => filter(name),
+    envoyFilter: filters.get(key),
+    peerFilters: filters,
     meshInstalled: true,
     now: NOW,
   });

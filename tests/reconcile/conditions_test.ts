@@ -93,13 +93,14 @@ Deno.test("updateConditions drops, keeps only, and sets in order", () => {
 });
 
 Deno.test("conditionEvents: one event per new or changed condition, typed by the caller", () => {
+  const none = { now: [], before: [] };
   const before = setCondition(
     [],
     { type: "Installed", status: "Unknown", reason: "Installation", message: "a" },
     T0,
     1,
   );
-  const same = conditionEvents(before, before, () => false);
+  const same = conditionEvents(before, before, none);
   assert.deepEqual(same, []);
   const after = setCondition(
     before,
@@ -107,7 +108,7 @@ Deno.test("conditionEvents: one event per new or changed condition, typed by the
     T1,
     1,
   );
-  assert.deepEqual(conditionEvents(before, after, (c) => c.status === "False"), [
+  assert.deepEqual(conditionEvents(before, after, { now: ["Installed"], before: [] }), [
     { type: "Warning", reason: "InstallationErr", message: "boom" },
   ]);
   const added = setCondition(
@@ -116,7 +117,7 @@ Deno.test("conditionEvents: one event per new or changed condition, typed by the
     T1,
     1,
   );
-  assert.deepEqual(conditionEvents(after, added, (c) => c.status === "False"), [
+  assert.deepEqual(conditionEvents(after, added, { now: ["Installed"], before: ["Installed"] }), [
     { type: "Normal", reason: "Configured", message: "c" },
   ]);
 });

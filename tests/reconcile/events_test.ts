@@ -151,17 +151,16 @@ const cond = (status: Condition["status"], reason: string, message: string): Con
 });
 
 Deno.test("conditionEvents: a new message alone is news only for a condition that is a problem", () => {
-  const isProblem = (c: Condition) => c.status === "False";
   const progress = conditionEvents(
     [cond("Unknown", "Installation", "1 of 2 ready")],
     [cond("Unknown", "Installation", "2 of 2 ready")],
-    isProblem,
+    { now: [], before: [] },
   );
   assert.deepEqual(progress, []);
   const newError = conditionEvents(
     [cond("False", "InstallationErr", "quota exceeded")],
     [cond("False", "InstallationErr", "webhook refused")],
-    isProblem,
+    { now: ["Installed"], before: ["Installed"] },
   );
   assert.deepEqual(newError, [
     { type: "Warning", reason: "InstallationErr", message: "webhook refused" },
@@ -170,8 +169,7 @@ Deno.test("conditionEvents: a new message alone is news only for a condition tha
   const cleared = conditionEvents(
     [cond("True", "Verified", "installed, but an annotation was dropped")],
     [cond("True", "Verified", "installed")],
-    () => false,
-    () => true,
+    { now: [], before: ["Installed"] },
   );
   assert.deepEqual(cleared, [{ type: "Normal", reason: "Verified", message: "installed" }]);
 });

@@ -147,7 +147,7 @@ Deno.test("a newer RateLimit never touches the older one's filter", () => {
   const plan = reconcileRateLimit(
     input(newer, {
       peers: [first.rateLimit, newer],
-      peerFilter: (_ns, n) => (n === "first" ? first.envoyFilter : undefined),
+      peerFilters: new Map(first.envoyFilter ? [["demo/first", first.envoyFilter]] : []),
       envoyFilter: undefined,
     }),
   );

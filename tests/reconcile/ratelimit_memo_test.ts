@@ -3,20 +3,15 @@
  * filter's stored size) and how it indexes long frozen lists of peers and Pods (scope.ts `labelIndex`)
  * change no output: the Plan of a frozen input, reconciled once or again, under any byte budget,
  * is the Plan of the same input unfrozen, to the byte (key order included), and so with a
- * namespace of more peers and Pods than INDEX_MIN. The readers rewritten without regular
- * expressions or BigInt read as the ones they replaced.
+ * namespace of more peers and Pods than INDEX_MIN. The rates rewritten without BigInt read as
+ * the ones they replaced.
  */
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { deepFreeze, storedBytes } from "../../src/api/json.ts";
 import type { KubeObject } from "../../src/api/object.ts";
 import { type RateLimitInput, reconcileRateLimit } from "../../src/reconcile/ratelimit/mod.ts";
-import {
-  bucketRates,
-  type FilterLimits,
-  filterLimits,
-  LIMITS_ANNOTATION,
-} from "../../src/reconcile/ratelimit/input.ts";
+import { bucketRates, type FilterLimits } from "../../src/reconcile/ratelimit/input.ts";
 import { INDEX_MIN } from "../../src/reconcile/ratelimit/scope.ts";
 import { bucket, pod, rateLimit, withProxy } from "./ratelimit_fixtures.ts";
 
@@ -118,23 +113,6 @@ for (const long of [false, true]) {
   });
 }
 
-/** filterLimits as it read the annotation before: a regular expression a bucket. */
-function filterLimitsByRegex(text: string): FilterLimits | undefined {
-  const [mode, ...refills] = text.split(" ");
-  if ((mode !== "Shadow" && mode !== "Enforcing") || refills.length === 0) return undefined;
-  const buckets = [];
-  for (const [i, r] of refills.entries()) {
-    const m = /^([0-9]{1,10})\/([0-9]{1,12}s)$/.exec(r);
-    if (!m) return undefined;
-    buckets.push({
-      bucket: i === 0 ? "default" : String(i - 1),
-      tokensPerFill: Number(m[1]),
-      fillInterval: m[2],
-    });
-  }
-  return { shadow: mode === "Shadow", buckets };
-}
-
 /** bucketRates as it computed before: BigInt products, a regular expression for the interval. */
 function bucketRatesByBigInt(limits: FilterLimits, pods: number) {
   return limits.buckets.map((b) => {
@@ -148,32 +126,6 @@ function bucketRatesByBigInt(limits: FilterLimits, pods: number) {
     };
   });
 }
-
-Deno.test("property: the limits annotation reads as the regular expressions read it", () => {
-  // Mostly well-formed refills, one digit either side of each bound, and some garbage.
-  const refill = fc.tuple(
-    fc.stringMatching(/^[0-9]{1,11}$/),
-    fc.stringMatching(/^[0-9]{0,13}$/),
-    fc.constantFrom("s", "s", "s", "", "m", "s\n"),
-  ).map(([t, i, unit]) => `${t}/${i}${unit}`);
-  const part = fc.oneof(
-    { weight: 8, arbitrary: refill },
-    fc.constantFrom("", "/", "s", "1/s", "/1s", "01/060s", "1//1s", "1/1s/1s"),
-    fc.constantFrom("1234567890/123456789012s", "12345678901/1s", "1/1234567890123s"),
-    fc.string({ maxLength: 6 }),
-  );
-  const text = fc.tuple(
-    fc.constantFrom("Shadow", "Enforcing", "Off"),
-    fc.array(part, { maxLength: 3 }),
-  ).map(([m, ps]) => [m, ...ps].join(" "));
-  fc.assert(
-    fc.property(fc.oneof({ weight: 9, arbitrary: text }, fc.string()), (t) => {
-      const ef = { metadata: { name: "f", annotations: { [LIMITS_ANNOTATION]: t } } };
-      assert.deepEqual(filterLimits(ef as unknown as KubeObject), filterLimitsByRegex(t));
-    }),
-    { seed: 47, numRuns: 3000 },
-  );
-});
 
 Deno.test("property: rates are those BigInt arithmetic gives, past 2^53 too", () => {
   const refill = fc.record({

@@ -1,11 +1,18 @@
 /**
  * The rate the whole workload admits: per bucket, tokensPerFill / fillInterval on one Pod times the
  * selected Pods with a mesh proxy. It follows scaling, is read from the filter in force (a refused
- * generation does not change it), and the same Pods give the same status: no write at rest.
+ * generation does not change it), and the same Pods give the same status: no write at rest. The
+ * limits are read from the filter's patches, never from its annotation, which says the same.
  */
 import assert from "node:assert/strict";
+import fc from "fast-check";
 import type { KubeObject } from "../../src/api/object.ts";
 import { bucketRates, filterLimits } from "../../src/reconcile/ratelimit/input.ts";
+import {
+  judgeSpec,
+  LIMITS_ANNOTATION,
+  limitsRecord,
+} from "../../src/reconcile/ratelimit/render.ts";
 import {
   applyPlan,
   bucket,
@@ -99,4 +106,82 @@ Deno.test("bucketRates: large counts stay exact and whole minutes read as minute
     workload: "429496729500000/9999999m",
   }]);
   assert.equal(filterLimits({ apiVersion: "v1", kind: "X", metadata: { name: "x" } }), undefined);
+});
+
+/** The filter a valid RateLimit renders. */
+function filterOf(rl: KubeObject): KubeObject {
+  const v = judgeSpec(rl, "demo");
+  if (!v.ok) throw new Error(v.problems.join("; "));
+  return v.desired;
+}
+
+/** `ef` with its limits annotation set to `text`, or removed. */
+function annotated(ef: KubeObject, text: string | undefined): KubeObject {
+  const { [LIMITS_ANNOTATION]: _, ...rest } = ef.metadata.annotations ?? {};
+  const annotations = text === undefined ? rest : { ...rest, [LIMITS_ANNOTATION]: text };
+  return { ...ef, metadata: { ...ef.metadata, annotations } };
+}
+
+Deno.test("the limits in force are read from the filter's patches, never from its annotation", () => {
+  const ef = filterOf(rateLimit({ enforce: false, buckets: rules }));
+  const limits = {
+    shadow: true,
+    buckets: [
+      { bucket: "default", tokensPerFill: 10, fillInterval: "30s" },
+      { bucket: "0", tokensPerFill: 1, fillInterval: "120s" },
+    ],
+  };
+  assert.deepEqual(filterLimits(ef), limits);
+  // The annotation is written for people, as before, and says the same.
+  assert.equal(ef.metadata.annotations?.[LIMITS_ANNOTATION], "Shadow 10/30s 1/120s");
+  // Another text, none, or garbage there changes nothing read.
+  for (const text of ["Enforcing 99/1s", undefined, "garbage"]) {
+    assert.deepEqual(filterLimits(annotated(ef, text)), limits, String(text));
+  }
+  // Patches that cannot be read give no limits, whatever the annotation says.
+  const spec = ef.spec as { configPatches: unknown[] };
+  const broken = (configPatches: unknown): KubeObject => ({
+    ...ef,
+    spec: { ...spec, configPatches },
+  });
+  assert.equal(filterLimits(broken(undefined)), undefined);
+  assert.equal(filterLimits(broken(spec.configPatches.slice(0, 1))), undefined, "no route patch");
+  const text = JSON.stringify(spec.configPatches);
+  for (
+    const [from, to] of [['"tokens_per_fill":10', '"tokens_per_fill":"10"'], ['"120s"', '"2m"']]
+  ) {
+    assert.equal(filterLimits(broken(JSON.parse(text.replace(from, to)))), undefined, to);
+  }
+});
+
+Deno.test("property: what a filter's patches hold is what its annotation records", () => {
+  const bucketArb = fc.record({
+    maxTokens: fc.constant(4294967295),
+    tokensPerFill: fc.integer({ min: 1, max: 4294967295 }),
+    fillInterval: fc.constantFrom("1s", "30s", "2m", "999999999s", "9999999m"),
+  });
+  const rlArb = fc.record({
+    enforce: fc.boolean(),
+    defaultBucket: bucketArb,
+    buckets: fc.array(bucketArb, { maxLength: 4 }),
+  }).map(({ enforce, defaultBucket, buckets }) =>
+    rateLimit({
+      enforce,
+      // Each a multiple of the default's: every rule's interval is the default's.
+      defaultBucket,
+      buckets: buckets.map((b, i) => ({
+        path: `/r${i}`,
+        bucket: { ...b, fillInterval: defaultBucket.fillInterval },
+      })),
+    })
+  );
+  fc.assert(
+    fc.property(rlArb, (rl) => {
+      const ef = filterOf(rl);
+      const limits = filterLimits(ef);
+      assert.ok(limits);
+      assert.equal(limitsRecord(limits), ef.metadata.annotations?.[LIMITS_ANNOTATION]);
+    }),
+    { numRuns: 300 },
+  );
 });

@@ -96,16 +96,26 @@ export function decisionPlan(
     );
   // The old state tells whether a condition was a problem before (a row of state Warning has the
   // same condition as its Ready row: only the state and message differ).
-  const problemIn = (state: unknown) => (c: Condition) =>
-    c.status === "False" || (c.type === DEPLOYMENT_FAILURE && c.status === "True") ||
-    (state === "Warning" && c.type === d.row.type);
+  const problemsIn = (list: readonly Condition[], state: unknown): string[] => {
+    const types: string[] = [];
+    for (const c of list) {
+      if (
+        c.status === "False" || (c.type === DEPLOYMENT_FAILURE && c.status === "True") ||
+        (state === "Warning" && c.type === d.row.type)
+      ) types.push(c.type);
+    }
+    return types;
+  };
   return {
     apply: d.apply ?? [],
     delete: d.delete ?? [],
     status: { served: d.served ? "True" : "False", state: d.row.state, conditions, ...fields },
     ...(d.finalizer ? { finalizer: d.finalizer } : {}),
     ...(d.requeueAfterMs !== undefined ? { requeueAfterMs: d.requeueAfterMs } : {}),
-    events: conditionEvents(before, conditions, problemIn(d.row.state), problemIn(old.state)),
+    events: conditionEvents(before, conditions, {
+      now: problemsIn(conditions, d.row.state),
+      before: problemsIn(before, old.state),
+    }),
   };
 }
 

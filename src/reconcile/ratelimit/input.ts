@@ -4,7 +4,8 @@
  * filter is, which generation it holds), and the limits a filter of ours holds in force.
  */
 import type { Condition } from "../../api/common.ts";
-import { at, isObject, stringMap } from "../../api/json.ts";
+import { at, isObject, type JsonObject, stringMap } from "../../api/json.ts";
+import { LOCAL_RATELIMIT_FILTER } from "../../api/envoy.ts";
 import { apiVersionOf, RESOURCES } from "../../api/resources.ts";
 import type { KubeObject } from "../../api/object.ts";
 import { MANAGED_BY, MANAGED_BY_LABEL, MODULE_LABEL } from "../labels.ts";
@@ -90,8 +91,11 @@ export function filterRef(meta: Pick<Meta, "name" | "namespace">): ObjectRef {
 }
 
 // What the EnvoyFilter in place enforces, read back from the filter itself (the record of the
-// generation in force, which may be older than the spec; see `LIMITS_ANNOTATION`): whether it is in shadow mode, and the
-// rate each bucket admits on one Pod and on all the selected Pods with a mesh proxy together.
+// generation in force, which may be older than the spec): whether it is in shadow mode, and the
+// rate each bucket admits on one Pod and on all the selected Pods with a mesh proxy together. The
+// limits are read from the filter's patches, as structured fields, never from text: the operator's
+// cache keeps of each filter the fields read here (controllers/ratelimit_cache.ts), and the
+// annotation render.ts writes beside them (`LIMITS_ANNOTATION`) is for people, not read back.
 // Figures come only from the filter and a Pod count, so the same Pods give the same status and
 // nothing is written at rest.
 
@@ -117,15 +121,6 @@ export interface BucketRate {
   workload: string;
 }
 
-/**
- * Annotation on the EnvoyFilter: what it enforces, in short (`Shadow 10/30s 1/120s`: the mode,
- * then tokensPerFill/fill_interval of the default bucket and of each rule's). The operator's cache
- * keeps a filter's metadata but not its patches (about 5 KB a filter at ten thousand RateLimits),
- * so this record, like the generation annotation, is what a refused generation's status reads of
- * the limit still in force.
- */
-export const LIMITS_ANNOTATION = "gateway.platform-project.io/ratelimit-limits";
-
 /** True when `s` from `start` to `end` (excluded) is 1 to `most` ASCII digits. */
 function digits(s: string, start: number, end: number, most: number): boolean {
   if (end <= start || end - start > most) return false;
@@ -137,44 +132,86 @@ function digits(s: string, start: number, end: number, most: number): boolean {
 }
 
 /**
- * One bucket's `tokensPerFill/fillInterval` of the annotation: `/^([0-9]{1,10})\/([0-9]{1,12}s)$/`,
- * read without a regular expression (each reconcile reads every bucket's).
+ * The LocalRateLimit config a filter merges into its routes (render.ts `routeConfig`):
+ * `patch.value.typed_per_filter_config[LOCAL_RATELIMIT_FILTER]` of the first of its patches that
+ * has one (the route patch of each context carries the same).
  */
-function refillOf(r: string): { tokensPerFill: number; fillInterval: string } | undefined {
-  const slash = r.indexOf("/");
-  const end = r.length - 1;
-  if (slash < 0 || !digits(r, 0, slash, 10) || r[end] !== "s" || !digits(r, slash + 1, end, 12)) {
+function routeLimitConfig(ef: KubeObject): unknown {
+  const patches = at(ef, "spec", "configPatches");
+  if (!Array.isArray(patches)) return undefined;
+  for (const p of patches) {
+    const config = at(p, "patch", "value", "typed_per_filter_config", LOCAL_RATELIMIT_FILTER);
+    if (config !== undefined) return config;
+  }
+  return undefined;
+}
+
+/**
+ * One bucket's refill as a `token_bucket` holds it: `tokens_per_fill` a whole number, and
+ * `fill_interval` a protobuf Duration of whole seconds as render.ts writes it (`"30s"`, at most
+ * 12 digits: a Duration holds at most 315,576,000,000 seconds); undefined when it is not so.
+ */
+function refillOf(
+  tokenBucket: unknown,
+): { tokensPerFill: number; fillInterval: string } | undefined {
+  const tokens = at(tokenBucket, "tokens_per_fill");
+  const interval = at(tokenBucket, "fill_interval");
+  if (typeof tokens !== "number" || !Number.isSafeInteger(tokens) || tokens < 0) return undefined;
+  if (typeof interval !== "string") return undefined;
+  const end = interval.length - 1;
+  if (interval[end] !== "s" || !digits(interval, 0, end, 12)) return undefined;
+  return { tokensPerFill: tokens, fillInterval: interval };
+}
+
+/**
+ * The limits a filter holds, read from its route patch (`routeLimitConfig`): shadow when
+ * `filter_enforced` is 0%, then the default `token_bucket` and each rule's descriptor's in order.
+ * A whole filter and the one the operator's cache keeps (whose patches keep `limitsPatch`) read
+ * the same. Undefined when its patches cannot be read so.
+ */
+export function filterLimits(ef: KubeObject): FilterLimits | undefined {
+  const config = routeLimitConfig(ef);
+  const enforced = at(config, "filter_enforced", "default_value", "numerator");
+  if (typeof enforced !== "number" || !Number.isSafeInteger(enforced) || enforced < 0) {
     return undefined;
   }
-  return { tokensPerFill: Number(r.slice(0, slash)), fillInterval: r.slice(slash + 1) };
-}
-
-/** The annotation's value for what a filter renders. */
-export function limitsRecord(limits: FilterLimits): string {
-  let text = limits.shadow ? "Shadow" : "Enforcing";
-  for (const b of limits.buckets) text += ` ${b.tokensPerFill}/${b.fillInterval}`;
-  return text;
-}
-
-/** The limits a filter of ours records (its annotation); undefined when it has no readable one. */
-export function filterLimits(ef: KubeObject): FilterLimits | undefined {
-  const text = ef.metadata.annotations?.[LIMITS_ANNOTATION];
-  if (text === undefined) return undefined;
-  const parts = text.split(" ");
-  const mode = parts[0];
-  if ((mode !== "Shadow" && mode !== "Enforcing") || parts.length < 2) return undefined;
-  const buckets: BucketRefill[] = [];
-  // parts[1] is the default bucket's refill, parts[2 + i] rule i's.
-  for (let k = 1; k < parts.length; k++) {
-    const refill = refillOf(parts[k]);
+  const first = refillOf(at(config, "token_bucket"));
+  const descriptors = at(config, "descriptors") ?? [];
+  if (!first || !Array.isArray(descriptors)) return undefined;
+  const buckets: BucketRefill[] = [
+    { bucket: "default", tokensPerFill: first.tokensPerFill, fillInterval: first.fillInterval },
+  ];
+  for (let i = 0; i < descriptors.length; i++) {
+    const refill = refillOf(at(descriptors[i], "token_bucket"));
     if (!refill) return undefined;
     buckets.push({
-      bucket: k === 1 ? "default" : String(k - 2),
+      bucket: String(i),
       tokensPerFill: refill.tokensPerFill,
       fillInterval: refill.fillInterval,
     });
   }
-  return { shadow: mode === "Shadow", buckets };
+  return { shadow: enforced === 0, buckets };
+}
+
+/**
+ * The smallest patch `filterLimits` reads as `limits` (as it gives them: the default bucket
+ * first), in fresh objects: what the operator's cache keeps of a filter's patches besides their
+ * contexts (controllers/ratelimit_cache.ts).
+ */
+export function limitsPatch(limits: FilterLimits): JsonObject {
+  const tokenBucket = (b: BucketRefill) => ({
+    tokens_per_fill: b.tokensPerFill,
+    fill_interval: b.fillInterval,
+  });
+  const [first, ...rules] = limits.buckets;
+  const config: JsonObject = {
+    filter_enforced: { default_value: { numerator: limits.shadow ? 0 : 100 } },
+    ...(first ? { token_bucket: tokenBucket(first) } : {}),
+    ...(rules.length > 0
+      ? { descriptors: rules.map((b) => ({ token_bucket: tokenBucket(b) })) }
+      : {}),
+  };
+  return { patch: { value: { typed_per_filter_config: { [LOCAL_RATELIMIT_FILTER]: config } } } };
 }
 
 /** `120s` as people write it (`2m`); other whole seconds as they are. */
@@ -237,8 +274,11 @@ export interface RateLimitInput {
   pods: readonly unknown[];
   /** The EnvoyFilter of the same namespace and name, if one exists. */
   envoyFilter?: KubeObject;
-  /** The EnvoyFilter named like a peer, if one exists: the Pods a peer's kept filter holds. */
-  peerFilter?: (namespace: string, name: string) => KubeObject | undefined;
+  /**
+   * The EnvoyFilters named like peers, by `namespace/name` (those of peers without one absent):
+   * the Pods a peer's kept filter holds. Undefined: the input says nothing of peers' filters.
+   */
+  peerFilters?: ReadonlyMap<string, KubeObject>;
   /**
    * The mesh's config root namespace, whose EnvoyFilters reach every namespace (default Istio's,
    * `istio-system`).

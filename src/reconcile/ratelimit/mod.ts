@@ -4,20 +4,40 @@
  * gets state Error with a message naming the field and the rule, and keeps the EnvoyFilter of its
  * last good generation, if it has one that no older RateLimit claims: a bad update never removes
  * protection (docs/design.md). The filter on the cluster is the record of that generation (an
- * annotation), so nothing here depends on memory of earlier reconciles. Beside `Ready`, the
- * `Enforced` condition and the Pod figures say whether the limit in place reaches any proxy.
+ * annotation names it, its patches hold its limits), so nothing here depends on memory of earlier
+ * reconciles. Beside `Ready`, the `Enforced` condition and the Pod figures say whether the limit
+ * in place reaches any proxy.
  *
- * One reconcile walks five rooms, each importing only those above it, and enters each once:
+ * One reconcile walks five rooms, each importing only those above it:
  *
  * ```
- * input.ts     what it reads: readMeta, isOurs (whose the filter is), the limits a filter holds
+ * input.ts     what it reads: readMeta, isOurs (whose the filter is), filterLimits (the limits a
+ *              filter holds, read from its patches), bucketRates
  * validate.ts  what a schema cannot check of a spec: validateSpec
- * render.ts    judgeSpec: parse, validate, renderEnvoyFilter, the size bound (a second renderer
- *              goes beside renderEnvoyFilter)
+ * render.ts    parseSpec (parse, validateSpec), renderSpec (renderEnvoyFilter, the size bound; a
+ *              second renderer goes beside renderEnvoyFilter), the stats hint
  * scope.ts     where it reaches and whom it meets: reachOf, podSelection, patchContexts,
  *              olderConflicts
  * status.ts    judge (the verdict), keep (the filter that stays), enforcement, the messages
  * mod.ts       reconcileRateLimit: the states table, the conditions, the Plan
+ * ```
+ *
+ * Its path, in the order reconcileRateLimit calls: a room calls only rooms above it and is handed
+ * no function of a room below (`Scope.selected` is scope.ts's own), so each call returns before
+ * the next and no file is entered again while the path is inside it (bench/reconcile_path.ts
+ * measures it; tests/bench/reconcile_path_test.ts keeps it so):
+ *
+ * ```
+ * mod ─┬─ input   readMeta, isOurs
+ *      ├─ scope   reachOf, podSelection
+ *      ├─ status  judge ─┬─ render  parseSpec ── validate (an object not judged before)
+ *      │                 ├─ scope   patchContexts (from the Pods the parsed spec selects)
+ *      │                 ├─ render  renderSpec (with those contexts)
+ *      │                 └─ scope   strayPods, olderOf
+ *      ├─ status  inForceOf or keep ── scope, input filterLimits
+ *      ├─ status  enforcement ── scope, render statsHint
+ *      ├─ input   bucketRates
+ *      └─ ../conditions.ts  updateConditions, conditionEvents (which are problems: data)
  * ```
  */
 import {
@@ -32,6 +52,7 @@ import {
   refusal,
 } from "./status.ts";
 import { kubeTime } from "../../api/time.ts";
+import type { Condition } from "../../api/common.ts";
 import { conditionEvents, rowFor, type StateRow, updateConditions } from "../conditions.ts";
 import type { Plan } from "../plan.ts";
 import { podSelection, reachOf, type Scope, selectorText } from "./scope.ts";
@@ -122,6 +143,18 @@ function sentence(s: string): string {
   return end === s.length ? s : s.slice(0, end);
 }
 
+/**
+ * The types of the conditions that report a problem (their Events are Warnings): every False one,
+ * but NoPodSelected on the first look at enforcement (see `reconcileRateLimit`).
+ */
+function problemTypes(conditions: readonly Condition[], firstLook: boolean): string[] {
+  const types: string[] = [];
+  for (const c of conditions) {
+    if (c.status === "False" && !(firstLook && c.reason === "NoPodSelected")) types.push(c.type);
+  }
+  return types;
+}
+
 /** The Plan for one RateLimit. Never throws; never writes the RateLimit's spec. */
 export function reconcileRateLimit(input: RateLimitInput): Plan {
   const meta = readMeta(input.rateLimit, [RATELIMIT_CONDITION, ENFORCED_CONDITION]);
@@ -199,9 +232,9 @@ export function reconcileRateLimit(input: RateLimitInput): Plan {
   // workload usually sees no Pod for a moment: that first NoPodSelected is news, not a drop in
   // enforcement, so it is a Normal Event; once Pods were counted, losing them all is a Warning.
   const firstLook = !meta.conditions.some((c) => c.type === ENFORCED_CONDITION);
-  const warning = (c: { type: string; status: string; reason: string }) =>
-    c.status === "False" && !(firstLook && c.reason === "NoPodSelected");
-  plan.events = conditionEvents(meta.conditions, conditions, warning)
-    .filter((e) => e.reason !== "NotApplied");
+  plan.events = conditionEvents(meta.conditions, conditions, {
+    now: problemTypes(conditions, firstLook),
+    before: problemTypes(meta.conditions, firstLook),
+  }).filter((e) => e.reason !== "NotApplied");
   return plan;
 }

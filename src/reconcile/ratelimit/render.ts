@@ -21,7 +21,7 @@ import { apiVersionOf, RESOURCES } from "../../api/resources.ts";
 import type { KubeObject } from "../../api/object.ts";
 import { namesGateway, type ProxyContext } from "../../api/mesh.ts";
 import { managedLabels } from "../labels.ts";
-import { LIMITS_ANNOTATION, limitsRecord } from "./input.ts";
+import type { FilterLimits } from "./input.ts";
 import { DEFAULT_MAX_CLIENTS } from "../../api/ratelimit_bounds.ts";
 import { podExportsStat, STATS_INCLUSION_ANNOTATIONS } from "../../api/stats_inclusion.ts";
 import { errorLines } from "../../api/issues.ts";
@@ -232,6 +232,21 @@ function ruleEntry(
  * generation a refused update left in force without keeping any state of its own.
  */
 export const GENERATION_ANNOTATION = "gateway.platform-project.io/ratelimit-generation";
+
+/**
+ * Annotation on the EnvoyFilter: what it enforces, in short (`Shadow 10/30s 1/120s`: the mode,
+ * then tokensPerFill/fill_interval of the default bucket and of each rule's), for people reading
+ * the filter with kubectl. The operator does not read it back: the limits in force are read from
+ * the filter's patches (input.ts `filterLimits`), which its cache keeps for that.
+ */
+export const LIMITS_ANNOTATION = "gateway.platform-project.io/ratelimit-limits";
+
+/** The annotation's value for what a filter renders. */
+export function limitsRecord(limits: FilterLimits): string {
+  let text = limits.shadow ? "Shadow" : "Enforcing";
+  for (const b of limits.buckets) text += ` ${b.tokensPerFill}/${b.fillInterval}`;
+  return text;
+}
 
 /** The generation an EnvoyFilter was rendered from (its annotation), if it says. */
 export function renderedGeneration(ef: KubeObject): number | undefined {
@@ -472,7 +487,7 @@ function storedSize(desired: KubeObject, maxBytes: number): StoredSize {
  * replaces them on a change, never changes them, so a steady-state reconcile is given the object
  * the last one was. About 200 bytes a RateLimit (bench/RESULTS.md), gone with its object.
  */
-interface Known {
+export interface Known {
   problems: readonly string[];
   /** The namespace and contexts of the last filter rendered, and its size (flat: smaller). */
   namespace?: string;
@@ -489,25 +504,6 @@ const NONE: readonly string[] = Object.freeze([]);
 /** `raw` when it may key `known`: an object frozen as the cache freezes what it keeps. */
 function frozen(raw: unknown): object | undefined {
   return raw !== null && typeof raw === "object" && Object.isFrozen(raw) ? raw : undefined;
-}
-
-/**
- * Parses `raw` and validates it (unless it is known to be valid): the parsed RateLimit, or its
- * problems.
- */
-function parseAndValidate(
-  raw: unknown,
-  knownValid: boolean,
-): { rl: RateLimit } | { problems: readonly string[] } {
-  // Status is the operator's own output: judging it would make the verdict depend on itself.
-  const parsed = parseRateLimit(
-    raw !== null && typeof raw === "object" && !Array.isArray(raw)
-      ? { ...raw, status: undefined }
-      : raw,
-  );
-  if (!parsed.ok) return { problems: errorLines(parsed.errors) };
-  const problems = knownValid ? NONE : validateSpec(parsed.value.spec);
-  return problems.length > 0 ? { problems } : { rl: parsed.value };
 }
 
 function sameContexts(
@@ -550,34 +546,71 @@ export type SpecVerdict =
   | { ok: false; problems: string[] }
   | { ok: true; rl: RateLimit; desired: KubeObject };
 
+/** A RateLimit parsed and valid, or why not: the first half of judging a spec (`parseSpec`). */
+export type ParsedSpec =
+  | { ok: false; problems: string[] }
+  | {
+    ok: true;
+    rl: RateLimit;
+    /** What is kept of its object, when that is frozen (`Known`), for `renderSpec`. */
+    known?: Known;
+  };
+
 /**
- * Parses, validates and renders a RateLimit (`namespace`: where its filter goes; `contexts`: the
- * patch contexts for its selector, default as `renderEnvoyFilter` chooses without Pods); a filter
- * over `maxBytes` is refused.
+ * Parses `raw` and validates it (unless a frozen `raw` is known to be valid): the parsed
+ * RateLimit, or its problems.
  */
-export function judgeSpec(
-  raw: unknown,
-  namespace: string,
-  options: {
-    contexts?: (selector: Readonly<Record<string, string>>) => readonly ProxyContext[];
-    maxBytes?: number;
-  } = {},
-): SpecVerdict {
+export function parseSpec(raw: unknown): ParsedSpec {
   const key = frozen(raw);
-  let memo = key && known.get(key);
-  const judged = memo && memo.problems.length > 0
-    ? { problems: memo.problems }
-    : parseAndValidate(raw, memo !== undefined);
-  if (key && !memo) {
-    const problems = "problems" in judged ? judged.problems : NONE;
-    memo = { problems, namespace: undefined, contexts: undefined, size: undefined };
-    known.set(key, memo);
+  const memo = key && known.get(key);
+  if (memo && memo.problems.length > 0) return { ok: false, problems: [...memo.problems] };
+  // Status is the operator's own output: judging it would make the verdict depend on itself.
+  const parsed = parseRateLimit(
+    raw !== null && typeof raw === "object" && !Array.isArray(raw)
+      ? { ...raw, status: undefined }
+      : raw,
+  );
+  const problems = !parsed.ok
+    ? errorLines(parsed.errors)
+    : memo
+    ? NONE
+    : validateSpec(parsed.value.spec);
+  let kept = memo;
+  if (key && !kept) {
+    kept = {
+      problems: problems.length > 0 ? problems : NONE,
+      namespace: undefined,
+      contexts: undefined,
+      size: undefined,
+    };
+    known.set(key, kept);
   }
-  if ("problems" in judged) return { ok: false, problems: [...judged.problems] };
-  const { rl } = judged;
-  const contexts = options.contexts?.(rl.spec.selectorLabels);
+  if (!parsed.ok || problems.length > 0) return { ok: false, problems: [...problems] };
+  return kept ? { ok: true, rl: parsed.value, known: kept } : { ok: true, rl: parsed.value };
+}
+
+/**
+ * Renders a parsed RateLimit's EnvoyFilter into `namespace`, patching `contexts` (scope.ts
+ * `patchContexts` chooses them from the Pods; default as `renderEnvoyFilter` chooses without
+ * Pods); a filter over `maxBytes` (default `ENVOYFILTER_MAX_BYTES`) is refused.
+ */
+export function renderSpec(
+  parsed: { rl: RateLimit; known?: Known },
+  namespace: string,
+  contexts?: readonly ProxyContext[],
+  maxBytes: number = ENVOYFILTER_MAX_BYTES,
+): SpecVerdict {
+  const { rl } = parsed;
   const desired = renderEnvoyFilter({ ...rl, metadata: { ...rl.metadata, namespace } }, contexts);
-  const maxBytes = options.maxBytes ?? ENVOYFILTER_MAX_BYTES;
-  const tooLarge = sizeProblem(desired, maxBytes, memo, namespace, contexts);
+  const tooLarge = sizeProblem(desired, maxBytes, parsed.known, namespace, contexts);
   return tooLarge === undefined ? { ok: true, rl, desired } : { ok: false, problems: [tooLarge] };
+}
+
+/**
+ * Parses, validates and renders a RateLimit (`parseSpec`, then `renderSpec` with the default
+ * contexts): for a caller without Pods.
+ */
+export function judgeSpec(raw: unknown, namespace: string, maxBytes?: number): SpecVerdict {
+  const parsed = parseSpec(raw);
+  return parsed.ok ? renderSpec(parsed, namespace, undefined, maxBytes) : parsed;
 }

@@ -416,10 +416,10 @@ export type Selection = ReturnType<typeof podSelection>;
  * input gives no peer's filter (then no peer holds one).
  */
 function enforcedOf(input: RateLimitInput): EnforcedSelectorOf | undefined {
-  const peerFilter = input.peerFilter;
-  if (!peerFilter) return undefined;
+  const filters = input.peerFilters;
+  if (!filters) return undefined;
   return (namespace, name) => {
-    const ef = peerFilter(namespace, name);
+    const ef = filters.get(`${namespace}/${name}`);
     return ef && isOurs(ef, { name }) ? filterSelector(ef) : undefined;
   };
 }

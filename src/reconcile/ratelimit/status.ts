@@ -22,7 +22,13 @@ import {
   strayPods,
 } from "./scope.ts";
 import { type FilterLimits, filterLimits, filterSelector, type RateLimitInput } from "./input.ts";
-import { exportsLimitStats, judgeSpec, renderedGeneration, statsHint } from "./render.ts";
+import {
+  exportsLimitStats,
+  parseSpec,
+  renderedGeneration,
+  renderSpec,
+  statsHint,
+} from "./render.ts";
 import type { RateLimit, RateLimitSpec } from "../../api/ratelimit.ts";
 import type { KubeObject } from "../../api/object.ts";
 
@@ -247,12 +253,14 @@ export type Verdict =
 /** Why the current generation cannot be applied, or what applying it takes. */
 export function judge(input: RateLimitInput, scope: Scope): Verdict {
   const { meta, ours, reach, selected } = scope;
-  const raw = input.rateLimit;
+  // Parse and validate, choose the patch contexts from the Pods the spec selects, then render
+  // with them: each room is entered in turn, and none calls back into this one.
+  const parsed = parseSpec(input.rateLimit);
+  if (!parsed.ok) return { reason: "InvalidSpec", problems: parsed.problems };
+  const selector = parsed.rl.spec.selectorLabels;
   const held = ours ? filterContexts(ours) : undefined;
-  const spec = judgeSpec(raw, meta.namespace, {
-    contexts: (selector) => patchContexts(selected(selector), selector, reach, held),
-    maxBytes: input.maxFilterBytes,
-  });
+  const contexts = patchContexts(selected(selector), selector, reach, held);
+  const spec = renderSpec(parsed, meta.namespace, contexts, input.maxFilterBytes);
   if (!spec.ok) return { reason: "InvalidSpec", problems: spec.problems };
   const { rl, desired } = spec;
   if (!input.meshInstalled) {
