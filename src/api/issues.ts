@@ -109,7 +109,9 @@ function describe(issue: Issue, input: unknown): string {
         ? `${show(input)} does not match ${issue.pattern}`
         : `${show(input)} is not a valid ${issue.format}`;
     case "unrecognized_keys":
-      return `unknown field(s) ${(issue.keys ?? []).join(", ")}`;
+      // A key as a path segment: a plain name as it is, any other quoted (a newline in a key
+      // must not split the message).
+      return `unknown field(s) ${(issue.keys ?? []).map((k) => formatPath([k])).join(", ")}`;
     case "invalid_key":
       return `invalid key: ${(issue.issues ?? []).map((i) => i.message).join("; ")}`;
     default:

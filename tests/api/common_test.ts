@@ -108,3 +108,12 @@ Deno.test("parse functions never throw and every error names a path and a messag
     { seed: 42, numRuns: 300 },
   );
 });
+
+Deno.test("an unknown field's name that is not a plain name is quoted: a newline cannot split the line", () => {
+  const schema = z.strictObject({ a: z.string() });
+  const r = parseWith(schema, { a: "x", "b\nc": 1, d: 2 });
+  assert.ok(!r.ok);
+  const text = formatErrors(r.errors);
+  assert.equal(text, `(root): unknown field(s) ["b\\nc"], d`);
+  assert.doesNotMatch(text, /\n/);
+});
