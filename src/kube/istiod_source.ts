@@ -18,14 +18,14 @@
  */
 import {
   ackedKey,
-  type HeldRecord,
   heldLimitsOf,
+  type HeldRecord,
   ISTIOD_STATUS_NAME,
   istiodStatusObject,
   podOfProxy,
   PROXY_STATUS,
-  type ProxySync,
   proxyStatusObject,
+  type ProxySync,
   type Syncz,
   verdictOf,
 } from "../api/istiod.ts";
