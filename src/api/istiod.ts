@@ -160,14 +160,14 @@ export const PROXY_STATUS: ResourceType = {
 export const ISTIOD_STATUS_NAME = "_istiod";
 
 /**
- * What istiod says a proxy holds of the operator's limits: read from its dump of the listeners and
- * routes of the push the proxy last acknowledged (`acked`: the listener and route nonces), or why
- * it could not be read. `confirmed` once a later answer showed no push in between (a dump is
- * generated from the proxy's last push context, which a push under way may already have moved).
+ * What istiod says a proxy holds of the operator's limits, for the push the proxy acknowledged
+ * last: read from istiod's dump of its listeners and routes, or why that could not be read.
+ * `confirmed` once an answer of istiod after the dump showed no push under way (a dump is
+ * generated from the proxy's last push context, which a push being sent has already moved).
  */
 export type HeldRecord =
-  | { acked: string; limits: HeldLimits[]; unreadable: number; confirmed: boolean }
-  | { acked: string; error: string; message: string };
+  | { limits: HeldLimits[]; unreadable: number; confirmed: boolean }
+  | { error: string; message: string };
 
 /** What a proxy's ProxyStatus holds. */
 export interface ProxyStatusFields {
@@ -175,7 +175,10 @@ export interface ProxyStatusFields {
   proxyType: string;
   istioVersion: string;
   verdict: ProxyVerdict;
-  /** What it holds, when the operator asked (only for proxies a RateLimit selects). */
+  /**
+   * What it holds at the push it acknowledged last, when the operator has read it (only for
+   * Acked proxies a RateLimit selects); absent while not read.
+   */
   held?: HeldRecord;
 }
 
@@ -243,13 +246,10 @@ export function proxyStatusOf(obj: KubeObject | undefined): ProxyStatusFields | 
 
 /** A HeldRecord as the poller wrote it (it is never from outside the operator). */
 function heldRecordOf(h: unknown): HeldRecord | undefined {
-  if (!isObject(h) || typeof h.acked !== "string") return undefined;
-  if (typeof h.error === "string") {
-    return { acked: h.acked, error: h.error, message: text(h.message) };
-  }
+  if (!isObject(h)) return undefined;
+  if (typeof h.error === "string") return { error: h.error, message: text(h.message) };
   if (!Array.isArray(h.limits)) return undefined;
   return {
-    acked: h.acked,
     limits: h.limits as HeldLimits[],
     unreadable: typeof h.unreadable === "number" ? h.unreadable : 0,
     confirmed: h.confirmed === true,

@@ -63,6 +63,8 @@ export interface IstiodPollOptions {
   periodMs?: number;
   /** Wait before a confirming round; default {@link DEFAULT_FOLLOW_UP_MS}. */
   followUpMs?: number;
+  /** Most dumps asked in one round; default {@link MAX_DUMPS_PER_ROUND}. */
+  maxDumpsPerRound?: number;
 }
 
 /** What one round found: whether every istiod answered, and whether to follow up soon. */
@@ -72,10 +74,18 @@ export interface RoundResult {
 }
 
 interface Kept {
+  /** The push it was read at: `ackedKey` of the proxy then. */
+  acked: string;
   record: HeldRecord;
   /** When the dump's answer came (the poller's clock). */
   at: number;
+  /** True until a syncz answered `followUpMs` after the dump shows the same push. */
+  recheck: boolean;
 }
+
+const sameLimits = (a: HeldRecord | undefined, b: HeldRecord) =>
+  a !== undefined && "limits" in a && "limits" in b &&
+  JSON.stringify(a.limits) === JSON.stringify(b.limits) && a.unreadable === b.unreadable;
 
 /** Polls istiod; `round` is one round, `run` rounds until stopped. */
 export class IstiodPoller {
@@ -134,32 +144,37 @@ export class IstiodPoller {
         this.#held.delete(id);
         continue;
       }
-      if (kept && kept.record.acked === ackedKey(entry.p)) {
+      if (kept && kept.acked === ackedKey(entry.p)) {
         // The same push as the dump, seen by a syncz answered late enough: nothing was under way.
-        if ("limits" in kept.record && !kept.record.confirmed && now - kept.at >= followUpMs) {
-          kept.record = { ...kept.record, confirmed: true };
+        if (kept.recheck && now - kept.at >= followUpMs) {
+          kept.recheck = false;
+          if ("limits" in kept.record) kept.record = { ...kept.record, confirmed: true };
         }
         continue;
       }
       toRead.push(entry);
     }
     for (const id of this.#held.keys()) if (!proxies.has(id)) this.#held.delete(id);
-    const reading = toRead.slice(0, MAX_DUMPS_PER_ROUND);
+    const reading = toRead.slice(0, o.maxDumpsPerRound ?? MAX_DUMPS_PER_ROUND);
     await inParallel(reading, DUMP_CONCURRENCY, async ({ p, client }) => {
-      const acked = ackedKey(p);
       const dump = await client.listenersAndRoutes(p.id);
-      const record: HeldRecord = dump.ok
-        ? {
-          acked,
-          ...heldLimitsOf(dump.value, LOCAL_RATELIMIT_FILTER, o.statPrefix),
-          confirmed: false,
-        }
-        : { acked, error: dump.reason, message: dump.message };
-      this.#held.set(p.id, { record, at: o.clock.now() });
+      let record: HeldRecord = dump.ok
+        ? { ...heldLimitsOf(dump.value, LOCAL_RATELIMIT_FILTER, o.statPrefix), confirmed: false }
+        : { error: dump.reason, message: dump.message };
+      // The same limits as a confirmed reading of an earlier push: the proxy held them before and
+      // holds them now, so the record stays confirmed (a push that changes nothing of ours must
+      // not turn Accepted to Unknown and back); the next round still checks for a push under way.
+      const before = this.#held.get(p.id)?.record;
+      if (sameLimits(before, record) && before && "confirmed" in before && before.confirmed) {
+        record = { ...record, confirmed: true } as HeldRecord;
+      }
+      this.#held.set(p.id, { acked: ackedKey(p), record, at: o.clock.now(), recheck: dump.ok });
     });
     const objects: KubeObject[] = [];
     for (const { p } of proxies.values()) {
-      const obj = proxyStatusObject(p, this.#held.get(p.id)?.record);
+      // What was read at another push than the one acknowledged now is not published.
+      const kept = this.#held.get(p.id);
+      const obj = proxyStatusObject(p, kept?.acked === ackedKey(p) ? kept.record : undefined);
       if (obj) objects.push(obj);
     }
     objects.push(istiodStatusObject(o.namespace, { reachable: true, proxies: proxies.size }));
@@ -171,9 +186,7 @@ export class IstiodPoller {
         dumps: reading.length,
       });
     }
-    const unconfirmed = [...this.#held.values()].some((k) =>
-      "limits" in k.record && !k.record.confirmed
-    );
+    const unconfirmed = [...this.#held.values()].some((k) => k.recheck);
     return { ok: true, followUp: unconfirmed || toRead.length > reading.length };
   }
 

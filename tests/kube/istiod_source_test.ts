@@ -131,7 +131,9 @@ Deno.test("each proxy becomes its Pod's ProxyStatus; istiod's own says it answer
 Deno.test("a wanted proxy's holdings: read once per acknowledged push, confirmed by a later answer", async () => {
   const istiod = fake(ok(entry("demo-0.apps", 3)));
   istiod.dumps.set("demo-0.apps", { ok: true, value: dump(10) });
-  const { poller, get, tick } = setup([istiod], { wants: (p) => p.namespace === "apps" });
+  const { poller, get, tick, source } = setup([istiod], {
+    wants: (p) => p.namespace === "apps",
+  });
   assert.deepEqual(await poller.round(), { ok: true, followUp: true });
   const first = proxyStatusOf(get("apps", "demo-0"))?.held;
   assert.ok(first && "limits" in first);
@@ -147,13 +149,35 @@ Deno.test("a wanted proxy's holdings: read once per acknowledged push, confirmed
   const held = proxyStatusOf(get("apps", "demo-0"))?.held;
   assert.ok(held && "limits" in held && held.confirmed);
   assert.deepEqual(istiod.asked, ["syncz", "dump demo-0.apps", "syncz", "syncz"]);
-  // A new push acknowledged: read again, unconfirmed until answered again.
+  // A new push that changes nothing of ours: read again, and it stays confirmed (no flap), but
+  // the next round comes soon to check that no push was under way.
   istiod.syncs = [ok(entry("demo-0.apps", 4))];
+  const v = source.version;
+  assert.deepEqual(await poller.round(), { ok: true, followUp: true });
+  assert.equal(source.version, v, "nothing published changed");
+  // A new push with other limits: read again, unconfirmed until answered again.
+  istiod.syncs = [ok(entry("demo-0.apps", 5))];
   istiod.dumps.set("demo-0.apps", { ok: true, value: dump(20) });
   await poller.round();
   const again = proxyStatusOf(get("apps", "demo-0"))?.held;
   assert.ok(again && "limits" in again && !again.confirmed);
   assert.equal(again.limits[0].buckets[0].tokensPerFill, 20);
+});
+
+Deno.test("a failed reading of a later push replaces the earlier one", async () => {
+  const istiod = fake(ok(entry("demo-0.apps", 3)));
+  istiod.dumps.set("demo-0.apps", { ok: true, value: dump(10) });
+  const { poller, get } = setup([istiod], { wants: () => true });
+  await poller.round();
+  assert.ok(proxyStatusOf(get("apps", "demo-0"))?.held);
+  // The next push's dump fails to come in this round (istiod answers 500): nothing held is shown.
+  istiod.syncs = [ok(entry("demo-0.apps", 4))];
+  istiod.dumps.set("demo-0.apps", { ok: false, reason: "BadAnswer", message: "HTTP 500" });
+  await poller.round();
+  assert.deepEqual(proxyStatusOf(get("apps", "demo-0"))?.held, {
+    error: "BadAnswer",
+    message: "HTTP 500",
+  });
 });
 
 Deno.test("a dump istiod refuses is recorded with its reason, and asked again only for a new push", async () => {
@@ -162,12 +186,26 @@ Deno.test("a dump istiod refuses is recorded with its reason, and asked again on
   const { poller, get } = setup([istiod], { wants: () => true });
   assert.deepEqual(await poller.round(), { ok: true, followUp: false });
   assert.deepEqual(proxyStatusOf(get("apps", "demo-0"))?.held, {
-    acked: `${nonce(3)}|${nonce(3)}`,
     error: "NotFound",
     message: "404, not connected",
   });
   await poller.round();
   assert.equal(istiod.asked.filter((a) => a.startsWith("dump")).length, 1);
+});
+
+Deno.test("dumps beyond a round's bound wait; what was read at an earlier push is not shown meanwhile", async () => {
+  const istiod = fake(ok(entry("a.apps", 3), entry("b.apps", 3)));
+  istiod.dumps.set("a.apps", { ok: true, value: dump(10) });
+  istiod.dumps.set("b.apps", { ok: true, value: dump(10) });
+  const { poller, get } = setup([istiod], { wants: () => true, maxDumpsPerRound: 1 });
+  assert.deepEqual(await poller.round(), { ok: true, followUp: true });
+  assert.deepEqual(await poller.round(), { ok: true, followUp: true });
+  assert.ok(proxyStatusOf(get("apps", "a"))?.held && proxyStatusOf(get("apps", "b"))?.held);
+  // Both move to a new push; only one is read in this round: the other shows nothing held.
+  istiod.syncs = [ok(entry("a.apps", 4), entry("b.apps", 4))];
+  await poller.round();
+  const held = ["a", "b"].map((n) => proxyStatusOf(get("apps", n))?.held !== undefined);
+  assert.deepEqual(held.sort(), [false, true]);
 });
 
 Deno.test("pending and rejected proxies are not read; a proxy that leaves is forgotten", async () => {
@@ -206,7 +244,8 @@ Deno.test("two replicas: a proxy listed by both keeps the later send, and is rea
   b.dumps.set("demo-0.apps", { ok: true, value: dump(10) });
   const { poller, get } = setup([a, b], { wants: () => true });
   await poller.round();
-  assert.equal(proxyStatusOf(get("apps", "demo-0"))?.held?.acked, `${nonce(5)}|${nonce(5)}`);
+  const held = proxyStatusOf(get("apps", "demo-0"))?.held;
+  assert.ok(held && "limits" in held && held.limits.length === 1);
   assert.deepEqual([a.asked, b.asked], [["syncz"], ["syncz", "dump demo-0.apps"]]);
 });
 
