@@ -19,6 +19,7 @@ import {
   createLogger,
   healthz,
   instrumentCluster,
+  LocalSource,
   type Logger,
   Manager,
   Metrics,
@@ -34,6 +35,13 @@ import { serveMetrics } from "./metrics_endpoint.ts";
 import { checkCluster, waitUntilUsable } from "./run_checks.ts";
 import { type ControllerName, controllersFor } from "../controllers/registry.ts";
 import { ObjectMetrics } from "../controllers/object_metrics.ts";
+import { PROXY_STATUS } from "../api/istiod.ts";
+import { RESOURCES } from "../api/resources.ts";
+import { STAT_PREFIX } from "../reconcile/ratelimit/render.ts";
+import { selectingPod } from "../controllers/ratelimit_index.ts";
+import { istiodClient } from "../kube/istiod.ts";
+import { IstiodPoller } from "../kube/istiod_source.ts";
+import { TokenFile } from "../kube/credentials.ts";
 
 /** What `runOperator` takes from outside besides its options (tests replace these). */
 export interface RunDeps {
@@ -114,7 +122,10 @@ export async function runOperator(opts: RunOptions, deps: RunDeps): Promise<numb
   });
   const identity = opts.identity ?? hostname();
   const registry = deps.controllers ??
-    controllersFor({ meshRootNamespace: opts.meshRootNamespace });
+    controllersFor({
+      meshRootNamespace: opts.meshRootNamespace,
+      proxyStatus: opts.istiodUrls.length > 0,
+    });
   const unavailable = opts.controllers.filter((name) => !registry[name]);
   if (unavailable.length > 0) {
     log.error(
@@ -169,9 +180,12 @@ export async function runOperator(opts: RunOptions, deps: RunDeps): Promise<numb
     metrics,
     () => manager && { cache: manager.cache, primaries: controllers.map((c) => c.primary) },
   );
+  // What istiod says of the proxies, served inside the operator to every manager of this process.
+  const proxyStatus = opts.istiodUrls.length > 0 ? new LocalSource(PROXY_STATUS) : undefined;
   const newManager = (held: boolean, through: Cluster = live) =>
     new Manager({
       cluster: through,
+      localSources: proxyStatus ? [proxyStatus] : [],
       clock,
       random,
       log,
@@ -196,6 +210,25 @@ export async function runOperator(opts: RunOptions, deps: RunDeps): Promise<numb
   const firstLists = recordFirstLists(live);
   let m = newManager(true, firstLists.cluster);
   let running = supervise(m);
+  if (proxyStatus) {
+    const credentials = new TokenFile(opts.istiodTokenFile);
+    const poller = new IstiodPoller({
+      clients: opts.istiodUrls.map((url) => istiodClient({ url, credentials })),
+      source: proxyStatus,
+      namespace: opts.leaseNamespace,
+      clock,
+      log: log.child({ component: "istiod" }),
+      statPrefix: STAT_PREFIX,
+      // Only the proxies of Pods a RateLimit selects are read in depth.
+      wants: ({ namespace, name }) => {
+        const cache = manager?.cache ?? m.cache;
+        const pod = cache.get(RESOURCES.Pod, namespace, name);
+        return pod !== undefined && selectingPod(cache, pod).length > 0;
+      },
+    });
+    void poller.run(deps.shutdown);
+    log.info("asking istiod about the proxies", { istiod: opts.istiodUrls.join(",") });
+  }
   const firstCheck = m.listing.then(() => check(firstLists.answer));
   const endpoints: Endpoint[] = [];
   try {

@@ -21,7 +21,11 @@ export function checkCluster(
   controllers: readonly ControllerSpec[],
   listed?: FirstLists["answer"],
 ): Promise<Problem[]> {
-  const types: CheckedType[] = controllers.flatMap((c) => [{ type: c.primary }, ...c.watches]);
+  const types: CheckedType[] = controllers.flatMap((c) => [
+    { type: c.primary },
+    // Types served inside the operator need no CRD and no grant.
+    ...c.watches.filter((w) => !w.local),
+  ]);
   return preflight(cluster, {
     types,
     alsoUses: [

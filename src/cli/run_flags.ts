@@ -41,6 +41,10 @@ export interface RunOptions {
   controllers: ControllerName[];
   /** The mesh's config root namespace (Istio's `meshConfig.rootNamespace`). */
   meshRootNamespace: string;
+  /** Base URLs of istiod's monitoring port, one per replica; none: istiod is not asked. */
+  istiodUrls: string[];
+  /** The token (audience istio-ca) the operator shows istiod. */
+  istiodTokenFile: string;
   identity?: string;
 }
 
@@ -74,6 +78,24 @@ function parseAddr(flag: string, value: string): string {
   throw new Error(
     `invalid --${flag} "${value}": use [host]:port (e.g. :8080), or 0 to turn it off`,
   );
+}
+
+function parseUrls(flag: string, value: string): string[] {
+  const urls = value.split(",").map((s) => s.trim()).filter((s) => s);
+  for (const u of urls) {
+    let url: URL | undefined;
+    try {
+      url = new URL(u);
+    } catch {
+      url = undefined;
+    }
+    if (!url || (url.protocol !== "http:" && url.protocol !== "https:") || url.search !== "") {
+      throw new Error(
+        `invalid --${flag} "${u}": use http(s)://host:port of istiod's monitoring port`,
+      );
+    }
+  }
+  return urls;
 }
 
 function parseControllers(value: string): ControllerName[] {
@@ -176,6 +198,22 @@ export const RUN_FLAGS: readonly OperatorFlag[] = [
       o.meshRootNamespace = parseNamespace("mesh-root-namespace", v);
     },
     { default: ISTIO_ROOT_NAMESPACE },
+  ),
+  flag(
+    "istiod-url",
+    "istiod's monitoring port (15014), one URL per istiod replica, comma-separated, e.g. http://istiod.istio-system.svc:15014; the operator asks each what the proxies of the selected Pods accepted (the Accepted condition); empty: it does not ask",
+    (o, v) => {
+      o.istiodUrls = parseUrls("istiod-url", v);
+    },
+    { default: "" },
+  ),
+  flag(
+    "istiod-token-file",
+    "the token the operator shows istiod (a projected service account token with audience istio-ca), read again when it changes",
+    (o, v) => {
+      o.istiodTokenFile = v;
+    },
+    { default: "/etc/platform-operator/istiod/token" },
   ),
   image(
     "serverless-image",

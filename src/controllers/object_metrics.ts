@@ -80,10 +80,19 @@ export class ObjectMetrics {
     "platform_operator_ratelimits_enforced",
     "RateLimits by the status and reason of their Enforced condition.",
   );
-  /** 1 for each RateLimit condition (Ready, Enforced) that is not True; none when all are. */
+  /** RateLimits by the status and reason of their Accepted condition. */
+  readonly accepted = new CollectedGauge(
+    "platform_operator_ratelimits_accepted",
+    "RateLimits by the status and reason of their Accepted condition (what istiod says the proxies took).",
+  );
+  /**
+   * 1 for each RateLimit condition (Ready, Enforced) that is not True, and for Accepted when it is
+   * False (a proxy rejected the config; Unknown is not counted: an operator that does not ask
+   * istiod leaves it so); none when all are met.
+   */
   readonly unmet = new CollectedGauge(
     "platform_operator_ratelimit_unmet",
-    "1 for each RateLimit condition (Ready, Enforced) that is not True, by namespace and name.",
+    "1 for each RateLimit condition (Ready, Enforced) that is not True, and Accepted when False, by namespace and name.",
   );
   /** 1 for each Serverless and Scaler, with its state and whether it is the served one. */
   readonly modules = new CollectedGauge(
@@ -110,6 +119,13 @@ export class ObjectMetrics {
           return [c.status, c.reason];
         }, ["status", "reason"])
       );
+    this.accepted.collect = () =>
+      lists([RESOURCES.RateLimit.kind]).flatMap(({ objects }) =>
+        counted(objects, (o) => {
+          const c = conditionOf(o, "Accepted");
+          return [c.status, c.reason];
+        }, ["status", "reason"])
+      );
     this.unmet.collect = () =>
       lists([RESOURCES.RateLimit.kind]).flatMap(({ objects }) => objects.flatMap(unmetOf));
     this.modules.collect = () =>
@@ -122,16 +138,18 @@ export class ObjectMetrics {
           served: text(statusOf(o).served) ?? "Unknown",
         }, 1])
       );
-    for (const g of [this.objects, this.enforced, this.unmet, this.modules]) metrics.add(g);
+    for (const g of [this.objects, this.enforced, this.accepted, this.unmet, this.modules]) {
+      metrics.add(g);
+    }
   }
 }
 
 /** The `ratelimit_unmet` samples of one RateLimit: a condition missing counts as Unknown. */
 function unmetOf(obj: KubeObject): Sample[] {
   const out: Sample[] = [];
-  for (const type of RATELIMIT_CONDITIONS) {
+  for (const type of [...RATELIMIT_CONDITIONS, "Accepted"]) {
     const c = conditionOf(obj, type);
-    if (c.status === "True") continue;
+    if (c.status === "True" || (type === "Accepted" && c.status !== "False")) continue;
     out.push([{
       namespace: obj.metadata.namespace ?? "",
       name: obj.metadata.name,

@@ -30,6 +30,14 @@ import { stringMap } from "../api/json.ts";
 import { ISTIO_ROOT_NAMESPACE } from "../api/mesh.ts";
 import { selects } from "../api/selector.ts";
 import { meshProxyOf } from "../api/pod.ts";
+import {
+  ISTIOD_STATUS_NAME,
+  istiodStatusOf,
+  PROXY_STATUS,
+  type ProxyStatusFields,
+  proxyStatusOf,
+} from "../api/istiod.ts";
+import type { ProxyObservation } from "../reconcile/ratelimit/input.ts";
 
 export {
   FILTER_SELECTOR_INDEX,
@@ -54,6 +62,28 @@ type Selector = Record<string, string> | undefined;
 export interface RateLimitSettings {
   /** The mesh's config root namespace, whose EnvoyFilters reach every namespace. */
   meshRootNamespace: string;
+  /**
+   * True when the operator asks istiod about its proxies: the controller then watches the
+   * ProxyStatus objects (a type served inside the operator, src/api/istiod.ts) and reports the
+   * Accepted condition from them; otherwise Accepted is Unknown (IstiodNotAsked).
+   */
+  proxyStatus?: boolean;
+}
+
+/** What istiod says of the proxies of `pods`, from the cached ProxyStatus objects. */
+function proxiesOf(
+  cache: CacheReader,
+  operatorNamespace: string,
+  pods: Iterable<KubeObject>,
+): ProxyObservation {
+  const byPod = new Map<string, ProxyStatusFields>();
+  for (const p of pods) {
+    const ns = p.metadata.namespace ?? "";
+    const status = proxyStatusOf(cache.get(PROXY_STATUS, ns, p.metadata.name));
+    if (status) byPod.set(`${ns}/${p.metadata.name}`, status);
+  }
+  const istiod = istiodStatusOf(cache.get(PROXY_STATUS, operatorNamespace, ISTIOD_STATUS_NAME));
+  return { istiod, byPod };
 }
 
 /**
@@ -142,6 +172,27 @@ export function rateLimitControllerFor(settings: RateLimitSettings): ControllerS
         type: RESOURCES.CustomResourceDefinition,
         trigger: whenNamed(ENVOYFILTER_CRD, everyPrimary(RESOURCES.RateLimit)),
       },
+      // What istiod says of each proxy: a change wakes the RateLimits selecting its Pod; istiod's
+      // own status (whether it answered) wakes them all.
+      ...(settings.proxyStatus
+        ? [{
+          type: PROXY_STATUS,
+          local: true,
+          trigger: (status: KubeObject, cache: CacheReader) => {
+            if (status.metadata.name === ISTIOD_STATUS_NAME) {
+              return everyPrimary(RESOURCES.RateLimit)(status, cache);
+            }
+            const pod = cache.get(RESOURCES.Pod, status.metadata.namespace, status.metadata.name);
+            if (!pod) return [];
+            const keys = new Set(selectingPod(cache, pod));
+            const labels = stringMap(pod.metadata.labels);
+            if (pod.metadata.namespace !== root && labels) {
+              holdersSelecting(cache, root, labels, keys);
+            }
+            return [...keys];
+          },
+        }]
+        : []),
     ],
     indexes: [...RATELIMIT_INDEXES],
     // Its rivals' conflicts depend on it: by its spec, and by the filter it holds (which stays in
@@ -196,6 +247,9 @@ export function rateLimitControllerFor(settings: RateLimitSettings): ControllerS
         meshRootNamespace: root,
         now: ctx.now,
         lastOutcome: ctx.lastOutcome,
+        ...(settings.proxyStatus
+          ? { proxies: proxiesOf(cache, ctx.namespace, pods.values()) }
+          : {}),
       });
     },
   };

@@ -36,8 +36,8 @@ const SHARED_NO = new WeakMap<object, number>();
 const SHARED_MAX = 4096;
 let sharedCount = 0;
 
-/** JSON values of at most this many characters are shared whole (a token bucket is about 45). */
-const SMALL_JSON = 64;
+/** JSON values of at most this many characters are shared whole (a rule's bucket is about 80). */
+const SMALL_JSON = 96;
 
 /** The shared value of `key`, `value` (then frozen) when there is none yet. */
 function shared(key: string, value: object): object {

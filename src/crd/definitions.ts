@@ -87,6 +87,14 @@ const RATELIMIT_COLUMNS: PrinterColumn[] = [
     priority: 1,
   },
   {
+    name: "Accepted",
+    type: "string",
+    jsonPath: '.status.conditions[?(@.type=="Accepted")].status',
+    description:
+      "True when istiod says every proxy that takes the limit acknowledged the config holding it.",
+    priority: 1,
+  },
+  {
     name: "Pods",
     type: "integer",
     jsonPath: ".status.podsSelected",

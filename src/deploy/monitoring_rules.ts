@@ -97,6 +97,19 @@ export function alertRules(d: AlertDurations = DEFAULT_DURATIONS): AlertRule[] {
       },
     },
     {
+      alert: "PlatformOperatorRateLimitProxyRejected",
+      expr:
+        `max by (namespace, name, reason) (platform_operator_ratelimit_unmet{${job},condition="Accepted"}) == 1`,
+      for: d.objects,
+      labels: { severity: "warning" },
+      annotations: {
+        summary: "A proxy rejected RateLimit {{ $labels.namespace }}/{{ $labels.name }}'s config",
+        description: `Its Accepted condition has been False for ${d.objects}: a selected proxy ` +
+          "rejected the config istiod sent it and keeps its previous one, which may not hold this " +
+          "limit; kubectl describe it for the proxy and Envoy's error.",
+      },
+    },
+    {
       alert: "PlatformOperatorRateLimitRefused",
       expr:
         `max by (namespace, name, reason) (platform_operator_ratelimit_unmet{${job},condition="Ready"}) == 1`,

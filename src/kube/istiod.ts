@@ -94,12 +94,19 @@ export function istiodClient(opts: IstiodOptions): IstiodClient {
   async function getJson(path: string): Promise<IstiodAnswer<unknown>> {
     const url = `${base}${path}`;
     const signal = AbortSignal.timeout(timeoutMs);
+    let headers: Record<string, string>;
+    try {
+      headers = await opts.credentials.headers();
+    } catch (e) {
+      return {
+        ok: false,
+        reason: "Unauthenticated",
+        message: `no token to show istiod: ${describe(e)}`,
+      };
+    }
     let res: Response;
     try {
-      res = await doFetch(url, {
-        headers: { ...await opts.credentials.headers(), accept: "application/json" },
-        signal,
-      });
+      res = await doFetch(url, { headers: { ...headers, accept: "application/json" }, signal });
     } catch (e) {
       const what = signal.aborted ? `no answer in ${timeoutMs} ms` : describe(e);
       return { ok: false, reason: "Unreachable", message: `GET ${url}: ${what}` };

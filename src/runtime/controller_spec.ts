@@ -111,6 +111,11 @@ export interface WatchSpec {
   /** True when the type's CRD may be missing (installed later by the operator): watch it when it appears. */
   optional?: boolean;
   /**
+   * True for a type served inside the operator (local_types.ts): no CRD, no RBAC, never asked of
+   * the API server, so the startup checks skip it.
+   */
+  local?: boolean;
+  /**
    * What the controller reads of these objects: the cache holds only that (memory). Every
    * controller watching the same type and selector must give the same projection (the manager
    * refuses to start otherwise). Not for the primary, whose status the runner compares whole.

@@ -87,3 +87,28 @@ Deno.test("metrics.add refuses a second family of one name", () => {
   // Without a scope the families are listed with no series.
   assert.match(metrics.render(), /# TYPE platform_operator_objects gauge\n# HELP/);
 });
+
+Deno.test("Accepted: counted by status and reason; unmet only when a proxy rejected (False)", () => {
+  const withAccepted = (i: number, status: string, reason: string): KubeObject => {
+    const rl = rateLimit(i, "Ready", "True", "Enforced");
+    const s = rl.status as { conditions: unknown[] };
+    s.conditions.push({ type: "Accepted", status, reason });
+    return rl;
+  };
+  const text = metricsOver({
+    RateLimit: [
+      withAccepted(1, "True", "Accepted"),
+      withAccepted(2, "False", "ProxyRejected"),
+      withAccepted(3, "Unknown", "IstiodNotAsked"),
+    ],
+  }).render();
+  for (
+    const line of [
+      'platform_operator_ratelimits_accepted{reason="Accepted",status="True"} 1',
+      'platform_operator_ratelimits_accepted{reason="ProxyRejected",status="False"} 1',
+      'platform_operator_ratelimits_accepted{reason="IstiodNotAsked",status="Unknown"} 1',
+      'platform_operator_ratelimit_unmet{condition="Accepted",name="rl2",namespace="ns2",reason="ProxyRejected",status="False"} 1',
+    ]
+  ) assert.ok(text.split("\n").includes(line), `${line} in\n${text}`);
+  assert.doesNotMatch(text, /ratelimit_unmet\{condition="Accepted",name="rl3"/);
+});

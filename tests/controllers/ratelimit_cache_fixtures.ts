@@ -1,15 +1,17 @@
 /** A runtime Cache as the manager makes it for the RateLimit controller, for controller tests. */
 import { RESOURCES } from "../../src/api/resources.ts";
+import { PROXY_STATUS } from "../../src/api/istiod.ts";
 import { rateLimitController } from "../../src/controllers/ratelimit.ts";
 import { Cache } from "../../src/runtime/cache/mod.ts";
 import type { KubeObject, ResourceType } from "../../src/api/object.ts";
 
-/** The types the controller watches. */
+/** The types the controller watches (ProxyStatus only when it asks istiod). */
 export const TYPES: ResourceType[] = [
   RESOURCES.RateLimit,
   RESOURCES.EnvoyFilter,
   RESOURCES.Pod,
   RESOURCES.CustomResourceDefinition,
+  PROXY_STATUS,
 ];
 
 /**

@@ -96,6 +96,7 @@ Deno.test("names, scope, versions, subresource, columns, short names and categor
     .additionalPrinterColumns.filter((c) => c.priority === 1);
   assert.deepEqual(wide.map((c) => [c.name, c.jsonPath]), [
     ["Enforced", '.status.conditions[?(@.type=="Enforced")].status'],
+    ["Accepted", '.status.conditions[?(@.type=="Accepted")].status'],
     ["Pods", ".status.podsSelected"],
     ["Sidecars", ".status.podsWithSidecar"],
     ["Enforced-Gen", ".status.enforcedGeneration"],

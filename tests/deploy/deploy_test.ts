@@ -167,7 +167,7 @@ Deno.test("the namespace enforces Pod Security's restricted profile", () => {
   assert.equal(ns.metadata.labels["pod-security.kubernetes.io/enforce"], "restricted");
 });
 
-Deno.test("NetworkPolicy: in only to metrics and probes, out only to the API server's ports", () => {
+Deno.test("NetworkPolicy: in only to metrics and probes, out only to the API server's, istiod's and DNS's ports", () => {
   const [d] = find(manifests, "Deployment") as unknown as Doc[];
   const [np] = find(manifests, "NetworkPolicy") as unknown as {
     spec: {
@@ -186,5 +186,11 @@ Deno.test("NetworkPolicy: in only to metrics and probes, out only to the API ser
   ]);
   const named = d.spec.template.spec.containers[0].ports.map((p) => p.name);
   for (const p of ["metrics", "probes"]) assert.ok(named.includes(p), `the container names ${p}`);
-  assert.deepEqual(np.spec.egress.flatMap((r) => r.ports.map((p) => p.port)), [443, 6443]);
+  assert.deepEqual(np.spec.egress.flatMap((r) => r.ports.map((p) => p.port)), [
+    443,
+    6443,
+    15014,
+    53,
+    53,
+  ]);
 });

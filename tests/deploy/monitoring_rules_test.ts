@@ -91,6 +91,22 @@ const CASES: Record<string, AlertCase> = {
       values: "1x5 _x25",
     }],
   },
+  PlatformOperatorRateLimitProxyRejected: {
+    series: [{
+      series:
+        `platform_operator_ratelimit_unmet{${j},instance="a",${RL},condition="Accepted",status="False",reason="ProxyRejected"}`,
+      values: "1x30",
+    }],
+    quietAt: "9m",
+    firesAt: "11m",
+    labels: { namespace: "demo", name: "httpbin", reason: "ProxyRejected" },
+    // Another condition unmet is not a rejection.
+    healthy: [{
+      series:
+        `platform_operator_ratelimit_unmet{${j},instance="a",${RL},condition="Enforced",status="False",reason="SidecarMissing"}`,
+      values: "1x30",
+    }],
+  },
   PlatformOperatorRateLimitRefused: {
     series: [{
       series:
@@ -170,7 +186,7 @@ Deno.test("promtool checks deploy/monitoring's rules and every alert's unit test
     await installedRules(dir);
     const check = await promtool(["check", "rules", "rules.yaml"], dir);
     assert.ok(check.ok, check.out);
-    assert.match(check.out, /SUCCESS: 6 rules found/);
+    assert.match(check.out, /SUCCESS: 7 rules found/);
     const rules = alertRules();
     assert.deepEqual(Object.keys(CASES).sort(), rules.map((r) => r.alert).sort(), "a case each");
     await Deno.writeTextFile(

@@ -116,6 +116,7 @@ e2eSuite("ratelimit-status", async (env, t) => {
         "NAME",
         "STATUS",
         "ENFORCED",
+        "ACCEPTED",
         "PODS",
         "SIDECARS",
         "ENFORCED-GEN",
@@ -123,14 +124,15 @@ e2eSuite("ratelimit-status", async (env, t) => {
         "WORKLOAD-RATE",
         "AGE",
       ], wide);
-      const figures = ["web", "Ready", "True", "2", "2", "1", "Enforcing", "20/10s"];
-      assert.deepEqual(row.slice(0, 8), figures, wide);
+      // Accepted: Unknown, as this operator does not ask istiod (IstiodNotAsked).
+      const figures = ["web", "Ready", "True", "Unknown", "2", "2", "1", "Enforcing", "20/10s"];
+      assert.deepEqual(row.slice(0, 9), figures, wide);
       // docs/ratelimit-status.md shows this table: the same columns and figures (AGE aside).
       const shown = (await shownOutput(
         "docs/ratelimit-status.md",
         `kubectl get ratelimits -n ${NS} -o wide`,
-      )).map((l) => l.trim().split(/\s+/).slice(0, 8));
-      assert.deepEqual(shown, [header.slice(0, 8), row.slice(0, 8)], wide);
+      )).map((l) => l.trim().split(/\s+/).slice(0, 9));
+      assert.deepEqual(shown, [header.slice(0, 9), row.slice(0, 9)], wide);
       const plain = await env.kube.table("ratelimits", { namespace: NS });
       assert.deepEqual(plain.split("\n")[0].trim().split(/\s+/), ["NAME", "STATUS", "AGE"], plain);
       // A canary without the mesh's sidecar joins the selected Pods.

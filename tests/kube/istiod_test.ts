@@ -141,3 +141,16 @@ Deno.test("listenersAndRoutes: the proxy's LDS and RDS dump; 404 is NotFound wit
     "/debug/config_dump?proxyID=gone.apps&types=lds%2Crds",
   ]);
 });
+
+Deno.test("a token that cannot be read is Unauthenticated, saying why, and nothing is sent", async () => {
+  let asked = 0;
+  await serving(() => (asked++, Response.json([])), async (url) => {
+    const { TokenFile } = await import("../../src/kube/credentials.ts");
+    const a = await istiodClient({ url, credentials: new TokenFile("/nonexistent/istiod/token") })
+      .syncz();
+    assert.ok(!a.ok);
+    assert.equal(a.reason, "Unauthenticated");
+    assert.match(a.message, /no token to show istiod/);
+  });
+  assert.equal(asked, 0);
+});

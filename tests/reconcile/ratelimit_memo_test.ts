@@ -130,6 +130,7 @@ function bucketRatesByBigInt(limits: FilterLimits, pods: number) {
 Deno.test("property: rates are those BigInt arithmetic gives, past 2^53 too", () => {
   const refill = fc.record({
     bucket: fc.constant("default"),
+    maxTokens: fc.nat(),
     tokensPerFill: fc.oneof(
       fc.integer({ min: 0, max: 9_999_999_999 }),
       fc.constantFrom(4294967295, 9_999_999_967),

@@ -96,7 +96,12 @@ Deno.test("bucketRates: large counts stay exact and whole minutes read as minute
   const rates = bucketRates(
     {
       shadow: false,
-      buckets: [{ bucket: "default", tokensPerFill: 4294967295, fillInterval: "599999940s" }],
+      buckets: [{
+        bucket: "default",
+        maxTokens: 4294967295,
+        tokensPerFill: 4294967295,
+        fillInterval: "599999940s",
+      }],
     },
     100000,
   );
@@ -127,8 +132,8 @@ Deno.test("the limits in force are read from the filter's patches, never from it
   const limits = {
     shadow: true,
     buckets: [
-      { bucket: "default", tokensPerFill: 10, fillInterval: "30s" },
-      { bucket: "0", tokensPerFill: 1, fillInterval: "120s" },
+      { bucket: "default", maxTokens: 10, tokensPerFill: 10, fillInterval: "30s" },
+      { bucket: "0", maxTokens: 5, tokensPerFill: 1, fillInterval: "120s" },
     ],
   };
   assert.deepEqual(filterLimits(ef), limits);

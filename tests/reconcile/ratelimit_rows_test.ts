@@ -100,7 +100,7 @@ for (const row of RATELIMIT_STATES) {
     const status = statusOf(plan);
     assert.equal(rowOfStatus(RATELIMIT_STATES, status), row);
     assert.equal(status.state, row.state);
-    assert.deepEqual(status.conditions.map((x) => x.type), ["Ready", "Enforced"]);
+    assert.deepEqual(status.conditions.map((x) => x.type), ["Ready", "Enforced", "Accepted"]);
     const cond = status.conditions[0];
     assert.deepEqual([cond.type, cond.status, cond.reason], [row.type, row.status, row.reason]);
     assert.equal(cond.observedGeneration, 1);

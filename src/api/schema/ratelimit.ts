@@ -160,8 +160,22 @@ export const RateLimitStatusSchema = z.object({
   })).max(MAX_BUCKET_RULES + 1).optional().describe(
     "Per bucket of the limit in place, the rate one Pod admits and the rate the selected Pods with a mesh proxy admit together; absent when no limit is in place.",
   ),
+  proxies: z.object({
+    accepted: integer().min(0).describe(
+      "Proxies that acknowledged the config istiod sent them, and istiod shows the limit in force in it.",
+    ),
+    rejected: integer().min(0).describe(
+      "Proxies that rejected the config istiod sent them (they keep their previous config).",
+    ),
+    pending: integer().min(0).describe(
+      "Proxies connected to istiod that have not acknowledged its last push, hold an earlier limit, or whose holdings istiod does not show the operator.",
+    ),
+    notConnected: integer().min(0).describe("Proxies istiod does not list as connected."),
+  }).optional().describe(
+    "The proxies of podsWithSidecar by what istiod says of them; absent when the operator does not ask istiod or istiod did not answer.",
+  ),
   conditions: ConditionsSchema.optional().describe(
-    "Ready: the limit is in place (the EnvoyFilter is stored). Enforced: every selected Pod runs a mesh proxy that applies the filter, so the limit takes effect.",
+    "Ready: the limit is in place (the EnvoyFilter is stored). Enforced: every selected Pod runs a mesh proxy that applies the filter, so the limit takes effect. Accepted: istiod says every such proxy acknowledged the config holding the limit in force (False when one rejected it, Unknown when not known).",
   ),
 });
 

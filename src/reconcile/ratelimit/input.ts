@@ -8,6 +8,7 @@ import { at, isObject, type JsonObject, stringMap } from "../../api/json.ts";
 import { LOCAL_RATELIMIT_FILTER } from "../../api/envoy.ts";
 import { apiVersionOf, RESOURCES } from "../../api/resources.ts";
 import type { KubeObject } from "../../api/object.ts";
+import type { IstiodStatusFields, ProxyStatusFields } from "../../api/istiod.ts";
 import { MANAGED_BY, MANAGED_BY_LABEL, MODULE_LABEL } from "../labels.ts";
 import type { ApplyOutcome, ObjectRef } from "../plan.ts";
 
@@ -99,10 +100,14 @@ export function filterRef(meta: Pick<Meta, "name" | "namespace">): ObjectRef {
 // Figures come only from the filter and a Pod count, so the same Pods give the same status and
 // nothing is written at rest.
 
-/** One bucket's refill: tokensPerFill tokens every fillInterval (protobuf Duration, `"30s"`). */
+/**
+ * One bucket: maxTokens at most, tokensPerFill added every fillInterval (protobuf Duration,
+ * `"30s"`).
+ */
 export interface BucketRefill {
   /** `default`, or the rule's index in spec.local.buckets. */
   bucket: string;
+  maxTokens: number;
   tokensPerFill: number;
   fillInterval: string;
 }
@@ -147,20 +152,22 @@ function routeLimitConfig(ef: KubeObject): unknown {
 }
 
 /**
- * One bucket's refill as a `token_bucket` holds it: `tokens_per_fill` a whole number, and
- * `fill_interval` a protobuf Duration of whole seconds as render.ts writes it (`"30s"`, at most
- * 12 digits: a Duration holds at most 315,576,000,000 seconds); undefined when it is not so.
+ * One bucket as a `token_bucket` holds it: `max_tokens` and `tokens_per_fill` whole numbers,
+ * and `fill_interval` a protobuf Duration of whole seconds as render.ts writes it (`"30s"`, at
+ * most 12 digits: a Duration holds at most 315,576,000,000 seconds); undefined when it is not so.
  */
 function refillOf(
   tokenBucket: unknown,
-): { tokensPerFill: number; fillInterval: string } | undefined {
+): { maxTokens: number; tokensPerFill: number; fillInterval: string } | undefined {
+  const max = at(tokenBucket, "max_tokens");
   const tokens = at(tokenBucket, "tokens_per_fill");
   const interval = at(tokenBucket, "fill_interval");
-  if (typeof tokens !== "number" || !Number.isSafeInteger(tokens) || tokens < 0) return undefined;
-  if (typeof interval !== "string") return undefined;
+  const whole = (n: unknown): n is number =>
+    typeof n === "number" && Number.isSafeInteger(n) && n >= 0;
+  if (!whole(max) || !whole(tokens) || typeof interval !== "string") return undefined;
   const end = interval.length - 1;
   if (interval[end] !== "s" || !digits(interval, 0, end, 12)) return undefined;
-  return { tokensPerFill: tokens, fillInterval: interval };
+  return { maxTokens: max, tokensPerFill: tokens, fillInterval: interval };
 }
 
 /**
@@ -178,17 +185,11 @@ export function filterLimits(ef: KubeObject): FilterLimits | undefined {
   const first = refillOf(at(config, "token_bucket"));
   const descriptors = at(config, "descriptors") ?? [];
   if (!first || !Array.isArray(descriptors)) return undefined;
-  const buckets: BucketRefill[] = [
-    { bucket: "default", tokensPerFill: first.tokensPerFill, fillInterval: first.fillInterval },
-  ];
+  const buckets: BucketRefill[] = [{ bucket: "default", ...first }];
   for (let i = 0; i < descriptors.length; i++) {
     const refill = refillOf(at(descriptors[i], "token_bucket"));
     if (!refill) return undefined;
-    buckets.push({
-      bucket: String(i),
-      tokensPerFill: refill.tokensPerFill,
-      fillInterval: refill.fillInterval,
-    });
+    buckets.push({ bucket: String(i), ...refill });
   }
   return { shadow: enforced === 0, buckets };
 }
@@ -200,6 +201,7 @@ export function filterLimits(ef: KubeObject): FilterLimits | undefined {
  */
 export function limitsPatch(limits: FilterLimits): JsonObject {
   const tokenBucket = (b: BucketRefill) => ({
+    max_tokens: b.maxTokens,
     tokens_per_fill: b.tokensPerFill,
     fill_interval: b.fillInterval,
   });
@@ -292,4 +294,17 @@ export interface RateLimitInput {
   lastOutcome?: ApplyOutcome;
   /** The largest EnvoyFilter to apply, in stored bytes; default `ENVOYFILTER_MAX_BYTES`. */
   maxFilterBytes?: number;
+  /**
+   * What istiod says of the proxies of `pods`, when the operator asks it; undefined when it does
+   * not (the Accepted condition is then Unknown, IstiodNotAsked).
+   */
+  proxies?: ProxyObservation;
+}
+
+/** What istiod says of the proxies, as the reconcile reads it. */
+export interface ProxyObservation {
+  /** istiod's own answer; undefined while none came. */
+  istiod: IstiodStatusFields | undefined;
+  /** The ProxyStatus of each Pod istiod lists, by `namespace/name` (at least those of `pods`). */
+  byPod: ReadonlyMap<string, ProxyStatusFields>;
 }

@@ -41,6 +41,8 @@
  * ```
  */
 import {
+  acceptance,
+  ACCEPTED_CONDITION,
   applyFailure,
   ENFORCED_CONDITION,
   enforcement,
@@ -65,7 +67,7 @@ export type { RateLimitInput } from "./input.ts";
 /** The condition type whose row decides a RateLimit's state. */
 export const RATELIMIT_CONDITION = "Ready";
 
-export { ENFORCED_CONDITION, ENFORCED_ROWS } from "./status.ts";
+export { ACCEPTED_CONDITION, ACCEPTED_ROWS, ENFORCED_CONDITION, ENFORCED_ROWS } from "./status.ts";
 
 function rateLimitRow(
   no: number,
@@ -157,7 +159,11 @@ function problemTypes(conditions: readonly Condition[], firstLook: boolean): str
 
 /** The Plan for one RateLimit. Never throws; never writes the RateLimit's spec. */
 export function reconcileRateLimit(input: RateLimitInput): Plan {
-  const meta = readMeta(input.rateLimit, [RATELIMIT_CONDITION, ENFORCED_CONDITION]);
+  const meta = readMeta(input.rateLimit, [
+    RATELIMIT_CONDITION,
+    ENFORCED_CONDITION,
+    ACCEPTED_CONDITION,
+  ]);
   const observed = input.envoyFilter;
   const ours = observed !== undefined && isOurs(observed, meta) ? observed : undefined;
   if (meta.deleting) {
@@ -201,12 +207,14 @@ export function reconcileRateLimit(input: RateLimitInput): Plan {
   }
   const row = rowFor(RATELIMIT_STATES, verdict.reason);
   const enforced = enforcement(inForce, inForce ? selected(inForce.selector) : []);
+  const accepted = acceptance(inForce, enforced.covered, input.proxies);
   const conditions = updateConditions(
     meta.conditions,
     {
       set: [
         { type: row.type, status: row.status, reason: row.reason, message },
         enforced.condition,
+        accepted.condition,
       ],
     },
     kubeTime(input.now),
@@ -226,15 +234,21 @@ export function reconcileRateLimit(input: RateLimitInput): Plan {
         rates: bucketRates(inForce.limits, enforced.podsWithSidecar ?? 0),
       }
       : {}),
+    ...(accepted.proxies ? { proxies: accepted.proxies } : {}),
     conditions,
   };
   // NotApplied repeats what Ready's own Event says. A RateLimit applied together with its
   // workload usually sees no Pod for a moment: that first NoPodSelected is news, not a drop in
   // enforcement, so it is a Normal Event; once Pods were counted, losing them all is a Warning.
   const firstLook = !meta.conditions.some((c) => c.type === ENFORCED_CONDITION);
+  // What the proxies accepted makes an Event when it is known (True or False): not while it is
+  // Unknown, which every update passes through and an operator that does not ask istiod stays in.
+  const unknownAccepted = accepted.condition.status === "Unknown"
+    ? accepted.condition.reason
+    : undefined;
   plan.events = conditionEvents(meta.conditions, conditions, {
     now: problemTypes(conditions, firstLook),
     before: problemTypes(meta.conditions, firstLook),
-  }).filter((e) => e.reason !== "NotApplied");
+  }).filter((e) => e.reason !== "NotApplied" && e.reason !== unknownAccepted);
   return plan;
 }

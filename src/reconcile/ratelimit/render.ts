@@ -347,6 +347,7 @@ export function renderEnvoyFilter(
     shadow: !spec.enforce,
     buckets: [spec.local.defaultBucket, ...rules.map((r) => r.bucket)].map((b, i) => ({
       bucket: i === 0 ? "default" : String(i - 1),
+      maxTokens: b.maxTokens,
       tokensPerFill: b.tokensPerFill,
       fillInterval: protoFillInterval(b.fillInterval),
     })),

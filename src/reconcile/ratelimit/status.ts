@@ -21,7 +21,13 @@ import {
   selectorText,
   strayPods,
 } from "./scope.ts";
-import { type FilterLimits, filterLimits, filterSelector, type RateLimitInput } from "./input.ts";
+import {
+  type FilterLimits,
+  filterLimits,
+  filterSelector,
+  type ProxyObservation,
+  type RateLimitInput,
+} from "./input.ts";
 import {
   exportsLimitStats,
   parseSpec,
@@ -31,6 +37,7 @@ import {
 } from "./render.ts";
 import type { RateLimit, RateLimitSpec } from "../../api/ratelimit.ts";
 import type { KubeObject } from "../../api/object.ts";
+import type { HeldLimits } from "../../api/istiod.ts";
 
 // Whether the limit in place bites (docs/design.md: `Ready` says the filter is stored; this says beside
 // it whether any proxy applies it). An EnvoyFilter reaches only Pods with a mesh proxy, so the
@@ -93,6 +100,8 @@ export interface Enforcement {
   /** Absent when no limit is in place. */
   podsSelected?: number;
   podsWithSidecar?: number;
+  /** The selected Pods whose proxy takes the filter (`podsWithSidecar` of them). */
+  covered: readonly unknown[];
 }
 
 /**
@@ -110,6 +119,7 @@ export function enforcement(
   if (!inForce) {
     return {
       condition: condition("NotApplied", "No limit is in place, so no Pod is protected"),
+      covered: [],
     };
   }
   const selected: unknown[] = [];
@@ -133,6 +143,10 @@ export function enforcement(
   const figures = {
     podsSelected: selected.length,
     podsWithSidecar: selected.length - without.length - mismatched.length,
+    covered: selected.filter((p) => {
+      const proxy = meshProxyOf(p);
+      return proxy !== undefined && inForce.contexts.includes(contextOf(proxy));
+    }),
   };
   const sel = selectorText(inForce.selector);
   const gateway = inForce.contexts.length === 1 && inForce.contexts[0] === "GATEWAY";
@@ -173,6 +187,220 @@ export function enforcement(
       : `Enforced on all ${selected.length} ${noun}s with ${sel}: each ${has}`) +
     statsHint(hidden.length, selected.length, namedList(hidden));
   return { condition: condition("Enforced", message), ...figures };
+}
+
+// Whether the proxies took the limit in place (`Accepted`): what istiod says of each selected
+// Pod's proxy (src/api/istiod.ts), never assumed. True only when every proxy that takes the filter
+// acknowledged the push it holds and istiod's dump of that push shows the limit in force, confirmed
+// by a later answer; False when one rejected what istiod sent it (Envoy keeps its previous config,
+// which may not hold this limit); Unknown, with the reason, in every other case.
+
+/** The condition type that reports what the proxies accepted. */
+export const ACCEPTED_CONDITION = "Accepted";
+
+/** A reason of the Accepted condition and what it means, as data (a test walks it). */
+export interface AcceptedRow {
+  status: "True" | "False" | "Unknown";
+  reason: string;
+  meaning: string;
+}
+
+/** Every Accepted condition the operator writes. */
+export const ACCEPTED_ROWS: readonly AcceptedRow[] = [
+  {
+    status: "True",
+    reason: "Accepted",
+    meaning:
+      "Every selected proxy acknowledged the config istiod sent it, and istiod shows the limit in force in it",
+  },
+  {
+    status: "False",
+    reason: "ProxyRejected",
+    meaning:
+      "A selected proxy rejected the config istiod sent it: it keeps its previous config, which may not hold this limit",
+  },
+  {
+    status: "Unknown",
+    reason: "Pending",
+    meaning:
+      "Some selected proxies are not connected to istiod, have not acknowledged its last push, or hold an earlier limit yet",
+  },
+  {
+    status: "Unknown",
+    reason: "NotVerifiable",
+    meaning:
+      "istiod does not let the operator read what the proxies hold (a token of istiod's root namespace is needed)",
+  },
+  {
+    status: "Unknown",
+    reason: "IstiodUnavailable",
+    meaning: "istiod could not be asked: unreachable, the token refused, or no answer yet",
+  },
+  {
+    status: "Unknown",
+    reason: "IstiodNotAsked",
+    meaning:
+      "The operator does not ask istiod (--istiod-url), so what the proxies hold is not known",
+  },
+  {
+    status: "Unknown",
+    reason: "NoProxySelected",
+    meaning: "No selected Pod runs a proxy that takes the limit",
+  },
+  { status: "Unknown", reason: "NotApplied", meaning: "No limit is in place" },
+];
+
+/** The proxies of the selected Pods, by where they stand (status.proxies). */
+export interface ProxyCounts {
+  accepted: number;
+  rejected: number;
+  pending: number;
+  notConnected: number;
+}
+
+/** The Accepted condition and, when istiod answered, the counts. */
+export interface Acceptance {
+  condition: ConditionInput;
+  proxies?: ProxyCounts;
+}
+
+/** True when a proxy holds exactly `limits` of ours, as one config. */
+function holdsExactly(held: readonly HeldLimits[], limits: FilterLimits): boolean {
+  if (held.length !== 1) return false;
+  const h = held[0];
+  return h.shadow === limits.shadow && h.buckets.length === limits.buckets.length &&
+    h.buckets.every((b, i) => {
+      const l = limits.buckets[i];
+      return b.maxTokens === l.maxTokens && b.tokensPerFill === l.tokensPerFill &&
+        b.fillInterval === l.fillInterval;
+    });
+}
+
+/**
+ * What the proxies of `covered` (the selected Pods whose proxy takes the filter) say of the limit
+ * in force, from `observed` (undefined: the operator does not ask istiod).
+ */
+export function acceptance(
+  inForce: InForce | undefined,
+  covered: readonly unknown[],
+  observed: ProxyObservation | undefined,
+): Acceptance {
+  const condition = (reason: string, message: string): ConditionInput => {
+    const row = ACCEPTED_ROWS.find((r) => r.reason === reason)!;
+    return { type: ACCEPTED_CONDITION, status: row.status, reason, message };
+  };
+  if (!inForce) return { condition: condition("NotApplied", "No limit is in place") };
+  if (!observed) {
+    return {
+      condition: condition(
+        "IstiodNotAsked",
+        "The operator does not ask istiod (--istiod-url), so whether the proxies accepted the limit is not known",
+      ),
+    };
+  }
+  const istiod = observed.istiod;
+  if (!istiod || !istiod.reachable) {
+    return {
+      condition: condition(
+        "IstiodUnavailable",
+        istiod
+          ? `istiod could not be asked (${istiod.reason}): ${istiod.message}`
+          : "No answer from istiod yet",
+      ),
+    };
+  }
+  if (covered.length === 0) {
+    return {
+      condition: condition("NoProxySelected", "No selected Pod runs a proxy that takes the limit"),
+      proxies: { accepted: 0, rejected: 0, pending: 0, notConnected: 0 },
+    };
+  }
+  const nameOf = (p: unknown) => inForce.meshWide ? `${podNamespace(p)}/${podName(p)}` : podName(p);
+  const rejected: string[] = [];
+  const notConnected: string[] = [];
+  const pending: string[] = [];
+  const unverifiable: string[] = [];
+  const other: string[] = [];
+  let accepted = 0;
+  let firstRejection = "";
+  let firstRefusal = "";
+  for (const p of covered) {
+    const s = observed.byPod.get(`${podNamespace(p)}/${podName(p)}`);
+    if (!s) {
+      notConnected.push(nameOf(p));
+      continue;
+    }
+    const v = s.verdict;
+    if (v.state === "Rejected") {
+      rejected.push(nameOf(p));
+      firstRejection ||= `${nameOf(p)} rejected the ${v.type} istiod sent it: ${v.error}`;
+    } else if (v.state === "Pending" || !s.held) pending.push(nameOf(p));
+    else if ("error" in s.held) {
+      unverifiable.push(nameOf(p));
+      firstRefusal ||= `${s.held.error}: ${s.held.message}`;
+    } else if (!holdsExactly(s.held.limits, inForce.limits ?? { shadow: false, buckets: [] })) {
+      other.push(nameOf(p));
+    } else if (!s.held.confirmed) pending.push(nameOf(p));
+    else accepted++;
+  }
+  const proxies: ProxyCounts = {
+    accepted,
+    rejected: rejected.length,
+    pending: pending.length + unverifiable.length + other.length,
+    notConnected: notConnected.length,
+  };
+  const total = covered.length;
+  const of = (n: number) => `${n} of ${plural(total, "proxy", "proxies")}`;
+  if (rejected.length > 0) {
+    const more = rejected.length > 1
+      ? ` (and ${rejected.length - 1} more: ${namedList(rejected.slice(1))})`
+      : "";
+    return {
+      condition: condition(
+        "ProxyRejected",
+        `${
+          of(rejected.length)
+        } rejected the config istiod sent: ${firstRejection}${more}; such a proxy keeps its previous config, which may not hold this limit (another EnvoyFilter on the same workload can make the listener invalid)`,
+      ),
+      proxies,
+    };
+  }
+  if (unverifiable.length > 0) {
+    return {
+      condition: condition(
+        "NotVerifiable",
+        `istiod does not show the operator what ${
+          of(unverifiable.length)
+        } hold (${firstRefusal}): give the operator a token of istiod's root namespace`,
+      ),
+      proxies,
+    };
+  }
+  if (notConnected.length + pending.length + other.length > 0) {
+    const parts = [
+      notConnected.length > 0 ? `not connected to istiod: ${namedList(notConnected)}` : "",
+      pending.length > 0 ? `not yet acknowledged: ${namedList(pending)}` : "",
+      other.length > 0 ? `holding another limit than the one in force: ${namedList(other)}` : "",
+    ].filter((x) => x);
+    return {
+      condition: condition(
+        "Pending",
+        `${of(notConnected.length + pending.length + other.length)} have not taken the limit yet; ${
+          parts.join("; ")
+        }`,
+      ),
+      proxies,
+    };
+  }
+  return {
+    condition: condition(
+      "Accepted",
+      total === 1
+        ? "The one proxy acknowledged the config holding the limit in force"
+        : `All ${total} proxies acknowledged the config holding the limit in force`,
+    ),
+    proxies,
+  };
 }
 
 // The words of a RateLimit's Ready condition: what is wrong with the current generation (the field
