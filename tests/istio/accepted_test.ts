@@ -23,6 +23,7 @@ import {
   startProxyStandin,
 } from "../../tools/istio-check/proxy-standin/mod.ts";
 import { OperatorProcess } from "../../tools/operator/process.ts";
+import { otherFilter } from "./mesh_fixtures.ts";
 
 interface Condition {
   type: string;
@@ -37,22 +38,7 @@ interface RateLimitStatus {
 }
 
 /** Someone else's EnvoyFilter merging `rate_limits: [{actions: []}]` into the demo's routes. */
-const BROKEN = JSON.stringify({
-  apiVersion: "networking.istio.io/v1alpha3",
-  kind: "EnvoyFilter",
-  metadata: { name: "team-b-broken", namespace: "demo" },
-  spec: {
-    workloadSelector: { labels: { app: "httpbin" } },
-    configPatches: [{
-      applyTo: "HTTP_ROUTE",
-      match: {
-        context: "SIDECAR_INBOUND",
-        routeConfiguration: { vhost: { route: { action: "ROUTE" } } },
-      },
-      patch: { operation: "MERGE", value: { route: { rate_limits: [{ actions: [] }] } } },
-    }],
-  },
-});
+const BROKEN = otherFilter("team-b-broken", { route: { rate_limits: [{ actions: [] }] } });
 
 Deno.test({
   name:

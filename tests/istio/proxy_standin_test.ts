@@ -29,6 +29,7 @@ import {
   startProxyStandin,
 } from "../../tools/istio-check/proxy-standin/mod.ts";
 import { parseSyncz, type ProxySync, verdictOf } from "../../src/api/istiod.ts";
+import { otherFilter } from "./mesh_fixtures.ts";
 
 const LRL = "envoy.filters.http.local_ratelimit";
 const ROUTER = "envoy.filters.http.router";
@@ -111,26 +112,6 @@ function patchedPerRoute(ef: JsonObject): JsonObject {
   const route = patches.find((p) => p.applyTo === "HTTP_ROUTE");
   assert.ok(route, "the sample's filter patches routes");
   return (route.patch.value.typed_per_filter_config as Record<string, JsonObject>)[LRL];
-}
-
-/** A second EnvoyFilter on the demo workload's inbound routes, merging `value` into each route. */
-function otherFilter(name: string, value: JsonObject): string {
-  return JSON.stringify({
-    apiVersion: "networking.istio.io/v1alpha3",
-    kind: "EnvoyFilter",
-    metadata: { name, namespace: "demo" },
-    spec: {
-      workloadSelector: { labels: { app: "httpbin" } },
-      configPatches: [{
-        applyTo: "HTTP_ROUTE",
-        match: {
-          context: "SIDECAR_INBOUND",
-          routeConfiguration: { vhost: { route: { action: "ROUTE" } } },
-        },
-        patch: { operation: "MERGE", value },
-      }],
-    },
-  });
 }
 
 const obj = (v: unknown): JsonObject =>
