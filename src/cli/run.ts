@@ -219,6 +219,8 @@ export async function runOperator(opts: RunOptions, deps: RunDeps): Promise<numb
       clock,
       log: log.child({ component: "istiod" }),
       statPrefix: STAT_PREFIX,
+      // The operator's filters as cached: a list shared until it changes, so looking is free.
+      changed: () => (manager ?? m).cache.list(RESOURCES.EnvoyFilter),
       // Only the proxies of Pods a RateLimit selects are read in depth.
       wants: ({ namespace, name }) => {
         const cache = manager?.cache ?? m.cache;

@@ -65,7 +65,17 @@ export interface IstiodPollOptions {
   followUpMs?: number;
   /** Most dumps asked in one round; default {@link MAX_DUMPS_PER_ROUND}. */
   maxDumpsPerRound?: number;
+  /**
+   * A cheap token of what may change what the proxies hold (the operator's EnvoyFilters as the
+   * cache has them), looked at every `followUpMs` between rounds: when it changes, a round comes
+   * at once and {@link SETTLE_ROUNDS} more follow a `followUpMs` apart, so a new limit is seen as
+   * soon as istiod has pushed it, not a period later. No request is made to look at it.
+   */
+  changed?: () => unknown;
 }
+
+/** Rounds a `followUpMs` apart after `changed` moved: istiod debounces a push by 0.1 s or more. */
+export const SETTLE_ROUNDS = 5;
 
 /** What one round found: whether every istiod answered, and whether to follow up soon. */
 export interface RoundResult {
@@ -190,20 +200,45 @@ export class IstiodPoller {
     return { ok: true, followUp: unconfirmed || toRead.length > reading.length };
   }
 
-  /** Rounds until `signal` aborts: a period apart, sooner to confirm, backing off on failure. */
+  /**
+   * Rounds until `signal` aborts: a period apart, sooner to confirm or after `changed` moved,
+   * backing off on failure (when a change does not hurry it).
+   */
   async run(signal: AbortSignal): Promise<void> {
-    const period = this.#o.periodMs ?? DEFAULT_PERIOD_MS;
-    const followUp = this.#o.followUpMs ?? DEFAULT_FOLLOW_UP_MS;
+    const o = this.#o;
+    const period = o.periodMs ?? DEFAULT_PERIOD_MS;
+    const followUp = o.followUpMs ?? DEFAULT_FOLLOW_UP_MS;
+    const token = () => {
+      try {
+        return o.changed?.();
+      } catch {
+        return undefined;
+      }
+    };
+    let seen = token();
+    let settle = 0;
     let wait = period;
     while (!signal.aborted) {
       const r = await this.round();
       wait = !r.ok
         ? Math.min(MAX_BACKOFF_MS, Math.max(period, wait * 2))
-        : r.followUp
+        : r.followUp || settle > 0
         ? followUp
         : period;
+      if (settle > 0) settle--;
       try {
-        await this.#o.clock.sleep(wait, signal);
+        // Slept in steps of followUp, looking at the token between them (not while backing off).
+        for (let slept = 0; slept < wait;) {
+          const step = o.changed && r.ok ? Math.min(followUp, wait - slept) : wait - slept;
+          await o.clock.sleep(step, signal);
+          slept += step;
+          const now = token();
+          if (r.ok && now !== seen) {
+            seen = now;
+            settle = SETTLE_ROUNDS;
+            break;
+          }
+        }
       } catch {
         return;
       }

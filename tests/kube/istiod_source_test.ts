@@ -289,3 +289,51 @@ Deno.test("run backs off while istiod fails, up to five minutes, and comes back 
     10_000,
   ]);
 });
+
+Deno.test("run: a change of the filters brings a round at once, and a few a second apart after", async () => {
+  const ac = new AbortController();
+  const istiod = fake(ok(entry("a.b", 1)));
+  let filters = 0;
+  let slept = 0;
+  const timeline: string[] = [];
+  const clock = {
+    now: () => slept,
+    sleep: (ms: number) => {
+      slept += ms;
+      // The operator applies a filter 3.5 s after the first round.
+      if (slept === 4_000) filters++;
+      if (slept >= 40_000) ac.abort();
+      return ac.signal.aborted ? Promise.reject(new Error("aborted")) : Promise.resolve();
+    },
+  };
+  const counting: IstiodClient = {
+    syncz: () => {
+      timeline.push(`round at ${slept / 1000}s`);
+      return istiod.syncz();
+    },
+    listenersAndRoutes: istiod.listenersAndRoutes,
+  };
+  const poller = new IstiodPoller({
+    clients: [counting],
+    source: new LocalSource(PROXY_STATUS),
+    namespace: "p",
+    clock,
+    log,
+    statPrefix: PREFIX,
+    periodMs: 15_000,
+    followUpMs: 1_000,
+    changed: () => filters,
+  });
+  await poller.run(ac.signal);
+  assert.deepEqual(timeline, [
+    "round at 0s",
+    "round at 4s", // the change, seen at the next 1 s look
+    "round at 5s",
+    "round at 6s",
+    "round at 7s",
+    "round at 8s",
+    "round at 9s", // five settling rounds, then the period again
+    "round at 24s",
+    "round at 39s",
+  ]);
+});
