@@ -38,7 +38,7 @@ import { ObjectMetrics } from "../controllers/object_metrics.ts";
 import { PROXY_STATUS } from "../api/istiod.ts";
 import { RESOURCES } from "../api/resources.ts";
 import { STAT_PREFIX } from "../reconcile/ratelimit/render.ts";
-import { selectingPod } from "../controllers/ratelimit_index.ts";
+import { rateLimitsOfPod } from "../controllers/ratelimit.ts";
 import { istiodClient } from "../kube/istiod.ts";
 import { IstiodPoller } from "../kube/istiod_source.ts";
 import { TokenFile } from "../kube/credentials.ts";
@@ -221,11 +221,13 @@ export async function runOperator(opts: RunOptions, deps: RunDeps): Promise<numb
       statPrefix: STAT_PREFIX,
       // The operator's filters as cached: a list shared until it changes, so looking is free.
       changed: () => (manager ?? m).cache.list(RESOURCES.EnvoyFilter),
-      // Only the proxies of Pods a RateLimit selects are read in depth.
+      // Only the proxies of Pods a RateLimit concerns (the same as its Pod watch's) are read in
+      // depth.
       wants: ({ namespace, name }) => {
-        const cache = manager?.cache ?? m.cache;
+        const cache = (manager ?? m).cache;
         const pod = cache.get(RESOURCES.Pod, namespace, name);
-        return pod !== undefined && selectingPod(cache, pod).length > 0;
+        return pod !== undefined &&
+          rateLimitsOfPod(cache, opts.meshRootNamespace, pod).length > 0;
       },
     });
     void poller.run(deps.shutdown);

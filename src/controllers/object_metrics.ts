@@ -112,20 +112,16 @@ export class ObjectMetrics {
       lists().flatMap(({ type, objects }) =>
         counted(objects, (o) => [type.kind, stateOf(o)], ["kind", "state"])
       );
-    this.enforced.collect = () =>
+    /** RateLimits counted by the status and reason of their condition `type`. */
+    const byCondition = (type: string) => () =>
       lists([RESOURCES.RateLimit.kind]).flatMap(({ objects }) =>
         counted(objects, (o) => {
-          const c = conditionOf(o, "Enforced");
+          const c = conditionOf(o, type);
           return [c.status, c.reason];
         }, ["status", "reason"])
       );
-    this.accepted.collect = () =>
-      lists([RESOURCES.RateLimit.kind]).flatMap(({ objects }) =>
-        counted(objects, (o) => {
-          const c = conditionOf(o, "Accepted");
-          return [c.status, c.reason];
-        }, ["status", "reason"])
-      );
+    this.enforced.collect = byCondition("Enforced");
+    this.accepted.collect = byCondition("Accepted");
     this.unmet.collect = () =>
       lists([RESOURCES.RateLimit.kind]).flatMap(({ objects }) => objects.flatMap(unmetOf));
     this.modules.collect = () =>

@@ -70,6 +70,17 @@ export interface RateLimitSettings {
   proxyStatus?: boolean;
 }
 
+/**
+ * The keys of the RateLimits a Pod concerns: those selecting it, and those of the root namespace
+ * whose selector its labels match (they reach every namespace's Pods).
+ */
+export function rateLimitsOfPod(cache: CacheReader, root: string, pod: KubeObject): string[] {
+  const keys = new Set(selectingPod(cache, pod));
+  const labels = stringMap(pod.metadata.labels);
+  if (pod.metadata.namespace !== root && labels) holdersSelecting(cache, root, labels, keys);
+  return [...keys];
+}
+
 /** What istiod says of the proxies of `pods`, from the cached ProxyStatus objects. */
 function proxiesOf(
   cache: CacheReader,
@@ -159,14 +170,7 @@ export function rateLimitControllerFor(settings: RateLimitSettings): ControllerS
       {
         type: RESOURCES.Pod,
         project: POD_PROJECTION,
-        trigger: (pod, cache) => {
-          const keys = new Set(selectingPod(cache, pod));
-          const labels = stringMap(pod.metadata.labels);
-          if (pod.metadata.namespace !== root && labels) {
-            holdersSelecting(cache, root, labels, keys);
-          }
-          return [...keys];
-        },
+        trigger: (pod, cache) => rateLimitsOfPod(cache, root, pod),
       },
       {
         type: RESOURCES.CustomResourceDefinition,
@@ -183,13 +187,7 @@ export function rateLimitControllerFor(settings: RateLimitSettings): ControllerS
               return everyPrimary(RESOURCES.RateLimit)(status, cache);
             }
             const pod = cache.get(RESOURCES.Pod, status.metadata.namespace, status.metadata.name);
-            if (!pod) return [];
-            const keys = new Set(selectingPod(cache, pod));
-            const labels = stringMap(pod.metadata.labels);
-            if (pod.metadata.namespace !== root && labels) {
-              holdersSelecting(cache, root, labels, keys);
-            }
-            return [...keys];
+            return pod ? rateLimitsOfPod(cache, root, pod) : [];
           },
         }]
         : []),

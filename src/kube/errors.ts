@@ -77,7 +77,8 @@ export async function apiErrorFromResponse(res: Response): Promise<ApiError> {
  * What went wrong, with its cause: Deno's fetch says only "fetch failed" and puts the reason (a
  * refused connection, an untrusted certificate) in `cause`.
  */
-function describe(err: unknown): string {
+/** An error's message with its causes' (`a: b: c`). */
+export function describe(err: unknown): string {
   if (!(err instanceof Error)) return String(err);
   return err.cause === undefined ? err.message : `${err.message}: ${describe(err.cause)}`;
 }

@@ -11,6 +11,7 @@
  */
 import { parseSyncz, type Syncz } from "../api/istiod.ts";
 import type { Credentials } from "./credentials.ts";
+import { describe } from "./errors.ts";
 
 /** Why istiod could not be asked. */
 export type IstiodFailure =
@@ -77,11 +78,6 @@ async function readBounded(res: Response, max: number): Promise<Uint8Array | und
     at += p.length;
   }
   return out;
-}
-
-function describe(err: unknown): string {
-  if (!(err instanceof Error)) return String(err);
-  return err.cause instanceof Error ? `${err.message}: ${describe(err.cause)}` : err.message;
 }
 
 /** A client of one istiod. */
