@@ -19,6 +19,7 @@ import { ensureIstioCheck } from "./istio-check/build.ts";
 import { buildKedaImages } from "./keda/image.ts";
 import { ensureHelm } from "./helm/build.ts";
 import { ensurePrometheus, ensurePromtool } from "./prometheus/build.ts";
+import { ensureRatelimitEngine } from "./ratelimit-engine/build.ts";
 import { formatElapsed, type Log, step } from "./progress.ts";
 
 /** One thing `build` can build. */
@@ -71,6 +72,11 @@ export const TARGETS: readonly Target[] = [
     name: "helm",
     what: "helm (helm.sh/helm/v3): lints, renders and installs the generated chart",
     build: async (log) => void await ensureHelm(log),
+  },
+  {
+    name: "ratelimit-engine",
+    what: "the global rate limit engine (envoyproxy/ratelimit, Go module) and its test harnesses",
+    build: async (log) => void await ensureRatelimitEngine(log),
   },
   {
     name: "image",
