@@ -12,8 +12,10 @@
  *   directory (symlink swap) and from an xDS management server (ratelimit-test-xds): the time
  *   from the edit to both engines answering with the new limit is measured and must be under
  *   10 s; a configuration the engine refuses leaves it with the last good one;
+ * - an engine killed: the other answers on the same counters;
  * - Redis stopped: the engines answer no call with OK (a gRPC error, then no answer within the
- *   caller's deadline), so Envoy's failure mode decides; Redis back: enforcing again.
+ *   caller's deadline), so Envoy's failure mode decides; `/healthcheck` follows Redis only with
+ *   REDIS_HEALTH_CHECK_ACTIVE_CONNECTION=true; Redis back: enforcing again.
  *
  * docs/global-engine.md records what these show. Needs Go (the engine is built once into
  * .cache/ratelimit-engine) and redis-server (.ci/packages).
@@ -244,6 +246,29 @@ Deno.test("two engines on one Redis: exactly N per window across both, windows r
   });
 });
 
+Deno.test("an engine killed: the other serves on the same counters", async () => {
+  await withFixture(async (f) => {
+    // A per-minute limit of 4, away from a minute's end so that the calls share one window.
+    const config = await FileConfig.create(f.dir, [domain(100, 4)]);
+    await startEngines(f, () => config.source());
+    const [a, b] = f.engines;
+    while (Date.now() / 1000 % 60 > 55) await sleep(200);
+    const req = request("tenant", "killed");
+    const remaining = async (e: Engine) => {
+      const answer = await f.client.ask(e.grpc, req);
+      return answer.response?.overallCode === "OK"
+        ? answer.response.statuses[0].limitRemaining
+        : code(answer);
+    };
+    const seen = [await remaining(a), await remaining(b)];
+    Deno.kill(a.pid, "SIGKILL");
+    await a.stop();
+    assert.ok(!a.running());
+    seen.push(await remaining(b), await remaining(b), await remaining(b));
+    assert.deepEqual(seen, [3, 2, 1, 0, "OVER_LIMIT"]);
+  });
+});
+
 Deno.test("a config edit reaches both running engines without a restart: watched directory", async () => {
   await withFixture(async (f) => {
     const config = await fileEngines(f, 5);
@@ -342,7 +367,16 @@ Deno.test("a config edit reaches both running engines without a restart: xDS (GR
 Deno.test("Redis stopped: no call answered OK (errors, then no answer); Redis back: enforcing again", async () => {
   await withFixture(async (f) => {
     const N = 3;
-    await fileEngines(f, N);
+    const config = await fileEngines(f, N);
+    const watching = await startEngine({
+      name: "health",
+      dir: f.dir,
+      redis: f.redis.addr,
+      config: config.source(),
+      env: { ...QUIET, REDIS_HEALTH_CHECK_ACTIVE_CONNECTION: "true" },
+      binaries: f.bins,
+    });
+    f.engines.push(watching);
     await f.redis.stop();
     const down: Answer[] = [];
     // The pool holds 10 connections per engine: each fails once (an error at once), then calls
@@ -359,8 +393,18 @@ Deno.test("Redis stopped: no call answered OK (errors, then no answer); Redis ba
     );
     assert.equal(down[0].error?.code, "Unknown");
     assert.ok(codes.includes("DeadlineExceeded"), "calls wait once the pool is empty");
-    // The engine's health check does not follow Redis by default.
+    // The engine's health check does not follow Redis by default; it does with
+    // REDIS_HEALTH_CHECK_ACTIVE_CONNECTION=true once the pool has no connection left.
     assert.equal(await f.engines[0].health(), 200);
+    const downSince = Date.now();
+    const deadline = downSince + 15_000;
+    while (await watching.health() === 200 && Date.now() < deadline) await sleep(100);
+    const unhealthy = await watching.health();
+    assert.notEqual(unhealthy, 200, "REDIS_HEALTH_CHECK_ACTIVE_CONNECTION=true follows Redis");
+    console.log(
+      `Redis down: /healthcheck ${unhealthy} with REDIS_HEALTH_CHECK_ACTIVE_CONNECTION, ` +
+        `${Date.now() - downSince} ms after the calls above`,
+    );
 
     await f.redis.start();
     const back = performance.now();
@@ -372,8 +416,11 @@ Deno.test("Redis stopped: no call answered OK (errors, then no answer); Redis ba
       recovered = answers.every((a) => a.response !== undefined);
       if (!recovered) await sleep(100);
     }
-    assert.ok(recovered, "both engines answer within 20 s of Redis coming back");
-    console.log(`Redis back -> both engines answer: ${(performance.now() - back).toFixed(0)} ms`);
+    assert.ok(recovered, "the engines answer within 20 s of Redis coming back");
+    assert.equal(await watching.health(), 200);
+    console.log(
+      `Redis back -> the three engines answer: ${(performance.now() - back).toFixed(0)} ms`,
+    );
     let n = 0;
     const { answers } = await burst(
       f.client,
