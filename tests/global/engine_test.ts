@@ -11,7 +11,9 @@
  * - an edit of the configuration reaches both running engines without a restart, from a watched
  *   directory (symlink swap) and from an xDS management server (ratelimit-test-xds): the time
  *   from the edit to both engines answering with the new limit is measured and must be under
- *   10 s; a configuration the engine refuses leaves it with the last good one;
+ *   10 s; a configuration the engine refuses leaves it with the last good one; with the xDS
+ *   server stopped the engines keep enforcing, and they load its snapshot when it is back (the
+ *   time to that, with the engine's default backoff and with 1 s, is measured);
  * - an engine killed: the other answers on the same counters;
  * - Redis stopped: the engines answer no call with OK (a gRPC error, then no answer within the
  *   caller's deadline), so Envoy's failure mode decides; `/healthcheck` follows Redis only with
@@ -38,6 +40,7 @@ import {
   type TestClient,
   xdsSource,
 } from "../../tools/ratelimit-engine/mod.ts";
+import { freePort } from "../../tools/processes.ts";
 
 const DOMAIN = "demo.api";
 /** A per-client limit per second (quick windows) and a per-tenant one per minute (alignment). */
@@ -360,6 +363,57 @@ Deno.test("a config edit reaches both running engines without a restart: xDS (GR
       for (const e of f.engines) assert.match(await e.rlconfig(), /requests_per_unit=15,/);
     } finally {
       await xds.stop();
+    }
+  });
+});
+
+Deno.test("the xDS server restarted: the engines keep enforcing, then reconnect and load its snapshot", async () => {
+  await withFixture(async (f) => {
+    const port = freePort();
+    const first = await startTestXds(f.bins, `127.0.0.1:${port}`);
+    await first.set("1", [domain(5)]);
+    // Engine "a" with the engine's default backoff (10 s, growing to 60 s), "b" with 1 s to 5 s.
+    await startEngines(f, (name) =>
+      xdsSource(
+        first.addr,
+        `engine-${name}`,
+        name === "b" ? { initial: "1s", max: "5s" } : undefined,
+      ));
+    await first.stop();
+    const stoppedAt = performance.now();
+    // Without its server, each engine keeps its configuration and enforces it.
+    let n = 0;
+    const { answers } = await burst(f.client, f.engines, () => request("client", `x-${n++}`), 7);
+    assert.deepEqual(answers.map(code), [...Array(5).fill("OK"), "OVER_LIMIT", "OVER_LIMIT"]);
+
+    while (performance.now() - stoppedAt < 3000) await sleep(100);
+    const second = await startTestXds(f.bins, `127.0.0.1:${port}`);
+    try {
+      await second.set("2", [domain(7)]);
+      const back = performance.now();
+      const loaded: Record<string, number> = {};
+      for (let probe = 0; performance.now() - back < 90_000 && Object.keys(loaded).length < 2;) {
+        for (const e of f.engines) {
+          if (loaded[e.name] !== undefined) continue;
+          const a = await f.client.ask(e.grpc, request("client", `after-${probe++}`));
+          if (a.response?.statuses[0].currentLimit?.requestsPerUnit === 7) {
+            loaded[e.name] = performance.now() - back;
+          }
+        }
+        await sleep(50);
+      }
+      console.log(
+        `xDS server down 3 s, then back: engine with default backoff loaded the new snapshot in ${
+          loaded.a?.toFixed(0)
+        } ms, with 1 s to 5 s in ${loaded.b?.toFixed(0)} ms`,
+      );
+      assert.ok(
+        loaded.b !== undefined && loaded.b < 10_000,
+        "the 1 s backoff reconnects within 10 s",
+      );
+      assert.ok(loaded.a !== undefined, "the default backoff reconnects within 90 s");
+    } finally {
+      await second.stop();
     }
   });
 });

@@ -123,16 +123,27 @@ export class FileConfig {
   }
 }
 
-/** The settings of an engine that takes its configuration from the xDS server at `addr`. */
-export function xdsSource(addr: string, nodeId: string): ConfigSource {
+/**
+ * The settings of an engine that takes its configuration from the xDS server at `addr`; `backoff`
+ * sets the wait before it dials again after its stream broke (the engine's defaults: 10 s, growing
+ * to 60 s).
+ */
+export function xdsSource(
+  addr: string,
+  nodeId: string,
+  backoff?: { initial: string; max: string },
+): ConfigSource {
   return {
     env: {
       CONFIG_TYPE: "GRPC_XDS_SOTW",
       CONFIG_GRPC_XDS_SERVER_URL: addr,
       CONFIG_GRPC_XDS_NODE_ID: nodeId,
-      // Reconnect quickly in tests (defaults: 10 s growing to 60 s).
-      XDS_CLIENT_BACKOFF_INITIAL_INTERVAL: "1s",
-      XDS_CLIENT_BACKOFF_MAX_INTERVAL: "5s",
+      ...backoff
+        ? {
+          XDS_CLIENT_BACKOFF_INITIAL_INTERVAL: backoff.initial,
+          XDS_CLIENT_BACKOFF_MAX_INTERVAL: backoff.max,
+        }
+        : {},
     },
   };
 }
@@ -279,8 +290,9 @@ async function eachLine(
 }
 
 /** A harness process fed lines on stdin, each stdout line handed to `onLine`. */
-function lineProcess(bin: string, onLine: (line: string) => void) {
+function lineProcess(bin: string, args: string[], onLine: (line: string) => void) {
   const child = new Deno.Command(bin, {
+    args,
     stdin: "piped",
     stdout: "piped",
     stderr: "inherit",
@@ -299,7 +311,11 @@ function lineProcess(bin: string, onLine: (line: string) => void) {
 /** Starts `ratelimit-test-client` in its stream mode (one JSON call a line). */
 export function startTestClient(bins: RatelimitEngineBinaries): TestClient {
   const waiting: ((a: Answer) => void)[] = [];
-  const p = lineProcess(bins.testClient, (line) => waiting.shift()?.(JSON.parse(line) as Answer));
+  const p = lineProcess(
+    bins.testClient,
+    [],
+    (line) => waiting.shift()?.(JSON.parse(line) as Answer),
+  );
   return {
     ask: (addr, request, timeoutMs) =>
       new Promise<Answer>((resolve, reject) => {
@@ -339,11 +355,14 @@ export interface TestXds {
   stop(): Promise<void>;
 }
 
-/** Starts `ratelimit-test-xds` on a loopback port; resolves once it listens. */
-export async function startTestXds(bins: RatelimitEngineBinaries): Promise<TestXds> {
+/** Starts `ratelimit-test-xds` on `listen` (default: a free loopback port); resolves once it listens. */
+export async function startTestXds(
+  bins: RatelimitEngineBinaries,
+  listen = "127.0.0.1:0",
+): Promise<TestXds> {
   const events: XdsEvent[] = [];
   const watchers: { match: (e: XdsEvent) => boolean; resolve: (e: XdsEvent) => void }[] = [];
-  const p = lineProcess(bins.testXds, (line) => {
+  const p = lineProcess(bins.testXds, ["-listen", listen], (line) => {
     const e = JSON.parse(line) as XdsEvent;
     events.push(e);
     for (const w of [...watchers]) {
@@ -370,9 +389,9 @@ export async function startTestXds(bins: RatelimitEngineBinaries): Promise<TestX
       watchers.push({ match, resolve: ok });
     });
   };
-  const listen = await waitFor((e) => e.event === "listen");
+  const listening = await waitFor((e) => e.event === "listen");
   return {
-    addr: listen.addr ?? "",
+    addr: listening.addr ?? "",
     events,
     set: async (version, domains) => {
       const configs = domains.map((d) => ({ ...d, name: d.name ?? d.domain }));
