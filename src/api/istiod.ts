@@ -15,6 +15,7 @@
  */
 import { isObject, type JsonObject as Json } from "./json.ts";
 import type { KubeObject, ResourceType } from "./object.ts";
+import { envoyOfIstio, type ProxyEnvoy } from "./envoy.ts";
 
 /** The xDS type URLs of listeners and routes. */
 export const LISTENER_TYPE = "type.googleapis.com/envoy.config.listener.v3.Listener";
@@ -40,7 +41,11 @@ export interface ProxySync {
   id: string;
   /** `sidecar` or `router` (istiod's node type), empty when not said. */
   type: string;
-  /** The Istio version the proxy's agent reports (its Envoy's version follows from it). */
+  /**
+   * The Istio version the proxy's agent reports (node metadata ISTIO_VERSION); its Envoy's version
+   * follows from it (envoy.ts `envoyOfIstio`): syncz carries no Envoy version (its
+   * `proxy_version` is never set) and istiod keeps none.
+   */
   istioVersion: string;
   listeners: TypeSync;
   routes: TypeSync;
@@ -174,6 +179,11 @@ export interface ProxyStatusFields {
   /** `sidecar` or `router`. */
   proxyType: string;
   istioVersion: string;
+  /**
+   * The Envoy `istioVersion` says the proxy runs; absent when it says nothing. Derived on reading
+   * (`proxyStatusOf`), never stored: the Istio version is the one record.
+   */
+  envoy?: ProxyEnvoy;
   verdict: ProxyVerdict;
   /**
    * What it holds at the push it acknowledged last, when the operator has read it (only for
@@ -236,9 +246,12 @@ export function proxyStatusOf(obj: KubeObject | undefined): ProxyStatusFields | 
     : undefined;
   if (!verdict) return undefined;
   const held = heldRecordOf(s.held);
+  const istioVersion = text(s.istioVersion);
+  const envoy = envoyOfIstio(istioVersion);
   return {
     proxyType: text(s.proxyType),
-    istioVersion: text(s.istioVersion),
+    istioVersion,
+    ...(envoy ? { envoy } : {}),
     verdict,
     ...(held ? { held } : {}),
   };

@@ -21,6 +21,12 @@
  * - v1.38.0: per-descriptor `x_ratelimit_option` (PR #43131); unset, the filter's setting holds.
  */
 
+import { DYNAMIC_DESCRIPTORS_MINOR, ISTIO_ENVOY, NEWEST_ISTIO } from "../api/envoy.ts";
+
+// The Istio-to-Envoy table and the first Envoy with dynamic descriptors are the reducer's too:
+// they live in src/api/envoy.ts.
+export { DYNAMIC_DESCRIPTORS_MINOR, ISTIO_ENVOY, NEWEST_ISTIO };
+
 /** How buckets regain tokens: `interval` (Envoy ≤ 1.30's timer) or `continuous` (≥ 1.31). */
 export type Refill = "interval" | "continuous";
 
@@ -45,29 +51,11 @@ export interface EnvoyBehaviour {
   readonly dynamicDescriptors: boolean;
 }
 
-/** The first Envoy minor version with dynamic descriptors. */
-export const DYNAMIC_DESCRIPTORS_MINOR = 34;
-
 /** The oldest and newest Envoy minor versions whose local rate limit source the model follows. */
 export const OLDEST_ENVOY_MINOR = 30;
 /** See {@link OLDEST_ENVOY_MINOR}. */
 export const NEWEST_ENVOY_MINOR = 38;
 
-/**
- * The Envoy each Istio release ships (istio/proxy: `ENVOY_VERSION.txt` on release-1.28 to 1.30,
- * "Update envoy to v1.33.8" on release-1.25, "v1.34.6" on 1.26, "the latest 1.35-dev" on 1.27).
- */
-export const ISTIO_ENVOY: Readonly<Record<string, string>> = {
-  "1.25": "1.33",
-  "1.26": "1.34",
-  "1.27": "1.35",
-  "1.28": "1.36",
-  "1.29": "1.37",
-  "1.30": "1.38",
-};
-
-/** The newest Istio release the project supports (1.31 is not released yet). */
-export const NEWEST_ISTIO = "1.30";
 /** The default Envoy of previews and simulations: the one the newest supported Istio ships. */
 export const DEFAULT_ENVOY = ISTIO_ENVOY[NEWEST_ISTIO];
 

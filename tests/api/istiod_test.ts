@@ -7,6 +7,8 @@ import {
   MAX_FIELD,
   parseSyncz,
   proxyId,
+  proxyStatusObject,
+  proxyStatusOf,
   type ProxySync,
   pushNumber,
   ROUTE_TYPE,
@@ -139,6 +141,31 @@ Deno.test("a real syncz: both proxies acknowledged, read by their Pod", () => {
   ]);
   for (const p of proxies) {
     assert.ok(pushNumber(p.listeners.acked) !== undefined, p.listeners.acked);
+  }
+});
+
+Deno.test("a real syncz: each proxy's Istio version, and from it its Envoy on reading", () => {
+  const { proxies } = parseSyncz(fixture("istiod_syncz.json"));
+  // The stand-in reports ISTIO_VERSION 1.31.0 (the pinned module is 1.31-dev), newer than the
+  // table: Envoy 1.38 or later. syncz has no Envoy version of its own.
+  for (const p of proxies) {
+    assert.equal(p.istioVersion, "1.31.0");
+    const status = proxyStatusOf(proxyStatusObject(p));
+    assert.deepEqual(status?.envoy, { istio: "1.31.0", minor: 38, bound: "atLeast" });
+  }
+});
+
+Deno.test("a ProxyStatus keeps the Istio version only; its Envoy is read from it, or absent", () => {
+  const p = only([entry({ istio_version: "1.25.2" })]);
+  const obj = proxyStatusObject(p)!;
+  assert.equal((obj.status as Record<string, unknown>).envoy, undefined, "not stored");
+  assert.deepEqual(proxyStatusOf(obj)?.envoy, { istio: "1.25.2", minor: 33, bound: "exact" });
+  for (const v of [undefined, "", "unknown", 7]) {
+    const q = only([entry({ istio_version: v })]);
+    assert.equal(q.istioVersion, typeof v === "string" ? v : "");
+    const read = proxyStatusOf(proxyStatusObject(q));
+    assert.ok(read, String(v));
+    assert.equal("envoy" in read, false, String(v));
   }
 });
 

@@ -2,7 +2,9 @@
  * The RateLimit controller asking istiod (settings.proxyStatus): it watches ProxyStatus, a type
  * served inside the operator; a proxy's change wakes the RateLimits selecting its Pod, istiod's own
  * wakes them all, and the reconcile reads them into the Accepted condition. Without the setting
- * nothing of it is watched and Accepted is Unknown (IstiodNotAsked).
+ * nothing of it is watched and Accepted is Unknown (IstiodNotAsked). The Istio version a cached
+ * ProxyStatus carries decides whether per-client buckets are sent (Envoy 1.34, Istio 1.26, and
+ * later), and the filter the cache keeps still says that the limit in force is per-client.
  */
 import assert from "node:assert/strict";
 import {
@@ -21,7 +23,9 @@ import type { KubeObject } from "../../src/api/object.ts";
 import type { Condition } from "../../src/api/common.ts";
 import { triggersOf } from "../../src/runtime/controller_spec.ts";
 import { IMAGES, NOW } from "../reconcile/serverless_fixtures.ts";
-import { pod, rateLimit, withProxy } from "../reconcile/ratelimit_fixtures.ts";
+import { bucket, pod, rateLimit, withProxy } from "../reconcile/ratelimit_fixtures.ts";
+import { RESOURCES } from "../../src/api/resources.ts";
+import { filterLimits } from "../../src/reconcile/ratelimit/input.ts";
 import { cacheOf } from "./ratelimit_cache_fixtures.ts";
 
 const ctx = { now: NOW, images: IMAGES, namespace: "platform-system" };
@@ -38,17 +42,28 @@ const HELD: HeldLimits = {
   buckets: [{ maxTokens: 10, tokensPerFill: 10, fillInterval: "30s" }],
 };
 
-function proxyOf(podName: string): KubeObject {
+/**
+ * The ProxyStatus the poller publishes for a Pod's proxy that reports Istio `istioVersion` and
+ * acknowledged a push holding `held` (none: not read yet).
+ */
+function proxyOf(
+  podName: string,
+  istioVersion = "1.31.0",
+  held: HeldLimits | undefined = HELD,
+): KubeObject {
   const [p] = parseSyncz([{
     proxy: `${podName}.demo`,
     proxy_type: "sidecar",
-    istio_version: "1.31.0",
+    istio_version: istioVersion,
     listener_sent: nonce,
     listener_acked: nonce,
     route_sent: nonce,
     route_acked: nonce,
   }]).proxies;
-  return proxyStatusObject(p, { limits: [HELD], unreadable: 0, confirmed: true })!;
+  return proxyStatusObject(
+    p,
+    held ? { limits: [held], unreadable: 0, confirmed: true } : undefined,
+  )!;
 }
 
 const accepted = (plan: { status?: unknown }) =>
@@ -92,4 +107,49 @@ Deno.test("asking istiod: a proxy's change wakes the RateLimits of its Pod; isti
   assert.deepEqual(wake(PROXY_STATUS, proxyOf("gone"), cache), []);
   const istiod = istiodStatusObject("platform-system", { reachable: true, proxies: 1 });
   assert.deepEqual(wake(PROXY_STATUS, istiod, cache).sort(), ["demo/httpbin", "demo/other"]);
+});
+
+const answered = istiodStatusObject("platform-system", { reachable: true, proxies: 2 });
+const perClient = rateLimit({
+  buckets: [{ perClient: { header: "X-Api-Key" }, bucket: bucket(2, 1, "1m") }],
+});
+const twoPods = ["a", "b"].map((n) => withProxy(pod(n, { app: "httpbin" }), "sidecar"));
+const conditionOf = (plan: { status?: unknown }, type: string) =>
+  (plan.status as { conditions: Condition[] }).conditions.find((c) => c.type === type)!;
+
+/** A cache with the per-client RateLimit, `objects`, and the proxies of Pods a, b by version. */
+function perClientCache(versions: Record<string, string>, objects: KubeObject[] = []) {
+  const proxies = Object.entries(versions).map(([n, v]) => proxyOf(n, v, undefined));
+  return cacheOf([crd, perClient, ...objects, ...twoPods, answered, ...proxies]);
+}
+
+Deno.test("asking istiod: per-client buckets are not sent while a cached proxy reports Istio 1.25", () => {
+  const plan = asking.reconcile("demo/httpbin", perClientCache({ a: "1.26.1", b: "1.25.2" }), ctx)!;
+  assert.deepEqual(plan.apply, []);
+  const ready = conditionOf(plan, "Ready");
+  assert.deepEqual([ready.status, ready.reason], ["False", "ProxyTooOld"]);
+  assert.match(ready.message, /b \(Istio 1\.25\.2, Envoy 1\.33\)/);
+  // Upgraded: the same RateLimit is applied.
+  const upgraded = perClientCache({ a: "1.26.1", b: "1.26.1" });
+  const applied = asking.reconcile("demo/httpbin", upgraded, ctx)!;
+  assert.equal(conditionOf(applied, "Ready").reason, "Applied");
+  assert.equal(applied.apply.length, 1);
+});
+
+Deno.test("asking istiod: the cached filter in force stays per-client; Accepted names the old proxy", () => {
+  const ef = asking.reconcile("demo/httpbin", perClientCache({ a: "1.26.1" }), ctx)!.apply[0];
+  assert.equal(ef.kind, RESOURCES.EnvoyFilter.kind);
+  // The cache keeps a projection of the filter; it still reads as per-client.
+  const cache = perClientCache({ a: "1.26.1", b: "1.25.2" }, [ef]);
+  const kept = cache.get(RESOURCES.EnvoyFilter, "demo", "httpbin")!;
+  assert.notDeepEqual(kept, ef, "projected");
+  assert.equal(filterLimits(kept)?.perClient, true);
+  const plan = asking.reconcile("demo/httpbin", cache, ctx)!;
+  assert.equal(conditionOf(plan, "Ready").reason, "Applied");
+  const accepted = conditionOf(plan, "Accepted");
+  assert.deepEqual([accepted.status, accepted.reason], ["False", "ProxyTooOld"]);
+  assert.match(
+    accepted.message,
+    /1 of 2 proxies runs an Envoy that refuses.*b \(Istio 1\.25\.2, Envoy 1\.33\)/,
+  );
 });

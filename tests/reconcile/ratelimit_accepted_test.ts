@@ -137,6 +137,24 @@ Deno.test("Accepted: every row is reached, with its status", () => {
   })));
   assert.match(other.message, /holding another limit than the one in force: a/);
   note(reconcile(observed({ a: ACKED, b: ACKED })));
+  // Per-client buckets in force (generation 1, applied while no proxy was known) and a proxy of
+  // Istio 1.25 (Envoy 1.33): too old for them.
+  const perClient = rateLimit({
+    buckets: [{
+      perClient: { clientIP: true },
+      bucket: { maxTokens: 2, tokensPerFill: 1, fillInterval: "1m" },
+    }],
+  });
+  const inForce = reconcileRateLimit(input(perClient, { pods })).apply[0];
+  const tooOld = note(reconcileRateLimit(input(perClient, {
+    pods,
+    envoyFilter: inForce,
+    proxies: observed({
+      a: { ...ACKED, envoy: { istio: "1.25.2", minor: 33, bound: "exact" } },
+      b: ACKED,
+    }),
+  })));
+  assert.match(tooOld.message, /a \(Istio 1\.25\.2, Envoy 1\.33\)/);
   assert.deepEqual(
     [...reached].sort(),
     ACCEPTED_ROWS.map((r) => [r.reason, r.status]).sort(),

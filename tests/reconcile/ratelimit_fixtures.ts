@@ -2,6 +2,7 @@
 import type { KubeObject } from "../../src/api/object.ts";
 import type { Plan } from "../../src/reconcile/plan.ts";
 import { type RateLimitInput, reconcileRateLimit } from "../../src/reconcile/ratelimit/mod.ts";
+import { type HeldRecord, proxyStatusObject } from "../../src/api/istiod.ts";
 
 /** A bucket as users write it. */
 export interface RawBucket {
@@ -78,6 +79,24 @@ export function pod(name: string, labels: Record<string, string>, namespace = "d
 export function withProxy(p: KubeObject, kind: "sidecar" | "router"): KubeObject {
   const proxy = { name: "istio-proxy", image: "istio/proxyv2", args: ["proxy", kind] };
   return { ...p, spec: { containers: [{ name: "app", image: "app" }, proxy] } };
+}
+
+/**
+ * The ProxyStatus object the istiod poller publishes for Pod `name` of `demo` whose proxy reports
+ * Istio `istioVersion` and acknowledged its last push (holding `held`, when given), built with
+ * src/api/istiod.ts as the poller builds it: read it with `proxyStatusOf`.
+ */
+export function proxyStatus(
+  name: string,
+  istioVersion: string,
+  held?: HeldRecord,
+  namespace = "demo",
+): KubeObject {
+  const acked = { sent: "n1", acked: "n1", sentTime: "", lastError: "" };
+  return proxyStatusObject(
+    { id: `${name}.${namespace}`, type: "sidecar", istioVersion, listeners: acked, routes: acked },
+    held,
+  )!;
 }
 
 /** An input with the usual defaults: mesh installed, no peers, no pods, no filter, time 0. */

@@ -11,7 +11,8 @@ import { renderEnvoyFilter } from "../../src/reconcile/ratelimit/render.ts";
 import { parseRateLimit } from "../../src/api/ratelimit.ts";
 import type { Condition } from "../../src/api/common.ts";
 import type { KubeObject } from "../../src/api/object.ts";
-import { bucket, input, pod, rateLimit, withProxy } from "./ratelimit_fixtures.ts";
+import { bucket, input, pod, proxyStatus, rateLimit, withProxy } from "./ratelimit_fixtures.ts";
+import { proxyStatusOf } from "../../src/api/istiod.ts";
 
 function ourFilter(rl: KubeObject): KubeObject {
   const parsed = parseRateLimit(rl);
@@ -54,6 +55,24 @@ const CASES: Record<string, { input: RateLimitInput; says: RegExp[] }> = {
     says: [
       /selects Pods that are not ingress gateways \(demo\/app-0\)/,
       /in istio-system, the mesh's root namespace, an EnvoyFilter applies to every namespace/,
+      /this one is not applied/,
+    ],
+  },
+  ProxyTooOld: {
+    // Per-client buckets, and istiod says the selected Pod's proxy is Istio 1.25 (Envoy 1.33).
+    input: input(
+      rateLimit({ buckets: [{ perClient: { header: "X-Api-Key" }, bucket: bucket(2, 1, "1m") }] }),
+      {
+        pods: [withProxy(pod("app-0", { app: "httpbin" }), "sidecar")],
+        proxies: {
+          istiod: { reachable: true, proxies: 1 },
+          byPod: new Map([["demo/app-0", proxyStatusOf(proxyStatus("app-0", "1.25.2"))!]]),
+        },
+      },
+    ),
+    says: [
+      /spec\.local\.buckets\[0\]\.perClient: per-client buckets need Envoy 1\.34 \(Istio 1\.26\) or later/,
+      /1 selected proxy reports an older one, which refuses the filter: app-0 \(Istio 1\.25\.2, Envoy 1\.33\)/,
       /this one is not applied/,
     ],
   },

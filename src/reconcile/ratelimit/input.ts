@@ -117,6 +117,11 @@ export interface FilterLimits {
   /** True when it counts but does not reject (filter_enforced 0%). */
   shadow: boolean;
   buckets: BucketRefill[];
+  /**
+   * True when some rule's bucket is per client (dynamic descriptors, which Envoy before 1.34
+   * refuses): render.ts sets `max_dynamic_descriptors` exactly then. Absent otherwise.
+   */
+  perClient?: true;
 }
 
 /** One entry of `status.rates`. */
@@ -191,7 +196,8 @@ export function filterLimits(ef: KubeObject): FilterLimits | undefined {
     if (!refill) return undefined;
     buckets.push({ bucket: String(i), ...refill });
   }
-  return { shadow: enforced === 0, buckets };
+  const perClient = at(config, "max_dynamic_descriptors") !== undefined;
+  return { shadow: enforced === 0, buckets, ...(perClient ? { perClient: true as const } : {}) };
 }
 
 /**
@@ -212,6 +218,8 @@ export function limitsPatch(limits: FilterLimits): JsonObject {
     ...(rules.length > 0
       ? { descriptors: rules.map((b) => ({ token_bucket: tokenBucket(b) })) }
       : {}),
+    // Its presence is what `filterLimits` reads; the bound itself is not kept.
+    ...(limits.perClient ? { max_dynamic_descriptors: 1 } : {}),
   };
   return { patch: { value: { typed_per_filter_config: { [LOCAL_RATELIMIT_FILTER]: config } } } };
 }

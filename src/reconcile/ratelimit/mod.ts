@@ -18,7 +18,8 @@
  *              second renderer goes beside renderEnvoyFilter), the stats hint
  * scope.ts     where it reaches and whom it meets: reachOf, podSelection, patchContexts,
  *              olderConflicts
- * status.ts    judge (the verdict), keep (the filter that stays), enforcement, the messages
+ * status.ts    judge (the verdict; per-client buckets refused while a selected proxy's Envoy
+ *              refuses them), keep (the filter that stays), enforcement, acceptance, the messages
  * mod.ts       reconcileRateLimit: the states table, the conditions, the Plan
  * ```
  *
@@ -33,9 +34,10 @@
  *      ├─ status  judge ─┬─ render  parseSpec ── validate (an object not judged before)
  *      │                 ├─ scope   patchContexts (from the Pods the parsed spec selects)
  *      │                 ├─ render  renderSpec (with those contexts)
- *      │                 └─ scope   strayPods, olderOf
+ *      │                 └─ scope   strayPods, olderOf, proxyEnvoys (per-client: which Envoy)
  *      ├─ status  inForceOf or keep ── scope, input filterLimits
  *      ├─ status  enforcement ── scope, render statsHint
+ *      ├─ status  acceptance ── scope proxyEnvoys (the limit in force is per-client)
  *      ├─ input   bucketRates
  *      └─ ../conditions.ts  updateConditions, conditionEvents (which are problems: data)
  * ```
@@ -121,6 +123,12 @@ export const RATELIMIT_STATES: readonly StateRow[] = [
     "False",
     "MeshWide",
     "In the mesh's root namespace it selects Pods other than the ingress gateway, in any namespace; not applied",
+  ),
+  rateLimitRow(
+    7,
+    "False",
+    "ProxyTooOld",
+    "It has per-client buckets and a selected proxy runs an Envoy before 1.34, which refuses them; not applied (the last good generation stays enforced)",
   ),
 ];
 

@@ -14,7 +14,14 @@ import {
 import { joinWithin } from "../../api/message.ts";
 import { selects } from "../../api/selector.ts";
 import { isActivePod, meshProxyOf, podName, podNamespace } from "../../api/pod.ts";
-import { filterSelector, isOurs, type Meta, type RateLimitInput } from "./input.ts";
+import {
+  filterSelector,
+  isOurs,
+  type Meta,
+  type ProxyObservation,
+  type RateLimitInput,
+} from "./input.ts";
+import { proxyEnvoyText, refusesPerClient } from "../../api/envoy.ts";
 import { at, isEmptyContainer, isObject, stringMap } from "../../api/json.ts";
 import type { KubeObject } from "../../api/object.ts";
 
@@ -453,4 +460,37 @@ export function olderOf(
     enforcedOf(input),
     reach.rootNamespace,
   );
+}
+
+// Which Envoy the proxies of the selected Pods run, as istiod says (src/api/envoy.ts reads it from
+// the Istio version each proxy reports): per-client buckets need dynamic descriptors, which Envoy
+// before 1.34 refuses, and a proxy that refuses the filter keeps none of it.
+
+/** What the proxies of `pods` say of per-client buckets: who refuses them, whose Envoy is unknown. */
+export interface ProxyEnvoys {
+  /** `web-1 (Istio 1.25.2, Envoy 1.33)`: the proxies whose Envoy refuses per-client buckets. */
+  tooOld: string[];
+  /** Pods whose proxy's Envoy istiod does not say (not listed, or no readable version). */
+  unknown: string[];
+}
+
+/**
+ * What istiod says of the Envoy of the proxies of `pods` (Pods whose proxy takes the filter), named
+ * `ns/name` when `meshWide`. Nothing is known when the operator does not ask (`observed` undefined).
+ */
+export function proxyEnvoys(
+  pods: readonly unknown[],
+  observed: ProxyObservation | undefined,
+  meshWide: boolean,
+): ProxyEnvoys {
+  const out: ProxyEnvoys = { tooOld: [], unknown: [] };
+  for (const p of pods) {
+    const name = meshWide ? `${podNamespace(p)}/${podName(p)}` : podName(p);
+    const envoy = observed?.byPod.get(`${podNamespace(p)}/${podName(p)}`)?.envoy;
+    if (!envoy) out.unknown.push(name);
+    else if (refusesPerClient(envoy)) out.tooOld.push(`${name} (${proxyEnvoyText(envoy)})`);
+  }
+  out.tooOld.sort();
+  out.unknown.sort();
+  return out;
 }

@@ -16,6 +16,7 @@ import {
   patchContexts,
   plural,
   podLabelsOf,
+  proxyEnvoys,
   type Reach,
   type Scope,
   selectorText,
@@ -38,6 +39,7 @@ import {
 import type { RateLimit, RateLimitSpec } from "../../api/ratelimit.ts";
 import type { KubeObject } from "../../api/object.ts";
 import type { HeldLimits } from "../../api/istiod.ts";
+import { PER_CLIENT_NEEDS } from "../../api/envoy.ts";
 
 // Whether the limit in place bites (docs/design.md: `Ready` says the filter is stored; this says beside
 // it whether any proxy applies it). An EnvoyFilter reaches only Pods with a mesh proxy, so the
@@ -215,6 +217,12 @@ export const ACCEPTED_ROWS: readonly AcceptedRow[] = [
   },
   {
     status: "False",
+    reason: "ProxyTooOld",
+    meaning:
+      "The limit in force has per-client buckets and a selected proxy reports an Istio older than 1.26, whose Envoy (before 1.34) refuses them: it rejects the config and keeps its previous one, which does not hold this limit",
+  },
+  {
+    status: "False",
     reason: "ProxyRejected",
     meaning:
       "A selected proxy rejected the config istiod sent it: it keeps its previous config, which may not hold this limit",
@@ -290,11 +298,16 @@ export function acceptance(
     return { type: ACCEPTED_CONDITION, status: row.status, reason, message };
   };
   if (!inForce) return { condition: condition("NotApplied", "No limit is in place") };
+  const perClient = inForce.limits?.perClient === true;
   if (!observed) {
     return {
       condition: condition(
         "IstiodNotAsked",
-        "The operator does not ask istiod (--istiod-url), so whether the proxies accepted the limit is not known",
+        `The operator does not ask istiod (--istiod-url), so whether the proxies accepted the limit is not known${
+          perClient
+            ? `, nor which Envoy they run: its per-client buckets need ${PER_CLIENT_NEEDS}`
+            : ""
+        }`,
       ),
     };
   }
@@ -316,6 +329,8 @@ export function acceptance(
     };
   }
   const nameOf = (p: unknown) => inForce.meshWide ? `${podNamespace(p)}/${podName(p)}` : podName(p);
+  // Per-client buckets reach only proxies whose Envoy has dynamic descriptors (1.34 and later).
+  const envoys = perClient ? proxyEnvoys(covered, observed, inForce.meshWide) : undefined;
   const rejected: string[] = [];
   const notConnected: string[] = [];
   const pending: string[] = [];
@@ -351,6 +366,25 @@ export function acceptance(
   };
   const total = covered.length;
   const of = (n: number) => `${n} of ${plural(total, "proxy", "proxies")}`;
+  if (envoys && envoys.tooOld.length > 0) {
+    const n = envoys.tooOld.length;
+    const others = rejected.length > 0
+      ? `; ${of(rejected.length)} rejected the config istiod sent`
+      : "";
+    return {
+      condition: condition(
+        "ProxyTooOld",
+        `${of(n)} ${
+          n === 1 ? "runs" : "run"
+        } an Envoy that refuses the per-client buckets of the limit in force (they need ${PER_CLIENT_NEEDS}): ${
+          namedList(envoys.tooOld)
+        }; such a proxy rejects the config and keeps its previous one, which does not hold this limit: upgrade ${
+          n === 1 ? "it" : "them"
+        }${others}`,
+      ),
+      proxies,
+    };
+  }
   if (rejected.length > 0) {
     const more = rejected.length > 1
       ? ` (and ${rejected.length - 1} more: ${namedList(rejected.slice(1))})`
@@ -381,6 +415,12 @@ export function acceptance(
       notConnected.length > 0 ? `not connected to istiod: ${namedList(notConnected)}` : "",
       pending.length > 0 ? `not yet acknowledged: ${namedList(pending)}` : "",
       other.length > 0 ? `holding another limit than the one in force: ${namedList(other)}` : "",
+      // Whether they can take per-client buckets is not known either: say so, do not assume.
+      envoys && envoys.unknown.length > 0
+        ? `per-client buckets need ${PER_CLIENT_NEEDS}, and istiod does not say which Envoy runs in ${
+          namedList(envoys.unknown)
+        }`
+        : "",
     ].filter((x) => x);
     return {
       condition: condition(
@@ -475,7 +515,10 @@ export function limitsText(spec: RateLimitSpec): string {
 
 /** Why the current generation cannot be applied, or what applying it takes. */
 export type Verdict =
-  | { reason: "InvalidSpec" | "MeshMissing" | "Conflict" | "MeshWide"; problems: string[] }
+  | {
+    reason: "InvalidSpec" | "MeshMissing" | "Conflict" | "MeshWide" | "ProxyTooOld";
+    problems: string[];
+  }
   | { reason: "Applied" | "ApplyFailed"; problems?: string[]; desired: KubeObject; rl: RateLimit };
 
 /** Why the current generation cannot be applied, or what applying it takes. */
@@ -527,6 +570,8 @@ export function judge(input: RateLimitInput, scope: Scope): Verdict {
       ],
     };
   }
+  const tooOld = perClientRefusal(input, scope, rl.spec, contexts);
+  if (tooOld) return { reason: "ProxyTooOld", problems: [tooOld] };
   const out = input.lastOutcome;
   const failed = out && !out.ok && out.failed?.kind === "EnvoyFilter" &&
     (out.generation === undefined || out.generation === meta.generation);
@@ -543,6 +588,44 @@ export function judge(input: RateLimitInput, scope: Scope): Verdict {
     };
   }
   return { reason: "Applied", desired, rl };
+}
+
+/**
+ * Why a generation with per-client buckets is not applied: a selected proxy that would take it
+ * reports an Envoy that refuses them (envoy.ts `refusesPerClient`). Sending it would not protect
+ * that Pod (its proxy rejects the config and keeps its previous one) and would stop every later
+ * push of that listener or route configuration reaching it, other teams' included; refusing keeps
+ * the last good generation's filter, and with it the enforcement that works. A proxy whose Envoy
+ * is not known does not refuse the spec (`Accepted` says it is not known). The generation already
+ * in force is not refused again: its filter is in place either way, and `Accepted` names the
+ * proxies that refuse it.
+ */
+function perClientRefusal(
+  input: RateLimitInput,
+  scope: Scope,
+  spec: RateLimitSpec,
+  contexts: readonly ProxyContext[],
+): string | undefined {
+  const at = spec.local.buckets.findIndex((r) => r.perClient !== undefined);
+  if (at < 0 || !input.proxies) return undefined;
+  const { meta, ours, reach, selected } = scope;
+  if (ours && meta.generation !== undefined && renderedGeneration(ours) === meta.generation) {
+    return undefined;
+  }
+  const takers = selected(spec.selectorLabels).filter((p) => {
+    const proxy = isActivePod(p) ? meshProxyOf(p) : undefined;
+    return proxy !== undefined && contexts.includes(contextOf(proxy));
+  });
+  const { tooOld } = proxyEnvoys(takers, input.proxies, reach.meshWide);
+  if (tooOld.length === 0) return undefined;
+  const one = tooOld.length === 1;
+  return `spec.local.buckets[${at}].perClient: per-client buckets need ${PER_CLIENT_NEEDS}, and ${
+    plural(tooOld.length, "selected proxy reports", "selected proxies report")
+  } an older one, which refuses the filter: ${namedList(tooOld)}; upgrade ${
+    one ? "its" : "their"
+  } proxy (restart the Pod with a newer sidecar) or keep ${
+    one ? "that Pod" : "those Pods"
+  } out of spec.selectorLabels`;
 }
 
 /** Whether our filter in place may stay for a refused generation, or why it must go. */
