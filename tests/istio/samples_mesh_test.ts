@@ -1,0 +1,365 @@
+/**
+ * The samples through a real istiod (issue 42 point 4), with the proxy stand-in
+ * (tools/istio-check/proxy-standin, a test harness standing in for Envoy) as each Pod's proxy and
+ * the operator asking istiod (--istiod-url):
+ *
+ * - samples/ratelimit-workload.yaml on two injected httpbin Pods and samples/ratelimit-gateway.yaml
+ *   on the ingress gateway, routed by a real Gateway and VirtualService: Accepted True on every
+ *   proxy, with the counts;
+ * - the project's Envoy model run on the config each proxy RECEIVED from istiod (the stand-in's
+ *   listeners and routes, read by tests/istio/received_model.ts), not on the operator's rendering,
+ *   answers a fixed list of requests exactly as the `ratelimit` CLI's preview does (status, body,
+ *   x-ratelimit headers, bucket, tokens left), on Envoy 1.38 and 1.30;
+ * - on the gateway, only the VirtualService's forwarding route carries the per-route local rate
+ *   limit and the rate_limits entry; its redirect and direct-response routes carry neither, and the
+ *   model never limits them.
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { parse } from "yaml";
+import { REPO_ROOT } from "../../tools/cluster/paths.ts";
+import { eventually, ok } from "../../tools/cluster/test_helpers.ts";
+import {
+  type ConfigView,
+  type JsonObject,
+  proxyOfPod,
+  type ProxySpec,
+} from "../../tools/istio-check/proxy-standin/mod.ts";
+import { DEFAULT_CLIENT, renderFilters, runTraffic } from "../../src/cli/ratelimit/run.ts";
+import type { TrafficRequest } from "../../src/cli/ratelimit/args.ts";
+import {
+  DEFAULT_BEHAVIOUR,
+  type EnvoyBehaviour,
+  envoyBehaviour,
+  LOCAL_RATELIMIT_FILTER,
+} from "../../src/dataplane/mod.ts";
+import { loadLocalRateLimit, loadRouteRateLimits } from "../../src/dataplane/envoyconfig.ts";
+import {
+  acceptedOf,
+  gatewayPod,
+  injectedDemo,
+  meshTest,
+  type RateLimitStatus,
+  untilStatus,
+} from "./mesh_fixtures.ts";
+import { ReceivedProxy } from "./received_model.ts";
+
+/** The host the VirtualService routes through the gateway. */
+const HOST = "httpbin.example.com";
+
+/**
+ * A Gateway for the mesh's ingress gateway (port 8080, its container port) and a VirtualService
+ * bound to it with a redirect, a direct response and a route forwarding to httpbin.
+ */
+const GATEWAY_AND_ROUTES = [
+  {
+    apiVersion: "networking.istio.io/v1",
+    kind: "Gateway",
+    metadata: { name: "ingress", namespace: "mesh-system" },
+    spec: {
+      selector: { istio: "ingressgateway" },
+      servers: [{ port: { number: 8080, name: "http", protocol: "HTTP" }, hosts: ["*"] }],
+    },
+  },
+  {
+    apiVersion: "networking.istio.io/v1",
+    kind: "VirtualService",
+    metadata: { name: "httpbin", namespace: "demo" },
+    spec: {
+      hosts: [HOST],
+      gateways: ["mesh-system/ingress"],
+      http: [
+        { name: "old-ip", match: [{ uri: { exact: "/old-ip" } }], redirect: { uri: "/ip" } },
+        {
+          name: "teapot",
+          match: [{ uri: { prefix: "/teapot" } }],
+          directResponse: { status: 418, body: { string: "I'm a teapot" } },
+        },
+        {
+          name: "httpbin",
+          route: [{
+            destination: { host: "httpbin.demo.svc.cluster.local", port: { number: 8000 } },
+          }],
+        },
+      ],
+    },
+  },
+].map((d) => JSON.stringify(d)).join("\n");
+
+/** `count` requests at `t` ms. */
+const at = (count: number, t: number, path: string, headers: Record<string, string> = {}) =>
+  Array.from({ length: count }, (): TrafficRequest => ({ t, path, headers }));
+
+/** Every rule of samples/ratelimit-workload.yaml, spent and refilled. */
+const WORKLOAD_REQUESTS: TrafficRequest[] = [
+  ...at(12, 0, "/"), // the default bucket, 10 a 30 s
+  ...at(3, 100, "/headers", { "X-Rate-Limited": "true" }), // rule 0: 2 a minute
+  ...at(6, 200, "/ip"), // rule 1: 5 a 30 s
+  ...at(2, 300, "/anything", { "X-Client": "batch" }), // rule 2: 1 in 2 minutes
+  ...at(1, 400, "/headers"), // without the header: the default bucket, spent
+  ...at(2, 500, "/headers", { "X-Client": "batch", "X-Rate-Limited": "true" }), // rule 0 first
+  ...at(11, 31_000, "/"), // refilled
+  ...at(2, 61_000, "/headers", { "X-Rate-Limited": "true" }),
+  ...at(6, 61_000, "/ip?x=1"),
+];
+
+/** samples/ratelimit-gateway.yaml's two buckets, through the VirtualService's forwarding route. */
+const GATEWAY_REQUESTS: TrafficRequest[] = [
+  ...at(11, 0, "/headers", { host: HOST }), // rule 0: 10 a minute
+  ...at(101, 100, "/", { host: HOST }), // the default bucket: 100 a minute
+  ...at(2, 30_000, "/headers?a=b", { host: HOST }),
+  ...at(3, 60_000, "/headers", { host: HOST }),
+];
+
+/** What is compared of one answer. */
+function shown(
+  o: {
+    status: number;
+    body: string;
+    headers: Record<string, string>;
+    bucket?: unknown;
+    remaining?: number;
+    rejected?: boolean;
+  },
+) {
+  return {
+    status: o.status,
+    body: o.body,
+    headers: o.headers,
+    bucket: o.bucket,
+    remaining: o.remaining,
+    rejected: o.rejected === true,
+  };
+}
+
+/**
+ * The preview's answers (`ratelimit -f SAMPLE --requests`) and the model's on the received
+ * config, request by request; returns the statuses.
+ */
+function compare(
+  sample: string,
+  received: ReceivedProxy,
+  requests: TrafficRequest[],
+  envoy: EnvoyBehaviour,
+): number[] {
+  const preview = runTraffic(parse(sample), requests, 120_000, envoy);
+  if (!preview.ok) throw new Error(preview.error);
+  return requests.map((r, i) => {
+    const want = preview.value.outcomes[i];
+    const got = received.send({ path: r.path, headers: r.headers, peer: DEFAULT_CLIENT }, r.t);
+    assert.equal(got.kind, "route", `request ${i} (${r.path}) takes a forwarding route`);
+    assert.deepEqual(
+      shown(got.decision),
+      shown({ ...want, headers: want.responseHeaders }),
+      `Envoy ${envoy.version}, request ${i} at ${r.t} ms: ${r.path} ${JSON.stringify(r.headers)}`,
+    );
+    return got.decision.status;
+  });
+}
+
+/** Statuses, run-length: `10x200 2x429 ...`. */
+function runs(statuses: number[]): string {
+  const out: string[] = [];
+  let n = 0;
+  statuses.forEach((s, i) => {
+    n++;
+    if (statuses[i + 1] !== s) {
+      out.push(`${n}x${s}`);
+      n = 0;
+    }
+  });
+  return out.join(" ");
+}
+
+/** The HTTP_ROUTE patch value of the operator's EnvoyFilter for `sample`. */
+function renderedRoutePatch(sample: string): JsonObject {
+  const rendered = renderFilters(parse(sample));
+  if (!rendered.ok) throw new Error(rendered.error);
+  const patches = (rendered.value[0] as unknown as {
+    spec: { configPatches: { applyTo: string; patch: { value: JsonObject } }[] };
+  }).spec.configPatches;
+  const route = patches.find((p) => p.applyTo === "HTTP_ROUTE");
+  assert.ok(route, "the filter patches routes");
+  return route.patch.value;
+}
+
+meshTest(
+  "the samples through a real istiod: Accepted on every proxy, the model on what they received answers as the preview",
+  "samples-mesh",
+  async (m, t) => {
+    const { c, istiod, dir } = m;
+    const apps = (await injectedDemo(c, 2)).map(proxyOfPod);
+    const gateway = proxyOfPod(await gatewayPod(c));
+    assert.deepEqual(
+      [...apps.map((a) => a.type), gateway.type],
+      ["sidecar", "sidecar", "router"],
+    );
+    await ok(c, ["apply", "-f", "-"], GATEWAY_AND_ROUTES);
+    const running = await m.standin([...apps, gateway]);
+    // From loopback istiod checks no token (tests/istio/proxy_faults_test.ts asks as a Pod does).
+    const tokenFile = join(dir, "istiod-token");
+    await Deno.writeTextFile(
+      tokenFile,
+      await istiod.token("platform-system", "platform-operator"),
+    );
+    const op = await m.operator("samples", istiod.debug, tokenFile);
+    const workloadSample = await Deno.readTextFile(
+      join(REPO_ROOT, "samples", "ratelimit-workload.yaml"),
+    );
+    const gatewaySample = await Deno.readTextFile(
+      join(REPO_ROOT, "samples", "ratelimit-gateway.yaml"),
+    );
+    const accepted = (s: RateLimitStatus) => acceptedOf(s)?.status === "True";
+    /** What a proxy holds, once it acknowledged every type and holds our per-route config. */
+    const received = (p: ProxySpec) =>
+      eventually(`${p.pod} holds the limit`, async () => {
+        const v = await running.proxy(`${p.pod}.${p.namespace}`);
+        const all = (["CDS", "EDS", "LDS", "RDS"] as const).every((k) => v.xds[k].acked);
+        return all && JSON.stringify(v.config).includes(`"token_bucket"`) ? v : undefined;
+      });
+
+    await t.step("both samples: Accepted True on every proxy", async () => {
+      const started = Date.now();
+      await ok(c, ["apply", "-f", join(REPO_ROOT, "samples", "ratelimit-workload.yaml")]);
+      await ok(c, ["apply", "-f", join(REPO_ROOT, "samples", "ratelimit-gateway.yaml")]);
+      const workload = await untilStatus(c, op, ["demo", "httpbin"], "Accepted True", accepted);
+      const gw = await untilStatus(
+        c,
+        op,
+        ["mesh-system", "ingressgateway"],
+        "Accepted",
+        accepted,
+      );
+      console.error(`apply to both Accepted: ${((Date.now() - started) / 1000).toFixed(1)} s`);
+      assert.deepEqual(workload.proxies, {
+        accepted: 2,
+        rejected: 0,
+        pending: 0,
+        notConnected: 0,
+      });
+      assert.equal(acceptedOf(workload)?.reason, "Accepted");
+      assert.equal(
+        acceptedOf(workload)?.message,
+        "All 2 proxies acknowledged the config holding the limit in force",
+      );
+      assert.deepEqual(gw.proxies, { accepted: 1, rejected: 0, pending: 0, notConnected: 0 });
+      assert.equal(
+        acceptedOf(gw)?.message,
+        "The one proxy acknowledged the config holding the limit in force",
+      );
+      for (const p of [...apps, gateway]) {
+        const v = await running.proxy(`${p.pod}.${p.namespace}`);
+        for (const k of ["CDS", "EDS", "LDS", "RDS"] as const) {
+          assert.equal(v.xds[k].nacks, 0, `${p.pod} ${k}: ${v.xds[k].lastError}`);
+        }
+      }
+    });
+
+    const v130 = envoyBehaviour("1.30");
+    if (!v130.ok) throw new Error(v130.error);
+    const envoys = [DEFAULT_BEHAVIOUR, v130.value];
+
+    await t.step(
+      "the model on each sidecar's received config answers the workload's requests as the preview",
+      async () => {
+        for (const app of apps) {
+          const view = await received(app);
+          for (const envoy of envoys) {
+            const model = new ReceivedProxy(
+              view.config as ConfigView,
+              { listener: "virtualInbound", port: 8080 },
+              envoy,
+              false,
+            );
+            // One local rate limit filter, with no bucket of its own: the per-route one decides.
+            assert.equal(model.filters.length, 1);
+            assert.equal(model.filters[0].tokenBucket, undefined);
+            const statuses = compare(workloadSample, model, WORKLOAD_REQUESTS, envoy);
+            assert.equal(
+              runs(statuses),
+              "10x200 2x429 2x200 1x429 5x200 1x429 1x200 4x429 10x200 1x429 7x200 1x429",
+              `Envoy ${envoy.version} on ${app.pod}`,
+            );
+          }
+        }
+      },
+    );
+
+    await t.step(
+      "the model on the gateway's received config answers the gateway's requests as the preview",
+      async () => {
+        const view = await received(gateway);
+        for (const envoy of envoys) {
+          const model = new ReceivedProxy(
+            view.config as ConfigView,
+            { listener: "0.0.0.0_8080" },
+            envoy,
+            true,
+          );
+          const statuses = compare(gatewaySample, model, GATEWAY_REQUESTS, envoy);
+          assert.equal(
+            runs(statuses),
+            envoy.refill === "continuous"
+              ? "10x200 1x429 100x200 1x429 5x200" // 5 tokens back in 30 s, continuously
+              : "10x200 1x429 100x200 3x429 3x200", // nothing back before the minute
+            `Envoy ${envoy.version}`,
+          );
+        }
+      },
+    );
+
+    await t.step(
+      "a Gateway and VirtualService: only the forwarding route carries the limit",
+      async () => {
+        const view = await received(gateway);
+        const config = view.config as ConfigView;
+        const routes = config.routes.find((r) => r.name === "http.8080");
+        assert.ok(routes, `the gateway's routes: ${config.routes.map((r) => r.name)}`);
+        const vhosts = routes.virtual_hosts as JsonObject[];
+        assert.deepEqual(vhosts.map((vh) => vh.domains), [[HOST]]);
+        const byName = new Map(
+          (vhosts[0].routes as JsonObject[]).map((r) => [String(r.name), r]),
+        );
+        assert.deepEqual([...byName.keys()], ["old-ip", "teapot", "httpbin"]);
+        const want = renderedRoutePatch(gatewaySample);
+        const wantConfig = (want.typed_per_filter_config as JsonObject)[LOCAL_RATELIMIT_FILTER];
+        const load = (v: unknown) => {
+          const { "@type": _type, ...fields } = v as JsonObject;
+          return loadLocalRateLimit(fields, "config", true);
+        };
+        // The forwarding route: the rendered per-route config and rate_limits, as loaded.
+        const forwarding = byName.get("httpbin")!;
+        assert.ok(forwarding.route, "httpbin forwards");
+        const perRoute = (r: JsonObject) =>
+          (r.typed_per_filter_config as JsonObject | undefined)?.[LOCAL_RATELIMIT_FILTER];
+        assert.deepEqual(load(perRoute(forwarding)), load(wantConfig));
+        assert.deepEqual(
+          loadRouteRateLimits((forwarding.route as JsonObject).rate_limits, "r"),
+          loadRouteRateLimits((want.route as JsonObject).rate_limits, "r"),
+        );
+        // The redirect and the direct response: neither.
+        for (const [name, action] of [["old-ip", "redirect"], ["teapot", "direct_response"]]) {
+          const r = byName.get(name)!;
+          assert.ok(r[action], `${name} is a ${action}`);
+          assert.equal(r.route, undefined);
+          assert.equal(perRoute(r), undefined, `${name} carries no local rate limit`);
+          assert.equal(JSON.stringify(r).includes("rate_limits"), false);
+        }
+        // So the model never limits them, while the forwarding route runs out.
+        const model = new ReceivedProxy(config, { listener: "0.0.0.0_8080" }, envoys[0], true);
+        const send = (path: string) =>
+          Array.from({ length: 12 }, () => {
+            const a = model.send({ path, headers: { host: HOST }, peer: DEFAULT_CLIENT }, 0);
+            return `${a.route}:${a.decision.status}`;
+          });
+        assert.deepEqual(new Set(send("/old-ip")), new Set(["old-ip:301"]));
+        assert.deepEqual(new Set(send("/teapot/1")), new Set(["teapot:418"]));
+        assert.deepEqual(send("/headers"), [
+          ...Array(10).fill("httpbin:200"),
+          "httpbin:429",
+          "httpbin:429",
+        ]);
+      },
+    );
+  },
+);
