@@ -41,6 +41,7 @@ import { STAT_PREFIX } from "../reconcile/ratelimit/render.ts";
 import { rateLimitsOfPod } from "../controllers/ratelimit.ts";
 import { istiodClient } from "../kube/istiod.ts";
 import { IstiodPoller } from "../kube/istiod_source.ts";
+import { IstiodEndpoints, serviceRefText } from "../kube/istiod_endpoints.ts";
 import { TokenFile } from "../kube/credentials.ts";
 
 /** What `runOperator` takes from outside besides its options (tests replace these). */
@@ -61,6 +62,11 @@ export interface RunDeps {
 /** Probe answers while the startup checks run, before the manager exists. */
 const CHECKING_ALIVE = { status: 200, body: "ok: checking the cluster\n" };
 const CHECKING_NOT_READY = { status: 503, body: "not ready: checking the cluster\n" };
+
+/** Whether the operator asks istiod: at fixed URLs, or at the replicas of its Services. */
+function asksIstiod(opts: RunOptions): boolean {
+  return opts.istiodUrls.length > 0 || opts.istiodServices.length > 0;
+}
 
 /** A second SIGTERM/SIGINT at least this long after the first exits at once. */
 const FORCE_AFTER_MS = 2_000;
@@ -124,7 +130,7 @@ export async function runOperator(opts: RunOptions, deps: RunDeps): Promise<numb
   const registry = deps.controllers ??
     controllersFor({
       meshRootNamespace: opts.meshRootNamespace,
-      proxyStatus: opts.istiodUrls.length > 0,
+      proxyStatus: asksIstiod(opts),
     });
   const unavailable = opts.controllers.filter((name) => !registry[name]);
   if (unavailable.length > 0) {
@@ -181,7 +187,7 @@ export async function runOperator(opts: RunOptions, deps: RunDeps): Promise<numb
     () => manager && { cache: manager.cache, primaries: controllers.map((c) => c.primary) },
   );
   // What istiod says of the proxies, served inside the operator to every manager of this process.
-  const proxyStatus = opts.istiodUrls.length > 0 ? new LocalSource(PROXY_STATUS) : undefined;
+  const proxyStatus = asksIstiod(opts) ? new LocalSource(PROXY_STATUS) : undefined;
   const newManager = (held: boolean, through: Cluster = live) =>
     new Manager({
       cluster: through,
@@ -212,12 +218,32 @@ export async function runOperator(opts: RunOptions, deps: RunDeps): Promise<numb
   let running = supervise(m);
   if (proxyStatus) {
     const credentials = new TokenFile(opts.istiodTokenFile);
+    const istiodLog = log.child({ component: "istiod" });
+    // istiod's replicas from its Services' EndpointSlices: a watch each, run beside the poller.
+    const endpoints = opts.istiodServices.length > 0
+      ? new IstiodEndpoints({
+        cluster,
+        services: opts.istiodServices,
+        clock,
+        random,
+        log: istiodLog,
+        metrics,
+      })
+      : undefined;
+    void endpoints?.run(deps.shutdown);
     const poller = new IstiodPoller({
-      clients: opts.istiodUrls.map((url) => istiodClient({ url, credentials })),
+      ...(endpoints
+        ? {
+          discovery: {
+            view: () => endpoints.view(),
+            clientOf: (url: string) => istiodClient({ url, credentials }),
+          },
+        }
+        : { clients: opts.istiodUrls.map((url) => istiodClient({ url, credentials })) }),
       source: proxyStatus,
       namespace: opts.leaseNamespace,
       clock,
-      log: log.child({ component: "istiod" }),
+      log: istiodLog,
       statPrefix: STAT_PREFIX,
       // The operator's filters as cached: a list shared until it changes, so looking is free.
       changed: () => (manager ?? m).cache.list(RESOURCES.EnvoyFilter),
@@ -231,7 +257,11 @@ export async function runOperator(opts: RunOptions, deps: RunDeps): Promise<numb
       },
     });
     void poller.run(deps.shutdown);
-    log.info("asking istiod about the proxies", { istiod: opts.istiodUrls.join(",") });
+    log.info("asking istiod about the proxies", {
+      istiod: endpoints
+        ? `the replicas of ${opts.istiodServices.map(serviceRefText).join(",")}`
+        : opts.istiodUrls.join(","),
+    });
   }
   const firstCheck = m.listing.then(() => check(firstLists.answer));
   const endpoints: Endpoint[] = [];

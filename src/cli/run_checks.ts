@@ -9,6 +9,7 @@ import type { FirstLists } from "../kube/first_lists.ts";
 import type { Backoff, Clock, Cluster, ControllerSpec, Logger } from "../runtime/mod.ts";
 import { metricsReviewed } from "./metrics_endpoint.ts";
 import type { RunOptions } from "./run_flags.ts";
+import { discoveryChecks } from "../kube/istiod_endpoints.ts";
 
 /**
  * One run of the startup checks: the problems found, none when the operator can start. `listed`
@@ -37,6 +38,8 @@ export function checkCluster(
         : []),
     ],
     leaseNamespace: opts.leaderElect ? opts.leaseNamespace : undefined,
+    // Finding istiod's replicas (--istiod-service): its EndpointSlices, in its namespace only.
+    alsoChecks: discoveryChecks(opts.istiodServices),
     ...(listed ? { listed } : {}),
     server: live.connection.server,
     source: live.connection.source,

@@ -18,6 +18,7 @@ import {
 import { CONTROLLER_NAMES, type ControllerName } from "../controllers/registry.ts";
 import { ISTIO_ROOT_NAMESPACE } from "../api/mesh.ts";
 import { parseFlags } from "./flags.ts";
+import { type ServiceRef, serviceRefText } from "../kube/istiod_endpoints.ts";
 import { commandUsage } from "./usage.ts";
 
 function parseNamespace(flag: string, value: string): string {
@@ -43,6 +44,8 @@ export interface RunOptions {
   meshRootNamespace: string;
   /** Base URLs of istiod's monitoring port, one per replica; none: istiod is not asked. */
   istiodUrls: string[];
+  /** istiod's Services, whose EndpointSlices give its replicas (exclusive with `istiodUrls`). */
+  istiodServices: ServiceRef[];
   /** The token (audience istio-ca) the operator shows istiod. */
   istiodTokenFile: string;
   identity?: string;
@@ -96,6 +99,22 @@ function parseUrls(flag: string, value: string): string[] {
     }
   }
   return urls;
+}
+
+function parseServices(flag: string, value: string): ServiceRef[] {
+  const dns = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+  const refs = value.split(",").map((s) => s.trim()).filter((s) => s).map((s) => {
+    const [namespace, name, ...rest] = s.split("/");
+    if (rest.length > 0 || !dns.test(namespace ?? "") || !dns.test(name ?? "")) {
+      throw new Error(
+        `invalid --${flag} "${s}": use namespace/name of istiod's Service, e.g. istio-system/istiod`,
+      );
+    }
+    return { namespace, name };
+  });
+  return refs.filter((r, i) =>
+    refs.findIndex((x) => serviceRefText(x) === serviceRefText(r)) === i
+  );
 }
 
 function parseControllers(value: string): ControllerName[] {
@@ -208,6 +227,14 @@ export const RUN_FLAGS: readonly OperatorFlag[] = [
     { default: "" },
   ),
   flag(
+    "istiod-service",
+    "istiod's Service, namespace/name (e.g. istio-system/istiod; comma-separated for several revisions): the operator watches its EndpointSlices and asks every ready replica on the port named http-monitoring (else 15014), following replicas as they come and go; needs list and watch of endpointslices in that namespace (deploy/istiod); not with --istiod-url; empty: not used",
+    (o, v) => {
+      o.istiodServices = parseServices("istiod-service", v);
+    },
+    { default: "" },
+  ),
+  flag(
     "istiod-token-file",
     "the token the operator shows istiod (a projected service account token with audience istio-ca), read again when it changes",
     (o, v) => {
@@ -304,6 +331,13 @@ export function parseRunFlags(
     }
   } catch (err) {
     return { kind: "error", message: (err as Error).message };
+  }
+  if (opts.istiodUrls.length > 0 && opts.istiodServices.length > 0) {
+    return {
+      kind: "error",
+      message:
+        "--istiod-url and --istiod-service are exclusive: give fixed URLs, or the Service whose replicas the operator finds itself",
+    };
   }
   return { kind: "options", options: opts };
 }

@@ -5,6 +5,11 @@
 import { stringify } from "yaml";
 import { MONITORING_CRDS, monitoringObjects } from "./monitoring_objects.ts";
 import { DEFAULT_RBAC_NAMES, type RbacNames, rbacObjects } from "../kube/rbac.ts";
+import {
+  DEFAULT_ISTIOD_SERVICE,
+  istiodDiscoveryRbac,
+  istiodServicePatch,
+} from "./istiod_objects.ts";
 
 /** One generated file: its path under deploy/ and its text. */
 export interface DeployFile {
@@ -54,7 +59,35 @@ function monitoringFiles(): DeployFile[] {
   }, ...files];
 }
 
+const ISTIOD_SOURCE = "src/deploy/istiod_objects.ts";
+
+/**
+ * deploy/istiod/: a kustomize Component that makes the operator find istiod's replicas from the
+ * EndpointSlices of Service istio-system/istiod, with the Role in istio-system that allows it.
+ */
+function istiodFiles(): DeployFile[] {
+  const ns = DEFAULT_ISTIOD_SERVICE.namespace;
+  const component = {
+    apiVersion: "kustomize.config.k8s.io/v1alpha1",
+    kind: "Component",
+    resources: ["rbac.yaml"],
+    patches: [{ path: "deployment.yaml" }],
+  };
+  return [
+    {
+      path: "istiod/kustomization.yaml",
+      text: yamlDocs([component], "src/deploy/files.ts").replace(
+        "Do not edit.\n",
+        `Do not edit.\n# Needs namespace ${ns} (Istio installed): its Role lets the operator list and watch EndpointSlices there.\n` +
+          "# Use it from your kustomization: resources: [<path>/deploy], components: [<path>/deploy/istiod]\n",
+      ),
+    },
+    { path: "istiod/rbac.yaml", text: yamlDocs(istiodDiscoveryRbac(ns), ISTIOD_SOURCE) },
+    { path: "istiod/deployment.yaml", text: yamlDocs([istiodServicePatch()], ISTIOD_SOURCE) },
+  ];
+}
+
 /** Every generated file of deploy/, sorted by path. */
 export function deployFiles(): DeployFile[] {
-  return [...monitoringFiles(), { path: "rbac.yaml", text: rbacYaml() }];
+  return [...istiodFiles(), ...monitoringFiles(), { path: "rbac.yaml", text: rbacYaml() }];
 }

@@ -15,6 +15,14 @@
  * When istiod cannot be asked, istiod's own ProxyStatus says why and the proxies' stay as last
  * seen (a reader must not trust them then); the next tries back off, doubling up to
  * {@link MAX_BACKOFF_MS}, so an istiod that is down or refuses the token is not flooded.
+ *
+ * The replicas asked are fixed (`clients`, from `--istiod-url`) or found each round
+ * (`discovery`, from the EndpointSlices of istiod's Service: istiod_endpoints.ts). Found
+ * replicas: one that is listed and ready but does not answer is a failure, as a fixed one is; one
+ * that is no longer listed when its answer fails (it went away during the round), or that is
+ * terminating, is no failure and its proxies are read from the replicas they move to; none listed
+ * ready is a failure that says so (reason `NoReadyReplica`). A change of the replicas brings a
+ * round at once, also while backing off.
  */
 import {
   ackedKey,
@@ -33,6 +41,7 @@ import { LOCAL_RATELIMIT_FILTER } from "../api/envoy.ts";
 import type { KubeObject } from "../api/object.ts";
 import { type Clock, inParallel, type LocalSource, type Logger } from "../runtime/mod.ts";
 import type { IstiodAnswer, IstiodClient } from "./istiod.ts";
+import type { ReplicaView } from "./istiod_endpoints.ts";
 
 /** Longest wait between two tries while istiod cannot be asked. */
 export const MAX_BACKOFF_MS = 300_000;
@@ -47,8 +56,10 @@ const DUMP_CONCURRENCY = 4;
 
 /** Settings of the poller. */
 export interface IstiodPollOptions {
-  /** One client per istiod replica: a proxy is connected to one of them. */
-  clients: readonly IstiodClient[];
+  /** One client per istiod replica, fixed: a proxy is connected to one of them. */
+  clients?: readonly IstiodClient[];
+  /** Or the replicas as found now, each asked through `clientOf(url)` (one client a URL). */
+  discovery?: IstiodDiscovery;
   /** Where the ProxyStatus objects go; its type must be PROXY_STATUS. */
   source: LocalSource;
   /** The operator's namespace, where istiod's own ProxyStatus is kept. */
@@ -72,6 +83,23 @@ export interface IstiodPollOptions {
    * soon as istiod has pushed it, not a period later. No request is made to look at it.
    */
   changed?: () => unknown;
+}
+
+/** Where the replicas come from when they are not fixed (IstiodEndpoints gives `view`). */
+export interface IstiodDiscovery {
+  /** The replicas now; looked at every `followUpMs` between rounds, without a request. */
+  view(): ReplicaView;
+  clientOf(url: string): IstiodClient;
+}
+
+/** One replica asked in a round. */
+interface Target {
+  client: IstiodClient;
+  /** Its URL and name when discovered. */
+  url?: string;
+  name?: string;
+  /** Whether no answer is a failure (false: terminating). */
+  required: boolean;
 }
 
 /** Rounds a `followUpMs` apart after `changed` moved: istiod debounces a push by 0.1 s or more. */
@@ -101,11 +129,52 @@ const sameLimits = (a: HeldRecord | undefined, b: HeldRecord) =>
 export class IstiodPoller {
   readonly #o: IstiodPollOptions;
   readonly #held = new Map<string, Kept>();
+  /** The discovered replicas' clients, by URL (those no longer listed are dropped). */
+  readonly #clients = new Map<string, IstiodClient>();
 
   /** A poller; nothing is asked before `round` or `run`. */
   constructor(opts: IstiodPollOptions) {
     if (opts.source.type !== PROXY_STATUS) throw new Error("the source must hold ProxyStatus");
+    if ((opts.clients === undefined) === (opts.discovery === undefined)) {
+      throw new Error("give the poller either clients or a discovery");
+    }
     this.#o = opts;
+  }
+
+  /** The replicas to ask now, or what to publish instead (undefined: nothing known yet). */
+  #targets(): Target[] | { reason: string; message: string } | undefined {
+    const o = this.#o;
+    if (o.clients) return o.clients.map((client) => ({ client, required: true }));
+    const view = o.discovery!.view();
+    if (view.state === "listing") return undefined;
+    if (view.state === "failed") return { reason: view.reason, message: view.message };
+    const urls = new Set(view.replicas.map((r) => r.url));
+    for (const url of this.#clients.keys()) if (!urls.has(url)) this.#clients.delete(url);
+    return view.replicas.map((r) => {
+      let client = this.#clients.get(r.url);
+      if (!client) this.#clients.set(r.url, client = o.discovery!.clientOf(r.url));
+      return { client, url: r.url, name: r.name, required: r.required };
+    });
+  }
+
+  /** Whether a discovered replica whose answer failed is still listed, ready: then it counts. */
+  #stillRequired(t: Target): boolean {
+    if (!t.required) return false;
+    if (t.url === undefined) return true;
+    const view = this.#o.discovery!.view();
+    return view.state === "listed" && view.replicas.some((r) => r.url === t.url && r.required);
+  }
+
+  /** Publishes istiod's status as not asked, the proxies as last seen. */
+  #unreachable(reason: string, message: string): void {
+    const o = this.#o;
+    const kept = o.source.list().items.filter((x) =>
+      x.metadata.namespace !== o.namespace || x.metadata.name !== ISTIOD_STATUS_NAME
+    );
+    o.source.publish([
+      ...kept,
+      istiodStatusObject(o.namespace, { reachable: false, reason, message }),
+    ]);
   }
 
   /**
@@ -114,31 +183,42 @@ export class IstiodPoller {
    */
   async round(): Promise<RoundResult> {
     const o = this.#o;
-    const answers: IstiodAnswer<Syncz>[] = await Promise.all(o.clients.map((c) => c.syncz()));
-    const failed = answers.find((a) => !a.ok);
+    const targets = this.#targets();
+    // The replicas are not known yet: nothing to say; look again soon.
+    if (targets === undefined) return { ok: true, followUp: true };
+    if (!Array.isArray(targets)) {
+      // Not istiod's failure and no request was made: the discovery says why (it retries).
+      this.#unreachable(targets.reason, targets.message);
+      o.log.warn("istiod could not be asked", { reason: targets.reason, error: targets.message });
+      return { ok: true, followUp: false };
+    }
+    const answers: IstiodAnswer<Syncz>[] = await Promise.all(targets.map((t) => t.client.syncz()));
+    const failedAt = answers.findIndex((a, i) => !a.ok && this.#stillRequired(targets[i]));
+    const failed = answers[failedAt];
     if (failed && !failed.ok) {
       // What was last seen of the proxies stays: the reader sees istiod's status first.
-      const kept = o.source.list().items.filter((x) =>
-        x.metadata.namespace !== o.namespace || x.metadata.name !== ISTIOD_STATUS_NAME
-      );
-      o.source.publish([
-        ...kept,
-        istiodStatusObject(o.namespace, {
-          reachable: false,
-          reason: failed.reason,
-          message: failed.message,
-        }),
-      ]);
-      o.log.warn("istiod could not be asked", { reason: failed.reason, error: failed.message });
+      const name = targets[failedAt].name;
+      const message = name ? `istiod replica ${name}: ${failed.message}` : failed.message;
+      this.#unreachable(failed.reason, message);
+      o.log.warn("istiod could not be asked", { reason: failed.reason, error: message });
       return { ok: false, followUp: false };
     }
+    // Every replica asked went away during the round: nothing to say; the next round (backing
+    // off, but at once when the replicas change) asks those listed then.
+    if (answers.every((a) => !a.ok)) return { ok: false, followUp: false };
     const proxies = new Map<string, { p: ProxySync; client: IstiodClient }>();
     answers.forEach((a, i) => {
-      if (!a.ok) return;
+      if (!a.ok) {
+        o.log.debug("a replica going away did not answer", {
+          replica: targets[i].name,
+          error: a.message,
+        });
+        return;
+      }
       for (const p of a.value.proxies) {
         const seen = proxies.get(p.id);
         if (!seen || seen.p.listeners.sentTime < p.listeners.sentTime) {
-          proxies.set(p.id, { p, client: o.clients[i] });
+          proxies.set(p.id, { p, client: targets[i].client });
         }
       }
     });
@@ -202,7 +282,8 @@ export class IstiodPoller {
 
   /**
    * Rounds until `signal` aborts: a period apart, sooner to confirm or after `changed` moved,
-   * backing off on failure (when a change does not hurry it).
+   * backing off on failure (when a change does not hurry it); at once when the discovered
+   * replicas change, backing off or not.
    */
   async run(signal: AbortSignal): Promise<void> {
     const o = this.#o;
@@ -215,7 +296,12 @@ export class IstiodPoller {
         return undefined;
       }
     };
+    const replicas = () => {
+      const v = o.discovery?.view();
+      return v === undefined ? "" : v.state === "listed" ? `listed ${v.version}` : v.state;
+    };
     let seen = token();
+    let seenReplicas = replicas();
     let settle = 0;
     let wait = period;
     while (!signal.aborted) {
@@ -229,9 +315,17 @@ export class IstiodPoller {
       try {
         // Slept in steps of followUp, looking at the token between them (not while backing off).
         for (let slept = 0; slept < wait;) {
-          const step = o.changed && r.ok ? Math.min(followUp, wait - slept) : wait - slept;
+          const looking = (o.changed && r.ok) || o.discovery;
+          const step = looking ? Math.min(followUp, wait - slept) : wait - slept;
           await o.clock.sleep(step, signal);
           slept += step;
+          const nowReplicas = replicas();
+          if (nowReplicas !== seenReplicas) {
+            // Other replicas: ask them now, and a backoff starts again from the period.
+            seenReplicas = nowReplicas;
+            wait = period;
+            break;
+          }
           const now = token();
           if (r.ok && now !== seen) {
             seen = now;

@@ -47,6 +47,11 @@ export interface PreflightOptions {
    * probed again. Undefined for a type that has none.
    */
   listed?: (type: ResourceType) => ListAnswer | undefined;
+  /**
+   * Access the operator needs beyond its ClusterRole's table (rbac.ts), each with what grants it
+   * (say, list and watch of istiod's EndpointSlices: a Role in istiod's namespace).
+   */
+  alsoChecks?: readonly { check: AccessCheck; grantedBy: string }[];
   /** List probes in flight at once, and access reviews (self_access.ts); default 16 each. */
   parallel?: number;
 }
@@ -114,7 +119,8 @@ export async function preflight(cluster: Cluster, opts: PreflightOptions): Promi
   // The probes and the access reviews go out at once: a start-up waits for the slowest request,
   // not for the probes and then the reviews. A type found missing has its reviews dropped after.
   const reviewed = unique([...types.map((t) => t.type), ...(opts.alsoUses ?? [])]);
-  const allChecks = accessChecks(reviewed, opts.leaseNamespace);
+  const extra = opts.alsoChecks ?? [];
+  const allChecks = [...accessChecks(reviewed, opts.leaseNamespace), ...extra.map((e) => e.check)];
   const probe = ({ type }: CheckedType) =>
     opts.listed?.(type) ??
       cluster.list(type, { limit: 1 }).then(() => undefined, (err: unknown) => err);
@@ -160,7 +166,11 @@ export async function preflight(cluster: Cluster, opts: PreflightOptions): Promi
   errors.push(...reviewErrors.filter((e, i): e is string => e !== undefined && kept[i]));
   const denied = allChecks.filter((_, i) => kept[i] && !reviews[i]);
   if (denied.length > 0) {
-    problems.push(forbiddenProblem(denied));
+    const first = allChecks.length - extra.length;
+    const grants = extra.filter((_, k) => kept[first + k] && !reviews[first + k]).map((e) =>
+      e.grantedBy
+    );
+    problems.push(forbiddenProblem(denied, denied.length > grants.length, [...new Set(grants)]));
   }
   if (errors.length > 0) {
     problems.push({ kind: "error", message: `checks failed: ${errors.join("; ")}` });
@@ -192,7 +202,7 @@ function unique(types: ResourceType[]): ResourceType[] {
 /** Denied verbs named in the message itself; the rest go to `details`. */
 const LISTED = 4;
 
-function forbiddenProblem(denied: AccessCheck[]): Problem {
+function forbiddenProblem(denied: AccessCheck[], table: boolean, grants: string[]): Problem {
   const byResource = new Map<string, Verb[]>();
   for (const c of denied) {
     const where = c.namespace ? ` in namespace ${c.namespace}` : "";
@@ -201,8 +211,16 @@ function forbiddenProblem(denied: AccessCheck[]): Problem {
   }
   const all = [...byResource].map(([res, verbs]) => `${verbs.join(",")} ${res}`);
   const more = all.length > LISTED ? ` and ${all.length - LISTED} more resources` : "";
-  const message =
-    `RBAC forbids the operator to ${all.slice(0, LISTED).join("; ")}${more}: ${INSTALL} ` +
-    "(ClusterRole platform-operator), and with --lease-namespace outside platform-system grant the leases Role there too";
+  const fixes = [
+    ...(table
+      ? [
+        `${INSTALL} (ClusterRole platform-operator), and with --lease-namespace outside platform-system grant the leases Role there too`,
+      ]
+      : []),
+    ...grants,
+  ];
+  const message = `RBAC forbids the operator to ${all.slice(0, LISTED).join("; ")}${more}: ${
+    fixes.join("; ")
+  }`;
   return { kind: "forbidden", message, details: all };
 }

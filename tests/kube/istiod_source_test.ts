@@ -17,6 +17,11 @@ import {
 } from "../../src/api/istiod.ts";
 import { createLogger, LocalSource } from "../../src/runtime/mod.ts";
 import type { KubeObject } from "../../src/api/object.ts";
+import {
+  NO_READY_REPLICA,
+  type Replica,
+  type ReplicaView,
+} from "../../src/kube/istiod_endpoints.ts";
 
 const UUID = "5b2e3c1a-9f0e-4d7b-8c6a-2f1e0d9c8b7a";
 const nonce = (n: number) => `2026-11-28T11:00:00Z/${n}${UUID}`;
@@ -290,25 +295,34 @@ Deno.test("run backs off while istiod fails, up to five minutes, and comes back 
   ]);
 });
 
+/**
+ * A clock whose sleeps pass at once, telling `at` the time after each; aborts `ac` at `endMs`.
+ */
+function virtualClock(ac: AbortController, endMs: number, at: (t: number) => void) {
+  let slept = 0;
+  return {
+    now: () => slept,
+    sleep: (ms: number) => {
+      slept += ms;
+      at(slept);
+      if (slept >= endMs) ac.abort();
+      return ac.signal.aborted ? Promise.reject(new Error("aborted")) : Promise.resolve();
+    },
+  };
+}
+
 Deno.test("run: a change of the filters brings a round at once, and a few a second apart after", async () => {
   const ac = new AbortController();
   const istiod = fake(ok(entry("a.b", 1)));
   let filters = 0;
-  let slept = 0;
   const timeline: string[] = [];
-  const clock = {
-    now: () => slept,
-    sleep: (ms: number) => {
-      slept += ms;
-      // The operator applies a filter 3.5 s after the first round.
-      if (slept === 4_000) filters++;
-      if (slept >= 40_000) ac.abort();
-      return ac.signal.aborted ? Promise.reject(new Error("aborted")) : Promise.resolve();
-    },
-  };
+  const clock = virtualClock(ac, 40_000, (t) => {
+    // The operator applies a filter 3.5 s after the first round.
+    if (t === 4_000) filters++;
+  });
   const counting: IstiodClient = {
     syncz: () => {
-      timeline.push(`round at ${slept / 1000}s`);
+      timeline.push(`round at ${clock.now() / 1000}s`);
       return istiod.syncz();
     },
     listenersAndRoutes: istiod.listenersAndRoutes,
@@ -336,4 +350,149 @@ Deno.test("run: a change of the filters brings a round at once, and a few a seco
     "round at 24s",
     "round at 39s",
   ]);
+});
+
+/** A discovery whose view the test sets; clients by URL from `istiods`. */
+function discovered(istiods: Record<string, IstiodClient>) {
+  let version = 1;
+  let view: ReplicaView = { state: "listing" };
+  const made: string[] = [];
+  return {
+    made,
+    set(replicas: Replica[] | Exclude<ReplicaView, { state: "listed" }>) {
+      view = Array.isArray(replicas) ? { state: "listed", version: version++, replicas } : replicas;
+    },
+    discovery: {
+      view: () => view,
+      clientOf: (url: string) => {
+        made.push(url);
+        return istiods[url];
+      },
+    },
+  };
+}
+
+const replica = (url: string, name: string, required = true): Replica => ({ url, name, required });
+
+Deno.test("discovered replicas: a proxy connected to replica B is seen; answers merge as with fixed URLs", async () => {
+  const a = fake(ok(entry("demo-0.apps", 3)));
+  const b = fake(ok(entry("web-1.apps", 4), entry("demo-0.apps", 5)));
+  const d = discovered({ "http://a:15014": a, "http://b:15014": b });
+  const { poller, get } = setup([], { clients: undefined, discovery: d.discovery });
+  // Not listed yet: nothing asked, nothing said, look again soon.
+  assert.deepEqual(await poller.round(), { ok: true, followUp: true });
+  assert.equal(get("platform-system", ISTIOD_STATUS_NAME), undefined);
+  d.set([replica("http://a:15014", "istiod-a")]);
+  await poller.round();
+  assert.equal(get("apps", "web-1"), undefined);
+  // Scaled up: B is asked from the next round (merging as with fixed URLs: tested above).
+  d.set([replica("http://a:15014", "istiod-a"), replica("http://b:15014", "istiod-b")]);
+  await poller.round();
+  assert.deepEqual(proxyStatusOf(get("apps", "web-1"))?.verdict, { state: "Acked" });
+  assert.deepEqual(istiodStatusOf(get("platform-system", ISTIOD_STATUS_NAME)), {
+    reachable: true,
+    proxies: 2,
+  });
+  // One client a URL, made once.
+  await poller.round();
+  assert.deepEqual(d.made, ["http://a:15014", "http://b:15014"]);
+});
+
+Deno.test("discovered replicas: one listed but unreachable fails, naming it; one gone or terminating does not", async () => {
+  const down: IstiodAnswer<Syncz> = { ok: false, reason: "Unreachable", message: "GET x: refused" };
+  const a = fake(ok(entry("demo-0.apps", 3)));
+  const b = fake(down);
+  const d = discovered({ "http://a:15014": a, "http://b:15014": b });
+  const { poller, get } = setup([], { clients: undefined, discovery: d.discovery });
+  d.set([replica("http://a:15014", "istiod-a"), replica("http://b:15014", "istiod-b")]);
+  assert.deepEqual(await poller.round(), { ok: false, followUp: false });
+  assert.deepEqual(istiodStatusOf(get("platform-system", ISTIOD_STATUS_NAME)), {
+    reachable: false,
+    reason: "Unreachable",
+    message: "istiod replica istiod-b: GET x: refused",
+  });
+  // B terminating (still serving): asked, but its silence is no failure.
+  d.set([replica("http://a:15014", "istiod-a"), replica("http://b:15014", "istiod-b", false)]);
+  assert.deepEqual(await poller.round(), { ok: true, followUp: false });
+  assert.equal(istiodStatusOf(get("platform-system", ISTIOD_STATUS_NAME))?.reachable, true);
+  // B listed when the round began, gone by the time its answer failed: no failure either.
+  d.set([replica("http://a:15014", "istiod-a"), replica("http://b:15014", "istiod-b")]);
+  b.syncz = () => {
+    d.set([replica("http://a:15014", "istiod-a")]);
+    return Promise.resolve(down);
+  };
+  assert.deepEqual(await poller.round(), { ok: true, followUp: false });
+  assert.deepEqual(proxyStatusOf(get("apps", "demo-0"))?.verdict, { state: "Acked" });
+  assert.equal(istiodStatusOf(get("platform-system", ISTIOD_STATUS_NAME))?.reachable, true);
+});
+
+Deno.test("discovered replicas: none ready, or not known, is said as istiod's status, without a request", async () => {
+  const a = fake(ok(entry("demo-0.apps", 3)));
+  const d = discovered({ "http://a:15014": a });
+  const { poller, get } = setup([], { clients: undefined, discovery: d.discovery });
+  d.set([replica("http://a:15014", "istiod-a")]);
+  await poller.round();
+  d.set({ state: "failed", reason: NO_READY_REPLICA, message: "istiod has no ready replica: ..." });
+  assert.deepEqual(await poller.round(), { ok: true, followUp: false });
+  assert.deepEqual(istiodStatusOf(get("platform-system", ISTIOD_STATUS_NAME)), {
+    reachable: false,
+    reason: NO_READY_REPLICA,
+    message: "istiod has no ready replica: ...",
+  });
+  // The proxies stay as last seen (a reader sees istiod's status first), and A was not asked.
+  assert.ok(get("apps", "demo-0"));
+  assert.deepEqual(a.asked, ["syncz"]);
+});
+
+Deno.test("run: a change of the replicas brings a round at once, also while backing off", async () => {
+  const ac = new AbortController();
+  const failing: IstiodAnswer<Syncz> = { ok: false, reason: "Unreachable", message: "refused" };
+  const a = fake(failing);
+  const b = fake(ok(entry("demo-0.apps", 3)));
+  const d = discovered({ "http://a:15014": a, "http://b:15014": b });
+  d.set([replica("http://a:15014", "istiod-a")]);
+  const timeline: string[] = [];
+  const clock = virtualClock(ac, 40_000, (t) => {
+    // A is replaced by B 25 s in, while the poller backs off (period 10 s, then 20 s).
+    if (t === 25_000) d.set([replica("http://b:15014", "istiod-b")]);
+  });
+  const at = (name: string, c: IstiodClient): IstiodClient => ({
+    syncz: () => {
+      timeline.push(`${name} at ${clock.now() / 1000}s`);
+      return c.syncz();
+    },
+    listenersAndRoutes: c.listenersAndRoutes,
+  });
+  const poller = new IstiodPoller({
+    discovery: {
+      view: d.discovery.view,
+      clientOf: (url) => at(url === "http://a:15014" ? "A" : "B", d.discovery.clientOf(url)),
+    },
+    source: new LocalSource(PROXY_STATUS),
+    namespace: "p",
+    clock,
+    log,
+    statPrefix: PREFIX,
+    periodMs: 10_000,
+    followUpMs: 1_000,
+  });
+  await poller.run(ac.signal);
+  // Backing off: A at 0 and 20 s (a 20 s wait next); B at 25 s, as soon as it is listed.
+  assert.deepEqual(timeline, ["A at 0s", "A at 20s", "B at 25s", "B at 35s"]);
+});
+
+Deno.test("the poller takes fixed clients or a discovery, not both, not neither", () => {
+  const base = {
+    source: new LocalSource(PROXY_STATUS),
+    namespace: "p",
+    clock: { now: () => 0, sleep: () => Promise.resolve() },
+    log,
+    statPrefix: PREFIX,
+  };
+  assert.throws(() => new IstiodPoller(base), /either clients or a discovery/);
+  const d = discovered({});
+  assert.throws(
+    () => new IstiodPoller({ ...base, clients: [], discovery: d.discovery }),
+    /either clients or a discovery/,
+  );
 });

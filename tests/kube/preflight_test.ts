@@ -3,6 +3,7 @@ import { RESOURCES } from "../../src/api/resources.ts";
 import type { Cluster } from "../../src/runtime/cluster.ts";
 import { recordFirstLists } from "../../src/kube/first_lists.ts";
 import { preflight, type PreflightOptions } from "../../src/kube/preflight.ts";
+import { discoveryChecks } from "../../src/kube/istiod_endpoints.ts";
 import { LiveCluster } from "../../src/kube/live_cluster.ts";
 import { json, type Seen, status } from "./fake_server.ts";
 import { connectionTo, withCluster } from "./helpers.ts";
@@ -226,4 +227,41 @@ Deno.test("preflight sends its probes and reviews at once, never more than `para
   assert.ok(reviews.length > 10, `${reviews.length} reviews`);
   assert.equal(problems.length, 1);
   assert.match(problems[0].message, /watch pods/);
+});
+
+Deno.test("access beyond the ClusterRole (istiod's EndpointSlices) is reviewed in its namespace and says what grants it", async () => {
+  const denyDiscovery = (a: Record<string, string>) => a.resource === "endpointslices";
+  await withCluster(apiServer([], denyDiscovery), async (cluster, server) => {
+    const opts = {
+      ...base(server.url),
+      alsoChecks: discoveryChecks([{ namespace: "istio-system", name: "istiod" }]),
+    };
+    const problems = await preflight(cluster, opts);
+    assert.equal(problems.length, 1);
+    assert.equal(
+      problems[0].message,
+      "RBAC forbids the operator to list,watch endpointslices.discovery.k8s.io in namespace istio-system: " +
+        "apply deploy/istiod's Role platform-operator-istiod in namespace istio-system (docs/operations.md, Asking istiod)",
+    );
+    const asked = accessReviews(server.seen).filter((a) => a.resource === "endpointslices");
+    assert.deepEqual(asked.map((a) => `${a.verb} ${a.group} ${a.namespace}`).sort(), [
+      "list discovery.k8s.io istio-system",
+      "watch discovery.k8s.io istio-system",
+    ]);
+  });
+  // Granted: no problem. Without the flag nothing of it is asked.
+  await withCluster(apiServer([]), async (cluster, server) => {
+    const opts = {
+      ...base(server.url),
+      alsoChecks: discoveryChecks([{ namespace: "istio-system", name: "istiod" }]),
+    };
+    assert.deepEqual(await preflight(cluster, opts), []);
+  });
+  await withCluster(apiServer([]), async (cluster, server) => {
+    assert.deepEqual(
+      await preflight(cluster, { ...base(server.url), alsoChecks: discoveryChecks([]) }),
+      [],
+    );
+    assert.ok(!accessReviews(server.seen).some((a) => a.resource === "endpointslices"));
+  });
 });

@@ -115,3 +115,38 @@ Deno.test("--help lists every flag with its variables and default", () => {
     assert.ok(flagEnvNames().includes(v), v);
   }
 });
+
+Deno.test("--istiod-service: namespace/name, several for revisions, each once; not with --istiod-url", () => {
+  assert.deepEqual(options([]).istiodServices, []);
+  assert.deepEqual(options(["--istiod-service=istio-system/istiod"]).istiodServices, [
+    { namespace: "istio-system", name: "istiod" },
+  ]);
+  assert.deepEqual(
+    options([], {
+      [envName("istiod-service")]:
+        "istio-system/istiod, istio-system/istiod-canary,istio-system/istiod",
+    }).istiodServices,
+    [
+      { namespace: "istio-system", name: "istiod" },
+      { namespace: "istio-system", name: "istiod-canary" },
+    ],
+  );
+  for (
+    const bad of ["istiod", "istio-system/", "a/b/c", "Istio/istiod", "istio-system/istiod:15014"]
+  ) {
+    const parsed = parseRunFlags([`--istiod-service=${bad}`], noEnv);
+    assert.match(
+      parsed.kind === "error" ? parsed.message : "",
+      /^invalid --istiod-service ".*": use namespace\/name of istiod's Service, e.g. istio-system\/istiod$/,
+      bad,
+    );
+  }
+  const both = parseRunFlags(
+    ["--istiod-service=istio-system/istiod", "--istiod-url=http://istiod.istio-system.svc:15014"],
+    noEnv,
+  );
+  assert.match(
+    both.kind === "error" ? both.message : "",
+    /^--istiod-url and --istiod-service are exclusive/,
+  );
+});
