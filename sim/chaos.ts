@@ -2,7 +2,8 @@
  * Faults that hit the operator as a whole rather than one request, scheduled by the swarm at random
  * times of the safety phase: crashes and clock jumps, a crash right after one of its Plan writes
  * (the Plan half carried out), a lost leader Lease (the leader's Lease requests fail for longer
- * than its renew deadline), and someone else deleting an object the operator created.
+ * than its renew deadline), someone else deleting an object the operator created, and in the mesh
+ * another team's EnvoyFilter that the proxies refuse and istiod unreachable for the operator.
  */
 import { RESOURCES } from "../src/api/resources.ts";
 import {
@@ -14,6 +15,8 @@ import {
 import { isOperator, type SimClient, type SimCluster, type WriteRecord } from "./cluster/mod.ts";
 import { SIM_EPOCH, type SimClock } from "./clock.ts";
 import type { FaultConfig, FaultInjector } from "./faults.ts";
+import type { SimIstiod } from "./istiod.ts";
+import type { KubeObject } from "../src/api/object.ts";
 import { LEASE_NAME, OPERATOR_NAMESPACE, type OperatorProcess } from "./operator.ts";
 import { offset, type Trace } from "./trace.ts";
 import type { Prng } from "./prng.ts";
@@ -28,7 +31,36 @@ interface ChaosTarget {
   readonly trace: Trace;
   readonly opts: { readonly faults: FaultConfig };
   readonly ownedDeletions: OwnedDeletion[];
+  readonly istiod: SimIstiod;
   crash(restartAfterMs: number, identity?: string, why?: string): void;
+}
+
+/** Who applies the broken EnvoyFilters of the brokenFilters fault. */
+export const OTHER_TEAM = "other-team";
+
+/**
+ * Another team's EnvoyFilter on the demo workload's inbound routes (or, with `gateway`, on the
+ * ingress gateway's routes) merging `rate_limits: [{actions: []}]` into them: Kyma api-gateway#2380's
+ * shape, which Envoy refuses (RateLimit.actions: min_items 1), so the proxies reject every push
+ * that carries it and keep their previous config.
+ */
+export function brokenFilter(name: string, gateway: boolean): KubeObject {
+  return {
+    apiVersion: "networking.istio.io/v1alpha3",
+    kind: "EnvoyFilter",
+    metadata: { name, namespace: gateway ? "mesh-system" : "demo" },
+    spec: {
+      workloadSelector: { labels: { app: gateway ? "mesh-ingressgateway" : "httpbin" } },
+      configPatches: [{
+        applyTo: "HTTP_ROUTE",
+        match: {
+          context: gateway ? "GATEWAY" : "SIDECAR_INBOUND",
+          routeConfiguration: { vhost: { route: { action: "ROUTE" } } },
+        },
+        patch: { operation: "MERGE", value: { route: { rate_limits: [{ actions: [] }] } } },
+      }],
+    },
+  };
 }
 
 /** An operator-created object someone else deleted. */
@@ -75,7 +107,10 @@ export function scheduleSwarm(sim: ChaosTarget, until: number): void {
   scheduleChaos(sim, until, sim.prng.fork("chaos-schedule"));
 }
 
-/** Schedules the swarm's plan crashes, lease losses and owned-object deletions before `until`. */
+/**
+ * Schedules the swarm's plan crashes, lease losses, owned-object deletions, istiod outages and
+ * broken filters before `until`.
+ */
 export function scheduleChaos(sim: ChaosTarget, until: number, r: Prng): void {
   const f = sim.opts.faults;
   const at = () => r.int(1_000, Math.max(1_001, until));
@@ -98,6 +133,31 @@ export function scheduleChaos(sim: ChaosTarget, until: number, r: Prng): void {
     schedule(sim, when, () => {
       chaos ??= sim.cluster.client("chaos", { faultFree: true, latency: () => 1 });
       deleteOwned(sim, chaos, pick);
+    });
+  }
+  for (let i = 0; i < f.istiodOutages; i++) {
+    const when = at();
+    const forMs = r.logUniform(5_000, 120_000);
+    schedule(sim, when, () => {
+      sim.istiod.unreachable(sim.clock.now() + forMs);
+      phase(sim, `istiod unreachable for the operator for ${forMs} ms`);
+    });
+  }
+  let team: SimClient | undefined;
+  for (let i = 0; i < f.brokenFilters; i++) {
+    const when = at();
+    const forMs = r.logUniform(5_000, 90_000);
+    const obj = brokenFilter(`${OTHER_TEAM}-${i}`, r.chance(0.5));
+    schedule(sim, when, () => {
+      team ??= sim.cluster.client(OTHER_TEAM, { faultFree: true, latency: () => 1 });
+      const { namespace, name } = obj.metadata;
+      phase(sim, `${OTHER_TEAM} applies a broken EnvoyFilter ${namespace}/${name} for ${forMs} ms`);
+      const client = team;
+      client.apply(RESOURCES.EnvoyFilter, obj, { fieldManager: OTHER_TEAM, force: true })
+        .catch(() => {});
+      sim.clock.schedule(forMs, () => {
+        client.delete(RESOURCES.EnvoyFilter, namespace, name).catch(() => {});
+      });
     });
   }
 }

@@ -8,7 +8,10 @@ import { fieldErrors, strict, unknownName } from "./schema.ts";
 /** A fault choice: `none`, `default` (the seed's swarm mix), or explicit rates over none. */
 export type FaultChoice = "none" | "default" | Record<string, number | string>;
 
-/** Most times a run-wide fault (crash, clock jump, plan crash, lost Lease, deletion) fires. */
+/**
+ * Most times a run-wide fault (crash, clock jump, plan crash, lost Lease, deletion, broken filter,
+ * istiod outage) fires.
+ */
 const MAX_FAULT_TIMES = 100;
 
 /** Most standby operator replicas (each runs a whole operator). */
@@ -40,6 +43,10 @@ const SETTINGS: { [K in keyof FaultConfig]: z.ZodType<FaultConfig[K]> } = {
   leaseLoss: TIMES,
   standbys: z.number().int().min(0).max(MAX_STANDBYS),
   ownedDeletes: TIMES,
+  proxyRejects: RATE,
+  proxyNeverConnects: RATE,
+  brokenFilters: TIMES,
+  istiodOutages: TIMES,
 };
 
 /** Explicit rates: some settings of FaultConfig, the others as in NO_FAULTS. */

@@ -61,6 +61,17 @@ export interface FaultConfig {
   standbys: number;
   /** Deletions of operator-created objects by someone else during the safety phase. */
   ownedDeletes: number;
+  /** A proxy rejects (NACKs) a push istiod sends it; per push. */
+  proxyRejects: number;
+  /** A new mesh Pod's proxy never connects to istiod (until faults stop); per proxy. */
+  proxyNeverConnects: number;
+  /**
+   * Another team's EnvoyFilter that the proxies refuse (Kyma api-gateway#2380's empty
+   * `actions`), on the demo workload or the gateway, for 5–90 s: times.
+   */
+  brokenFilters: number;
+  /** Windows (5–120 s) in which the operator cannot reach istiod: times. */
+  istiodOutages: number;
 }
 
 /** No faults at all. */
@@ -83,6 +94,10 @@ export const NO_FAULTS: FaultConfig = {
   leaseLoss: 0,
   standbys: 0,
   ownedDeletes: 0,
+  proxyRejects: 0,
+  proxyNeverConnects: 0,
+  brokenFilters: 0,
+  istiodOutages: 0,
 };
 
 /** Draws a fault mix: each kind is on in some seeds (most in half), at a rate drawn for the run. */
@@ -108,6 +123,11 @@ export function swarm(prng: Prng): FaultConfig {
     leaseLoss: prng.chance(0.4) ? prng.int(1, 2) : 0,
     standbys: prng.chance(0.5) ? 1 : 0,
     ownedDeletes: prng.chance(0.5) ? prng.int(1, 4) : 0,
+    // The mesh's faults (issue 42), drawn last for the same reason.
+    proxyRejects: on(0.05, 0.4),
+    proxyNeverConnects: on(0.2, 1),
+    brokenFilters: prng.chance(0.4) ? prng.int(1, 3) : 0,
+    istiodOutages: prng.chance(0.4) ? prng.int(1, 2) : 0,
   };
 }
 

@@ -1,7 +1,8 @@
 /**
- * Safety properties checked during every run: on each committed change (who changed what) and
- * after each event of the driver (the state of the world). A violation is recorded with the
- * virtual time it happened; the run fails on the first one.
+ * Safety properties checked during every run: on each committed change (who changed what, and
+ * what the operator says the mesh's proxies did) and after each event of the driver (the state of
+ * the world). A violation is recorded with the virtual time it happened; the run fails on the
+ * first one.
  */
 import { RESOURCES } from "../src/api/resources.ts";
 import type { Condition } from "../src/api/common.ts";
@@ -22,6 +23,17 @@ import { specPart } from "./cluster/json.ts";
 import { typeKey } from "./cluster/types.ts";
 import { nonGatewaysReached } from "./blast_radius.ts";
 import { deepEqual } from "../src/api/json.ts";
+import { ACCEPTED_CONDITION } from "../src/reconcile/ratelimit/status.ts";
+import { GENERATION_ANNOTATION } from "../src/reconcile/ratelimit/render.ts";
+import { FEED_PERIOD_MS } from "./istiod_feed.ts";
+import type { SimIstiod } from "./istiod.ts";
+
+/**
+ * How old what the operator says of the proxies may be when its status write lands: a round of
+ * its poller at most a period before it reconciled ({@link FEED_PERIOD_MS}), the slowest write the
+ * faults make (15 s, faults.ts), and 5 s of slack for the requests around it.
+ */
+export const ACCEPTED_LAG_MS = FEED_PERIOD_MS + 15_000 + 5_000;
 
 /** One broken invariant. */
 export interface Violation {
@@ -83,6 +95,8 @@ export class InvariantChecker {
   readonly violations: Violation[] = [];
   /** uid → the actor that created the object (kept after deletion). */
   readonly #creators = new Map<string, string>();
+  /** `namespace/name` of each EnvoyFilter → its versions (undefined: deleted), from when. */
+  readonly #filters = new Map<string, { at: number; obj: KubeObject | undefined }[]>();
   #checkedRv = -1;
   /**
    * An object `checkState` reads changed since its last check, or that check found a violation:
@@ -93,9 +107,14 @@ export class InvariantChecker {
 
   /**
    * `lease`: the leader-election Lease; when given, `checkRequest` holds every operator write to
-   * it (feed it the cluster's requests).
+   * it (feed it the cluster's requests). `istiod`: the mesh's proxies; when given, every status
+   * the operator writes for a RateLimit is held against what they held.
    */
-  constructor(readonly cluster: SimCluster, readonly lease?: LeaseSite) {
+  constructor(
+    readonly cluster: SimCluster,
+    readonly lease?: LeaseSite,
+    readonly istiod?: SimIstiod,
+  ) {
     cluster.store.subscribe((c) => this.#onChange(c));
   }
 
@@ -138,6 +157,12 @@ export class InvariantChecker {
   #onChange(c: Change): void {
     if (CHECKED_TYPES.has(c.typeKey)) this.#recheck = true;
     const obj = c.object;
+    if (obj.kind === "EnvoyFilter" && this.istiod) {
+      const key = `${obj.metadata.namespace}/${obj.metadata.name}`;
+      const versions = this.#filters.get(key) ?? [];
+      versions.push({ at: this.cluster.clock.now(), obj: c.type === "DELETED" ? undefined : obj });
+      this.#filters.set(key, versions);
+    }
     const uid = obj.metadata.uid!;
     if (c.type === "ADDED") this.#creators.set(uid, c.actor);
     if (!isOperator(c.actor)) return;
@@ -160,6 +185,76 @@ export class InvariantChecker {
     }
     if (c.old) this.#checkFinalizerRemoval(c.old, c.type === "DELETED" ? undefined : obj, c.actor);
     if (c.verb === "delete" && obj.kind === "EnvoyFilter") this.#checkFilterRemoval(obj, c.actor);
+    if (obj.kind === "RateLimit" && c.type !== "DELETED" && obj.status !== c.old?.status) {
+      this.#checkAccepted(obj, c.actor);
+    }
+  }
+
+  /**
+   * What the operator says the proxies did with a RateLimit's filter is what they did: when it
+   * writes `Accepted=True`, every proxy its filter reaches held the limits (heldLimitsOf's reading
+   * of the config it accepted: mode and buckets) of that filter as it was at some moment of the
+   * last {@link ACCEPTED_LAG_MS}, at some moment of that time; when it writes `Accepted=False`
+   * (ProxyRejected), the message names a proxy that was rejecting in that time. The lag is what the
+   * operator's knowledge may have (its poller's period, a slow write); a Pod younger than that is
+   * not judged, as the operator may not know it yet.
+   */
+  #checkAccepted(rl: KubeObject, actor: string): void {
+    const istiod = this.istiod;
+    const conditions = (rl.status as { conditions?: Condition[] } | undefined)?.conditions;
+    const accepted = conditions?.find((x) => x.type === ACCEPTED_CONDITION);
+    if (!istiod || !accepted) return;
+    const rejected = accepted.status === "False" && accepted.reason === "ProxyRejected";
+    if (accepted.status !== "True" && !rejected) return;
+    const { namespace, name } = rl.metadata;
+    const filter = this.cluster.store.get(RESOURCES.EnvoyFilter, namespace, name);
+    if (!filter || filter.metadata.labels?.[MANAGED_BY_LABEL] !== MANAGED_BY) return;
+    const now = this.cluster.clock.now();
+    const from = now - ACCEPTED_LAG_MS;
+    const reached = istiod.reachedBy(filter);
+    const within = `in the last ${ACCEPTED_LAG_MS / 1000} s`;
+    if (rejected) {
+      const named = reached.filter((p) => accepted.message.includes(`${p.pod.name} rejected the`));
+      if (!named.some((p) => p.rejectingWithin(from, now))) {
+        this.#fail(
+          "rejected-names-a-rejecting-proxy",
+          `${actor} says a proxy rejected ${ref(rl)}'s filter, but ${
+            named.length === 0
+              ? "names no proxy of a Pod the filter reaches"
+              : `none it names was rejecting ${within} (${
+                named.map((p) => `${p.key}: ${p.standing}`).join(", ")
+              })`
+          }: ${accepted.message}`,
+        );
+      }
+      return;
+    }
+    const versions = this.#versionsWithin(`${namespace}/${name}`, from, filter);
+    for (const p of reached) {
+      if (p.createdAt > from) continue;
+      if (versions.some((f) => p.heldWithin(istiod.limitsOf(f, p), from, now))) continue;
+      this.#fail(
+        "accepted-means-held",
+        `${actor} says ${
+          ref(rl)
+        } is Accepted, but the proxy of Pod ${p.key} (${p.standing}) held the limits of no version of EnvoyFilter ${namespace}/${name} ${within} (now generation ${filter.metadata.generation}, from RateLimit generation ${
+          filter.metadata.annotations?.[GENERATION_ANNOTATION] ?? "?"
+        })`,
+      );
+      return;
+    }
+  }
+
+  /** The versions a filter had at some moment of [from, now] (`current` at least). */
+  #versionsWithin(key: string, from: number, current: KubeObject): KubeObject[] {
+    const history = this.#filters.get(key) ?? [];
+    const out = new Set<KubeObject>([current]);
+    for (let i = history.length - 1; i >= 0; i--) {
+      const v = history[i];
+      if (v.obj) out.add(v.obj);
+      if (v.at <= from) break;
+    }
+    return [...out];
   }
 
   /**

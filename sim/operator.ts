@@ -11,16 +11,29 @@ import { DEFAULT_MESH } from "../src/dataplane/mod.ts";
 import { FIELD_MANAGER } from "../src/reconcile/labels.ts";
 import {
   type ControllerSpec,
+  LocalSource,
   type Logger,
   Manager,
   nullLogger,
   preloadControllers,
 } from "../src/runtime/mod.ts";
+import { rateLimitsOfPod } from "../src/controllers/ratelimit.ts";
+import { RESOURCES } from "../src/api/resources.ts";
+import { PROXY_STATUS } from "../src/api/istiod.ts";
 import type { SimClient, SimCluster } from "./cluster/mod.ts";
+import type { SimIstiod } from "./istiod.ts";
+import { ProxyStatusFeed } from "./istiod_feed.ts";
 import type { Prng } from "./prng.ts";
 
-/** The operator's controllers for the simulated mesh, whose root namespace is mesh-system. */
-export const SIM_CONTROLLERS = allControllersFor({ meshRootNamespace: DEFAULT_MESH.rootNamespace });
+/**
+ * The operator's controllers for the simulated mesh, whose root namespace is mesh-system, asking
+ * istiod about the proxies (as with `--istiod-url`): the RateLimit's Accepted condition comes from
+ * the simulated istiod.
+ */
+export const SIM_CONTROLLERS = allControllersFor({
+  meshRootNamespace: DEFAULT_MESH.rootNamespace,
+  proxyStatus: true,
+});
 
 /** Where the operator runs and the name of its Lease. */
 export const OPERATOR_NAMESPACE = "platform-system";
@@ -37,6 +50,8 @@ export interface OperatorOptions {
   /** Replicas the operator Deployment keeps running (default 1); all but the leader stand by. */
   replicas?: number;
   log?: Logger;
+  /** The istiod each replica asks about the proxies (its own poller, as each operator Pod has). */
+  istiod?: SimIstiod;
   /** Called when a Manager's `start()` rejects: a bug in the runtime. */
   onError?: (err: unknown) => void;
 }
@@ -45,6 +60,7 @@ interface Replica {
   identity: string;
   manager: Manager;
   client: SimClient;
+  feed?: ProxyStatusFeed;
 }
 
 /**
@@ -109,8 +125,10 @@ export class OperatorProcess {
       manager: FIELD_MANAGER,
       clock,
     });
+    const source = this.opts.istiod && new LocalSource(PROXY_STATUS);
     const manager = new Manager({
       cluster: client,
+      localSources: source ? [source] : [],
       clock,
       random: this.opts.prng.fork(`replica/${n}`),
       log: this.opts.log ?? nullLogger,
@@ -121,9 +139,25 @@ export class OperatorProcess {
         ? false
         : { namespace: OPERATOR_NAMESPACE, name: LEASE_NAME },
     });
+    const istiod = this.opts.istiod;
+    const root = DEFAULT_MESH.rootNamespace;
+    // The operator's poller, as src/cli/run.ts sets it up: only the proxies of Pods a RateLimit
+    // concerns are read in depth, and its cached EnvoyFilters are the token of a change.
+    const feed = istiod && source && new ProxyStatusFeed({
+      istiod,
+      source,
+      clock,
+      namespace: OPERATOR_NAMESPACE,
+      token: () => manager.cache.list(RESOURCES.EnvoyFilter),
+      wants: ({ namespace, name }) => {
+        const pod = manager.cache.get(RESOURCES.Pod, namespace, name);
+        return pod !== undefined && rateLimitsOfPod(manager.cache, root, pod).length > 0;
+      },
+    });
     this.identities.push(identity);
-    this.#replicas.push({ identity, manager, client });
+    this.#replicas.push({ identity, manager, client, feed });
     manager.start().catch((err) => this.opts.onError?.(err));
+    feed?.start();
     return identity;
   }
 
@@ -139,13 +173,20 @@ export class OperatorProcess {
     this.#replicas = this.#replicas.filter((x) => x !== r);
     r.manager.abort("crash");
     r.client.kill();
+    r.feed?.stop();
     return r.identity;
+  }
+
+  /** The EnvoyFilters changed: each running replica's poller looks at its cache soon. */
+  filtersChanged(): void {
+    for (const r of this.#replicas) r.feed?.filtersChanged();
   }
 
   /** Graceful stop (SIGTERM) of every replica; resolves when their Managers have stopped. */
   async stop(): Promise<void> {
     const all = this.#replicas;
     this.#replicas = [];
+    for (const r of all) r.feed?.stop();
     await Promise.all(all.map((r) => r.manager.stop("sim end")));
   }
 }

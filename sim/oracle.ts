@@ -2,7 +2,8 @@
  * What the world must look like once the operator has converged after a generated workload
  * (liveness): the outcome of every object follows from how it was generated (its validity label),
  * its age and its peers, as docs/design.md decides; the first difference is returned. A refused
- * RateLimit may still enforce its last good generation: the status history says which.
+ * RateLimit may still enforce its last good generation: the status history says which. A limit in
+ * force is Accepted once the mesh's proxies (sim/istiod.ts) all hold it.
  */
 import { RESOURCES } from "../src/api/resources.ts";
 import { SCALER_MODULE } from "../src/controllers/scaler.ts";
@@ -19,6 +20,7 @@ import { VALIDITY_LABEL } from "./workload.ts";
 import { GENERATION_ANNOTATION } from "../src/reconcile/ratelimit/render.ts";
 import { nonGatewaysReached } from "./blast_radius.ts";
 import { modeAndRateProblem } from "./oracle_rates.ts";
+import { ACCEPTED_CONDITION } from "../src/reconcile/ratelimit/status.ts";
 
 interface ModuleRule {
   type: ResourceType;
@@ -297,7 +299,39 @@ function judgeRestored(sim: Simulation): string | undefined {
   return undefined;
 }
 
+/**
+ * Once faults stop every proxy connects and takes istiod's next push: each RateLimit whose filter
+ * is in force is Accepted once every proxy it reaches is connected and holds that filter's limits
+ * (and says, until then, that it is not).
+ */
+function judgeAccepted(sim: Simulation): string | undefined {
+  const store = sim.cluster.store;
+  if (!store.types.serves(RESOURCES.EnvoyFilter)) return undefined;
+  for (const rl of store.objects(RESOURCES.RateLimit)) {
+    if (rl.metadata.deletionTimestamp) continue;
+    const { namespace, name } = rl.metadata;
+    const filter = store.get(RESOURCES.EnvoyFilter, namespace, name);
+    const reached = filter ? sim.istiod.reachedBy(filter) : [];
+    if (!filter || reached.length === 0) continue;
+    const waiting = reached.find((p) =>
+      p.standing !== "accepted" || p.limits !== sim.istiod.limitsOf(filter, p)
+    );
+    if (waiting) {
+      return `the proxy of Pod ${waiting.key} is ${waiting.standing} and does not hold EnvoyFilter ${namespace}/${name}'s limits yet`;
+    }
+    const s = rl.status as Status;
+    const accepted = s?.conditions?.find((c) => c.type === ACCEPTED_CONDITION);
+    if (accepted?.status !== "True") {
+      return `${ref(rl)}: every proxy it reaches holds its limits, expected Accepted=True, got ${
+        show(s)
+      }`;
+    }
+  }
+  return undefined;
+}
+
 /** The first way the world differs from the converged outcome; undefined when it is converged. */
 export function violationOf(sim: Simulation): string | undefined {
-  return judgeWorkloads(sim) ?? judgeModules(sim) ?? judgeRateLimits(sim) ?? judgeRestored(sim);
+  return judgeWorkloads(sim) ?? judgeModules(sim) ?? judgeRateLimits(sim) ?? judgeAccepted(sim) ??
+    judgeRestored(sim);
 }

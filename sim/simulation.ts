@@ -1,6 +1,6 @@
 /**
- * One simulated run: the cluster, the operator process, faults, invariants, the data-plane mesh and
- * the trace, all on one virtual clock and one seed. Scenarios and the seed sweep drive it; it knows
+ * One simulated run: the cluster, the operator process, faults, invariants, the data-plane mesh,
+ * istiod and its proxies, and the trace, all on one virtual clock and one seed. Scenarios and the seed sweep drive it; it knows
  * the phases every run goes through: warm-up (the mesh comes up), the run itself (faults active),
  * liveness (faults off; the operator must converge), and a quiet period (no operator writes while
  * nothing changes).
@@ -8,6 +8,7 @@
 import { RESOURCES } from "../src/api/resources.ts";
 import {
   DEFAULT_BEHAVIOUR,
+  DEFAULT_MESH,
   type EnvoyBehaviour,
   Mesh,
   meshPodOf,
@@ -21,6 +22,7 @@ import { Driver, settle } from "./driver.ts";
 import { type Change, isOperator, type SimClient, SimCluster } from "./cluster/mod.ts";
 import { type FaultConfig, FaultInjector } from "./faults.ts";
 import { InvariantChecker } from "./invariants.ts";
+import { SimIstiod } from "./istiod.ts";
 import { StatusRecord } from "./status_record.ts";
 import {
   LEASE_NAME,
@@ -66,6 +68,8 @@ export class Simulation {
   readonly operator: OperatorProcess;
   readonly checker: InvariantChecker;
   readonly mesh: Mesh;
+  /** istiod and the mesh's proxies: what they hold, what the operator is told of them. */
+  readonly istiod: SimIstiod;
   readonly trace = new Trace();
   readonly user: SimClient;
   readonly #statuses = new StatusRecord();
@@ -102,10 +106,19 @@ export class Simulation {
     });
     this.injector.onTimedEnd = (at) =>
       clock.schedule(at - clock.now(), () => this.cluster.deployments.resyncAll());
+    this.istiod = new SimIstiod({
+      cluster: this.cluster,
+      prng: this.prng.fork("istiod"),
+      envoy: this.mesh.envoy,
+      rootNamespace: DEFAULT_MESH.rootNamespace,
+      trace: this.trace,
+      active: () => this.injector.active,
+      rates: () => opts.faults,
+    });
     this.checker = new InvariantChecker(this.cluster, {
       namespace: OPERATOR_NAMESPACE,
       name: LEASE_NAME,
-    });
+    }, this.istiod);
     this.cluster.onRequest = (actor, verb, type, namespace, name) =>
       this.checker.checkRequest(actor, verb, type, namespace, name);
     this.driver = new Driver(clock, { onStep: () => this.#afterStep() });
@@ -114,6 +127,7 @@ export class Simulation {
       replicas: opts.operator?.replicas ?? 1 + opts.faults.standbys,
       cluster: this.cluster,
       prng: this.prng.fork("operator"),
+      istiod: this.istiod,
       log: opts.log,
       onError: (err) =>
         this.runtimeErrors.push(err instanceof Error ? err.stack ?? err.message : String(err)),
@@ -128,6 +142,7 @@ export class Simulation {
       if (isOperator(r.actor) && r.kind !== "Lease") this.#lastOperatorActivity = r.at;
     });
     this.cluster.store.subscribe((c) => this.#observe(c));
+    this.istiod.onFilters = () => this.operator.filtersChanged();
   }
 
   /** Milliseconds since the epoch (scenario time). */
@@ -216,10 +231,14 @@ export class Simulation {
     scheduleSwarm(this, until);
   }
 
-  /** Ends random faults: Deployments heal; the operator must now converge. */
+  /**
+   * Ends random faults: Deployments heal, istiod is reachable, every proxy connects and takes the
+   * next push; the operator must now converge.
+   */
   startLiveness(): void {
     this.injector.active = false;
     this.injector.clearDeployments();
+    this.istiod.heal();
     this.cluster.deployments.resyncAll();
     this.operator.fill();
     this.trace.add({ t: offset(this.clock.now()), event: "phase", detail: "liveness" });
@@ -241,11 +260,12 @@ export class Simulation {
   async quiet(periodMs = QUIET_MS, maxPeriods = 4): Promise<{ writes: string[]; quiet: boolean }> {
     for (let i = 0; i < maxPeriods; i++) {
       const mark = this.cluster.log.records.length;
+      const meshMark = this.istiod.changes;
       await this.driver.runFor(periodMs);
       const records = this.cluster.log.records.slice(mark);
-      const external = records.some((r) =>
-        !isOperator(r.actor) && r.outcome === "changed" && r.kind !== "Lease"
-      );
+      // What istiod says of the proxies changing is a change the operator may report.
+      const external = this.istiod.changes !== meshMark ||
+        records.some((r) => !isOperator(r.actor) && r.outcome === "changed" && r.kind !== "Lease");
       if (external) continue;
       const writes = this.cluster.log.operatorWritesSince(mark).map((r) =>
         `${offset(r.at)} ${r.verb} ${r.kind} ${

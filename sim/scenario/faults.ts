@@ -1,4 +1,7 @@
-/** Scenario fault steps: targeted API errors, Deployment faults, crashes, clock jumps, watch faults. */
+/**
+ * Scenario fault steps: targeted API errors, Deployment faults, crashes, clock jumps, watch faults,
+ * and the mesh's: proxies that reject pushes or do not connect, istiod unreachable.
+ */
 import { ApiError } from "../../src/runtime/mod.ts";
 import { matchesTarget } from "../faults.ts";
 import type { Simulation } from "../simulation.ts";
@@ -6,6 +9,10 @@ import type { FaultStep } from "./format.ts";
 
 function describe(t: { kind?: string; namespace?: string; name?: string }): string {
   return `${t.kind ?? "*"} ${t.namespace ? `${t.namespace}/` : ""}${t.name ?? "*"}`;
+}
+
+function proxyTarget(t: { namespace?: string; name?: string }): string {
+  return `Pods ${t.namespace ?? "*"}/${t.name ?? "*"}`;
 }
 
 /** Applies one fault step now; returns a description for the timeline. */
@@ -51,6 +58,21 @@ export function applyFault(sim: Simulation, f: FaultStep): string {
     case "clockJump":
       sim.clock.jump(f.by);
       return `fault clock jumps ${f.by} ms`;
+    case "proxyReject":
+      sim.istiod.rejectPushes(f.target, f.count);
+      return `fault proxyReject: the proxies of ${proxyTarget(f.target)} reject the next ${
+        f.count === 1 ? "push" : `${f.count} pushes`
+      }`;
+    case "proxyDisconnect":
+      if (f.clear) sim.istiod.clear(f.target);
+      else sim.istiod.holdBack(f.target);
+      return `fault proxyDisconnect ${f.clear ? "cleared on" : "on"} ${proxyTarget(f.target)}`;
+    case "istiodUnreachable":
+      if (f.clear) sim.istiod.reachable();
+      else sim.istiod.unreachable(f.for === undefined ? undefined : sim.clock.now() + f.for);
+      return f.clear
+        ? "fault istiodUnreachable cleared"
+        : `fault istiodUnreachable ${f.for === undefined ? "until cleared" : `for ${f.for} ms`}`;
     case "compact": {
       const type = sim.cluster.store.types.byKindName(f.target.kind ?? "");
       if (!type) throw new Error(`compact: unknown kind ${f.target.kind}`);

@@ -88,6 +88,16 @@ function unknownKind(iss: z.core.$ZodRawIssue): string | undefined {
 
 const WATCH_FAULTS = ["watchDrop", "watchStall", "watchGone"] as const;
 
+/**
+ * Which mesh Pods' proxies a proxy fault hits: a Pod named `name`, or one of the Pods of the
+ * Deployment `name` (`name-...`), in `namespace`; absent fields match any.
+ */
+const proxyTargetOf = (fault: string) =>
+  strict(
+    { namespace: z.string().optional(), name: z.string().optional() },
+    { required: `required for ${fault}` },
+  );
+
 const Fault = z.discriminatedUnion("kind", [
   strict({
     kind: z.literal("apiError"),
@@ -123,6 +133,21 @@ const Fault = z.discriminatedUnion("kind", [
   strict({ kind: z.literal("crash"), restartAfter: Duration.default(5_000) }),
   strict({ kind: z.literal("clockJump"), by: Duration }),
   ...WATCH_FAULTS.map((kind) => strict({ kind: z.literal(kind), target: watchTargetOf(kind) })),
+  strict({
+    kind: z.literal("proxyReject"),
+    target: proxyTargetOf("proxyReject"),
+    count: Count.default(1),
+  }),
+  strict({
+    kind: z.literal("proxyDisconnect"),
+    target: proxyTargetOf("proxyDisconnect"),
+    clear: z.boolean().default(false),
+  }),
+  strict({
+    kind: z.literal("istiodUnreachable"),
+    for: Duration.optional(),
+    clear: z.boolean().default(false),
+  }),
   strict({
     kind: z.literal("compact"),
     target: strict({ kind: z.string() }, { required: "required for compact" }),

@@ -32,13 +32,14 @@ const EXPECTED: Record<string, string[]> = {
     "Normal Verification",
     "Normal Verified",
   ],
-  // The gateway's Pod runs the mesh's proxy: the limit is enforced.
-  "RateLimit mesh-system/ingressgateway": ["Normal Applied", "Normal Enforced"],
+  // The gateway's Pod runs the mesh's proxy: the limit is enforced, and once the simulated
+  // istiod says the proxy acknowledged the push holding it, Accepted (sim/istiod.ts).
+  "RateLimit mesh-system/ingressgateway": ["Normal Applied", "Normal Enforced", "Normal Accepted"],
   "RateLimit demo/httpbin-invalid": ["Warning InvalidSpec"],
   // The simulated injector gives httpbin's Pod a sidecar (namespace demo has istio-injection=enabled),
   // so the limit is enforced. When the RateLimit is looked at before httpbin's Pod exists (seed 1),
   // a Normal NoPodSelected comes first: news, not a Warning (see `optional`).
-  "RateLimit demo/httpbin": ["Normal Applied", "Normal Enforced"],
+  "RateLimit demo/httpbin": ["Normal Applied", "Normal Enforced", "Normal Accepted"],
 };
 
 interface EventObject {

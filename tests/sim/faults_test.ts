@@ -24,6 +24,10 @@ Deno.test("faults: the swarm mix is a function of the seed and varies across see
       "leaseLoss",
       "standbys",
       "ownedDeletes",
+      "proxyRejects",
+      "proxyNeverConnects",
+      "brokenFilters",
+      "istiodOutages",
     ] as const
   ) {
     assert.ok(on(k) > 10 && on(k) < 40, `${k} on in ${on(k)} of 50 runs`);

@@ -15,6 +15,7 @@ import {
   SERVERLESS_FINALIZER,
 } from "../../src/reconcile/labels.ts";
 import type { Plan } from "../../src/reconcile/plan.ts";
+import { ACCEPTED_CONDITION } from "../../src/reconcile/ratelimit/status.ts";
 import { reconcileServerless } from "../../src/reconcile/serverless/mod.ts";
 import type { KubeObject, ResourceType } from "../../src/api/object.ts";
 import type {
@@ -24,6 +25,7 @@ import type {
 } from "../../src/runtime/controller_spec.ts";
 import { SIM_CONTROLLERS } from "../../sim/operator.ts";
 import { allControllersFor } from "../../src/controllers/registry.ts";
+import { DEFAULT_MESH } from "../../src/dataplane/mod.ts";
 import type { SimulationOptions } from "../../sim/simulation.ts";
 
 /** The RateLimit controller the simulated operator runs (the mesh's root namespace set). */
@@ -290,4 +292,65 @@ export function sharesOneBucketAmongClients(): MutantOptions {
  */
 export function misplacesTheRootNamespace(): MutantOptions {
   return { operator: { controllers: allControllersFor({ meshRootNamespace: "istio-system" }) } };
+}
+
+/**
+ * A RateLimit reducer that says Accepted without looking: whatever istiod says of the proxies,
+ * its Accepted condition is True.
+ */
+export function claimsAcceptedWithoutLooking(): MutantOptions {
+  return swap(editPlans(rateLimitController, (plan) => {
+    const status = plan.status as
+      | { conditions?: { type: string; status: string; reason: string; message: string }[] }
+      | undefined;
+    if (!status?.conditions?.some((c) => c.type === ACCEPTED_CONDITION)) return plan;
+    const conditions = status.conditions.map((c) =>
+      c.type === ACCEPTED_CONDITION
+        ? { ...c, status: "True", reason: "Accepted", message: "The one proxy acknowledged it" }
+        : c
+    );
+    return { ...plan, status: { ...status, conditions } };
+  }));
+}
+
+/**
+ * A RateLimit reducer that reads a proxy still pending (not connected, or not yet acknowledged) as
+ * one that rejected the push: it writes Accepted=False ProxyRejected naming that proxy.
+ */
+export function reportsPendingAsRejected(): MutantOptions {
+  return swap(editPlans(rateLimitController, (plan) => {
+    const status = plan.status as
+      | { conditions?: { type: string; status: string; reason: string; message: string }[] }
+      | undefined;
+    const pending = status?.conditions?.find((c) =>
+      c.type === ACCEPTED_CONDITION && c.reason === "Pending"
+    );
+    const pod = pending && /(?:istiod|acknowledged|in force): ([^;,\s]+)/.exec(pending.message);
+    if (!status?.conditions || !pod) return plan;
+    const conditions = status.conditions.map((c) =>
+      c === pending
+        ? {
+          ...c,
+          status: "False",
+          reason: "ProxyRejected",
+          message: `1 of 1 proxy rejected the config istiod sent: ${
+            pod[1]
+          } rejected the listeners istiod sent it: ${c.message}`,
+        }
+        : c
+    );
+    return { ...plan, status: { ...status, conditions } };
+  }));
+}
+
+/**
+ * An operator that never asks istiod (as without `--istiod-url`): its RateLimits stay Accepted
+ * Unknown (IstiodNotAsked) though every proxy took their filters.
+ */
+export function neverAsksIstiod(): MutantOptions {
+  return {
+    operator: {
+      controllers: allControllersFor({ meshRootNamespace: DEFAULT_MESH.rootNamespace }),
+    },
+  };
 }

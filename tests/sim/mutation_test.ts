@@ -131,12 +131,15 @@ const CASES: readonly Case[] = [
       /^liveness: not converged .*EnvoyFilter mesh-system\/everyone in the mesh's root namespace reaches demo\/httpbin-.*, which is not an ingress gateway/,
   },
   {
-    check: "data plane",
+    // The operator itself sees it now: istiod's dumps show the proxies holding another limit than
+    // the one in force, so Accepted never turns True (before this, the data plane caught it).
+    check: "liveness (Accepted)",
     mutant: "EnvoyFilters that allow one token more than the RateLimit says",
     options: mutant.enforcesTheWrongTokens,
     seed: 1,
     faults: "none",
-    failure: /^after the quiet period: data plane: 4 requests to .* got \[200,200,200,200\]/,
+    failure:
+      /^liveness: not converged .*RateLimit demo\/rl-c: every proxy it reaches holds its limits, expected Accepted=True, got .*Accepted=Unknown\/Pending/,
   },
   {
     check: "data plane",
@@ -145,6 +148,33 @@ const CASES: readonly Case[] = [
     seed: 1,
     faults: "none",
     failure: /^after the quiet period: data plane: clients p1, p1, p2 at .* got \[200,429,429\]/,
+  },
+  {
+    check: "accepted-means-held",
+    mutant: "a RateLimit reducer that says Accepted=True without looking at istiod",
+    options: mutant.claimsAcceptedWithoutLooking,
+    seed: 5,
+    faults: { proxyNeverConnects: 1 },
+    failure:
+      /^invariant accepted-means-held broken .*RateLimit demo\/rl-c is Accepted, but the proxy of Pod demo\/httpbin-.* \(notConnected\) held the limits of no version/,
+  },
+  {
+    check: "rejected-names-a-rejecting-proxy",
+    mutant: "a RateLimit reducer that reports a proxy not yet connected as one that rejected",
+    options: mutant.reportsPendingAsRejected,
+    seed: 5,
+    faults: { proxyNeverConnects: 1 },
+    failure:
+      /^invariant rejected-names-a-rejecting-proxy broken .*none it names was rejecting .*notConnected/,
+  },
+  {
+    check: "liveness (Accepted)",
+    mutant: "an operator that never asks istiod about the proxies",
+    options: mutant.neverAsksIstiod,
+    seed: 1,
+    faults: "none",
+    failure:
+      /^liveness: not converged .*RateLimit demo\/rl-c: every proxy it reaches holds its limits, expected Accepted=True, got .*Accepted=Unknown\/IstiodNotAsked/,
   },
 ];
 

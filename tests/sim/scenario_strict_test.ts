@@ -128,7 +128,32 @@ Deno.test("faults: an unknown kind is named with the known ones, a missing targe
     refusal(`name: x\n${STEP}    fault: {kind: wachDrop, target: {kind: Pod}}\n`),
     'f.yaml: steps[0].fault.kind: unknown fault kind "wachDrop" (did you mean watchDrop?); ' +
       "known: apiError, replicaFailure, slowDeployment, crash, clockJump, watchDrop, watchStall, " +
-      "watchGone, compact",
+      "watchGone, proxyReject, proxyDisconnect, istiodUnreachable, compact",
+  );
+  // The mesh's fault kinds are as strict: a misspelt key is named with the key meant.
+  assert.equal(
+    refusal(`name: x
+${STEP}    fault: {kind: proxyReject, target: {namespace: demo}, cuont: 2}
+`),
+    "f.yaml: steps[0].fault.cuont: unknown field; did you mean count?",
+  );
+  assert.equal(
+    refusal(`name: x
+${STEP}    fault: {kind: proxyDisconnect, target: {nmae: httpbin}}
+`),
+    "f.yaml: steps[0].fault.target.nmae: unknown field; did you mean name?",
+  );
+  assert.equal(
+    refusal(`name: x
+${STEP}    fault: {kind: istiodUnreachable, fro: 1m}
+`),
+    "f.yaml: steps[0].fault.fro: unknown field; did you mean for?",
+  );
+  assert.equal(
+    refusal(`name: x
+${STEP}    fault: {kind: proxyReject}
+`),
+    "f.yaml: steps[0].fault.target: required for proxyReject",
   );
   assert.equal(
     refusal(
@@ -146,7 +171,17 @@ Deno.test("faults: an unknown kind is named with the known ones, a missing targe
     "f.yaml: faults.watchDorp: unknown fault kind (did you mean watchDrop?); known: conflict, " +
       "throttle, serverError, timeout, watchDrop, watchStall, watchGone, goneAs, historySize, " +
       "crashes, replicaFailure, slowDeployment, clockJumps, slowWrite, planCrashes, leaseLoss, " +
-      "standbys, ownedDeletes",
+      "standbys, ownedDeletes, proxyRejects, proxyNeverConnects, brokenFilters, istiodOutages",
+  );
+  assert.equal(
+    refusal(`name: x
+faults: {proxyReject: 0.2}
+${STEP}`),
+    "f.yaml: faults.proxyReject: unknown fault kind (did you mean proxyRejects?); known: " +
+      "conflict, throttle, serverError, timeout, watchDrop, watchStall, watchGone, goneAs, " +
+      "historySize, crashes, replicaFailure, slowDeployment, clockJumps, slowWrite, planCrashes, " +
+      "leaseLoss, standbys, ownedDeletes, proxyRejects, proxyNeverConnects, brokenFilters, " +
+      "istiodOutages",
   );
   assert.equal(
     refusal(`name: x\nfaults: {watchDrop: 2, crashes: 1e9}\n${STEP}`),
