@@ -11,7 +11,7 @@
  * connects from `authSource`, a non-loopback address of this machine, to the same loopback port
  * (no packet leaves the machine).
  */
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { stringify } from "yaml";
 import { writeKubeconfig } from "./auth.ts";
 import { internalDir } from "./components.ts";
@@ -253,6 +253,8 @@ export interface IstiodLayout {
   meshConfig: string;
   networksConfig: string;
   debugAllowedNamespaces: string[];
+  /** `POD_NAME` and the name of its log; default {@link ISTIOD_POD_NAME} and `istiod.log`. */
+  podName?: string;
 }
 
 /**
@@ -263,9 +265,9 @@ export interface IstiodLayout {
 export function istiodSpec(l: IstiodLayout): ProcessSpec & { health: string } {
   const loop = (port: number) => `127.0.0.1:${port}`;
   return {
-    name: "istiod",
+    name: l.podName ?? "istiod",
     bin: l.bin,
-    log: join(l.dir, "logs", "istiod.log"),
+    log: join(l.dir, "logs", l.podName ? `${l.podName}.log` : "istiod.log"),
     health: `http://${loop(l.ports.http)}/ready`,
     args: [
       "discovery",
@@ -284,7 +286,7 @@ export function istiodSpec(l: IstiodLayout): ProcessSpec & { health: string } {
     ],
     env: {
       POD_NAMESPACE: ISTIOD_NAMESPACE,
-      POD_NAME: ISTIOD_POD_NAME,
+      POD_NAME: l.podName ?? ISTIOD_POD_NAME,
       SERVICE_ACCOUNT: ISTIOD_SERVICE_ACCOUNT,
       REVISION: "default",
       CLUSTER_ID: ISTIOD_CLUSTER_ID,
@@ -435,6 +437,42 @@ export async function restartIstiod(st: IstiodState): Promise<IstiodState> {
   const t0 = performance.now();
   const pid = await startProcess(st);
   const next = { ...st, pid };
+  next.readySeconds = await waitIstiodReady(next, t0);
+  return next;
+}
+
+/**
+ * Another replica of the same istiod beside `st`, as istiod's Deployment scaled up has: the same
+ * binary, identity, mesh config and settings, its own loopback ports, `POD_NAME` and log. Resolves
+ * once it is ready; stop it with {@link stopIstiod} (the cluster's `down` knows only the first).
+ */
+export async function startIstiodReplica(st: IstiodState, podName: string): Promise<IstiodState> {
+  const arg = (name: string) =>
+    st.args.find((a) => a.startsWith(`--${name}=`))?.slice(name.length + 3) ?? "";
+  const [xds, http, monitoring, ctrlz] = freePorts(4);
+  const ports = { xds, http, monitoring, ctrlz };
+  const spec = istiodSpec({
+    dir: dirname(dirname(st.log)),
+    bin: st.bin,
+    ports,
+    kubeconfig: st.kubeconfig,
+    meshConfig: arg("meshConfig"),
+    networksConfig: arg("networksConfig"),
+    debugAllowedNamespaces: st.debugAllowedNamespaces,
+    podName,
+  });
+  const t0 = performance.now();
+  const pid = await startProcess(spec);
+  const next: IstiodState = {
+    ...st,
+    ...spec,
+    pid,
+    xds: `127.0.0.1:${xds}`,
+    debug: `http://127.0.0.1:${monitoring}`,
+    ready: spec.health,
+    ports,
+    readySeconds: 0,
+  };
   next.readySeconds = await waitIstiodReady(next, t0);
   return next;
 }
