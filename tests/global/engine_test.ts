@@ -17,12 +17,15 @@
  * - an engine killed: the other answers on the same counters;
  * - Redis stopped: the engines answer no call with OK (a gRPC error, then no answer within the
  *   caller's deadline), so Envoy's failure mode decides; `/healthcheck` follows Redis only with
- *   REDIS_HEALTH_CHECK_ACTIVE_CONNECTION=true; Redis back: enforcing again.
+ *   REDIS_HEALTH_CHECK_ACTIVE_CONNECTION=true; Redis back: enforcing again;
+ * - Redis with a password (one with a colon needs `default:` before it) and TLS-only with client
+ *   certificates: the settings that reach it, and a wrong one ends the engine's start.
  *
  * docs/global-engine.md records what these show. Needs Go (the engine is built once into
  * .cache/ratelimit-engine) and redis-server (.ci/packages).
  */
 import assert from "node:assert/strict";
+import { join } from "node:path";
 import {
   type Answer,
   type ConfigSource,
@@ -41,6 +44,7 @@ import {
   xdsSource,
 } from "../../tools/ratelimit-engine/mod.ts";
 import { freePort } from "../../tools/processes.ts";
+import { generatePki, issueCert } from "../../tools/cluster/pki.ts";
 
 const DOMAIN = "demo.api";
 /** A per-client limit per second (quick windows) and a per-tenant one per minute (alignment). */
@@ -484,4 +488,66 @@ Deno.test("Redis stopped: no call answered OK (errors, then no answer); Redis ba
     );
     assert.deepEqual(answers.map(code), ["OK", "OK", "OK", "OVER_LIMIT", "OVER_LIMIT"]);
   });
+});
+
+Deno.test("Redis with a password and over mutual TLS: the engine's settings; a wrong one stops its start", async () => {
+  const bins = await ensureRatelimitEngine((m) => console.error(`[build] ${m}`));
+  const dir = await Deno.makeTempDir({ prefix: "global-engine-auth-" });
+  const config = await FileConfig.create(dir, [domain(3)]);
+  const client = startTestClient(bins);
+  const servers: RedisServer[] = [];
+  const engines: Engine[] = [];
+  const engineOn = async (name: string, redis: RedisServer, env: Record<string, string>) => {
+    const e = await startEngine({
+      name,
+      dir,
+      redis: redis.addr,
+      config: config.source(),
+      env: { ...QUIET, ...env },
+      binaries: bins,
+      timeoutMs: 10_000,
+    });
+    engines.push(e);
+    return code(await client.ask(e.grpc, request("client", name)));
+  };
+  try {
+    // REDIS_AUTH is `user:password` when it has a colon (src/redis/driver_impl.go createDialer):
+    // a password with a colon must be given with the default user's name.
+    const password = await startRedis(dir, { password: "pa:ss" });
+    servers.push(password);
+    await assert.rejects(
+      engineOn("colon", password, { REDIS_AUTH: "pa:ss" }),
+      /exited[\s\S]*WRONGPASS/,
+    );
+    assert.equal(await engineOn("user", password, { REDIS_AUTH: "default:pa:ss" }), "OK");
+
+    // TLS only, client certificates required: the CA and the engine's certificate and key.
+    const pkiDir = join(dir, "pki");
+    const pki = await generatePki(pkiDir);
+    const engineCert = await issueCert(pki, pkiDir, {
+      name: "engine",
+      subject: "/CN=ratelimit",
+      usage: "clientAuth",
+    });
+    const tls = await startRedis(dir, {
+      tls: { cert: pki.servingCert, key: pki.servingKey, ca: pki.caCert, client: engineCert },
+    });
+    servers.push(tls);
+    const trust = { REDIS_TLS: "true", REDIS_TLS_CACERT: pki.caCert };
+    await assert.rejects(engineOn("plain", tls, {}), /exited/);
+    await assert.rejects(engineOn("no-cert", tls, trust), /exited/);
+    assert.equal(
+      await engineOn("mtls", tls, {
+        ...trust,
+        REDIS_TLS_CLIENT_CERT: engineCert.cert,
+        REDIS_TLS_CLIENT_KEY: engineCert.key,
+      }),
+      "OK",
+    );
+  } finally {
+    await client.stop();
+    for (const e of engines) await e.stop();
+    for (const r of servers) await r.close();
+    await Deno.remove(dir, { recursive: true });
+  }
 });

@@ -22,7 +22,7 @@ import { ensureRatelimitEngine, type RatelimitEngineBinaries } from "./build.ts"
 import { type Child, spawnLogged } from "./spawn.ts";
 
 export { ensureRatelimitEngine, type RatelimitEngineBinaries } from "./build.ts";
-export { type RedisServer, startRedis } from "./redis.ts";
+export { type RedisOptions, type RedisServer, type RedisTls, startRedis } from "./redis.ts";
 
 /** The engine's units (ratelimit.config.ratelimit.v3.RateLimitUnit). */
 export type EngineUnit = "SECOND" | "MINUTE" | "HOUR" | "DAY" | "WEEK" | "MONTH" | "YEAR";
