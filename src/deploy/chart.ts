@@ -1,15 +1,19 @@
 /**
  * The Helm chart, rendered from what deploy/ renders: the same objects (deploy/'s own manifests,
- * the RBAC of rbac.ts, the monitoring objects, the CRDs of crds/), with five values put in their
- * place: the image, the replicas, the resources, the mesh's root namespace and whether the
- * monitoring objects are installed. With the default values (those deploy/ has) `helm template
- * --include-crds` gives exactly `kubectl kustomize deploy/` (tests/deploy/chart_test.ts).
+ * the RBAC of rbac.ts, the monitoring objects, the CRDs of crds/), with six values put in their
+ * place: the image, the replicas, the resources, the mesh's root namespace, whether the
+ * monitoring objects are installed, and istiod's Service whose replicas the operator finds
+ * (`istiodService`, empty by default: deploy/istiod's Role in its namespace and the variable). With
+ * the default values (those deploy/ has) `helm template --include-crds` gives exactly `kubectl
+ * kustomize deploy/`, and with `istiodService=istio-system/istiod` exactly deploy/ with the
+ * deploy/istiod component (tests/deploy/chart_test.ts).
  */
 import { join } from "node:path";
 import { parseAllDocuments, stringify } from "yaml";
 import type { KubeObject } from "../api/object.ts";
 import { MONITORING_CRDS, monitoringObjects } from "./monitoring_objects.ts";
 import { rbacObjects } from "../kube/rbac.ts";
+import { ISTIOD_SERVICE_ENV, istiodDiscoveryRbac } from "./istiod_objects.ts";
 
 /** Where the chart is written, under deploy/. */
 export const CHART_DIR = "helm/platform-operator";
@@ -37,7 +41,16 @@ const HOLES: Record<string, (indent: string) => string> = {
   meshRootNamespace: () => "{{ .Values.meshRootNamespace | quote }}",
   resources: (indent) =>
     `\n${indent}  {{- toYaml .Values.resources | nindent ${indent.length + 2} }}`,
+  // An item of the operator's env list, there only when istiodService is set.
+  istiodService: (indent) =>
+    `{{- if .Values.istiodService }}\n${indent}- name: ${ISTIOD_SERVICE_ENV}\n` +
+    `${indent}  value: {{ .Values.istiodService | quote }}\n${indent}{{- end }}`,
+  // The namespace part of istiodService.
+  istiodNamespace: () => `{{ index (splitList "/" .Values.istiodService) 0 | quote }}`,
 };
+
+/** Holes whose whole line is the template: the YAML before the hole on its line is dropped. */
+const WHOLE_LINE = new Set(["resources", "istiodService"]);
 
 /** YAML of `obj` with its placeholders (`"@@name@@"`) made template expressions. */
 function template(obj: unknown): string {
@@ -45,7 +58,9 @@ function template(obj: unknown): string {
   return text.replace(
     /^( *)(.*)"@@(\w+)@@"$/gm,
     (_, indent: string, head: string, hole: string) =>
-      `${indent}${hole === "resources" ? head.trimEnd() : head}${HOLES[hole](indent)}`,
+      hole === "istiodService"
+        ? `${indent}${HOLES[hole](indent)}`
+        : `${indent}${WHOLE_LINE.has(hole) ? head.trimEnd() : head}${HOLES[hole](indent)}`,
   );
 }
 
@@ -77,6 +92,7 @@ function markDeployment(d: KubeObject, image: string): Record<string, unknown> {
   c.image = "@@image@@";
   c.resources = "@@resources@@";
   mesh.value = "@@meshRootNamespace@@";
+  c.env?.unshift("@@istiodService@@" as unknown as { name: string });
   return defaults;
 }
 
@@ -133,7 +149,16 @@ export async function chartFiles(deployDir: string, version: string): Promise<Ch
       appVersion: img.newTag,
     }),
   );
-  put("values.yaml", HEAD + stringify({ ...values, monitoring: { enabled: false } }));
+  // deploy/istiod's Role, in the namespace of istiodService, when it is set.
+  const discovery = istiodDiscoveryRbac("@@istiodNamespace@@").map(template).join("---\n");
+  put(
+    "templates/istiod.yaml",
+    `${HEAD}{{- if .Values.istiodService }}\n${discovery}{{- end }}\n`,
+  );
+  put(
+    "values.yaml",
+    HEAD + stringify({ ...values, monitoring: { enabled: false }, istiodService: "" }),
+  );
   put("values.schema.json", JSON.stringify(valuesSchema(), null, 2) + "\n");
   return files.sort((a, b) => (a.path < b.path ? -1 : 1));
 }
@@ -150,7 +175,14 @@ function valuesSchema(): unknown {
     $schema: "http://json-schema.org/draft-07/schema#",
     type: "object",
     additionalProperties: false,
-    required: ["image", "replicas", "resources", "meshRootNamespace", "monitoring"],
+    required: [
+      "image",
+      "replicas",
+      "resources",
+      "meshRootNamespace",
+      "monitoring",
+      "istiodService",
+    ],
     properties: {
       image: {
         type: "object",
@@ -177,6 +209,11 @@ function valuesSchema(): unknown {
         additionalProperties: false,
         required: ["enabled"],
         properties: { enabled: { type: "boolean" } },
+      },
+      // namespace/name of istiod's Service (--istiod-service), or empty.
+      istiodService: {
+        type: "string",
+        pattern: "^([a-z0-9]([-a-z0-9]*[a-z0-9])?/[a-z0-9]([-a-z0-9]*[a-z0-9])?)?$",
       },
     },
   };

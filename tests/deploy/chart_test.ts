@@ -3,7 +3,8 @@
  * helm.sh/helm/v3 by `deno task build --only=helm`): `helm lint`, and `helm template` with the
  * default values gives exactly the objects of `kubectl kustomize deploy/` (the control plane's
  * kubectl, `deno task build --only=cluster`); each value lands where it should; bad values and a
- * missing monitoring CRD are refused with a message naming what to fix.
+ * missing monitoring CRD are refused with a message naming what to fix; `istiodService` renders
+ * exactly deploy/ with the deploy/istiod component.
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
@@ -11,7 +12,7 @@ import { parseAllDocuments } from "yaml";
 import { binaryPaths } from "../../tools/cluster/build.ts";
 import { ensureHelm } from "../../tools/helm/build.ts";
 import { monitoringObjects } from "../../src/deploy/monitoring_objects.ts";
-import { DEPLOY } from "./kustomize.ts";
+import { DEPLOY, withIstiodComponent } from "./kustomize.ts";
 
 const CHART = join(DEPLOY, "helm", "platform-operator");
 type Obj = { kind: string; metadata: { name: string; namespace?: string }; [k: string]: unknown };
@@ -127,4 +128,30 @@ Deno.test("bad values and a missing monitoring CRD are refused, naming what to f
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+});
+
+Deno.test("istiodService gives exactly deploy/ with the deploy/istiod component, in the Service's namespace", async () => {
+  await withIstiodComponent(async (dir) => {
+    const helm = await template("--include-crds", "--set=istiodService=istio-system/istiod");
+    assert.ok(helm.ok, helm.err);
+    const kustomize = await run((await binaryPaths()).kubectl, ["kustomize", dir]);
+    assert.ok(kustomize.ok, kustomize.err);
+    const fromHelm = objects(helm.out);
+    assert.equal(fromHelm.length, 20);
+    assert.deepEqual(fromHelm, objects(kustomize.out));
+    // Another Service: the Role goes to its namespace, the variable names it.
+    const other = objects((await template("--set=istiodService=mesh/istiod-canary")).out);
+    const role = other.find((o) =>
+      o.kind === "Role" && o.metadata.name === "platform-operator-istiod"
+    );
+    assert.equal(role?.metadata.namespace, "mesh");
+    assert.match(
+      JSON.stringify(other),
+      /"name":"PLATFORM_OPERATOR_ISTIOD_SERVICE","value":"mesh\/istiod-canary"/,
+    );
+    // Not a namespace/name: refused, naming the value.
+    const bad = await template("--set=istiodService=istiod");
+    assert.equal(bad.ok, false);
+    assert.match(bad.err, /istiodService/);
+  });
 });

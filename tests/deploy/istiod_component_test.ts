@@ -6,15 +6,14 @@
  * control plane's kubectl renders deploy/ with the component.
  */
 import assert from "node:assert/strict";
-import { join, relative } from "node:path";
+import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
 import { binaryPaths } from "../../tools/cluster/build.ts";
-import { CACHE_DIR } from "../../tools/cluster/paths.ts";
 import { envName, parseRunFlags } from "../../src/cli/run_flags.ts";
 import { discoveryChecks } from "../../src/kube/istiod_endpoints.ts";
 import { ISTIOD_SERVICE_ENV } from "../../src/deploy/istiod_objects.ts";
 import { ruleAllows } from "../../src/kube/self_access.ts";
-import { DEPLOY, find, loadKustomization } from "./kustomize.ts";
+import { DEPLOY, find, loadKustomization, withIstiodComponent } from "./kustomize.ts";
 
 type Obj = {
   kind: string;
@@ -74,15 +73,7 @@ Deno.test("deploy/istiod: a Role in istio-system with exactly list and watch of 
 
 Deno.test("deploy/ with components: [deploy/istiod] is deploy/ plus the Role and the variable naming istiod's Service", async () => {
   assert.equal(ISTIOD_SERVICE_ENV, envName("istiod-service"));
-  const dir = join(CACHE_DIR, `test-istiod-component-${Deno.pid}`);
-  await Deno.mkdir(dir, { recursive: true });
-  try {
-    await Deno.writeTextFile(
-      join(dir, "kustomization.yaml"),
-      `resources: [${relative(dir, DEPLOY)}]\ncomponents: [${
-        relative(dir, join(DEPLOY, "istiod"))
-      }]\n`,
-    );
+  await withIstiodComponent(async (dir) => {
     const plain = await kustomize(DEPLOY);
     const withIstiod = await kustomize(dir);
     assert.deepEqual(
@@ -113,7 +104,5 @@ Deno.test("deploy/ with components: [deploy/istiod] is deploy/ plus the Role and
     const rest = (objs: Obj[]) =>
       objs.filter((o) => o.kind !== "Deployment" && o.metadata.name !== "platform-operator-istiod");
     assert.deepEqual(rest(withIstiod), rest(plain));
-  } finally {
-    await Deno.remove(dir, { recursive: true });
-  }
+  });
 });

@@ -1,5 +1,6 @@
 /** Reads a kustomization the way `kubectl apply -k` does for the features deploy/ uses: resources (files and folders). */
 import { dirname, isAbsolute, join, relative, resolve } from "node:path";
+import { CACHE_DIR } from "../../tools/cluster/paths.ts";
 import { parseAllDocuments } from "yaml";
 
 /** A parsed manifest and the file it came from. */
@@ -51,3 +52,26 @@ export function find(manifests: Manifest[], kind: string, name?: string): Manife
 
 /** The folder of this file's repository's deploy/. */
 export const DEPLOY = resolve(dirname(new URL(import.meta.url).pathname), "../../deploy");
+
+/**
+ * Runs `fn` with a folder (under .cache/cluster) whose kustomization is deploy/ with the
+ * `deploy/istiod` component, as a user's would be; the folder is removed after.
+ */
+export async function withIstiodComponent<T>(fn: (dir: string) => Promise<T>): Promise<T> {
+  const dir = join(
+    CACHE_DIR,
+    `test-istiod-component-${Deno.pid}-${crypto.randomUUID().slice(0, 8)}`,
+  );
+  await Deno.mkdir(dir, { recursive: true });
+  try {
+    await Deno.writeTextFile(
+      join(dir, "kustomization.yaml"),
+      `resources: [${relative(dir, DEPLOY)}]\ncomponents: [${
+        relative(dir, join(DEPLOY, "istiod"))
+      }]\n`,
+    );
+    return await fn(dir);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+}
