@@ -18,6 +18,8 @@
  * - Redis stopped: the engines answer no call with OK (a gRPC error, then no answer within the
  *   caller's deadline), so Envoy's failure mode decides; `/healthcheck` follows Redis only with
  *   REDIS_HEALTH_CHECK_ACTIVE_CONNECTION=true; Redis back: enforcing again;
+ * - the engine's Prometheus metrics per domain and key, Redis connections and config loads; a dot
+ *   in a domain splits it across labels (the default mapping), a slash does not;
  * - Redis with a password (one with a colon needs `default:` before it) and TLS-only with client
  *   certificates: the settings that reach it, and a wrong one ends the engine's start.
  *
@@ -487,6 +489,74 @@ Deno.test("Redis stopped: no call answered OK (errors, then no answer); Redis ba
       N + 2,
     );
     assert.deepEqual(answers.map(code), ["OK", "OK", "OK", "OVER_LIMIT", "OVER_LIMIT"]);
+  });
+});
+
+Deno.test("the engine's Prometheus metrics: per domain and key; a dot in the domain splits its label", async () => {
+  await withFixture(async (f) => {
+    const perMinute = (d: string): EngineDomain => ({
+      domain: d,
+      descriptors: [{ key: "client", rateLimit: { unit: "MINUTE", requestsPerUnit: 2 } }],
+    });
+    const config = await FileConfig.create(f.dir, [perMinute("demo.api"), perMinute("demo/api")]);
+    const port = freePort();
+    f.engines.push(
+      await startEngine({
+        name: "metrics",
+        dir: f.dir,
+        redis: f.redis.addr,
+        config: config.source(),
+        env: {
+          USE_PROMETHEUS: "true",
+          PROMETHEUS_ADDR: `127.0.0.1:${port}`,
+          STATS_FLUSH_INTERVAL: "200ms",
+        },
+        binaries: f.bins,
+      }),
+    );
+    while (Date.now() / 1000 % 60 > 55) await sleep(200);
+    for (const d of ["demo.api", "demo/api"]) {
+      for (let i = 0; i < 5; i++) {
+        await f.client.ask(f.engines[0].grpc, {
+          domain: d,
+          descriptors: [{ entries: [{ key: "client", value: "m" }] }],
+        });
+      }
+    }
+    await config.write([perMinute("demo/api"), {
+      ...perMinute("broken"),
+      descriptors: [{ key: "" }],
+    }]);
+    const metric = async (line: RegExp) => {
+      for (let i = 0; i < 50; i++) {
+        const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+        const m = text.split("\n").find((l) => line.test(l));
+        if (m) return m;
+        await sleep(100);
+      }
+      throw new Error(`no metric ${line}`);
+    };
+    // The default statsd-to-Prometheus mapping cuts the stat name at dots: "demo.api" becomes
+    // domain "demo" and key1 "api"; "demo/api" stays whole.
+    assert.match(
+      await metric(/^ratelimit_service_rate_limit_over_limit\{domain="demo\/api",key1="client"\}/),
+      / 3$/,
+    );
+    assert.match(
+      await metric(
+        /^ratelimit_service_rate_limit_within_limit\{domain="demo\/api",key1="client"\}/,
+      ),
+      / 2$/,
+    );
+    assert.match(
+      await metric(
+        /^ratelimit_service_rate_limit_over_limit\{domain="demo",key1="api",key2="client"\}/,
+      ),
+      / 3$/,
+    );
+    assert.match(await metric(/^ratelimit_redis_pool_cx_active /), / 10$/);
+    assert.match(await metric(/^ratelimit_service_config_load_success /), / 1$/);
+    assert.match(await metric(/^ratelimit_service_config_load_error /), / 1$/);
   });
 });
 

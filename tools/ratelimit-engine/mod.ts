@@ -101,7 +101,8 @@ export class FileConfig {
     const files = join(version, RUNTIME_SUBDIRECTORY, RUNTIME_APPDIRECTORY);
     await Deno.mkdir(files, { recursive: true });
     for (const d of domains) {
-      await Deno.writeTextFile(join(files, `${d.name ?? d.domain}.yaml`), domainYaml(d));
+      const file = (d.name ?? d.domain).replaceAll("/", "_");
+      await Deno.writeTextFile(join(files, `${file}.yaml`), domainYaml(d));
     }
     const tmp = join(this.dir, `.current-${this.#version}`);
     await Deno.symlink(version, tmp);
