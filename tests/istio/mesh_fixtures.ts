@@ -1,5 +1,8 @@
 /** What the tests against a real istiod share. */
 import { join } from "node:path";
+import { parse } from "yaml";
+import { renderFilters } from "../../src/cli/ratelimit/run.ts";
+import type { JsonObject } from "../../src/api/json.ts";
 import { type ClusterHandle, type Istiod, up } from "../../tools/cluster/mod.ts";
 import { GATEWAY } from "../../tools/cluster/mesh.ts";
 import { CACHE_DIR, REPO_ROOT } from "../../tools/cluster/paths.ts";
@@ -233,7 +236,21 @@ export function meshTest(
       } finally {
         for (const fn of cleanups.reverse()) await fn().catch((e) => console.error(e));
         await c.down();
+        // What the test wrote there (token files) goes too.
+        await Deno.remove(dir, { recursive: true }).catch(() => {});
       }
     },
   });
+}
+
+/** The HTTP_ROUTE patch value of the operator's EnvoyFilter for `sample` (RateLimit YAML). */
+export function renderedRoutePatch(sample: string): JsonObject {
+  const rendered = renderFilters(parse(sample));
+  if (!rendered.ok) throw new Error(rendered.error);
+  const patches = (rendered.value[0] as unknown as {
+    spec: { configPatches: { applyTo: string; patch: { value: JsonObject } }[] };
+  }).spec.configPatches;
+  const route = patches.find((p) => p.applyTo === "HTTP_ROUTE");
+  if (!route) throw new Error("the filter patches no routes");
+  return route.patch.value;
 }

@@ -11,13 +11,14 @@
  *   counts; the stand-ins reconnect by themselves and the status is True again.
  *
  * And the operator's token path as in a cluster (a second operator, same cluster): istiod checks
- * no request from loopback, so the operator asks it through a relay in this test that connects from
- * `authSource`, a non-loopback address of this machine, passing the Authorization header on. The
- * operator has no flag for a local address to connect from; with one the relay could go. Its token
- * file is swapped as a projected token is rotated (a new file renamed over the old):
- * another audience gives Unauthenticated (401), a token of istiod's root namespace True, a
- * namespace istiod does not allow Forbidden (403), and the operator's own namespace, allowed to read
- * syncz but not another namespace's proxy dumps, NotVerifiable.
+ * no request from loopback, so the operator asks it through a relay in this test that connects
+ * from `authSource`, a non-loopback address of this machine, passing the Authorization header on.
+ * The operator has no flag for a local address to connect from; with one the relay could go. Its
+ * token file is swapped as a projected token is rotated (a new file renamed over the old): another
+ * audience gives Unauthenticated (401), a token of istiod's root namespace True, a namespace istiod
+ * does not allow Forbidden (403), and the operator's own namespace, allowed to read syncz but not
+ * another namespace's proxy dumps, NotVerifiable for a new push (a refused dump is asked again only
+ * for a new push, src/kube/istiod_source.ts; what was verified of the push held stays Accepted).
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";

@@ -2,15 +2,15 @@
  * The project's Envoy model (src/dataplane) run on the config a proxy RECEIVED from istiod, as the
  * proxy stand-in holds it (protobuf JSON with the protos' field names, like Envoy's config_dump),
  * not on the operator's own rendering: the listener a request enters, the local rate limit filters
- * of its HTTP connection manager, the route the request takes (the virtual host by its domains, then
- * the first route whose match matches) with the per-filter config in force there (route, else
+ * of its HTTP connection manager, the route the request takes (the virtual host by its domains,
+ * then the first route whose match matches) with the per-filter config in force there (route, else
  * virtual host, else route configuration, as Envoy takes the most specific) and the route's
  * `rate_limits`. Each piece is loaded by the model's own loaders (src/dataplane/envoyconfig.ts), as
  * strictly as the preview loads an EnvoyFilter.
  *
- * What would change an answer and is not read here (header or regex route matches, virtual host rate
- * limits, a per-filter config wrapped in a FilterConfig, several HTTP chains that differ) is refused
- * with an error naming it, never skipped.
+ * What would change an answer and is not read here (header or regex route matches, virtual host
+ * rate limits, a per-filter config wrapped in a FilterConfig, several HTTP chains that differ) is
+ * refused with an error naming it, never skipped.
  */
 import { isObject, type JsonObject } from "../../src/api/json.ts";
 import { errorLines } from "../../src/api/issues.ts";

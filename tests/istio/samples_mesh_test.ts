@@ -25,7 +25,7 @@ import {
   proxyOfPod,
   type ProxySpec,
 } from "../../tools/istio-check/proxy-standin/mod.ts";
-import { DEFAULT_CLIENT, renderFilters, runTraffic } from "../../src/cli/ratelimit/run.ts";
+import { DEFAULT_CLIENT, runTraffic } from "../../src/cli/ratelimit/run.ts";
 import type { TrafficRequest } from "../../src/cli/ratelimit/args.ts";
 import {
   DEFAULT_BEHAVIOUR,
@@ -40,6 +40,7 @@ import {
   injectedDemo,
   meshTest,
   type RateLimitStatus,
+  renderedRoutePatch,
   untilStatus,
 } from "./mesh_fixtures.ts";
 import { ReceivedProxy } from "./received_model.ts";
@@ -169,18 +170,6 @@ function runs(statuses: number[]): string {
     }
   });
   return out.join(" ");
-}
-
-/** The HTTP_ROUTE patch value of the operator's EnvoyFilter for `sample`. */
-function renderedRoutePatch(sample: string): JsonObject {
-  const rendered = renderFilters(parse(sample));
-  if (!rendered.ok) throw new Error(rendered.error);
-  const patches = (rendered.value[0] as unknown as {
-    spec: { configPatches: { applyTo: string; patch: { value: JsonObject } }[] };
-  }).spec.configPatches;
-  const route = patches.find((p) => p.applyTo === "HTTP_ROUTE");
-  assert.ok(route, "the filter patches routes");
-  return route.patch.value;
 }
 
 meshTest(
