@@ -108,7 +108,9 @@ Deno.test("a Deno node:http2 server serves the engine its RateLimitConfig over A
   const seen: Seen[] = [];
   const pushes: ((v: number) => void)[] = [];
   const server = http2.createServer();
-  server.on("stream", (stream, headers) => {
+  server.on("stream", (s, headers) => {
+    // The server's streams (typed Http2Stream by some versions of the Node types in the graph).
+    const stream = s as http2.ServerHttp2Stream;
     if (headers[":path"] !== ADS) {
       stream.respond({ ":status": 200, "content-type": "application/grpc", "grpc-status": "12" }, {
         endStream: true,
