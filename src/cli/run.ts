@@ -228,6 +228,8 @@ export async function runOperator(opts: RunOptions, deps: RunDeps): Promise<numb
         random,
         log: istiodLog,
         metrics,
+        // A missing Role is said once by the startup checks, naming it.
+        quiet: () => manager === undefined,
       })
       : undefined;
     void endpoints?.run(deps.shutdown);

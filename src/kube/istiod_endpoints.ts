@@ -139,6 +139,8 @@ export interface IstiodEndpointsOptions {
   random: Random;
   log: Logger;
   metrics?: Metrics;
+  /** While true, list and watch failures log at debug (the startup checks say what is wrong). */
+  quiet?: () => boolean;
 }
 
 interface Watched {
@@ -184,6 +186,7 @@ export class IstiodEndpoints {
         type: ENDPOINT_SLICE,
         namespace: service.namespace,
         labelSelector,
+        quiet: opts.quiet,
       }, (ev) => store.handle(ev));
       return w;
     });
