@@ -16,7 +16,8 @@
  * replica B is Pending (not connected) while only A is listed, Accepted once B's slice appears; a
  * replica listed but not answering makes Accepted Unknown naming it, and once its slice goes the
  * RateLimit is Accepted again; no ready replica says so; the Role allows list and watch of
- * endpointslices in istiod's namespace and nothing else.
+ * endpointslices in istiod's namespace and nothing else; the operator followed the slices through
+ * its open watch, with no list and no new watch (its /metrics).
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
@@ -147,6 +148,14 @@ meshTest(
     });
     defer(() => operator.stop());
     const key: [string, string] = ["demo", "httpbin"];
+    /** The operator's API requests of `verb` so far, from its /metrics. */
+    const requests = async (verb: string) => {
+      const text = (await operator.metrics()) ?? "";
+      return [...text.matchAll(/^platform_operator_api_requests_total\{([^}]*)\} (\d+)$/gm)]
+        .filter((m) => m[1].includes(`verb="${verb}"`))
+        .reduce((sum, m) => sum + Number(m[2]), 0);
+    };
+    let settled = { list: 0, watch: 0 };
     const until = (what: string, test: (s: RateLimitStatus) => boolean) =>
       untilStatus(c, operator, key, what, test);
 
@@ -185,6 +194,8 @@ meshTest(
       const s = await until("Accepted True", (s) => acceptedOf(s)?.status === "True");
       log(`slice to Accepted: ${((performance.now() - appeared) / 1000).toFixed(1)} s`);
       assert.deepEqual(s.proxies, { accepted: 1, rejected: 0, pending: 0, notConnected: 0 });
+      settled = { list: await requests("list"), watch: await requests("watch") };
+      assert.ok(settled.list > 0 && settled.watch > 0, JSON.stringify(settled));
     });
 
     await t.step(
@@ -232,6 +243,14 @@ meshTest(
         ),
       );
     });
+
+    await t.step(
+      "the replicas were followed through the open watch: no list, no new watch",
+      async () => {
+        // Four changes of the slices since: each came as a watch event.
+        assert.deepEqual({ list: await requests("list"), watch: await requests("watch") }, settled);
+      },
+    );
 
     await t.step(
       "the Role allows list and watch of endpointslices in istiod's namespace, nothing more",
