@@ -131,6 +131,8 @@ export class IstiodPoller {
   readonly #held = new Map<string, Kept>();
   /** The discovered replicas' clients, by URL (those no longer listed are dropped). */
   readonly #clients = new Map<string, IstiodClient>();
+  /** The last failure said, until a round succeeds. */
+  #lastFailure = "";
 
   /** A poller; nothing is asked before `round` or `run`. */
   constructor(opts: IstiodPollOptions) {
@@ -165,9 +167,17 @@ export class IstiodPoller {
     return view.state === "listed" && view.replicas.some((r) => r.url === t.url && r.required);
   }
 
-  /** Publishes istiod's status as not asked, the proxies as last seen. */
+  /**
+   * Publishes istiod's status as not asked, the proxies as last seen, and logs why: a warning
+   * when the reason is new, at debug while it stays the same.
+   */
   #unreachable(reason: string, message: string): void {
     const o = this.#o;
+    const said = `${reason} ${message}`;
+    if (said !== this.#lastFailure) {
+      o.log.warn("istiod could not be asked", { reason, error: message });
+    } else o.log.debug("istiod still cannot be asked", { reason, error: message });
+    this.#lastFailure = said;
     const kept = o.source.list().items.filter((x) =>
       x.metadata.namespace !== o.namespace || x.metadata.name !== ISTIOD_STATUS_NAME
     );
@@ -189,7 +199,6 @@ export class IstiodPoller {
     if (!Array.isArray(targets)) {
       // Not istiod's failure and no request was made: the discovery says why (it retries).
       this.#unreachable(targets.reason, targets.message);
-      o.log.warn("istiod could not be asked", { reason: targets.reason, error: targets.message });
       return { ok: true, followUp: false };
     }
     const answers: IstiodAnswer<Syncz>[] = await Promise.all(targets.map((t) => t.client.syncz()));
@@ -200,7 +209,6 @@ export class IstiodPoller {
       const name = targets[failedAt].name;
       const message = name ? `istiod replica ${name}: ${failed.message}` : failed.message;
       this.#unreachable(failed.reason, message);
-      o.log.warn("istiod could not be asked", { reason: failed.reason, error: message });
       return { ok: false, followUp: false };
     }
     // Every replica asked went away during the round: nothing to say; the next round (backing
@@ -268,6 +276,8 @@ export class IstiodPoller {
       if (obj) objects.push(obj);
     }
     objects.push(istiodStatusObject(o.namespace, { reachable: true, proxies: proxies.size }));
+    if (this.#lastFailure) o.log.info("istiod answers again", { proxies: proxies.size });
+    this.#lastFailure = "";
     const changes = o.source.publish(objects);
     if (changes > 0) {
       o.log.debug("istiod's proxies changed", {

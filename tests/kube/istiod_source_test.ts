@@ -496,3 +496,22 @@ Deno.test("the poller takes fixed clients or a discovery, not both, not neither"
     /either clients or a discovery/,
   );
 });
+
+Deno.test("a failure is warned once while it stays the same; answering again is said", async () => {
+  const lines: string[] = [];
+  const logged = createLogger({
+    clock: { now: () => 0 },
+    sink: (l) => lines.push(l),
+    level: "info",
+  });
+  const down: IstiodAnswer<Syncz> = { ok: false, reason: "Unreachable", message: "refused" };
+  const istiod = fake(down, down, { ...down, message: "reset" }, ok(entry("a.b", 1)));
+  const { poller } = setup([istiod], { log: logged });
+  for (let i = 0; i < 4; i++) await poller.round();
+  const said = lines.map((l) => JSON.parse(l) as { level: string; msg: string; error?: string });
+  assert.deepEqual(said.map((l) => `${l.level} ${l.msg}${l.error ? `: ${l.error}` : ""}`), [
+    "warn istiod could not be asked: refused",
+    "warn istiod could not be asked: reset",
+    "info istiod answers again",
+  ]);
+});
