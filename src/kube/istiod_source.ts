@@ -13,8 +13,10 @@
  * instead of a period later.
  *
  * When istiod cannot be asked, istiod's own ProxyStatus says why and the proxies' stay as last
- * seen (a reader must not trust them then); the next tries back off, doubling up to
- * {@link MAX_BACKOFF_MS}, so an istiod that is down or refuses the token is not flooded.
+ * seen (a reader must not trust them then); the next tries back off, from a second (an istiod
+ * restart is seen again at once) doubling up to {@link MAX_BACKOFF_MS}, so an istiod that is
+ * down or refuses the token is not flooded. A proxy's dump that istiod refused (a token without
+ * the rights) is asked again once a period, not only at the proxy's next push.
  *
  * The replicas asked are fixed (`clients`, from `--istiod-url`) or found each round
  * (`discovery`, from the EndpointSlices of istiod's Service: istiod_endpoints.ts). Found
@@ -232,6 +234,7 @@ export class IstiodPoller {
     });
     const now = o.clock.now();
     const followUpMs = o.followUpMs ?? DEFAULT_FOLLOW_UP_MS;
+    const period = o.periodMs ?? DEFAULT_PERIOD_MS;
     const toRead: { p: ProxySync; client: IstiodClient }[] = [];
     for (const [id, entry] of proxies) {
       const pod = podOfProxy(id);
@@ -242,7 +245,10 @@ export class IstiodPoller {
         this.#held.delete(id);
         continue;
       }
-      if (kept && kept.acked === ackedKey(entry.p)) {
+      // A dump istiod refused or failed is asked again a period later even without a new push:
+      // the token may have been given more rights, or istiod may answer now.
+      const retry = kept !== undefined && "error" in kept.record && now - kept.at >= period;
+      if (kept && kept.acked === ackedKey(entry.p) && !retry) {
         // The same push as the dump, seen by a syncz answered late enough: nothing was under way.
         if (kept.recheck && now - kept.at >= followUpMs) {
           kept.recheck = false;
@@ -314,10 +320,13 @@ export class IstiodPoller {
     let seenReplicas = replicas();
     let settle = 0;
     let wait = period;
+    /** Rounds failed in a row: the first is retried a followUp later, each next twice as late. */
+    let failures = 0;
     while (!signal.aborted) {
       const r = await this.round();
+      failures = r.ok ? 0 : failures + 1;
       wait = !r.ok
-        ? Math.min(MAX_BACKOFF_MS, Math.max(period, wait * 2))
+        ? Math.min(MAX_BACKOFF_MS, followUp * 2 ** Math.min(failures - 1, 30))
         : r.followUp || settle > 0
         ? followUp
         : period;
@@ -331,9 +340,9 @@ export class IstiodPoller {
           slept += step;
           const nowReplicas = replicas();
           if (nowReplicas !== seenReplicas) {
-            // Other replicas: ask them now, and a backoff starts again from the period.
+            // Other replicas: ask them now, and a backoff starts again from a followUp.
             seenReplicas = nowReplicas;
-            wait = period;
+            failures = 0;
             break;
           }
           const now = token();

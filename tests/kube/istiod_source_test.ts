@@ -185,17 +185,26 @@ Deno.test("a failed reading of a later push replaces the earlier one", async () 
   });
 });
 
-Deno.test("a dump istiod refuses is recorded with its reason, and asked again only for a new push", async () => {
+Deno.test("a dump istiod refuses is recorded with its reason, and asked again a period later or for a new push", async () => {
   const istiod = fake(ok(entry("demo-0.apps", 3)));
   istiod.dumps.set("demo-0.apps", { ok: false, reason: "NotFound", message: "404, not connected" });
-  const { poller, get } = setup([istiod], { wants: () => true });
+  const { poller, get, tick } = setup([istiod], { wants: () => true, periodMs: 15_000 });
   assert.deepEqual(await poller.round(), { ok: true, followUp: false });
   assert.deepEqual(proxyStatusOf(get("apps", "demo-0"))?.held, {
     error: "NotFound",
     message: "404, not connected",
   });
+  const dumps = () => istiod.asked.filter((a) => a.startsWith("dump")).length;
+  tick(14_000);
   await poller.round();
-  assert.equal(istiod.asked.filter((a) => a.startsWith("dump")).length, 1);
+  assert.equal(dumps(), 1, "not again within a period");
+  // The token was given more rights meanwhile: a period after the refusal, the same push is read.
+  istiod.dumps.set("demo-0.apps", { ok: true, value: dump(10) });
+  tick(1_000);
+  await poller.round();
+  assert.equal(dumps(), 2);
+  const held = proxyStatusOf(get("apps", "demo-0"))?.held;
+  assert.ok(held && "limits" in held && held.limits.length === 1);
 });
 
 Deno.test("dumps beyond a round's bound wait; what was read at an earlier push is not shown meanwhile", async () => {
@@ -254,7 +263,7 @@ Deno.test("two replicas: a proxy listed by both keeps the later send, and is rea
   assert.deepEqual([a.asked, b.asked], [["syncz"], ["syncz", "dump demo-0.apps"]]);
 });
 
-Deno.test("run backs off while istiod fails, up to five minutes, and comes back to the period", async () => {
+Deno.test("run backs off while istiod fails, from a second up to five minutes, and comes back to the period", async () => {
   const waits: number[] = [];
   const ac = new AbortController();
   const failing: IstiodAnswer<Syncz> = { ok: false, reason: "Unreachable", message: "refused" };
@@ -277,16 +286,18 @@ Deno.test("run backs off while istiod fails, up to five minutes, and comes back 
     periodMs: 10_000,
   });
   await poller.run(ac.signal);
+  // An istiod restarted is asked again a second later; a long outage costs nine tries in the
+  // first five minutes, then one each five minutes.
   assert.deepEqual(waits, [
-    20_000,
-    40_000,
-    80_000,
-    160_000,
-    300_000,
-    300_000,
-    300_000,
-    300_000,
-    300_000,
+    1_000,
+    2_000,
+    4_000,
+    8_000,
+    16_000,
+    32_000,
+    64_000,
+    128_000,
+    256_000,
     300_000,
     300_000,
     300_000,
@@ -453,7 +464,7 @@ Deno.test("run: a change of the replicas brings a round at once, also while back
   d.set([replica("http://a:15014", "istiod-a")]);
   const timeline: string[] = [];
   const clock = virtualClock(ac, 40_000, (t) => {
-    // A is replaced by B 25 s in, while the poller backs off (period 10 s, then 20 s).
+    // A is replaced by B 25 s in, while the poller backs off (1 s, doubling).
     if (t === 25_000) d.set([replica("http://b:15014", "istiod-b")]);
   });
   const at = (name: string, c: IstiodClient): IstiodClient => ({
@@ -477,8 +488,16 @@ Deno.test("run: a change of the replicas brings a round at once, also while back
     followUpMs: 1_000,
   });
   await poller.run(ac.signal);
-  // Backing off: A at 0 and 20 s (a 20 s wait next); B at 25 s, as soon as it is listed.
-  assert.deepEqual(timeline, ["A at 0s", "A at 20s", "B at 25s", "B at 35s"]);
+  // Backing off: A at 0, 1, 3, 7 and 15 s (a 16 s wait next); B at 25 s, as soon as it is listed.
+  assert.deepEqual(timeline, [
+    "A at 0s",
+    "A at 1s",
+    "A at 3s",
+    "A at 7s",
+    "A at 15s",
+    "B at 25s",
+    "B at 35s",
+  ]);
 });
 
 Deno.test("the poller takes fixed clients or a discovery, not both, not neither", () => {
