@@ -101,11 +101,17 @@ export interface Condition {
 export interface RateLimitStatus {
   proxies?: Record<string, number>;
   conditions?: Condition[];
+  observedGeneration?: number;
+  /** The generation whose limits the EnvoyFilter in place enforces. */
+  enforcedGeneration?: number;
 }
 
+/** The condition `type` (`Ready`, `Enforced`, `Accepted`) of a status. */
+export const conditionOf = (s: RateLimitStatus, type: string): Condition | undefined =>
+  s.conditions?.find((x) => x.type === type);
+
 /** The Accepted condition of a status. */
-export const acceptedOf = (s: RateLimitStatus): Condition | undefined =>
-  s.conditions?.find((x) => x.type === "Accepted");
+export const acceptedOf = (s: RateLimitStatus): Condition | undefined => conditionOf(s, "Accepted");
 
 /** Reads the status of RateLimit `namespace/name`. */
 export async function rateLimitStatus(

@@ -618,3 +618,78 @@ func checkPerFilterConfigs(configs map[string]*anypb.Any) error {
 	}
 	return nil
 }
+
+// Rules of an older Envoy. The checks above follow the newest Envoy (see docs/proxy-standin.md),
+// and go-control-plane's field rules are the newest API's. A proxy whose build version
+// (ProxySpec.EnvoyVersion) is older than 1.34 also applies the two rules 1.34 dropped, both met by
+// what the operator renders for per-client buckets or uneven intervals:
+//
+//   - the field rule `min_len: 1` on a descriptor entry's value
+//     (api/envoy/extensions/common/ratelimit/v3/ratelimit.proto, RateLimitDescriptor.Entry; 1.34
+//     made an empty value the wildcard of dynamic descriptors, envoyproxy/envoy#36623);
+//   - in LocalRateLimiterImpl's constructor
+//     (source/extensions/filters/common/local_ratelimit/local_ratelimit_impl.cc), a descriptor's
+//     fill_interval a multiple of the token bucket's: "local rate descriptor limit is not a
+//     multiple of token bucket fill timer" (gone with the fill timer, envoyproxy/envoy#38197).
+//
+// No other difference between Envoy versions is modelled.
+
+// dynamicDescriptorsMinor is the first Envoy minor version without those two rules.
+const dynamicDescriptorsMinor = 34
+
+// eachLocalRateLimit calls f for every local rate limit config packed in an Any inside m, with the
+// path of Any type names that leads to it (`virtualInbound > HttpConnectionManager > LocalRateLimit`).
+func eachLocalRateLimit(what string, m proto.Message, f func(string, *lrlv3.LocalRateLimit)) {
+	if c, ok := m.(*lrlv3.LocalRateLimit); ok {
+		f(what, c)
+	}
+	xdsvalidate.EachAny(m.ProtoReflect(), func(a *anypb.Any) {
+		if inner, err := a.UnmarshalNew(); err == nil {
+			eachLocalRateLimit(what+" > "+xdsvalidate.TypeName(a.GetTypeUrl()), inner, f)
+		}
+	})
+}
+
+// olderFieldRules are the findings of the field rule an Envoy of minor version minor has and the
+// linked API no longer has, worded as go-control-plane's generated validation words them.
+func olderFieldRules(what string, m proto.Message, minor uint32) []string {
+	if minor >= dynamicDescriptorsMinor {
+		return nil
+	}
+	var errs []string
+	eachLocalRateLimit(what, m, func(at string, c *lrlv3.LocalRateLimit) {
+		for i, d := range c.GetDescriptors() {
+			for j, e := range d.GetEntries() {
+				if e.GetValue() == "" {
+					errs = append(errs, fmt.Sprintf("%s: invalid LocalRateLimit.Descriptors[%d]: embedded message "+
+						"failed validation | caused by: invalid LocalRateLimitDescriptor.Entries[%d]: embedded message "+
+						"failed validation | caused by: invalid RateLimitDescriptor_Entry.Value: value length must be "+
+						"at least 1 runes", at, i, j))
+				}
+			}
+		}
+	})
+	return errs
+}
+
+// olderConstructorRule is the check LocalRateLimiterImpl's constructor made before 1.34 that it no
+// longer makes; nil from a newer Envoy, or when every config passes.
+func olderConstructorRule(m proto.Message, minor uint32) error {
+	if minor >= dynamicDescriptorsMinor {
+		return nil
+	}
+	var err error
+	eachLocalRateLimit("", m, func(_ string, c *lrlv3.LocalRateLimit) {
+		base := c.GetTokenBucket().GetFillInterval().AsDuration()
+		if err != nil || c.GetTokenBucket().GetFillInterval() == nil || base <= 0 {
+			return
+		}
+		for _, d := range c.GetDescriptors() {
+			if d.GetTokenBucket().GetFillInterval().AsDuration()%base != 0 {
+				err = errors.New("local rate descriptor limit is not a multiple of token bucket fill timer")
+				return
+			}
+		}
+	})
+	return err
+}

@@ -686,3 +686,48 @@ func appendBytesField(b []byte, num int, v []byte) []byte {
 	b = append(b, byte(n))
 	return append(b, v...)
 }
+
+// An Envoy before 1.34 (the proxy's build version) keeps the two rules 1.34 dropped: a descriptor
+// entry without a value (the wildcard of a per-client bucket) breaks a field rule, and a
+// descriptor interval that is not a multiple of the token bucket's fails the limiter. 1.34 and
+// later take both; the operator's shape passes everywhere.
+func TestOlderEnvoyRules(t *testing.T) {
+	wildcard := lrl(func(c *lrlv3.LocalRateLimit) {
+		c.Descriptors[0].Entries = entries("rule", "0", "client", "")
+		c.MaxDynamicDescriptors = wrapperspb.UInt32(20)
+	})
+	uneven := lrl(func(c *lrlv3.LocalRateLimit) { c.Descriptors[0].TokenBucket = bucket(2, 45*time.Second) })
+	const field = "invalid LocalRateLimit.Descriptors[0]: embedded message failed validation | caused by: " +
+		"invalid LocalRateLimitDescriptor.Entries[1]: embedded message failed validation | caused by: " +
+		"invalid RateLimitDescriptor_Entry.Value: value length must be at least 1 runes"
+	const multiple = "local rate descriptor limit is not a multiple of token bucket fill timer"
+	perRoute := func(c *lrlv3.LocalRateLimit) proto.Message {
+		return routeConfig(t, map[string]*anypb.Any{"envoy.filters.http.local_ratelimit": mustAny(t, c)})
+	}
+	inListener := func(c *lrlv3.LocalRateLimit) proto.Message {
+		return httpListener(t, "virtualInbound", "80", lrlFilter(t, c), routerFilter(t))
+	}
+	cases := []struct {
+		name, envoy string
+		resource    proto.Message
+		want        string
+	}{
+		{name: "a wildcard entry in a route's config on Envoy 1.33", envoy: "1.33.8", resource: perRoute(wildcard),
+			want: "Proto constraint validation failed (inbound|http|8000 > " + localRateLimit + ": " + field + ")"},
+		{name: "a wildcard entry in a listener's filter on Envoy 1.33", envoy: "1.33.8", resource: inListener(wildcard),
+			want: "virtualInbound > " + hcmType + " > " + localRateLimit + ": " + field},
+		{name: "a wildcard entry on Envoy 1.34", envoy: "1.34.0", resource: perRoute(wildcard)},
+		{name: "a wildcard entry on the default Envoy", resource: inListener(wildcard)},
+		{name: "an uneven descriptor interval on Envoy 1.33", envoy: "1.33.8", resource: perRoute(uneven), want: multiple},
+		{name: "an uneven descriptor interval in a listener on Envoy 1.32", envoy: "1.32.0", resource: inListener(uneven),
+			want: multiple},
+		{name: "an uneven descriptor interval on Envoy 1.34", envoy: "1.34.6", resource: perRoute(uneven)},
+		{name: "the operator's shape on Envoy 1.33", envoy: "1.33.8", resource: perRoute(lrl(nil))},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := newProxy(ProxySpec{Type: "sidecar", Pod: "web-0", Namespace: "demo", IP: "10.244.0.2", EnvoyVersion: tc.envoy})
+			expect(t, p.build(tc.resource), tc.want)
+		})
+	}
+}

@@ -31,8 +31,13 @@ export interface ProxySpec {
   clusterId?: string;
   meshId?: string;
   nodeName?: string;
-  /** ISTIO_VERSION (default 1.31.0) and the Envoy build version (major.minor.patch, default 1.38.0). */
+  /** ISTIO_VERSION, pilot-agent's version (default 1.31.0): what istiod knows of the proxy. */
   istioVersion?: string;
+  /**
+   * The Envoy build version, major.minor.patch (default 1.38.0); give the Envoy of `istioVersion`'s
+   * release. Before 1.34 the proxy also refuses what that Envoy refused (docs/proxy-standin.md, "An
+   * older Envoy").
+   */
   envoyVersion?: string;
   interceptionMode?: "REDIRECT" | "TPROXY" | "NONE";
   podPorts?: { name?: string; containerPort: number; protocol?: string }[];

@@ -54,7 +54,7 @@ type ProxySpec struct {
 	MeshID       string `json:"meshId,omitempty"`
 	NodeName     string `json:"nodeName,omitempty"`
 	// IstioVersion is ISTIO_VERSION (pilot-agent's own version); EnvoyVersion the build version
-	// Envoy reports (major.minor.patch).
+	// Envoy reports (major.minor.patch), which also picks the older Envoy's rules (envoy.go).
 	IstioVersion     string    `json:"istioVersion,omitempty"`
 	EnvoyVersion     string    `json:"envoyVersion,omitempty"`
 	InterceptionMode string    `json:"interceptionMode,omitempty"`

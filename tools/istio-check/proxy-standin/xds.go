@@ -312,19 +312,33 @@ func decode(resp *discoveryv3.DiscoveryResponse) ([]decoded, error) {
 }
 
 // build is what Envoy's subscriber does with one decoded resource: every config packed in an Any
-// is translated (its field rules checked) and the constructors run.
+// is translated (its field rules checked, an older Envoy's too) and the constructors run.
 func (p *Proxy) build(m proto.Message) error {
-	errs := xdsvalidate.All(nameOf(m), m, p.unknown)
+	minor := p.envoyMinor()
+	errs := append(xdsvalidate.All(nameOf(m), m, p.unknown), olderFieldRules(nameOf(m), m, minor)...)
 	if len(errs) > 0 {
 		return fmt.Errorf("Proto constraint validation failed (%s)", errs[0])
 	}
+	var err error
 	switch r := m.(type) {
 	case *listenerv3.Listener:
-		return checkListener(r)
+		err = checkListener(r)
 	case *routev3.RouteConfiguration:
-		return checkRouteConfiguration(r)
+		err = checkRouteConfiguration(r)
 	}
-	return nil
+	if err != nil {
+		return err
+	}
+	return olderConstructorRule(m, minor)
+}
+
+// envoyMinor is the minor version of the Envoy the proxy says it is (validated when it was added).
+func (p *Proxy) envoyMinor() uint32 {
+	v, err := semver(p.Spec.withDefaults().EnvoyVersion)
+	if err != nil {
+		return 0
+	}
+	return v.GetMinorNumber()
 }
 
 // apply changes the held config as Envoy would and says why it rejects the response, if it does.
