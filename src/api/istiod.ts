@@ -68,6 +68,11 @@ function text(v: unknown): string {
   return v.length > MAX_FIELD ? v.slice(0, MAX_FIELD) + "…" : v;
 }
 
+/** `v` with each run of whitespace holding a line break made one space, and trimmed. */
+function oneLine(v: string): string {
+  return v.replace(/\s*[\r\n]\s*/g, " ").trim();
+}
+
 function typeSync(entry: Json, typeUrl: string, sentKey: string, ackedKey: string): TypeSync {
   const res = isObject(entry.resources) && isObject(entry.resources[typeUrl])
     ? entry.resources[typeUrl] as Json
@@ -76,7 +81,8 @@ function typeSync(entry: Json, typeUrl: string, sentKey: string, ackedKey: strin
     sent: text(res?.sent ?? entry[sentKey]),
     acked: text(res?.acked ?? entry[ackedKey]),
     sentTime: text(res?.sentTime),
-    lastError: text(res?.lastError),
+    // Envoy's error details end in a newline and may span lines; a condition message is one line.
+    lastError: oneLine(text(res?.lastError)),
   };
 }
 

@@ -107,6 +107,17 @@ Deno.test("a long error is cut at the bound", () => {
   assert.equal(p.listeners.lastError.length, MAX_FIELD + 1);
 });
 
+Deno.test("an error over several lines, as Envoy's end, becomes one line", () => {
+  const detail = "Error adding/updating listener(s) virtualInbound: Proto constraint validation " +
+    "failed (RateLimitValidationError.Actions)\n\n  at entry 0\n";
+  const p = only([entry({ resources: { [LISTENER_TYPE]: { lastError: detail } } })]);
+  assert.equal(
+    p.listeners.lastError,
+    "Error adding/updating listener(s) virtualInbound: Proto constraint validation failed " +
+      "(RateLimitValidationError.Actions) at entry 0",
+  );
+});
+
 Deno.test("pushNumber: the counter between the time and the UUID; undefined otherwise", () => {
   assert.equal(pushNumber(nonce(17)), 17);
   assert.equal(pushNumber(UUID), undefined);
