@@ -10,13 +10,16 @@ import { benchCluster } from "./cluster/mod.ts";
 import { CLUSTER_PHASES, clusterOptions, type ClusterPhase } from "./cluster/options.ts";
 import { PEER_ENV, peerCheckout } from "./cluster/peer.ts";
 import { benchDataplane, dataplaneOptions } from "./dataplane.ts";
+import { benchIstiod, istiodCostOptions } from "./istiod_cost.ts";
 import { benchReducers, reducerOptions } from "./reducer.ts";
 import { Report } from "./report.ts";
 import { benchSim, simOptions } from "./sim.ts";
 import { DEFAULT_TAG } from "../tools/image/image.ts";
+import { GoCache, goVersion } from "../tools/gobuild.ts";
+import { cacheDir, istioCheckBuild, MODULE_DIR } from "../tools/istio-check/build.ts";
 
 /** The benches, in run order. */
-export const SECTIONS = ["reducer", "dataplane", "sim", "cluster"] as const;
+export const SECTIONS = ["reducer", "dataplane", "sim", "cluster", "istiod"] as const;
 /** A bench name. */
 export type Section = typeof SECTIONS[number];
 
@@ -25,8 +28,10 @@ export const USAGE = `Usage: deno task bench [--quick] [--cluster] [--only=${
   SECTIONS.join(",")
 }] [--json=FILE] [--peer=PATH] [--image=TAG]
        [--phases=${CLUSTER_PHASES.join(",")}] [--latency-size=N] [--latency-changes=M]
+       [--istiod-proxies=N]
   --quick      small counts, a few seconds a bench (CI); skips the control plane unless --cluster
-  --cluster    with --quick: run the control-plane benches too (100 RateLimits, about 2 min)
+  --cluster    with --quick: run the control-plane benches too (100 RateLimits, about 2 min;
+               the istiod bench with 20 proxies, about 2 min more)
   --only=...   run only these benches, in order: ${SECTIONS.join(", ")}
   --json=FILE  also write every figure and skip as JSON
   --peer=PATH  a checkout of kyma-project/api-gateway (default: $${PEER_ENV}): the control-plane
@@ -37,6 +42,9 @@ export const USAGE = `Usage: deno task bench [--quick] [--cluster] [--only=${
   --phases=... only these phases of the control-plane benches (startup needs converge)
   --latency-size=N     the latency phase's RateLimits Ready (default 1,000; 100 with --quick)
   --latency-changes=M  changes of each kind it times one at a time (default 50; 10 with --quick)
+  --istiod-proxies=N   the istiod bench's Pods, proxies and RateLimits (default 1,000; 20 with
+               --quick): a real istiod, proxy stand-ins, the operator asking istiod through a
+               counter; apply to Accepted, and requests to istiod a minute at rest
 Environment: BENCH_OPERATOR_ROOT=DIR runs the operator from another tree (before/after); plot a
 control-plane run's JSON with: deno run -A bench/plot.ts FILE.json --out=FILE.svg
 Figures are medians over repeated runs, each with a baseline measured in the same run and their
@@ -54,6 +62,7 @@ export interface BenchArgs {
   phases?: ClusterPhase[];
   latencySize?: number;
   latencyChanges?: number;
+  istiodProxies?: number;
 }
 
 function count(arg: string, flag: string): number {
@@ -83,6 +92,7 @@ export function parseArgs(args: readonly string[]): BenchArgs {
     else if (a.startsWith("--image=")) out.image = a.slice("--image=".length);
     else if (a.startsWith("--latency-size=")) out.latencySize = count(a, "latency-size");
     else if (a.startsWith("--latency-changes=")) out.latencyChanges = count(a, "latency-changes");
+    else if (a.startsWith("--istiod-proxies=")) out.istiodProxies = count(a, "istiod-proxies");
     else if (a.startsWith("--phases=")) {
       const names = a.slice("--phases=".length).split(",").filter((s) => s);
       const bad = names.filter((n) => !(CLUSTER_PHASES as readonly string[]).includes(n));
@@ -94,7 +104,7 @@ export function parseArgs(args: readonly string[]): BenchArgs {
       throw new Error(
         `unknown argument ${a}: use --quick, --cluster, --only=..., --json=FILE, --peer=PATH, ` +
           "--image=TAG, " +
-          "--phases=..., --latency-size=N, --latency-changes=M",
+          "--phases=..., --latency-size=N, --latency-changes=M, --istiod-proxies=N",
       );
     }
   }
@@ -111,6 +121,17 @@ export async function clusterSkipReason(args: BenchArgs): Promise<string | undef
     return `the control-plane binaries (${
       stale.join(", ")
     }) are not built and there is no go to build them`;
+  }
+  return undefined;
+}
+
+/** Why the istiod bench cannot or should not run, or undefined when it runs. */
+export async function istiodSkipReason(args: BenchArgs): Promise<string | undefined> {
+  const why = await clusterSkipReason(args);
+  if (why) return why;
+  const { stale } = await new GoCache(cacheDir()).status([await istioCheckBuild()]);
+  if (stale.length > 0 && await goVersion(MODULE_DIR) === null) {
+    return "istiod (pilot-discovery) and the proxy stand-in are not built and there is no go to build them";
   }
   return undefined;
 }
@@ -148,6 +169,11 @@ async function main(argv: string[]): Promise<number> {
         ...(args.image ? { image: args.image } : {}),
       });
     }
+  }
+  if (want("istiod")) {
+    const why = await istiodSkipReason(args);
+    if (why) report.skip("istiod", why);
+    else await benchIstiod(report, istiodCostOptions(args.quick, args.istiodProxies));
   }
   for (const line of report.summary()) console.log(line);
   if (args.json) {

@@ -61,10 +61,20 @@ export async function until<T>(
 export class BenchCluster {
   private constructor(readonly handle: ClusterHandle, readonly api: LiveCluster) {}
 
-  /** Builds the binaries if needed, starts the control plane, installs the CRDs and the bench node. */
-  static async up(log: (msg: string) => void): Promise<BenchCluster> {
+  /**
+   * Builds the binaries if needed, starts the control plane, installs the CRDs and the bench node.
+   * `mesh`: with a real istiod (`up({ mesh: true })`); `dir`: another cluster directory.
+   */
+  static async up(
+    log: (msg: string) => void,
+    opts: { dir?: string; mesh?: boolean } = {},
+  ): Promise<BenchCluster> {
     await ensureBuilt(log);
-    const handle = await up({ dir: join(BENCH_DIR, "cluster"), log });
+    const handle = await up({
+      dir: opts.dir ?? join(BENCH_DIR, "cluster"),
+      log,
+      ...(opts.mesh ? { mesh: true } : {}),
+    });
     const api = LiveCluster.connect({ kubeconfig: handle.kubeconfig, requestTimeoutMs: 60_000 });
     const env = new BenchCluster(handle, api);
     try {

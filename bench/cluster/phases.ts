@@ -4,6 +4,7 @@
  * Ready, CPU seconds, API writes at rest, resident memory, start-up.
  */
 import type { KubeObject } from "../../src/api/object.ts";
+import type { AuditEvent } from "../../tools/cluster/mod.ts";
 import { podManifest, rateLimitObject } from "../fixtures.ts";
 import { fmt } from "../stats.ts";
 import { baselinePayloads, runBaseline } from "./baseline.ts";
@@ -99,6 +100,18 @@ export interface Rest {
   byResource: string;
 }
 
+/** Writes counted by verb and resource: `patch ratelimits/status ×3, create events ×1`. */
+export function writesByResource(writes: readonly AuditEvent[]): string {
+  const byResource = new Map<string, number>();
+  for (const w of writes) {
+    const k = `${w.verb} ${w.objectRef?.resource ?? "?"}${
+      w.objectRef?.subresource ? `/${w.objectRef.subresource}` : ""
+    }`;
+    byResource.set(k, (byResource.get(k) ?? 0) + 1);
+  }
+  return [...byResource].map(([k, v]) => `${k} ×${fmt(v)}`).join(", ");
+}
+
 /** Counts the writes of `subject`'s user (audit log) over `ms` of rest. */
 export async function atRest(env: BenchCluster, subject: Subject, ms: number): Promise<Rest> {
   const since = Date.now();
@@ -106,16 +119,5 @@ export async function atRest(env: BenchCluster, subject: Subject, ms: number): P
   const writes = await env.handle.writes({ user: subject.user, sinceMs: since });
   const leases = writes.filter((w) => w.objectRef?.resource === "leases");
   const other = writes.filter((w) => w.objectRef?.resource !== "leases");
-  const byResource = new Map<string, number>();
-  for (const w of other) {
-    const k = `${w.verb} ${w.objectRef?.resource ?? "?"}${
-      w.objectRef?.subresource ? `/${w.objectRef.subresource}` : ""
-    }`;
-    byResource.set(k, (byResource.get(k) ?? 0) + 1);
-  }
-  return {
-    writes: other.length,
-    leases: leases.length,
-    byResource: [...byResource].map(([k, v]) => `${k} ×${fmt(v)}`).join(", "),
-  };
+  return { writes: other.length, leases: leases.length, byResource: writesByResource(other) };
 }
