@@ -10,6 +10,8 @@ import { parseRateLimit, type RateLimit } from "../src/api/ratelimit.ts";
 import { parseScaler } from "../src/api/scaler.ts";
 import { ScalerSpecSchema } from "../src/api/schema/scaler.ts";
 import { ServerlessSpecSchema } from "../src/api/schema/serverless.ts";
+import { GlobalSchema } from "../src/api/schema/ratelimit.ts";
+import { reconcileRateLimit } from "../src/reconcile/ratelimit/mod.ts";
 import { parseServerless } from "../src/api/serverless.ts";
 import type { ParseResult } from "../src/api/issues.ts";
 
@@ -78,8 +80,8 @@ Deno.test("scaler.yaml: the finalizer and every spec field used", () => {
 function intervals(rl: RateLimit): { base: number; extra: number[] } {
   const ms = (text: string) => parseFillInterval(text) ?? assert.fail(`bad interval ${text}`);
   return {
-    base: ms(rl.spec.local.defaultBucket.fillInterval),
-    extra: rl.spec.local.buckets.map((b) => ms(b.bucket.fillInterval)),
+    base: ms(rl.spec.local!.defaultBucket.fillInterval),
+    extra: rl.spec.local!.buckets.map((b) => ms(b.bucket.fillInterval)),
   };
 }
 
@@ -88,10 +90,10 @@ Deno.test("ratelimit-workload.yaml: httpbin in demo with path, headers and path+
   assert.equal(rl.metadata.namespace, "demo");
   assert.deepEqual(rl.spec.selectorLabels, { app: "httpbin" });
   assert.equal(rl.spec.enableResponseHeaders, true);
-  const shapes = rl.spec.local.buckets.map((b) => [b.path !== undefined, b.headers !== undefined]);
+  const shapes = rl.spec.local!.buckets.map((b) => [b.path !== undefined, b.headers !== undefined]);
   assert.deepEqual(shapes, [[true, true], [true, false], [false, true]]);
-  assert.deepEqual(rl.spec.local.buckets[0].path, "/headers");
-  assert.deepEqual(rl.spec.local.buckets[0].headers, { "X-Rate-Limited": "true" });
+  assert.deepEqual(rl.spec.local!.buckets[0].path, "/headers");
+  assert.deepEqual(rl.spec.local!.buckets[0].headers, { "X-Rate-Limited": "true" });
   const { base, extra } = intervals(rl);
   for (const ms of extra) {
     assert.equal(ms % base, 0, "every interval is a multiple of the default's");
@@ -117,6 +119,36 @@ Deno.test("ratelimit-invalid.yaml: schema-valid, but a bucket interval is not a 
     workload.spec.selectorLabels,
     "never competes with the valid one",
   );
+});
+
+Deno.test("ratelimit-global.yaml: local and global parts, every global field, valid for the operator", () => {
+  const raw = read("ratelimit-global.yaml");
+  const rl = ok(parseRateLimit(raw));
+  assert.equal(rl.metadata.namespace, "demo");
+  assert.deepEqual(rl.spec.selectorLabels, { app: "httpbin" });
+  assert.ok(rl.spec.local);
+  assert.deepEqual(
+    unusedFields(GlobalSchema, [(raw as { spec: { global: unknown } }).spec.global], "global"),
+    [],
+  );
+  assert.deepEqual(rl.spec.global?.rules?.map((r) => [r.path, r.limit.unit]), [
+    ["/anything", "Minute"],
+    ["/ip", "Second"],
+    [undefined, "Day"],
+  ]);
+  // The operator applies it (the local part while the engine is not Ready, both once it is).
+  for (const engine of [false, true]) {
+    const plan = reconcileRateLimit({
+      rateLimit: raw,
+      peers: [],
+      pods: [],
+      meshInstalled: true,
+      now: 0,
+      globalEngineReady: engine,
+    });
+    assert.equal((plan.status as { state: string }).state, "Ready", String(engine));
+    assert.equal(JSON.stringify(plan.apply).includes("envoy.filters.http.ratelimit"), engine);
+  }
 });
 
 Deno.test("demo-workload.yaml: namespace demo and an httpbin Deployment whose pods the RateLimit selects", () => {

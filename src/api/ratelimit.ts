@@ -16,6 +16,14 @@ export type RateLimitSpec = z.output<typeof S.RateLimitSpecSchema>;
 export type Bucket = z.output<typeof S.BucketSchema>;
 /** An additional bucket rule. */
 export type BucketRule = z.output<typeof S.BucketRuleSchema>;
+/** A global rule. */
+export type GlobalRule = z.output<typeof S.GlobalRuleSchema>;
+/** A global limit: requests per unit. */
+export type GlobalLimit = z.output<typeof S.GlobalLimitSchema>;
+/** The global part of a RateLimit spec. */
+export type GlobalSpec = z.output<typeof S.GlobalSchema>;
+/** What a local bucket rule and a global rule share: which requests they take. */
+export type RuleMatch = Pick<BucketRule, "path" | "headers" | "perClient">;
 /** RateLimit status. */
 export type RateLimitStatus = z.output<typeof S.RateLimitStatusSchema>;
 

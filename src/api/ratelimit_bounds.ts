@@ -9,8 +9,8 @@ import { UINT32_MAX } from "./envoy.ts";
 export const MAX_TOKENS_LIMIT = UINT32_MAX;
 /** A bucket rule's path: absolute, without query or fragment (matching ignores the query string). */
 export const BUCKET_PATH_PATTERN = "^/[^?#]*$";
-/** The message of a bucket rule with no path, headers or perClient (zod and the CRD's CEL rule). */
-export const BUCKET_RULE_NEEDS_MATCH = "a bucket rule needs a path, headers or perClient";
+/** The message of a rule (local or global) with no path, headers or perClient (zod and the CRD's CEL rule). */
+export const BUCKET_RULE_NEEDS_MATCH = "a rule needs a path, headers or perClient";
 /** The message of a perClient without exactly one key (zod and the CRD's CEL rule). */
 export const PER_CLIENT_NEEDS_KEY =
   "perClient needs one key: header (a request header's name) or clientIP: true";
@@ -49,3 +49,27 @@ export const MAX_HEADER_VALUE_LENGTH = 128;
 export const MAX_CLIENTS = 100000;
 /** Envoy's default of `max_dynamic_descriptors`. */
 export const DEFAULT_MAX_CLIENTS = 20;
+
+/**
+ * Global rules. Their route entries repeat earlier rules' matchers like local rules' do, so the
+ * operator also holds the rules of both parts together to MAX_BUCKET_RULES (the global default
+ * counting as one; reconcile/ratelimit/validate.ts): the largest valid RateLimit with its global
+ * part rendered is no larger than the largest local-only one (tests/reconcile/ratelimit_bounds_test.ts).
+ */
+export const MAX_GLOBAL_RULES = 8;
+/** Requests a global limit admits per unit: the engine's `requests_per_unit` is a uint32. */
+export const MAX_GLOBAL_REQUESTS = UINT32_MAX;
+/**
+ * The units of a global limit and their length in seconds: the engine's fixed windows start at
+ * multiples of it from the Unix epoch (envoyproxy/ratelimit src/utils/utilities.go
+ * `UnitToDivider`; docs/global-engine.md "How the engine counts").
+ */
+export const GLOBAL_UNIT_SECONDS = { Second: 1, Minute: 60, Hour: 3600, Day: 86400 } as const;
+/** A global limit's unit. */
+export type GlobalUnit = keyof typeof GLOBAL_UNIT_SECONDS;
+/** The units, in the order the API lists them. */
+export const GLOBAL_UNITS = Object.keys(GLOBAL_UNIT_SECONDS) as [GlobalUnit, ...GlobalUnit[]];
+/** The message of a spec with neither local nor global limits (zod and the CRD's CEL rule). */
+export const SPEC_NEEDS_LIMITS = "a RateLimit needs spec.local, spec.global or both";
+/** The message of a global part with neither rules nor a default (zod and the CRD's CEL rule). */
+export const GLOBAL_NEEDS_LIMIT = "needs rules, a default or both";

@@ -8,6 +8,7 @@
 import { at, isObject, type JsonObject as Json } from "../api/json.ts";
 import type { FieldError } from "../api/issues.ts";
 import { PROXY_CONTEXTS, type ProxyContext } from "../api/mesh.ts";
+import { RATELIMIT_FILTER } from "../api/global_engine.ts";
 import { DEFAULT_BEHAVIOUR, type EnvoyBehaviour } from "./envoy.ts";
 import {
   loadLocalRateLimit,
@@ -171,6 +172,14 @@ function readPatch(
     if (!cfg.ok) return cfg.errors;
     add((p) => p.filters.push(cfg.value));
     return [];
+  }
+  if (cp.applyTo === "HTTP_FILTER" && at(value, "name") === RATELIMIT_FILTER) {
+    // The engine's answers are not modelled yet (issue #43): a proxy model that dropped the
+    // filter would admit what the global limits refuse.
+    return [{
+      path: `${path}.patch.value.name`,
+      message: `${RATELIMIT_FILTER} (global limits, asking the rate limit engine) is not modelled`,
+    }];
   }
   if (cp.applyTo !== "HTTP_ROUTE") return [];
   const perFilter = at(value, "typed_per_filter_config", LOCAL_RATELIMIT_FILTER);

@@ -7,7 +7,7 @@ import { bucket, errorsOf, rateLimit, valueOf } from "./fixtures.ts";
 Deno.test("defaults: enableResponseHeaders false, buckets empty", () => {
   const rl = valueOf(parseRateLimit(rateLimit()));
   assert.equal(rl.spec.enableResponseHeaders, false);
-  assert.deepEqual(rl.spec.local.buckets, []);
+  assert.deepEqual(rl.spec.local!.buckets, []);
   assert.equal(
     valueOf(parseRateLimit(rateLimit([], { enableResponseHeaders: true }))).spec
       .enableResponseHeaders,
@@ -94,7 +94,7 @@ Deno.test("every required field missing is reported as required, with its type",
     ],
     [
       (o) => delete (o.spec as Partial<typeof o.spec>).local,
-      "spec.local: is required (expected object)",
+      "spec: a RateLimit needs spec.local, spec.global or both",
     ],
     [
       (o) => delete (o.spec.local as Partial<typeof o.spec.local>).defaultBucket,
@@ -162,7 +162,7 @@ Deno.test("selectorLabels must select at least one label", () => {
 
 Deno.test("a bucket rule needs a path or headers; paths start with /; headers are not empty", () => {
   assert.deepEqual(errorsOf(parseRateLimit(rateLimit([{ bucket: bucket() }]))), [
-    "spec.local.buckets[0]: a bucket rule needs a path, headers or perClient",
+    "spec.local.buckets[0]: a rule needs a path, headers or perClient",
   ]);
   assert.deepEqual(errorsOf(parseRateLimit(rateLimit([{ perClient: {}, bucket: bucket() }]))), [
     "spec.local.buckets[0].perClient: perClient needs one key: header (a request header's name) or clientIP: true",
@@ -182,7 +182,7 @@ Deno.test("a bucket rule needs a path or headers; paths start with /; headers ar
     { path: "/headers", headers: { "X-Rate-Limited": "true" }, bucket: bucket("1m") },
     { headers: { "x-client": "batch" }, bucket: bucket() },
   ])));
-  assert.deepEqual(rl.spec.local.buckets.map((b) => [b.path, b.headers]), [
+  assert.deepEqual(rl.spec.local!.buckets.map((b) => [b.path, b.headers]), [
     ["/headers", { "X-Rate-Limited": "true" }],
     [undefined, { "x-client": "batch" }],
   ]);
@@ -218,9 +218,9 @@ Deno.test("unknown fields are pruned, as the API server prunes them; metadata pa
   const rl = valueOf(parseRateLimit(input));
   assert.ok(!("extra" in rl));
   assert.ok(!("mode" in rl.spec));
-  assert.ok(!("shadow" in rl.spec.local));
-  assert.ok(!("weight" in rl.spec.local.buckets[0]));
-  assert.deepEqual(Object.keys(rl.spec.local.buckets[0].bucket).sort(), [
+  assert.ok(!("shadow" in rl.spec.local!));
+  assert.ok(!("weight" in rl.spec.local!.buckets[0]));
+  assert.deepEqual(Object.keys(rl.spec.local!.buckets[0].bucket).sort(), [
     "fillInterval",
     "maxTokens",
     "tokensPerFill",

@@ -15,6 +15,8 @@ const CEL: Record<string, (self: Obj) => boolean> = {
   "has(self.path) || has(self.headers) || has(self.perClient)": (self) =>
     "path" in self || "headers" in self || "perClient" in self,
   "has(self.header) || has(self.clientIP)": (self) => "header" in self || "clientIP" in self,
+  "has(self.local) || has(self.global)": (self) => "local" in self || "global" in self,
+  "has(self.rules) || has(self.default)": (self) => "rules" in self || "default" in self,
   "self.all(k, size(k) <= 64)": (self) => Object.keys(self).every((k) => chars(k) <= 64),
   "self.all(k, size(k) <= 317)": (self) => Object.keys(self).every((k) => chars(k) <= 317),
 };

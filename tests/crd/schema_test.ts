@@ -94,7 +94,7 @@ Deno.test("a bucket rule carries the CEL rule path-or-headers with its message",
   const rule = at(schemaOf("ratelimits"), "spec.local.buckets.[]");
   assert.deepEqual(rule["x-kubernetes-validations"], [{
     rule: "has(self.path) || has(self.headers) || has(self.perClient)",
-    message: "a bucket rule needs a path, headers or perClient",
+    message: "a rule needs a path, headers or perClient",
   }]);
   assert.deepEqual(
     at(schemaOf("ratelimits"), "spec.local.buckets.[].perClient")["x-kubernetes-validations"],

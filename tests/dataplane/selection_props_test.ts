@@ -133,7 +133,7 @@ function refSpec(b: Rule["bucket"]): RefSpec {
 Deno.test("property: bucket selection, admission, headers and the 429 shape", () => {
   fc.assert(
     fc.property(rateLimitArb, requestsArb, (rl, requests) => {
-      const rules = rl.spec.local.buckets as Rule[];
+      const rules = rl.spec.local!.buckets as Rule[];
       for (const envoy of VERSIONS) {
         const mesh = new Mesh({ envoy });
         mesh.sync([renderEnvoyFilter(rl)], [{
@@ -143,7 +143,7 @@ Deno.test("property: bucket selection, admission, headers and the 429 shape", ()
           ready: true,
         }], 0);
         assert.deepEqual(mesh.rejections(), []);
-        const specs = [rl.spec.local.defaultBucket, ...rules.map((r) => r.bucket)].map(refSpec);
+        const specs = [rl.spec.local!.defaultBucket, ...rules.map((r) => r.bucket)].map(refSpec);
         const ref = new RefLimiter(specs, envoy.minor);
         for (const req of requests) {
           const want = expectedBucket(rules, req);

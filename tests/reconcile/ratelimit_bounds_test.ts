@@ -10,7 +10,12 @@ import { CONDITION_MESSAGE_MAX } from "../../src/api/message.ts";
 import { parseRateLimit } from "../../src/api/ratelimit.ts";
 import { reconcileRateLimit } from "../../src/reconcile/ratelimit/mod.ts";
 import { ENVOYFILTER_MAX_BYTES } from "../../src/reconcile/ratelimit/render.ts";
-import { boundCases, largestRateLimit, largestSelector } from "./ratelimit_extremes.ts";
+import {
+  boundCases,
+  largestRateLimit,
+  largestSelector,
+  largestWithGlobal,
+} from "./ratelimit_extremes.ts";
 import {
   applyPlan,
   bucket,
@@ -52,6 +57,25 @@ Deno.test("the largest valid RateLimit renders an EnvoyFilter below the operator
   assert.ok(sizes.escaped <= ENVOYFILTER_MAX_BYTES, JSON.stringify(sizes));
   // Well below etcd's limit: the API server's additions (managedFields, ...) have room.
   assert.ok(sizes.escaped <= 0.6 * 1.5 * 1024 * 1024, JSON.stringify(sizes));
+});
+
+Deno.test("with its global part rendered, the largest valid RateLimit is no larger", () => {
+  const localOnly = storedBytes(
+    reconcileRateLimit(input(largestRateLimit("escaped"))).apply[0],
+  );
+  let largest = 0;
+  for (const fill of ["plain", "escaped"] as const) {
+    for (const { what, rateLimit } of largestWithGlobal(fill)) {
+      const plan = reconcileRateLimit(input(rateLimit, { globalEngineReady: true }));
+      assert.equal((plan.status as Ready).state, "Ready", `${fill} ${what}`);
+      const filter = plan.apply.find((o) => o.kind === "EnvoyFilter")!;
+      assert.ok(JSON.stringify(filter).includes("envoy.filters.http.ratelimit"), what);
+      const bytes = storedBytes(filter);
+      largest = Math.max(largest, bytes);
+      assert.ok(bytes <= localOnly, `${fill} ${what}: ${bytes} > ${localOnly}`);
+    }
+  }
+  console.log(`largest EnvoyFilter with a global part: ${largest} bytes (local only ${localOnly})`);
 });
 
 Deno.test("storedBytes counts what Go's JSON writes: UTF-8, and <, >, & and U+2028 in six bytes", () => {

@@ -4,6 +4,8 @@
  */
 import {
   MAX_BUCKET_RULES,
+  MAX_GLOBAL_REQUESTS,
+  MAX_GLOBAL_RULES,
   MAX_HEADER_NAME_LENGTH,
   MAX_HEADER_VALUE_LENGTH,
   MAX_LABEL_KEY_LENGTH,
@@ -84,6 +86,44 @@ export function largestRateLimit(fill: Fill, on: "workload" | "gateway" = "workl
 }
 
 /**
+ * The largest RateLimits with a global part: the largest RateLimit's rules (all overlapping, of
+ * the longest text) shared out between the parts in every way the operator allows, MAX_BUCKET_RULES
+ * together with the global default counting as one (and, with no local part at all, every global
+ * rule). Each global rule has the largest limit and the rules' matching of `largestRateLimit`.
+ */
+export function largestWithGlobal(fill: Fill): { what: string; rateLimit: KubeObject }[] {
+  const out: { what: string; rateLimit: KubeObject }[] = [];
+  const limit = { requests: MAX_GLOBAL_REQUESTS, unit: "Day" };
+  const make = (local: number | undefined, rules: number, withDefault: boolean) => {
+    const rl = largestRateLimit(fill);
+    const spec = rl.spec as {
+      local?: { buckets: { path: string; headers: Record<string, string> }[] };
+      global?: unknown;
+    };
+    const all = spec.local!.buckets;
+    if (local === undefined) delete spec.local;
+    else spec.local!.buckets = all.slice(0, local);
+    spec.global = {
+      ...(rules > 0
+        ? { rules: all.slice(0, rules).map((r) => ({ path: r.path, headers: r.headers, limit })) }
+        : {}),
+      ...(withDefault ? { default: { limit } } : {}),
+      failureMode: "Deny",
+    };
+    out.push({
+      what: `${local ?? "no"} local, ${rules} global${withDefault ? " and a default" : ""}`,
+      rateLimit: rl,
+    });
+  };
+  for (let local = 0; local < MAX_BUCKET_RULES; local++) {
+    make(local, MAX_BUCKET_RULES - local, false);
+    make(local, MAX_BUCKET_RULES - local - 1, true);
+  }
+  make(undefined, MAX_GLOBAL_RULES, false);
+  return out;
+}
+
+/**
  * Valid RateLimits with odd but allowed text: every character HTTP allows in a header name, and
  * quotes, backslashes, `<>&`, percent signs, non-ASCII letters and emoji in paths and values.
  */
@@ -135,6 +175,9 @@ export function boundCases(): BoundCase[] {
   const labelKey = (n: number) => `${"p".repeat(n - 64)}/${"n".repeat(63)}`;
   const tokens = (n: number) => rateLimit({ defaultBucket: bucket(n, 1, "30s") });
   const rule0 = "spec.local.buckets[0]";
+  const globalLimit = (requests: number) => ({ requests, unit: "Minute" });
+  const globalRules = (n: number) =>
+    Array.from({ length: n }, (_, i) => ({ path: `/g${i}`, limit: globalLimit(1) }));
   return [
     {
       what: "rules",
@@ -191,6 +234,33 @@ export function boundCases(): BoundCase[] {
       says: `spec.local.defaultBucket.maxTokens: ${
         MAX_TOKENS_LIMIT + 1
       } is above the maximum ${MAX_TOKENS_LIMIT}`,
+    },
+    {
+      what: "global rules",
+      at: rateLimit({ global: { rules: globalRules(MAX_GLOBAL_RULES) } }),
+      over: rateLimit({ global: { rules: globalRules(MAX_GLOBAL_RULES + 1) } }),
+      says: `spec.global.rules: must have at most ${MAX_GLOBAL_RULES} entries`,
+    },
+    {
+      what: "rules of both parts together",
+      at: rateLimit({
+        buckets: rules(4),
+        global: { rules: globalRules(3), default: { limit: globalLimit(1) } },
+      }),
+      over: rateLimit({
+        buckets: rules(5),
+        global: { rules: globalRules(3), default: { limit: globalLimit(1) } },
+      }),
+      says:
+        `spec.global has 3 rules and a default and spec.local.buckets 5: at most ${MAX_BUCKET_RULES} rules in both together (the global default counts as one)`,
+    },
+    {
+      what: "global requests",
+      at: rateLimit({ global: { default: { limit: globalLimit(MAX_GLOBAL_REQUESTS) } } }),
+      over: rateLimit({ global: { default: { limit: globalLimit(MAX_GLOBAL_REQUESTS + 1) } } }),
+      says: `spec.global.default.limit.requests: ${
+        MAX_GLOBAL_REQUESTS + 1
+      } is above the maximum ${MAX_GLOBAL_REQUESTS}`,
     },
     {
       what: "fillInterval",

@@ -28,6 +28,10 @@ export function rateLimit(
     buckets?: unknown[];
     /** spec.local.maxClients as written. */
     maxClients?: unknown;
+    /** spec.global as written; absent by default. */
+    global?: unknown;
+    /** false: no spec.local (a RateLimit with global limits only). */
+    local?: false;
     status?: unknown;
   } = {},
 ): KubeObject {
@@ -49,12 +53,15 @@ export function rateLimit(
         : {}),
       ...(opts.enforce !== undefined ? { enforce: opts.enforce } : {}),
       ...(opts.grpcStatus !== undefined ? { grpcStatus: opts.grpcStatus } : {}),
-      local: {
-        defaultBucket: opts.defaultBucket ??
-          { maxTokens: 10, tokensPerFill: 10, fillInterval: "30s" },
-        ...(opts.buckets ? { buckets: opts.buckets } : {}),
-        ...(opts.maxClients !== undefined ? { maxClients: opts.maxClients } : {}),
-      },
+      ...(opts.local === false ? {} : {
+        local: {
+          defaultBucket: opts.defaultBucket ??
+            { maxTokens: 10, tokensPerFill: 10, fillInterval: "30s" },
+          ...(opts.buckets ? { buckets: opts.buckets } : {}),
+          ...(opts.maxClients !== undefined ? { maxClients: opts.maxClients } : {}),
+        },
+      }),
+      ...(opts.global !== undefined ? { global: opts.global } : {}),
     },
     ...(opts.status ? { status: opts.status } : {}),
   };

@@ -188,7 +188,7 @@ Deno.test("forwarding routes get the limit; redirect and direct-response routes 
 
 Deno.test("without the action match, the patch breaks redirect and direct-response routes", () => {
   // What the filter did before: match on the context alone. The check above must catch it.
-  for (const c of CASES.filter((c) => c.rl.spec.local.buckets.length > 0)) {
+  for (const c of CASES.filter((c) => c.rl.spec.local!.buckets.length > 0)) {
     const ef = renderEnvoyFilter(c.rl);
     const patches = (ef.spec as { configPatches: Json[] }).configPatches;
     patches[1] = { ...patches[1], match: { context: c.context } };

@@ -76,6 +76,19 @@ const CASES: Record<string, { input: RateLimitInput; says: RegExp[] }> = {
       /this one is not applied/,
     ],
   },
+  EngineNotInstalled: {
+    // Global limits only, and the engine is not Ready (the default of the input).
+    input: input(
+      rateLimit({
+        local: false,
+        global: { default: { limit: { requests: 100, unit: "Minute" } } },
+      }),
+    ),
+    says: [
+      /spec\.global: the rate limit engine is not installed and Ready, and without spec\.local there is nothing else to apply/,
+      /this one is not applied/,
+    ],
+  },
   ApplyFailed: {
     input: input(rateLimit(), {
       lastOutcome: {
@@ -119,7 +132,13 @@ for (const row of RATELIMIT_STATES) {
     const status = statusOf(plan);
     assert.equal(rowOfStatus(RATELIMIT_STATES, status), row);
     assert.equal(status.state, row.state);
-    assert.deepEqual(status.conditions.map((x) => x.type), ["Ready", "Enforced", "Accepted"]);
+    const global = row.reason === "EngineNotInstalled";
+    assert.deepEqual(status.conditions.map((x) => x.type), [
+      "Ready",
+      "Enforced",
+      "Accepted",
+      ...(global ? ["GlobalEnforced"] : []),
+    ]);
     const cond = status.conditions[0];
     assert.deepEqual([cond.type, cond.status, cond.reason], [row.type, row.status, row.reason]);
     assert.equal(cond.observedGeneration, 1);
@@ -134,6 +153,7 @@ for (const row of RATELIMIT_STATES) {
       [
         `${row.state === "Ready" ? "Normal" : "Warning"} ${row.reason}`,
         ...(inPlace ? ["Normal NoPodSelected"] : []),
+        ...(global ? ["Warning EngineNotInstalled"] : []),
       ],
     );
   });

@@ -5,8 +5,12 @@ import {
   BUCKET_PATH_PATTERN,
   BUCKET_RULE_NEEDS_MATCH,
   DEFAULT_MAX_CLIENTS,
+  GLOBAL_NEEDS_LIMIT,
+  GLOBAL_UNITS,
   MAX_BUCKET_RULES,
   MAX_CLIENTS,
+  MAX_GLOBAL_REQUESTS,
+  MAX_GLOBAL_RULES,
   MAX_HEADER_NAME_LENGTH,
   MAX_HEADER_VALUE_LENGTH,
   MAX_LABEL_KEY_LENGTH,
@@ -16,6 +20,7 @@ import {
   MAX_SELECTOR_LABELS,
   MAX_TOKENS_LIMIT,
   PER_CLIENT_NEEDS_KEY,
+  SPEC_NEEDS_LIMITS,
 } from "../ratelimit_bounds.ts";
 import { GATEWAY_GROUP } from "../groups.ts";
 import { SHADOW_HEADER, SHADOW_HEADER_VALUE } from "../envoy.ts";
@@ -57,41 +62,98 @@ export const PerClientSchema = z.object({
   }],
 });
 
+/**
+ * Which requests a rule takes: its path, headers and per-client key, the same for a local bucket
+ * rule and a global rule (one matching, rendered by render.ts `ruleEntries` for both). `perClient`
+ * says how many clients are kept, which is where the two differ.
+ */
+function ruleMatchShape(clients: string) {
+  return {
+    path: z.string().max(MAX_PATH_LENGTH).regex(new RegExp(BUCKET_PATH_PATTERN), {
+      error: (iss) =>
+        `${JSON.stringify(iss.input)} is not a path like /headers (starts with /, no ? or #)`,
+    }).optional().describe(
+      `Request path the rule applies to, matched exactly, query string ignored; starts with / and has no ? or #; at most ${MAX_PATH_LENGTH} characters.`,
+    ),
+    // Header names are only bounded here: a CEL rule matching the names' syntax would cost more
+    // than the API server allows, and this schema admits exactly what the CRD admits. The operator
+    // checks the syntax.
+    headers: boundedMap(z.string().max(MAX_HEADER_VALUE_LENGTH), {
+      min: 1,
+      minMessage: "must list at least one header",
+      max: MAX_RULE_HEADERS,
+      maxKey: MAX_HEADER_NAME_LENGTH,
+      keys: "header names",
+    }).optional().describe(
+      `Request headers and values that must all match (names case-insensitive, values exact); 1 to ${MAX_RULE_HEADERS} headers, names of at most ${MAX_HEADER_NAME_LENGTH} characters, values of at most ${MAX_HEADER_VALUE_LENGTH}.`,
+    ),
+    perClient: PerClientSchema.optional().describe(clients),
+  };
+}
+
+/** A rule's refinement: it must say which requests it takes (zod, and the CRD's CEL rule). */
+const RULE_NEEDS_MATCH = {
+  "x-kubernetes-validations": [{
+    rule: "has(self.path) || has(self.headers) || has(self.perClient)",
+    message: BUCKET_RULE_NEEDS_MATCH,
+  }],
+};
+
+function hasMatch(r: { path?: string; headers?: unknown; perClient?: unknown }): boolean {
+  return r.path !== undefined || r.headers !== undefined || r.perClient !== undefined;
+}
+
 /** An additional bucket and the requests it applies to. */
 export const BucketRuleSchema = z.object({
-  path: z.string().max(MAX_PATH_LENGTH).regex(new RegExp(BUCKET_PATH_PATTERN), {
-    error: (iss) =>
-      `${JSON.stringify(iss.input)} is not a path like /headers (starts with /, no ? or #)`,
-  }).optional().describe(
-    `Request path the bucket applies to, matched exactly, query string ignored; starts with / and has no ? or #; at most ${MAX_PATH_LENGTH} characters.`,
-  ),
-  // Header names are only bounded here: a CEL rule matching the names' syntax would cost more than
-  // the API server allows, and this schema admits exactly what the CRD admits. The operator checks
-  // the syntax.
-  headers: boundedMap(z.string().max(MAX_HEADER_VALUE_LENGTH), {
-    min: 1,
-    minMessage: "must list at least one header",
-    max: MAX_RULE_HEADERS,
-    maxKey: MAX_HEADER_NAME_LENGTH,
-    keys: "header names",
-  }).optional().describe(
-    `Request headers and values that must all match (names case-insensitive, values exact); 1 to ${MAX_RULE_HEADERS} headers, names of at most ${MAX_HEADER_NAME_LENGTH} characters, values of at most ${MAX_HEADER_VALUE_LENGTH}.`,
-  ),
-  perClient: PerClientSchema.optional().describe(
+  ...ruleMatchShape(
     "Gives each client of the matching requests its own bucket, the bucket below, instead of one bucket for all (Envoy's dynamic descriptors: Envoy 1.34 and later, Istio 1.26 and later). How many clients are kept: spec.local.maxClients.",
   ),
   bucket: BucketSchema.describe(
     "The bucket used for matching requests (for each client, with perClient).",
   ),
-}).refine((r) => r.path !== undefined || r.headers !== undefined || r.perClient !== undefined, {
-  error: BUCKET_RULE_NEEDS_MATCH,
-})
-  .meta({
-    "x-kubernetes-validations": [{
-      rule: "has(self.path) || has(self.headers) || has(self.perClient)",
-      message: BUCKET_RULE_NEEDS_MATCH,
-    }],
-  });
+}).refine(hasMatch, { error: BUCKET_RULE_NEEDS_MATCH }).meta(RULE_NEEDS_MATCH);
+
+/** A global limit: requests per unit, counted in fixed windows shared by every proxy. */
+export const GlobalLimitSchema = z.object({
+  requests: integer().min(1).max(MAX_GLOBAL_REQUESTS).describe(
+    "Requests admitted per unit, by all proxies together; an integer from 1 to 4294967295.",
+  ),
+  unit: z.enum(GLOBAL_UNITS).describe(
+    "Second, Minute, Hour or Day: the window. Windows are fixed and aligned to the unit from the Unix epoch (a minute starts at second 0, a day at 00:00 UTC); a request counts in the window it arrives in, and a new window starts from zero.",
+  ),
+});
+
+/** A global rule: the requests it takes and the limit all proxies share for them. */
+export const GlobalRuleSchema = z.object({
+  ...ruleMatchShape(
+    "Gives each client of the matching requests its own count against the limit below, instead of one count for all. Every distinct value is counted (the engine keeps one counter a client and window), with no bound on the number of clients.",
+  ),
+  limit: GlobalLimitSchema.describe(
+    "The limit for matching requests (for each client, with perClient), shared by every proxy.",
+  ),
+}).refine(hasMatch, { error: BUCKET_RULE_NEEDS_MATCH }).meta(RULE_NEEDS_MATCH);
+
+/** The global part of a RateLimit: limits counted by the rate limit engine for all proxies. */
+export const GlobalSchema = z.object({
+  rules: z.array(GlobalRuleSchema).min(1).max(MAX_GLOBAL_RULES).optional().describe(
+    `Global rules, tried in order; the first matching rule counts the request. 1 to ${MAX_GLOBAL_RULES}.`,
+  ),
+  default: z.object({
+    limit: GlobalLimitSchema.describe("The limit for requests no rule matches."),
+  }).optional().describe(
+    "The limit for all traffic no global rule matches; without it such traffic has no global limit.",
+  ),
+  failureMode: z.enum(["Allow", "Deny"]).default("Allow").describe(
+    "What a proxy does with a request when the engine cannot answer (unreachable, no answer within the timeout, Redis down): Allow admits it (Envoy's failure_mode_deny false), Deny refuses it with 500. Default Allow.",
+  ),
+}).refine((g) => g.rules !== undefined || g.default !== undefined, {
+  error: GLOBAL_NEEDS_LIMIT,
+}).meta({
+  "x-kubernetes-validations": [{
+    rule: "has(self.rules) || has(self.default)",
+    message: GLOBAL_NEEDS_LIMIT,
+  }],
+});
 
 /** RateLimit spec (docs/design.md). */
 export const RateLimitSpecSchema = z.object({
@@ -123,9 +185,19 @@ export const RateLimitSpecSchema = z.object({
     maxClients: integer().min(1).max(MAX_CLIENTS).optional().describe(
       `How many clients each perClient rule keeps a bucket for, on each proxy and route; past it the least recently seen client is dropped, and comes back to a full bucket. 1 to ${MAX_CLIENTS}; default ${DEFAULT_MAX_CLIENTS} (Envoy's max_dynamic_descriptors).`,
     ),
-  }).describe(
+  }).optional().describe(
     "Local token-bucket limits: every proxy (each Pod, each gateway Pod) and every route on it (on the gateway, each VirtualService host and http route) has its own buckets.",
   ),
+  global: GlobalSchema.optional().describe(
+    "Global limits: fixed windows counted by the rate limit engine for every proxy together, however many Pods run. A request refused by the local limits is not counted here. Enforced only once the engine is installed and Ready (status condition GlobalEnforced).",
+  ),
+}).refine((s) => s.local !== undefined || s.global !== undefined, {
+  error: SPEC_NEEDS_LIMITS,
+}).meta({
+  "x-kubernetes-validations": [{
+    rule: "has(self.local) || has(self.global)",
+    message: SPEC_NEEDS_LIMITS,
+  }],
 });
 
 /** RateLimit status: docs/design.md shows state; the rest is this operator's (docs/design.md). */
@@ -175,7 +247,7 @@ export const RateLimitStatusSchema = z.object({
     "The proxies of podsWithSidecar by what istiod says of them; absent when the operator does not ask istiod or istiod did not answer.",
   ),
   conditions: ConditionsSchema.optional().describe(
-    "Ready: the limit is in place (the EnvoyFilter is stored). Enforced: every selected Pod runs a mesh proxy that applies the filter, so the limit takes effect. Accepted: istiod says every such proxy acknowledged the config holding the limit in force (False when one rejected it, Unknown when not known).",
+    "Ready: the limit is in place (the EnvoyFilter is stored). Enforced: every selected Pod runs a mesh proxy that applies the filter, so the limit takes effect. Accepted: istiod says every such proxy acknowledged the config holding the limit in force (False when one rejected it, Unknown when not known). GlobalEnforced, with spec.global: whether the global limits are sent to the engine (False while the engine is not installed and Ready).",
   ),
 });
 

@@ -97,7 +97,7 @@ function sent(req: TrafficRequest, rules: readonly BucketRule[]) {
 
 /** Why the proxy refuses per-client rules, when its Envoy has no dynamic descriptors. */
 function perClientUnsupported(rl: RateLimit, envoy: EnvoyBehaviour): string | undefined {
-  const i = rl.spec.local.buckets.findIndex((r) => r.perClient !== undefined);
+  const i = (rl.spec.local?.buckets ?? []).findIndex((r) => r.perClient !== undefined);
   if (i < 0 || envoy.dynamicDescriptors) return undefined;
   return `spec.local.buckets[${i}].perClient: per-client buckets need Envoy ${DYNAMIC_DESCRIPTORS_ENVOY} (Istio 1.26) or later; Envoy ${envoy.version} refuses the filter (its descriptor entry without a value)`;
 }
@@ -168,6 +168,14 @@ export function runTraffic(
   if (!reduced.ok) return reduced;
   const plan = { apply: reduced.apply };
   const rl = reduced.rateLimit;
+  const local = rl.spec.local;
+  if (local === undefined || rl.spec.global !== undefined) {
+    return {
+      ok: false,
+      error:
+        "spec.global: the preview runs local limits only; global limits are not modelled yet (issue #43)",
+    };
+  }
   const namespace = rl.metadata.namespace ?? "default";
   const labels = rl.spec.selectorLabels;
   // The proxy is the one the filter's context names: a gateway's router, or a sidecar.
@@ -187,14 +195,14 @@ export function runTraffic(
   const reports: BucketReport[] = [
     {
       id: "default",
-      bucket: rl.spec.local.defaultBucket,
+      bucket: local.defaultBucket,
       admitted: 0,
       rejected: 0,
       wouldReject: 0,
       tokens: [],
       marks: [],
     },
-    ...rl.spec.local.buckets.map((rule, i): BucketReport => ({
+    ...local.buckets.map((rule, i): BucketReport => ({
       id: i,
       rule,
       bucket: rule.bucket,
@@ -228,7 +236,7 @@ export function runTraffic(
   for (const req of requests) {
     for (const r of reports) fillsUpTo(r, prev, req.t);
     prev = req.t;
-    const d = mesh.send({ to, ...sent(req, rl.spec.local.buckets) }, req.t);
+    const d = mesh.send({ to, ...sent(req, local.buckets) }, req.t);
     outcomes.push({
       ...req,
       status: d.status,

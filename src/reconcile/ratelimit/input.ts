@@ -6,6 +6,7 @@
 import type { Condition } from "../../api/common.ts";
 import { at, isObject, type JsonObject, stringMap } from "../../api/json.ts";
 import { LOCAL_RATELIMIT_FILTER } from "../../api/envoy.ts";
+import { RATELIMIT_FILTER } from "../../api/global_engine.ts";
 import { apiVersionOf, RESOURCES } from "../../api/resources.ts";
 import type { KubeObject } from "../../api/object.ts";
 import type { IstiodStatusFields, ProxyStatusFields } from "../../api/istiod.ts";
@@ -122,6 +123,11 @@ export interface FilterLimits {
    * refuses): render.ts sets `max_dynamic_descriptors` exactly then. Absent otherwise.
    */
   perClient?: true;
+  /**
+   * The global part, when the filter holds Envoy's ratelimit filter (render.ts renders it only
+   * while the engine is Ready): its failure mode. Absent otherwise.
+   */
+  global?: { failureMode: "Allow" | "Deny" };
 }
 
 /** One entry of `status.rates`. */
@@ -157,6 +163,21 @@ function routeLimitConfig(ef: KubeObject): unknown {
 }
 
 /**
+ * The ratelimit filter's config a filter inserts (render.ts `globalFilterConfig`): the
+ * `typed_config` of the first of its patches whose value is that filter.
+ */
+function globalFilterConfig(ef: KubeObject): unknown {
+  const patches = at(ef, "spec", "configPatches");
+  if (!Array.isArray(patches)) return undefined;
+  for (const p of patches) {
+    if (at(p, "patch", "value", "name") === RATELIMIT_FILTER) {
+      return at(p, "patch", "value", "typed_config");
+    }
+  }
+  return undefined;
+}
+
+/**
  * One bucket as a `token_bucket` holds it: `max_tokens` and `tokens_per_fill` whole numbers,
  * and `fill_interval` a protobuf Duration of whole seconds as render.ts writes it (`"30s"`, at
  * most 12 digits: a Duration holds at most 315,576,000,000 seconds); undefined when it is not so.
@@ -177,12 +198,22 @@ function refillOf(
 
 /**
  * The limits a filter holds, read from its route patch (`routeLimitConfig`): shadow when
- * `filter_enforced` is 0%, then the default `token_bucket` and each rule's descriptor's in order.
- * A whole filter and the one the operator's cache keeps (whose patches keep `limitsPatch`) read
- * the same. Undefined when its patches cannot be read so.
+ * `filter_enforced` is 0%, then the default `token_bucket` and each rule's descriptor's in order;
+ * and its global part from the ratelimit filter's config (`globalFilterConfig`), whose
+ * `filter_enforced` says shadow when there is no local part. A whole filter and the one the
+ * operator's cache keeps (whose patches keep `limitsPatch`) read the same. Undefined when its
+ * patches cannot be read so.
  */
 export function filterLimits(ef: KubeObject): FilterLimits | undefined {
   const config = routeLimitConfig(ef);
+  const globalConfig = globalFilterConfig(ef);
+  const global = globalConfig === undefined ? undefined : globalOf(globalConfig);
+  if (globalConfig !== undefined && global === undefined) return undefined;
+  const withGlobal = global ? { global } : {};
+  if (config === undefined && global) {
+    const enforced = at(globalConfig, "filter_enforced", "default_value", "numerator");
+    return { shadow: enforced === 0, buckets: [], ...withGlobal };
+  }
   const enforced = at(config, "filter_enforced", "default_value", "numerator");
   if (typeof enforced !== "number" || !Number.isSafeInteger(enforced) || enforced < 0) {
     return undefined;
@@ -197,7 +228,19 @@ export function filterLimits(ef: KubeObject): FilterLimits | undefined {
     buckets.push({ bucket: String(i), ...refill });
   }
   const perClient = at(config, "max_dynamic_descriptors") !== undefined;
-  return { shadow: enforced === 0, buckets, ...(perClient ? { perClient: true as const } : {}) };
+  return {
+    shadow: enforced === 0,
+    buckets,
+    ...(perClient ? { perClient: true as const } : {}),
+    ...withGlobal,
+  };
+}
+
+/** The global part of a ratelimit filter's config: its failure mode; undefined if unreadable. */
+function globalOf(config: unknown): FilterLimits["global"] {
+  const deny = at(config, "failure_mode_deny");
+  if (deny !== undefined && typeof deny !== "boolean") return undefined;
+  return { failureMode: deny === true ? "Deny" : "Allow" };
 }
 
 /**
@@ -212,16 +255,29 @@ export function limitsPatch(limits: FilterLimits): JsonObject {
     fill_interval: b.fillInterval,
   });
   const [first, ...rules] = limits.buckets;
+  const global: JsonObject = limits.global
+    ? {
+      // The global filter's fields `filterLimits` reads (render.ts `globalFilterConfig`).
+      name: RATELIMIT_FILTER,
+      typed_config: {
+        failure_mode_deny: limits.global.failureMode === "Deny",
+        ...(limits.shadow ? { filter_enforced: { default_value: { numerator: 0 } } } : {}),
+      },
+    }
+    : {};
+  if (!first) return { patch: { value: global } };
   const config: JsonObject = {
     filter_enforced: { default_value: { numerator: limits.shadow ? 0 : 100 } },
-    ...(first ? { token_bucket: tokenBucket(first) } : {}),
+    token_bucket: tokenBucket(first),
     ...(rules.length > 0
       ? { descriptors: rules.map((b) => ({ token_bucket: tokenBucket(b) })) }
       : {}),
     // Its presence is what `filterLimits` reads; the bound itself is not kept.
     ...(limits.perClient ? { max_dynamic_descriptors: 1 } : {}),
   };
-  return { patch: { value: { typed_per_filter_config: { [LOCAL_RATELIMIT_FILTER]: config } } } };
+  return {
+    patch: { value: { ...global, typed_per_filter_config: { [LOCAL_RATELIMIT_FILTER]: config } } },
+  };
 }
 
 /** `120s` as people write it (`2m`); other whole seconds as they are. */
@@ -302,6 +358,12 @@ export interface RateLimitInput {
   lastOutcome?: ApplyOutcome;
   /** The largest EnvoyFilter to apply, in stored bytes; default `ENVOYFILTER_MAX_BYTES`. */
   maxFilterBytes?: number;
+  /**
+   * True when the global rate limit engine is installed and Ready (set by the engine's
+   * deployment, issue #43): only then does the EnvoyFilter hold a RateLimit's global part.
+   * Undefined or false: the global part is left out and GlobalEnforced says so.
+   */
+  globalEngineReady?: boolean;
   /**
    * What istiod says of the proxies of `pods`, when the operator asks it; undefined when it does
    * not (the Accepted condition is then Unknown, IstiodNotAsked).

@@ -48,6 +48,8 @@ import {
   applyFailure,
   ENFORCED_CONDITION,
   enforcement,
+  GLOBAL_ENFORCED_CONDITION,
+  globalEnforcement,
   type InForce,
   inForceOf,
   judge,
@@ -62,6 +64,7 @@ import type { Plan } from "../plan.ts";
 import { podSelection, reachOf, type Scope, selectorText } from "./scope.ts";
 import { renderedGeneration } from "./render.ts";
 import { ISTIO_ROOT_NAMESPACE } from "../../api/mesh.ts";
+import { at } from "../../api/json.ts";
 import { bucketRates, filterRef, isOurs, type RateLimitInput, readMeta } from "./input.ts";
 
 export type { RateLimitInput } from "./input.ts";
@@ -69,7 +72,14 @@ export type { RateLimitInput } from "./input.ts";
 /** The condition type whose row decides a RateLimit's state. */
 export const RATELIMIT_CONDITION = "Ready";
 
-export { ACCEPTED_CONDITION, ACCEPTED_ROWS, ENFORCED_CONDITION, ENFORCED_ROWS } from "./status.ts";
+export {
+  ACCEPTED_CONDITION,
+  ACCEPTED_ROWS,
+  ENFORCED_CONDITION,
+  ENFORCED_ROWS,
+  GLOBAL_ENFORCED_CONDITION,
+  GLOBAL_ENFORCED_ROWS,
+} from "./status.ts";
 
 function rateLimitRow(
   no: number,
@@ -130,6 +140,12 @@ export const RATELIMIT_STATES: readonly StateRow[] = [
     "ProxyTooOld",
     "It has per-client buckets and a selected proxy runs an Envoy before 1.34, which refuses them; not applied (the last good generation stays enforced)",
   ),
+  rateLimitRow(
+    8,
+    "False",
+    "EngineNotInstalled",
+    "It has only global limits and the rate limit engine is not installed and Ready; not applied (the last good generation stays enforced)",
+  ),
 ];
 
 /** Where the message says a limit applies. */
@@ -171,6 +187,7 @@ export function reconcileRateLimit(input: RateLimitInput): Plan {
     RATELIMIT_CONDITION,
     ENFORCED_CONDITION,
     ACCEPTED_CONDITION,
+    GLOBAL_ENFORCED_CONDITION,
   ]);
   const observed = input.envoyFilter;
   const ours = observed !== undefined && isOurs(observed, meta) ? observed : undefined;
@@ -196,7 +213,7 @@ export function reconcileRateLimit(input: RateLimitInput): Plan {
       message = `${
         meta.generation === undefined ? "Limits" : `Limits of generation ${meta.generation}`
       } applied to ${whereText(inForce)} by EnvoyFilter ${meta.namespace}/${meta.name}: ${
-        limitsText(spec)
+        limitsText(spec, input.globalEngineReady === true)
       }`;
     } else {
       // The filter in place, if any, is what the failed apply would have replaced.
@@ -216,6 +233,12 @@ export function reconcileRateLimit(input: RateLimitInput): Plan {
   const row = rowFor(RATELIMIT_STATES, verdict.reason);
   const enforced = enforcement(inForce, inForce ? selected(inForce.selector) : []);
   const accepted = acceptance(inForce, enforced.covered, input.proxies);
+  const global = globalEnforcement(
+    inForce,
+    at(input.rateLimit, "spec", "global") !== undefined,
+    input.globalEngineReady === true,
+    meta,
+  );
   const conditions = updateConditions(
     meta.conditions,
     {
@@ -223,7 +246,9 @@ export function reconcileRateLimit(input: RateLimitInput): Plan {
         { type: row.type, status: row.status, reason: row.reason, message },
         enforced.condition,
         accepted.condition,
+        ...(global ? [global] : []),
       ],
+      ...(global ? {} : { drop: [GLOBAL_ENFORCED_CONDITION] }),
     },
     kubeTime(input.now),
     meta.generation,

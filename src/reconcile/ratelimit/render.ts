@@ -1,14 +1,23 @@
 /**
  * What a valid RateLimit becomes: its EnvoyFilter (local token buckets, descriptors, the stats
- * its proxies export), and the spec's judgement as a whole (parse, validate, render, size), kept
- * for a frozen RateLimit. A second renderer (a global limit) goes beside `renderEnvoyFilter`.
+ * its proxies export; the global filter and its route entries once the engine is Ready), and the
+ * spec's judgement as a whole (parse, validate, render, size), kept for a frozen RateLimit.
  */
 import {
-  type BucketRule,
+  type GlobalSpec,
   parseRateLimit,
   type RateLimit,
   type RateLimitSpec,
+  type RuleMatch,
 } from "../../api/ratelimit.ts";
+import {
+  GLOBAL_ENGINE_CLUSTER,
+  GLOBAL_ENGINE_TIMEOUT,
+  GLOBAL_STAGE,
+  globalDomain,
+  RATELIMIT_FILTER,
+  RATELIMIT_TYPE,
+} from "../../api/global_engine.ts";
 import {
   type DescriptorEntry,
   LOCAL_RATELIMIT_FILTER,
@@ -43,14 +52,14 @@ type Matcher = Json;
  * (Envoy's form, and how rules are compared), and the header matchers it needs, sorted by name.
  */
 interface RuleView {
-  rule: BucketRule;
+  rule: RuleMatch;
   /** `[name, value]`, names lower-cased, in the rule's order. */
   headers: [string, string][];
   /** Each header matcher's name and exact value (undefined: present), sorted by name. */
   matchers: [string, string | undefined][];
 }
 
-function viewOf(rule: BucketRule): RuleView {
+function viewOf(rule: RuleMatch): RuleView {
   const headers: [string, string][] = [];
   const matchers: [string, string | undefined][] = [];
   for (const [name, value] of Object.entries(rule.headers ?? {})) {
@@ -89,7 +98,7 @@ function headerMatchers(view: RuleView): Matcher[] {
  * The action that names a per-client rule's client, and its config entry: the empty value is
  * Envoy's wildcard (dynamic descriptors), one bucket for each distinct value.
  */
-function clientAction(rule: BucketRule): { action: Json; entry: DescriptorEntry } | undefined {
+function clientAction(rule: RuleMatch): { action: Json; entry: DescriptorEntry } | undefined {
   const header = rule.perClient?.header;
   if (header !== undefined) {
     return {
@@ -134,7 +143,7 @@ function clauses(view: RuleView): Matcher[][] {
  * the path of either and the headers of both matches both. Skipping disjoint rules keeps the
  * filter small: with distinct paths, no rule needs to exclude another.
  */
-export function canOverlap(a: BucketRule, b: BucketRule): boolean {
+export function canOverlap(a: RuleMatch, b: RuleMatch): boolean {
   return overlap(viewOf(a), viewOf(b));
 }
 
@@ -164,7 +173,7 @@ function overlap(a: RuleView, b: RuleView): boolean {
  * `always_consume_default_token_bucket: false` the default bucket is charged only when none does.
  */
 export function ruleEntries(
-  rules: readonly BucketRule[],
+  rules: readonly RuleMatch[],
 ): { actions: Json[]; entries: DescriptorEntry[] }[] {
   const views = rules.map(viewOf);
   return views.map((_, i) => ruleEntry(views, i));
@@ -248,6 +257,14 @@ export function limitsRecord(limits: FilterLimits): string {
   return text;
 }
 
+/** The annotation's words for a global part: ` global Allow 100/Minute default 1000/Hour`. */
+function globalRecord(global: GlobalSpec): string {
+  let text = ` global ${global.failureMode}`;
+  for (const r of global.rules ?? []) text += ` ${r.limit.requests}/${r.limit.unit}`;
+  const d = global.default?.limit;
+  return d ? `${text} default ${d.requests}/${d.unit}` : text;
+}
+
 /** The generation an EnvoyFilter was rendered from (its annotation), if it says. */
 export function renderedGeneration(ef: KubeObject): number | undefined {
   const text = ef.metadata.annotations?.[GENERATION_ANNOTATION];
@@ -256,7 +273,9 @@ export function renderedGeneration(ef: KubeObject): number | undefined {
   return Number.isSafeInteger(n) ? n : undefined;
 }
 
-function tokenBucket(b: RateLimitSpec["local"]["defaultBucket"]): Json {
+type LocalSpec = NonNullable<RateLimitSpec["local"]>;
+
+function tokenBucket(b: LocalSpec["defaultBucket"]): Json {
   return {
     max_tokens: b.maxTokens,
     tokens_per_fill: b.tokensPerFill,
@@ -275,11 +294,11 @@ const NEVER = { numerator: 0, denominator: "HUNDRED" };
 export const STAT_PREFIX = "http_local_rate_limiter";
 
 /** The LocalRateLimit config merged into the routes (typed, as Envoy loads an Any). */
-function routeConfig(spec: RateLimitSpec, descriptors: Json[]): Json {
+function routeConfig(spec: RateLimitSpec, local: LocalSpec, descriptors: Json[]): Json {
   return {
     "@type": LOCAL_RATELIMIT_TYPE,
     stat_prefix: STAT_PREFIX,
-    token_bucket: tokenBucket(spec.local.defaultBucket),
+    token_bucket: tokenBucket(local.defaultBucket),
     filter_enabled: { runtime_key: "local_rate_limit_enabled", default_value: ALWAYS },
     // Shadow mode: every request is counted (enabled 100%), none rejected (enforced 0%); Envoy
     // adds `request_headers_to_add_when_not_enforced` to a request it would have rejected.
@@ -304,32 +323,137 @@ function routeConfig(spec: RateLimitSpec, descriptors: Json[]): Json {
       : {}),
     ...(descriptors.length > 0 ? { descriptors } : {}),
     // Each filter config reads its own bound (envoyproxy/gateway#9973): set on the route's.
-    ...(spec.local.buckets.some((r) => r.perClient !== undefined)
-      ? { max_dynamic_descriptors: spec.local.maxClients ?? DEFAULT_MAX_CLIENTS }
+    ...(local.buckets.some((r) => r.perClient !== undefined)
+      ? { max_dynamic_descriptors: local.maxClients ?? DEFAULT_MAX_CLIENTS }
       : {}),
+  };
+}
+
+// The global part (issue #43): Envoy's ratelimit filter, asking the engine over gRPC, and the
+// route entries whose descriptors it sends.
+//
+// Envoy APIs used, by file in envoyproxy/envoy:
+// - `api/envoy/extensions/filters/http/ratelimit/v3/rate_limit.proto` (RateLimit): domain, stage,
+//   timeout (default 20ms), failure_mode_deny, rate_limited_as_resource_exhausted,
+//   rate_limit_service, enable_x_ratelimit_headers (OFF | DRAFT_VERSION_03),
+//   disable_x_envoy_ratelimited_header, filter_enforced (Envoy 1.34 and later, envoyproxy/envoy
+//   #38653; before, the field is unknown to Envoy and dropped, so shadow mode must also reach the
+//   engine's own `shadow_mode`).
+// - `api/envoy/config/ratelimit/v3/rls.proto` (RateLimitServiceConfig): grpc_service,
+//   transport_api_version V3.
+// - `api/envoy/config/route/v3/route_components.proto`: RateLimit.stage (0 to 10), RateLimit.Action
+//   .GenericKey, the same actions as the local rules'.
+// Which route entries each filter reads: see GLOBAL_STAGE (src/api/global_engine.ts).
+
+/** The descriptor value that names the global default in its entry (rules are named by index). */
+export const GLOBAL_DEFAULT_RULE = "default";
+
+/**
+ * The route `rate_limits` entries of a global part (stage GLOBAL_STAGE) and the descriptor each
+ * sends: the rules' as `ruleEntries` makes them (at most one yields a descriptor, the first
+ * matching rule's), then the default's, which yields one only when no rule matches.
+ */
+export function globalEntries(
+  global: GlobalSpec,
+): { actions: Json[]; entries: DescriptorEntry[] }[] {
+  const rules: RuleMatch[] = [...(global.rules ?? [])];
+  if (global.default === undefined) return ruleEntries(rules);
+  // A rule that matches every request, after the others: its entry is the default's.
+  const all = ruleEntries([...rules, {}]);
+  const last = all[all.length - 1];
+  const named = {
+    actions: last.actions.map((a, i) =>
+      i === 0
+        ? { generic_key: { descriptor_key: "rule", descriptor_value: GLOBAL_DEFAULT_RULE } }
+        : a
+    ),
+    entries: last.entries.map((e, i) => i === 0 ? { key: "rule", value: GLOBAL_DEFAULT_RULE } : e),
+  };
+  return [...all.slice(0, -1), named];
+}
+
+/** The ratelimit filter's config (listener level): which engine it asks, for which domain. */
+function globalFilterConfig(spec: RateLimitSpec, global: GlobalSpec, domain: string): Json {
+  return {
+    "@type": RATELIMIT_TYPE,
+    domain,
+    stage: GLOBAL_STAGE,
+    timeout: GLOBAL_ENGINE_TIMEOUT,
+    failure_mode_deny: global.failureMode === "Deny",
+    rate_limit_service: {
+      grpc_service: { envoy_grpc: { cluster_name: GLOBAL_ENGINE_CLUSTER } },
+      transport_api_version: "V3",
+    },
+    enable_x_ratelimit_headers: spec.enableResponseHeaders ? "DRAFT_VERSION_03" : "OFF",
+    // A local refusal carries no x-envoy-ratelimited; a global one neither.
+    disable_x_envoy_ratelimited_header: true,
+    ...(spec.grpcStatus === "ResourceExhausted"
+      ? { rate_limited_as_resource_exhausted: true }
+      : {}),
+    // Shadow mode: the engine is asked and counts, the filter rejects nothing.
+    ...(spec.enforce ? {} : {
+      filter_enforced: { runtime_key: "global_rate_limit_enforced", default_value: NEVER },
+    }),
+  };
+}
+
+/** The parts of a RateLimit the EnvoyFilter holds. */
+export interface RenderParts {
+  /** Render the global part (the engine is installed and Ready); otherwise it is left out. */
+  global: boolean;
+}
+
+/** What a filter renders without the global part: the engine is not known to be Ready. */
+export const LOCAL_ONLY: RenderParts = { global: false };
+
+/** The patch inserting HTTP filter `name` with `config` before the router of `context`. */
+function insertFilter(context: ProxyContext, name: string, config: Json): Json {
+  return {
+    applyTo: "HTTP_FILTER",
+    match: {
+      context,
+      listener: {
+        filterChain: {
+          filter: {
+            name: "envoy.filters.network.http_connection_manager",
+            subFilter: { name: "envoy.filters.http.router" },
+          },
+        },
+      },
+    },
+    patch: { operation: "INSERT_BEFORE", value: { name, typed_config: config } },
   };
 }
 
 /**
  * The EnvoyFilter of a valid RateLimit: same name and namespace, owned by it, patching each of
  * `contexts` (scope.ts `patchContexts` chooses them from the Pods; without, a selector that names
- * a gateway by convention gets GATEWAY and any other SIDECAR_INBOUND).
+ * a gateway by convention gets GATEWAY and any other SIDECAR_INBOUND). Its global part only when
+ * `parts.global` says the engine is there to ask.
  */
 export function renderEnvoyFilter(
   rl: RateLimit,
   contexts: readonly ProxyContext[] = [
     namesGateway(rl.spec.selectorLabels) ? "GATEWAY" : "SIDECAR_INBOUND",
   ],
+  parts: RenderParts = LOCAL_ONLY,
 ): KubeObject {
   const namespace = rl.metadata.namespace ?? "default";
   const spec = rl.spec;
-  const rules = spec.local.buckets;
+  const local = spec.local;
+  const global = parts.global ? spec.global : undefined;
+  const rules = local?.buckets ?? [];
   const rateLimits: Json[] = [];
   const descriptors: Json[] = [];
   ruleEntries(rules).forEach(({ actions, entries }, i) => {
     rateLimits.push({ actions });
     descriptors.push({ entries, token_bucket: tokenBucket(rules[i].bucket) });
   });
+  if (global) {
+    for (const { actions } of globalEntries(global)) {
+      rateLimits.push({ stage: GLOBAL_STAGE, actions });
+    }
+  }
   const owner = rl.metadata.uid
     ? {
       ownerReferences: [{
@@ -345,19 +469,22 @@ export function renderEnvoyFilter(
   const generation = rl.metadata.generation;
   const limits = limitsRecord({
     shadow: !spec.enforce,
-    buckets: [spec.local.defaultBucket, ...rules.map((r) => r.bucket)].map((b, i) => ({
-      bucket: i === 0 ? "default" : String(i - 1),
-      maxTokens: b.maxTokens,
-      tokensPerFill: b.tokensPerFill,
-      fillInterval: protoFillInterval(b.fillInterval),
-    })),
-  });
+    buckets: local
+      ? [local.defaultBucket, ...rules.map((r) => r.bucket)].map((b, i) => ({
+        bucket: i === 0 ? "default" : String(i - 1),
+        maxTokens: b.maxTokens,
+        tokensPerFill: b.tokensPerFill,
+        fillInterval: protoFillInterval(b.fillInterval),
+      }))
+      : [],
+  }) + (global ? globalRecord(global) : "");
   const annotations = {
     annotations: {
       ...(generation !== undefined ? { [GENERATION_ANNOTATION]: String(generation) } : {}),
       [LIMITS_ANNOTATION]: limits,
     },
   };
+  const domain = globalDomain(namespace, rl.metadata.name);
   return {
     apiVersion: apiVersionOf(RESOURCES.EnvoyFilter),
     kind: RESOURCES.EnvoyFilter.kind,
@@ -371,39 +498,24 @@ export function renderEnvoyFilter(
     spec: {
       workloadSelector: { labels: { ...spec.selectorLabels } },
       configPatches: contexts.flatMap((context) => [
-        {
-          // The filter itself, inert at listener level (filter_enabled defaults to 0%); the route
-          // config below turns it on. Inserted before the router, which must stay last.
-          applyTo: "HTTP_FILTER",
-          match: {
-            context,
-            listener: {
-              filterChain: {
-                filter: {
-                  name: "envoy.filters.network.http_connection_manager",
-                  subFilter: { name: "envoy.filters.http.router" },
-                },
-              },
-            },
-          },
-          patch: {
-            operation: "INSERT_BEFORE",
-            value: {
-              name: LOCAL_RATELIMIT_FILTER,
-              typed_config: {
-                "@type": LOCAL_RATELIMIT_TYPE,
-                stat_prefix: STAT_PREFIX,
-              },
-            },
-          },
-        },
+        // The local filter, inert at listener level (filter_enabled defaults to 0%); the route
+        // config below turns it on. Inserted before the router, which must stay last.
+        ...(local
+          ? [insertFilter(context, LOCAL_RATELIMIT_FILTER, {
+            "@type": LOCAL_RATELIMIT_TYPE,
+            stat_prefix: STAT_PREFIX,
+          })]
+          : []),
+        // After the local filter (inserted before the router after it, so between them): a
+        // request the local limits refuse never reaches the engine, and is not counted.
+        ...(global
+          ? [insertFilter(context, RATELIMIT_FILTER, globalFilterConfig(spec, global, domain))]
+          : []),
         {
           // Forwarding routes only. A redirect or direct-response route has no `route` action;
           // merging `route: {rate_limits}` into it would give it a second action (or replace its
           // redirect with a route to no cluster), and Envoy would reject the whole route config.
           applyTo: "HTTP_ROUTE",
-          // Forwarding routes only: merged into a redirect or direct_response route, `route:`
-          // makes a route without a cluster, and Envoy rejects the whole route configuration.
           match: { context, routeConfiguration: { vhost: { route: { action: "ROUTE" } } } },
           patch: {
             operation: "MERGE",
@@ -411,7 +523,13 @@ export function renderEnvoyFilter(
               // No rules, no `rate_limits`: an entry with `actions: []` makes Envoy reject the
               // whole route config (Kyma api-gateway #2380).
               ...(rateLimits.length > 0 ? { route: { rate_limits: rateLimits } } : {}),
-              typed_per_filter_config: { [LOCAL_RATELIMIT_FILTER]: routeConfig(spec, descriptors) },
+              ...(local
+                ? {
+                  typed_per_filter_config: {
+                    [LOCAL_RATELIMIT_FILTER]: routeConfig(spec, local, descriptors),
+                  },
+                }
+                : {}),
             },
           },
         },
@@ -494,6 +612,8 @@ export interface Known {
   namespace?: string;
   contexts?: readonly ProxyContext[];
   size?: StoredSize;
+  /** True when the last filter rendered had its global part. */
+  global?: true;
 }
 
 /** By frozen RateLimit object: pure in effect, since a frozen object cannot change. */
@@ -525,8 +645,10 @@ function sizeProblem(
   memo: Known | undefined,
   namespace: string,
   contexts: readonly ProxyContext[] | undefined,
+  parts: RenderParts,
 ): string | undefined {
-  const kept = memo && memo.namespace === namespace && sameContexts(memo.contexts, contexts)
+  const kept = memo && memo.namespace === namespace && sameContexts(memo.contexts, contexts) &&
+      (memo.global === true) === parts.global
     ? memo.size
     : undefined;
   const size = kept && (kept.exact || kept.bytes <= maxBytes)
@@ -536,6 +658,8 @@ function sizeProblem(
     memo.namespace = namespace;
     memo.contexts = contexts && [...contexts];
     memo.size = size;
+    if (parts.global) memo.global = true;
+    else delete memo.global;
   }
   return size.exact && size.bytes > maxBytes
     ? `spec: the EnvoyFilter it renders has ${size.bytes} bytes, over the limit of ${maxBytes} (etcd stores at most 1.5 MiB an object)`
@@ -600,10 +724,15 @@ export function renderSpec(
   namespace: string,
   contexts?: readonly ProxyContext[],
   maxBytes: number = ENVOYFILTER_MAX_BYTES,
+  parts: RenderParts = LOCAL_ONLY,
 ): SpecVerdict {
   const { rl } = parsed;
-  const desired = renderEnvoyFilter({ ...rl, metadata: { ...rl.metadata, namespace } }, contexts);
-  const tooLarge = sizeProblem(desired, maxBytes, parsed.known, namespace, contexts);
+  const desired = renderEnvoyFilter(
+    { ...rl, metadata: { ...rl.metadata, namespace } },
+    contexts,
+    parts,
+  );
+  const tooLarge = sizeProblem(desired, maxBytes, parsed.known, namespace, contexts, parts);
   return tooLarge === undefined ? { ok: true, rl, desired } : { ok: false, problems: [tooLarge] };
 }
 

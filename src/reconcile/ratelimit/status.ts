@@ -36,6 +36,7 @@ import {
   renderSpec,
   statsHint,
 } from "./render.ts";
+import { globalDomain } from "../../api/global_engine.ts";
 import type { RateLimit, RateLimitSpec } from "../../api/ratelimit.ts";
 import type { KubeObject } from "../../api/object.ts";
 import type { HeldLimits } from "../../api/istiod.ts";
@@ -499,14 +500,108 @@ export function applyFailure(problems: readonly string[], ours: KubeObject | und
   return fitMessage("", problems, `; ${ours ? keptText(ours) : "limit not applied"}`);
 }
 
-/** What a spec enforces, in short: the default bucket and the number of rules. */
-export function limitsText(spec: RateLimitSpec): string {
-  const d = spec.local.defaultBucket;
-  const rules = spec.local.buckets.length;
+/**
+ * What a spec enforces, in short: the default bucket and the number of rules; and its global
+ * rules when `global` says they are rendered, or that they wait for the engine.
+ */
+export function limitsText(spec: RateLimitSpec, global: boolean): string {
   const shadow = spec.enforce ? "" : "in shadow mode (counts, rejects nothing), ";
-  return `${shadow}default bucket ${d.maxTokens} tokens, ${d.tokensPerFill} added every ${d.fillInterval}${
-    rules > 0 ? `; ${rules} rule bucket${rules === 1 ? "" : "s"}` : ""
-  }`;
+  const parts: string[] = [];
+  if (spec.local) {
+    const d = spec.local.defaultBucket;
+    const rules = spec.local.buckets.length;
+    parts.push(
+      `default bucket ${d.maxTokens} tokens, ${d.tokensPerFill} added every ${d.fillInterval}${
+        rules > 0 ? `; ${rules} rule bucket${rules === 1 ? "" : "s"}` : ""
+      }`,
+    );
+  }
+  const g = spec.global;
+  if (g && global) {
+    const rules = g.rules?.length ?? 0;
+    const d = g.default?.limit;
+    parts.push(
+      `global ${
+        [
+          rules > 0 ? `${rules} rule${rules === 1 ? "" : "s"}` : "",
+          d ? `default ${d.requests} a ${d.unit.toLowerCase()}` : "",
+        ].filter((x) => x).join(", ")
+      }, failure mode ${g.failureMode}`,
+    );
+  } else if (g) parts.push("the global limits wait for the engine (see GlobalEnforced)");
+  return shadow + parts.join("; ");
+}
+
+// Whether the global part is sent to the engine (`GlobalEnforced`, only for a RateLimit with
+// spec.global). The global filter goes into the EnvoyFilter only once the engine is installed and
+// Ready (`RateLimitInput.globalEngineReady`): a filter asking a cluster no proxy has fails every
+// request's call (a 500 for each under failureMode Deny). What the engine itself loaded is not
+// read back yet (issue #43 point 4), so with the filter in place the condition is Unknown.
+
+/** The condition type that reports the global part. */
+export const GLOBAL_ENFORCED_CONDITION = "GlobalEnforced";
+
+/** Every GlobalEnforced condition the operator writes. */
+export const GLOBAL_ENFORCED_ROWS: readonly AcceptedRow[] = [
+  {
+    status: "Unknown",
+    reason: "EngineNotVerified",
+    meaning:
+      "The global filter is in place and asks the engine; whether the engine loaded this RateLimit's domain and reaches Redis is not read back yet",
+  },
+  {
+    status: "False",
+    reason: "EngineNotInstalled",
+    meaning:
+      "The rate limit engine is not installed and Ready: the global filter is left out of the EnvoyFilter, nothing counts the global limits (the local ones apply)",
+  },
+  {
+    status: "False",
+    reason: "NotApplied",
+    meaning:
+      "This generation is not applied (see Ready), and the limit in place has no global part",
+  },
+];
+
+/**
+ * GlobalEnforced for a RateLimit whose spec asks for global limits (`wanted`) or whose limit in
+ * place has them; undefined when neither (the condition is then dropped).
+ */
+export function globalEnforcement(
+  inForce: InForce | undefined,
+  wanted: boolean,
+  engineReady: boolean,
+  meta: { namespace: string; name: string },
+): ConditionInput | undefined {
+  const condition = (reason: string, message: string): ConditionInput => {
+    const row = GLOBAL_ENFORCED_ROWS.find((r) => r.reason === reason)!;
+    return { type: GLOBAL_ENFORCED_CONDITION, status: row.status, reason, message };
+  };
+  const held = inForce?.limits?.global;
+  if (held) {
+    return condition(
+      "EngineNotVerified",
+      `The global limits are sent to the engine as domain ${
+        globalDomain(meta.namespace, meta.name)
+      } (failure mode ${held.failureMode}: when the engine does not answer, requests are ${
+        held.failureMode === "Deny" ? "refused with 500" : "admitted"
+      }); whether the engine loaded the domain and reaches Redis is not read back yet`,
+    );
+  }
+  if (!wanted) return undefined;
+  if (!engineReady) {
+    const local = inForce?.limits && inForce.limits.buckets.length > 0;
+    return condition(
+      "EngineNotInstalled",
+      `The rate limit engine is not installed and Ready, so the global limits are not sent to the proxies and nothing counts them; ${
+        local ? "the local limits apply meanwhile" : "no local limit applies either"
+      }`,
+    );
+  }
+  return condition(
+    "NotApplied",
+    "This generation is not applied (see Ready), and the limit in place has no global part",
+  );
 }
 
 // What a RateLimit's reconcile reads, and its verdict on the current generation: why it cannot be
@@ -516,7 +611,13 @@ export function limitsText(spec: RateLimitSpec): string {
 /** Why the current generation cannot be applied, or what applying it takes. */
 export type Verdict =
   | {
-    reason: "InvalidSpec" | "MeshMissing" | "Conflict" | "MeshWide" | "ProxyTooOld";
+    reason:
+      | "InvalidSpec"
+      | "MeshMissing"
+      | "Conflict"
+      | "MeshWide"
+      | "ProxyTooOld"
+      | "EngineNotInstalled";
     problems: string[];
   }
   | { reason: "Applied" | "ApplyFailed"; problems?: string[]; desired: KubeObject; rl: RateLimit };
@@ -531,7 +632,10 @@ export function judge(input: RateLimitInput, scope: Scope): Verdict {
   const selector = parsed.rl.spec.selectorLabels;
   const held = ours ? filterContexts(ours) : undefined;
   const contexts = patchContexts(selected(selector), selector, reach, held);
-  const spec = renderSpec(parsed, meta.namespace, contexts, input.maxFilterBytes);
+  const engineReady = input.globalEngineReady === true;
+  const spec = renderSpec(parsed, meta.namespace, contexts, input.maxFilterBytes, {
+    global: engineReady,
+  });
   if (!spec.ok) return { reason: "InvalidSpec", problems: spec.problems };
   const { rl, desired } = spec;
   if (!input.meshInstalled) {
@@ -572,6 +676,14 @@ export function judge(input: RateLimitInput, scope: Scope): Verdict {
   }
   const tooOld = perClientRefusal(input, scope, rl.spec, contexts);
   if (tooOld) return { reason: "ProxyTooOld", problems: [tooOld] };
+  if (rl.spec.local === undefined && !engineReady) {
+    return {
+      reason: "EngineNotInstalled",
+      problems: [
+        "spec.global: the rate limit engine is not installed and Ready, and without spec.local there is nothing else to apply",
+      ],
+    };
+  }
   const out = input.lastOutcome;
   const failed = out && !out.ok && out.failed?.kind === "EnvoyFilter" &&
     (out.generation === undefined || out.generation === meta.generation);
@@ -606,7 +718,7 @@ function perClientRefusal(
   spec: RateLimitSpec,
   contexts: readonly ProxyContext[],
 ): string | undefined {
-  const at = spec.local.buckets.findIndex((r) => r.perClient !== undefined);
+  const at = (spec.local?.buckets ?? []).findIndex((r) => r.perClient !== undefined);
   if (at < 0 || !input.proxies) return undefined;
   const { meta, ours, reach, selected } = scope;
   if (ours && meta.generation !== undefined && renderedGeneration(ours) === meta.generation) {

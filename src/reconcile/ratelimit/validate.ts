@@ -4,9 +4,10 @@
  */
 import { parseFillInterval } from "../../api/duration.ts";
 import { show } from "../../api/issues.ts";
-import type { BucketRule, RateLimitSpec } from "../../api/ratelimit.ts";
+import type { RateLimitSpec, RuleMatch } from "../../api/ratelimit.ts";
 import { MIN_FILL_INTERVAL_MS } from "../../api/envoy.ts";
 import { isLabelValue, isQualifiedName } from "../../api/selector.ts";
+import { MAX_BUCKET_RULES } from "../../api/ratelimit_bounds.ts";
 
 const TOKEN = /^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/;
 
@@ -18,9 +19,9 @@ function interval(text: string): string {
   return `fillInterval ${text}`;
 }
 
-function intervalProblems(spec: RateLimitSpec): string[] {
+function intervalProblems(local: NonNullable<RateLimitSpec["local"]>): string[] {
   const out: string[] = [];
-  const defText = spec.local.defaultBucket.fillInterval;
+  const defText = local.defaultBucket.fillInterval;
   const def = parseFillInterval(defText);
   // The schema has checked the form (FILL_INTERVAL_PATTERN): here only the value counts.
   const check = (path: string, text: string): number | undefined => {
@@ -33,7 +34,7 @@ function intervalProblems(spec: RateLimitSpec): string[] {
     return ms;
   };
   check("spec.local.defaultBucket.fillInterval", defText);
-  spec.local.buckets.forEach((rule, i) => {
+  local.buckets.forEach((rule, i) => {
     const path = `spec.local.buckets[${i}].bucket.fillInterval`;
     const ms = check(path, rule.bucket.fillInterval);
     if (ms !== undefined && def !== undefined && ms % def !== 0) {
@@ -47,7 +48,7 @@ function intervalProblems(spec: RateLimitSpec): string[] {
   return out;
 }
 
-function headerProblems(rule: BucketRule, at: string): string[] {
+function headerProblems(rule: RuleMatch, at: string): string[] {
   const out: string[] = [];
   const seen = new Map<string, string>();
   for (const [name, value] of Object.entries(rule.headers ?? {})) {
@@ -70,7 +71,7 @@ function headerProblems(rule: BucketRule, at: string): string[] {
 }
 
 /** A per-client rule names one client key: a header's name, or the client IP. */
-function perClientProblems(rule: BucketRule, at: string): string[] {
+function perClientProblems(rule: RuleMatch, at: string): string[] {
   const p = rule.perClient;
   if (p === undefined) return [];
   if (p.header !== undefined && p.clientIP !== undefined) {
@@ -86,17 +87,17 @@ function perClientProblems(rule: BucketRule, at: string): string[] {
 }
 
 /** The headers of a rule, names lower-cased. */
-function lowerHeaders(rule: BucketRule): Map<string, string> {
+function lowerHeaders(rule: RuleMatch): Map<string, string> {
   return new Map(Object.entries(rule.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v]));
 }
 
 /** The header a per-client rule keys on, lower-cased: a request must carry it to match the rule. */
-function clientHeader(rule: BucketRule): string | undefined {
+function clientHeader(rule: RuleMatch): string | undefined {
   return rule.perClient?.header?.toLowerCase();
 }
 
 /** True when every request `later` matches is matched by `earlier` (so `later` is never used). */
-export function covers(earlier: BucketRule, later: BucketRule): boolean {
+export function covers(earlier: RuleMatch, later: RuleMatch): boolean {
   if (earlier.path !== undefined && earlier.path !== later.path) return false;
   const need = lowerHeaders(earlier);
   const have = lowerHeaders(later);
@@ -105,11 +106,15 @@ export function covers(earlier: BucketRule, later: BucketRule): boolean {
   return [...need].every(([k, v]) => have.get(k) === v);
 }
 
-function ruleProblems(rules: readonly BucketRule[]): string[] {
+/**
+ * What is wrong with a list of rules at `field` (`spec.local.buckets`, `spec.global.rules`): local
+ * and global rules take requests the same way, first match wins.
+ */
+function ruleProblems(rules: readonly RuleMatch[], field: string): string[] {
   // How many rules there may be, and how long their paths and headers, the schema says.
   const out: string[] = [];
   rules.forEach((rule, i) => {
-    const at = `spec.local.buckets[${i}]`;
+    const at = `${field}[${i}]`;
     const headers = Object.keys(rule.headers ?? {}).length;
     if (rule.path === undefined && headers === 0 && rule.perClient === undefined) {
       out.push(
@@ -132,7 +137,7 @@ function ruleProblems(rules: readonly BucketRule[]): string[] {
     const first = rules.slice(0, i).findIndex((e) => covers(e, rule));
     if (first >= 0) {
       out.push(
-        `${at} is never used: every request it matches is matched first by spec.local.buckets[${first}]`,
+        `${at} is never used: every request it matches is matched first by ${field}[${first}]`,
       );
     }
   });
@@ -155,11 +160,33 @@ function selectorProblems(labels: Record<string, string>): string[] {
   return out;
 }
 
+/**
+ * The rules of both parts together: each part's route entries repeat the matchers of its earlier
+ * rules (and the global default those of every global rule), so the filter's size follows the
+ * rules of both; at most MAX_BUCKET_RULES together, the global default counting as one, keeps the
+ * largest filter as small as the largest local-only one (tests/reconcile/ratelimit_bounds_test.ts).
+ * Each list's own bound is the CRD's.
+ */
+function totalRulesProblems(spec: RateLimitSpec): string[] {
+  if (!spec.global) return [];
+  const local = spec.local?.buckets.length ?? 0;
+  const rules = spec.global.rules?.length ?? 0;
+  const global = rules + (spec.global.default ? 1 : 0);
+  if (local + global <= MAX_BUCKET_RULES) return [];
+  return [
+    `spec.global has ${rules} rule${rules === 1 ? "" : "s"}${
+      spec.global.default ? " and a default" : ""
+    } and spec.local.buckets ${local}: at most ${MAX_BUCKET_RULES} rules in both together (the global default counts as one)`,
+  ];
+}
+
 /** Everything wrong with a parsed spec, one message a problem; empty when it can be applied. */
 export function validateSpec(spec: RateLimitSpec): string[] {
   return [
     ...selectorProblems(spec.selectorLabels),
-    ...intervalProblems(spec),
-    ...ruleProblems(spec.local.buckets),
+    ...(spec.local ? intervalProblems(spec.local) : []),
+    ...(spec.local ? ruleProblems(spec.local.buckets, "spec.local.buckets") : []),
+    ...(spec.global ? ruleProblems(spec.global.rules ?? [], "spec.global.rules") : []),
+    ...totalRulesProblems(spec),
   ];
 }
