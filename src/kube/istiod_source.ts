@@ -107,10 +107,14 @@ interface Target {
 /** Rounds a `followUpMs` apart after `changed` moved: istiod debounces a push by 0.1 s or more. */
 export const SETTLE_ROUNDS = 5;
 
-/** What one round found: whether every istiod answered, and whether to follow up soon. */
+/**
+ * What one round found: whether every istiod answered, whether to follow up soon, and whether
+ * proxies are left to read beyond the round's bound (the next round then comes at once).
+ */
 export interface RoundResult {
   ok: boolean;
   followUp: boolean;
+  backlog: boolean;
 }
 
 interface Kept {
@@ -197,11 +201,11 @@ export class IstiodPoller {
     const o = this.#o;
     const targets = this.#targets();
     // The replicas are not known yet: nothing to say; look again soon.
-    if (targets === undefined) return { ok: true, followUp: true };
+    if (targets === undefined) return { ok: true, followUp: true, backlog: false };
     if (!Array.isArray(targets)) {
       // Not istiod's failure and no request was made: the discovery says why (it retries).
       this.#unreachable(targets.reason, targets.message);
-      return { ok: true, followUp: false };
+      return { ok: true, followUp: false, backlog: false };
     }
     const answers: IstiodAnswer<Syncz>[] = await Promise.all(targets.map((t) => t.client.syncz()));
     const failedAt = answers.findIndex((a, i) => !a.ok && this.#stillRequired(targets[i]));
@@ -211,11 +215,11 @@ export class IstiodPoller {
       const name = targets[failedAt].name;
       const message = name ? `istiod replica ${name}: ${failed.message}` : failed.message;
       this.#unreachable(failed.reason, message);
-      return { ok: false, followUp: false };
+      return { ok: false, followUp: false, backlog: false };
     }
     // Every replica asked went away during the round: nothing to say; the next round (backing
     // off, but at once when the replicas change) asks those listed then.
-    if (answers.every((a) => !a.ok)) return { ok: false, followUp: false };
+    if (answers.every((a) => !a.ok)) return { ok: false, followUp: false, backlog: false };
     const proxies = new Map<string, { p: ProxySync; client: IstiodClient }>();
     answers.forEach((a, i) => {
       if (!a.ok) {
@@ -238,11 +242,17 @@ export class IstiodPoller {
     const toRead: { p: ProxySync; client: IstiodClient }[] = [];
     for (const [id, entry] of proxies) {
       const pod = podOfProxy(id);
-      const wanted = pod !== undefined && verdictOf(entry.p).state === "Acked" &&
-        (o.wants?.(pod) ?? false);
+      const wanted = pod !== undefined && (o.wants?.(pod) ?? false);
       const kept = this.#held.get(id);
       if (!wanted) {
         this.#held.delete(id);
+        continue;
+      }
+      if (verdictOf(entry.p).state !== "Acked") {
+        // A push under way, or rejected: the proxy keeps what it acknowledged last (Envoy holds
+        // its config until it ACKs or NACKs), so a reading of that push stays, and is shown; a
+        // dump now would show the push under way. A reading of an older push goes.
+        if (kept && kept.acked !== ackedKey(entry.p)) this.#held.delete(id);
         continue;
       }
       // A dump istiod refused or failed is asked again a period later even without a new push:
@@ -259,6 +269,10 @@ export class IstiodPoller {
       toRead.push(entry);
     }
     for (const id of this.#held.keys()) if (!proxies.has(id)) this.#held.delete(id);
+    // Oldest reading first (never read before all): a backlog is worked through in turn, not in
+    // istiod's order, which would serve the same proxies first every round.
+    const readAt = (e: { p: ProxySync }) => this.#held.get(e.p.id)?.at ?? -Infinity;
+    toRead.sort((a, b) => readAt(a) - readAt(b));
     const reading = toRead.slice(0, o.maxDumpsPerRound ?? MAX_DUMPS_PER_ROUND);
     await inParallel(reading, DUMP_CONCURRENCY, async ({ p, client }) => {
       const dump = await client.listenersAndRoutes(p.id);
@@ -293,7 +307,8 @@ export class IstiodPoller {
       });
     }
     const unconfirmed = [...this.#held.values()].some((k) => k.recheck);
-    return { ok: true, followUp: unconfirmed || toRead.length > reading.length };
+    const backlog = toRead.length > reading.length;
+    return { ok: true, followUp: unconfirmed || backlog, backlog };
   }
 
   /**
@@ -327,11 +342,16 @@ export class IstiodPoller {
       failures = r.ok ? 0 : failures + 1;
       wait = !r.ok
         ? Math.min(MAX_BACKOFF_MS, followUp * 2 ** Math.min(failures - 1, 30))
+        : r.backlog
+        ? 0
         : r.followUp || settle > 0
         ? followUp
         : period;
       if (settle > 0) settle--;
       try {
+        // Proxies left to read: the next round at once (a confirmation needs only that a
+        // followUp has passed since a reading, which the rounds in between give it).
+        if (wait === 0) await o.clock.sleep(0, signal);
         // Slept in steps of followUp, looking at the token between them (not while backing off).
         for (let slept = 0; slept < wait;) {
           const looking = (o.changed && r.ok) || o.discovery;

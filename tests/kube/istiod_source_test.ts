@@ -115,7 +115,7 @@ function setup(clients: IstiodClient[], extra: Partial<IstiodPollOptions> = {}) 
 Deno.test("each proxy becomes its Pod's ProxyStatus; istiod's own says it answered", async () => {
   const istiod = fake(ok(entry("demo-0.apps", 3), entry("web.v2-1.apps", 4, 5, "bad listener")));
   const { source, poller, get } = setup([istiod]);
-  assert.deepEqual(await poller.round(), { ok: true, followUp: false });
+  assert.deepEqual(await poller.round(), { ok: true, followUp: false, backlog: false });
   assert.deepEqual(proxyStatusOf(get("apps", "demo-0"))?.verdict, { state: "Acked" });
   assert.deepEqual(proxyStatusOf(get("apps", "web.v2-1"))?.verdict, {
     state: "Rejected",
@@ -139,7 +139,7 @@ Deno.test("a wanted proxy's holdings: read once per acknowledged push, confirmed
   const { poller, get, tick, source } = setup([istiod], {
     wants: (p) => p.namespace === "apps",
   });
-  assert.deepEqual(await poller.round(), { ok: true, followUp: true });
+  assert.deepEqual(await poller.round(), { ok: true, followUp: true, backlog: false });
   const first = proxyStatusOf(get("apps", "demo-0"))?.held;
   assert.ok(first && "limits" in first);
   assert.equal(first.confirmed, false);
@@ -148,9 +148,9 @@ Deno.test("a wanted proxy's holdings: read once per acknowledged push, confirmed
   ]);
   // Too soon after the dump: still unconfirmed, and no second dump for the same push.
   tick(500);
-  assert.deepEqual(await poller.round(), { ok: true, followUp: true });
+  assert.deepEqual(await poller.round(), { ok: true, followUp: true, backlog: false });
   tick(600);
-  assert.deepEqual(await poller.round(), { ok: true, followUp: false });
+  assert.deepEqual(await poller.round(), { ok: true, followUp: false, backlog: false });
   const held = proxyStatusOf(get("apps", "demo-0"))?.held;
   assert.ok(held && "limits" in held && held.confirmed);
   assert.deepEqual(istiod.asked, ["syncz", "dump demo-0.apps", "syncz", "syncz"]);
@@ -158,7 +158,7 @@ Deno.test("a wanted proxy's holdings: read once per acknowledged push, confirmed
   // the next round comes soon to check that no push was under way.
   istiod.syncs = [ok(entry("demo-0.apps", 4))];
   const v = source.version;
-  assert.deepEqual(await poller.round(), { ok: true, followUp: true });
+  assert.deepEqual(await poller.round(), { ok: true, followUp: true, backlog: false });
   assert.equal(source.version, v, "nothing published changed");
   // A new push with other limits: read again, unconfirmed until answered again.
   istiod.syncs = [ok(entry("demo-0.apps", 5))];
@@ -167,6 +167,46 @@ Deno.test("a wanted proxy's holdings: read once per acknowledged push, confirmed
   const again = proxyStatusOf(get("apps", "demo-0"))?.held;
   assert.ok(again && "limits" in again && !again.confirmed);
   assert.equal(again.limits[0].buckets[0].tokensPerFill, 20);
+});
+
+Deno.test("a push under way keeps the reading of the push acknowledged before; an older one goes", async () => {
+  const istiod = fake(ok(entry("demo-0.apps", 3)));
+  istiod.dumps.set("demo-0.apps", { ok: true, value: dump(10) });
+  const { poller, get, tick } = setup([istiod], { wants: () => true });
+  await poller.round();
+  tick(1_000);
+  await poller.round();
+  const held = proxyStatusOf(get("apps", "demo-0"))?.held;
+  assert.ok(held && "limits" in held && held.confirmed);
+  // Push 4 sent, not yet acknowledged: Envoy still holds push 3's config, and so does the status;
+  // no dump is asked (it would show push 4).
+  istiod.syncs = [ok(entry("demo-0.apps", 3, 4))];
+  await poller.round();
+  const mid = proxyStatusOf(get("apps", "demo-0"));
+  assert.deepEqual(mid?.verdict, { state: "Pending" });
+  assert.deepEqual(mid?.held, held);
+  // Push 4 acknowledged, push 5 under way: what was read at push 3 is no longer what it holds.
+  istiod.syncs = [ok(entry("demo-0.apps", 4, 5))];
+  await poller.round();
+  assert.equal(proxyStatusOf(get("apps", "demo-0"))?.held, undefined);
+  assert.deepEqual(istiod.asked.filter((a) => a.startsWith("dump")), ["dump demo-0.apps"]);
+});
+
+Deno.test("a backlog is read oldest reading first, not in istiod's order", async () => {
+  const ids = ["a.apps", "b.apps", "c.apps"];
+  const istiod = fake(ok(...ids.map((id) => entry(id, 3))));
+  for (const id of ids) istiod.dumps.set(id, { ok: true, value: dump(10) });
+  const { poller, tick } = setup([istiod], { wants: () => true, maxDumpsPerRound: 1 });
+  for (let i = 0; i < 3; i++) {
+    await poller.round();
+    tick(1_000);
+  }
+  // All three take a new push; istiod now lists them the other way round.
+  istiod.syncs = [ok(...ids.toReversed().map((id) => entry(id, 4)))];
+  const r = await poller.round();
+  assert.equal(r.backlog, true);
+  const dumps = istiod.asked.filter((a) => a.startsWith("dump"));
+  assert.deepEqual(dumps, ["dump a.apps", "dump b.apps", "dump c.apps", "dump a.apps"]);
 });
 
 Deno.test("a failed reading of a later push replaces the earlier one", async () => {
@@ -189,7 +229,7 @@ Deno.test("a dump istiod refuses is recorded with its reason, and asked again a 
   const istiod = fake(ok(entry("demo-0.apps", 3)));
   istiod.dumps.set("demo-0.apps", { ok: false, reason: "NotFound", message: "404, not connected" });
   const { poller, get, tick } = setup([istiod], { wants: () => true, periodMs: 15_000 });
-  assert.deepEqual(await poller.round(), { ok: true, followUp: false });
+  assert.deepEqual(await poller.round(), { ok: true, followUp: false, backlog: false });
   assert.deepEqual(proxyStatusOf(get("apps", "demo-0"))?.held, {
     error: "NotFound",
     message: "404, not connected",
@@ -212,8 +252,8 @@ Deno.test("dumps beyond a round's bound wait; what was read at an earlier push i
   istiod.dumps.set("a.apps", { ok: true, value: dump(10) });
   istiod.dumps.set("b.apps", { ok: true, value: dump(10) });
   const { poller, get } = setup([istiod], { wants: () => true, maxDumpsPerRound: 1 });
-  assert.deepEqual(await poller.round(), { ok: true, followUp: true });
-  assert.deepEqual(await poller.round(), { ok: true, followUp: true });
+  assert.deepEqual(await poller.round(), { ok: true, followUp: true, backlog: true });
+  assert.deepEqual(await poller.round(), { ok: true, followUp: true, backlog: false });
   assert.ok(proxyStatusOf(get("apps", "a"))?.held && proxyStatusOf(get("apps", "b"))?.held);
   // Both move to a new push; only one is read in this round: the other shows nothing held.
   istiod.syncs = [ok(entry("a.apps", 4), entry("b.apps", 4))];
@@ -239,7 +279,7 @@ Deno.test("a failure keeps the proxies as last seen and says why in istiod's sta
   );
   const { poller, source, get } = setup([istiod]);
   await poller.round();
-  assert.deepEqual(await poller.round(), { ok: false, followUp: false });
+  assert.deepEqual(await poller.round(), { ok: false, followUp: false, backlog: false });
   assert.equal(source.list().items.length, 2);
   assert.deepEqual(istiodStatusOf(get("platform-system", ISTIOD_STATUS_NAME)), {
     reachable: false,
@@ -322,6 +362,30 @@ function virtualClock(ac: AbortController, endMs: number, at: (t: number) => voi
   };
 }
 
+Deno.test("run: while proxies are left to read, the next round comes at once", async () => {
+  const ac = new AbortController();
+  const ids = ["a.apps", "b.apps", "c.apps"];
+  const istiod = fake(ok(...ids.map((id) => entry(id, 3))));
+  for (const id of ids) istiod.dumps.set(id, { ok: true, value: dump(10) });
+  const waits: number[] = [];
+  const clock = virtualClock(ac, 20_000, () => {});
+  const poller = new IstiodPoller({
+    clients: [istiod],
+    source: new LocalSource(PROXY_STATUS),
+    namespace: "p",
+    clock: { now: clock.now, sleep: (ms) => (waits.push(ms), clock.sleep(ms)) },
+    log,
+    statPrefix: PREFIX,
+    wants: () => true,
+    maxDumpsPerRound: 1,
+    periodMs: 10_000,
+    followUpMs: 1_000,
+  });
+  await poller.run(ac.signal);
+  // Two rounds at once, the third reads the last: then a followUp to confirm, then the period.
+  assert.deepEqual(waits, [0, 0, 1_000, 10_000, 10_000]);
+});
+
 Deno.test("run: a change of the filters brings a round at once, and a few a second apart after", async () => {
   const ac = new AbortController();
   const istiod = fake(ok(entry("a.b", 1)));
@@ -391,7 +455,7 @@ Deno.test("discovered replicas: a proxy connected to replica B is seen; answers 
   const d = discovered({ "http://a:15014": a, "http://b:15014": b });
   const { poller, get } = setup([], { clients: undefined, discovery: d.discovery });
   // Not listed yet: nothing asked, nothing said, look again soon.
-  assert.deepEqual(await poller.round(), { ok: true, followUp: true });
+  assert.deepEqual(await poller.round(), { ok: true, followUp: true, backlog: false });
   assert.equal(get("platform-system", ISTIOD_STATUS_NAME), undefined);
   d.set([replica("http://a:15014", "istiod-a")]);
   await poller.round();
@@ -416,7 +480,7 @@ Deno.test("discovered replicas: one listed but unreachable fails, naming it; one
   const d = discovered({ "http://a:15014": a, "http://b:15014": b });
   const { poller, get } = setup([], { clients: undefined, discovery: d.discovery });
   d.set([replica("http://a:15014", "istiod-a"), replica("http://b:15014", "istiod-b")]);
-  assert.deepEqual(await poller.round(), { ok: false, followUp: false });
+  assert.deepEqual(await poller.round(), { ok: false, followUp: false, backlog: false });
   assert.deepEqual(istiodStatusOf(get("platform-system", ISTIOD_STATUS_NAME)), {
     reachable: false,
     reason: "Unreachable",
@@ -424,7 +488,7 @@ Deno.test("discovered replicas: one listed but unreachable fails, naming it; one
   });
   // B terminating (still serving): asked, but its silence is no failure.
   d.set([replica("http://a:15014", "istiod-a"), replica("http://b:15014", "istiod-b", false)]);
-  assert.deepEqual(await poller.round(), { ok: true, followUp: false });
+  assert.deepEqual(await poller.round(), { ok: true, followUp: false, backlog: false });
   assert.equal(istiodStatusOf(get("platform-system", ISTIOD_STATUS_NAME))?.reachable, true);
   // B listed when the round began, gone by the time its answer failed: no failure either.
   d.set([replica("http://a:15014", "istiod-a"), replica("http://b:15014", "istiod-b")]);
@@ -432,7 +496,7 @@ Deno.test("discovered replicas: one listed but unreachable fails, naming it; one
     d.set([replica("http://a:15014", "istiod-a")]);
     return Promise.resolve(down);
   };
-  assert.deepEqual(await poller.round(), { ok: true, followUp: false });
+  assert.deepEqual(await poller.round(), { ok: true, followUp: false, backlog: false });
   assert.deepEqual(proxyStatusOf(get("apps", "demo-0"))?.verdict, { state: "Acked" });
   assert.equal(istiodStatusOf(get("platform-system", ISTIOD_STATUS_NAME))?.reachable, true);
 });
@@ -444,7 +508,7 @@ Deno.test("discovered replicas: none ready, or not known, is said as istiod's st
   d.set([replica("http://a:15014", "istiod-a")]);
   await poller.round();
   d.set({ state: "failed", reason: NO_READY_REPLICA, message: "istiod has no ready replica: ..." });
-  assert.deepEqual(await poller.round(), { ok: true, followUp: false });
+  assert.deepEqual(await poller.round(), { ok: true, followUp: false, backlog: false });
   assert.deepEqual(istiodStatusOf(get("platform-system", ISTIOD_STATUS_NAME)), {
     reachable: false,
     reason: NO_READY_REPLICA,

@@ -61,6 +61,27 @@ Deno.test("Accepted: True only when every proxy acknowledged a confirmed push ho
   });
 });
 
+Deno.test("Accepted: a push under way does not change what a proxy holds", () => {
+  // Someone else's change is being pushed to a: it still holds, confirmed, the limit in force.
+  const mid: ProxyStatusFields = { ...ACKED, verdict: { state: "Pending" } };
+  const c = acceptedOf(reconcile(observed({ a: mid, b: ACKED })));
+  assert.equal(c.status, "True");
+  // What it holds under way is another limit (ours is being pushed): Pending, not "another limit".
+  const older: ProxyStatusFields = {
+    ...mid,
+    held: { limits: [{ ...HELD, shadow: true }], unreadable: 0, confirmed: true },
+  };
+  const p = acceptedOf(reconcile(observed({ a: older, b: ACKED })));
+  assert.equal(p.reason, "Pending");
+  assert.match(p.message, /not yet acknowledged: a/);
+  // Under way with a refused reading: Pending too.
+  const refused: ProxyStatusFields = { ...mid, held: { error: "NotFound", message: "404" } };
+  assert.match(
+    acceptedOf(reconcile(observed({ a: refused, b: ACKED }))).message,
+    /not yet acknowledged: a/,
+  );
+});
+
 Deno.test("Accepted: every row is reached, with its status", () => {
   const reached = new Map<string, string>();
   const note = (p: Plan) => {
@@ -110,7 +131,8 @@ Deno.test("Accepted: every row is reached, with its status", () => {
   })));
   assert.match(unverifiable.message, /root namespace/);
   // Not connected, pending, unconfirmed, another limit: Pending, each named.
-  const pending = note(reconcile(observed({ a: { ...ACKED, verdict: { state: "Pending" } } })));
+  const underWay: ProxyStatusFields = { ...ACKED, verdict: { state: "Pending" }, held: undefined };
+  const pending = note(reconcile(observed({ a: underWay })));
   assert.match(pending.message, /not connected to istiod: b/);
   assert.match(pending.message, /not yet acknowledged: a/);
   for (

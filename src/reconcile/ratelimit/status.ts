@@ -195,7 +195,7 @@ export function enforcement(
 // Whether the proxies took the limit in place (`Accepted`): what istiod says of each selected
 // Pod's proxy (src/api/istiod.ts), never assumed. True only when every proxy that takes the filter
 // acknowledged the push it holds and istiod's dump of that push shows the limit in force, confirmed
-// by a later answer; False when one rejected what istiod sent it (Envoy keeps its previous config,
+// by a later answer (a later push still under way does not change what it holds); False when one rejected what istiod sent it (Envoy keeps its previous config,
 // which may not hold this limit); Unknown, with the reason, in every other case.
 
 /** The condition type that reports what the proxies accepted. */
@@ -350,13 +350,15 @@ export function acceptance(
     if (v.state === "Rejected") {
       rejected.push(nameOf(p));
       firstRejection ||= `${nameOf(p)} rejected the ${v.type} istiod sent it: ${v.error}`;
-    } else if (v.state === "Pending" || !s.held) pending.push(nameOf(p));
+    } else if (!s.held || (v.state === "Pending" && "error" in s.held)) pending.push(nameOf(p));
     else if ("error" in s.held) {
       unverifiable.push(nameOf(p));
       firstRefusal ||= `${s.held.error}: ${s.held.message}`;
     } else if (!holdsExactly(s.held.limits, inForce.limits ?? { shadow: false, buckets: [] })) {
-      other.push(nameOf(p));
+      (v.state === "Pending" ? pending : other).push(nameOf(p));
     } else if (!s.held.confirmed) pending.push(nameOf(p));
+    // Acknowledged, or a push under way (of someone else's change: Envoy keeps what it holds
+    // until it acknowledges or rejects, and what it holds is this limit).
     else accepted++;
   }
   const proxies: ProxyCounts = {
