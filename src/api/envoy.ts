@@ -7,6 +7,16 @@ export const LOCAL_RATELIMIT_TYPE =
 export const LOCAL_RATELIMIT_FILTER = "envoy.filters.http.local_ratelimit";
 /** The largest value of a protobuf uint32 field, such as a token bucket's counts. */
 export const UINT32_MAX = 4294967295;
+/**
+ * Body of a local rate limit refusal (local_ratelimit's `sendLocalReply(..., "local_rate_limited",
+ * ...)`); global refusals get the same through the connection manager's local reply mapper.
+ */
+export const RATE_LIMITED_BODY = "local_rate_limited";
+/** Type URL of the HTTP connection manager's config. */
+export const HCM_TYPE =
+  "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager";
+/** Envoy's response flag of a request refused by a rate limit filter, local or global. */
+export const RATE_LIMITED_FLAG = "RL";
 /** Envoy's floor for any fill interval ("fill timer must be >= 50ms"). */
 export const MIN_FILL_INTERVAL_MS = 50;
 /**

@@ -22,10 +22,9 @@ import {
   RESOURCE_EXHAUSTED,
   UNAVAILABLE,
 } from "./local_reply.ts";
-import type { DescriptorEntry } from "../api/envoy.ts";
+import { type DescriptorEntry, RATE_LIMITED_BODY } from "../api/envoy.ts";
 
-/** Body of a rate-limited reply (`sendLocalReply(..., "local_rate_limited", ...)`). */
-export const RATE_LIMITED_BODY = "local_rate_limited";
+export { RATE_LIMITED_BODY };
 
 /** The route entry of a sidecar's inbound listener (the model has one port a workload). */
 export const INBOUND_ROUTE = "inbound";

@@ -22,7 +22,13 @@ import { parseRateLimit } from "../../src/api/ratelimit.ts";
 import { customResourceDefinitions } from "../../src/crd/definitions.ts";
 import { admits } from "../crd/admission.ts";
 import * as e2e from "../e2e/fixtures.ts";
-import { boundCases, largestRateLimit, oddRateLimits } from "../reconcile/ratelimit_extremes.ts";
+import {
+  boundCases,
+  largestRateLimit,
+  largestWithGlobal,
+  oddRateLimits,
+} from "../reconcile/ratelimit_extremes.ts";
+import { GLOBAL_ENGINE_CLUSTER } from "../../src/api/global_engine.ts";
 import { bucket, rateLimit } from "../reconcile/ratelimit_fixtures.ts";
 
 type Json = Record<string, unknown>;
@@ -131,7 +137,59 @@ function fixtureSources(): Source[] {
         buckets: [{ path: "/slow", bucket: bucket(4294967295, 1, "9999999m") }],
       }),
     ),
+    ...globalSources(),
     ...extremeSources(),
+  ];
+}
+
+/** RateLimits with a global part, rendered as the operator does once the engine is Ready. */
+function globalSources(): Source[] {
+  const limit = (requests: number, unit: string) => ({ requests, unit });
+  const src = (name: string, rl: unknown, pods?: Source["pods"]): Source => ({
+    name,
+    rateLimit: rl as Source["rateLimit"],
+    globalEngineReady: true,
+    ...(pods ? { pods } : {}),
+  });
+  const global = {
+    rules: [
+      { path: "/orders", limit: limit(5, "Second") },
+      { perClient: { header: "X-Api-Key" }, limit: limit(1000, "Hour") },
+    ],
+    default: { limit: limit(100000, "Day") },
+  };
+  return [
+    src(
+      "global: local and global on a sidecar with response headers",
+      rateLimit({
+        name: "global-both",
+        enableResponseHeaders: true,
+        buckets: [{ path: "/orders", bucket: bucket(2, 2, "1m") }],
+        global,
+      }),
+    ),
+    src(
+      "global: only global on the gateway in shadow mode with failureMode Deny per client IP",
+      rateLimit({
+        name: "global-gateway",
+        namespace: DEFAULT_MESH.gateway.namespace,
+        selectorLabels: { ...DEFAULT_MESH.gateway.labels },
+        local: false,
+        enforce: false,
+        grpcStatus: "Unavailable",
+        global: {
+          rules: [{ perClient: { clientIP: true }, limit: limit(20, "Second") }],
+          failureMode: "Deny",
+        },
+      }),
+    ),
+    src(
+      "global: local and global over a gateway Pod and a sidecar Pod",
+      rateLimit({ name: "global-mixed", selectorLabels: { app: "web" }, global }),
+      [proxyPod("demo", "gw-0", "web", ["proxy", "router"]), proxyPod("demo", "app-0", "web")],
+    ),
+    ...largestWithGlobal("escaped").filter((_, i, all) => i === 0 || i === all.length - 1)
+      .map((l) => src(`global: largest with ${l.what}`, l.rateLimit)),
   ];
 }
 
@@ -194,9 +252,10 @@ Deno.test("one over each bound is refused by the schema, the CRD's and the opera
   );
   assert.deepEqual(cases, []);
   for (const c of over) {
-    assert.equal(admits(schema, c.over), false, `the API server would store ${c.what}`);
+    // A bound the operator alone holds (both parts together) is stored by the API server.
+    assert.equal(admits(schema, c.over), c.operatorOnly === true, `the API server: ${c.what}`);
     const parsed = parseRateLimit(c.over);
-    assert.ok(!parsed.ok, c.what);
+    assert.equal(parsed.ok, c.operatorOnly === true, c.what);
     const message = rejected.find((r) => r.name === c.what)?.message ?? "";
     assert.ok(message.startsWith(`Invalid spec, limit not applied: ${c.says}`), message);
   }
@@ -211,6 +270,22 @@ Deno.test("istio-check: Istio patches every sample's and fixture's EnvoyFilter e
   assert.ok(cases.some((c) => c.name.startsWith("samples/ratelimit-gateway.yaml")));
   assert.ok(cases.some((c) => c.name.startsWith("samples/ratelimit-workload.yaml")));
   assert.ok(cases.filter((c) => c.target === "gateway").length >= 2);
+  // The global sample before the engine is Ready (local only) and after, and the global fixtures.
+  const withGlobal = cases.filter((c) => c.filters.includes("envoy.filters.http.ratelimit"));
+  assert.ok(
+    withGlobal.some((c) => c.name.includes("samples/ratelimit-global.yaml (engine Ready)")),
+  );
+  assert.ok(
+    cases.some((c) =>
+      c.name.split(", ").includes("samples/ratelimit-global.yaml") &&
+      c.filters.join() === "envoy.filters.http.local_ratelimit"
+    ),
+  );
+  for (const s of globalSources()) {
+    assert.ok(withGlobal.some((c) => c.name.split(", ").includes(s.name)), s.name);
+  }
+  assert.ok(withGlobal.some((c) => c.target === "gateway"));
+  assert.ok(withGlobal.some((c) => c.target === "both"));
   const run = await runCheck(cases);
   console.log(run.output);
   assert.equal(run.code, 0, run.output);
@@ -219,6 +294,13 @@ Deno.test("istio-check: Istio patches every sample's and fixture's EnvoyFilter e
     assert.match(block, /^ok {3}/, `${c.name}:\n${block || run.output}`);
     // The intended proxy got the filter and the route config somewhere: the check is not vacuous.
     assert.match(block, /in [1-9]\d* HTTP connection managers, per-route config on [1-9]/, c.name);
+    // The global filter, where there is one, asks the engine's outbound cluster, which exists.
+    const global = `the global filter asking cluster ${GLOBAL_ENGINE_CLUSTER} (present)`;
+    assert.equal(
+      block.includes(global),
+      c.filters.includes("envoy.filters.http.ratelimit"),
+      c.name,
+    );
   }
   const gw = run.blocks.get(cases.find((c) => c.target === "gateway")!.name) ?? "";
   // The gateway's redirect and direct-response routes were there, and left alone.
@@ -233,6 +315,11 @@ const patchOf = (spec: { configPatches: Json[] }, applyTo: string): Json => {
   return p;
 };
 const valueOf = (p: Json) => (p.patch as { value: Json }).value;
+const globalFilterOf = (spec: { configPatches: Json[] }) => {
+  const p = spec.configPatches.find((p) => valueOf(p).name === "envoy.filters.http.ratelimit");
+  assert.ok(p, "no global filter patch");
+  return p;
+};
 const perRoute = (spec: { configPatches: Json[] }) =>
   (valueOf(patchOf(spec, "HTTP_ROUTE")).typed_per_filter_config as Json)[
     "envoy.filters.http.local_ratelimit"
@@ -335,6 +422,58 @@ const MUTATIONS: { name: string; sample: string; mutate: Mutation; expect: RegEx
     ],
   },
 ];
+
+/** Broken variants of the global sample's filter (the engine Ready). */
+const GLOBAL_SAMPLE = "samples/ratelimit-global.yaml (engine Ready)";
+MUTATIONS.push(
+  {
+    name: "global filter asking a cluster no proxy has",
+    sample: GLOBAL_SAMPLE,
+    mutate: (s) => {
+      const cfg = valueOf(globalFilterOf(s)).typed_config as Json;
+      (cfg.rate_limit_service as Json).grpc_service = {
+        envoy_grpc: { cluster_name: "outbound|8081||ratelimit.nowhere.svc.cluster.local" },
+      };
+    },
+    expect: [
+      /asks cluster "outbound\|8081\|\|ratelimit\.nowhere\.svc\.cluster\.local", which the proxy does not have/,
+    ],
+  },
+  {
+    name: "global filter before the local one",
+    sample: GLOBAL_SAMPLE,
+    mutate: (s) => {
+      const g = globalFilterOf(s);
+      s.configPatches = [g, ...s.configPatches.filter((p) => p !== g)];
+    },
+    expect: [/the local rate limit filter is not right before envoy\.filters\.http\.ratelimit/],
+  },
+  {
+    name: "global entries at stage 0 (the local filter would read them)",
+    sample: GLOBAL_SAMPLE,
+    mutate: (s) => {
+      const value = valueOf(patchOf(s, "HTTP_ROUTE"));
+      for (const e of (value.route as { rate_limits: Json[] }).rate_limits) delete e.stage;
+    },
+    expect: [/carries no global rate_limits entry/, /0 descriptors but 4 rate_limits entries/],
+  },
+  {
+    name: "a global refusal without the local refusal's body",
+    sample: GLOBAL_SAMPLE,
+    mutate: (s) => {
+      s.configPatches = s.configPatches.filter((p) => p.applyTo !== "NETWORK_FILTER");
+    },
+    expect: [/no local reply mapper gives a global refusal the body "local_rate_limited"/],
+  },
+  {
+    name: "global filter without a domain",
+    sample: GLOBAL_SAMPLE,
+    mutate: (s) => {
+      delete (valueOf(globalFilterOf(s)).typed_config as Json).domain;
+    },
+    expect: [/Validate: .*RateLimit.*Domain: value length must be at least 1/],
+  },
+);
 
 Deno.test("istio-check fails on each broken filter, naming what is wrong", async () => {
   const samples = renderCases(await repoSources()).cases;

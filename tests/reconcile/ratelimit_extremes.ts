@@ -111,7 +111,9 @@ export function largestWithGlobal(fill: Fill): { what: string; rateLimit: KubeOb
       failureMode: "Deny",
     };
     out.push({
-      what: `${local ?? "no"} local, ${rules} global${withDefault ? " and a default" : ""}`,
+      what: `${local ?? "no"} local and ${rules} global rules${
+        withDefault ? " and a default" : ""
+      }`,
       rateLimit: rl,
     });
   };
@@ -161,6 +163,8 @@ export interface BoundCase {
   over: KubeObject;
   /** The field error of `over`, as the operator's message has it. */
   says: string;
+  /** The operator holds this bound, not the CRD: the API server stores `over`. */
+  operatorOnly?: true;
 }
 
 const mapOf = (n: number, key = (i: number) => `k${i}`, value = "v") =>
@@ -253,6 +257,7 @@ export function boundCases(): BoundCase[] {
       }),
       says:
         `spec.global has 3 rules and a default and spec.local.buckets 5: at most ${MAX_BUCKET_RULES} rules in both together (the global default counts as one)`,
+      operatorOnly: true,
     },
     {
       what: "global requests",

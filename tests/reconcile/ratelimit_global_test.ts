@@ -148,6 +148,30 @@ Deno.test("the engine Ready: the ratelimit filter after local_ratelimit, before 
   assert.match(conditionOf(plan, "Ready")!.message, /global 2 rules, default 10000 a day/);
 });
 
+Deno.test("a global refusal gets a local refusal's body: the connection manager's mapper", () => {
+  const f = filterOf(reconcileRateLimit(input(both(), { globalEngineReady: true })));
+  const mappers = patches(f).filter((p) => p.applyTo === "NETWORK_FILTER");
+  assert.equal(mappers.length, 1);
+  assert.deepEqual(mappers[0].patch, {
+    operation: "MERGE",
+    value: {
+      typed_config: {
+        "@type":
+          "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager",
+        local_reply_config: {
+          mappers: [{
+            filter: { response_flag_filter: { flags: ["RL"] } },
+            body: { inline_string: "local_rate_limited" },
+          }],
+        },
+      },
+    },
+  });
+  // Not without the global part: a local refusal has that body already.
+  const local = filterOf(reconcileRateLimit(input(both())));
+  assert.ok(patches(local).every((p) => p.applyTo !== "NETWORK_FILTER"));
+});
+
 Deno.test("route entries: local ones at stage 0 (unset), global ones at GLOBAL_STAGE", () => {
   const f = filterOf(reconcileRateLimit(input(both(), { globalEngineReady: true })));
   const entries = rateLimitsOf(f);

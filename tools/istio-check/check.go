@@ -5,9 +5,11 @@ import (
 	"slices"
 	"strings"
 
+	cluster "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	route "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	lrl "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/local_ratelimit/v3"
+	grl "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/ratelimit/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	"github.com/google/go-cmp/cmp"
@@ -21,6 +23,14 @@ type outcome struct {
 	managers  int // HTTP connection managers that got the filter
 	forwards  int // forwarding routes that got the per-route config
 	untouched int // non-forwarding routes seen in the intended route configurations
+	// The global filter's stage and the cluster it asks (when the case has the global filter).
+	globalStage   uint32
+	globalCluster string
+}
+
+// has says whether the expected HTTP filters include name.
+func has(filters []string, name string) bool {
+	return slices.Contains(filters, name)
 }
 
 func (o *outcome) fail(format string, args ...any) {
@@ -34,20 +44,24 @@ func intendedListener(kind, name string) bool {
 }
 
 // checkProxy compares what Istio generated for one proxy with and without the EnvoyFilter.
-// `intended` says whether the EnvoyFilter is meant for this proxy. The patched configuration is
-// changed in place to undo the expected patches; whatever is left must equal the baseline.
-func checkProxy(kind string, intended bool, base, patched *flat) *outcome {
+// `intended` says whether the EnvoyFilter is meant for this proxy; `filters` are the HTTP filters
+// it inserts, in order, right before the router (the local one, the global one or both). The
+// patched configuration is changed in place to undo the expected patches; whatever is left must
+// equal the baseline. `clusters` are the proxy's: the global filter's cluster must be one.
+func checkProxy(kind string, intended bool, filters []string, base, patched *flat, clusters []*cluster.Cluster) *outcome {
 	o := &outcome{}
 	for _, m := range patched.managers {
 		if intended && intendedListener(kind, m.listener) {
-			checkFilterChain(o, m)
+			checkFilterChain(o, m, filters, clusters)
 		} else if slices.ContainsFunc(m.hcm.HttpFilters, func(f *hcmv3.HttpFilter) bool { return f.Name == rateLimitFilter }) {
 			o.fail("%s: has the local rate limit filter, which the EnvoyFilter is not meant for", m.where)
+		} else if slices.ContainsFunc(m.hcm.HttpFilters, func(f *hcmv3.HttpFilter) bool { return f.Name == globalFilter }) {
+			o.fail("%s: has the global rate limit filter, which the EnvoyFilter is not meant for", m.where)
 		}
 	}
 	for _, r := range patched.routes {
 		if intended && r.listener != "" && intendedListener(kind, r.listener) {
-			checkRoutes(o, r, base.route(r.key))
+			checkRoutes(o, r, base.route(r.key), filters)
 		}
 	}
 	if intended && o.managers == 0 {
@@ -61,35 +75,99 @@ func checkProxy(kind string, intended bool, base, patched *flat) *outcome {
 	return o
 }
 
-// checkFilterChain: exactly one local rate limit filter, right before the router (which Envoy
-// requires last), inert on its own (the routes turn it on). Then it is removed for the comparison.
-func checkFilterChain(o *outcome, m *httpManager) {
+// checkFilterChain: exactly one of each expected filter, in the expected order, right before the
+// router (which Envoy requires last): the local rate limit filter, inert on its own (the routes
+// turn it on), then the global one, asking a cluster the proxy has over transport API V3. Then
+// they are removed for the comparison.
+func checkFilterChain(o *outcome, m *httpManager, filters []string, clusters []*cluster.Cluster) {
 	names := make([]string, len(m.hcm.HttpFilters))
 	for i, f := range m.hcm.HttpFilters {
 		names[i] = f.Name
 	}
-	at := slices.Index(names, rateLimitFilter)
 	last := len(names) - 1
-	switch {
-	case at < 0:
-		o.fail("%s: no local rate limit filter; HTTP filters: %s", m.where, strings.Join(names, ", "))
-		return
-	case slices.Index(names[at+1:], rateLimitFilter) >= 0:
-		o.fail("%s: the local rate limit filter appears more than once: %s", m.where, strings.Join(names, ", "))
-	case last < 0 || names[last] != routerFilter || at != last-1:
-		o.fail("%s: the local rate limit filter is not right before the router: %s", m.where, strings.Join(names, ", "))
+	for k, want := range filters {
+		at := slices.Index(names, want)
+		what := "the local rate limit filter"
+		if want == globalFilter {
+			what = "the global rate limit filter"
+		}
+		switch {
+		case at < 0:
+			o.fail("%s: no %s; HTTP filters: %s", m.where, strings.TrimPrefix(what, "the "), strings.Join(names, ", "))
+			return
+		case slices.Index(names[at+1:], want) >= 0:
+			o.fail("%s: %s appears more than once: %s", m.where, what, strings.Join(names, ", "))
+		case last < 0 || names[last] != routerFilter || at != last-len(filters)+k:
+			if k == len(filters)-1 {
+				o.fail("%s: %s is not right before the router: %s", m.where, what, strings.Join(names, ", "))
+			} else {
+				o.fail("%s: %s is not right before %s: %s", m.where, what, filters[k+1], strings.Join(names, ", "))
+			}
+		}
 	}
-	cfg := &lrl.LocalRateLimit{}
-	if err := m.hcm.HttpFilters[at].GetTypedConfig().UnmarshalTo(cfg); err != nil {
-		o.fail("%s: local rate limit filter config: %v", m.where, err)
-	} else if enabled(cfg.FilterEnabled) {
-		o.fail("%s: the listener-level local rate limit filter is enabled; only routes should turn it on", m.where)
+	for _, f := range m.hcm.HttpFilters {
+		switch f.Name {
+		case rateLimitFilter:
+			cfg := &lrl.LocalRateLimit{}
+			if err := f.GetTypedConfig().UnmarshalTo(cfg); err != nil {
+				o.fail("%s: local rate limit filter config: %v", m.where, err)
+			} else if enabled(cfg.FilterEnabled) {
+				o.fail("%s: the listener-level local rate limit filter is enabled; only routes should turn it on", m.where)
+			}
+		case globalFilter:
+			cfg := &grl.RateLimit{}
+			if err := f.GetTypedConfig().UnmarshalTo(cfg); err != nil {
+				o.fail("%s: global rate limit filter config: %v", m.where, err)
+				continue
+			}
+			name := cfg.GetRateLimitService().GetGrpcService().GetEnvoyGrpc().GetClusterName()
+			if !slices.ContainsFunc(clusters, func(c *cluster.Cluster) bool { return c.Name == name }) {
+				o.fail("%s: the global rate limit filter asks cluster %q, which the proxy does not have", m.where, name)
+			}
+			if v := cfg.GetRateLimitService().GetTransportApiVersion(); v != corev3.ApiVersion_V3 {
+				o.fail("%s: the global rate limit filter speaks transport API %s, not V3", m.where, v)
+			}
+			if cfg.Domain == "" || cfg.Stage == 0 {
+				o.fail("%s: the global rate limit filter has domain %q and stage %d (local entries are stage 0)", m.where, cfg.Domain, cfg.Stage)
+			}
+			o.globalStage, o.globalCluster = cfg.Stage, name
+			takeBodyMapper(o, m)
+		}
 	}
-	m.hcm.HttpFilters = slices.Delete(m.hcm.HttpFilters, at, at+1)
+	m.hcm.HttpFilters = slices.DeleteFunc(m.hcm.HttpFilters, func(f *hcmv3.HttpFilter) bool {
+		return has(filters, f.Name)
+	})
 	if err := m.repack(); err != nil {
 		o.fail("%v", err)
 	}
 	o.managers++
+}
+
+// rateLimitedBody is the body of a local rate limit refusal, which the EnvoyFilter's local reply
+// mapper gives a global refusal too.
+const rateLimitedBody = "local_rate_limited"
+
+// takeBodyMapper: the connection manager's local reply config ends with the mapper that gives
+// every rate-limited local reply (response flag RL) the body of a local refusal; it is removed for
+// the comparison (with the config, when nothing else is left in it).
+func takeBodyMapper(o *outcome, m *httpManager) {
+	cfg := m.hcm.GetLocalReplyConfig()
+	ms := cfg.GetMappers()
+	if len(ms) == 0 {
+		o.fail("%s: no local reply mapper gives a global refusal the body %q", m.where, rateLimitedBody)
+		return
+	}
+	last := ms[len(ms)-1]
+	flags := last.GetFilter().GetResponseFlagFilter().GetFlags()
+	if len(flags) != 1 || flags[0] != "RL" || last.GetBody().GetInlineString() != rateLimitedBody ||
+		last.GetStatusCode() != nil || last.GetHeadersToAdd() != nil || last.GetBodyFormatOverride() != nil {
+		o.fail("%s: the last local reply mapper is not {response flag RL: body %q}: %v", m.where, rateLimitedBody, last)
+		return
+	}
+	cfg.Mappers = ms[:len(ms)-1]
+	if len(cfg.Mappers) == 0 && cfg.BodyFormat == nil {
+		m.hcm.LocalReplyConfig = nil
+	}
 }
 
 // enabled: a RuntimeFractionalPercent whose default is above 0% (unset means disabled).
@@ -116,10 +194,14 @@ func shadow(cfg *lrl.LocalRateLimit) bool {
 }
 
 // checkRoutes: every route that forwards without the EnvoyFilter (action `route` in the baseline)
-// still forwards and carries the same per-route LocalRateLimit, enabled and enforced for every
-// request (or, in shadow mode, enforced for none and marking what it would reject), with one descriptor per `rate_limits` entry. Those two additions are undone; other
-// routes are left as they are, so the comparison with the baseline shows any change to them.
-func checkRoutes(o *outcome, r *routeConfig, base *routeConfig) {
+// still forwards and carries what the filters read. With the local filter: the same per-route
+// LocalRateLimit, enabled and enforced for every request (or, in shadow mode, enforced for none
+// and marking what it would reject), with one descriptor per stage-0 `rate_limits` entry. With the
+// global filter: `rate_limits` entries at the global filter's stage, and none without it. The
+// entries are the same on every such route. Those additions are undone; other routes are left as
+// they are, so the comparison with the baseline shows any change to them.
+func checkRoutes(o *outcome, r *routeConfig, base *routeConfig, filters []string) {
+	local, global := has(filters, rateLimitFilter), has(filters, globalFilter)
 	var first *route.Route
 	for _, vh := range r.rc.VirtualHosts {
 		for i, rt := range vh.Routes {
@@ -133,28 +215,59 @@ func checkRoutes(o *outcome, r *routeConfig, base *routeConfig) {
 				o.fail("%s: forwarded without the EnvoyFilter, action is now %s", where, action(rt))
 				continue
 			}
+			var stage0, staged []*route.RateLimit
+			for _, e := range rt.GetRoute().RateLimits {
+				if e.GetStage().GetValue() == 0 {
+					stage0 = append(stage0, e)
+				} else {
+					staged = append(staged, e)
+				}
+			}
 			raw := rt.TypedPerFilterConfig[rateLimitFilter]
-			if raw == nil {
+			switch {
+			case local && raw == nil:
 				o.fail("%s: forwards (action route) but carries no %s config", where, rateLimitFilter)
 				continue
+			case !local && raw != nil:
+				o.fail("%s: carries a %s config, but the EnvoyFilter has no local filter", where, rateLimitFilter)
+			case !local && len(stage0) > 0:
+				o.fail("%s: %d stage-0 rate_limits entries, but the EnvoyFilter has no local filter", where, len(stage0))
 			}
-			cfg := &lrl.LocalRateLimit{}
-			if err := raw.UnmarshalTo(cfg); err != nil {
-				o.fail("%s: per-route config: %v", where, err)
-				continue
+			if local {
+				cfg := &lrl.LocalRateLimit{}
+				if err := raw.UnmarshalTo(cfg); err != nil {
+					o.fail("%s: per-route config: %v", where, err)
+					continue
+				}
+				switch {
+				case !all(cfg.FilterEnabled) || (!all(cfg.FilterEnforced) && !shadow(cfg)):
+					o.fail("%s: per-route config does not enable and enforce the limit for every request", where)
+				case cfg.TokenBucket == nil:
+					o.fail("%s: per-route config has no default token bucket", where)
+				case len(cfg.Descriptors) != len(stage0):
+					o.fail("%s: %d descriptors but %d rate_limits entries", where, len(cfg.Descriptors), len(stage0))
+				}
 			}
 			switch {
-			case !all(cfg.FilterEnabled) || (!all(cfg.FilterEnforced) && !shadow(cfg)):
-				o.fail("%s: per-route config does not enable and enforce the limit for every request", where)
-			case cfg.TokenBucket == nil:
-				o.fail("%s: per-route config has no default token bucket", where)
-			case len(cfg.Descriptors) != len(rt.GetRoute().RateLimits):
-				o.fail("%s: %d descriptors but %d rate_limits entries", where, len(cfg.Descriptors), len(rt.GetRoute().RateLimits))
+			case global && len(staged) == 0:
+				o.fail("%s: forwards (action route) but carries no global rate_limits entry", where)
+			case !global && len(staged) > 0:
+				o.fail("%s: %d rate_limits entries past stage 0, but the EnvoyFilter has no global filter", where, len(staged))
+			}
+			for _, e := range staged {
+				if e.GetStage().GetValue() != o.globalStage {
+					o.fail("%s: a global rate_limits entry at stage %d, the global filter reads stage %d", where, e.GetStage().GetValue(), o.globalStage)
+				}
 			}
 			if first == nil {
 				first = rt
-			} else if d := cmp.Diff(first.TypedPerFilterConfig[rateLimitFilter], raw, protocmp.Transform()); d != "" {
-				o.fail("%s: per-route config differs from route %q's:\n%s", where, first.Name, indent(d))
+			} else {
+				if d := cmp.Diff(first.TypedPerFilterConfig[rateLimitFilter], raw, protocmp.Transform()); d != "" {
+					o.fail("%s: per-route config differs from route %q's:\n%s", where, first.Name, indent(d))
+				}
+				if d := cmp.Diff(first.GetRoute().RateLimits, rt.GetRoute().RateLimits, protocmp.Transform()); d != "" {
+					o.fail("%s: rate_limits differ from route %q's:\n%s", where, first.Name, indent(d))
+				}
 			}
 			rt = proto.Clone(rt).(*route.Route)
 			delete(rt.TypedPerFilterConfig, rateLimitFilter)

@@ -16,6 +16,7 @@ const (
 	hcmFilter       = "envoy.filters.network.http_connection_manager"
 	routerFilter    = "envoy.filters.http.router"
 	rateLimitFilter = "envoy.filters.http.local_ratelimit"
+	globalFilter    = "envoy.filters.http.ratelimit"
 )
 
 // httpManager is one HTTP connection manager of a listener, unpacked so that it can be checked

@@ -40,6 +40,9 @@ type caseSpec struct {
 	Name   string `json:"name"`   // where the RateLimit came from
 	File   string `json:"file"`   // the EnvoyFilter (JSON or YAML), relative to DIR
 	Target string `json:"target"` // "sidecar", "gateway" or "both": the proxies the limit is meant for
+	// The HTTP filters the EnvoyFilter inserts, in order, right before the router (default: the
+	// local rate limit filter alone).
+	Filters []string `json:"filters"`
 }
 
 func main() {
@@ -54,7 +57,7 @@ func main() {
 		os.Exit(2)
 	}
 	quiet()
-	cases, err := readCases(flag.Arg(0))
+	cases, engine, err := readCases(flag.Arg(0))
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "istio-check:", err)
 		os.Exit(2)
@@ -63,7 +66,7 @@ func main() {
 	failed := 0
 	baselines := map[string]map[string]xds{}
 	for _, c := range cases {
-		if !runCase(flag.Arg(0), c, baselines) {
+		if !runCase(flag.Arg(0), c, engine, baselines) {
 			failed++
 		}
 	}
@@ -96,31 +99,40 @@ func istioVersion() string {
 	return "(unknown)"
 }
 
-func readCases(dir string) ([]caseSpec, error) {
+func readCases(dir string) ([]caseSpec, engineSpec, error) {
 	raw, err := os.ReadFile(filepath.Join(dir, "cases.json"))
 	if err != nil {
-		return nil, err
+		return nil, engineSpec{}, err
 	}
 	var doc struct {
-		Cases []caseSpec `json:"cases"`
+		Cases  []caseSpec `json:"cases"`
+		Engine engineSpec `json:"engine"`
 	}
 	if err := json.Unmarshal(raw, &doc); err != nil {
-		return nil, fmt.Errorf("cases.json: %v", err)
+		return nil, engineSpec{}, fmt.Errorf("cases.json: %v", err)
 	}
 	if len(doc.Cases) == 0 {
-		return nil, fmt.Errorf("cases.json lists no cases")
+		return nil, engineSpec{}, fmt.Errorf("cases.json lists no cases")
 	}
-	for _, c := range doc.Cases {
+	for i, c := range doc.Cases {
 		if c.Target != sidecar && c.Target != gateway && c.Target != both {
-			return nil, fmt.Errorf("case %s: target %q is neither %s, %s nor %s", c.Name, c.Target, sidecar, gateway, both)
+			return nil, engineSpec{}, fmt.Errorf("case %s: target %q is neither %s, %s nor %s", c.Name, c.Target, sidecar, gateway, both)
+		}
+		if len(c.Filters) == 0 {
+			doc.Cases[i].Filters = []string{rateLimitFilter}
+		}
+		for _, f := range doc.Cases[i].Filters {
+			if f != rateLimitFilter && f != globalFilter {
+				return nil, engineSpec{}, fmt.Errorf("case %s: filter %q is neither %s nor %s", c.Name, f, rateLimitFilter, globalFilter)
+			}
 		}
 	}
-	return doc.Cases, nil
+	return doc.Cases, doc.Engine, nil
 }
 
 // runCase checks one case and prints one line for it, followed by its failures.
-func runCase(dir string, c caseSpec, baselines map[string]map[string]xds) bool {
-	errs, summary := checkCase(dir, c, baselines)
+func runCase(dir string, c caseSpec, engine engineSpec, baselines map[string]map[string]xds) bool {
+	errs, summary := checkCase(dir, c, engine, baselines)
 	if len(errs) == 0 {
 		fmt.Printf("ok   %s -> %s: %s\n", c.Name, c.Target, summary)
 		return true
@@ -132,7 +144,7 @@ func runCase(dir string, c caseSpec, baselines map[string]map[string]xds) bool {
 	return false
 }
 
-func checkCase(dir string, c caseSpec, baselines map[string]map[string]xds) ([]string, string) {
+func checkCase(dir string, c caseSpec, engine engineSpec, baselines map[string]map[string]xds) ([]string, string) {
 	text, err := os.ReadFile(filepath.Join(dir, c.File))
 	if err != nil {
 		return []string{err.Error()}, ""
@@ -153,7 +165,7 @@ func checkCase(dir string, c caseSpec, baselines map[string]map[string]xds) ([]s
 		return []string{"Istio warns about the EnvoyFilter: " + strings.Join(warns, "; ")}, ""
 	}
 	ns, labels := cfgs[0].Namespace, ef.GetWorkloadSelector().GetLabels()
-	world, err := worldConfig(ns, labels)
+	world, err := worldConfig(ns, labels, engine)
 	if err != nil {
 		return []string{err.Error()}, ""
 	}
@@ -186,15 +198,19 @@ func checkCase(dir string, c caseSpec, baselines map[string]map[string]xds) ([]s
 			continue
 		}
 		meant := kind == c.Target || c.Target == both
-		o := checkProxy(kind, meant, fb, fp)
+		o := checkProxy(kind, meant, c.Filters, fb, fp, patched[kind].Clusters)
 		for _, e := range o.errs {
 			errs = append(errs, fmt.Sprintf("%s proxy: %s", kind, e))
 		}
 		n := len(patched[kind].Listeners) + len(patched[kind].Routes)
 		if meant {
-			parts = append(parts, fmt.Sprintf("%s proxy: filter before the router in %d HTTP connection managers, "+
-				"per-route config on %d forwarding routes, %d other routes and the rest unchanged, %d listeners and route configurations valid",
-				kind, o.managers, o.forwards, o.untouched, n))
+			global := ""
+			if o.globalCluster != "" {
+				global = fmt.Sprintf(", the global filter asking cluster %s (present), its entries at stage %d", o.globalCluster, o.globalStage)
+			}
+			parts = append(parts, fmt.Sprintf("%s proxy: %s before the router in %d HTTP connection managers, "+
+				"per-route config on %d forwarding routes, %d other routes and the rest unchanged, %d listeners and route configurations valid%s",
+				kind, strings.Join(c.Filters, " then "), o.managers, o.forwards, o.untouched, n, global))
 		} else {
 			parts = append(parts, fmt.Sprintf("%s proxy: unchanged, %d listeners and route configurations valid", kind, n))
 		}

@@ -13,6 +13,8 @@ import { parseAllDocuments } from "yaml";
 import { reconcileRateLimit } from "../../src/reconcile/ratelimit/mod.ts";
 import { filterContexts } from "../../src/reconcile/ratelimit/scope.ts";
 import type { KubeObject } from "../../src/api/object.ts";
+import { at } from "../../src/api/json.ts";
+import { GLOBAL_ENGINE_HOST, GLOBAL_ENGINE_SERVICE } from "../../src/api/global_engine.ts";
 import { parseScenario } from "../../sim/scenario/format.ts";
 
 const ROOT = resolve(import.meta.dirname ?? ".", "..", "..");
@@ -23,6 +25,8 @@ export interface Source {
   rateLimit: KubeObject;
   /** Pods beside it, which decide the filter's patch contexts (default none). */
   pods?: KubeObject[];
+  /** The global rate limit engine is Ready: the filter holds the RateLimit's global part. */
+  globalEngineReady?: boolean;
 }
 
 /** A case for istio-check: the EnvoyFilter and the proxy kind the RateLimit means. */
@@ -30,6 +34,8 @@ export interface Case {
   name: string;
   file: string;
   target: "sidecar" | "gateway" | "both";
+  /** The HTTP filters the EnvoyFilter inserts, in order, right before the router. */
+  filters: string[];
   envoyFilter: KubeObject;
 }
 
@@ -50,13 +56,23 @@ async function yamlFiles(dir: string): Promise<string[]> {
   return names.sort();
 }
 
-/** Every RateLimit in samples/*.yaml and in the applies of sim/scenarios/*.yaml. */
+/**
+ * Every RateLimit in samples/*.yaml and in the applies of sim/scenarios/*.yaml; one with a global
+ * part twice, as the operator renders it before the engine is Ready and after.
+ */
 export async function repoSources(root = ROOT): Promise<Source[]> {
   const out: Source[] = [];
   for (const file of await yamlFiles(join(root, "samples"))) {
     const docs = parseAllDocuments(await Deno.readTextFile(file)).map((d) => d.toJS());
     for (const doc of docs.filter(isRateLimit)) {
       out.push({ name: relative(root, file), rateLimit: doc });
+      if (at(doc, "spec", "global") !== undefined) {
+        out.push({
+          name: `${relative(root, file)} (engine Ready)`,
+          rateLimit: doc,
+          globalEngineReady: true,
+        });
+      }
     }
   }
   for (const file of await yamlFiles(join(root, "sim", "scenarios"))) {
@@ -86,6 +102,7 @@ export function renderCases(sources: readonly Source[]): { cases: Case[]; reject
       pods: src.pods ?? [],
       meshInstalled: true,
       now: 0,
+      globalEngineReady: src.globalEngineReady,
     });
     const ef = plan.apply.find((o) => o.kind === "EnvoyFilter");
     if (!ef) {
@@ -108,6 +125,7 @@ export function renderCases(sources: readonly Source[]): { cases: Case[]; reject
       file: `${String(cases.length + 1).padStart(3, "0")}-${namespace}-${ef.metadata.name}`
         .slice(0, 100) + ".json",
       target: contexts.length > 1 ? "both" : contexts[0] === "GATEWAY" ? "gateway" : "sidecar",
+      filters: insertedFilters(ef),
       envoyFilter: ef,
     };
     seen.set(key, c);
@@ -115,6 +133,22 @@ export function renderCases(sources: readonly Source[]): { cases: Case[]; reject
   }
   return { cases, rejected };
 }
+
+/** The HTTP filters an EnvoyFilter's patches insert, in order, each once. */
+export function insertedFilters(ef: KubeObject): string[] {
+  const names: string[] = [];
+  const patches = at(ef, "spec", "configPatches");
+  for (const p of Array.isArray(patches) ? patches : []) {
+    const name = at(p, "patch", "value", "name");
+    if (at(p, "applyTo") === "HTTP_FILTER" && typeof name === "string" && !names.includes(name)) {
+      names.push(name);
+    }
+  }
+  return names;
+}
+
+/** The global rate limit engine's Service as istio-check puts it into the mesh it generates for. */
+export const ENGINE = { host: GLOBAL_ENGINE_HOST, port: GLOBAL_ENGINE_SERVICE.grpcPort };
 
 /**
  * Writes the cases as istio-check reads them: DIR/cases.json and one EnvoyFilter a case, as JSON
@@ -125,8 +159,11 @@ export async function writeCases(dir: string, cases: readonly Case[]): Promise<v
   for (const c of cases) {
     await Deno.writeTextFile(join(dir, c.file), JSON.stringify(c.envoyFilter, null, 2) + "\n");
   }
-  const index = cases.map(({ name, file, target }) => ({ name, file, target }));
-  await Deno.writeTextFile(join(dir, "cases.json"), JSON.stringify({ cases: index }, null, 2));
+  const index = cases.map(({ name, file, target, filters }) => ({ name, file, target, filters }));
+  await Deno.writeTextFile(
+    join(dir, "cases.json"),
+    JSON.stringify({ cases: index, engine: ENGINE }, null, 2),
+  );
 }
 
 if (import.meta.main) {

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"text/template"
 
+	cluster "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	listener "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	route "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 
@@ -38,10 +40,15 @@ const (
 	routeDirect   = "direct-response"
 )
 
+// engineIP is the address of the global rate limit engine's one endpoint.
+const engineIP = "10.0.0.9"
+
 // world is what istiod would know besides the EnvoyFilter: a workload (ServiceEntry with one
 // endpoint carrying the labels), a Gateway selecting the same labels, and VirtualServices with a
 // redirect, a direct response and a forwarding route, bound to the gateway and to the mesh (the
-// sidecar's outbound routes). Listeners and routes generated for it are the inputs of the check.
+// sidecar's outbound routes); and the global rate limit engine's Service (a ServiceEntry of its
+// host and gRPC port, from cases.json), whose outbound cluster the global filter names. Listeners,
+// routes and clusters generated for it are the inputs of the check.
 var world = template.Must(template.New("world").Parse(`
 apiVersion: networking.istio.io/v1
 kind: ServiceEntry
@@ -75,7 +82,17 @@ spec:
   hosts: [workload.{{.NS}}.svc.cluster.local]
   gateways: [mesh]
   http: {{.HTTP}}
-`))
+{{if .EngineHost}}---
+apiVersion: networking.istio.io/v1
+kind: ServiceEntry
+metadata: {name: ratelimit-engine, namespace: {{.EngineNS}}}
+spec:
+  hosts: [{{.EngineHost}}]
+  location: MESH_INTERNAL
+  resolution: STATIC
+  ports: [{number: {{.EnginePort}}, name: grpc, protocol: GRPC}]
+  endpoints: [{address: ` + engineIP + `}]
+{{end}}`))
 
 const httpRoutes = `
   - name: ` + routeRedirect + `
@@ -87,14 +104,23 @@ const httpRoutes = `
   - name: ` + routeForward + `
     route: [{destination: {host: workload.{{.NS}}.svc.cluster.local, port: {number: 8000}}}]`
 
-// xds is what one proxy receives: its listeners (LDS) and the route configurations they name (RDS).
+// xds is what one proxy receives: its listeners (LDS), the route configurations they name (RDS)
+// and its clusters (CDS).
 type xds struct {
 	Listeners []*listener.Listener
 	Routes    []*route.RouteConfiguration
+	Clusters  []*cluster.Cluster
+}
+
+// engineSpec is the global rate limit engine's Service as cases.json gives it (render.ts, from
+// src/api/global_engine.ts): its host (name.namespace.svc.cluster.local) and gRPC port.
+type engineSpec struct {
+	Host string `json:"host"`
+	Port int    `json:"port"`
 }
 
 // worldConfig renders the world for the namespace and labels of the EnvoyFilter under test.
-func worldConfig(ns string, labels map[string]string) (string, error) {
+func worldConfig(ns string, labels map[string]string, engine engineSpec) (string, error) {
 	flow := "{"
 	for i, k := range slices.Sorted(maps.Keys(labels)) {
 		if i > 0 {
@@ -108,7 +134,14 @@ func worldConfig(ns string, labels map[string]string) (string, error) {
 		return "", err
 	}
 	var out bytes.Buffer
-	err := world.Execute(&out, map[string]string{"NS": ns, "Labels": flow, "HTTP": http.String()})
+	engineNS := ""
+	if parts := strings.Split(engine.Host, "."); len(parts) > 1 {
+		engineNS = parts[1]
+	}
+	err := world.Execute(&out, map[string]any{
+		"NS": ns, "Labels": flow, "HTTP": http.String(),
+		"EngineHost": engine.Host, "EngineNS": engineNS, "EnginePort": engine.Port,
+	})
 	return out.String(), err
 }
 
@@ -138,7 +171,7 @@ func generate(config string, ns string, labels map[string]string) (map[string]xd
 			}
 			p = cg.SetupProxy(p)
 			ls := cg.Listeners(p)
-			out[kind] = xds{Listeners: ls, Routes: cg.RoutesFromListeners(p, ls)}
+			out[kind] = xds{Listeners: ls, Routes: cg.RoutesFromListeners(p, ls), Clusters: cg.Clusters(p)}
 		}
 	})
 	return out, err

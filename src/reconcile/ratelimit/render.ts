@@ -20,8 +20,11 @@ import {
 } from "../../api/global_engine.ts";
 import {
   type DescriptorEntry,
+  HCM_TYPE,
   LOCAL_RATELIMIT_FILTER,
   LOCAL_RATELIMIT_TYPE,
+  RATE_LIMITED_BODY,
+  RATE_LIMITED_FLAG,
   SHADOW_HEADER,
   SHADOW_HEADER_VALUE,
 } from "../../api/envoy.ts";
@@ -397,6 +400,40 @@ function globalFilterConfig(spec: RateLimitSpec, global: GlobalSpec, domain: str
   };
 }
 
+/**
+ * The patch giving a global refusal the body of a local one. Envoy's ratelimit filter answers 429
+ * with the engine's `raw_body`, which envoyproxy/ratelimit never sets, so its body is empty where
+ * local_ratelimit's is `local_rate_limited`; the connection manager's local reply mapper, matching
+ * the response flag both filters set (RL: envoyproxy/envoy source/extensions/filters/http/
+ * ratelimit/ratelimit.cc and local_ratelimit.cc `setResponseFlag`), writes that body for every
+ * rate-limited local reply. Local replies only: an upstream's 429 is not touched.
+ */
+function globalBodyPatch(context: ProxyContext): Json {
+  return {
+    applyTo: "NETWORK_FILTER",
+    match: {
+      context,
+      listener: {
+        filterChain: { filter: { name: "envoy.filters.network.http_connection_manager" } },
+      },
+    },
+    patch: {
+      operation: "MERGE",
+      value: {
+        typed_config: {
+          "@type": HCM_TYPE,
+          local_reply_config: {
+            mappers: [{
+              filter: { response_flag_filter: { flags: [RATE_LIMITED_FLAG] } },
+              body: { inline_string: RATE_LIMITED_BODY },
+            }],
+          },
+        },
+      },
+    },
+  };
+}
+
 /** The parts of a RateLimit the EnvoyFilter holds. */
 export interface RenderParts {
   /** Render the global part (the engine is installed and Ready); otherwise it is left out. */
@@ -509,7 +546,10 @@ export function renderEnvoyFilter(
         // After the local filter (inserted before the router after it, so between them): a
         // request the local limits refuse never reaches the engine, and is not counted.
         ...(global
-          ? [insertFilter(context, RATELIMIT_FILTER, globalFilterConfig(spec, global, domain))]
+          ? [
+            insertFilter(context, RATELIMIT_FILTER, globalFilterConfig(spec, global, domain)),
+            globalBodyPatch(context),
+          ]
           : []),
         {
           // Forwarding routes only. A redirect or direct-response route has no `route` action;
