@@ -24,6 +24,8 @@ const KINDS: { plural: string; sample: string; parse: (input: unknown) => ParseR
     { plural: "serverlesses", sample: "serverless.yaml", parse: parseServerless },
     { plural: "scalers", sample: "scaler.yaml", parse: parseScaler },
     { plural: "ratelimits", sample: "ratelimit-workload.yaml", parse: parseRateLimit },
+    // The global part's fields, edited from a sample that has them (local and global).
+    { plural: "ratelimits", sample: "ratelimit-global.yaml", parse: parseRateLimit },
   ];
 
 const BUCKET = { maxTokens: 1, tokensPerFill: 1, fillInterval: "30s" };
@@ -126,7 +128,7 @@ function setAt(obj: unknown, path: (string | number)[], value: unknown): unknown
 }
 
 for (const kind of KINDS) {
-  Deno.test(`${kind.plural}: zod and the CRD admit the same objects`, () => {
+  Deno.test(`${kind.plural} (${kind.sample}): zod and the CRD admit the same objects`, () => {
     const schema = schemaOf(kind.plural);
     const base = read(kind.sample);
     assert.ok(admits(schema, base) && kind.parse(base).ok, "the sample is admitted by both");
