@@ -7,64 +7,38 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { ensureBuilt } from "../../tools/cluster/mod.ts";
 import { DEFAULT_CLUSTER_DIR } from "../../tools/cluster/paths.ts";
-import { REPO_ROOT } from "../../tools/operator/process.ts";
-import { collectLines, sh, untilPrinted } from "./dev_process.ts";
-import { SKIP_REASON, waitFor } from "./harness.ts";
+import { devTest, sh } from "./dev_process.ts";
+import { waitFor } from "./harness.ts";
 
-Deno.test({
-  name: "e2e: ./deno task dev starts everything, its printed commands work, Ctrl-C stops it",
-  ignore: SKIP_REASON !== undefined,
-  sanitizeOps: false,
-  sanitizeResources: false,
-  fn: async () => {
+devTest(
+  "e2e: ./deno task dev starts everything, its printed commands work, Ctrl-C stops it",
+  {
+    args: [],
+    readyMs: 5 * 60_000,
     // Building is not what this test times: on a cold machine it takes many minutes (CI builds
     // first, as its own step, and this is then a no-op).
-    await ensureBuilt((m) => console.error(`[build] ${m}`));
-    const child = new Deno.Command(join(REPO_ROOT, "deno"), {
-      args: ["task", "dev"],
-      cwd: REPO_ROOT,
-      stdout: "piped",
-      stderr: "piped",
-    }).spawn();
-    const out: string[] = [];
-    const err: string[] = [];
-    const reading = Promise.all([collectLines(child.stdout, out), collectLines(child.stderr, err)]);
-    let stopped = false;
-    try {
-      await untilPrinted(child, err, "Ctrl-C stops", 5 * 60_000);
-      const exportLine = err.find((l) => l.trim().startsWith("export KUBECONFIG="))!.trim();
-      const [, kubeconfig, bin] = /^export KUBECONFIG=(\S+) PATH=(\S+):\$PATH$/.exec(exportLine)!;
-      const env = { KUBECONFIG: kubeconfig, PATH: `${bin}:${Deno.env.get("PATH")}` };
-      const tried = err.map((l) => l.trim()).filter((l) => l.startsWith("kubectl "));
-      assert.ok(tried.length >= 5, `printed commands: ${tried.join("; ")}`);
-      for (const command of tried) await sh(command.replace(/\s+#.*$/, ""), env);
-      // The samples settle as README says: both modules Ready, the two valid RateLimits Ready.
-      await waitFor("the samples settle", async () => {
-        const modules = await sh("kubectl get serverlesses,scalers -A --no-headers", env);
-        const limits = await sh("kubectl get ratelimits -A --no-headers", env);
-        return modules.split("\n").filter((l) => /\sReady\s+True\s/.test(l)).length === 2 &&
-          limits.split("\n").filter((l) => /\sReady\s/.test(l)).length === 2;
-      }, { timeoutMs: 180_000 });
-      child.kill("SIGINT");
-      stopped = true;
-      const status = await child.status;
-      assert.equal(status.code, 130, err.slice(-10).join("\n"));
-      await reading;
-      assert.ok(err.some((l) => l.includes("stopped")), err.slice(-10).join("\n"));
-      for (const owned of ["state.json", "etcd-data", "kubeconfig"]) {
-        const left = await Deno.stat(join(DEFAULT_CLUSTER_DIR, owned)).then(
-          () => true,
-          () => false,
-        );
-        assert.equal(left, false, `the cluster's ${owned} is removed`);
-      }
-    } finally {
-      if (!stopped) {
-        try {
-          child.kill("SIGINT");
-        } catch { /* gone */ }
-        await child.status;
-      }
+    before: () => ensureBuilt((m) => console.error(`[build] ${m}`)),
+  },
+  async (dev) => {
+    const env = dev.env();
+    const tried = dev.err.map((l) => l.trim()).filter((l) => l.startsWith("kubectl "));
+    assert.ok(tried.length >= 5, `printed commands: ${tried.join("; ")}`);
+    for (const command of tried) await sh(command.replace(/\s+#.*$/, ""), env);
+    // The samples settle as README says: both modules Ready, the two valid RateLimits Ready.
+    await waitFor("the samples settle", async () => {
+      const modules = await sh("kubectl get serverlesses,scalers -A --no-headers", env);
+      const limits = await sh("kubectl get ratelimits -A --no-headers", env);
+      return modules.split("\n").filter((l) => /\sReady\s+True\s/.test(l)).length === 2 &&
+        limits.split("\n").filter((l) => /\sReady\s/.test(l)).length === 2;
+    }, { timeoutMs: 180_000 });
+    await dev.stop();
+    assert.ok(dev.err.some((l) => l.includes("stopped")), dev.err.slice(-10).join("\n"));
+    for (const owned of ["state.json", "etcd-data", "kubeconfig"]) {
+      const left = await Deno.stat(join(DEFAULT_CLUSTER_DIR, owned)).then(
+        () => true,
+        () => false,
+      );
+      assert.equal(left, false, `the cluster's ${owned} is removed`);
     }
   },
-});
+);

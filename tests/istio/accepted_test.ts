@@ -17,14 +17,7 @@ import { join } from "node:path";
 import { REPO_ROOT } from "../../tools/cluster/paths.ts";
 import { ok } from "../../tools/cluster/test_helpers.ts";
 import { proxyOfPod } from "../../tools/istio-check/proxy-standin/mod.ts";
-import {
-  acceptedOf as accepted,
-  injectedDemo,
-  meshTest,
-  otherFilter,
-  type RateLimitStatus,
-  untilStatus,
-} from "./mesh_fixtures.ts";
+import { acceptedOf as accepted, injectedDemo, meshTest, otherFilter } from "./mesh_fixtures.ts";
 
 /** Someone else's EnvoyFilter merging `rate_limits: [{actions: []}]` into the demo's routes. */
 const BROKEN = otherFilter("team-b-broken", { route: { rate_limits: [{ actions: [] }] } });
@@ -33,18 +26,11 @@ meshTest(
   "Accepted from a real istiod: the sample accepted, another team's broken filter rejected, then fixed",
   "accepted",
   async (m, t) => {
-    const { c, istiod, dir } = m;
+    const { c } = m;
     const [pod] = await injectedDemo(c);
     const app = proxyOfPod(pod);
     await m.standin([app]);
-    const tokenFile = join(dir, "istiod-token");
-    await Deno.writeTextFile(
-      tokenFile,
-      await istiod.token("platform-system", "platform-operator"),
-    );
-    const running = await m.operator("accepted", istiod.debug, tokenFile);
-    const until = (what: string, test: (s: RateLimitStatus) => boolean) =>
-      untilStatus(c, running, ["demo", "httpbin"], what, test);
+    const { until } = await m.operator("accepted");
     const generation = async () =>
       JSON.parse(await ok(c, ["get", "envoyfilter", "httpbin", "-n", "demo", "-o", "json"]))
         .metadata.generation;

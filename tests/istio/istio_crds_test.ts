@@ -18,18 +18,10 @@ import {
   pinnedIstioVersion,
   sha256,
 } from "../../tools/cluster/istio_crds.ts";
-import { REPO_ROOT } from "../../tools/cluster/paths.ts";
+import { runDenoScript } from "../command.ts";
 
 /** Runs tools/cluster/istio_crds.ts with `args`; exit code and both outputs. */
-async function run(args: string[]) {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--frozen", join(REPO_ROOT, "tools", "cluster", "istio_crds.ts"), ...args],
-    cwd: REPO_ROOT,
-    stdin: "null",
-  }).output();
-  const dec = new TextDecoder();
-  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
-}
+const run = (args: string[]) => runDenoScript("tools/cluster/istio_crds.ts", args);
 
 Deno.test("the stored Istio CRDs are the pinned module's file, byte for byte, as provenance says", async () => {
   const stored = await Deno.readFile(join(istioDataDir(), ISTIO_CRD_FILE));

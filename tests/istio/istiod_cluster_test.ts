@@ -20,6 +20,7 @@ import { readState } from "../../tools/cluster/state.ts";
 import { isAlive } from "../../tools/processes.ts";
 import { renderCases, repoSources } from "../../tools/istio-check/render.ts";
 import { eventually, ok } from "../../tools/cluster/test_helpers.ts";
+import { runDenoScript } from "../command.ts";
 
 const log = (msg: string) => console.error(`[cluster] ${msg}`);
 
@@ -172,15 +173,7 @@ Deno.test({
 });
 
 /** Runs the cluster CLI; exit code and both outputs. */
-async function cli(args: string[]) {
-  const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--frozen", join(REPO_ROOT, "tools", "cluster", "cluster.ts"), ...args],
-    cwd: REPO_ROOT,
-    stdin: "null",
-  }).output();
-  const dec = new TextDecoder();
-  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
-}
+const cli = (args: string[]) => runDenoScript("tools/cluster/cluster.ts", args);
 
 Deno.test({
   name: "cluster CLI: up --mesh, status, env and down, as tools/cluster/README.md shows them",

@@ -28,16 +28,9 @@ import { writeKubeconfig } from "../../tools/cluster/auth.ts";
 import { startIstiodReplica, stopIstiod } from "../../tools/cluster/istiod.ts";
 import { freePorts } from "../../tools/processes.ts";
 import { proxyOfPod, startProxyStandin } from "../../tools/istio-check/proxy-standin/mod.ts";
-import { OperatorProcess } from "../../tools/operator/process.ts";
 import { DEFAULT_RBAC_NAMES } from "../../src/kube/rbac.ts";
 import { istiodDiscoveryRbac } from "../../src/deploy/istiod_objects.ts";
-import {
-  acceptedOf,
-  injectedDemo,
-  meshTest,
-  type RateLimitStatus,
-  untilStatus,
-} from "./mesh_fixtures.ts";
+import { acceptedOf, injectedDemo, meshTest } from "./mesh_fixtures.ts";
 
 /** The ServiceAccount the operator runs as here: deploy/'s own roles, no module grants. */
 const OWN_SA = "platform-operator-own";
@@ -72,7 +65,7 @@ function slice(ns: string, name: string, pod: string, port: number, ready = true
 meshTest(
   "two real istiod replicas found from EndpointSlices: the proxy on replica B accepted, replicas followed, exactly deploy/'s roles",
   "istiod-replicas",
-  async ({ c, istiod, dir, log, defer }, t) => {
+  async ({ c, istiod, dir, log, defer, operator: startOperator }, t) => {
     const ns = istiod.namespace;
     const state = (await readState(c.dir))?.istiod;
     assert.ok(state, "the cluster's state has its istiod");
@@ -114,9 +107,6 @@ meshTest(
       groups: [],
       token,
     });
-    const tokenFile = join(dir, "istiod-token");
-    await Deno.writeTextFile(tokenFile, await istiod.token(OPERATOR_NS, "platform-operator"));
-
     // istiod's Service (no selector: its slices are written here) and replica A's slice.
     await ok(
       c,
@@ -136,18 +126,10 @@ meshTest(
     await ok(c, ["apply", "-f", "-"], slice(ns, "istiod-a", "istiod-a", istiod.ports.monitoring));
     await ok(c, ["apply", "-f", join(REPO_ROOT, "samples", "ratelimit-workload.yaml")]);
 
-    const operator = await OperatorProcess.start({
+    const { process: operator, until } = await startOperator("replicas", {
       kubeconfig,
-      identity: "replicas",
-      logDir: join(dir, "logs"),
-      extraArgs: [
-        "--controllers=ratelimit",
-        `--istiod-service=${ns}/istiod`,
-        `--istiod-token-file=${tokenFile}`,
-      ],
+      service: `${ns}/istiod`,
     });
-    defer(() => operator.stop());
-    const key: [string, string] = ["demo", "httpbin"];
     /** The operator's API requests of `verb` so far, from its /metrics. */
     const requests = async (verb: string) => {
       const text = (await operator.metrics()) ?? "";
@@ -156,8 +138,11 @@ meshTest(
         .reduce((sum, m) => sum + Number(m[2]), 0);
     };
     let settled = { list: 0, watch: 0 };
-    const until = (what: string, test: (s: RateLimitStatus) => boolean) =>
-      untilStatus(c, operator, key, what, test);
+    /** Waits for Accepted Unknown IstiodUnavailable; asserts its message matches `message`. */
+    const unavailable = async (what: string, message: string) => {
+      const s = await until(what, (s) => acceptedOf(s)?.reason === "IstiodUnavailable");
+      assert.match(acceptedOf(s)!.message, new RegExp(message));
+    };
 
     await t.step(
       "without deploy/istiod's Role the operator does not start, and names it",
@@ -203,15 +188,9 @@ meshTest(
       async () => {
         const [dead] = freePorts(1);
         await ok(c, ["apply", "-f", "-"], slice(ns, "istiod-c", "istiod-c", dead));
-        const s = await until(
+        await unavailable(
           "Accepted Unknown IstiodUnavailable",
-          (s) => acceptedOf(s)?.reason === "IstiodUnavailable",
-        );
-        assert.match(
-          acceptedOf(s)!.message,
-          new RegExp(
-            `\\(Unreachable\\): istiod replica istiod-c: GET http://127\\.0\\.0\\.1:${dead}/debug/syncz`,
-          ),
+          `\\(Unreachable\\): istiod replica istiod-c: GET http://127\\.0\\.0\\.1:${dead}/debug/syncz`,
         );
         await ok(c, ["delete", "endpointslice", "istiod-c", "-n", ns]);
         await until("Accepted True again", (s) => acceptedOf(s)?.status === "True");
@@ -232,15 +211,9 @@ meshTest(
         ["apply", "-f", "-"],
         slice(ns, "istiod-b", "istiod-b", b.ports.monitoring, false),
       );
-      const s = await until(
+      await unavailable(
         "Accepted Unknown, no ready replica",
-        (s) => acceptedOf(s)?.reason === "IstiodUnavailable",
-      );
-      assert.match(
-        acceptedOf(s)!.message,
-        new RegExp(
-          `\\(NoReadyReplica\\): istiod has no ready replica: the EndpointSlices of Service ${ns}/istiod list no ready endpoint`,
-        ),
+        `\\(NoReadyReplica\\): istiod has no ready replica: the EndpointSlices of Service ${ns}/istiod list no ready endpoint`,
       );
     });
 

@@ -1,4 +1,5 @@
 /** What the tests against a real istiod share. */
+import assert from "node:assert/strict";
 import { join } from "node:path";
 import { parse } from "yaml";
 import { renderFilters } from "../../src/cli/ratelimit/run.ts";
@@ -11,9 +12,12 @@ import {
   type proxyOfPod,
   type ProxySpec,
   type ProxyStandin,
+  type ProxyView,
   startProxyStandin,
+  type XdsType,
 } from "../../tools/istio-check/proxy-standin/mod.ts";
 import { OperatorProcess } from "../../tools/operator/process.ts";
+import { DEFAULT_RBAC_NAMES } from "../../src/kube/rbac.ts";
 
 /** A second EnvoyFilter on the demo workload's inbound routes, merging `value` into each route. */
 export function otherFilter(name: string, value: Record<string, unknown>): string {
@@ -123,38 +127,80 @@ export async function rateLimitStatus(
     .status ?? {};
 }
 
-/**
- * The operator (ratelimit controller only) asking istiod at `istiodUrl` with the token in
- * `tokenFile`; its log goes to `dir`/logs.
- */
-export function operatorAskingIstiod(
+/** The RateLimit of samples/ratelimit-workload.yaml, on the demo workload. */
+export const WORKLOAD_RATELIMIT: readonly [string, string] = ["demo", "httpbin"];
+
+/** How {@link MeshRun.operator} starts the operator; every field has a default. */
+export interface MeshOperatorOptions {
+  /** `--istiod-url` (default: the mesh's istiod, its debug port). */
+  url?: string;
+  /** `--istiod-service` (namespace/name) instead of `--istiod-url`. */
+  service?: string;
+  /** The kubeconfig the operator uses (default: the cluster's operator user). */
+  kubeconfig?: string;
+  /**
+   * `--istiod-token-file`, written by the caller; by default `<dir>/istiod-token`, written
+   * before the start with a token of the operator's own ServiceAccount (audience istio-ca).
+   */
+  tokenFile?: string;
+}
+
+/** The operator (ratelimit controller only) asking the mesh's istiod, and its RateLimits' status. */
+export interface MeshOperator {
+  process: OperatorProcess;
+  /** The token file it was given (`--istiod-token-file`). */
+  tokenFile: string;
+  /**
+   * Waits until the status of `rateLimit` (default {@link WORKLOAD_RATELIMIT}) satisfies `test`
+   * (default 90 s, ACCEPTED_WAIT_MS); on a timeout the error says what the status and the
+   * operator's istiod log lines last said.
+   */
+  until(
+    what: string,
+    test: (s: RateLimitStatus) => boolean,
+    rateLimit?: readonly [string, string],
+  ): Promise<RateLimitStatus>;
+}
+
+/** Starts the operator for {@link MeshRun.operator}. */
+async function startMeshOperator(
   c: ClusterHandle,
+  istiod: Istiod,
   dir: string,
   identity: string,
-  istiodUrl: string,
-  tokenFile: string,
-): Promise<OperatorProcess> {
-  return OperatorProcess.start({
-    kubeconfig: c.operatorKubeconfig,
+  o: MeshOperatorOptions,
+): Promise<MeshOperator> {
+  let tokenFile = o.tokenFile;
+  if (tokenFile === undefined) {
+    tokenFile = join(dir, "istiod-token");
+    const names = DEFAULT_RBAC_NAMES;
+    await Deno.writeTextFile(tokenFile, await istiod.token(names.namespace, names.serviceAccount));
+  }
+  const operator = await OperatorProcess.start({
+    kubeconfig: o.kubeconfig ?? c.operatorKubeconfig,
     identity,
     logDir: join(dir, "logs"),
     extraArgs: [
       "--controllers=ratelimit",
-      `--istiod-url=${istiodUrl}`,
+      o.service === undefined
+        ? `--istiod-url=${o.url ?? istiod.debug}`
+        : `--istiod-service=${o.service}`,
       `--istiod-token-file=${tokenFile}`,
     ],
   });
+  return {
+    process: operator,
+    tokenFile,
+    until: (what, test, rateLimit = WORKLOAD_RATELIMIT) =>
+      untilStatus(c, operator, rateLimit, what, test),
+  };
 }
 
-/**
- * Waits until the status of RateLimit `namespace/name` satisfies `test` (default 90 s,
- * ACCEPTED_WAIT_MS); on a timeout the error says what the status and the operator's istiod log
- * lines last said.
- */
-export async function untilStatus(
+/** Waits until the status of RateLimit `namespace/name` satisfies `test` ({@link MeshOperator}). */
+async function untilStatus(
   c: ClusterHandle,
   operator: OperatorProcess,
-  [namespace, name]: [string, string],
+  [namespace, name]: readonly [string, string],
   what: string,
   test: (s: RateLimitStatus) => boolean,
 ): Promise<RateLimitStatus> {
@@ -178,6 +224,36 @@ export async function untilStatus(
   }
 }
 
+/** The four xDS types a proxy subscribes to. */
+export const XDS_TYPES: readonly XdsType[] = ["CDS", "EDS", "LDS", "RDS"];
+
+/** istiod's name of a proxy: `<pod>.<namespace>`. */
+export const proxyKey = (p: ProxySpec): string => `${p.pod}.${p.namespace}`;
+
+/** Asserts that a proxy rejected nothing istiod sent it, of any type. */
+export function assertNoNacks(v: ProxyView, who = v.id): void {
+  for (const k of XDS_TYPES) {
+    assert.equal(v.xds[k].nacks, 0, `${who} ${k}: ${v.xds[k].lastError}`);
+  }
+}
+
+/**
+ * What proxy `p` of `standin` holds once it is connected, has acknowledged the last config of every
+ * type, and `test` is true of it.
+ */
+export function holding(
+  standin: ProxyStandin,
+  p: ProxySpec,
+  what: string,
+  test: (v: ProxyView) => boolean,
+): Promise<ProxyView> {
+  return eventually(`${p.pod} holds ${what}`, async () => {
+    const v = await standin.proxy(proxyKey(p));
+    const all = XDS_TYPES.every((k) => v.xds[k].acked);
+    return v.connected && all && test(v) ? v : undefined;
+  });
+}
+
 /** A local control plane with a real istiod, in a directory of its own, for one test. */
 export interface MeshRun {
   c: ClusterHandle;
@@ -188,10 +264,10 @@ export interface MeshRun {
   /** Starts the proxy stand-in with `proxies`; it is stopped when the test ends. */
   standin(proxies: ProxySpec[]): Promise<ProxyStandin>;
   /**
-   * Starts the operator asking istiod at `istiodUrl` ({@link operatorAskingIstiod}); it is stopped
-   * when the test ends, if the test did not stop it.
+   * Starts the operator (ratelimit controller only) asking the mesh's istiod
+   * ({@link MeshOperatorOptions}); it is stopped when the test ends, if the test did not stop it.
    */
-  operator(identity: string, istiodUrl: string, tokenFile: string): Promise<OperatorProcess>;
+  operator(identity: string, options?: MeshOperatorOptions): Promise<MeshOperator>;
   /** Runs `fn` when the test ends, before the rest is stopped (last deferred first). */
   defer(fn: () => Promise<unknown>): void;
 }
@@ -233,9 +309,9 @@ export function meshTest(
             });
             return s;
           },
-          operator: async (identity, url, tokenFile) => {
-            const op = await operatorAskingIstiod(c, dir, identity, url, tokenFile);
-            defer(() => op.stop());
+          operator: async (identity, options = {}) => {
+            const op = await startMeshOperator(c, istiod, dir, identity, options);
+            defer(() => op.process.stop());
             return op;
           },
         }, t);

@@ -31,8 +31,8 @@ import {
   acceptedOf,
   injectedDemo,
   meshTest,
+  proxyKey as key,
   type RateLimitStatus,
-  untilStatus,
 } from "./mesh_fixtures.ts";
 
 const ALL_ACCEPTED = { accepted: 2, rejected: 0, pending: 0, notConnected: 0 };
@@ -91,16 +91,13 @@ meshTest(
   "status follows the proxies and istiod with no operator restart; istiod checks the operator's token",
   "proxy-faults",
   async (m, t) => {
-    const { c, istiod, dir } = m;
+    const { c, istiod } = m;
     const [first, second] = (await injectedDemo(c, 2)).map(proxyOfPod);
-    const key = (p: typeof first) => `${p.pod}.${p.namespace}`;
     // Only the first Pod's proxy connects.
     const proxies = await m.standin([first]);
-    const tokenFile = join(dir, "istiod-token");
-    await rotate(tokenFile, await istiod.token("platform-system", "platform-operator"));
-    let op = await m.operator("faults", istiod.debug, tokenFile);
-    const until = (what: string, test: (s: RateLimitStatus) => boolean) =>
-      untilStatus(c, op, ["demo", "httpbin"], what, test);
+    let op = await m.operator("faults");
+    const { tokenFile } = op;
+    const until = (what: string, test: (s: RateLimitStatus) => boolean) => op.until(what, test);
     const accepted = (s: RateLimitStatus) =>
       acceptedOf(s)?.status === "True" &&
       Object.entries(ALL_ACCEPTED).every(([k, n]) => s.proxies?.[k] === n);
@@ -194,7 +191,7 @@ meshTest(
       }
     });
 
-    await op.stop();
+    await op.process.stop();
 
     await t.step("the token path from a non-loopback address", async (t) => {
       const via = relayToIstiod(istiod);
@@ -212,7 +209,7 @@ meshTest(
         "platform-system",
       ])).trim();
       await rotate(tokenFile, apiAudience);
-      op = await m.operator("faults-token", via.url, tokenFile);
+      op = await m.operator("faults-token", { url: via.url, tokenFile });
       const unavailable = (why: string) => (s: RateLimitStatus) =>
         acceptedOf(s)?.reason === "IstiodUnavailable" &&
         acceptedOf(s)!.message.includes(`(${why})`);

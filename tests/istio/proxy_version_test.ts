@@ -34,16 +34,15 @@ import { LOCAL_RATELIMIT_FILTER } from "../../src/dataplane/mod.ts";
 import { loadLocalRateLimit } from "../../src/dataplane/envoyconfig.ts";
 import {
   acceptedOf,
+  assertNoNacks,
   conditionOf,
+  holding,
   injectedDemo,
   meshTest,
-  type RateLimitStatus,
+  proxyKey as key,
   renderedRoutePatch,
-  untilStatus,
+  WORKLOAD_RATELIMIT as RL,
 } from "./mesh_fixtures.ts";
-
-/** The RateLimit of samples/ratelimit-workload.yaml: demo/httpbin. */
-const RL: [string, string] = ["demo", "httpbin"];
 
 /** A per-client rule: each X-Api-Key 2 requests to /anything, then 1 every 30 s. */
 const PER_CLIENT_RULE = {
@@ -93,19 +92,11 @@ meshTest(
   "each proxy's Envoy from a real istiod: per-client buckets never sent to an older proxy",
   "proxy-version",
   async (m, t) => {
-    const { c, istiod, dir } = m;
+    const { c, istiod } = m;
     const [pod] = await injectedDemo(c, 1);
     const first: ProxySpec = { ...proxyOfPod(pod), ...OLD };
-    const key = (p: ProxySpec) => `${p.pod}.${p.namespace}`;
     const standin: ProxyStandin = await m.standin([first]);
-    const tokenFile = join(dir, "istiod-token");
-    await Deno.writeTextFile(
-      tokenFile,
-      await istiod.token("platform-system", "platform-operator"),
-    );
-    const op = await m.operator("proxy-version", istiod.debug, tokenFile);
-    const until = (what: string, test: (s: RateLimitStatus) => boolean) =>
-      untilStatus(c, op, RL, what, test);
+    const { until } = await m.operator("proxy-version");
     /** Our EnvoyFilter's generation and resourceVersion: whether it was written. */
     const envoyFilter = async () => {
       const { generation, resourceVersion } = JSON.parse(
@@ -119,13 +110,6 @@ meshTest(
       assert.equal(r.status, 200, r.body);
       return (JSON.parse(r.body) as JsonObject[]).find((e) => e.proxy === key(p));
     };
-    /** What a proxy holds once it acknowledged every type, with `test` true of it. */
-    const holding = (p: ProxySpec, what: string, test: (v: ProxyView) => boolean) =>
-      eventually(`${p.pod} holds ${what}`, async () => {
-        const v = await standin.proxy(key(p));
-        const all = (["CDS", "EDS", "LDS", "RDS"] as const).every((k) => v.xds[k].acked);
-        return v.connected && all && test(v) ? v : undefined;
-      });
     const sample = await Deno.readTextFile(
       join(REPO_ROOT, "samples", "ratelimit-workload.yaml"),
     );
@@ -158,7 +142,12 @@ meshTest(
       assert.deepEqual(s.proxies, { accepted: 1, rejected: 0, pending: 0, notConnected: 0 });
       assert.equal(s.enforcedGeneration, 1);
       applied = await envoyFilter();
-      const v = await holding(first, "the sample's limit", (v) => perRouteConfigs(v).length > 0);
+      const v = await holding(
+        standin,
+        first,
+        "the sample's limit",
+        (v) => perRouteConfigs(v).length > 0,
+      );
       for (const cfg of perRouteConfigs(v)) assert.deepEqual(loaded(cfg), gen1);
     });
 
@@ -204,9 +193,7 @@ meshTest(
         const v = await standin.proxy(key(first));
         assert.ok(!perClient(v));
         for (const cfg of perRouteConfigs(v)) assert.deepEqual(loaded(cfg), gen1);
-        for (const k of ["CDS", "EDS", "LDS", "RDS"] as const) {
-          assert.equal(v.xds[k].nacks, 0, `${k}: ${v.xds[k].lastError}`);
-        }
+        assertNoNacks(v);
       },
     );
 
@@ -229,11 +216,9 @@ meshTest(
         assert.equal(acceptedOf(s)?.reason, "Accepted");
         assert.deepEqual(s.proxies, { accepted: 1, rejected: 0, pending: 0, notConnected: 0 });
         assert.equal((await syncz(upgraded))?.istio_version, "1.26.1");
-        const v = await holding(upgraded, "the per-client limit", perClient);
+        const v = await holding(standin, upgraded, "the per-client limit", perClient);
         for (const cfg of perRouteConfigs(v)) assert.deepEqual(loaded(cfg), gen2);
-        for (const k of ["CDS", "EDS", "LDS", "RDS"] as const) {
-          assert.equal(v.xds[k].nacks, 0, `${k}: ${v.xds[k].lastError}`);
-        }
+        assertNoNacks(v);
         inForce = await envoyFilter();
         assert.ok(inForce.generation > applied.generation, "the EnvoyFilter was rewritten");
       },
@@ -268,7 +253,7 @@ meshTest(
         assert.deepEqual(await envoyFilter(), inForce, "our EnvoyFilter is not written");
         // The upgraded proxy keeps the per-client limit; the old one rejected it, as Envoy 1.33
         // does.
-        const v = await holding(upgraded, "the per-client limit still", perClient);
+        const v = await holding(standin, upgraded, "the per-client limit still", perClient);
         for (const cfg of perRouteConfigs(v)) assert.deepEqual(loaded(cfg), gen2);
         const old = await eventually("the old proxy's answer to the listeners", async () => {
           const o = await standin.proxy(key(second));

@@ -18,7 +18,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { parse } from "yaml";
 import { REPO_ROOT } from "../../tools/cluster/paths.ts";
-import { eventually, ok } from "../../tools/cluster/test_helpers.ts";
+import { ok } from "../../tools/cluster/test_helpers.ts";
 import {
   type ConfigView,
   type JsonObject,
@@ -36,12 +36,14 @@ import {
 import { loadLocalRateLimit, loadRouteRateLimits } from "../../src/dataplane/envoyconfig.ts";
 import {
   acceptedOf,
+  assertNoNacks,
   gatewayPod,
+  holding,
   injectedDemo,
   meshTest,
+  proxyKey,
   type RateLimitStatus,
   renderedRoutePatch,
-  untilStatus,
 } from "./mesh_fixtures.ts";
 import { ReceivedProxy } from "./received_model.ts";
 
@@ -176,7 +178,7 @@ meshTest(
   "the samples through a real istiod: Accepted on every proxy, the model on what they received answers as the preview",
   "samples-mesh",
   async (m, t) => {
-    const { c, istiod, dir } = m;
+    const { c } = m;
     const apps = (await injectedDemo(c, 2)).map(proxyOfPod);
     const gateway = proxyOfPod(await gatewayPod(c));
     assert.deepEqual(
@@ -186,12 +188,7 @@ meshTest(
     await ok(c, ["apply", "-f", "-"], GATEWAY_AND_ROUTES);
     const running = await m.standin([...apps, gateway]);
     // From loopback istiod checks no token (tests/istio/proxy_faults_test.ts asks as a Pod does).
-    const tokenFile = join(dir, "istiod-token");
-    await Deno.writeTextFile(
-      tokenFile,
-      await istiod.token("platform-system", "platform-operator"),
-    );
-    const op = await m.operator("samples", istiod.debug, tokenFile);
+    const op = await m.operator("samples");
     const workloadSample = await Deno.readTextFile(
       join(REPO_ROOT, "samples", "ratelimit-workload.yaml"),
     );
@@ -201,24 +198,14 @@ meshTest(
     const accepted = (s: RateLimitStatus) => acceptedOf(s)?.status === "True";
     /** What a proxy holds, once it acknowledged every type and holds our per-route config. */
     const received = (p: ProxySpec) =>
-      eventually(`${p.pod} holds the limit`, async () => {
-        const v = await running.proxy(`${p.pod}.${p.namespace}`);
-        const all = (["CDS", "EDS", "LDS", "RDS"] as const).every((k) => v.xds[k].acked);
-        return all && JSON.stringify(v.config).includes(`"token_bucket"`) ? v : undefined;
-      });
+      holding(running, p, "the limit", (v) => JSON.stringify(v.config).includes(`"token_bucket"`));
 
     await t.step("both samples: Accepted True on every proxy", async () => {
       const started = Date.now();
       await ok(c, ["apply", "-f", join(REPO_ROOT, "samples", "ratelimit-workload.yaml")]);
       await ok(c, ["apply", "-f", join(REPO_ROOT, "samples", "ratelimit-gateway.yaml")]);
-      const workload = await untilStatus(c, op, ["demo", "httpbin"], "Accepted True", accepted);
-      const gw = await untilStatus(
-        c,
-        op,
-        ["mesh-system", "ingressgateway"],
-        "Accepted",
-        accepted,
-      );
+      const workload = await op.until("Accepted True", accepted);
+      const gw = await op.until("Accepted", accepted, ["mesh-system", "ingressgateway"]);
       console.error(`apply to both Accepted: ${((Date.now() - started) / 1000).toFixed(1)} s`);
       assert.deepEqual(workload.proxies, {
         accepted: 2,
@@ -236,12 +223,7 @@ meshTest(
         acceptedOf(gw)?.message,
         "The one proxy acknowledged the config holding the limit in force",
       );
-      for (const p of [...apps, gateway]) {
-        const v = await running.proxy(`${p.pod}.${p.namespace}`);
-        for (const k of ["CDS", "EDS", "LDS", "RDS"] as const) {
-          assert.equal(v.xds[k].nacks, 0, `${p.pod} ${k}: ${v.xds[k].lastError}`);
-        }
-      }
+      for (const p of [...apps, gateway]) assertNoNacks(await running.proxy(proxyKey(p)), p.pod);
     });
 
     const v130 = envoyBehaviour("1.30");
