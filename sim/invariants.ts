@@ -192,9 +192,10 @@ export class InvariantChecker {
 
   /**
    * What the operator says the proxies did with a RateLimit's filter is what they did: when it
-   * writes `Accepted=True`, every proxy its filter reaches held the limits (heldLimitsOf's reading
-   * of the config it accepted: mode and buckets) of that filter as it was at some moment of the
-   * last {@link ACCEPTED_LAG_MS}, at some moment of that time; when it writes `Accepted=False`
+   * writes `Accepted=True`, every proxy its filter reaches held, at some moment of the last
+   * {@link ACCEPTED_LAG_MS}, the limits (heldLimitsOf's reading of the config it accepted: mode
+   * and buckets) of the filter rendered from the generation the status says is enforced
+   * (`enforcedGeneration`), as it was at some moment of that time; when it writes `Accepted=False`
    * (ProxyRejected), the message names a proxy that was rejecting in that time. The lag is what the
    * operator's knowledge may have (its poller's period, a slow write); a Pod younger than that is
    * not judged, as the operator may not know it yet.
@@ -229,7 +230,14 @@ export class InvariantChecker {
       }
       return;
     }
-    const versions = this.#versionsWithin(`${namespace}/${name}`, from, filter);
+    // The limit the status is about: the filter rendered from the generation it says is enforced
+    // (any version of the window when none is: the operator's cache may lag the filter).
+    const claimed = (rl.status as { enforcedGeneration?: number }).enforcedGeneration;
+    const window = this.#versionsWithin(`${namespace}/${name}`, from, filter);
+    const rendered = window.filter((f) =>
+      f.metadata.annotations?.[GENERATION_ANNOTATION] === String(claimed)
+    );
+    const versions = rendered.length > 0 ? rendered : window;
     for (const p of reached) {
       if (p.createdAt > from) continue;
       if (versions.some((f) => p.heldWithin(istiod.limitsOf(f, p), from, now))) continue;
@@ -237,9 +245,11 @@ export class InvariantChecker {
         "accepted-means-held",
         `${actor} says ${
           ref(rl)
-        } is Accepted, but the proxy of Pod ${p.key} (${p.standing}) held the limits of no version of EnvoyFilter ${namespace}/${name} ${within} (now generation ${filter.metadata.generation}, from RateLimit generation ${
-          filter.metadata.annotations?.[GENERATION_ANNOTATION] ?? "?"
-        })`,
+        } is Accepted, but the proxy of Pod ${p.key} (${p.standing}) did not hold the limits of EnvoyFilter ${namespace}/${name} ${
+          rendered.length > 0
+            ? `rendered from generation ${claimed}, the one its status says is enforced,`
+            : "(any version)"
+        } ${within}`,
       );
       return;
     }

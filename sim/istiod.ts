@@ -5,8 +5,8 @@
  * acknowledges it (ACK) and holds the new config, or rejects it (NACK) and keeps the last config it
  * accepted. istiod pushes a seeded debounce after EnvoyFilters or Pods change (at once to a proxy
  * that connects), and keeps per proxy what `/debug/syncz` shows: the nonce sent, the nonce
- * acknowledged and the error of the last NACK. A proxy's dump is generated from the last push sent
- * to it, as istiod's config_dump is from the proxy's last push context.
+ * acknowledged and the error of the last NACK. A proxy's dump is generated from its push context,
+ * as istiod's config_dump is, which moves before the push is sent (istiod's push queue).
  *
  * Whether a proxy takes a push is the data-plane model's call (src/dataplane: a filter the model
  * refuses, like Kyma api-gateway#2380's empty `actions`, makes the proxy reject the push), plus the
@@ -51,7 +51,7 @@ interface Push {
   stream: number;
   /** The EnvoyFilters reaching the proxy then. */
   filters: readonly KubeObject[];
-  /** Which filters at which generations: a push that changes none is not sent. */
+  /** Which filters (by uid) at which generations: a push that changes none is not sent. */
   key: string;
 }
 
@@ -72,6 +72,8 @@ export class SimProxy {
   heldBack = false;
   /** The last push sent, and the nonce of the last one acknowledged. */
   sent: Push | undefined;
+  /** The push context istiod moved to and has not sent yet (its push queue). */
+  queued: { filters: readonly KubeObject[]; key: string } | undefined;
   sentTime = "";
   acked = "";
   /** The error of its last NACK; empty after an ACK. */
@@ -259,10 +261,13 @@ export class SimIstiod {
     }).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   }
 
-  /** istiod's dump of a connected proxy's listeners and routes; undefined when it is not connected. */
+  /**
+   * istiod's dump of a connected proxy's listeners and routes, from its push context (a push still
+   * queued included); undefined when it is not connected.
+   */
   dump(id: string): unknown {
     const p = this.proxies.find((x) => x.id === id && x.connected);
-    return p && this.#dumpOf(p.sent?.filters ?? [], p);
+    return p && this.#dumpOf((p.queued ?? p.sent)?.filters ?? [], p);
   }
 
   /** The proxies a filter reaches now, of active Pods, in the context its patches apply to. */
@@ -383,6 +388,7 @@ export class SimIstiod {
       p.connected = true;
       p.stream++;
       p.sent = undefined;
+      p.queued = undefined;
       p.acked = "";
       p.lastError = "";
       p.injected = false;
@@ -419,23 +425,44 @@ export class SimIstiod {
       selects(selector ?? {}, pod.labels);
   }
 
-  /** Sends `p` the filters reaching it now, unless it was sent exactly those. */
+  /**
+   * Moves `p`'s push context to the filters reaching it now (unless it holds exactly those) and
+   * queues their send: istiod's dump already shows them while the send waits in its push queue
+   * (1–300 ms), so a dump may be ahead of the nonces syncz shows (what `confirmed` is for).
+   */
   #pushTo(p: SimProxy): void {
     const store = this.#o.cluster.store;
     const filters = store.types.serves(RESOURCES.EnvoyFilter)
       ? store.objects(RESOURCES.EnvoyFilter).filter((f) => this.#reaches(f, p.pod))
       : [];
+    // By uid too: a filter deleted and made again starts at generation 1 again.
     const key = JSON.stringify(
-      filters.map((f) => `${f.metadata.namespace}/${f.metadata.name}@${f.metadata.generation}`),
+      filters.map((f) =>
+        `${f.metadata.namespace}/${f.metadata.name}/${f.metadata.uid}@${f.metadata.generation}`
+      ),
     );
-    if (p.sent?.key === key) return;
+    if ((p.queued ?? p.sent)?.key === key) return;
+    const queued = p.queued !== undefined;
+    p.queued = { filters, key };
+    if (queued) return; // the queued send takes the newest context
+    const stream = p.stream;
+    this.#o.cluster.clock.schedule(this.#o.prng.logUniform(1, 300), () => {
+      // A send queued on an earlier connection is void: the new one queued its own.
+      if (this.#proxies.get(p.uid) !== p || !p.connected || p.stream !== stream) return;
+      const next = p.queued;
+      p.queued = undefined;
+      if (next) this.#send(p, next);
+    });
+  }
+
+  /** Sends `p` a push of `next` now; its answer comes in order, after Envoy applied (or refused) it. */
+  #send(p: SimProxy, next: { filters: readonly KubeObject[]; key: string }): void {
     const clock = this.#o.cluster.clock;
     const now = clock.now();
     const version = ++this.#version;
-    const push: Push = { nonce: this.#nonce(now, version), stream: p.stream, filters, key };
+    const push: Push = { nonce: this.#nonce(now, version), stream: p.stream, ...next };
     p.sent = push;
     p.sentTime = new Date(now).toISOString();
-    // Envoy answers in order, each after it applied (or refused) the config.
     p.answerAt = Math.max(p.answerAt, now + this.#o.prng.logUniform(5, 500));
     clock.schedule(p.answerAt - now, () => this.#answer(p, push));
   }

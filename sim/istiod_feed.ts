@@ -14,7 +14,8 @@
  *   when the operator's cached EnvoyFilters change (looked at on the poller's one-second grid), a
  *   round comes at once and {@link FEED_SETTLE_ROUNDS} more follow a second apart;
  * - while istiod cannot be asked, istiod's own ProxyStatus says why, the proxies stay as last
- *   published, and the next tries back off, doubling up to {@link FEED_MAX_BACKOFF_MS}.
+ *   published, and the next try comes a {@link FEED_FOLLOW_UP_MS} later, then each twice as late,
+ *   up to {@link FEED_MAX_BACKOFF_MS}.
  *
  * The figures are the poller's defaults; tests/sim checks they agree.
  */
@@ -75,8 +76,9 @@ export class ProxyStatusFeed {
   readonly #read = new Map<string, Reading>();
   #timer: TimerHandle | undefined;
   #look: TimerHandle | undefined;
-  #wait = FEED_PERIOD_MS;
   #settle = 0;
+  /** Rounds failed in a row. */
+  #failures = 0;
   #failing = false;
   #lastRound = 0;
   #seen: unknown;
@@ -150,11 +152,13 @@ export class ProxyStatusFeed {
         istiodStatusObject(namespace, { reachable: false, ...outage }),
       ]);
       this.#failing = true;
-      this.#wait = Math.min(FEED_MAX_BACKOFF_MS, Math.max(FEED_PERIOD_MS, this.#wait * 2));
-      this.#at(this.#wait);
+      this.#failures++;
+      const wait = FEED_FOLLOW_UP_MS * 2 ** Math.min(this.#failures - 1, 30);
+      this.#at(Math.min(FEED_MAX_BACKOFF_MS, wait));
       return;
     }
     this.#failing = false;
+    this.#failures = 0;
     const proxies = istiod.syncz();
     const present = new Set(proxies.map((p) => p.id));
     for (const id of this.#read.keys()) if (!present.has(id)) this.#read.delete(id);
@@ -179,9 +183,9 @@ export class ProxyStatusFeed {
     objects.push(istiodStatusObject(namespace, { reachable: true, proxies: proxies.length }));
     this.source.publish(objects);
     const unconfirmed = [...this.#read.values()].some((r) => r.recheck);
-    this.#wait = unconfirmed || this.#settle > 0 ? FEED_FOLLOW_UP_MS : FEED_PERIOD_MS;
+    const wait = unconfirmed || this.#settle > 0 ? FEED_FOLLOW_UP_MS : FEED_PERIOD_MS;
     if (this.#settle > 0) this.#settle--;
-    this.#at(this.#wait);
+    this.#at(wait);
   }
 
   /** A new reading of a proxy's dump at push `acked`, confirmed if it repeats a confirmed one. */

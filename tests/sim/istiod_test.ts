@@ -164,7 +164,7 @@ Deno.test("istiod: a proxy told to reject a push rejects only that many", async 
   assert.equal(condition(sim, "Accepted"), "True/Accepted");
 });
 
-Deno.test("istiod: the feed confirms a reading one follow-up later, and says why when istiod is unreachable", async () => {
+Deno.test("istiod: the feed confirms a reading one follow-up later, says why when istiod is unreachable, and asks again a second later", async () => {
   const sim = await demo();
   const p = demoProxy(sim);
   const source = new LocalSource(PROXY_STATUS);
@@ -195,5 +195,73 @@ Deno.test("istiod: the feed confirms a reading one follow-up later, and says why
     message: "dial tcp 10.96.0.15:15014: connect: connection refused",
   });
   assert.ok(status(), "the proxies stay as last seen");
+  // As the real poller: asked again a second after the first failure (not a period later).
+  sim.istiod.reachable();
+  await sim.driver.runFor(FEED_FOLLOW_UP_MS);
+  const again = source.list().items.find((o) => o.metadata.name === ISTIOD_STATUS_NAME);
+  assert.deepEqual(again?.status, { reachable: true, proxies: 2 });
   feed.stop();
+});
+
+Deno.test("istiod: a dump shows a push still queued while syncz shows the last one acknowledged", async () => {
+  const sim = await demo();
+  const p = demoProxy(sim);
+  const read = () =>
+    JSON.stringify(
+      heldLimitsOf(sim.istiod.dump(p.id), LOCAL_RATELIMIT_FILTER, STAT_PREFIX).limits,
+    );
+  const before = read();
+  assert.equal(read(), p.limits);
+  const more = {
+    ...RATE_LIMIT,
+    spec: {
+      selectorLabels: { app: "httpbin" },
+      local: { defaultBucket: { maxTokens: 5, tokensPerFill: 2, fillInterval: "10s" } },
+    },
+  };
+  await sim.drive(
+    sim.user.apply(RESOURCES.RateLimit, more, { fieldManager: "kubectl", force: true }),
+  );
+  let ahead = false;
+  for (let ms = 0; ms < 5_000 && !ahead; ms++) {
+    await sim.driver.runFor(1);
+    const [sync] = sim.istiod.syncz().filter((x) => x.id === p.id);
+    ahead = read() !== before && verdictOf(sync).state === "Acked" && p.limits === before;
+  }
+  assert.ok(ahead, "no moment where the dump was ahead of the acknowledged push");
+  await sim.runUntil(60_000);
+  assert.equal(p.limits, read());
+  assert.notEqual(p.limits, before);
+  assert.equal(condition(sim, "Accepted"), "True/Accepted");
+});
+
+Deno.test("istiod: a filter deleted and made again at generation 1 with another content is pushed", async () => {
+  const rendered = (await demo()).cluster.store.get(RESOURCES.EnvoyFilter, "demo", "rl")!;
+  const team = (maxTokens: number): KubeObject => ({
+    apiVersion: rendered.apiVersion,
+    kind: rendered.kind,
+    metadata: { name: "team", namespace: "demo" },
+    spec: JSON.parse(
+      JSON.stringify(rendered.spec).replaceAll('"max_tokens":4', `"max_tokens":${maxTokens}`),
+    ),
+  });
+  const sim = new Simulation({ seed: 3, faults: NO_FAULTS });
+  await sim.boot();
+  for (const obj of [...demoWorkload(), team(4)]) {
+    const type = sim.cluster.store.types.byKind(obj.apiVersion, obj.kind)!;
+    await sim.drive(sim.user.apply(type, obj, { fieldManager: "kubectl", force: true }));
+  }
+  await sim.runUntil(20_000);
+  const p = demoProxy(sim);
+  const first = sim.cluster.store.get(RESOURCES.EnvoyFilter, "demo", "team")!;
+  assert.equal(p.limits, sim.istiod.limitsOf(first, p));
+  await sim.drive(sim.user.delete(RESOURCES.EnvoyFilter, "demo", "team"));
+  await sim.drive(
+    sim.user.apply(RESOURCES.EnvoyFilter, team(7), { fieldManager: "kubectl", force: true }),
+  );
+  const again = sim.cluster.store.get(RESOURCES.EnvoyFilter, "demo", "team")!;
+  assert.equal(again.metadata.generation, first.metadata.generation);
+  await sim.runUntil(40_000);
+  assert.notEqual(p.limits, sim.istiod.limitsOf(first, p));
+  assert.equal(p.limits, sim.istiod.limitsOf(again, p));
 });

@@ -16,6 +16,7 @@ import {
 } from "../../src/reconcile/labels.ts";
 import type { Plan } from "../../src/reconcile/plan.ts";
 import { ACCEPTED_CONDITION } from "../../src/reconcile/ratelimit/status.ts";
+import { PROXY_STATUS } from "../../src/api/istiod.ts";
 import { reconcileServerless } from "../../src/reconcile/serverless/mod.ts";
 import type { KubeObject, ResourceType } from "../../src/api/object.ts";
 import type {
@@ -353,4 +354,33 @@ export function neverAsksIstiod(): MutantOptions {
       controllers: allControllersFor({ meshRootNamespace: DEFAULT_MESH.rootNamespace }),
     },
   };
+}
+
+/**
+ * A RateLimit controller that trusts a reading of what a proxy holds before a later answer of
+ * istiod confirmed it: it sees every ProxyStatus's `held` as confirmed. A dump may come from a
+ * push istiod has not sent yet (sim/istiod.ts's push queue), so it says Accepted for a limit the
+ * proxy does not hold yet.
+ */
+export function trustsUnconfirmedReadings(): MutantOptions {
+  const confirmed = (o: KubeObject | undefined): KubeObject | undefined => {
+    const held = (o?.status as { held?: { limits?: unknown } } | undefined)?.held;
+    if (!o || !held?.limits) return o;
+    return { ...o, status: { ...o.status as object, held: { ...held, confirmed: true } } };
+  };
+  return swap({
+    ...rateLimitController,
+    reconcile(key, cache, ctx) {
+      const trusting: CacheReader = {
+        ...cache,
+        get: (type, namespace, name) => {
+          const o = cache.get(type, namespace, name);
+          return type.kind === PROXY_STATUS.kind ? confirmed(o) : o;
+        },
+        list: (type, namespace) => cache.list(type, namespace),
+        isLive: (type) => cache.isLive?.(type) ?? true,
+      };
+      return rateLimitController.reconcile(key, trusting, ctx);
+    },
+  });
 }
