@@ -300,11 +300,13 @@ function judgeRestored(sim: Simulation): string | undefined {
 }
 
 /**
- * Once faults stop every proxy connects and takes istiod's next push: each RateLimit whose filter
- * is in force is Accepted once every proxy it reaches is connected and holds that filter's limits
- * (and says, until then, that it is not).
+ * Every RateLimit whose filter is in force and held by every proxy it reaches (connected, its last
+ * answer an ACK, the filter's limits in what it holds) is Accepted. With `waitForProxies` (the
+ * sweep, where faults stop and every proxy connects and takes istiod's next push), a proxy that
+ * does not hold them yet is itself a difference; without (a scenario, which may leave a proxy
+ * rejecting another team's filter on purpose), such a RateLimit is not judged.
  */
-function judgeAccepted(sim: Simulation): string | undefined {
+export function acceptedViolation(sim: Simulation, waitForProxies = true): string | undefined {
   const store = sim.cluster.store;
   if (!store.types.serves(RESOURCES.EnvoyFilter)) return undefined;
   for (const rl of store.objects(RESOURCES.RateLimit)) {
@@ -316,6 +318,7 @@ function judgeAccepted(sim: Simulation): string | undefined {
     const waiting = reached.find((p) =>
       p.standing !== "accepted" || p.limits !== sim.istiod.limitsOf(filter, p)
     );
+    if (waiting && !waitForProxies) continue;
     if (waiting) {
       return `the proxy of Pod ${waiting.key} is ${waiting.standing} and does not hold EnvoyFilter ${namespace}/${name}'s limits yet`;
     }
@@ -332,6 +335,7 @@ function judgeAccepted(sim: Simulation): string | undefined {
 
 /** The first way the world differs from the converged outcome; undefined when it is converged. */
 export function violationOf(sim: Simulation): string | undefined {
-  return judgeWorkloads(sim) ?? judgeModules(sim) ?? judgeRateLimits(sim) ?? judgeAccepted(sim) ??
+  return judgeWorkloads(sim) ?? judgeModules(sim) ?? judgeRateLimits(sim) ??
+    acceptedViolation(sim) ??
     judgeRestored(sim);
 }

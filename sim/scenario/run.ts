@@ -8,11 +8,12 @@ import { ApiError, type Logger } from "../../src/runtime/mod.ts";
 import type { KubeObject, ResourceType } from "../../src/api/object.ts";
 import { expectQuiet, reportRun, RunFailure, type RunResult } from "../run_result.ts";
 import { type FaultChoice, faultsFor, hasFaults } from "../fault_choice.ts";
-import { Simulation } from "../simulation.ts";
+import { Simulation, type SimulationOptions } from "../simulation.ts";
 import { offset } from "../trace.ts";
 import type { Scenario, ScenarioStep } from "./format.ts";
 import { applyFault } from "./faults.ts";
 import { checkExpectation, checkResponse, describeRequest } from "./expect.ts";
+import { acceptedViolation } from "../oracle.ts";
 
 /** Longest the operator may take to settle after the last step. */
 export const LIVENESS_LIMIT_MS = 30 * 60_000;
@@ -29,6 +30,8 @@ export interface ScenarioOptions {
   log?: Logger;
   /** The command that replays this run, given its seed. */
   replay?: (seed: number) => string;
+  /** The operator under test (mutation tests pass a broken one). */
+  operator?: SimulationOptions["operator"];
 }
 
 /** A step failed: the message says which field differed. */
@@ -39,7 +42,13 @@ export async function runScenario(sc: Scenario, opts: ScenarioOptions = {}): Pro
   const seed = opts.seed ?? sc.seed ?? 1;
   const faults = faultsFor(opts.faults ?? (sc.faults as FaultChoice | undefined), seed);
   const envoy = opts.envoy ?? sc.envoy;
-  const sim = new Simulation({ seed, faults, log: opts.log, ...(envoy ? { envoy } : {}) });
+  const sim = new Simulation({
+    seed,
+    faults,
+    log: opts.log,
+    ...(envoy ? { envoy } : {}),
+    ...(opts.operator ? { operator: opts.operator } : {}),
+  });
   const run = {
     name: sc.name,
     file: opts.file,
@@ -62,6 +71,9 @@ export async function runScenario(sc: Scenario, opts: ScenarioOptions = {}): Pro
         } min after the last step`,
       );
     }
+    // What the proxies took, the operator says: a limit every proxy holds is Accepted.
+    const unaccepted = acceptedViolation(sim, false);
+    if (unaccepted) throw new StepFailure(`liveness: ${unaccepted}`);
     await expectQuiet(sim);
   });
 }

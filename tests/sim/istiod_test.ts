@@ -36,6 +36,9 @@ import {
 } from "../../sim/istiod_feed.ts";
 import { Simulation } from "../../sim/simulation.ts";
 import { demoWorkload } from "../../sim/workload.ts";
+import { parseScenario } from "../../sim/scenario/format.ts";
+import { runScenario } from "../../sim/scenario/run.ts";
+import { neverAsksIstiod } from "./mutants.ts";
 
 const RATE_LIMIT: KubeObject = {
   apiVersion: "gateway.platform-project.io/v1alpha1",
@@ -264,4 +267,16 @@ Deno.test("istiod: a filter deleted and made again at generation 1 with another 
   await sim.runUntil(40_000);
   assert.notEqual(p.limits, sim.istiod.limitsOf(first, p));
   assert.equal(p.limits, sim.istiod.limitsOf(again, p));
+});
+
+Deno.test("istiod: a scenario ends with every RateLimit whose proxies hold its filter Accepted", async () => {
+  const file = new URL("../../sim/scenarios/ratelimit-workload.yaml", import.meta.url);
+  const sc = parseScenario(await Deno.readTextFile(file), "ratelimit-workload.yaml");
+  assert.ok((await runScenario(sc)).ok);
+  const broken = await runScenario(sc, { operator: neverAsksIstiod().operator });
+  assert.equal(broken.ok, false);
+  assert.match(
+    broken.failure ?? "",
+    /^liveness: RateLimit demo\/httpbin: every proxy it reaches holds its limits, expected Accepted=True, got .*Accepted=Unknown\/IstiodNotAsked/,
+  );
 });
