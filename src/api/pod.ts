@@ -5,6 +5,7 @@
  * returned, and a field that is missing or malformed counts as absent.
  */
 import { at, isObject, type JsonObject as Json } from "./json.ts";
+import { envoyOfIstio } from "./envoy.ts";
 
 /** Name of the mesh's proxy container (Istio's sidecar and its gateways). */
 export const MESH_PROXY_CONTAINER = "istio-proxy";
@@ -55,6 +56,41 @@ export function meshProxyOf(pod: unknown): MeshProxy | undefined {
   const gateway = typeof templates === "string" &&
     templates.split(",").some((t) => t.trim() === "gateway");
   return gateway ? "router" : "sidecar";
+}
+
+/**
+ * Tag suffixes of the image variants Istio publishes (pkg/kube/inject `KnownImageTypes`:
+ * `updateImageTypeIfPresent` appends `-distroless` or `-debug` to the release tag).
+ */
+const IMAGE_VARIANTS = ["-distroless", "-debug"] as const;
+
+/**
+ * The Istio version an image reference's tag says, as Istio tags its proxy images: the injector
+ * writes `{hub}/{proxy.image}:{tag}` with the release as the tag and a variant maybe appended
+ * (pkg/kube/inject/inject.go `imageURL`: `docker.io/istio/proxyv2:1.25.2`,
+ * `gcr.io/istio-release/proxyv2:1.26.0-distroless`). The tag is what follows the last `:` after
+ * the last `/`, before any `@digest` (as the injector's `parseImageTagDigest` reads it). Undefined
+ * when there is no tag (digest only, `auto`) or the tag is not an Istio 1 version (`latest`,
+ * another product's numbering), read as envoy.ts reads istiod's.
+ */
+export function istioVersionOfImage(image: string): string | undefined {
+  const named = image.split("@")[0];
+  const colon = named.lastIndexOf(":");
+  if (colon <= named.lastIndexOf("/")) return undefined;
+  let tag = named.slice(colon + 1);
+  const variant = IMAGE_VARIANTS.find((v) => tag.endsWith(v));
+  if (variant) tag = tag.slice(0, -variant.length);
+  return envoyOfIstio(tag) ? tag : undefined;
+}
+
+/**
+ * The Istio version the image of the Pod's proxy container (a regular `istio-proxy` or a native
+ * sidecar) says, which needs no istiod; undefined when the Pod has no such container or its image
+ * says none (`istioVersionOfImage`).
+ */
+export function proxyImageVersion(pod: unknown): string | undefined {
+  const image = proxyContainer(pod)?.image;
+  return typeof image === "string" ? istioVersionOfImage(image) : undefined;
 }
 
 /** True when the Pod has a mesh proxy of either kind. */

@@ -6,7 +6,12 @@
  * is the object's own, not copied: the cache takes an object over and freezes it (prepare.ts), and
  * copying each Pod's and filter's metadata took about 16 ms of a start-up with 1,000 of each.
  */
-import { MESH_PROXY_CONTAINER, type MeshProxy, meshProxyOf } from "../api/pod.ts";
+import {
+  MESH_PROXY_CONTAINER,
+  type MeshProxy,
+  meshProxyOf,
+  proxyImageVersion,
+} from "../api/pod.ts";
 import { filterContexts } from "../reconcile/ratelimit/scope.ts";
 import { filterLimits, limitsPatch } from "../reconcile/ratelimit/input.ts";
 import { exportsLimitStats, STAT_PREFIX } from "../reconcile/ratelimit/render.ts";
@@ -139,6 +144,31 @@ const PROXY: Readonly<Record<MeshProxy, readonly Json[]>> = Object.freeze({
   ]),
 });
 
+/** The image name a projected proxy container's image carries before its version tag. */
+const PROXY_IMAGE_NAME = "proxyv2";
+
+/**
+ * Proxy containers of Pods whose proxy image says an Istio version, by kind and version: one
+ * shared, frozen entry each, whose image is the version alone as a tag (`proxyv2:1.25.2`, which
+ * `proxyImageVersion` reads as the Pod's whole image). A Pod keeps only a reference; bounded as
+ * `SHARED`.
+ */
+const VERSIONED_PROXY = new Map<string, readonly Json[]>();
+
+/** The proxy containers a projected Pod of `proxy` with image version `version` keeps. */
+function proxyContainers(proxy: MeshProxy, version: string | undefined): readonly Json[] {
+  if (version === undefined) return PROXY[proxy];
+  const key = `${proxy} ${version}`;
+  let kept = VERSIONED_PROXY.get(key);
+  if (kept === undefined) {
+    if (VERSIONED_PROXY.size >= SHARED_MAX) VERSIONED_PROXY.clear();
+    const image = `${PROXY_IMAGE_NAME}:${version}`;
+    kept = Object.freeze([Object.freeze({ ...PROXY[proxy][0], image })]);
+    VERSIONED_PROXY.set(key, kept);
+  }
+  return kept;
+}
+
 /**
  * What a projected Pod whose proxy exports our filters' stats keeps of its annotations: one shared
  * annotation that says the same to `exportsLimitStats` as the Pod's own stats inclusion (which may
@@ -150,9 +180,11 @@ const EXPORTS_STATS: Readonly<Json> = Object.freeze({
 
 /**
  * A Pod: its labels (which RateLimits select it), which mesh proxy it runs, whether it exports our
- * filters' Envoy stats, and whether it still serves (phase, deletionTimestamp). Of the proxy it keeps one `istio-proxy` container that says
- * the same to `meshProxyOf` as the whole Pod does (a router's with the `proxy router` arguments),
- * whichever evidence the Pod had: a container, a native sidecar, the injector's annotations. A
+ * filters' Envoy stats, and whether it still serves (phase, deletionTimestamp). Of the proxy it
+ * keeps one `istio-proxy` container that says the same to `meshProxyOf` and `proxyImageVersion`
+ * as the whole Pod does (a router's with the `proxy router` arguments; the Istio version its image
+ * tag says, alone, in a container shared by every Pod of that kind and version), whichever
+ * evidence the Pod had: a container, a native sidecar, the injector's annotations. A
  * phase is kept only when it ends the Pod. A running Pod is a few kilobytes of JSON; this keeps
  * about 300 bytes, and `tests/controllers/ratelimit_cache_test.ts` checks that every reading gives
  * the same answer.
@@ -165,7 +197,7 @@ export const POD_PROJECTION: Projection = {
     for (const k of POD_META) if (from[k] !== undefined) meta[k] = from[k];
     if (exportsLimitStats(pod)) meta.annotations = EXPORTS_STATS;
     const proxy = meshProxyOf(pod);
-    const spec: Json = proxy ? { containers: PROXY[proxy] } : {};
+    const spec: Json = proxy ? { containers: proxyContainers(proxy, proxyImageVersion(pod)) } : {};
     const phase = isObject(pod.status) ? pod.status.phase : undefined;
     const ended = phase === "Succeeded" || phase === "Failed";
     return {

@@ -23,7 +23,15 @@ import type { KubeObject } from "../../src/api/object.ts";
 import type { Condition } from "../../src/api/common.ts";
 import { triggersOf } from "../../src/runtime/controller_spec.ts";
 import { IMAGES, NOW } from "../reconcile/serverless_fixtures.ts";
-import { bucket, pod, rateLimit, withProxy } from "../reconcile/ratelimit_fixtures.ts";
+import {
+  bucket,
+  DIGEST_ONLY,
+  pod,
+  rateLimit,
+  withImage,
+  withProxy,
+} from "../reconcile/ratelimit_fixtures.ts";
+import { proxyImageVersion } from "../../src/api/pod.ts";
 import { RESOURCES } from "../../src/api/resources.ts";
 import { filterLimits } from "../../src/reconcile/ratelimit/input.ts";
 import { cacheOf } from "./ratelimit_cache_fixtures.ts";
@@ -137,7 +145,9 @@ Deno.test("asking istiod: per-client buckets are not sent while a cached proxy r
 });
 
 Deno.test("asking istiod: the cached filter in force stays per-client; Accepted names the old proxy", () => {
-  const ef = asking.reconcile("demo/httpbin", perClientCache({ a: "1.26.1" }), ctx)!.apply[0];
+  // Applied while both proxies were new; then b came back as Istio 1.25 (a rollback).
+  const ef = asking.reconcile("demo/httpbin", perClientCache({ a: "1.26.1", b: "1.26.1" }), ctx)!
+    .apply[0];
   assert.equal(ef.kind, RESOURCES.EnvoyFilter.kind);
   // The cache keeps a projection of the filter; it still reads as per-client.
   const cache = perClientCache({ a: "1.26.1", b: "1.25.2" }, [ef]);
@@ -151,5 +161,45 @@ Deno.test("asking istiod: the cached filter in force stays per-client; Accepted 
   assert.match(
     accepted.message,
     /1 of 2 proxies runs an Envoy that refuses.*b \(Istio 1\.25\.2, Envoy 1\.33\)/,
+  );
+});
+
+Deno.test("asking istiod: a cached Pod's proxy image dates it while istiod does not list it", () => {
+  // The projected Pods keep the version their proxy image tag says, and nothing else of it.
+  const imaged = [
+    withImage(twoPods[0], "docker.io/istio/proxyv2:1.26.1"),
+    withImage(twoPods[1], "gcr.io/istio-release/proxyv2:1.25.2-distroless"),
+  ];
+  const cacheWith = (pods: KubeObject[], versions: Record<string, string>) =>
+    cacheOf([
+      crd,
+      perClient,
+      ...pods,
+      answered,
+      ...Object.entries(versions).map(([n, v]) => proxyOf(n, v, undefined)),
+    ]);
+  const cache = cacheWith(imaged, { a: "1.26.1" });
+  const kept = cache.get(RESOURCES.Pod, "demo", "b")!;
+  assert.notDeepEqual(kept, imaged[1], "projected");
+  assert.equal(proxyImageVersion(kept), "1.25.2");
+  // b, Istio 1.25.2 by its image, reconnecting: refused all the same.
+  const plan = asking.reconcile("demo/httpbin", cache, ctx)!;
+  assert.deepEqual(plan.apply, []);
+  const ready = conditionOf(plan, "Ready");
+  assert.deepEqual([ready.status, ready.reason], ["False", "ProxyTooOld"]);
+  assert.match(ready.message, /: b \(Istio 1\.25\.2, Envoy 1\.33, by its image\); upgrade/);
+  // b's image pinned by digest and b not listed: the new generation waits.
+  const digest = cacheWith([imaged[0], withImage(twoPods[1], DIGEST_ONLY)], { a: "1.26.1" });
+  const waits = conditionOf(asking.reconcile("demo/httpbin", digest, ctx)!, "Ready");
+  assert.deepEqual([waits.status, waits.reason], ["False", "ProxyVersionUnknown"]);
+  assert.match(waits.message, /its image tag gives no Istio version: b;/);
+  // Listed as 1.26.1: applied.
+  const listed = cacheWith([imaged[0], withImage(twoPods[1], DIGEST_ONLY)], {
+    a: "1.26.1",
+    b: "1.26.1",
+  });
+  assert.equal(
+    conditionOf(asking.reconcile("demo/httpbin", listed, ctx)!, "Ready").reason,
+    "Applied",
   );
 });

@@ -6,7 +6,7 @@
  */
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { isActivePod, meshProxyOf, podName } from "../../src/api/pod.ts";
+import { isActivePod, meshProxyOf, podName, proxyImageVersion } from "../../src/api/pod.ts";
 import { FILTER_PROJECTION, POD_PROJECTION } from "../../src/controllers/ratelimit_cache.ts";
 import { filterContexts, podLabelsOf } from "../../src/reconcile/ratelimit/scope.ts";
 import {
@@ -30,7 +30,21 @@ import { ownedFieldsOf, prepare } from "../../src/runtime/cache/mod.ts";
 const name = fc.constantFrom("app", "istio-proxy", "istio-init", "istio-validation", "sidecar");
 const container = fc.record({
   name,
-  image: fc.constant("registry.example/x:1"),
+  // Proxy images as Istio's injector writes them (hub/proxyv2:tag, a variant, a digest), and
+  // others: no tag, a digest alone, a registry port, a tag that is no Istio version.
+  image: fc.constantFrom(
+    "registry.example/x:1",
+    "docker.io/istio/proxyv2:1.25.2",
+    "docker.io/istio/proxyv2:1.25.2-distroless",
+    "gcr.io/istio-release/proxyv2:1.26.0",
+    "registry.example:5000/istio/proxyv2:1.27.1-debug",
+    "gcr.io/gke-release/asm/proxyv2:1.11.2-asm.17-distroless",
+    "docker.io/istio/proxyv2:1.26.0@sha256:0f5e7a1c",
+    "docker.io/istio/proxyv2@sha256:0f5e7a1c",
+    "registry.example:5000/istio/proxyv2",
+    "docker.io/istio/proxyv2:latest",
+    "auto",
+  ),
   restartPolicy: fc.option(fc.constantFrom("Always", "OnFailure"), { nil: undefined }),
   args: fc.option(
     fc.constantFrom(["proxy", "router"], ["proxy", "sidecar"], ["router"], [
@@ -108,6 +122,7 @@ Deno.test("a projected Pod answers every reading as the whole Pod does", () => {
     fc.property(pod, (p) => {
       const kept = prepare(p, POD_PROJECTION).object;
       assert.equal(meshProxyOf(kept), meshProxyOf(p), "mesh proxy");
+      assert.equal(proxyImageVersion(kept), proxyImageVersion(p), "proxy image version");
       assert.equal(isActivePod(kept), isActivePod(p), "active");
       assert.equal(exportsLimitStats(kept), exportsLimitStats(p), "exports the limit's stats");
       assert.deepEqual(podLabelsOf(kept), podLabelsOf(p), "labels");
@@ -120,6 +135,28 @@ Deno.test("a projected Pod answers every reading as the whole Pod does", () => {
     }),
     { numRuns: 2_000 },
   );
+});
+
+Deno.test("projected Pods of one proxy kind and image version share the container they keep", () => {
+  const of = (name: string, image: string) =>
+    prepare(
+      json({
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: { name, namespace: "ns" },
+        spec: { containers: [{ name: "istio-proxy", image, args: ["proxy", "sidecar"] }] },
+      }),
+      POD_PROJECTION,
+    ).object;
+  const a = of("a", "docker.io/istio/proxyv2:1.25.2");
+  const b = of("b", "gcr.io/istio-release/proxyv2:1.25.2-distroless");
+  const c = of("c", "docker.io/istio/proxyv2:1.26.0");
+  const spec = (p: KubeObject) => p.spec as { containers: unknown[] };
+  assert.equal(spec(a).containers, spec(b).containers, "one shared list for 1.25.2");
+  assert.notEqual(spec(a).containers, spec(c).containers);
+  // Of the image only the version is kept (the hub and the variant are dropped).
+  assert.deepEqual(spec(b).containers, [{ name: "istio-proxy", image: "proxyv2:1.25.2" }]);
+  assert.equal(proxyImageVersion(c), "1.26.0");
 });
 
 Deno.test("owned fields: map keys only, one shared tree for objects that differ in list-item keys", () => {

@@ -88,6 +88,22 @@ export function withProxy(p: KubeObject, kind: "sidecar" | "router"): KubeObject
   return { ...p, spec: { containers: [{ name: "app", image: "app" }, proxy] } };
 }
 
+/** A proxy image pinned by digest alone: its reference says no Istio version. */
+export const DIGEST_ONLY =
+  "docker.io/istio/proxyv2@sha256:0f5e7a1c0b4b6f2e1b9d3c8a7e6f5d4c3b2a1908f7e6d5c4b3a29180f7e6d5c4";
+
+/** `p` (with a proxy container, `withProxy`) whose proxy container runs `image`. */
+export function withImage(p: KubeObject, image: string): KubeObject {
+  const spec = p.spec as { containers: { name: string }[] };
+  return {
+    ...p,
+    spec: {
+      ...spec,
+      containers: spec.containers.map((c) => c.name === "istio-proxy" ? { ...c, image } : c),
+    },
+  };
+}
+
 /**
  * The ProxyStatus object the istiod poller publishes for Pod `name` of `demo` whose proxy reports
  * Istio `istioVersion` and acknowledged its last push (holding `held`, when given), built with

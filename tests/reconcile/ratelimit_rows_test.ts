@@ -11,7 +11,15 @@ import { renderEnvoyFilter } from "../../src/reconcile/ratelimit/render.ts";
 import { parseRateLimit } from "../../src/api/ratelimit.ts";
 import type { Condition } from "../../src/api/common.ts";
 import type { KubeObject } from "../../src/api/object.ts";
-import { bucket, input, pod, proxyStatus, rateLimit, withProxy } from "./ratelimit_fixtures.ts";
+import {
+  bucket,
+  input,
+  pod,
+  proxyStatus,
+  rateLimit,
+  withImage,
+  withProxy,
+} from "./ratelimit_fixtures.ts";
 import { proxyStatusOf } from "../../src/api/istiod.ts";
 
 function ourFilter(rl: KubeObject): KubeObject {
@@ -73,6 +81,24 @@ const CASES: Record<string, { input: RateLimitInput; says: RegExp[] }> = {
     says: [
       /spec\.local\.buckets\[0\]\.perClient: per-client buckets need Envoy 1\.34 \(Istio 1\.26\) or later/,
       /1 selected proxy reports an older one, which refuses the filter: app-0 \(Istio 1\.25\.2, Envoy 1\.33\)/,
+      /this one is not applied/,
+    ],
+  },
+  ProxyVersionUnknown: {
+    // Per-client buckets; istiod answered but does not list the selected Pod's proxy, whose image
+    // tag is no Istio version.
+    input: input(
+      rateLimit({ buckets: [{ perClient: { header: "X-Api-Key" }, bucket: bucket(2, 1, "1m") }] }),
+      {
+        pods: [
+          withImage(withProxy(pod("app-0", { app: "httpbin" }), "sidecar"), "istio/proxyv2:latest"),
+        ],
+        proxies: { istiod: { reachable: true, proxies: 0 }, byPod: new Map() },
+      },
+    ),
+    says: [
+      /spec\.local\.buckets\[0\]\.perClient: per-client buckets need Envoy 1\.34 \(Istio 1\.26\) or later/,
+      /which Envoy 1 selected proxy runs is not known: istiod does not list it \(not connected\) and its image tag gives no Istio version: app-0/,
       /this one is not applied/,
     ],
   },

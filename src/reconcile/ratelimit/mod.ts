@@ -146,6 +146,12 @@ export const RATELIMIT_STATES: readonly StateRow[] = [
     "EngineNotInstalled",
     "It has only global limits and the rate limit engine is not installed and Ready; not applied (the last good generation stays enforced)",
   ),
+  rateLimitRow(
+    9,
+    "False",
+    "ProxyVersionUnknown",
+    "It has per-client buckets and a selected proxy's Envoy is not known (istiod does not list it, its image tag gives no version); not applied until it is (the last good generation stays enforced)",
+  ),
 ];
 
 /** Where the message says a limit applies. */

@@ -13,7 +13,13 @@ import {
 } from "../../api/mesh.ts";
 import { joinWithin } from "../../api/message.ts";
 import { selects } from "../../api/selector.ts";
-import { isActivePod, meshProxyOf, podName, podNamespace } from "../../api/pod.ts";
+import {
+  isActivePod,
+  meshProxyOf,
+  podName,
+  podNamespace,
+  proxyImageVersion,
+} from "../../api/pod.ts";
 import {
   filterSelector,
   isOurs,
@@ -21,7 +27,7 @@ import {
   type ProxyObservation,
   type RateLimitInput,
 } from "./input.ts";
-import { proxyEnvoyText, refusesPerClient } from "../../api/envoy.ts";
+import { envoyOfIstio, proxyEnvoyText, refusesPerClient } from "../../api/envoy.ts";
 import { at, isEmptyContainer, isObject, stringMap } from "../../api/json.ts";
 import type { KubeObject } from "../../api/object.ts";
 
@@ -462,35 +468,57 @@ export function olderOf(
   );
 }
 
-// Which Envoy the proxies of the selected Pods run, as istiod says (src/api/envoy.ts reads it from
-// the Istio version each proxy reports): per-client buckets need dynamic descriptors, which Envoy
-// before 1.34 refuses, and a proxy that refuses the filter keeps none of it.
+// Which Envoy the proxies of the selected Pods run (src/api/envoy.ts reads it from an Istio
+// version): per-client buckets need dynamic descriptors, which Envoy before 1.34 refuses, and a
+// proxy that refuses the filter keeps none of it. Two sources say a proxy's Istio version: istiod
+// (the version the running agent reported, in syncz), and the tag of the Pod's proxy image
+// (src/api/pod.ts `proxyImageVersion`), which needs no istiod and stays while the proxy is not
+// connected. istiod's wins when both say one: it is what runs.
 
 /** What the proxies of `pods` say of per-client buckets: who refuses them, whose Envoy is unknown. */
 export interface ProxyEnvoys {
-  /** `web-1 (Istio 1.25.2, Envoy 1.33)`: the proxies whose Envoy refuses per-client buckets. */
+  /**
+   * `web-1 (Istio 1.25.2, Envoy 1.33)`: the proxies whose Envoy refuses per-client buckets, with
+   * `by its image` when only the image says it, and what the image says when it disagrees.
+   */
   tooOld: string[];
-  /** Pods whose proxy's Envoy istiod does not say (not listed, or no readable version). */
+  /** Pods whose proxy's Envoy neither istiod nor the image says (not listed, no readable version). */
   unknown: string[];
+  /** Of `unknown`, the Pods istiod does not list (not connected to it, or no answer from it). */
+  unlisted: string[];
 }
 
 /**
- * What istiod says of the Envoy of the proxies of `pods` (Pods whose proxy takes the filter), named
- * `ns/name` when `meshWide`. Nothing is known when the operator does not ask (`observed` undefined).
+ * What istiod (`observed`, undefined when the operator does not ask it) and the proxy images say
+ * of the Envoy of the proxies of `pods` (Pods whose proxy takes the filter), named `ns/name` when
+ * `meshWide`.
  */
 export function proxyEnvoys(
   pods: readonly unknown[],
   observed: ProxyObservation | undefined,
   meshWide: boolean,
 ): ProxyEnvoys {
-  const out: ProxyEnvoys = { tooOld: [], unknown: [] };
+  const out: ProxyEnvoys = { tooOld: [], unknown: [], unlisted: [] };
   for (const p of pods) {
     const name = meshWide ? `${podNamespace(p)}/${podName(p)}` : podName(p);
-    const envoy = observed?.byPod.get(`${podNamespace(p)}/${podName(p)}`)?.envoy;
-    if (!envoy) out.unknown.push(name);
-    else if (refusesPerClient(envoy)) out.tooOld.push(`${name} (${proxyEnvoyText(envoy)})`);
+    const listed = observed?.byPod.get(`${podNamespace(p)}/${podName(p)}`);
+    const imageVersion = proxyImageVersion(p);
+    const byImage = imageVersion === undefined ? undefined : envoyOfIstio(imageVersion);
+    const envoy = listed?.envoy ?? byImage;
+    if (!envoy) {
+      out.unknown.push(name);
+      if (!listed) out.unlisted.push(name);
+    } else if (refusesPerClient(envoy)) {
+      const source = listed?.envoy === undefined
+        ? ", by its image"
+        : byImage && (byImage.minor !== envoy.minor || byImage.bound !== envoy.bound)
+        ? `; its image says Istio ${imageVersion}`
+        : "";
+      out.tooOld.push(`${name} (${proxyEnvoyText(envoy)}${source})`);
+    }
   }
   out.tooOld.sort();
   out.unknown.sort();
+  out.unlisted.sort();
   return out;
 }

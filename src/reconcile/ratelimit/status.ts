@@ -220,7 +220,7 @@ export const ACCEPTED_ROWS: readonly AcceptedRow[] = [
     status: "False",
     reason: "ProxyTooOld",
     meaning:
-      "The limit in force has per-client buckets and a selected proxy reports an Istio older than 1.26, whose Envoy (before 1.34) refuses them: it rejects the config and keeps its previous one, which does not hold this limit",
+      "The limit in force has per-client buckets and a selected proxy runs an Istio older than 1.26 (istiod says so, or its image while istiod does not list it), whose Envoy (before 1.34) refuses them: it rejects the config and keeps its previous one, which does not hold this limit",
   },
   {
     status: "False",
@@ -420,7 +420,7 @@ export function acceptance(
       other.length > 0 ? `holding another limit than the one in force: ${namedList(other)}` : "",
       // Whether they can take per-client buckets is not known either: say so, do not assume.
       envoys && envoys.unknown.length > 0
-        ? `per-client buckets need ${PER_CLIENT_NEEDS}, and istiod does not say which Envoy runs in ${
+        ? `per-client buckets need ${PER_CLIENT_NEEDS}, and neither istiod nor the proxy image says which Envoy runs in ${
           namedList(envoys.unknown)
         }`
         : "",
@@ -619,6 +619,7 @@ export type Verdict =
       | "Conflict"
       | "MeshWide"
       | "ProxyTooOld"
+      | "ProxyVersionUnknown"
       | "EngineNotInstalled";
     problems: string[];
   }
@@ -676,8 +677,8 @@ export function judge(input: RateLimitInput, scope: Scope): Verdict {
       ],
     };
   }
-  const tooOld = perClientRefusal(input, scope, rl.spec, contexts);
-  if (tooOld) return { reason: "ProxyTooOld", problems: [tooOld] };
+  const perClient = perClientRefusal(input, scope, rl.spec, contexts);
+  if (perClient) return { reason: perClient.reason, problems: [perClient.problem] };
   if (rl.spec.local === undefined && !engineReady) {
     return {
       reason: "EngineNotInstalled",
@@ -705,23 +706,28 @@ export function judge(input: RateLimitInput, scope: Scope): Verdict {
 }
 
 /**
- * Why a generation with per-client buckets is not applied: a selected proxy that would take it
- * reports an Envoy that refuses them (envoy.ts `refusesPerClient`). Sending it would not protect
- * that Pod (its proxy rejects the config and keeps its previous one) and would stop every later
- * push of that listener or route configuration reaching it, other teams' included; refusing keeps
- * the last good generation's filter, and with it the enforcement that works. A proxy whose Envoy
- * is not known does not refuse the spec (`Accepted` says it is not known). The generation already
- * in force is not refused again: its filter is in place either way, and `Accepted` names the
- * proxies that refuse it.
+ * Why a generation with per-client buckets is not applied. `ProxyTooOld`: a selected proxy that
+ * would take it runs an Envoy that refuses them (envoy.ts `refusesPerClient`), as istiod says or,
+ * when istiod does not list it, its image tag. Sending it would not protect that Pod (its proxy
+ * rejects the config and keeps its previous one) and would stop every later push of that listener
+ * or route configuration reaching it, other teams' included; refusing keeps the last good
+ * generation's filter, and with it the enforcement that works. `ProxyVersionUnknown`: while the
+ * operator asks istiod, a selected proxy istiod does not list and whose image says no version
+ * could be that old proxy, away for a moment (reconnecting, istiod restarting, a new Pod not yet
+ * connected): it would take the push once back, so the generation waits until istiod lists it
+ * (a listed proxy whose version is unreadable is not waited for: nothing more will be known, and
+ * istiod reads such a version as the newest). Without istiod nothing is waited for. The
+ * generation already in force is not refused again: its filter is in place either way, and
+ * `Accepted` names the proxies that refuse it.
  */
 function perClientRefusal(
   input: RateLimitInput,
   scope: Scope,
   spec: RateLimitSpec,
   contexts: readonly ProxyContext[],
-): string | undefined {
+): { reason: "ProxyTooOld" | "ProxyVersionUnknown"; problem: string } | undefined {
   const at = (spec.local?.buckets ?? []).findIndex((r) => r.perClient !== undefined);
-  if (at < 0 || !input.proxies) return undefined;
+  if (at < 0) return undefined;
   const { meta, ours, reach, selected } = scope;
   if (ours && meta.generation !== undefined && renderedGeneration(ours) === meta.generation) {
     return undefined;
@@ -730,16 +736,33 @@ function perClientRefusal(
     const proxy = isActivePod(p) ? meshProxyOf(p) : undefined;
     return proxy !== undefined && contexts.includes(contextOf(proxy));
   });
-  const { tooOld } = proxyEnvoys(takers, input.proxies, reach.meshWide);
-  if (tooOld.length === 0) return undefined;
-  const one = tooOld.length === 1;
-  return `spec.local.buckets[${at}].perClient: per-client buckets need ${PER_CLIENT_NEEDS}, and ${
-    plural(tooOld.length, "selected proxy reports", "selected proxies report")
-  } an older one, which refuses the filter: ${namedList(tooOld)}; upgrade ${
-    one ? "its" : "their"
-  } proxy (restart the Pod with a newer sidecar) or keep ${
-    one ? "that Pod" : "those Pods"
-  } out of spec.selectorLabels`;
+  const { tooOld, unlisted } = proxyEnvoys(takers, input.proxies, reach.meshWide);
+  const needs = `spec.local.buckets[${at}].perClient: per-client buckets need ${PER_CLIENT_NEEDS}`;
+  if (tooOld.length > 0) {
+    const one = tooOld.length === 1;
+    return {
+      reason: "ProxyTooOld",
+      problem: `${needs}, and ${
+        plural(tooOld.length, "selected proxy reports", "selected proxies report")
+      } an older one, which refuses the filter: ${namedList(tooOld)}; upgrade ${
+        one ? "its" : "their"
+      } proxy (restart the Pod with a newer sidecar) or keep ${
+        one ? "that Pod" : "those Pods"
+      } out of spec.selectorLabels`,
+    };
+  }
+  if (!input.proxies || unlisted.length === 0) return undefined;
+  const one = unlisted.length === 1;
+  return {
+    reason: "ProxyVersionUnknown",
+    problem: `${needs}, and which Envoy ${
+      plural(unlisted.length, "selected proxy runs", "selected proxies run")
+    } is not known: istiod does not list ${one ? "it" : "them"} (not connected${
+      input.proxies.istiod?.reachable ? "" : ", or istiod not answering"
+    }) and ${one ? "its image tag gives" : "their image tags give"} no Istio version: ${
+      namedList(unlisted)
+    }; it is applied once istiod lists ${one ? "it" : "them"} with an Envoy that takes them`,
+  };
 }
 
 /** Whether our filter in place may stay for a refused generation, or why it must go. */
