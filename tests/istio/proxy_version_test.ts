@@ -13,8 +13,11 @@
  *   Envoy 1.33 (what the operator derived from istiod's answer), the EnvoyFilter untouched, istiod
  *   holding no per-client buckets (configz and the proxy's config dump), the proxy still holding
  *   the first generation's limit, acknowledged, Accepted True on it;
- * - that proxy restarted as Istio 1.26.1 (Envoy 1.34): Ready True Applied, the per-client limit
- *   acknowledged by the proxy, Accepted True;
+ * - that proxy away from istiod (the stand-in stops it: gone from syncz) and a per-client edit
+ *   applied meanwhile: still Ready False ProxyTooOld, the Pod known old by its proxy image's tag
+ *   (`docker.io/istio/proxyv2:1.25.2`, set on the Deployment here), the EnvoyFilter untouched;
+ * - that proxy back as Istio 1.26.1 (Envoy 1.34), its image unchanged: istiod's version wins, Ready
+ *   True Applied, the per-client limit acknowledged by the proxy, Accepted True;
  * - a second Pod whose proxy says Istio 1.25.3 joins that generation in force: Accepted False
  *   ProxyTooOld naming it (its proxy rejects the listener), and the filter stays.
  */
@@ -56,6 +59,9 @@ const OLD = { istioVersion: "1.25.2", envoyVersion: "1.33.8" };
 const NEW = { istioVersion: "1.26.1", envoyVersion: "1.34.6" };
 const OLD_TOO = { istioVersion: "1.25.3", envoyVersion: "1.33.8" };
 
+/** The image of the workload's proxy container: Istio 1.25.2, as Istio's injector tags it. */
+const OLD_IMAGE = "docker.io/istio/proxyv2:1.25.2";
+
 /** Every per-route local rate limit config in what a proxy holds (a sidecar's inline routes). */
 function perRouteConfigs(v: ProxyView): JsonObject[] {
   const out: JsonObject[] = [];
@@ -93,7 +99,23 @@ meshTest(
   "proxy-version",
   async (m, t) => {
     const { c, istiod } = m;
+    await injectedDemo(c, 1);
+    // The workload's Pods carry the proxy container Istio's injector writes, image and all (the
+    // operator reads the Istio version from its tag while istiod does not list the proxy).
+    const proxyContainer = { name: "istio-proxy", image: OLD_IMAGE };
+    await ok(c, [
+      "patch",
+      "deploy/httpbin",
+      "-n",
+      "demo",
+      "-p",
+      JSON.stringify({ spec: { template: { spec: { containers: [proxyContainer] } } } }),
+    ]);
     const [pod] = await injectedDemo(c, 1);
+    assert.match(
+      JSON.stringify(pod.spec.containers),
+      /"image":"docker\.io\/istio\/proxyv2:1\.25\.2"/,
+    );
     const first: ProxySpec = { ...proxyOfPod(pod), ...OLD };
     const standin: ProxyStandin = await m.standin([first]);
     const { until } = await m.operator("proxy-version");
@@ -118,8 +140,16 @@ meshTest(
       doc.spec.local.buckets.push(PER_CLIENT_RULE);
       return stringify(doc);
     })();
+    /** The per-client sample with its per-client rule's burst `maxTokens`. */
+    const perClientWith = (maxTokens: number) => {
+      const doc = parse(perClientSample) as { spec: { local: { buckets: JsonObject[] } } };
+      const rule = doc.spec.local.buckets.at(-1)!;
+      rule.bucket = { ...(rule.bucket as JsonObject), maxTokens };
+      return stringify(doc);
+    };
+    const gen3Sample = perClientWith(3);
     const gen1 = renderedConfig(sample);
-    const gen2 = renderedConfig(perClientSample);
+    const gen3 = renderedConfig(gen3Sample);
     const perClient = (v: ProxyView) =>
       perRouteConfigs(v).some((x) => x.max_dynamic_descriptors !== undefined);
 
@@ -197,18 +227,40 @@ meshTest(
       },
     );
 
-    const upgraded: ProxySpec = { ...first, ...NEW };
-    let inForce = { generation: 0, resourceVersion: "" };
     await t.step(
-      "the proxy restarted as Istio 1.26.1: Ready, Applied, Accepted, the per-client limit acknowledged",
+      "the old proxy away from istiod, a per-client edit meanwhile: still ProxyTooOld, known by its image",
       async () => {
         const t0 = Date.now();
         await standin.remove(key(first));
+        await eventually("the proxy gone from syncz", async () => !(await syncz(first)));
+        await until("the proxy seen not connected", (s) => s.proxies?.notConnected === 1);
+        console.error(`proxy stopped to not connected: ${seconds(t0)}`);
+        await ok(c, ["apply", "-f", "-"], gen3Sample);
+        const s = await until(
+          "Ready False ProxyTooOld at generation 3",
+          (s) => s.observedGeneration === 3 && conditionOf(s, "Ready")?.reason === "ProxyTooOld",
+        );
+        assert.equal(
+          conditionOf(s, "Ready")?.message,
+          `spec.local.buckets[3].perClient: per-client buckets need Envoy 1.34 (Istio 1.26) or later, and 1 selected proxy reports an older one, which refuses the filter: ${first.pod} (Istio 1.25.2, Envoy 1.33, by its image); upgrade its proxy (restart the Pod with a newer sidecar) or keep that Pod out of spec.selectorLabels, so generation 3 is not applied; generation 1 still enforced by EnvoyFilter demo/httpbin`,
+        );
+        assert.equal(s.enforcedGeneration, 1);
+        assert.deepEqual(await envoyFilter(), applied, "our EnvoyFilter is not written");
+        assert.equal(await syncz(first), undefined, "still away: known by the image alone");
+      },
+    );
+
+    const upgraded: ProxySpec = { ...first, ...NEW };
+    let inForce = { generation: 0, resourceVersion: "" };
+    await t.step(
+      "the proxy back as Istio 1.26.1 (its image still says 1.25.2): Ready, Applied, Accepted, the per-client limit acknowledged",
+      async () => {
+        const t0 = Date.now();
         await standin.add([upgraded]);
         const s = await until(
-          "Ready Applied and Accepted at generation 2",
+          "Ready Applied and Accepted at generation 3",
           (s) =>
-            s.enforcedGeneration === 2 && conditionOf(s, "Ready")?.reason === "Applied" &&
+            s.enforcedGeneration === 3 && conditionOf(s, "Ready")?.reason === "Applied" &&
             acceptedOf(s)?.status === "True",
         );
         console.error(`restart as 1.26.1 to Accepted: ${seconds(t0)}`);
@@ -217,7 +269,7 @@ meshTest(
         assert.deepEqual(s.proxies, { accepted: 1, rejected: 0, pending: 0, notConnected: 0 });
         assert.equal((await syncz(upgraded))?.istio_version, "1.26.1");
         const v = await holding(standin, upgraded, "the per-client limit", perClient);
-        for (const cfg of perRouteConfigs(v)) assert.deepEqual(loaded(cfg), gen2);
+        for (const cfg of perRouteConfigs(v)) assert.deepEqual(loaded(cfg), gen3);
         assertNoNacks(v);
         inForce = await envoyFilter();
         assert.ok(inForce.generation > applied.generation, "the EnvoyFilter was rewritten");
@@ -249,12 +301,12 @@ meshTest(
         assert.deepEqual(s.proxies, { accepted: 1, rejected: 1, pending: 0, notConnected: 0 });
         // The generation in force is not withdrawn: Ready stays, the filter is the same.
         assert.equal(conditionOf(s, "Ready")?.reason, "Applied");
-        assert.equal(s.enforcedGeneration, 2);
+        assert.equal(s.enforcedGeneration, 3);
         assert.deepEqual(await envoyFilter(), inForce, "our EnvoyFilter is not written");
         // The upgraded proxy keeps the per-client limit; the old one rejected it, as Envoy 1.33
         // does.
         const v = await holding(standin, upgraded, "the per-client limit still", perClient);
-        for (const cfg of perRouteConfigs(v)) assert.deepEqual(loaded(cfg), gen2);
+        for (const cfg of perRouteConfigs(v)) assert.deepEqual(loaded(cfg), gen3);
         const old = await eventually("the old proxy's answer to the listeners", async () => {
           const o = await standin.proxy(key(second));
           return o.xds.LDS.nacks > 0 ? o : undefined;

@@ -253,6 +253,28 @@ Deno.test("the old proxy missing from syncz is still known old by its image: ref
   assert.deepEqual(notAsked.apply, []);
 });
 
+Deno.test("the generation in force: an old proxy away from istiod is named too old by its image", () => {
+  let world: World = { rateLimit: perClient() };
+  world = applyPlan(
+    world,
+    reconcileRateLimit(
+      input(world.rateLimit, { pods: [imaged[0]], proxies: observed({ a: "1.26.3" }) }),
+    ),
+  );
+  assert.ok(world.envoyFilter);
+  // b (image 1.25.2) selected now, not connected yet: it will reject the listener once it is.
+  const plan = reconcileRateLimit(input(world.rateLimit, {
+    pods: imaged,
+    envoyFilter: world.envoyFilter,
+    proxies: observed({ a: "1.26.3" }),
+  }));
+  assert.equal(brief(cond(plan, "Ready")), "True Applied");
+  const accepted = cond(plan, "Accepted");
+  assert.equal(brief(accepted), "False ProxyTooOld");
+  assert.match(accepted.message, /: b \(Istio 1\.25\.2, Envoy 1\.33, by its image\); such a proxy/);
+  assert.equal((plan.status as Status).proxies?.notConnected, 1);
+});
+
 Deno.test("istiod's version wins over the image's, and a disagreement is said", () => {
   // a's image says 1.25.2 but its running agent says 1.26.3 (restarted with a newer one): taken.
   const swapped = [
