@@ -86,13 +86,16 @@ const RUN_BY: { page: string | RegExp; command: string | RegExp; by: string; run
     page: "README.md",
     command: "./deno task dev",
     by: "tests/e2e/dev_test.ts",
-    runs: 'args: ["task", "dev"]',
+    // devTest (tests/e2e/dev_process.ts) runs `./deno task dev` with these arguments.
+    runs: '"e2e: ./deno task dev starts everything, its printed commands work, Ctrl-C stops it", ' +
+      "{ args: [],",
   },
   {
     page: /^(README|docs\/testing)\.md$/,
     command: "./deno task dev --real-node",
     by: "tests/e2e/dev_real_node_test.ts",
-    runs: 'args: ["task", "dev", "--real-node"]',
+    runs: '"e2e: ./deno task dev --real-node prints how to use the node, and that works", ' +
+      '{ args: ["--real-node"]',
   },
   // The test command is what CI runs; CI is `.ci/run`.
   { page: /./, command: "./deno task test", by: ".ci/run", runs: "./deno task test --junit-path" },
