@@ -95,8 +95,6 @@ export class InvariantChecker {
   readonly violations: Violation[] = [];
   /** uid → the actor that created the object (kept after deletion). */
   readonly #creators = new Map<string, string>();
-  /** `namespace/name` of each EnvoyFilter → its versions (undefined: deleted), from when. */
-  readonly #filters = new Map<string, { at: number; obj: KubeObject | undefined }[]>();
   #checkedRv = -1;
   /**
    * An object `checkState` reads changed since its last check, or that check found a violation:
@@ -157,12 +155,6 @@ export class InvariantChecker {
   #onChange(c: Change): void {
     if (CHECKED_TYPES.has(c.typeKey)) this.#recheck = true;
     const obj = c.object;
-    if (obj.kind === "EnvoyFilter" && this.istiod) {
-      const key = `${obj.metadata.namespace}/${obj.metadata.name}`;
-      const versions = this.#filters.get(key) ?? [];
-      versions.push({ at: this.cluster.clock.now(), obj: c.type === "DELETED" ? undefined : obj });
-      this.#filters.set(key, versions);
-    }
     const uid = obj.metadata.uid!;
     if (c.type === "ADDED") this.#creators.set(uid, c.actor);
     if (!isOperator(c.actor)) return;
@@ -193,9 +185,9 @@ export class InvariantChecker {
   /**
    * What the operator says the proxies did with a RateLimit's filter is what they did: when it
    * writes `Accepted=True`, every proxy its filter reaches held, at some moment of the last
-   * {@link ACCEPTED_LAG_MS}, the limits (heldLimitsOf's reading of the config it accepted: mode
-   * and buckets) of the filter rendered from the generation the status says is enforced
-   * (`enforcedGeneration`), as it was at some moment of that time; when it writes `Accepted=False`
+   * {@link ACCEPTED_LAG_MS}, the RateLimit's filter (by owner uid) rendered from the generation
+   * the status says is enforced (`enforcedGeneration`), among the filters of the push it had
+   * acknowledged, which the proxy model knows exactly; when it writes `Accepted=False`
    * (ProxyRejected), the message names a proxy that was rejecting in that time. The lag is what the
    * operator's knowledge may have (its poller's period, a slow write); a Pod younger than that is
    * not judged, as the operator may not know it yet.
@@ -230,41 +222,25 @@ export class InvariantChecker {
       }
       return;
     }
-    // The limit the status is about: the filter rendered from the generation it says is enforced
-    // (any version of the window when none is: the operator's cache may lag the filter).
+    // The generation the status is about: the one it says is enforced, else the filter's own.
     const claimed = (rl.status as { enforcedGeneration?: number }).enforcedGeneration;
-    const window = this.#versionsWithin(`${namespace}/${name}`, from, filter);
-    const rendered = window.filter((f) =>
-      f.metadata.annotations?.[GENERATION_ANNOTATION] === String(claimed)
-    );
-    const versions = rendered.length > 0 ? rendered : window;
+    const generation = claimed !== undefined
+      ? String(claimed)
+      : filter.metadata.annotations?.[GENERATION_ANNOTATION] ?? "";
+    const key = `${namespace}/${name}`;
     for (const p of reached) {
       if (p.createdAt > from) continue;
-      if (versions.some((f) => p.heldWithin(istiod.limitsOf(f, p), from, now))) continue;
+      if (p.heldGenerationWithin(key, rl.metadata.uid, generation, from, now)) continue;
       this.#fail(
         "accepted-means-held",
         `${actor} says ${
           ref(rl)
-        } is Accepted, but the proxy of Pod ${p.key} (${p.standing}) did not hold the limits of EnvoyFilter ${namespace}/${name} ${
-          rendered.length > 0
-            ? `rendered from generation ${claimed}, the one its status says is enforced,`
-            : "(any version)"
+        } is Accepted, but the proxy of Pod ${p.key} (${p.standing}) did not hold EnvoyFilter ${key} rendered from generation ${generation}${
+          claimed !== undefined ? ", the one its status says is enforced," : ""
         } ${within}`,
       );
       return;
     }
-  }
-
-  /** The versions a filter had at some moment of [from, now] (`current` at least). */
-  #versionsWithin(key: string, from: number, current: KubeObject): KubeObject[] {
-    const history = this.#filters.get(key) ?? [];
-    const out = new Set<KubeObject>([current]);
-    for (let i = history.length - 1; i >= 0; i--) {
-      const v = history[i];
-      if (v.obj) out.add(v.obj);
-      if (v.at <= from) break;
-    }
-    return [...out];
   }
 
   /**

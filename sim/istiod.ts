@@ -24,7 +24,7 @@ import { RESOURCES } from "../src/api/resources.ts";
 import { contextOf, type ProxyContext, reaches } from "../src/api/mesh.ts";
 import { isActivePod, meshProxyOf } from "../src/api/pod.ts";
 import { selects } from "../src/api/selector.ts";
-import { STAT_PREFIX } from "../src/reconcile/ratelimit/render.ts";
+import { GENERATION_ANNOTATION, STAT_PREFIX } from "../src/reconcile/ratelimit/render.ts";
 import {
   type EnvoyBehaviour,
   istioOf,
@@ -59,6 +59,8 @@ interface Push {
 interface Moment {
   at: number;
   limits: string | undefined;
+  /** The filters of the push it holds (undefined before it accepted any). */
+  filters: readonly KubeObject[] | undefined;
   rejecting: boolean;
 }
 
@@ -88,6 +90,7 @@ export class SimProxy {
   stream = 0;
   readonly moments: Moment[] = [];
   #limits: string | undefined;
+  #filters: readonly KubeObject[] | undefined;
 
   constructor(
     readonly uid: string,
@@ -126,10 +129,42 @@ export class SimProxy {
     return this.#limits;
   }
 
-  /** Records what it holds from `at` on (`limits` undefined: as before). */
-  note(at: number, limits: string | undefined, rejecting: boolean): void {
-    this.#limits = limits ?? this.#limits;
-    this.moments.push({ at, limits: this.#limits, rejecting });
+  /**
+   * Records what it holds from `at` on: the limits, and the filters of the push that carried them
+   * (`held` undefined: as before).
+   */
+  note(
+    at: number,
+    held: { limits: string; filters: readonly KubeObject[] } | undefined,
+    rejecting: boolean,
+  ): void {
+    this.#limits = held?.limits ?? this.#limits;
+    this.#filters = held?.filters ?? this.#filters;
+    this.moments.push({ at, limits: this.#limits, filters: this.#filters, rejecting });
+  }
+
+  /**
+   * True when, at some instant of [from, to], it held the EnvoyFilter `key` (`namespace/name`)
+   * owned by the RateLimit of uid `owner` as rendered from `generation` (its annotation).
+   */
+  heldGenerationWithin(
+    key: string,
+    owner: string | undefined,
+    generation: string,
+    from: number,
+    to: number,
+  ): boolean {
+    return this.#within(
+      from,
+      to,
+      (m) =>
+        m.filters?.some((f) =>
+          `${f.metadata.namespace}/${f.metadata.name}` === key &&
+          f.metadata.ownerReferences?.some((o) => o.kind === "RateLimit" && o.uid === owner) ===
+            true &&
+          f.metadata.annotations?.[GENERATION_ANNOTATION] === generation
+        ) === true,
+    );
   }
 
   /** True when it held `limits` at some instant of [from, to]. */
@@ -505,7 +540,7 @@ export class SimIstiod {
     p.acked = push.nonce;
     p.lastError = "";
     o.trace.line(`M ${now - SIM_EPOCH} ack ${p.id} ${push.nonce.slice(0, 30)}`);
-    p.note(now, this.#limitsOf(push.filters, p), false);
+    p.note(now, { limits: this.#limitsOf(push.filters, p), filters: push.filters }, false);
   }
 
   #limitsOf(filters: readonly KubeObject[], p: SimProxy): string {
@@ -515,7 +550,7 @@ export class SimIstiod {
 
   /**
    * A dump of the routes of a proxy holding `filters`: one forwarding route whose per-filter
-   * configs are those the filters merge into it, in Istio's order (the model's: the later merge of
+   * configs and metadata are those the filters merge into it, in Istio's order (the model's: the later merge of
    * one key wins), unwrapped from their TypedStruct as istiod sends them.
    */
   #dumpOf(filters: readonly KubeObject[], p: SimProxy): unknown {
@@ -523,6 +558,7 @@ export class SimIstiod {
     mesh.sync(filters, [p.pod], 0);
     const order = mesh.proxy(p.pod.namespace, p.pod.name)?.config.sources ?? [];
     const perFilter: Record<string, unknown> = {};
+    const filterMetadata: Record<string, unknown> = {};
     for (const source of order) {
       const f = filters.find((x) => `${x.metadata.namespace}/${x.metadata.name}` === source);
       const read = f && readEnvoyFilterOnce(f, this.#o.envoy);
@@ -534,13 +570,18 @@ export class SimIstiod {
           const typed = unwrapTyped(config, name);
           if (typed.ok) perFilter[name] = typed.value;
         }
+        // Route metadata (the operator's digest): a proto map, so the later merge of a key wins.
+        const metadata = patch.value.metadata as { filter_metadata?: Record<string, unknown> };
+        Object.assign(filterMetadata, metadata?.filter_metadata);
       }
     }
+    const route = {
+      ...(Object.keys(filterMetadata).length > 0 ? { metadata: { filterMetadata } } : {}),
+      typedPerFilterConfig: perFilter,
+    };
     return {
       configs: [{
-        dynamicRouteConfigs: [{
-          routeConfig: { virtualHosts: [{ routes: [{ typedPerFilterConfig: perFilter }] }] },
-        }],
+        dynamicRouteConfigs: [{ routeConfig: { virtualHosts: [{ routes: [route] }] } }],
       }],
     };
   }

@@ -5,6 +5,14 @@ export const LOCAL_RATELIMIT_TYPE =
   "type.googleapis.com/envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit";
 /** Name of the local rate limit HTTP filter. */
 export const LOCAL_RATELIMIT_FILTER = "envoy.filters.http.local_ratelimit";
+
+/**
+ * The key of the operator's entry in a route's `metadata.filter_metadata` (route_components.proto
+ * Route.metadata, which no filter of ours reads, so Envoy behaves the same with it): `{digest}`,
+ * identifying the exact route config a filter merges (render.ts `routeDigest`), which istiod's
+ * config dump shows beside the per-route limits a proxy holds (istiod.ts `heldLimitsOf`).
+ */
+export const ROUTE_METADATA_KEY = "platform-project.io/ratelimit";
 /** The largest value of a protobuf uint32 field, such as a token bucket's counts. */
 export const UINT32_MAX = 4294967295;
 /**

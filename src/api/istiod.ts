@@ -15,7 +15,7 @@
  */
 import { isObject, type JsonObject as Json } from "./json.ts";
 import type { KubeObject, ResourceType } from "./object.ts";
-import { envoyOfIstio, type ProxyEnvoy } from "./envoy.ts";
+import { envoyOfIstio, type ProxyEnvoy, ROUTE_METADATA_KEY } from "./envoy.ts";
 
 /** The xDS type URLs of listeners and routes. */
 export const LISTENER_TYPE = "type.googleapis.com/envoy.config.listener.v3.Listener";
@@ -304,6 +304,12 @@ export interface HeldLimits {
   shadow: boolean;
   /** The default bucket, then each descriptor's, in order. */
   buckets: HeldBucket[];
+  /**
+   * The digest in the metadata of the route that holds it (`ROUTE_METADATA_KEY`, render.ts
+   * `routeDigest`): which render of which RateLimit its route config is. Absent when the route
+   * has none (a filter an operator before it wrote).
+   */
+  digest?: string;
 }
 
 /** Longest walk into a dump: a deeper object is not looked into (a dump is about 10 levels). */
@@ -352,9 +358,20 @@ function heldOf(config: unknown, statPrefix: string): HeldLimits | undefined | n
   return { shadow: numerator === 0, buckets };
 }
 
+/** The operator's digest in a route's metadata (`ROUTE_METADATA_KEY`), if it has one. */
+function routeDigestOf(route: Record<string, unknown>): string | undefined {
+  const byFilter = field(field(route, "metadata", "metadata"), "filterMetadata", "filter_metadata");
+  const digest = field(
+    isObject(byFilter) ? byFilter[ROUTE_METADATA_KEY] : undefined,
+    "digest",
+    "digest",
+  );
+  return typeof digest === "string" ? digest : undefined;
+}
+
 /**
- * The distinct local rate limit configs with `statPrefix` that a dump's routes hold, in the order
- * first met; `unreadable` counts those whose buckets could not be read.
+ * The distinct local rate limit configs with `statPrefix` that a dump's routes hold, each with
+ * the operator's digest in its route's metadata, in the order first met; `unreadable` counts those whose buckets could not be read.
  */
 export function heldLimitsOf(
   dump: unknown,
@@ -374,7 +391,11 @@ export function heldLimitsOf(
     if (isObject(perFilter) && perFilter[filterName] !== undefined) {
       const held = heldOf(perFilter[filterName], statPrefix);
       if (held === undefined) unreadable++;
-      else if (held !== null) seen.set(JSON.stringify(held), held);
+      else if (held !== null) {
+        const digest = routeDigestOf(o);
+        if (digest !== undefined) held.digest = digest;
+        seen.set(JSON.stringify(held), held);
+      }
     }
     for (const v of Object.values(o)) walk(v, depth + 1);
   };

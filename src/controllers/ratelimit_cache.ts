@@ -13,7 +13,7 @@ import {
   proxyImageVersion,
 } from "../api/pod.ts";
 import { filterContexts } from "../reconcile/ratelimit/scope.ts";
-import { filterLimits, limitsPatch } from "../reconcile/ratelimit/input.ts";
+import { digestPatch, filterLimits, limitsPatch } from "../reconcile/ratelimit/input.ts";
 import { exportsLimitStats, STAT_PREFIX } from "../reconcile/ratelimit/render.ts";
 import { STATS_INCLUSION_ANNOTATIONS } from "../api/stats_inclusion.ts";
 import type { KubeObject, ObjectMeta, Projection } from "../api/object.ts";
@@ -80,13 +80,16 @@ const LIMIT_PATCHES = new Map<string, readonly Json[]>();
 
 /**
  * The patches a projected filter keeps: their contexts, and the limits they hold when those can
- * be read (input.ts `limitsPatch`); undefined for neither. One shared, frozen list for each
- * combination of contexts and limits, its parts shared with other lists' (`shareParts`).
+ * be read (input.ts `limitsPatch`), then their route digest (`digestPatch`); undefined for
+ * neither. One shared, frozen list for each combination of contexts and limits, its parts shared
+ * with other lists' (`shareParts`); a filter with a digest (each its own) gets a list of its own,
+ * the shared one's items then its digest patch (about 150 bytes).
  */
 function keptPatches(ef: KubeObject): readonly Json[] | undefined {
   const contexts = filterContexts(ef).join();
-  const limits = filterLimits(ef);
-  if (!limits) return CONTEXT_PATCHES.get(contexts);
+  const read = filterLimits(ef);
+  if (!read) return CONTEXT_PATCHES.get(contexts);
+  const { digest, ...limits } = read;
   // Every value of the limits in order, without the names (the same for all): a short key.
   const key = `${contexts} ${JSON.stringify(limits, (_, v) => isObject(v) ? Object.values(v) : v)}`;
   let kept = LIMIT_PATCHES.get(key);
@@ -96,7 +99,7 @@ function keptPatches(ef: KubeObject): readonly Json[] | undefined {
     kept = Object.freeze([...(CONTEXT_PATCHES.get(contexts) ?? []), patch]);
     LIMIT_PATCHES.set(key, kept);
   }
-  return kept;
+  return digest === undefined ? kept : Object.freeze([...kept, deepFreeze(digestPatch(digest))]);
 }
 
 /**

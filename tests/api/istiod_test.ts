@@ -14,6 +14,7 @@ import {
   ROUTE_TYPE,
   verdictOf,
 } from "../../src/api/istiod.ts";
+import { ROUTE_METADATA_KEY } from "../../src/api/envoy.ts";
 
 const UUID = "5b2e3c1a-9f0e-4d7b-8c6a-2f1e0d9c8b7a";
 const nonce = (n: number) => `2026-11-28T11:00:00Z/${n}${UUID}`;
@@ -212,4 +213,30 @@ Deno.test("held limits: another stat prefix is not ours; an unreadable bucket is
   const held = heldLimitsOf(JSON.parse(broken), LRL, PREFIX);
   assert.deepEqual(held.limits, []);
   assert.ok(held.unreadable > 0);
+});
+
+Deno.test("held limits: the operator's route digest is read beside them; another digest is another config", () => {
+  const dump = JSON.stringify(fixture("istiod_config_dump_sidecar.json"));
+  const ours = `"typedPerFilterConfig":{"${LRL}"`;
+  assert.ok(dump.split(ours).length > 2, "routes of ours (each inbound chain has its own)");
+  // As istiod's protobuf JSON writes a route's metadata (Istio's own entry beside ours).
+  const withDigest = (digest: string, snake = false) =>
+    JSON.parse(dump.replaceAll(
+      ours,
+      `"metadata":{"${
+        snake ? "filter_metadata" : "filterMetadata"
+      }":{"istio":{"config":"x"},"${ROUTE_METADATA_KEY}":{"digest":"${digest}"}}},${ours}`,
+    ));
+  const read = heldLimitsOf(withDigest("0b7713b59aa0ed"), LRL, PREFIX).limits;
+  assert.deepEqual(read.map((l) => l.digest), ["0b7713b59aa0ed"]);
+  assert.equal(read[0].buckets.length, 4);
+  assert.deepEqual(
+    heldLimitsOf(withDigest("abc", true), LRL, PREFIX).limits.map((l) => l.digest),
+    ["abc"],
+  );
+  // Without (an older operator's filter): no digest.
+  assert.equal(heldLimitsOf(JSON.parse(dump), LRL, PREFIX).limits[0].digest, undefined);
+  // A digest that is not a string is none.
+  const odd = JSON.parse(JSON.stringify(withDigest("x")).replace(`"digest":"x"`, `"digest":7`));
+  assert.equal(heldLimitsOf(odd, LRL, PREFIX).limits[0].digest, undefined);
 });

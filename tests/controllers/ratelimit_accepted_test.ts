@@ -26,6 +26,7 @@ import { IMAGES, NOW } from "../reconcile/serverless_fixtures.ts";
 import {
   bucket,
   DIGEST_ONLY,
+  heldOf,
   pod,
   rateLimit,
   withImage,
@@ -45,10 +46,7 @@ const crd: KubeObject = {
 const asking = rateLimitControllerFor({ meshRootNamespace: "istio-system", proxyStatus: true });
 const UUID = "5b2e3c1a-9f0e-4d7b-8c6a-2f1e0d9c8b7a";
 const nonce = `2026-11-28T11:00:00Z/3${UUID}`;
-const HELD: HeldLimits = {
-  shadow: false,
-  buckets: [{ maxTokens: 10, tokensPerFill: 10, fillInterval: "30s" }],
-};
+const HELD: HeldLimits = heldOf(rateLimit());
 
 /**
  * The ProxyStatus the poller publishes for a Pod's proxy that reports Istio `istioVersion` and

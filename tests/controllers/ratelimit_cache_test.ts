@@ -271,15 +271,26 @@ Deno.test("a projected EnvoyFilter answers every reading as the whole filter doe
 });
 
 Deno.test("projected EnvoyFilters of the same contexts and limits share the patches they keep", () => {
+  let digests = 0;
   fc.assert(
     fc.property(filter, (ef) => {
       const other = json({ ...ef, metadata: { ...ef.metadata, name: "other", uid: "u-2" } });
-      const a = prepare(ef, FILTER_PROJECTION).object.spec as { configPatches?: unknown };
-      const b = prepare(other, FILTER_PROJECTION).object.spec as { configPatches?: unknown };
-      assert.equal(a.configPatches, b.configPatches, "one list, not two equal ones");
+      const a = prepare(ef, FILTER_PROJECTION).object.spec as { configPatches?: unknown[] };
+      const b = prepare(other, FILTER_PROJECTION).object.spec as { configPatches?: unknown[] };
+      if (filterLimits(ef)?.digest === undefined) {
+        assert.equal(a.configPatches, b.configPatches, "one list, not two equal ones");
+        return;
+      }
+      // Each its own list, of the shared patches, then its own route digest.
+      digests++;
+      const [pa, pb] = [a.configPatches!, b.configPatches!];
+      assert.equal(pa.length, pb.length);
+      pa.slice(0, -1).forEach((p, i) => assert.equal(p, pb[i], `patch ${i} shared`));
+      assert.deepEqual(pa.at(-1), pb.at(-1), "the same digest");
     }),
     { numRuns: 300 },
   );
+  assert.ok(digests > 50, `${digests} of 300 with a digest`);
 });
 
 Deno.test("projected EnvoyFilters of other limits share the buckets they repeat", () => {

@@ -340,6 +340,14 @@ const MUTATIONS: { name: string; sample: string; mutate: Mutation; expect: RegEx
     ],
   },
   {
+    name: "route patch without the route digest",
+    sample: "samples/ratelimit-workload.yaml",
+    mutate: (s) => {
+      delete valueOf(patchOf(s, "HTTP_ROUTE")).metadata;
+    },
+    expect: [/route 0 "default".*its metadata has no platform-project\.io\/ratelimit digest/],
+  },
+  {
     name: "filter inserted after the router",
     sample: "samples/ratelimit-workload.yaml",
     mutate: (s) => {

@@ -33,6 +33,13 @@ async function gatewayConfig(edit: (routes: JsonObject) => void = () => {}): Pro
           match: { prefix: "/" },
           route: { cluster: "outbound|8000||app", ...(patch.route as JsonObject) },
           typed_per_filter_config: patch.typed_per_filter_config,
+          // Istio's own entry beside the operator's route digest, as istiod merges the patch.
+          metadata: {
+            filter_metadata: {
+              istio: { config: "/apis/networking.istio.io/v1/namespaces/demo/virtual-service/app" },
+              ...((patch.metadata as JsonObject).filter_metadata as JsonObject),
+            },
+          },
         },
       ],
     }],

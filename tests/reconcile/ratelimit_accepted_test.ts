@@ -11,15 +11,20 @@ import type { KubeObject } from "../../src/api/object.ts";
 import type { Plan } from "../../src/reconcile/plan.ts";
 import { ACCEPTED_ROWS, reconcileRateLimit } from "../../src/reconcile/ratelimit/mod.ts";
 import type { ProxyObservation } from "../../src/reconcile/ratelimit/input.ts";
-import { applyPlan, input, pod, rateLimit, withProxy, type World } from "./ratelimit_fixtures.ts";
+import {
+  applyPlan,
+  heldOf,
+  input,
+  pod,
+  rateLimit,
+  withProxy,
+  type World,
+} from "./ratelimit_fixtures.ts";
 
 type Status = { proxies?: Record<string, number>; conditions: Condition[] };
 
 /** What the default sample limit (10 per 30s, enforcing) is as a proxy holds it. */
-const HELD: HeldLimits = {
-  shadow: false,
-  buckets: [{ maxTokens: 10, tokensPerFill: 10, fillInterval: "30s" }],
-};
+const HELD: HeldLimits = heldOf(rateLimit());
 
 const ACKED: ProxyStatusFields = {
   proxyType: "sidecar",
@@ -225,4 +230,61 @@ Deno.test("Accepted is about the limit in force: a refused generation keeps its 
   const ready = (plan.status as Status).conditions.find((c) => c.type === "Ready")!;
   assert.equal(ready.status, "False");
   assert.equal(acceptedOf(plan).status, "True");
+});
+
+Deno.test("Accepted: the route digest decides, not the buckets alone", () => {
+  assert.equal(typeof HELD.digest, "string");
+  assert.deepEqual(HELD.buckets, [{ maxTokens: 10, tokensPerFill: 10, fillInterval: "30s" }]);
+  const holding = (held: HeldLimits): ProxyStatusFields => ({
+    ...ACKED,
+    held: { limits: [held], unreadable: 0, confirmed: true },
+  });
+  // Generation 2 keeps the buckets and changes the route config (response headers): the proxies
+  // still hold generation 1's, whose buckets are the same.
+  const edited = rateLimit({ generation: 2, enableResponseHeaders: true });
+  const run = (held: HeldLimits) =>
+    acceptedOf(reconcileRateLimit(input(edited, {
+      pods,
+      proxies: observed({ a: holding(held), b: holding(held) }),
+    })));
+  const old = run(HELD);
+  assert.deepEqual([old.status, old.reason], ["Unknown", "Pending"]);
+  assert.match(old.message, /holding another limit than the one in force: a, b/);
+  assert.equal(run(heldOf(edited)).status, "True");
+  // Only the generation changes (a new selector label's value is the same): a new digest too.
+  const relabelled = heldOf(rateLimit({ generation: 3, enableResponseHeaders: true }));
+  assert.notEqual(relabelled.digest, heldOf(edited).digest);
+  assert.equal(run(relabelled).status, "Unknown");
+  // A dump without a digest (an older operator's filter) does not hold a filter that has one.
+  const { digest: _, ...bare } = heldOf(edited);
+  assert.equal(run(bare).status, "Unknown");
+});
+
+Deno.test("Accepted: a filter in force without a digest (an older operator's) is compared by buckets", () => {
+  let world: World = { rateLimit: rateLimit() };
+  world = applyPlan(world, reconcileRateLimit(input(world.rateLimit, { pods })));
+  // The filter as an operator before the digest wrote it: no route metadata.
+  const spec = world.envoyFilter!.spec as { configPatches: { patch: { value: object } }[] };
+  const configPatches = spec.configPatches.map((p) => {
+    const { metadata: _, ...value } = p.patch.value as { metadata?: unknown };
+    return { ...p, patch: { ...p.patch, value } };
+  });
+  const older = { ...world.envoyFilter!, spec: { ...spec, configPatches } };
+  // Generation 2 is refused, so the older filter stays in force.
+  const bad = rateLimit({
+    generation: 2,
+    defaultBucket: { maxTokens: 0, tokensPerFill: 1, fillInterval: "1s" },
+  });
+  const { digest: _, ...bare } = HELD;
+  const run = (held: HeldLimits) =>
+    acceptedOf(reconcileRateLimit(input({ ...bad, status: world.rateLimit.status }, {
+      pods,
+      envoyFilter: older,
+      proxies: observed({
+        a: { ...ACKED, held: { limits: [held], unreadable: 0, confirmed: true } },
+        b: { ...ACKED, held: { limits: [held], unreadable: 0, confirmed: true } },
+      }),
+    })));
+  assert.equal(run(bare).status, "True");
+  assert.equal(run({ ...bare, shadow: true }).status, "Unknown");
 });

@@ -20,6 +20,7 @@ import {
   applyPlan,
   bucket,
   DIGEST_ONLY,
+  heldOf,
   input,
   pod,
   proxyStatus,
@@ -110,10 +111,7 @@ Deno.test("an edit adding per-client buckets keeps the last good generation on o
   // Generation 1, one bucket for all, is applied and held by both proxies.
   let world: World = { rateLimit: rateLimit() };
   world = applyPlan(world, reconcileRateLimit(input(world.rateLimit, { pods })));
-  const held: HeldLimits[] = [{
-    shadow: false,
-    buckets: [{ maxTokens: 10, tokensPerFill: 10, fillInterval: "30s" }],
-  }];
+  const held: HeldLimits[] = [heldOf(rateLimit())];
   const proxies = observed({ a: "1.26.3", b: "1.25.2" }, held);
   const gen2 = {
     ...rateLimit({ generation: 2, buckets: PER_CLIENT }),

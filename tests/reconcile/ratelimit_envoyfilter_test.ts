@@ -24,7 +24,10 @@ import { parseRateLimit, type RateLimit } from "../../src/api/ratelimit.ts";
 import { Mesh } from "../../src/dataplane/mod.ts";
 import { readEnvoyFilter } from "../../src/dataplane/envoyfilter.ts";
 import { MANAGED_BY_LABEL, MODULE_LABEL } from "../../src/reconcile/labels.ts";
-import { renderEnvoyFilter } from "../../src/reconcile/ratelimit/render.ts";
+import { parseSpec, renderEnvoyFilter, renderSpec } from "../../src/reconcile/ratelimit/render.ts";
+import { filterLimits } from "../../src/reconcile/ratelimit/input.ts";
+import { ROUTE_METADATA_KEY } from "../../src/api/envoy.ts";
+import { deepFreeze } from "../../src/api/json.ts";
 import { canOverlap } from "../../src/reconcile/ratelimit/render.ts";
 import type { KubeObject } from "../../src/api/object.ts";
 import { bucket, rateLimit } from "./ratelimit_fixtures.ts";
@@ -315,4 +318,57 @@ Deno.test("canOverlap: different paths, or one header with different values, nev
       headers: { "x-a": "1" },
     }),
   );
+});
+
+Deno.test("the route digest: in the routes' metadata, one for each render of each RateLimit", () => {
+  const digestOf = (ef: KubeObject) => {
+    const byFilter = (routeValue(ef).metadata as { filter_metadata: Json }).filter_metadata;
+    assert.deepEqual(Object.keys(byFilter), [ROUTE_METADATA_KEY]);
+    return (byFilter[ROUTE_METADATA_KEY] as { digest: string }).digest;
+  };
+  const rules = [{ path: "/a", bucket: bucket(5, 1, "1s") }];
+  const base = digestOf(renderEnvoyFilter(parsed(rateLimit({ buckets: rules }))));
+  assert.match(base, /^[0-9a-f]{14}$/);
+  assert.equal(digestOf(renderEnvoyFilter(parsed(rateLimit({ buckets: rules })))), base, "stable");
+  // The same buckets, another route config: another digest.
+  const others = [
+    rateLimit({ buckets: [{ ...rules[0], path: "/b" }] }),
+    rateLimit({ buckets: [{ ...rules[0], perClient: { header: "X-User" } }] }),
+    rateLimit({ buckets: [{ ...rules[0], headers: { "X-A": "1" } }] }),
+    rateLimit({ buckets: rules, enableResponseHeaders: true }),
+    // The same route config of another generation, or another RateLimit of the same name.
+    rateLimit({ buckets: rules, generation: 2 }),
+    rateLimit({ buckets: rules, uid: "uid-other" }),
+  ].map((rl) => digestOf(renderEnvoyFilter(parsed(rl))));
+  assert.equal(new Set([base, ...others]).size, others.length + 1, "each its own");
+  // Each context's route patch carries the same one.
+  const both = renderEnvoyFilter(parsed(rateLimit({ buckets: rules })), [
+    "SIDECAR_INBOUND",
+    "GATEWAY",
+  ]);
+  const digests = patches(both).filter((p) => p.applyTo === "HTTP_ROUTE").map((p) =>
+    JSON.stringify((p.patch as { value: Json }).value.metadata)
+  );
+  assert.equal(digests.length, 2);
+  assert.equal(digests[0], digests[1]);
+});
+
+Deno.test("the route digest a frozen RateLimit keeps is its render's, with or without the global part", () => {
+  const raw = rateLimit({
+    buckets: [{ path: "/a", bucket: bucket(5, 1, "30s") }],
+    global: { rules: [{ path: "/a", limit: { requests: 100, unit: "Minute" } }] },
+  });
+  const digestOf = (spec: unknown, global: boolean) => {
+    const p = parseSpec(spec);
+    assert.ok(p.ok, p.ok ? "" : p.problems.join("; "));
+    const v = renderSpec(p, "demo", undefined, undefined, { global });
+    assert.ok(v.ok);
+    return filterLimits(v.desired)?.digest;
+  };
+  const fresh = [digestOf(raw, false), digestOf(raw, true)];
+  assert.notEqual(fresh[0], fresh[1], "the global entries are in the route patch");
+  const frozen = deepFreeze(structuredClone(raw));
+  for (const global of [false, true, true, false, true]) {
+    assert.equal(digestOf(frozen, global), fresh[global ? 1 : 0], `global ${global}`);
+  }
 });

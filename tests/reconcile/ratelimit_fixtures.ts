@@ -2,7 +2,14 @@
 import type { KubeObject } from "../../src/api/object.ts";
 import type { Plan } from "../../src/reconcile/plan.ts";
 import { type RateLimitInput, reconcileRateLimit } from "../../src/reconcile/ratelimit/mod.ts";
-import { type HeldRecord, proxyStatusObject } from "../../src/api/istiod.ts";
+import {
+  type HeldLimits,
+  heldLimitsOf,
+  type HeldRecord,
+  proxyStatusObject,
+} from "../../src/api/istiod.ts";
+import { LOCAL_RATELIMIT_FILTER } from "../../src/api/envoy.ts";
+import { judgeSpec, STAT_PREFIX } from "../../src/reconcile/ratelimit/render.ts";
 
 /** A bucket as users write it. */
 export interface RawBucket {
@@ -120,6 +127,21 @@ export function proxyStatus(
     { id: `${name}.${namespace}`, type: "sidecar", istioVersion, listeners: acked, routes: acked },
     held,
   )!;
+}
+
+/**
+ * What istiod's dump of a proxy holding the filter `rl` renders to shows (heldLimitsOf's reading
+ * of a route its route patch was merged into: the limits and the route digest).
+ */
+export function heldOf(rl: KubeObject): HeldLimits {
+  const verdict = judgeSpec(rl, rl.metadata.namespace ?? "demo");
+  if (!verdict.ok) throw new Error(`not valid: ${verdict.problems.join("; ")}`);
+  const patches = (verdict.desired.spec as { configPatches: { applyTo: string; patch: unknown }[] })
+    .configPatches;
+  const route = patches.find((p) => p.applyTo === "HTTP_ROUTE")?.patch as { value: unknown };
+  const held = heldLimitsOf({ routes: [route.value] }, LOCAL_RATELIMIT_FILTER, STAT_PREFIX).limits;
+  if (held.length !== 1) throw new Error(`${held.length} limits read`);
+  return held[0];
 }
 
 /** An input with the usual defaults: mesh installed, no peers, no pods, no filter, time 0. */

@@ -11,7 +11,7 @@ import {
   globalEntries,
   ruleEntries,
 } from "../../src/reconcile/ratelimit/render.ts";
-import { filterLimits, limitsPatch } from "../../src/reconcile/ratelimit/input.ts";
+import { digestPatch, filterLimits, limitsPatch } from "../../src/reconcile/ratelimit/input.ts";
 import {
   GLOBAL_ENGINE_CLUSTER,
   GLOBAL_STAGE,
@@ -299,7 +299,10 @@ Deno.test("filterLimits reads the global part back; the cache's patch reads the 
     const limits = filterLimits(f);
     assert.ok(limits?.global, "global read");
     assert.equal(limits.global.failureMode, "Allow");
-    const kept: KubeObject = { ...f, spec: { configPatches: [limitsPatch(limits)] } };
+    assert.equal(typeof limits.digest, "string", "digest read");
+    const { digest, ...rest } = limits;
+    const patches = [limitsPatch(rest), digestPatch(digest!)];
+    const kept: KubeObject = { ...f, spec: { configPatches: patches } };
     assert.deepEqual(filterLimits(kept), limits);
   }
   const local = filterOf(reconcileRateLimit(input(both())));

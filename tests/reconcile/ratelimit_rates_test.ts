@@ -129,12 +129,15 @@ function annotated(ef: KubeObject, text: string | undefined): KubeObject {
 
 Deno.test("the limits in force are read from the filter's patches, never from its annotation", () => {
   const ef = filterOf(rateLimit({ enforce: false, buckets: rules }));
+  const digest = filterLimits(ef)?.digest;
+  assert.equal(typeof digest, "string", "the route digest");
   const limits = {
     shadow: true,
     buckets: [
       { bucket: "default", maxTokens: 10, tokensPerFill: 10, fillInterval: "30s" },
       { bucket: "0", maxTokens: 5, tokensPerFill: 1, fillInterval: "120s" },
     ],
+    digest,
   };
   assert.deepEqual(filterLimits(ef), limits);
   // The annotation is written for people, as before, and says the same.

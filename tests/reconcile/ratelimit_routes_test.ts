@@ -25,6 +25,7 @@ import {
   routeReached,
 } from "../../src/dataplane/mod.ts";
 import { renderEnvoyFilter } from "../../src/reconcile/ratelimit/render.ts";
+import { ROUTE_METADATA_KEY } from "../../src/api/envoy.ts";
 import type { KubeObject } from "../../src/api/object.ts";
 import { bucket, rateLimit } from "./ratelimit_fixtures.ts";
 
@@ -177,10 +178,25 @@ Deno.test("forwarding routes get the limit; redirect and direct-response routes 
       );
       const want = (value.route as { rate_limits?: unknown[] } | undefined)?.rate_limits;
       assert.deepEqual((now.route as Json).rate_limits, want, `${c.name}: ${at} rate_limits`);
+      // The route digest joins the route's metadata, whose other entries stay.
+      const { typed_per_filter_config: _t, metadata, ...rest } = now;
+      const byFilter = (metadata as { filter_metadata: Json }).filter_metadata;
+      const { [ROUTE_METADATA_KEY]: digest, ...others } = byFilter;
+      assert.deepEqual(
+        digest,
+        (value.metadata as { filter_metadata: Json }).filter_metadata[ROUTE_METADATA_KEY],
+        `${c.name}: ${at} digest`,
+      );
+      const kept = Object.keys(others).length > 0
+        ? { metadata: { ...metadata as Json, filter_metadata: others } }
+        : {};
       // Nothing of the route itself is lost.
-      const { typed_per_filter_config: _t, ...rest } = now;
       const { rate_limits: _r, ...action } = now.route as Json;
-      assert.deepEqual({ ...rest, route: action }, route, `${c.name}: ${at} lost a field`);
+      assert.deepEqual(
+        { ...rest, ...kept, route: action },
+        route,
+        `${c.name}: ${at} lost a field`,
+      );
     });
     assert.ok(before.some((r) => !isForwarding(r.route)), `${c.name}: has other routes`);
   }

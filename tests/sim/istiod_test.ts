@@ -6,6 +6,7 @@
  * real poller's rules (src/kube/istiod_source.ts), whose figures it shares.
  */
 import assert from "node:assert/strict";
+import { filterLimits } from "../../src/reconcile/ratelimit/input.ts";
 import {
   heldLimitsOf,
   ISTIOD_STATUS_NAME,
@@ -98,8 +99,15 @@ Deno.test("istiod: a sidecar takes the operator's filter, its dump shows the lim
   // istiod's nonce shape: the push counter reads back.
   assert.ok((pushNumber(sync.listeners.acked) ?? 0) >= 1, sync.listeners.acked);
   const held = heldLimitsOf(sim.istiod.dump(p.id), LOCAL_RATELIMIT_FILTER, STAT_PREFIX);
+  // With the digest the filter's route patch carries (its route metadata, merged as istiod does).
+  const digest = filterLimits(filter)?.digest;
+  assert.equal(typeof digest, "string");
   assert.deepEqual(held, {
-    limits: [{ shadow: false, buckets: [{ maxTokens: 4, tokensPerFill: 2, fillInterval: "10s" }] }],
+    limits: [{
+      shadow: false,
+      buckets: [{ maxTokens: 4, tokensPerFill: 2, fillInterval: "10s" }],
+      digest,
+    }],
     unreadable: 0,
   });
   assert.equal(condition(sim, "Accepted"), "True/Accepted");

@@ -15,6 +15,7 @@ import {
   SERVERLESS_FINALIZER,
 } from "../../src/reconcile/labels.ts";
 import type { Plan } from "../../src/reconcile/plan.ts";
+import { filterLimits } from "../../src/reconcile/ratelimit/input.ts";
 import { ACCEPTED_CONDITION } from "../../src/reconcile/ratelimit/status.ts";
 import { PROXY_STATUS } from "../../src/api/istiod.ts";
 import { reconcileServerless } from "../../src/reconcile/serverless/mod.ts";
@@ -381,6 +382,37 @@ export function trustsUnconfirmedReadings(): MutantOptions {
         isLive: (type) => cache.isLive?.(type) ?? true,
       };
       return rateLimitController.reconcile(key, trusting, ctx);
+    },
+  });
+}
+
+/**
+ * A RateLimit controller that compares buckets only, as it did before the route digest: it reads
+ * every proxy's held limits as carrying the digest of the filter it renders, whatever digest the
+ * dump showed. After an edit that keeps the buckets (a rule's path, per-client or shared), it says
+ * Accepted for the new generation from the dump of the previous one.
+ */
+export function comparesBucketsOnly(): MutantOptions {
+  return swap({
+    ...rateLimitController,
+    reconcile(key, cache, ctx) {
+      const plan = rateLimitController.reconcile(key, cache, ctx);
+      const desired = plan?.apply.find((o) => o.kind === "EnvoyFilter");
+      const digest = desired && filterLimits(desired)?.digest;
+      if (digest === undefined) return plan;
+      const blind = (o: KubeObject | undefined): KubeObject | undefined => {
+        const held = (o?.status as { held?: { limits?: object[] } } | undefined)?.held;
+        if (!o || o.kind !== PROXY_STATUS.kind || !held?.limits) return o;
+        const limits = held.limits.map((l) => ({ ...l, digest }));
+        return { ...o, status: { ...o.status as object, held: { ...held, limits } } };
+      };
+      const blinded: CacheReader = {
+        ...cache,
+        get: (type, namespace, name) => blind(cache.get(type, namespace, name)),
+        list: (type, namespace) => cache.list(type, namespace).map((o) => blind(o) ?? o),
+        isLive: (type) => cache.isLive?.(type) ?? true,
+      };
+      return rateLimitController.reconcile(key, blinded, ctx);
     },
   });
 }

@@ -156,7 +156,7 @@ const CASES: readonly Case[] = [
     seed: 5,
     faults: { proxyNeverConnects: 1 },
     failure:
-      /^invariant accepted-means-held broken .*RateLimit demo\/rl-c is Accepted, but the proxy of Pod demo\/httpbin-.* \(notConnected\) did not hold the limits of EnvoyFilter demo\/rl-c rendered from generation/,
+      /^invariant accepted-means-held broken .*RateLimit demo\/rl-c is Accepted, but the proxy of Pod demo\/httpbin-.* \(notConnected\) did not hold EnvoyFilter demo\/rl-c rendered from generation/,
   },
   {
     // istiod's dump already shows a push still in its queue: read before a later syncz confirmed
@@ -167,7 +167,17 @@ const CASES: readonly Case[] = [
     seed: 40,
     faults: "none",
     failure:
-      /^invariant accepted-means-held broken .*RateLimit mesh-system\/gateway is Accepted, but the proxy of Pod mesh-system\/mesh-ingressgateway-.* did not hold the limits of EnvoyFilter mesh-system\/gateway rendered from generation 1/,
+      /^invariant accepted-means-held broken .*RateLimit mesh-system\/gateway is Accepted, but the proxy of Pod mesh-system\/mesh-ingressgateway-.* did not hold EnvoyFilter mesh-system\/gateway rendered from generation 1/,
+  },
+  {
+    // An edit that keeps the buckets: the dump of the previous generation shows the same ones.
+    check: "accepted-means-held",
+    mutant: "a RateLimit controller that compares buckets only, not the route digest",
+    options: mutant.comparesBucketsOnly,
+    seed: 26,
+    faults: "default",
+    failure:
+      /^invariant accepted-means-held broken .*RateLimit demo\/rl-c is Accepted, but the proxy of Pod demo\/httpbin-.* \(accepted\) did not hold EnvoyFilter demo\/rl-c rendered from generation 2, the one its status says is enforced/,
   },
   {
     check: "rejected-names-a-rejecting-proxy",

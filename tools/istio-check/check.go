@@ -197,8 +197,9 @@ func shadow(cfg *lrl.LocalRateLimit) bool {
 // still forwards and carries what the filters read. With the local filter: the same per-route
 // LocalRateLimit, enabled and enforced for every request (or, in shadow mode, enforced for none
 // and marking what it would reject), with one descriptor per stage-0 `rate_limits` entry. With the
-// global filter: `rate_limits` entries at the global filter's stage, and none without it. The
-// entries are the same on every such route. Those additions are undone; other routes are left as
+// global filter: `rate_limits` entries at the global filter's stage, and none without it. Always:
+// the operator's route digest in the route's metadata (beside Istio's own entry). The entries and
+// the digest are the same on every such route. Those additions are undone; other routes are left as
 // they are, so the comparison with the baseline shows any change to them.
 func checkRoutes(o *outcome, r *routeConfig, base *routeConfig, filters []string) {
 	local, global := has(filters, rateLimitFilter), has(filters, globalFilter)
@@ -259,9 +260,16 @@ func checkRoutes(o *outcome, r *routeConfig, base *routeConfig, filters []string
 					o.fail("%s: a global rate_limits entry at stage %d, the global filter reads stage %d", where, e.GetStage().GetValue(), o.globalStage)
 				}
 			}
+			digest := routeDigest(rt)
+			if digest == "" {
+				o.fail("%s: forwards (action route) but its metadata has no %s digest", where, routeMetadataKey)
+			}
 			if first == nil {
 				first = rt
 			} else {
+				if want := routeDigest(first); digest != want {
+					o.fail("%s: route digest %q differs from route %q's %q", where, digest, first.Name, want)
+				}
 				if d := cmp.Diff(first.TypedPerFilterConfig[rateLimitFilter], raw, protocmp.Transform()); d != "" {
 					o.fail("%s: per-route config differs from route %q's:\n%s", where, first.Name, indent(d))
 				}
@@ -272,10 +280,26 @@ func checkRoutes(o *outcome, r *routeConfig, base *routeConfig, filters []string
 			rt = proto.Clone(rt).(*route.Route)
 			delete(rt.TypedPerFilterConfig, rateLimitFilter)
 			rt.GetRoute().RateLimits = nil
+			if m := rt.GetMetadata(); m != nil {
+				delete(m.FilterMetadata, routeMetadataKey)
+				// Istio's own entry stays; a route that had no metadata has none again.
+				if was.GetMetadata() == nil && len(m.FilterMetadata) == 0 && len(m.TypedFilterMetadata) == 0 {
+					rt.Metadata = nil
+				}
+			}
 			vh.Routes[i] = rt
 			o.forwards++
 		}
 	}
+}
+
+// routeMetadataKey is the operator's entry in a route's metadata (src/api/envoy.ts
+// ROUTE_METADATA_KEY): {digest}, which identifies the route config its EnvoyFilter merges.
+const routeMetadataKey = "platform-project.io/ratelimit"
+
+// routeDigest is the digest in the operator's entry of rt's metadata, or "".
+func routeDigest(rt *route.Route) string {
+	return rt.GetMetadata().GetFilterMetadata()[routeMetadataKey].GetFields()["digest"].GetStringValue()
 }
 
 // baseRoute is route i of the virtual host named vh in the baseline, if there is one.

@@ -5,7 +5,7 @@
  */
 import type { Condition } from "../../api/common.ts";
 import { at, isObject, type JsonObject, stringMap } from "../../api/json.ts";
-import { LOCAL_RATELIMIT_FILTER } from "../../api/envoy.ts";
+import { LOCAL_RATELIMIT_FILTER, ROUTE_METADATA_KEY } from "../../api/envoy.ts";
 import { RATELIMIT_FILTER } from "../../api/global_engine.ts";
 import { apiVersionOf, RESOURCES } from "../../api/resources.ts";
 import type { KubeObject } from "../../api/object.ts";
@@ -128,6 +128,12 @@ export interface FilterLimits {
    * while the engine is Ready): its failure mode. Absent otherwise.
    */
   global?: { failureMode: "Allow" | "Deny" };
+  /**
+   * The digest its route patch writes into the routes' metadata (render.ts `routeDigest`), which
+   * a proxy's dump shows when it holds exactly this filter's route config. Absent from a filter
+   * an operator before it wrote.
+   */
+  digest?: string;
 }
 
 /** One entry of `status.rates`. */
@@ -158,6 +164,29 @@ function routeLimitConfig(ef: KubeObject): unknown {
   for (const p of patches) {
     const config = at(p, "patch", "value", "typed_per_filter_config", LOCAL_RATELIMIT_FILTER);
     if (config !== undefined) return config;
+  }
+  return undefined;
+}
+
+/**
+ * The digest a filter's route patch writes (render.ts `routeDigest`): the string at
+ * `patch.value.metadata.filter_metadata[ROUTE_METADATA_KEY].digest` of the first of its patches
+ * that has one.
+ */
+function routeDigestOf(ef: KubeObject): string | undefined {
+  const patches = at(ef, "spec", "configPatches");
+  if (!Array.isArray(patches)) return undefined;
+  for (const p of patches) {
+    const digest = at(
+      p,
+      "patch",
+      "value",
+      "metadata",
+      "filter_metadata",
+      ROUTE_METADATA_KEY,
+      "digest",
+    );
+    if (typeof digest === "string") return digest;
   }
   return undefined;
 }
@@ -209,10 +238,14 @@ export function filterLimits(ef: KubeObject): FilterLimits | undefined {
   const globalConfig = globalFilterConfig(ef);
   const global = globalConfig === undefined ? undefined : globalOf(globalConfig);
   if (globalConfig !== undefined && global === undefined) return undefined;
-  const withGlobal = global ? { global } : {};
+  const digest = routeDigestOf(ef);
+  const withParts = {
+    ...(global ? { global } : {}),
+    ...(digest !== undefined ? { digest } : {}),
+  };
   if (config === undefined && global) {
     const enforced = at(globalConfig, "filter_enforced", "default_value", "numerator");
-    return { shadow: enforced === 0, buckets: [], ...withGlobal };
+    return { shadow: enforced === 0, buckets: [], ...withParts };
   }
   const enforced = at(config, "filter_enforced", "default_value", "numerator");
   if (typeof enforced !== "number" || !Number.isSafeInteger(enforced) || enforced < 0) {
@@ -232,7 +265,7 @@ export function filterLimits(ef: KubeObject): FilterLimits | undefined {
     shadow: enforced === 0,
     buckets,
     ...(perClient ? { perClient: true as const } : {}),
-    ...withGlobal,
+    ...withParts,
   };
 }
 
@@ -245,8 +278,9 @@ function globalOf(config: unknown): FilterLimits["global"] {
 
 /**
  * The smallest patch `filterLimits` reads as `limits` (as it gives them: the default bucket
- * first), in fresh objects: what the operator's cache keeps of a filter's patches besides their
- * contexts (controllers/ratelimit_cache.ts).
+ * first) but for their `digest` (`digestPatch`), in fresh objects: what the operator's cache keeps
+ * of a filter's patches besides their contexts and digest (controllers/ratelimit_cache.ts), the
+ * same for every filter of the same limits.
  */
 export function limitsPatch(limits: FilterLimits): JsonObject {
   const tokenBucket = (b: BucketRefill) => ({
@@ -276,7 +310,19 @@ export function limitsPatch(limits: FilterLimits): JsonObject {
     ...(limits.perClient ? { max_dynamic_descriptors: 1 } : {}),
   };
   return {
-    patch: { value: { ...global, typed_per_filter_config: { [LOCAL_RATELIMIT_FILTER]: config } } },
+    patch: {
+      value: {
+        ...global,
+        typed_per_filter_config: { [LOCAL_RATELIMIT_FILTER]: config },
+      },
+    },
+  };
+}
+
+/** The smallest patch `filterLimits` reads as a filter's route `digest`, in fresh objects. */
+export function digestPatch(digest: string): JsonObject {
+  return {
+    patch: { value: { metadata: { filter_metadata: { [ROUTE_METADATA_KEY]: { digest } } } } },
   };
 }
 

@@ -25,6 +25,7 @@ import {
   LOCAL_RATELIMIT_TYPE,
   RATE_LIMITED_BODY,
   RATE_LIMITED_FLAG,
+  ROUTE_METADATA_KEY,
   SHADOW_HEADER,
   SHADOW_HEADER_VALUE,
 } from "../../api/envoy.ts";
@@ -39,6 +40,7 @@ import { podExportsStat, STATS_INCLUSION_ANNOTATIONS } from "../../api/stats_inc
 import { errorLines } from "../../api/issues.ts";
 import { storedBytes } from "../../api/json.ts";
 import { validateSpec } from "./validate.ts";
+import { textDigest } from "../hash.ts";
 
 // How bucket rules become a route's `rate_limits` entries: each rule's actions and the descriptor
 // entries they produce, so that at most one entry (the first matching rule's) yields a descriptor.
@@ -463,6 +465,44 @@ function insertFilter(context: ProxyContext, name: string, config: Json): Json {
 }
 
 /**
+ * The digest a filter's route patch carries in the route's metadata (`ROUTE_METADATA_KEY`): of the
+ * rest of that patch's value (its `rate_limits` and per-route local rate limit config), the
+ * RateLimit's uid and the generation rendered, so a proxy whose config dump shows it holds exactly
+ * what this render of this RateLimit merges into its routes, whatever changed (a rule's path or
+ * headers, per-client or shared, descriptors, response headers) and whatever stayed (the same
+ * buckets). `textDigest` (53 bits) of the JSON as rendered: the renderer writes its keys in one
+ * order, so equal renders give equal text.
+ */
+export function routeDigest(rl: RateLimit, routeValue: Json): string {
+  return textDigest(
+    JSON.stringify([rl.metadata.uid ?? null, rl.metadata.generation ?? null, routeValue]),
+  );
+}
+
+/**
+ * `routeDigest` of a frozen RateLimit's render, kept in its `Known` (its route value depends only
+ * on the object and whether the global part is rendered): a steady-state reconcile does not hash
+ * the route again.
+ */
+function knownRouteDigest(
+  rl: RateLimit,
+  routeValue: Json,
+  global: boolean,
+  known: Known | undefined,
+): string {
+  if (known?.routeDigest !== undefined && (known.routeDigestGlobal === true) === global) {
+    return known.routeDigest;
+  }
+  const digest = routeDigest(rl, routeValue);
+  if (known) {
+    known.routeDigest = digest;
+    if (global) known.routeDigestGlobal = true;
+    else delete known.routeDigestGlobal;
+  }
+  return digest;
+}
+
+/**
  * The EnvoyFilter of a valid RateLimit: same name and namespace, owned by it, patching each of
  * `contexts` (scope.ts `patchContexts` chooses them from the Pods; without, a selector that names
  * a gateway by convention gets GATEWAY and any other SIDECAR_INBOUND). Its global part only when
@@ -474,6 +514,7 @@ export function renderEnvoyFilter(
     namesGateway(rl.spec.selectorLabels) ? "GATEWAY" : "SIDECAR_INBOUND",
   ],
   parts: RenderParts = LOCAL_ONLY,
+  known?: Known,
 ): KubeObject {
   const namespace = rl.metadata.namespace ?? "default";
   const spec = rl.spec;
@@ -522,6 +563,24 @@ export function renderEnvoyFilter(
     },
   };
   const domain = globalDomain(namespace, rl.metadata.name);
+  const routeValue: Json = {
+    // No rules, no `rate_limits`: an entry with `actions: []` makes Envoy reject the whole route
+    // config (Kyma api-gateway #2380).
+    ...(rateLimits.length > 0 ? { route: { rate_limits: rateLimits } } : {}),
+    ...(local
+      ? {
+        typed_per_filter_config: {
+          [LOCAL_RATELIMIT_FILTER]: routeConfig(spec, local, descriptors),
+        },
+      }
+      : {}),
+  };
+  // Last, so that the digest is of everything else the routes get (computed once a render).
+  routeValue.metadata = {
+    filter_metadata: {
+      [ROUTE_METADATA_KEY]: { digest: knownRouteDigest(rl, routeValue, !!global, known) },
+    },
+  };
   return {
     apiVersion: apiVersionOf(RESOURCES.EnvoyFilter),
     kind: RESOURCES.EnvoyFilter.kind,
@@ -557,21 +616,7 @@ export function renderEnvoyFilter(
           // redirect with a route to no cluster), and Envoy would reject the whole route config.
           applyTo: "HTTP_ROUTE",
           match: { context, routeConfiguration: { vhost: { route: { action: "ROUTE" } } } },
-          patch: {
-            operation: "MERGE",
-            value: {
-              // No rules, no `rate_limits`: an entry with `actions: []` makes Envoy reject the
-              // whole route config (Kyma api-gateway #2380).
-              ...(rateLimits.length > 0 ? { route: { rate_limits: rateLimits } } : {}),
-              ...(local
-                ? {
-                  typed_per_filter_config: {
-                    [LOCAL_RATELIMIT_FILTER]: routeConfig(spec, local, descriptors),
-                  },
-                }
-                : {}),
-            },
-          },
+          patch: { operation: "MERGE", value: routeValue },
         },
       ]),
     },
@@ -654,6 +699,9 @@ export interface Known {
   size?: StoredSize;
   /** True when the last filter rendered had its global part. */
   global?: true;
+  /** The route digest of its last render (`routeDigest`), and whether that had the global part. */
+  routeDigest?: string;
+  routeDigestGlobal?: true;
 }
 
 /** By frozen RateLimit object: pure in effect, since a frozen object cannot change. */
@@ -771,6 +819,7 @@ export function renderSpec(
     { ...rl, metadata: { ...rl.metadata, namespace } },
     contexts,
     parts,
+    parsed.known,
   );
   const tooLarge = sizeProblem(desired, maxBytes, parsed.known, namespace, contexts, parts);
   return tooLarge === undefined ? { ok: true, rl, desired } : { ok: false, problems: [tooLarge] };

@@ -273,11 +273,20 @@ export interface Acceptance {
   proxies?: ProxyCounts;
 }
 
-/** True when a proxy holds exactly `limits` of ours, as one config. */
+/**
+ * True when a proxy holds exactly `limits` of ours, as one config: the same route digest
+ * (input.ts `FilterLimits.digest`: which render of which RateLimit its routes got, so an edit
+ * that keeps the buckets but changes what they match is not taken for held before it is), and
+ * the same mode and buckets. A route without a digest does not hold a filter that has one (every
+ * filter this operator writes has one; a dump without is of an older operator's filter); only
+ * when the filter in force has none either (written by an older operator, not yet rendered
+ * again) are mode and buckets all there is to compare.
+ */
 function holdsExactly(held: readonly HeldLimits[], limits: FilterLimits): boolean {
   if (held.length !== 1) return false;
   const h = held[0];
-  return h.shadow === limits.shadow && h.buckets.length === limits.buckets.length &&
+  return h.digest === limits.digest && h.shadow === limits.shadow &&
+    h.buckets.length === limits.buckets.length &&
     h.buckets.every((b, i) => {
       const l = limits.buckets[i];
       return b.maxTokens === l.maxTokens && b.tokensPerFill === l.tokensPerFill &&
