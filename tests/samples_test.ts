@@ -121,8 +121,10 @@ Deno.test("ratelimit-invalid.yaml: schema-valid, but a bucket interval is not a 
   );
 });
 
-Deno.test("ratelimit-global.yaml: local and global parts, every global field, valid for the operator", () => {
-  const raw = read("ratelimit-global.yaml");
+Deno.test("docs/examples/ratelimit-global.yaml: local and global parts, every global field, valid for the operator", () => {
+  // Not in samples/: it selects the workload sample's Pods, so applying samples/ (./deno task dev,
+  // the deployed e2e) would make one of the two a conflict.
+  const raw = read("../docs/examples/ratelimit-global.yaml");
   const rl = ok(parseRateLimit(raw));
   assert.equal(rl.metadata.namespace, "demo");
   assert.deepEqual(rl.spec.selectorLabels, { app: "httpbin" });

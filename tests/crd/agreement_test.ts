@@ -25,7 +25,11 @@ const KINDS: { plural: string; sample: string; parse: (input: unknown) => ParseR
     { plural: "scalers", sample: "scaler.yaml", parse: parseScaler },
     { plural: "ratelimits", sample: "ratelimit-workload.yaml", parse: parseRateLimit },
     // The global part's fields, edited from a sample that has them (local and global).
-    { plural: "ratelimits", sample: "ratelimit-global.yaml", parse: parseRateLimit },
+    {
+      plural: "ratelimits",
+      sample: "../docs/examples/ratelimit-global.yaml",
+      parse: parseRateLimit,
+    },
   ];
 
 const BUCKET = { maxTokens: 1, tokensPerFill: 1, fillInterval: "30s" };

@@ -273,11 +273,11 @@ Deno.test("istio-check: Istio patches every sample's and fixture's EnvoyFilter e
   // The global sample before the engine is Ready (local only) and after, and the global fixtures.
   const withGlobal = cases.filter((c) => c.filters.includes("envoy.filters.http.ratelimit"));
   assert.ok(
-    withGlobal.some((c) => c.name.includes("samples/ratelimit-global.yaml (engine Ready)")),
+    withGlobal.some((c) => c.name.includes("docs/examples/ratelimit-global.yaml (engine Ready)")),
   );
   assert.ok(
     cases.some((c) =>
-      c.name.split(", ").includes("samples/ratelimit-global.yaml") &&
+      c.name.split(", ").includes("docs/examples/ratelimit-global.yaml") &&
       c.filters.join() === "envoy.filters.http.local_ratelimit"
     ),
   );
@@ -432,7 +432,7 @@ const MUTATIONS: { name: string; sample: string; mutate: Mutation; expect: RegEx
 ];
 
 /** Broken variants of the global sample's filter (the engine Ready). */
-const GLOBAL_SAMPLE = "samples/ratelimit-global.yaml (engine Ready)";
+const GLOBAL_SAMPLE = "docs/examples/ratelimit-global.yaml (engine Ready)";
 MUTATIONS.push(
   {
     name: "global filter asking a cluster no proxy has",

@@ -57,12 +57,18 @@ async function yamlFiles(dir: string): Promise<string[]> {
 }
 
 /**
- * Every RateLimit in samples/*.yaml and in the applies of sim/scenarios/*.yaml; one with a global
- * part twice, as the operator renders it before the engine is Ready and after.
+ * Every RateLimit in samples/*.yaml, in docs/examples/ratelimit-global.yaml (kept out of samples/,
+ * which `./deno task dev` applies, because it selects the same Pods as the workload sample) and in
+ * the applies of sim/scenarios/*.yaml; one with a global part twice, as the operator renders it
+ * before the engine is Ready and after.
  */
 export async function repoSources(root = ROOT): Promise<Source[]> {
   const out: Source[] = [];
-  for (const file of await yamlFiles(join(root, "samples"))) {
+  const files = [
+    ...await yamlFiles(join(root, "samples")),
+    join(root, "docs", "examples", "ratelimit-global.yaml"),
+  ];
+  for (const file of files) {
     const docs = parseAllDocuments(await Deno.readTextFile(file)).map((d) => d.toJS());
     for (const doc of docs.filter(isRateLimit)) {
       out.push({ name: relative(root, file), rateLimit: doc });
