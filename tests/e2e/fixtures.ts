@@ -88,7 +88,7 @@ export function meshDeployment(
         spec: {
           containers: [
             { name: "app", image: "registry.example/httpbin:1" },
-            ...(sidecar ? [{ name: "istio-proxy", image: "docker.io/istio/proxyv2:1.24.0" }] : []),
+            ...(sidecar ? [{ name: "istio-proxy", image: "docker.io/istio/proxyv2:1.30.3" }] : []),
           ],
         },
       },
