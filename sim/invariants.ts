@@ -25,15 +25,15 @@ import { nonGatewaysReached } from "./blast_radius.ts";
 import { deepEqual } from "../src/api/json.ts";
 import { ACCEPTED_CONDITION } from "../src/reconcile/ratelimit/status.ts";
 import { GENERATION_ANNOTATION } from "../src/reconcile/ratelimit/render.ts";
-import { FEED_PERIOD_MS } from "./istiod_feed.ts";
+import { DEFAULT_PERIOD_MS } from "../src/api/istiod.ts";
 import type { SimIstiod } from "./istiod.ts";
 
 /**
  * How old what the operator says of the proxies may be when its status write lands: a round of
- * its poller at most a period before it reconciled ({@link FEED_PERIOD_MS}), the slowest write the
+ * its poller at most a period before it reconciled ({@link DEFAULT_PERIOD_MS}), the slowest write the
  * faults make (15 s, faults.ts), and 5 s of slack for the requests around it.
  */
-export const ACCEPTED_LAG_MS = FEED_PERIOD_MS + 15_000 + 5_000;
+export const ACCEPTED_LAG_MS = DEFAULT_PERIOD_MS + 15_000 + 5_000;
 
 /** One broken invariant. */
 export interface Violation {

@@ -7,27 +7,31 @@
  *
  * - a round asks istiod's syncz; a proxy that is Acked and concerns a RateLimit (`wants`) has its
  *   dump read once per acknowledged push, through `heldLimitsOf`; the record is `confirmed` by a
- *   later round, at least {@link FEED_FOLLOW_UP_MS} after the dump, that shows the same push; a
+ *   later round, at least {@link DEFAULT_FOLLOW_UP_MS} after the dump, that shows the same push; a
  *   reading of another push than the one acknowledged now is not published; a new reading with the
  *   same limits as a confirmed one stays confirmed;
- * - rounds come a {@link FEED_PERIOD_MS} apart, a follow-up sooner while a record is unconfirmed;
+ * - rounds come a {@link DEFAULT_PERIOD_MS} apart, a follow-up sooner while a record is unconfirmed;
  *   when the operator's cached EnvoyFilters change (looked at on the poller's one-second grid), a
- *   round comes at once and {@link FEED_SETTLE_ROUNDS} more follow a second apart;
+ *   round comes at once and {@link SETTLE_ROUNDS} more follow a second apart;
  * - while istiod cannot be asked, istiod's own ProxyStatus says why, the proxies stay as last
- *   published, and the next try comes a {@link FEED_FOLLOW_UP_MS} later, then each twice as late,
- *   up to {@link FEED_MAX_BACKOFF_MS}.
+ *   published, and the next try comes a {@link DEFAULT_FOLLOW_UP_MS} later, then each twice as late,
+ *   up to {@link MAX_BACKOFF_MS}.
  *
  * The figures are the poller's defaults; tests/sim checks they agree.
  */
 import {
   ackedKey,
+  DEFAULT_FOLLOW_UP_MS,
+  DEFAULT_PERIOD_MS,
   heldLimitsOf,
   type HeldRecord,
   ISTIOD_STATUS_NAME,
   istiodStatusObject,
+  MAX_BACKOFF_MS,
   podOfProxy,
   PROXY_STATUS,
   proxyStatusObject,
+  SETTLE_ROUNDS,
   verdictOf,
 } from "../src/api/istiod.ts";
 import type { KubeObject } from "../src/api/object.ts";
@@ -36,15 +40,6 @@ import { STAT_PREFIX } from "../src/reconcile/ratelimit/render.ts";
 import type { LocalSource } from "../src/runtime/mod.ts";
 import type { ClockView, TimerHandle } from "./clock.ts";
 import type { SimIstiod } from "./istiod.ts";
-
-/** Period between two rounds (the poller's DEFAULT_PERIOD_MS). */
-export const FEED_PERIOD_MS = 15_000;
-/** Wait before a confirming round, and the grid on which changes are looked at. */
-export const FEED_FOLLOW_UP_MS = 1_000;
-/** Rounds a second apart after the EnvoyFilters changed (the poller's SETTLE_ROUNDS). */
-export const FEED_SETTLE_ROUNDS = 5;
-/** Longest wait between tries while istiod cannot be asked (the poller's MAX_BACKOFF_MS). */
-export const FEED_MAX_BACKOFF_MS = 300_000;
 
 /** A dump read for a proxy, at the push it had acknowledged then. */
 interface Reading {
@@ -110,13 +105,13 @@ export class ProxyStatusFeed {
   filtersChanged(): void {
     if (this.#stopped || this.#failing || this.#look) return;
     const now = this.#o.clock.now();
-    const step = FEED_FOLLOW_UP_MS - ((now - this.#lastRound) % FEED_FOLLOW_UP_MS);
+    const step = DEFAULT_FOLLOW_UP_MS - ((now - this.#lastRound) % DEFAULT_FOLLOW_UP_MS);
     this.#look = this.#o.clock.after(step, () => {
       this.#look = undefined;
       const token = this.#token();
       if (token === this.#seen || this.#failing) return;
       this.#seen = token;
-      this.#settle = FEED_SETTLE_ROUNDS;
+      this.#settle = SETTLE_ROUNDS;
       this.#at(0);
     });
   }
@@ -153,8 +148,8 @@ export class ProxyStatusFeed {
       ]);
       this.#failing = true;
       this.#failures++;
-      const wait = FEED_FOLLOW_UP_MS * 2 ** Math.min(this.#failures - 1, 30);
-      this.#at(Math.min(FEED_MAX_BACKOFF_MS, wait));
+      const wait = DEFAULT_FOLLOW_UP_MS * 2 ** Math.min(this.#failures - 1, 30);
+      this.#at(Math.min(MAX_BACKOFF_MS, wait));
       return;
     }
     this.#failing = false;
@@ -171,7 +166,7 @@ export class ProxyStatusFeed {
       } else {
         const r = this.#read.get(p.id);
         if (r?.acked !== key) this.#read.set(p.id, this.#reading(p.id, key, r, now));
-        else if (r.recheck && now - r.at >= FEED_FOLLOW_UP_MS) {
+        else if (r.recheck && now - r.at >= DEFAULT_FOLLOW_UP_MS) {
           r.recheck = false;
           if ("limits" in r.record) r.record = { ...r.record, confirmed: true };
         }
@@ -183,7 +178,7 @@ export class ProxyStatusFeed {
     objects.push(istiodStatusObject(namespace, { reachable: true, proxies: proxies.length }));
     this.source.publish(objects);
     const unconfirmed = [...this.#read.values()].some((r) => r.recheck);
-    const wait = unconfirmed || this.#settle > 0 ? FEED_FOLLOW_UP_MS : FEED_PERIOD_MS;
+    const wait = unconfirmed || this.#settle > 0 ? DEFAULT_FOLLOW_UP_MS : DEFAULT_PERIOD_MS;
     if (this.#settle > 0) this.#settle--;
     this.#at(wait);
   }

@@ -402,3 +402,14 @@ export function heldLimitsOf(
   walk(dump, 0);
   return { limits: [...seen.values()], unreadable };
 }
+
+// How often the operator asks istiod (src/kube/istiod_source.ts, and the simulator's model of it).
+
+/** Longest wait between two tries while istiod cannot be asked. */
+export const MAX_BACKOFF_MS = 300_000;
+/** Default period between two rounds. */
+export const DEFAULT_PERIOD_MS = 15_000;
+/** Default wait before a round that confirms what the last one read. */
+export const DEFAULT_FOLLOW_UP_MS = 1_000;
+/** Rounds a follow-up apart after the operator's EnvoyFilters changed: istiod debounces a push. */
+export const SETTLE_ROUNDS = 5;

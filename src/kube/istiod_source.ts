@@ -28,29 +28,31 @@
  */
 import {
   ackedKey,
+  DEFAULT_FOLLOW_UP_MS,
+  DEFAULT_PERIOD_MS,
   heldLimitsOf,
   type HeldRecord,
   ISTIOD_STATUS_NAME,
   istiodStatusObject,
+  MAX_BACKOFF_MS,
   podOfProxy,
   PROXY_STATUS,
   proxyStatusObject,
   type ProxySync,
+  SETTLE_ROUNDS,
   type Syncz,
   verdictOf,
 } from "../api/istiod.ts";
 import { LOCAL_RATELIMIT_FILTER } from "../api/envoy.ts";
+
+// How the operator asks istiod, in src/api/istiod.ts so the simulator's model of this poller reads
+// the same figures.
+export { DEFAULT_FOLLOW_UP_MS, DEFAULT_PERIOD_MS, MAX_BACKOFF_MS, SETTLE_ROUNDS };
 import type { KubeObject } from "../api/object.ts";
 import { type Clock, inParallel, type LocalSource, type Logger } from "../runtime/mod.ts";
 import type { IstiodAnswer, IstiodClient } from "./istiod.ts";
 import type { ReplicaView } from "./istiod_endpoints.ts";
 
-/** Longest wait between two tries while istiod cannot be asked. */
-export const MAX_BACKOFF_MS = 300_000;
-/** Default period between two rounds. */
-export const DEFAULT_PERIOD_MS = 15_000;
-/** Default wait before a round that confirms what the last one read. */
-export const DEFAULT_FOLLOW_UP_MS = 1_000;
 /** Most dumps asked in one round; the rest wait for the next. */
 export const MAX_DUMPS_PER_ROUND = 100;
 /** Dumps asked at once. */
@@ -103,9 +105,6 @@ interface Target {
   /** Whether no answer is a failure (false: terminating). */
   required: boolean;
 }
-
-/** Rounds a `followUpMs` apart after `changed` moved: istiod debounces a push by 0.1 s or more. */
-export const SETTLE_ROUNDS = 5;
 
 /**
  * What one round found: whether every istiod answered, whether to follow up soon, and whether

@@ -3,7 +3,7 @@
  * them (sim/istiod_feed.ts): proxies connect, take pushes and answer them as Envoy does (a filter
  * the model refuses is rejected and the last accepted config kept), syncz and dumps read with the
  * operator's own readers (src/api/istiod.ts), and the feed publishes ProxyStatus objects with the
- * real poller's rules (src/kube/istiod_source.ts), whose figures it shares.
+ * real poller's rules (src/kube/istiod_source.ts), with the same figures (src/api/istiod.ts).
  */
 import assert from "node:assert/strict";
 import { filterLimits } from "../../src/reconcile/ratelimit/input.ts";
@@ -17,24 +17,13 @@ import {
 } from "../../src/api/istiod.ts";
 import { RESOURCES } from "../../src/api/resources.ts";
 import { LOCAL_RATELIMIT_FILTER } from "../../src/dataplane/mod.ts";
-import {
-  DEFAULT_FOLLOW_UP_MS,
-  DEFAULT_PERIOD_MS,
-  MAX_BACKOFF_MS,
-  SETTLE_ROUNDS,
-} from "../../src/kube/istiod_source.ts";
+import { DEFAULT_FOLLOW_UP_MS, DEFAULT_PERIOD_MS } from "../../src/api/istiod.ts";
 import { STAT_PREFIX } from "../../src/reconcile/ratelimit/render.ts";
 import { LocalSource } from "../../src/runtime/mod.ts";
 import type { KubeObject } from "../../src/api/object.ts";
 import { brokenFilter } from "../../sim/chaos.ts";
 import { NO_FAULTS } from "../../sim/faults.ts";
-import {
-  FEED_FOLLOW_UP_MS,
-  FEED_MAX_BACKOFF_MS,
-  FEED_PERIOD_MS,
-  FEED_SETTLE_ROUNDS,
-  ProxyStatusFeed,
-} from "../../sim/istiod_feed.ts";
+import { ProxyStatusFeed } from "../../sim/istiod_feed.ts";
 import { Simulation } from "../../sim/simulation.ts";
 import { demoWorkload } from "../../sim/workload.ts";
 import { parseScenario } from "../../sim/scenario/format.ts";
@@ -79,13 +68,6 @@ function condition(sim: Simulation, type: string): string {
     ?.conditions?.find((x) => x.type === type);
   return c ? `${c.status}/${c.reason}` : "(none)";
 }
-
-Deno.test("istiod: the feed's figures are the real poller's defaults", () => {
-  assert.equal(FEED_PERIOD_MS, DEFAULT_PERIOD_MS);
-  assert.equal(FEED_FOLLOW_UP_MS, DEFAULT_FOLLOW_UP_MS);
-  assert.equal(FEED_SETTLE_ROUNDS, SETTLE_ROUNDS);
-  assert.equal(FEED_MAX_BACKOFF_MS, MAX_BACKOFF_MS);
-});
 
 Deno.test("istiod: a sidecar takes the operator's filter, its dump shows the limits, and the RateLimit is Accepted", async () => {
   const sim = await demo();
@@ -194,11 +176,11 @@ Deno.test("istiod: the feed confirms a reading one follow-up later, says why whe
   const first = status()?.held;
   assert.ok(first && "limits" in first, JSON.stringify(first));
   assert.equal(first.confirmed, false);
-  await sim.driver.runFor(FEED_FOLLOW_UP_MS);
+  await sim.driver.runFor(DEFAULT_FOLLOW_UP_MS);
   const second = status()?.held;
   assert.ok(second && "limits" in second && second.confirmed, JSON.stringify(second));
   sim.istiod.unreachable(undefined);
-  await sim.driver.runFor(FEED_PERIOD_MS);
+  await sim.driver.runFor(DEFAULT_PERIOD_MS);
   const istiod = source.list().items.find((o) => o.metadata.name === ISTIOD_STATUS_NAME);
   assert.deepEqual(istiod?.status, {
     reachable: false,
@@ -208,7 +190,7 @@ Deno.test("istiod: the feed confirms a reading one follow-up later, says why whe
   assert.ok(status(), "the proxies stay as last seen");
   // As the real poller: asked again a second after the first failure (not a period later).
   sim.istiod.reachable();
-  await sim.driver.runFor(FEED_FOLLOW_UP_MS);
+  await sim.driver.runFor(DEFAULT_FOLLOW_UP_MS);
   const again = source.list().items.find((o) => o.metadata.name === ISTIOD_STATUS_NAME);
   assert.deepEqual(again?.status, { reachable: true, proxies: 2 });
   feed.stop();
