@@ -10,12 +10,40 @@ export const RATELIMIT_FILTER = "envoy.filters.http.ratelimit";
 export const RATELIMIT_TYPE =
   "type.googleapis.com/envoy.extensions.filters.http.ratelimit.v3.RateLimit";
 
-/** The engine's Service: its name, namespace and gRPC port (the engine's `GRPC_PORT` default). */
+/**
+ * The engine's Service: its name, namespace and ports, each the engine's own default
+ * (envoyproxy/ratelimit src/settings/settings.go): `GRPC_PORT` 8081 (Envoy's calls), `PORT` 8080
+ * (`/healthcheck`), `DEBUG_PORT` 6070 (`/rlconfig`, the configuration it has loaded); and the port
+ * its Prometheus endpoint is given (`PROMETHEUS_ADDR`, the engine's default is 9090).
+ */
 export const GLOBAL_ENGINE_SERVICE = {
   name: "ratelimit-engine",
   namespace: "platform-ratelimit",
   grpcPort: 8081,
+  httpPort: 8080,
+  debugPort: 6070,
+  metricsPort: 9090,
 } as const;
+
+/** The labels of the engine's Pods (and its Deployment's selector). */
+export const GLOBAL_ENGINE_LABELS: Readonly<Record<string, string>> = {
+  "app.kubernetes.io/name": "ratelimit-engine",
+  "app.kubernetes.io/managed-by": "platform-operator",
+};
+
+/**
+ * The operator's xDS server, from which every engine takes its configuration
+ * (`CONFIG_TYPE=GRPC_XDS_SOTW`, docs/global-engine.md): the port each operator replica listens on
+ * and the name of the Service in the operator's namespace that leads the engines to it.
+ */
+export const ENGINE_XDS = { port: 18001, serviceName: "platform-operator-xds" } as const;
+
+/**
+ * The xDS type of the engine's configuration: one resource a domain
+ * (envoyproxy/ratelimit api/ratelimit/config/ratelimit/v3/rls_conf.proto `RateLimitConfig`).
+ */
+export const ENGINE_CONFIG_TYPE =
+  "type.googleapis.com/ratelimit.config.ratelimit.v3.RateLimitConfig";
 
 /** The DNS domain of the cluster's Services, as Istio names its outbound clusters. */
 export const CLUSTER_DOMAIN = "cluster.local";
