@@ -38,6 +38,29 @@ export const GLOBAL_ENGINE_LABELS: Readonly<Record<string, string>> = {
  */
 export const ENGINE_XDS = { port: 18001, serviceName: "platform-operator-xds" } as const;
 
+/** The address the engines dial for their configuration: the xDS Service in the operator's namespace. */
+export function engineXdsServerUrl(operatorNamespace: string): string {
+  return `${ENGINE_XDS.serviceName}.${operatorNamespace}.svc:${ENGINE_XDS.port}`;
+}
+
+/**
+ * The label that selects the operator's own Pods (deploy/deployment.yaml): what the engine's
+ * NetworkPolicy lets reach its debug and health ports, and what the xDS Service leads to.
+ */
+export const OPERATOR_POD_LABELS: Readonly<Record<string, string>> = {
+  "app.kubernetes.io/name": "platform-operator",
+};
+
+/** The engine Pods' container, ServiceAccount, PodDisruptionBudget and NetworkPolicy name. */
+export const GLOBAL_ENGINE_CONTAINER = "ratelimit";
+
+/**
+ * The engine Pod template's annotation holding a digest of the Redis Secret's resourceVersion:
+ * a rotated password or certificate changes it, so the Deployment rolls the engines, which read
+ * the Secret only when they start.
+ */
+export const REDIS_SECRET_DIGEST_ANNOTATION = "ratelimit.platform-project.io/redis-secret-digest";
+
 /**
  * The xDS type of the engine's configuration: one resource a domain
  * (envoyproxy/ratelimit api/ratelimit/config/ratelimit/v3/rls_conf.proto `RateLimitConfig`).
@@ -81,3 +104,12 @@ export const GLOBAL_STAGE = 1;
 export function globalDomain(namespace: string, name: string): string {
   return `${namespace}/${name}`;
 }
+
+/**
+ * Annotation on a RateLimit's EnvoyFilter: the engine's configuration of its domain, as JSON
+ * (reconcile/ratelimit/engine_config.ts `EngineDomainConfig`), written by the same render as the
+ * route entries whose descriptors it limits, and only when the global part is rendered. The
+ * operator's xDS server hands the engines the set of these annotations on the filters it owns, so
+ * an engine holds what the filters in place send (docs/global-engine.md).
+ */
+export const ENGINE_DOMAIN_ANNOTATION = "gateway.platform-project.io/ratelimit-engine-domain";
