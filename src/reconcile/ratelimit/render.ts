@@ -8,9 +8,9 @@ import {
   parseRateLimit,
   type RateLimit,
   type RateLimitSpec,
-  type RuleMatch,
 } from "../../api/ratelimit.ts";
 import {
+  ENGINE_DOMAIN_ANNOTATION,
   GLOBAL_ENGINE_CLUSTER,
   GLOBAL_ENGINE_TIMEOUT,
   GLOBAL_STAGE,
@@ -19,7 +19,6 @@ import {
   RATELIMIT_TYPE,
 } from "../../api/global_engine.ts";
 import {
-  type DescriptorEntry,
   HCM_TYPE,
   LOCAL_RATELIMIT_FILTER,
   LOCAL_RATELIMIT_TYPE,
@@ -41,188 +40,17 @@ import { errorLines } from "../../api/issues.ts";
 import { storedBytes } from "../../api/json.ts";
 import { validateSpec } from "./validate.ts";
 import { textDigest } from "../hash.ts";
+import { globalEntries, type Json, ruleEntries } from "./entries.ts";
+import { engineDomainOfEntries } from "./engine_config.ts";
 
-// How bucket rules become a route's `rate_limits` entries: each rule's actions and the descriptor
-// entries they produce, so that at most one entry (the first matching rule's) yields a descriptor.
-// The EnvoyFilter (`renderEnvoyFilter` below) puts the entries on the routes and the descriptors beside the
-// token buckets.
-
-/** A JSON object of Envoy's config. */
-export type Json = Record<string, unknown>;
-
-type Matcher = Json;
-
-/**
- * A rule as the entries read it, made once a filter: its headers with names in lower case
- * (Envoy's form, and how rules are compared), and the header matchers it needs, sorted by name.
- */
-interface RuleView {
-  rule: RuleMatch;
-  /** `[name, value]`, names lower-cased, in the rule's order. */
-  headers: [string, string][];
-  /** Each header matcher's name and exact value (undefined: present), sorted by name. */
-  matchers: [string, string | undefined][];
-}
-
-function viewOf(rule: RuleMatch): RuleView {
-  const headers: [string, string][] = [];
-  const matchers: [string, string | undefined][] = [];
-  for (const [name, value] of Object.entries(rule.headers ?? {})) {
-    const lower = name.toLowerCase();
-    headers.push([lower, value]);
-    matchers.push([lower, value]);
-  }
-  const key = rule.perClient?.header?.toLowerCase();
-  if (key !== undefined && !matchers.some(([name]) => name === key)) {
-    matchers.push([key, undefined]);
-  }
-  matchers.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return { rule, headers, matchers };
-}
-
-/** The value of header `name` (lower-cased) in a view, the last if it is given twice. */
-function headerValue(view: RuleView, name: string): string | undefined {
-  for (let i = view.headers.length - 1; i >= 0; i--) {
-    if (view.headers[i][0] === name) return view.headers[i][1];
-  }
-  return undefined;
-}
-
-/**
- * Header matchers of a rule's headers: names in lower case (Envoy's form), values exact; and a
- * per-client header must be present, so that a request without it is not the rule's and goes on
- * to later rules (its `request_headers` action would yield no descriptor). New objects each call.
- */
-function headerMatchers(view: RuleView): Matcher[] {
-  return view.matchers.map(([name, exact]) =>
-    exact === undefined ? { name, present_match: true } : { name, string_match: { exact } }
-  );
-}
-
-/**
- * The action that names a per-client rule's client, and its config entry: the empty value is
- * Envoy's wildcard (dynamic descriptors), one bucket for each distinct value.
- */
-function clientAction(rule: RuleMatch): { action: Json; entry: DescriptorEntry } | undefined {
-  const header = rule.perClient?.header;
-  if (header !== undefined) {
-    return {
-      action: { request_headers: { header_name: header.toLowerCase(), descriptor_key: "client" } },
-      entry: { key: "client", value: "" },
-    };
-  }
-  if (rule.perClient?.clientIP) {
-    return { action: { remote_address: {} }, entry: { key: "remote_address", value: "" } };
-  }
-  return undefined;
-}
-
-/**
- * `:path` carries the query string, and the rule's path must match with or without one. So "path
- * matches" is a disjunction: `:path` is exactly P, or starts with `P?`. (A RE2 `safe_regex` could say
- * it in one matcher, but Envoy rejects regexes above `re2.max_program_size.error_level`, default 100,
- * so a long path would leave the filter NACKed while the RateLimit says Ready.)
- */
-function pathMatchers(path: string, invert = false): Matcher[] {
-  const exact = { exact: path };
-  const prefix = { prefix: `${path}?` };
-  // Literals, not a spread of the plain ones: this runs for every rule of every reconcile.
-  return invert
-    ? [
-      { name: ":path", string_match: exact, invert_match: true },
-      { name: ":path", string_match: prefix, invert_match: true },
-    ]
-    : [{ name: ":path", string_match: exact }, { name: ":path", string_match: prefix }];
-}
-
-/** A rule as an OR of clauses, each an AND of header matchers. */
-function clauses(view: RuleView): Matcher[][] {
-  const path = view.rule.path;
-  if (path === undefined) return [headerMatchers(view)];
-  return pathMatchers(path).map((p) => [p, ...headerMatchers(view)]);
-}
-
-/**
- * True when some request matches both rules: unless both have a path and the paths differ, or both
- * require one header (names compared case-insensitively) with different values, the request with
- * the path of either and the headers of both matches both. Skipping disjoint rules keeps the
- * filter small: with distinct paths, no rule needs to exclude another.
- */
-export function canOverlap(a: RuleMatch, b: RuleMatch): boolean {
-  return overlap(viewOf(a), viewOf(b));
-}
-
-function overlap(a: RuleView, b: RuleView): boolean {
-  if (a.rule.path !== undefined && b.rule.path !== undefined && a.rule.path !== b.rule.path) {
-    return false;
-  }
-  return a.headers.every(([k, v]) => {
-    const other = headerValue(b, k);
-    return other === undefined || other === v;
-  });
-}
-
-/**
- * The actions of each rule's `rate_limits` entry and the descriptor they produce (rule i's at i).
- *
- * Envoy builds one request descriptor per `rate_limits` entry, and only when every action of the
- * entry appends an entry; it then matches config descriptors verbatim (ordered, no partial match).
- * A `header_value_match` action appends its entry when all its matchers match (expect_match true)
- * or when they do not all match (expect_match false). So entry i requires:
- *   - rule i matches: its path, as `expect_match: false` over the two path matchers inverted
- *     (NOT(NOT exact AND NOT prefix) = exact OR prefix), and its headers, as one `expect_match: true`;
- *   - no earlier rule j matches: rule j is an OR of clauses, so NOT rule j = AND over its clauses of
- *     NOT clause, one `expect_match: false` action a clause. Only earlier rules that can match a
- *     request rule i matches need this (see `canOverlap`); for the others it always holds.
- * Hence at most one entry yields a descriptor, that of the first matching rule, and with
- * `always_consume_default_token_bucket: false` the default bucket is charged only when none does.
- */
-export function ruleEntries(
-  rules: readonly RuleMatch[],
-): { actions: Json[]; entries: DescriptorEntry[] }[] {
-  const views = rules.map(viewOf);
-  return views.map((_, i) => ruleEntry(views, i));
-}
-
-/** Rule i's entry (see `ruleEntries`). */
-function ruleEntry(
-  views: readonly RuleView[],
-  i: number,
-): { actions: Json[]; entries: DescriptorEntry[] } {
-  const view = views[i];
-  const rule = view.rule;
-  const actions: Json[] = [];
-  const entries: DescriptorEntry[] = [];
-  const action = (key: string, value: string, headers: Matcher[], expectMatch: boolean) => {
-    actions.push({
-      header_value_match: expectMatch
-        ? { descriptor_key: key, descriptor_value: value, headers }
-        : { descriptor_key: key, descriptor_value: value, expect_match: false, headers },
-    });
-    entries.push({ key, value });
-  };
-  const own = headerMatchers(view);
-  if (rule.path !== undefined) {
-    action("rule", String(i), pathMatchers(rule.path, true), false);
-    if (own.length > 0) action("rule_headers", String(i), own, true);
-  } else if (own.length > 0) {
-    action("rule", String(i), own, true);
-  } else {
-    // Every request (a per-client rule by address alone): a fixed entry names the rule.
-    actions.push({ generic_key: { descriptor_key: "rule", descriptor_value: String(i) } });
-    entries.push({ key: "rule", value: String(i) });
-  }
-  for (let j = 0; j < i; j++) {
-    if (!overlap(views[j], view)) continue;
-    for (const clause of clauses(views[j])) action("not_rule", String(j), clause, false);
-  }
-  const client = clientAction(rule);
-  if (client) {
-    actions.push(client.action);
-    entries.push(client.entry);
-  }
-  return { actions, entries };
-}
+// The entries live in entries.ts; their names stay importable from here.
+export {
+  canOverlap,
+  GLOBAL_DEFAULT_RULE,
+  globalEntries,
+  type Json,
+  ruleEntries,
+} from "./entries.ts";
 
 // The Istio EnvoyFilter a valid RateLimit becomes (docs/design.md "RateLimit bucket selection").
 //
@@ -349,33 +177,6 @@ function routeConfig(spec: RateLimitSpec, local: LocalSpec, descriptors: Json[])
 // - `api/envoy/config/route/v3/route_components.proto`: RateLimit.stage (0 to 10), RateLimit.Action
 //   .GenericKey, the same actions as the local rules'.
 // Which route entries each filter reads: see GLOBAL_STAGE (src/api/global_engine.ts).
-
-/** The descriptor value that names the global default in its entry (rules are named by index). */
-export const GLOBAL_DEFAULT_RULE = "default";
-
-/**
- * The route `rate_limits` entries of a global part (stage GLOBAL_STAGE) and the descriptor each
- * sends: the rules' as `ruleEntries` makes them (at most one yields a descriptor, the first
- * matching rule's), then the default's, which yields one only when no rule matches.
- */
-export function globalEntries(
-  global: GlobalSpec,
-): { actions: Json[]; entries: DescriptorEntry[] }[] {
-  const rules: RuleMatch[] = [...(global.rules ?? [])];
-  if (global.default === undefined) return ruleEntries(rules);
-  // A rule that matches every request, after the others: its entry is the default's.
-  const all = ruleEntries([...rules, {}]);
-  const last = all[all.length - 1];
-  const named = {
-    actions: last.actions.map((a, i) =>
-      i === 0
-        ? { generic_key: { descriptor_key: "rule", descriptor_value: GLOBAL_DEFAULT_RULE } }
-        : a
-    ),
-    entries: last.entries.map((e, i) => i === 0 ? { key: "rule", value: GLOBAL_DEFAULT_RULE } : e),
-  };
-  return [...all.slice(0, -1), named];
-}
 
 /** The ratelimit filter's config (listener level): which engine it asks, for which domain. */
 function globalFilterConfig(spec: RateLimitSpec, global: GlobalSpec, domain: string): Json {
@@ -527,11 +328,8 @@ export function renderEnvoyFilter(
     rateLimits.push({ actions });
     descriptors.push({ entries, token_bucket: tokenBucket(rules[i].bucket) });
   });
-  if (global) {
-    for (const { actions } of globalEntries(global)) {
-      rateLimits.push({ stage: GLOBAL_STAGE, actions });
-    }
-  }
+  const globalLists = global ? globalEntries(global) : [];
+  for (const { actions } of globalLists) rateLimits.push({ stage: GLOBAL_STAGE, actions });
   const owner = rl.metadata.uid
     ? {
       ownerReferences: [{
@@ -556,13 +354,21 @@ export function renderEnvoyFilter(
       }))
       : [],
   }) + (global ? globalRecord(global) : "");
+  const domain = globalDomain(namespace, rl.metadata.name);
   const annotations = {
     annotations: {
       ...(generation !== undefined ? { [GENERATION_ANNOTATION]: String(generation) } : {}),
       [LIMITS_ANNOTATION]: limits,
+      // The engine's configuration of this domain, from the same entries as the route actions.
+      ...(global
+        ? {
+          [ENGINE_DOMAIN_ANNOTATION]: JSON.stringify(
+            engineDomainOfEntries(domain, global, globalLists, !spec.enforce),
+          ),
+        }
+        : {}),
     },
   };
-  const domain = globalDomain(namespace, rl.metadata.name);
   const routeValue: Json = {
     // No rules, no `rate_limits`: an entry with `actions: []` makes Envoy reject the whole route
     // config (Kyma api-gateway #2380).
