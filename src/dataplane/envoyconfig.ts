@@ -33,7 +33,8 @@ export function parseProtoDuration(text: string): number | undefined {
   return Number(m[1]) * 1000 + (m[2] ? Number(`0.${m[2]}`) * 1000 : 0);
 }
 
-const Duration = z.string().refine((s) => parseProtoDuration(s) !== undefined, {
+/** A protobuf-JSON Duration field. */
+export const Duration = z.string().refine((s) => parseProtoDuration(s) !== undefined, {
   error: (iss) => `${JSON.stringify(iss.input)} is not a protobuf Duration like "30s"`,
 });
 const UInt32 = z.number().int().min(0).max(UINT32_MAX);
@@ -46,7 +47,8 @@ const TokenBucketSchema = z.strictObject({
 
 const DENOMINATORS = { HUNDRED: 100, TEN_THOUSAND: 10_000, MILLION: 1_000_000 } as const;
 
-const RuntimeFractionSchema = z.strictObject({
+/** A `RuntimeFractionalPercent` field. */
+export const RuntimeFractionSchema = z.strictObject({
   runtime_key: z.string().optional(),
   default_value: z.strictObject({
     numerator: UInt32,
@@ -75,7 +77,7 @@ export interface HeaderToAdd {
 }
 
 /** Names of `envoy.type.v3.StatusCode` values a rate limit may reply with. */
-const STATUS_NAMES: Record<string, number> = {
+export const STATUS_NAMES: Record<string, number> = {
   BadRequest: 400,
   Unauthorized: 401,
   Forbidden: 403,
@@ -161,7 +163,8 @@ export interface LocalRateLimit {
 /** A result with errors naming fields under `prefix`. */
 export type Loaded<T> = { ok: true; value: T } | { ok: false; errors: FieldError[] };
 
-function prefixed(errors: FieldError[], prefix: string): FieldError[] {
+/** Errors of a config read at `prefix`, their paths under it. */
+export function prefixed(errors: FieldError[], prefix: string): FieldError[] {
   return errors.map((e) => ({
     path: e.path === "(root)" ? prefix : `${prefix}${e.path.startsWith("[") ? "" : "."}${e.path}`,
     message: e.message,
@@ -176,35 +179,49 @@ function bucketOf(b: z.output<typeof TokenBucketSchema>): BucketSpec {
   };
 }
 
-/** The fraction as 0 or 1; undefined for a fraction strictly between (Envoy would roll dice). */
-function fraction(f: z.output<typeof RuntimeFractionSchema> | undefined): number | undefined {
-  if (!f) return 0; // Envoy's default for filter_enabled and filter_enforced is 0% "for safety".
+/**
+ * The fraction as 0 or 1; undefined for a fraction strictly between (Envoy would roll dice).
+ * `absent` is the field's default: local_ratelimit's filter_enabled and filter_enforced are 0%
+ * "for safety", the ratelimit filter's 100%.
+ */
+export function fraction(
+  f: z.output<typeof RuntimeFractionSchema> | undefined,
+  absent: 0 | 1 = 0,
+): number | undefined {
+  if (!f) return absent;
   const share = f.default_value.numerator / DENOMINATORS[f.default_value.denominator ?? "HUNDRED"];
   return share <= 0 ? 0 : share >= 1 ? 1 : undefined;
 }
 
-/** Unwraps `typed_config` / `typed_per_filter_config` values: typed `@type`, or a TypedStruct. */
-export function unwrapTyped(value: unknown, path: string): Loaded<Record<string, unknown>> {
+/**
+ * Unwraps `typed_config` / `typed_per_filter_config` values of type `want` (the LocalRateLimit's
+ * unless given): typed `@type`, or a TypedStruct.
+ */
+export function unwrapTyped(
+  value: unknown,
+  path: string,
+  want: string = LOCAL_RATELIMIT_TYPE,
+): Loaded<Record<string, unknown>> {
   if (value === null || typeof value !== "object" || Array.isArray(value)) {
     return { ok: false, errors: [{ path, message: "expected an object with @type" }] };
   }
   const { "@type": type, ...rest } = value as Record<string, unknown>;
-  if (type === LOCAL_RATELIMIT_TYPE) return { ok: true, value: rest };
+  if (type === want) return { ok: true, value: rest };
   if (typeof type === "string" && TYPED_STRUCT_TYPES.includes(type)) {
     const { type_url: url, value: inner } = rest;
-    if (url === LOCAL_RATELIMIT_TYPE && inner && typeof inner === "object") {
+    if (url === want && inner && typeof inner === "object") {
       return { ok: true, value: inner as Record<string, unknown> };
     }
     return {
       ok: false,
-      errors: [{ path: `${path}.type_url`, message: `expected ${LOCAL_RATELIMIT_TYPE}` }],
+      errors: [{ path: `${path}.type_url`, message: `expected ${want}` }],
     };
   }
   return {
     ok: false,
     errors: [{
       path: `${path}["@type"]`,
-      message: `expected ${LOCAL_RATELIMIT_TYPE}, got ${JSON.stringify(type)}`,
+      message: `expected ${want}, got ${JSON.stringify(type)}`,
     }],
   };
 }

@@ -8,7 +8,9 @@
 import { at, isObject, type JsonObject as Json } from "../api/json.ts";
 import type { FieldError } from "../api/issues.ts";
 import { PROXY_CONTEXTS, type ProxyContext } from "../api/mesh.ts";
-import { RATELIMIT_FILTER } from "../api/global_engine.ts";
+import { RATELIMIT_FILTER, RATELIMIT_TYPE } from "../api/global_engine.ts";
+import { HCM_TYPE, RATE_LIMITED_FLAG } from "../api/envoy.ts";
+import { type GlobalRateLimit, loadGlobalRateLimit } from "./global_filter.ts";
 import { DEFAULT_BEHAVIOUR, type EnvoyBehaviour } from "./envoy.ts";
 import {
   loadLocalRateLimit,
@@ -47,6 +49,13 @@ export interface ContextPatches {
   rateLimits: RouteRateLimit[];
   /** Every local-rate-limit route merge in order, for patching whole route configurations. */
   routePatches: RoutePatch[];
+  /** Global rate limit filters (envoy.filters.http.ratelimit) inserted, in order. */
+  globalFilters: GlobalRateLimit[];
+  /**
+   * The body the connection manager's local reply mapper gives a rate-limited local reply
+   * (response flag RL), when a NETWORK_FILTER merge sets one: what a global refusal carries.
+   */
+  rateLimitedBody?: string;
 }
 
 /** An EnvoyFilter as the model reads it. */
@@ -109,7 +118,7 @@ function placement(patch: Json, match: unknown, path: string): FieldError | unde
 }
 
 function emptyPatches(): ContextPatches {
-  return { filters: [], rateLimits: [], routePatches: [] };
+  return { filters: [], rateLimits: [], routePatches: [], globalFilters: [] };
 }
 
 /**
@@ -148,6 +157,24 @@ function routeActionOf(match: unknown, path: string): RouteAction | FieldError {
   return action as RouteAction;
 }
 
+/**
+ * The body a connection manager merge's local reply mapper writes for a reply with response flag
+ * RL (the first such mapper wins, as Envoy tries mappers in order); undefined when none.
+ */
+function rateLimitedBodyOf(typedConfig: unknown): string | undefined {
+  if (at(typedConfig, "@type") !== HCM_TYPE) return undefined;
+  const mappers = at(typedConfig, "local_reply_config", "mappers");
+  if (!Array.isArray(mappers)) return undefined;
+  for (const m of mappers) {
+    const flags = at(m, "filter", "response_flag_filter", "flags");
+    const body = at(m, "body", "inline_string");
+    if (Array.isArray(flags) && flags.includes(RATE_LIMITED_FLAG) && typeof body === "string") {
+      return body;
+    }
+  }
+  return undefined;
+}
+
 /** Reads one configPatch into `out`; returns its errors. */
 function readPatch(
   cp: unknown,
@@ -174,15 +201,33 @@ function readPatch(
     return [];
   }
   if (cp.applyTo === "HTTP_FILTER" && at(value, "name") === RATELIMIT_FILTER) {
-    // The engine's answers are not modelled yet (issue #43): a proxy model that dropped the
-    // filter would admit what the global limits refuse.
-    return [{
-      path: `${path}.patch.value.name`,
-      message: `${RATELIMIT_FILTER} (global limits, asking the rate limit engine) is not modelled`,
-    }];
+    const where = placement(patch, match, path);
+    if (where) return [where];
+    const typedPath = `${path}.patch.value.typed_config`;
+    const typed = unwrapTyped(at(value, "typed_config"), typedPath, RATELIMIT_TYPE);
+    if (!typed.ok) return typed.errors;
+    const errors: FieldError[] = [];
+    // Inserted before the router: after the local filters inserted so far in its context.
+    add((p) => {
+      const cfg = loadGlobalRateLimit(typed.value, typedPath, p.filters.length);
+      if (cfg.ok) p.globalFilters.push(cfg.value);
+      else if (errors.length === 0) errors.push(...cfg.errors);
+    });
+    return errors;
+  }
+  if (cp.applyTo === "NETWORK_FILTER" && patch.operation === "MERGE") {
+    const body = rateLimitedBodyOf(at(value, "typed_config"));
+    if (body !== undefined) add((p) => (p.rateLimitedBody = body));
+    return [];
   }
   if (cp.applyTo !== "HTTP_ROUTE") return [];
   const perFilter = at(value, "typed_per_filter_config", LOCAL_RATELIMIT_FILTER);
+  if (at(value, "typed_per_filter_config", RATELIMIT_FILTER) !== undefined) {
+    return [{
+      path: `${path}.patch.value.typed_per_filter_config["${RATELIMIT_FILTER}"]`,
+      message: "a per-route config of the global rate limit filter is not modelled",
+    }];
+  }
   const rateLimits = at(value, "route", "rate_limits");
   if (perFilter === undefined && rateLimits === undefined) return [];
   if (patch.operation !== "MERGE") {

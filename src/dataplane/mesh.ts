@@ -11,6 +11,7 @@ import { meshProxyOf } from "../api/pod.ts";
 import { reaches as reachesNamespace } from "../api/mesh.ts";
 import { selects } from "../api/selector.ts";
 import { type EnvoyFilterModel, readEnvoyFilterOnce } from "./envoyfilter.ts";
+import type { EngineClient } from "./global_filter.ts";
 import {
   type BucketId,
   decide,
@@ -82,10 +83,12 @@ export interface MeshOptions {
   gateway?: { namespace: string; labels: Readonly<Record<string, string>> };
   /** The Envoy every proxy of this mesh runs (`envoyBehaviour("1.30")`); default DEFAULT_ENVOY. */
   envoy?: EnvoyBehaviour;
+  /** The rate limit engine the global filters ask; none: every call fails (the failure mode). */
+  engine?: EngineClient;
 }
 
 /** The defaults of this project's mesh (docs/design.md: gateway `app: mesh-ingressgateway` in mesh-system). */
-export const DEFAULT_MESH: Required<MeshOptions> = {
+export const DEFAULT_MESH: Required<Omit<MeshOptions, "engine">> = {
   rootNamespace: "mesh-system",
   gateway: { namespace: "mesh-system", labels: { app: "mesh-ingressgateway" } },
   envoy: DEFAULT_BEHAVIOUR,
@@ -111,7 +114,7 @@ function applicationOrder(root: string) {
 
 /** The mesh: call `sync` when EnvoyFilters or Pods change, `send` for each request. */
 export class Mesh {
-  readonly #opts: Required<MeshOptions>;
+  readonly #opts: Required<Omit<MeshOptions, "engine">> & { engine?: EngineClient };
   #pods: MeshPod[] = [];
   #proxies = new Map<string, PodProxy>();
   #rejections: Rejection[] = [];
@@ -177,7 +180,13 @@ export class Mesh {
         id,
         prev && prev.key === key ? prev : {
           key,
-          state: newProxyState(config, nowMs, this.#opts.envoy, context === "GATEWAY"),
+          state: newProxyState(
+            config,
+            nowMs,
+            this.#opts.envoy,
+            context === "GATEWAY",
+            this.#opts.engine,
+          ),
         },
       );
     }

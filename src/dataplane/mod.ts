@@ -10,6 +10,9 @@
  * - `newBucket`, `consume`, `tokensAt`: the interval token bucket of Envoy ≤ 1.30;
  *   `newContinuousBucket`: the continuous one of Envoy ≥ 1.31; `makeBucket`: either, by version.
  * - `envoyBehaviour`: what an Envoy version does; every Mesh and proxy state has one.
+ * - `EngineModel`, `shouldRateLimit`, `EngineConfig`, `EngineCounters`: the global rate limit
+ *   engine (envoyproxy/ratelimit) and its fixed windows, which a proxy's
+ *   `envoy.filters.http.ratelimit` asks after its local filters (global_filter.ts).
  */
 export { DEFAULT_MESH, GATEWAY_ROUTE, Mesh, meshPodOf } from "./mesh.ts";
 export { gatewayRoutes, routeOf } from "./routes.ts";
@@ -66,3 +69,31 @@ export {
 } from "./envoy.ts";
 export type { EnvoyBehaviour, Refill, ResetHeader } from "./envoy.ts";
 export type { Request, Response } from "./request.ts";
+export {
+  counterKey,
+  EngineConfig,
+  engineConfigOfFilters,
+  EngineCounters,
+  EngineModel,
+  engineSeconds,
+  loadEngineDomain,
+  shouldRateLimit,
+  UNIT_SECONDS,
+  WINDOW_UNITS,
+  windowStart,
+} from "./engine.ts";
+export type {
+  DescriptorAnswer,
+  EngineAnswer,
+  EngineReplica,
+  EngineRequest,
+  EngineResult,
+  FiltersConfig,
+  ModelDescriptor,
+  ModelDomain,
+  ModelDomainLoad,
+  ModelLimit,
+  WindowUnit,
+} from "./engine.ts";
+export { closestToLimit, DEFAULT_GLOBAL_TIMEOUT_MS, loadGlobalRateLimit } from "./global_filter.ts";
+export type { EngineClient, GlobalDecision, GlobalRateLimit } from "./global_filter.ts";

@@ -11,7 +11,12 @@ import { type BucketSpec, fillRate } from "./bucket.ts";
 import { DEFAULT_BEHAVIOUR, type EnvoyBehaviour } from "./envoy.ts";
 import type { LocalRateLimit } from "./envoyconfig.ts";
 import { makeBucket, type RateBucket } from "./limiter.ts";
-import { type HeaderLookup, sameDescriptor } from "./matchers.ts";
+import {
+  type CompiledDescriptor,
+  compileDescriptor,
+  type HeaderLookup,
+  sameDescriptor,
+} from "./matchers.ts";
 import { type CompiledInstance, compiledOf, type ProxyConfig } from "./proxyconfig.ts";
 import { type Request, requestHeaders, type Response, trustedClientAddress } from "./request.ts";
 import { type DynamicDescriptor, isWildcard, wildcardBucket } from "./dynamic.ts";
@@ -23,6 +28,12 @@ import {
   UNAVAILABLE,
 } from "./local_reply.ts";
 import { type DescriptorEntry, RATE_LIMITED_BODY } from "../api/envoy.ts";
+import {
+  closestToLimit,
+  type EngineClient,
+  type GlobalDecision,
+  type GlobalRateLimit,
+} from "./global_filter.ts";
 
 export { RATE_LIMITED_BODY };
 
@@ -43,6 +54,8 @@ export interface ProxyState {
   readonly router: boolean;
   /** The wildcard descriptors' buckets of each scope above, by descriptor index. */
   readonly dynamic: WeakMap<Map<string, RateBucket>, Map<number, DynamicDescriptor>>;
+  /** The rate limit engine its global filters ask; none: every call fails (the failure mode). */
+  readonly engine?: EngineClient;
 }
 
 /** A fresh proxy state: every bucket full as of `startMs`. */
@@ -51,6 +64,7 @@ export function newProxyState(
   startMs: number,
   envoy: EnvoyBehaviour = DEFAULT_BEHAVIOUR,
   router = false,
+  engine?: EngineClient,
 ): ProxyState {
   return {
     config,
@@ -60,6 +74,7 @@ export function newProxyState(
     routes: new Map(),
     router,
     dynamic: new WeakMap(),
+    ...(engine ? { engine } : {}),
   };
 }
 
@@ -82,6 +97,10 @@ export interface Decision extends Response {
   client?: string;
   /** Request headers a filter set on the way to the upstream (names lower case, final values). */
   upstreamHeaders?: Record<string, string>;
+  /** What the global filter did, when one asked the engine (the last one that did). */
+  global?: GlobalDecision;
+  /** Set when the global filter, not a local one, refused the request (OVER_LIMIT or a failure). */
+  globalRejected?: true;
 }
 
 interface Chosen {
@@ -252,7 +271,29 @@ export function decide(
   const { filters } = state.config;
   const routeConfig = route === null ? undefined : state.config.routeConfig;
   const compiled = filters.length > 0 ? compiledOf(state.config, routeConfig !== undefined) : [];
-  for (let k = 0; k < filters.length; k++) {
+  const globals = state.config.globalFilters;
+  let global: GlobalDecision | undefined;
+  for (let k = 0; k <= filters.length; k++) {
+    // The global filters placed here (after k local ones) run, then the k-th local filter.
+    for (const g of globals) {
+      if (g.position !== k && !(k === filters.length && g.position > k)) continue;
+      const step = globalStep(state, g, headers, request, nowMs);
+      if (!step) continue;
+      global = step.decision;
+      if (step.reply) {
+        const b = reported?.bucket;
+        return {
+          ...step.reply,
+          rejected: true,
+          globalRejected: true,
+          global,
+          ...(b
+            ? { bucket: b.id, limit: b.state.spec.maxTokens, remaining: b.state.remaining(nowMs) }
+            : {}),
+        };
+      }
+    }
+    if (k === filters.length) break;
     const cfg = routeConfig ?? filters[k];
     if (!cfg.enabled) continue;
     const c = compiled[k];
@@ -277,8 +318,86 @@ export function decide(
     out["content-type"] = "text/plain";
     return answer(cfg.status, out, RATE_LIMITED_BODY, reported, nowMs, { rejected: true });
   }
-  const wouldReject = reported !== undefined && !reported.allowed;
-  return answer(200, out, "", reported, nowMs, { rejected: false, wouldReject, upstream });
+  const wouldReject = (reported !== undefined && !reported.allowed) || global?.notEnforced === true;
+  const admitted = answer(200, out, "", reported, nowMs, {
+    rejected: false,
+    wouldReject,
+    upstream,
+  });
+  return global ? { ...admitted, global } : admitted;
+}
+
+/** The descriptors of each `rate_limits` stage of a config, compiled once a config. */
+const stageDescriptors = new WeakMap<ProxyConfig, Map<number, CompiledDescriptor[]>>();
+
+function descriptorsOfStage(config: ProxyConfig, stage: number): CompiledDescriptor[] {
+  const byStage = kept(stageDescriptors, config, () => new Map<number, CompiledDescriptor[]>());
+  return kept(byStage, stage, () =>
+    // `getApplicableRateLimit(stage)`; a disable_key's runtime key is at its default (enabled).
+    config.rateLimits.filter((r) => r.stage === stage).map((r) => compileDescriptor(r.actions)));
+}
+
+/** Envoy's `Grpc::Utility::httpToGrpcStatus` for the statuses a rate limit filter replies with. */
+function grpcStatusOf(http: number): number {
+  if (http === 400) return 13;
+  if (http === 401) return 16;
+  if (http === 403) return 7;
+  if (http === 404) return 12;
+  if (http === 429 || http === 502 || http === 503 || http === 504) return UNAVAILABLE;
+  return 2;
+}
+
+/**
+ * One global filter on a request: the descriptors of its stage (none: it asks nothing), the
+ * engine's answer, and the local reply when it refuses (see global_filter.ts).
+ */
+function globalStep(
+  state: ProxyState,
+  g: GlobalRateLimit,
+  headers: HeaderLookup,
+  request: Request,
+  nowMs: number,
+): { decision: GlobalDecision; reply?: Response } | undefined {
+  if (!g.enabled) return undefined;
+  const descriptors: (readonly DescriptorEntry[])[] = [];
+  for (const d of descriptorsOfStage(state.config, g.stage)) {
+    const entries = d.of(headers);
+    if (entries) descriptors.push(entries);
+  }
+  if (descriptors.length === 0) return undefined;
+  const result = state.engine
+    ? state.engine.ask({ domain: g.domain, descriptors }, nowMs, g.timeoutMs, g.cluster)
+    : { ok: false as const, error: "no rate limit engine" };
+  const reply = (status: number, body: string, extra: Record<string, string>): Response => {
+    const headers: Record<string, string> = { ...extra };
+    if (isGrpcRequest(request)) {
+      headers["content-type"] = GRPC_CONTENT_TYPE;
+      headers["grpc-status"] = String(
+        status === 429 && g.grpcResourceExhausted ? RESOURCE_EXHAUSTED : grpcStatusOf(status),
+      );
+      if (body !== "") headers["grpc-message"] = body;
+      return { status: 200, headers, body: "" };
+    }
+    if (body !== "") headers["content-type"] = "text/plain";
+    return { status, headers, body };
+  };
+  if (!result.ok) {
+    const decision: GlobalDecision = { domain: g.domain, code: "ERROR", error: result.error };
+    if (g.failureModeDeny) return { decision, reply: reply(g.statusOnError, "", {}) };
+    return { decision: { ...decision, failedOpen: true } };
+  }
+  const decision: GlobalDecision = {
+    domain: g.domain,
+    code: result.answer.overallCode,
+    ...closestToLimit(result),
+    keys: result.answer.keys,
+  };
+  if (result.answer.overallCode !== "OVER_LIMIT") return { decision };
+  if (!g.enforced) return { decision: { ...decision, notEnforced: true } };
+  const extra: Record<string, string> = g.xEnvoyRateLimited
+    ? { "x-envoy-ratelimited": "true" }
+    : {};
+  return { decision, reply: reply(g.rateLimitedStatus, state.config.rateLimitedBody ?? "", extra) };
 }
 
 /** The Decision, with the reported bucket's id, limit and remaining tokens when there is one. */

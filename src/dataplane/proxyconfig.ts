@@ -3,6 +3,7 @@
  * once for the decisions of `proxy.ts`.
  */
 import type { LocalRateLimit, RouteRateLimit } from "./envoyconfig.ts";
+import type { GlobalRateLimit } from "./global_filter.ts";
 import type { ProxyContext } from "../api/mesh.ts";
 import type { ContextPatches, EnvoyFilterModel } from "./envoyfilter.ts";
 import { type CompiledDescriptor, compileDescriptor, sameDescriptor } from "./matchers.ts";
@@ -17,10 +18,22 @@ export interface ProxyConfig {
   rateLimits: RouteRateLimit[];
   /** `namespace/name` of the EnvoyFilters that contributed, in the order they were applied. */
   sources: string[];
+  /**
+   * The global rate limit filters in the chain, in order, each placed after `position` local
+   * filters (empty: no global limit).
+   */
+  globalFilters: GlobalRateLimit[];
+  /** The body of a rate-limited local reply from the connection manager's mapper, when set. */
+  rateLimitedBody?: string;
 }
 
-/** A proxy without any local rate limit. */
-export const NO_LIMIT: ProxyConfig = { filters: [], rateLimits: [], sources: [] };
+/** A proxy without any rate limit. */
+export const NO_LIMIT: ProxyConfig = {
+  filters: [],
+  rateLimits: [],
+  sources: [],
+  globalFilters: [],
+};
 
 /**
  * Combines the EnvoyFilters that apply to a proxy, given in Istio's order of application: filters
@@ -31,10 +44,16 @@ export function proxyConfig(
   filters: readonly EnvoyFilterModel[],
   context: ProxyContext,
 ): ProxyConfig {
-  const out: ProxyConfig = { filters: [], rateLimits: [], sources: [] };
+  const out: ProxyConfig = { filters: [], rateLimits: [], sources: [], globalFilters: [] };
   for (const f of filters) {
     const p: ContextPatches | undefined = f.contexts[context];
     if (!p) continue;
+    // Each filter goes before the router, so after every filter of the EnvoyFilters before.
+    const before = out.filters.length;
+    for (const g of p.globalFilters) {
+      out.globalFilters.push({ ...g, position: before + g.position });
+    }
+    if (p.rateLimitedBody !== undefined) out.rateLimitedBody = p.rateLimitedBody;
     out.filters.push(...p.filters);
     if (p.routeConfig) out.routeConfig = p.routeConfig;
     out.rateLimits.push(...p.rateLimits);

@@ -332,12 +332,14 @@ Deno.test("global rules are validated as local rules are, naming spec.global.rul
   assert.match(message, /spec\.global\.rules\[3\]\.perClient gives header and clientIP/);
 });
 
-Deno.test("the data-plane model refuses the global filter, naming it (not modelled yet)", () => {
+Deno.test("the data-plane model reads the global filter (tests/dataplane/global_test.ts runs it)", () => {
   const f = filterOf(reconcileRateLimit(input(both(), { globalEngineReady: true })));
   const read = readEnvoyFilter(f);
-  assert.ok(!read.ok);
-  assert.match(JSON.stringify(read.errors), /envoy\.filters\.http\.ratelimit \(global limits/);
-  assert.ok(readEnvoyFilter(filterOf(reconcileRateLimit(input(both())))).ok);
+  assert.ok(read.ok, JSON.stringify(read));
+  assert.equal(read.value.contexts.SIDECAR_INBOUND?.globalFilters.length, 1);
+  const local = readEnvoyFilter(filterOf(reconcileRateLimit(input(both()))));
+  assert.ok(local.ok);
+  assert.equal(local.value.contexts.SIDECAR_INBOUND?.globalFilters.length, 0);
 });
 
 Deno.test("every GlobalEnforced row is reached, and docs/ratelimit-status.md lists it", async () => {
