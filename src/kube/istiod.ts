@@ -56,7 +56,7 @@ export interface IstiodClient {
 }
 
 /** Reads a body up to `max` bytes; undefined when it is longer. */
-async function readBounded(res: Response, max: number): Promise<Uint8Array | undefined> {
+export async function readBounded(res: Response, max: number): Promise<Uint8Array | undefined> {
   const reader = res.body?.getReader();
   if (!reader) return new Uint8Array();
   const parts: Uint8Array[] = [];
