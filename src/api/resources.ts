@@ -29,6 +29,8 @@ export const RESOURCES = {
   Secret: t("", "v1", "Secret", "secrets"),
   Event: t("", "v1", "Event", "events"),
   Deployment: t("apps", "v1", "Deployment", "deployments"),
+  PodDisruptionBudget: t("policy", "v1", "PodDisruptionBudget", "poddisruptionbudgets"),
+  NetworkPolicy: t("networking.k8s.io", "v1", "NetworkPolicy", "networkpolicies"),
   Lease: t("coordination.k8s.io", "v1", "Lease", "leases"),
   TokenReview: t("authentication.k8s.io", "v1", "TokenReview", "tokenreviews", false),
   SubjectAccessReview: t(

@@ -43,6 +43,8 @@ import { istiodClient } from "../kube/istiod.ts";
 import { IstiodPoller } from "../kube/istiod_source.ts";
 import { IstiodEndpoints, serviceRefText } from "../kube/istiod_endpoints.ts";
 import { TokenFile } from "../kube/credentials.ts";
+import { engineControllerFor } from "../controllers/engine.ts";
+import { DEFAULT_ENGINE_REPLICAS, DEFAULT_ENGINE_RESOURCES } from "../reconcile/engine/mod.ts";
 
 /** What `runOperator` takes from outside besides its options (tests replace these). */
 export interface RunDeps {
@@ -66,6 +68,19 @@ const CHECKING_NOT_READY = { status: 503, body: "not ready: checking the cluster
 /** Whether the operator asks istiod: at fixed URLs, or at the replicas of its Services. */
 function asksIstiod(opts: RunOptions): boolean {
   return opts.istiodUrls.length > 0 || opts.istiodServices.length > 0;
+}
+
+/** The engine's controller for the operator's flags. */
+function engineControllerOf(
+  opts: RunOptions,
+  secret: { namespace: string; name: string },
+): ControllerSpec {
+  return engineControllerFor({
+    secret,
+    image: opts.globalEngineImage,
+    replicas: DEFAULT_ENGINE_REPLICAS,
+    resources: DEFAULT_ENGINE_RESOURCES,
+  });
 }
 
 /** A second SIGTERM/SIGINT at least this long after the first exits at once. */
@@ -142,6 +157,8 @@ export async function runOperator(opts: RunOptions, deps: RunDeps): Promise<numb
     return 2;
   }
   const controllers = opts.controllers.map((name) => registry[name]!);
+  // The global rate limit engine, deployed and kept when the platform team names its Redis Secret.
+  if (opts.globalRedisSecret) controllers.push(engineControllerOf(opts, opts.globalRedisSecret));
 
   let live: LiveCluster;
   const connect = () => {

@@ -17,6 +17,8 @@ import {
 } from "../runtime/mod.ts";
 import { CONTROLLER_NAMES, type ControllerName } from "../controllers/registry.ts";
 import { ISTIO_ROOT_NAMESPACE } from "../api/mesh.ts";
+import { GLOBAL_ENGINE_SERVICE } from "../api/global_engine.ts";
+import { DEFAULT_ENGINE_IMAGE } from "../api/images.ts";
 import { parseFlags } from "./flags.ts";
 import { type ServiceRef, serviceRefText } from "../kube/istiod_endpoints.ts";
 import { commandUsage } from "./usage.ts";
@@ -49,6 +51,10 @@ export interface RunOptions {
   /** The token (audience istio-ca) the operator shows istiod. */
   istiodTokenFile: string;
   identity?: string;
+  /** The Redis Secret of the global rate limit engine; undefined: the engine is not deployed. */
+  globalRedisSecret?: { namespace: string; name: string };
+  /** The engine's image. */
+  globalEngineImage: string;
 }
 
 /** One flag: `--name`, its variables (first set wins), default and help. */
@@ -115,6 +121,23 @@ function parseServices(flag: string, value: string): ServiceRef[] {
   return refs.filter((r, i) =>
     refs.findIndex((x) => serviceRefText(x) === serviceRefText(r)) === i
   );
+}
+
+function parseSecretRef(flag: string, value: string): { namespace: string; name: string } {
+  const [namespace, name, ...rest] = value.split("/");
+  const dns = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+  const subdomain = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
+  if (rest.length > 0 || !dns.test(namespace ?? "") || !subdomain.test(name ?? "")) {
+    throw new Error(
+      `invalid --${flag} "${value}": use namespace/name of the Redis Secret, e.g. ${GLOBAL_ENGINE_SERVICE.namespace}/redis`,
+    );
+  }
+  if (namespace !== GLOBAL_ENGINE_SERVICE.namespace) {
+    throw new Error(
+      `invalid --${flag} "${value}": the Secret must be in namespace ${GLOBAL_ENGINE_SERVICE.namespace}, where the engine's Pods read its passwords and certificates`,
+    );
+  }
+  return { namespace, name };
 }
 
 function parseControllers(value: string): ControllerName[] {
@@ -242,6 +265,17 @@ export const RUN_FLAGS: readonly OperatorFlag[] = [
     },
     { default: "/etc/platform-operator/istiod/token" },
   ),
+  flag(
+    "global-redis-secret",
+    `the Redis Secret of the global rate limit engine, namespace/name (the namespace must be ${GLOBAL_ENGINE_SERVICE.namespace}; keys: docs/operations.md); the operator then deploys and keeps the engine there; empty: no engine`,
+    (o, v) => {
+      if (v !== "") o.globalRedisSecret = parseSecretRef("global-redis-secret", v);
+    },
+    { default: "" },
+  ),
+  flag("global-engine-image", "image of the global rate limit engine", (o, v) => {
+    o.globalEngineImage = v;
+  }, { default: DEFAULT_ENGINE_IMAGE }),
   image(
     "serverless-image",
     "serverlessController",

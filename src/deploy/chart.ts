@@ -1,12 +1,15 @@
 /**
  * The Helm chart, rendered from what deploy/ renders: the same objects (deploy/'s own manifests,
- * the RBAC of rbac.ts, the monitoring objects, the CRDs of crds/), with six values put in their
+ * the RBAC of rbac.ts, the monitoring objects, the CRDs of crds/), with seven values put in their
  * place: the image, the replicas, the resources, the mesh's root namespace, whether the
  * monitoring objects are installed, and istiod's Service whose replicas the operator finds
- * (`istiodService`, empty by default: deploy/istiod's Role in its namespace and the variable). With
+ * (`istiodService`, empty by default: deploy/istiod's Role in its namespace and the variable),
+ * and the global rate limit engine's Redis Secret and image (`globalEngine`, empty by default:
+ * deploy/global-engine's objects, the variables and the xDS port). With
  * the default values (those deploy/ has) `helm template --include-crds` gives exactly `kubectl
- * kustomize deploy/`, and with `istiodService=istio-system/istiod` exactly deploy/ with the
- * deploy/istiod component (tests/deploy/chart_test.ts).
+ * kustomize deploy/`, with `istiodService=istio-system/istiod` exactly deploy/ with the
+ * deploy/istiod component, and with `globalEngine.redisSecret=platform-ratelimit/redis` exactly
+ * deploy/ with the deploy/global-engine component (tests/deploy/chart_test.ts).
  */
 import { join } from "node:path";
 import { parseAllDocuments, stringify } from "yaml";
@@ -14,6 +17,13 @@ import type { KubeObject } from "../api/object.ts";
 import { MONITORING_CRDS, monitoringObjects } from "./monitoring_objects.ts";
 import { rbacObjects } from "../kube/rbac.ts";
 import { ISTIOD_SERVICE_ENV, istiodDiscoveryRbac } from "./istiod_objects.ts";
+import {
+  GLOBAL_ENGINE_IMAGE_ENV,
+  GLOBAL_REDIS_SECRET_ENV,
+  globalEngineObjects,
+  XDS_PORT_NAME,
+} from "./global_engine_objects.ts";
+import { ENGINE_XDS, GLOBAL_ENGINE_SERVICE } from "../api/global_engine.ts";
 
 /** Where the chart is written, under deploy/. */
 export const CHART_DIR = "helm/platform-operator";
@@ -47,7 +57,20 @@ const HOLES: Record<string, (indent: string) => string> = {
     `${indent}  value: {{ .Values.istiodService | quote }}\n${indent}{{- end }}`,
   // The namespace part of istiodService.
   istiodNamespace: () => `{{ index (splitList "/" .Values.istiodService) 0 | quote }}`,
+  // Items of the operator's env and ports, there only when globalEngine.redisSecret is set.
+  globalEngineEnv: (indent) =>
+    `{{- if .Values.globalEngine.redisSecret }}\n${indent}- name: ${GLOBAL_REDIS_SECRET_ENV}\n` +
+    `${indent}  value: {{ .Values.globalEngine.redisSecret | quote }}\n` +
+    `${indent}{{- if .Values.globalEngine.image }}\n${indent}- name: ${GLOBAL_ENGINE_IMAGE_ENV}\n` +
+    `${indent}  value: {{ .Values.globalEngine.image | quote }}\n${indent}{{- end }}\n` +
+    `${indent}{{- end }}`,
+  globalEnginePort: (indent) =>
+    `{{- if .Values.globalEngine.redisSecret }}\n${indent}- name: ${XDS_PORT_NAME}\n` +
+    `${indent}  containerPort: ${ENGINE_XDS.port}\n${indent}  protocol: TCP\n${indent}{{- end }}`,
 };
+
+/** Holes that are whole list items: the item's `- ` is the template's. */
+const LIST_ITEMS = new Set(["istiodService", "globalEngineEnv", "globalEnginePort"]);
 
 /** Holes whose whole line is the template: the YAML before the hole on its line is dropped. */
 const WHOLE_LINE = new Set(["resources", "istiodService"]);
@@ -58,7 +81,7 @@ function template(obj: unknown): string {
   return text.replace(
     /^( *)(.*)"@@(\w+)@@"$/gm,
     (_, indent: string, head: string, hole: string) =>
-      hole === "istiodService"
+      LIST_ITEMS.has(hole)
         ? `${indent}${HOLES[hole](indent)}`
         : `${indent}${WHOLE_LINE.has(hole) ? head.trimEnd() : head}${HOLES[hole](indent)}`,
   );
@@ -69,6 +92,7 @@ type Container = {
   image: string;
   resources?: unknown;
   env?: { name: string; value?: string }[];
+  ports?: unknown[];
 };
 
 /** The Deployment with its values' places marked; returns the defaults it had. */
@@ -93,6 +117,8 @@ function markDeployment(d: KubeObject, image: string): Record<string, unknown> {
   c.resources = "@@resources@@";
   mesh.value = "@@meshRootNamespace@@";
   c.env?.unshift("@@istiodService@@" as unknown as { name: string });
+  c.env?.unshift("@@globalEngineEnv@@" as unknown as { name: string });
+  c.ports?.unshift("@@globalEnginePort@@");
   return defaults;
 }
 
@@ -155,9 +181,20 @@ export async function chartFiles(deployDir: string, version: string): Promise<Ch
     "templates/istiod.yaml",
     `${HEAD}{{- if .Values.istiodService }}\n${discovery}{{- end }}\n`,
   );
+  // deploy/global-engine's objects, when globalEngine.redisSecret is set.
+  const engine = globalEngineObjects().map(template).join("---\n");
+  put(
+    "templates/global-engine.yaml",
+    `${HEAD}{{- if .Values.globalEngine.redisSecret }}\n${engine}{{- end }}\n`,
+  );
   put(
     "values.yaml",
-    HEAD + stringify({ ...values, monitoring: { enabled: false }, istiodService: "" }),
+    HEAD + stringify({
+      ...values,
+      monitoring: { enabled: false },
+      istiodService: "",
+      globalEngine: { redisSecret: "", image: "" },
+    }),
   );
   put("values.schema.json", JSON.stringify(valuesSchema(), null, 2) + "\n");
   return files.sort((a, b) => (a.path < b.path ? -1 : 1));
@@ -182,6 +219,7 @@ function valuesSchema(): unknown {
       "meshRootNamespace",
       "monitoring",
       "istiodService",
+      "globalEngine",
     ],
     properties: {
       image: {
@@ -214,6 +252,23 @@ function valuesSchema(): unknown {
       istiodService: {
         type: "string",
         pattern: "^([a-z0-9]([-a-z0-9]*[a-z0-9])?/[a-z0-9]([-a-z0-9]*[a-z0-9])?)?$",
+      },
+      // The Redis Secret (--global-redis-secret), in the engine's namespace, or empty: no engine;
+      // the engine's image (--global-engine-image), empty for the operator's default. An image
+      // without a Secret is half a configuration: refused.
+      globalEngine: {
+        type: "object",
+        additionalProperties: false,
+        required: ["redisSecret", "image"],
+        properties: {
+          redisSecret: {
+            type: "string",
+            pattern: `^(${GLOBAL_ENGINE_SERVICE.namespace}/[a-z0-9]([-a-z0-9.]*[a-z0-9])?)?$`,
+          },
+          image: { type: "string" },
+        },
+        if: { properties: { redisSecret: { const: "" } } },
+        then: { properties: { image: { const: "" } } },
       },
     },
   };

@@ -6,6 +6,11 @@ import { stringify } from "yaml";
 import { MONITORING_CRDS, monitoringObjects } from "./monitoring_objects.ts";
 import { DEFAULT_RBAC_NAMES, type RbacNames, rbacObjects } from "../kube/rbac.ts";
 import {
+  DEFAULT_REDIS_SECRET,
+  engineDeploymentPatch,
+  globalEngineObjects,
+} from "./global_engine_objects.ts";
+import {
   DEFAULT_ISTIOD_SERVICE,
   istiodDiscoveryRbac,
   istiodServicePatch,
@@ -87,7 +92,46 @@ function istiodFiles(): DeployFile[] {
   ];
 }
 
+const ENGINE_SOURCE = "src/deploy/global_engine_objects.ts";
+
+/**
+ * deploy/global-engine/: a kustomize Component that makes the operator deploy and keep the global
+ * rate limit engine in platform-ratelimit, counting in the Redis its Secret there names.
+ */
+function globalEngineFiles(): DeployFile[] {
+  const component = {
+    apiVersion: "kustomize.config.k8s.io/v1alpha1",
+    kind: "Component",
+    resources: ["namespace.yaml", "rbac.yaml", "xds.yaml"],
+    patches: [{ path: "deployment.yaml" }],
+  };
+  const [namespace, role, binding, service, policy] = globalEngineObjects();
+  return [
+    {
+      path: "global-engine/kustomization.yaml",
+      text: yamlDocs([component], "src/deploy/files.ts").replace(
+        "Do not edit.\n",
+        `Do not edit.\n# The operator deploys the global rate limit engine in namespace ${namespace.metadata.name} and keeps it, counting in the Redis\n` +
+          `# that Secret ${DEFAULT_REDIS_SECRET} names (its keys: docs/operations.md, "The global rate limit engine").\n` +
+          "# Use it from your kustomization: resources: [<path>/deploy], components: [<path>/deploy/global-engine]\n",
+      ),
+    },
+    { path: "global-engine/namespace.yaml", text: yamlDocs([namespace], ENGINE_SOURCE) },
+    { path: "global-engine/rbac.yaml", text: yamlDocs([role, binding], ENGINE_SOURCE) },
+    { path: "global-engine/xds.yaml", text: yamlDocs([service, policy], ENGINE_SOURCE) },
+    {
+      path: "global-engine/deployment.yaml",
+      text: yamlDocs([engineDeploymentPatch()], ENGINE_SOURCE),
+    },
+  ];
+}
+
 /** Every generated file of deploy/, sorted by path. */
 export function deployFiles(): DeployFile[] {
-  return [...istiodFiles(), ...monitoringFiles(), { path: "rbac.yaml", text: rbacYaml() }];
+  return [
+    ...globalEngineFiles(),
+    ...istiodFiles(),
+    ...monitoringFiles(),
+    { path: "rbac.yaml", text: rbacYaml() },
+  ];
 }

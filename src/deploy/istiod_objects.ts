@@ -7,7 +7,7 @@
  */
 import type { KubeObject } from "../api/object.ts";
 import { ISTIO_ROOT_NAMESPACE } from "../api/mesh.ts";
-import { DEFAULT_RBAC_NAMES, type RbacNames } from "../kube/rbac.ts";
+import { DEFAULT_RBAC_NAMES, namespacedRole, type RbacNames } from "../kube/rbac.ts";
 import {
   DISCOVERY_ROLE,
   DISCOVERY_VERBS,
@@ -30,52 +30,29 @@ export function istiodDiscoveryRbac(
   namespace: string,
   names: RbacNames = DEFAULT_RBAC_NAMES,
 ): KubeObject[] {
-  const labels = {
-    "app.kubernetes.io/name": "platform-operator",
-    "app.kubernetes.io/part-of": "platform-operator",
-  };
-  const rbac = "rbac.authorization.k8s.io/v1";
-  const metadata = { name: DISCOVERY_ROLE, namespace, labels };
-  return [
-    {
-      apiVersion: rbac,
-      kind: "Role",
-      metadata,
-      rules: [{
-        apiGroups: [ENDPOINT_SLICE.group],
-        resources: [ENDPOINT_SLICE.plural],
-        verbs: [...DISCOVERY_VERBS],
-      }],
-    },
-    {
-      apiVersion: rbac,
-      kind: "RoleBinding",
-      metadata,
-      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name: DISCOVERY_ROLE },
-      subjects: [{
-        kind: "ServiceAccount",
-        name: names.serviceAccount,
-        namespace: names.namespace,
-      }],
-    },
-  ];
+  return namespacedRole(DISCOVERY_ROLE, namespace, [{
+    apiGroups: [ENDPOINT_SLICE.group],
+    resources: [ENDPOINT_SLICE.plural],
+    verbs: [...DISCOVERY_VERBS],
+  }], names);
 }
 
 /** The patch of the operator's Deployment that names istiod's Service. */
 export function istiodServicePatch(service: ServiceRef = DEFAULT_ISTIOD_SERVICE): KubeObject {
+  return operatorDeploymentPatch({
+    env: [{ name: ISTIOD_SERVICE_ENV, value: serviceRefText(service) }],
+  });
+}
+
+/**
+ * A strategic merge patch of deploy/'s operator Deployment adding `container`'s lists (env,
+ * ports) to its operator container: what an optional component changes in it.
+ */
+export function operatorDeploymentPatch(container: Record<string, unknown>): KubeObject {
   return {
     apiVersion: "apps/v1",
     kind: "Deployment",
     metadata: { name: "platform-operator", namespace: DEFAULT_RBAC_NAMES.namespace },
-    spec: {
-      template: {
-        spec: {
-          containers: [{
-            name: "operator",
-            env: [{ name: ISTIOD_SERVICE_ENV, value: serviceRefText(service) }],
-          }],
-        },
-      },
-    },
+    spec: { template: { spec: { containers: [{ name: "operator", ...container }] } } },
   } as KubeObject;
 }

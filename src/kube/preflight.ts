@@ -9,6 +9,7 @@ import { resourceName, type ResourceType } from "../api/object.ts";
 import { GATEWAY_GROUP, OPERATOR_GROUP } from "../api/groups.ts";
 import { accessOf, installedNames, NAMED_VERBS, type Verb } from "./rbac.ts";
 import { type AccessCheck, reviewAccess } from "./self_access.ts";
+import { GLOBAL_ENGINE_SERVICE } from "../api/global_engine.ts";
 import type { ListAnswer } from "./first_lists.ts";
 
 /** What kind of problem a check found. */
@@ -72,7 +73,11 @@ function accessChecks(types: readonly ResourceType[], leaseNamespace?: string): 
   const named = installedNames();
   for (const type of types) {
     const access = accessOf(type);
-    const namespace = access.scope === "lease-namespace" ? leaseNamespace : undefined;
+    const namespace = access.scope === "lease-namespace"
+      ? leaseNamespace
+      : access.scope === "engine-namespace"
+      ? GLOBAL_ENGINE_SERVICE.namespace
+      : undefined;
     if (access.scope === "lease-namespace" && !leaseNamespace) continue;
     for (const verb of access.verbs) {
       const name = NAMED_VERBS.includes(verb) ? named[type.kind]?.[0] : undefined;

@@ -23,6 +23,9 @@ export type Verb =
   | "patch"
   | "delete";
 
+/** Where a grant holds: cluster-wide, or in one namespace by a Role there. */
+export type AccessScope = "cluster" | "lease-namespace" | "engine-namespace";
+
 /** What the operator does with one resource type. */
 export interface Access {
   /** Verbs on the resource itself. */
@@ -34,8 +37,12 @@ export interface Access {
    * child needs `update` there when the OwnerReferencesPermissionEnforcement admission is on.
    */
   finalizers?: readonly Verb[];
-  /** `lease-namespace`: granted by a Role in the lease namespace only, not cluster-wide. */
-  scope?: "cluster" | "lease-namespace";
+  /**
+   * `lease-namespace`: granted by a Role in the lease namespace only, not cluster-wide;
+   * `engine-namespace`: by a Role in the global rate limit engine's namespace only
+   * (deploy/global-engine), needed only with `--global-redis-secret`.
+   */
+  scope?: AccessScope;
   /** Why the operator needs it. */
   why: string;
 }
@@ -75,9 +82,23 @@ export const ACCESS: Readonly<Record<string, Access>> = {
   Service: { verbs: INSTALLED, why: "module workloads" },
   ServiceAccount: { verbs: INSTALLED, why: "module workloads" },
   ConfigMap: { verbs: INSTALLED, why: "module configuration" },
-  Secret: { verbs: [], why: "not called" },
+  Secret: {
+    verbs: CACHED,
+    scope: "engine-namespace",
+    why: "the Redis Secret of --global-redis-secret, watched in the engine's namespace only",
+  },
   Event: { verbs: ["create"], why: "Kubernetes Events about the reconciled objects" },
   Deployment: { verbs: INSTALLED, why: "module workloads; their conditions are verified" },
+  PodDisruptionBudget: {
+    verbs: INSTALLED,
+    scope: "engine-namespace",
+    why: "the global rate limit engine's PodDisruptionBudget",
+  },
+  NetworkPolicy: {
+    verbs: INSTALLED,
+    scope: "engine-namespace",
+    why: "the global rate limit engine's NetworkPolicy (its debug port for the operator only)",
+  },
   Lease: {
     verbs: ["get", "list", "watch", "create", "update", "delete"],
     scope: "lease-namespace",
@@ -149,7 +170,7 @@ const VERB_ORDER: readonly Verb[] = [
  * stable and easy to review.
  */
 export function rulesFor(
-  scope: "cluster" | "lease-namespace",
+  scope: AccessScope,
   types: readonly ResourceType[] = Object.values(RESOURCES),
   named: Readonly<Record<string, readonly string[]>> = installedNames(),
 ): PolicyRule[] {
@@ -213,6 +234,40 @@ export const DEFAULT_RBAC_NAMES: RbacNames = {
   metricsReader: "platform-operator-metrics-reader",
 };
 
+/** The labels of the objects deploy/ installs for the operator itself. */
+export const OPERATOR_OBJECT_LABELS: Readonly<Record<string, string>> = {
+  "app.kubernetes.io/name": "platform-operator",
+  "app.kubernetes.io/part-of": "platform-operator",
+};
+
+/**
+ * A Role `name` in `namespace` with `rules`, and its binding to the operator's ServiceAccount: what
+ * an optional component grants the operator in one namespace (istiod's, the engine's).
+ */
+export function namespacedRole(
+  name: string,
+  namespace: string,
+  rules: PolicyRule[],
+  names: RbacNames = DEFAULT_RBAC_NAMES,
+): KubeObject[] {
+  const rbac = "rbac.authorization.k8s.io/v1";
+  const metadata = { name, namespace, labels: { ...OPERATOR_OBJECT_LABELS } };
+  return [
+    { apiVersion: rbac, kind: "Role", metadata, rules },
+    {
+      apiVersion: rbac,
+      kind: "RoleBinding",
+      metadata,
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name },
+      subjects: [{
+        kind: "ServiceAccount",
+        name: names.serviceAccount,
+        namespace: names.namespace,
+      }],
+    },
+  ];
+}
+
 /**
  * The operator's roles and their bindings to its ServiceAccount: a ClusterRole granting exactly
  * ACCESS, a Role for its Leases, and a ClusterRole and a Role holding what the modules' RBAC
@@ -220,10 +275,7 @@ export const DEFAULT_RBAC_NAMES: RbacNames = {
  * a scraper read /metrics.
  */
 export function rbacObjects(names: RbacNames = DEFAULT_RBAC_NAMES): KubeObject[] {
-  const labels = {
-    "app.kubernetes.io/name": "platform-operator",
-    "app.kubernetes.io/part-of": "platform-operator",
-  };
+  const labels = { ...OPERATOR_OBJECT_LABELS };
   const subjects = [{
     kind: "ServiceAccount",
     name: names.serviceAccount,
@@ -283,4 +335,18 @@ export function moduleGrantsRole(
         }
         : o
     );
+}
+
+/** The name of the operator's Role in the global rate limit engine's namespace. */
+export const ENGINE_ROLE = "platform-operator-global-engine";
+
+/**
+ * The Role in `namespace` (the engine's, GLOBAL_ENGINE_SERVICE's) granting the `engine-namespace`
+ * rows of ACCESS, and its binding to the operator's ServiceAccount (deploy/global-engine).
+ */
+export function engineRbacObjects(
+  namespace: string,
+  names: RbacNames = DEFAULT_RBAC_NAMES,
+): KubeObject[] {
+  return namespacedRole(ENGINE_ROLE, namespace, rulesFor("engine-namespace"), names);
 }

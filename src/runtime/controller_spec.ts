@@ -108,6 +108,12 @@ export interface WatchSpec {
    * keeps there, which RBAC grants in that namespace only. The selector must single them out.
    */
   ownNamespace?: boolean;
+  /**
+   * Watch only this namespace: for objects the operator keeps in a namespace of its own (the
+   * global rate limit engine's), which RBAC grants there only. Its (type, selector) must not be
+   * watched in another namespace too: they would share one cache.
+   */
+  namespace?: string;
   /** True when the type's CRD may be missing (installed later by the operator): watch it when it appears. */
   optional?: boolean;
   /**
@@ -138,6 +144,8 @@ export interface ControllerSpec {
   /** Short name used in logs and metrics: `serverless`, `scaler`, `ratelimit`. */
   name: string;
   primary: ResourceType;
+  /** Watch the primary in this namespace only (see `WatchSpec.namespace`); default: everywhere. */
+  primaryNamespace?: string;
   /** Secondary types read by `reconcile` (the primary is always watched). */
   watches: WatchSpec[];
   /** Indexes of watched types that `triggers` and `reconcile` read through `byIndex`. */
@@ -218,6 +226,8 @@ export interface PlannedWatch {
   selector?: string;
   /** Watched in the operator's namespace only. */
   ownNamespace?: boolean;
+  /** Watched in this namespace only. */
+  namespace?: string;
   /** False when every controller that reads it marked it optional (its CRD may be missing). */
   required: boolean;
   /** What its cache keeps of each object (see `WatchSpec.project`). */
@@ -240,9 +250,17 @@ export function planWatches(controllers: readonly ControllerSpec[]): PlannedWatc
   const wakers = new Map<string, ResourceType[] | null>();
   for (const c of controllers) {
     for (
-      const w of [{ type: c.primary, labelSelector: undefined, optional: false }, ...c.watches]
+      const w of [
+        {
+          type: c.primary,
+          labelSelector: undefined,
+          optional: false,
+          namespace: c.primaryNamespace,
+        },
+        ...c.watches,
+      ]
     ) {
-      const id = `${typeId(w.type)}|${w.labelSelector ?? ""}`;
+      const id = `${typeId(w.type)}|${w.labelSelector ?? ""}|${w.namespace ?? ""}`;
       const lazy = c.watchesNeedPrimary === true && w.type !== c.primary;
       const waking = wakers.get(id);
       if (!lazy) wakers.set(id, null);
@@ -263,6 +281,7 @@ export function planWatches(controllers: readonly ControllerSpec[]): PlannedWatc
         selector: w.labelSelector,
         required,
         ...(ownNamespace ? { ownNamespace } : {}),
+        ...(w.namespace ? { namespace: w.namespace } : {}),
         ...(project ? { project } : {}),
       });
     }

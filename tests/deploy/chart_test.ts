@@ -4,7 +4,8 @@
  * default values gives exactly the objects of `kubectl kustomize deploy/` (the control plane's
  * kubectl, `deno task build --only=cluster`); each value lands where it should; bad values and a
  * missing monitoring CRD are refused with a message naming what to fix; `istiodService` renders
- * exactly deploy/ with the deploy/istiod component.
+ * exactly deploy/ with the deploy/istiod component, `globalEngine.redisSecret` exactly deploy/
+ * with the deploy/global-engine component, and half a globalEngine is refused.
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
@@ -12,7 +13,7 @@ import { parseAllDocuments } from "yaml";
 import { binaryPaths } from "../../tools/cluster/build.ts";
 import { ensureHelm } from "../../tools/helm/build.ts";
 import { monitoringObjects } from "../../src/deploy/monitoring_objects.ts";
-import { DEPLOY, withIstiodComponent } from "./kustomize.ts";
+import { DEPLOY, withComponent, withIstiodComponent } from "./kustomize.ts";
 
 const CHART = join(DEPLOY, "helm", "platform-operator");
 type Obj = { kind: string; metadata: { name: string; namespace?: string }; [k: string]: unknown };
@@ -154,4 +155,41 @@ Deno.test("istiodService gives exactly deploy/ with the deploy/istiod component,
     assert.equal(bad.ok, false);
     assert.match(bad.err, /istiodService/);
   });
+});
+
+Deno.test("globalEngine.redisSecret gives exactly deploy/ with the deploy/global-engine component; half a configuration is refused", async () => {
+  await withComponent("global-engine", async (dir) => {
+    const helm = await template(
+      "--include-crds",
+      "--set=globalEngine.redisSecret=platform-ratelimit/redis",
+    );
+    assert.ok(helm.ok, helm.err);
+    const kustomize = await run((await binaryPaths()).kubectl, ["kustomize", dir]);
+    assert.ok(kustomize.ok, kustomize.err);
+    const fromHelm = objects(helm.out);
+    assert.equal(fromHelm.length, 23);
+    assert.deepEqual(fromHelm, objects(kustomize.out));
+  });
+  // Another Secret and an image: both variables.
+  const other = await template(
+    "--set=globalEngine.redisSecret=platform-ratelimit/redis-tls",
+    "--set=globalEngine.image=registry.example/ratelimit:1",
+  );
+  assert.ok(other.ok, other.err);
+  assert.match(
+    JSON.stringify(objects(other.out)),
+    /"name":"PLATFORM_OPERATOR_GLOBAL_REDIS_SECRET","value":"platform-ratelimit\/redis-tls"},\{"name":"PLATFORM_OPERATOR_GLOBAL_ENGINE_IMAGE","value":"registry.example\/ratelimit:1"}/,
+  );
+  // An image without a Secret, a Secret elsewhere or without a namespace: refused, naming the field.
+  for (
+    const bad of [
+      ["--set=globalEngine.image=registry.example/ratelimit:1"],
+      ["--set=globalEngine.redisSecret=default/redis"],
+      ["--set=globalEngine.redisSecret=redis"],
+    ]
+  ) {
+    const refused = await template(...bad);
+    assert.equal(refused.ok, false, bad.join(" "));
+    assert.match(refused.err, /globalEngine/, bad.join(" "));
+  }
 });

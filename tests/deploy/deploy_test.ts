@@ -80,7 +80,11 @@ Deno.test("the generated files are current (deno task deploy); the CRDs are crds
   const folders = [...Deno.readDirSync(DEPLOY)].filter((e) => e.isDirectory).map((e) => e.name);
   // The chart holds the CRDs' only copies (Helm reads nothing outside a chart), kept current by
   // staleDeployFiles above.
-  assert.deepEqual(folders.sort(), ["helm", "istiod", "monitoring", "operator"], "no other folder");
+  assert.deepEqual(
+    folders.sort(),
+    ["global-engine", "helm", "istiod", "monitoring", "operator"],
+    "no other folder",
+  );
 });
 
 Deno.test("RBAC: no wildcard, exactly the generated rules, bound to the operator's ServiceAccount", () => {

@@ -8,12 +8,17 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
-import { binaryPaths } from "../../tools/cluster/build.ts";
 import { envName, parseRunFlags } from "../../src/cli/run_flags.ts";
 import { discoveryChecks } from "../../src/kube/istiod_endpoints.ts";
 import { ISTIOD_SERVICE_ENV } from "../../src/deploy/istiod_objects.ts";
 import { ruleAllows } from "../../src/kube/self_access.ts";
-import { DEPLOY, find, loadKustomization, withIstiodComponent } from "./kustomize.ts";
+import {
+  DEPLOY,
+  find,
+  kustomizeObjects,
+  loadKustomization,
+  withIstiodComponent,
+} from "./kustomize.ts";
 
 type Obj = {
   kind: string;
@@ -30,14 +35,8 @@ type Obj = {
 
 const key = (o: Obj) => `${o.kind}/${o.metadata.namespace ?? ""}/${o.metadata.name}`;
 
-async function kustomize(dir: string): Promise<Obj[]> {
-  const o = await new Deno.Command((await binaryPaths()).kubectl, {
-    args: ["kustomize", dir],
-    stdin: "null",
-  }).output();
-  const dec = new TextDecoder();
-  assert.ok(o.success, dec.decode(o.stderr));
-  return parseAllDocuments(dec.decode(o.stdout)).map((d) => d.toJS() as Obj).filter(Boolean);
+function kustomize(dir: string): Promise<Obj[]> {
+  return kustomizeObjects<Obj>(dir);
 }
 
 Deno.test("deploy/istiod: a Role in istio-system with exactly list and watch of endpointslices, bound to the operator", async () => {

@@ -1,6 +1,7 @@
 /** Reads a kustomization the way `kubectl apply -k` does for the features deploy/ uses: resources (files and folders). */
 import { dirname, isAbsolute, join, relative, resolve } from "node:path";
 import { CACHE_DIR } from "../../tools/cluster/paths.ts";
+import { binaryPaths } from "../../tools/cluster/build.ts";
 import { parseAllDocuments } from "yaml";
 
 /** A parsed manifest and the file it came from. */
@@ -55,23 +56,42 @@ export const DEPLOY = resolve(dirname(new URL(import.meta.url).pathname), "../..
 
 /**
  * Runs `fn` with a folder (under .cache/cluster) whose kustomization is deploy/ with the
- * `deploy/istiod` component, as a user's would be; the folder is removed after.
+ * component `deploy/<component>`, as a user's would be; the folder is removed after.
  */
-export async function withIstiodComponent<T>(fn: (dir: string) => Promise<T>): Promise<T> {
+export async function withComponent<T>(
+  component: string,
+  fn: (dir: string) => Promise<T>,
+): Promise<T> {
   const dir = join(
     CACHE_DIR,
-    `test-istiod-component-${Deno.pid}-${crypto.randomUUID().slice(0, 8)}`,
+    `test-${component}-component-${Deno.pid}-${crypto.randomUUID().slice(0, 8)}`,
   );
   await Deno.mkdir(dir, { recursive: true });
   try {
     await Deno.writeTextFile(
       join(dir, "kustomization.yaml"),
       `resources: [${relative(dir, DEPLOY)}]\ncomponents: [${
-        relative(dir, join(DEPLOY, "istiod"))
+        relative(dir, join(DEPLOY, component))
       }]\n`,
     );
     return await fn(dir);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
+}
+
+/** `withComponent` of deploy/istiod. */
+export function withIstiodComponent<T>(fn: (dir: string) => Promise<T>): Promise<T> {
+  return withComponent("istiod", fn);
+}
+
+/** The objects `kubectl kustomize dir` renders (the control plane's kubectl); throws when it fails. */
+export async function kustomizeObjects<T>(dir: string): Promise<T[]> {
+  const o = await new Deno.Command((await binaryPaths()).kubectl, {
+    args: ["kustomize", dir],
+    stdin: "null",
+  }).output();
+  const dec = new TextDecoder();
+  if (!o.success) throw new Error(`kubectl kustomize ${dir}: ${dec.decode(o.stderr)}`);
+  return parseAllDocuments(dec.decode(o.stdout)).map((d) => d.toJS() as T).filter(Boolean);
 }

@@ -10,6 +10,10 @@ import { SCALER_MODULE } from "../../src/controllers/scaler.ts";
 import { SERVERLESS_MODULE } from "../../src/controllers/serverless.ts";
 import { ACCESS, type Access, type Verb } from "../../src/kube/rbac.ts";
 import type { ResourceType } from "../../src/api/object.ts";
+import { resourceFor } from "../../src/api/resources.ts";
+import { engineControllerFor } from "../../src/controllers/engine.ts";
+import { DEFAULT_ENGINE_RESOURCES, ENGINE_KINDS } from "../../src/reconcile/engine/mod.ts";
+import { GLOBAL_ENGINE_SERVICE } from "../../src/api/global_engine.ts";
 
 type Kind = keyof typeof RESOURCES;
 const MODULES = [SERVERLESS_MODULE, SCALER_MODULE];
@@ -58,6 +62,20 @@ async function derived(): Promise<Needed> {
     needed.add(c.primary, ["patch"], "status");
     needed.add(c.primary, ["update"], "finalizers");
     for (const w of c.watches) needed.add(w.type, ["list", "watch"]);
+  }
+  // The engine's controller (with --global-redis-secret): its primary, the Redis Secret, is only
+  // read (its Plans carry no status and no finalizer: tests/reconcile/engine_test.ts); it applies
+  // and prunes the engine's kinds.
+  const engine = engineControllerFor({
+    secret: { namespace: GLOBAL_ENGINE_SERVICE.namespace, name: "redis" },
+    image: "engine",
+    replicas: 2,
+    resources: DEFAULT_ENGINE_RESOURCES,
+  });
+  needed.add(engine.primary, ["list", "watch"]);
+  for (const w of engine.watches) needed.add(w.type, ["list", "watch"]);
+  for (const t of ENGINE_KINDS) {
+    needed.add(resourceFor(t.apiVersion, t.kind)!, ["get", "create", "patch", "delete"]);
   }
   // Plans apply what the modules install and prune it (a get first when the type is not cached).
   const rendered = new Set<ResourceType>(MODULES.flatMap((m) => m.installed));
@@ -117,9 +135,11 @@ Deno.test("the RBAC table grants exactly what the code uses", async () => {
   assert.deepEqual(show(granted()), show(needed));
 });
 
-Deno.test("only leases are namespaced to the lease namespace; everything else is cluster-wide", () => {
-  const scoped = Object.entries(ACCESS).filter(([, a]) => a.scope === "lease-namespace").map((
-    [k],
-  ) => k);
-  assert.deepEqual(scoped, ["Lease"]);
+Deno.test("only leases are namespaced to the lease namespace, and the engine's Secret, PodDisruptionBudget and NetworkPolicy to its namespace; everything else is cluster-wide", () => {
+  const scoped = (scope: string) =>
+    Object.entries(ACCESS).filter(([, a]) => a.scope === scope).map(([k]) => k).sort();
+  assert.deepEqual(scoped("lease-namespace"), ["Lease"]);
+  assert.deepEqual(scoped("engine-namespace"), ["NetworkPolicy", "PodDisruptionBudget", "Secret"]);
+  // Secrets are never read cluster-wide: only list and watch, in the engine's namespace.
+  assert.deepEqual(ACCESS.Secret.verbs, ["list", "watch"]);
 });

@@ -89,7 +89,11 @@ export class WatchSet {
           metrics: opts.metrics,
           type,
           labelSelector: selector,
-          ...(ownNamespace ? { namespace: opts.namespace } : {}),
+          ...(w.namespace
+            ? { namespace: w.namespace }
+            : ownNamespace
+            ? { namespace: opts.namespace }
+            : {}),
           optional: !required,
           pageSize: opts.pageSize,
           timeoutSeconds: opts.timeoutSeconds,
