@@ -297,6 +297,11 @@ export interface DescriptorAnswer {
   limitRemaining: number;
   /** Seconds to the end of the window, with a limit. */
   durationUntilReset?: number;
+  /**
+   * Set when shadow mode turned OVER_LIMIT into OK (what the engine counts in its `shadow_mode`
+   * stat; not in its answer).
+   */
+  shadowOverLimit?: true;
 }
 
 /** The engine's answer to a call. */
@@ -360,6 +365,7 @@ export function shouldRateLimit(
         currentLimit,
         limitRemaining: 0,
         durationUntilReset,
+        ...(found.shadowMode ? { shadowOverLimit: true as const } : {}),
       };
     }
     return {

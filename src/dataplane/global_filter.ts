@@ -149,6 +149,8 @@ export interface GlobalDecision {
   error?: string;
   /** Set when the filter, not enforcing (shadow mode), let an OVER_LIMIT request on. */
   notEnforced?: boolean;
+  /** Set when the engine's shadow mode answered OK for a descriptor over its limit. */
+  shadowOverLimit?: boolean;
   /** Set when the engine was down and the failure mode let the request on. */
   failedOpen?: boolean;
 }

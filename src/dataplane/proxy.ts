@@ -91,7 +91,10 @@ export interface Decision extends Response {
   remaining?: number;
   /** True when the proxy rejected it (a gRPC call's rejection has HTTP status 200). */
   rejected?: boolean;
-  /** True when a filter not enforcing (shadow mode) would have rejected the request. */
+  /**
+   * True when a local filter not enforcing (shadow mode) would have rejected the request (the
+   * global filter's shadow mode: `global.notEnforced`, `global.shadowOverLimit`).
+   */
   wouldReject?: boolean;
   /** For a wildcard descriptor's bucket: the values its empty entries took (the client). */
   client?: string;
@@ -318,7 +321,8 @@ export function decide(
     out["content-type"] = "text/plain";
     return answer(cfg.status, out, RATE_LIMITED_BODY, reported, nowMs, { rejected: true });
   }
-  const wouldReject = (reported !== undefined && !reported.allowed) || global?.notEnforced === true;
+  // A local filter's; the global filter's is in `global` (notEnforced, shadowOverLimit).
+  const wouldReject = reported !== undefined && !reported.allowed;
   const admitted = answer(200, out, "", reported, nowMs, {
     rejected: false,
     wouldReject,
@@ -391,6 +395,7 @@ function globalStep(
     code: result.answer.overallCode,
     ...closestToLimit(result),
     keys: result.answer.keys,
+    ...(result.answer.statuses.some((s) => s.shadowOverLimit) ? { shadowOverLimit: true } : {}),
   };
   if (result.answer.overallCode !== "OVER_LIMIT") return { decision };
   if (!g.enforced) return { decision: { ...decision, notEnforced: true } };
