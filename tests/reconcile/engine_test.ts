@@ -548,3 +548,12 @@ Deno.test("the engine's version is the one tools/ratelimit-engine/go.mod pins", 
   const m = /^\s*github\.com\/envoyproxy\/ratelimit (v\S+)/m.exec(gomod);
   assert.equal(m?.[1], RATELIMIT_ENGINE_VERSION);
 });
+
+Deno.test("a value that is not UTF-8 text is refused, naming its key", () => {
+  const bad: KubeObject = {
+    ...secret({}),
+    data: { address: btoa("r:6379"), password: btoa(String.fromCharCode(0xff, 0xfe)) },
+  };
+  const read = readRedisSecret(bad);
+  assert.deepEqual(!read.ok && read.problems, ["password is not UTF-8 text"]);
+});

@@ -59,8 +59,11 @@ export type RedisSecretReading =
   | { ok: true; connection: RedisConnection }
   | { ok: false; problems: string[] };
 
+/** Marks a value that is not base64 of UTF-8 text. */
+const NOT_TEXT = Symbol("not text");
+
 /** One value of a Secret's `data` (base64), as text; undefined when absent or empty. */
-function value(secret: KubeObject, key: string): string | undefined {
+function value(secret: KubeObject, key: string): string | undefined | typeof NOT_TEXT {
   const data = secret.data;
   if (typeof data !== "object" || data === null) return undefined;
   const raw = (data as Record<string, unknown>)[key];
@@ -70,7 +73,7 @@ function value(secret: KubeObject, key: string): string | undefined {
     const text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
     return text === "" ? undefined : text;
   } catch {
-    return "\uFFFD";
+    return NOT_TEXT;
   }
 }
 
@@ -117,8 +120,9 @@ export function readRedisSecret(secret: KubeObject): RedisSecretReading {
   const problems: string[] = [];
   const get = (key: string) => {
     const v = value(secret, key);
-    if (v === "\uFFFD") problems.push(`${key} is not UTF-8 text`);
-    return v === "\uFFFD" ? undefined : v;
+    if (v !== NOT_TEXT) return v;
+    problems.push(`${key} is not UTF-8 text`);
+    return undefined;
   };
   const address = get(k.address)?.trim();
   const typeText = get(k.type)?.trim() ?? "single";
