@@ -12,6 +12,7 @@ import { ScalerSpecSchema } from "../src/api/schema/scaler.ts";
 import { ServerlessSpecSchema } from "../src/api/schema/serverless.ts";
 import { GlobalSchema } from "../src/api/schema/ratelimit.ts";
 import { reconcileRateLimit } from "../src/reconcile/ratelimit/mod.ts";
+import { ONE_READY_ENGINE } from "../src/reconcile/ratelimit/input.ts";
 import { parseServerless } from "../src/api/serverless.ts";
 import type { ParseResult } from "../src/api/issues.ts";
 
@@ -146,7 +147,7 @@ Deno.test("docs/examples/ratelimit-global.yaml: local and global parts, every gl
       pods: [],
       meshInstalled: true,
       now: 0,
-      globalEngineReady: engine,
+      ...(engine ? { globalEngine: ONE_READY_ENGINE } : {}),
     });
     assert.equal((plan.status as { state: string }).state, "Ready", String(engine));
     assert.equal(JSON.stringify(plan.apply).includes("envoy.filters.http.ratelimit"), engine);

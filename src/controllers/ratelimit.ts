@@ -37,7 +37,19 @@ import {
   type ProxyStatusFields,
   proxyStatusOf,
 } from "../api/istiod.ts";
-import type { ProxyObservation } from "../reconcile/ratelimit/input.ts";
+import type {
+  EngineObservation,
+  EnginePod,
+  ProxyObservation,
+} from "../reconcile/ratelimit/input.ts";
+import {
+  ENGINE_STATUS,
+  ENGINES_STATUS_NAME,
+  enginesStatusOf,
+  engineStatusOf,
+} from "../api/engine_status.ts";
+import { ENGINE_DOMAIN_ANNOTATION, GLOBAL_ENGINE_SERVICE } from "../api/global_engine.ts";
+import { at } from "../api/json.ts";
 
 export {
   FILTER_SELECTOR_INDEX,
@@ -68,6 +80,13 @@ export interface RateLimitSettings {
    * Accepted condition from them; otherwise Accepted is Unknown (IstiodNotAsked).
    */
   proxyStatus?: boolean;
+  /**
+   * True when the operator runs the global rate limit engine and reads it back: the controller then
+   * watches the EngineStatus objects (a type served inside the operator, src/api/engine_status.ts)
+   * and reports GlobalEnforced from them; otherwise the global part is not rendered and
+   * GlobalEnforced says the engine is not installed.
+   */
+  engineStatus?: boolean;
 }
 
 /**
@@ -95,6 +114,39 @@ function proxiesOf(
   }
   const istiod = istiodStatusOf(cache.get(PROXY_STATUS, operatorNamespace, ISTIOD_STATUS_NAME));
   return { istiod, byPod };
+}
+
+/** What the operator read back of the engine's Pods, from the cached EngineStatus objects. */
+function engineOf(cache: CacheReader): EngineObservation {
+  const namespace = GLOBAL_ENGINE_SERVICE.namespace;
+  const pods: EnginePod[] = [];
+  let listing: EngineObservation["listing"];
+  for (const obj of cache.list(ENGINE_STATUS, namespace)) {
+    if (obj.metadata.name === ENGINES_STATUS_NAME) {
+      listing = enginesStatusOf(obj);
+      continue;
+    }
+    const fields = engineStatusOf(obj);
+    if (fields) pods.push({ name: obj.metadata.name, ...fields });
+  }
+  return { listing, pods };
+}
+
+/**
+ * The keys of the RateLimits the engine's state concerns: those with spec.global, and those whose
+ * filter in place carries a domain (a refused generation may keep one after spec.global went).
+ */
+function globalRateLimits(cache: CacheReader): string[] {
+  const keys: string[] = [];
+  for (const rl of cache.list(RESOURCES.RateLimit)) {
+    const ns = rl.metadata.namespace ?? "";
+    if (
+      at(rl, "spec", "global") !== undefined ||
+      ownFilter(cache, ns, rl.metadata.name)?.metadata.annotations?.[ENGINE_DOMAIN_ANNOTATION] !==
+        undefined
+    ) keys.push(objectKey(rl));
+  }
+  return keys;
 }
 
 /**
@@ -191,6 +243,14 @@ export function rateLimitControllerFor(settings: RateLimitSettings): ControllerS
           },
         }]
         : []),
+      // What the engine's Pods say: any change concerns every RateLimit with a global part.
+      ...(settings.engineStatus
+        ? [{
+          type: ENGINE_STATUS,
+          local: true,
+          trigger: (_status: KubeObject, cache: CacheReader) => globalRateLimits(cache),
+        }]
+        : []),
     ],
     indexes: [...RATELIMIT_INDEXES],
     // Its rivals' conflicts depend on it: by its spec, and by the filter it holds (which stays in
@@ -248,6 +308,7 @@ export function rateLimitControllerFor(settings: RateLimitSettings): ControllerS
         ...(settings.proxyStatus
           ? { proxies: proxiesOf(cache, ctx.namespace, pods.values()) }
           : {}),
+        ...(settings.engineStatus ? { globalEngine: engineOf(cache) } : {}),
       });
     },
   };

@@ -7,11 +7,7 @@
  * later), and the filter the cache keeps still says that the limit in force is per-client.
  */
 import assert from "node:assert/strict";
-import {
-  ENVOYFILTER_CRD,
-  rateLimitController,
-  rateLimitControllerFor,
-} from "../../src/controllers/ratelimit.ts";
+import { rateLimitController, rateLimitControllerFor } from "../../src/controllers/ratelimit.ts";
 import {
   type HeldLimits,
   istiodStatusObject,
@@ -22,7 +18,6 @@ import {
 import type { KubeObject } from "../../src/api/object.ts";
 import type { Condition } from "../../src/api/common.ts";
 import { triggersOf } from "../../src/runtime/controller_spec.ts";
-import { IMAGES, NOW } from "../reconcile/serverless_fixtures.ts";
 import {
   bucket,
   DIGEST_ONLY,
@@ -35,14 +30,10 @@ import {
 import { proxyImageVersion } from "../../src/api/pod.ts";
 import { RESOURCES } from "../../src/api/resources.ts";
 import { filterLimits } from "../../src/reconcile/ratelimit/input.ts";
-import { cacheOf } from "./ratelimit_cache_fixtures.ts";
+import { cacheOf, CTX, MESH_CRD } from "./ratelimit_cache_fixtures.ts";
 
-const ctx = { now: NOW, images: IMAGES, namespace: "platform-system" };
-const crd: KubeObject = {
-  apiVersion: "apiextensions.k8s.io/v1",
-  kind: "CustomResourceDefinition",
-  metadata: { name: ENVOYFILTER_CRD },
-};
+const ctx = CTX;
+const crd = MESH_CRD;
 const asking = rateLimitControllerFor({ meshRootNamespace: "istio-system", proxyStatus: true });
 const UUID = "5b2e3c1a-9f0e-4d7b-8c6a-2f1e0d9c8b7a";
 const nonce = `2026-11-28T11:00:00Z/3${UUID}`;

@@ -9,6 +9,7 @@ import { storedBytes } from "../../src/api/json.ts";
 import { CONDITION_MESSAGE_MAX } from "../../src/api/message.ts";
 import { parseRateLimit } from "../../src/api/ratelimit.ts";
 import { reconcileRateLimit } from "../../src/reconcile/ratelimit/mod.ts";
+import { ONE_READY_ENGINE } from "../../src/reconcile/ratelimit/input.ts";
 import { ENGINE_DOMAIN_ANNOTATION } from "../../src/api/global_engine.ts";
 import { ENVOYFILTER_MAX_BYTES } from "../../src/reconcile/ratelimit/render.ts";
 import {
@@ -67,7 +68,7 @@ Deno.test("with its global part rendered, the largest valid RateLimit is no larg
   let largest = 0;
   for (const fill of ["plain", "escaped"] as const) {
     for (const { what, rateLimit } of largestWithGlobal(fill)) {
-      const plan = reconcileRateLimit(input(rateLimit, { globalEngineReady: true }));
+      const plan = reconcileRateLimit(input(rateLimit, { globalEngine: ONE_READY_ENGINE }));
       assert.equal((plan.status as Ready).state, "Ready", `${fill} ${what}`);
       const filter = plan.apply.find((o) => o.kind === "EnvoyFilter")!;
       assert.ok(JSON.stringify(filter).includes("envoy.filters.http.ratelimit"), what);

@@ -9,6 +9,7 @@ import {
   proxyStatusObject,
 } from "../../src/api/istiod.ts";
 import { LOCAL_RATELIMIT_FILTER } from "../../src/api/envoy.ts";
+import type { EngineObservation, EnginePod } from "../../src/reconcile/ratelimit/input.ts";
 import { judgeSpec, STAT_PREFIX } from "../../src/reconcile/ratelimit/render.ts";
 
 /** A bucket as users write it. */
@@ -205,4 +206,17 @@ export function reconcileWorld(world: World, base: RateLimitInput): Plan {
     rateLimit: world.rateLimit,
     envoyFilter: world.envoyFilter,
   });
+}
+
+/**
+ * The engine as the operator reads it back: its Pods listed, each Ready and reaching Redis with
+ * nothing loaded unless said otherwise.
+ */
+export function enginePods(
+  pods: readonly (Partial<EnginePod> & { name: string })[],
+): EngineObservation {
+  return {
+    listing: { listed: true, pods: pods.length },
+    pods: pods.map((p) => ({ ready: true, redis: "Reachable", loaded: {}, since: "", ...p })),
+  };
 }

@@ -103,7 +103,7 @@ const CASES: Record<string, { input: RateLimitInput; says: RegExp[] }> = {
     ],
   },
   EngineNotInstalled: {
-    // Global limits only, and the engine is not Ready (the default of the input).
+    // Global limits only, and the operator runs no engine (the default of the input).
     input: input(
       rateLimit({
         local: false,
@@ -111,7 +111,7 @@ const CASES: Record<string, { input: RateLimitInput; says: RegExp[] }> = {
       }),
     ),
     says: [
-      /spec\.global: the rate limit engine is not installed and Ready, and without spec\.local there is nothing else to apply/,
+      /spec\.global: the operator does not run the rate limit engine \(--global-redis-secret\), and without spec\.local there is nothing else to apply/,
       /this one is not applied/,
     ],
   },

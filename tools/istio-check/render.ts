@@ -11,6 +11,7 @@
 import { join, relative, resolve } from "node:path";
 import { parseAllDocuments } from "yaml";
 import { reconcileRateLimit } from "../../src/reconcile/ratelimit/mod.ts";
+import { ONE_READY_ENGINE } from "../../src/reconcile/ratelimit/input.ts";
 import { filterContexts } from "../../src/reconcile/ratelimit/scope.ts";
 import type { KubeObject } from "../../src/api/object.ts";
 import { at } from "../../src/api/json.ts";
@@ -108,7 +109,7 @@ export function renderCases(sources: readonly Source[]): { cases: Case[]; reject
       pods: src.pods ?? [],
       meshInstalled: true,
       now: 0,
-      globalEngineReady: src.globalEngineReady,
+      ...(src.globalEngineReady ? { globalEngine: ONE_READY_ENGINE } : {}),
     });
     const ef = plan.apply.find((o) => o.kind === "EnvoyFilter");
     if (!ef) {

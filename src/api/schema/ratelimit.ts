@@ -222,15 +222,17 @@ export const RateLimitStatusSchema = z.object({
     "What the limit in place does: Enforcing rejects requests over it; Shadow (spec.enforce false) counts them and marks them with a request header but rejects none. Absent when no limit is in place.",
   ),
   rates: z.array(z.object({
-    bucket: z.string().max(16).describe("default, or the rule's index in spec.local.buckets."),
-    perPod: z.string().max(64).describe(
-      "What one Pod's proxy admits over time once the burst is spent: tokensPerFill/fillInterval, e.g. 10/30s.",
+    bucket: z.string().max(16).describe(
+      "default, or the rule's index in spec.local.buckets; global.<index> or global.default for a rule of spec.global.",
+    ),
+    perPod: z.string().max(64).optional().describe(
+      "What one Pod's proxy admits over time once the burst is spent: tokensPerFill/fillInterval, e.g. 10/30s. Absent for a global rule, whose limit all Pods share.",
     ),
     workload: z.string().max(64).describe(
-      "What all podsWithSidecar admit together: perPod times podsWithSidecar, e.g. 30/30s for 3 Pods (on the ingress gateway, for each route).",
+      "What all podsWithSidecar admit together: perPod times podsWithSidecar, e.g. 30/30s for 3 Pods (on the ingress gateway, for each route); for a global rule its limit, e.g. 100/1m, counted by the engine across every proxy in windows aligned to the clock.",
     ),
   })).max(MAX_BUCKET_RULES + 1).optional().describe(
-    "Per bucket of the limit in place, the rate one Pod admits and the rate the selected Pods with a mesh proxy admit together; absent when no limit is in place.",
+    "Per bucket of the limit in place, the rate one Pod admits and the rate the selected Pods with a mesh proxy admit together, then each global rule's limit for the workload as a whole (once the global part is in place); absent when no limit is in place.",
   ),
   proxies: z.object({
     accepted: integer().min(0).describe(
@@ -247,7 +249,7 @@ export const RateLimitStatusSchema = z.object({
     "The proxies of podsWithSidecar by what istiod says of them; absent when the operator does not ask istiod or istiod did not answer.",
   ),
   conditions: ConditionsSchema.optional().describe(
-    "Ready: the limit is in place (the EnvoyFilter is stored). Enforced: every selected Pod runs a mesh proxy that applies the filter, so the limit takes effect. Accepted: istiod says every such proxy acknowledged the config holding the limit in force (False when one rejected it, Unknown when not known). GlobalEnforced, with spec.global: whether the global limits are sent to the engine (False while the engine is not installed and Ready).",
+    "Ready: the limit is in place (the EnvoyFilter is stored). Enforced: every selected Pod runs a mesh proxy that applies the filter, so the limit takes effect. Accepted: istiod says every such proxy acknowledged the config holding the limit in force (False when one rejected it, Unknown when not known). GlobalEnforced, with spec.global: whether the rate limit engine enforces the global limits, read back from its Pods (True when every Ready engine Pod holds this RateLimit's domain as in force and reaches Redis; False or Unknown with the reason and the failure mode that applies meanwhile).",
   ),
 });
 

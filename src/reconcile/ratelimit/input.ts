@@ -10,6 +10,7 @@ import { RATELIMIT_FILTER } from "../../api/global_engine.ts";
 import { apiVersionOf, RESOURCES } from "../../api/resources.ts";
 import type { KubeObject } from "../../api/object.ts";
 import type { IstiodStatusFields, ProxyStatusFields } from "../../api/istiod.ts";
+import type { EngineListing, EngineStatusFields } from "../../api/engine_status.ts";
 import { MANAGED_BY, MANAGED_BY_LABEL, MODULE_LABEL } from "../labels.ts";
 import type { ApplyOutcome, ObjectRef } from "../plan.ts";
 
@@ -136,10 +137,14 @@ export interface FilterLimits {
   digest?: string;
 }
 
-/** One entry of `status.rates`. */
+/**
+ * One entry of `status.rates`: a local bucket's rate on one Pod and on the workload's Pods
+ * together, or a global rule's limit (`global.<rule>`), which holds for the workload as a whole
+ * and has no per-Pod rate.
+ */
 export interface BucketRate {
   bucket: string;
-  perPod: string;
+  perPod?: string;
   workload: string;
 }
 
@@ -405,11 +410,11 @@ export interface RateLimitInput {
   /** The largest EnvoyFilter to apply, in stored bytes; default `ENVOYFILTER_MAX_BYTES`. */
   maxFilterBytes?: number;
   /**
-   * True when the global rate limit engine is installed and Ready (set by the engine's
-   * deployment, issue #43): only then does the EnvoyFilter hold a RateLimit's global part.
-   * Undefined or false: the global part is left out and GlobalEnforced says so.
+   * What the operator reads back of the global rate limit engine's Pods (src/api/engine_status.ts),
+   * when it runs the engine; undefined when it does not (no `--global-redis-secret`): then the
+   * global part is left out and GlobalEnforced says the engine is not installed.
    */
-  globalEngineReady?: boolean;
+  globalEngine?: EngineObservation;
   /**
    * What istiod says of the proxies of `pods`, when the operator asks it; undefined when it does
    * not (the Accepted condition is then Unknown, IstiodNotAsked).
@@ -424,3 +429,33 @@ export interface ProxyObservation {
   /** The ProxyStatus of each Pod istiod lists, by `namespace/name` (at least those of `pods`). */
   byPod: ReadonlyMap<string, ProxyStatusFields>;
 }
+
+/** One engine Pod as the operator read it back: its name and its EngineStatus. */
+export interface EnginePod extends EngineStatusFields {
+  name: string;
+}
+
+/** What the operator read back of the global rate limit engine, as the reconcile reads it. */
+export interface EngineObservation {
+  /** Whether the engine's Pods are listed; undefined while not yet. */
+  listing: EngineListing | undefined;
+  /** Each engine Pod read, by name (those not terminating). */
+  pods: readonly EnginePod[];
+}
+
+/**
+ * An engine of one Ready Pod that reaches Redis and has loaded nothing: what a tool that renders
+ * without a cluster (tools/istio-check) gives to render the global part.
+ */
+export const ONE_READY_ENGINE: EngineObservation = Object.freeze({
+  listing: Object.freeze({ listed: true as const, pods: 1 }),
+  pods: Object.freeze([
+    Object.freeze({
+      name: "ratelimit-engine-0",
+      ready: true,
+      redis: "Reachable" as const,
+      loaded: Object.freeze({}) as Record<string, string[]>,
+      since: "",
+    }),
+  ]),
+});

@@ -19,7 +19,8 @@
  * scope.ts     where it reaches and whom it meets: reachOf, podSelection, patchContexts,
  *              olderConflicts
  * status.ts    judge (the verdict; per-client buckets refused while a selected proxy's Envoy
- *              refuses them), keep (the filter that stays), enforcement, acceptance, the messages
+ *              refuses them), keep (the filter that stays), enforcement, acceptance,
+ *              globalEnforcement (what the engine's Pods say they hold), the messages
  * mod.ts       reconcileRateLimit: the states table, the conditions, the Plan
  * ```
  *
@@ -38,6 +39,8 @@
  *      ├─ status  inForceOf or keep ── scope, input filterLimits
  *      ├─ status  enforcement ── scope, render statsHint
  *      ├─ status  acceptance ── scope proxyEnvoys (the limit in force is per-client)
+ *      ├─ status  globalEnforcement (the engine's Pods; the filter's engine lines, read by
+ *      │          inForceOf through engine_config engineDomainOfFilter, rlconfigLines)
  *      ├─ input   bucketRates
  *      └─ ../conditions.ts  updateConditions, conditionEvents (which are problems: data)
  * ```
@@ -50,6 +53,8 @@ import {
   enforcement,
   GLOBAL_ENFORCED_CONDITION,
   globalEnforcement,
+  globalPartRendered,
+  globalRates,
   type InForce,
   inForceOf,
   judge,
@@ -75,6 +80,7 @@ export const RATELIMIT_CONDITION = "Ready";
 export {
   ACCEPTED_CONDITION,
   ACCEPTED_ROWS,
+  DOMAIN_LOAD_BOUND_MS,
   ENFORCED_CONDITION,
   ENFORCED_ROWS,
   GLOBAL_ENFORCED_CONDITION,
@@ -205,7 +211,8 @@ export function reconcileRateLimit(input: RateLimitInput): Plan {
   const reach = reachOf(meta.namespace, input.meshRootNamespace ?? ISTIO_ROOT_NAMESPACE);
   const selected = podSelection(reach, input.pods);
   const scope: Scope = { meta, ours, reach, selected };
-  const verdict = judge(input, scope);
+  const globalPart = globalPartRendered(input.globalEngine, ours);
+  const verdict = judge(input, scope, globalPart);
   let message: string;
   let inForce: InForce | undefined;
   let enforcedGeneration: number | undefined;
@@ -219,7 +226,7 @@ export function reconcileRateLimit(input: RateLimitInput): Plan {
       message = `${
         meta.generation === undefined ? "Limits" : `Limits of generation ${meta.generation}`
       } applied to ${whereText(inForce)} by EnvoyFilter ${meta.namespace}/${meta.name}: ${
-        limitsText(spec, input.globalEngineReady === true)
+        limitsText(spec, globalPart)
       }`;
     } else {
       // The filter in place, if any, is what the failed apply would have replaced.
@@ -239,26 +246,34 @@ export function reconcileRateLimit(input: RateLimitInput): Plan {
   const row = rowFor(RATELIMIT_STATES, verdict.reason);
   const enforced = enforcement(inForce, inForce ? selected(inForce.selector) : []);
   const accepted = acceptance(inForce, enforced.covered, input.proxies);
+  const previousGlobal = meta.conditions.find((c) => c.type === GLOBAL_ENFORCED_CONDITION);
   const global = globalEnforcement(
     inForce,
     at(input.rateLimit, "spec", "global") !== undefined,
-    input.globalEngineReady === true,
+    input.globalEngine,
+    globalPart,
     meta,
+    { previous: previousGlobal, now: input.now, generation: meta.generation },
   );
+  // A new wait for the engine counts from now: its start is the condition's transition time.
+  const before = global?.restart
+    ? meta.conditions.filter((c) => c.type !== GLOBAL_ENFORCED_CONDITION)
+    : meta.conditions;
   const conditions = updateConditions(
-    meta.conditions,
+    before,
     {
       set: [
         { type: row.type, status: row.status, reason: row.reason, message },
         enforced.condition,
         accepted.condition,
-        ...(global ? [global] : []),
+        ...(global ? [global.condition] : []),
       ],
       ...(global ? {} : { drop: [GLOBAL_ENFORCED_CONDITION] }),
     },
     kubeTime(input.now),
     meta.generation,
   );
+  if (global?.requeueAfterMs !== undefined) plan.requeueAfterMs = global.requeueAfterMs;
   plan.status = {
     state: row.state,
     description: `${sentence(message)}. ${sentence(enforced.condition.message)}.`,
@@ -270,7 +285,10 @@ export function reconcileRateLimit(input: RateLimitInput): Plan {
     ...(inForce?.limits
       ? {
         mode: inForce.limits.shadow ? "Shadow" : "Enforcing",
-        rates: bucketRates(inForce.limits, enforced.podsWithSidecar ?? 0),
+        rates: [
+          ...bucketRates(inForce.limits, enforced.podsWithSidecar ?? 0),
+          ...globalRates(inForce.engine),
+        ],
       }
       : {}),
     ...(accepted.proxies ? { proxies: accepted.proxies } : {}),

@@ -23,12 +23,18 @@ import {
   strayPods,
 } from "./scope.ts";
 import {
+  type BucketRate,
+  type EngineObservation,
+  type EnginePod,
   type FilterLimits,
   filterLimits,
   filterSelector,
   type ProxyObservation,
   type RateLimitInput,
 } from "./input.ts";
+import { engineDomainOfFilter, rlconfigLines } from "./engine_config.ts";
+import { parseRlconfigLine } from "../../api/engine_status.ts";
+import type { Condition } from "../../api/common.ts";
 import {
   exportsLimitStats,
   parseSpec,
@@ -36,7 +42,11 @@ import {
   renderSpec,
   statsHint,
 } from "./render.ts";
-import { globalDomain } from "../../api/global_engine.ts";
+import {
+  ENGINE_DOMAIN_ANNOTATION,
+  GLOBAL_ENGINE_SERVICE,
+  globalDomain,
+} from "../../api/global_engine.ts";
 import type { RateLimit, RateLimitSpec } from "../../api/ratelimit.ts";
 import type { KubeObject } from "../../api/object.ts";
 import type { HeldLimits } from "../../api/istiod.ts";
@@ -95,6 +105,11 @@ export interface InForce {
   meshWide: boolean;
   /** What its filter enforces (mode, buckets); undefined when the filter cannot be read. */
   limits?: FilterLimits;
+  /**
+   * With a global part: the lines the engine's `/rlconfig` prints once it holds the filter's
+   * domain as the filter carries it (`engineLinesOf`), or why they cannot be read.
+   */
+  engine?: EngineLines;
 }
 
 /** The figures and the condition of enforcement. */
@@ -543,28 +558,68 @@ export function limitsText(spec: RateLimitSpec, global: boolean): string {
   return shadow + parts.join("; ");
 }
 
-// Whether the global part is sent to the engine (`GlobalEnforced`, only for a RateLimit with
-// spec.global). The global filter goes into the EnvoyFilter only once the engine is installed and
-// Ready (`RateLimitInput.globalEngineReady`): a filter asking a cluster no proxy has fails every
-// request's call (a 500 for each under failureMode Deny). What the engine itself loaded is not
-// read back yet (issue #43 point 4), so with the filter in place the condition is Unknown.
+// Whether the global part is enforced (`GlobalEnforced`, only for a RateLimit with spec.global or
+// a global part in place), read back from the engine's Pods (src/api/engine_status.ts), never
+// assumed. The global filter goes into the EnvoyFilter once an engine Pod is seen Ready: a filter
+// asking an engine that is not there fails every request's call (refused with 500 under
+// failureMode Deny). Once in place it stays while the engine is installed, Ready or not, so that a
+// Redis or engine outage applies the failure mode the RateLimit chose (and rewrites no filter);
+// it goes when the engine is gone (no Pod, or the operator no longer runs it).
 
 /** The condition type that reports the global part. */
 export const GLOBAL_ENFORCED_CONDITION = "GlobalEnforced";
 
+/**
+ * How long an engine Ready may go without the domain in force before DomainNotLoaded turns False:
+ * an engine loads a push within milliseconds (docs/global-engine.md), and the poller reads it
+ * back within a second of the push; an engine that reconnects to the operator takes up to its
+ * xDS backoff (1 s) more.
+ */
+export const DOMAIN_LOAD_BOUND_MS = 30_000;
+
 /** Every GlobalEnforced condition the operator writes. */
 export const GLOBAL_ENFORCED_ROWS: readonly AcceptedRow[] = [
   {
-    status: "Unknown",
-    reason: "EngineNotVerified",
+    status: "True",
+    reason: "Enforced",
     meaning:
-      "The global filter is in place and asks the engine; whether the engine loaded this RateLimit's domain and reaches Redis is not read back yet",
+      "Every Ready engine Pod has loaded exactly this RateLimit's domain as in force and reaches Redis, as each says (its /rlconfig and /healthcheck)",
   },
   {
     status: "False",
     reason: "EngineNotInstalled",
     meaning:
-      "The rate limit engine is not installed and Ready: the global filter is left out of the EnvoyFilter, nothing counts the global limits (the local ones apply)",
+      "The operator does not run the rate limit engine, or the engine has no Pod: the global filter is left out of the EnvoyFilter (or, in place, every call fails and the failure mode applies)",
+  },
+  {
+    status: "False",
+    reason: "EngineNotReady",
+    meaning:
+      "The engine has Pods but none is Ready: a global part already in place applies its failure mode; one not yet in place waits",
+  },
+  {
+    status: "False",
+    reason: "RedisUnreachable",
+    meaning:
+      "An engine Pod cannot reach Redis (its /healthcheck fails): the calls it takes fail and the failure mode applies",
+  },
+  {
+    status: "Unknown",
+    reason: "DomainNotLoaded",
+    meaning:
+      "A Ready engine Pod does not hold this domain as in force yet (a push under way): it admits the domain's requests without counting them",
+  },
+  {
+    status: "False",
+    reason: "DomainNotLoaded",
+    meaning:
+      "A Ready engine Pod has not held this domain as in force for 30 s: it admits the domain's requests without counting them",
+  },
+  {
+    status: "Unknown",
+    reason: "EngineNotVerified",
+    meaning:
+      "The operator cannot read back what the engine holds: its Pods not read yet or not listed, a Pod not answering, or the filter's engine configuration unreadable",
   },
   {
     status: "False",
@@ -575,44 +630,292 @@ export const GLOBAL_ENFORCED_ROWS: readonly AcceptedRow[] = [
 ];
 
 /**
+ * Whether the current generation renders the global part: once some engine Pod is Ready; or, when
+ * `ours` (our filter in place) holds it already, as long as the engine is not known to be gone.
+ */
+export function globalPartRendered(
+  engine: EngineObservation | undefined,
+  ours: KubeObject | undefined,
+): boolean {
+  if (!engine) return false;
+  if (engine.pods.some((p) => p.ready)) return true;
+  if (!ours || filterLimits(ours)?.global === undefined) return false;
+  return !(engine.listing?.listed === true && engine.pods.length === 0);
+}
+
+/** Why the global part is not rendered, for the Ready message of a global-only RateLimit. */
+export function engineAbsence(engine: EngineObservation | undefined): string {
+  if (!engine) return "the operator does not run the rate limit engine (--global-redis-secret)";
+  if (!engine.listing) return "the rate limit engine's Pods have not been read yet";
+  if (!engine.listing.listed) {
+    return `the rate limit engine's Pods cannot be listed (${engine.listing.message})`;
+  }
+  if (engine.pods.length === 0) {
+    return `the rate limit engine has no Pod in namespace ${GLOBAL_ENGINE_SERVICE.namespace}`;
+  }
+  return `no rate limit engine Pod is Ready (${namedList(engine.pods.map((p) => p.name))})`;
+}
+
+/** What the expected engine lines of a filter in place are: `rlconfigLines` of its annotation. */
+export type EngineLines = { lines: readonly string[] } | { problem: string };
+
+/** The engine lines a filter carries (engine_config.ts), or why they cannot be read. */
+export function engineLinesOf(filter: KubeObject): EngineLines {
+  const problems: string[] = [];
+  const config = engineDomainOfFilter(filter, problems);
+  if (config) return { lines: rlconfigLines(config) };
+  return {
+    problem: problems[0] ??
+      `EnvoyFilter ${filter.metadata.namespace}/${filter.metadata.name} carries no engine configuration (${ENGINE_DOMAIN_ANNOTATION})`,
+  };
+}
+
+/** GlobalEnforced, and when to look again (a push under way turns False at its bound). */
+export interface GlobalEnforcement {
+  condition: ConditionInput;
+  /** Reconcile again after this long even with nothing new. */
+  requeueAfterMs?: number;
+  /**
+   * True when the condition starts a new wait (DomainNotLoaded after another reason): its
+   * `lastTransitionTime` must be now even when its status stays the same, since the bound counts
+   * from it.
+   */
+  restart?: boolean;
+}
+
+/** The previous GlobalEnforced condition and the time, to bound a push under way. */
+export interface GlobalClock {
+  previous: Condition | undefined;
+  now: number;
+  generation: number | undefined;
+}
+
+/**
  * GlobalEnforced for a RateLimit whose spec asks for global limits (`wanted`) or whose limit in
- * place has them; undefined when neither (the condition is then dropped).
+ * place has them; undefined when neither (the condition is then dropped). `rendered`: whether
+ * this generation renders the global part (`globalPartRendered`).
  */
 export function globalEnforcement(
   inForce: InForce | undefined,
   wanted: boolean,
-  engineReady: boolean,
+  engine: EngineObservation | undefined,
+  rendered: boolean,
   meta: { namespace: string; name: string },
-): ConditionInput | undefined {
-  const condition = (reason: string, message: string): ConditionInput => {
-    const row = GLOBAL_ENFORCED_ROWS.find((r) => r.reason === reason)!;
+  clock: GlobalClock,
+): GlobalEnforcement | undefined {
+  const condition = (
+    reason: string,
+    message: string,
+    status?: "False" | "Unknown",
+  ): ConditionInput => {
+    const row = GLOBAL_ENFORCED_ROWS.find((r) =>
+      r.reason === reason && (status === undefined || r.status === status)
+    )!;
     return { type: GLOBAL_ENFORCED_CONDITION, status: row.status, reason, message };
   };
+  const done = (reason: string, message: string) => ({ condition: condition(reason, message) });
   const held = inForce?.limits?.global;
-  if (held) {
-    return condition(
-      "EngineNotVerified",
-      `The global limits are sent to the engine as domain ${
-        globalDomain(meta.namespace, meta.name)
-      } (failure mode ${held.failureMode}: when the engine does not answer, requests are ${
-        held.failureMode === "Deny" ? "refused with 500" : "admitted"
-      }); whether the engine loaded the domain and reaches Redis is not read back yet`,
-    );
-  }
-  if (!wanted) return undefined;
-  if (!engineReady) {
+  const domain = globalDomain(meta.namespace, meta.name);
+  const names = (pods: readonly EnginePod[]) => namedList(pods.map((p) => p.name));
+  if (!held) {
+    if (!wanted) return undefined;
+    if (rendered) {
+      return done(
+        "NotApplied",
+        "This generation is not applied (see Ready), and the limit in place has no global part",
+      );
+    }
     const local = inForce?.limits && inForce.limits.buckets.length > 0;
-    return condition(
-      "EngineNotInstalled",
-      `The rate limit engine is not installed and Ready, so the global limits are not sent to the proxies and nothing counts them; ${
-        local ? "the local limits apply meanwhile" : "no local limit applies either"
-      }`,
+    const rest = `so the global limits are not sent to the proxies and nothing counts them; ${
+      local ? "the local limits apply meanwhile" : "no local limit applies either"
+    }`;
+    if (!engine) {
+      return done(
+        "EngineNotInstalled",
+        `The operator does not run the rate limit engine (--global-redis-secret), ${rest}`,
+      );
+    }
+    if (!engine.listing || !engine.listing.listed) {
+      return done("EngineNotVerified", `${upper(engineAbsence(engine))}, ${rest}`);
+    }
+    if (engine.pods.length === 0) {
+      return done("EngineNotInstalled", `${upper(engineAbsence(engine))}, ${rest}`);
+    }
+    const lost = engine.pods.filter((p) => p.redis === "Unreachable");
+    if (lost.length > 0) {
+      return done(
+        "RedisUnreachable",
+        `No rate limit engine Pod is Ready: ${
+          plural(lost.length, "Pod", "Pods")
+        } cannot reach Redis (${names(lost)}), ${rest}`,
+      );
+    }
+    return done("EngineNotReady", `${upper(engineAbsence(engine))}, ${rest}`);
+  }
+  // The global part is in place: what happens to a call the engine does not answer.
+  const failing = held.failureMode === "Deny"
+    ? "failure mode Deny: requests it limits are refused with 500"
+    : "failure mode Allow: requests are admitted without the global limits";
+  const where = `domain ${domain}`;
+  if (!engine || !engine.listing || !engine.listing.listed) {
+    return done(
+      "EngineNotVerified",
+      `The global limits are sent to the engine as ${where}, but ${
+        engineAbsence(engine)
+      }, so whether it holds them and reaches Redis is not known (when it does not answer: ${failing})`,
     );
   }
-  return condition(
-    "NotApplied",
-    "This generation is not applied (see Ready), and the limit in place has no global part",
+  if (engine.pods.length === 0) {
+    return done(
+      "EngineNotInstalled",
+      `The rate limit engine has no Pod in namespace ${GLOBAL_ENGINE_SERVICE.namespace}: every call for ${where} fails (${failing})`,
+    );
+  }
+  const ready = engine.pods.filter((p) => p.ready);
+  const notReady = engine.pods.filter((p) => !p.ready);
+  if (ready.length === 0) {
+    const lost = engine.pods.filter((p) => p.redis === "Unreachable");
+    return lost.length > 0
+      ? done(
+        "RedisUnreachable",
+        `No rate limit engine Pod is Ready: ${
+          plural(lost.length, "Pod", "Pods")
+        } cannot reach Redis (${names(lost)}), so every call for ${where} fails (${failing})`,
+      )
+      : done(
+        "EngineNotReady",
+        `None of the rate limit engine's ${plural(engine.pods.length, "Pod", "Pods")} is Ready (${
+          names(engine.pods)
+        }), so every call for ${where} fails (${failing})`,
+      );
+  }
+  const lost = ready.filter((p) => p.redis === "Unreachable");
+  if (lost.length > 0) {
+    return done(
+      "RedisUnreachable",
+      `${of(lost.length, ready.length)} cannot reach Redis (${
+        names(lost)
+      }): the calls for ${where} they take fail (${failing})`,
+    );
+  }
+  const expected = inForce?.engine ?? { problem: "the filter in place was not read" };
+  if ("problem" in expected) {
+    return done(
+      "EngineNotVerified",
+      `What the engine should hold of ${where} cannot be read: ${expected.problem}`,
+    );
+  }
+  const unread = ready.filter((p) => p.loaded === undefined || p.redis === "Unknown");
+  const missing: EnginePod[] = [];
+  const other: EnginePod[] = [];
+  for (const p of ready) {
+    if (p.loaded === undefined) continue;
+    const lines = p.loaded[domain];
+    if (lines === undefined) missing.push(p);
+    else if (!sameLines(lines, expected.lines)) other.push(p);
+  }
+  if (missing.length + other.length > 0) {
+    const previous = clock.previous;
+    const waiting = previous?.reason === "DomainNotLoaded" &&
+      previous.observedGeneration === clock.generation;
+    // Unknown since the wait began (its transition time); once False, False until it holds.
+    const since = waiting ? Date.parse(previous.lastTransitionTime) : clock.now;
+    const elapsed = !Number.isFinite(since) || previous?.status === "False" && waiting
+      ? DOMAIN_LOAD_BOUND_MS
+      : clock.now - since;
+    const parts = [
+      missing.length > 0 ? `not holding it: ${names(missing)}` : "",
+      other.length > 0 ? `holding another version of it: ${names(other)}` : "",
+    ].filter((x) => x).join("; ");
+    const message = `${
+      of(missing.length + other.length, ready.length)
+    } have not loaded ${where} as in force (${parts}): such an engine admits the domain's requests without counting them (it answers OK for a domain it does not hold; the failure mode applies only when it does not answer)`;
+    if (elapsed >= DOMAIN_LOAD_BOUND_MS) {
+      return {
+        condition: condition(
+          "DomainNotLoaded",
+          `${message}, for ${DOMAIN_LOAD_BOUND_MS / 1000} s or more`,
+          "False",
+        ),
+      };
+    }
+    return {
+      condition: condition("DomainNotLoaded", message, "Unknown"),
+      requeueAfterMs: DOMAIN_LOAD_BOUND_MS - elapsed,
+      ...(waiting ? {} : { restart: true }),
+    };
+  }
+  if (unread.length > 0) {
+    const first = unread.find((p) => p.error)?.error;
+    return done(
+      "EngineNotVerified",
+      `What ${of(unread.length, ready.length)} hold cannot be read (${names(unread)}${
+        first ? `: ${first.reason}, ${first.message}` : ""
+      }), so whether they hold ${where} and reach Redis is not known (when the engine does not answer: ${failing})`,
+    );
+  }
+  const all = ready.length === 1
+    ? "the one Ready rate limit engine Pod holds"
+    : `all ${ready.length} Ready rate limit engine Pods hold`;
+  const resting = notReady.length > 0 ? `; not Ready, so given no calls: ${names(notReady)}` : "";
+  return done(
+    "Enforced",
+    `Enforced: ${all} ${where} as in force and reach${
+      ready.length === 1 ? "es" : ""
+    } Redis (when the engine does not answer: ${failing})${resting}`,
   );
+}
+
+/** "2 of 3 Ready rate limit engine Pods". */
+function of(n: number, total: number): string {
+  return `${n} of ${plural(total, "Ready rate limit engine Pod", "Ready rate limit engine Pods")}`;
+}
+
+function upper(s: string): string {
+  return s.charAt(0).toUpperCase() + s.slice(1);
+}
+
+/** True when two sorted lists of engine lines are equal. */
+function sameLines(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((l, i) => l === b[i]);
+}
+
+/**
+ * Each global rule's limit for the workload as a whole, beside the local buckets' rates in
+ * `status.rates`: read from the engine lines of the filter in place (one a rule, its limit on
+ * its last entry), `global.<rule>` with the rule's index or `default`.
+ */
+export function globalRates(engine: EngineLines | undefined): BucketRate[] {
+  if (!engine || "problem" in engine) return [];
+  const out: BucketRate[] = [];
+  for (const line of engine.lines) {
+    const read = parseRlconfigLine(line);
+    if ("problem" in read) continue;
+    const rule = read.path.slice("rule_".length).split(".")[0];
+    out.push({
+      bucket: `global.${rule}`,
+      workload: `${read.requestsPerUnit}/${UNIT_TEXT[read.unit]}`,
+    });
+  }
+  return out.sort((a, b) => ruleOrder(a.bucket) - ruleOrder(b.bucket));
+}
+
+/** The engine's units as a rate's interval reads (`100/1m`). */
+const UNIT_TEXT: Readonly<Record<string, string>> = {
+  SECOND: "1s",
+  MINUTE: "1m",
+  HOUR: "1h",
+  DAY: "1d",
+  WEEK: "7d",
+  MONTH: "30d",
+  YEAR: "365d",
+  UNKNOWN: "?",
+};
+
+/** Rules by index, the default last. */
+function ruleOrder(bucket: string): number {
+  const n = Number(bucket.slice("global.".length));
+  return Number.isInteger(n) ? n : Number.MAX_SAFE_INTEGER;
 }
 
 // What a RateLimit's reconcile reads, and its verdict on the current generation: why it cannot be
@@ -635,7 +938,7 @@ export type Verdict =
   | { reason: "Applied" | "ApplyFailed"; problems?: string[]; desired: KubeObject; rl: RateLimit };
 
 /** Why the current generation cannot be applied, or what applying it takes. */
-export function judge(input: RateLimitInput, scope: Scope): Verdict {
+export function judge(input: RateLimitInput, scope: Scope, globalPart: boolean): Verdict {
   const { meta, ours, reach, selected } = scope;
   // Parse and validate, choose the patch contexts from the Pods the spec selects, then render
   // with them: each room is entered in turn, and none calls back into this one.
@@ -644,9 +947,8 @@ export function judge(input: RateLimitInput, scope: Scope): Verdict {
   const selector = parsed.rl.spec.selectorLabels;
   const held = ours ? filterContexts(ours) : undefined;
   const contexts = patchContexts(selected(selector), selector, reach, held);
-  const engineReady = input.globalEngineReady === true;
   const spec = renderSpec(parsed, meta.namespace, contexts, input.maxFilterBytes, {
-    global: engineReady,
+    global: globalPart,
   });
   if (!spec.ok) return { reason: "InvalidSpec", problems: spec.problems };
   const { rl, desired } = spec;
@@ -688,11 +990,13 @@ export function judge(input: RateLimitInput, scope: Scope): Verdict {
   }
   const perClient = perClientRefusal(input, scope, rl.spec, contexts);
   if (perClient) return { reason: perClient.reason, problems: [perClient.problem] };
-  if (rl.spec.local === undefined && !engineReady) {
+  if (rl.spec.local === undefined && !globalPart) {
     return {
       reason: "EngineNotInstalled",
       problems: [
-        "spec.global: the rate limit engine is not installed and Ready, and without spec.local there is nothing else to apply",
+        `spec.global: ${
+          engineAbsence(input.globalEngine)
+        }, and without spec.local there is nothing else to apply`,
       ],
     };
   }
@@ -799,11 +1103,13 @@ export function inForceOf(
   selector: Record<string, string>,
   filter: KubeObject,
 ): InForce {
+  const limits = filterLimits(filter);
   return {
     namespace: reach.namespace,
     selector,
     contexts: filterContexts(filter),
     meshWide: reach.meshWide,
-    limits: filterLimits(filter),
+    limits,
+    ...(limits?.global ? { engine: engineLinesOf(filter) } : {}),
   };
 }
