@@ -7,7 +7,7 @@
 import { ApiError, type Cluster, inParallel, isApiError } from "../runtime/mod.ts";
 import { resourceName, type ResourceType } from "../api/object.ts";
 import { GATEWAY_GROUP, OPERATOR_GROUP } from "../api/groups.ts";
-import { accessOf, installedNames, NAMED_VERBS, type Verb } from "./rbac.ts";
+import { accessOf, ENGINE_ROLE, installedNames, NAMED_VERBS, type Verb } from "./rbac.ts";
 import { type AccessCheck, reviewAccess } from "./self_access.ts";
 import { GLOBAL_ENGINE_SERVICE } from "../api/global_engine.ts";
 import type { ListAnswer } from "./first_lists.ts";
@@ -175,7 +175,17 @@ export async function preflight(cluster: Cluster, opts: PreflightOptions): Promi
     const grants = extra.filter((_, k) => kept[first + k] && !reviews[first + k]).map((e) =>
       e.grantedBy
     );
-    problems.push(forbiddenProblem(denied, denied.length > grants.length, [...new Set(grants)]));
+    // The table's checks in the engine's namespace are granted by deploy/global-engine's Role.
+    const fromTable = allChecks.slice(0, first).filter((_, i) => kept[i] && !reviews[i]);
+    const engine = fromTable.filter((c) => c.namespace === GLOBAL_ENGINE_SERVICE.namespace);
+    if (engine.length > 0) {
+      grants.push(
+        `apply deploy/global-engine's Role ${ENGINE_ROLE} in namespace ${GLOBAL_ENGINE_SERVICE.namespace} (docs/operations.md, The global rate limit engine)`,
+      );
+    }
+    problems.push(
+      forbiddenProblem(denied, fromTable.length > engine.length, [...new Set(grants)]),
+    );
   }
   if (errors.length > 0) {
     problems.push({ kind: "error", message: `checks failed: ${errors.join("; ")}` });

@@ -24,6 +24,11 @@ import {
 import { engineControllerFor } from "../../src/controllers/engine.ts";
 import { DEFAULT_ENGINE_RESOURCES } from "../../src/reconcile/engine/mod.ts";
 import { DEPLOY, kustomizeObjects, withComponent } from "./kustomize.ts";
+import { preflight } from "../../src/kube/preflight.ts";
+import { json, type Seen } from "../kube/fake_server.ts";
+import { withCluster } from "../kube/helpers.ts";
+
+const NS_ENGINE = GLOBAL_ENGINE_SERVICE.namespace;
 
 type Rule = { apiGroups: string[]; resources: string[]; verbs: string[] };
 type Container = {
@@ -173,4 +178,54 @@ Deno.test("--global-redis-secret: namespace/name in the engine's namespace, or r
     none.kind === "options" ? none.options.globalEngineImage : "",
     /^ghcr\.io\/platform-project\/ratelimit-engine:1\.4\.1-/,
   );
+});
+
+/** An API server whose rules reviews are incomplete and which refuses what `deny` says. */
+function apiServer(deny: (attrs: Record<string, string>) => boolean) {
+  return (req: Seen) => {
+    if (req.method === "POST" && req.path.endsWith("/selfsubjectrulesreviews")) {
+      return json(
+        { ...JSON.parse(req.body), status: { resourceRules: [], incomplete: true } },
+        201,
+      );
+    }
+    if (req.method === "POST" && req.path.endsWith("/selfsubjectaccessreviews")) {
+      const review = JSON.parse(req.body);
+      return json({ ...review, status: { allowed: !deny(review.spec.resourceAttributes) } }, 201);
+    }
+    return json({ items: [], metadata: { resourceVersion: "1" } });
+  };
+}
+
+Deno.test("the startup checks ask for the engine's verbs in its namespace and name the component's Role when they are missing", async () => {
+  const engine = engineControllerFor({
+    secret: { namespace: NS_ENGINE, name: "redis" },
+    image: "i",
+    replicas: 2,
+    resources: DEFAULT_ENGINE_RESOURCES,
+  });
+  const types = [{ type: engine.primary }, ...engine.watches];
+  // Without the Role: every engine-namespace verb refused, the rest granted.
+  const noRole = (a: Record<string, string>) => a.namespace === NS_ENGINE;
+  await withCluster(apiServer(noRole), async (cluster, server) => {
+    const problems = await preflight(cluster, { types, server: server.url, source: "test" });
+    assert.deepEqual(problems.map((p) => p.kind), ["forbidden"]);
+    assert.match(problems[0].message, /list,watch secrets in namespace platform-ratelimit/);
+    assert.match(
+      problems[0].message,
+      /: apply deploy\/global-engine's Role platform-operator-global-engine in namespace platform-ratelimit \(docs\/operations\.md, The global rate limit engine\)$/,
+    );
+    // Secrets are asked in the engine's namespace only, never cluster-wide.
+    const asked = server.seen.filter((r) => r.path.endsWith("/selfsubjectaccessreviews"))
+      .map((r) => JSON.parse(r.body).spec.resourceAttributes as Record<string, string>)
+      .filter((a) => a.resource === "secrets");
+    assert.deepEqual(asked.map((a) => `${a.verb} ${a.namespace}`).sort(), [
+      `list ${NS_ENGINE}`,
+      `watch ${NS_ENGINE}`,
+    ]);
+  });
+  // With it: no problem.
+  await withCluster(apiServer(() => false), async (cluster, server) => {
+    assert.deepEqual(await preflight(cluster, { types, server: server.url, source: "test" }), []);
+  });
 });
