@@ -3,91 +3,48 @@
  * the configuration-delivery decision)? A probe: Deno's `node:http2` server on loopback (cleartext
  * HTTP/2, as the engine dials without TLS) serves the ADS stream
  * `envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources` to a real
- * engine (CONFIG_TYPE=GRPC_XDS_SOTW), with `DiscoveryResponse` and `RateLimitConfig` written as
- * protobuf by hand below; the engine loads the first snapshot, then an update pushed on the open
- * stream, and ACKs each. When the operator has its own server, this test should drive that instead.
+ * engine (CONFIG_TYPE=GRPC_XDS_SOTW), with `DiscoveryResponse` and `RateLimitConfig` encoded by
+ * the operator's codec (src/kube/engine_proto.ts, first written by hand here); the engine loads the
+ * first snapshot, then an update pushed on the open stream, and ACKs each. The operator's own
+ * server (src/kube/engine_xds.ts) is driven by tests/kube/engine_xds_test.ts.
  */
 import assert from "node:assert/strict";
 import http2 from "node:http2";
-import { Buffer } from "node:buffer";
 import {
   ensureRatelimitEngine,
   startEngine,
   startRedis,
   startTestClient,
 } from "../../tools/ratelimit-engine/mod.ts";
+import {
+  decodeDiscoveryRequest,
+  encodeDiscoveryResponse,
+  engineResource,
+  GrpcDeframer,
+  grpcFrame,
+} from "../../src/kube/engine_proto.ts";
+import { ADS_PATH } from "../../src/kube/engine_xds.ts";
+import { ENGINE_CONFIG_TYPE } from "../../src/api/global_engine.ts";
+import type { EngineDomainConfig } from "../../src/reconcile/ratelimit/engine_config.ts";
 
-const ADS = "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources";
-const RLS_CONFIG = "type.googleapis.com/ratelimit.config.ratelimit.v3.RateLimitConfig";
-const SECOND = 1; // ratelimit.config.ratelimit.v3.RateLimitUnit
+const DOMAIN = "demo.api";
 
-const enc = new TextEncoder();
-const dec = new TextDecoder();
-
-function varint(n: number): number[] {
-  const out: number[] = [];
-  while (n > 127) {
-    out.push((n & 127) | 128);
-    n = Math.floor(n / 128);
-  }
-  out.push(n);
-  return out;
-}
-const bytesField = (
-  no: number,
-  b: Uint8Array,
-) => [...varint(no * 8 + 2), ...varint(b.length), ...b];
-const stringField = (no: number, s: string) => bytesField(no, enc.encode(s));
-const uintField = (no: number, n: number) => [...varint(no * 8), ...varint(n)];
-
-/** RateLimitConfig{name, domain, descriptors: [{key: "client", rate_limit: {unit, requests}}]}. */
-function rateLimitConfig(domain: string, perSecond: number): Uint8Array {
-  const policy = new Uint8Array([...uintField(1, SECOND), ...uintField(2, perSecond)]);
-  const descriptor = new Uint8Array([...stringField(1, "client"), ...bytesField(3, policy)]);
-  return new Uint8Array([
-    ...stringField(1, domain),
-    ...stringField(2, domain),
-    ...bytesField(3, descriptor),
-  ]);
+/** The domain's configuration: a per-second limit on `client`. */
+function config(perSecond: number): EngineDomainConfig {
+  return {
+    domain: DOMAIN,
+    descriptors: [{ key: "client", rateLimit: { unit: "SECOND", requestsPerUnit: perSecond } }],
+  };
 }
 
 /** DiscoveryResponse{version_info, resources: [Any], type_url, nonce}, gRPC-framed. */
-function response(version: string, nonce: string, config: Uint8Array): Buffer {
-  const any = new Uint8Array([...stringField(1, RLS_CONFIG), ...bytesField(2, config)]);
-  const msg = new Uint8Array([
-    ...stringField(1, version),
-    ...bytesField(2, any),
-    ...stringField(4, RLS_CONFIG),
-    ...stringField(5, nonce),
-  ]);
-  const framed = Buffer.alloc(5 + msg.length);
-  framed.writeUInt32BE(msg.length, 1);
-  framed.set(msg, 5);
-  return framed;
-}
-
-/** The length-delimited top-level fields of a message, by number (enough for a DiscoveryRequest). */
-function fields(b: Uint8Array): Map<number, Uint8Array> {
-  const out = new Map<number, Uint8Array>();
-  let i = 0;
-  const read = () => {
-    let v = 0;
-    for (let s = 1;; s *= 128) {
-      const x = b[i++];
-      v += (x & 127) * s;
-      if (x < 128) return v;
-    }
-  };
-  while (i < b.length) {
-    const key = read();
-    if ((key & 7) === 0) read();
-    else if ((key & 7) === 2) {
-      const len = read();
-      out.set(Math.floor(key / 8), b.subarray(i, i + len));
-      i += len;
-    } else throw new Error(`wire type ${key & 7} not expected in a DiscoveryRequest`);
-  }
-  return out;
+function response(version: string, nonce: string, perSecond: number): Uint8Array {
+  return grpcFrame(encodeDiscoveryResponse({
+    version,
+    resources: [engineResource(config(perSecond))],
+    typeUrl: ENGINE_CONFIG_TYPE,
+    nonce,
+  }));
 }
 
 /** What the server saw of one DiscoveryRequest. */
@@ -111,7 +68,7 @@ Deno.test("a Deno node:http2 server serves the engine its RateLimitConfig over A
   server.on("stream", (s, headers) => {
     // The server's streams (typed Http2Stream by some versions of the Node types in the graph).
     const stream = s as http2.ServerHttp2Stream;
-    if (headers[":path"] !== ADS) {
+    if (headers[":path"] !== ADS_PATH) {
       stream.respond({ ":status": 200, "content-type": "application/grpc", "grpc-status": "12" }, {
         endStream: true,
       });
@@ -122,20 +79,16 @@ Deno.test("a Deno node:http2 server serves the engine its RateLimitConfig over A
     });
     stream.on("wantTrailers", () => stream.sendTrailers({ "grpc-status": "0" }));
     let nonce = 0;
-    const push = (v: number) =>
-      stream.write(response(String(v), String(++nonce), rateLimitConfig("demo.api", limit)));
+    const push = (v: number) => stream.write(response(String(v), String(++nonce), limit));
     pushes.push(push);
-    let buf = Buffer.alloc(0);
-    stream.on("data", (chunk: Buffer) => {
-      buf = Buffer.concat([buf, chunk]);
-      while (buf.length >= 5 && buf.length >= 5 + buf.readUInt32BE(1)) {
-        const len = buf.readUInt32BE(1);
-        const f = fields(buf.subarray(5, 5 + len));
-        buf = buf.subarray(5 + len);
+    const deframer = new GrpcDeframer();
+    stream.on("data", (chunk: Uint8Array) => {
+      for (const message of deframer.push(chunk)) {
+        const r = decodeDiscoveryRequest(message);
         const s = {
-          version: dec.decode(f.get(1) ?? new Uint8Array()),
-          nonce: dec.decode(f.get(5) ?? new Uint8Array()),
-          error: f.has(6),
+          version: r.versionInfo,
+          nonce: r.responseNonce,
+          error: r.errorDetail !== undefined,
           at: Date.now(),
         };
         seen.push(s);
@@ -167,7 +120,7 @@ Deno.test("a Deno node:http2 server serves the engine its RateLimitConfig over A
     let answered = 0;
     for (let probe = 0; Date.now() - t0 < 10_000; probe++) {
       const a = await client.ask(engine.grpc, {
-        domain: "demo.api",
+        domain: DOMAIN,
         descriptors: [{ entries: [{ key: "client", value: `p${probe}` }] }],
       });
       if (a.response?.statuses[0].currentLimit?.requestsPerUnit === 9) {

@@ -1,0 +1,557 @@
+/**
+ * The operator as the rate limit engines' xDS management server (docs/global-engine.md, "How the
+ * configuration reaches the engine"): every engine (envoyproxy/ratelimit with
+ * CONFIG_TYPE=GRPC_XDS_SOTW) opens one ADS stream, `envoy.service.discovery.v3
+ * .AggregatedDiscoveryService/StreamAggregatedResources`, over cleartext HTTP/2 (`node:http2`),
+ * and is served the snapshot: one `RateLimitConfig` resource per domain (engine_proto.ts).
+ *
+ * State of the world, as the engine's client expects it (go-control-plane pkg/client/sotw/v3
+ * client.go, used by the engine's src/provider/xds_grpc_sotw_provider.go): the first request of
+ * a stream is answered with the current snapshot (after a reconnect it carries the version and
+ * nonce of the previous stream, which say nothing of this one); each later request answers the
+ * response whose nonce it carries: an ACK (no `error_detail`; `version_info` is then that
+ * response's version) or a NACK (`error_detail.message` the engine's error; the engine keeps its
+ * previous configuration). A new snapshot is pushed on every open stream at once; an ACK or NACK
+ * brings nothing more unless a newer snapshot exists. The engine loads a response's resources as
+ * one set and refuses the whole set for one bad domain, so only domains that pass
+ * `checkEngineDomain` are sent; a domain that fails keeps the configuration last sent for it by
+ * this server, if any.
+ *
+ * `serveEngineConfig` runs it from the operator's cache of EnvoyFilters: their
+ * ENGINE_DOMAIN_ANNOTATIONs are the snapshot (engine_config.ts `snapshotOf`).
+ */
+import http2 from "node:http2";
+import { createHash } from "node:crypto";
+import type { KubeObject } from "../api/object.ts";
+import { ENGINE_CONFIG_TYPE, ENGINE_XDS } from "../api/global_engine.ts";
+import {
+  checkEngineDomain,
+  type EngineDomainConfig,
+  snapshotOf,
+} from "../reconcile/ratelimit/engine_config.ts";
+import { type Clock, Counter, Gauge, type Logger, type Metrics } from "../runtime/mod.ts";
+import {
+  decodeDiscoveryRequest,
+  type DiscoveryRequest,
+  encodeDiscoveryResponse,
+  engineResource,
+  GrpcDeframer,
+  grpcFrame,
+} from "./engine_proto.ts";
+
+/** The ADS method's path. */
+export const ADS_PATH =
+  "/envoy.service.discovery.v3.AggregatedDiscoveryService/StreamAggregatedResources";
+
+/** gRPC status codes used here. */
+const GRPC = { OK: 0, INVALID_ARGUMENT: 3, UNIMPLEMENTED: 12, UNAVAILABLE: 14 };
+
+/** What one engine's stream says of it: who, and what it last loaded or refused. */
+export interface EngineStream {
+  /** This server's number for the stream. */
+  id: number;
+  /** The engine's node id (CONFIG_GRPC_XDS_NODE_ID; the deployment sets the Pod's name). */
+  node: string;
+  /** The peer's address and port. */
+  address: string;
+  /** When the stream opened (ms since the epoch). */
+  openedAt: number;
+  /** The version last sent on it, if any. */
+  sent?: string;
+  /** The version it last ACKed on this stream (it loaded that snapshot), and when. */
+  acked?: string;
+  ackedAt?: number;
+  /** The last NACK on this stream: the version refused, the engine's error, when. */
+  nacked?: { version: string; error: string; at: number };
+}
+
+/** A domain left out of the snapshot, and why. */
+export interface RefusedDomain {
+  domain: string;
+  problems: string[];
+  /** True when the configuration last sent for it is sent instead. */
+  keptLast: boolean;
+}
+
+/** Settings of {@link EngineXdsServer}. */
+export interface EngineXdsOptions {
+  /** Port to listen on; 0 for any free one. Default ENGINE_XDS.port. */
+  port?: number;
+  /** Address to listen on; default 0.0.0.0. */
+  hostname?: string;
+  log: Logger;
+  /** Where its counters go (see `EngineXdsMetrics`); none when absent. */
+  metrics?: Metrics;
+  /** Milliseconds since the epoch; default Date.now. */
+  now?: () => number;
+  /** Checks a domain before it is sent; default `checkEngineDomain` (tests may bypass it). */
+  check?: (config: EngineDomainConfig) => string[];
+  /** How often each connection is pinged to find peers gone without a word; default 30 s. */
+  pingMs?: number;
+}
+
+/** The server's metrics. */
+class EngineXdsMetrics {
+  readonly replies = new Counter(
+    "platform_operator_engine_config_replies_total",
+    "Replies of rate limit engines to the configuration the operator sent, by result (ack, nack).",
+  );
+  readonly streams = new Gauge(
+    "platform_operator_engine_config_streams",
+    "Rate limit engines' open xDS streams to this operator replica.",
+  );
+  readonly domains = new Gauge(
+    "platform_operator_engine_config_domains",
+    "Domains in the rate limit engines' configuration this replica serves, by state (sent, refused).",
+  );
+  readonly pushes = new Counter(
+    "platform_operator_engine_config_pushes_total",
+    "Responses sent to rate limit engines (snapshots pushed or first answers).",
+  );
+
+  register(m: Metrics): void {
+    for (const f of [this.replies, this.streams, this.domains, this.pushes]) m.add(f);
+  }
+}
+
+/** One engine's stream. */
+interface Stream {
+  info: EngineStream;
+  http: http2.ServerHttp2Stream;
+  /** Version sent, by nonce, for the responses not yet answered (and the last one). */
+  sentByNonce: Map<string, string>;
+  nonce: number;
+  /** True once its first request has come. */
+  started: boolean;
+  /** The gRPC status its trailers will carry. */
+  trailers: { status: number; message: string };
+}
+
+/** The current snapshot: its version and each domain's resource. */
+interface Snapshot {
+  version: string;
+  resources: readonly Uint8Array[];
+  domains: readonly string[];
+}
+
+/** A pending responses' nonces kept per stream, past which the oldest are forgotten. */
+const MAX_PENDING_NONCES = 16;
+
+/**
+ * The engines' xDS server: `start`, then `setSnapshot` whenever the domains change; `streams`
+ * tells what each connected engine last loaded or refused.
+ */
+export class EngineXdsServer {
+  readonly #o: EngineXdsOptions;
+  readonly #log: Logger;
+  readonly #metrics: EngineXdsMetrics;
+  readonly #check: (config: EngineDomainConfig) => string[];
+  readonly #now: () => number;
+  #server?: http2.Http2Server;
+  readonly #sessions = new Set<http2.ServerHttp2Session>();
+  readonly #streams = new Map<number, Stream>();
+  #nextId = 0;
+  #snapshot?: Snapshot;
+  /** The JSON text and resource last sent for each domain (kept for a domain that turns bad). */
+  readonly #lastGood = new Map<string, { json: string; resource: Uint8Array }>();
+  #refused: RefusedDomain[] = [];
+  #pinger?: ReturnType<typeof setInterval>;
+  #address?: { hostname: string; port: number };
+
+  constructor(o: EngineXdsOptions) {
+    this.#o = o;
+    this.#log = o.log;
+    this.#metrics = new EngineXdsMetrics();
+    if (o.metrics) this.#metrics.register(o.metrics);
+    this.#check = o.check ?? checkEngineDomain;
+    this.#now = o.now ?? Date.now;
+  }
+
+  /** Where it listens, once started. */
+  get address(): { hostname: string; port: number } | undefined {
+    return this.#address;
+  }
+
+  /** The version served now, if a snapshot was set. */
+  get version(): string | undefined {
+    return this.#snapshot?.version;
+  }
+
+  /** The domains of the last `setSnapshot` left out, and why. */
+  refused(): readonly RefusedDomain[] {
+    return this.#refused;
+  }
+
+  /** Listens; resolves once it does (rejects when it cannot, e.g. the port is taken). */
+  async start(): Promise<void> {
+    const server = http2.createServer();
+    this.#server = server;
+    server.on("session", (session: http2.ServerHttp2Session) => {
+      this.#sessions.add(session);
+      session.on("close", () => this.#sessions.delete(session));
+      session.on(
+        "error",
+        (err: Error) => this.#log.debug("xDS connection error", { error: err.message }),
+      );
+    });
+    server.on("stream", (s, headers) => this.#onStream(s as http2.ServerHttp2Stream, headers));
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(this.#o.port ?? ENGINE_XDS.port, this.#o.hostname ?? "0.0.0.0", () => {
+        server.off("error", reject);
+        server.on(
+          "error",
+          (err: Error) => this.#log.error("xDS server error", { error: err.message }),
+        );
+        resolve();
+      });
+    });
+    const addr = server.address();
+    if (addr !== null && typeof addr === "object") {
+      this.#address = { hostname: addr.address, port: addr.port };
+    }
+    const pingMs = this.#o.pingMs ?? 30_000;
+    this.#pinger = setInterval(() => this.#pingAll(), pingMs);
+    this.#log.info("serving the rate limit engines' configuration", {
+      addr: `${this.#address?.hostname}:${this.#address?.port}`,
+    });
+  }
+
+  /** Pings every connection; one that has not answered by the next round is closed. */
+  #pingAll(): void {
+    for (const session of this.#sessions) {
+      if (session.closed || session.destroyed) continue;
+      try {
+        session.ping((err) => {
+          if (err && !session.destroyed) {
+            this.#log.debug("xDS connection did not answer a ping: closed", { error: err.message });
+            session.destroy();
+          }
+        });
+      } catch {
+        // Too many pings outstanding: the peer answers none; close it.
+        session.destroy();
+      }
+    }
+  }
+
+  /**
+   * Serves `domains` from now on: those that pass the check (each once: a domain given twice is
+   * served from its first), a failing domain's last configuration sent when there is one. The
+   * version is a digest of what is served; when it changed, it is pushed on every open stream.
+   * Returns the version.
+   */
+  setSnapshot(domains: readonly EngineDomainConfig[]): string {
+    const resources: Uint8Array[] = [];
+    const served: string[] = [];
+    const refused: RefusedDomain[] = [];
+    const hash = createHash("sha256");
+    const seen = new Set<string>();
+    for (const config of domains) {
+      if (seen.has(config.domain)) {
+        refused.push({
+          domain: config.domain,
+          problems: ["the domain is given twice: the first is served"],
+          keptLast: false,
+        });
+        continue;
+      }
+      seen.add(config.domain);
+      const problems = this.#check(config);
+      const json = JSON.stringify(config);
+      let good = this.#lastGood.get(config.domain);
+      if (problems.length === 0) {
+        if (good?.json !== json) {
+          good = { json, resource: engineResource(config) };
+          this.#lastGood.set(config.domain, good);
+        }
+      } else {
+        refused.push({ domain: config.domain, problems, keptLast: good !== undefined });
+      }
+      if (good === undefined) continue;
+      resources.push(good.resource);
+      served.push(config.domain);
+      hash.update(good.json).update("\n");
+    }
+    for (const domain of this.#lastGood.keys()) {
+      if (!seen.has(domain)) this.#lastGood.delete(domain);
+    }
+    this.#refused = refused;
+    for (const r of refused) {
+      this.#log.warn("a domain of the rate limit engines' configuration is not sent", {
+        domain: r.domain,
+        problems: r.problems.join("; "),
+        kept: r.keptLast ? "the configuration last sent for it" : "none",
+      });
+    }
+    this.#metrics.domains.set({ state: "sent" }, served.length);
+    this.#metrics.domains.set({ state: "refused" }, refused.length);
+    const version = hash.digest("hex").slice(0, 16);
+    if (this.#snapshot?.version === version) return version;
+    this.#snapshot = { version, resources, domains: served };
+    this.#log.info("rate limit engines' configuration", {
+      version,
+      domains: served.length,
+      refused: refused.length,
+      streams: this.#streams.size,
+    });
+    for (const s of this.#streams.values()) if (s.started) this.#send(s);
+    return version;
+  }
+
+  /** Each open stream: the engine, and what it last ACKed or NACKed on it. */
+  streams(): EngineStream[] {
+    return [...this.#streams.values()].map((s) => ({
+      ...s.info,
+      ...(s.info.nacked ? { nacked: { ...s.info.nacked } } : {}),
+    }));
+  }
+
+  /**
+   * Ends every stream (gRPC UNAVAILABLE: the engines keep their configuration and dial again)
+   * and stops listening.
+   */
+  async close(): Promise<void> {
+    if (this.#pinger !== undefined) clearInterval(this.#pinger);
+    this.#pinger = undefined;
+    for (const s of this.#streams.values()) this.#end(s, GRPC.UNAVAILABLE, "the operator stops");
+    const server = this.#server;
+    this.#server = undefined;
+    if (!server) return;
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    for (const session of this.#sessions) session.close();
+    // Sessions that do not close at once (a peer that does not answer GOAWAY) are cut.
+    const timer = setTimeout(() => {
+      for (const session of this.#sessions) session.destroy();
+    }, 1000);
+    await closed;
+    clearTimeout(timer);
+  }
+
+  #onStream(http: http2.ServerHttp2Stream, headers: http2.IncomingHttpHeaders): void {
+    http.on("error", (err: Error) => this.#log.debug("xDS stream error", { error: err.message }));
+    if (headers[":path"] !== ADS_PATH) {
+      http.respond({
+        ":status": 200,
+        "content-type": "application/grpc",
+        "grpc-status": String(GRPC.UNIMPLEMENTED),
+        "grpc-message": encodeURIComponent(`unknown method ${headers[":path"] ?? ""}`),
+      }, { endStream: true });
+      return;
+    }
+    http.respond({ ":status": 200, "content-type": "application/grpc" }, {
+      waitForTrailers: true,
+    });
+    const socket = http.session?.socket;
+    const stream: Stream = {
+      info: {
+        id: ++this.#nextId,
+        node: "",
+        address: socket ? `${socket.remoteAddress}:${socket.remotePort}` : "",
+        openedAt: this.#now(),
+      },
+      http,
+      sentByNonce: new Map(),
+      nonce: 0,
+      started: false,
+      trailers: { status: GRPC.OK, message: "" },
+    };
+    const trailers = stream.trailers;
+    http.on("wantTrailers", () => {
+      http.sendTrailers({
+        "grpc-status": String(trailers.status),
+        ...(trailers.message ? { "grpc-message": encodeURIComponent(trailers.message) } : {}),
+      });
+      // The status ends the call; a peer still sending is told so (as gRPC servers do), and the
+      // stream is gone on both sides.
+      setTimeout(() => {
+        if (!http.closed && !http.destroyed) http.close(http2.constants.NGHTTP2_NO_ERROR);
+      }, 0);
+    });
+    this.#streams.set(stream.info.id, stream);
+    this.#metrics.streams.set({}, this.#streams.size);
+    const deframer = new GrpcDeframer();
+    http.on("data", (chunk: Uint8Array) => {
+      try {
+        for (const message of deframer.push(chunk)) {
+          this.#onRequest(stream, decodeDiscoveryRequest(message));
+        }
+      } catch (err) {
+        this.#log.warn("an engine's xDS request cannot be read: stream ended", {
+          node: stream.info.node,
+          address: stream.info.address,
+          error: (err as Error).message,
+        });
+        this.#end(stream, GRPC.INVALID_ARGUMENT, (err as Error).message);
+      }
+    });
+    // The engine closed its side: end ours.
+    http.on("end", () => this.#end(stream, GRPC.OK, ""));
+    http.on("close", () => {
+      if (this.#streams.delete(stream.info.id)) {
+        this.#metrics.streams.set({}, this.#streams.size);
+        this.#log.info("an engine's xDS stream closed", {
+          node: stream.info.node,
+          address: stream.info.address,
+          acked: stream.info.acked ?? "",
+        });
+      }
+    });
+  }
+
+  #end(stream: Stream, status: number, message: string): void {
+    const http = stream.http;
+    stream.trailers.status = status;
+    stream.trailers.message = message;
+    if (!http.closed && !http.destroyed && http.writable) {
+      try {
+        http.end();
+      } catch {
+        http.destroy();
+      }
+    }
+  }
+
+  #onRequest(stream: Stream, req: DiscoveryRequest): void {
+    const info = stream.info;
+    if (req.nodeId !== "") info.node = req.nodeId;
+    if (req.typeUrl !== "" && req.typeUrl !== ENGINE_CONFIG_TYPE) {
+      this.#log.warn("an engine asked for another xDS type: not served", {
+        node: info.node,
+        type: req.typeUrl,
+      });
+      return;
+    }
+    if (!stream.started) {
+      // A stream's first request: answered with the snapshot (or once there is one). After a
+      // reconnect its version and nonce are the previous stream's.
+      stream.started = true;
+      this.#log.info("an engine opened its xDS stream", {
+        node: info.node,
+        address: info.address,
+        has: req.versionInfo,
+      });
+      if (this.#snapshot) this.#send(stream);
+      return;
+    }
+    const version = stream.sentByNonce.get(req.responseNonce);
+    stream.sentByNonce.delete(req.responseNonce);
+    if (req.errorDetail) {
+      const refused = version ?? "";
+      info.nacked = { version: refused, error: req.errorDetail.message, at: this.#now() };
+      this.#metrics.replies.inc({ result: "nack" });
+      this.#log.warn("an engine refused its configuration (NACK)", {
+        node: info.node,
+        address: info.address,
+        version: refused,
+        kept: req.versionInfo,
+        error: req.errorDetail.message,
+      });
+    } else if (version !== undefined) {
+      info.acked = req.versionInfo;
+      info.ackedAt = this.#now();
+      this.#metrics.replies.inc({ result: "ack" });
+      this.#log.debug("an engine loaded its configuration (ACK)", {
+        node: info.node,
+        version: req.versionInfo,
+      });
+    }
+    // An ACK or NACK brings the snapshot only when a newer one was not sent yet.
+    if (this.#snapshot && this.#snapshot.version !== info.sent) this.#send(stream);
+  }
+
+  #send(stream: Stream): void {
+    const snapshot = this.#snapshot;
+    const http = stream.http;
+    if (!snapshot || http.closed || http.destroyed || !http.writable) return;
+    const nonce = String(++stream.nonce);
+    stream.sentByNonce.set(nonce, snapshot.version);
+    if (stream.sentByNonce.size > MAX_PENDING_NONCES) {
+      stream.sentByNonce.delete(stream.sentByNonce.keys().next().value!);
+    }
+    stream.info.sent = snapshot.version;
+    http.write(grpcFrame(encodeDiscoveryResponse({
+      version: snapshot.version,
+      resources: snapshot.resources,
+      typeUrl: ENGINE_CONFIG_TYPE,
+      nonce,
+    })));
+    this.#metrics.pushes.inc();
+  }
+}
+
+/** Settings of {@link serveEngineConfig}. */
+export interface ServeEngineConfigOptions {
+  /**
+   * The operator's EnvoyFilters as its cache has them, or undefined while it has not listed them
+   * (then the last snapshot stays: an empty one would take every domain from the engines). The
+   * cache hands out the same list until a filter changes, so asking is free.
+   */
+  filters: () => readonly KubeObject[] | undefined;
+  port?: number;
+  hostname?: string;
+  log: Logger;
+  metrics?: Metrics;
+  clock: Clock;
+  /** How often `filters` is looked at; default 100 ms. */
+  pollMs?: number;
+  /** Stops serving when it aborts. */
+  signal: AbortSignal;
+}
+
+/** A running configuration server. */
+export interface EngineConfigServing {
+  server: EngineXdsServer;
+  /** Resolves once serving has stopped (after `signal` aborted). */
+  done: Promise<void>;
+}
+
+/**
+ * Serves the rate limit engines the domains of the operator's EnvoyFilters (`snapshotOf` of
+ * `filters()`), pushing a new snapshot within `pollMs` of a change of the cached filters; every
+ * operator replica may run it (a standby's cache is as warm as the leader's). Rejects when it
+ * cannot listen.
+ */
+export async function serveEngineConfig(o: ServeEngineConfigOptions): Promise<EngineConfigServing> {
+  const log = o.log;
+  const server = new EngineXdsServer({
+    port: o.port,
+    hostname: o.hostname,
+    log,
+    metrics: o.metrics,
+    now: () => o.clock.now(),
+  });
+  await server.start();
+  const pollMs = o.pollMs ?? 100;
+  const lookedAt: { list?: readonly KubeObject[] } = {};
+  let lastProblems = "";
+  const look = () => {
+    let list: readonly KubeObject[] | undefined;
+    try {
+      list = o.filters();
+    } catch (err) {
+      log.debug("the EnvoyFilters cannot be read yet", { error: (err as Error).message });
+      return;
+    }
+    if (list === undefined || list === lookedAt.list) return;
+    lookedAt.list = list;
+    const problems: string[] = [];
+    server.setSnapshot(snapshotOf(list, problems));
+    const text = problems.join("; ");
+    if (text !== lastProblems && problems.length > 0) {
+      log.warn("EnvoyFilters whose engine configuration cannot be read", { problems: text });
+    }
+    lastProblems = text;
+  };
+  const done = (async () => {
+    try {
+      while (!o.signal.aborted) {
+        look();
+        await o.clock.sleep(pollMs, o.signal).catch(() => {});
+      }
+    } finally {
+      await server.close();
+    }
+  })();
+  return { server, done };
+}
