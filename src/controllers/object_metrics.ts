@@ -86,13 +86,22 @@ export class ObjectMetrics {
     "RateLimits by the status and reason of their Accepted condition (what istiod says the proxies took).",
   );
   /**
-   * 1 for each RateLimit condition (Ready, Enforced) that is not True, and for Accepted when it is
-   * False (a proxy rejected the config; Unknown is not counted: an operator that does not ask
-   * istiod leaves it so); none when all are met.
+   * RateLimits with a global part by the status and reason of their GlobalEnforced condition
+   * (what the engine's Pods say they hold); those without the condition are not counted.
+   */
+  readonly globalEnforced = new CollectedGauge(
+    "platform_operator_ratelimits_global_enforced",
+    "RateLimits with spec.global by the status and reason of their GlobalEnforced condition (what the rate limit engine's Pods say they hold).",
+  );
+  /**
+   * 1 for each RateLimit condition (Ready, Enforced) that is not True, and for Accepted and
+   * GlobalEnforced when they are False (a proxy rejected the config, the engine does not enforce
+   * the global part; Unknown is not counted: an operator that does not ask istiod leaves Accepted
+   * so, and a push under way is Unknown); none when all are met.
    */
   readonly unmet = new CollectedGauge(
     "platform_operator_ratelimit_unmet",
-    "1 for each RateLimit condition (Ready, Enforced) that is not True, and Accepted when False, by namespace and name.",
+    "1 for each RateLimit condition (Ready, Enforced) that is not True, and Accepted or GlobalEnforced when False, by namespace and name.",
   );
   /** 1 for each Serverless and Scaler, with its state and whether it is the served one. */
   readonly modules = new CollectedGauge(
@@ -113,15 +122,16 @@ export class ObjectMetrics {
         counted(objects, (o) => [type.kind, stateOf(o)], ["kind", "state"])
       );
     /** RateLimits counted by the status and reason of their condition `type`. */
-    const byCondition = (type: string) => () =>
+    const byCondition = (type: string, present = false) => () =>
       lists([RESOURCES.RateLimit.kind]).flatMap(({ objects }) =>
-        counted(objects, (o) => {
+        counted(present ? objects.filter((o) => hasCondition(o, type)) : objects, (o) => {
           const c = conditionOf(o, type);
           return [c.status, c.reason];
         }, ["status", "reason"])
       );
     this.enforced.collect = byCondition("Enforced");
     this.accepted.collect = byCondition("Accepted");
+    this.globalEnforced.collect = byCondition("GlobalEnforced", true);
     this.unmet.collect = () =>
       lists([RESOURCES.RateLimit.kind]).flatMap(({ objects }) => objects.flatMap(unmetOf));
     this.modules.collect = () =>
@@ -134,18 +144,37 @@ export class ObjectMetrics {
           served: text(statusOf(o).served) ?? "Unknown",
         }, 1])
       );
-    for (const g of [this.objects, this.enforced, this.accepted, this.unmet, this.modules]) {
+    for (
+      const g of [
+        this.objects,
+        this.enforced,
+        this.accepted,
+        this.globalEnforced,
+        this.unmet,
+        this.modules,
+      ]
+    ) {
       metrics.add(g);
     }
   }
 }
 
+/** The conditions `ratelimit_unmet` reports only when False. */
+const FALSE_ONLY: readonly string[] = ["Accepted", "GlobalEnforced"];
+
+/** True when the object has a condition of `type`. */
+function hasCondition(obj: KubeObject, type: string): boolean {
+  const conditions = statusOf(obj).conditions;
+  return Array.isArray(conditions) &&
+    conditions.some((c) => typeof c === "object" && c !== null && (c as Fields).type === type);
+}
+
 /** The `ratelimit_unmet` samples of one RateLimit: a condition missing counts as Unknown. */
 function unmetOf(obj: KubeObject): Sample[] {
   const out: Sample[] = [];
-  for (const type of [...RATELIMIT_CONDITIONS, "Accepted"]) {
+  for (const type of [...RATELIMIT_CONDITIONS, ...FALSE_ONLY]) {
     const c = conditionOf(obj, type);
-    if (c.status === "True" || (type === "Accepted" && c.status !== "False")) continue;
+    if (c.status === "True" || (FALSE_ONLY.includes(type) && c.status !== "False")) continue;
     out.push([{
       namespace: obj.metadata.namespace ?? "",
       name: obj.metadata.name,

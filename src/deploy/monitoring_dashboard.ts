@@ -6,10 +6,13 @@
  * rate_limited, enforced}`: `ok` admitted, `enforced` rejected with 429, and `rate_limited`
  * over the limit whether enforced or not, so `rate_limited - enforced` is what a shadow
  * (not enforced) limit would have rejected. Istio shows them only when the proxy's stats
- * inclusion names them (docs/operations.md#envoys-rate-limit-stats).
+ * inclusion names them (docs/operations.md#envoys-rate-limit-stats). The global panels show the
+ * rate limit engine as the operator reads it back (its Pods' readiness and Redis, the domains each
+ * holds, the RateLimits by GlobalEnforced) and as it counts itself (its own Prometheus metrics:
+ * answers within and over the limit per domain, its answer time).
  */
 import { STAT_PREFIX } from "../reconcile/ratelimit/render.ts";
-import { METRICS_JOB } from "./monitoring_rules.ts";
+import { ENGINE_METRICS_JOB, METRICS_JOB } from "./monitoring_rules.ts";
 
 /** Envoy's Prometheus name of one local rate limit counter of our filters. */
 export function envoyStat(name: "ok" | "enforced" | "rate_limited" | "enabled"): string {
@@ -24,6 +27,7 @@ export interface Panel {
 }
 
 const job = `job="${METRICS_JOB}"`;
+const engineJob = `job="${ENGINE_METRICS_JOB}"`;
 /** Workload of an Envoy series: the Pod's namespace and `app` label, as Istio's scrape gives. */
 const WORKLOAD = "namespace, app";
 
@@ -74,6 +78,39 @@ export function dashboardPanels(): Panel[] {
     p("Memory", "timeseries", [
       `max by (pod, kind) (platform_operator_memory_bytes{${job}})`,
       "{{pod}} {{kind}}",
+    ]),
+    p("Global: engine Pods by readiness and Redis", "timeseries", [
+      `max by (ready, redis) (platform_operator_engine_pods{${job}})`,
+      "Ready {{ready}}, Redis {{redis}}",
+    ]),
+    p(
+      "Global: domains each engine Pod holds, and RateLimits with a global part",
+      "timeseries",
+      [`max by (pod) (platform_operator_engine_domains_loaded{${job}})`, "{{pod}}"],
+      [
+        `sum(max by (status, reason) (platform_operator_ratelimits_global_enforced{${job}}))`,
+        "RateLimits with spec.global",
+      ],
+    ),
+    p("Global: RateLimits by GlobalEnforced", "timeseries", [
+      `max by (status, reason) (platform_operator_ratelimits_global_enforced{${job}})`,
+      "{{status}} {{reason}}",
+    ]),
+    p(
+      "Global: engine answers within and over the limit / s, by domain",
+      "timeseries",
+      [
+        `sum by (domain) (rate(ratelimit_service_rate_limit_within_limit{${engineJob}}[5m]))`,
+        "{{domain}} within",
+      ],
+      [
+        `sum by (domain) (rate(ratelimit_service_rate_limit_over_limit{${engineJob}}[5m]))`,
+        "{{domain}} over",
+      ],
+    ),
+    p("Global: engine answer time p99", "timeseries", [
+      `histogram_quantile(0.99, sum by (le) (rate(ratelimit_service_response_time_seconds_bucket{${engineJob}}[5m])))`,
+      "p99",
     ]),
     p("Envoy: admitted requests / s", "timeseries", [envoy("ok"), "{{namespace}}/{{app}}"]),
     p("Envoy: rejected (429) / s", "timeseries", [envoy("enforced"), "{{namespace}}/{{app}}"]),

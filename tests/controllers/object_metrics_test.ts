@@ -112,3 +112,31 @@ Deno.test("Accepted: counted by status and reason; unmet only when a proxy rejec
   ) assert.ok(text.split("\n").includes(line), `${line} in\n${text}`);
   assert.doesNotMatch(text, /ratelimit_unmet\{condition="Accepted",name="rl3"/);
 });
+
+Deno.test("GlobalEnforced: counted for RateLimits that have it; unmet only when False", () => {
+  const withGlobal = (i: number, status?: string, reason?: string): KubeObject => {
+    const rl = rateLimit(i, "Ready", "True", "Enforced");
+    const s = rl.status as { conditions: unknown[] };
+    if (status) s.conditions.push({ type: "GlobalEnforced", status, reason });
+    return rl;
+  };
+  const text = metricsOver({
+    RateLimit: [
+      withGlobal(1, "True", "Enforced"),
+      withGlobal(2, "False", "DomainNotLoaded"),
+      withGlobal(3, "Unknown", "DomainNotLoaded"),
+      withGlobal(4),
+    ],
+  }).render();
+  for (
+    const line of [
+      'platform_operator_ratelimits_global_enforced{reason="Enforced",status="True"} 1',
+      'platform_operator_ratelimits_global_enforced{reason="DomainNotLoaded",status="False"} 1',
+      'platform_operator_ratelimits_global_enforced{reason="DomainNotLoaded",status="Unknown"} 1',
+      'platform_operator_ratelimit_unmet{condition="GlobalEnforced",name="rl2",namespace="ns2",reason="DomainNotLoaded",status="False"} 1',
+    ]
+  ) assert.ok(text.split("\n").includes(line), `${line} in\n${text}`);
+  // Without spec.global there is no condition: neither counted nor unmet.
+  assert.doesNotMatch(text, /global_enforced\{reason="",/);
+  assert.doesNotMatch(text, /ratelimit_unmet\{condition="GlobalEnforced",name="rl[34]"/);
+});

@@ -7,7 +7,12 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { parse, stringify } from "yaml";
-import { type AlertRule, alertRules, METRICS_JOB } from "../../src/deploy/monitoring_rules.ts";
+import {
+  type AlertRule,
+  alertRules,
+  ENGINE_METRICS_JOB,
+  METRICS_JOB,
+} from "../../src/deploy/monitoring_rules.ts";
 import { dashboardPanels } from "../../src/deploy/monitoring_dashboard.ts";
 import { ensurePromtool } from "../../tools/prometheus/build.ts";
 
@@ -23,6 +28,22 @@ interface AlertCase {
 
 const j = `job="${METRICS_JOB}"`;
 const RL = `namespace="demo",name="httpbin"`;
+const e = `job="${ENGINE_METRICS_JOB}"`;
+/** The engine Pods an operator replica reads, by readiness and Redis. */
+const pods = (instance: string, ready: string, redis: string, values: string) => ({
+  series:
+    `platform_operator_engine_pods{${j},instance="${instance}",ready="${ready}",redis="${redis}"}`,
+  values,
+});
+/** The engine's answer time histogram: `fast` answers under 5 ms and `slow` ones 25-100 ms a minute. */
+const answers = (fast: number, slow: number) =>
+  [["0.005", fast], ["0.025", fast], ["0.1", fast + slow], ["+Inf", fast + slow]].map((
+    [le, n],
+  ) => ({
+    series:
+      `ratelimit_service_response_time_seconds_bucket{${e},instance="10.0.0.1:9090",grpc_method="ShouldRateLimit",le="${le}"}`,
+    values: `0+${n}x40`,
+  }));
 
 const CASES: Record<string, AlertCase> = {
   PlatformOperatorDown: {
@@ -107,6 +128,69 @@ const CASES: Record<string, AlertCase> = {
       values: "1x30",
     }],
   },
+  PlatformOperatorRateLimitEngineDown: {
+    // Two replicas read the same two Pods, neither Ready (Redis lost).
+    series: [
+      pods("a", "true", "Reachable", "0x30"),
+      pods("a", "false", "Unreachable", "2x30"),
+      pods("b", "true", "Reachable", "0x30"),
+      pods("b", "false", "Unreachable", "2x30"),
+    ],
+    quietAt: "4m",
+    firesAt: "6m",
+    labels: {},
+    // One replica sees a Ready Pod (the other cannot read them yet): the engine is up.
+    healthy: [pods("a", "true", "Reachable", "0x30"), pods("b", "true", "Reachable", "1x30")],
+  },
+  PlatformOperatorRateLimitEngineRedisUnreachable: {
+    series: [pods("a", "true", "Unreachable", "1x30"), pods("a", "true", "Reachable", "1x30")],
+    quietAt: "4m",
+    firesAt: "6m",
+    labels: {},
+    // Back after 3 minutes.
+    healthy: [pods("a", "true", "Unreachable", "1x3 0x27"), pods("a", "true", "Reachable", "1x30")],
+  },
+  PlatformOperatorRateLimitDomainNotLoaded: {
+    series: [{
+      series:
+        `platform_operator_ratelimit_unmet{${j},instance="a",${RL},condition="GlobalEnforced",status="False",reason="DomainNotLoaded"}`,
+      values: "1x30",
+    }],
+    quietAt: "9m",
+    firesAt: "11m",
+    labels: { namespace: "demo", name: "httpbin" },
+    // The engine down is another alert's.
+    healthy: [{
+      series:
+        `platform_operator_ratelimit_unmet{${j},instance="a",${RL},condition="GlobalEnforced",status="False",reason="EngineNotReady"}`,
+      values: "1x30",
+    }],
+  },
+  PlatformOperatorRateLimitEngineSlow: {
+    // 10 of 100 answers a minute take 25-100 ms: the 99th percentile is about 92 ms.
+    series: answers(90, 10),
+    quietAt: "14m",
+    firesAt: "21m",
+    labels: {},
+    // One in a thousand slow: the 99th percentile stays under 5 ms.
+    healthy: answers(999, 1),
+  },
+  PlatformOperatorRateLimitGlobalOverLimit: {
+    series: [{
+      series:
+        `ratelimit_service_rate_limit_over_limit{${e},instance="10.0.0.1:9090",domain="demo/httpbin",key1="rule_0"}`,
+      values: "0+5x30",
+    }],
+    quietAt: "9m",
+    firesAt: "11m",
+    labels: { domain: "demo/httpbin" },
+    // Over the limit once, then no more.
+    healthy: [{
+      series:
+        `ratelimit_service_rate_limit_over_limit{${e},instance="10.0.0.1:9090",domain="demo/httpbin",key1="rule_0"}`,
+      values: "3x30",
+    }],
+  },
   PlatformOperatorRateLimitRefused: {
     series: [{
       series:
@@ -186,7 +270,7 @@ Deno.test("promtool checks deploy/monitoring's rules and every alert's unit test
     await installedRules(dir);
     const check = await promtool(["check", "rules", "rules.yaml"], dir);
     assert.ok(check.ok, check.out);
-    assert.match(check.out, /SUCCESS: 7 rules found/);
+    assert.match(check.out, /SUCCESS: 12 rules found/);
     const rules = alertRules();
     assert.deepEqual(Object.keys(CASES).sort(), rules.map((r) => r.alert).sort(), "a case each");
     await Deno.writeTextFile(
@@ -201,13 +285,18 @@ Deno.test("promtool checks deploy/monitoring's rules and every alert's unit test
   }
 });
 
-Deno.test("the unit tests fail against broken rules: a `for:` of 1m, and an alert that ignores `served`", async () => {
+Deno.test("the unit tests fail against broken rules: a `for:` of 1m, an alert that ignores `served`, the engine judged by the replica that sees least, any GlobalEnforced reason taken for a domain not loaded", async () => {
   const dir = await Deno.makeTempDir({ prefix: "promtool-" });
   try {
     const rules = alertRules();
     const broken = structuredClone(rules);
     broken[4].for = "1m";
     broken[3].expr = broken[3].expr.replace(`served="True",`, "");
+    const at = (alert: string) => broken.findIndex((r) => r.alert === alert);
+    const down = at("PlatformOperatorRateLimitEngineDown");
+    broken[down].expr = broken[down].expr.replace(/^max\(/, "min(");
+    const domain = at("PlatformOperatorRateLimitDomainNotLoaded");
+    broken[domain].expr = broken[domain].expr.replace(`,reason="DomainNotLoaded"`, "");
     await Deno.writeTextFile(
       join(dir, "rules.yaml"),
       stringify({ groups: [{ name: "platform-operator", rules: broken }] }),
@@ -220,6 +309,8 @@ Deno.test("the unit tests fail against broken rules: a `for:` of 1m, and an aler
     assert.equal(test.ok, false, test.out);
     assert.match(test.out, /PlatformOperatorRateLimitNotEnforced/);
     assert.match(test.out, /PlatformOperatorModuleError/);
+    assert.match(test.out, /PlatformOperatorRateLimitEngineDown/);
+    assert.match(test.out, /PlatformOperatorRateLimitDomainNotLoaded/);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
