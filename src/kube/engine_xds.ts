@@ -11,8 +11,9 @@
  * nonce of the previous stream, which say nothing of this one); each later request answers the
  * response whose nonce it carries: an ACK (no `error_detail`; `version_info` is then that
  * response's version) or a NACK (`error_detail.message` the engine's error; the engine keeps its
- * previous configuration). A new snapshot is pushed on every open stream at once; an ACK or NACK
- * brings nothing more unless a newer snapshot exists. The engine loads a response's resources as
+ * previous configuration). A new snapshot is pushed on every open stream at once, or, where the
+ * engine has not answered the last response yet, as soon as it does (the newest only: the engine
+ * loads one response at a time); an ACK or NACK brings nothing more unless a newer snapshot exists. The engine loads a response's resources as
  * one set and refuses the whole set for one bad domain, so only domains that pass
  * `checkEngineDomain` are sent; a domain that fails keeps the configuration last sent for it by
  * this server, if any.
@@ -118,8 +119,8 @@ class EngineXdsMetrics {
 interface Stream {
   info: EngineStream;
   http: http2.ServerHttp2Stream;
-  /** Version sent, by nonce, for the responses not yet answered (and the last one). */
-  sentByNonce: Map<string, string>;
+  /** The response sent and not answered yet: its nonce and version. */
+  inFlight?: { nonce: string; version: string };
   nonce: number;
   /** True once its first request has come. */
   started: boolean;
@@ -133,9 +134,6 @@ interface Snapshot {
   resources: readonly Uint8Array[];
   domains: readonly string[];
 }
-
-/** A pending responses' nonces kept per stream, past which the oldest are forgotten. */
-const MAX_PENDING_NONCES = 16;
 
 /**
  * The engines' xDS server: `start`, then `setSnapshot` whenever the domains change; `streams`
@@ -351,7 +349,6 @@ export class EngineXdsServer {
         openedAt: this.#now(),
       },
       http,
-      sentByNonce: new Map(),
       nonce: 0,
       started: false,
       trailers: { status: GRPC.OK, message: "" },
@@ -434,10 +431,19 @@ export class EngineXdsServer {
       if (this.#snapshot) this.#send(stream);
       return;
     }
-    const version = stream.sentByNonce.get(req.responseNonce);
-    stream.sentByNonce.delete(req.responseNonce);
+    // Only the answer to the response in flight counts; one to an older nonce is stale.
+    const answered = stream.inFlight?.nonce === req.responseNonce ? stream.inFlight : undefined;
+    if (answered === undefined) {
+      this.#log.debug("an engine answered another response than the last: ignored", {
+        node: info.node,
+        nonce: req.responseNonce,
+      });
+      return;
+    }
+    stream.inFlight = undefined;
+    const version = answered.version;
     if (req.errorDetail) {
-      const refused = version ?? "";
+      const refused = version;
       info.nacked = { version: refused, error: req.errorDetail.message, at: this.#now() };
       this.#metrics.replies.inc({ result: "nack" });
       this.#log.warn("an engine refused its configuration (NACK)", {
@@ -447,7 +453,7 @@ export class EngineXdsServer {
         kept: req.versionInfo,
         error: req.errorDetail.message,
       });
-    } else if (version !== undefined) {
+    } else {
       info.acked = req.versionInfo;
       info.ackedAt = this.#now();
       this.#metrics.replies.inc({ result: "ack" });
@@ -460,15 +466,17 @@ export class EngineXdsServer {
     if (this.#snapshot && this.#snapshot.version !== info.sent) this.#send(stream);
   }
 
+  /**
+   * Sends the snapshot on `stream`, unless a response is in flight there: the engine loads one
+   * response at a time, so a newer snapshot waits for the answer to the last (then only the
+   * newest goes out) instead of queueing every version behind a slow engine.
+   */
   #send(stream: Stream): void {
     const snapshot = this.#snapshot;
     const http = stream.http;
-    if (!snapshot || http.closed || http.destroyed || !http.writable) return;
+    if (!snapshot || stream.inFlight || http.closed || http.destroyed || !http.writable) return;
     const nonce = String(++stream.nonce);
-    stream.sentByNonce.set(nonce, snapshot.version);
-    if (stream.sentByNonce.size > MAX_PENDING_NONCES) {
-      stream.sentByNonce.delete(stream.sentByNonce.keys().next().value!);
-    }
+    stream.inFlight = { nonce, version: snapshot.version };
     stream.info.sent = snapshot.version;
     http.write(grpcFrame(encodeDiscoveryResponse({
       version: snapshot.version,

@@ -378,6 +378,39 @@ Deno.test("protocol: first request answered, ACK brings nothing, NACK recorded a
   }
 });
 
+Deno.test("protocol: while a response is unanswered newer snapshots wait; the answer brings the newest only", async () => {
+  const { log } = testLog();
+  const server = new EngineXdsServer({ port: 0, hostname: "127.0.0.1", log });
+  await server.start();
+  try {
+    const c = adsClient(server.address!.port);
+    c.send({ nodeId: "slow" });
+    const v1 = server.setSnapshot([SAMPLE]);
+    await until(() => c.responses.length === 1, "v1");
+    const edit = (n: number) => {
+      const e = structuredClone(SAMPLE);
+      e.descriptors[1].rateLimit!.requestsPerUnit = n;
+      return server.setSnapshot([e]);
+    };
+    edit(2);
+    const v3 = edit(3);
+    await sleep(100);
+    assert.deepEqual(c.responses.map((r) => r.versionInfo), [v1], "nothing while v1 is unanswered");
+    // A stale answer (another nonce) does not release it.
+    c.send({ nodeId: "slow", versionInfo: v1, responseNonce: "99" });
+    await sleep(100);
+    assert.equal(c.responses.length, 1);
+    c.send({ nodeId: "slow", versionInfo: v1, responseNonce: c.responses[0].nonce });
+    await until(() => c.responses.length === 2, "the newest after the answer");
+    assert.equal(c.responses[1].versionInfo, v3, "v2 skipped");
+    assert.equal(server.streams()[0].acked, v1);
+    assert.equal(server.streams()[0].sent, v3);
+    await c.close();
+  } finally {
+    await server.close();
+  }
+});
+
 Deno.test("protocol: a domain failing the check is not sent; one that turns bad keeps what was last sent", async () => {
   const { log, lines } = testLog();
   const server = new EngineXdsServer({ port: 0, hostname: "127.0.0.1", log });
@@ -399,6 +432,14 @@ Deno.test("protocol: a domain failing the check is not sent; one that turns bad 
     };
     server.setSnapshot([SAMPLE, dup, other]);
     await until(() => c.responses.length === 1, "snapshot");
+    // Each response answered, as the engine does, so that the next goes out.
+    const ack = () =>
+      c.send({
+        nodeId: "e",
+        versionInfo: c.responses.at(-1)!.versionInfo,
+        responseNonce: c.responses.at(-1)!.nonce,
+      });
+    ack();
     const domains = () =>
       c.responses.at(-1)!.resources.map((r) => decodeRateLimitConfig(r.value).domain);
     assert.deepEqual(domains(), ["demo/api", "demo/other"]);
@@ -415,6 +456,7 @@ Deno.test("protocol: a domain failing the check is not sent; one that turns bad 
     other2.descriptors[0].rateLimit!.requestsPerUnit = 4;
     server.setSnapshot([badApi, other2]);
     await until(() => c.responses.length === 2, "second snapshot");
+    ack();
     const sent = c.responses[1].resources.map((r) => decodeRateLimitConfig(r.value));
     assert.deepEqual(sent[0], { name: "demo/api", ...SAMPLE });
     assert.equal(sent[1].descriptors[0].rateLimit?.requestsPerUnit, 4);
@@ -422,6 +464,7 @@ Deno.test("protocol: a domain failing the check is not sent; one that turns bad 
     // Gone from the snapshot: gone, and not kept for a later bad version either.
     server.setSnapshot([other2]);
     await until(() => c.responses.length === 3, "third snapshot");
+    ack();
     assert.deepEqual(domains(), ["demo/other"]);
     server.setSnapshot([badApi, other2]);
     await sleep(100);
