@@ -26,7 +26,6 @@
 import { z } from "zod";
 import { type FieldError, toFieldErrors } from "../api/issues.ts";
 import { type DescriptorEntry, UINT32_MAX } from "../api/envoy.ts";
-import type { EngineClient } from "./global_filter.ts";
 import { at } from "../api/json.ts";
 import { ENGINE_DOMAIN_ANNOTATION } from "../api/global_engine.ts";
 
@@ -314,6 +313,15 @@ export interface EngineAnswer {
 
 /** An answer, or the gRPC error Envoy gets instead (then its failure mode decides). */
 export type EngineResult = { ok: true; answer: EngineAnswer } | { ok: false; error: string };
+
+/**
+ * The engine as a proxy reaches it: the answer to a call sent at `nowMs` on the proxy's clock,
+ * or the error Envoy sees (no engine, Redis down, no answer within `timeoutMs`). `cluster` names the
+ * engine's Service as the filter does.
+ */
+export interface EngineClient {
+  ask(request: EngineRequest, nowMs: number, timeoutMs: number, cluster: string): EngineResult;
+}
 
 /** The counter key of a descriptor (`GenerateCacheKey`, empty `CACHE_KEY_PREFIX` by default). */
 export function counterKey(

@@ -22,7 +22,7 @@ import {
   RuntimeFractionSchema,
   STATUS_NAMES,
 } from "./envoyconfig.ts";
-import type { EngineRequest, EngineResult } from "./engine.ts";
+import type { EngineResult } from "./engine.ts";
 
 const StatusSchema = z.strictObject({
   code: z.union([z.enum(Object.keys(STATUS_NAMES)), z.number().int().min(0)]),
@@ -123,15 +123,6 @@ export function loadGlobalRateLimit(
       position,
     },
   };
-}
-
-/**
- * The engine as a proxy reaches it: the answer to a call sent at `nowMs` on the proxy's clock,
- * or the error Envoy sees (no engine, Redis down, no answer within `timeoutMs`). `cluster` names the
- * engine's Service as the filter does.
- */
-export interface EngineClient {
-  ask(request: EngineRequest, nowMs: number, timeoutMs: number, cluster: string): EngineResult;
 }
 
 /** What the global filter made of a request (beside the proxy's Decision). */

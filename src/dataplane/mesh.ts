@@ -11,7 +11,7 @@ import { meshProxyOf } from "../api/pod.ts";
 import { reaches as reachesNamespace } from "../api/mesh.ts";
 import { selects } from "../api/selector.ts";
 import { type EnvoyFilterModel, readEnvoyFilterOnce } from "./envoyfilter.ts";
-import type { EngineClient } from "./global_filter.ts";
+import type { EngineClient } from "./engine.ts";
 import {
   type BucketId,
   decide,

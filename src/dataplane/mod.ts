@@ -85,6 +85,7 @@ export {
 export type {
   DescriptorAnswer,
   EngineAnswer,
+  EngineClient,
   EngineReplica,
   EngineRequest,
   EngineResult,
@@ -96,4 +97,4 @@ export type {
   WindowUnit,
 } from "./engine.ts";
 export { closestToLimit, DEFAULT_GLOBAL_TIMEOUT_MS, loadGlobalRateLimit } from "./global_filter.ts";
-export type { EngineClient, GlobalDecision, GlobalRateLimit } from "./global_filter.ts";
+export type { GlobalDecision, GlobalRateLimit } from "./global_filter.ts";

@@ -28,12 +28,8 @@ import {
   UNAVAILABLE,
 } from "./local_reply.ts";
 import { type DescriptorEntry, RATE_LIMITED_BODY } from "../api/envoy.ts";
-import {
-  closestToLimit,
-  type EngineClient,
-  type GlobalDecision,
-  type GlobalRateLimit,
-} from "./global_filter.ts";
+import { closestToLimit, type GlobalDecision, type GlobalRateLimit } from "./global_filter.ts";
+import type { EngineClient } from "./engine.ts";
 
 export { RATE_LIMITED_BODY };
 

@@ -22,7 +22,7 @@ import {
 } from "../../src/dataplane/mod.ts";
 
 const DOMAIN = "demo.api";
-/** A minute boundary: 2026-11-28T12:06:00Z (docs/global-engine.md's example key). */
+/** A minute boundary: 2026-11-28T14:46:00Z (docs/global-engine.md's example key). */
 const T0 = 1795877160;
 
 function domain(perSecond: number, perMinute = 1000, shadow = false): ModelDomain {
@@ -52,8 +52,8 @@ function ask(config: EngineConfig, counters: EngineCounters, req: EngineRequest,
 Deno.test("windows start at floor(now / divider) * divider, aligned to the epoch", () => {
   assert.equal(windowStart(T0 + 59, "MINUTE"), T0);
   assert.equal(windowStart(T0 + 60, "MINUTE"), T0 + 60);
-  assert.equal(windowStart(T0 + 100, "HOUR"), 1795874400); // 11:00:00Z
-  assert.equal(windowStart(T0 + 1234, "HOUR"), 1795878000); // 12:00:00Z
+  assert.equal(windowStart(T0 + 100, "HOUR"), 1795874400); // 14:00:00Z
+  assert.equal(windowStart(T0 + 1234, "HOUR"), 1795878000); // 15:00:00Z
   assert.equal(windowStart(T0, "DAY"), 1795824000); // 00:00:00Z
   assert.equal(windowStart(T0 + 0.999, "SECOND"), T0);
   // utilities.go UnitToDivider: a month is 30 days, a year 365.
