@@ -214,6 +214,12 @@ export interface EnginePollOptions {
   urlsOf?: (ip: string, pod: KubeObject) => EngineUrls;
   /** The fetch to use (tests). */
   fetch?: typeof fetch;
+  /**
+   * A cheap token of what may change what the engines hold (the operator's EnvoyFilters as its
+   * cache has them), looked at every `followUpMs` between rounds without a request: when it
+   * changes, the poller is nudged (`nudge`).
+   */
+  changed?: () => unknown;
 }
 
 /** One HTTP answer, or why there was none. */
@@ -448,6 +454,14 @@ export class EnginePoller {
     const o = this.#o;
     const period = o.periodMs ?? ENGINE_PERIOD_MS;
     const followUp = o.followUpMs ?? ENGINE_FOLLOW_UP_MS;
+    const token = () => {
+      try {
+        return o.changed?.();
+      } catch {
+        return undefined;
+      }
+    };
+    let seen = token();
     let settle = 0;
     while (!signal.aborted) {
       if (this.#nudged) {
@@ -459,14 +473,24 @@ export class EnginePoller {
       if (this.#due) continue;
       const wait = settle > 0 ? followUp : period;
       if (settle > 0) settle--;
-      const woken = new AbortController();
-      this.#wake = () => woken.abort();
-      try {
-        await o.clock.sleep(wait, AbortSignal.any([signal, woken.signal]));
-      } catch {
-        if (signal.aborted) return;
-      } finally {
-        this.#wake = undefined;
+      // Slept in steps of followUp when there is a token to look at, woken by a nudge at once.
+      for (let slept = 0; slept < wait && !this.#due;) {
+        const step = o.changed ? Math.min(followUp, wait - slept) : wait - slept;
+        const woken = new AbortController();
+        this.#wake = () => woken.abort();
+        try {
+          await o.clock.sleep(step, AbortSignal.any([signal, woken.signal]));
+        } catch {
+          if (signal.aborted) return;
+        } finally {
+          this.#wake = undefined;
+        }
+        slept += step;
+        const now = token();
+        if (now !== seen) {
+          seen = now;
+          this.nudge();
+        }
       }
     }
   }
@@ -492,6 +516,8 @@ export interface EngineStatusOptions {
   metrics?: Metrics;
   /** While true, list and watch failures log at debug. */
   quiet?: () => boolean;
+  /** A token of what may change what the engines hold (see EnginePollOptions.changed). */
+  changed?: () => unknown;
   /** Stops the watch and the poller. */
   signal: AbortSignal;
 }
@@ -508,6 +534,7 @@ export function startEngineStatus(o: EngineStatusOptions): EnginePoller {
     clock: o.clock,
     log: o.log,
     metrics: o.metrics,
+    changed: o.changed,
   });
   const pods = new EnginePods({
     cluster: o.cluster,

@@ -52,6 +52,12 @@ import {
 } from "../../tools/ratelimit-engine/mod.ts";
 import { ManualClock } from "../runtime/helpers.ts";
 import { TestCluster } from "../runtime/test_cluster.ts";
+import { rateLimitControllerFor } from "../../src/controllers/ratelimit.ts";
+import { engineDomainOfFilter } from "../../src/reconcile/ratelimit/engine_config.ts";
+import type { Condition } from "../../src/api/common.ts";
+import type { Plan } from "../../src/reconcile/plan.ts";
+import { cacheOf, CTX, MESH_CRD } from "../controllers/ratelimit_cache_fixtures.ts";
+import { rateLimit } from "../reconcile/ratelimit_fixtures.ts";
 
 const quiet = createLogger({ clock: systemClock, sink: () => {} });
 
@@ -283,6 +289,106 @@ Deno.test({
   },
 });
 
+Deno.test({
+  name:
+    "end to end: a real engine given the operator's filter, read back, is Enforced; Redis lost, an edit not yet held, then held",
+  sanitizeOps: false,
+  sanitizeResources: false,
+  async fn() {
+    const dir = await Deno.makeTempDir({ prefix: "engine-status-e2e-" });
+    let redis: RedisServer | undefined;
+    let engine: Engine | undefined;
+    try {
+      const controller = rateLimitControllerFor({
+        meshRootNamespace: "istio-system",
+        engineStatus: true,
+      });
+      const global = (requests: number) => ({
+        rules: [
+          { path: "/orders", limit: { requests, unit: "Second" } },
+          { perClient: { header: "X-Api-Key" }, limit: { requests: 1000, unit: "Hour" } },
+        ],
+        default: { limit: { requests: 10000, unit: "Day" } },
+      });
+      let rl = rateLimit({ global: global(5) });
+      const source = new LocalSource(ENGINE_STATUS);
+      const conditionOf = (plan: Plan) =>
+        (plan.status as { conditions: Condition[] }).conditions.find((c) =>
+          c.type === "GlobalEnforced"
+        )!;
+      const reconcile = (filter?: KubeObject) =>
+        controller.reconcile(
+          "demo/httpbin",
+          cacheOf([MESH_CRD, rl, ...(filter ? [filter] : []), ...source.list().items]),
+          CTX,
+        )!;
+      // The engine's Pod, as the poller reads it.
+      redis = await startRedis(dir);
+      const config = await FileConfig.create(dir, []);
+      engine = await startEngine({
+        name: "a",
+        dir,
+        redis: redis.addr,
+        config: config.source(),
+        env: { REDIS_HEALTH_CHECK_ACTIVE_CONNECTION: "true" },
+      });
+      const e = engine;
+      const poller = new EnginePoller({
+        pods: () => ({
+          state: "listed",
+          pods: [enginePod("ratelimit-engine-a", { ip: "127.0.0.1" })],
+        }),
+        source,
+        clock: systemClock,
+        log: quiet,
+        urlsOf: () => ({ health: `${e.http}/healthcheck`, rlconfig: `${e.debug}/rlconfig` }),
+      });
+      /** Rounds until the condition for `f` has `reason`; the time it took. */
+      const until = async (f: KubeObject, reason: string, ms: number) => {
+        const start = Date.now();
+        for (;;) {
+          await poller.round();
+          const c = conditionOf(reconcile(f));
+          if (c.reason === reason) return Date.now() - start;
+          assert.ok(Date.now() - start < ms, `not ${reason} within ${ms} ms: ${c.message}`);
+          await sleep(100);
+        }
+      };
+      await poller.round();
+      // The engine Ready: the operator renders the global part; the engine holds nothing yet.
+      const first = reconcile();
+      const filter = first.apply.find((o) => o.kind === "EnvoyFilter")!;
+      assert.equal(conditionOf(first).reason, "DomainNotLoaded");
+      // The engine given exactly what the filter carries (what the xDS server sends it).
+      await config.write([engineDomainOfFilter(filter)! as EngineDomain]);
+      await until(filter, "Enforced", 5_000);
+      const held = conditionOf(reconcile(filter));
+      assert.deepEqual([held.status, held.reason], ["True", "Enforced"]);
+      // Redis stopped: the engine says so within seconds, and so does the condition.
+      await redis.stop();
+      const lost = await until(filter, "RedisUnreachable", 30_000);
+      console.log(`Redis stopped: GlobalEnforced RedisUnreachable after ${lost} ms`);
+      await redis.start();
+      const back = await until(filter, "Enforced", 20_000);
+      console.log(`Redis back: GlobalEnforced Enforced after ${back} ms`);
+      // An edit: the new filter carries other lines; the engine still holds the old ones.
+      rl = rateLimit({ global: global(7), generation: 2 });
+      const edited = reconcile(filter);
+      const next = edited.apply.find((o) => o.kind === "EnvoyFilter")!;
+      const pending = conditionOf(reconcile(next));
+      assert.deepEqual([pending.status, pending.reason], ["Unknown", "DomainNotLoaded"]);
+      assert.match(pending.message, /holding another version of it: ratelimit-engine-a/);
+      await config.write([engineDomainOfFilter(next)! as EngineDomain]);
+      const loaded = await until(next, "Enforced", 5_000);
+      console.log(`the edit held and read back ${loaded} ms after the engine was given it`);
+    } finally {
+      await engine?.stop();
+      await redis?.close();
+      await Deno.remove(dir, { recursive: true }).catch(() => {});
+    }
+  },
+});
+
 Deno.test("poller: a Pod that does not answer is asked again after a backoff, at once when it changes", async () => {
   const clock = new ManualClock();
   const asked: string[] = [];
@@ -402,6 +508,38 @@ Deno.test("poller: a nudge brings a round at once and settling rounds a follow-u
   poller.podsChanged();
   await clock.advance(1);
   assert.equal(rounds, 8, "at once when the Pods change");
+  ac.abort();
+  await clock.advance(1);
+  await running;
+});
+
+Deno.test("poller: a change of the `changed` token nudges it within a follow-up", async () => {
+  const clock = new ManualClock();
+  let rounds = 0;
+  let filters: readonly unknown[] = [];
+  const poller = new EnginePoller({
+    pods: () => {
+      rounds++;
+      return { state: "listed", pods: [] };
+    },
+    source: new LocalSource(ENGINE_STATUS),
+    clock,
+    log: quiet,
+    periodMs: 5_000,
+    followUpMs: 1_000,
+    changed: () => filters,
+  });
+  const ac = new AbortController();
+  const running = poller.run(ac.signal);
+  await clock.advance(1);
+  assert.equal(rounds, 1);
+  await clock.advance(2_500);
+  assert.equal(rounds, 1, "the same token: nothing");
+  filters = [{}];
+  await clock.advance(1_000);
+  assert.equal(rounds, 2, "a new token: a round within a follow-up");
+  await clock.advance(3_000);
+  assert.equal(rounds, 5, "then the settling rounds");
   ac.abort();
   await clock.advance(1);
   await running;

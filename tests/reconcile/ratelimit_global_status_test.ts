@@ -325,7 +325,7 @@ Deno.test("EngineNotVerified: not read yet, not listed, a Pod not answering, the
           error: { reason: "Unreachable", message: "GET http://10.0.0.2:6070/rlconfig: refused" },
         },
       ]),
-      /^What 1 of 2 Ready rate limit engine Pods hold cannot be read \(e-2: Unreachable, GET http:\/\/10\.0\.0\.2:6070\/rlconfig: refused\)/,
+      /^What 1 of 2 Ready rate limit engine Pods holds cannot be read \(e-2: Unreachable, GET http:\/\/10\.0\.0\.2:6070\/rlconfig: refused\)/,
     ],
   ];
   for (const [engine, says] of cases) {

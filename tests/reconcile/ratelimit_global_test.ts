@@ -157,7 +157,7 @@ Deno.test("the engine Ready: the ratelimit filter after local_ratelimit, before 
   // The one Ready engine Pod has loaded nothing yet: the push is under way.
   const g = conditionOf(plan, "GlobalEnforced");
   assert.deepEqual([g?.status, g?.reason], ["Unknown", "DomainNotLoaded"]);
-  assert.match(g!.message, /have not loaded domain demo\/httpbin as in force/);
+  assert.match(g!.message, /has not loaded domain demo\/httpbin as in force/);
   assert.match(conditionOf(plan, "Ready")!.message, /global 2 rules, default 10000 a day/);
 });
 

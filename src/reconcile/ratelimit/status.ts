@@ -827,9 +827,9 @@ export function globalEnforcement(
       missing.length > 0 ? `not holding it: ${names(missing)}` : "",
       other.length > 0 ? `holding another version of it: ${names(other)}` : "",
     ].filter((x) => x).join("; ");
-    const message = `${
-      of(missing.length + other.length, ready.length)
-    } have not loaded ${where} as in force (${parts}): such an engine admits the domain's requests without counting them (it answers OK for a domain it does not hold; the failure mode applies only when it does not answer)`;
+    const message = `${of(missing.length + other.length, ready.length)} ${
+      missing.length + other.length === 1 ? "has" : "have"
+    } not loaded ${where} as in force (${parts}): such an engine admits the domain's requests without counting them (it answers OK for a domain it does not hold; the failure mode applies only when it does not answer)`;
     if (elapsed >= DOMAIN_LOAD_BOUND_MS) {
       return {
         condition: condition(
@@ -849,7 +849,9 @@ export function globalEnforcement(
     const first = unread.find((p) => p.error)?.error;
     return done(
       "EngineNotVerified",
-      `What ${of(unread.length, ready.length)} hold cannot be read (${names(unread)}${
+      `What ${of(unread.length, ready.length)} ${
+        unread.length === 1 ? "holds" : "hold"
+      } cannot be read (${names(unread)}${
         first ? `: ${first.reason}, ${first.message}` : ""
       }), so whether they hold ${where} and reach Redis is not known (when the engine does not answer: ${failing})`,
     );
