@@ -34,25 +34,20 @@ const UNIT_NUMBER: Readonly<Record<EngineUnit, number>> = {
 const enc = new TextEncoder();
 const dec = new TextDecoder("utf-8", { fatal: true });
 
-/** An encoder of one message: its fields appended in order. */
+/**
+ * An encoder of one message: its fields appended in order, into a plain array of bytes (faster
+ * here than many small typed arrays: a configuration is hundreds of short fields).
+ */
 class Writer {
-  #chunks: Uint8Array[] = [];
-  #size = 0;
-
-  #push(b: Uint8Array): void {
-    this.#chunks.push(b);
-    this.#size += b.length;
-  }
+  readonly #out: number[] = [];
 
   /** A varint of a non-negative integer up to 2^53. */
   #varint(n: number): void {
-    const out: number[] = [];
     while (n > 127) {
-      out.push((n % 128) | 128);
+      this.#out.push((n % 128) | 128);
       n = Math.floor(n / 128);
     }
-    out.push(n);
-    this.#push(new Uint8Array(out));
+    this.#out.push(n);
   }
 
   /** A varint field (wire type 0); zero is left out, as proto3 does. */
@@ -68,32 +63,47 @@ class Writer {
     return b ? this.uint(no, 1) : this;
   }
 
-  /** A length-delimited field (wire type 2). */
-  bytes(no: number, b: Uint8Array): this {
+  /** The key and length of a length-delimited field (wire type 2) whose bytes follow. */
+  key(no: number, length: number): this {
     this.#varint(no * 8 + 2);
-    this.#varint(b.length);
-    this.#push(b);
+    this.#varint(length);
     return this;
   }
 
-  /** A string field; the empty string is left out. */
+  /** A length-delimited field (wire type 2). */
+  bytes(no: number, b: ArrayLike<number>): this {
+    this.key(no, b.length);
+    const out = this.#out;
+    for (let i = 0; i < b.length; i++) out.push(b[i]);
+    return this;
+  }
+
+  /** A string field (UTF-8); the empty string is left out. */
   string(no: number, s: string | undefined): this {
-    return s === undefined || s === "" ? this : this.bytes(no, enc.encode(s));
+    if (s === undefined || s === "") return this;
+    // ASCII, the usual case, byte by byte; anything else through the encoder.
+    for (let i = 0; i < s.length; i++) {
+      if (s.charCodeAt(i) > 127) return this.bytes(no, enc.encode(s));
+    }
+    this.#varint(no * 8 + 2);
+    this.#varint(s.length);
+    const out = this.#out;
+    for (let i = 0; i < s.length; i++) out.push(s.charCodeAt(i));
+    return this;
+  }
+
+  /** The message's bytes so far, to nest in another (`bytes`). */
+  get parts(): readonly number[] {
+    return this.#out;
   }
 
   /** The message. */
   done(): Uint8Array {
-    const out = new Uint8Array(this.#size);
-    let at = 0;
-    for (const c of this.#chunks) {
-      out.set(c, at);
-      at += c.length;
-    }
-    return out;
+    return Uint8Array.from(this.#out);
   }
 }
 
-function descriptorBytes(d: EngineDescriptor): Uint8Array {
+function descriptorParts(d: EngineDescriptor): readonly number[] {
   const w = new Writer().string(1, d.key).string(2, d.value);
   if (d.rateLimit !== undefined) {
     w.bytes(
@@ -101,18 +111,22 @@ function descriptorBytes(d: EngineDescriptor): Uint8Array {
       new Writer()
         .uint(1, UNIT_NUMBER[d.rateLimit.unit])
         .uint(2, d.rateLimit.requestsPerUnit)
-        .done(),
+        .parts,
     );
   }
-  for (const inner of d.descriptors ?? []) w.bytes(4, descriptorBytes(inner));
-  return w.bool(5, d.shadowMode).done();
+  for (const inner of d.descriptors ?? []) w.bytes(4, descriptorParts(inner));
+  return w.bool(5, d.shadowMode).parts;
+}
+
+function rateLimitConfigWriter(config: EngineDomainConfig): Writer {
+  const w = new Writer().string(1, config.domain).string(2, config.domain);
+  for (const d of config.descriptors) w.bytes(3, descriptorParts(d));
+  return w;
 }
 
 /** `RateLimitConfig` of a domain, named after it (the engine logs errors by that name). */
 export function encodeRateLimitConfig(config: EngineDomainConfig): Uint8Array {
-  const w = new Writer().string(1, config.domain).string(2, config.domain);
-  for (const d of config.descriptors) w.bytes(3, descriptorBytes(d));
-  return w.done();
+  return rateLimitConfigWriter(config).done();
 }
 
 /** `google.protobuf.Any` holding `value`, a message of type `typeUrl`. */
@@ -122,7 +136,45 @@ export function encodeAny(typeUrl: string, value: Uint8Array): Uint8Array {
 
 /** A domain's configuration as the xDS resource: `RateLimitConfig` in an `Any`. */
 export function engineResource(config: EngineDomainConfig): Uint8Array {
-  return encodeAny(ENGINE_CONFIG_TYPE, encodeRateLimitConfig(config));
+  return new Writer().string(1, ENGINE_CONFIG_TYPE).bytes(2, rateLimitConfigWriter(config).parts)
+    .done();
+}
+
+/**
+ * A `DiscoveryResponse` but for its nonce: `version_info`, `resources` (already `Any`s),
+ * `type_url`. A message is the concatenation of its fields, so one body serves every stream,
+ * each adding its own nonce (`withNonce`).
+ */
+export function discoveryResponseBody(r: {
+  version: string;
+  resources: readonly Uint8Array[];
+  typeUrl: string;
+}): Uint8Array {
+  const size = r.resources.reduce((n, x) => n + x.length + 10, 0) + 64 + r.version.length +
+    r.typeUrl.length * 3;
+  const out = new Uint8Array(size);
+  let at = 0;
+  const put = (b: ArrayLike<number>) => {
+    out.set(b, at);
+    at += b.length;
+  };
+  put(new Writer().string(1, r.version).parts);
+  for (const res of r.resources) {
+    put(new Writer().key(2, res.length).parts);
+    put(res);
+  }
+  put(new Writer().string(4, r.typeUrl).parts);
+  return out.slice(0, at);
+}
+
+/** `body` (`discoveryResponseBody`) with its `nonce` field, gRPC-framed: what a stream is sent. */
+export function framedWithNonce(body: Uint8Array, nonce: string): Uint8Array {
+  const tail = new Writer().string(5, nonce).parts;
+  const out = new Uint8Array(5 + body.length + tail.length);
+  new DataView(out.buffer).setUint32(1, body.length + tail.length);
+  out.set(body, 5);
+  out.set(tail, 5 + body.length);
+  return out;
 }
 
 /** `DiscoveryResponse{version_info, resources, type_url, nonce}`; `resources` already `Any`s. */
@@ -132,9 +184,7 @@ export function encodeDiscoveryResponse(r: {
   typeUrl: string;
   nonce: string;
 }): Uint8Array {
-  const w = new Writer().string(1, r.version);
-  for (const res of r.resources) w.bytes(2, res);
-  return w.string(4, r.typeUrl).string(5, r.nonce).done();
+  return framedWithNonce(discoveryResponseBody(r), r.nonce).slice(5);
 }
 
 /** What the server reads of a `DiscoveryRequest`. */

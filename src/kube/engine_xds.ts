@@ -19,7 +19,9 @@
  * this server, if any.
  *
  * `serveEngineConfig` runs it from the operator's cache of EnvoyFilters: their
- * ENGINE_DOMAIN_ANNOTATIONs are the snapshot (engine_config.ts `snapshotOf`).
+ * ENGINE_DOMAIN_ANNOTATIONs are the snapshot (engine_config.ts `engineDomainSources`), each read
+ * again only when its text changed; one that cannot be read keeps its domain's last good
+ * configuration, as one that fails the check does.
  */
 import http2 from "node:http2";
 import { createHash } from "node:crypto";
@@ -27,17 +29,18 @@ import type { KubeObject } from "../api/object.ts";
 import { ENGINE_CONFIG_TYPE, ENGINE_XDS } from "../api/global_engine.ts";
 import {
   checkEngineDomain,
+  type DomainSource,
   type EngineDomainConfig,
-  snapshotOf,
+  engineDomainSources,
 } from "../reconcile/ratelimit/engine_config.ts";
 import { type Clock, Counter, Gauge, type Logger, type Metrics } from "../runtime/mod.ts";
 import {
   decodeDiscoveryRequest,
   type DiscoveryRequest,
-  encodeDiscoveryResponse,
+  discoveryResponseBody,
   engineResource,
+  framedWithNonce,
   GrpcDeframer,
-  grpcFrame,
 } from "./engine_proto.ts";
 
 /** The ADS method's path. */
@@ -131,8 +134,19 @@ interface Stream {
 /** The current snapshot: its version and each domain's resource. */
 interface Snapshot {
   version: string;
-  resources: readonly Uint8Array[];
-  domains: readonly string[];
+  /** Its DiscoveryResponse but for the nonce (`discoveryResponseBody`). */
+  body: Uint8Array;
+}
+
+/**
+ * What is kept of a domain between snapshots: the text it was last given with, that text's
+ * problems, and what is sent for it (that text's configuration, or when it has problems the last
+ * good one's): its digest and resource.
+ */
+interface Prepared {
+  text: string;
+  problems: string[];
+  good?: { digest: string; resource: Uint8Array };
 }
 
 /**
@@ -150,8 +164,8 @@ export class EngineXdsServer {
   readonly #streams = new Map<number, Stream>();
   #nextId = 0;
   #snapshot?: Snapshot;
-  /** The JSON text and resource last sent for each domain (kept for a domain that turns bad). */
-  readonly #lastGood = new Map<string, { json: string; resource: Uint8Array }>();
+  /** Each domain of the last snapshot, as prepared (kept for a domain that turns bad). */
+  #domains = new Map<string, Prepared>();
   #refused: RefusedDomain[] = [];
   #pinger?: ReturnType<typeof setInterval>;
   #address?: { hostname: string; port: number };
@@ -234,59 +248,58 @@ export class EngineXdsServer {
   }
 
   /**
-   * Serves `domains` from now on: those that pass the check (each once: a domain given twice is
-   * served from its first), a failing domain's last configuration sent when there is one. The
-   * version is a digest of what is served; when it changed, it is pushed on every open stream.
+   * Serves `domains` from now on (`setSnapshotOf` with each configuration's JSON as its text).
    * Returns the version.
    */
   setSnapshot(domains: readonly EngineDomainConfig[]): string {
-    const resources: Uint8Array[] = [];
-    const served: string[] = [];
+    return this.setSnapshotOf(domains.map((config) => ({
+      domain: config.domain,
+      text: JSON.stringify(config),
+      read: () => config,
+    })));
+  }
+
+  /**
+   * Serves `sources` from now on: each domain whose configuration can be read and passes the
+   * check (once: a domain given twice is served from its first); for one that does not, the
+   * configuration last sent for it, if any. A source whose text is the one seen last for its
+   * domain is not read again. The version is a digest of what is served; when it changed, it is
+   * pushed on every open stream. Returns the version.
+   */
+  setSnapshotOf(sources: Iterable<DomainSource>): string {
+    const next = new Map<string, Prepared>();
     const refused: RefusedDomain[] = [];
-    const hash = createHash("sha256");
-    const seen = new Set<string>();
-    for (const config of domains) {
-      if (seen.has(config.domain)) {
+    for (const source of sources) {
+      if (next.has(source.domain)) {
         refused.push({
-          domain: config.domain,
+          domain: source.domain,
           problems: ["the domain is given twice: the first is served"],
           keptLast: false,
         });
         continue;
       }
-      seen.add(config.domain);
-      const problems = this.#check(config);
-      const json = JSON.stringify(config);
-      let good = this.#lastGood.get(config.domain);
-      if (problems.length === 0) {
-        if (good?.json !== json) {
-          good = { json, resource: engineResource(config) };
-          this.#lastGood.set(config.domain, good);
-        }
-      } else {
-        refused.push({ domain: config.domain, problems, keptLast: good !== undefined });
+      const p = this.#prepare(source);
+      next.set(source.domain, p);
+      if (p.problems.length > 0) {
+        refused.push({ domain: source.domain, problems: p.problems, keptLast: !!p.good });
       }
-      if (good === undefined) continue;
-      resources.push(good.resource);
-      served.push(config.domain);
-      hash.update(good.json).update("\n");
     }
-    for (const domain of this.#lastGood.keys()) {
-      if (!seen.has(domain)) this.#lastGood.delete(domain);
-    }
+    this.#domains = next;
     this.#refused = refused;
-    for (const r of refused) {
-      this.#log.warn("a domain of the rate limit engines' configuration is not sent", {
-        domain: r.domain,
-        problems: r.problems.join("; "),
-        kept: r.keptLast ? "the configuration last sent for it" : "none",
-      });
-    }
+    const served = [...next].filter(([, p]) => p.good !== undefined)
+      .sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0);
+    const hash = createHash("sha256");
+    for (const [domain, p] of served) hash.update(`${domain} ${p.good!.digest}\n`);
     this.#metrics.domains.set({ state: "sent" }, served.length);
     this.#metrics.domains.set({ state: "refused" }, refused.length);
     const version = hash.digest("hex").slice(0, 16);
     if (this.#snapshot?.version === version) return version;
-    this.#snapshot = { version, resources, domains: served };
+    const body = discoveryResponseBody({
+      version,
+      resources: served.map(([, p]) => p.good!.resource),
+      typeUrl: ENGINE_CONFIG_TYPE,
+    });
+    this.#snapshot = { version, body };
     this.#log.info("rate limit engines' configuration", {
       version,
       domains: served.length,
@@ -295,6 +308,32 @@ export class EngineXdsServer {
     });
     for (const s of this.#streams.values()) if (s.started) this.#send(s);
     return version;
+  }
+
+  /**
+   * A source as served: what was prepared for its domain when its text is the same (the text
+   * then taken from the source, so the older copy can go), else read, checked and encoded; a
+   * refusal is logged once, when its text is new.
+   */
+  #prepare(source: DomainSource): Prepared {
+    const before = this.#domains.get(source.domain);
+    if (before?.text === source.text) {
+      before.text = source.text;
+      return before;
+    }
+    const read = source.read();
+    const problems = "problem" in read ? [read.problem] : this.#check(read);
+    if (problems.length === 0 && !("problem" in read)) {
+      const digest = createHash("sha256").update(source.text).digest("hex").slice(0, 16);
+      return { text: source.text, problems, good: { digest, resource: engineResource(read) } };
+    }
+    const good = before?.good;
+    this.#log.warn("a domain of the rate limit engines' configuration is not sent", {
+      domain: source.domain,
+      problems: problems.join("; "),
+      kept: good ? "the configuration last sent for it" : "none",
+    });
+    return { text: source.text, problems, ...(good ? { good } : {}) };
   }
 
   /** Each open stream: the engine, and what it last ACKed or NACKed on it. */
@@ -478,12 +517,7 @@ export class EngineXdsServer {
     const nonce = String(++stream.nonce);
     stream.inFlight = { nonce, version: snapshot.version };
     stream.info.sent = snapshot.version;
-    http.write(grpcFrame(encodeDiscoveryResponse({
-      version: snapshot.version,
-      resources: snapshot.resources,
-      typeUrl: ENGINE_CONFIG_TYPE,
-      nonce,
-    })));
+    http.write(framedWithNonce(snapshot.body, nonce));
     this.#metrics.pushes.inc();
   }
 }
@@ -515,10 +549,10 @@ export interface EngineConfigServing {
 }
 
 /**
- * Serves the rate limit engines the domains of the operator's EnvoyFilters (`snapshotOf` of
- * `filters()`), pushing a new snapshot within `pollMs` of a change of the cached filters; every
- * operator replica may run it (a standby's cache is as warm as the leader's). Rejects when it
- * cannot listen.
+ * Serves the rate limit engines the domains of the operator's EnvoyFilters
+ * (`engineDomainSources` of `filters()`), pushing a new snapshot within `pollMs` of a change of
+ * the cached filters; every operator replica may run it (a standby's cache is as warm as the
+ * leader's). Rejects when it cannot listen.
  */
 export async function serveEngineConfig(o: ServeEngineConfigOptions): Promise<EngineConfigServing> {
   const log = o.log;
@@ -532,7 +566,6 @@ export async function serveEngineConfig(o: ServeEngineConfigOptions): Promise<En
   await server.start();
   const pollMs = o.pollMs ?? 100;
   const lookedAt: { list?: readonly KubeObject[] } = {};
-  let lastProblems = "";
   const look = () => {
     let list: readonly KubeObject[] | undefined;
     try {
@@ -543,13 +576,7 @@ export async function serveEngineConfig(o: ServeEngineConfigOptions): Promise<En
     }
     if (list === undefined || list === lookedAt.list) return;
     lookedAt.list = list;
-    const problems: string[] = [];
-    server.setSnapshot(snapshotOf(list, problems));
-    const text = problems.join("; ");
-    if (text !== lastProblems && problems.length > 0) {
-      log.warn("EnvoyFilters whose engine configuration cannot be read", { problems: text });
-    }
-    lastProblems = text;
+    server.setSnapshotOf(engineDomainSources(list));
   };
   const done = (async () => {
     try {

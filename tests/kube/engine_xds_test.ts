@@ -49,6 +49,7 @@ import {
   checkEngineDomain,
   type EngineDomainConfig,
   engineDomainOfFilter,
+  engineDomainSources,
   rlconfigLines,
   rlconfigLinesOfDomain,
   snapshotOf,
@@ -475,6 +476,53 @@ Deno.test("protocol: a domain failing the check is not sent; one that turns bad 
   }
 });
 
+Deno.test("setSnapshotOf reads a domain only when its text changed; one that cannot be read keeps its last good configuration", async () => {
+  const { log } = testLog();
+  const server = new EngineXdsServer({ port: 0, hostname: "127.0.0.1", log });
+  await server.start();
+  try {
+    const reads: string[] = [];
+    const source = (domain: string, text: string, config?: EngineDomainConfig) => ({
+      domain,
+      text,
+      read: () => {
+        reads.push(`${domain} ${text}`);
+        return config ?? { problem: `${domain} cannot be read` };
+      },
+    });
+    const other = { ...SAMPLE, domain: "demo/other" };
+    const v1 = server.setSnapshotOf([
+      source("demo/api", "a1", SAMPLE),
+      source("demo/other", "o1", other),
+    ]);
+    assert.deepEqual(reads, ["demo/api a1", "demo/other o1"]);
+    // The same texts: nothing read, same version.
+    assert.equal(server.setSnapshotOf([source("demo/api", "a1"), source("demo/other", "o1")]), v1);
+    assert.equal(reads.length, 2);
+    // demo/api's text changes to one that cannot be read: its last good one is still served.
+    assert.equal(server.setSnapshotOf([source("demo/api", "a2"), source("demo/other", "o1")]), v1);
+    assert.deepEqual(reads.slice(2), ["demo/api a2"]);
+    assert.deepEqual(server.refused(), [{
+      domain: "demo/api",
+      problems: ["demo/api cannot be read"],
+      keptLast: true,
+    }]);
+    // Read once, not at every snapshot.
+    server.setSnapshotOf([source("demo/api", "a2"), source("demo/other", "o1")]);
+    assert.equal(reads.length, 3);
+    // The filters' annotations as sources: a malformed one of a known domain keeps its last good.
+    const api = rateLimitOf("api", apiLimits(10));
+    const good = filterOf(api);
+    const vGood = server.setSnapshotOf(engineDomainSources([good]));
+    const broken = structuredClone(good);
+    broken.metadata.annotations![ENGINE_DOMAIN_ANNOTATION] = "{";
+    assert.equal(server.setSnapshotOf(engineDomainSources([broken])), vGood);
+    assert.match(server.refused()[0].problems[0], /annotation .*: not JSON/);
+  } finally {
+    await server.close();
+  }
+});
+
 // ---------------------------------------------------------------------------------------------
 // Real engines.
 
@@ -603,6 +651,9 @@ Deno.test("real engines: load the snapshot, take edits without restart, skip a b
       async () => {
         bypass = true;
         const before = server.streams().map((s) => s.acked);
+        // The server checks a domain when its text is new: the bad domain edited again.
+        const bad = snapshot.find((c) => c.domain === "demo/bad")!;
+        bad.descriptors[1].rateLimit!.requestsPerUnit = 8;
         const v = server.setSnapshot(snapshot);
         await until(() => server.streams().every((s) => s.nacked?.version === v), "both NACK");
         for (const s of server.streams()) {

@@ -321,20 +321,54 @@ export function engineDomainOfFilter(
 }
 
 /**
- * The engines' snapshot: the domain configurations carried by the EnvoyFilters this operator made
- * for RateLimits (`isRateLimitFilter`), sorted by domain; a filter whose annotation cannot be read
- * is left out, its reason added to `problems`. Each domain comes from one filter (its own
- * namespace and name), so no domain is given twice.
+ * A domain of the engines' snapshot as the xDS server takes it: its name, a text that identifies
+ * its configuration (the same text, the same configuration: the annotation, or the JSON of a
+ * configuration), and how to read the configuration, asked only when that text is new for the
+ * domain, so a snapshot of thousands of unchanged domains is not read again.
+ */
+export interface DomainSource {
+  domain: string;
+  text: string;
+  /** The configuration, or why it cannot be read. */
+  read: () => EngineDomainConfig | { problem: string };
+}
+
+/**
+ * The domains carried by the EnvoyFilters this operator made for RateLimits
+ * (`isRateLimitFilter`, with ENGINE_DOMAIN_ANNOTATION), each named after its filter (the filter
+ * has its RateLimit's namespace and name, so no domain comes twice), in the filters' order.
+ */
+export function engineDomainSources(envoyFilters: Iterable<KubeObject>): DomainSource[] {
+  const out: DomainSource[] = [];
+  for (const ef of envoyFilters) {
+    if (!isRateLimitFilter(ef)) continue;
+    const text = ef.metadata.annotations?.[ENGINE_DOMAIN_ANNOTATION];
+    if (text === undefined) continue;
+    out.push({
+      domain: globalDomain(ef.metadata.namespace ?? "", ef.metadata.name),
+      text,
+      read: () => {
+        const problems: string[] = [];
+        return engineDomainOfFilter(ef, problems) ?? { problem: problems[0] };
+      },
+    });
+  }
+  return out;
+}
+
+/**
+ * The engines' snapshot: the domain configurations of `engineDomainSources`, sorted by domain; a
+ * filter whose annotation cannot be read is left out, its reason added to `problems`.
  */
 export function snapshotOf(
   envoyFilters: Iterable<KubeObject>,
   problems?: string[],
 ): EngineDomainConfig[] {
   const out: EngineDomainConfig[] = [];
-  for (const ef of envoyFilters) {
-    if (!isRateLimitFilter(ef)) continue;
-    const config = engineDomainOfFilter(ef, problems);
-    if (config !== undefined) out.push(config);
+  for (const source of engineDomainSources(envoyFilters)) {
+    const read = source.read();
+    if ("problem" in read) problems?.push(read.problem);
+    else out.push(read);
   }
   return out.sort((a, b) => a.domain < b.domain ? -1 : a.domain > b.domain ? 1 : 0);
 }
