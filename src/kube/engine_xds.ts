@@ -81,7 +81,7 @@ export interface RefusedDomain {
 export interface EngineXdsOptions {
   /** Port to listen on; 0 for any free one. Default ENGINE_XDS.port. */
   port?: number;
-  /** Address to listen on; default 0.0.0.0. */
+  /** Address to listen on; default every address, IPv4 and IPv6 (`::`, dual-stack). */
   hostname?: string;
   log: Logger;
   /** Where its counters go (see `EngineXdsMetrics`); none when absent. */
@@ -209,14 +209,17 @@ export class EngineXdsServer {
     server.on("stream", (s, headers) => this.#onStream(s as http2.ServerHttp2Stream, headers));
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
-      server.listen(this.#o.port ?? ENGINE_XDS.port, this.#o.hostname ?? "0.0.0.0", () => {
+      const listening = () => {
         server.off("error", reject);
         server.on(
           "error",
           (err: Error) => this.#log.error("xDS server error", { error: err.message }),
         );
         resolve();
-      });
+      };
+      const port = this.#o.port ?? ENGINE_XDS.port;
+      if (this.#o.hostname === undefined) server.listen(port, listening);
+      else server.listen(port, this.#o.hostname, listening);
     });
     const addr = server.address();
     if (addr !== null && typeof addr === "object") {

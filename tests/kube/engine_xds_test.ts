@@ -379,6 +379,31 @@ Deno.test("protocol: first request answered, ACK brings nothing, NACK recorded a
   }
 });
 
+Deno.test("listening: by default on every address, IPv4 and IPv6; a taken port is an error", async () => {
+  const { log } = testLog();
+  const server = new EngineXdsServer({ port: 0, log });
+  await server.start();
+  try {
+    assert.equal(server.address?.hostname, "::");
+    server.setSnapshot([SAMPLE]);
+    for (const host of ["127.0.0.1", "[::1]"]) {
+      const session = http2.connect(`http://${host}:${server.address!.port}`);
+      const req = session.request({ ":method": "POST", ":path": ADS_PATH, te: "trailers" });
+      const got = new Promise<Uint8Array>((resolve) => req.once("data", resolve));
+      req.write(grpcFrame(encodeDiscoveryRequest({ nodeId: host, typeUrl: ENGINE_CONFIG_TYPE })));
+      const frame = new GrpcDeframer().push(await got);
+      assert.equal(decodeDiscoveryResponse(frame[0]).resources.length, 1, host);
+      req.close();
+      session.close();
+    }
+    const second = new EngineXdsServer({ port: server.address!.port, log });
+    await assert.rejects(second.start(), /in use|EADDRINUSE/i);
+    await second.close();
+  } finally {
+    await server.close();
+  }
+});
+
 Deno.test("protocol: while a response is unanswered newer snapshots wait; the answer brings the newest only", async () => {
   const { log } = testLog();
   const server = new EngineXdsServer({ port: 0, hostname: "127.0.0.1", log });
