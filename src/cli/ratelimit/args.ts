@@ -24,7 +24,8 @@ export const HELP = `${
 
 Shows what a RateLimit will do to some traffic before anyone applies it: the RateLimit goes through
 the operator's reconciler, its EnvoyFilter through the model of Envoy's local rate limit, on one
-proxy and one route, with time 0 the moment the limit is applied. Unknown fields are refused as
+proxy and one route, with time 0 the moment the limit is applied; its global part (spec.global)
+through the model of the rate limit engine's fixed windows, time 0 starting a window of each unit. Unknown fields are refused as
 kubectl refuses them. --render prints the EnvoyFilter the operator would apply instead.
 
 Options:
@@ -46,7 +47,9 @@ Options:
   --envoy VERSION      the mesh's Envoy (default ${DEFAULT_ENVOY}, Istio ${NEWEST_ISTIO}'s): 1.31 and later
                        refill continuously, 1.30 adds tokensPerFill at each fillInterval
   --replicas N         also show each bucket's rate on one Pod and on N Pods with sidecars
-                       together (buckets are per proxy: N Pods admit N times the rate)
+                       together (buckets are per proxy: N Pods admit N times the rate); with
+                       spec.global the requests go to the N Pods in turn, each proxy's local
+                       filter first, and one engine counts the global limits for all of them
   --header content-type=application/grpc makes the requests gRPC calls: a rejection is
                        HTTP 200 with grpc-status 8 (or 14 with spec.grpcStatus Unavailable)
   --json               one JSON line a request instead of the table; with --replicas, then
@@ -54,7 +57,8 @@ Options:
   --svg FILE           also draw tokens left and admitted/rejected requests of each bucket that
                        a request reached, over time; - writes the SVG alone to stdout and the
                        report to stderr
-  --render             print the EnvoyFilter the operator would apply (YAML), and nothing else;
+  --render             print the EnvoyFilter the operator would apply (YAML; with spec.global, once
+                       the rate limit engine is Ready), and nothing else;
                        for a Kyma RateLimit, the RateLimit to apply instead
   -h, --help           show this help
 

@@ -1,9 +1,9 @@
 /** Text output of `mod.ts ratelimit`: JSON lines, or a table and a per-bucket summary. */
-import type { BucketRule } from "../../api/ratelimit.ts";
+import type { BucketRule, GlobalLimit } from "../../api/ratelimit.ts";
 import { parseFillInterval } from "../../api/duration.ts";
 import { describeBehaviour, type Refill } from "../../dataplane/mod.ts";
 import { SHADOW_HEADER, SHADOW_HEADER_VALUE } from "../../api/envoy.ts";
-import type { BucketReport, RequestOutcome, TrafficRun } from "./run.ts";
+import type { BucketReport, GlobalReport, RequestOutcome, TrafficRun } from "./run.ts";
 
 /** Milliseconds as seconds with up to 3 decimals: `0s`, `1.5s`, `0.25s`. */
 export function formatT(ms: number): string {
@@ -19,6 +19,16 @@ export function jsonLine(o: RequestOutcome): string {
     ...(o.bucket !== undefined ? { bucket: o.bucket } : {}),
     ...(o.bucketClient !== undefined ? { client: o.bucketClient } : {}),
     ...(o.wouldReject ? { wouldReject: true } : {}),
+    ...(o.pod !== undefined ? { pod: o.pod } : {}),
+    ...(o.global
+      ? {
+        global: {
+          rule: o.global.rule,
+          code: o.global.code,
+          ...(o.global.remaining !== undefined ? { remaining: o.global.remaining } : {}),
+        },
+      }
+      : {}),
     headers: o.responseHeaders,
     ...(o.status === 200 ? {} : { body: o.body }),
   });
@@ -32,12 +42,19 @@ export function rateJsonLines(result: TrafficRun): string[] {
   const n = result.replicas;
   if (n === undefined) return [];
   return result.rates.map((r) =>
-    JSON.stringify({ bucket: r.bucket, perPod: r.perPod, replicas: n, workload: r.workload })
+    JSON.stringify({
+      bucket: r.bucket,
+      ...(r.perPod !== undefined ? { perPod: r.perPod } : {}),
+      replicas: n,
+      workload: r.workload,
+    })
   );
 }
 
 /** What a rule matches, in words: `path /headers, X-Rate-Limited: true`. */
-export function describeRule(rule: BucketRule | undefined): string {
+export function describeRule(
+  rule: Pick<BucketRule, "path" | "headers" | "perClient"> | undefined,
+): string {
   if (!rule) return "every other request";
   const parts = [
     ...(rule.path !== undefined ? [`path ${rule.path}`] : []),
@@ -101,7 +118,8 @@ function ratesReport(result: TrafficRun): string[] {
     ...table(
       [
         ["BUCKET", "PER POD", `${n} ${n === 1 ? "REPLICA" : "REPLICAS"}`],
-        ...result.rates.map((r) => [r.bucket, r.perPod, r.workload]),
+        // A global rule's limit holds for the workload as a whole: no rate of its own per Pod.
+        ...result.rates.map((r) => [r.bucket, r.perPod ?? "-", r.workload]),
       ],
       new Set([1, 2]),
     ),
@@ -117,27 +135,39 @@ export function textReport(result: TrafficRun): string[] {
   const withHeaders = result.outcomes.some((o) => Object.keys(o.headers).length > 0);
   const shadow = result.shadow;
   const perClient = result.buckets.some((b) => b.rule?.perClient !== undefined);
+  const global = result.global !== undefined;
+  const pods = result.pods > 1;
   const head = [
     "T",
     "PATH",
     ...(withHeaders ? ["HEADERS"] : []),
+    ...(pods ? ["POD"] : []),
     "STATUS",
-    "BUCKET",
+    ...(result.buckets.length > 0 ? ["BUCKET"] : []),
     ...(perClient ? ["CLIENT"] : []),
-    "LEFT",
+    ...(result.buckets.length > 0 ? ["LEFT"] : []),
+    ...(global ? ["GLOBAL", "GLOBAL LEFT"] : []),
     ...(shadow ? ["SHADOW"] : []),
   ];
   const rows = result.outcomes.map((o) => [
     formatT(o.t),
     o.path,
     ...(withHeaders ? [Object.entries(o.headers).map(([k, v]) => `${k}=${v}`).join(",")] : []),
+    ...(pods ? [o.pod === undefined ? "-" : String(o.pod)] : []),
     statusText(o),
-    o.bucket === undefined ? "-" : String(o.bucket),
+    ...(result.buckets.length > 0 ? [o.bucket === undefined ? "-" : String(o.bucket)] : []),
     ...(perClient ? [o.bucketClient ?? ""] : []),
-    o.remaining === undefined ? "-" : String(o.remaining),
+    ...(result.buckets.length > 0 ? [o.remaining === undefined ? "-" : String(o.remaining)] : []),
+    ...(global
+      ? [
+        o.global?.rule ?? "-",
+        o.global?.remaining === undefined ? "-" : String(o.global.remaining),
+      ]
+      : []),
     ...(shadow ? [o.wouldReject ? "would reject" : ""] : []),
   ]);
-  const requests = table([head, ...rows], new Set([head.indexOf("STATUS"), head.indexOf("LEFT")]));
+  const right = ["POD", "STATUS", "LEFT", "GLOBAL LEFT"].map((h) => head.indexOf(h));
+  const requests = table([head, ...rows], new Set(right.filter((c) => c >= 0)));
   const summary = table(
     [
       [
@@ -163,8 +193,11 @@ export function textReport(result: TrafficRun): string[] {
   );
   const admitted = result.outcomes.filter((o) => !o.rejected).length;
   const would = result.outcomes.filter((o) => o.wouldReject).length;
+  const byGlobal = result.outcomes.filter((o) => o.global?.rejected).length;
+  const rejected = result.outcomes.length - admitted;
   return [
     describeBehaviour(result.envoy),
+    ...(global ? globalNote(result.pods) : []),
     ...(shadow
       ? [
         `Shadow mode (spec.enforce: false): nothing is rejected; the workload sees ${SHADOW_HEADER}: ${SHADOW_HEADER_VALUE} on what would be.`,
@@ -175,8 +208,55 @@ export function textReport(result: TrafficRun): string[] {
     "",
     `${result.outcomes.length} requests: ${admitted} admitted${
       shadow ? ` (${would} would be rejected)` : ""
-    }, ${result.outcomes.length - admitted} rejected`,
-    ...summary,
+    }, ${rejected} rejected${
+      global && rejected > 0
+        ? ` (${rejected - byGlobal} by local limits, ${byGlobal} by global)`
+        : ""
+    }`,
+    ...(result.buckets.length > 0 ? summary : []),
+    ...(result.global ? globalSummary(result.global, shadow) : []),
     ...ratesReport(result),
+  ];
+}
+
+/** The lines saying how the preview runs a global part. */
+function globalNote(pods: number): string[] {
+  return [
+    `Global limits: one engine (envoyproxy/ratelimit's fixed windows) counts for ${
+      pods === 1 ? "the Pod" : `all ${pods} Pods, the requests going to each in turn`
+    }; time 0 starts a window of every unit; a request the local limits refuse is not counted.`,
+  ];
+}
+
+/** A global limit in words: `4/Minute`. */
+function limitText(l: GlobalLimit): string {
+  return `${l.requests}/${l.unit}`;
+}
+
+/** Admitted and refused by each global rule, all Pods together. */
+function globalSummary(reports: readonly GlobalReport[], shadow: boolean): string[] {
+  return [
+    "",
+    ...table(
+      [
+        [
+          "GLOBAL",
+          "MATCHES",
+          "LIMIT",
+          "ADMITTED",
+          ...(shadow ? ["WOULD REJECT"] : []),
+          "REJECTED",
+        ],
+        ...reports.map((r) => [
+          r.id,
+          describeRule(r.rule),
+          limitText(r.limit),
+          String(r.admitted),
+          ...(shadow ? [String(r.wouldReject)] : []),
+          String(r.rejected),
+        ]),
+      ],
+      new Set(shadow ? [3, 4, 5] : [3, 4]),
+    ),
   ];
 }

@@ -11,6 +11,12 @@ import { renderFilters, runTraffic } from "./run.ts";
 import { renderSvg } from "./svg.ts";
 import { fromKyma, isKymaRateLimit, KYMA_API_VERSION } from "./kyma.ts";
 import {
+  BACKEND_TRAFFIC_POLICY,
+  ENVOY_GATEWAY_API_VERSION,
+  fromBackendTrafficPolicy,
+  isBackendTrafficPolicy,
+} from "./envoy_gateway.ts";
+import {
   InputError,
   readInput,
   readStdin,
@@ -40,7 +46,9 @@ export function rateLimitDocument(
   if (!docs.ok) return docs;
   const values = docs.value;
   const kinds = values.map((v) => (v as { kind?: unknown }).kind);
-  const rateLimits = values.filter((_, i) => kinds[i] === "RateLimit");
+  let rateLimits = values.filter((_, i) => kinds[i] === "RateLimit");
+  // Envoy Gateway's BackendTrafficPolicy is converted (envoy_gateway.ts) when no RateLimit is there.
+  if (rateLimits.length === 0) rateLimits = values.filter(isBackendTrafficPolicy);
   if (rateLimits.length === 1) {
     const problems = objectMetaProblems(rateLimits[0]);
     if (problems.length > 0) {
@@ -49,7 +57,8 @@ export function rateLimitDocument(
     return { ok: true, value: rateLimits[0] };
   }
   if (rateLimits.length > 1) {
-    return { ok: false, error: `${name}: expected one RateLimit, found ${rateLimits.length}` };
+    const what = kinds.includes("RateLimit") ? "RateLimit" : BACKEND_TRAFFIC_POLICY;
+    return { ok: false, error: `${name}: expected one ${what}, found ${rateLimits.length}` };
   }
   if (values.length === 0) return { ok: false, error: `${name}: no YAML documents` };
   // One document with no kind is read as a RateLimit, so validation names what it lacks.
@@ -74,12 +83,33 @@ export function objectsYaml(objects: readonly unknown[]): string {
  * and what behaves differently, so the text can be applied as it is.
  */
 export function kymaLines(name: string, rateLimit: unknown, differences: string[]): string[] {
+  return convertedLines(
+    `Kyma's RateLimit ${name} (${KYMA_API_VERSION})`,
+    "docs/migrating-from-kyma.md",
+    rateLimit,
+    differences,
+  );
+}
+
+/** A converted object's lines: what it was, what behaves differently (see `page`), the RateLimit. */
+function convertedLines(
+  what: string,
+  page: string,
+  rateLimit: unknown,
+  differences: string[],
+): string[] {
   return [
-    `# Kyma's RateLimit ${name} (${KYMA_API_VERSION}) as this project's RateLimit.`,
-    "# What behaves differently (docs/migrating-from-kyma.md):",
+    `# ${what} as this project's RateLimit.`,
+    `# What behaves differently (${page}):`,
     ...differences.map((d) => `# - ${d}`),
     ...objectsYaml([rateLimit]).trimEnd().split("\n"),
   ];
+}
+
+/** The `namespace/name` of a converted object's metadata, or `(unnamed)`. */
+function shownName(obj: Record<string, unknown>): string {
+  const meta = (obj.metadata ?? {}) as { name?: unknown; namespace?: unknown };
+  return [meta.namespace, meta.name].filter((x) => typeof x === "string").join("/") || "(unnamed)";
 }
 
 /** Runs the command; resolves to the exit code (0 done, 1 file error, 2 invalid input). */
@@ -114,27 +144,42 @@ export async function main(args: string[], io: CommandIo = CONSOLE): Promise<num
   const doc = rateLimitDocument(text, shown);
   if (!doc.ok) return fail(doc.error, USAGE_EXIT);
   let rateLimit = doc.value;
-  let kyma: string[] | undefined;
-  // Each problem on its own line, each naming the file (and, for Kyma's, that it is not carried).
+  // A converted object (Kyma's RateLimit, Envoy Gateway's BackendTrafficPolicy): the lines saying
+  // what it became, and the words a refusal of it starts with.
+  let converted: string[] | undefined;
+  let lead = "";
+  // Each problem on its own line, each naming the file (and, for a converted one, that it is not
+  // carried).
   const refused = (error: string) => {
-    const lead = kyma ? "cannot carry over Kyma's RateLimit: " : "";
     for (const line of error.split("\n")) io.err(errorLine(`${shown}: ${lead}${line}`));
     return USAGE_EXIT;
   };
   if (isKymaRateLimit(rateLimit)) {
-    kyma = [];
-    const converted = fromKyma(rateLimit as Record<string, unknown>);
-    if (!converted.ok) return refused(converted.problems.join("\n"));
-    const meta = (converted.rateLimit.metadata ?? {}) as { name?: unknown; namespace?: unknown };
-    const name = [meta.namespace, meta.name].filter((x) => typeof x === "string").join("/");
-    kyma = kymaLines(name || "(unnamed)", converted.rateLimit, converted.differences);
-    rateLimit = converted.rateLimit;
+    lead = "cannot carry over Kyma's RateLimit: ";
+    const c = fromKyma(rateLimit as Record<string, unknown>);
+    if (!c.ok) return refused(c.problems.join("\n"));
+    converted = kymaLines(shownName(c.rateLimit), c.rateLimit, c.differences);
+    rateLimit = c.rateLimit;
+  } else if (isBackendTrafficPolicy(rateLimit)) {
+    lead = `cannot carry over Envoy Gateway's ${BACKEND_TRAFFIC_POLICY}: `;
+    const policy = rateLimit as Record<string, unknown>;
+    const c = fromBackendTrafficPolicy(policy);
+    if (!c.ok) return refused(c.problems.join("\n"));
+    converted = convertedLines(
+      `Envoy Gateway's ${BACKEND_TRAFFIC_POLICY} ${
+        shownName(policy)
+      } (${ENVOY_GATEWAY_API_VERSION})`,
+      "docs/migration-envoy-gateway.md",
+      c.rateLimit,
+      c.differences,
+    );
+    rateLimit = c.rateLimit;
   }
   if ("render" in cmd) {
     const filters = renderFilters(rateLimit);
     if (!filters.ok) return refused(filters.error);
-    // A Kyma RateLimit renders to the RateLimit to apply instead; rendering that shows its filter.
-    if (kyma) { for (const line of kyma) io.out(line); }
+    // A converted object renders to the RateLimit to apply instead; rendering that shows its filter.
+    if (converted) { for (const line of converted) io.out(line); }
     else io.out(objectsYaml(filters.value).trimEnd());
     return 0;
   }
@@ -158,10 +203,10 @@ export async function main(args: string[], io: CommandIo = CONSOLE): Promise<num
   if (!run.ok) return refused(run.error);
   // With `--svg -` the picture is alone on stdout and the report goes to stderr.
   const report = opts.svg === "-" ? io.err : io.out;
-  if (kyma) {
+  if (converted) {
     // JSON lines stay alone on stdout; the conversion goes beside them.
     const put = opts.json ? io.err : report;
-    for (const line of [...kyma, ""]) put(line);
+    for (const line of [...converted, ""]) put(line);
   }
   if (opts.json) {
     for (const o of run.value.outcomes) report(jsonLine(o));

@@ -5,20 +5,36 @@
  */
 import { errorLines } from "../../api/issues.ts";
 import type { KubeObject } from "../../api/object.ts";
-import type { Bucket, BucketRule, RateLimit } from "../../api/ratelimit.ts";
+import type {
+  Bucket,
+  BucketRule,
+  GlobalLimit,
+  GlobalRule,
+  RateLimit,
+} from "../../api/ratelimit.ts";
 import { parseRateLimit } from "../../api/ratelimit.ts";
 import { isUnknownField } from "../../api/validation/unknown.ts";
 import { parseFillInterval } from "../../api/duration.ts";
 import {
   type BucketId,
   bucketTokens,
+  engineConfigOfFilters,
+  EngineModel,
   type EnvoyBehaviour,
+  type GlobalDecision,
   Mesh,
   type MeshTarget,
 } from "../../dataplane/mod.ts";
+import { globalDomain } from "../../api/global_engine.ts";
 import { RATELIMIT_CONDITION, reconcileRateLimit } from "../../reconcile/ratelimit/mod.ts";
 import { filterContexts } from "../../reconcile/ratelimit/scope.ts";
-import { type BucketRate, bucketRates, filterLimits } from "../../reconcile/ratelimit/input.ts";
+import { engineLinesOf, globalRates } from "../../reconcile/ratelimit/status.ts";
+import {
+  type BucketRate,
+  bucketRates,
+  filterLimits,
+  ONE_READY_ENGINE,
+} from "../../reconcile/ratelimit/input.ts";
 import type { TrafficRequest } from "./args.ts";
 import { DYNAMIC_DESCRIPTORS_MINOR } from "../../dataplane/mod.ts";
 
@@ -38,6 +54,33 @@ export interface RequestOutcome extends TrafficRequest {
   wouldReject: boolean;
   /** For a per-client rule's bucket: the client it is (a header's value, or an address). */
   bucketClient?: string;
+  /** The Pod whose proxy answered (with a global part, traffic is spread over the replicas). */
+  pod?: number;
+  /** What the engine answered, when the global filter asked it. */
+  global?: GlobalOutcome;
+}
+
+/** A request's global part: the rule it counted against, the engine's code and what is left. */
+export interface GlobalOutcome {
+  /** The global rule's index, or `default`. */
+  rule: string;
+  code: "OK" | "OVER_LIMIT" | "ERROR";
+  /** Requests left in the rule's window (its client's, for a per-client rule). */
+  remaining?: number;
+  /** True when the global limit, not a local one, refused the request. */
+  rejected: boolean;
+}
+
+/** A global rule, its limit and what it did across all Pods. */
+export interface GlobalReport {
+  /** The rule's index, or `default`. */
+  id: string;
+  rule?: GlobalRule;
+  limit: GlobalLimit;
+  admitted: number;
+  rejected: number;
+  /** Of `admitted`, those shadow mode let through that it would have rejected. */
+  wouldReject: number;
 }
 
 /** A bucket, what it matches, and what it did. */
@@ -72,6 +115,10 @@ export interface TrafficRun {
   rates: BucketRate[];
   /** `--replicas`, when given. */
   replicas?: number;
+  /** The global rules' reports, when the RateLimit has spec.global (all Pods together). */
+  global?: GlobalReport[];
+  /** The Pods the traffic went to: `--replicas` with a global part, else 1. */
+  pods: number;
 }
 
 /** Where a request without a client comes from. */
@@ -81,7 +128,7 @@ export const DEFAULT_CLIENT = "10.0.0.1";
  * The request as the proxy gets it: from its client's address, and with the client as the value
  * of each per-client header it does not carry.
  */
-function sent(req: TrafficRequest, rules: readonly BucketRule[]) {
+function sent(req: TrafficRequest, rules: readonly Pick<BucketRule, "perClient">[]) {
   const client = req.client ?? DEFAULT_CLIENT;
   const headers = { ...req.headers };
   const have = new Set(Object.keys(headers).map((k) => k.toLowerCase()));
@@ -129,6 +176,8 @@ function reduce(raw: unknown): Reduced {
     pods: [],
     meshInstalled: true,
     now: 0,
+    // With spec.global: as once the rate limit engine is Ready, the global part applied too.
+    globalEngine: ONE_READY_ENGINE,
   });
   const status = plan.status as
     | { state?: string; conditions?: { type: string; message: string }[] }
@@ -169,20 +218,36 @@ export function runTraffic(
   const plan = { apply: reduced.apply };
   const rl = reduced.rateLimit;
   const local = rl.spec.local;
-  if (local === undefined || rl.spec.global !== undefined) {
-    return {
-      ok: false,
-      error:
-        "spec.global: the preview runs local limits only; global limits are not modelled yet (issue #43)",
-    };
-  }
+  const globalSpec = rl.spec.global;
   const namespace = rl.metadata.namespace ?? "default";
   const labels = rl.spec.selectorLabels;
   // The proxy is the one the filter's context names: a gateway's router, or a sidecar.
   const contexts = plan.apply.length > 0 ? filterContexts(plan.apply[0]) : [];
   const gateway = contexts.length === 1 && contexts[0] === "GATEWAY";
-  const mesh = new Mesh({ envoy, ...(gateway ? { gateway: { namespace, labels } } : {}) });
-  mesh.sync(plan.apply, [{ namespace, name: "proxy-0", labels, ready: true, router: gateway }], 0);
+  // A global part: the workload's traffic spread over the replicas, one engine counting for all.
+  const pods = globalSpec ? replicas ?? 1 : 1;
+  let engine: EngineModel | undefined;
+  if (globalSpec) {
+    const { config, problems } = engineConfigOfFilters(plan.apply);
+    if (problems.length > 0) throw new Error(`generated engine config refused: ${problems[0]}`);
+    engine = new EngineModel([{ config, ready: true }]);
+  }
+  const mesh = new Mesh({
+    envoy,
+    ...(gateway ? { gateway: { namespace, labels } } : {}),
+    ...(engine ? { engine } : {}),
+  });
+  mesh.sync(
+    plan.apply,
+    Array.from({ length: pods }, (_, i) => ({
+      namespace,
+      name: `proxy-${i}`,
+      labels,
+      ready: true,
+      router: gateway,
+    })),
+    0,
+  );
   const rejected = mesh.rejections();
   const unsupported = perClientUnsupported(rl, envoy);
   if (unsupported !== undefined && rejected.length > 0) return { ok: false, error: unsupported };
@@ -191,8 +256,9 @@ export function runTraffic(
     throw new Error(`generated EnvoyFilter rejected: ${JSON.stringify(rejected[0].errors)}`);
   }
   const proxy = mesh.proxy(namespace, "proxy-0")!;
+  const first = `${namespace}/proxy-0`;
   const to: MeshTarget = gateway ? "gateway" : { namespace, labels };
-  const reports: BucketReport[] = [
+  const reports: BucketReport[] = local === undefined ? [] : [
     {
       id: "default",
       bucket: local.defaultBucket,
@@ -231,13 +297,48 @@ export function runTraffic(
     for (let k = first; k <= last; k += step) sample(r, k * every);
   };
   for (const r of reports) sample(r, 0);
+  const domain = globalDomain(namespace, rl.metadata.name);
+  const globalReports: GlobalReport[] | undefined = globalSpec && [
+    ...(globalSpec.rules ?? []).map((rule, i): GlobalReport => ({
+      id: String(i),
+      rule,
+      limit: rule.limit,
+      admitted: 0,
+      rejected: 0,
+      wouldReject: 0,
+    })),
+    ...(globalSpec.default
+      ? [{
+        id: "default",
+        limit: globalSpec.default.limit,
+        admitted: 0,
+        rejected: 0,
+        wouldReject: 0,
+      }]
+      : []),
+  ];
   let prev = 0;
   const outcomes: RequestOutcome[] = [];
   for (const req of requests) {
     for (const r of reports) fillsUpTo(r, prev, req.t);
     prev = req.t;
-    const d = mesh.send({ to, ...sent(req, local.buckets) }, req.t);
+    const d = mesh.send({
+      to,
+      ...sent(req, [...(local?.buckets ?? []), ...(globalSpec?.rules ?? [])]),
+    }, req.t);
+    const g = d.global && globalOutcome(d.global, d.globalRejected === true, domain);
+    const globalWould = d.global?.shadowOverLimit === true || d.global?.notEnforced === true;
+    if (g && globalReports) {
+      const gr = globalReports.find((x) => x.id === g.rule);
+      if (gr) {
+        if (g.rejected) gr.rejected++;
+        else gr.admitted++;
+        if (!g.rejected && globalWould) gr.wouldReject++;
+      }
+    }
     outcomes.push({
+      ...(pods > 1 && d.pod ? { pod: Number(d.pod.slice(d.pod.lastIndexOf("-") + 1)) } : {}),
+      ...(g ? { global: g } : {}),
       ...req,
       status: d.status,
       bucket: d.bucket,
@@ -245,19 +346,24 @@ export function runTraffic(
       body: d.body,
       remaining: d.remaining,
       rejected: d.rejected === true,
-      wouldReject: d.wouldReject === true,
+      wouldReject: d.wouldReject === true || globalWould,
       ...(d.client !== undefined ? { bucketClient: d.client } : {}),
     });
     const r = d.client === undefined
       ? reports.find((x) => x.id === d.bucket)
       : clientReport(reports, d.bucket as number, d.client);
+    // A local bucket's count is of what the local filter decided (a global refusal came after);
+    // its tokens, drawn by --svg, are the first Pod's.
+    const refusedHere = d.rejected === true && d.globalRejected !== true;
     if (r) {
-      if (d.rejected) r.rejected++;
+      if (refusedHere) r.rejected++;
       else r.admitted++;
       if (d.wouldReject) r.wouldReject++;
-      r.marks.push([req.t, !d.rejected, d.remaining ?? 0, d.wouldReject === true]);
+    }
+    if (r && d.pod === first) {
+      r.marks.push([req.t, !refusedHere, d.remaining ?? 0, d.wouldReject === true]);
       // The level an admitted request found (the token it took more), then what it left.
-      if (envoy.refill === "continuous" && !d.rejected && !d.wouldReject) {
+      if (envoy.refill === "continuous" && !refusedHere && !d.wouldReject) {
         r.tokens.push([req.t, (bucketTokens(proxy, r.id, req.t, undefined, r.client) ?? 0) + 1]);
       }
       sample(r, req.t);
@@ -279,9 +385,36 @@ export function runTraffic(
       envoy,
       gateway,
       shadow: !rl.spec.enforce,
-      rates: limits ? bucketRates(limits, replicas ?? 1) : [],
+      rates: [
+        ...(limits ? bucketRates(limits, replicas ?? 1) : []),
+        // Each global rule's workload-wide limit, as status.rates gives it.
+        ...(globalSpec ? globalRates(engineLinesOf(plan.apply[0])) : []),
+      ],
       ...(replicas !== undefined ? { replicas } : {}),
+      ...(globalReports ? { global: globalReports } : {}),
+      pods,
     },
+  };
+}
+
+/**
+ * The global rule a request counted against, read from the engine's counter key
+ * (`<domain>_rule_<rule>_...`, the first entry of every global descriptor naming its rule).
+ */
+function globalOutcome(
+  d: GlobalDecision,
+  rejected: boolean,
+  domain: string,
+): GlobalOutcome | undefined {
+  const key = d.keys?.[0];
+  const prefix = `${domain}_rule_`;
+  if (key === undefined || !key.startsWith(prefix)) return undefined;
+  const rest = key.slice(prefix.length);
+  return {
+    rule: rest.slice(0, rest.indexOf("_")),
+    code: d.code,
+    ...(d.limitRemaining !== undefined ? { remaining: d.limitRemaining } : {}),
+    rejected,
   };
 }
 

@@ -1,0 +1,271 @@
+/**
+ * Envoy Gateway's BackendTrafficPolicy (`gateway.envoyproxy.io/v1alpha1`) with global rate limit
+ * rules as this project's RateLimit with `spec.global` (docs/migration-envoy-gateway.md): what maps
+ * is converted, what does not is refused naming the field. The facts about Envoy Gateway come from
+ * its API (envoyproxy/gateway `api/v1alpha1/ratelimit_types.go` and
+ * `backendtrafficpolicy_types.go`). Pure: object in, object out.
+ */
+import { GATEWAY_GROUP } from "../../api/groups.ts";
+
+/** The apiVersion of Envoy Gateway's BackendTrafficPolicy. */
+export const ENVOY_GATEWAY_API_VERSION = "gateway.envoyproxy.io/v1alpha1";
+/** Its kind. */
+export const BACKEND_TRAFFIC_POLICY = "BackendTrafficPolicy";
+
+/**
+ * The label Istio's Gateway API deployment controller puts on the Pods of the gateway it runs for
+ * a Gateway (the Gateway's name), in the Gateway's namespace.
+ */
+export const GATEWAY_NAME_LABEL = "gateway.networking.k8s.io/gateway-name";
+
+type Obj = Record<string, unknown>;
+
+const isObj = (v: unknown): v is Obj => v !== null && typeof v === "object" && !Array.isArray(v);
+
+/** The converted RateLimit and what behaves differently, or why it cannot be carried over. */
+export type GatewayConversion =
+  | { ok: true; rateLimit: Obj; differences: string[] }
+  | { ok: false; problems: string[] };
+
+/** True when `doc` is an Envoy Gateway BackendTrafficPolicy (its apiVersion and kind). */
+export function isBackendTrafficPolicy(doc: unknown): boolean {
+  return isObj(doc) && doc.apiVersion === ENVOY_GATEWAY_API_VERSION &&
+    doc.kind === BACKEND_TRAFFIC_POLICY;
+}
+
+/** Envoy Gateway's units that the engine's windows here have (Month and Year do not). */
+const UNITS = ["Second", "Minute", "Hour", "Day"];
+
+/** A match on every client address: sourceCIDR Distinct over the whole IPv4 or IPv6 space. */
+const EVERY_ADDRESS = ["0.0.0.0/0", "::/0"];
+
+/** The route kinds whose traffic is HTTP (rate limits here are HTTP's). */
+const HTTP_ROUTES = ["HTTPRoute", "GRPCRoute"];
+
+interface Match {
+  path?: string;
+  headers?: Record<string, string>;
+  perClient?: { header: string } | { clientIP: true };
+}
+
+/** One rule's clientSelectors (all must hold) as one match, or problems naming fields. */
+function matchOf(selectors: unknown[], at: string, problems: string[]): Match {
+  const m: Match = {};
+  const setClient = (c: NonNullable<Match["perClient"]>, where: string) => {
+    if (m.perClient) {
+      problems.push(`${where}: a second distinct client key; a rule here has one (perClient)`);
+    } else m.perClient = c;
+  };
+  selectors.forEach((s, j) => {
+    const where = `${at}.clientSelectors[${j}]`;
+    if (!isObj(s)) return void problems.push(`${where}: not an object`);
+    for (const k of Object.keys(s)) {
+      if (!["headers", "methods", "path", "sourceCIDR"].includes(k)) {
+        problems.push(`${where}.${k}: unknown field`);
+      }
+    }
+    if (s.methods !== undefined) {
+      problems.push(`${where}.methods: a rule here matches any method; there is no method match`);
+    }
+    if (s.path !== undefined) {
+      const p = isObj(s.path) ? s.path : {};
+      const type = p.type ?? "PathPrefix";
+      const value = typeof p.value === "string" ? p.value : "/";
+      if (p.invert === true) {
+        problems.push(`${where}.path.invert: an inverted path has no match here`);
+      } else if (type === "Exact") {
+        if (m.path !== undefined && m.path !== value) {
+          problems.push(`${where}.path: a second path; a rule here has one`);
+        } else m.path = value;
+      } else if (type === "PathPrefix" && value === "/") {
+        // Every path: no path match.
+      } else {
+        problems.push(
+          `${where}.path: ${
+            String(type)
+          } ${value} has no equivalent: a path here is matched exactly (type Exact), and PathPrefix / is every path`,
+        );
+      }
+    }
+    if (s.headers !== undefined) {
+      (Array.isArray(s.headers) ? s.headers : []).forEach((h, k) => {
+        const hw = `${where}.headers[${k}]`;
+        if (!isObj(h) || typeof h.name !== "string") {
+          return void problems.push(`${hw}.name: missing`);
+        }
+        const type = h.type ?? "Exact";
+        if (h.invert === true) {
+          return void problems.push(`${hw}.invert: an inverted header has no match here`);
+        }
+        if (type === "Distinct") return setClient({ header: h.name }, `${hw}.type`);
+        if (type !== "Exact") {
+          return void problems.push(
+            `${hw}.type: ${String(type)} has no equivalent: headers here match exact values`,
+          );
+        }
+        if (typeof h.value !== "string") return void problems.push(`${hw}.value: missing`);
+        m.headers = { ...m.headers, [h.name]: h.value };
+      });
+    }
+    if (s.sourceCIDR !== undefined) {
+      const c = isObj(s.sourceCIDR) ? s.sourceCIDR : {};
+      const type = c.type ?? "Exact";
+      if (type === "Distinct" && EVERY_ADDRESS.includes(String(c.value))) {
+        setClient({ clientIP: true }, `${where}.sourceCIDR`);
+      } else {
+        problems.push(
+          `${where}.sourceCIDR: ${String(type)} ${
+            String(c.value)
+          } has no equivalent: only Distinct over 0.0.0.0/0 or ::/0 (each client address counted apart: perClient.clientIP) maps`,
+        );
+      }
+    }
+  });
+  return m;
+}
+
+/** The RateLimit's selector for the policy's one target, or problems naming fields. */
+function selectorOf(
+  spec: Obj,
+  problems: string[],
+  notes: string[],
+): Record<string, string> | undefined {
+  if (spec.targetSelectors !== undefined) {
+    problems.push("spec.targetSelectors: a RateLimit selects Pods by labels; name one target");
+    return undefined;
+  }
+  const refs = Array.isArray(spec.targetRefs)
+    ? spec.targetRefs.map((r, i) => ({ r, at: `spec.targetRefs[${i}]` }))
+    : spec.targetRef !== undefined
+    ? [{ r: spec.targetRef, at: "spec.targetRef" }]
+    : [];
+  if (refs.length !== 1) {
+    problems.push(
+      `spec.targetRefs: ${refs.length} targets; a RateLimit holds the limits of one workload: convert one policy a target`,
+    );
+    return undefined;
+  }
+  const { r, at } = refs[0];
+  const kind = isObj(r) ? r.kind : undefined;
+  const name = isObj(r) && typeof r.name === "string" ? r.name : undefined;
+  if (name === undefined) {
+    problems.push(`${at}.name: missing`);
+    return undefined;
+  }
+  if (kind === "Gateway") {
+    notes.push(
+      `${at}: Gateway ${name}: the RateLimit selects its Pods by the label ${GATEWAY_NAME_LABEL}: ${name} that Istio's Gateway API deployment gives them; each route of the gateway is counted apart, as under Envoy Gateway`,
+    );
+    return { [GATEWAY_NAME_LABEL]: name };
+  }
+  if (typeof kind === "string" && HTTP_ROUTES.includes(kind)) {
+    notes.push(
+      `${at}: ${kind} ${name}: a RateLimit limits the Pods behind a route, selected by labels; selectorLabels app: ${name} is a guess: set the labels of the Pods the route's backends run on`,
+    );
+    return { app: name };
+  }
+  problems.push(
+    `${at}.kind: ${String(kind)}: rate limits here are HTTP's (Gateway, HTTPRoute, GRPCRoute)`,
+  );
+  return undefined;
+}
+
+/** Envoy Gateway's BackendTrafficPolicy `doc` as this project's RateLimit, or why it cannot be. */
+export function fromBackendTrafficPolicy(doc: Obj): GatewayConversion {
+  const problems: string[] = [];
+  const notes: string[] = [];
+  const spec = isObj(doc.spec) ? doc.spec : {};
+  const rl = isObj(spec.rateLimit) ? spec.rateLimit : undefined;
+  if (rl === undefined) {
+    return { ok: false, problems: ["spec.rateLimit: missing: nothing to convert"] };
+  }
+  const selector = selectorOf(spec, problems, notes);
+  for (const k of Object.keys(spec)) {
+    if (!["targetRef", "targetRefs", "targetSelectors", "rateLimit"].includes(k)) {
+      problems.push(`spec.${k}: not a rate limit; a RateLimit carries rate limits only`);
+    }
+  }
+  if (rl.local !== undefined || rl.type === "Local") {
+    problems.push(
+      "spec.rateLimit.local: local rules are not converted: write spec.local (token buckets, docs/ratelimit.md) by hand; Envoy Gateway applies the strictest matching local rule, this project the first",
+    );
+  }
+  const global = isObj(rl.global) ? rl.global : undefined;
+  if (global === undefined) {
+    if (rl.local === undefined) problems.push("spec.rateLimit.global: missing: no global rules");
+    return { ok: false, problems };
+  }
+  const rules = Array.isArray(global.rules) ? global.rules : [];
+  const out: Obj[] = [];
+  let def: Obj | undefined;
+  const shadow: boolean[] = [];
+  rules.forEach((rule, i) => {
+    const at = `spec.rateLimit.global.rules[${i}]`;
+    if (!isObj(rule)) return void problems.push(`${at}: not an object`);
+    if (rule.cost !== undefined) {
+      problems.push(`${at}.cost: every request counts 1 here; there is no cost`);
+    }
+    shadow.push(rule.shadowMode === true);
+    const limit = isObj(rule.limit) ? rule.limit : {};
+    if (!UNITS.includes(String(limit.unit))) {
+      problems.push(
+        `${at}.limit.unit: ${
+          String(limit.unit)
+        } has no equivalent: windows here are a Second, Minute, Hour or Day`,
+      );
+    }
+    const converted = { requests: limit.requests, unit: limit.unit };
+    const selectors = Array.isArray(rule.clientSelectors) ? rule.clientSelectors : [];
+    const before = problems.length;
+    const m = matchOf(selectors, at, problems);
+    if (problems.length > before) return;
+    if (m.path === undefined && m.headers === undefined && m.perClient === undefined) {
+      // Every request of the target: the default, which here takes what no rule matches.
+      if (def !== undefined) {
+        problems.push(`${at}.clientSelectors: a second rule for every request; the default is one`);
+      }
+      def = { limit: converted };
+      return;
+    }
+    out.push({ ...m, limit: converted });
+  });
+  if (shadow.some((s) => s) && !shadow.every((s) => s)) {
+    problems.push(
+      "spec.rateLimit.global.rules[].shadowMode: set on some rules only; shadow mode here is one switch for the whole RateLimit (spec.enforce)",
+    );
+  }
+  if (problems.length > 0) return { ok: false, problems };
+  if (out.length > 1) {
+    notes.push(
+      "a request that several rules match is counted by the first of them only; Envoy Gateway counts it by each (and refuses it when any is over)",
+    );
+  }
+  if (def && out.length > 0) {
+    notes.push(
+      "the rule without clientSelectors becomes spec.global.default, which counts only the requests no other rule matches; Envoy Gateway counts every request by it",
+    );
+  }
+  notes.push(
+    "each RateLimit counts in its own engine domain (<namespace>/<name>); the engine unreachable admits requests (failureMode: Allow), as Envoy Gateway's default does",
+  );
+  const meta = isObj(doc.metadata) ? doc.metadata : {};
+  const metadata: Obj = {};
+  for (const k of ["name", "namespace", "labels"]) if (meta[k] !== undefined) metadata[k] = meta[k];
+  return {
+    ok: true,
+    rateLimit: {
+      apiVersion: `${GATEWAY_GROUP}/v1alpha1`,
+      kind: "RateLimit",
+      metadata,
+      spec: {
+        selectorLabels: selector,
+        ...(shadow.length > 0 && shadow.every((s) => s) ? { enforce: false } : {}),
+        global: {
+          ...(out.length > 0 ? { rules: out } : {}),
+          ...(def ? { default: def } : {}),
+        },
+      },
+    },
+    differences: notes,
+  };
+}

@@ -1,0 +1,271 @@
+/**
+ * Envoy Gateway's BackendTrafficPolicy with global rules as a RateLimit (src/cli/ratelimit/
+ * envoy_gateway.ts): what maps, what is refused naming the field, and the preview reading one.
+ */
+import assert from "node:assert/strict";
+import {
+  fromBackendTrafficPolicy,
+  GATEWAY_NAME_LABEL,
+  isBackendTrafficPolicy,
+} from "../../src/cli/ratelimit/envoy_gateway.ts";
+import { parseRateLimit } from "../../src/api/ratelimit.ts";
+import { run } from "./preview.ts";
+
+const EXAMPLES = new URL("../../docs/examples/", import.meta.url);
+const example = (name: string) => new URL(name, EXAMPLES).pathname;
+
+type Obj = Record<string, unknown>;
+
+function policy(rules: unknown[], spec: Obj = {}): Obj {
+  return {
+    apiVersion: "gateway.envoyproxy.io/v1alpha1",
+    kind: "BackendTrafficPolicy",
+    metadata: { name: "p", namespace: "demo", resourceVersion: "7" },
+    spec: {
+      targetRefs: [{ group: "gateway.networking.k8s.io", kind: "HTTPRoute", name: "orders" }],
+      rateLimit: { type: "Global", global: { rules } },
+      ...spec,
+    },
+  };
+}
+
+function converted(p: Obj): Obj {
+  const c = fromBackendTrafficPolicy(p);
+  assert.ok(c.ok, JSON.stringify(c));
+  // What comes out is a RateLimit the API takes.
+  const parsed = parseRateLimit({
+    ...c.rateLimit,
+    metadata: { ...c.rateLimit.metadata as Obj, uid: "u" },
+  });
+  assert.ok(parsed.ok, JSON.stringify(parsed));
+  return c.rateLimit.spec as Obj;
+}
+
+function refused(p: Obj): string[] {
+  const c = fromBackendTrafficPolicy(p);
+  assert.ok(!c.ok, "refused");
+  return c.problems;
+}
+
+Deno.test("envoy gateway: the kinds recognised", () => {
+  assert.ok(isBackendTrafficPolicy(policy([])));
+  assert.ok(!isBackendTrafficPolicy({ ...policy([]), apiVersion: "gateway.envoyproxy.io/v1" }));
+  assert.ok(!isBackendTrafficPolicy({ ...policy([]), kind: "ClientTrafficPolicy" }));
+});
+
+Deno.test("envoy gateway: selectors map to path, headers, perClient; a rule for everything to the default", () => {
+  const spec = converted(policy([
+    {
+      clientSelectors: [{
+        path: { type: "Exact", value: "/orders" },
+        headers: [{ name: "x-api-key", type: "Distinct" }, { name: "x-tier", value: "gold" }],
+      }],
+      limit: { requests: 10, unit: "Second" },
+    },
+    {
+      clientSelectors: [{ sourceCIDR: { type: "Distinct", value: "0.0.0.0/0" } }, {
+        path: { value: "/" },
+      }],
+      limit: { requests: 3, unit: "Minute" },
+    },
+    { limit: { requests: 1000, unit: "Day" } },
+  ]));
+  assert.deepEqual(spec, {
+    selectorLabels: { app: "orders" },
+    global: {
+      rules: [
+        {
+          path: "/orders",
+          headers: { "x-tier": "gold" },
+          perClient: { header: "x-api-key" },
+          limit: { requests: 10, unit: "Second" },
+        },
+        { perClient: { clientIP: true }, limit: { requests: 3, unit: "Minute" } },
+      ],
+      default: { limit: { requests: 1000, unit: "Day" } },
+    },
+  });
+});
+
+Deno.test("envoy gateway: differences are said: first match, the default, the guessed selector", () => {
+  const c = fromBackendTrafficPolicy(policy([
+    {
+      clientSelectors: [{ headers: [{ name: "a", value: "1" }] }],
+      limit: { requests: 1, unit: "Hour" },
+    },
+    {
+      clientSelectors: [{ headers: [{ name: "b", value: "1" }] }],
+      limit: { requests: 1, unit: "Hour" },
+    },
+    { limit: { requests: 5, unit: "Hour" } },
+  ]));
+  assert.ok(c.ok);
+  const text = c.differences.join("\n");
+  assert.match(text, /selectorLabels app: orders is a guess/);
+  assert.match(text, /counted by the first of them only/);
+  assert.match(text, /becomes spec\.global\.default/);
+  assert.deepEqual(c.rateLimit.metadata, { name: "p", namespace: "demo" });
+});
+
+Deno.test("envoy gateway: a Gateway target selects its Pods by Istio's gateway-name label; shadow on every rule is enforce false", () => {
+  const spec = converted(policy(
+    [{
+      clientSelectors: [{ path: { type: "Exact", value: "/x" } }],
+      limit: { requests: 1, unit: "Second" },
+      shadowMode: true,
+    }],
+    { targetRefs: [{ group: "gateway.networking.k8s.io", kind: "Gateway", name: "public" }] },
+  ));
+  assert.deepEqual(spec.selectorLabels, { [GATEWAY_NAME_LABEL]: "public" });
+  assert.equal(spec.enforce, false);
+});
+
+Deno.test("envoy gateway: what does not map is refused, each naming its field", () => {
+  const at = "spec.rateLimit.global.rules[0]";
+  const cases: [Obj, RegExp][] = [
+    [
+      policy([{
+        clientSelectors: [{ methods: [{ value: "GET" }] }],
+        limit: { requests: 1, unit: "Second" },
+      }]),
+      /rules\[0\]\.clientSelectors\[0\]\.methods: a rule here matches any method/,
+    ],
+    [
+      policy([{
+        clientSelectors: [{ path: { value: "/api" } }],
+        limit: { requests: 1, unit: "Second" },
+      }]),
+      /clientSelectors\[0\]\.path: PathPrefix \/api has no equivalent/,
+    ],
+    [
+      policy([{
+        clientSelectors: [{ path: { type: "RegularExpression", value: "/a.*" } }],
+        limit: { requests: 1, unit: "Second" },
+      }]),
+      /path: RegularExpression \/a\.\* has no equivalent/,
+    ],
+    [
+      policy([{
+        clientSelectors: [{ headers: [{ name: "x", type: "RegularExpression", value: "a.*" }] }],
+        limit: { requests: 1, unit: "Second" },
+      }]),
+      /headers\[0\]\.type: RegularExpression has no equivalent/,
+    ],
+    [
+      policy([{
+        clientSelectors: [{ headers: [{ name: "x", value: "1", invert: true }] }],
+        limit: { requests: 1, unit: "Second" },
+      }]),
+      /headers\[0\]\.invert/,
+    ],
+    [
+      policy([{
+        clientSelectors: [{ sourceCIDR: { type: "Exact", value: "10.0.0.0/8" } }],
+        limit: { requests: 1, unit: "Second" },
+      }]),
+      /sourceCIDR: Exact 10\.0\.0\.0\/8 has no equivalent/,
+    ],
+    [
+      policy([{
+        clientSelectors: [{
+          headers: [{ name: "a", type: "Distinct" }],
+          sourceCIDR: { type: "Distinct", value: "0.0.0.0/0" },
+        }],
+        limit: { requests: 1, unit: "Second" },
+      }]),
+      /sourceCIDR: a second distinct client key/,
+    ],
+    [
+      policy([{
+        clientSelectors: [{ path: { type: "Exact", value: "/a" } }],
+        limit: { requests: 1, unit: "Month" },
+      }]),
+      new RegExp(`${at.replace(/[[\].]/g, "\\$&")}\\.limit\\.unit: Month has no equivalent`),
+    ],
+    [
+      policy([{
+        clientSelectors: [{ path: { type: "Exact", value: "/a" } }],
+        limit: { requests: 1, unit: "Second" },
+        cost: { request: { from: "Number", number: 2 } },
+      }]),
+      /rules\[0\]\.cost: every request counts 1 here/,
+    ],
+    [
+      policy([
+        { limit: { requests: 1, unit: "Second" } },
+        { limit: { requests: 2, unit: "Second" } },
+      ]),
+      /rules\[1\]\.clientSelectors: a second rule for every request/,
+    ],
+    [
+      policy([
+        {
+          clientSelectors: [{ path: { type: "Exact", value: "/a" } }],
+          limit: { requests: 1, unit: "Second" },
+          shadowMode: true,
+        },
+        {
+          clientSelectors: [{ path: { type: "Exact", value: "/b" } }],
+          limit: { requests: 1, unit: "Second" },
+        },
+      ]),
+      /shadowMode: set on some rules only/,
+    ],
+    [
+      policy([], {
+        targetRefs: [{ kind: "HTTPRoute", name: "a" }, { kind: "HTTPRoute", name: "b" }],
+      }),
+      /spec\.targetRefs: 2 targets/,
+    ],
+    [
+      policy([], { targetRefs: [{ kind: "TCPRoute", name: "a" }] }),
+      /spec\.targetRefs\[0\]\.kind: TCPRoute/,
+    ],
+    [policy([], { targetSelectors: [{ kind: "HTTPRoute" }] }), /spec\.targetSelectors/],
+    [
+      policy([], { faultInjection: { abort: { httpStatus: 500 } } }),
+      /spec\.faultInjection: not a rate limit/,
+    ],
+    [
+      policy([], { rateLimit: { local: { rules: [{ limit: { requests: 1, unit: "Second" } }] } } }),
+      /spec\.rateLimit\.local: local rules are not converted/,
+    ],
+  ];
+  for (const [p, want] of cases) {
+    const problems = refused(p);
+    assert.ok(problems.some((x) => want.test(x)), `${want}: ${problems.join("; ")}`);
+  }
+});
+
+Deno.test("envoy gateway: the preview converts a policy, prints the RateLimit and runs it", async () => {
+  const r = await run([
+    "-f",
+    example("envoy-gateway-policy.yaml"),
+    "--rate",
+    "8/s",
+    "--for",
+    "1s",
+    "--path",
+    "/orders",
+    "--header",
+    "X-Api-Key=alice",
+    "--replicas",
+    "2",
+  ]);
+  assert.equal(r.code, 0, r.err);
+  assert.match(
+    r.out[0],
+    /^# Envoy Gateway's BackendTrafficPolicy demo\/httpbin \(gateway\.envoyproxy\.io\/v1alpha1\)/,
+  );
+  assert.ok(r.out.includes("8 requests: 5 admitted, 3 rejected (0 by local limits, 3 by global)"));
+  const render = await run(["-f", example("envoy-gateway-policy.yaml"), "--render"]);
+  assert.equal(render.code, 0);
+  assert.ok(render.out.includes("kind: RateLimit"));
+  const bad = await run(["-f", example("envoy-gateway-uncarried.yaml"), "--render"]);
+  assert.equal(bad.code, 2);
+  assert.match(
+    bad.err,
+    /cannot carry over Envoy Gateway's BackendTrafficPolicy: spec\.rateLimit\.global\.rules\[0\]\.clientSelectors\[0\]\.methods/,
+  );
+  assert.deepEqual(render.out.filter((l) => l.startsWith("error")), []);
+});
