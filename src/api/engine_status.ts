@@ -74,6 +74,12 @@ export interface EngineStatusFields {
    * nothing.
    */
   since: string;
+  /**
+   * The domains whose lines changed since the Pod's previous reading, when nothing else of it did
+   * (its readiness, Redis, errors): only their RateLimits need to look again. Absent when anything
+   * else may have changed, or on a first reading.
+   */
+  changed?: string[];
 }
 
 /** What the engine's own EngineStatus holds: whether its Pods are listed, and if not, why. */
@@ -254,13 +260,41 @@ export function engineStatusOf(obj: KubeObject | undefined): EngineStatusFields 
   const error = isObject(s.error)
     ? { reason: text(s.error.reason), message: text(s.error.message) }
     : undefined;
+  const changed = changedDomainsOf(obj);
   return {
     ready: s.ready,
     redis,
     ...(loaded ? { loaded } : {}),
     ...(error ? { error } : {}),
     since: text(s.since),
+    ...(changed ? { changed } : {}),
   };
+}
+
+/**
+ * The domains an EngineStatus says alone changed (`changed`), or undefined when anything may have:
+ * the engine's own object, a first reading, any other change, an unreadable one.
+ */
+export function changedDomainsOf(obj: KubeObject | undefined): string[] | undefined {
+  const c = isObject(obj?.status) ? obj.status.changed : undefined;
+  return Array.isArray(c) && c.every((d) => typeof d === "string") ? c as string[] : undefined;
+}
+
+/**
+ * The domains whose lines differ between two readings of one Pod's `/rlconfig` (added, gone or
+ * other lines), sorted.
+ */
+export function domainsChanged(
+  before: Readonly<Record<string, readonly string[]>>,
+  now: Readonly<Record<string, readonly string[]>>,
+): string[] {
+  const out: string[] = [];
+  for (const d of new Set([...Object.keys(before), ...Object.keys(now)])) {
+    const a = before[d];
+    const b = now[d];
+    if (!a || !b || a.length !== b.length || a.some((l, i) => l !== b[i])) out.push(d);
+  }
+  return out.sort();
 }
 
 /** The fields of the engine's own EngineStatus; undefined when there is none (not listed yet). */

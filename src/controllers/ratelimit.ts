@@ -43,6 +43,7 @@ import type {
   ProxyObservation,
 } from "../reconcile/ratelimit/input.ts";
 import {
+  changedDomainsOf,
   ENGINE_STATUS,
   ENGINES_STATUS_NAME,
   enginesStatusOf,
@@ -243,12 +244,20 @@ export function rateLimitControllerFor(settings: RateLimitSettings): ControllerS
           },
         }]
         : []),
-      // What the engine's Pods say: any change concerns every RateLimit with a global part.
+      // What the engine's Pods say: a change of some domains' lines concerns their RateLimits
+      // (a domain is its RateLimit's namespace/name); any other every RateLimit with a global part.
       ...(settings.engineStatus
         ? [{
           type: ENGINE_STATUS,
           local: true,
-          trigger: (_status: KubeObject, cache: CacheReader) => globalRateLimits(cache),
+          trigger: (status: KubeObject, cache: CacheReader) => {
+            const domains = changedDomainsOf(status);
+            if (!domains) return globalRateLimits(cache);
+            return domains.filter((d) => {
+              const { namespace, name } = splitKey(d);
+              return cache.get(RESOURCES.RateLimit, namespace, name) !== undefined;
+            });
+          },
         }]
         : []),
     ],

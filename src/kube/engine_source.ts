@@ -19,6 +19,7 @@
  * stays published), and at once when it changes (new IP, Ready). Nothing here throws.
  */
 import {
+  domainsChanged,
   ENGINE_STATUS,
   ENGINES_STATUS_NAME,
   enginesStatusObject,
@@ -410,10 +411,11 @@ export class EnginePoller {
         ? 0
         : Math.min(MAX_POD_BACKOFF_MS, period * 2 ** Math.min(failures - 1, 20));
       if (!answered) ok = false;
-      const since = before?.reading === reading ? before.fields.since : kubeTime(o.clock.now());
       this.#said(name, before?.fields, fields);
       this.#kept.set(name, {
-        fields: { ...fields, since },
+        fields: before?.reading === reading
+          ? before.fields
+          : { ...fields, since: kubeTime(o.clock.now()), ...changedOnly(before?.fields, fields) },
         reading,
         as,
         failures,
@@ -494,6 +496,20 @@ export class EnginePoller {
       }
     }
   }
+}
+
+/**
+ * `{changed}` when only the loaded lines of some domains differ between two readings (the
+ * RateLimit controller then wakes only theirs), else nothing.
+ */
+function changedOnly(
+  before: EngineStatusFields | undefined,
+  now: Omit<EngineStatusFields, "since">,
+): { changed?: string[] } {
+  if (!before?.loaded || !now.loaded) return {};
+  if (before.ready !== now.ready || before.redis !== now.redis) return {};
+  if (JSON.stringify(before.error) !== JSON.stringify(now.error)) return {};
+  return { changed: domainsChanged(before.loaded, now.loaded) };
 }
 
 /** Most bytes of `/rlconfig` read: the parser's bound and one more, so that it says so. */

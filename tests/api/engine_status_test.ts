@@ -15,6 +15,8 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import {
+  changedDomainsOf,
+  domainsChanged,
   ENGINE_STATUS,
   enginesStatusObject,
   enginesStatusOf,
@@ -223,6 +225,12 @@ Deno.test("objects: written and read back; anything odd reads as nothing, never 
     since: "",
   });
   assert.equal(engineStatusOf(undefined), undefined);
+  const changed = { ...fields, changed: ["team-a/api"] };
+  assert.deepEqual(engineStatusOf(engineStatusObject("p", changed)), changed);
+  assert.deepEqual(changedDomainsOf(engineStatusObject("p", changed)), ["team-a/api"]);
+  assert.equal(changedDomainsOf(engineStatusObject("p", fields)), undefined);
+  assert.equal(changedDomainsOf(enginesStatusObject({ listed: true, pods: 1 })), undefined);
+  assert.equal(odd({ ready: true, changed: [1] })?.changed, undefined);
   assert.deepEqual(enginesStatusOf(enginesStatusObject({ listed: true, pods: 2 })), {
     listed: true,
     pods: 2,
@@ -230,4 +238,13 @@ Deno.test("objects: written and read back; anything odd reads as nothing, never 
   const notListed = { listed: false as const, reason: "PodsUnknown", message: "forbidden" };
   assert.deepEqual(enginesStatusOf(enginesStatusObject(notListed)), notListed);
   assert.equal(enginesStatusOf(undefined), undefined);
+});
+
+Deno.test("domains changed between two readings: added, gone, other lines; the same is none", () => {
+  const a = { "ns/a": ["l1", "l2"], "ns/b": ["l3"], "ns/c": ["l4"] };
+  const b = { "ns/a": ["l1", "l2"], "ns/b": ["l3x"], "ns/d": ["l5"] };
+  assert.deepEqual(domainsChanged(a, b), ["ns/b", "ns/c", "ns/d"]);
+  assert.deepEqual(domainsChanged(a, a), []);
+  assert.deepEqual(domainsChanged({}, { "ns/a": [] }), ["ns/a"]);
+  assert.deepEqual(domainsChanged({ "ns/a": ["x"] }, { "ns/a": ["x", "y"] }), ["ns/a"]);
 });

@@ -81,6 +81,12 @@ Deno.test("reading the engine: a change wakes every RateLimit with a global part
     wake(ENGINE_STATUS, enginesStatusObject({ listed: true, pods: 1 }), cache).sort(),
     ["demo/g", "demo/kept", "team/g2"],
   );
+  // Only some domains' lines changed: only their RateLimits (a domain is namespace/name), those
+  // that exist.
+  assert.deepEqual(
+    wake(ENGINE_STATUS, enginePod("e-1", { changed: ["team/g2", "demo/gone"] }), cache),
+    ["team/g2"],
+  );
 });
 
 Deno.test("reading the engine: the cached EngineStatus objects become GlobalEnforced", () => {

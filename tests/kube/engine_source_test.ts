@@ -214,8 +214,10 @@ Deno.test({
         (v) => v.every((r) => r === "Unreachable"),
       );
       console.log(`Redis stopped: both engines read Unreachable after ${down} ms`);
-      // The configuration is still read: it is Redis the engines lack, not their config.
+      // The configuration is still read: it is Redis the engines lack, not their config. Not a
+      // change of domains alone: every RateLimit with a global part must look again.
       assert.deepEqual(status("ratelimit-engine-a")!.loaded, parsed.domains);
+      assert.equal(status("ratelimit-engine-a")!.changed, undefined);
       assert.match(
         metrics.render(),
         /platform_operator_engine_pods\{ready="true",redis="Unreachable"\} 2/,
@@ -239,6 +241,8 @@ Deno.test({
         (v) => v.length === 2,
       );
       console.log(`an edit read back ${seen} ms after the nudge`);
+      // Only these domains changed: only their RateLimits need to look again.
+      assert.deepEqual(status("ratelimit-engine-b")!.changed, ["team-a/api", "team-a/web.v2"]);
       assert.deepEqual(status("ratelimit-engine-b")!.loaded!["team-a/api"], [
         "team-a/api.rule_0.client: unit=MINUTE requests_per_unit=7, shadow_mode: false, quota_mode: false",
         "team-a/api.rule_default: unit=HOUR requests_per_unit=1000, shadow_mode: false, quota_mode: false",

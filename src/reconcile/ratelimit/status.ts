@@ -772,7 +772,6 @@ export function globalEnforcement(
     );
   }
   const ready = engine.pods.filter((p) => p.ready);
-  const notReady = engine.pods.filter((p) => !p.ready);
   if (ready.length === 0) {
     const lost = engine.pods.filter((p) => p.redis === "Unreachable");
     return lost.length > 0
@@ -856,15 +855,11 @@ export function globalEnforcement(
       }), so whether they hold ${where} and reach Redis is not known (when the engine does not answer: ${failing})`,
     );
   }
-  const all = ready.length === 1
-    ? "the one Ready rate limit engine Pod holds"
-    : `all ${ready.length} Ready rate limit engine Pods hold`;
-  const resting = notReady.length > 0 ? `; not Ready, so given no calls: ${names(notReady)}` : "";
+  // Said without counting or naming Pods: an engine Pod restarting does not rewrite the status of
+  // every RateLimit with a global part while they stay enforced.
   return done(
     "Enforced",
-    `Enforced: ${all} ${where} as in force and reach${
-      ready.length === 1 ? "es" : ""
-    } Redis (when the engine does not answer: ${failing})${resting}`,
+    `Enforced: every Ready rate limit engine Pod holds ${where} as in force and reaches Redis (when the engine does not answer: ${failing})`,
   );
 }
 
