@@ -259,6 +259,8 @@ Deno.test("DomainNotLoaded: Unknown while a push is under way, False after the b
   assert.equal(g.lastTransitionTime, kubeTime(NOW));
   assert.equal(first.requeueAfterMs, DOMAIN_LOAD_BOUND_MS - 1_000, "looks again at the bound");
   localKept(first);
+  // Unknown makes no Event (every edit passes through it); False makes a Warning.
+  assert.deepEqual(first.events, []);
   w = applyPlan(w, first);
   const later = at(w, engine, NOW + 11_000);
   assert.deepEqual([conditionOf(later)?.status, later.requeueAfterMs], ["Unknown", 19_000]);
@@ -267,6 +269,7 @@ Deno.test("DomainNotLoaded: Unknown while a push is under way, False after the b
   const f = conditionOf(past)!;
   assert.deepEqual([f.status, f.reason], ["False", "DomainNotLoaded"]);
   assert.match(f.message, /, for 30 s or more$/);
+  assert.deepEqual(past.events.map((e) => `${e.type} ${e.reason}`), ["Warning DomainNotLoaded"]);
   assert.equal(past.requeueAfterMs, undefined);
   w = applyPlan(w, past);
   // Once False it stays False (its transition time is not the wait's start).

@@ -303,9 +303,15 @@ export function reconcileRateLimit(input: RateLimitInput): Plan {
   const unknownAccepted = accepted.condition.status === "Unknown"
     ? accepted.condition.reason
     : undefined;
+  // The same for the global part: every edit passes through Unknown DomainNotLoaded.
+  const unknownGlobal = global?.condition.status === "Unknown"
+    ? global.condition.reason
+    : undefined;
   plan.events = conditionEvents(meta.conditions, conditions, {
     now: problemTypes(conditions, firstLook),
     before: problemTypes(meta.conditions, firstLook),
-  }).filter((e) => e.reason !== "NotApplied" && e.reason !== unknownAccepted);
+  }).filter((e) =>
+    e.reason !== "NotApplied" && e.reason !== unknownAccepted && e.reason !== unknownGlobal
+  );
   return plan;
 }
