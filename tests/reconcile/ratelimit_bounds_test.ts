@@ -10,6 +10,7 @@ import { CONDITION_MESSAGE_MAX } from "../../src/api/message.ts";
 import { parseRateLimit } from "../../src/api/ratelimit.ts";
 import { reconcileRateLimit } from "../../src/reconcile/ratelimit/mod.ts";
 import { ONE_READY_ENGINE } from "../../src/reconcile/ratelimit/input.ts";
+import { RateLimitStatusSchema } from "../../src/api/schema/ratelimit.ts";
 import { ENGINE_DOMAIN_ANNOTATION } from "../../src/api/global_engine.ts";
 import { ENVOYFILTER_MAX_BYTES } from "../../src/reconcile/ratelimit/render.ts";
 import {
@@ -84,6 +85,9 @@ Deno.test("with its global part rendered, the largest valid RateLimit is no larg
         `${fill} ${what}: ${bytes} - ${annotation} > ${localOnly}`,
       );
       assert.ok(bytes <= ENVOYFILTER_MAX_BYTES && bytes <= 0.6 * 1.5 * 1024 * 1024, `${bytes}`);
+      // status.rates, local buckets and global rules together, fits the CRD's bound on it.
+      const status = RateLimitStatusSchema.safeParse(plan.status);
+      assert.ok(status.success, `${fill} ${what}: ${JSON.stringify(status.error?.issues)}`);
     }
   }
   console.log(`largest EnvoyFilter with a global part: ${largest} bytes (local only ${localOnly})`);
