@@ -20,6 +20,8 @@ import {
 import { rateLimitsOfPod } from "../src/controllers/ratelimit.ts";
 import { RESOURCES } from "../src/api/resources.ts";
 import { PROXY_STATUS } from "../src/api/istiod.ts";
+import { ENGINE_STATUS } from "../src/api/engine_status.ts";
+import { EngineStatusFeed, type SimEngine } from "./engine.ts";
 import type { SimClient, SimCluster } from "./cluster/mod.ts";
 import type { SimIstiod } from "./istiod.ts";
 import { ProxyStatusFeed } from "./istiod_feed.ts";
@@ -27,12 +29,14 @@ import type { Prng } from "./prng.ts";
 
 /**
  * The operator's controllers for the simulated mesh, whose root namespace is mesh-system, asking
- * istiod about the proxies (as with `--istiod-url`): the RateLimit's Accepted condition comes from
- * the simulated istiod.
+ * istiod about the proxies (as with `--istiod-url`) and reading the global rate limit engine back
+ * (as with `--global-redis-secret`): the RateLimit's Accepted condition comes from the simulated
+ * istiod, GlobalEnforced from the simulated engine (sim/engine.ts).
  */
 export const SIM_CONTROLLERS = allControllersFor({
   meshRootNamespace: DEFAULT_MESH.rootNamespace,
   proxyStatus: true,
+  engineStatus: true,
 });
 
 /** Where the operator runs and the name of its Lease. */
@@ -52,6 +56,8 @@ export interface OperatorOptions {
   log?: Logger;
   /** The istiod each replica asks about the proxies (its own poller, as each operator Pod has). */
   istiod?: SimIstiod;
+  /** The global rate limit engine each replica reads back (its own poller). */
+  engine?: SimEngine;
   /** Called when a Manager's `start()` rejects: a bug in the runtime. */
   onError?: (err: unknown) => void;
 }
@@ -61,6 +67,7 @@ interface Replica {
   manager: Manager;
   client: SimClient;
   feed?: ProxyStatusFeed;
+  engineFeed?: EngineStatusFeed;
 }
 
 /**
@@ -126,9 +133,10 @@ export class OperatorProcess {
       clock,
     });
     const source = this.opts.istiod && new LocalSource(PROXY_STATUS);
+    const engineSource = this.opts.engine && new LocalSource(ENGINE_STATUS);
     const manager = new Manager({
       cluster: client,
-      localSources: source ? [source] : [],
+      localSources: [...(source ? [source] : []), ...(engineSource ? [engineSource] : [])],
       clock,
       random: this.opts.prng.fork(`replica/${n}`),
       log: this.opts.log ?? nullLogger,
@@ -154,10 +162,14 @@ export class OperatorProcess {
         return pod !== undefined && rateLimitsOfPod(manager.cache, root, pod).length > 0;
       },
     });
+    const engine = this.opts.engine;
+    const engineFeed = engine && engineSource && new EngineStatusFeed(engine, engineSource, clock);
     this.identities.push(identity);
-    this.#replicas.push({ identity, manager, client, feed });
+    this.#replicas.push({ identity, manager, client, feed, engineFeed });
     manager.start().catch((err) => this.opts.onError?.(err));
     feed?.start();
+    // The engine is read once it runs (a RateLimit with spec.global exists).
+    if (engine && engineFeed) engine.onStart(() => engineFeed.start());
     return identity;
   }
 
@@ -174,6 +186,7 @@ export class OperatorProcess {
     r.manager.abort("crash");
     r.client.kill();
     r.feed?.stop();
+    r.engineFeed?.stop();
     return r.identity;
   }
 
@@ -186,7 +199,10 @@ export class OperatorProcess {
   async stop(): Promise<void> {
     const all = this.#replicas;
     this.#replicas = [];
-    for (const r of all) r.feed?.stop();
+    for (const r of all) {
+      r.feed?.stop();
+      r.engineFeed?.stop();
+    }
     await Promise.all(all.map((r) => r.manager.stop("sim end")));
   }
 }

@@ -17,6 +17,7 @@ import {
   demoWorkload,
   generateWorkload,
   SWEEP_CLIENT_HEADER,
+  SWEEP_GLOBAL_PATH,
   SWEEP_MAX_TOKENS,
   SWEEP_RULE_PATH,
   type WorkloadAction,
@@ -45,7 +46,7 @@ export interface SeedOptions {
    */
   inject?: (sim: Simulation) => Promise<void>;
   /** The operator under test and the user's objects (mutation tests pass mutants here). */
-  sim?: Pick<SimulationOptions, "operator" | "userObjects">;
+  sim?: Pick<SimulationOptions, "operator" | "userObjects" | "engine">;
 }
 
 class SeedFailure extends RunFailure {}
@@ -129,6 +130,30 @@ function probe(sim: Simulation): string | undefined {
   return undefined;
 }
 
+/** How often, in the safety phase of a seed with global limits, a burst is sent to their path. */
+export const GLOBAL_BURST_MS = 7_000;
+
+/**
+ * A burst at the global rules' path of each target: 6 requests of client g1 and 2 of g2 at one
+ * instant, more than any generated limit (sim/workload.ts), so that a window admitting more than
+ * its limit breaks the global-window invariant (Simulation.send checks every response).
+ */
+function globalBurst(sim: Simulation): void {
+  for (const to of [{ namespace: DEMO.namespace, labels: DEMO.labels }, "gateway" as const]) {
+    for (const client of ["g1", "g1", "g1", "g1", "g1", "g1", "g2", "g2"]) {
+      sim.send({ to, path: SWEEP_GLOBAL_PATH, headers: { [SWEEP_CLIENT_HEADER]: client } });
+    }
+  }
+}
+
+/** True when the workload applies a RateLimit with spec.global. */
+function hasGlobal(actions: readonly WorkloadAction[]): boolean {
+  return actions.some((a) =>
+    a.op === "apply" && a.obj.kind === "RateLimit" &&
+    (a.obj.spec as { global?: unknown } | undefined)?.global !== undefined
+  );
+}
+
 /** Runs one seed of the sweep. */
 export async function runSeed(seed: number, opts: SeedOptions): Promise<RunResult> {
   const sim = new Simulation({
@@ -155,7 +180,21 @@ export async function runSeed(seed: number, opts: SeedOptions): Promise<RunResul
     for (const obj of demoWorkload() as KubeObject[]) {
       await perform(sim, { at: 0, op: "apply", obj });
     }
+    // Bursts at the global path only in seeds with global limits: the others run as before.
+    const bursts = hasGlobal(actions)
+      ? Array.from(
+        { length: Math.floor(SAFETY_MS / GLOBAL_BURST_MS) },
+        (_, k) => (k + 1) * GLOBAL_BURST_MS,
+      )
+      : [];
+    const burstsUntil = async (t: number) => {
+      while (bursts.length > 0 && bursts[0] <= t) {
+        await sim.runUntil(bursts.shift()!);
+        globalBurst(sim);
+      }
+    };
     for (const a of actions) {
+      await burstsUntil(a.at);
       await sim.runUntil(a.at);
       sim.trace.add({
         t: offset(sim.clock.now()),
@@ -165,6 +204,7 @@ export async function runSeed(seed: number, opts: SeedOptions): Promise<RunResul
       });
     }
     await opts.inject?.(sim);
+    await burstsUntil(SAFETY_MS);
     await sim.runUntil(SAFETY_MS);
     sim.startLiveness();
     let last: string | undefined = "not checked";
@@ -186,5 +226,6 @@ export async function runSeed(seed: number, opts: SeedOptions): Promise<RunResul
     await expectQuiet(sim, SWEEP_QUIET_MS);
     const wrong = violationOf(sim) ?? probe(sim);
     if (wrong) throw new SeedFailure(`after the quiet period: ${wrong}`);
+    if (hasGlobal(actions)) globalBurst(sim);
   });
 }

@@ -34,6 +34,8 @@ import { type OwnedDeletion, scheduleSwarm } from "./chaos.ts";
 import { Prng } from "./prng.ts";
 import { EscapedRejection, Unfinished, ViolationStop } from "./run_errors.ts";
 import { offset, Trace } from "./trace.ts";
+import { type EngineBreakage, SimEngine } from "./engine.ts";
+import { GLOBAL_WINDOW, GlobalWindows } from "./global_windows.ts";
 
 /** Virtual time before the epoch in which the initial world settles (gateway Pods ready). */
 export const WARMUP_MS = 60_000;
@@ -56,6 +58,8 @@ export interface SimulationOptions {
   operator?: Pick<OperatorOptions, "controllers" | "leaderElection" | "replicas">;
   /** Objects the user made before the operator starts (say, a copy carrying the operator's labels). */
   userObjects?: readonly KubeObject[];
+  /** A broken rate limit engine (the mutation test's); default the engine as it counts. */
+  engine?: EngineBreakage;
 }
 
 /** A run in progress. */
@@ -70,6 +74,10 @@ export class Simulation {
   readonly mesh: Mesh;
   /** istiod and the mesh's proxies: what they hold, what the operator is told of them. */
   readonly istiod: SimIstiod;
+  /** The global rate limit engine the proxies ask. */
+  readonly engine: SimEngine;
+  /** The global limits' windows, checked on every response. */
+  readonly globalWindows = new GlobalWindows();
   readonly trace = new Trace();
   readonly user: SimClient;
   readonly #statuses = new StatusRecord();
@@ -88,7 +96,10 @@ export class Simulation {
 
   constructor(readonly opts: SimulationOptions) {
     this.prng = new Prng(opts.seed);
-    this.mesh = new Mesh({ envoy: opts.envoy ?? DEFAULT_BEHAVIOUR });
+    this.mesh = new Mesh({
+      envoy: opts.envoy ?? DEFAULT_BEHAVIOUR,
+      engine: { ask: (request, nowMs, timeoutMs) => this.engine.ask(request, nowMs, timeoutMs) },
+    });
     this.clock = new SimClock(SIM_EPOCH - WARMUP_MS);
     const clock = this.clock;
     this.injector = new FaultInjector(opts.faults, this.prng.fork("faults"), () => clock.now());
@@ -115,6 +126,14 @@ export class Simulation {
       active: () => this.injector.active,
       rates: () => opts.faults,
     });
+    this.engine = new SimEngine({
+      cluster: this.cluster,
+      clock,
+      prng: this.prng.fork("engine"),
+      trace: this.trace,
+      active: () => this.injector.active,
+      ...(opts.engine ? { broken: opts.engine } : {}),
+    });
     this.checker = new InvariantChecker(this.cluster, {
       namespace: OPERATOR_NAMESPACE,
       name: LEASE_NAME,
@@ -128,6 +147,7 @@ export class Simulation {
       cluster: this.cluster,
       prng: this.prng.fork("operator"),
       istiod: this.istiod,
+      engine: this.engine,
       log: opts.log,
       onError: (err) =>
         this.runtimeErrors.push(err instanceof Error ? err.stack ?? err.message : String(err)),
@@ -239,6 +259,7 @@ export class Simulation {
     this.injector.active = false;
     this.injector.clearDeployments();
     this.istiod.heal();
+    this.engine.heal();
     this.cluster.deployments.resyncAll();
     this.operator.fill();
     this.trace.add({ t: offset(this.clock.now()), event: "phase", detail: "liveness" });
@@ -277,10 +298,17 @@ export class Simulation {
     return { writes: [], quiet: false };
   }
 
-  /** Sends a request into the mesh now. */
+  /** Sends a request into the mesh now; its global part is checked against the user's limits. */
   send(req: MeshRequest): MeshResponse {
     this.#syncMesh();
-    return this.mesh.send(req, this.clock.now());
+    const now = this.clock.now();
+    const r = this.mesh.send(req, now);
+    const broken = this.globalWindows.check(r, now);
+    if (broken) {
+      this.checker.violations.push({ at: now, invariant: GLOBAL_WINDOW, message: broken });
+      throw new ViolationStop(`invariant ${GLOBAL_WINDOW} broken at ${offset(now)}: ${broken}`);
+    }
+    return r;
   }
 
   /** Operator writes so far (leases aside). */
@@ -306,6 +334,11 @@ export class Simulation {
       this.#meshDirty = true;
       // The proxies take the new config at once: time 0 of their buckets is this write.
       this.#syncMesh();
+    }
+    if (kind === "EnvoyFilter") this.engine.filtersChanged();
+    if (kind === "RateLimit" && c.object) {
+      this.globalWindows.observe(c.object);
+      this.engine.rateLimitSeen(c.object);
     }
     this.#statuses.observe(c, this.trace, this.clock.now());
   }

@@ -15,6 +15,16 @@ export const SWEEP_MAX_TOKENS = 3;
 export const SWEEP_RULE_PATH = "/headers";
 /** The header a generated per-client rule keys its clients on. */
 export const SWEEP_CLIENT_HEADER = "x-api-key";
+/** The path of every generated global rule (no local rule matches it). */
+export const SWEEP_GLOBAL_PATH = "/global";
+
+/**
+ * The unit of a generated RateLimit's global rule, by its name: one unit a name, so the invariant
+ * on global windows (sim/global_windows.ts) never compares windows of two units of one rule.
+ */
+export function sweepGlobalUnit(name: string): "Second" | "Minute" {
+  return name === "rl-b" || name === "gateway" ? "Minute" : "Second";
+}
 
 /** One user action at a virtual time (ms since the epoch). */
 export type WorkloadAction =
@@ -99,7 +109,8 @@ function scaler(r: Prng, namespace: string, name: string): KubeObject {
  * from `features` (a fork, so the main stream and with it every earlier seed's workload stay as
  * they were), in shadow mode or not and with either gRPC status: a shadow limit's update to an
  * enforced one is an edit of one field the sweep makes, faults and all. With `perClient` (only
- * for an Envoy with dynamic descriptors) the rule gives each client its own bucket.
+ * for an Envoy with dynamic descriptors) the rule gives each client its own bucket. From `global`
+ * (a fork too), a global rule on SWEEP_GLOBAL_PATH beside the local part.
  */
 function rateLimit(
   r: Prng,
@@ -108,6 +119,7 @@ function rateLimit(
   selector: Record<string, string>,
   features: Prng,
   perClient: boolean,
+  global: Prng,
 ): KubeObject {
   const valid = r.chance(0.75);
   // Every rule's fillInterval must be a multiple of the default's (docs/design.md): 3s, 15s, 90s are not.
@@ -130,6 +142,20 @@ function rateLimit(
       defaultBucket: { maxTokens: SWEEP_MAX_TOKENS, tokensPerFill: 1, fillInterval: fill },
       buckets: [rule],
     },
+    // A global limit on a path of its own (drawn from a fork of its own): 1 to 4 requests a window,
+    // for each client or for all together.
+    ...(global.chance(0.35)
+      ? {
+        global: {
+          rules: [{
+            path: SWEEP_GLOBAL_PATH,
+            ...(global.chance(0.5) ? { perClient: { header: SWEEP_CLIENT_HEADER } } : {}),
+            limit: { requests: global.int(1, 4), unit: sweepGlobalUnit(name) },
+          }],
+          ...(global.chance(0.3) ? { failureMode: "Deny" } : {}),
+        },
+      }
+      : {}),
   };
   return labelled(
     { apiVersion: GATEWAY, kind: "RateLimit", metadata: { name, namespace }, spec },
@@ -182,7 +208,15 @@ export function generateWorkload(
     } else if (choice <= 5) {
       const [ns, name, sel] = r.pick(limits);
       const perClient = dynamicDescriptors && r.fork(`per-client/${i}`).chance(0.3);
-      const obj = rateLimit(r, ns, name, sel, r.fork(`features/${i}`), perClient);
+      const obj = rateLimit(
+        r,
+        ns,
+        name,
+        sel,
+        r.fork(`features/${i}`),
+        perClient,
+        r.fork(`global/${i}`),
+      );
       actions.push({ at, op: "apply", obj });
     } else if (choice === 6) {
       actions.push({ at, op: "apply", obj: fn(r.pick(["fn-a", "fn-b"])) });

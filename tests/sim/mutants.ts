@@ -18,6 +18,7 @@ import type { Plan } from "../../src/reconcile/plan.ts";
 import { filterLimits } from "../../src/reconcile/ratelimit/input.ts";
 import { ACCEPTED_CONDITION } from "../../src/reconcile/ratelimit/status.ts";
 import { PROXY_STATUS } from "../../src/api/istiod.ts";
+import { ENGINE_DOMAIN_ANNOTATION } from "../../src/api/global_engine.ts";
 import { reconcileServerless } from "../../src/reconcile/serverless/mod.ts";
 import type { KubeObject, ResourceType } from "../../src/api/object.ts";
 import type {
@@ -34,7 +35,7 @@ import type { SimulationOptions } from "../../sim/simulation.ts";
 const rateLimitController = SIM_CONTROLLERS.find((c) => c.name === "ratelimit")!;
 
 /** What a mutant changes in a run. */
-export type MutantOptions = Pick<SimulationOptions, "operator" | "userObjects">;
+export type MutantOptions = Pick<SimulationOptions, "operator" | "userObjects" | "engine">;
 
 type PlanEdit = (
   plan: Plan,
@@ -264,6 +265,46 @@ export function enforcesTheWrongTokens(): MutantOptions {
     ...plan,
     apply: plan.apply.map((o) => o.kind === "EnvoyFilter" ? moreTokens(o) as KubeObject : o),
   })));
+}
+
+/** `obj` with the limits of the engine domain it carries (its annotation) doubled. */
+function doubledEngineLimits(obj: KubeObject): KubeObject {
+  const text = obj.metadata.annotations?.[ENGINE_DOMAIN_ANNOTATION];
+  if (text === undefined) return obj;
+  const double = (v: unknown): unknown =>
+    Array.isArray(v) ? v.map(double) : typeof v === "object" && v !== null
+      ? Object.fromEntries(
+        Object.entries(v).map((
+          [k, x],
+        ) => [k, k === "requestsPerUnit" && typeof x === "number" ? 2 * x : double(x)]),
+      )
+      : v;
+  return {
+    ...obj,
+    metadata: {
+      ...obj.metadata,
+      annotations: {
+        ...obj.metadata.annotations,
+        [ENGINE_DOMAIN_ANNOTATION]: JSON.stringify(double(JSON.parse(text))),
+      },
+    },
+  };
+}
+
+/**
+ * A RateLimit reducer that hands the engine twice each global limit (the engine domain its
+ * EnvoyFilters carry): the engine admits twice what the RateLimit says in each window.
+ */
+export function doublesTheGlobalLimit(): MutantOptions {
+  return swap(editPlans(rateLimitController, (plan) => ({
+    ...plan,
+    apply: plan.apply.map((o) => o.kind === "EnvoyFilter" ? doubledEngineLimits(o) : o),
+  })));
+}
+
+/** A rate limit engine whose Pods each count in a Redis of their own: two Pods, twice the limit. */
+export function countsInRedisPerPod(): MutantOptions {
+  return { engine: { redisPerPod: true } };
 }
 
 /** `value` without per-client entries and actions: a per-client rule as one shared bucket. */

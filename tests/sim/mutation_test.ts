@@ -180,6 +180,24 @@ const CASES: readonly Case[] = [
       /^invariant accepted-means-held broken .*RateLimit demo\/rl-c is Accepted, but the proxy of Pod demo\/httpbin-.* \(accepted\) did not hold EnvoyFilter demo\/rl-c rendered from generation 2, the one its status says is enforced/,
   },
   {
+    check: "global-window",
+    mutant: "a RateLimit reducer that hands the engine twice each global limit",
+    options: mutant.doublesTheGlobalLimit,
+    seed: 1,
+    faults: "default",
+    failure:
+      /^invariant global-window broken .*global limit: demo\/rl-c_rule_0 admitted 3 requests in the SECOND window starting .*, its limit 2$/,
+  },
+  {
+    check: "global-window",
+    mutant: "a rate limit engine whose Pods each count in a Redis of their own",
+    options: mutant.countsInRedisPerPod,
+    seed: 4,
+    faults: "default",
+    failure:
+      /^invariant global-window broken .*global limit: demo\/rl-a_rule_0 admitted 5 requests in the SECOND window starting .*, its limit 4$/,
+  },
+  {
     check: "rejected-names-a-rejecting-proxy",
     mutant: "a RateLimit reducer that reports a proxy not yet connected as one that rejected",
     options: mutant.reportsPendingAsRejected,
