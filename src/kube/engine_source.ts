@@ -471,7 +471,12 @@ export class EnginePoller {
         settle = ENGINE_SETTLE_ROUNDS;
       }
       this.#due = false;
-      await this.round();
+      try {
+        await this.round();
+      } catch (err) {
+        // Nothing in a round is meant to throw; if something does, say it and keep polling.
+        o.log.error("reading the engine back failed", { error: describe(err) });
+      }
       if (this.#due) continue;
       const wait = settle > 0 ? followUp : period;
       if (settle > 0) settle--;

@@ -549,6 +549,32 @@ Deno.test("poller: a change of the `changed` token nudges it within a follow-up"
   await running;
 });
 
+Deno.test("poller: a round that throws is logged and polling goes on", async () => {
+  const clock = new ManualClock();
+  let rounds = 0;
+  const lines: string[] = [];
+  const log = createLogger({ clock, sink: (l) => lines.push(l) });
+  const poller = new EnginePoller({
+    pods: () => {
+      if (++rounds === 1) throw new Error("boom");
+      return { state: "listed", pods: [] };
+    },
+    source: new LocalSource(ENGINE_STATUS),
+    clock,
+    log,
+    periodMs: 5_000,
+  });
+  const ac = new AbortController();
+  const running = poller.run(ac.signal);
+  await clock.advance(1);
+  await clock.advance(5_000);
+  assert.equal(rounds, 2);
+  assert.ok(lines.some((l) => l.includes("reading the engine back failed") && l.includes("boom")));
+  ac.abort();
+  await clock.advance(1);
+  await running;
+});
+
 Deno.test("pods: listed by their labels in the engine's namespace, kept small, failures said", async () => {
   const clock = new ManualClock();
   const cluster = new TestCluster(clock, ["platform-ratelimit", "other"]);
