@@ -254,6 +254,8 @@ export class EnginePoller {
   /** A round is due at once (a nudge or the Pods changed while a round ran). */
   #due = false;
   #lastFailure = "";
+  /** True once the Pods were listed. */
+  #listed = false;
   /** The engine gauges, read from the last published fields. */
   readonly pods = new CollectedGauge(
     "platform_operator_engine_pods",
@@ -279,7 +281,8 @@ export class EnginePoller {
 
   /** Every combination of readiness and Redis, counted (0 included, so alerts see a zero). */
   #podSamples(): Sample[] {
-    if (this.#lastFailure !== "" && this.#kept.size === 0) return [];
+    // Nothing is said before the Pods were listed once: no series, rather than a false zero.
+    if (!this.#listed) return [];
     const counts = new Map<string, number>();
     for (const ready of ["true", "false"]) {
       for (const redis of ["Reachable", "Unreachable", "Unknown"]) {
@@ -388,6 +391,7 @@ export class EnginePoller {
       return { ok: false };
     }
     if (this.#lastFailure !== "") o.log.info("the engine's Pods are listed again");
+    this.#listed = true;
     this.#lastFailure = "";
     const asked = view.pods.filter((p) => {
       const phase = isObject(p.status) ? p.status.phase : undefined;

@@ -466,16 +466,20 @@ Deno.test("poller: a Pod that does not answer is asked again after a backoff, at
     { listed: false, reason: PODS_UNKNOWN, message: "list pods: forbidden" },
   );
   assert.ok(status("e-1"));
-  // Not listed yet: nothing said.
+  // Not listed yet: nothing said, no gauge series (not a false zero); listed with no Pod: zeros.
   const fresh = new LocalSource(ENGINE_STATUS);
-  const early = new EnginePoller({
-    pods: () => ({ state: "listing" }),
-    source: fresh,
-    clock,
-    log: quiet,
-  });
+  const metrics = new Metrics();
+  let view: EnginePodsView = { state: "listing" };
+  const early = new EnginePoller({ pods: () => view, source: fresh, clock, log: quiet, metrics });
   await early.round();
   assert.equal(fresh.list().items.length, 0);
+  assert.doesNotMatch(metrics.render(), /platform_operator_engine_pods\{/);
+  view = { state: "listed", pods: [] };
+  await early.round();
+  assert.match(
+    metrics.render(),
+    /platform_operator_engine_pods\{ready="true",redis="Reachable"\} 0/,
+  );
 });
 
 Deno.test("poller: a nudge brings a round at once and settling rounds a follow-up apart", async () => {
