@@ -36,6 +36,8 @@ import { checkCluster, waitUntilUsable } from "./run_checks.ts";
 import { type ControllerName, controllersFor } from "../controllers/registry.ts";
 import { ObjectMetrics } from "../controllers/object_metrics.ts";
 import { PROXY_STATUS } from "../api/istiod.ts";
+import { ENGINE_STATUS } from "../api/engine_status.ts";
+import { startEngineStatus } from "../kube/engine_source.ts";
 import { RESOURCES } from "../api/resources.ts";
 import { STAT_PREFIX } from "../reconcile/ratelimit/render.ts";
 import { rateLimitsOfPod } from "../controllers/ratelimit.ts";
@@ -146,6 +148,7 @@ export async function runOperator(opts: RunOptions, deps: RunDeps): Promise<numb
     controllersFor({
       meshRootNamespace: opts.meshRootNamespace,
       proxyStatus: asksIstiod(opts),
+      engineStatus: opts.globalRedisSecret !== undefined,
     });
   const unavailable = opts.controllers.filter((name) => !registry[name]);
   if (unavailable.length > 0) {
@@ -205,10 +208,12 @@ export async function runOperator(opts: RunOptions, deps: RunDeps): Promise<numb
   );
   // What istiod says of the proxies, served inside the operator to every manager of this process.
   const proxyStatus = asksIstiod(opts) ? new LocalSource(PROXY_STATUS) : undefined;
+  // What the global rate limit engine's Pods say, read back when the operator runs the engine.
+  const engineStatus = opts.globalRedisSecret ? new LocalSource(ENGINE_STATUS) : undefined;
   const newManager = (held: boolean, through: Cluster = live) =>
     new Manager({
       cluster: through,
-      localSources: proxyStatus ? [proxyStatus] : [],
+      localSources: [proxyStatus, engineStatus].filter((s) => s !== undefined),
       clock,
       random,
       log,
@@ -280,6 +285,21 @@ export async function runOperator(opts: RunOptions, deps: RunDeps): Promise<numb
       istiod: endpoints
         ? `the replicas of ${opts.istiodServices.map(serviceRefText).join(",")}`
         : opts.istiodUrls.join(","),
+    });
+  }
+  if (engineStatus) {
+    startEngineStatus({
+      cluster,
+      source: engineStatus,
+      clock,
+      random,
+      log: log.child({ component: "engine-status" }),
+      metrics,
+      // A missing grant is said once by the startup checks.
+      quiet: () => manager === undefined,
+      // The operator's filters as cached: the engines' snapshot follows them.
+      changed: () => (manager ?? m).cache.list(RESOURCES.EnvoyFilter),
+      signal: deps.shutdown,
     });
   }
   const firstCheck = m.listing.then(() => check(firstLists.answer));
