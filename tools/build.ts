@@ -20,6 +20,7 @@ import { buildKedaImages } from "./keda/image.ts";
 import { ensureHelm } from "./helm/build.ts";
 import { ensurePrometheus, ensurePromtool } from "./prometheus/build.ts";
 import { ensureRatelimitEngine } from "./ratelimit-engine/build.ts";
+import { buildEngineImage } from "./ratelimit-engine/image.ts";
 import { formatElapsed, type Log, step } from "./progress.ts";
 
 /** One thing `build` can build. */
@@ -87,6 +88,11 @@ export const TARGETS: readonly Target[] = [
     name: "keda",
     what: "KEDA's operator, metrics API server and webhooks (Go module) and their images, saved",
     build: async (log) => void await buildKedaImages(log),
+  },
+  {
+    name: "ratelimit-engine-image",
+    what: "the global rate limit engine's image (its binary on the runtime base), saved",
+    build: async (log) => void await buildEngineImage(log),
   },
 ];
 

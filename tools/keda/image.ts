@@ -10,10 +10,10 @@
  *
  * @module
  */
-import { createHash } from "node:crypto";
 import { join } from "node:path";
 import { makeBases, RUNTIME_BASE } from "../image/base.ts";
-import { podman, podmanStep, RESTRICTED_RUN, saveImage } from "../image/podman.ts";
+import { podman, RESTRICTED_RUN } from "../image/podman.ts";
+import { type BinaryImage, binaryImage, inspectImage } from "../image/binary_image.ts";
 import { REPO_ROOT } from "../cluster/paths.ts";
 import { ensureKedaBuilt, KEDA_PROGRAMS, type KedaProgram, kedaVersion } from "./build.ts";
 
@@ -43,18 +43,8 @@ export const KEDA_IMAGES: Record<KedaProgram, { repo: string; entrypoint: string
   },
 };
 
-/** One built image. */
-export interface KedaImage {
-  /** `localhost/kedacore/<repo>:<version>`. */
-  ref: string;
-  id: string;
-  /** Uncompressed size as podman reports it, bytes. */
-  size: number;
-  binarySize: number;
-  /** The `podman save` archive. */
-  archive: string;
-  archiveSize: number;
-}
+/** One built image (its ref `localhost/kedacore/<repo>:<version>`). */
+export type KedaImage = Omit<BinaryImage, "reused">;
 
 /** The three images, by program. */
 export type KedaImages = Record<KedaProgram, KedaImage>;
@@ -78,21 +68,6 @@ function containerfile(program: KedaProgram, hash: string): string {
   ].join("\n");
 }
 
-async function sha256(path: string): Promise<string> {
-  return createHash("sha256").update(await Deno.readFile(path)).digest("hex");
-}
-
-async function inspect(ref: string): Promise<{ Id: string; Size: number; label?: string }> {
-  const out = await podman(["image", "inspect", ref], { check: false });
-  if (!out.success) return { Id: "", Size: 0 };
-  const [i] = JSON.parse(out.stdout) as {
-    Id: string;
-    Size: number;
-    Labels?: Record<string, string> | null;
-  }[];
-  return { Id: i.Id, Size: i.Size, label: i.Labels?.[INPUTS_LABEL] };
-}
-
 /** Builds (or reuses) one image, smoke-runs it and saves it; returns what was made. */
 async function oneImage(
   say: (line: string) => void,
@@ -101,52 +76,25 @@ async function oneImage(
   version: string,
   baseId: string,
 ): Promise<KedaImage> {
-  const ref = kedaImageRef(program, version);
   const { binary } = KEDA_PROGRAMS[program];
-  const hash = createHash("sha256").update(
-    [await sha256(binaryPath), containerfile(program, ""), baseId].join("\n"),
-  ).digest("hex").slice(0, 16);
-  const archive = join(KEDA_IMAGE_DIR, `${KEDA_IMAGES[program].repo}.tar`);
-  const idFile = `${archive}.id`;
-  let image = await inspect(ref);
-  if (image.label !== hash) {
-    const ctx = join(REPO_ROOT, ".cache", "keda", "context", binary);
-    await Deno.remove(ctx, { recursive: true }).catch(() => {});
-    await Deno.mkdir(ctx, { recursive: true });
-    await Deno.copyFile(binaryPath, join(ctx, binary));
-    await Deno.writeTextFile(join(ctx, "Containerfile"), containerfile(program, hash));
-    await podmanStep(say, `podman build ${ref}`, [
-      "build",
-      "--pull=never",
-      "--network=none",
-      "--isolation=oci",
-      "--file",
-      join(ctx, "Containerfile"),
-      "--tag",
-      ref,
-      ctx,
-    ]);
-    await Deno.remove(ctx, { recursive: true });
-    image = await inspect(ref);
-  } else say(`    ${ref} unchanged: reused`);
-  const help = await podman([...RESTRICTED_RUN, ref, "--help"], { check: false });
-  if (!/--zap-log-level/.test(help.stdout + help.stderr)) {
-    throw new Error(`${ref} --help did not print KEDA's flags:\n${help.stdout}${help.stderr}`);
-  }
-  const saved = await Deno.readTextFile(idFile).catch(() => "");
-  const have = await Deno.stat(archive).then(() => true, () => false);
-  if (saved.trim() !== image.Id || !have) {
-    await saveImage(say, ref, archive);
-    await Deno.writeTextFile(idFile, `${image.Id}\n`);
-  }
-  return {
+  const ref = kedaImageRef(program, version);
+  const { reused: _, ...image } = await binaryImage(say, {
     ref,
-    id: image.Id,
-    size: image.Size,
-    binarySize: (await Deno.stat(binaryPath)).size,
-    archive,
-    archiveSize: (await Deno.stat(archive)).size,
-  };
+    binaryPath,
+    contextName: binary,
+    containerfile: (hash) => containerfile(program, hash),
+    inputsLabel: INPUTS_LABEL,
+    baseId,
+    archive: join(KEDA_IMAGE_DIR, `${KEDA_IMAGES[program].repo}.tar`),
+    contextDir: join(REPO_ROOT, ".cache", "keda", "context", binary),
+    smoke: async (ref) => {
+      const help = await podman([...RESTRICTED_RUN, ref, "--help"], { check: false });
+      if (!/--zap-log-level/.test(help.stdout + help.stderr)) {
+        throw new Error(`${ref} --help did not print KEDA's flags:\n${help.stdout}${help.stderr}`);
+      }
+    },
+  });
+  return image;
 }
 
 /** Builds the binaries, the base and the three images; writes `.cache/keda-images/record.json`. */
@@ -154,7 +102,7 @@ export async function buildKedaImages(say: (line: string) => void): Promise<Keda
   const start = performance.now();
   const bins = await ensureKedaBuilt(say);
   await makeBases(say);
-  const baseId = (await inspect(RUNTIME_BASE)).Id;
+  const baseId = (await inspectImage(RUNTIME_BASE, INPUTS_LABEL)).Id;
   const version = await kedaVersion();
   await Deno.mkdir(KEDA_IMAGE_DIR, { recursive: true });
   const out: Partial<KedaImages> = {};

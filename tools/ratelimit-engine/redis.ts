@@ -41,6 +41,11 @@ export interface RedisOptions {
   password?: string;
   /** Serve TLS only (no plaintext port). */
   tls?: RedisTls;
+  /**
+   * Addresses to listen on besides 127.0.0.1: the real node's bridge address (tools/cluster), which
+   * its Pods reach.
+   */
+  alsoBind?: readonly string[];
 }
 
 /** A redis-server on 127.0.0.1. */
@@ -142,7 +147,8 @@ export async function startRedis(dir: string, opts: RedisOptions = {}): Promise<
   const target: Target = { port, password: opts.password, tls: opts.tls };
   const tls = opts.tls;
   const args = [
-    ...["--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", dir],
+    ...["--bind", "127.0.0.1", ...opts.alsoBind ?? []],
+    ...["--save", "", "--appendonly", "no", "--dir", dir],
     ...["--daemonize", "no"],
     ...tls
       ? [
