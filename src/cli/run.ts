@@ -38,6 +38,7 @@ import { ObjectMetrics } from "../controllers/object_metrics.ts";
 import { PROXY_STATUS } from "../api/istiod.ts";
 import { ENGINE_STATUS } from "../api/engine_status.ts";
 import { startEngineStatus } from "../kube/engine_source.ts";
+import { serveEngineConfig } from "../kube/engine_xds.ts";
 import { RESOURCES } from "../api/resources.ts";
 import { STAT_PREFIX } from "../reconcile/ratelimit/render.ts";
 import { rateLimitsOfPod } from "../controllers/ratelimit.ts";
@@ -60,7 +61,7 @@ export interface RunDeps {
   /** Retry delays of the startup checks; default 1 s doubling to 60 s, jittered. */
   preflightBackoff?: BackoffOptions;
   /** Called once the endpoints listen, with their bound addresses (tests use port 0). */
-  onListening?: (addrs: { probes?: string; metrics?: string }) => void;
+  onListening?: (addrs: { probes?: string; metrics?: string; engineXds?: number }) => void;
 }
 
 /** Probe answers while the startup checks run, before the manager exists. */
@@ -80,6 +81,7 @@ function engineControllerOf(
   return engineControllerFor({
     secret,
     image: opts.globalEngineImage,
+    ...(opts.globalEngineXdsUrl ? { xdsServerUrl: opts.globalEngineXdsUrl } : {}),
     replicas: DEFAULT_ENGINE_REPLICAS,
     resources: DEFAULT_ENGINE_RESOURCES,
   });
@@ -313,9 +315,42 @@ export async function runOperator(opts: RunOptions, deps: RunDeps): Promise<numb
     if (probes) endpoints.push(probes);
     const served = await serveMetrics({ addr: opts.metricsAddr, metrics, cluster, clock, log });
     if (served) endpoints.push(served);
-    deps.onListening?.({ probes: probes?.addr, metrics: served?.addr });
+    // The engines' configuration, served by every replica from its cache of the operator's
+    // EnvoyFilters (a standby's is as warm as the leader's); nothing before they are listed.
+    const stopXds = new AbortController();
+    deps.shutdown.addEventListener("abort", () => stopXds.abort(), { once: true });
+    const engineXds = opts.globalRedisSecret
+      ? await serveEngineConfig({
+        filters: () => {
+          const cache = (manager ?? m).cache;
+          return cache.isLive?.(RESOURCES.EnvoyFilter)
+            ? cache.list(RESOURCES.EnvoyFilter)
+            : undefined;
+        },
+        port: opts.globalEngineXdsPort,
+        log: log.child({ component: "engine-xds" }),
+        metrics,
+        clock,
+        signal: stopXds.signal,
+      })
+      : undefined;
+    if (engineXds) {
+      const { hostname, port } = engineXds.server.address!;
+      endpoints.push({
+        addr: `${hostname}:${port}`,
+        shutdown: () => (stopXds.abort(), engineXds.done),
+      });
+    }
+    deps.onListening?.({
+      probes: probes?.addr,
+      metrics: served?.addr,
+      ...(engineXds ? { engineXds: engineXds.server.address!.port } : {}),
+    });
   } catch (err) {
-    log.error(`cannot listen: ${(err as Error).message}: choose other --probe-addr/--metrics-addr`);
+    const flags = opts.globalRedisSecret
+      ? "--probe-addr/--metrics-addr/--global-engine-xds-port"
+      : "--probe-addr/--metrics-addr";
+    log.error(`cannot listen: ${(err as Error).message}: choose other ${flags}`);
     await Promise.all(endpoints.map((e) => e.shutdown()));
     await m.stop("cannot listen");
     await running.done;

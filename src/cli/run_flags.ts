@@ -17,7 +17,7 @@ import {
 } from "../runtime/mod.ts";
 import { CONTROLLER_NAMES, type ControllerName } from "../controllers/registry.ts";
 import { ISTIO_ROOT_NAMESPACE } from "../api/mesh.ts";
-import { GLOBAL_ENGINE_SERVICE } from "../api/global_engine.ts";
+import { ENGINE_XDS, GLOBAL_ENGINE_SERVICE } from "../api/global_engine.ts";
 import { DEFAULT_ENGINE_IMAGE } from "../api/images.ts";
 import { parseFlags } from "./flags.ts";
 import { type ServiceRef, serviceRefText } from "../kube/istiod_endpoints.ts";
@@ -53,6 +53,10 @@ export interface RunOptions {
   identity?: string;
   /** The Redis Secret of the global rate limit engine; undefined: the engine is not deployed. */
   globalRedisSecret?: { namespace: string; name: string };
+  /** The port this replica serves the engines' configuration on (xDS); 0: any free port. */
+  globalEngineXdsPort: number;
+  /** What the engines dial for their configuration; undefined: the operator's xDS Service. */
+  globalEngineXdsUrl?: string;
   /** The engine's image. */
   globalEngineImage: string;
 }
@@ -87,6 +91,12 @@ function parseAddr(flag: string, value: string): string {
   throw new Error(
     `invalid --${flag} "${value}": use [host]:port (e.g. :8080), or 0 to turn it off`,
   );
+}
+
+function parsePort(flag: string, value: string): number {
+  const n = Number(value);
+  if (/^\d{1,5}$/.test(value) && n <= 65535) return n;
+  throw new Error(`invalid --${flag} "${value}": use a port number from 0 to 65535`);
 }
 
 function parseUrls(flag: string, value: string): string[] {
@@ -270,6 +280,22 @@ export const RUN_FLAGS: readonly OperatorFlag[] = [
     `the Redis Secret of the global rate limit engine, namespace/name (the namespace must be ${GLOBAL_ENGINE_SERVICE.namespace}; keys: docs/operations.md); the operator then deploys and keeps the engine there; empty: no engine`,
     (o, v) => {
       if (v !== "") o.globalRedisSecret = parseSecretRef("global-redis-secret", v);
+    },
+    { default: "" },
+  ),
+  flag(
+    "global-engine-xds-port",
+    "the port on which each operator replica serves the engines their configuration (xDS); 0: any free port",
+    (o, v) => {
+      o.globalEngineXdsPort = parsePort("global-engine-xds-port", v);
+    },
+    { default: String(ENGINE_XDS.port) },
+  ),
+  flag(
+    "global-engine-xds-url",
+    `host:port the engines dial for their configuration; empty: the operator's Service, ${ENGINE_XDS.serviceName}.<namespace>.svc:${ENGINE_XDS.port} (set it when the cluster's DNS domain or the way to the operator differs)`,
+    (o, v) => {
+      if (v !== "") o.globalEngineXdsUrl = v;
     },
     { default: "" },
   ),

@@ -208,6 +208,9 @@ export class ReceivedProxy {
         filters: this.#filters,
         ...(routeConfig ? { routeConfig } : {}),
         rateLimits,
+        // What the proxies received is read for the local filter only: the samples it runs on
+        // have no global part (the global filter's reading is tests/dataplane/global_test.ts's).
+        globalFilters: [],
         sources: [`received ${route.name}`],
       },
     };

@@ -181,6 +181,8 @@ export interface EngineOptions {
   env?: Record<string, string>;
   /** How long to wait for `/healthcheck` (default 30 s). */
   timeoutMs?: number;
+  /** Fixed HTTP (health) and debug ports, as an engine Pod has them; default free ports. */
+  ports?: { http: number; debug: number };
   binaries?: RatelimitEngineBinaries;
 }
 
@@ -201,7 +203,10 @@ async function get(url: string): Promise<{ status: number; body: string }> {
  */
 export async function startEngine(o: EngineOptions): Promise<Engine> {
   const bins = o.binaries ?? await ensureRatelimitEngine();
-  const [grpcPort, httpPort, debugPort] = freePorts(3);
+  const free = freePorts(3);
+  const [grpcPort] = free;
+  const httpPort = o.ports?.http ?? free[1];
+  const debugPort = o.ports?.debug ?? free[2];
   const log = join(o.dir, `engine-${o.name}.log`);
   const env: Record<string, string> = {
     HOST: "127.0.0.1",
