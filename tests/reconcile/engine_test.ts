@@ -557,3 +557,13 @@ Deno.test("a value that is not UTF-8 text is refused, naming its key", () => {
   const read = readRedisSecret(bad);
   assert.deepEqual(!read.ok && read.problems, ["password is not UTF-8 text"]);
 });
+
+Deno.test("--global-engine-xds-url: the engines dial what the flag says instead of the Service", () => {
+  const plan = reconcileEngine({
+    settings: { ...SETTINGS, xdsServerUrl: "10.86.1.1:18001" },
+    secret: secret({ address: "redis.platform-ratelimit.svc:6379" }),
+    observed: [],
+  });
+  const env = new Map(envOf(plan));
+  assert.equal(env.get("CONFIG_GRPC_XDS_SERVER_URL"), "10.86.1.1:18001");
+});

@@ -50,6 +50,11 @@ export interface EngineSettings {
   resources: EngineResources;
   /** The operator's namespace: where its xDS Service is and its Pods run. */
   operatorNamespace: string;
+  /**
+   * What the engines dial for their configuration (`--global-engine-xds-url`); default the xDS
+   * Service in the operator's namespace (`engineXdsServerUrl`).
+   */
+  xdsServerUrl?: string;
 }
 
 /** Two engines: one serves while the other restarts or moves (both share Redis's counters). */
@@ -231,7 +236,10 @@ export function engineEnv(
     lit("GRPC_PORT", String(s.grpcPort)),
     lit("DEBUG_PORT", String(s.debugPort)),
     lit("CONFIG_TYPE", "GRPC_XDS_SOTW"),
-    lit("CONFIG_GRPC_XDS_SERVER_URL", engineXdsServerUrl(settings.operatorNamespace)),
+    lit(
+      "CONFIG_GRPC_XDS_SERVER_URL",
+      settings.xdsServerUrl ?? engineXdsServerUrl(settings.operatorNamespace),
+    ),
     // Each engine names itself by its Pod: the operator's xDS server tells the streams apart.
     { name: "CONFIG_GRPC_XDS_NODE_ID", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } },
     lit("XDS_CLIENT_BACKOFF_INITIAL_INTERVAL", "1s"),
