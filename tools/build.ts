@@ -40,7 +40,7 @@ export const TARGETS: readonly Target[] = [
   },
   {
     name: "node",
-    what: "kubelet and the node's small Go programs (pause, podcheck) for the real node",
+    what: "the real node's kubelet and kube-proxy (one go build), CoreDNS, its small programs",
     build: async (log) => void await ensureNodeBuilt(log),
   },
   {

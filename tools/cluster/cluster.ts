@@ -21,10 +21,11 @@ const USAGE =
        [--real-node] [--mesh]
 
   build    build the binaries into .cache/cluster/bin (no-op when up to date);
-           with --real-node also kubelet and the node's image programs;
+           with --real-node also kubelet, kube-proxy, CoreDNS and the node's programs;
            with --mesh also istiod (pilot-discovery, with tools/istio-check)
   up       build if needed and start a cluster in DIR (default ${DEFAULT_CLUSTER_DIR});
-           with --real-node also a node that runs containers (kubelet, containerd, runc),
+           with --real-node also a node that runs containers (kubelet, containerd, runc,
+           kube-proxy, CoreDNS behind kube-dns),
            labelled and tainted ${REAL_NODE_TAINT.key}=${REAL_NODE_TAINT.value}:NoSchedule;
            with --mesh also a real istiod and Istio's own CRDs
   down     stop every process of DIR by pid and remove its data

@@ -4,6 +4,7 @@ import type { Binaries } from "./build.ts";
 import type { Pki } from "./pki.ts";
 import type { ProcessSpec } from "../processes.ts";
 import { kubeconfigPaths } from "./auth.ts";
+import { SERVICE_CIDR } from "./services.ts";
 
 /** Component names in start order. */
 export const COMPONENTS = [
@@ -147,7 +148,7 @@ export function componentSpecs(l: Layout): ComponentSpec[] {
         `--token-auth-file=${join(internalDir(dir), "tokens.csv")}`,
         "--authorization-mode=Node,RBAC",
         "--allow-privileged=true",
-        "--service-cluster-ip-range=10.96.0.0/16",
+        `--service-cluster-ip-range=${SERVICE_CIDR}`,
         "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
         `--service-account-key-file=${pki.saPub}`,
         `--service-account-signing-key-file=${pki.saKey}`,

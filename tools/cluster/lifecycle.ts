@@ -262,13 +262,13 @@ export async function clusterStatus(dirIn: string): Promise<ComponentStatus[]> {
   const client = await healthClient(state.caCert).catch(() => undefined);
   try {
     const node = state.realNode;
-    const nodeProcs = [node?.containerd, node?.kubelet].flatMap((p) =>
-      p ? [{ ...p, health: p.health ?? "" }] : []
-    );
+    const nodeProcs = [node?.containerd, node?.kubelet, node?.apiRelay, node?.kubeProxy].flatMap((
+      p,
+    ) => p ? [{ ...p, health: p.health ?? "" }] : []);
     const istiod = state.istiod ? [state.istiod] : [];
     return await Promise.all([...state.components, ...nodeProcs, ...istiod].map(async (c) => {
       const alive = isAlive(c.pid);
-      // containerd has no HTTP health endpoint: running is all that is checked.
+      // containerd and apirelay have no HTTP health endpoint: running is all that is checked.
       const healthy = alive && (c.health === "" || await probe(c.health, client));
       return { name: c.name, pid: c.pid, alive, healthy, health: c.health, log: c.log };
     }));

@@ -1,5 +1,6 @@
 /** Generates the cluster's CA, serving certificate and service-account key with `openssl`. */
 import { join } from "node:path";
+import { KUBERNETES_SERVICE_IP } from "./services.ts";
 
 /** Paths of the generated key material (all PEM). */
 export interface Pki {
@@ -19,7 +20,7 @@ const SANS = [
   "DNS:kubernetes.default",
   "DNS:kubernetes.default.svc",
   "DNS:kubernetes.default.svc.cluster.local",
-  "IP:10.96.0.1",
+  `IP:${KUBERNETES_SERVICE_IP}`,
 ];
 
 const EC = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"];

@@ -125,7 +125,7 @@ Deno.test({
           // Read from /var/run/secrets/kubernetes.io/serviceaccount/token inside the container.
           assert(logs.includes(`token subject: system:serviceaccount:${ns}:default\n`), logs);
           assert(/ca\.crt: \d+ bytes/.test(logs), logs);
-          // At KUBERNETES_SERVICE_HOST (the kubernetes Service), through the node's API route.
+          // At KUBERNETES_SERVICE_HOST (the kubernetes Service), through kube-proxy's rules.
           assert(logs.includes("api: 200 OK\n"), logs);
         },
       );
@@ -187,18 +187,20 @@ Deno.test({
       stopped = true;
     }
 
-    await t.step("down leaves no process, mount, bridge, NAT rule or directory", async () => {
-      assert(stopped);
-      assertEquals(processesUnder(dir).filter(isAlive), []);
-      assertEquals(await mountsUnder(dir), []);
-      assert(!await exists(`/sys/class/net/${bridge}`), `${bridge} removed`);
-      const nat = await new Deno.Command("iptables", { args: ["-t", "nat", "-S", "PREROUTING"] })
-        .output();
-      const rules = new TextDecoder().decode(nat.stdout);
-      assert(!rules.includes(`api route ${bridge}"`), `the API route rule is gone:\n${rules}`);
-      assert(!await exists(dir), `${dir} removed`);
-      assertEquals(await readState(dir), null);
-    });
+    await t.step(
+      "down leaves no process, mount, bridge, kube-proxy chain or directory",
+      async () => {
+        assert(stopped);
+        assertEquals(processesUnder(dir).filter(isAlive), []);
+        assertEquals(await mountsUnder(dir), []);
+        assert(!await exists(`/sys/class/net/${bridge}`), `${bridge} removed`);
+        const nat = await new Deno.Command("iptables", { args: ["-t", "nat", "-S"] }).output();
+        const rules = new TextDecoder().decode(nat.stdout);
+        assert(!rules.includes("KUBE-"), `kube-proxy's chains are gone:\n${rules}`);
+        assert(!await exists(dir), `${dir} removed`);
+        assertEquals(await readState(dir), null);
+      },
+    );
   },
 });
 

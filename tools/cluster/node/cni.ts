@@ -9,7 +9,7 @@
 import { join } from "node:path";
 import { exists } from "../../files.ts";
 import type { NodeLayout } from "./layout.ts";
-import { closeApiRoute, KUBERNETES_SERVICE_IP } from "./api_route.ts";
+import { SERVICE_CIDR } from "../services.ts";
 
 /** The bridge and subnet one real node owns. */
 export interface PodNetwork {
@@ -104,7 +104,7 @@ export async function claimPodNetwork(clusterDir: string): Promise<PodNetwork> {
 
 /**
  * The CNI conflist attaching Pods to the bridge (no masquerade, no default route; one route, to
- * the `kubernetes` Service's address).
+ * the Service range).
  */
 export function cniConflist(net: PodNetwork, l: NodeLayout): string {
   return JSON.stringify(
@@ -120,8 +120,8 @@ export function cniConflist(net: PodNetwork, l: NodeLayout): string {
         ipam: {
           type: "host-local",
           ranges: [[{ subnet: net.subnet, gateway: net.hostIp }]],
-          // Only the `kubernetes` Service's address goes through the host (api_route.ts).
-          routes: [{ dst: `${KUBERNETES_SERVICE_IP}/32` }],
+          // Only ClusterIPs go through the host, where kube-proxy's rules send them on.
+          routes: [{ dst: SERVICE_CIDR }],
           dataDir: l.ipamDir,
         },
       }],
@@ -148,7 +148,7 @@ export async function releasePodNetwork(
   clusterDir: string,
   netns: readonly string[],
 ): Promise<string[]> {
-  const problems: string[] = await closeApiRoute(net.bridge);
+  const problems: string[] = [];
   for (const ns of new Set(netns)) {
     if (!await exists(ns)) continue;
     const r = await ip(["netns", "delete", ns.slice(ns.lastIndexOf("/") + 1)]);

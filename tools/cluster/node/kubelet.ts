@@ -7,6 +7,7 @@ import { issueCert, type Pki } from "../pki.ts";
 import type { ProcessSpec } from "../../processes.ts";
 import type { PodNetwork } from "./cni.ts";
 import { type NodeLayout, REAL_NODE_LABEL, REAL_NODE_NAME, REAL_NODE_TAINT } from "./layout.ts";
+import { CLUSTER_DNS_IP } from "../services.ts";
 
 /** What the kubelet's command line depends on. */
 export interface KubeletInputs {
@@ -34,6 +35,32 @@ export function apiserverKubeletClient(
   });
 }
 
+/** Writes a kubeconfig (mode 0600) for a node process that signs in with a client certificate. */
+export async function writeCertKubeconfig(
+  path: string,
+  server: string,
+  caCert: string,
+  user: string,
+  client: { cert: string; key: string },
+): Promise<void> {
+  const caPem = await Deno.readTextFile(caCert);
+  const kubeconfig = {
+    apiVersion: "v1",
+    kind: "Config",
+    clusters: [{
+      name: "local",
+      cluster: { server, "certificate-authority-data": btoa(caPem) },
+    }],
+    users: [{
+      name: user,
+      user: { "client-certificate": client.cert, "client-key": client.key },
+    }],
+    contexts: [{ name: "local", context: { cluster: "local", user } }],
+    "current-context": "local",
+  };
+  await Deno.writeTextFile(path, JSON.stringify(kubeconfig, null, 2), { mode: 0o600 });
+}
+
 /** Writes certificates, kubeconfig and configuration; returns the kubelet's process spec. */
 export async function prepareKubelet(k: KubeletInputs): Promise<ProcessSpec & { health: string }> {
   const l = k.layout;
@@ -50,24 +77,7 @@ export async function prepareKubelet(k: KubeletInputs): Promise<ProcessSpec & { 
     usage: "serverAuth",
     sans: [`IP:${k.net.hostIp}`, "IP:127.0.0.1", `DNS:${REAL_NODE_NAME}`],
   });
-  const caPem = await Deno.readTextFile(k.pki.caCert);
-  const kubeconfig = {
-    apiVersion: "v1",
-    kind: "Config",
-    clusters: [{
-      name: "local",
-      cluster: { server: k.server, "certificate-authority-data": btoa(caPem) },
-    }],
-    users: [{
-      name: "kubelet",
-      user: { "client-certificate": client.cert, "client-key": client.key },
-    }],
-    contexts: [{ name: "local", context: { cluster: "local", user: "kubelet" } }],
-    "current-context": "local",
-  };
-  await Deno.writeTextFile(l.kubeletKubeconfig, JSON.stringify(kubeconfig, null, 2), {
-    mode: 0o600,
-  });
+  await writeCertKubeconfig(l.kubeletKubeconfig, k.server, k.pki.caCert, "kubelet", client);
   const config = {
     apiVersion: "kubelet.config.k8s.io/v1beta1",
     kind: "KubeletConfiguration",
@@ -96,8 +106,10 @@ export async function prepareKubelet(k: KubeletInputs): Promise<ProcessSpec & { 
     makeIPTablesUtilChains: false,
     podLogsDir: l.podLogs,
     volumePluginDir: `${l.kubeletRoot}/volume-plugins`,
-    // Pods get no DNS: nothing answers in-cluster names, and the machine's resolver is off limits.
+    // Pods ask cluster DNS (CoreDNS behind kube-dns, dns.ts) and nothing else: the machine's
+    // resolver is off limits, so `dnsPolicy: Default` gets no nameserver.
     resolvConf: "",
+    clusterDNS: [CLUSTER_DNS_IP],
     clusterDomain: "cluster.local",
     registerWithTaints: [REAL_NODE_TAINT],
     // A shared test machine's disk and memory are not this node's to guard: evict only at the end.

@@ -1,7 +1,9 @@
 /**
  * Starting and stopping the real node of a cluster: the pod network, containerd with the pause
- * image made here, and kubelet at the API server's version, registered as `real-node-0` with a
- * label and a NoSchedule taint so that only Pods asking for it run there.
+ * image made here, kubelet at the API server's version, registered as `real-node-0` with a label
+ * and a NoSchedule taint so that only Pods asking for it run there, then what makes Services and
+ * names work as in any cluster: kube-proxy, the `kubernetes` Service's endpoint (proxy.ts) and
+ * CoreDNS behind `kube-dns` (dns.ts).
  */
 import { join } from "node:path";
 import { freePorts, isAlive, startProcess, waitHealthy } from "../../processes.ts";
@@ -9,7 +11,6 @@ import { tailFile } from "../../files.ts";
 import type { Pki } from "../pki.ts";
 import { type ClusterState, writeState } from "../state.ts";
 import type { NodeBinaries } from "./build.ts";
-import { openApiRoute } from "./api_route.ts";
 import { claimPodNetwork, writeCniConfig } from "./cni.ts";
 import {
   checkPrograms,
@@ -21,6 +22,14 @@ import {
 import { prepareKubelet } from "./kubelet.ts";
 import { DEBIAN_PROGRAMS, type HostPrograms, nodeLayout, REAL_NODE_NAME } from "./layout.ts";
 import { ociArchive } from "./oci.ts";
+import { clusterDnsManifests, corednsImage } from "./dns.ts";
+import {
+  apiRelaySpec,
+  bridgeForwarding,
+  checkNoOtherKubeProxy,
+  kubernetesEndpointSlice,
+  prepareKubeProxy,
+} from "./proxy.ts";
 import type { RealNodeState } from "./state.ts";
 import { teardownNode } from "./teardown.ts";
 
@@ -61,24 +70,27 @@ export interface NodeContext {
   pki: Pki;
   bins: NodeBinaries;
   programs: HostPrograms;
-  /** Runs kubectl as admin; resolves with stdout or throws. */
-  kubectl: (args: string[]) => Promise<string>;
+  /** Runs kubectl as admin (with `stdin` for `apply -f -`); resolves with stdout or throws. */
+  kubectl: (args: string[], o?: { stdin?: string }) => Promise<string>;
   log: (msg: string) => void;
 }
 
-async function writeImages(c: NodeContext, dir: string): Promise<string> {
+/** Writes the node's image archives; returns those loaded at start (the sandbox, CoreDNS). */
+async function writeImages(c: NodeContext, dir: string): Promise<string[]> {
   await Deno.mkdir(dir, { recursive: true });
   const pause = join(dir, "pause.oci.tar");
+  const coredns = join(dir, "coredns.oci.tar");
   // 65535 is the pause image's user upstream too: the sandbox needs no root.
-  const images: [string, string, string, string][] = [
-    [pause, PAUSE_IMAGE, "pause", "65535:65535"],
-    [podcheckArchive(c.state.dir), PODCHECK_IMAGE, "podcheck", "65532:65532"],
+  const images: [string, string, string, string, string][] = [
+    [pause, PAUSE_IMAGE, "pause", c.bins.pause, "65535:65535"],
+    [podcheckArchive(c.state.dir), PODCHECK_IMAGE, "podcheck", c.bins.podcheck, "65532:65532"],
+    [coredns, corednsImage(c.bins.corednsVersion), "coredns", c.bins.coredns, "65532:65532"],
   ];
-  for (const [file, ref, name, user] of images) {
-    const binary = await Deno.readFile(name === "pause" ? c.bins.pause : c.bins.podcheck);
+  for (const [file, ref, name, bin, user] of images) {
+    const binary = await Deno.readFile(bin);
     await Deno.writeFile(file, ociArchive({ ref, name, binary, user }));
   }
-  return pause;
+  return [pause, coredns];
 }
 
 async function waitNodeReady(c: NodeContext, node: RealNodeState, ms: number): Promise<void> {
@@ -138,11 +150,13 @@ export async function startRealNode(c: NodeContext, opts: RealNodeOptions = {}):
     ) {
       await Deno.mkdir(d, { recursive: true });
     }
+    // kube-proxy's chains are the machine's: refuse before anything is started.
+    checkNoOtherKubeProxy();
     node.net = await claimPodNetwork(dir);
     await writeState(c.state);
-    await openApiRoute(node.net.bridge, c.state.ports.apiserver);
+    await bridgeForwarding(node.net.bridge);
     await writeCniConfig(node.net, l);
-    const pause = await writeImages(c, l.images);
+    const archives = await writeImages(c, l.images);
     await Deno.writeTextFile(l.containerdConfig, containerdConfig(l, c.programs, PAUSE_IMAGE));
     const spec = {
       name: "containerd",
@@ -160,11 +174,11 @@ export async function startRealNode(c: NodeContext, opts: RealNodeOptions = {}):
         );
       },
     );
-    node.images.push(...await importImage(c.programs, l, pause));
+    for (const a of archives) node.images.push(...await importImage(c.programs, l, a));
     c.log(
       `containerd ready with ${PAUSE_IMAGE} (pid ${node.containerd.pid}, bridge ${node.net.bridge} ${node.net.subnet})`,
     );
-    const [port, healthzPort] = freePorts(2);
+    const [port, healthzPort, relayPort, proxyHealthz, proxyMetrics] = freePorts(5);
     const kubelet = await prepareKubelet({
       layout: l,
       pki: c.pki,
@@ -184,6 +198,7 @@ export async function startRealNode(c: NodeContext, opts: RealNodeOptions = {}):
       timeoutMs: 60_000,
     });
     await waitNodeReady(c, node, opts.readyTimeoutMs ?? 120_000);
+    await startServices(c, node, { relayPort, proxyHealthz, proxyMetrics });
     c.log(
       `node ${REAL_NODE_NAME} Ready in ${
         ((performance.now() - t0) / 1000).toFixed(1)
@@ -194,6 +209,61 @@ export async function startRealNode(c: NodeContext, opts: RealNodeOptions = {}):
     await stopRealNode(c.state, undefined).catch((err) => c.log(err.message));
     throw e;
   }
+}
+
+/**
+ * The `kubernetes` Service's endpoint (the relay), kube-proxy, then CoreDNS, each waited for:
+ * kube-proxy healthy (its rules written), CoreDNS's Deployment rolled out (its Pods Ready).
+ */
+async function startServices(
+  c: NodeContext,
+  node: RealNodeState,
+  ports: { relayPort: number; proxyHealthz: number; proxyMetrics: number },
+): Promise<void> {
+  const t0 = performance.now();
+  const l = nodeLayout(c.state.dir);
+  const net = node.net!;
+  const relay = apiRelaySpec(l, net, c.bins.apiRelay, ports.relayPort, c.state.ports.apiserver);
+  node.apiRelay = { ...relay, pid: await startProcess(relay) };
+  await writeState(c.state);
+  await c.kubectl(["apply", "-f", "-"], { stdin: kubernetesEndpointSlice(net, ports.relayPort) });
+  const proxy = await prepareKubeProxy({
+    layout: l,
+    pki: c.pki,
+    server: c.state.server,
+    net,
+    kubeProxyBin: c.bins.kubeProxy,
+    healthzPort: ports.proxyHealthz,
+    metricsPort: ports.proxyMetrics,
+  });
+  node.kubeProxy = { ...proxy, pid: await startProcess(proxy) };
+  await writeState(c.state);
+  await waitHealthy({ ...proxy, url: proxy.health, pid: node.kubeProxy.pid, timeoutMs: 60_000 });
+  if (!isAlive(node.apiRelay.pid)) {
+    throw new Error(
+      `apirelay exited; last lines of ${relay.log}:\n${await tailFile(relay.log, 20)}`,
+    );
+  }
+  c.log(
+    `kube-proxy ready (pid ${node.kubeProxy.pid}, iptables); kubernetes Service via ` +
+      `${net.hostIp}:${ports.relayPort} (${((performance.now() - t0) / 1000).toFixed(1)}s)`,
+  );
+  await c.kubectl(["apply", "-f", "-"], {
+    stdin: clusterDnsManifests(corednsImage(c.bins.corednsVersion)),
+  });
+  await c.kubectl([
+    "-n",
+    "kube-system",
+    "rollout",
+    "status",
+    "deployment/coredns",
+    "--timeout=120s",
+  ]).catch(async (e) => {
+    const pods = await c.kubectl(["-n", "kube-system", "get", "pods", "-o", "wide"])
+      .catch(() => "");
+    throw new Error(`CoreDNS did not become ready: ${(e as Error).message}\n${pods}`);
+  });
+  c.log(`CoreDNS ${c.bins.corednsVersion} ready behind kube-dns`);
 }
 
 /**

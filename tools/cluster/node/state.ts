@@ -18,6 +18,9 @@ export interface RealNodeState {
   net?: PodNetwork;
   containerd?: NodeProcess;
   kubelet?: NodeProcess;
+  /** Passes the `kubernetes` Service's endpoint on the bridge to the API server (proxy.ts). */
+  apiRelay?: NodeProcess;
+  kubeProxy?: NodeProcess;
   /** Image references loaded at start (the sandbox image among them). */
   images: string[];
 }

@@ -1,6 +1,6 @@
 /**
- * Stopping the real node without leaving anything behind on the machine: the Pods' containers
- * and shims, the mounts kubelet and containerd made under the node's directory, the Pods' network
+ * Stopping the real node without leaving anything behind on the machine: kube-proxy's rules, the
+ * Pods' containers and shims, the mounts kubelet and containerd made under the node's directory, the Pods' network
  * namespaces, the bridge and the log links kubelet writes to /var/log/containers.
  */
 import { createHash } from "node:crypto";
@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { exists } from "../../files.ts";
 import { executableOf, isAlive, stopProcess } from "../../processes.ts";
 import { releasePodNetwork } from "./cni.ts";
+import { cleanupKubeProxyRules } from "./proxy.ts";
 import { ctr, sandboxNetns } from "./containerd.ts";
 import type { NodeLayout } from "./layout.ts";
 import type { RealNodeState } from "./state.ts";
@@ -75,9 +76,12 @@ function shimSocket(socket: string, id: string): string {
 export async function teardownNode(node: RealNodeState, l: NodeLayout): Promise<string[]> {
   const problems: string[] = [];
   const p = node.programs;
-  if (node.kubelet && !await stopProcess(node.kubelet.pid, node.kubelet.bin, 15_000)) {
-    problems.push(`kubelet (pid ${node.kubelet.pid}) did not stop`);
+  for (const proc of [node.kubelet, node.kubeProxy, node.apiRelay]) {
+    if (proc && !await stopProcess(proc.pid, proc.bin, 15_000)) {
+      problems.push(`${proc.name} (pid ${proc.pid}) did not stop`);
+    }
   }
+  if (node.kubeProxy) problems.push(...await cleanupKubeProxyRules());
   let netns: string[] = [];
   const ids: string[] = [];
   if (node.net) netns = await bridgeNetns(node.net.bridge);

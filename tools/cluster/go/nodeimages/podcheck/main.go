@@ -3,16 +3,24 @@
 // system is writable, the projected ServiceAccount token's subject, what the API server answers
 // to that token at KUBERNETES_SERVICE_HOST:KUBERNETES_SERVICE_PORT), so a test reads them with
 // `kubectl logs`. Then it serves HTTP on PORT (default 8080): /ready answers 200 and logs the
-// caller, so a test sees the kubelet's readiness probe; every other path answers "podcheck <host>".
+// caller, so a test sees the kubelet's readiness probe; /fetch?url=URL resolves URL's host with the
+// Pod's resolver (its /etc/resolv.conf: cluster DNS and search domains) and GETs URL from inside
+// the Pod (https as an in-cluster client: trusting the mounted ca.crt, with the token), answering
+// JSON {host, addrs, status, body, error}; every other path answers
+// "podcheck <host>".
 package main
 
 import (
+	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"strings"
@@ -105,6 +113,50 @@ func apiStatus() string {
 	return res.Status
 }
 
+// fetchResult is what /fetch answers: what resolving and calling the URL gave, from inside the Pod.
+type fetchResult struct {
+	Host   string   `json:"host"`
+	Addrs  []string `json:"addrs"`
+	Status int      `json:"status"`
+	Body   string   `json:"body"`
+	Error  string   `json:"error,omitempty"`
+}
+
+func fetch(raw string) fetchResult {
+	u, err := url.Parse(raw)
+	if err != nil || u.Hostname() == "" {
+		return fetchResult{Error: fmt.Sprintf("bad url %q", raw)}
+	}
+	r := fetchResult{Host: u.Hostname()}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	addrs, err := net.DefaultResolver.LookupHost(ctx, r.Host)
+	if err != nil {
+		r.Error = "lookup: " + err.Error()
+		return r
+	}
+	r.Addrs = addrs
+	req, _ := http.NewRequest("GET", raw, nil)
+	client := &http.Client{Timeout: 3 * time.Second}
+	if u.Scheme == "https" {
+		token, _ := os.ReadFile(saDir + "/token")
+		ca, _ := os.ReadFile(saDir + "/ca.crt")
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(ca)
+		client.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}
+		req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(token)))
+	}
+	res, err := client.Do(req)
+	if err != nil {
+		r.Error = "get: " + err.Error()
+		return r
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(res.Body, 4096))
+	r.Status, r.Body = res.StatusCode, string(body)
+	return r
+}
+
 func main() {
 	host, _ := os.Hostname()
 	fmt.Printf("uid: %d\ngid: %d\n", os.Getuid(), os.Getgid())
@@ -120,6 +172,12 @@ func main() {
 	http.HandleFunc("/ready", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Printf("readiness probe from %s\n", r.UserAgent())
 		fmt.Fprintln(w, "ready")
+	})
+	http.HandleFunc("/fetch", func(w http.ResponseWriter, r *http.Request) {
+		res := fetch(r.URL.Query().Get("url"))
+		fmt.Printf("fetch %s: addrs %v status %d %s\n", r.URL.Query().Get("url"), res.Addrs, res.Status, res.Error)
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(res)
 	})
 	http.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Printf("request %s from %s\n", r.URL.Path, r.RemoteAddr)
