@@ -6,12 +6,13 @@
  * is asked outside: a name outside the cluster does not resolve. `down` removes kube-proxy's
  * chains from the machine. Needs root and the real node's packages (see real_node_test.ts).
  */
-import { deepStrictEqual as assertEquals, ok as assert } from "node:assert/strict";
+import { deepStrictEqual as assertEquals, ok as assert, rejects } from "node:assert/strict";
 import { join } from "node:path";
 import { REAL_NODE_NAME, up } from "./mod.ts";
 import { CLUSTER_DNS_IP, KUBERNETES_SERVICE_IP } from "./services.ts";
 import { CACHE_DIR } from "./paths.ts";
 import { isAlive } from "../processes.ts";
+import { exists } from "../files.ts";
 import { readState } from "./state.ts";
 import { eventually, ok } from "./test_helpers.ts";
 import { podcheckPod, REAL_NODE_SKIP } from "./real_node_fixtures.ts";
@@ -70,6 +71,16 @@ Deno.test({
           `kubernetes goes to the relay on the bridge:\n${dnat}`,
         );
         assert(!dnat.includes("api route"), `no one-off API route rule:\n${dnat}`);
+      });
+
+      await t.step("a second real node on the machine is refused before it starts", async () => {
+        const other = join(CACHE_DIR, `test-dns2-${Deno.pid}`);
+        await rejects(up({ dir: other, realNode: true }), (e: Error) => {
+          assert(e.message.includes(`another real node runs on this machine (cluster ${dir})`));
+          assert(e.message.includes("only one real node runs at a time"), e.message);
+          return true;
+        });
+        assert(!await exists(join(other, "state.json")), "nothing of it was started");
       });
 
       await t.step("CoreDNS runs as a Deployment behind kube-dns, as its own account", async () => {

@@ -20,6 +20,7 @@ import { ensureNodeBuilt } from "./node/build.ts";
 import { apiserverKubeletClient } from "./node/kubelet.ts";
 import { mountsUnder } from "./node/teardown.ts";
 import { type RealNodeOptions, resolvePrograms, startRealNode, stopRealNode } from "./node/node.ts";
+import { checkAloneOnMachine } from "./node/proxy.ts";
 import { freePorts, isAlive, probe, startProcess, stopProcess, waitHealthy } from "../processes.ts";
 import { mustKubectl } from "./kubectl.ts";
 import { exists } from "../files.ts";
@@ -80,6 +81,7 @@ export async function startCluster(
   const dir = resolve(dirIn);
   // Missing packages fail here, before anything is built or started.
   const programs = realNode ? await resolvePrograms(realNode) : undefined;
+  if (realNode) await checkAloneOnMachine(dir);
   const bins = await ensureBuilt(log);
   const nodeBins = realNode ? await ensureNodeBuilt(log) : undefined;
   // istiod is built with tools/istio-check, from the same pinned istio.io/istio.

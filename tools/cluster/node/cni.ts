@@ -62,6 +62,22 @@ async function bridgeOwner(bridge: string): Promise<string | null> {
 }
 
 /**
+ * The cluster directories of the other real nodes running on the machine: the owners of
+ * `po-cni<N>` bridges other than `clusterDir` whose cluster still exists.
+ */
+export async function otherRealNodes(clusterDir: string): Promise<string[]> {
+  const owners: string[] = [];
+  for await (const e of Deno.readDir("/sys/class/net")) {
+    if (!e.name.startsWith(PREFIX)) continue;
+    const owner = await bridgeOwner(e.name);
+    if (owner && owner !== clusterDir && await exists(join(owner, "state.json"))) {
+      owners.push(owner);
+    }
+  }
+  return owners;
+}
+
+/**
  * Creates the first free `po-cni<N>` bridge whose 10.86.N.0/24 clashes with nothing on the
  * machine, with the host address .1, owned by `clusterDir`. A bridge whose owner has no cluster
  * any more is a leftover and is removed and reused. Creating the link is the claim, so two

@@ -26,7 +26,7 @@ import { clusterDnsManifests, corednsImage } from "./dns.ts";
 import {
   apiRelaySpec,
   bridgeForwarding,
-  checkNoOtherKubeProxy,
+  checkAloneOnMachine,
   kubernetesEndpointSlice,
   prepareKubeProxy,
 } from "./proxy.ts";
@@ -151,7 +151,7 @@ export async function startRealNode(c: NodeContext, opts: RealNodeOptions = {}):
       await Deno.mkdir(d, { recursive: true });
     }
     // kube-proxy's chains are the machine's: refuse before anything is started.
-    checkNoOtherKubeProxy();
+    await checkAloneOnMachine(dir);
     node.net = await claimPodNetwork(dir);
     await writeState(c.state);
     await bridgeForwarding(node.net.bridge);

@@ -18,13 +18,13 @@
  *   device only) passes connections through to the API server. The API server runs with
  *   `--endpoint-reconciler-type=none`: the node writes that EndpointSlice.
  * - kube-proxy's chains (KUBE-SERVICES and the rest) are the machine's, not one node's: only one
- *   real node with kube-proxy runs on a machine at a time, and stopping it removes them
+ *   real node runs on a machine at a time (checkAloneOnMachine), and stopping it removes them
  *   (cleanupKubeProxyRules) once no other kube-proxy runs.
  */
 import { join } from "node:path";
 import { executableOf, isAlive, type ProcessSpec } from "../../processes.ts";
 import { issueCert, type Pki } from "../pki.ts";
-import type { PodNetwork } from "./cni.ts";
+import { otherRealNodes, type PodNetwork } from "./cni.ts";
 import { writeCertKubeconfig } from "./kubelet.ts";
 import { type NodeLayout, REAL_NODE_NAME } from "./layout.ts";
 
@@ -146,17 +146,24 @@ export function runningKubeProxies(except?: number): number[] {
   return pids;
 }
 
-/** Throws when another kube-proxy runs: its chains would be this one's too. */
-export function checkNoOtherKubeProxy(): void {
-  const others = runningKubeProxies();
-  if (others.length > 0) {
-    const cmd = Deno.readTextFileSync(`/proc/${others[0]}/cmdline`).split("\0").join(" ");
-    throw new Error(
-      `another kube-proxy runs on this machine (pid ${others[0]}: ${cmd.trim()}): kube-proxy's ` +
-        `iptables chains are the machine's, so only one real node runs at a time; stop the other ` +
-        `cluster first`,
-    );
-  }
+/**
+ * Throws when another real node runs on the machine (its bridge's cluster exists) or another
+ * kube-proxy does: kube-proxy's chains would be both nodes', and its rules for 10.96.0.1 would
+ * take the other node's Pods' traffic too.
+ */
+export async function checkAloneOnMachine(clusterDir: string): Promise<void> {
+  const others = await otherRealNodes(clusterDir);
+  const proxies = runningKubeProxies();
+  if (others.length === 0 && proxies.length === 0) return;
+  const what = others.length > 0
+    ? `another real node runs on this machine (cluster ${others[0]})`
+    : `another kube-proxy runs on this machine (pid ${proxies[0]}: ${
+      Deno.readTextFileSync(`/proc/${proxies[0]}/cmdline`).split("\0").join(" ").trim()
+    })`;
+  throw new Error(
+    `${what}: kube-proxy's iptables chains are the machine's, so only one real node runs at a ` +
+      `time; stop the other cluster first`,
+  );
 }
 
 async function xtables(cmd: string, args: string[]): Promise<{ ok: boolean; out: string }> {
