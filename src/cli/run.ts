@@ -38,7 +38,6 @@ import { ObjectMetrics } from "../controllers/object_metrics.ts";
 import { PROXY_STATUS } from "../api/istiod.ts";
 import { ENGINE_STATUS } from "../api/engine_status.ts";
 import { startEngineStatus } from "../kube/engine_source.ts";
-import { serveEngineConfig } from "../kube/engine_xds.ts";
 import { RESOURCES } from "../api/resources.ts";
 import { STAT_PREFIX } from "../reconcile/ratelimit/render.ts";
 import { rateLimitsOfPod } from "../controllers/ratelimit.ts";
@@ -319,8 +318,9 @@ export async function runOperator(opts: RunOptions, deps: RunDeps): Promise<numb
     // EnvoyFilters (a standby's is as warm as the leader's); nothing before they are listed.
     const stopXds = new AbortController();
     deps.shutdown.addEventListener("abort", () => stopXds.abort(), { once: true });
+    // Loaded only with the engine: its gRPC server is node:http2, kept out of the start-up graph.
     const engineXds = opts.globalRedisSecret
-      ? await serveEngineConfig({
+      ? await (await import("../kube/engine_xds.ts")).serveEngineConfig({
         filters: () => {
           const cache = (manager ?? m).cache;
           return cache.isLive?.(RESOURCES.EnvoyFilter)

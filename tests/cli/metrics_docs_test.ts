@@ -129,13 +129,24 @@ async function scrapeRunningOperator(): Promise<string> {
       }),
       USER,
     );
+    // A global part: GlobalEnforced False EngineNotInstalled (no --global-redis-secret).
+    store.create(
+      RESOURCES.RateLimit,
+      object("RateLimit", "global", {
+        selectorLabels: { app: "global" },
+        local: { defaultBucket: bucket("30s") },
+        global: { default: { limit: { requests: 10, unit: "Minute" } } },
+      }),
+      USER,
+    );
     for (let i = 0; i < 1000; i++) {
       const body = addr ? await (await fetch(`http://${addr}/metrics`)).text() : "";
       const ready = ["RateLimit", "Serverless", "Scaler"].every((k) =>
         body.includes(`platform_operator_objects{kind="${k}"`)
       ) && /platform_operator_ratelimit_unmet\{[^}]*name="refused"/.test(body) &&
         /platform_operator_module\{kind="Serverless",[^}]*served="True"/.test(body) &&
-        body.includes("platform_operator_reconcile_duration_seconds_count");
+        body.includes("platform_operator_reconcile_duration_seconds_count") &&
+        body.includes("platform_operator_ratelimits_global_enforced{");
       if (ready) {
         return body;
       }

@@ -1,0 +1,317 @@
+/**
+ * A global limit end to end on the real node (issue #43 point 5): the operator (a host process
+ * with deploy/'s roles and deploy/global-engine's Role) deploys two engines (envoyproxy/ratelimit
+ * built here, its image made here) that count in one Debian redis-server (a host process the Pods
+ * reach at the node's bridge address), serves them the domain its EnvoyFilter carries over xDS
+ * (`--global-engine-xds-url`: the real node has no DNS), and reads what they loaded back before it
+ * says GlobalEnforced. The requests are spread over three proxies of the project's Envoy model
+ * (src/dataplane), which reads the EnvoyFilter the operator wrote and derives each request's
+ * descriptors; the test sends exactly those, call by call, to the real engine Pods in turn, as
+ * Envoy's ratelimit filter would. Shown: exactly `requests` admitted per window across the three
+ * proxies and both engines, then OVER_LIMIT; the window rolls over; per-client keys count apart;
+ * an edit takes effect without an engine restart; Redis stopped -> RedisUnreachable, the failure
+ * mode named; Redis back -> Enforced; an engine Pod killed -> the other serves.
+ */
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { type E2E, e2eSuite, waitFor } from "./harness.ts";
+import { realNodeNamespaceAnnotations } from "../../tools/cluster/mod.ts";
+import { REAL_NODE_SKIP } from "../../tools/cluster/real_node_fixtures.ts";
+import { missingTools } from "../../tools/image/run.ts";
+import { buildEngineImage } from "../../tools/ratelimit-engine/image.ts";
+import { type RedisServer, startRedis } from "../../tools/ratelimit-engine/redis.ts";
+import { ensureRatelimitEngine, startTestClient } from "../../tools/ratelimit-engine/mod.ts";
+import { freePorts } from "../../tools/processes.ts";
+import { engineNamespace } from "../../src/deploy/global_engine_objects.ts";
+import { engineRbacObjects } from "../../src/kube/rbac.ts";
+import { GLOBAL_ENGINE_SERVICE } from "../../src/api/global_engine.ts";
+import { envoyFilterCrd } from "../../src/crd/istio.ts";
+import type { KubeObject } from "../../src/api/object.ts";
+import {
+  type EngineClient,
+  type EngineRequest,
+  type EngineResult,
+  Mesh,
+} from "../../src/dataplane/mod.ts";
+
+const NS = GLOBAL_ENGINE_SERVICE.namespace;
+const APP = "demo-global";
+const LABELS = { app: "checkout" };
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const PASSWORD = "global-e2e";
+
+const SKIP: string = await (async () => {
+  const redis = await new Deno.Command("redis-server", { args: ["--version"] }).output()
+    .then((o) => o.success, () => false);
+  const why = [REAL_NODE_SKIP, (await missingTools()) ?? "", redis ? "" : "no redis-server"]
+    .filter((w) => w !== "");
+  if (why.length > 0) console.error(`\n*** global limits e2e SKIPPED: ${why.join("; ")} ***\n`);
+  return why.join("; ");
+})();
+
+type Pod = KubeObject & {
+  status: { podIP?: string; containerStatuses?: { ready: boolean; restartCount: number }[] };
+};
+type Condition = { type: string; status: string; reason: string; message: string };
+
+/** The RateLimit: per API key `perKey` a second on /orders, and 4 a second for the rest. */
+function rateLimit(perKey: number): KubeObject {
+  return {
+    apiVersion: "gateway.platform-project.io/v1alpha1",
+    kind: "RateLimit",
+    metadata: { name: "checkout", namespace: APP },
+    spec: {
+      selectorLabels: LABELS,
+      local: { defaultBucket: { maxTokens: 1000, tokensPerFill: 1000, fillInterval: "1s" } },
+      global: {
+        rules: [{
+          path: "/orders",
+          perClient: { header: "X-Api-Key" },
+          limit: { requests: perKey, unit: "Second" },
+        }],
+        default: { limit: { requests: 4, unit: "Second" } },
+      },
+    },
+  } as unknown as KubeObject;
+}
+
+async function globalEnforced(env: E2E): Promise<Condition | undefined> {
+  const rl = await env.kube.get<KubeObject & { status?: { conditions?: Condition[] } }>(
+    "ratelimits.gateway.platform-project.io",
+    "checkout",
+    APP,
+  );
+  return rl?.status?.conditions?.find((c) => c.type === "GlobalEnforced");
+}
+
+async function readyEngines(env: E2E, n: number): Promise<Pod[]> {
+  return await waitFor(`${n} ready engine Pods`, async () => {
+    const ps = (await env.kube.list<Pod>("pods", {
+      namespace: NS,
+      labelSelector: "app.kubernetes.io/name=ratelimit-engine",
+    })).filter((p) => !p.metadata.deletionTimestamp);
+    const ready = ps.filter((p) => p.status.containerStatuses?.every((c) => c.ready));
+    return ready.length === n && ps.length === n ? ps : undefined;
+  }, {
+    timeoutMs: 180_000,
+    intervalMs: 500,
+    describe: async () =>
+      [
+        await env.kube.table("pods", { namespace: NS }),
+        (await env.kube.run(["get", "events", "-n", NS, "--sort-by=.lastTimestamp"])).stdout
+          .split("\n").slice(-10).join("\n"),
+        (await env.kube.run([
+          "logs",
+          "-n",
+          NS,
+          "-l",
+          "app.kubernetes.io/name=ratelimit-engine",
+          "--tail=15",
+          "--prefix",
+          "--previous",
+        ])).stdout,
+      ].join("\n"),
+  });
+}
+
+e2eSuite("global-limits-real", async (env, t) => {
+  const image = await buildEngineImage((l) => console.error(`[engine image] ${l}`));
+  const bins = await ensureRatelimitEngine();
+  const node = env.cluster.realNode!;
+  const client = startTestClient(bins);
+  let redis: RedisServer | undefined;
+  let engines: Pod[] = [];
+  // What the model's proxies asked the engine, to be asked of the real engines in turn.
+  const asked: EngineRequest[] = [];
+  const recording: EngineClient = {
+    ask(request: EngineRequest): EngineResult {
+      asked.push(request);
+      // The model's own engine is not consulted: the real engines answer (below).
+      return { ok: false, error: "asked of the real engine" } as unknown as EngineResult;
+    },
+  };
+  /**
+   * Sends `requests` through the model's three proxies (in turn) with the operator's EnvoyFilter,
+   * and each descriptor set they derive to the real engine Pods (in turn); the overall codes.
+   */
+  const send = async (requests: { path: string; headers: Record<string, string> }[]) => {
+    const filter = await env.kube.get<KubeObject>(
+      "envoyfilters.networking.istio.io",
+      "checkout",
+      APP,
+    );
+    assert.ok(filter, "the operator's EnvoyFilter");
+    const mesh = new Mesh({ engine: recording });
+    const pods = [0, 1, 2].map((i) => ({
+      namespace: APP,
+      name: `p${i}`,
+      labels: LABELS,
+      ready: true,
+    }));
+    mesh.sync([filter], pods, Date.now());
+    assert.deepEqual(mesh.rejections(), []);
+    // All in one second: start just after one begins (calls take a few ms on the bridge).
+    await sleep(1010 - (Date.now() % 1000));
+    const second = Math.floor(Date.now() / 1000);
+    const codes: string[] = [];
+    for (const [i, req] of requests.entries()) {
+      asked.length = 0;
+      mesh.send({ to: { namespace: APP, labels: LABELS }, ...req }, Date.now());
+      assert.equal(asked.length, 1, `request ${i} asked the engine once`);
+      const { domain, descriptors } = asked[0];
+      const pod = engines[i % engines.length];
+      const a = await client.ask(`${pod.status.podIP}:${GLOBAL_ENGINE_SERVICE.grpcPort}`, {
+        domain,
+        descriptors: descriptors.map((entries) => ({ entries: [...entries] })),
+      });
+      codes.push(a.response?.overallCode ?? `error: ${a.error?.message}`);
+    }
+    assert.equal(Math.floor(Date.now() / 1000), second, "the burst stayed in one second");
+    return codes;
+  };
+  const alice = { path: "/orders", headers: { "X-Api-Key": "alice" } };
+  const bob = { path: "/orders", headers: { "X-Api-Key": "bob" } };
+  const other = { path: "/status", headers: {} };
+  try {
+    await env.step(t, "the engine deployed by the operator, serving it over xDS", async () => {
+      await env.installCrds();
+      if (!await env.kube.get("crd", "envoyfilters.networking.istio.io")) {
+        await env.kube.apply([envoyFilterCrd()]);
+      }
+      const ns = engineNamespace();
+      ns.metadata.annotations = realNodeNamespaceAnnotations();
+      await env.kube.apply([
+        ns,
+        ...engineRbacObjects(NS),
+        { apiVersion: "v1", kind: "Namespace", metadata: { name: APP } } as KubeObject,
+      ]);
+      await waitFor("the default ServiceAccount", () => env.kube.get("sa", "default", NS));
+      const dir = join(env.dir, "redis");
+      await Deno.mkdir(dir, { recursive: true });
+      // A password: without one, Redis's protected mode refuses every address but loopback.
+      redis = await startRedis(dir, { password: PASSWORD, alsoBind: [node.network.hostIp] });
+      await env.kube.apply([{
+        apiVersion: "v1",
+        kind: "Secret",
+        metadata: { name: "redis", namespace: NS },
+        stringData: { address: `${node.network.hostIp}:${redis.port}`, password: PASSWORD },
+      } as unknown as KubeObject]);
+      const names = await node.loadImage(image.archive);
+      assert.ok(names.includes(image.ref), `${image.archive} loaded as ${names.join(", ")}`);
+      const [xdsPort] = freePorts(1);
+      await env.startServing({
+        identity: "global",
+        extraArgs: [
+          "--controllers=ratelimit",
+          `--global-redis-secret=${NS}/redis`,
+          `--global-engine-image=${image.ref}`,
+          `--global-engine-xds-port=${xdsPort}`,
+          `--global-engine-xds-url=${node.network.hostIp}:${xdsPort}`,
+        ],
+      });
+      engines = await readyEngines(env, 2);
+    });
+
+    await env.step(t, "GlobalEnforced only once both engines loaded the domain", async () => {
+      const t0 = performance.now();
+      await env.kube.apply([rateLimit(3)]);
+      const c = await waitFor("GlobalEnforced True", async () => {
+        const g = await globalEnforced(env);
+        return g?.status === "True" ? g : undefined;
+      }, { timeoutMs: 120_000, describe: async () => JSON.stringify(await globalEnforced(env)) });
+      console.error(
+        `[global-limits-real] apply -> GlobalEnforced True in ${
+          ((performance.now() - t0) / 1000).toFixed(1)
+        } s`,
+      );
+      assert.equal(c.reason, "Enforced");
+    });
+
+    await env.step(t, "exactly the limit per window across 3 proxies and 2 engines", async () => {
+      const codes = await send([alice, alice, alice, alice, alice, bob, other, other]);
+      // alice: 3 then OVER_LIMIT twice; bob counts apart; the default counts the rest.
+      assert.deepEqual(codes, ["OK", "OK", "OK", "OVER_LIMIT", "OVER_LIMIT", "OK", "OK", "OK"]);
+      // The next second is a new window.
+      assert.deepEqual(await send([alice, alice, alice, alice]), [
+        "OK",
+        "OK",
+        "OK",
+        "OVER_LIMIT",
+      ]);
+      // The default: 4 a second, the fifth refused.
+      assert.deepEqual(await send([other, other, other, other, other]), [
+        "OK",
+        "OK",
+        "OK",
+        "OK",
+        "OVER_LIMIT",
+      ]);
+    });
+
+    await env.step(t, "an edit takes effect without an engine restart", async () => {
+      const before = await readyEngines(env, 2);
+      const t0 = performance.now();
+      await env.kube.apply([rateLimit(1)]);
+      await waitFor("the edit enforced", async () => {
+        const g = await globalEnforced(env);
+        const rl = await env.kube.get<KubeObject & { status?: { enforcedGeneration?: number } }>(
+          "ratelimits.gateway.platform-project.io",
+          "checkout",
+          APP,
+        );
+        return g?.status === "True" && rl?.status?.enforcedGeneration === 2 ? g : undefined;
+      }, { timeoutMs: 60_000 });
+      console.error(
+        `[global-limits-real] edit -> Enforced with the new domain in ${
+          ((performance.now() - t0) / 1000).toFixed(1)
+        } s`,
+      );
+      assert.deepEqual(await send([alice, alice]), ["OK", "OVER_LIMIT"]);
+      const after = await readyEngines(env, 2);
+      assert.deepEqual(
+        after.map((p) => [p.metadata.name, p.status.containerStatuses?.[0].restartCount]),
+        before.map((p) => [p.metadata.name, 0]),
+      );
+    });
+
+    await env.step(
+      t,
+      "Redis stopped: RedisUnreachable, failure mode named; back: Enforced",
+      async () => {
+        await redis!.stop();
+        const down = await waitFor("RedisUnreachable", async () => {
+          const g = await globalEnforced(env);
+          return g?.reason === "RedisUnreachable" ? g : undefined;
+        }, { timeoutMs: 90_000 });
+        assert.equal(down.status, "False");
+        assert.match(down.message, /Allow/);
+        await redis!.start();
+        await waitFor("Enforced again", async () => {
+          const g = await globalEnforced(env);
+          return g?.status === "True" ? g : undefined;
+        }, { timeoutMs: 120_000 });
+        engines = await readyEngines(env, 2);
+        assert.deepEqual(await send([alice, alice]), ["OK", "OVER_LIMIT"]);
+      },
+    );
+
+    await env.step(t, "an engine Pod killed: the other serves", async () => {
+      const [gone, kept] = engines;
+      await env.kube.must([
+        "delete",
+        "pod",
+        gone.metadata.name,
+        "-n",
+        NS,
+        "--grace-period=0",
+        "--force",
+        "--wait=false",
+      ]);
+      engines = [kept];
+      assert.deepEqual(await send([alice, alice, other]), ["OK", "OVER_LIMIT", "OK"]);
+    });
+  } finally {
+    await client.stop();
+    await redis?.close();
+  }
+}, { realNode: true, skip: SKIP });
