@@ -143,7 +143,10 @@ async function scrapeRunningOperator(): Promise<string> {
       const body = addr ? await (await fetch(`http://${addr}/metrics`)).text() : "";
       const ready = ["RateLimit", "Serverless", "Scaler"].every((k) =>
         body.includes(`platform_operator_objects{kind="${k}"`)
-      ) && /platform_operator_ratelimit_unmet\{[^}]*name="refused"/.test(body) &&
+      ) && // Wait for the refusal itself, not the Unknown row before the first reconcile.
+        /platform_operator_ratelimit_unmet\{condition="Ready",name="refused",[^}]*reason="InvalidSpec"/
+          .test(body) &&
+        body.includes('platform_operator_objects{kind="RateLimit",state="Error"} 1') &&
         /platform_operator_module\{kind="Serverless",[^}]*served="True"/.test(body) &&
         body.includes("platform_operator_reconcile_duration_seconds_count") &&
         body.includes("platform_operator_ratelimits_global_enforced{");
