@@ -74,9 +74,14 @@ export function installedObjects(kind: ModuleKind, cache: CacheReader): KubeObje
   );
 }
 
-/** Counts of user objects per kind (`{ Function: 2 }`). */
-export function userObjectCounts(kind: ModuleKind, cache: CacheReader): Record<string, number> {
-  return Object.fromEntries(kind.userTypes.map((type) => [type.kind, cache.list(type).length]));
+/** User objects per kind, as sorted `namespace/name` (`{ Function: ["a/f"] }`). */
+export function userObjectNames(
+  kind: ModuleKind,
+  cache: CacheReader,
+): Record<string, string[]> {
+  return Object.fromEntries(
+    kind.userTypes.map((type) => [type.kind, cache.list(type).map(objectKey).sort()]),
+  );
 }
 
 /** How soon a module object whose deletion waits for a user-object count is looked at again. */
@@ -142,7 +147,7 @@ export function moduleController(
             observed: cache.get(RESOURCES.Lease, ctx.namespace, claimName(kind.module)),
           },
           installed: installedObjects(kind, cache),
-          userObjects: userObjectCounts(kind, cache),
+          userObjects: userObjectNames(kind, cache),
           now: ctx.now,
           images: ctx.images,
           crds: kind.crds.get(),

@@ -90,7 +90,10 @@ for (const type of kedaKinds(KEDA_CRD_LIST)) {
     const cache = fakeCache([w.object, ...w.installed, userObject(type)]);
     const blocked = scalerController.reconcile("platform-system/default", cache, ctx)!;
     assert.deepEqual(blocked.delete, [], "nothing is deleted while a user object exists");
-    assert.match(JSON.stringify(blocked.status), new RegExp(`1 ${type.kind} still exists`));
+    assert.match(
+      JSON.stringify(blocked.status),
+      new RegExp(`1 ${type.kind} \\(\\S+\\) still exists`),
+    );
     const unknown: CacheReader = {
       ...fakeCache([w.object, ...w.installed]),
       isLive: (t) => key(t) !== key(type),

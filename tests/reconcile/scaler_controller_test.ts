@@ -80,7 +80,10 @@ Deno.test("reconcile counts ScaledObjects, ScaledJobs and TriggerAuthentications
     fakeCache([deleting, ...w.installed, ...users]),
     ctx,
   );
-  assert.match(JSON.stringify(blocked?.status), /1 ScaledObject and 2 ScaledJobs still exist/);
+  assert.match(
+    JSON.stringify(blocked?.status),
+    /1 ScaledObject \(\S+\) and 2 ScaledJobs \([^)]+\) still exist/,
+  );
   assert.deepEqual(blocked?.delete, []);
   const ready = scalerController.reconcile(
     "platform-system/default",

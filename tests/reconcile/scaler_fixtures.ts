@@ -9,7 +9,7 @@ import { claimOf, moduleObject, type World } from "./module_fixtures.ts";
 export { conditionOf, IMAGES, NOW, statusOf } from "./serverless_fixtures.ts";
 
 /** No user KEDA objects. */
-export const NO_USER_OBJECTS = { ScaledObject: 0, ScaledJob: 0, TriggerAuthentication: 0 };
+export const NO_USER_OBJECTS = { ScaledObject: [], ScaledJob: [], TriggerAuthentication: [] };
 
 /** A Scaler as the API server returns it. */
 export function scaler(

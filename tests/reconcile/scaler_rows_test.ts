@@ -175,9 +175,14 @@ const CASES: Record<number, Case> = {
   11: {
     input: () =>
       inputOf(deleting(installed()), {
-        userObjects: { ScaledObject: 2, ScaledJob: 0, TriggerAuthentication: 1 },
+        userObjects: {
+          ScaledObject: ["a/one", "b/two"],
+          ScaledJob: [],
+          TriggerAuthentication: ["a/t"],
+        },
       }),
-    message: /^Deletion is blocked: 2 ScaledObjects and 1 TriggerAuthentication still exist\./,
+    message:
+      /^Deletion is blocked: 2 ScaledObjects \(a\/one, b\/two\) and 1 TriggerAuthentication \(a\/t\) still exist\./,
     check: (plan) => assert.deepEqual([plan.delete, plan.finalizer], [[], undefined]),
   },
   12: {

@@ -59,7 +59,7 @@ export function inputOf(w: World, extra: Partial<ServerlessInput> = {}): Serverl
     peers: [...(w.object ? [w.object] : []), ...w.others],
     claim: claimOf("serverless", w),
     installed: w.installed,
-    userObjects: { Function: 0 },
+    userObjects: { Function: [] },
     now: NOW,
     images: IMAGES,
     crds: FUNCTION_CRD_LIST,

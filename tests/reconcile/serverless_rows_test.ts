@@ -168,8 +168,11 @@ const CASES: Record<number, Case> = {
     check: (plan) => assert.deepEqual(plan.finalizer, { remove: SERVERLESS_FINALIZER }),
   },
   11: {
-    input: () => inputOf(deleting(installed()), { userObjects: { Function: 3 } }),
-    message: /^Deletion is blocked: 3 Functions still exist\./,
+    input: () =>
+      inputOf(deleting(installed()), {
+        userObjects: { Function: ["a/f1", "a/f2", "b/f3", "c/f4"] },
+      }),
+    message: /^Deletion is blocked: 4 Functions \(a\/f1, a\/f2, b\/f3 and 1 more\) still exist\./,
     check: (plan) => {
       assert.deepEqual(plan.delete, []);
       assert.equal(plan.finalizer, undefined);

@@ -24,18 +24,33 @@ function plural(n: number, kind: string): string {
   return `${n} ${kind}${n === 1 ? "" : "s"}`;
 }
 
-/** The next step of deleting a module, given its installed objects and the user objects per kind. */
+/** How many blocking objects of one kind a message names; the rest are counted. */
+export const NAMED_BLOCKING_OBJECTS = 3;
+
+/** `2 ScaledObjects (a/x, b/y)`: the count and the first few names, so a user knows which. */
+function blockingKind(kind: string, names: readonly string[]): string {
+  const shown = names.slice(0, NAMED_BLOCKING_OBJECTS);
+  const more = names.length - shown.length;
+  return `${plural(names.length, kind)} (${shown.join(", ")}${
+    more > 0 ? ` and ${more} more` : ""
+  })`;
+}
+
+/**
+ * The next step of deleting a module, given its installed objects and the user objects per kind
+ * (each as `namespace/name`, sorted).
+ */
 export function deletionPhase(
   installed: readonly KubeObject[],
-  userObjects: Readonly<Record<string, number>>,
+  userObjects: Readonly<Record<string, readonly string[]>>,
 ): DeletionPhase {
-  const blocking = Object.entries(userObjects).filter(([, n]) => n > 0);
+  const blocking = Object.entries(userObjects).filter(([, names]) => names.length > 0);
   if (blocking.length > 0) {
-    const list = blocking.map(([kind, n]) => plural(n, kind));
+    const list = blocking.map(([kind, names]) => blockingKind(kind, names));
     const text = list.length > 1
       ? `${list.slice(0, -1).join(", ")} and ${list[list.length - 1]}`
       : list[0];
-    const verb = blocking.length === 1 && blocking[0][1] === 1 ? "exists" : "exist";
+    const verb = blocking.length === 1 && blocking[0][1].length === 1 ? "exists" : "exist";
     return {
       phase: "blocked",
       message:

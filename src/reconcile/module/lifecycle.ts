@@ -39,8 +39,8 @@ export interface ModuleInput {
   claim: ClaimInput;
   /** Observed objects carrying the module's `managedLabels`. */
   installed: readonly KubeObject[];
-  /** User objects that block deletion, by kind: `{ Function: 2 }`. */
-  userObjects: Readonly<Record<string, number>>;
+  /** User objects that block deletion, by kind, as sorted `namespace/name`: `{ Function: ["a/f"] }`. */
+  userObjects: Readonly<Record<string, readonly string[]>>;
   /** Epoch milliseconds. */
   now: number;
   images: ModuleImages;
