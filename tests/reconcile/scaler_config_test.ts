@@ -10,6 +10,7 @@ import { reconcileScaler } from "../../src/reconcile/scaler/mod.ts";
 import type { KubeObject } from "../../src/api/object.ts";
 import { conditionOf, IMAGES, inputOf, installed, scaler, statusOf } from "./scaler_fixtures.ts";
 import { KEDA_CRD_LIST } from "./serverless_fixtures.ts";
+import { rolledOut } from "./module_fixtures.ts";
 
 function render(spec: Record<string, unknown> = {}, namespace = "platform-system"): KubeObject[] {
   const parsed = parseScaler(scaler(spec));
@@ -134,6 +135,46 @@ Deno.test("kedaVersion is what the observed keda-operator Deployment reports", (
   const upgrading = reconcileScaler(inputOf({ ...w, installed: older }));
   assert.equal(statusOf(upgrading).kedaVersion, "2.19.0", "until the upgrade is applied");
   assert.ok(upgrading.apply.some((o) => o.metadata.name === OP), "the pinned version is applied");
+});
+
+Deno.test("kedaVersion moves to a new version only once KEDA's Pods run it", () => {
+  const w = installed();
+  // The new version's template is applied (generation 2) and its Pods are not all up yet.
+  const rolling = (status: Record<string, unknown>) =>
+    w.installed.map((o) =>
+      o.metadata.name === OP && o.kind === "Deployment"
+        ? {
+          ...o,
+          metadata: {
+            ...o.metadata,
+            generation: 2,
+            labels: { ...o.metadata.labels, "app.kubernetes.io/version": "2.21.0" },
+          },
+          status,
+        }
+        : o
+    );
+  const shownOld = {
+    ...w.object!,
+    status: { ...(w.object!.status as object), kedaVersion: "2.20.0" },
+  };
+  const { kedaVersion: _, ...noVersion } = w.object!.status as Record<string, unknown>;
+  const shownNone = { ...w.object!, status: noVersion };
+  const midway = [
+    { ...rolledOut(1), observedGeneration: 1 },
+    { ...rolledOut(2), replicas: 2, updatedReplicas: 1 },
+    { ...rolledOut(2), unavailableReplicas: 1 },
+  ];
+  for (const status of midway) {
+    const plan = reconcileScaler(inputOf({ ...w, object: shownOld, installed: rolling(status) }));
+    assert.equal(statusOf(plan).kedaVersion, "2.20.0", JSON.stringify(status));
+    const fresh = reconcileScaler(inputOf({ ...w, object: shownNone, installed: rolling(status) }));
+    assert.equal(statusOf(fresh).kedaVersion, undefined, "nothing shown, nothing confirmed");
+  }
+  const done = reconcileScaler(
+    inputOf({ ...w, object: shownOld, installed: rolling(rolledOut(2)) }),
+  );
+  assert.equal(statusOf(done).kedaVersion, "2.21.0");
 });
 
 Deno.test("logging: defaults, one field at a time, text as console", () => {

@@ -93,10 +93,14 @@ export interface ModuleLifecycle<Spec, Config> {
     images: ModuleImages,
     crds: readonly UpstreamCrd[],
   ): KubeObject[];
-  /** Status fields every served pass shows, from the installed objects (`undefined` namespace: any). */
+  /**
+   * Status fields every served pass shows, from the installed objects (`undefined` namespace: any)
+   * and the status the object shows now (`shown`, to keep a field no object confirms anew).
+   */
   statusFields?(
     installed: readonly KubeObject[],
     namespace: string | undefined,
+    shown: Readonly<Record<string, unknown>>,
   ): Record<string, unknown>;
   /** What a valid configuration adds to every pass after it: status fields, conditions. */
   configured?(config: Config): Pick<ModuleDecision, "fields" | "also">;
@@ -113,6 +117,14 @@ export interface ModuleLifecycle<Spec, Config> {
 }
 
 /** The ModuleDecision of a step, on top of `base`. */
+/** The status the module object shows now (`{}` when it has none or it is not an object). */
+function shownStatus(object: unknown): Record<string, unknown> {
+  const status = (object as { status?: unknown } | null)?.status;
+  return typeof status === "object" && status !== null && !Array.isArray(status)
+    ? status as Record<string, unknown>
+    : {};
+}
+
 function stepDecision(
   states: readonly StateRow[],
   step: Step,
@@ -214,7 +226,7 @@ export function reconcileModule<Spec, Config>(
   const decision = finalized<ModuleDecision>(obj.meta, m.finalizer, {
     apply: (finalizer) => inUse(m, input, obj.meta, obj.claimed, finalizer),
     cleanup: () => {
-      const fields = m.statusFields?.(input.installed, undefined);
+      const fields = m.statusFields?.(input.installed, undefined, shownStatus(input.object));
       const phase = deletionPhase(input.installed, input.userObjects);
       const words = { ...m.deletion, ...(fields ? { fields } : {}) };
       return {
@@ -235,7 +247,7 @@ function inUse<Spec, Config>(
   finalizer: FinalizerChange,
 ): ModuleDecision {
   const namespace = meta.namespace ?? DEFAULT_MODULE_NAMESPACE;
-  const fields = m.statusFields?.(input.installed, namespace);
+  const fields = m.statusFields?.(input.installed, namespace, shownStatus(input.object));
   const served = { served: true, drop: ["Deleted"], ...(fields ? { fields } : {}) };
   const parsed = m.parse(input.object);
   // An invalid object installs nothing, so it takes no finalizer: there is nothing to clean up.

@@ -14,6 +14,7 @@ import { renderKeda } from "./render.ts";
 import { SCALER_FINALIZER } from "../labels.ts";
 import { stateRow } from "../module/decision.ts";
 import { describeDiff } from "../module/install_diff.ts";
+import { deploymentReadiness } from "../module/readiness.ts";
 import { type ModuleInput, type ModuleLifecycle, reconcileModule } from "../module/lifecycle.ts";
 import type { Plan } from "../plan.ts";
 
@@ -43,19 +44,27 @@ export const SCALER_STATES: readonly StateRow[] = [
 /** Everything the Scaler reducer reads (`installed`: objects carrying `managedLabels("keda")`). */
 export type ScalerInput = ModuleInput;
 
-const DEPLOYMENTS = Object.values(KEDA_DEPLOYMENTS);
+const DEPLOYMENTS: readonly string[] = Object.values(KEDA_DEPLOYMENTS);
 
-/** `kedaVersion`: the version label of the observed keda-operator Deployment, when there is one. */
+/**
+ * `kedaVersion`: the version KEDA's Pods run. That is the keda-operator Deployment's version label
+ * once every KEDA Deployment observed has rolled out its current template (so an upgrade shows the
+ * new version only when the new Pods run); while one is rolling out, the version shown before stays.
+ */
 function versionFields(
   installed: readonly KubeObject[],
   namespace: string | undefined,
+  shown: Readonly<Record<string, unknown>>,
 ): Record<string, string> {
-  const op = installed.find((o) =>
-    o.kind === "Deployment" && o.metadata.name === KEDA_DEPLOYMENTS.operator &&
+  const deployments = installed.filter((o) =>
+    o.kind === "Deployment" && DEPLOYMENTS.includes(o.metadata.name) &&
     (namespace === undefined || o.metadata.namespace === namespace)
   );
+  const op = deployments.find((o) => o.metadata.name === KEDA_DEPLOYMENTS.operator);
   const version = op?.metadata.labels?.[VERSION_LABEL];
-  return version ? { kedaVersion: version } : {};
+  const running = deployments.every((d) => deploymentReadiness(d).kind === "ready");
+  if (version && running) return { kedaVersion: version };
+  return typeof shown.kedaVersion === "string" ? { kedaVersion: shown.kedaVersion } : {};
 }
 
 /** The Scaler module: KEDA's three Deployments, a Warning when part of the spec was not applied. */
