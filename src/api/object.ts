@@ -101,6 +101,24 @@ export interface Projection {
   digestSpec?: boolean;
 }
 
+/** The metadata fields a cache reads of every projected object (see {@link Projection}). */
+export const CACHE_META_FIELDS = [
+  "name",
+  "namespace",
+  "resourceVersion",
+  "deletionTimestamp",
+  "finalizers",
+  "labels",
+] as const;
+
+/** A new metadata with only the {@link CACHE_META_FIELDS} `obj` has: what a projection starts from. */
+export function cacheMeta(obj: KubeObject): ObjectMeta {
+  const from = obj.metadata as unknown as Record<string, unknown>;
+  const meta: Record<string, unknown> = {};
+  for (const k of CACHE_META_FIELDS) if (from[k] !== undefined) meta[k] = from[k];
+  return meta as unknown as ObjectMeta;
+}
+
 /** `ratelimits.gateway.platform-project.io`, as kubectl and the API server
  * name a resource (`pods` in the core group); `sub` a subresource (`pods/status`). */
 export function resourceName(type: ResourceType, sub?: string): string {

@@ -54,7 +54,9 @@ export const DEFAULT_MAX_CLIENTS = 20;
  * Global rules. Their route entries repeat earlier rules' matchers like local rules' do, so the
  * operator also holds the rules of both parts together to MAX_BUCKET_RULES (the global default
  * counting as one; reconcile/ratelimit/validate.ts): the largest valid RateLimit with its global
- * part rendered is no larger than the largest local-only one (tests/reconcile/ratelimit_bounds_test.ts).
+ * part rendered is no larger than the largest local-only one but for the engine's configuration
+ * of its domain, an annotation of a few kilobytes, and stays under the operator's budget
+ * (tests/reconcile/ratelimit_bounds_test.ts).
  */
 export const MAX_GLOBAL_RULES = 8;
 /** Requests a global limit admits per unit: the engine's `requests_per_unit` is a uint32. */

@@ -16,7 +16,7 @@ import { filterContexts } from "../reconcile/ratelimit/scope.ts";
 import { digestPatch, filterLimits, limitsPatch } from "../reconcile/ratelimit/input.ts";
 import { exportsLimitStats, STAT_PREFIX } from "../reconcile/ratelimit/render.ts";
 import { STATS_INCLUSION_ANNOTATIONS } from "../api/stats_inclusion.ts";
-import type { KubeObject, ObjectMeta, Projection } from "../api/object.ts";
+import { cacheMeta, type KubeObject, type Projection } from "../api/object.ts";
 import { deepFreeze, isObject, type JsonObject as Json } from "../api/json.ts";
 
 /**
@@ -129,16 +129,6 @@ export const FILTER_PROJECTION: Projection = {
   },
 };
 
-/** Metadata fields of a Pod that the controller (labels) and the cache (the rest) read. */
-const POD_META = [
-  "name",
-  "namespace",
-  "resourceVersion",
-  "deletionTimestamp",
-  "finalizers",
-  "labels",
-] as const;
-
 /** The proxy containers a projected Pod keeps: one shared, frozen entry per kind of proxy. */
 const PROXY: Readonly<Record<MeshProxy, readonly Json[]>> = Object.freeze({
   sidecar: Object.freeze([Object.freeze({ name: MESH_PROXY_CONTAINER })]),
@@ -195,10 +185,8 @@ const EXPORTS_STATS: Readonly<Json> = Object.freeze({
 export const POD_PROJECTION: Projection = {
   name: "ratelimit.pod",
   keep(pod: KubeObject): KubeObject {
-    const meta: Json = {};
-    const from = pod.metadata as unknown as Json;
-    for (const k of POD_META) if (from[k] !== undefined) meta[k] = from[k];
-    if (exportsLimitStats(pod)) meta.annotations = EXPORTS_STATS;
+    const meta = cacheMeta(pod);
+    if (exportsLimitStats(pod)) meta.annotations = EXPORTS_STATS as Record<string, string>;
     const proxy = meshProxyOf(pod);
     const spec: Json = proxy ? { containers: proxyContainers(proxy, proxyImageVersion(pod)) } : {};
     const phase = isObject(pod.status) ? pod.status.phase : undefined;
@@ -206,7 +194,7 @@ export const POD_PROJECTION: Projection = {
     return {
       apiVersion: pod.apiVersion,
       kind: pod.kind,
-      metadata: meta as unknown as ObjectMeta,
+      metadata: meta,
       spec,
       ...(ended ? { status: { phase } } : {}),
     };

@@ -35,7 +35,7 @@ import {
 } from "../api/engine_status.ts";
 import { GLOBAL_ENGINE_LABELS, GLOBAL_ENGINE_SERVICE } from "../api/global_engine.ts";
 import { isObject, type JsonObject } from "../api/json.ts";
-import type { KubeObject, ObjectMeta, Projection } from "../api/object.ts";
+import { cacheMeta, type KubeObject, type Projection } from "../api/object.ts";
 import { RESOURCES } from "../api/resources.ts";
 import { kubeTime } from "../api/time.ts";
 import {
@@ -70,8 +70,6 @@ export const ENGINE_TIMEOUT_MS = 2_000;
 export const ENGINE_POD_SELECTOR = Object.entries(GLOBAL_ENGINE_LABELS)
   .map(([k, v]) => `${k}=${v}`).sort().join(",");
 
-const POD_META = ["name", "namespace", "resourceVersion", "deletionTimestamp", "labels"] as const;
-
 /**
  * What the engine's Pod watch keeps of a Pod: the metadata the cache reads, its IP, its phase and
  * its Ready condition.
@@ -79,9 +77,6 @@ const POD_META = ["name", "namespace", "resourceVersion", "deletionTimestamp", "
 export const ENGINE_POD_PROJECTION: Projection = {
   name: "engine.pod",
   keep(pod: KubeObject): KubeObject {
-    const meta: JsonObject = {};
-    const from = pod.metadata as unknown as JsonObject;
-    for (const k of POD_META) if (from[k] !== undefined) meta[k] = from[k];
     const s = isObject(pod.status) ? pod.status : {};
     const status: JsonObject = {
       ...(typeof s.phase === "string" ? { phase: s.phase } : {}),
@@ -91,7 +86,7 @@ export const ENGINE_POD_PROJECTION: Projection = {
     return {
       apiVersion: pod.apiVersion,
       kind: pod.kind,
-      metadata: meta as unknown as ObjectMeta,
+      metadata: cacheMeta(pod),
       status,
     };
   },

@@ -18,9 +18,9 @@ import {
   engineDomainOfFilter,
   type EngineRateLimit,
   rlconfigLines,
-  rlconfigLinesOfDomain,
   snapshotOf,
 } from "../../src/reconcile/ratelimit/engine_config.ts";
+import { parseRlconfig } from "../../src/api/engine_status.ts";
 import { globalEntries, renderEnvoyFilter } from "../../src/reconcile/ratelimit/render.ts";
 import { parseRateLimit, type RateLimit } from "../../src/api/ratelimit.ts";
 import { ENGINE_DOMAIN_ANNOTATION } from "../../src/api/global_engine.ts";
@@ -382,8 +382,11 @@ Deno.test("rlconfigLines: one sorted line per limit, as the engine's Dump writes
   );
   assert.equal(other[0].startsWith("demo/httpbin.rule.rule_default:"), true);
   const dump = [...other, ...lines].reverse().join("\n") + "\n";
-  assert.deepEqual(rlconfigLinesOfDomain(dump, "demo/httpbin"), lines);
-  assert.deepEqual(rlconfigLinesOfDomain(dump, "demo/httpbin.rule"), other);
+  // As the operator reads an engine's answer: this domain's lines, and not a longer name's.
+  assert.deepEqual(parseRlconfig(dump), {
+    ok: true,
+    domains: { "demo/httpbin": lines, "demo/httpbin.rule": other },
+  });
 });
 
 const GLOBAL = {

@@ -209,17 +209,6 @@ export function rlconfigLines(config: EngineDomainConfig): string[] {
   return lines.sort();
 }
 
-/**
- * The lines of an engine's `/rlconfig` text that belong to `domain`, sorted, to compare with
- * `rlconfigLines`. Every descriptor the operator configures starts with the entry `rule`
- * (`globalEntries`), so a line of `domain` starts with `<domain>.rule_`; no other domain's does:
- * that would need a RateLimit name containing `.rule_`, and Kubernetes names have no `_`.
- */
-export function rlconfigLinesOfDomain(dump: string, domain: string): string[] {
-  const prefix = `${domain}.rule_`;
-  return dump.split("\n").filter((l) => l.startsWith(prefix)).sort();
-}
-
 /** How deep the annotation's descriptors may nest: the deepest entry list is far shorter. */
 const MAX_DEPTH = 64;
 
