@@ -27,6 +27,7 @@ import { engineRbacObjects } from "../../src/kube/rbac.ts";
 import { GLOBAL_ENGINE_SERVICE } from "../../src/api/global_engine.ts";
 import { envoyFilterCrd } from "../../src/crd/istio.ts";
 import type { KubeObject } from "../../src/api/object.ts";
+import { parseRlconfig } from "../../src/api/engine_status.ts";
 import {
   type EngineClient,
   type EngineRequest,
@@ -112,6 +113,75 @@ async function readyEngines(env: E2E, n: number): Promise<Pod[]> {
         ])).stdout,
       ].join("\n"),
   });
+}
+
+/** Edits of the point-2 measure (apply -> the engines' loaded config, read back). */
+const EDITS = 50;
+const DOMAIN = `${APP}/checkout`;
+
+/** The `requests_per_unit` of the per-key rule in an engine's loaded config, if it has the domain. */
+async function loadedPerKey(pod: Pod): Promise<number | undefined> {
+  const res = await fetch(
+    `http://${pod.status.podIP}:${GLOBAL_ENGINE_SERVICE.debugPort}/rlconfig`,
+    {
+      signal: AbortSignal.timeout(2_000),
+    },
+  );
+  const read = parseRlconfig(await res.text());
+  if (!read.ok) throw new Error(read.reason);
+  const line = read.domains[DOMAIN]?.find((l) => l.includes(".client:"));
+  const m = line && /requests_per_unit=(\d+)/.exec(line);
+  return m ? Number(m[1]) : undefined;
+}
+
+/** The q-quantile (nearest rank) of `xs`. */
+function quantile(xs: readonly number[], q: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil(q * s.length) - 1))];
+}
+
+/**
+ * Applies {@link EDITS} edits one after another (the per-key limit 2, 3, ...), each waited for
+ * until both engines have loaded it (their /rlconfig, asked by the test) and the RateLimit says
+ * GlobalEnforced True for its generation; then the limit of 1 the later steps count with. Returns
+ * the figures: apply -> loaded by both engines, and apply -> GlobalEnforced, p50, p99 and max.
+ */
+async function editsInARow(env: E2E, pods: Pod[]): Promise<string> {
+  const loaded: number[] = [];
+  const enforced: number[] = [];
+  for (let i = 0; i <= EDITS; i++) {
+    const perKey = i === EDITS ? 1 : i + 2;
+    const t0 = performance.now();
+    await env.kube.apply([rateLimit(perKey)]);
+    const rl = await env.kube.get("ratelimits.gateway.platform-project.io", "checkout", APP);
+    const generation = rl!.metadata.generation;
+    let both: number | undefined;
+    await waitFor(`edit ${i}: ${perKey} a second loaded and enforced`, async () => {
+      if (both === undefined) {
+        const seen = await Promise.all(pods.map(loadedPerKey));
+        if (seen.every((n) => n === perKey)) both = performance.now() - t0;
+      }
+      const g = await globalEnforced(env);
+      const now = await env.kube.get<KubeObject & { status?: { enforcedGeneration?: number } }>(
+        "ratelimits.gateway.platform-project.io",
+        "checkout",
+        APP,
+      );
+      return both !== undefined && g?.status === "True" &&
+        now?.status?.enforcedGeneration === generation;
+    }, { timeoutMs: 60_000, intervalMs: 50 });
+    if (i < EDITS) {
+      loaded.push(both!);
+      enforced.push(performance.now() - t0);
+    }
+  }
+  const f = (xs: number[]) =>
+    `p50 ${(quantile(xs, 0.5) / 1000).toFixed(2)} s, p99 ${
+      (quantile(xs, 0.99) / 1000).toFixed(2)
+    } s, ` +
+    `max ${(Math.max(...xs) / 1000).toFixed(2)} s`;
+  return `${EDITS} edits: apply -> loaded by both engines ${f(loaded)}; ` +
+    `apply -> GlobalEnforced True ${f(enforced)}`;
 }
 
 e2eSuite("global-limits-real", async (env, t) => {
@@ -273,6 +343,17 @@ e2eSuite("global-limits-real", async (env, t) => {
         before.map((p) => [p.metadata.name, 0]),
       );
     });
+
+    await env.step(
+      t,
+      `${EDITS} edits in a row: each loaded by both engines (read back) and GlobalEnforced`,
+      async () => {
+        const figures = await editsInARow(env, await readyEngines(env, 2));
+        console.error(`[global-limits-real] ${figures}`);
+        engines = await readyEngines(env, 2);
+        assert.deepEqual(await send([alice, alice]), ["OK", "OVER_LIMIT"]);
+      },
+    );
 
     await env.step(
       t,

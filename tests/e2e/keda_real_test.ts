@@ -4,10 +4,13 @@
  * test) renders the Scaler's Deployments unchanged but for the image flags; the namespace's
  * annotations put their Pods on the real node. The Scaler is not Ready while the images are
  * missing, and is Ready once KEDA's Pods are; KEDA's operator turns a ScaledObject into its HPA;
- * the Scaler's deletion waits for the ScaledObject.
+ * KEDA scales a real Deployment on a metric served in the cluster (through the aggregator, KEDA's
+ * metrics server, its operator, cluster DNS and kube-proxy); a Scaler edit rolls KEDA's Pods while
+ * scaling goes on; the Scaler's deletion waits for the ScaledObjects, names them, and leaves no
+ * APIService, webhook or CRD behind: discovery and namespace deletion work after it.
  */
 import assert from "node:assert/strict";
-import { KEDA_DEPLOYMENTS } from "../../src/reconcile/scaler/names.ts";
+import { KEDA_DEPLOYMENTS, KEDA_VERSION } from "../../src/reconcile/scaler/names.ts";
 import { type E2E, e2eSuite, waitFor } from "./harness.ts";
 import { moduleSelector, namespace, scaledObject, scaler } from "./fixtures.ts";
 import { conditionOf, describe, statusOf } from "./status.ts";
@@ -21,10 +24,28 @@ import {
   realNodeNamespace,
 } from "./keda_real.ts";
 import type { KedaImages } from "../../tools/keda/image.ts";
+import {
+  describeTrace,
+  longestInactive,
+  metricsApiScaledObject,
+  SCALE_BOUNDS,
+  SCALED_APP,
+  type ScaleSample,
+  ScaleTrace,
+  scalingWorkload,
+  setMetric,
+} from "./keda_scaling.ts";
 import { moduleGrantsRole } from "../../src/kube/rbac.ts";
 
 const NS = "keda-system";
 const USER_NS = "e2e-user";
+/** Where KEDA scales a real Deployment (its Pods go to the real node). */
+const SCALE_NS = "e2e-scale";
+/** The ScaledObject on the real Deployment, and its HPA. */
+const LOAD = "load";
+const LOAD_HPA = `keda-hpa-${LOAD}`;
+/** How long the HPA may take to follow the metric: its 15 s sync, KEDA's poll, Pods starting. */
+const SCALE_MS = 180_000;
 const KEDA_APPS = Object.values(KEDA_DEPLOYMENTS).sort();
 /** Readiness of all three can take minutes: the webhooks and the metrics server restart until
  * the KEDA operator has written their certificates and kubelet has put them into the volume. */
@@ -35,12 +56,15 @@ e2eSuite("keda-real", async (env, t) => {
   const node = env.cluster.realNode!;
   await env.step(t, "KEDA's namespace sends its Pods to the real node", async () => {
     await env.installCrds();
-    await env.kube.apply([realNodeNamespace(NS), namespace(USER_NS)]);
+    await env.kube.apply([realNodeNamespace(NS), namespace(USER_NS), realNodeNamespace(SCALE_NS)]);
+    assert.deepEqual(await node.loadImage(node.podcheckArchive), [node.podcheckImage]);
     // KEDA goes to its own namespace: the operator's module grants Role goes there first.
     await env.kube.apply(moduleGrantsRole(NS));
     // ServiceAccount admission refuses Pods until the namespace's default ServiceAccount exists.
     await waitFor("default ServiceAccounts", async () => {
-      for (const ns of [NS, USER_NS]) if (!await env.kube.get("sa", "default", ns)) return false;
+      for (const ns of [NS, USER_NS, SCALE_NS]) {
+        if (!await env.kube.get("sa", "default", ns)) return false;
+      }
       return true;
     });
     await env.startServing({ identity: "keda-real", extraArgs: imageFlags(images) });
@@ -123,14 +147,42 @@ e2eSuite("keda-real", async (env, t) => {
 
   await env.step(
     t,
-    "deleting the Scaler waits for the ScaledObject, then removes KEDA",
+    "KEDA scales a real Deployment from 1 to 3 and back on a metric served in the cluster",
+    async () => {
+      await scalesForReal(env);
+    },
+  );
+
+  await env.step(
+    t,
+    "a Scaler edit reaches KEDA's running Pods, Processing then Ready, while scaling goes on",
+    async () => {
+      await scalerEditRollsKeda(env);
+    },
+  );
+
+  await env.step(
+    t,
+    "KEDA's images move to a rebuild with another tag: ScaledObjects and HPAs kept, scaling goes on",
+    async () => {
+      await upgradeInPlace(env, images);
+    },
+  );
+
+  await env.step(
+    t,
+    "deleting the Scaler waits for the ScaledObjects naming them, then removes KEDA cleanly",
     async () => {
       await env.kube.delete("scaler", ["keda"], NS);
       const k = await env.waitStatus("scaler", NS, "keda", {
         state: "Error",
         conditions: [{ type: "Deleted", status: "False", reason: "DeletionErr" }],
       });
-      assert.match(conditionOf(k, "Deleted")?.message ?? "", /\b1 ScaledObject\b/, describe(k));
+      assert.match(
+        conditionOf(k, "Deleted")?.message ?? "",
+        new RegExp(`\\b2 ScaledObjects \\(${SCALE_NS}/${LOAD}, ${USER_NS}/hello\\)`),
+        describe(k),
+      );
       const kept = await env.kube.list("deployments", {
         namespace: NS,
         labelSelector: moduleSelector("keda"),
@@ -138,17 +190,321 @@ e2eSuite("keda-real", async (env, t) => {
       assert.equal(kept.length, 3, "KEDA was uninstalled although deletion is blocked");
       // KEDA's own operator still runs: it removes its finalizer and the HPA goes with the object.
       await env.kube.delete("scaledobject", ["hello"], USER_NS);
+      await env.kube.delete("scaledobject", [LOAD], SCALE_NS);
       await env.waitGone("scaledobject", USER_NS, "hello");
       await env.waitGone("hpa", USER_NS, "keda-hpa-hello");
+      await env.waitGone("scaledobject", SCALE_NS, LOAD);
+      await env.waitGone("hpa", SCALE_NS, LOAD_HPA);
       await env.waitGone("scaler", NS, "keda", { timeoutMs: 120_000 });
       const left = await env.kube.list("deployments", {
         allNamespaces: true,
         labelSelector: moduleSelector("keda"),
       });
       assert.deepEqual(left.map((d) => d.metadata.name), []);
+      await nothingLeftBehind(env);
     },
   );
 }, { realNode: true, skip: KEDA_REAL_SKIP });
+
+interface HpaStatusJson {
+  status?: {
+    currentMetrics?: {
+      type: string;
+      external?: { metric: { name: string }; current: { averageValue?: string } };
+    }[];
+    conditions?: { type: string; status: string; reason?: string; message?: string }[];
+  };
+}
+
+/** The Deployment's ready replicas, when its spec asks for exactly `n`. */
+function at(n: number) {
+  return (s: ScaleSample | undefined) => s !== undefined && s.replicas === n && s.ready === n;
+}
+
+/** Asserts the replicas asked only moved towards `to` and stayed within the ScaledObject's bounds. */
+function assertMonotone(samples: readonly ScaleSample[], to: number, what: string): void {
+  const up = to >= (samples[0]?.replicas ?? to);
+  for (let i = 1; i < samples.length; i++) {
+    const [a, b] = [samples[i - 1].replicas, samples[i].replicas];
+    assert.ok(
+      up ? b >= a : b <= a,
+      `${what}: replicas went ${a} -> ${b}\n${describeTrace(samples)}`,
+    );
+  }
+  for (const s of samples) {
+    assert.ok(
+      s.replicas >= SCALE_BOUNDS.min && s.replicas <= SCALE_BOUNDS.max,
+      `${what}: ${s.replicas} replicas outside ${SCALE_BOUNDS.min}..${SCALE_BOUNDS.max}`,
+    );
+  }
+}
+
+/** Waits until the trace's last sample shows `n` replicas asked and ready. */
+async function waitReplicas(trace: ScaleTrace, n: number, what: string): Promise<number> {
+  await waitFor(what, () => Promise.resolve(at(n)(trace.samples.at(-1))), {
+    timeoutMs: SCALE_MS,
+    intervalMs: 500,
+    describe: () => Promise.resolve(describeTrace(trace.samples)),
+  });
+  return trace.now();
+}
+
+/**
+ * Point 2: a real Deployment scaled by KEDA from 1 to 3 replicas and back as the metric moves,
+ * the HPA reading the external metric, the Scaler Ready in every sample.
+ */
+async function scalesForReal(env: E2E): Promise<void> {
+  const node = env.cluster.realNode!;
+  await env.kube.apply(scalingWorkload(SCALE_NS, node.podcheckImage));
+  await env.kube.must(["rollout", "status", "deployment", "--timeout=120s", "-n", SCALE_NS]);
+  await setMetric(env.kube, SCALE_NS, 0);
+  await env.kube.apply([metricsApiScaledObject(SCALE_NS, LOAD, SCALED_APP)]);
+  // The HPA reads the metric through the aggregator, KEDA's metrics server (which reaches KEDA's
+  // operator at its Service's DNS name) and the operator, which GETs the metric Service by name.
+  const hpa = await waitFor("the HPA reading the external metric", async () => {
+    const h = await env.kube.get<HpaStatusJson>("hpa", LOAD_HPA, SCALE_NS);
+    const m = h?.status?.currentMetrics?.find((c) => c.type === "External");
+    return m?.external?.current.averageValue !== undefined ? { h, m } : undefined;
+  }, {
+    timeoutMs: SCALE_MS,
+    intervalMs: 1000,
+    describe: async () =>
+      JSON.stringify((await env.kube.get<HpaStatusJson>("hpa", LOAD_HPA, SCALE_NS))?.status),
+  });
+  assert.match(hpa.m.external!.metric.name, /metric-api/, JSON.stringify(hpa.m));
+  const table = await env.kube.must(["get", "hpa", LOAD_HPA, "-n", SCALE_NS]);
+  assert.match(table, /\b0\/1 \(avg\)/, table);
+  console.error(`[keda-real] kubectl get hpa:\n${table}`);
+
+  const trace = new ScaleTrace(env.kube, {
+    ns: SCALE_NS,
+    deployment: SCALED_APP,
+    hpa: LOAD_HPA,
+    scaler: { ns: NS, name: "keda" },
+  }, 1000);
+  try {
+    const upFrom = trace.now();
+    await setMetric(env.kube, SCALE_NS, 3);
+    const upAt = await waitReplicas(trace, 3, "KEDA scaling app to 3 ready replicas");
+    const shown = await env.kube.must(["get", "hpa", LOAD_HPA, "-n", SCALE_NS]);
+    console.error(`[keda-real] after scaling up:\n${shown}`);
+    const downFrom = trace.now();
+    await setMetric(env.kube, SCALE_NS, 0);
+    const downAt = await waitReplicas(trace, 1, "KEDA scaling app back to 1 replica");
+    const samples = await trace.stop();
+    assertMonotone(samples.filter((s) => s.at < downFrom), 3, "scaling up");
+    assertMonotone(samples.filter((s) => s.at >= downFrom), 1, "scaling down");
+    const notReady = samples.filter((s) => s.scaler !== "Ready");
+    assert.deepEqual(notReady, [], `the Scaler left Ready:\n${describeTrace(samples)}`);
+    console.error(
+      `[keda-real] metric 0 -> 3: 3 Pods Ready in ${((upAt - upFrom) / 1000).toFixed(1)} s; ` +
+        `3 -> 0: back to 1 in ${((downAt - downFrom) / 1000).toFixed(1)} s\n${
+          describeTrace(samples)
+        }`,
+    );
+  } finally {
+    await trace.stop();
+  }
+}
+
+interface PodJson {
+  metadata: {
+    name: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+    deletionTimestamp?: string;
+  };
+  spec: {
+    containers: {
+      args?: string[];
+      env?: { name: string; value?: string }[];
+      resources?: { requests?: Record<string, string> };
+    }[];
+  };
+}
+
+/** The edit of point 3: a log level, requests, an env entry, a Pod annotation, sidecar injection. */
+const EDIT = {
+  spec: {
+    logging: { operator: { level: "debug" } },
+    resources: { operator: { requests: { cpu: "150m", memory: "160Mi" } } },
+    env: [{ name: "E2E_EDIT", value: "1" }],
+    podAnnotations: { operator: { "e2e.platform-project.io/edit": "1" } },
+    istio: { operator: { enabledSidecarInjection: true } },
+  },
+};
+
+/**
+ * Point 3: the Scaler edit rolls KEDA's Pods (read from the Pods, not the Deployments), the Scaler
+ * goes Processing then Ready, and the ScaledObject scales to 2 and back meanwhile.
+ */
+async function scalerEditRollsKeda(env: E2E): Promise<void> {
+  const before = new Set((await pods(env.kube, NS)).map((p) => p.name));
+  const trace = new ScaleTrace(env.kube, {
+    ns: SCALE_NS,
+    deployment: SCALED_APP,
+    hpa: LOAD_HPA,
+    scaler: { ns: NS, name: "keda" },
+  }, 1000);
+  try {
+    await env.kube.must([
+      "patch",
+      "scaler",
+      "keda",
+      "-n",
+      NS,
+      "--type=merge",
+      "-p",
+      JSON.stringify(EDIT),
+    ]);
+    await setMetric(env.kube, SCALE_NS, 2);
+    await waitFor(
+      "the Scaler Processing, then Ready with KEDA's operator Pod replaced",
+      async () => {
+        const states = trace.samples.map((s) => s.scaler);
+        const processing = states.indexOf("Processing");
+        if (processing < 0 || !states.slice(processing).includes("Ready")) return false;
+        const ps = await pods(env.kube, NS);
+        const operator = ps.find((p) => p.app === KEDA_DEPLOYMENTS.operator);
+        return operator !== undefined && !before.has(operator.name) && ps.every((p) => p.ready);
+      },
+      {
+        timeoutMs: READY_MS,
+        intervalMs: 1000,
+        describe: () => Promise.resolve(describeTrace(trace.samples)),
+      },
+    );
+    await waitReplicas(trace, 2, "scaling on to 2 replicas across the edit");
+    await setMetric(env.kube, SCALE_NS, 0);
+    await waitReplicas(trace, 1, "scaling back to 1 after the edit");
+    const samples = await trace.stop();
+    const inactive = longestInactive(samples);
+    console.error(
+      `[keda-real] Scaler edit: longest HPA ScalingActive gap ${(inactive / 1000).toFixed(1)} s\n` +
+        describeTrace(samples),
+    );
+    await editInPods(env);
+  } finally {
+    await trace.stop();
+  }
+}
+
+/**
+ * Point 5, as far as this machine allows: one KEDA version is served here, so the upgrade is a
+ * rebuilt image of it under another tag. The operator is restarted with the new images (as a new
+ * operator release would come); every KEDA Pod is replaced, the ScaledObject and its HPA keep their
+ * identity, scaling goes on, and kedaVersion never leaves the version the Pods run.
+ */
+async function upgradeInPlace(env: E2E, images: KedaImages): Promise<void> {
+  const node = env.cluster.realNode!;
+  const rebuilt = Object.fromEntries(
+    Object.entries(images).map(([k, i]) => [k, { ...i, ref: `${i.ref}-rebuilt` }]),
+  ) as unknown as KedaImages;
+  for (const k of Object.keys(images) as (keyof KedaImages)[]) {
+    await node.tagImage(images[k].ref, rebuilt[k].ref);
+  }
+  const uid = async (resource: string, name: string) =>
+    (await env.kube.get(resource, name, SCALE_NS))?.metadata.uid;
+  const before = { so: await uid("scaledobject", LOAD), hpa: await uid("hpa", LOAD_HPA) };
+  assert.ok(before.so && before.hpa, "the ScaledObject and its HPA exist before the upgrade");
+  const trace = new ScaleTrace(env.kube, {
+    ns: SCALE_NS,
+    deployment: SCALED_APP,
+    hpa: LOAD_HPA,
+    scaler: { ns: NS, name: "keda" },
+  }, 1000);
+  const versions: string[] = [];
+  try {
+    await env.stopOperators();
+    await env.startServing({ identity: "keda-real-upgrade", extraArgs: imageFlags(rebuilt) });
+    const want = Object.values(rebuilt).map((i) => i.ref).sort();
+    await waitFor("every KEDA Pod running the rebuilt images, the Scaler Ready", async () => {
+      const s = await env.kube.get("scaler", "keda", NS);
+      versions.push(String(statusOf(s).kedaVersion));
+      const ps = await pods(env.kube, NS);
+      return statusOf(s).state === "Ready" && ps.length === 3 && ps.every((p) => p.ready) &&
+        JSON.stringify(ps.map((p) => p.image).sort()) === JSON.stringify(want);
+    }, {
+      timeoutMs: READY_MS,
+      intervalMs: 1000,
+      describe: async () => describePods(await pods(env.kube, NS)),
+    });
+    await setMetric(env.kube, SCALE_NS, 2);
+    await waitReplicas(trace, 2, "scaling to 2 on the rebuilt KEDA");
+    await setMetric(env.kube, SCALE_NS, 0);
+    await waitReplicas(trace, 1, "scaling back to 1 on the rebuilt KEDA");
+    const samples = await trace.stop();
+    assert.deepEqual(
+      { so: await uid("scaledobject", LOAD), hpa: await uid("hpa", LOAD_HPA) },
+      before,
+    );
+    assert.deepEqual([...new Set(versions)], [KEDA_VERSION], "kedaVersion while upgrading");
+    console.error(
+      `[keda-real] upgrade: longest HPA ScalingActive gap ${
+        (longestInactive(samples) / 1000).toFixed(1)
+      } s\n${describeTrace(samples)}`,
+    );
+  } finally {
+    await trace.stop();
+  }
+}
+
+/** What the edit must have changed, read from KEDA's running Pods. */
+async function editInPods(env: E2E): Promise<void> {
+  const running = (await env.kube.list<PodJson>("pods", { namespace: NS }))
+    .filter((p) => !p.metadata.deletionTimestamp);
+  const byApp = (app: string) => {
+    const p = running.find((x) => x.metadata.labels?.app === app);
+    assert.ok(p, `no running ${app} Pod`);
+    return p;
+  };
+  const operator = byApp(KEDA_DEPLOYMENTS.operator);
+  const c = operator.spec.containers[0];
+  assert.ok(c.args?.includes("--zap-log-level=debug"), JSON.stringify(c.args));
+  assert.deepEqual(c.resources?.requests, { cpu: "150m", memory: "160Mi" });
+  assert.equal(operator.metadata.annotations?.["e2e.platform-project.io/edit"], "1");
+  assert.equal(operator.metadata.labels?.["sidecar.istio.io/inject"], "true");
+  // The env entry goes to the components that take spec.env (the webhooks keep their own).
+  for (const app of [KEDA_DEPLOYMENTS.operator, KEDA_DEPLOYMENTS.metricServer]) {
+    const env = byApp(app).spec.containers[0].env ?? [];
+    assert.ok(
+      env.some((e) => e.name === "E2E_EDIT" && e.value === "1"),
+      `${app}: ${JSON.stringify(env)}`,
+    );
+  }
+  const webhook = byApp(KEDA_DEPLOYMENTS.admissionWebhook).spec.containers[0];
+  assert.ok(!(webhook.env ?? []).some((e) => e.name === "E2E_EDIT"));
+  assert.ok(webhook.args?.includes("--zap-log-level=info"), JSON.stringify(webhook.args));
+}
+
+/**
+ * Point 4: after the Scaler is gone nothing of KEDA's harms the cluster: no external metrics
+ * APIService (a dangling one breaks discovery and namespace deletion), no webhook configuration, no
+ * KEDA CRD; discovery answers in full and a namespace with objects in it is deleted.
+ */
+async function nothingLeftBehind(env: E2E): Promise<void> {
+  assert.equal(await env.kube.get("apiservice", "v1beta1.external.metrics.k8s.io"), undefined);
+  const hooks = [
+    ...await env.kube.list("validatingwebhookconfigurations"),
+    ...await env.kube.list("mutatingwebhookconfigurations"),
+  ].map((h) => h.metadata.name);
+  assert.deepEqual(hooks.filter((n) => /keda/.test(n)), [], hooks.join(", "));
+  const crds = (await env.kube.list("crds")).map((c) => c.metadata.name);
+  assert.deepEqual(crds.filter((n) => n.endsWith(".keda.sh")), [], crds.join(", "));
+  // Discovery: every group answers (kubectl exits non-zero on a group it cannot reach).
+  const r = await env.kube.run(["api-resources", "-o", "name"]);
+  assert.equal(r.code, 0, r.stderr);
+  assert.doesNotMatch(r.stdout + r.stderr, /external\.metrics|unable to retrieve/);
+  // Namespace deletion needs every API group's discovery: it finishes.
+  await env.kube.apply([namespace("e2e-gone"), {
+    apiVersion: "v1",
+    kind: "ConfigMap",
+    metadata: { name: "c", namespace: "e2e-gone" },
+    data: { a: "1" },
+  }]);
+  await env.kube.delete("namespace", ["e2e-gone"]);
+  await env.waitGone("namespace", undefined, "e2e-gone", { timeoutMs: 60_000 });
+}
 
 interface HpaJson {
   metadata: { ownerReferences?: { kind: string; name: string }[] };

@@ -43,6 +43,7 @@ import {
 import {
   loadImage,
   PAUSE_IMAGE,
+  retagImage,
   PODCHECK_IMAGE,
   podcheckArchive,
   type RealNodeOptions,
@@ -159,6 +160,8 @@ export interface RealNode {
    * is reachable).
    */
   loadImage(archive: string): Promise<string[]>;
+  /** Gives an image the node holds a further name `to`, as a rebuild with another tag would. */
+  tagImage(from: string, to: string): Promise<void>;
   /** Image archive of the test workload `podcheckImage` (not loaded until asked). */
   podcheckArchive: string;
   /** The test workload's image name (see tools/cluster/go/nodeimages/podcheck). */
@@ -252,6 +255,7 @@ function realNodeOf(state: ClusterState): RealNode | undefined {
     },
     network: n.net,
     loadImage: async (archive) => loadImage(await readState(state.dir) ?? state, archive),
+    tagImage: async (from, to) => retagImage(await readState(state.dir) ?? state, from, to),
     podcheckArchive: podcheckArchive(state.dir),
     podcheckImage: PODCHECK_IMAGE,
     pauseImage: PAUSE_IMAGE,

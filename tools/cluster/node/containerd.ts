@@ -165,6 +165,18 @@ export async function importImage(
   return names;
 }
 
+/** Gives the node's image `from` the further name `to` (a tag, as a rebuilt image would have). */
+export async function tagImage(
+  p: HostPrograms,
+  l: NodeLayout,
+  from: string,
+  to: string,
+): Promise<void> {
+  const r = await ctr(p, l, ["images", "tag", "--force", from, to], 60_000)
+    .catch((e) => ({ ok: false, stdout: "", stderr: String(e) }));
+  if (!r.ok) throw new Error(`ctr images tag ${from} ${to} failed: ${r.stderr.trim() || r.stdout}`);
+}
+
 /** Network namespace paths of the node's Pod sandboxes (for `down` to remove). */
 export async function sandboxNetns(p: HostPrograms, l: NodeLayout): Promise<string[]> {
   const ids = await ctr(p, l, ["containers", "list", "--quiet"], 20_000);

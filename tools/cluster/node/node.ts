@@ -17,6 +17,7 @@ import {
   containerdConfig,
   containerdEnv,
   importImage,
+  tagImage,
   waitContainerd,
 } from "./containerd.ts";
 import { prepareKubelet } from "./kubelet.ts";
@@ -292,13 +293,20 @@ export async function stopRealNode(
   if (problems.length > 0) throw new Error(`the real node left: ${problems.join("; ")}`);
 }
 
-/** Imports an image archive into the real node's containerd; returns the image names. */
-export function loadImage(state: ClusterState, archive: string): Promise<string[]> {
+function runningNode(state: ClusterState): NonNullable<ClusterState["realNode"]> {
   const node = state.realNode;
   if (!node?.containerd || !isAlive(node.containerd.pid)) {
-    return Promise.reject(
-      new Error(`no real node runs in ${state.dir} (start the cluster with realNode: true)`),
-    );
+    throw new Error(`no real node runs in ${state.dir} (start the cluster with realNode: true)`);
   }
-  return importImage(node.programs, nodeLayout(state.dir), archive);
+  return node;
+}
+
+/** Imports an image archive into the real node's containerd; returns the image names. */
+export async function loadImage(state: ClusterState, archive: string): Promise<string[]> {
+  return await importImage(runningNode(state).programs, nodeLayout(state.dir), archive);
+}
+
+/** Gives an image the real node holds a further name (`ctr images tag`). */
+export async function retagImage(state: ClusterState, from: string, to: string): Promise<void> {
+  await tagImage(runningNode(state).programs, nodeLayout(state.dir), from, to);
 }

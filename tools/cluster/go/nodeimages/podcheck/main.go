@@ -6,7 +6,8 @@
 // caller, so a test sees the kubelet's readiness probe; /fetch?url=URL resolves URL's host with the
 // Pod's resolver (its /etc/resolv.conf: cluster DNS and search domains) and GETs URL from inside
 // the Pod (https as an in-cluster client: trusting the mounted ca.crt, with the token), answering
-// JSON {host, addrs, status, body, error}; every other path answers
+// JSON {host, addrs, status, body, error}; /metric answers {"value": N} for an autoscaler's
+// metrics-api trigger, N set with /metric?set=N (0 at start); every other path answers
 // "podcheck <host>".
 package main
 
@@ -23,7 +24,9 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -178,6 +181,21 @@ func main() {
 		fmt.Printf("fetch %s: addrs %v status %d %s\n", r.URL.Query().Get("url"), res.Addrs, res.Status, res.Error)
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(res)
+	})
+	// A number for a metrics-api autoscaler to read, {"value": N}; /metric?set=N changes it.
+	var metric atomic.Int64
+	http.HandleFunc("/metric", func(w http.ResponseWriter, r *http.Request) {
+		if v := r.URL.Query().Get("set"); v != "" {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				http.Error(w, "set: not an integer", http.StatusBadRequest)
+				return
+			}
+			metric.Store(n)
+			fmt.Printf("metric set to %d\n", n)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, "{\"value\":%d}\n", metric.Load())
 	})
 	http.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Printf("request %s from %s\n", r.URL.Path, r.RemoteAddr)
