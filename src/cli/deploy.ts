@@ -1,15 +1,16 @@
-/** `mod.ts deploy`: writes the generated files of deploy/ (RBAC, monitoring, Helm chart), or with `--check` lists what is stale. */
+/** `mod.ts deploy`: writes the generated files of deploy/ (RBAC, variants, monitoring, Helm chart), or with `--check` lists what is stale. */
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { generatorHelp, parseGeneratorArgs } from "./generator_args.ts";
-import { deployFiles } from "../deploy/files.ts";
+import { deployFiles, variantsFiles } from "../deploy/files.ts";
 import { chartFiles } from "../deploy/chart.ts";
 import { VERSION } from "./version.ts";
 import { checkOrWrite, type GeneratedFile, staleFiles } from "./generated_files.ts";
 
 const HELP = generatorHelp(
   "deploy",
-  `Writes the generated files of DIR: rbac.yaml (from the verb table in src/kube/rbac.ts),
+  `Writes the generated files of DIR: base/rbac.yaml and each controller's component
+ratelimit/, scaler/, serverless/ (from the verb table in src/kube/rbac.ts), variants/,
 monitoring/ (the optional kustomize component: ServiceMonitor, PrometheusRule, dashboard) and
 helm/platform-operator/ (the Helm chart, rendered from DIR's manifests and the project's crds/).
 The CRDs are not copied into DIR's kustomization: it takes the project's crds/ as a base.`,
@@ -22,7 +23,7 @@ export const DEPLOY_DIR = fileURLToPath(new URL("../../deploy", import.meta.url)
 /** Every generated file of `dir`: files.ts's, then the chart read from `dir`'s manifests. */
 async function generated(dir: string): Promise<GeneratedFile[]> {
   // The chart reads rbac.yaml's objects, not the file, and the other manifests as written.
-  const files = [...deployFiles(), ...await chartFiles(dir, VERSION)];
+  const files = [...deployFiles(), ...await variantsFiles(dir), ...await chartFiles(dir, VERSION)];
   return files.map((f) => ({ path: join(dir, f.path), text: f.text }));
 }
 

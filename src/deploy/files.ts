@@ -1,10 +1,21 @@
 /**
- * The generated files of `deploy/`: the RBAC from src/kube/rbac.ts. The CRDs are not copied:
- * `deploy/kustomization.yaml` takes `crds/` (with its own kustomization) as a base.
+ * The generated files of `deploy/`: the RBAC from src/kube/rbac.ts (the operator's own in
+ * deploy/base, each controller's in its component), the variants, the optional components. The
+ * CRDs are not copied: `deploy/base/kustomization.yaml` takes `crds/` (with its own
+ * kustomization) as a base.
  */
-import { stringify } from "yaml";
+import { join } from "node:path";
+import { parse, stringify } from "yaml";
 import { MONITORING_CRDS, monitoringObjects } from "./monitoring_objects.ts";
-import { DEFAULT_RBAC_NAMES, type RbacNames, rbacObjects } from "../kube/rbac.ts";
+import {
+  controllerRbacObjects,
+  DEFAULT_RBAC_NAMES,
+  operatorRbacObjects,
+  partRoleName,
+  type RbacNames,
+} from "../kube/rbac.ts";
+import { CONTROLLER_NAMES } from "../controllers/registry.ts";
+import { controllersArg, notServedObjects, type Variant, VARIANTS } from "./variants.ts";
 import {
   DEFAULT_REDIS_SECRET,
   engineDeploymentPatch,
@@ -23,11 +34,101 @@ export interface DeployFile {
 }
 
 /**
- * deploy/rbac.yaml: the RBAC objects as one multi-document YAML file. (Here, not in rbac.ts, which
- * the operator loads: it never renders YAML.)
+ * deploy/base/rbac.yaml: the operator's own RBAC objects, whatever it serves, as one
+ * multi-document YAML file. (Here, not in rbac.ts, which the operator loads: it never renders
+ * YAML.)
  */
 export function rbacYaml(names: RbacNames = DEFAULT_RBAC_NAMES): string {
-  return yamlDocs(rbacObjects(names), "src/kube/rbac.ts");
+  return yamlDocs(operatorRbacObjects(names), "src/kube/rbac.ts");
+}
+
+/** A kustomize Component of `resources`, headed by `comment` lines. */
+function componentFile(path: string, resources: string[], comment: string[]): DeployFile {
+  const component = {
+    apiVersion: "kustomize.config.k8s.io/v1alpha1",
+    kind: "Component",
+    resources,
+  };
+  return {
+    path,
+    text: yamlDocs([component], "src/deploy/files.ts").replace(
+      "Do not edit.\n",
+      `Do not edit.\n${comment.map((l) => `# ${l}\n`).join("")}`,
+    ),
+  };
+}
+
+/**
+ * deploy/<controller>/: a kustomize Component per controller with that controller's roles and
+ * nothing else; deploy/ lists all three, a variant those it serves.
+ */
+function controllerFiles(): DeployFile[] {
+  return CONTROLLER_NAMES.flatMap((c) => [
+    componentFile(`${c}/kustomization.yaml`, ["rbac.yaml"], [
+      `The roles of the ${c} controller (ClusterRole ${partRoleName(c)}${
+        c === "ratelimit" ? "" : ` and the grants of its module's RBAC`
+      }), bound to the operator's ServiceAccount.`,
+      "deploy/ has it; a variant without it runs without the controller (deploy/variants/).",
+    ]),
+    { path: `${c}/rbac.yaml`, text: yamlDocs(controllerRbacObjects(c), "src/kube/rbac.ts") },
+  ]);
+}
+
+/** The image deploy/kustomization.yaml sets, which a variant sets the same. */
+async function deployImages(deployDir: string): Promise<unknown> {
+  const k = parse(await Deno.readTextFile(join(deployDir, "kustomization.yaml"))) as {
+    images?: unknown;
+  };
+  if (!k.images) throw new Error(`${deployDir}/kustomization.yaml sets no image`);
+  return k.images;
+}
+
+/**
+ * deploy/variants/<name>/: deploy/base with the components of the controllers the variant serves,
+ * the operator's `--controllers` set to them, and the not-served policies of the others.
+ */
+function variantFiles(v: Variant, images: unknown): DeployFile[] {
+  const dir = `variants/${v.name}`;
+  const arg = controllersArg(v.controllers);
+  const kustomization = {
+    apiVersion: "kustomize.config.k8s.io/v1beta1",
+    kind: "Kustomization",
+    resources: ["../../base", "not-served.yaml"],
+    components: v.controllers.map((c) => `../../${c}`),
+    ...(arg
+      ? {
+        patches: [{
+          target: { kind: "Deployment", name: "platform-operator" },
+          patch: stringify([{
+            op: "add",
+            path: "/spec/template/spec/containers/0/args/-",
+            value: arg,
+          }]),
+        }],
+      }
+      : {}),
+    images,
+  };
+  return [
+    {
+      path: `${dir}/kustomization.yaml`,
+      text: yamlDocs([kustomization], "src/deploy/files.ts and src/deploy/variants.ts").replace(
+        "Do not edit.\n",
+        `Do not edit.\n# ${v.about}\n# Install: kubectl apply -k deploy/variants/${v.name}/ ` +
+          `(the image as in deploy/kustomization.yaml; set yours in an overlay).\n`,
+      ),
+    },
+    {
+      path: `${dir}/not-served.yaml`,
+      text: yamlDocs(notServedObjects(v.controllers), "src/deploy/variants.ts"),
+    },
+  ];
+}
+
+/** deploy/variants/: every variant's files, its image read from `deployDir`'s kustomization. */
+export async function variantsFiles(deployDir: string): Promise<DeployFile[]> {
+  const images = await deployImages(deployDir);
+  return VARIANTS.flatMap((v) => variantFiles(v, images));
 }
 
 /** Objects as one multi-document YAML file, headed by where they come from. */
@@ -126,12 +227,13 @@ function globalEngineFiles(): DeployFile[] {
   ];
 }
 
-/** Every generated file of deploy/, sorted by path. */
+/** Every generated file of deploy/ but the variants (variantsFiles), sorted by path. */
 export function deployFiles(): DeployFile[] {
   return [
+    { path: "base/rbac.yaml", text: rbacYaml() },
     ...globalEngineFiles(),
     ...istiodFiles(),
     ...monitoringFiles(),
-    { path: "rbac.yaml", text: rbacYaml() },
+    ...controllerFiles(),
   ];
 }

@@ -33,10 +33,25 @@ export const BUILT_IN_ROLES: Readonly<Record<string, readonly PolicyRule[]>> = {
   ],
 };
 
-/** The modules' RBAC objects as installed into `namespace` (the operator's own). */
-export function moduleRbac(namespace: string): KubeObject[] {
+/** The operator's controllers that install a module, and so must hold what its RBAC grants. */
+export type ModuleController = "serverless" | "scaler";
+
+/** The module controllers, in the order the operator starts them. */
+export const MODULE_CONTROLLERS: readonly ModuleController[] = ["serverless", "scaler"];
+
+/**
+ * The modules' RBAC objects as installed into `namespace` (the operator's own): those of
+ * `modules` (default both).
+ */
+export function moduleRbac(
+  namespace: string,
+  modules: readonly ModuleController[] = MODULE_CONTROLLERS,
+): KubeObject[] {
   const owner = "rbac";
-  return [...serverlessRbac({ namespace, owner }), ...kedaRbac({ namespace, owner })];
+  return [
+    ...(modules.includes("serverless") ? serverlessRbac({ namespace, owner }) : []),
+    ...(modules.includes("scaler") ? kedaRbac({ namespace, owner }) : []),
+  ];
 }
 
 function rulesOf(o: KubeObject): PolicyRule[] {
@@ -54,11 +69,12 @@ function distinct(rules: PolicyRule[]): PolicyRule[] {
   return [...byKey.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([, r]) => r);
 }
 
-/** The rules the operator must hold to install the modules into `namespace`. */
+/** The rules the operator must hold to install `modules` (default both) into `namespace`. */
 export function moduleGrants(
   namespace: string,
+  modules: readonly ModuleController[] = MODULE_CONTROLLERS,
 ): { cluster: PolicyRule[]; namespaced: PolicyRule[] } {
-  const objects = moduleRbac(namespace);
+  const objects = moduleRbac(namespace, modules);
   const cluster = objects.filter((o) => o.kind === "ClusterRole").flatMap(rulesOf);
   const bound = objects.filter((o) => o.kind === "ClusterRoleBinding")
     .map((o) => (o as KubeObject & { roleRef: { name: string } }).roleRef.name);
@@ -67,7 +83,11 @@ export function moduleGrants(
   return { cluster: distinct(cluster), namespaced: distinct(namespaced) };
 }
 
-/** Names of the cluster-scoped objects of `kind` the modules' RBAC installs. */
-export function moduleRbacNames(kind: "ClusterRole" | "ClusterRoleBinding"): string[] {
-  return moduleRbac("any").filter((o) => o.kind === kind).map((o) => o.metadata.name).sort();
+/** Names of the cluster-scoped objects of `kind` the RBAC of `modules` (default both) installs. */
+export function moduleRbacNames(
+  kind: "ClusterRole" | "ClusterRoleBinding",
+  modules: readonly ModuleController[] = MODULE_CONTROLLERS,
+): string[] {
+  return moduleRbac("any", modules).filter((o) => o.kind === kind).map((o) => o.metadata.name)
+    .sort();
 }

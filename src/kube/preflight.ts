@@ -7,8 +7,8 @@
 import { ApiError, type Cluster, inParallel, isApiError } from "../runtime/mod.ts";
 import { resourceName, type ResourceType } from "../api/object.ts";
 import { GATEWAY_GROUP, OPERATOR_GROUP } from "../api/groups.ts";
-import { accessOf, ENGINE_ROLE, installedNames, NAMED_VERBS, type Verb } from "./rbac.ts";
-import { type AccessCheck, reviewAccess } from "./self_access.ts";
+import { ENGINE_ROLE, type Verb } from "./rbac.ts";
+import { type AccessCheck, partChecks, reviewAccess } from "./self_access.ts";
 import { GLOBAL_ENGINE_SERVICE } from "../api/global_engine.ts";
 import type { ListAnswer } from "./first_lists.ts";
 
@@ -53,6 +53,14 @@ export interface PreflightOptions {
    * (say, list and watch of istiod's EndpointSlices: a Role in istiod's namespace).
    */
   alsoChecks?: readonly { check: AccessCheck; grantedBy: string }[];
+  /**
+   * When given, the access to check instead of the table's rows of `types` and `alsoUses`, and
+   * the problem their denial makes (run_checks.ts: each enabled controller's roles).
+   */
+  access?: {
+    checks: readonly AccessCheck[];
+    forbidden: (denied: readonly AccessCheck[]) => Problem;
+  };
   /** List probes in flight at once, and access reviews (self_access.ts); default 16 each. */
   parallel?: number;
 }
@@ -69,28 +77,10 @@ function crdHint(type: ResourceType, ownGroups: readonly string[]): string {
 }
 
 function accessChecks(types: readonly ResourceType[], leaseNamespace?: string): AccessCheck[] {
-  const checks: AccessCheck[] = [];
-  const named = installedNames();
-  for (const type of types) {
-    const access = accessOf(type);
-    const namespace = access.scope === "lease-namespace"
-      ? leaseNamespace
-      : access.scope === "engine-namespace"
-      ? GLOBAL_ENGINE_SERVICE.namespace
-      : undefined;
-    if (access.scope === "lease-namespace" && !leaseNamespace) continue;
-    for (const verb of access.verbs) {
-      const name = NAMED_VERBS.includes(verb) ? named[type.kind]?.[0] : undefined;
-      checks.push({ type, verb, namespace, ...(name ? { name } : {}) });
-    }
-    for (const verb of access.status ?? []) {
-      checks.push({ type, verb, subresource: "status", namespace });
-    }
-    for (const verb of access.finalizers ?? []) {
-      checks.push({ type, verb, subresource: "finalizers", namespace });
-    }
-  }
-  return checks;
+  return partChecks(undefined, types, {
+    "lease-namespace": leaseNamespace,
+    "engine-namespace": GLOBAL_ENGINE_SERVICE.namespace,
+  });
 }
 
 function connectionProblem(err: ApiError, opts: PreflightOptions): Problem | undefined {
@@ -125,7 +115,8 @@ export async function preflight(cluster: Cluster, opts: PreflightOptions): Promi
   // not for the probes and then the reviews. A type found missing has its reviews dropped after.
   const reviewed = unique([...types.map((t) => t.type), ...(opts.alsoUses ?? [])]);
   const extra = opts.alsoChecks ?? [];
-  const allChecks = [...accessChecks(reviewed, opts.leaseNamespace), ...extra.map((e) => e.check)];
+  const table = opts.access?.checks ?? accessChecks(reviewed, opts.leaseNamespace);
+  const allChecks = [...table, ...extra.map((e) => e.check)];
   const probe = ({ type }: CheckedType) =>
     opts.listed?.(type) ??
       cluster.list(type, { limit: 1 }).then(() => undefined, (err: unknown) => err);
@@ -170,7 +161,8 @@ export async function preflight(cluster: Cluster, opts: PreflightOptions): Promi
   const kept = allChecks.map((c) => !dropped.has(resourceName(c.type)));
   errors.push(...reviewErrors.filter((e, i): e is string => e !== undefined && kept[i]));
   const denied = allChecks.filter((_, i) => kept[i] && !reviews[i]);
-  if (denied.length > 0) {
+  if (denied.length > 0 && opts.access) problems.push(opts.access.forbidden(denied));
+  else if (denied.length > 0) {
     const first = allChecks.length - extra.length;
     const grants = extra.filter((_, k) => kept[first + k] && !reviews[first + k]).map((e) =>
       e.grantedBy
@@ -217,15 +209,29 @@ function unique(types: ResourceType[]): ResourceType[] {
 /** Denied verbs named in the message itself; the rest go to `details`. */
 const LISTED = 4;
 
-function forbiddenProblem(denied: AccessCheck[], table: boolean, grants: string[]): Problem {
+/** Denied checks as `verbs resource[ in namespace N]`, one entry per resource. */
+export function deniedText(denied: readonly AccessCheck[]): string[] {
   const byResource = new Map<string, Verb[]>();
   for (const c of denied) {
     const where = c.namespace ? ` in namespace ${c.namespace}` : "";
     const key = `${resourceName(c.type, c.subresource)}${where}`;
-    byResource.set(key, [...(byResource.get(key) ?? []), c.verb]);
+    const verbs = byResource.get(key) ?? [];
+    if (!verbs.includes(c.verb)) verbs.push(c.verb);
+    byResource.set(key, verbs);
   }
-  const all = [...byResource].map(([res, verbs]) => `${verbs.join(",")} ${res}`);
+  return [...byResource].map(([res, verbs]) => `${verbs.join(",")} ${res}`);
+}
+
+/** The message naming the first denied resources, the rest in details, and then `fixes`. */
+export function forbiddenMessage(all: readonly string[], fixes: readonly string[]): Problem {
   const more = all.length > LISTED ? ` and ${all.length - LISTED} more resources` : "";
+  const message = `RBAC forbids the operator to ${all.slice(0, LISTED).join("; ")}${more}: ${
+    fixes.join("; ")
+  }`;
+  return { kind: "forbidden", message, details: [...all] };
+}
+
+function forbiddenProblem(denied: AccessCheck[], table: boolean, grants: string[]): Problem {
   const fixes = [
     ...(table
       ? [
@@ -234,8 +240,5 @@ function forbiddenProblem(denied: AccessCheck[], table: boolean, grants: string[
       : []),
     ...grants,
   ];
-  const message = `RBAC forbids the operator to ${all.slice(0, LISTED).join("; ")}${more}: ${
-    fixes.join("; ")
-  }`;
-  return { kind: "forbidden", message, details: all };
+  return forbiddenMessage(deniedText(denied), fixes);
 }

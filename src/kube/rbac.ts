@@ -1,17 +1,27 @@
 /**
  * The operator's RBAC, in one place: for every resource type it knows (RESOURCES), the verbs it
- * uses. `deploy/rbac.yaml` is generated from this table (`deno task deploy`) and a test fails when
- * the two differ or a type has no row, so the ClusterRole grants what the code uses and no more.
- * No `escalate`, no `bind`, no wildcard: what the modules' RBAC grants, the operator holds in a
- * role of its own (module_grants.ts), and get, patch and delete of the cluster-scoped objects it
- * installs are limited to their names.
+ * uses and which part of the operator uses them (the operator itself, one of its controllers, the
+ * global rate limit engine). deploy/'s roles are generated from this table (`deno task deploy`):
+ * deploy/base/rbac.yaml the operator's own, and one kustomize component per controller
+ * (deploy/ratelimit, deploy/scaler, deploy/serverless) with that controller's roles only; a test
+ * fails when they differ or a type has no row, so each role grants what its code uses and no more.
+ * No `escalate`, no `bind`, no wildcard: what a module's RBAC grants, the operator holds in a role
+ * of that module's own (module_grants.ts), and get, patch and delete of the cluster-scoped objects
+ * it installs are limited to their names.
  */
 import { RESOURCES } from "../api/resources.ts";
 import { SCALER_MODULE } from "../controllers/scaler.ts";
 import { SERVERLESS_MODULE } from "../controllers/serverless.ts";
+import { CONTROLLER_NAMES, type ControllerName } from "../controllers/registry.ts";
 import { KEDA_CLUSTER_OBJECTS } from "../reconcile/scaler/names.ts";
 import type { KubeObject, ResourceType } from "../api/object.ts";
-import { moduleGrants, moduleRbacNames, type PolicyRule } from "./module_grants.ts";
+import {
+  MODULE_CONTROLLERS,
+  type ModuleController,
+  moduleGrants,
+  moduleRbacNames,
+  type PolicyRule,
+} from "./module_grants.ts";
 
 /** A Kubernetes RBAC verb the operator uses. */
 export type Verb =
@@ -25,6 +35,17 @@ export type Verb =
 
 /** Where a grant holds: cluster-wide, or in one namespace by a Role there. */
 export type AccessScope = "cluster" | "lease-namespace" | "engine-namespace";
+
+/**
+ * Who needs a grant, and so which roles hold it: the operator itself whatever it serves
+ * (deploy/base), one controller (its kustomize component deploy/<name>, its Helm value
+ * modules.<name>.enabled), or the global rate limit engine (deploy/global-engine, with
+ * `--global-redis-secret`).
+ */
+export type RbacPart = "operator" | ControllerName | "global-engine";
+
+/** Every part, in the order its roles are written. */
+export const RBAC_PARTS: readonly RbacPart[] = ["operator", ...CONTROLLER_NAMES, "global-engine"];
 
 /** What the operator does with one resource type. */
 export interface Access {
@@ -43,6 +64,8 @@ export interface Access {
    * (deploy/global-engine), needed only with `--global-redis-secret`.
    */
   scope?: AccessScope;
+  /** The parts that use these verbs (a part using fewer: PART_ACCESS). */
+  for: readonly RbacPart[];
   /** Why the operator needs it. */
   why: string;
 }
@@ -56,95 +79,192 @@ const CACHED: readonly Verb[] = ["list", "watch"];
  */
 const INSTALLED: readonly Verb[] = ["get", "list", "watch", "create", "patch", "delete"];
 
+/** The module controllers: what they install they also hold (module_grants.ts). */
+const MODULES: readonly RbacPart[] = MODULE_CONTROLLERS;
+
 /** The verbs per kind of RESOURCES. Every kind has a row; an empty row means the operator never calls the API for it. */
 export const ACCESS: Readonly<Record<string, Access>> = {
   Serverless: {
     verbs: [...CACHED, "patch"],
     status: ["patch"],
     finalizers: ["update"],
+    for: ["serverless"],
     why: "primary: watched; finalizer by JSON patch; status by apply",
   },
   Scaler: {
     verbs: [...CACHED, "patch"],
     status: ["patch"],
     finalizers: ["update"],
+    for: ["scaler"],
     why: "primary: watched; finalizer by JSON patch; status by apply",
   },
   RateLimit: {
     verbs: [...CACHED, "patch"],
     status: ["patch"],
     finalizers: ["update"],
+    for: ["ratelimit"],
     why: "primary: watched; finalizer by JSON patch; status by apply",
   },
-  EnvoyFilter: { verbs: INSTALLED, why: "the rate limit filters the operator generates" },
-  Namespace: { verbs: [], why: "not called" },
-  Pod: { verbs: CACHED, why: "the pods a RateLimit selects (conflicts between RateLimits)" },
-  Service: { verbs: INSTALLED, why: "module workloads" },
-  ServiceAccount: { verbs: INSTALLED, why: "module workloads" },
-  ConfigMap: { verbs: INSTALLED, why: "module configuration" },
+  EnvoyFilter: {
+    verbs: INSTALLED,
+    for: ["ratelimit"],
+    why: "the rate limit filters the operator generates",
+  },
+  Namespace: { verbs: [], for: [], why: "not called" },
+  Pod: {
+    verbs: CACHED,
+    for: ["ratelimit"],
+    why: "the pods a RateLimit selects (conflicts between RateLimits)",
+  },
+  Service: { verbs: INSTALLED, for: MODULES, why: "module workloads" },
+  ServiceAccount: { verbs: INSTALLED, for: MODULES, why: "module workloads" },
+  ConfigMap: { verbs: INSTALLED, for: ["serverless"], why: "module configuration" },
   Secret: {
     verbs: CACHED,
     scope: "engine-namespace",
+    for: ["global-engine"],
     why: "the Redis Secret of --global-redis-secret, watched in the engine's namespace only",
   },
-  Event: { verbs: ["create"], why: "Kubernetes Events about the reconciled objects" },
-  Deployment: { verbs: INSTALLED, why: "module workloads; their conditions are verified" },
+  Event: {
+    verbs: ["create"],
+    for: ["operator"],
+    why: "Kubernetes Events about the reconciled objects",
+  },
+  Deployment: {
+    verbs: INSTALLED,
+    for: MODULES,
+    why: "module workloads; their conditions are verified",
+  },
   PodDisruptionBudget: {
     verbs: INSTALLED,
     scope: "engine-namespace",
+    for: ["global-engine"],
     why: "the global rate limit engine's PodDisruptionBudget",
   },
   NetworkPolicy: {
     verbs: INSTALLED,
     scope: "engine-namespace",
+    for: ["global-engine"],
     why: "the global rate limit engine's NetworkPolicy (its debug port for the operator only)",
   },
   Lease: {
     verbs: ["get", "list", "watch", "create", "update", "delete"],
     scope: "lease-namespace",
+    for: ["operator"],
     why: "leader election; the module claims (watched, created, stale ones deleted)",
   },
-  TokenReview: { verbs: ["create"], why: "/metrics: authenticates a scraper's bearer token" },
-  SubjectAccessReview: { verbs: ["create"], why: "/metrics: may that scraper get /metrics" },
-  ClusterRole: { verbs: INSTALLED, why: "module RBAC (its rules: module_grants.ts)" },
-  ClusterRoleBinding: { verbs: INSTALLED, why: "module RBAC" },
-  Role: { verbs: INSTALLED, why: "module RBAC (its rules: module_grants.ts)" },
-  RoleBinding: { verbs: INSTALLED, why: "module RBAC" },
-  CustomResourceDefinition: { verbs: INSTALLED, why: "the modules' CRDs (Function, KEDA)" },
-  APIService: { verbs: INSTALLED, why: "KEDA's external metrics API" },
-  ValidatingWebhookConfiguration: { verbs: INSTALLED, why: "KEDA's admission webhook" },
-  Function: { verbs: CACHED, why: "user objects that block Serverless deletion" },
-  ScaledObject: { verbs: CACHED, why: "user objects that block Scaler deletion" },
-  ScaledJob: { verbs: CACHED, why: "user objects that block Scaler deletion" },
-  TriggerAuthentication: { verbs: CACHED, why: "user objects that block Scaler deletion" },
-  ClusterTriggerAuthentication: { verbs: CACHED, why: "user objects that block Scaler deletion" },
-  CloudEventSource: { verbs: CACHED, why: "user objects that block Scaler deletion" },
-  ClusterCloudEventSource: { verbs: CACHED, why: "user objects that block Scaler deletion" },
+  TokenReview: {
+    verbs: ["create"],
+    for: ["operator"],
+    why: "/metrics: authenticates a scraper's bearer token",
+  },
+  SubjectAccessReview: {
+    verbs: ["create"],
+    for: ["operator"],
+    why: "/metrics: may that scraper get /metrics",
+  },
+  ClusterRole: { verbs: INSTALLED, for: MODULES, why: "module RBAC (its rules: module_grants.ts)" },
+  ClusterRoleBinding: { verbs: INSTALLED, for: MODULES, why: "module RBAC" },
+  Role: { verbs: INSTALLED, for: MODULES, why: "module RBAC (its rules: module_grants.ts)" },
+  RoleBinding: { verbs: INSTALLED, for: MODULES, why: "module RBAC" },
+  CustomResourceDefinition: {
+    verbs: INSTALLED,
+    for: MODULES,
+    why: "the modules' CRDs (Function, KEDA)",
+  },
+  APIService: { verbs: INSTALLED, for: ["scaler"], why: "KEDA's external metrics API" },
+  ValidatingWebhookConfiguration: {
+    verbs: INSTALLED,
+    for: ["scaler"],
+    why: "KEDA's admission webhook",
+  },
+  Function: {
+    verbs: CACHED,
+    for: ["serverless"],
+    why: "user objects that block Serverless deletion",
+  },
+  ScaledObject: { verbs: CACHED, for: ["scaler"], why: "user objects that block Scaler deletion" },
+  ScaledJob: { verbs: CACHED, for: ["scaler"], why: "user objects that block Scaler deletion" },
+  TriggerAuthentication: {
+    verbs: CACHED,
+    for: ["scaler"],
+    why: "user objects that block Scaler deletion",
+  },
+  ClusterTriggerAuthentication: {
+    verbs: CACHED,
+    for: ["scaler"],
+    why: "user objects that block Scaler deletion",
+  },
+  CloudEventSource: {
+    verbs: CACHED,
+    for: ["scaler"],
+    why: "user objects that block Scaler deletion",
+  },
+  ClusterCloudEventSource: {
+    verbs: CACHED,
+    for: ["scaler"],
+    why: "user objects that block Scaler deletion",
+  },
 };
 
 export type { PolicyRule };
 
+/**
+ * What a part uses of a type beyond the rows whose `for` names it: fewer verbs, or another scope.
+ * The RateLimit controller only watches CRDs (is Istio's EnvoyFilter installed); the global
+ * engine's controller installs its ServiceAccount, Deployment and Service in its namespace only.
+ */
+export const PART_ACCESS: Readonly<Partial<Record<RbacPart, Readonly<Record<string, Access>>>>> = {
+  ratelimit: {
+    CustomResourceDefinition: {
+      verbs: CACHED,
+      for: ["ratelimit"],
+      why: "whether Istio's EnvoyFilter CRD is installed",
+    },
+  },
+  "global-engine": Object.fromEntries(
+    ["ServiceAccount", "Deployment", "Service"].map((kind) => [kind, {
+      verbs: INSTALLED,
+      scope: "engine-namespace",
+      for: ["global-engine"],
+      why: "the global rate limit engine's workload, in its namespace only",
+    }]),
+  ),
+};
+
 /** Verbs that name one object, so a rule can list the names (list, watch and create cannot). */
 export const NAMED_VERBS: readonly Verb[] = ["get", "patch", "delete"];
 
+/** The module controllers among `part` (none but itself for a module, none for other parts). */
+function modulesOf(part?: RbacPart): readonly ModuleController[] {
+  if (part === undefined) return MODULE_CONTROLLERS;
+  return MODULE_CONTROLLERS.filter((m) => m === part);
+}
+
 /**
  * The names of the cluster-scoped objects the operator installs, by kind: its get, patch and
- * delete of these kinds are limited to them.
+ * delete of these kinds are limited to them. Those `part` installs, or every part's.
  */
-export function installedNames(): Readonly<Record<string, readonly string[]>> {
+export function installedNames(part?: RbacPart): Readonly<Record<string, readonly string[]>> {
+  const modules = modulesOf(part);
+  if (modules.length === 0) return {};
   // The modules' user types are the kinds of the CRDs they install (tests/controllers).
-  const crds = [...SERVERLESS_MODULE.userTypes, ...SCALER_MODULE.userTypes]
-    .map((t) => `${t.plural}.${t.group}`);
+  const kinds = { serverless: SERVERLESS_MODULE, scaler: SCALER_MODULE };
+  const crds = modules.flatMap((m) => kinds[m].userTypes).map((t) => `${t.plural}.${t.group}`);
   return {
     CustomResourceDefinition: crds.sort(),
-    APIService: [KEDA_CLUSTER_OBJECTS.apiService],
-    ValidatingWebhookConfiguration: [KEDA_CLUSTER_OBJECTS.webhook],
-    ClusterRole: moduleRbacNames("ClusterRole"),
-    ClusterRoleBinding: moduleRbacNames("ClusterRoleBinding"),
+    ...(modules.includes("scaler")
+      ? {
+        APIService: [KEDA_CLUSTER_OBJECTS.apiService],
+        ValidatingWebhookConfiguration: [KEDA_CLUSTER_OBJECTS.webhook],
+      }
+      : {}),
+    ClusterRole: moduleRbacNames("ClusterRole", modules),
+    ClusterRoleBinding: moduleRbacNames("ClusterRoleBinding", modules),
   };
 }
 
-/** The access of a resource type; throws when the table has no row for it. */
+/** The access of a resource type (every part's); throws when the table has no row for it. */
 export function accessOf(type: ResourceType): Access {
   const row = ACCESS[type.kind];
   if (!row) {
@@ -153,6 +273,13 @@ export function accessOf(type: ResourceType): Access {
     );
   }
   return row;
+}
+
+/** What `part` uses of a resource type (undefined: nothing); with no part, every part's. */
+export function partAccessOf(type: ResourceType, part?: RbacPart): Access | undefined {
+  const row = accessOf(type);
+  if (part === undefined || row.for.includes(part)) return row;
+  return PART_ACCESS[part]?.[type.kind];
 }
 
 const VERB_ORDER: readonly Verb[] = [
@@ -166,13 +293,14 @@ const VERB_ORDER: readonly Verb[] = [
 ];
 
 /**
- * The rules of one scope: one rule per API group and verb set, resources sorted, so the YAML is
- * stable and easy to review.
+ * The rules of one scope, of one part or (without `part`) the whole operator's: one rule per API
+ * group and verb set, resources sorted, so the YAML is stable and easy to review.
  */
 export function rulesFor(
   scope: AccessScope,
+  part?: RbacPart,
   types: readonly ResourceType[] = Object.values(RESOURCES),
-  named: Readonly<Record<string, readonly string[]>> = installedNames(),
+  named: Readonly<Record<string, readonly string[]>> = installedNames(part),
 ): PolicyRule[] {
   const grouped = new Map<string, PolicyRule>();
   const add = (
@@ -195,8 +323,8 @@ export function rulesFor(
     grouped.set(key, rule);
   };
   for (const type of types) {
-    const access = accessOf(type);
-    if ((access.scope ?? "cluster") !== scope) continue;
+    const access = partAccessOf(type, part);
+    if (!access || (access.scope ?? "cluster") !== scope) continue;
     const names = named[type.kind];
     if (names) {
       add(type.group, type.plural, access.verbs.filter((v) => !NAMED_VERBS.includes(v)));
@@ -216,10 +344,9 @@ export function rulesFor(
 export interface RbacNames {
   namespace: string;
   serviceAccount: string;
+  /** The operator's own ClusterRole; each controller's is this name and `-<controller>`. */
   clusterRole: string;
   leaseRole: string;
-  /** The ClusterRole and Role holding what the modules' RBAC grants (module_grants.ts). */
-  grantsRole: string;
   /** The ClusterRole to bind a scraper of /metrics to (bound to nobody here). */
   metricsReader: string;
 }
@@ -230,15 +357,66 @@ export const DEFAULT_RBAC_NAMES: RbacNames = {
   serviceAccount: "platform-operator",
   clusterRole: "platform-operator",
   leaseRole: "platform-operator-leader-election",
-  grantsRole: "platform-operator-module-grants",
   metricsReader: "platform-operator-metrics-reader",
 };
+
+/** The name of the operator's Role in the global rate limit engine's namespace. */
+export const ENGINE_ROLE = "platform-operator-global-engine";
+
+/** The name of the role (ClusterRole; the engine's: Role) holding `part`'s own rules. */
+export function partRoleName(part: RbacPart, names: RbacNames = DEFAULT_RBAC_NAMES): string {
+  if (part === "operator") return names.clusterRole;
+  if (part === "global-engine") return ENGINE_ROLE;
+  return `${names.clusterRole}-${part}`;
+}
+
+/**
+ * The name of the ClusterRole, and of the Role in the module's namespace, holding what the RBAC
+ * of `module` grants (module_grants.ts).
+ */
+export function grantsRoleName(
+  module: ModuleController,
+  names: RbacNames = DEFAULT_RBAC_NAMES,
+): string {
+  return `${names.clusterRole}-${module}-grants`;
+}
 
 /** The labels of the objects deploy/ installs for the operator itself. */
 export const OPERATOR_OBJECT_LABELS: Readonly<Record<string, string>> = {
   "app.kubernetes.io/name": "platform-operator",
   "app.kubernetes.io/part-of": "platform-operator",
 };
+
+const RBAC_API = "rbac.authorization.k8s.io/v1";
+
+/** A role of `kind` named `name` with `rules`, and its binding to the operator's ServiceAccount. */
+function boundRole(
+  kind: "ClusterRole" | "Role",
+  name: string,
+  rules: PolicyRule[],
+  names: RbacNames,
+  namespace?: string,
+): KubeObject[] {
+  const metadata = {
+    name,
+    ...(kind === "Role" ? { namespace: namespace ?? names.namespace } : {}),
+    labels: { ...OPERATOR_OBJECT_LABELS },
+  };
+  return [
+    { apiVersion: RBAC_API, kind, metadata, rules },
+    {
+      apiVersion: RBAC_API,
+      kind: `${kind}Binding`,
+      metadata,
+      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind, name },
+      subjects: [{
+        kind: "ServiceAccount",
+        name: names.serviceAccount,
+        namespace: names.namespace,
+      }],
+    },
+  ];
+}
 
 /**
  * A Role `name` in `namespace` with `rules`, and its binding to the operator's ServiceAccount: what
@@ -250,103 +428,104 @@ export function namespacedRole(
   rules: PolicyRule[],
   names: RbacNames = DEFAULT_RBAC_NAMES,
 ): KubeObject[] {
-  const rbac = "rbac.authorization.k8s.io/v1";
-  const metadata = { name, namespace, labels: { ...OPERATOR_OBJECT_LABELS } };
-  return [
-    { apiVersion: rbac, kind: "Role", metadata, rules },
-    {
-      apiVersion: rbac,
-      kind: "RoleBinding",
-      metadata,
-      roleRef: { apiGroup: "rbac.authorization.k8s.io", kind: "Role", name },
-      subjects: [{
-        kind: "ServiceAccount",
-        name: names.serviceAccount,
-        namespace: names.namespace,
-      }],
-    },
-  ];
+  return boundRole("Role", name, rules, names, namespace);
 }
 
 /**
- * The operator's roles and their bindings to its ServiceAccount: a ClusterRole granting exactly
- * ACCESS, a Role for its Leases, and a ClusterRole and a Role holding what the modules' RBAC
- * grants (installed into the operator's namespace); and, bound to nobody, the ClusterRole that lets
- * a scraper read /metrics.
+ * The operator's own roles, whatever it serves, and their bindings to its ServiceAccount: a
+ * ClusterRole granting the `operator` rows of ACCESS (Events, the reviews of /metrics' readers), a
+ * Role for its Leases; and, bound to nobody, the ClusterRole that lets a scraper read /metrics.
  */
-export function rbacObjects(names: RbacNames = DEFAULT_RBAC_NAMES): KubeObject[] {
-  const labels = { ...OPERATOR_OBJECT_LABELS };
-  const subjects = [{
-    kind: "ServiceAccount",
-    name: names.serviceAccount,
-    namespace: names.namespace,
-  }];
-  const rbac = "rbac.authorization.k8s.io/v1";
-  const grants = moduleGrants(names.namespace);
-  const role = (kind: "ClusterRole" | "Role", name: string, rules: PolicyRule[]) => {
-    const namespace = kind === "Role" ? { namespace: names.namespace } : {};
-    const roleRef = { apiGroup: "rbac.authorization.k8s.io", kind, name };
-    return [
-      { apiVersion: rbac, kind, metadata: { name, ...namespace, labels }, rules },
-      {
-        apiVersion: rbac,
-        kind: `${kind}Binding`,
-        metadata: { name, ...namespace, labels },
-        roleRef,
-        subjects,
-      },
-    ];
-  };
+export function operatorRbacObjects(names: RbacNames = DEFAULT_RBAC_NAMES): KubeObject[] {
   return [
-    ...role("ClusterRole", names.clusterRole, rulesFor("cluster")),
-    ...role("ClusterRole", names.grantsRole, grants.cluster),
-    ...role("Role", names.leaseRole, rulesFor("lease-namespace")),
-    ...role("Role", names.grantsRole, grants.namespaced),
+    ...boundRole("ClusterRole", names.clusterRole, rulesFor("cluster", "operator"), names),
+    ...boundRole("Role", names.leaseRole, rulesFor("lease-namespace", "operator"), names),
     // What the operator's SubjectAccessReview asks for a scraper (as kubebuilder's metrics-reader).
     {
-      apiVersion: rbac,
+      apiVersion: RBAC_API,
       kind: "ClusterRole",
-      metadata: { name: names.metricsReader, labels },
+      metadata: { name: names.metricsReader, labels: { ...OPERATOR_OBJECT_LABELS } },
       rules: [{ nonResourceURLs: ["/metrics"], verbs: ["get"] }],
     },
   ];
 }
 
 /**
- * The module grants Role and its binding in `namespace`: what a cluster admin applies there before
- * a Serverless or Scaler is created in a namespace other than the operator's own (deploy/ has it
- * for platform-system only).
+ * One controller's roles and their bindings to the operator's ServiceAccount: a ClusterRole
+ * granting its rows of ACCESS and, for a module, a ClusterRole and a Role (in the operator's
+ * namespace, where the module is installed) holding what the module's RBAC grants.
+ */
+export function controllerRbacObjects(
+  controller: ControllerName,
+  names: RbacNames = DEFAULT_RBAC_NAMES,
+): KubeObject[] {
+  const own = boundRole(
+    "ClusterRole",
+    partRoleName(controller, names),
+    rulesFor("cluster", controller),
+    names,
+  );
+  const module = MODULE_CONTROLLERS.find((m) => m === controller);
+  if (!module) return own;
+  const grants = moduleGrants(names.namespace, [module]);
+  const name = grantsRoleName(module, names);
+  return [
+    ...own,
+    ...boundRole("ClusterRole", name, grants.cluster, names),
+    ...(grants.namespaced.length > 0 ? boundRole("Role", name, grants.namespaced, names) : []),
+  ];
+}
+
+/** The roles of an operator running `controllers` (default all): its own and theirs. */
+export function rbacObjects(
+  names: RbacNames = DEFAULT_RBAC_NAMES,
+  controllers: readonly ControllerName[] = CONTROLLER_NAMES,
+): KubeObject[] {
+  return [
+    ...operatorRbacObjects(names),
+    ...controllers.flatMap((c) => controllerRbacObjects(c, names)),
+  ];
+}
+
+/**
+ * The module grants Roles and their bindings in `namespace`: what a cluster admin applies there
+ * before a Serverless or Scaler is created in a namespace other than the operator's own (deploy/
+ * has them for platform-system only).
  */
 export function moduleGrantsRole(
   namespace: string,
   names: RbacNames = DEFAULT_RBAC_NAMES,
 ): KubeObject[] {
-  return rbacObjects({ ...names, namespace })
-    .filter((o) => o.metadata.name === names.grantsRole && o.metadata.namespace)
-    .map((o) =>
-      o.kind === "RoleBinding"
-        ? {
-          ...o,
-          subjects: [{
-            kind: "ServiceAccount",
-            name: names.serviceAccount,
-            namespace: names.namespace,
-          }],
-        }
-        : o
-    );
+  return MODULE_CONTROLLERS.flatMap((m) =>
+    controllerRbacObjects(m, { ...names, namespace })
+      .filter((o) => o.metadata.name === grantsRoleName(m, names) && o.metadata.namespace)
+      .map((o) =>
+        o.kind === "RoleBinding"
+          ? {
+            ...o,
+            subjects: [{
+              kind: "ServiceAccount",
+              name: names.serviceAccount,
+              namespace: names.namespace,
+            }],
+          }
+          : o
+      )
+  );
 }
 
-/** The name of the operator's Role in the global rate limit engine's namespace. */
-export const ENGINE_ROLE = "platform-operator-global-engine";
-
 /**
- * The Role in `namespace` (the engine's, GLOBAL_ENGINE_SERVICE's) granting the `engine-namespace`
- * rows of ACCESS, and its binding to the operator's ServiceAccount (deploy/global-engine).
+ * The Role in `namespace` (the engine's, GLOBAL_ENGINE_SERVICE's) granting the global engine's
+ * part of ACCESS, and its binding to the operator's ServiceAccount (deploy/global-engine).
  */
 export function engineRbacObjects(
   namespace: string,
   names: RbacNames = DEFAULT_RBAC_NAMES,
 ): KubeObject[] {
-  return namespacedRole(ENGINE_ROLE, namespace, rulesFor("engine-namespace"), names);
+  return namespacedRole(
+    ENGINE_ROLE,
+    namespace,
+    rulesFor("engine-namespace", "global-engine"),
+    names,
+  );
 }

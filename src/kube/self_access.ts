@@ -8,7 +8,14 @@
  */
 import type { ResourceType } from "../api/object.ts";
 import { type Cluster, inParallel, isApiError } from "../runtime/mod.ts";
-import type { Verb } from "./rbac.ts";
+import {
+  type AccessScope,
+  installedNames,
+  NAMED_VERBS,
+  partAccessOf,
+  type RbacPart,
+  type Verb,
+} from "./rbac.ts";
 
 /** SelfSubjectAccessReview: not in RESOURCES because it needs no grant (system:basic-user allows it). */
 export const SELF_SUBJECT_ACCESS_REVIEW: ResourceType = {
@@ -145,4 +152,39 @@ export async function reviewAccess(
   const asked = await inParallel(open, parallel, (i) => accessReview(cluster, checks[i]));
   open.forEach((i, k) => answers[i] = asked[k]);
   return answers as AccessAnswer[];
+}
+
+/**
+ * The checks of what `part` (without: the whole operator) does with `types` (its rows of
+ * ACCESS), each where its scope holds:
+ * cluster-wide, or in the namespace `namespaces` gives the scope (a scope without one is not
+ * checked: no leader election, no Lease). A named verb is checked on one of the part's names.
+ */
+export function partChecks(
+  part: RbacPart | undefined,
+  types: readonly ResourceType[],
+  namespaces: Partial<Record<AccessScope, string>>,
+): AccessCheck[] {
+  const named = installedNames(part);
+  return types.flatMap((type) => {
+    const access = partAccessOf(type, part);
+    if (!access) return [];
+    const scope = access.scope ?? "cluster";
+    const namespace = scope === "cluster" ? undefined : namespaces[scope];
+    if (scope !== "cluster" && !namespace) return [];
+    const where = namespace ? { namespace } : {};
+    return [
+      ...access.verbs.map((verb): AccessCheck => {
+        const name = NAMED_VERBS.includes(verb) ? named[type.kind]?.[0] : undefined;
+        return { type, verb, ...where, ...(name ? { name } : {}) };
+      }),
+      ...(access.status ?? []).map((verb) => ({ type, verb, subresource: "status", ...where })),
+      ...(access.finalizers ?? []).map((verb) => ({
+        type,
+        verb,
+        subresource: "finalizers",
+        ...where,
+      })),
+    ];
+  });
 }

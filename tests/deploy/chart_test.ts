@@ -54,7 +54,7 @@ Deno.test("helm template with the default values gives exactly kubectl kustomize
   const kustomize = await run((await binaryPaths()).kubectl, ["kustomize", DEPLOY]);
   assert.ok(kustomize.ok, kustomize.err);
   const fromHelm = objects(helm.out);
-  assert.equal(fromHelm.length, 18);
+  assert.equal(fromHelm.length, 28);
   assert.deepEqual(fromHelm, objects(kustomize.out));
 });
 
@@ -138,7 +138,7 @@ Deno.test("istiodService gives exactly deploy/ with the deploy/istiod component,
     const kustomize = await run((await binaryPaths()).kubectl, ["kustomize", dir]);
     assert.ok(kustomize.ok, kustomize.err);
     const fromHelm = objects(helm.out);
-    assert.equal(fromHelm.length, 20);
+    assert.equal(fromHelm.length, 30);
     assert.deepEqual(fromHelm, objects(kustomize.out));
     // Another Service: the Role goes to its namespace, the variable names it.
     const other = objects((await template("--set=istiodService=mesh/istiod-canary")).out);
@@ -167,7 +167,7 @@ Deno.test("globalEngine.redisSecret gives exactly deploy/ with the deploy/global
     const kustomize = await run((await binaryPaths()).kubectl, ["kustomize", dir]);
     assert.ok(kustomize.ok, kustomize.err);
     const fromHelm = objects(helm.out);
-    assert.equal(fromHelm.length, 23);
+    assert.equal(fromHelm.length, 33);
     assert.deepEqual(fromHelm, objects(kustomize.out));
   });
   // Another Secret and an image: both variables.
@@ -191,5 +191,68 @@ Deno.test("globalEngine.redisSecret gives exactly deploy/ with the deploy/global
     const refused = await template(...bad);
     assert.equal(refused.ok, false, bad.join(" "));
     assert.match(refused.err, /globalEngine/, bad.join(" "));
+  }
+});
+
+Deno.test("modules: only modules.ratelimit enabled gives exactly deploy/variants/ratelimit-only", async () => {
+  const helm = await template(
+    "--include-crds",
+    "--set=modules.scaler.enabled=false",
+    "--set=modules.serverless.enabled=false",
+  );
+  assert.ok(helm.ok, helm.err);
+  const variant = join(DEPLOY, "variants", "ratelimit-only");
+  const kustomize = await run((await binaryPaths()).kubectl, ["kustomize", variant]);
+  assert.ok(kustomize.ok, kustomize.err);
+  const fromHelm = objects(helm.out);
+  assert.equal(fromHelm.length, 20);
+  assert.deepEqual(fromHelm, objects(kustomize.out));
+  // Another choice: each enabled module brings its roles, the flag names them, the other is refused.
+  const two = objects((await template("--set=modules.serverless.enabled=false")).out);
+  const names = two.map((o) => `${o.kind}/${o.metadata.name}`);
+  for (
+    const n of ["ClusterRole/platform-operator-scaler", "ClusterRole/platform-operator-ratelimit"]
+  ) {
+    assert.ok(names.includes(n), n);
+  }
+  assert.ok(names.includes("ValidatingAdmissionPolicy/platform-operator-serverless-not-served"));
+  assert.ok(!names.some((n) => n.includes("platform-operator-serverless-grants")));
+  assert.match(JSON.stringify(two), /"--controllers=scaler,ratelimit"/);
+});
+
+Deno.test("modules: a values file cannot enable a module without its roles, nor run no controller", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const cases: [string, string, RegExp][] = [
+      // A module's roles have no key of their own: they come and go with `enabled`.
+      ["roles-off", "modules:\n  scaler:\n    enabled: true\n    roles: false\n", /roles/],
+      [
+        "rbac-off",
+        "modules:\n  ratelimit:\n    enabled: true\n    rbac: { create: false }\n",
+        /rbac/,
+      ],
+      ["string", 'modules:\n  serverless:\n    enabled: "yes"\n', /modules\/serverless\/enabled/],
+      [
+        "none",
+        "modules:\n  serverless: { enabled: false }\n  scaler: { enabled: false }\n  ratelimit: { enabled: false }\n",
+        /modules/,
+      ],
+      [
+        "engine-without-ratelimit",
+        'modules:\n  ratelimit: { enabled: false }\nglobalEngine:\n  redisSecret: platform-ratelimit/redis\n  image: ""\n',
+        /modules\/ratelimit\/enabled/,
+      ],
+      ["unknown-module", "modules:\n  keda: { enabled: true }\n", /keda/],
+    ];
+    for (const [name, text, names] of cases) {
+      const file = join(dir, `${name}.yaml`);
+      await Deno.writeTextFile(file, text);
+      const r = await template("-f", file);
+      assert.equal(r.ok, false, name);
+      assert.match(r.err, /values don't meet the specifications of the schema/, name);
+      assert.match(r.err, names, `${name}: ${r.err}`);
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
   }
 });

@@ -1,9 +1,11 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
+import { parse } from "yaml";
 import { readYamlFiles } from "../../src/cli/crds.ts";
 import { staleDeployFiles } from "../../src/cli/deploy.ts";
 import { RUN_FLAGS } from "../../src/cli/run_flags.ts";
-import { rulesFor } from "../../src/kube/rbac.ts";
+import { partRoleName, rulesFor } from "../../src/kube/rbac.ts";
+import { CONTROLLER_NAMES } from "../../src/controllers/registry.ts";
 import { DEPLOY, find, loadKustomization } from "./kustomize.ts";
 
 const manifests = await loadKustomization(DEPLOY);
@@ -82,21 +84,46 @@ Deno.test("the generated files are current (deno task deploy); the CRDs are crds
   // staleDeployFiles above.
   assert.deepEqual(
     folders.sort(),
-    ["global-engine", "helm", "istiod", "monitoring", "operator"],
+    [
+      "base",
+      "global-engine",
+      "helm",
+      "istiod",
+      "monitoring",
+      "operator",
+      "ratelimit",
+      "scaler",
+      "serverless",
+      "variants",
+    ],
     "no other folder",
   );
 });
 
-Deno.test("RBAC: no wildcard, exactly the generated rules, bound to the operator's ServiceAccount", () => {
-  const [role] = find(manifests, "ClusterRole", "platform-operator") as unknown as Doc[];
-  for (const rule of role.rules) {
-    for (const field of ["apiGroups", "resources", "verbs"] as const) {
-      assert.ok(!rule[field].includes("*"), `wildcard in ${field} of ${JSON.stringify(rule)}`);
+Deno.test("deploy/ is deploy/base with every controller's component, and runs every controller", async () => {
+  const k = parse(
+    await Deno.readTextFile(join(DEPLOY, "kustomization.yaml")),
+  );
+  assert.deepEqual(k.resources, ["base"]);
+  assert.deepEqual([...k.components].sort(), [...CONTROLLER_NAMES].sort());
+  const [d] = find(manifests, "Deployment") as unknown as Doc[];
+  const args = d.spec.template.spec.containers[0].args;
+  assert.ok(!args.some((a) => a.startsWith("--controllers")), args.join(" "));
+});
+
+Deno.test("RBAC: no wildcard, exactly the generated rules of each part, bound to the operator's ServiceAccount", () => {
+  for (const part of ["operator", ...CONTROLLER_NAMES] as const) {
+    const [role] = find(manifests, "ClusterRole", partRoleName(part)) as unknown as Doc[];
+    assert.ok(role, `ClusterRole ${partRoleName(part)}`);
+    for (const rule of role.rules) {
+      for (const field of ["apiGroups", "resources", "verbs"] as const) {
+        assert.ok(!rule[field].includes("*"), `wildcard in ${field} of ${JSON.stringify(rule)}`);
+      }
     }
+    assert.deepEqual(role.rules, rulesFor("cluster", part), part);
   }
-  assert.deepEqual(role.rules, rulesFor("cluster"));
-  const [leases] = find(manifests, "Role") as unknown as Doc[];
-  assert.deepEqual(leases.rules, rulesFor("lease-namespace"));
+  const [leases] = find(manifests, "Role", "platform-operator-leader-election") as unknown as Doc[];
+  assert.deepEqual(leases.rules, rulesFor("lease-namespace", "operator"));
   const [sa] = find(manifests, "ServiceAccount") as unknown as Doc[];
   for (
     const binding of [

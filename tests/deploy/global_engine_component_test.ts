@@ -8,7 +8,7 @@
  */
 import assert from "node:assert/strict";
 import { envName, parseRunFlags } from "../../src/cli/run_flags.ts";
-import { ACCESS } from "../../src/kube/rbac.ts";
+import { partAccessOf } from "../../src/kube/rbac.ts";
 import { RESOURCES } from "../../src/api/resources.ts";
 import { ruleAllows } from "../../src/kube/self_access.ts";
 import {
@@ -73,12 +73,25 @@ Deno.test("deploy/ with components: [deploy/global-engine] is deploy/ plus the e
     ]);
     const get = (kind: string) => added.find((o) => o.kind === kind)!;
 
-    // The Role: exactly the engine-namespace rows; every verb the startup checks ask is allowed.
+    // The Role: exactly the global engine's part of the table (its Secret, and the workload it
+    // installs there: no cluster-wide grant, so it works with deploy/variants/ratelimit-only
+    // too); every verb the startup checks ask is allowed.
     const role = get("Role");
-    const rows = Object.entries(ACCESS).filter(([, a]) => a.scope === "engine-namespace");
+    const rows = Object.values(RESOURCES).flatMap((type) => {
+      const access = partAccessOf(type, "global-engine");
+      return access ? [[type, access] as const] : [];
+    });
+    assert.deepEqual(rows.map(([t]) => t.kind).sort(), [
+      "Deployment",
+      "NetworkPolicy",
+      "PodDisruptionBudget",
+      "Secret",
+      "Service",
+      "ServiceAccount",
+    ]);
     let verbs = 0;
-    for (const [kind, access] of rows) {
-      const type = RESOURCES[kind as keyof typeof RESOURCES];
+    for (const [type, access] of rows) {
+      assert.equal(access.scope, "engine-namespace", type.kind);
       for (const verb of access.verbs) {
         const check = { type, verb, namespace: GLOBAL_ENGINE_SERVICE.namespace };
         assert.ok(role.rules!.some((r) => ruleAllows(r, check)), `${verb} ${type.plural}`);
@@ -100,9 +113,9 @@ Deno.test("deploy/ with components: [deploy/global-engine] is deploy/ plus the e
       resources: DEFAULT_ENGINE_RESOURCES,
     });
     for (const t of [engine.primary, ...engine.watches.map((w) => w.type)]) {
-      const a = ACCESS[t.kind];
-      assert.ok(a.verbs.includes("list") && a.verbs.includes("watch"), t.kind);
-      assert.ok((a.scope ?? "cluster") === "cluster" || a.scope === "engine-namespace", t.kind);
+      const a = partAccessOf(t, "global-engine");
+      assert.ok(a?.verbs.includes("list") && a.verbs.includes("watch"), t.kind);
+      assert.equal(a?.scope, "engine-namespace", t.kind);
     }
     assert.deepEqual(get("RoleBinding").subjects, [{
       kind: "ServiceAccount",

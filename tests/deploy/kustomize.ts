@@ -1,4 +1,7 @@
-/** Reads a kustomization the way `kubectl apply -k` does for the features deploy/ uses: resources (files and folders). */
+/**
+ * Reads a kustomization the way `kubectl apply -k` does for the features deploy/ uses: resources
+ * (files and folders) and components' resources (not patches: kustomizeObjects renders those).
+ */
 import { dirname, isAbsolute, join, relative, resolve } from "node:path";
 import { CACHE_DIR } from "../../tools/cluster/paths.ts";
 import { binaryPaths } from "../../tools/cluster/build.ts";
@@ -18,8 +21,11 @@ export interface Manifest {
 export async function loadKustomization(dir: string, top = dir): Promise<Manifest[]> {
   const path = join(dir, "kustomization.yaml");
   const text = await Deno.readTextFile(path);
-  const k = parseAllDocuments(text)[0].toJS() as { resources?: string[] };
+  const k = parseAllDocuments(text)[0].toJS() as { resources?: string[]; components?: string[] };
   const out: Manifest[] = [];
+  for (const component of k.components ?? []) {
+    out.push(...await loadKustomization(resolve(dir, component), top));
+  }
   for (const entry of k.resources ?? []) {
     const target = resolve(dir, entry);
     const info = await Deno.stat(target).catch(() => {

@@ -1,7 +1,7 @@
 /**
  * The operator's start-up access checks against a real API server, as deploy/'s ServiceAccount:
  * what they send (a rules review per scope, an access review only for what the rules do not
- * cover) and that a grant taken from deploy/'s ClusterRole is named. Run before any operator
+ * cover) and that a grant taken from deploy/'s RateLimit ClusterRole is named, with its controller. Run before any operator
  * replica starts: the grant is taken away for a moment.
  */
 import assert from "node:assert/strict";
@@ -11,7 +11,7 @@ import { parseRunFlags } from "../../src/cli/run_flags.ts";
 import { controllersFor } from "../../src/controllers/registry.ts";
 import { loadConnection } from "../../src/kube/config.ts";
 import { LiveCluster } from "../../src/kube/live_cluster.ts";
-import { DEFAULT_RBAC_NAMES } from "../../src/kube/rbac.ts";
+import { partRoleName } from "../../src/kube/rbac.ts";
 import type { Cluster } from "../../src/runtime/cluster.ts";
 import { operatorRbacYaml } from "../../tools/cluster/operator_identity.ts";
 import { type E2E, waitFor } from "./harness.ts";
@@ -52,7 +52,7 @@ export async function startupAccessChecks(env: E2E): Promise<void> {
     assert.deepEqual(granted.created, ["selfsubjectrulesreviews", "selfsubjectrulesreviews"]);
 
     const role = JSON.parse(
-      await env.kube.must(["get", "clusterrole", DEFAULT_RBAC_NAMES.clusterRole, "-o", "json"]),
+      await env.kube.must(["get", "clusterrole", partRoleName("ratelimit"), "-o", "json"]),
     );
     const rules = role.rules as { resources?: string[] }[];
     role.rules = rules.filter((r) => !r.resources?.includes("ratelimits/status"));
@@ -66,7 +66,7 @@ export async function startupAccessChecks(env: E2E): Promise<void> {
       assert.equal(denied.problems.length, 1, denied.problems.join("\n"));
       assert.match(
         denied.problems[0],
-        /^RBAC forbids the operator to patch ratelimits\.gateway\.platform-project\.io\/status: /,
+        /^RBAC forbids the operator to patch ratelimits\.gateway\.platform-project\.io\/status: controller ratelimit needs ClusterRole platform-operator-ratelimit .*: missing patch ratelimits\.gateway\.platform-project\.io\/status$/,
       );
       assert.deepEqual(
         denied.created.filter((p) => p === "selfsubjectaccessreviews").length,

@@ -18,7 +18,7 @@ import { OPERATOR_USER } from "../../tools/cluster/mod.ts";
 import { REAL_NODE_SKIP } from "../../tools/cluster/real_node_fixtures.ts";
 import { REPO_ROOT } from "../../tools/operator/process.ts";
 import { scrapeHttps } from "../../tools/operator/scrape_https.ts";
-import { DEFAULT_RBAC_NAMES } from "../../src/kube/rbac.ts";
+import { DEFAULT_RBAC_NAMES, partRoleName } from "../../src/kube/rbac.ts";
 import {
   containerProcesses,
   DEPLOYED,
@@ -159,7 +159,7 @@ e2eSuite("deployed", async (env, t) => {
       return rows.filter((l) => /\sReady\s/.test(l)).length === 2 &&
         rows.filter((l) => /\sError\s/.test(l)).length === 1;
     }, { timeoutMs: 120_000 });
-    // Written by the Pods, as the ServiceAccount, with deploy/rbac.yaml's rules only.
+    // Written by the Pods, as the ServiceAccount, with deploy/'s roles only.
     assert.ok(await env.cluster.countWrites({ user: OPERATOR_USER, sinceMs: since }) > 0);
   });
 
@@ -168,7 +168,7 @@ e2eSuite("deployed", async (env, t) => {
     "a rule removed from the role: the denial is reported, nothing is lost",
     async () => {
       const role = JSON.parse(
-        await env.kube.must(["get", "clusterrole", DEPLOYED.name, "-o", "json"]),
+        await env.kube.must(["get", "clusterrole", partRoleName("ratelimit"), "-o", "json"]),
       );
       const before = role.rules.length;
       role.rules = role.rules.filter((r: { apiGroups: string[] }) =>

@@ -28,7 +28,7 @@ import { writeKubeconfig } from "../../tools/cluster/auth.ts";
 import { startIstiodReplica, stopIstiod } from "../../tools/cluster/istiod.ts";
 import { freePorts } from "../../tools/processes.ts";
 import { proxyOfPod, startProxyStandin } from "../../tools/istio-check/proxy-standin/mod.ts";
-import { DEFAULT_RBAC_NAMES } from "../../src/kube/rbac.ts";
+import { DEFAULT_RBAC_NAMES, partRoleName } from "../../src/kube/rbac.ts";
 import { istiodDiscoveryRbac } from "../../src/deploy/istiod_objects.ts";
 import { acceptedOf, injectedDemo, meshTest } from "./mesh_fixtures.ts";
 
@@ -80,16 +80,19 @@ meshTest(
     const standin = await startProxyStandin(b.xds, [proxy], log);
     defer(async () => void await standin.stop());
 
-    // The operator's own identity: deploy/'s ClusterRole and leases Role, nothing of the modules'.
+    // The operator's own identity: deploy/'s own and RateLimit ClusterRoles and leases Role, nothing
+    // of the modules'.
     const user = `system:serviceaccount:${OPERATOR_NS}:${OWN_SA}`;
     await ok(c, ["create", "serviceaccount", OWN_SA, "-n", OPERATOR_NS]);
-    await ok(c, [
-      "create",
-      "clusterrolebinding",
-      OWN_SA,
-      `--clusterrole=${DEFAULT_RBAC_NAMES.clusterRole}`,
-      `--serviceaccount=${OPERATOR_NS}:${OWN_SA}`,
-    ]);
+    for (const role of [DEFAULT_RBAC_NAMES.clusterRole, partRoleName("ratelimit")]) {
+      await ok(c, [
+        "create",
+        "clusterrolebinding",
+        `${OWN_SA}-${role}`,
+        `--clusterrole=${role}`,
+        `--serviceaccount=${OPERATOR_NS}:${OWN_SA}`,
+      ]);
+    }
     await ok(c, [
       "create",
       "rolebinding",

@@ -19,9 +19,16 @@ const TOKEN_DURATION = "720h";
 
 const DEPLOY_DIR = join(import.meta.dirname ?? ".", "..", "..", "deploy");
 
-/** deploy/'s ServiceAccount and RBAC manifests, as one YAML stream (read from the repository). */
+/** deploy/'s ServiceAccount and RBAC manifests (all controllers'), as one YAML stream (read from the repository). */
 export async function operatorRbacYaml(deployDir = DEPLOY_DIR): Promise<string> {
-  const files = ["serviceaccount.yaml", "rbac.yaml"];
+  // The base's and every controller's component's (deploy/ installs all three).
+  const files = [
+    "base/serviceaccount.yaml",
+    "base/rbac.yaml",
+    "ratelimit/rbac.yaml",
+    "scaler/rbac.yaml",
+    "serverless/rbac.yaml",
+  ];
   const texts = await Promise.all(files.map((f) => Deno.readTextFile(join(deployDir, f))));
   for (const [i, text] of texts.entries()) {
     for (const doc of parseAllDocuments(text)) {
