@@ -46,7 +46,6 @@ import { IstiodPoller } from "../kube/istiod_source.ts";
 import { IstiodEndpoints, serviceRefText } from "../kube/istiod_endpoints.ts";
 import { TokenFile } from "../kube/credentials.ts";
 import { engineControllerFor } from "../controllers/engine.ts";
-import { DEFAULT_ENGINE_REPLICAS, DEFAULT_ENGINE_RESOURCES } from "../reconcile/engine/mod.ts";
 
 /** What `runOperator` takes from outside besides its options (tests replace these). */
 export interface RunDeps {
@@ -81,8 +80,8 @@ function engineControllerOf(
     secret,
     image: opts.globalEngineImage,
     ...(opts.globalEngineXdsUrl ? { xdsServerUrl: opts.globalEngineXdsUrl } : {}),
-    replicas: DEFAULT_ENGINE_REPLICAS,
-    resources: DEFAULT_ENGINE_RESOURCES,
+    replicas: opts.globalEngineReplicas,
+    resources: opts.globalEngineResources,
   });
 }
 

@@ -19,6 +19,12 @@ import { CONTROLLER_NAMES, type ControllerName } from "../controllers/registry.t
 import { ISTIO_ROOT_NAMESPACE } from "../api/mesh.ts";
 import { ENGINE_XDS, GLOBAL_ENGINE_SERVICE } from "../api/global_engine.ts";
 import { DEFAULT_ENGINE_IMAGE } from "../api/images.ts";
+import { canonicalQuantity, compareQuantities, parseQuantity } from "../api/quantity.ts";
+import {
+  DEFAULT_ENGINE_REPLICAS,
+  DEFAULT_ENGINE_RESOURCES,
+  type EngineResources,
+} from "../reconcile/engine/mod.ts";
 import { parseFlags } from "./flags.ts";
 import { type ServiceRef, serviceRefText } from "../kube/istiod_endpoints.ts";
 import { commandUsage } from "./usage.ts";
@@ -59,6 +65,10 @@ export interface RunOptions {
   globalEngineXdsUrl?: string;
   /** The engine's image. */
   globalEngineImage: string;
+  /** How many engine Pods run. */
+  globalEngineReplicas: number;
+  /** Each engine container's requests and limits. */
+  globalEngineResources: EngineResources;
 }
 
 /** One flag: `--name`, its variables (first set wins), default and help. */
@@ -97,6 +107,49 @@ function parsePort(flag: string, value: string): number {
   const n = Number(value);
   if (/^\d{1,5}$/.test(value) && n <= 65535) return n;
   throw new Error(`invalid --${flag} "${value}": use a port number from 0 to 65535`);
+}
+
+/** Most engine replicas a flag may ask (each holds a Redis pool of 10 connections). */
+export const MAX_ENGINE_REPLICAS = 50;
+
+function parseReplicas(flag: string, value: string): number {
+  const n = Number(value);
+  if (/^\d{1,3}$/.test(value) && n >= 1 && n <= MAX_ENGINE_REPLICAS) return n;
+  throw new Error(`invalid --${flag} "${value}": use a number from 1 to ${MAX_ENGINE_REPLICAS}`);
+}
+
+/** `cpu=100m,memory=64Mi` as a resource list: cpu and memory only, each a Kubernetes quantity. */
+function parseResourceList(flag: string, value: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const part of value.split(",").map((s) => s.trim()).filter((s) => s)) {
+    const [name, q, ...rest] = part.split("=");
+    const canonical = q === undefined || rest.length > 0 ? undefined : canonicalQuantity(q);
+    if ((name !== "cpu" && name !== "memory") || !canonical || name in out) {
+      throw new Error(
+        `invalid --${flag} "${value}": use cpu=QUANTITY,memory=QUANTITY (e.g. cpu=100m,memory=64Mi), each at most once`,
+      );
+    }
+    out[name] = canonical;
+  }
+  return out;
+}
+
+/** `cpu=100m,memory=64Mi` for a resource list (the flags' defaults). */
+function resourceListText(list: Readonly<Record<string, string>>): string {
+  return Object.entries(list).map(([k, v]) => `${k}=${v}`).join(",");
+}
+
+/** Why the engine's requests exceed its limits (the API server would refuse its Pods), or "". */
+function requestsOverLimits(r: EngineResources): string {
+  for (const [name, request] of Object.entries(r.requests)) {
+    const limit = r.limits[name];
+    if (limit === undefined) continue;
+    const [a, b] = [parseQuantity(request), parseQuantity(limit)];
+    if (a && b && compareQuantities(a, b) > 0) {
+      return `--global-engine-requests ${name}=${request} is over --global-engine-limits ${name}=${limit}`;
+    }
+  }
+  return "";
 }
 
 function parseUrls(flag: string, value: string): string[] {
@@ -302,6 +355,36 @@ export const RUN_FLAGS: readonly OperatorFlag[] = [
   flag("global-engine-image", "image of the global rate limit engine", (o, v) => {
     o.globalEngineImage = v;
   }, { default: DEFAULT_ENGINE_IMAGE }),
+  flag(
+    "global-engine-replicas",
+    `engine Pods to run, 1 to ${MAX_ENGINE_REPLICAS} (they share Redis's counters; two keep one serving through a restart)`,
+    (o, v) => {
+      o.globalEngineReplicas = parseReplicas("global-engine-replicas", v);
+    },
+    { default: String(DEFAULT_ENGINE_REPLICAS) },
+  ),
+  flag(
+    "global-engine-requests",
+    "each engine's resource requests, cpu=QUANTITY,memory=QUANTITY (empty: none)",
+    (o, v) => {
+      o.globalEngineResources = {
+        limits: o.globalEngineResources?.limits ?? {},
+        requests: parseResourceList("global-engine-requests", v),
+      };
+    },
+    { default: resourceListText(DEFAULT_ENGINE_RESOURCES.requests) },
+  ),
+  flag(
+    "global-engine-limits",
+    "each engine's resource limits, cpu=QUANTITY,memory=QUANTITY (empty: none)",
+    (o, v) => {
+      o.globalEngineResources = {
+        requests: o.globalEngineResources?.requests ?? {},
+        limits: parseResourceList("global-engine-limits", v),
+      };
+    },
+    { default: resourceListText(DEFAULT_ENGINE_RESOURCES.limits) },
+  ),
   image(
     "serverless-image",
     "serverlessController",
@@ -392,6 +475,8 @@ export function parseRunFlags(
   } catch (err) {
     return { kind: "error", message: (err as Error).message };
   }
+  const overLimits = requestsOverLimits(opts.globalEngineResources);
+  if (overLimits) return { kind: "error", message: overLimits };
   if (opts.istiodUrls.length > 0 && opts.istiodServices.length > 0) {
     return {
       kind: "error",

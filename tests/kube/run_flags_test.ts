@@ -150,3 +150,47 @@ Deno.test("--istiod-service: namespace/name, several for revisions, each once; n
     /^--istiod-url and --istiod-service are exclusive/,
   );
 });
+
+Deno.test("the engine's replicas, requests and limits: defaults, canonical quantities, refusals", () => {
+  const d = options([]);
+  assert.equal(d.globalEngineReplicas, 2);
+  assert.deepEqual(d.globalEngineResources, {
+    requests: { cpu: "100m", memory: "64Mi" },
+    limits: { cpu: "1", memory: "256Mi" },
+  });
+  const o = options(["--global-engine-replicas=3", "--global-engine-limits=memory=0.5Gi"], {
+    PLATFORM_OPERATOR_GLOBAL_ENGINE_REQUESTS: "cpu=0.25,memory=128Mi",
+  });
+  assert.equal(o.globalEngineReplicas, 3);
+  assert.deepEqual(o.globalEngineResources, {
+    requests: { cpu: "250m", memory: "128Mi" },
+    limits: { memory: "512Mi" },
+  });
+  // Empty: none at all (a platform that sets them by LimitRange).
+  assert.deepEqual(
+    options(["--global-engine-requests=", "--global-engine-limits="]).globalEngineResources,
+    { requests: {}, limits: {} },
+  );
+  const refused: [string[], RegExp][] = [
+    [
+      ["--global-engine-replicas=0"],
+      /invalid --global-engine-replicas "0": use a number from 1 to 50/,
+    ],
+    [["--global-engine-replicas=two"], /invalid --global-engine-replicas "two"/],
+    [
+      ["--global-engine-requests=cpu=lots"],
+      /invalid --global-engine-requests "cpu=lots": use cpu=QUANTITY/,
+    ],
+    [["--global-engine-limits=gpu=1"], /invalid --global-engine-limits "gpu=1"/],
+    [["--global-engine-limits=cpu=1,cpu=2"], /each at most once/],
+    [
+      ["--global-engine-requests=memory=1Gi"],
+      /--global-engine-requests memory=1Gi is over --global-engine-limits memory=256Mi/,
+    ],
+  ];
+  for (const [args, message] of refused) {
+    const parsed = parseRunFlags(args, noEnv);
+    assert.equal(parsed.kind, "error", args.join(" "));
+    assert.match(parsed.kind === "error" ? parsed.message : "", message);
+  }
+});

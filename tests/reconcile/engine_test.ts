@@ -214,7 +214,7 @@ Deno.test("a plain Secret: the engine's five objects, exactly", () => {
     apiVersion: "policy/v1",
     kind: "PodDisruptionBudget",
     metadata,
-    spec: { minAvailable: 1, selector: { matchLabels: labels } },
+    spec: { maxUnavailable: 1, selector: { matchLabels: labels } },
   });
   assert.deepEqual(plan.apply[4], {
     apiVersion: "networking.k8s.io/v1",
@@ -566,4 +566,23 @@ Deno.test("--global-engine-xds-url: the engines dial what the flag says instead 
   });
   const env = new Map(envOf(plan));
   assert.equal(env.get("CONFIG_GRPC_XDS_SERVER_URL"), "10.86.1.1:18001");
+});
+
+Deno.test("replicas and resources come from the settings (the operator's flags)", () => {
+  const resources = { requests: { cpu: "250m" }, limits: { memory: "512Mi" } };
+  const plan = reconcileEngine({
+    settings: { ...SETTINGS, replicas: 1, resources },
+    secret: secret({ address: "r:6379" }),
+    observed: [],
+  });
+  const d = only(plan.apply, "Deployment") as KubeObject & {
+    spec: { replicas: number; template: { spec: { containers: { resources: unknown }[] } } };
+  };
+  assert.equal(d.spec.replicas, 1);
+  assert.deepEqual(d.spec.template.spec.containers[0].resources, resources);
+  // A single engine may still be drained: the budget lets one Pod go, never blocks for good.
+  assert.deepEqual(
+    (only(plan.apply, "PodDisruptionBudget") as KubeObject & { spec: unknown }).spec,
+    { maxUnavailable: 1, selector: { matchLabels: { ...GLOBAL_ENGINE_LABELS } } },
+  );
 });

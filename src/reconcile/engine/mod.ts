@@ -421,7 +421,9 @@ export function engineObjects(
       apiVersion: "policy/v1",
       kind: "PodDisruptionBudget",
       metadata: metadata(),
-      spec: { minAvailable: 1, selector: { matchLabels: { ...labels } } },
+      // One Pod at a time may go: with two, one serves; with one (--global-engine-replicas=1),
+      // minAvailable 1 would block every node drain for good.
+      spec: { maxUnavailable: 1, selector: { matchLabels: { ...labels } } },
     },
     {
       apiVersion: "networking.k8s.io/v1",
