@@ -116,7 +116,6 @@ export interface ModuleLifecycle<Spec, Config> {
   ready(config: Config, namespace: string): Step;
 }
 
-/** The ModuleDecision of a step, on top of `base`. */
 /** The status the module object shows now (`{}` when it has none or it is not an object). */
 function shownStatus(object: unknown): Record<string, unknown> {
   const status = (object as { status?: unknown } | null)?.status;
@@ -125,6 +124,7 @@ function shownStatus(object: unknown): Record<string, unknown> {
     : {};
 }
 
+/** The ModuleDecision of a step, on top of `base`. */
 function stepDecision(
   states: readonly StateRow[],
   step: Step,
