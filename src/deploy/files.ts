@@ -144,11 +144,15 @@ const MONITORING_SOURCE = "src/deploy/monitoring_objects.ts";
  * dashboard's ConfigMap, added to an install by listing it under `components:`.
  */
 function monitoringFiles(): DeployFile[] {
-  const [serviceMonitor, rule, dashboard] = monitoringObjects();
+  const [serviceMonitor, rule, dashboard, engineMonitor] = monitoringObjects();
   const files: DeployFile[] = [
     { path: "monitoring/servicemonitor.yaml", text: yamlDocs([serviceMonitor], MONITORING_SOURCE) },
     { path: "monitoring/prometheusrule.yaml", text: yamlDocs([rule], MONITORING_SOURCE) },
     { path: "monitoring/dashboard.yaml", text: yamlDocs([dashboard], MONITORING_SOURCE) },
+    {
+      path: "monitoring/engine-servicemonitor.yaml",
+      text: yamlDocs([engineMonitor], MONITORING_SOURCE),
+    },
   ];
   const component = {
     apiVersion: "kustomize.config.k8s.io/v1alpha1",

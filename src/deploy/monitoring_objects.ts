@@ -1,11 +1,14 @@
 /**
  * The objects of the optional monitoring component (deploy/monitoring/, and the Helm chart's
  * `monitoring.enabled`): a ServiceMonitor for the metrics Service, a PrometheusRule with the
- * alerts of monitoring_rules.ts, and the Grafana dashboard of monitoring_dashboard.ts in a
- * ConfigMap that Grafana's dashboard sidecar picks up by its `grafana_dashboard` label. The first
- * two are prometheus-operator's kinds: without its CRDs they cannot be applied.
+ * alerts of monitoring_rules.ts, the Grafana dashboard of monitoring_dashboard.ts in a ConfigMap
+ * that Grafana's dashboard sidecar picks up by its `grafana_dashboard` label, and a ServiceMonitor
+ * for the global rate limit engine's metrics Service (it selects nothing where no engine runs).
+ * The ServiceMonitors and the rule are prometheus-operator's kinds: without its CRDs they cannot
+ * be applied.
  */
 import type { KubeObject } from "../api/object.ts";
+import { GLOBAL_ENGINE_LABELS, GLOBAL_ENGINE_SERVICE } from "../api/global_engine.ts";
 import { dashboard } from "./monitoring_dashboard.ts";
 import { ruleGroups } from "./monitoring_rules.ts";
 
@@ -61,6 +64,25 @@ export function monitoringObjects(namespace = "platform-system"): KubeObject[] {
       kind: "ConfigMap",
       metadata: meta("platform-operator-dashboard", { grafana_dashboard: "1" }),
       data: { "platform-operator.json": JSON.stringify(dashboard(), null, 2) + "\n" },
+    },
+    {
+      apiVersion: "monitoring.coreos.com/v1",
+      kind: "ServiceMonitor",
+      metadata: meta(GLOBAL_ENGINE_SERVICE.name),
+      // Prometheus names the job after the Service (ratelimit-engine): the engine's alerts
+      // (PlatformOperatorRateLimitEngineSlow, ...GlobalOverLimit) and dashboard panels select on it.
+      spec: {
+        namespaceSelector: { matchNames: [GLOBAL_ENGINE_SERVICE.namespace] },
+        selector: { matchLabels: { ...GLOBAL_ENGINE_LABELS } },
+        endpoints: [{
+          // The engine's Prometheus endpoint, plain HTTP (its NetworkPolicy lets scrapes in).
+          port: "http-metrics",
+          path: "/metrics",
+          // The engine's own `domain` label names a RateLimit's domain, kept as it is.
+          honorLabels: true,
+          interval: "30s",
+        }],
+      },
     },
   ];
 }

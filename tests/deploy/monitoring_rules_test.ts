@@ -15,6 +15,10 @@ import {
 } from "../../src/deploy/monitoring_rules.ts";
 import { dashboardPanels } from "../../src/deploy/monitoring_dashboard.ts";
 import { ensurePromtool } from "../../tools/prometheus/build.ts";
+import { monitoringObjects } from "../../src/deploy/monitoring_objects.ts";
+import { DEFAULT_ENGINE_RESOURCES, reconcileEngine } from "../../src/reconcile/engine/mod.ts";
+import { GLOBAL_ENGINE_SERVICE } from "../../src/api/global_engine.ts";
+import type { KubeObject } from "../../src/api/object.ts";
 
 /** A case: input series, when the alert must not have fired yet, when it must fire, and with what. */
 interface AlertCase {
@@ -336,5 +340,50 @@ Deno.test("every query of the dashboard is PromQL promtool accepts", async () =>
     for (const e of envoy) assert.match(e, /envoy_http_local_rate_limiter_http_local_rate_limit_/);
   } finally {
     await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("every job the alerts select is scraped: a ServiceMonitor selects a Service of that name", async () => {
+  const monitors = monitoringObjects().filter((o) => o.kind === "ServiceMonitor") as (KubeObject & {
+    spec: {
+      namespaceSelector?: { matchNames: string[] };
+      selector: { matchLabels: Record<string, string> };
+      endpoints: { port: string }[];
+    };
+  })[];
+  // The Services the jobs are named after (prometheus-operator's job label is the Service's name).
+  const engine = reconcileEngine({
+    settings: {
+      secret: { namespace: GLOBAL_ENGINE_SERVICE.namespace, name: "redis" },
+      image: "engine:test",
+      replicas: 2,
+      resources: DEFAULT_ENGINE_RESOURCES,
+      operatorNamespace: "platform-system",
+    },
+    secret: {
+      apiVersion: "v1",
+      kind: "Secret",
+      metadata: { name: "redis", namespace: GLOBAL_ENGINE_SERVICE.namespace, uid: "u" },
+      data: { address: btoa("redis:6379") },
+    },
+    observed: [],
+  }).apply.find((o) => o.kind === "Service")!;
+  const operator = parse(await Deno.readTextFile("deploy/base/service.yaml")) as KubeObject;
+  const services = [operator, engine] as (KubeObject & {
+    spec: { ports: { name: string }[] };
+  })[];
+  for (const job of [METRICS_JOB, ENGINE_METRICS_JOB]) {
+    const svc = services.find((s) => s.metadata.name === job);
+    assert.ok(svc, `no Service named ${job}`);
+    const scraped = monitors.some((m) =>
+      (m.spec.namespaceSelector?.matchNames ?? [m.metadata.namespace]).includes(
+        svc.metadata.namespace!,
+      ) &&
+      Object.entries(m.spec.selector.matchLabels).every(([k, v]) =>
+        svc.metadata.labels?.[k] === v
+      ) &&
+      m.spec.endpoints.every((ep) => svc.spec.ports.some((p) => p.name === ep.port))
+    );
+    assert.ok(scraped, `no ServiceMonitor scrapes Service ${job}: the alerts on it never fire`);
   }
 });
