@@ -36,6 +36,7 @@ import {
   setMetric,
 } from "./keda_scaling.ts";
 import { moduleGrantsRole } from "../../src/kube/rbac.ts";
+import { nothingLeftBehind } from "./left_behind.ts";
 
 const NS = "keda-system";
 const USER_NS = "e2e-user";
@@ -201,7 +202,7 @@ e2eSuite("keda-real", async (env, t) => {
         labelSelector: moduleSelector("keda"),
       });
       assert.deepEqual(left.map((d) => d.metadata.name), []);
-      await nothingLeftBehind(env);
+      await nothingLeftBehind(env, ["keda.sh", "eventing.keda.sh"]);
     },
   );
 }, { realNode: true, skip: KEDA_REAL_SKIP });
@@ -329,7 +330,7 @@ const EDIT = {
     logging: { operator: { level: "debug" } },
     resources: { operator: { requests: { cpu: "150m", memory: "160Mi" } } },
     env: [{ name: "E2E_EDIT", value: "1" }],
-    podAnnotations: { operator: { "e2e.platform-project.io/edit": "1" } },
+    podAnnotations: { operator: { "e2e.example.com/edit": "1" } },
     istio: { operator: { enabledSidecarInjection: true } },
   },
 };
@@ -462,7 +463,7 @@ async function editInPods(env: E2E): Promise<void> {
   const c = operator.spec.containers[0];
   assert.ok(c.args?.includes("--zap-log-level=debug"), JSON.stringify(c.args));
   assert.deepEqual(c.resources?.requests, { cpu: "150m", memory: "160Mi" });
-  assert.equal(operator.metadata.annotations?.["e2e.platform-project.io/edit"], "1");
+  assert.equal(operator.metadata.annotations?.["e2e.example.com/edit"], "1");
   assert.equal(operator.metadata.labels?.["sidecar.istio.io/inject"], "true");
   // The env entry goes to the components that take spec.env (the webhooks keep their own).
   for (const app of [KEDA_DEPLOYMENTS.operator, KEDA_DEPLOYMENTS.metricServer]) {
@@ -475,35 +476,6 @@ async function editInPods(env: E2E): Promise<void> {
   const webhook = byApp(KEDA_DEPLOYMENTS.admissionWebhook).spec.containers[0];
   assert.ok(!(webhook.env ?? []).some((e) => e.name === "E2E_EDIT"));
   assert.ok(webhook.args?.includes("--zap-log-level=info"), JSON.stringify(webhook.args));
-}
-
-/**
- * Point 4: after the Scaler is gone nothing of KEDA's harms the cluster: no external metrics
- * APIService (a dangling one breaks discovery and namespace deletion), no webhook configuration, no
- * KEDA CRD; discovery answers in full and a namespace with objects in it is deleted.
- */
-async function nothingLeftBehind(env: E2E): Promise<void> {
-  assert.equal(await env.kube.get("apiservice", "v1beta1.external.metrics.k8s.io"), undefined);
-  const hooks = [
-    ...await env.kube.list("validatingwebhookconfigurations"),
-    ...await env.kube.list("mutatingwebhookconfigurations"),
-  ].map((h) => h.metadata.name);
-  assert.deepEqual(hooks.filter((n) => /keda/.test(n)), [], hooks.join(", "));
-  const crds = (await env.kube.list("crds")).map((c) => c.metadata.name);
-  assert.deepEqual(crds.filter((n) => n.endsWith(".keda.sh")), [], crds.join(", "));
-  // Discovery: every group answers (kubectl exits non-zero on a group it cannot reach).
-  const r = await env.kube.run(["api-resources", "-o", "name"]);
-  assert.equal(r.code, 0, r.stderr);
-  assert.doesNotMatch(r.stdout + r.stderr, /external\.metrics|unable to retrieve/);
-  // Namespace deletion needs every API group's discovery: it finishes.
-  await env.kube.apply([namespace("e2e-gone"), {
-    apiVersion: "v1",
-    kind: "ConfigMap",
-    metadata: { name: "c", namespace: "e2e-gone" },
-    data: { a: "1" },
-  }]);
-  await env.kube.delete("namespace", ["e2e-gone"]);
-  await env.waitGone("namespace", undefined, "e2e-gone", { timeoutMs: 60_000 });
 }
 
 interface HpaJson {

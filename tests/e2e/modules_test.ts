@@ -5,6 +5,7 @@
 import assert from "node:assert/strict";
 import type { KubeObject } from "../../src/api/object.ts";
 import { join } from "node:path";
+import { nothingLeftBehind } from "./left_behind.ts";
 import { type E2E, e2eSuite, waitFor } from "./harness.ts";
 import { REPO_ROOT } from "./operator.ts";
 import { OPERATOR_USER } from "../../tools/cluster/mod.ts";
@@ -295,8 +296,17 @@ async function blockedDeletion(env: E2E): Promise<void> {
   };
   const s = await env.waitStatus("serverless", ns, "second", blocked);
   const k = await env.waitStatus("scaler", ns, "second", blocked);
-  assert.match(conditionOf(s, "Deleted")?.message ?? "", /\b1 Function\b/, describe(s));
-  assert.match(conditionOf(k, "Deleted")?.message ?? "", /\b1 ScaledObject\b/, describe(k));
+  // The messages name the objects that block, so a user knows what to remove.
+  assert.match(
+    conditionOf(s, "Deleted")?.message ?? "",
+    /\b1 Function \(e2e-user\/hello\)/,
+    describe(s),
+  );
+  assert.match(
+    conditionOf(k, "Deleted")?.message ?? "",
+    /\b1 ScaledObject \(e2e-user\/hello\)/,
+    describe(k),
+  );
   for (const m of ["serverless", "keda"] as const) {
     const kept = await env.kube.list("deployments", {
       namespace: ns,
@@ -315,4 +325,5 @@ async function blockedDeletion(env: E2E): Promise<void> {
     });
     assert.deepEqual(left.map((d) => d.metadata.name), [], `${m} Deployments left after deletion`);
   }
+  await nothingLeftBehind(env, ["serverless.kyma-project.io", "keda.sh", "eventing.keda.sh"]);
 }
