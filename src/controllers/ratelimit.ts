@@ -262,6 +262,9 @@ export function rateLimitControllerFor(settings: RateLimitSettings): ControllerS
         : []),
     ],
     indexes: [...RATELIMIT_INDEXES],
+    // A Plan renders the filter and the status from the same input: with its own filter and
+    // status written, the next pass would find both applied and write nothing.
+    settlesInOnePass: true,
     // Its rivals' conflicts depend on it: by its spec, and by the filter it holds (which stays in
     // the cache a moment after the RateLimit is deleted). The runtime calls this with the old state
     // too, so a selector edited away from some rivals still wakes them.

@@ -106,7 +106,7 @@ export interface ProblemTypes {
  * unless the condition reports a problem now or did before (`problems`): another error, or a
  * problem cleared without a new reason (Scaler's Warning back to Ready), is news. The Event's
  * reason is the condition's; it is a Warning when the condition reports a problem now. The
- * recorder writes a given reason and message once, so a message that comes back adds nothing.
+ * recorder counts a reason and message that comes back on the Event written before (events.ts).
  */
 export function conditionEvents(
   before: readonly Condition[],

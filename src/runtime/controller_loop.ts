@@ -105,6 +105,15 @@ export class ControllerLoop {
     return keys;
   }
 
+  /**
+   * For a running `key` of a controller whose Plans settle in one pass: whether `change` is what
+   * its run wrote (asked once the run has ended). Undefined for other controllers and changes.
+   */
+  echoOf(key: string, type: ResourceType, change: CacheChange): (() => boolean) | undefined {
+    if (!this.#o.spec.settlesInOnePass || change.type !== "apply") return undefined;
+    return this.#o.runner.echoOf(key, type, change.object);
+  }
+
   /** Reconciles `key` and carries out its Plan; `signal` aborts when the lease is lost. */
   async reconcile(key: string, signal: AbortSignal): Promise<WorkResult> {
     if (signal.aborted) return { type: "terminal" };

@@ -174,6 +174,15 @@ export interface ControllerSpec {
    */
   watchesNeedPrimary?: boolean;
   /**
+   * True when its Plans are fixpoints: reconciling a primary again right after its own Plan's
+   * writes, with nothing else changed, plans no write. The runtime then does not reconcile the
+   * primary again for its own Plan's writes (its status, its children), whether their answer or
+   * the watch shows them first: one reconcile per change instead of two. Any other change, and
+   * what those writes change for other primaries (its peers and rivals), is queued as always; a
+   * failed Plan is retried as always.
+   */
+  settlesInOnePass?: boolean;
+  /**
    * Reconciles of this controller that may run at once (default: the manager's). 1 when one
    * primary's Plan depends on the others' status, so each must see the last one's writes.
    */

@@ -1,12 +1,16 @@
 /**
- * Kubernetes Events (core/v1) about reconciled objects. Names are deterministic
- * (`<object>.<hash of uid, type, reason, message>`), so the same event is written once: repeats
- * are skipped from memory, and after a restart the create answers 409 and is dropped. An Event
- * write never fails a reconcile, and never delays one: Events are queued and written off the
- * reconcile's path (client-go's EventBroadcaster does the same), a few at a time, in order for
- * each object.
+ * Kubernetes Events (core/v1) about reconciled objects, recorded by client-go's conventions
+ * (event_correlator.ts): similar Events combined, a repeat counted on the Event it repeats
+ * (`count`, `lastTimestamp`) instead of a new one, and a spam filter for each object. Names are
+ * deterministic (`<object>.<hash of uid, type, reason, message>`): after a restart the create of
+ * an Event already written answers 409 and is dropped. An Event write never fails a reconcile, and
+ * never delays one: Events are queued and written off the reconcile's path (client-go's
+ * EventBroadcaster does the same), a few at a time, in order for each object, and only one at a
+ * time while reconciles are at work, so they take little from the writes that make a change take
+ * effect.
  */
 import type { EventSpec } from "../reconcile/plan.ts";
+import { EventCorrelator } from "./event_correlator.ts";
 import { RESOURCES } from "../api/resources.ts";
 import type { Clock } from "./clock.ts";
 import { type Cluster, isApiError } from "./cluster.ts";
@@ -15,11 +19,16 @@ import type { Logger } from "./log.ts";
 import type { Metrics } from "./metrics.ts";
 import { kubeTime } from "../api/time.ts";
 
-/** Events waiting to be written, by default; beyond it the oldest is dropped. */
-export const EVENT_QUEUE_CAPACITY = 256;
+export { eventName } from "./event_correlator.ts";
+
+/** Events waiting to be written, by default (client-go's 1000); beyond it the oldest is dropped. */
+export const EVENT_QUEUE_CAPACITY = 1000;
 
 /** Event writes in flight at once, by default. */
 export const EVENT_CONCURRENCY = 4;
+
+/** Event writes in flight at once while reconciles are at work (`busy`). */
+export const EVENT_BUSY_CONCURRENCY = 1;
 
 /** The component name on every Event. */
 export const EVENT_COMPONENT = "platform-operator";
@@ -31,7 +40,7 @@ export interface EventRecorderOptions {
   log: Logger;
   /** This replica's name (`reportingInstance`). */
   identity: string;
-  /** Event names remembered as written; default 4096. */
+  /** Entries each of the correlator's maps keeps; default 4096. */
   memory?: number;
   /** Events waiting to be written; default EVENT_QUEUE_CAPACITY. */
   capacity?: number;
@@ -39,37 +48,28 @@ export interface EventRecorderOptions {
   concurrency?: number;
   /** Counts dropped Events (`events_dropped_total`). */
   metrics?: Metrics;
+  /**
+   * True while reconciles run or wait: Event writes then go one at a time
+   * (EVENT_BUSY_CONCURRENCY), leaving the API server to the writes that make changes take effect.
+   */
+  busy?: () => boolean;
 }
 
-/** FNV-1a, 32 bit, as 8 hex digits: a short stable hash for names. */
-export function fnv1a(text: string): string {
-  let h = 0x811c9dc5;
-  for (let i = 0; i < text.length; i++) {
-    h ^= text.charCodeAt(i);
-    h = Math.imul(h, 0x01000193) >>> 0;
-  }
-  return h.toString(16).padStart(8, "0");
-}
-
-/** The deterministic Event name for `ev` about `obj`. */
-export function eventName(obj: KubeObject, ev: EventSpec): string {
-  const hash = fnv1a([obj.metadata.uid ?? "", ev.type, ev.reason, ev.message].join("\u0000"));
-  return `${obj.metadata.name.slice(0, 244)}.${hash}`;
-}
-
-/** The core/v1 Event object for `ev` about `obj` at time `now`. */
+/** The core/v1 Event `event` (a name) for `ev` about `obj` at time `now`, recorded `count` times. */
 export function eventObject(
   obj: KubeObject,
   ev: EventSpec,
   now: number,
   identity: string,
+  event: string,
+  count = 1,
 ): KubeObject {
   const { name, namespace, uid, resourceVersion } = obj.metadata;
   const time = kubeTime(now);
   return {
     apiVersion: "v1",
     kind: "Event",
-    metadata: { name: eventName(obj, ev), namespace: namespace ?? "default" },
+    metadata: { name: event, namespace: namespace ?? "default" },
     involvedObject: {
       apiVersion: obj.apiVersion,
       kind: obj.kind,
@@ -86,7 +86,7 @@ export function eventObject(
     reportingInstance: identity,
     firstTimestamp: time,
     lastTimestamp: time,
-    count: 1,
+    count,
   };
 }
 
@@ -96,48 +96,73 @@ interface Pending {
   id: string;
   /** The object it is about: Events about one object are written one at a time, in order. */
   subject: string;
+  /** The Event as it will be written; a repeat recorded while it waits moves its count on. */
   body: KubeObject;
+  /** True when the Event was written before: its count, time and message are patched. */
+  update: boolean;
   /** Aborts when the lease is lost: a replica that stopped leading writes nothing more. */
   signal?: AbortSignal;
 }
 
 /**
- * Writes Events, each at most once, off the reconcile's path: `record` only queues. At most
- * `concurrency` writes are in flight, never two about the same object, so Events about one object
- * land in the order they were recorded. When more than `capacity` wait, the oldest is dropped
- * (counted, and one warning for each overload). No timers: writes start from `record` (on a
- * microtask, after the caller's synchronous work) and from finished writes, so virtual clocks replay
- * it exactly.
+ * Writes Events off the reconcile's path: `record` only correlates and queues. At most
+ * `concurrency` writes are in flight (EVENT_BUSY_CONCURRENCY while `busy`), never two about the same
+ * object, so Events about one object land in the order they were recorded. A repeat recorded while
+ * its Event still waits is folded into that write. When more than `capacity` wait, the oldest is
+ * dropped (counted, and one warning for each overload). No timers: writes start from `record` (on a
+ * microtask, after the caller's synchronous work) and from finished writes, so virtual clocks
+ * replay it exactly.
  */
 export class EventRecorder {
   readonly #o: EventRecorderOptions;
-  readonly #written = new Set<string>();
+  readonly #correlator: EventCorrelator;
   readonly #queue: Pending[] = [];
+  /** The waiting writes by Event id. */
+  readonly #waiting = new Map<string, Pending>();
   readonly #busy = new Set<string>();
   #inFlight = 0;
   #pumpScheduled = false;
   #dropped = 0;
   #overloaded = false;
+  /** Set once a count update was forbidden (RBAC without `patch` on events): repeats are not written. */
+  #noUpdates = false;
   #idleWaiters: (() => void)[] = [];
 
   constructor(opts: EventRecorderOptions) {
     this.#o = opts;
+    this.#correlator = new EventCorrelator(opts.memory);
   }
 
   /**
-   * Queues `ev` about `obj` unless it was recorded before; the write starts after the caller's
-   * synchronous work. Nothing is queued once `signal` has aborted. Never throws.
+   * Records `ev` about `obj`: a new Event is queued, a repeat counted on it (queued as an update
+   * unless the spam filter holds it back); the write starts after the caller's synchronous work.
+   * Nothing is queued once `signal` has aborted. Never throws.
    */
   record(obj: KubeObject, ev: EventSpec, signal?: AbortSignal): void {
     if (signal?.aborted) return;
-    const body = eventObject(obj, ev, this.#o.clock.now(), this.#o.identity);
-    const id = `${body.metadata.namespace}/${body.metadata.name}`;
-    if (this.#written.has(id)) return;
-    this.#remember(id);
     const { apiVersion, kind, metadata: { namespace, name } } = obj;
     const subject = `${apiVersion}|${kind}|${namespace ?? ""}|${name}`;
+    const now = this.#o.clock.now();
+    const c = this.#correlator.correlate(obj, subject, ev, now);
+    if (c.restated) return;
+    const id = `${namespace ?? "default"}/${c.name}`;
+    const waiting = this.#waiting.get(id);
+    if (waiting) {
+      waiting.body = {
+        ...waiting.body,
+        message: c.ev.message,
+        count: c.count,
+        lastTimestamp: kubeTime(now),
+      };
+      return;
+    }
+    // Held back by the spam filter: the Event's next write carries the count.
+    if (!c.write || (c.count > 1 && this.#noUpdates)) return;
+    const body = eventObject(obj, c.ev, now, this.#o.identity, c.name, c.count);
     if (this.#queue.length >= (this.#o.capacity ?? EVENT_QUEUE_CAPACITY)) this.#dropOldest();
-    this.#queue.push({ id, subject, body, signal });
+    const p: Pending = { id, subject, body, update: c.count > 1, signal };
+    this.#queue.push(p);
+    this.#waiting.set(id, p);
     if (!this.#pumpScheduled) {
       this.#pumpScheduled = true;
       queueMicrotask(() => {
@@ -165,15 +190,20 @@ export class EventRecorder {
 
   /** Forgets every queued Event (a crash: they are never written); writes in flight go on. */
   discard(): void {
-    for (const p of this.#queue.splice(0)) this.#written.delete(p.id);
+    for (const p of this.#queue.splice(0)) this.#unwritten(p);
     this.#settle();
+  }
+
+  /** `p` leaves the queue unwritten: a new Event is not remembered, so recording it again writes it. */
+  #unwritten(p: Pending): void {
+    this.#waiting.delete(p.id);
+    if (!p.update) this.#correlator.forget(p.body.metadata.namespace ?? "", p.body.metadata.name);
   }
 
   #dropOldest(): void {
     const oldest = this.#queue.shift();
     if (!oldest) return;
-    // Not written, so not remembered: the same Event may be recorded again later.
-    this.#written.delete(oldest.id);
+    this.#unwritten(oldest);
     this.#dropped++;
     this.#o.metrics?.eventsDropped.inc();
     if (this.#overloaded) return;
@@ -186,15 +216,19 @@ export class EventRecorder {
 
   /** Starts writes while there is room, taking the oldest Event whose object has none in flight. */
   #pump(): void {
-    const limit = this.#o.concurrency ?? EVENT_CONCURRENCY;
+    const limit = this.#o.busy?.()
+      ? EVENT_BUSY_CONCURRENCY
+      : this.#o.concurrency ?? EVENT_CONCURRENCY;
     while (this.#inFlight < limit) {
       const i = this.#queue.findIndex((p) => !this.#busy.has(p.subject));
       if (i < 0) break;
       const [p] = this.#queue.splice(i, 1);
       if (p.signal?.aborted) {
-        this.#written.delete(p.id);
+        this.#unwritten(p);
         continue;
       }
+      // From here on a repeat is a new update: this write's body is sent as it is.
+      this.#waiting.delete(p.id);
       this.#busy.add(p.subject);
       this.#inFlight++;
       void this.#write(p).then(() => {
@@ -207,17 +241,36 @@ export class EventRecorder {
   }
 
   async #write(p: Pending): Promise<void> {
+    const { namespace = "default", name } = p.body.metadata;
     try {
-      await this.#o.cluster.create(RESOURCES.Event, p.body);
-    } catch (err) {
-      if (!isApiError(err, 409)) {
-        const { kind, name } = p.body.involvedObject as { kind: string; name: string };
-        this.#o.log.warn("could not record an Event (the reconcile goes on)", {
-          reason: p.body.reason,
-          object: `${kind} ${p.body.metadata.namespace}/${name}`,
-          error: err,
-        });
+      if (!p.update) await this.#o.cluster.create(RESOURCES.Event, p.body);
+      else {
+        await this.#o.cluster.patch(RESOURCES.Event, namespace, name, [
+          { op: "replace", path: "/count", value: p.body.count },
+          { op: "replace", path: "/lastTimestamp", value: p.body.lastTimestamp },
+          { op: "replace", path: "/message", value: p.body.message },
+        ]);
       }
+    } catch (err) {
+      if (!p.update && isApiError(err, 409)) return; // written before a restart
+      // Gone (Events expire) or never written: recording it again writes it anew.
+      this.#correlator.forget(namespace, name);
+      if (p.update && isApiError(err, 404)) return;
+      if (p.update && isApiError(err, 403)) {
+        if (!this.#noUpdates) {
+          this.#o.log.warn("may not update Events (no patch on events): repeats are not counted", {
+            error: err,
+          });
+        }
+        this.#noUpdates = true;
+        return;
+      }
+      const { kind, name: about } = p.body.involvedObject as { kind: string; name: string };
+      this.#o.log.warn("could not record an Event (the reconcile goes on)", {
+        reason: p.body.reason,
+        object: `${kind} ${namespace}/${about}`,
+        error: err,
+      });
     }
   }
 
@@ -226,13 +279,5 @@ export class EventRecorder {
     if (this.#queue.length === 0) this.#overloaded = false;
     if (this.pending > 0) return;
     for (const resolve of this.#idleWaiters.splice(0)) resolve();
-  }
-
-  #remember(id: string): void {
-    if (this.#written.size >= (this.#o.memory ?? 4096)) {
-      const oldest = this.#written.values().next().value;
-      if (oldest !== undefined) this.#written.delete(oldest);
-    }
-    this.#written.add(id);
   }
 }

@@ -75,6 +75,11 @@ export class Manager {
       log: opts.log,
       identity: opts.identity,
       metrics: this.#metrics,
+      // Reconciles at work (running or waiting): their writes go first.
+      busy: () => {
+        const term = this.#terms.current;
+        return term !== undefined && term.queued + term.inFlight > 0;
+      },
     });
     // Indexes first: the stores the watches fill must keep them from their first event.
     for (const spec of opts.controllers) {

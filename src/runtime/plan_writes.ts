@@ -37,9 +37,15 @@ export interface WriterOptions {
   resolveType?: (apiVersion: string, kind: string) => ResourceType | undefined;
   /**
    * Told every object a successful apply, status apply or finalizer patch got back from the API,
-   * and the cache changes that caching it made (the manager queues the keys they concern).
+   * and the cache changes that caching it made (the manager queues the keys they concern), with
+   * the primary whose Plan made the write (undefined for an object a check found, not written).
    */
-  onWrite?: (type: ResourceType, written: KubeObject, changes: CacheChange[]) => void;
+  onWrite?: (
+    type: ResourceType,
+    written: KubeObject,
+    changes: CacheChange[],
+    by: KubeObject | undefined,
+  ) => void;
   /**
    * Milliseconds each write may still take before the server must give it up (the leader's
    * `termLeftMs`); undefined: no bound (no leader election).
@@ -121,7 +127,7 @@ export class PlanWriter {
       (o) => this.#o.cluster.patch(type, meta.namespace, meta.name, ops, o),
     );
     state.writes++;
-    this.#wrote(type, state.primary);
+    this.#wrote(type, state.primary, state.primary);
   }
 
   /** Removes the Plan's finalizer once nothing the Plan names is left. */
@@ -143,7 +149,7 @@ export class PlanWriter {
       (o) => this.#o.cluster.patch(type, meta.namespace, meta.name, ops, o),
     );
     state.writes++;
-    this.#wrote(type, written);
+    this.#wrote(type, written, state.primary);
   }
 
   /**
@@ -164,7 +170,7 @@ export class PlanWriter {
     const found = page.items.filter((o) => !o.metadata.deletionTimestamp);
     if (found.length === 0) return;
     for (const obj of found) {
-      this.#wrote(type, { ...obj, apiVersion: left.apiVersion, kind: left.kind });
+      this.#wrote(type, { ...obj, apiVersion: left.apiVersion, kind: left.kind }, undefined);
     }
     const first = found[0].metadata;
     throw new WriteFailed(
@@ -181,7 +187,7 @@ export class PlanWriter {
   /** A create-if-absent: 409 AlreadyExists fails the Plan (a conflict: the cache was behind). */
   async create(
     obj: KubeObject,
-    state: Pick<RunState, "writes">,
+    state: RunState,
     signal: AbortSignal,
   ): Promise<void> {
     const type = this.#type(obj.apiVersion, obj.kind);
@@ -191,13 +197,13 @@ export class PlanWriter {
       (o) => this.#o.cluster.create(type, obj, o),
     );
     state.writes++;
-    this.#wrote(type, written);
+    this.#wrote(type, written, state.primary);
   }
 
   /** Server-side applies `obj` unless the cache shows it applied already. */
   async apply(
     obj: KubeObject,
-    state: Pick<RunState, "writes">,
+    state: RunState,
     signal: AbortSignal,
   ): Promise<void> {
     const type = this.#type(obj.apiVersion, obj.kind);
@@ -219,7 +225,7 @@ export class PlanWriter {
       (o) => this.#o.cluster.apply(type, obj, { fieldManager: FIELD_MANAGER, force: true, ...o }),
     );
     state.writes++;
-    this.#wrote(type, written);
+    this.#wrote(type, written, state.primary);
   }
 
   /** True when the cache's answer for `type` is a completed list's: else ask the API server. */
@@ -280,7 +286,7 @@ export class PlanWriter {
         this.#o.cluster.applyStatus(type, body, { fieldManager: FIELD_MANAGER, force: true, ...o }),
     );
     state.writes++;
-    this.#wrote(type, state.primary);
+    this.#wrote(type, state.primary, state.primary);
   }
 
   /**
@@ -288,10 +294,10 @@ export class PlanWriter {
    * delivers it (it would otherwise apply again, or, while deleting, take children it just created
    * for absent), and tells the manager. A failure here is not the write's.
    */
-  #wrote(type: ResourceType, written: KubeObject): void {
+  #wrote(type: ResourceType, written: KubeObject, by: KubeObject | undefined): void {
     try {
       const changes = this.#o.cache.written?.(type, written) ?? [];
-      this.#o.onWrite?.(type, written, changes);
+      this.#o.onWrite?.(type, written, changes, by);
     } catch (err) {
       this.#o.log.error("handling a written object failed", { error: err, kind: type.kind });
     }

@@ -46,6 +46,8 @@ export class WorkQueue {
   readonly #waiting = new Set<string>(); // insertion order is FIFO order
   readonly #running = new Map<string, Promise<void>>();
   readonly #dirty = new Set<string>();
+  /** Per running key: marks that may be its own run's writes coming back (see `add`). */
+  readonly #echoes = new Map<string, (() => boolean)[]>();
   readonly #timers = new Map<string, { at: number; cancel: AbortController }>();
   readonly #failures = new Map<string, number>();
   #pumpScheduled = false;
@@ -78,11 +80,19 @@ export class WorkQueue {
     return this.#failures.get(key) ?? 0;
   }
 
-  /** Queues `key` now (a no-op when it already waits; after the current run when it is running). */
-  add(key: string): void {
+  /**
+   * Queues `key` now (a no-op when it already waits; after the current run when it is running).
+   * `echo`, for a key that is running, tells once the run has ended whether this change was the
+   * run's own write coming back: if every mark of a run is an echo, the key does not run again.
+   */
+  add(key: string, echo?: () => boolean): void {
     if (this.#closed) return;
     if (this.#running.has(key)) {
-      this.#dirty.add(key);
+      if (echo && !this.#dirty.has(key)) {
+        const marks = this.#echoes.get(key);
+        if (marks) marks.push(echo);
+        else this.#echoes.set(key, [echo]);
+      } else this.#dirty.add(key);
       return;
     }
     if (this.#waiting.has(key)) return;
@@ -114,6 +124,7 @@ export class WorkQueue {
     this.#timers.clear();
     this.#waiting.clear();
     this.#dirty.clear();
+    this.#echoes.clear();
     this.#depthChanged();
     await Promise.all([...this.#running.values()]);
   }
@@ -152,7 +163,9 @@ export class WorkQueue {
     }
     this.#running.delete(key);
     this.#settle(key, result);
-    if (this.#dirty.delete(key)) this.add(key);
+    const echoes = this.#echoes.get(key);
+    this.#echoes.delete(key);
+    if (this.#dirty.delete(key) || echoes?.some((own) => !own())) this.add(key);
     this.#schedulePump();
   }
 

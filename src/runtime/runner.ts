@@ -16,7 +16,7 @@ import {
   sameRef,
 } from "../reconcile/plan.ts";
 import { ApiError, classifyError, type ErrorClass } from "./cluster.ts";
-import type { KubeObject, ResourceType } from "../api/object.ts";
+import { type KubeObject, objectKey, type ResourceType, typeId } from "../api/object.ts";
 import { EventRecorder } from "./events.ts";
 import { PlanWriter, type RunState, WriteFailed, type WriterOptions } from "./plan_writes.ts";
 import type { Clock, Random } from "./clock.ts";
@@ -47,10 +47,18 @@ export class Runner {
   readonly #o: RunnerOptions;
   readonly #events: EventRecorder;
   readonly #writes: PlanWriter;
+  /** Per primary key being run: what its writes got back (`writeId`), for `echoOf`. */
+  readonly #runs = new Map<string, Set<string>>();
 
   constructor(opts: RunnerOptions) {
     this.#o = opts;
-    this.#writes = new PlanWriter(opts);
+    this.#writes = new PlanWriter({
+      ...opts,
+      onWrite: (type, written, changes, by) => {
+        if (by) this.#runs.get(objectKey(by))?.add(writeId(type, written));
+        opts.onWrite?.(type, written, changes, by);
+      },
+    });
     this.#events = opts.events ?? new EventRecorder({
       cluster: opts.cluster,
       clock: opts.clock,
@@ -66,10 +74,38 @@ export class Runner {
   }
 
   /**
+   * While the Plan of primary `key` runs: a check, good once the run has ended, of whether `obj`
+   * (as a change showed it) is what one of the run's writes got back. Undefined when no Plan of
+   * `key` is running.
+   */
+  echoOf(key: string, type: ResourceType, obj: KubeObject): (() => boolean) | undefined {
+    const wrote = this.#runs.get(key);
+    if (!wrote) return undefined;
+    const id = writeId(type, obj);
+    return () => wrote.has(id);
+  }
+
+  /**
    * Runs `plan` for the primary `primary` (as cached when the plan was made). `lastOutcome` is the
    * outcome the plan was made knowing; `signal` aborts when the lease is lost.
    */
   async run(
+    primaryType: ResourceType,
+    primary: KubeObject,
+    plan: Plan,
+    lastOutcome: ApplyOutcome | undefined,
+    signal: AbortSignal,
+  ): Promise<PlanRunResult> {
+    const key = objectKey(primary);
+    this.#runs.set(key, new Set());
+    try {
+      return await this.#run(primaryType, primary, plan, lastOutcome, signal);
+    } finally {
+      this.#runs.delete(key);
+    }
+  }
+
+  async #run(
     primaryType: ResourceType,
     primary: KubeObject,
     plan: Plan,
@@ -146,6 +182,11 @@ export class Runner {
   #recordEvents(primary: KubeObject, events: EventSpec[], signal: AbortSignal): void {
     for (const ev of events) this.#events.record(primary, ev, signal);
   }
+}
+
+/** One version of one object: what a write got back, and what a change may show again. */
+function writeId(type: ResourceType, obj: KubeObject): string {
+  return `${typeId(type)}|${objectKey(obj)}|${obj.metadata.resourceVersion ?? ""}`;
 }
 
 /**

@@ -25,6 +25,11 @@ export interface TermController {
   reconcile(key: string, signal: AbortSignal): Promise<WorkResult>;
   /** Keys a cache change to an object of `type` concerns. */
   keysFor(type: ResourceType, change: CacheChange): string[];
+  /**
+   * For a running `key`: whether `change` is its run's own write (asked once the run has ended);
+   * undefined when it cannot be (see `ControllerSpec.settlesInOnePass`).
+   */
+  echoOf?(key: string, type: ResourceType, change: CacheChange): (() => boolean) | undefined;
   /** True when it reads objects of `type`. */
   reads(type: ResourceType): boolean;
   /** Keys of every cached primary. */
@@ -95,7 +100,7 @@ export class Term {
   dispatch(type: ResourceType, change: CacheChange): void {
     for (const ctl of this.#controllers) {
       const q = this.#queues.get(ctl.name)!;
-      for (const key of ctl.keysFor(type, change)) q.add(key);
+      for (const key of ctl.keysFor(type, change)) q.add(key, ctl.echoOf?.(key, type, change));
     }
   }
 

@@ -175,3 +175,126 @@ Deno.test("Events queued before the lease was lost, or discarded by a crash, are
   assert.equal(t.held.length, 0);
   assert.equal(t.recorder.pending, 0);
 });
+
+/** The Events about `name` in the test cluster: reason, count and message. */
+async function written(t: ReturnType<typeof setup>, name: string) {
+  const items = (await t.sim.list(RESOURCES.Event, { namespace: NS })).items;
+  return items
+    .filter((e) => (e.involvedObject as { name: string }).name === name)
+    .map((e) => ({ reason: e.reason, count: e.count, message: e.message }))
+    .sort((x, y) => String(x.reason).localeCompare(String(y.reason)));
+}
+
+/** Releases every held create until nothing waits. */
+async function drain(t: ReturnType<typeof setup>): Promise<void> {
+  await turns();
+  while (t.held.length > 0) {
+    t.held.shift()!.release();
+    await turns();
+  }
+  await t.recorder.flush();
+}
+
+Deno.test("a repeat after other Events is counted on its Event; restated at once it writes nothing", async () => {
+  const t = setup();
+  const a = obj("a");
+  t.recorder.record(a, ev("Enforced"));
+  t.recorder.record(a, ev("Enforced")); // restated (a Plan stating its Events again): nothing
+  await drain(t);
+  await t.clock.advance(60_000);
+  t.recorder.record(a, ev("SidecarMissing"));
+  t.recorder.record(a, ev("Enforced"));
+  await drain(t);
+  assert.deepEqual(await written(t, "a"), [
+    { reason: "Enforced", count: 2, message: "Enforced" },
+    { reason: "SidecarMissing", count: 1, message: "SidecarMissing" },
+  ]);
+  const creates = t.sim.calls.filter((c) => c.verb === "create").length;
+  const patches = t.sim.calls.filter((c) => c.verb === "patch").length;
+  assert.deepEqual({ creates, patches }, { creates: 2, patches: 1 }, "a repeat is a patch");
+});
+
+Deno.test("a repeat recorded while its Event still waits is folded into that one write", async () => {
+  const t = setup({ concurrency: 1 });
+  t.recorder.record(obj("b"), ev("First")); // in flight: holds the only slot
+  for (const r of ["X", "Y", "X", "Y", "X"]) t.recorder.record(obj("a"), ev(r));
+  await drain(t);
+  assert.deepEqual(await written(t, "a"), [
+    { reason: "X", count: 3, message: "X" },
+    { reason: "Y", count: 2, message: "Y" },
+  ]);
+  assert.equal(t.sim.calls.filter((c) => c.verb === "patch").length, 0);
+});
+
+Deno.test("more than 10 similar messages within 10 minutes become one combined Event, counted", async () => {
+  const t = setup();
+  const a = obj("a");
+  const warn = (n: number): EventSpec => ({
+    type: "Warning",
+    reason: "SidecarMissing",
+    message: `${n} of 20 Pods have no mesh sidecar`,
+  });
+  for (let n = 1; n <= 14; n++) t.recorder.record(a, warn(n));
+  await drain(t);
+  const got = await written(t, "a");
+  assert.equal(got.length, 11, "10 messages, then one combined Event");
+  const combined = got.find((e) => String(e.message).startsWith("(combined from similar events)"));
+  assert.deepEqual(combined, {
+    reason: "SidecarMissing",
+    count: 4,
+    message: "(combined from similar events): 14 of 20 Pods have no mesh sidecar",
+  });
+  // Ten minutes on, similar messages are new Events again.
+  await t.clock.advance(11 * 60_000);
+  t.recorder.record(a, warn(15));
+  await drain(t);
+  assert.equal((await written(t, "a")).length, 12);
+});
+
+Deno.test("the spam filter holds back repeats beyond 25 an object, never a new Event, and keeps their count", async () => {
+  const t = setup();
+  const a = obj("a");
+  // 26 different Events take the 25 tokens (and one more, not held back: it is new).
+  for (let n = 0; n < 26; n++) t.recorder.record(a, ev(`R${n}`));
+  await drain(t);
+  assert.equal((await written(t, "a")).length, 26);
+  // Repeats now find no token: counted, not written.
+  t.recorder.record(a, ev("R0"));
+  t.recorder.record(a, ev("R1"));
+  t.recorder.record(a, ev("R0"));
+  await drain(t);
+  assert.equal(t.sim.calls.filter((c) => c.verb === "patch").length, 0, "held back");
+  assert.equal((await written(t, "a")).find((e) => e.reason === "R0")?.count, 1);
+  // Another object has its own bucket.
+  t.recorder.record(obj("b"), ev("R0"));
+  t.recorder.record(obj("b"), ev("R1"));
+  t.recorder.record(obj("b"), ev("R0"));
+  await drain(t);
+  assert.equal((await written(t, "b")).find((e) => e.reason === "R0")?.count, 2);
+  // Five minutes bring a token back: the next repeat writes the whole count.
+  await t.clock.advance(5 * 60_000 + 1);
+  t.recorder.record(a, ev("R1"));
+  await drain(t);
+  const counts = Object.fromEntries((await written(t, "a")).map((e) => [e.reason, e.count]));
+  assert.equal(counts.R1, 3, "R1 recorded three times, its held-back repeat included");
+  assert.equal(counts.R0, 1, "R0's held-back repeats wait for its next write");
+});
+
+Deno.test("while reconciles are at work Events are written one at a time", async () => {
+  let busy = true;
+  const t = setup({ concurrency: 4 });
+  const recorder = new EventRecorder({
+    cluster: t.cluster,
+    clock: t.clock,
+    log: captureLogger(t.clock).log,
+    identity: "op-0",
+    busy: () => busy,
+  });
+  for (const n of ["a", "b", "c", "d", "e"]) recorder.record(obj(n), ev("Applied"));
+  await turns();
+  assert.equal(t.held.length, 1, "busy: one write in flight");
+  busy = false;
+  t.held.shift()!.release();
+  await turns();
+  assert.equal(t.held.length, 4, "idle: up to the recorder's concurrency");
+});

@@ -161,3 +161,35 @@ Deno.test("a terminal failure is not retried; shutdown waits for the running key
   assert.equal(finished, true);
   assert.equal(runs, 2, "nothing ran after shutdown");
 });
+
+Deno.test("a running key marked only by its own writes' echoes does not run again; any other mark does", async () => {
+  for (
+    const [marks, again] of [
+      [[true, true], false],
+      [[true, false], true],
+      [[true, undefined], true], // a mark without an echo check is a change like any other
+    ] as const
+  ) {
+    const gate = deferred();
+    let runs = 0;
+    const { clock, q } = setup(async () => {
+      if (++runs === 1) await gate.promise;
+      return { type: "done" };
+    });
+    q.add("a");
+    await clock.flush();
+    // Asked only once the run has ended: what the run wrote is known then.
+    let asked = false;
+    for (const own of marks) {
+      q.add("a", own === undefined ? undefined : () => (asked = true, own));
+    }
+    assert.equal(asked, false, "not asked while the run goes on");
+    gate.resolve();
+    await clock.flush();
+    assert.equal(runs, again ? 2 : 1, `marks ${JSON.stringify(marks)}`);
+    // A key that is not running runs for any mark, echo or not.
+    q.add("a", () => true);
+    await clock.flush();
+    assert.equal(runs, again ? 3 : 2);
+  }
+});
