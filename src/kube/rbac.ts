@@ -126,9 +126,10 @@ export const ACCESS: Readonly<Record<string, Access>> = {
     why: "the Redis Secret of --global-redis-secret, watched in the engine's namespace only",
   },
   Event: {
-    verbs: ["create"],
+    verbs: ["create", "patch"],
     for: ["operator"],
-    why: "Kubernetes Events about the reconciled objects",
+    why:
+      "Kubernetes Events about the reconciled objects; a repeat counted by patch (count, lastTimestamp)",
   },
   Deployment: {
     verbs: INSTALLED,

@@ -61,12 +61,14 @@ export function find(manifests: Manifest[], kind: string, name?: string): Manife
 export const DEPLOY = resolve(dirname(new URL(import.meta.url).pathname), "../../deploy");
 
 /**
- * Runs `fn` with a folder (under .cache/cluster) whose kustomization is deploy/ with the
- * component `deploy/<component>`, as a user's would be; the folder is removed after.
+ * Runs `fn` with a folder (under .cache/cluster) whose kustomization is deploy/ (or `base`, a
+ * variant's folder) with the component `deploy/<component>`, as a user's would be; the folder is
+ * removed after.
  */
 export async function withComponent<T>(
   component: string,
   fn: (dir: string) => Promise<T>,
+  base: string = DEPLOY,
 ): Promise<T> {
   const dir = join(
     CACHE_DIR,
@@ -76,7 +78,7 @@ export async function withComponent<T>(
   try {
     await Deno.writeTextFile(
       join(dir, "kustomization.yaml"),
-      `resources: [${relative(dir, DEPLOY)}]\ncomponents: [${
+      `resources: [${relative(dir, base)}]\ncomponents: [${
         relative(dir, join(DEPLOY, component))
       }]\n`,
     );

@@ -19,7 +19,10 @@ import { type AccessCheck, ruleAllows } from "../../src/kube/self_access.ts";
 import { DEFAULT_RBAC_NAMES, partRoleName, type RbacPart } from "../../src/kube/rbac.ts";
 import { enabledAccess, forbiddenByPart } from "../../src/cli/run_checks.ts";
 import { notServedName, VARIANTS } from "../../src/deploy/variants.ts";
-import { DEPLOY, kustomizeObjects } from "./kustomize.ts";
+import { DEPLOY, kustomizeObjects, withComponent } from "./kustomize.ts";
+import { engineControllerFor } from "../../src/controllers/engine.ts";
+import { DEFAULT_ENGINE_RESOURCES } from "../../src/reconcile/engine/mod.ts";
+import { GLOBAL_ENGINE_SERVICE } from "../../src/api/global_engine.ts";
 
 type Rule = {
   apiGroups?: string[];
@@ -140,7 +143,7 @@ Deno.test("deploy/variants/ratelimit-only: no Secrets, no wildcard, only the clu
       )
     ).sort();
   assert.deepEqual(atoms(rules.cluster), [
-    "/events: create",
+    "/events: create,patch",
     "/pods: list,watch",
     "apiextensions.k8s.io/customresourcedefinitions: list,watch",
     "authentication.k8s.io/tokenreviews: create",
@@ -243,4 +246,33 @@ Deno.test("start-up checks: an operator running more than its roles allow is tol
     rlProblem.message,
     /^RBAC forbids the operator to get,list,watch,create,patch,delete envoyfilters\.networking\.istio\.io: controller ratelimit needs ClusterRole platform-operator-ratelimit .*: missing get,list,watch,create,patch,delete envoyfilters\.networking\.istio\.io$/,
   );
+});
+
+Deno.test("deploy/variants/ratelimit-only with deploy/global-engine: the engine's Role is the only access to Secrets, list and watch in its namespace", async () => {
+  await withComponent("global-engine", async (dir) => {
+    const objs = await kustomizeObjects<Obj>(dir);
+    const rules = saRules(objs);
+    const engine = engineControllerFor({
+      secret: { namespace: GLOBAL_ENGINE_SERVICE.namespace, name: "redis" },
+      image: "i",
+      replicas: 2,
+      resources: DEFAULT_ENGINE_RESOURCES,
+    });
+    // The RateLimit controller and the engine's: every start-up check granted.
+    const alsoUses = [RESOURCES.Event, RESOURCES.Lease];
+    const checks = enabledAccess([CONTROLLERS.ratelimit, engine], alsoUses, SA.namespace);
+    assert.ok(checks.some((a) => a.part === "global-engine"));
+    assert.deepEqual(checks.filter((a) => !allows(rules, a.check)), []);
+    const secrets = [...rules.cluster, ...[...rules.namespaced.values()].flat()]
+      .filter((r) => (r.resources ?? []).includes("secrets"));
+    assert.deepEqual(secrets.map((r) => r.verbs), [["list", "watch"]]);
+    assert.deepEqual([...rules.namespaced.keys()].sort(), [
+      GLOBAL_ENGINE_SERVICE.namespace,
+      SA.namespace,
+    ]);
+    assert.ok(
+      !rules.namespaced.get(SA.namespace)!.some((r) => (r.resources ?? []).includes("secrets")),
+    );
+    assert.ok(!rules.cluster.some((r) => (r.resources ?? []).includes("secrets")));
+  }, join(DEPLOY, "variants", "ratelimit-only"));
 });
