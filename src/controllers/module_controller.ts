@@ -109,15 +109,22 @@ export function holdDeletion(
   return { ...emptyPlan(), requeueAfterMs: UNKNOWN_USER_OBJECTS_REQUEUE_MS };
 }
 
+/** A module's reducer: its Plan from what the cache holds. */
+export type ModuleReducer = (input: ModuleInput) => Plan;
+
 /**
- * The controller of a module: its watches and triggers, and a reconcile that reads `reduce`'s
- * input from the cache (unless `holdDeletion` holds it).
+ * The controller of a module: its watches and triggers, and a reconcile that reads the reducer's
+ * input from the cache (unless `holdDeletion` holds it). The reducer comes from `load`, called by
+ * `preload` with the module's CRDs: an operator with no module object never loads a module's
+ * reducer, renderers and validation (a dynamic import with a literal specifier, which `deno
+ * compile` still embeds).
  */
 export function moduleController(
   name: string,
   kind: ModuleKind,
-  reduce: (input: ModuleInput) => Plan,
+  load: () => Promise<ModuleReducer>,
 ): ControllerSpec {
+  let reduce: ModuleReducer | undefined;
   return {
     name,
     primary: kind.primary,
@@ -130,12 +137,14 @@ export function moduleController(
     // Without a module object, nothing it watches besides that kind leads to work.
     watchesNeedPrimary: true,
     async preload() {
-      await kind.crds.load();
+      const [loaded] = await Promise.all([load(), kind.crds.load()]);
+      reduce = loaded;
     },
     reconcile(key, cache, ctx) {
-      const { namespace, name } = splitKey(key);
-      const object = cache.get(kind.primary, namespace, name);
+      const { namespace, name: objectName } = splitKey(key);
+      const object = cache.get(kind.primary, namespace, objectName);
       if (!object) return undefined;
+      if (!reduce) throw new Error(`${name}: reconcile before preload (the reducer is not loaded)`);
       return holdDeletion(kind, cache, object) ?? guardFinalizer(
         kind,
         reduce({

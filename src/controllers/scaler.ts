@@ -2,7 +2,6 @@
 import { RESOURCES } from "../api/resources.ts";
 import type { ControllerSpec } from "../runtime/mod.ts";
 import { KEDA_CRDS } from "./embedded_crds.ts";
-import { reconcileScaler } from "../reconcile/scaler/mod.ts";
 import { moduleController, type ModuleKind } from "./module_controller.ts";
 
 /** The KEDA module: what it installs and what blocks its deletion. */
@@ -39,5 +38,5 @@ export const SCALER_MODULE: ModuleKind = {
 export const scalerController: ControllerSpec = moduleController(
   "scaler",
   SCALER_MODULE,
-  reconcileScaler,
+  async () => (await import("../reconcile/scaler/mod.ts")).reconcileScaler,
 );

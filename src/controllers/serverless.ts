@@ -1,7 +1,6 @@
 /** The Serverless controller: what the runtime watches for it and how the cache becomes the reducer's input. */
 import { RESOURCES } from "../api/resources.ts";
 import type { ControllerSpec } from "../runtime/mod.ts";
-import { reconcileServerless } from "../reconcile/serverless/mod.ts";
 import { FUNCTION_CRDS } from "./embedded_crds.ts";
 import { moduleController, type ModuleKind } from "./module_controller.ts";
 
@@ -28,5 +27,5 @@ export const SERVERLESS_MODULE: ModuleKind = {
 export const serverlessController: ControllerSpec = moduleController(
   "serverless",
   SERVERLESS_MODULE,
-  reconcileServerless,
+  async () => (await import("../reconcile/serverless/mod.ts")).reconcileServerless,
 );

@@ -116,3 +116,46 @@ Deno.test("the on-demand check finds a static import, a JSON import and a missin
     "file:///r/data/upstream/serverless/crds.json is not in the graph compile embeds",
   ]);
 });
+
+/**
+ * Module files the start-up graph may hold, and why: what the operator needs with no Serverless or
+ * Scaler object (a module's watch triggers read its claim label; the image flags the KEDA image
+ * names; the start-up checks compare the module RBAC the operator holds with what the modules
+ * render).
+ */
+const MODULE_FILES_AT_START = [
+  "src/reconcile/module/claim.ts",
+  "src/reconcile/scaler/names.ts",
+  "src/reconcile/scaler/rbac.ts",
+  "src/reconcile/serverless/render.ts",
+];
+
+/** The module files loaded at start beyond MODULE_FILES_AT_START (reducers and renderers are not). */
+function moduleFilesAtStart(graph: Graph, entry: string, root: string): string[] {
+  const dirs = ["serverless", "scaler", "module"].map((m) =>
+    pathToFileURL(join(root, "src/reconcile", m)).href + "/"
+  );
+  const allowed = MODULE_FILES_AT_START.map((f) => pathToFileURL(join(root, f)).href);
+  return loadedAtStart(graph, entry).filter((u) =>
+    dirs.some((d) => u.startsWith(d)) && !allowed.includes(u)
+  );
+}
+
+Deno.test("the idle start-up graph holds no module reducer or renderer: they load with a module object", async () => {
+  const entry = pathToFileURL(join(ROOT, "src/cli/operator_main.ts")).href;
+  const graph = await graphOf(entry);
+  assert.deepEqual(moduleFilesAtStart(graph, entry, ROOT), []);
+  // Loaded on demand, and so still in the graph `deno compile` embeds.
+  const all = graph.modules.map((m) => m.specifier);
+  for (const reducer of ["src/reconcile/serverless/mod.ts", "src/reconcile/scaler/mod.ts"]) {
+    assert.ok(all.includes(pathToFileURL(join(ROOT, reducer)).href), `${reducer} is embedded`);
+  }
+});
+
+Deno.test("the module check sees a reducer imported statically", async () => {
+  // The Scaler controller's reducer, as a static import would load it at start.
+  const entry = pathToFileURL(join(ROOT, "src/reconcile/scaler/mod.ts")).href;
+  const found = moduleFilesAtStart(await graphOf(entry), entry, ROOT);
+  assert.ok(found.some((u) => u.endsWith("/src/reconcile/scaler/mod.ts")), found.join("\n"));
+  assert.ok(found.some((u) => u.endsWith("/src/reconcile/module/lifecycle.ts")), found.join("\n"));
+});

@@ -16,6 +16,10 @@ import { converge, IMAGES, NOW, serverless } from "../reconcile/serverless_fixtu
 import { installed as kedaInstalled } from "../reconcile/scaler_fixtures.ts";
 import { fakeCache, heldClaim } from "../reconcile/module_fixtures.ts";
 
+// A module controller loads its reducer (and CRDs) before its first reconcile, as the runtime does.
+await serverlessController.preload?.();
+await scalerController.preload?.();
+
 const ctx = { now: NOW, images: IMAGES, namespace: "platform-system" };
 
 /** `fakeCache` whose watches of `notLive` types are not live. */

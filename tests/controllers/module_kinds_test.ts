@@ -18,6 +18,9 @@ import { IMAGES, installed, NOW } from "../reconcile/scaler_fixtures.ts";
 import { FUNCTION_CRD_LIST, KEDA_CRD_LIST, SETTINGS } from "../reconcile/serverless_fixtures.ts";
 import { fakeCache } from "../reconcile/module_fixtures.ts";
 
+// A module controller loads its reducer (and CRDs) before its first reconcile, as the runtime does.
+await scalerController.preload?.();
+
 const key = (t: ResourceType) => `${t.group}/${t.version}/${t.kind}/${t.plural}/${t.namespaced}`;
 
 function userKeys(module: ModuleKind): string[] {

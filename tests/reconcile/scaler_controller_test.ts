@@ -9,6 +9,9 @@ import { IMAGES, installed, NOW, scaler } from "./scaler_fixtures.ts";
 import { fakeCache, heldClaim } from "./module_fixtures.ts";
 import { triggersOf } from "../../src/runtime/controller_spec.ts";
 
+// A module controller loads its reducer (and CRDs) before its first reconcile, as the runtime does.
+await scalerController.preload?.();
+
 const userObject = (kind: string, ns: string, name: string): KubeObject => ({
   apiVersion: "keda.sh/v1alpha1",
   kind,

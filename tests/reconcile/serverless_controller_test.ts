@@ -8,6 +8,9 @@ import { converge, IMAGES, NOW, serverless } from "./serverless_fixtures.ts";
 import { fakeCache, heldClaim } from "./module_fixtures.ts";
 import { triggersOf } from "../../src/runtime/controller_spec.ts";
 
+// A module controller loads its reducer (and CRDs) before its first reconcile, as the runtime does.
+await serverlessController.preload?.();
+
 const fn = (ns: string, name: string): KubeObject => ({
   apiVersion: "serverless.platform-project.io/v1alpha2",
   kind: "Function",

@@ -68,14 +68,22 @@ function primaryOf(cache: CacheReader, type: ResourceType, key: string): KubeObj
 
 /** A Serverless reducer that skips the claim: it believes every object holds the claim Lease. */
 export function skipsTheClaim(): MutantOptions {
-  return swap(moduleController("serverless", SERVERLESS_MODULE, (input) =>
-    reconcileServerless({
-      ...input,
-      claim: {
-        ...input.claim,
-        observed: claimLease(input.claim, (input.object as KubeObject).metadata),
-      },
-    })));
+  return swap(
+    moduleController(
+      "serverless",
+      SERVERLESS_MODULE,
+      () =>
+        Promise.resolve((input) =>
+          reconcileServerless({
+            ...input,
+            claim: {
+              ...input.claim,
+              observed: claimLease(input.claim, (input.object as KubeObject).metadata),
+            },
+          })
+        ),
+    ),
+  );
 }
 
 /** A user's ConfigMap that carries the operator's managed-by label (copied from its output). */
