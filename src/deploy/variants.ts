@@ -51,7 +51,7 @@ export function notServedPolicy(controller: ControllerName): KubeObject[] {
   const message = `${type.kind} is not served by this installation of platform-operator: it runs ` +
     `without the ${controller} controller (--controllers), so no ${type.kind} would be ` +
     `reconciled. Install deploy/ (or set the Helm value modules.${controller}.enabled=true) to ` +
-    `serve ${type.kind}s.`;
+    `serve them.`;
   return [
     {
       apiVersion: api,

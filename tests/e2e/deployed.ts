@@ -17,22 +17,23 @@ export const DEPLOYED = { namespace: "platform-system", name: "platform-operator
 export const SELECTOR = "app.kubernetes.io/name=platform-operator";
 
 /**
- * Writes a kustomization in `dir` whose only resource is the repository's deploy/ and whose only
- * change is the image (what `kustomize edit set image` does); returns `dir`.
+ * Writes a kustomization in `dir` whose only resource is the repository's deploy/ (or `from`, a
+ * variant such as deploy/variants/ratelimit-only) and whose only change is the image (what
+ * `kustomize edit set image` does); returns `dir`.
  */
-export async function imageOverlay(dir: string, image: string): Promise<string> {
+export async function imageOverlay(dir: string, image: string, from = "deploy"): Promise<string> {
   await Deno.mkdir(dir, { recursive: true });
   // deploy/ already renames `platform-operator` to its published image; the overlay renames that.
   const base = parse(
-    await Deno.readTextFile(join(REPO_ROOT, "deploy", "kustomization.yaml")),
+    await Deno.readTextFile(join(REPO_ROOT, from, "kustomization.yaml")),
   ) as { images: { name: string; newName: string }[] };
   const published = base.images.find((i) => i.name === "platform-operator")?.newName;
-  if (!published) throw new Error("deploy/kustomization.yaml sets no image for platform-operator");
+  if (!published) throw new Error(`${from}/kustomization.yaml sets no image for platform-operator`);
   const colon = image.lastIndexOf(":");
   const kustomization = {
     apiVersion: "kustomize.config.k8s.io/v1beta1",
     kind: "Kustomization",
-    resources: [relative(dir, join(REPO_ROOT, "deploy"))],
+    resources: [relative(dir, join(REPO_ROOT, from))],
     images: [{
       name: published,
       newName: image.slice(0, colon),
