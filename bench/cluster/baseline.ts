@@ -72,7 +72,8 @@ async function writeOne(api: LiveCluster, rl: KubeObject, p: Payload): Promise<v
 
 /**
  * Watches `namespace` and handles every RateLimit it sees that has a payload, `width` at once,
- * until all `payloads` are written; resolves with the number of writes made.
+ * until all `payloads` are written; resolves with the number of writes made. `onListed` is called
+ * once the watch has listed (objects created after it are seen).
  */
 export async function runBaseline(
   api: LiveCluster,
@@ -80,6 +81,7 @@ export async function runBaseline(
   payloads: Map<string, Payload>,
   width: number,
   signal: AbortSignal,
+  onListed?: () => void,
 ): Promise<number> {
   const queue: KubeObject[] = [];
   const seen = new Set<string>();
@@ -103,6 +105,7 @@ export async function runBaseline(
   const ready = new Promise<void>((r) => listed = r);
   const watching = followRateLimits(api, namespace, see, stopWatching.signal, () => listed());
   await Promise.race([ready, watching]);
+  onListed?.();
   let done = 0;
   const workers = Array.from({ length: width }, async () => {
     while (done < payloads.size && !signal.aborted) {

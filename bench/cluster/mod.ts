@@ -16,7 +16,14 @@ import { BENCH_DIR, BenchCluster, until } from "./env.ts";
 import { latencyPhase, reportLatency } from "./latency_phase.ts";
 import { buildPeer, peerVersion, preparePeer } from "./peer.ts";
 import { IDLE_BOUND_MS, idleRss, settle } from "./idle.ts";
-import { atRest, converge, layout, OPERATOR_CONCURRENCY } from "./phases.ts";
+import {
+  atRest,
+  converge,
+  type ConvergeWrites,
+  layout,
+  OPERATOR_CONCURRENCY,
+  writesNote,
+} from "./phases.ts";
 import { CLUSTER_PHASES, type ClusterOptions, type ClusterPhase } from "./options.ts";
 import { addFloors, floorClusterFrom, STARTUP_FLOORS, startupFloorMs } from "./floor.ts";
 import { list, rowsOf, s, startMark } from "./rows.ts";
@@ -209,13 +216,20 @@ export async function benchCluster(report: Report, o: ClusterOptions): Promise<v
     // Convergence at N, runs alternated: the baseline, then each subject.
     const n = o.count;
     const base: number[] = [];
+    const baseWrites: ConvergeWrites[] = [];
+    const written = new Map<Subject, ConvergeWrites[]>(subjects.map((x) => [x, []]));
     const times = new Map<Subject, number[]>(subjects.map((x) => [x, []]));
     const cpus = new Map<Subject, number[]>(subjects.map((x) => [x, []]));
     for (let run = 0; run < (phase("converge") ? o.runs : 0); run++) {
       const bns = layout(`bench-base-${run}`, n, false);
       const b = await converge(env, bns, o.rules, o.width);
       base.push(b.ms);
-      say(`run ${run + 1}: baseline ${fmt(s(b.ms), 2)} s (created in ${fmt(s(b.createdMs), 2)} s)`);
+      baseWrites.push(b.writes);
+      say(
+        `run ${run + 1}: baseline ${fmt(s(b.ms), 2)} s (created in ${fmt(s(b.createdMs), 2)} s; ${
+          writesNote(b.writes)
+        })`,
+      );
       await env.deleteNamespaces(bns.map(([x]) => x));
       for (const subject of subjects) {
         const r = await start(subject, `${subject.key}-${run}`);
@@ -224,6 +238,7 @@ export async function benchCluster(report: Report, o: ClusterOptions): Promise<v
         const c = await converge(env, ns, o.rules, o.width, { s: subject, r });
         times.get(subject)!.push(c.ms);
         cpus.get(subject)!.push(c.cpuS ?? 0);
+        written.get(subject)!.push(c.writes);
         // Only for the line below: the figures after it wait (boundedly) for what they need.
         const after = await settle(r, 5_000);
         say(
@@ -269,12 +284,16 @@ export async function benchCluster(report: Report, o: ClusterOptions): Promise<v
           value: s(median(t)),
           unit: "s",
           baseline: {
-            name: `client making 2 writes an object, ${OPERATOR_CONCURRENCY} at once`,
+            name: `client making 2 writes an object, ${OPERATOR_CONCURRENCY} at once, as a ` +
+              `process of its own as the operator's user`,
             value: s(median(base)),
           },
           ratio: median(t) / median(base),
           ...(subject.key === "operator" ? { target: { of: "ratio", op: "<=", bound: 1.1 } } : {}),
-          note: `median of ${o.runs}: ${list(t.map(s))} s; baseline ${list(base.map(s))} s`,
+          note: `median of ${o.runs}: ${list(t.map(s))} s; baseline ${list(base.map(s))} s; ` +
+            `${subject.label}: ${writesNote(written.get(subject)![0])}; baseline: ${
+              writesNote(baseWrites[0])
+            } (first run's audit log)`,
         },
       );
       add(subject, `CPU seconds to converge ${fmt(n)} RateLimits`, {

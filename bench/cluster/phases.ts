@@ -4,10 +4,10 @@
  * Ready, CPU seconds, API writes at rest, resident memory, start-up.
  */
 import type { KubeObject } from "../../src/api/object.ts";
-import type { AuditEvent } from "../../tools/cluster/mod.ts";
+import { type AuditEvent, OPERATOR_USER } from "../../tools/cluster/mod.ts";
 import { podManifest, rateLimitObject } from "../fixtures.ts";
 import { fmt } from "../stats.ts";
-import { baselinePayloads, runBaseline } from "./baseline.ts";
+import { BaselineProcess } from "./baseline_process.ts";
 import type { BenchCluster } from "./env.ts";
 import { cpuSeconds } from "./operator.ts";
 import { KYMA_RATELIMIT } from "./peer.ts";
@@ -48,14 +48,69 @@ export interface Converged {
   ms: number;
   /** Creating the objects alone. */
   createdMs: number;
-  /** CPU seconds the subject used meanwhile (undefined for the baseline, which runs in-process). */
+  /** CPU seconds the subject (or the baseline process) used meanwhile. */
   cpuS?: number;
+  /** The writes its user made from creation start until they stopped, Events included. */
+  writes: ConvergeWrites;
+}
+
+/** The writes of a convergence, from the audit log. */
+export interface ConvergeWrites {
+  /** Every write (Lease renewals apart). */
+  total: number;
+  /** `total` over the RateLimits created. */
+  perObject: number;
+  /** Of which Events. */
+  events: number;
+  /** By verb and resource (`writesByResource`). */
+  byResource: string;
+}
+
+/** How long the audit log must show no new write of a user before its writes are counted. */
+const WRITES_SETTLE_MS = 2_000;
+
+/**
+ * The writes `user` made since `sinceMs`, once they stopped coming (Events are written after the
+ * objects, in the background): counted when no new one came for WRITES_SETTLE_MS, at most
+ * `boundMs` after the call.
+ */
+export async function writesUntilQuiet(
+  env: BenchCluster,
+  user: string,
+  sinceMs: number,
+  objects: number,
+  boundMs = 60_000,
+): Promise<ConvergeWrites> {
+  const deadline = Date.now() + boundMs;
+  let seen = -1;
+  let writes: AuditEvent[] = [];
+  for (;;) {
+    writes = (await env.handle.writes({ user, sinceMs }))
+      .filter((w) => w.objectRef?.resource !== "leases");
+    if (writes.length === seen || Date.now() > deadline) break;
+    seen = writes.length;
+    await new Promise((r) => setTimeout(r, WRITES_SETTLE_MS));
+  }
+  const events = writes.filter((w) => w.objectRef?.resource === "events").length;
+  return {
+    total: writes.length,
+    perObject: writes.length / Math.max(1, objects),
+    events,
+    byResource: writesByResource(writes),
+  };
+}
+
+/** `3.02 writes an object (patch envoyfilters ×1,000, …)`. */
+export function writesNote(w: ConvergeWrites): string {
+  return `${fmt(w.perObject, 2)} writes an object, Events included (${w.byResource})`;
 }
 
 /**
  * Creates `count` RateLimits and their Pods over `namespaces` (made here) and times until all are
  * Ready. With `subject` running: its CPU is read at the start and at all Ready; without, the
- * baseline client makes the writes.
+ * baseline client makes the writes, as a process of its own (baseline_process.ts) on its own
+ * connection, as the operator's user, with the operator's concurrency. Either way the writes of
+ * its user are counted from the audit log, Events included.
  */
 export async function converge(
   env: BenchCluster,
@@ -67,30 +122,38 @@ export async function converge(
   const type = subject?.s.type;
   const watches: ReadyWatch[] = [];
   const objects: KubeObject[] = [];
-  const stop = new AbortController();
-  const baselines: Promise<number>[] = [];
   for (const [ns, n] of namespaces) {
     await env.namespace(ns);
     const w = new ReadyWatch(env.api, ns, type);
     await w.start();
     watches.push(w);
     objects.push(...workload(n, rules, ns, type));
-    if (!subject) {
-      const payloads = baselinePayloads(n, rules, ns);
-      baselines.push(runBaseline(env.api, ns, payloads, OPERATOR_CONCURRENCY, stop.signal));
+  }
+  const baseline = subject ? undefined : await BaselineProcess.start({
+    kubeconfig: env.handle.operatorKubeconfig,
+    namespaces,
+    rules,
+    width: OPERATOR_CONCURRENCY,
+  });
+  try {
+    const pid = subject?.r.pid ?? baseline!.pid;
+    const cpu0 = await cpuSeconds(pid);
+    const t0 = Date.now();
+    const createdMs = await env.createAll(objects, width, type === KYMA_RATELIMIT ? [type] : []);
+    let last = 0;
+    for (const [k, w] of watches.entries()) {
+      last = Math.max(last, await w.whenReady(namespaces[k][1], 3_600_000));
     }
+    const cpuS = await cpuSeconds(pid) - cpu0;
+    await baseline?.done();
+    await Promise.all(watches.map((w) => w.stop()));
+    const count = namespaces.reduce((a, [, n]) => a + n, 0);
+    const writes = await writesUntilQuiet(env, subject?.s.user ?? OPERATOR_USER, t0, count);
+    return { ms: last - t0, createdMs, cpuS, writes };
+  } catch (err) {
+    await baseline?.kill();
+    throw err;
   }
-  const cpu0 = subject ? await cpuSeconds(subject.r.pid) : 0;
-  const t0 = Date.now();
-  const createdMs = await env.createAll(objects, width, type === KYMA_RATELIMIT ? [type] : []);
-  let last = 0;
-  for (const [k, w] of watches.entries()) {
-    last = Math.max(last, await w.whenReady(namespaces[k][1], 3_600_000));
-  }
-  const cpuS = subject ? await cpuSeconds(subject.r.pid) - cpu0 : undefined;
-  await Promise.all(baselines);
-  await Promise.all(watches.map((w) => w.stop()));
-  return { ms: last - t0, createdMs, ...(cpuS !== undefined ? { cpuS } : {}) };
 }
 
 /** API writes a subject made in a window at rest, Lease renewals apart. */

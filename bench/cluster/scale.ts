@@ -6,7 +6,7 @@ import { fmt } from "../stats.ts";
 import type { BenchCluster } from "./env.ts";
 import { idleRss, settle } from "./idle.ts";
 import type { ClusterOptions } from "./options.ts";
-import { converge, layout } from "./phases.ts";
+import { converge, layout, writesNote } from "./phases.ts";
 import { type Rows, s, startMark } from "./rows.ts";
 import type { Running, Subject } from "./subject.ts";
 
@@ -34,7 +34,7 @@ export async function scalePhase(run: PhaseRunner, subjects: readonly Subject[])
         `${startMark(before)}one run; ${ns.length} namespaces; creating took ${
           fmt(s(c.createdMs), 1)
         } s; ` +
-        `CPU ${fmt(c.cpuS ?? 0, 1)} s`,
+        `CPU ${fmt(c.cpuS ?? 0, 1)} s; ${writesNote(c.writes)}`,
     });
     memory(subject, `${fmt(o.memoryMax)} RateLimits Ready`, m, {
       ...(subject.key === "operator" && o.memoryMax >= 10_000
@@ -71,7 +71,8 @@ export async function oneNamespacePhase(run: PhaseRunner, subject: Subject): Pro
       target: { of: "ratio", op: "<=", bound: 1.3 },
       note: `${startMark(before)}one run each; CPU ${fmt(c.cpuS ?? 0, 1)} s; ` +
         `RSS ${mark ? `(${mark.replace(/; $/, "")}) ` : "once idle "}${fmt(rss, 1)} MB; ` +
-        `creating took ${fmt(s(c.createdMs), 1)} s (baseline run ${fmt(s(b.createdMs), 1)} s)`,
+        `creating took ${fmt(s(c.createdMs), 1)} s (baseline run ${fmt(s(b.createdMs), 1)} s); ` +
+        `operator: ${writesNote(c.writes)}; baseline: ${writesNote(b.writes)}`,
     },
   );
   await stop();
