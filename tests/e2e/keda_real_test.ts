@@ -36,7 +36,7 @@ import {
   setMetric,
 } from "./keda_scaling.ts";
 import { moduleGrantsRole } from "../../src/kube/rbac.ts";
-import { nothingLeftBehind } from "./left_behind.ts";
+import { MODULE_GROUPS, nothingLeftBehind } from "./left_behind.ts";
 
 const NS = "keda-system";
 const USER_NS = "e2e-user";
@@ -202,7 +202,7 @@ e2eSuite("keda-real", async (env, t) => {
         labelSelector: moduleSelector("keda"),
       });
       assert.deepEqual(left.map((d) => d.metadata.name), []);
-      await nothingLeftBehind(env, ["keda.sh", "eventing.keda.sh"]);
+      await nothingLeftBehind(env, MODULE_GROUPS.keda);
     },
   );
 }, { realNode: true, skip: KEDA_REAL_SKIP });

@@ -7,6 +7,13 @@
 import assert from "node:assert/strict";
 import type { E2E } from "./harness.ts";
 import { namespace } from "./fixtures.ts";
+import { FUNCTION_CRD } from "../../src/reconcile/serverless/render.ts";
+
+/** The API groups of each module's CRDs: none may be left once the module is removed. */
+export const MODULE_GROUPS: Readonly<Record<"serverless" | "keda", readonly string[]>> = {
+  serverless: [FUNCTION_CRD.slice(FUNCTION_CRD.indexOf(".") + 1)],
+  keda: ["keda.sh", "eventing.keda.sh"],
+};
 
 interface ServiceRef {
   name: string;

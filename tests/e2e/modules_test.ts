@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import type { KubeObject } from "../../src/api/object.ts";
 import { join } from "node:path";
-import { nothingLeftBehind } from "./left_behind.ts";
+import { MODULE_GROUPS, nothingLeftBehind } from "./left_behind.ts";
 import { type E2E, e2eSuite, waitFor } from "./harness.ts";
 import { REPO_ROOT } from "./operator.ts";
 import { OPERATOR_USER } from "../../tools/cluster/mod.ts";
@@ -325,5 +325,5 @@ async function blockedDeletion(env: E2E): Promise<void> {
     });
     assert.deepEqual(left.map((d) => d.metadata.name), [], `${m} Deployments left after deletion`);
   }
-  await nothingLeftBehind(env, ["serverless.kyma-project.io", "keda.sh", "eventing.keda.sh"]);
+  await nothingLeftBehind(env, [...MODULE_GROUPS.serverless, ...MODULE_GROUPS.keda]);
 }

@@ -7,8 +7,10 @@
 // Pod's resolver (its /etc/resolv.conf: cluster DNS and search domains) and GETs URL from inside
 // the Pod (https as an in-cluster client: trusting the mounted ca.crt, with the token), answering
 // JSON {host, addrs, status, body, error}; /metric answers {"value": N} for an autoscaler's
-// metrics-api trigger, N set with /metric?set=N (0 at start); every other path answers
-// "podcheck <host>".
+// metrics-api trigger, N set with /metric?set=N (0 at start); /file?path=P answers the first
+// 64 KiB of file P (a mounted ConfigMap, say); every other path answers "podcheck <host>". It
+// answers the same on PROBE_PORT (default 8090) too, so that it can stand in for a controller
+// whose probes ask that port (the Serverless module's).
 package main
 
 import (
@@ -197,6 +199,15 @@ func main() {
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, "{\"value\":%d}\n", metric.Load())
 	})
+	http.HandleFunc("/file", func(w http.ResponseWriter, r *http.Request) {
+		f, err := os.Open(r.URL.Query().Get("path"))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusNotFound)
+			return
+		}
+		defer f.Close()
+		io.Copy(w, io.LimitReader(f, 64<<10))
+	})
 	http.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Printf("request %s from %s\n", r.URL.Path, r.RemoteAddr)
 		fmt.Fprintf(w, "podcheck %s\n", host)
@@ -207,7 +218,18 @@ func main() {
 		<-sigs
 		os.Exit(0)
 	}()
-	fmt.Printf("listening on :%s\n", port)
+	probePort := os.Getenv("PROBE_PORT")
+	if probePort == "" {
+		probePort = "8090"
+	}
+	if probePort != port {
+		go func() {
+			if err := http.ListenAndServe(":"+probePort, nil); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+			}
+		}()
+	}
+	fmt.Printf("listening on :%s and :%s\n", port, probePort)
 	if err := http.ListenAndServe(":"+port, nil); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
