@@ -82,7 +82,29 @@ function engineControllerOf(
     ...(opts.globalEngineXdsUrl ? { xdsServerUrl: opts.globalEngineXdsUrl } : {}),
     replicas: opts.globalEngineReplicas,
     resources: opts.globalEngineResources,
+    ...(opts.globalEngineXdsTlsSecret
+      ? {
+        xdsTls: {
+          secret: opts.globalEngineXdsTlsSecret,
+          clientCertRequired: opts.globalEngineXdsTls?.clientCaFile !== undefined,
+          ...(opts.globalEngineXdsTlsServerName
+            ? { serverName: opts.globalEngineXdsTlsServerName }
+            : {}),
+        },
+      }
+      : {}),
   });
+}
+
+/** The xDS server's TLS files from the flags (checked together by run_flags.ts). */
+function xdsTlsFiles(opts: RunOptions) {
+  const t = opts.globalEngineXdsTls;
+  if (!t?.certFile || !t.keyFile) return undefined;
+  return {
+    certFile: t.certFile,
+    keyFile: t.keyFile,
+    ...(t.clientCaFile ? { clientCaFile: t.clientCaFile } : {}),
+  };
 }
 
 /** A second SIGTERM/SIGINT at least this long after the first exits at once. */
@@ -327,6 +349,7 @@ export async function runOperator(opts: RunOptions, deps: RunDeps): Promise<numb
             : undefined;
         },
         port: opts.globalEngineXdsPort,
+        tls: xdsTlsFiles(opts),
         log: log.child({ component: "engine-xds" }),
         metrics,
         clock,
@@ -349,7 +372,10 @@ export async function runOperator(opts: RunOptions, deps: RunDeps): Promise<numb
     const flags = opts.globalRedisSecret
       ? "--probe-addr/--metrics-addr/--global-engine-xds-port"
       : "--probe-addr/--metrics-addr";
-    log.error(`cannot listen: ${(err as Error).message}: choose other ${flags}`);
+    // TLS files that cannot serve stop the operator: never a cleartext xDS server instead.
+    if ((err as Error).name === "XdsTlsError") {
+      log.error(`cannot serve the engines over TLS: ${(err as Error).message}`);
+    } else log.error(`cannot listen: ${(err as Error).message}: choose other ${flags}`);
     await Promise.all(endpoints.map((e) => e.shutdown()));
     await m.stop("cannot listen");
     await running.done;

@@ -63,6 +63,12 @@ export interface RunOptions {
   globalEngineXdsPort: number;
   /** What the engines dial for their configuration; undefined: the operator's xDS Service. */
   globalEngineXdsUrl?: string;
+  /** The xDS server's TLS files; undefined: cleartext (then no `globalEngineXdsTlsSecret`). */
+  globalEngineXdsTls?: { certFile?: string; keyFile?: string; clientCaFile?: string };
+  /** The engines' Secret for TLS to the xDS server (its CA, their client certificate). */
+  globalEngineXdsTlsSecret?: { namespace: string; name: string };
+  /** The name the engines check the operator's certificate for; undefined: the host they dial. */
+  globalEngineXdsTlsServerName?: string;
   /** The engine's image. */
   globalEngineImage: string;
   /** How many engine Pods run. */
@@ -186,13 +192,18 @@ function parseServices(flag: string, value: string): ServiceRef[] {
   );
 }
 
-function parseSecretRef(flag: string, value: string): { namespace: string; name: string } {
+function parseSecretRef(
+  flag: string,
+  value: string,
+  what = "the Redis Secret",
+  example = "redis",
+): { namespace: string; name: string } {
   const [namespace, name, ...rest] = value.split("/");
   const dns = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
   const subdomain = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
   if (rest.length > 0 || !dns.test(namespace ?? "") || !subdomain.test(name ?? "")) {
     throw new Error(
-      `invalid --${flag} "${value}": use namespace/name of the Redis Secret, e.g. ${GLOBAL_ENGINE_SERVICE.namespace}/redis`,
+      `invalid --${flag} "${value}": use namespace/name of ${what}, e.g. ${GLOBAL_ENGINE_SERVICE.namespace}/${example}`,
     );
   }
   if (namespace !== GLOBAL_ENGINE_SERVICE.namespace) {
@@ -227,6 +238,62 @@ const image = (name: string, key: keyof ModuleImages, env: string, what: string)
   flag(name, `image of ${what}`, (o, v) => {
     o.images = { ...o.images, [key]: v };
   }, { env: [env], default: DEFAULT_IMAGES[key] });
+
+/** The xDS server's TLS file flags: where the operator's Pod has them mounted. */
+function xdsTlsFileFlags(): OperatorFlag[] {
+  const file = (
+    name: string,
+    key: "certFile" | "keyFile" | "clientCaFile",
+    help: string,
+  ) =>
+    flag(name, help, (o, v) => {
+      if (v !== "") o.globalEngineXdsTls = { ...o.globalEngineXdsTls, [key]: v };
+    }, { default: "" });
+  return [
+    file(
+      "global-engine-xds-tls-cert-file",
+      "certFile",
+      "the certificate (PEM) the operator serves the engines' configuration with over TLS, e.g. tls.crt of a kubernetes.io/tls Secret mounted under /etc/platform-operator (the files are read again when they change); with --global-engine-xds-tls-key-file and --global-engine-xds-tls-secret; empty: cleartext",
+    ),
+    file(
+      "global-engine-xds-tls-key-file",
+      "keyFile",
+      "the key (PEM) of --global-engine-xds-tls-cert-file",
+    ),
+    file(
+      "global-engine-xds-client-ca-file",
+      "clientCaFile",
+      "the CA (PEM) of the engines' client certificates: set, the xDS server accepts only connections with a certificate it signed (mutual TLS); empty: any client that completes TLS",
+    ),
+  ];
+}
+
+/** Why the xDS TLS flags do not go together, or "". */
+function xdsTlsProblem(o: RunOptions): string {
+  const t = o.globalEngineXdsTls;
+  const any = t !== undefined || o.globalEngineXdsTlsSecret !== undefined ||
+    o.globalEngineXdsTlsServerName !== undefined;
+  if (!any) return "";
+  if (!o.globalRedisSecret) {
+    return "--global-engine-xds-tls-* configure TLS between the global rate limit engine and the operator: they need --global-redis-secret";
+  }
+  if (!t?.certFile || !t.keyFile) {
+    const given = t?.certFile
+      ? "--global-engine-xds-tls-cert-file"
+      : t?.keyFile
+      ? "--global-engine-xds-tls-key-file"
+      : t?.clientCaFile
+      ? "--global-engine-xds-client-ca-file"
+      : o.globalEngineXdsTlsSecret
+      ? "--global-engine-xds-tls-secret"
+      : "--global-engine-xds-tls-server-name";
+    return `${given} needs --global-engine-xds-tls-cert-file and --global-engine-xds-tls-key-file: the operator's xDS server would otherwise serve the engines in cleartext`;
+  }
+  if (!o.globalEngineXdsTlsSecret) {
+    return "--global-engine-xds-tls-cert-file needs --global-engine-xds-tls-secret: the Secret whose ca.crt the engines check the operator's certificate with";
+  }
+  return "";
+}
 
 /** Every flag of `run`, in `--help` order. */
 export const RUN_FLAGS: readonly OperatorFlag[] = [
@@ -349,6 +416,36 @@ export const RUN_FLAGS: readonly OperatorFlag[] = [
     `host:port the engines dial for their configuration; empty: the operator's Service, ${ENGINE_XDS.serviceName}.<namespace>.svc:${ENGINE_XDS.port} (set it when the cluster's DNS domain or the way to the operator differs)`,
     (o, v) => {
       if (v !== "") o.globalEngineXdsUrl = v;
+    },
+    { default: "" },
+  ),
+  ...xdsTlsFileFlags(),
+  flag(
+    "global-engine-xds-tls-secret",
+    `the engines' Secret for TLS to the operator's xDS server, namespace/name in ${GLOBAL_ENGINE_SERVICE.namespace} (a kubernetes.io/tls Secret, e.g. cert-manager's: ca.crt, the CA that signed the operator's xDS certificate; tls.crt and tls.key, the engines' client certificate, required with --global-engine-xds-client-ca-file); required with --global-engine-xds-tls-cert-file`,
+    (o, v) => {
+      if (v !== "") {
+        o.globalEngineXdsTlsSecret = parseSecretRef(
+          "global-engine-xds-tls-secret",
+          v,
+          "the engines' xDS TLS Secret",
+          "engine-xds-tls",
+        );
+      }
+    },
+    { default: "" },
+  ),
+  flag(
+    "global-engine-xds-tls-server-name",
+    "the name the engines require in the operator's xDS certificate (CONFIG_GRPC_XDS_SERVER_TLS_SAN); empty: the host they dial (--global-engine-xds-url)",
+    (o, v) => {
+      if (v === "") return;
+      if (!/^[A-Za-z0-9]([-A-Za-z0-9.:]*[A-Za-z0-9])?$/.test(v)) {
+        throw new Error(
+          `invalid --global-engine-xds-tls-server-name "${v}": use a DNS name or an IP address`,
+        );
+      }
+      o.globalEngineXdsTlsServerName = v;
     },
     { default: "" },
   ),
@@ -477,6 +574,8 @@ export function parseRunFlags(
   }
   const overLimits = requestsOverLimits(opts.globalEngineResources);
   if (overLimits) return { kind: "error", message: overLimits };
+  const tls = xdsTlsProblem(opts);
+  if (tls) return { kind: "error", message: tls };
   if (opts.istiodUrls.length > 0 && opts.istiodServices.length > 0) {
     return {
       kind: "error",

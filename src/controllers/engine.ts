@@ -33,6 +33,9 @@ export type EngineControllerSettings = Omit<EngineSettings, "operatorNamespace">
 export function engineControllerFor(settings: EngineControllerSettings): ControllerSpec {
   const namespace = GLOBAL_ENGINE_SERVICE.namespace;
   const secretKey = `${settings.secret.namespace}/${settings.secret.name}`;
+  const tls = settings.xdsTls?.secret;
+  // The xDS TLS Secret (a Secret of the same namespace) is read by the Redis Secret's reconcile.
+  const tlsKey = tls ? `${tls.namespace}/${tls.name}` : undefined;
   return {
     name: "engine",
     primary: RESOURCES.Secret,
@@ -43,6 +46,10 @@ export function engineControllerFor(settings: EngineControllerSettings): Control
       namespace,
       trigger: whenLabelled(GLOBAL_ENGINE_LABELS, () => [secretKey]),
     })),
+    peers: (obj) =>
+      tlsKey !== undefined && `${obj.metadata.namespace}/${obj.metadata.name}` === tlsKey
+        ? [secretKey]
+        : [],
     // Without the Secret there is nothing to do (the engine is kept as it is).
     watchesNeedPrimary: true,
     concurrency: 1,
@@ -55,6 +62,7 @@ export function engineControllerFor(settings: EngineControllerSettings): Control
         settings: { ...settings, operatorNamespace: ctx.namespace },
         secret,
         observed: ENGINE_TYPES.flatMap((t) => cache.list(t, namespace)),
+        ...(tls ? { xdsTlsSecret: cache.get(RESOURCES.Secret, tls.namespace, tls.name) } : {}),
       });
     },
   };

@@ -2,8 +2,10 @@
  * The operator as the rate limit engines' xDS management server (docs/global-engine.md, "How the
  * configuration reaches the engine"): every engine (envoyproxy/ratelimit with
  * CONFIG_TYPE=GRPC_XDS_SOTW) opens one ADS stream, `envoy.service.discovery.v3
- * .AggregatedDiscoveryService/StreamAggregatedResources`, over cleartext HTTP/2 (`node:http2`),
- * and is served the snapshot: one `RateLimitConfig` resource per domain (engine_proto.ts).
+ * .AggregatedDiscoveryService/StreamAggregatedResources`, over HTTP/2 (`node:http2`), cleartext or,
+ * with `tls`, TLS with the platform team's certificate and optionally a client certificate
+ * required of each engine (engine_xds_tls.ts), and is served the snapshot: one `RateLimitConfig`
+ * resource per domain (engine_proto.ts).
  *
  * State of the world, as the engine's client expects it (go-control-plane pkg/client/sotw/v3
  * client.go, used by the engine's src/provider/xds_grpc_sotw_provider.go): the first request of
@@ -42,6 +44,14 @@ import {
   framedWithNonce,
   GrpcDeframer,
 } from "./engine_proto.ts";
+import {
+  readXdsTls,
+  stampOf,
+  type XdsServingFiles,
+  type XdsTlsMaterial,
+} from "./engine_xds_tls.ts";
+
+export { type XdsServingFiles, XdsTlsError } from "./engine_xds_tls.ts";
 
 /** The ADS method's path. */
 export const ADS_PATH =
@@ -58,6 +68,8 @@ export interface EngineStream {
   node: string;
   /** The peer's address and port. */
   address: string;
+  /** The subject of the client certificate it showed (TLS with a client CA); absent without. */
+  client?: string;
   /** When the stream opened (ms since the epoch). */
   openedAt: number;
   /** The version last sent on it, if any. */
@@ -92,6 +104,8 @@ export interface EngineXdsOptions {
   check?: (config: EngineDomainConfig) => string[];
   /** How often each connection is pinged to find peers gone without a word; default 30 s. */
   pingMs?: number;
+  /** Serve TLS from these files (looked at again every `reloadMs`, default 10 s); none: cleartext. */
+  tls?: XdsServingFiles & { reloadMs?: number };
 }
 
 /** The server's metrics. */
@@ -159,7 +173,13 @@ export class EngineXdsServer {
   readonly #metrics: EngineXdsMetrics;
   readonly #check: (config: EngineDomainConfig) => string[];
   readonly #now: () => number;
-  #server?: http2.Http2Server;
+  #server?: http2.Http2Server | http2.Http2SecureServer;
+  /** The TLS material served to new connections, and the stamp of files last refused. */
+  #tls?: XdsTlsMaterial;
+  #tlsRefused?: string;
+  #tlsTimer?: ReturnType<typeof setInterval>;
+  /** Handshakes refused since the last one logged, and when that was. */
+  #handshakes = { refused: 0, loggedAt: -Infinity };
   readonly #sessions = new Set<http2.ServerHttp2Session>();
   readonly #streams = new Map<number, Stream>();
   #nextId = 0;
@@ -194,10 +214,31 @@ export class EngineXdsServer {
     return this.#refused;
   }
 
-  /** Listens; resolves once it does (rejects when it cannot, e.g. the port is taken). */
+  /** The serving certificate's subject, names and end, with TLS. */
+  get certificate(): { subject: string; names: string; notAfter: string } | undefined {
+    const t = this.#tls;
+    return t && { subject: t.subject, names: t.names, notAfter: t.notAfter };
+  }
+
+  /**
+   * Listens; resolves once it does (rejects when it cannot, e.g. the port is taken, or with
+   * XdsTlsError when the TLS files cannot serve).
+   */
   async start(): Promise<void> {
-    const server = http2.createServer();
+    const tls = this.#o.tls;
+    this.#tls = tls ? await readXdsTls(tls, this.#now()) : undefined;
+    const server = this.#tls
+      ? http2.createSecureServer(this.#secureOptions(this.#tls))
+      : http2.createServer();
     this.#server = server;
+    if (this.#tls) {
+      for (const w of this.#tls.warnings) this.#log.warn(`the engines' xDS certificate: ${w}`);
+      server.on(
+        "tlsClientError",
+        (err: Error, socket: { remoteAddress?: string }) =>
+          this.#refusedHandshake(err, socket.remoteAddress ?? ""),
+      );
+    }
     server.on("session", (session: http2.ServerHttp2Session) => {
       this.#sessions.add(session);
       session.on("close", () => this.#sessions.delete(session));
@@ -227,9 +268,81 @@ export class EngineXdsServer {
     }
     const pingMs = this.#o.pingMs ?? 30_000;
     this.#pinger = setInterval(() => this.#pingAll(), pingMs);
+    if (tls) {
+      this.#tlsTimer = setInterval(() => void this.#reloadTls(tls), tls.reloadMs ?? 10_000);
+    }
     this.#log.info("serving the rate limit engines' configuration", {
       addr: `${this.#address?.hostname}:${this.#address?.port}`,
+      tls: this.#tls
+        ? `${
+          this.#tls.ca
+            ? "mutual TLS (engines need a client certificate of " + tls?.clientCaFile + ")"
+            : "TLS"
+        }, certificate ${this.#tls.subject} (${this.#tls.names}), valid until ${this.#tls.notAfter}`
+        : "none (cleartext)",
     });
+  }
+
+  /** What a secure context is made of; with a client CA, a certificate it signed is required. */
+  #secureOptions(m: XdsTlsMaterial): http2.SecureServerOptions {
+    return {
+      cert: m.cert,
+      key: m.key,
+      ...(m.ca !== undefined ? { ca: m.ca, requestCert: true, rejectUnauthorized: true } : {}),
+      ALPNProtocols: ["h2"],
+    };
+  }
+
+  /**
+   * Reads the TLS files again when their stamps changed: good ones are served to new connections
+   * (open streams go on with the certificate they began with); bad ones are logged once and the
+   * certificate served before stays.
+   */
+  async #reloadTls(files: XdsServingFiles): Promise<void> {
+    const server = this.#server;
+    const current = this.#tls;
+    if (!server || !current || !("setSecureContext" in server)) return;
+    const stamp = await stampOf(files);
+    if (stamp === current.stamp || stamp === this.#tlsRefused) return;
+    let next: XdsTlsMaterial;
+    try {
+      next = await readXdsTls(files, this.#now());
+    } catch (err) {
+      this.#tlsRefused = stamp;
+      this.#log.error(
+        `the engines' xDS TLS files changed but cannot serve: ${
+          (err as Error).message
+        }; the certificate served before stays (${current.subject}, valid until ${current.notAfter})`,
+      );
+      return;
+    }
+    this.#tlsRefused = undefined;
+    if (this.#server !== server) return;
+    this.#tls = next;
+    if (next.cert === current.cert && next.key === current.key && next.ca === current.ca) return;
+    server.setSecureContext(this.#secureOptions(next));
+    for (const w of next.warnings) this.#log.warn(`the engines' xDS certificate: ${w}`);
+    this.#log.info("the engines' xDS TLS files changed: new connections get the new ones", {
+      certificate: next.subject,
+      names: next.names,
+      notAfter: next.notAfter,
+      clientCa: next.ca !== current.ca ? "changed" : "same",
+    });
+  }
+
+  /**
+   * A connection refused in its TLS handshake (no or a wrong client certificate, cleartext, a
+   * client that does not trust the server): logged at most every 30 s, with how many.
+   */
+  #refusedHandshake(err: Error, address: string): void {
+    this.#handshakes.refused++;
+    const now = this.#now();
+    if (now - this.#handshakes.loggedAt < 30_000) return;
+    this.#log.warn(
+      "a connection to the engines' xDS port was refused in its TLS handshake (an engine without a client certificate of --global-engine-xds-client-ca-file, or not trusting the operator's certificate, or not an engine)",
+      { address, error: err.message, refused: this.#handshakes.refused },
+    );
+    this.#handshakes = { refused: 0, loggedAt: now };
   }
 
   /** Pings every connection; one that has not answered by the next round is closed. */
@@ -354,6 +467,8 @@ export class EngineXdsServer {
   async close(): Promise<void> {
     if (this.#pinger !== undefined) clearInterval(this.#pinger);
     this.#pinger = undefined;
+    if (this.#tlsTimer !== undefined) clearInterval(this.#tlsTimer);
+    this.#tlsTimer = undefined;
     for (const s of this.#streams.values()) this.#end(s, GRPC.UNAVAILABLE, "the operator stops");
     const server = this.#server;
     this.#server = undefined;
@@ -383,11 +498,13 @@ export class EngineXdsServer {
       waitForTrailers: true,
     });
     const socket = http.session?.socket;
+    const client = this.#tls?.ca !== undefined ? clientSubject(socket) : undefined;
     const stream: Stream = {
       info: {
         id: ++this.#nextId,
         node: "",
         address: socket ? `${socket.remoteAddress}:${socket.remotePort}` : "",
+        ...(client ? { client } : {}),
         openedAt: this.#now(),
       },
       http,
@@ -468,6 +585,7 @@ export class EngineXdsServer {
       this.#log.info("an engine opened its xDS stream", {
         node: info.node,
         address: info.address,
+        ...(info.client ? { client: info.client } : {}),
         has: req.versionInfo,
       });
       if (this.#snapshot) this.#send(stream);
@@ -525,6 +643,14 @@ export class EngineXdsServer {
   }
 }
 
+/** The subject of the peer certificate of a TLS socket, e.g. `CN=ratelimit-engine`. */
+function clientSubject(socket: unknown): string | undefined {
+  const s = socket as { getPeerCertificate?: () => { subject?: Record<string, string> } };
+  const subject = s?.getPeerCertificate?.()?.subject;
+  if (!subject) return undefined;
+  return Object.entries(subject).map(([k, v]) => `${k}=${v}`).join(",");
+}
+
 /** Settings of {@link serveEngineConfig}. */
 export interface ServeEngineConfigOptions {
   /**
@@ -535,6 +661,8 @@ export interface ServeEngineConfigOptions {
   filters: () => readonly KubeObject[] | undefined;
   port?: number;
   hostname?: string;
+  /** TLS files (see `EngineXdsOptions.tls`); none: cleartext. */
+  tls?: EngineXdsOptions["tls"];
   log: Logger;
   metrics?: Metrics;
   clock: Clock;
@@ -555,13 +683,14 @@ export interface EngineConfigServing {
  * Serves the rate limit engines the domains of the operator's EnvoyFilters
  * (`engineDomainSources` of `filters()`), pushing a new snapshot within `pollMs` of a change of
  * the cached filters; every operator replica may run it (a standby's cache is as warm as the
- * leader's). Rejects when it cannot listen.
+ * leader's). Rejects when it cannot listen, or with XdsTlsError when its TLS files cannot serve.
  */
 export async function serveEngineConfig(o: ServeEngineConfigOptions): Promise<EngineConfigServing> {
   const log = o.log;
   const server = new EngineXdsServer({
     port: o.port,
     hostname: o.hostname,
+    ...(o.tls ? { tls: o.tls } : {}),
     log,
     metrics: o.metrics,
     now: () => o.clock.now(),

@@ -194,3 +194,95 @@ Deno.test("the engine's replicas, requests and limits: defaults, canonical quant
     assert.match(parsed.kind === "error" ? parsed.message : "", message);
   }
 });
+
+Deno.test("TLS to the engines: the xDS server's files, the engines' Secret and server name, only together and with the engine", () => {
+  const redis = "--global-redis-secret=platform-ratelimit/redis";
+  const none = options([redis]);
+  assert.equal(none.globalEngineXdsTls, undefined);
+  assert.equal(none.globalEngineXdsTlsSecret, undefined);
+  assert.equal(none.globalEngineXdsTlsServerName, undefined);
+  const mtls = options([
+    redis,
+    "--global-engine-xds-tls-cert-file=/etc/platform-operator/engine-xds-tls/tls.crt",
+    "--global-engine-xds-client-ca-file=/etc/platform-operator/engine-xds-tls/ca.crt",
+    "--global-engine-xds-tls-secret=platform-ratelimit/engine-xds-tls",
+  ], {
+    PLATFORM_OPERATOR_GLOBAL_ENGINE_XDS_TLS_KEY_FILE:
+      "/etc/platform-operator/engine-xds-tls/tls.key",
+    PLATFORM_OPERATOR_GLOBAL_ENGINE_XDS_TLS_SERVER_NAME: "xds.example.internal",
+  });
+  assert.deepEqual(mtls.globalEngineXdsTls, {
+    certFile: "/etc/platform-operator/engine-xds-tls/tls.crt",
+    keyFile: "/etc/platform-operator/engine-xds-tls/tls.key",
+    clientCaFile: "/etc/platform-operator/engine-xds-tls/ca.crt",
+  });
+  assert.deepEqual(mtls.globalEngineXdsTlsSecret, {
+    namespace: "platform-ratelimit",
+    name: "engine-xds-tls",
+  });
+  assert.equal(mtls.globalEngineXdsTlsServerName, "xds.example.internal");
+  const files = [
+    "--global-engine-xds-tls-cert-file=/c",
+    "--global-engine-xds-tls-key-file=/k",
+  ];
+  const secretFlag = "--global-engine-xds-tls-secret=platform-ratelimit/engine-xds-tls";
+  const refused: [string[], RegExp][] = [
+    [
+      [...files, secretFlag],
+      /--global-engine-xds-tls-\* configure TLS between the global rate limit engine and the operator: they need --global-redis-secret/,
+    ],
+    [
+      [redis, "--global-engine-xds-tls-cert-file=/c", secretFlag],
+      /^--global-engine-xds-tls-cert-file needs --global-engine-xds-tls-cert-file and --global-engine-xds-tls-key-file: the operator's xDS server would otherwise serve the engines in cleartext$/,
+    ],
+    [
+      [redis, "--global-engine-xds-tls-key-file=/k", secretFlag],
+      /^--global-engine-xds-tls-key-file needs/,
+    ],
+    [
+      [redis, "--global-engine-xds-client-ca-file=/ca", secretFlag],
+      /^--global-engine-xds-client-ca-file needs/,
+    ],
+    [
+      [redis, secretFlag],
+      /^--global-engine-xds-tls-secret needs --global-engine-xds-tls-cert-file/,
+    ],
+    [
+      [redis, "--global-engine-xds-tls-server-name=x.example"],
+      /^--global-engine-xds-tls-server-name needs/,
+    ],
+    [
+      [redis, ...files],
+      /^--global-engine-xds-tls-cert-file needs --global-engine-xds-tls-secret: the Secret whose ca\.crt the engines check the operator's certificate with$/,
+    ],
+    [
+      [redis, ...files, "--global-engine-xds-tls-secret=default/engine-xds-tls"],
+      /invalid --global-engine-xds-tls-secret "default\/engine-xds-tls": the Secret must be in namespace platform-ratelimit/,
+    ],
+    [
+      [redis, ...files, "--global-engine-xds-tls-secret=engine-xds-tls"],
+      /invalid --global-engine-xds-tls-secret "engine-xds-tls": use namespace\/name of the engines' xDS TLS Secret, e\.g\. platform-ratelimit\/engine-xds-tls/,
+    ],
+    [
+      [redis, ...files, secretFlag, "--global-engine-xds-tls-server-name=a b"],
+      /invalid --global-engine-xds-tls-server-name "a b": use a DNS name or an IP address/,
+    ],
+  ];
+  for (const [args, message] of refused) {
+    const parsed = parseRunFlags(args, noEnv);
+    assert.equal(parsed.kind, "error", args.join(" "));
+    assert.match(parsed.kind === "error" ? parsed.message : "", message, args.join(" "));
+  }
+  // Each flag has its variable, for the Deployment and the compiled binary's --allow-env.
+  for (
+    const name of [
+      "global-engine-xds-tls-cert-file",
+      "global-engine-xds-tls-key-file",
+      "global-engine-xds-client-ca-file",
+      "global-engine-xds-tls-secret",
+      "global-engine-xds-tls-server-name",
+    ]
+  ) {
+    assert.deepEqual(RUN_FLAGS.find((f) => f.name === name)?.env, [envName(name)]);
+  }
+});

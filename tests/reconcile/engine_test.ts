@@ -15,6 +15,9 @@ import {
   reconcileEngine,
   REDIS_TLS_DIR,
   secretDigest,
+  XDS_TLS_DIR,
+  XDS_TLS_SECRET_DIGEST_ANNOTATION,
+  xdsTlsSecretDigest,
 } from "../../src/reconcile/engine/mod.ts";
 import type { KubeObject } from "../../src/api/object.ts";
 import {
@@ -62,6 +65,13 @@ type PodSpec = { containers: Container[]; volumes?: unknown[] };
 function podSpec(plan: { apply: KubeObject[] }): PodSpec {
   const d = only(plan.apply, "Deployment") as { spec?: { template: { spec: PodSpec } } };
   return d.spec!.template.spec;
+}
+
+/** The engine Pod template's annotations. */
+function templateAnnotations(plan: { apply: KubeObject[] }): Record<string, string> {
+  return (only(plan.apply, "Deployment") as {
+    spec?: { template: { metadata: { annotations: Record<string, string> } } };
+  }).spec!.template.metadata.annotations;
 }
 
 /** The env as name -> value (or its source), in order. */
@@ -495,9 +505,7 @@ Deno.test("a new resourceVersion changes the Pod template's digest, and nothing 
   const a = at("100");
   const b = at("101");
   const annotation = (p: { apply: KubeObject[] }) =>
-    (only(p.apply, "Deployment") as {
-      spec?: { template: { metadata: { annotations: Record<string, string> } } };
-    }).spec!.template.metadata.annotations[REDIS_SECRET_DIGEST_ANNOTATION];
+    templateAnnotations(p)[REDIS_SECRET_DIGEST_ANNOTATION];
   assert.notEqual(annotation(a), annotation(b));
   assert.equal(annotation(a), annotation(at("100")));
   assert.match(annotation(a), /^[0-9a-f]{14}$/);
@@ -584,5 +592,193 @@ Deno.test("replicas and resources come from the settings (the operator's flags)"
   assert.deepEqual(
     (only(plan.apply, "PodDisruptionBudget") as KubeObject & { spec: unknown }).spec,
     { maxUnavailable: 1, selector: { matchLabels: { ...GLOBAL_ENGINE_LABELS } } },
+  );
+});
+
+// TLS to the operator's xDS server (--global-engine-xds-tls-secret): the engines' side.
+
+const TLS_SETTINGS: EngineSettings = {
+  ...SETTINGS,
+  xdsTls: {
+    secret: { namespace: "platform-ratelimit", name: "engine-xds-tls" },
+    clientCertRequired: true,
+  },
+};
+
+/** The engines' xDS TLS Secret (cert-manager's kubernetes.io/tls keys). */
+function xdsSecret(data: Record<string, string>, resourceVersion = "300"): KubeObject {
+  const s = secret(data, resourceVersion);
+  return { ...s, type: "kubernetes.io/tls", metadata: { ...s.metadata, name: "engine-xds-tls" } };
+}
+
+const XDS_FILES = { "ca.crt": CA, "tls.crt": CA, "tls.key": KEY };
+
+Deno.test("TLS to the xDS server: the CA, the server name and the client certificate as files of the second Secret", () => {
+  const plan = reconcileEngine({
+    settings: TLS_SETTINGS,
+    secret: secret({ address: "r:6380", tls: "true", "ca.crt": CA }),
+    xdsTlsSecret: xdsSecret(XDS_FILES),
+    observed: [],
+  });
+  const env = envOf(plan);
+  const url = env.findIndex(([n]) => n === "CONFIG_GRPC_XDS_SERVER_URL");
+  assert.deepEqual(env.slice(url, url + 6), [
+    ["CONFIG_GRPC_XDS_SERVER_URL", "platform-operator-xds.platform-system.svc:18001"],
+    ["CONFIG_GRPC_XDS_SERVER_USE_TLS", "true"],
+    ["CONFIG_GRPC_XDS_SERVER_TLS_CACERT", `${XDS_TLS_DIR}/ca.crt`],
+    // The name the operator's certificate must hold: the host dialed.
+    ["CONFIG_GRPC_XDS_SERVER_TLS_SAN", "platform-operator-xds.platform-system.svc"],
+    ["CONFIG_GRPC_XDS_CLIENT_TLS_CERT", `${XDS_TLS_DIR}/tls.crt`],
+    ["CONFIG_GRPC_XDS_CLIENT_TLS_KEY", `${XDS_TLS_DIR}/tls.key`],
+  ]);
+  const pod = podSpec(plan);
+  assert.deepEqual(pod.containers[0].volumeMounts, [
+    { name: "redis-tls", mountPath: REDIS_TLS_DIR, readOnly: true },
+    { name: "xds-tls", mountPath: XDS_TLS_DIR, readOnly: true },
+  ]);
+  assert.deepEqual(pod.volumes?.[1], {
+    name: "xds-tls",
+    secret: {
+      secretName: "engine-xds-tls",
+      defaultMode: 0o440,
+      items: ["ca.crt", "tls.crt", "tls.key"].map((k) => ({ key: k, path: k })),
+    },
+  });
+  // Files only: no certificate or key in what the operator writes, nothing by secretKeyRef.
+  assert.ok(!JSON.stringify(plan).includes("MIIB") && !JSON.stringify(plan).includes("MHc"));
+  assert.ok(!JSON.stringify(env).includes("engine-xds-tls"));
+  const annotations = templateAnnotations(plan);
+  assert.equal(annotations[XDS_TLS_SECRET_DIGEST_ANNOTATION], xdsTlsSecretDigest("300"));
+  assert.equal(annotations[REDIS_SECRET_DIGEST_ANNOTATION], secretDigest("100"));
+  assert.match(
+    plan.events[0].message,
+    /over TLS \(with a client certificate, Secret platform-ratelimit\/engine-xds-tls version /,
+  );
+  // A server name of the flag, and an address dialed: the flag's name wins.
+  const named = reconcileEngine({
+    settings: {
+      ...TLS_SETTINGS,
+      xdsServerUrl: "10.88.0.1:18001",
+      xdsTls: { ...TLS_SETTINGS.xdsTls!, serverName: "xds.example.internal" },
+    },
+    secret: secret({ address: "r:6379" }),
+    xdsTlsSecret: xdsSecret(XDS_FILES),
+    observed: [],
+  });
+  assert.equal(
+    Object.fromEntries(envOf(named)).CONFIG_GRPC_XDS_SERVER_TLS_SAN,
+    "xds.example.internal",
+  );
+  assert.deepEqual(podSpec(named).volumes?.map((v) => (v as { name: string }).name), ["xds-tls"]);
+  // Without a client CA at the operator, a Secret with ca.crt alone: TLS, no client certificate.
+  const caOnly = reconcileEngine({
+    settings: { ...TLS_SETTINGS, xdsTls: { ...TLS_SETTINGS.xdsTls!, clientCertRequired: false } },
+    secret: secret({ address: "r:6379" }),
+    xdsTlsSecret: xdsSecret({ "ca.crt": CA }),
+    observed: [],
+  });
+  const caEnv = Object.fromEntries(envOf(caOnly));
+  assert.equal(caEnv.CONFIG_GRPC_XDS_SERVER_USE_TLS, "true");
+  assert.equal(caEnv.CONFIG_GRPC_XDS_CLIENT_TLS_CERT, undefined);
+  assert.deepEqual(
+    (podSpec(caOnly).volumes?.[0] as { secret: { items: unknown[] } }).secret.items,
+    [{ key: "ca.crt", path: "ca.crt" }],
+  );
+  // Without the flag: no TLS variable, no volume, no digest of a second Secret.
+  const plain = reconcileEngine({
+    settings: SETTINGS,
+    secret: secret({ address: "r:6379" }),
+    xdsTlsSecret: xdsSecret(XDS_FILES),
+    observed: [],
+  });
+  assert.ok(!JSON.stringify(plain).includes("CONFIG_GRPC_XDS_SERVER_USE_TLS"));
+  assert.ok(!JSON.stringify(plain).includes(XDS_TLS_SECRET_DIGEST_ANNOTATION));
+});
+
+Deno.test("TLS to the xDS server: a rotated certificate (a new Secret version) rolls the engines; the Redis digest stays", () => {
+  const digestOf = (xdsVersion: string) => {
+    const plan = reconcileEngine({
+      settings: TLS_SETTINGS,
+      secret: secret({ address: "r:6379" }, "100"),
+      xdsTlsSecret: xdsSecret(XDS_FILES, xdsVersion),
+      observed: [],
+    });
+    return templateAnnotations(plan);
+  };
+  const before = digestOf("300");
+  const after = digestOf("301");
+  assert.notEqual(
+    after[XDS_TLS_SECRET_DIGEST_ANNOTATION],
+    before[XDS_TLS_SECRET_DIGEST_ANNOTATION],
+  );
+  assert.equal(after[REDIS_SECRET_DIGEST_ANNOTATION], before[REDIS_SECRET_DIGEST_ANNOTATION]);
+});
+
+Deno.test("TLS to the xDS server: a missing or bad second Secret changes nothing and says why; never a cleartext engine", () => {
+  const redis = secret({ address: "r:6379" });
+  const missing = reconcileEngine({ settings: TLS_SETTINGS, secret: redis, observed: [] });
+  assert.deepEqual(missing.apply, []);
+  assert.deepEqual(missing.delete, []);
+  assert.deepEqual(missing.events.map((e) => [e.type, e.reason]), [[
+    "Warning",
+    "RedisSecretInvalid",
+  ]]);
+  assert.match(
+    missing.events[0].message,
+    /^Secrets platform-ratelimit\/redis and platform-ratelimit\/engine-xds-tls cannot configure the global rate limit engine: Secret platform-ratelimit\/engine-xds-tls \(--global-engine-xds-tls-secret\) does not exist\. The running engine, if any, is left as it was$/,
+  );
+  assert.deepEqual(engineInstall(TLS_SETTINGS, redis, undefined), {
+    state: "SecretMissing",
+    problems: [
+      "Secret platform-ratelimit/engine-xds-tls (--global-engine-xds-tls-secret) does not exist",
+    ],
+  });
+  const cases: [Record<string, string>, RegExp][] = [
+    [
+      { "tls.crt": CA, "tls.key": KEY },
+      /has no ca\.crt: the CA the engines check the operator's xDS certificate with/,
+    ],
+    [
+      { "ca.crt": CA, "tls.crt": CA },
+      /half a client certificate in Secret platform-ratelimit\/engine-xds-tls: tls\.crt without tls\.key/,
+    ],
+    [
+      { "ca.crt": CA },
+      /has no tls\.crt and tls\.key, and the operator requires a client certificate of the engines \(--global-engine-xds-client-ca-file\)/,
+    ],
+    [
+      { "ca.crt": "not pem", "tls.crt": CA, "tls.key": CA },
+      /ca\.crt of .* is not a PEM certificate; tls\.key of .* is not a PEM private key/,
+    ],
+  ];
+  for (const [data, message] of cases) {
+    const plan = reconcileEngine({
+      settings: TLS_SETTINGS,
+      secret: redis,
+      xdsTlsSecret: xdsSecret(data),
+      observed: [],
+    });
+    assert.deepEqual(plan.apply, [], JSON.stringify(data));
+    assert.equal(plan.events[0].reason, "RedisSecretInvalid");
+    assert.match(plan.events[0].message, message);
+    assert.ok(!plan.events[0].message.includes("MIIB"), "no value quoted");
+    assert.equal(engineInstall(TLS_SETTINGS, redis, xdsSecret(data)).state, "SecretInvalid");
+  }
+  // Both Secrets bad: every problem of both named.
+  const both = engineInstall(TLS_SETTINGS, secret({ type: "nope" }), xdsSecret({}));
+  assert.equal(both.state, "SecretInvalid");
+  assert.ok(both.problems.some((p) => /type "nope"/.test(p)), both.problems.join("; "));
+  assert.ok(both.problems.some((p) => /has no ca\.crt/.test(p)), both.problems.join("; "));
+  // A Secret outside the engine's namespace.
+  assert.equal(
+    engineInstall(
+      {
+        ...TLS_SETTINGS,
+        xdsTls: { ...TLS_SETTINGS.xdsTls!, secret: { namespace: "default", name: "x" } },
+      },
+      redis,
+      xdsSecret(XDS_FILES),
+    ).state,
+    "SecretInvalid",
   );
 });

@@ -23,6 +23,16 @@ import {
 import { type EventSpec, type ObjectRef, type Plan, refOf, sameRef } from "../plan.ts";
 import { textDigest } from "../hash.ts";
 import { readRedisSecret, REDIS_SECRET_KEYS, type RedisConnection } from "./secret.ts";
+import {
+  type EngineXdsTls,
+  readXdsTlsSecret,
+  XDS_TLS_DIR,
+  XDS_TLS_SECRET_DIGEST_ANNOTATION,
+  xdsTlsEnv,
+  type XdsTlsFiles,
+  xdsTlsItems,
+  xdsTlsSecretDigest,
+} from "./xds_tls.ts";
 
 export {
   DEFAULT_REDIS_USER,
@@ -33,6 +43,16 @@ export {
   type RedisSecretReading,
   type RedisType,
 } from "./secret.ts";
+export {
+  type EngineXdsTls,
+  readXdsTlsSecret,
+  XDS_TLS_DIR,
+  XDS_TLS_SECRET_DIGEST_ANNOTATION,
+  XDS_TLS_SECRET_KEYS,
+  type XdsTlsFiles,
+  xdsTlsSecretDigest,
+  type XdsTlsSecretReading,
+} from "./xds_tls.ts";
 
 /** Requests and limits of the engine's container (Kubernetes quantities). */
 export interface EngineResources {
@@ -55,6 +75,11 @@ export interface EngineSettings {
    * Service in the operator's namespace (`engineXdsServerUrl`).
    */
   xdsServerUrl?: string;
+  /**
+   * TLS to the operator's xDS server (`--global-engine-xds-tls-secret`); undefined: plaintext, as
+   * the operator then serves it.
+   */
+  xdsTls?: EngineXdsTls;
 }
 
 /** Two engines: one serves while the other restarts or moves (both share Redis's counters). */
@@ -99,6 +124,8 @@ export interface EngineInput {
   secret: KubeObject | undefined;
   /** The objects observed in the engine's namespace with the engine's labels. */
   observed: readonly KubeObject[];
+  /** The xDS TLS Secret as cached (with `settings.xdsTls`); undefined when it does not exist. */
+  xdsTlsSecret?: KubeObject;
 }
 
 /** The kinds the reducer writes, in apply order. */
@@ -114,10 +141,15 @@ function secretText(ref: { namespace: string; name: string }): string {
   return `${ref.namespace}/${ref.name}`;
 }
 
-/** The engine's installation from the flag's settings and the Secret (see EngineInstall). */
+/**
+ * The engine's installation from the flag's settings, the Redis Secret and, with TLS to the xDS
+ * server, the xDS TLS Secret (see EngineInstall): a missing Secret before an invalid one; every
+ * problem of both Secrets named.
+ */
 export function engineInstall(
   settings: EngineSettings | undefined,
   secret: KubeObject | undefined,
+  xdsTlsSecret?: KubeObject,
 ): EngineInstall {
   if (!settings) {
     return {
@@ -126,20 +158,42 @@ export function engineInstall(
     };
   }
   const named = secretText(settings.secret);
-  if (settings.secret.namespace !== GLOBAL_ENGINE_SERVICE.namespace) {
+  const tls = settings.xdsTls;
+  const outside = [settings.secret, ...(tls ? [tls.secret] : [])]
+    .filter((ref) => ref.namespace !== GLOBAL_ENGINE_SERVICE.namespace);
+  if (outside.length > 0) {
     return {
       state: "SecretInvalid",
-      problems: [
-        `Secret ${named} is not in namespace ${GLOBAL_ENGINE_SERVICE.namespace}, where the engine's Pods can read it`,
-      ],
+      problems: outside.map((ref) =>
+        `Secret ${
+          secretText(ref)
+        } is not in namespace ${GLOBAL_ENGINE_SERVICE.namespace}, where the engine's Pods can read it`
+      ),
     };
   }
-  if (!secret) {
-    return { state: "SecretMissing", problems: [`Secret ${named} does not exist`] };
-  }
-  const read = readRedisSecret(secret);
-  if (!read.ok) return { state: "SecretInvalid", problems: read.problems };
+  const missing = [
+    ...(!secret ? [`Secret ${named} does not exist`] : []),
+    ...(tls && !xdsTlsSecret
+      ? [`Secret ${secretText(tls.secret)} (--global-engine-xds-tls-secret) does not exist`]
+      : []),
+  ];
+  if (missing.length > 0) return { state: "SecretMissing", problems: missing };
+  const read = readRedisSecret(secret!);
+  const problems = [
+    ...(read.ok ? [] : read.problems),
+    ...(tls ? xdsTlsReading(tls, xdsTlsSecret!).problems : []),
+  ];
+  if (problems.length > 0) return { state: "SecretInvalid", problems };
   return { state: "Installed", problems: [] };
+}
+
+/** The xDS TLS Secret read, as files or problems (none without TLS). */
+function xdsTlsReading(
+  tls: EngineXdsTls,
+  secret: KubeObject,
+): { files?: XdsTlsFiles; problems: string[] } {
+  const read = readXdsTlsSecret(secret, tls);
+  return read.ok ? { files: read.files, problems: [] } : { problems: read.problems };
 }
 
 /**
@@ -150,15 +204,23 @@ export function engineInstall(
 export function reconcileEngine(input: EngineInput): Plan {
   const plan: Plan = { apply: [], delete: [], events: [] };
   const { settings, secret } = input;
-  const install = engineInstall(settings, secret);
+  const install = engineInstall(settings, secret, input.xdsTlsSecret);
   if (!settings || !secret) return plan;
   if (install.state !== "Installed") {
     plan.events.push(invalidEvent(settings, install.problems));
     return plan;
   }
   const read = readRedisSecret(secret);
-  if (!read.ok) return plan; // engineInstall said Installed: unreachable
-  const objects = engineObjects(settings, read.connection, secret.metadata.resourceVersion ?? "");
+  const tls = settings.xdsTls && input.xdsTlsSecret
+    ? xdsTlsReading(settings.xdsTls, input.xdsTlsSecret).files
+    : undefined;
+  if (!read.ok || (settings.xdsTls && !tls)) return plan; // engineInstall said Installed: unreachable
+  const objects = engineObjects(
+    settings,
+    read.connection,
+    secret.metadata.resourceVersion ?? "",
+    tls && { files: tls, resourceVersion: input.xdsTlsSecret?.metadata.resourceVersion ?? "" },
+  );
   const desired = objects.map(refOf);
   plan.apply = objects;
   plan.delete = input.observed.filter((o) => isEngineObject(o))
@@ -170,18 +232,28 @@ export function reconcileEngine(input: EngineInput): Plan {
     message:
       `the global rate limit engine (Deployment ${GLOBAL_ENGINE_SERVICE.namespace}/${GLOBAL_ENGINE_SERVICE.name}) counts in Redis ${read.connection.address} (${
         describe(read.connection)
-      }), Secret version ${secretDigest(secret.metadata.resourceVersion ?? "")}`,
+      }), Secret version ${secretDigest(secret.metadata.resourceVersion ?? "")}${
+        settings.xdsTls && input.xdsTlsSecret
+          ? `; it takes its configuration over TLS (${
+            tls?.clientCert ? "with a client certificate, " : ""
+          }Secret ${secretText(settings.xdsTls.secret)} version ${
+            xdsTlsSecretDigest(input.xdsTlsSecret.metadata.resourceVersion ?? "")
+          })`
+          : ""
+      }`,
   });
   return plan;
 }
 
 function invalidEvent(settings: EngineSettings, problems: string[]): EventSpec {
+  const tls = settings.xdsTls;
+  const named = tls
+    ? `Secrets ${secretText(settings.secret)} and ${secretText(tls.secret)}`
+    : `Secret ${secretText(settings.secret)}`;
   return {
     type: "Warning",
     reason: "RedisSecretInvalid",
-    message: `Secret ${
-      secretText(settings.secret)
-    } cannot configure the global rate limit engine: ${
+    message: `${named} cannot configure the global rate limit engine: ${
       problems.join("; ")
     }. The running engine, if any, is left as it was`,
   };
@@ -219,6 +291,7 @@ function literalEnv(text: string): string {
 export function engineEnv(
   settings: EngineSettings,
   c: RedisConnection,
+  xdsTls?: XdsTlsFiles,
 ): Record<string, unknown>[] {
   const s = GLOBAL_ENGINE_SERVICE;
   const lit = (name: string, value: string) => ({ name, value });
@@ -227,6 +300,7 @@ export function engineEnv(
     valueFrom: { secretKeyRef: { name: settings.secret.name, key } },
   });
   const tlsFile = (name: string, key: string) => lit(name, `${REDIS_TLS_DIR}/${key}`);
+  const xdsUrl = settings.xdsServerUrl ?? engineXdsServerUrl(settings.operatorNamespace);
   return [
     lit("LOG_FORMAT", "json"),
     lit("USE_STATSD", "false"),
@@ -236,10 +310,9 @@ export function engineEnv(
     lit("GRPC_PORT", String(s.grpcPort)),
     lit("DEBUG_PORT", String(s.debugPort)),
     lit("CONFIG_TYPE", "GRPC_XDS_SOTW"),
-    lit(
-      "CONFIG_GRPC_XDS_SERVER_URL",
-      settings.xdsServerUrl ?? engineXdsServerUrl(settings.operatorNamespace),
-    ),
+    lit("CONFIG_GRPC_XDS_SERVER_URL", xdsUrl),
+    // The operator's certificate checked against the Secret's CA, and the engine's own shown.
+    ...(settings.xdsTls && xdsTls ? xdsTlsEnv(settings.xdsTls, xdsTls, xdsUrl) : []),
     // Each engine names itself by its Pod: the operator's xDS server tells the streams apart.
     { name: "CONFIG_GRPC_XDS_NODE_ID", valueFrom: { fieldRef: { fieldPath: "metadata.name" } } },
     lit("XDS_CLIENT_BACKOFF_INITIAL_INTERVAL", "1s"),
@@ -282,11 +355,15 @@ const CONTAINER_SECURITY = {
   seccompProfile: { type: "RuntimeDefault" },
 };
 
-/** The engine's objects for `settings` and a valid Secret's connection at `resourceVersion`. */
+/**
+ * The engine's objects for `settings` and a valid Secret's connection at `resourceVersion`; with
+ * `xdsTls`, the xDS TLS Secret's files and version (`settings.xdsTls`).
+ */
 export function engineObjects(
   settings: EngineSettings,
   c: RedisConnection,
   resourceVersion: string,
+  xdsTls?: { files: XdsTlsFiles; resourceVersion: string },
 ): KubeObject[] {
   const s = GLOBAL_ENGINE_SERVICE;
   const labels = { ...GLOBAL_ENGINE_LABELS };
@@ -294,6 +371,20 @@ export function engineObjects(
   const tlsFiles = [
     ...(c.caCert ? [REDIS_SECRET_KEYS.caCert] : []),
     ...(c.clientCert ? [REDIS_SECRET_KEYS.clientCert, REDIS_SECRET_KEYS.clientKey] : []),
+  ];
+  // Secret volumes: Redis's certificates, and those of TLS to the operator's xDS server.
+  const volumes = [
+    ...(tlsFiles.length > 0
+      ? [{ name: "redis-tls", dir: REDIS_TLS_DIR, secret: settings.secret.name, items: tlsFiles }]
+      : []),
+    ...(xdsTls && settings.xdsTls
+      ? [{
+        name: "xds-tls",
+        dir: XDS_TLS_DIR,
+        secret: settings.xdsTls.secret.name,
+        items: xdsTlsItems(xdsTls.files),
+      }]
+      : []),
   ];
   const port = (name: string, containerPort: number) => ({
     name,
@@ -314,6 +405,9 @@ export function engineObjects(
           labels: { ...labels },
           annotations: {
             [REDIS_SECRET_DIGEST_ANNOTATION]: secretDigest(resourceVersion),
+            ...(xdsTls && settings.xdsTls
+              ? { [XDS_TLS_SECRET_DIGEST_ANNOTATION]: xdsTlsSecretDigest(xdsTls.resourceVersion) }
+              : {}),
             // The engine is reached in plaintext from the proxies' outbound cluster; a sidecar in
             // front of it would also let the mesh into its debug port past the NetworkPolicy.
             "sidecar.istio.io/inject": "false",
@@ -346,7 +440,7 @@ export function engineObjects(
             name: GLOBAL_ENGINE_CONTAINER,
             image: settings.image,
             imagePullPolicy: "IfNotPresent",
-            env: engineEnv(settings, c),
+            env: engineEnv(settings, c, settings.xdsTls ? xdsTls?.files : undefined),
             ports: [
               port("grpc", s.grpcPort),
               port("http", s.httpPort),
@@ -375,20 +469,26 @@ export function engineObjects(
               limits: { ...settings.resources.limits },
             },
             securityContext: CONTAINER_SECURITY,
-            ...(tlsFiles.length > 0
-              ? { volumeMounts: [{ name: "redis-tls", mountPath: REDIS_TLS_DIR, readOnly: true }] }
+            ...(volumes.length > 0
+              ? {
+                volumeMounts: volumes.map((v) => ({
+                  name: v.name,
+                  mountPath: v.dir,
+                  readOnly: true,
+                })),
+              }
               : {}),
           }],
-          ...(tlsFiles.length > 0
+          ...(volumes.length > 0
             ? {
-              volumes: [{
-                name: "redis-tls",
+              volumes: volumes.map((v) => ({
+                name: v.name,
                 secret: {
-                  secretName: settings.secret.name,
+                  secretName: v.secret,
                   defaultMode: 0o440,
-                  items: tlsFiles.map((key) => ({ key, path: key })),
+                  items: v.items.map((key) => ({ key, path: key })),
                 },
-              }],
+              })),
             }
             : {}),
         },

@@ -60,10 +60,13 @@ export type RedisSecretReading =
   | { ok: false; problems: string[] };
 
 /** Marks a value that is not base64 of UTF-8 text. */
-const NOT_TEXT = Symbol("not text");
+export const NOT_TEXT = Symbol("not text");
 
 /** One value of a Secret's `data` (base64), as text; undefined when absent or empty. */
-function value(secret: KubeObject, key: string): string | undefined | typeof NOT_TEXT {
+export function secretValue(
+  secret: KubeObject,
+  key: string,
+): string | undefined | typeof NOT_TEXT {
   const data = secret.data;
   if (typeof data !== "object" || data === null) return undefined;
   const raw = (data as Record<string, unknown>)[key];
@@ -103,7 +106,8 @@ function addressProblem(address: string, type: RedisType): string | undefined {
   return parts.length > 0 && parts.every(isHostPort) ? undefined : bad("<host:port>[,...]");
 }
 
-function looksPem(text: string, what: "CERTIFICATE" | "PRIVATE KEY"): boolean {
+/** True when `text` holds a PEM block of `what` (a certificate, or a private key of any kind). */
+export function looksPem(text: string, what: "CERTIFICATE" | "PRIVATE KEY"): boolean {
   return new RegExp(`-----BEGIN [A-Z ]*${what}-----`).test(text);
 }
 
@@ -119,7 +123,7 @@ export function readRedisSecret(secret: KubeObject): RedisSecretReading {
   const k = REDIS_SECRET_KEYS;
   const problems: string[] = [];
   const get = (key: string) => {
-    const v = value(secret, key);
+    const v = secretValue(secret, key);
     if (v !== NOT_TEXT) return v;
     problems.push(`${key} is not UTF-8 text`);
     return undefined;
