@@ -15,8 +15,12 @@ import {
   ENGINE_SELECTOR,
   ENGINE_TYPES,
   engineControllerFor,
+  type EngineControllerSettings,
 } from "../../src/controllers/engine.ts";
-import { DEFAULT_ENGINE_RESOURCES } from "../../src/reconcile/engine/mod.ts";
+import {
+  DEFAULT_ENGINE_RESOURCES,
+  XDS_TLS_SECRET_DIGEST_ANNOTATION,
+} from "../../src/reconcile/engine/mod.ts";
 import { REDIS_SECRET_DIGEST_ANNOTATION } from "../../src/api/global_engine.ts";
 import { TEST_NAMESPACES, TestCluster } from "../runtime/test_cluster.ts";
 import { captureLogger, ManualClock, seededRandom } from "../runtime/helpers.ts";
@@ -73,7 +77,7 @@ function recording(cluster: Cluster) {
   return { cluster: wrapped, reads, writes, events };
 }
 
-function setup() {
+function setup(extra: Partial<EngineControllerSettings> = {}) {
   const clock = new ManualClock();
   const cluster = new TestCluster(clock, [...TEST_NAMESPACES, NS]);
   const rec = recording(cluster);
@@ -88,6 +92,7 @@ function setup() {
       image: "localhost/platform-project/ratelimit-engine:test",
       replicas: 2,
       resources: DEFAULT_ENGINE_RESOURCES,
+      ...extra,
     })],
     images,
     namespace: "platform-system",
@@ -203,6 +208,62 @@ Deno.test("a changed Secret rolls the engine; a bad one or none leaves it as it 
   assert.equal(JSON.stringify(deployment(t.cluster)), before);
   assert.deepEqual(t.rec.writes.slice(writes).filter((w) => w.startsWith("delete")), []);
 
+  await t.m.stop();
+  await t.done;
+});
+
+Deno.test("with TLS to the xDS server: the engine waits for the second Secret, its edit rolls the engine, its removal or a bad version leaves it", async () => {
+  const t = setup({
+    xdsTls: { secret: { namespace: NS, name: "engine-xds-tls" }, clientCertRequired: true },
+  });
+  const pem = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+  const key = "-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n";
+  t.cluster.put(RESOURCES.Secret, secret("redis", NS, { address: "redis-a:6379" }));
+  await t.clock.advance(2_000);
+  // No second Secret yet: nothing deployed (never an engine in cleartext), and a Warning.
+  assert.equal(deployment(t.cluster), undefined);
+  assert.match(
+    String(t.rec.events.find((e) => e.reason === "RedisSecretInvalid")?.message),
+    /Secret platform-ratelimit\/engine-xds-tls \(--global-engine-xds-tls-secret\) does not exist/,
+  );
+  // Created: its change wakes the Redis Secret's reconcile, and the engine is deployed with TLS.
+  t.cluster.put(
+    RESOURCES.Secret,
+    secret("engine-xds-tls", NS, { "ca.crt": pem, "tls.crt": pem, "tls.key": key }),
+  );
+  await t.clock.advance(2_000);
+  const tlsDigest = (d: Deployment | undefined) =>
+    d?.spec.template.metadata.annotations[XDS_TLS_SECRET_DIGEST_ANNOTATION];
+  const envOf = (d: Deployment | undefined, name: string) =>
+    d?.spec.template.spec.containers[0].env.find((e) => e.name === name)?.value;
+  const first = deployment(t.cluster);
+  assert.equal(envOf(first, "CONFIG_GRPC_XDS_SERVER_USE_TLS"), "true");
+  assert.ok(tlsDigest(first));
+  // Rotated (cert-manager wrote a new certificate): the digest changes, the engines roll.
+  const current = () => t.cluster.peek(RESOURCES.Secret, NS, "engine-xds-tls")!;
+  t.cluster.put(RESOURCES.Secret, {
+    ...current(),
+    data: secret("x", NS, { "ca.crt": pem, "tls.crt": pem + " ", "tls.key": key }).data,
+  });
+  await t.clock.advance(2_000);
+  const second = deployment(t.cluster);
+  assert.notEqual(tlsDigest(second), tlsDigest(first));
+  assert.equal(digestOf(second), digestOf(first), "the Redis Secret's digest stays");
+  // A bad version (no client certificate while the operator requires one): nothing written.
+  const writes = t.rec.writes.length;
+  t.cluster.put(RESOURCES.Secret, { ...current(), data: secret("x", NS, { "ca.crt": pem }).data });
+  await t.clock.advance(2_000);
+  assert.deepEqual(t.rec.writes.slice(writes), []);
+  assert.ok(
+    t.rec.events.some((e) =>
+      /requires a client certificate of the engines/.test(String(e.message))
+    ),
+  );
+  // Deleted: the engine stays as it is.
+  await t.cluster.delete(RESOURCES.Secret, NS, "engine-xds-tls");
+  await t.clock.advance(60_000);
+  assert.deepEqual(t.rec.writes.slice(writes), []);
+  assert.equal(tlsDigest(deployment(t.cluster)), tlsDigest(second));
   await t.m.stop();
   await t.done;
 });
