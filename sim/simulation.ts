@@ -282,10 +282,14 @@ export class Simulation {
     for (let i = 0; i < maxPeriods; i++) {
       const mark = this.cluster.log.records.length;
       const meshMark = this.istiod.changes;
+      const worldMark = this.cluster.store.worldChanges;
       await this.driver.runFor(periodMs);
       const records = this.cluster.log.records.slice(mark);
-      // What istiod says of the proxies changing is a change the operator may report.
+      // What istiod says of the proxies changing is a change the operator may report; so is one
+      // the cluster's own controllers made (a Deployment becoming Available), which no write
+      // request of the log shows.
       const external = this.istiod.changes !== meshMark ||
+        this.cluster.store.worldChanges !== worldMark ||
         records.some((r) => !isOperator(r.actor) && r.outcome === "changed" && r.kind !== "Lease");
       if (external) continue;
       const writes = this.cluster.log.operatorWritesSince(mark).map((r) =>

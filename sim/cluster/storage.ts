@@ -18,6 +18,7 @@ import { type Entry, ObjectTable, uidOf } from "./objects.ts";
 import { crdProblems, typeKey, TypeRegistry } from "./types.ts";
 import { validationProblems } from "./validate.ts";
 import { kubeTime } from "../../src/api/time.ts";
+import { isOperator } from "./writelog.ts";
 
 /** Who is writing: the request's identity and its field manager. */
 export interface Actor {
@@ -38,6 +39,17 @@ export const CRD_CLEANUP_FINALIZER = "customresourcecleanup.apiextensions.k8s.io
 
 /** The stored objects of every served type, and the commit of each change to them. */
 export class ObjectStorage {
+  #worldChanges = 0;
+
+  /**
+   * Changes made by anyone but the operator (leases aside): users, and the simulated cluster's own
+   * controllers (a Deployment becoming Available), whose writes skip the API's write log. A quiet
+   * period is one in which this does not move.
+   */
+  get worldChanges(): number {
+    return this.#worldChanges;
+  }
+
   readonly types = new TypeRegistry();
   #rv = 1;
   #uids = 0;
@@ -229,6 +241,7 @@ export class ObjectStorage {
       verb,
     };
     this.history(rtype).push(change);
+    if (!isOperator(actor.name) && rtype.kind !== "Lease") this.#worldChanges++;
     const told = this.#told ??= [...this.#listeners];
     for (const fn of told) fn(change);
   }
