@@ -9,7 +9,7 @@ import { parse, stringify } from "yaml";
 import type { KubeObject } from "../../src/api/object.ts";
 import { nodeLayout } from "../../tools/cluster/node/layout.ts";
 import { REPO_ROOT } from "../../tools/operator/process.ts";
-import type { E2E } from "./harness.ts";
+import { type E2E, waitFor } from "./harness.ts";
 
 /** Namespace and Deployment name of deploy/'s operator. */
 export const DEPLOYED = { namespace: "platform-system", name: "platform-operator" } as const;
@@ -72,6 +72,17 @@ export async function operatorPods(env: E2E): Promise<PodView[]> {
 /** True when the Pod's Ready condition is True. */
 export function isReady(p: PodView): boolean {
   return p.status.conditions?.some((c) => c.type === "Ready" && c.status === "True") ?? false;
+}
+
+/** The two operator Pods, Ready, on the real node. */
+export async function twoReady(env: E2E): Promise<PodView[]> {
+  return await waitFor("two operator Pods Ready on the real node", async () => {
+    const pods = await operatorPods(env);
+    const node = env.cluster.realNode!.name;
+    return pods.length === 2 && pods.every((p) => isReady(p) && p.spec.nodeName === node)
+      ? pods
+      : undefined;
+  }, { timeoutMs: 180_000, describe: async () => JSON.stringify(await operatorPods(env)) });
 }
 
 /** What /proc says about one process. */

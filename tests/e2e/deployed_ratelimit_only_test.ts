@@ -15,22 +15,18 @@ import { OPERATOR_USER } from "../../tools/cluster/mod.ts";
 import { REAL_NODE_SKIP } from "../../tools/cluster/real_node_fixtures.ts";
 import { operatorRbacYaml } from "../../tools/cluster/operator_identity.ts";
 import { REPO_ROOT } from "../../tools/operator/process.ts";
-import { DEPLOYED, imageOverlay, isReady, operatorPods, type PodView } from "./deployed.ts";
+import {
+  DEPLOYED,
+  imageOverlay,
+  isReady,
+  operatorPods,
+  type PodView,
+  twoReady,
+} from "./deployed.ts";
 import { type E2E, e2eSuite, waitFor } from "./harness.ts";
 
 const NS = DEPLOYED.namespace;
 const VARIANT = "deploy/variants/ratelimit-only";
-
-/** The two operator Pods, Ready, on the real node. */
-async function twoReady(env: E2E): Promise<PodView[]> {
-  return await waitFor("two operator Pods Ready on the real node", async () => {
-    const pods = await operatorPods(env);
-    const node = env.cluster.realNode!.name;
-    return pods.length === 2 && pods.every((p) => isReady(p) && p.spec.nodeName === node)
-      ? pods
-      : undefined;
-  }, { timeoutMs: 180_000, describe: async () => JSON.stringify(await operatorPods(env)) });
-}
 
 /**
  * `kubectl auth can-i VERB RESOURCE --as=<the operator> ...` as the admin asks it, with the groups

@@ -27,6 +27,7 @@ import {
   leaseHolder,
   operatorPods,
   type PodView,
+  twoReady,
 } from "./deployed.ts";
 import { rateLimit } from "./fixtures.ts";
 import { type E2E, e2eSuite, waitFor } from "./harness.ts";
@@ -44,17 +45,6 @@ async function unplace(env: E2E, ns: string): Promise<void> {
     "scheduler.alpha.kubernetes.io/node-selector-",
     "scheduler.alpha.kubernetes.io/defaultTolerations-",
   ]);
-}
-
-/** The two operator Pods, Ready, on the real node. */
-async function twoReady(env: E2E): Promise<PodView[]> {
-  return await waitFor("two operator Pods Ready on the real node", async () => {
-    const pods = await operatorPods(env);
-    const node = env.cluster.realNode!.name;
-    return pods.length === 2 && pods.every((p) => isReady(p) && p.spec.nodeName === node)
-      ? pods
-      : undefined;
-  }, { timeoutMs: 180_000, describe: async () => JSON.stringify(await operatorPods(env)) });
 }
 
 // A short name: the suite's directory holds the real node's Unix sockets.
