@@ -14,6 +14,10 @@ import { binaryPaths } from "../../tools/cluster/build.ts";
 import { ensureHelm } from "../../tools/helm/build.ts";
 import { monitoringObjects } from "../../src/deploy/monitoring_objects.ts";
 import { DEPLOY, withComponent, withIstiodComponent } from "./kustomize.ts";
+import { CONTROLLER_NAMES } from "../../src/controllers/registry.ts";
+import { parseRunFlags } from "../../src/cli/run_flags.ts";
+import { partRoleName } from "../../src/kube/rbac.ts";
+import { notServedName } from "../../src/deploy/variants.ts";
 
 const CHART = join(DEPLOY, "helm", "platform-operator");
 type Obj = { kind: string; metadata: { name: string; namespace?: string }; [k: string]: unknown };
@@ -254,5 +258,34 @@ Deno.test("modules: a values file cannot enable a module without its roles, nor 
     }
   } finally {
     await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("modules: for every choice of modules, --controllers, the roles and the refusals agree", async () => {
+  for (let mask = 1; mask < 1 << CONTROLLER_NAMES.length; mask++) {
+    const on = CONTROLLER_NAMES.filter((_, i) => mask & (1 << i));
+    const sets = CONTROLLER_NAMES.map((c) => `--set=modules.${c}.enabled=${on.includes(c)}`);
+    const r = await template(...sets);
+    assert.ok(r.ok, `${on}: ${r.err}`);
+    const all = objects(r.out);
+    const d = all.find((o) => o.kind === "Deployment") as unknown as {
+      spec: { template: { spec: { containers: { args: string[] }[] } } };
+    };
+    const parsed = parseRunFlags(d.spec.template.spec.containers[0].args, () => undefined);
+    assert.equal(parsed.kind, "options", on.join());
+    if (parsed.kind === "options") assert.deepEqual(parsed.options.controllers, on);
+    const names = (kind: string) => all.filter((o) => o.kind === kind).map((o) => o.metadata.name);
+    for (const c of CONTROLLER_NAMES) {
+      assert.equal(names("ClusterRole").includes(partRoleName(c)), on.includes(c), `${on}: ${c}`);
+      assert.equal(
+        names("ValidatingAdmissionPolicy").includes(notServedName(c)),
+        !on.includes(c),
+        `${on}: ${c} refused`,
+      );
+    }
+    // Module grants only with their module.
+    for (const m of ["serverless", "scaler"] as const) {
+      assert.equal(names("ClusterRole").includes(`platform-operator-${m}-grants`), on.includes(m));
+    }
   }
 });
