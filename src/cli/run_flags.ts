@@ -24,6 +24,7 @@ import {
   DEFAULT_ENGINE_REPLICAS,
   DEFAULT_ENGINE_RESOURCES,
   type EngineResources,
+  MAX_ENGINE_REPLICAS,
 } from "../reconcile/engine/mod.ts";
 import { parseFlags } from "./flags.ts";
 import { type ServiceRef, serviceRefText } from "../kube/istiod_endpoints.ts";
@@ -114,9 +115,6 @@ function parsePort(flag: string, value: string): number {
   if (/^\d{1,5}$/.test(value) && n <= 65535) return n;
   throw new Error(`invalid --${flag} "${value}": use a port number from 0 to 65535`);
 }
-
-/** Most engine replicas a flag may ask (each holds a Redis pool of 10 connections). */
-export const MAX_ENGINE_REPLICAS = 50;
 
 function parseReplicas(flag: string, value: string): number {
   const n = Number(value);

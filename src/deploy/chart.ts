@@ -21,11 +21,18 @@ import { notServedPolicy } from "./variants.ts";
 import { ISTIOD_SERVICE_ENV, istiodDiscoveryRbac } from "./istiod_objects.ts";
 import {
   GLOBAL_ENGINE_IMAGE_ENV,
+  GLOBAL_ENGINE_SIZE_ENV,
   GLOBAL_REDIS_SECRET_ENV,
   globalEngineObjects,
   XDS_PORT_NAME,
 } from "./global_engine_objects.ts";
 import { ENGINE_XDS, GLOBAL_ENGINE_SERVICE } from "../api/global_engine.ts";
+import {
+  DEFAULT_ENGINE_REPLICAS,
+  DEFAULT_ENGINE_RESOURCES,
+  MAX_ENGINE_REPLICAS,
+} from "../reconcile/engine/mod.ts";
+import { QUANTITY_PATTERN } from "../api/schema/scaler.ts";
 
 /** Where the chart is written, under deploy/. */
 export const CHART_DIR = "helm/platform-operator";
@@ -65,6 +72,23 @@ const HOLES: Record<string, (indent: string) => string> = {
     `${indent}  value: {{ .Values.globalEngine.redisSecret | quote }}\n` +
     `${indent}{{- if .Values.globalEngine.image }}\n${indent}- name: ${GLOBAL_ENGINE_IMAGE_ENV}\n` +
     `${indent}  value: {{ .Values.globalEngine.image | quote }}\n${indent}{{- end }}\n` +
+    // The engine's size, as variables only where it differs from the operator's defaults (so
+    // the defaults render exactly deploy/global-engine).
+    `${indent}{{- if ne (int .Values.globalEngine.replicas) ${DEFAULT_ENGINE_REPLICAS} }}\n` +
+    `${indent}- name: ${GLOBAL_ENGINE_SIZE_ENV.replicas}\n` +
+    `${indent}  value: {{ .Values.globalEngine.replicas | quote }}\n${indent}{{- end }}\n` +
+    ["requests", "limits"].map((part) =>
+      `${indent}{{- $${part} := list }}{{- range $k, $v := .Values.globalEngine.resources.${part} }}` +
+      `{{- $${part} = append $${part} (printf "%s=%v" $k $v) }}{{- end }}\n` +
+      `${indent}{{- if ne (join "," $${part}) ${
+        JSON.stringify(
+          Object.entries(DEFAULT_ENGINE_RESOURCES[part as "requests" | "limits"]).sort()
+            .map(([k, v]) => `${k}=${v}`).join(","),
+        )
+      } }}\n` +
+      `${indent}- name: ${GLOBAL_ENGINE_SIZE_ENV[part as "requests" | "limits"]}\n` +
+      `${indent}  value: {{ join "," $${part} | quote }}\n${indent}{{- end }}\n`
+    ).join("") +
     `${indent}{{- end }}`,
   // The last item of the operator's args: --controllers when a module is off (variants.ts).
   controllers: (indent) =>
@@ -222,7 +246,12 @@ export async function chartFiles(deployDir: string, version: string): Promise<Ch
       modules: Object.fromEntries(CONTROLLER_NAMES.map((c) => [c, { enabled: true }])),
       monitoring: { enabled: false },
       istiodService: "",
-      globalEngine: { redisSecret: "", image: "" },
+      globalEngine: {
+        redisSecret: "",
+        image: "",
+        replicas: DEFAULT_ENGINE_REPLICAS,
+        resources: DEFAULT_ENGINE_RESOURCES,
+      },
     }),
   );
   put("values.schema.json", JSON.stringify(valuesSchema(), null, 2) + "\n");
@@ -306,13 +335,28 @@ function valuesSchema(): unknown {
       globalEngine: {
         type: "object",
         additionalProperties: false,
-        required: ["redisSecret", "image"],
+        required: ["redisSecret", "image", "replicas", "resources"],
         properties: {
           redisSecret: {
             type: "string",
             pattern: `^(${GLOBAL_ENGINE_SERVICE.namespace}/[a-z0-9]([-a-z0-9.]*[a-z0-9])?)?$`,
           },
           image: { type: "string" },
+          // --global-engine-replicas, --global-engine-requests and --global-engine-limits.
+          replicas: { type: "integer", minimum: 1, maximum: MAX_ENGINE_REPLICAS },
+          resources: {
+            type: "object",
+            additionalProperties: false,
+            required: ["requests", "limits"],
+            properties: Object.fromEntries(["requests", "limits"].map((part) => [part, {
+              type: "object",
+              additionalProperties: false,
+              properties: {
+                cpu: { type: "string", pattern: QUANTITY_PATTERN },
+                memory: { type: "string", pattern: QUANTITY_PATTERN },
+              },
+            }])),
+          },
         },
         if: { properties: { redisSecret: { const: "" } } },
         then: { properties: { image: { const: "" } } },

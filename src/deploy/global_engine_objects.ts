@@ -22,6 +22,12 @@ import { operatorDeploymentPatch } from "./istiod_objects.ts";
 export const GLOBAL_REDIS_SECRET_ENV = "PLATFORM_OPERATOR_GLOBAL_REDIS_SECRET";
 /** The operator's variable for `--global-engine-image`. */
 export const GLOBAL_ENGINE_IMAGE_ENV = "PLATFORM_OPERATOR_GLOBAL_ENGINE_IMAGE";
+/** The operator's variables for `--global-engine-replicas`, `-requests` and `-limits`. */
+export const GLOBAL_ENGINE_SIZE_ENV = {
+  replicas: "PLATFORM_OPERATOR_GLOBAL_ENGINE_REPLICAS",
+  requests: "PLATFORM_OPERATOR_GLOBAL_ENGINE_REQUESTS",
+  limits: "PLATFORM_OPERATOR_GLOBAL_ENGINE_LIMITS",
+} as const;
 
 /** The Secret deploy/global-engine names: `redis` in the engine's namespace. */
 export const DEFAULT_REDIS_SECRET = `${GLOBAL_ENGINE_SERVICE.namespace}/redis`;

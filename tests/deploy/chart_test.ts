@@ -184,6 +184,32 @@ Deno.test("globalEngine.redisSecret gives exactly deploy/ with the deploy/global
     JSON.stringify(objects(other.out)),
     /"name":"PLATFORM_OPERATOR_GLOBAL_REDIS_SECRET","value":"platform-ratelimit\/redis-tls"},\{"name":"PLATFORM_OPERATOR_GLOBAL_ENGINE_IMAGE","value":"registry.example\/ratelimit:1"}/,
   );
+  // The engine's size: a variable only where it differs from the operator's defaults.
+  const sized = await template(
+    "--set=globalEngine.redisSecret=platform-ratelimit/redis",
+    "--set=globalEngine.replicas=3",
+    "--set=globalEngine.resources.requests.memory=128Mi",
+  );
+  assert.ok(sized.ok, sized.err);
+  const env = JSON.stringify(objects(sized.out));
+  assert.match(env, /"name":"PLATFORM_OPERATOR_GLOBAL_ENGINE_REPLICAS","value":"3"/);
+  assert.match(
+    env,
+    /"name":"PLATFORM_OPERATOR_GLOBAL_ENGINE_REQUESTS","value":"cpu=100m,memory=128Mi"/,
+  );
+  assert.doesNotMatch(env, /PLATFORM_OPERATOR_GLOBAL_ENGINE_LIMITS/);
+  for (
+    const bad of [
+      "--set=globalEngine.replicas=0",
+      "--set=globalEngine.replicas=51",
+      "--set=globalEngine.resources.requests.gpu=1",
+      "--set=globalEngine.resources.limits.cpu=lots",
+    ]
+  ) {
+    const refused = await template("--set=globalEngine.redisSecret=platform-ratelimit/redis", bad);
+    assert.equal(refused.ok, false, bad);
+    assert.match(refused.err, /globalEngine/, bad);
+  }
   // An image without a Secret, a Secret elsewhere or without a namespace: refused, naming the field.
   for (
     const bad of [

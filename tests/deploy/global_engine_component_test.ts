@@ -19,6 +19,7 @@ import {
 } from "../../src/api/global_engine.ts";
 import {
   GLOBAL_ENGINE_IMAGE_ENV,
+  GLOBAL_ENGINE_SIZE_ENV,
   GLOBAL_REDIS_SECRET_ENV,
 } from "../../src/deploy/global_engine_objects.ts";
 import { engineControllerFor } from "../../src/controllers/engine.ts";
@@ -60,6 +61,9 @@ const operator = (objs: Obj[]) =>
 Deno.test("deploy/ with components: [deploy/global-engine] is deploy/ plus the engine's namespace, the Role, the xDS Service, the NetworkPolicy, the variable and the port", async () => {
   assert.equal(GLOBAL_REDIS_SECRET_ENV, envName("global-redis-secret"));
   assert.equal(GLOBAL_ENGINE_IMAGE_ENV, envName("global-engine-image"));
+  for (const [part, name] of Object.entries(GLOBAL_ENGINE_SIZE_ENV)) {
+    assert.equal(name, envName(`global-engine-${part}`));
+  }
   await withComponent("global-engine", async (dir) => {
     const plain = await kustomize(DEPLOY);
     const withEngine = await kustomize(dir);

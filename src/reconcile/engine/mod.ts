@@ -85,6 +85,9 @@ export interface EngineSettings {
 /** Two engines: one serves while the other restarts or moves (both share Redis's counters). */
 export const DEFAULT_ENGINE_REPLICAS = 2;
 
+/** Most engine replicas the operator runs (each holds a Redis pool of 10 connections). */
+export const MAX_ENGINE_REPLICAS = 50;
+
 /**
  * The engine's resources: it holds no counters (Redis does) and a configuration of a few KiB per
  * RateLimit; its Redis pool is 10 connections.
