@@ -259,16 +259,20 @@ export async function benchCluster(report: Report, o: ClusterOptions): Promise<v
             value: rest.writes * 60_000 / o.steadyMs,
             unit: "writes",
             ...(subject.key === "operator" ? { target: { of: "value", op: "<=", bound: 0 } } : {}),
+            // One window, of run 1; whether the subject had gone idle first says whether the
+            // window can fall on a wave of requeues (the peer requeues every 3 minutes).
             note:
-              `${fmt(rest.writes)} writes in ${fmt(s(o.steadyMs))} s from the audit log (user ` +
+              `${after.idle ? "" : "NOT IDLE when the window began; "}one window of ${
+                fmt(s(o.steadyMs))
+              } s (run 1 of ${o.runs}): ${fmt(rest.writes)} writes from the audit log (user ` +
               `${subject.user}); leader Lease renewals apart: ${rest.leases}` +
               (rest.byResource ? `; ${rest.byResource}` : ""),
           });
           const m = await idleRss(r, 5_000);
           memory(subject, `${fmt(n)} RateLimits Ready`, m, {
-            note: `${m.mark}VmRSS after converging and ${fmt(s(o.steadyMs))} s at rest, settled; ${
-              fmt(n)
-            } Pods too; ${await r.memoryNote()}`,
+            note: `${m.mark}one reading (run 1 of ${o.runs}): VmRSS after converging and ${
+              fmt(s(o.steadyMs))
+            } s at rest, settled; ${fmt(n)} Pods too; ${await r.memoryNote()}`,
           });
         }
         await stop();
