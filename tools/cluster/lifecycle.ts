@@ -21,6 +21,7 @@ import { apiserverKubeletClient } from "./node/kubelet.ts";
 import { mountsUnder } from "./node/teardown.ts";
 import { type RealNodeOptions, resolvePrograms, startRealNode, stopRealNode } from "./node/node.ts";
 import { checkAloneOnMachine } from "./node/proxy.ts";
+import { acquireRealNodeLock, releaseRealNodeLock } from "./node/machine_lock.ts";
 import { freePorts, isAlive, probe, startProcess, stopProcess, waitHealthy } from "../processes.ts";
 import { mustKubectl } from "./kubectl.ts";
 import { exists } from "../files.ts";
@@ -81,7 +82,14 @@ export async function startCluster(
   const dir = resolve(dirIn);
   // Missing packages fail here, before anything is built or started.
   const programs = realNode ? await resolvePrograms(realNode) : undefined;
-  if (realNode) await checkAloneOnMachine(dir);
+  if (realNode) {
+    // Another process's real node: wait for it (machine_lock.ts), then make sure.
+    await acquireRealNodeLock(dir, log);
+    await checkAloneOnMachine(dir).catch((e) => {
+      releaseRealNodeLock(dir);
+      throw e;
+    });
+  }
   const bins = await ensureBuilt(log);
   const nodeBins = realNode ? await ensureNodeBuilt(log) : undefined;
   // istiod is built with tools/istio-check, from the same pinned istio.io/istio.
@@ -219,6 +227,7 @@ export async function stopCluster(dirIn: string, opts: StopOptions = {}): Promis
     if (stuck.length > 0) throw new Error(`could not stop: ${stuck.join(", ")}`);
     await Deno.remove(state.etcdDataDir, { recursive: true }).catch(() => {});
   }
+  releaseRealNodeLock(dir);
   if (nodeError) throw nodeError;
   if (await exists(dir)) await removeOwned(dir, opts.keepLogs ?? false);
   return state ? [...state.istiod ? ["istiod"] : [], ...state.components.map((c) => c.name)] : [];
