@@ -399,6 +399,17 @@ export function nonLeaderWrites(writes: readonly PodWrite[], sampler: LeaseSampl
   });
 }
 
+let editSequence = 0;
+
+/**
+ * The next edit of the run's edit loads: RateLimits round-robin from {@link REAL_PODS} on, each
+ * edit a value never used before (a new generation, whichever load makes it).
+ */
+export function nextEdit(count = COUNT): { i: number; maxTokens: number } {
+  const k = editSequence++;
+  return { i: REAL_PODS + (k % (count - REAL_PODS)), maxTokens: 1_000 + k };
+}
+
 /**
  * Edits RateLimits round-robin (from {@link REAL_PODS} on) every `everyMs` until stopped, going
  * on through API server outages (a refused edit is tried again); counts the edits made to each.
@@ -412,10 +423,10 @@ export class EditLoad {
 
   constructor(env: E2E, everyMs = 200, count = COUNT) {
     this.#done = (async () => {
-      for (let k = 0; !this.#stop; k++) {
-        const i = REAL_PODS + (k % (count - REAL_PODS));
+      while (!this.#stop) {
+        const { i, maxTokens } = nextEdit(count);
         try {
-          await editRateLimit(env, i, 1_000 + k);
+          await editRateLimit(env, i, maxTokens);
           const name = workloadName(i);
           this.edits.set(name, (this.edits.get(name) ?? 0) + 1);
         } catch {
