@@ -19,7 +19,13 @@ import { realNodeNamespaceAnnotations } from "../../tools/cluster/mod.ts";
 import { REAL_NODE_SKIP } from "../../tools/cluster/real_node_fixtures.ts";
 import { missingTools } from "../../tools/image/run.ts";
 import { buildEngineImage } from "../../tools/ratelimit-engine/image.ts";
-import { type RedisServer, startRedis } from "../../tools/ratelimit-engine/redis.ts";
+import {
+  type RedisServer,
+  startRedis,
+  startRedisCluster,
+  startSentinel,
+} from "../../tools/ratelimit-engine/redis.ts";
+import { generatePki, issueCert } from "../../tools/cluster/pki.ts";
 import { ensureRatelimitEngine, startTestClient } from "../../tools/ratelimit-engine/mod.ts";
 import { freePorts } from "../../tools/processes.ts";
 import { engineNamespace } from "../../src/deploy/global_engine_objects.ts";
@@ -85,7 +91,7 @@ async function globalEnforced(env: E2E): Promise<Condition | undefined> {
   return rl?.status?.conditions?.find((c) => c.type === "GlobalEnforced");
 }
 
-async function readyEngines(env: E2E, n: number): Promise<Pod[]> {
+async function readyEngines(env: E2E, n: number, timeoutMs = 180_000): Promise<Pod[]> {
   return await waitFor(`${n} ready engine Pods`, async () => {
     const ps = (await env.kube.list<Pod>("pods", {
       namespace: NS,
@@ -94,7 +100,7 @@ async function readyEngines(env: E2E, n: number): Promise<Pod[]> {
     const ready = ps.filter((p) => p.status.containerStatuses?.every((c) => c.ready));
     return ready.length === n && ps.length === n ? ps : undefined;
   }, {
-    timeoutMs: 180_000,
+    timeoutMs,
     intervalMs: 500,
     describe: async () =>
       [
@@ -190,6 +196,8 @@ e2eSuite("global-limits-real", async (env, t) => {
   const node = env.cluster.realNode!;
   const client = startTestClient(bins);
   let redis: RedisServer | undefined;
+  /** Redis servers of the topology steps, stopped at the end. */
+  const extra: RedisServer[] = [];
   let engines: Pod[] = [];
   // What the model's proxies asked the engine, to be asked of the real engines in turn.
   const asked: EngineRequest[] = [];
@@ -391,8 +399,107 @@ e2eSuite("global-limits-real", async (env, t) => {
       engines = [kept];
       assert.deepEqual(await send([alice, alice, other]), ["OK", "OVER_LIMIT", "OK"]);
     });
+
+    // The Secret's other Redis topologies, each run through the operator: the engines roll to the
+    // new Secret, load the domain again, count in the new Redis, and GlobalEnforced says so.
+    const dir = join(env.dir, "topologies");
+    await Deno.mkdir(dir, { recursive: true });
+    const hostIp = node.network.hostIp;
+    /** Replaces the Secret, waits for the engines' roll and GlobalEnforced, counts; the Redis. */
+    const through = async (data: Record<string, string>, counters: RedisServer[]) => {
+      const before = new Set((await readyEngines(env, 2)).map((p) => p.metadata.name));
+      await env.kube.must(["replace", "-f", "-"], {
+        stdin: JSON.stringify({
+          apiVersion: "v1",
+          kind: "Secret",
+          metadata: { name: "redis", namespace: NS },
+          stringData: data,
+        }),
+      });
+      engines = await waitFor("two new engines Ready", async () => {
+        const ps = await readyEngines(env, 2, 5_000).catch(() => undefined);
+        return ps?.every((p) => !before.has(p.metadata.name)) ? ps : undefined;
+      }, { timeoutMs: 240_000, intervalMs: 1000 });
+      await waitFor("GlobalEnforced True on the new engines", async () => {
+        const g = await globalEnforced(env);
+        return g?.status === "True" ? g : undefined;
+      }, { timeoutMs: 120_000, describe: async () => JSON.stringify(await globalEnforced(env)) });
+      assert.deepEqual(await send([alice, alice, bob]), ["OK", "OVER_LIMIT", "OK"]);
+      // The engines are the Redis's clients, from their Pods' addresses, and counted there.
+      const podIps = engines.map((p) => p.status.podIP!);
+      const clients = (await Promise.all(counters.map((c) => c.clients()))).flat();
+      for (const ip of podIps) {
+        assert.ok(clients.some((a) => a.startsWith(`${ip}:`)), `${ip} among ${clients.join(", ")}`);
+      }
+      const keys = (await Promise.all(counters.map((c) => c.keys()))).flat();
+      assert.ok(keys.some((k) => k.includes("demo-global/checkout")), keys.join(", "));
+    };
+
+    await env.step(t, "Redis over mutual TLS, from the Secret", async () => {
+      const pkiDir = join(dir, "pki");
+      const pki = await generatePki(pkiDir);
+      const server = await issueCert(pki, pkiDir, {
+        name: "redis",
+        subject: "/CN=redis",
+        usage: "serverAuth",
+        sans: [`IP:${hostIp}`, "IP:127.0.0.1"],
+      });
+      const engineCert = await issueCert(pki, pkiDir, {
+        name: "engine",
+        subject: "/CN=ratelimit",
+        usage: "clientAuth",
+      });
+      const tls = await startRedis(dir, {
+        password: PASSWORD,
+        alsoBind: [hostIp],
+        tls: { cert: server.cert, key: server.key, ca: pki.caCert, client: engineCert },
+      });
+      extra.push(tls);
+      const read = (f: string) => Deno.readTextFile(f);
+      await through({
+        address: `${hostIp}:${tls.port}`,
+        password: PASSWORD,
+        tls: "true",
+        "ca.crt": await read(pki.caCert),
+        "tls.crt": await read(engineCert.cert),
+        "tls.key": await read(engineCert.key),
+      }, [tls]);
+    });
+
+    await env.step(t, "Redis Sentinel, from the Secret", async () => {
+      const master = await startRedis(dir, { password: PASSWORD, alsoBind: [hostIp] });
+      extra.push(master);
+      const sentinel = await startSentinel(dir, {
+        master: { name: "counters", host: hostIp, port: master.port, password: PASSWORD },
+        alsoBind: [hostIp],
+      });
+      extra.push(sentinel);
+      await through({
+        type: "sentinel",
+        address: `counters,${hostIp}:${sentinel.port}`,
+        password: PASSWORD,
+      }, [master]);
+      const asked = await sentinel.clients();
+      for (const p of engines) {
+        assert.ok(asked.some((a) => a.startsWith(`${p.status.podIP}:`)), asked.join(", "));
+      }
+    });
+
+    await env.step(t, "Redis Cluster of three masters, from the Secret", async () => {
+      const cluster = await startRedisCluster(join(dir, "cluster"), {
+        announceIp: hostIp,
+        password: PASSWORD,
+      });
+      extra.push(...cluster.nodes);
+      await through({
+        type: "cluster",
+        address: cluster.nodes.map((n) => `${hostIp}:${n.port}`).join(","),
+        password: PASSWORD,
+      }, cluster.nodes);
+    });
   } finally {
     await client.stop();
     await redis?.close();
+    for (const r of extra) await r.close();
   }
 }, { realNode: true, skip: SKIP });
