@@ -13,18 +13,19 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { type E2E, e2eSuite, waitFor } from "./harness.ts";
-import { realNodeNamespaceAnnotations } from "../../tools/cluster/mod.ts";
-import { REAL_NODE_SKIP } from "../../tools/cluster/real_node_fixtures.ts";
+import {
+  describeEngines,
+  engineE2eSkip,
+  globalEnforcedOf,
+  readyEnginePods,
+  setUpEngine,
+} from "./global_engine_env.ts";
 import { generatePki, issueCert } from "../../tools/cluster/pki.ts";
-import { missingTools } from "../../tools/image/run.ts";
 import { buildEngineImage } from "../../tools/ratelimit-engine/image.ts";
-import { type RedisServer, startRedis } from "../../tools/ratelimit-engine/redis.ts";
+import type { RedisServer } from "../../tools/ratelimit-engine/redis.ts";
 import { freePorts } from "../../tools/processes.ts";
-import { engineNamespace } from "../../src/deploy/global_engine_objects.ts";
-import { engineRbacObjects } from "../../src/kube/rbac.ts";
 import { engineXdsServerUrl, GLOBAL_ENGINE_SERVICE } from "../../src/api/global_engine.ts";
 import { hostOf, XDS_TLS_SECRET_DIGEST_ANNOTATION } from "../../src/reconcile/engine/xds_tls.ts";
-import { envoyFilterCrd } from "../../src/crd/istio.ts";
 import type { KubeObject } from "../../src/api/object.ts";
 
 const NS = GLOBAL_ENGINE_SERVICE.namespace;
@@ -33,20 +34,8 @@ const PASSWORD = "tls-e2e";
 /** The name the operator's certificate holds: its xDS Service's, as the engines check it. */
 const SERVER_NAME = hostOf(engineXdsServerUrl("platform-system"));
 
-const SKIP: string = await (async () => {
-  const redis = await new Deno.Command("redis-server", { args: ["--version"] }).output()
-    .then((o) => o.success, () => false);
-  const why = [REAL_NODE_SKIP, (await missingTools()) ?? "", redis ? "" : "no redis-server"]
-    .filter((w) => w !== "");
-  if (why.length > 0) console.error(`\n*** global engine TLS e2e SKIPPED: ${why.join("; ")} ***\n`);
-  return why.join("; ");
-})();
+const SKIP: string = await engineE2eSkip("global engine TLS");
 
-type Pod = KubeObject & {
-  spec: { securityContext?: { runAsUser?: number } };
-  status: { containerStatuses?: { ready: boolean; restartCount: number }[] };
-};
-type Condition = { type: string; status: string; reason: string; message: string };
 type Deployment = KubeObject & {
   status?: { updatedReplicas?: number };
   spec: {
@@ -57,43 +46,10 @@ type Deployment = KubeObject & {
   };
 };
 
-async function globalEnforced(env: E2E): Promise<Condition | undefined> {
-  const rl = await env.kube.get<KubeObject & { status?: { conditions?: Condition[] } }>(
-    "ratelimits.gateway.platform-project.io",
-    "checkout",
-    APP,
-  );
-  return rl?.status?.conditions?.find((c) => c.type === "GlobalEnforced");
-}
-
-async function describe(env: E2E): Promise<string> {
-  return [
-    JSON.stringify(await globalEnforced(env)),
-    await env.kube.table("pods", { namespace: NS }),
-    (await env.kube.run(["get", "events", "-n", NS, "--sort-by=.lastTimestamp"])).stdout
-      .split("\n").slice(-10).join("\n"),
-    (await env.kube.run([
-      "logs",
-      "-n",
-      NS,
-      "-l",
-      "app.kubernetes.io/name=ratelimit-engine",
-      "--tail=10",
-      "--prefix",
-    ])).stdout,
-  ].join("\n");
-}
-
-async function readyEngines(env: E2E, n: number): Promise<Pod[]> {
-  return await waitFor(`${n} ready engine Pods`, async () => {
-    const ps = (await env.kube.list<Pod>("pods", {
-      namespace: NS,
-      labelSelector: "app.kubernetes.io/name=ratelimit-engine",
-    })).filter((p) => !p.metadata.deletionTimestamp);
-    const ready = ps.filter((p) => p.status.containerStatuses?.every((c) => c.ready));
-    return ready.length === n && ps.length === n ? ps : undefined;
-  }, { timeoutMs: 180_000, intervalMs: 500, describe: () => describe(env) });
-}
+const globalEnforced = (env: E2E) => globalEnforcedOf(env, APP, "checkout");
+const describe = async (env: E2E) =>
+  `${JSON.stringify(await globalEnforced(env))}\n${await describeEngines(env)}`;
+const readyEngines = readyEnginePods;
 
 /** Waits for GlobalEnforced with `reason`; returns it and the seconds it took. */
 async function untilReason(env: E2E, reason: string, timeoutMs = 120_000) {
@@ -153,32 +109,12 @@ e2eSuite("global-engine-tls-real", async (env, t) => {
       t,
       "the operator serving over mutual TLS, the engines with their Secret",
       async () => {
-        await env.installCrds();
-        if (!await env.kube.get("crd", "envoyfilters.networking.istio.io")) {
-          await env.kube.apply([envoyFilterCrd()]);
-        }
-        const ns = engineNamespace();
-        ns.metadata.annotations = realNodeNamespaceAnnotations();
-        await env.kube.apply([
-          ns,
-          ...engineRbacObjects(NS),
-          { apiVersion: "v1", kind: "Namespace", metadata: { name: APP } } as KubeObject,
-        ]);
-        await waitFor("the default ServiceAccount", () => env.kube.get("sa", "default", NS));
-        const dir = join(env.dir, "redis");
-        await Deno.mkdir(dir, { recursive: true });
-        redis = await startRedis(dir, { password: PASSWORD, alsoBind: [node.network.hostIp] });
-        await env.kube.apply([
-          {
-            apiVersion: "v1",
-            kind: "Secret",
-            metadata: { name: "redis", namespace: NS },
-            stringData: { address: `${node.network.hostIp}:${redis.port}`, password: PASSWORD },
-          } as unknown as KubeObject,
-          await engineSecret(pki.caCert),
-        ]);
-        const names = await node.loadImage(image.archive);
-        assert.ok(names.includes(image.ref), `${image.archive} loaded as ${names.join(", ")}`);
+        redis = await setUpEngine(env, {
+          image,
+          password: PASSWORD,
+          appNamespace: APP,
+          secrets: [await engineSecret(pki.caCert)],
+        });
         const [xdsPort] = freePorts(1);
         await env.startServing({
           identity: "global-tls",
