@@ -21,14 +21,21 @@ import { kubeTime } from "../api/time.ts";
 
 export { eventName } from "./event_correlator.ts";
 
-/** Events waiting to be written, by default (client-go's 1000); beyond it the oldest is dropped. */
-export const EVENT_QUEUE_CAPACITY = 1000;
+/**
+ * Events waiting to be written, by default; beyond it the oldest is dropped. Larger than client-go's
+ * 1000: Events wait while reconciles run, so the queue must hold a whole burst (two a RateLimit
+ * created, 1,000 created at once).
+ */
+export const EVENT_QUEUE_CAPACITY = 4096;
 
 /** Event writes in flight at once, by default. */
 export const EVENT_CONCURRENCY = 4;
 
-/** Event writes in flight at once while reconciles are at work (`busy`). */
-export const EVENT_BUSY_CONCURRENCY = 1;
+/**
+ * How long an Event waits for reconciles to stop before it is written anyway (one at a time, with
+ * the next Event recorded or written), so an operator that never rests still writes its Events.
+ */
+export const EVENT_MAX_WAIT_MS = 30_000;
 
 /** The component name on every Event. */
 export const EVENT_COMPONENT = "platform-operator";
@@ -49,8 +56,8 @@ export interface EventRecorderOptions {
   /** Counts dropped Events (`events_dropped_total`). */
   metrics?: Metrics;
   /**
-   * True while reconciles run or wait: Event writes then go one at a time
-   * (EVENT_BUSY_CONCURRENCY), leaving the API server to the writes that make changes take effect.
+   * True while reconciles run or wait: Events then wait (see EVENT_MAX_WAIT_MS), leaving the API
+   * server to the writes that make changes take effect; `wake` when it turns false.
    */
   busy?: () => boolean;
 }
@@ -102,16 +109,19 @@ interface Pending {
   update: boolean;
   /** Aborts when the lease is lost: a replica that stopped leading writes nothing more. */
   signal?: AbortSignal;
+  /** When it was queued (Clock milliseconds). */
+  at: number;
 }
 
 /**
- * Writes Events off the reconcile's path: `record` only correlates and queues. At most
- * `concurrency` writes are in flight (EVENT_BUSY_CONCURRENCY while `busy`), never two about the same
- * object, so Events about one object land in the order they were recorded. A repeat recorded while
- * its Event still waits is folded into that write. When more than `capacity` wait, the oldest is
- * dropped (counted, and one warning for each overload). No timers: writes start from `record` (on a
- * microtask, after the caller's synchronous work) and from finished writes, so virtual clocks
- * replay it exactly.
+ * Writes Events off the reconcile's path: `record` only correlates and queues. While reconciles run
+ * or wait (`busy`) Events wait, unless the oldest has waited EVENT_MAX_WAIT_MS (then one at a time);
+ * otherwise at most `concurrency` writes are in flight. Never two about the same object, so Events
+ * about one object land in the order they were recorded. A repeat recorded while its Event still
+ * waits is folded into that write. When more than `capacity` wait, the oldest is dropped (counted,
+ * and one warning for each overload). No timers: writes start from `record` (on a microtask, after
+ * the caller's synchronous work), from finished writes and from `wake` (reconciles stopped), so
+ * virtual clocks replay it exactly.
  */
 export class EventRecorder {
   readonly #o: EventRecorderOptions;
@@ -160,7 +170,7 @@ export class EventRecorder {
     if (!c.write || (c.count > 1 && this.#noUpdates)) return;
     const body = eventObject(obj, c.ev, now, this.#o.identity, c.name, c.count);
     if (this.#queue.length >= (this.#o.capacity ?? EVENT_QUEUE_CAPACITY)) this.#dropOldest();
-    const p: Pending = { id, subject, body, update: c.count > 1, signal };
+    const p: Pending = { id, subject, body, update: c.count > 1, signal, at: now };
     this.#queue.push(p);
     this.#waiting.set(id, p);
     if (!this.#pumpScheduled) {
@@ -170,6 +180,11 @@ export class EventRecorder {
         this.#pump();
       });
     }
+  }
+
+  /** Reconciles have stopped (their queues ran empty, or a graceful stop drained them): write now. */
+  wake(): void {
+    this.#pump();
   }
 
   /** Events waiting or being written. */
@@ -216,9 +231,11 @@ export class EventRecorder {
 
   /** Starts writes while there is room, taking the oldest Event whose object has none in flight. */
   #pump(): void {
-    const limit = this.#o.busy?.()
-      ? EVENT_BUSY_CONCURRENCY
-      : this.#o.concurrency ?? EVENT_CONCURRENCY;
+    const busy = this.#o.busy?.() ?? false;
+    const oldest = this.#queue[0];
+    const overdue = oldest !== undefined &&
+      this.#o.clock.now() - oldest.at >= EVENT_MAX_WAIT_MS;
+    const limit = !busy ? this.#o.concurrency ?? EVENT_CONCURRENCY : overdue ? 1 : 0;
     while (this.#inFlight < limit) {
       const i = this.#queue.findIndex((p) => !this.#busy.has(p.subject));
       if (i < 0) break;

@@ -94,6 +94,8 @@ export class Manager {
         metrics: this.#metrics,
         concurrency: opts.concurrency,
         resyncPeriodMs: opts.resyncPeriodMs,
+        // Events wait while reconciles work: a queue run empty may let them go.
+        onIdle: () => this.#events.wake(),
       },
       opts.log,
       () => this.#state === "running" && !this.#held && this.#watches.synced && this.#watches.fresh,
@@ -209,7 +211,9 @@ export class Manager {
     this.#state = "stopping";
     this.#o.log.info("stopping: finishing in-flight reconciles", { reason });
     await this.#within(this.#terms.drain(), STOP_WAIT_MS, "in-flight reconciles");
-    // Still leading here, so the queued Events' lease signal has not aborted them.
+    // Still leading here, so the queued Events' lease signal has not aborted them; no reconcile
+    // runs any more, so those held back go now.
+    this.#events.wake();
     await this.#within(this.#events.flush(), EVENT_FLUSH_WAIT_MS, "queued Events");
     this.#electorStop.abort();
     // A request that hangs must not hold up a shutdown the kubelet will cut short anyway.

@@ -31,6 +31,8 @@ export interface WorkQueueOptions {
   backoff?: BackoffOptions;
   /** Told the number of waiting keys whenever it changes (the queue-depth gauge). */
   onDepth?: (depth: number) => void;
+  /** Told when a run ends with no key running or waiting (timers aside). */
+  onIdle?: () => void;
 }
 
 /** Per-key failure backoff of the queue by default. */
@@ -166,6 +168,7 @@ export class WorkQueue {
     const echoes = this.#echoes.get(key);
     this.#echoes.delete(key);
     if (this.#dirty.delete(key) || echoes?.some((own) => !own())) this.add(key);
+    if (this.#running.size === 0 && this.#waiting.size === 0) this.#o.onIdle?.();
     this.#schedulePump();
   }
 

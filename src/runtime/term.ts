@@ -45,6 +45,8 @@ export interface TermOptions {
   concurrency?: number;
   /** Every primary is queued again after this long, jittered by up to 10%; default 600 000. */
   resyncPeriodMs?: number;
+  /** Told when a controller's queue has run empty (no key running or waiting). */
+  onIdle?: () => void;
 }
 
 /** One leadership term's queues. */
@@ -71,6 +73,7 @@ export class Term {
           random: opts.random,
           concurrency: ctl.concurrency ?? opts.concurrency ?? 2,
           onDepth: opts.metrics.queueDepth.setter({ controller: name }),
+          ...(opts.onIdle ? { onIdle: opts.onIdle } : {}),
         }, (key) => ctl.reconcile(key, signal)),
       );
     }

@@ -30,6 +30,8 @@ interface Counts {
   writes: number;
   events: string[];
   ready: number;
+  /** True when every Event was written after the last object write. */
+  eventsAfterWrites: boolean;
 }
 
 /** Creates N RateLimits on their Pods (sidecars injected) and counts what the operator did. */
@@ -55,10 +57,17 @@ async function create(settle: boolean, seed: number): Promise<Counts> {
     metrics.reconcileTotal.get({ controller: "ratelimit", result: "success" });
   const since = sim.cluster.log.records.length;
   const before = reconciles();
-  for (let i = 0; i < N; i++) {
-    const rl = rateLimitObject({ i, rules: 2, namespace: NAMESPACE });
-    await sim.drive(sim.user.create(RESOURCES.RateLimit, rl));
-  }
+  // Created at once, as a burst: the reconciles' writes first, their Events after.
+  await sim.drive(Promise.all(
+    Array.from(
+      { length: N },
+      (_, i) =>
+        sim.user.create(
+          RESOURCES.RateLimit,
+          rateLimitObject({ i, rules: 2, namespace: NAMESPACE }),
+        ),
+    ),
+  ));
   await sim.runUntil(3 * 60_000);
   const events = sim.cluster.store.objects(RESOURCES.Event)
     .filter((e) => (e.involvedObject as { kind?: string }).kind === "RateLimit")
@@ -66,8 +75,17 @@ async function create(settle: boolean, seed: number): Promise<Counts> {
   const ready = sim.cluster.store.objects(RESOURCES.RateLimit)
     .filter((o) => (o.status as { state?: string } | undefined)?.state === "Ready").length;
   await sim.drive(sim.operator.stop());
-  const writes = sim.cluster.log.operatorWritesSince(since).filter((r) => r.kind !== "Event");
-  return { reconciles: reconciles() - before, writes: writes.length, events, ready };
+  const all = sim.cluster.log.operatorWritesSince(since);
+  const writes = all.filter((r) => r.kind !== "Event");
+  const eventsFirst = all.findIndex((r) => r.kind === "Event");
+  const objectsLast = all.findLastIndex((r) => r.kind !== "Event");
+  return {
+    reconciles: reconciles() - before,
+    writes: writes.length,
+    events,
+    ready,
+    eventsAfterWrites: eventsFirst > objectsLast,
+  };
 }
 
 for (const seed of [1, 2, 3]) {
@@ -78,6 +96,7 @@ for (const seed of [1, 2, 3]) {
     assert.equal(c.writes, 2 * N, "its EnvoyFilter and its status");
     const each = ["Normal Applied", "Normal Enforced"];
     assert.deepEqual(c.events, each.flatMap((e) => Array(N).fill(e)));
+    assert.ok(c.eventsAfterWrites, "Events wait until the reconciles' writes are done");
   });
 }
 

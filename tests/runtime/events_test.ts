@@ -4,7 +4,7 @@ import { emptyPlan, type EventSpec } from "../../src/reconcile/plan.ts";
 import { Cache } from "../../src/runtime/cache/mod.ts";
 import type { Cluster } from "../../src/runtime/cluster.ts";
 import type { KubeObject } from "../../src/api/object.ts";
-import { EventRecorder } from "../../src/runtime/events.ts";
+import { EVENT_MAX_WAIT_MS, EventRecorder } from "../../src/runtime/events.ts";
 import { Metrics } from "../../src/runtime/metrics.ts";
 import { Runner } from "../../src/runtime/runner.ts";
 import { TestCluster, WIDGET } from "./test_cluster.ts";
@@ -280,7 +280,7 @@ Deno.test("the spam filter holds back repeats beyond 25 an object, never a new E
   assert.equal(counts.R0, 1, "R0's held-back repeats wait for its next write");
 });
 
-Deno.test("while reconciles are at work Events are written one at a time", async () => {
+Deno.test("while reconciles are at work Events wait; they go once reconciles stop, or after 30 s", async () => {
   let busy = true;
   const t = setup({ concurrency: 4 });
   const recorder = new EventRecorder({
@@ -291,10 +291,36 @@ Deno.test("while reconciles are at work Events are written one at a time", async
     busy: () => busy,
   });
   for (const n of ["a", "b", "c", "d", "e"]) recorder.record(obj(n), ev("Applied"));
-  await turns();
-  assert.equal(t.held.length, 1, "busy: one write in flight");
+  await t.clock.advance(5_000);
+  assert.equal(t.held.length, 0, "busy: nothing written");
+  // The manager wakes it when a queue runs empty.
   busy = false;
-  t.held.shift()!.release();
+  recorder.wake();
   await turns();
   assert.equal(t.held.length, 4, "idle: up to the recorder's concurrency");
+  while (t.held.length > 0) {
+    t.held.shift()!.release();
+    await turns();
+  }
+  await recorder.flush();
+  // An operator that never rests still writes them, one at a time, once the oldest waited 30 s
+  // (looked at when the next Event is recorded or a write ends: no timers).
+  busy = true;
+  recorder.record(obj("f"), ev("Applied"));
+  await t.clock.advance(EVENT_MAX_WAIT_MS - 1_000);
+  recorder.record(obj("g"), ev("Applied"));
+  await turns();
+  assert.equal(t.held.length, 0, "not overdue yet");
+  await t.clock.advance(1_000);
+  recorder.record(obj("h"), ev("Applied"));
+  await turns();
+  assert.deepEqual(t.held.map(about), ["f"], "overdue: one at a time");
+  t.held.shift()!.release();
+  await turns();
+  assert.deepEqual(t.held.map(about), [], "g has waited 1 s only");
+  // Reconciles stop: the rest at once.
+  busy = false;
+  recorder.wake();
+  await turns();
+  assert.deepEqual(t.held.map(about), ["g", "h"]);
 });
