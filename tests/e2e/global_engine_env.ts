@@ -2,8 +2,8 @@
  * What the global rate limit engine's real-node e2e tests share: why they cannot run here, the
  * engine's namespace, Role and Redis (Debian's redis-server, a host process the Pods reach at the
  * node's bridge address) with its Secret and the image loaded, the engine Pods once Ready, and a
- * RateLimit's GlobalEnforced condition. Used by global_engine_tls_real_test.ts; the older
- * global_engine_real_test.ts and global_limits_real_test.ts set up the same by hand.
+ * RateLimit's GlobalEnforced condition. Used by global_engine_tls_real_test.ts and
+ * global_limits_real_test.ts; the older global_engine_real_test.ts sets up the same by hand.
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";

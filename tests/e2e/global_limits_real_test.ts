@@ -15,9 +15,6 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { type E2E, e2eSuite, waitFor } from "./harness.ts";
-import { realNodeNamespaceAnnotations } from "../../tools/cluster/mod.ts";
-import { REAL_NODE_SKIP } from "../../tools/cluster/real_node_fixtures.ts";
-import { missingTools } from "../../tools/image/run.ts";
 import { buildEngineImage } from "../../tools/ratelimit-engine/image.ts";
 import {
   type RedisServer,
@@ -28,12 +25,17 @@ import {
 import { generatePki, issueCert } from "../../tools/cluster/pki.ts";
 import { ensureRatelimitEngine, startTestClient } from "../../tools/ratelimit-engine/mod.ts";
 import { freePorts } from "../../tools/processes.ts";
-import { engineNamespace } from "../../src/deploy/global_engine_objects.ts";
-import { engineRbacObjects } from "../../src/kube/rbac.ts";
 import { GLOBAL_ENGINE_SERVICE } from "../../src/api/global_engine.ts";
-import { envoyFilterCrd } from "../../src/crd/istio.ts";
 import type { KubeObject } from "../../src/api/object.ts";
 import { parseRlconfig } from "../../src/api/engine_status.ts";
+import {
+  type Condition,
+  engineE2eSkip,
+  type EnginePod,
+  globalEnforcedOf,
+  readyEnginePods,
+  setUpEngine,
+} from "./global_engine_env.ts";
 import {
   type EngineClient,
   type EngineRequest,
@@ -47,19 +49,7 @@ const LABELS = { app: "checkout" };
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const PASSWORD = "global-e2e";
 
-const SKIP: string = await (async () => {
-  const redis = await new Deno.Command("redis-server", { args: ["--version"] }).output()
-    .then((o) => o.success, () => false);
-  const why = [REAL_NODE_SKIP, (await missingTools()) ?? "", redis ? "" : "no redis-server"]
-    .filter((w) => w !== "");
-  if (why.length > 0) console.error(`\n*** global limits e2e SKIPPED: ${why.join("; ")} ***\n`);
-  return why.join("; ");
-})();
-
-type Pod = KubeObject & {
-  status: { podIP?: string; containerStatuses?: { ready: boolean; restartCount: number }[] };
-};
-type Condition = { type: string; status: string; reason: string; message: string };
+const SKIP: string = await engineE2eSkip("global limits");
 
 /** The RateLimit: per API key `perKey` a second on /orders, and 4 a second for the rest. */
 function rateLimit(perKey: number): KubeObject {
@@ -82,44 +72,14 @@ function rateLimit(perKey: number): KubeObject {
   } as unknown as KubeObject;
 }
 
-async function globalEnforced(env: E2E): Promise<Condition | undefined> {
-  const rl = await env.kube.get<KubeObject & { status?: { conditions?: Condition[] } }>(
-    "ratelimits.gateway.platform-project.io",
-    "checkout",
-    APP,
-  );
-  return rl?.status?.conditions?.find((c) => c.type === "GlobalEnforced");
+/** The RateLimit's GlobalEnforced condition. */
+function globalEnforced(env: E2E): Promise<Condition | undefined> {
+  return globalEnforcedOf(env, APP, "checkout");
 }
 
-async function readyEngines(env: E2E, n: number, timeoutMs = 180_000): Promise<Pod[]> {
-  return await waitFor(`${n} ready engine Pods`, async () => {
-    const ps = (await env.kube.list<Pod>("pods", {
-      namespace: NS,
-      labelSelector: "app.kubernetes.io/name=ratelimit-engine",
-    })).filter((p) => !p.metadata.deletionTimestamp);
-    const ready = ps.filter((p) => p.status.containerStatuses?.every((c) => c.ready));
-    return ready.length === n && ps.length === n ? ps : undefined;
-  }, {
-    timeoutMs,
-    intervalMs: 500,
-    describe: async () =>
-      [
-        await env.kube.table("pods", { namespace: NS }),
-        (await env.kube.run(["get", "events", "-n", NS, "--sort-by=.lastTimestamp"])).stdout
-          .split("\n").slice(-10).join("\n"),
-        (await env.kube.run([
-          "logs",
-          "-n",
-          NS,
-          "-l",
-          "app.kubernetes.io/name=ratelimit-engine",
-          "--tail=15",
-          "--prefix",
-          "--previous",
-        ])).stdout,
-      ].join("\n"),
-  });
-}
+/** The engine Pods once `n` run, all Ready. */
+const readyEngines = readyEnginePods;
+type Pod = EnginePod;
 
 /** Edits of the point-2 measure (apply -> the engines' loaded config, read back). */
 const EDITS = 50;
@@ -252,30 +212,8 @@ e2eSuite("global-limits-real", async (env, t) => {
   const other = { path: "/status", headers: {} };
   try {
     await env.step(t, "the engine deployed by the operator, serving it over xDS", async () => {
-      await env.installCrds();
-      if (!await env.kube.get("crd", "envoyfilters.networking.istio.io")) {
-        await env.kube.apply([envoyFilterCrd()]);
-      }
-      const ns = engineNamespace();
-      ns.metadata.annotations = realNodeNamespaceAnnotations();
-      await env.kube.apply([
-        ns,
-        ...engineRbacObjects(NS),
-        { apiVersion: "v1", kind: "Namespace", metadata: { name: APP } } as KubeObject,
-      ]);
-      await waitFor("the default ServiceAccount", () => env.kube.get("sa", "default", NS));
-      const dir = join(env.dir, "redis");
-      await Deno.mkdir(dir, { recursive: true });
       // A password: without one, Redis's protected mode refuses every address but loopback.
-      redis = await startRedis(dir, { password: PASSWORD, alsoBind: [node.network.hostIp] });
-      await env.kube.apply([{
-        apiVersion: "v1",
-        kind: "Secret",
-        metadata: { name: "redis", namespace: NS },
-        stringData: { address: `${node.network.hostIp}:${redis.port}`, password: PASSWORD },
-      } as unknown as KubeObject]);
-      const names = await node.loadImage(image.archive);
-      assert.ok(names.includes(image.ref), `${image.archive} loaded as ${names.join(", ")}`);
+      redis = await setUpEngine(env, { image, password: PASSWORD, appNamespace: APP });
       const [xdsPort] = freePorts(1);
       await env.startServing({
         identity: "global",

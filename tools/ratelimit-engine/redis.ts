@@ -331,6 +331,8 @@ export async function startRedisCluster(
   try {
     for (let i = 0; i < 3; i++) {
       const nodeDir = join(dir, `cluster-${i}`);
+      // A cluster of its own: no node may remember one made here before (its nodes.conf).
+      await Deno.remove(nodeDir, { recursive: true }).catch(() => {});
       await Deno.mkdir(nodeDir, { recursive: true });
       nodes.push(
         await startRedis(nodeDir, {
