@@ -43,10 +43,10 @@ import {
 import {
   loadImage,
   PAUSE_IMAGE,
-  retagImage,
   PODCHECK_IMAGE,
   podcheckArchive,
   type RealNodeOptions,
+  retagImage,
 } from "./node/node.ts";
 
 export { type Binaries, buildStatus, ensureBuilt, readVersions, type Versions } from "./build.ts";
