@@ -18,6 +18,7 @@ import { engineRbacObjects } from "../../src/kube/rbac.ts";
 import { GLOBAL_ENGINE_SERVICE } from "../../src/api/global_engine.ts";
 import { envoyFilterCrd } from "../../src/crd/istio.ts";
 import type { KubeObject } from "../../src/api/object.ts";
+import { freePorts } from "../../tools/processes.ts";
 
 const NS = GLOBAL_ENGINE_SERVICE.namespace;
 
@@ -126,4 +127,19 @@ export async function setUpEngine(
   const names = await node.loadImage(o.image.archive);
   assert.ok(names.includes(o.image.ref), `${o.image.archive} loaded as ${names.join(", ")}`);
   return redis;
+}
+
+/**
+ * The operator's flags that deploy the engine with `image` and serve it over xDS on a free port
+ * at the node's bridge address (the real node has no DNS): the engine e2e suites' common part.
+ */
+export function engineOperatorArgs(env: E2E, image: BinaryImage): string[] {
+  const [xdsPort] = freePorts(1);
+  return [
+    "--controllers=ratelimit",
+    `--global-redis-secret=${NS}/redis`,
+    `--global-engine-image=${image.ref}`,
+    `--global-engine-xds-port=${xdsPort}`,
+    `--global-engine-xds-url=${env.cluster.realNode!.network.hostIp}:${xdsPort}`,
+  ];
 }

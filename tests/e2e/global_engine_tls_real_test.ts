@@ -16,6 +16,7 @@ import { type E2E, e2eSuite, waitFor } from "./harness.ts";
 import {
   describeEngines,
   engineE2eSkip,
+  engineOperatorArgs,
   globalEnforcedOf,
   readyEnginePods,
   setUpEngine,
@@ -23,7 +24,6 @@ import {
 import { generatePki, issueCert } from "../../tools/cluster/pki.ts";
 import { buildEngineImage } from "../../tools/ratelimit-engine/image.ts";
 import type { RedisServer } from "../../tools/ratelimit-engine/redis.ts";
-import { freePorts } from "../../tools/processes.ts";
 import { engineXdsServerUrl, GLOBAL_ENGINE_SERVICE } from "../../src/api/global_engine.ts";
 import { hostOf, XDS_TLS_SECRET_DIGEST_ANNOTATION } from "../../src/reconcile/engine/xds_tls.ts";
 import type { KubeObject } from "../../src/api/object.ts";
@@ -63,7 +63,6 @@ async function untilReason(env: E2E, reason: string, timeoutMs = 120_000) {
 
 e2eSuite("global-engine-tls-real", async (env, t) => {
   const image = await buildEngineImage((l) => console.error(`[engine image] ${l}`));
-  const node = env.cluster.realNode!;
   let redis: RedisServer | undefined;
   const pkiDir = join(env.dir, "xds-pki");
   const pki = await generatePki(join(pkiDir, "ca"));
@@ -115,16 +114,11 @@ e2eSuite("global-engine-tls-real", async (env, t) => {
           appNamespace: APP,
           secrets: [await engineSecret(pki.caCert)],
         });
-        const [xdsPort] = freePorts(1);
         await env.startServing({
           identity: "global-tls",
           extraArgs: [
-            "--controllers=ratelimit",
-            `--global-redis-secret=${NS}/redis`,
-            `--global-engine-image=${image.ref}`,
-            `--global-engine-xds-port=${xdsPort}`,
             // The real node has no DNS: the engines dial the bridge address and check the name.
-            `--global-engine-xds-url=${node.network.hostIp}:${xdsPort}`,
+            ...engineOperatorArgs(env, image),
             `--global-engine-xds-tls-server-name=${SERVER_NAME}`,
             `--global-engine-xds-tls-cert-file=${serving.cert}`,
             `--global-engine-xds-tls-key-file=${serving.key}`,

@@ -24,13 +24,13 @@ import {
 } from "../../tools/ratelimit-engine/redis.ts";
 import { generatePki, issueCert } from "../../tools/cluster/pki.ts";
 import { ensureRatelimitEngine, startTestClient } from "../../tools/ratelimit-engine/mod.ts";
-import { freePorts } from "../../tools/processes.ts";
 import { GLOBAL_ENGINE_SERVICE } from "../../src/api/global_engine.ts";
 import type { KubeObject } from "../../src/api/object.ts";
 import { parseRlconfig } from "../../src/api/engine_status.ts";
 import {
   type Condition,
   engineE2eSkip,
+  engineOperatorArgs,
   type EnginePod,
   globalEnforcedOf,
   readyEnginePods,
@@ -214,17 +214,7 @@ e2eSuite("global-limits-real", async (env, t) => {
     await env.step(t, "the engine deployed by the operator, serving it over xDS", async () => {
       // A password: without one, Redis's protected mode refuses every address but loopback.
       redis = await setUpEngine(env, { image, password: PASSWORD, appNamespace: APP });
-      const [xdsPort] = freePorts(1);
-      await env.startServing({
-        identity: "global",
-        extraArgs: [
-          "--controllers=ratelimit",
-          `--global-redis-secret=${NS}/redis`,
-          `--global-engine-image=${image.ref}`,
-          `--global-engine-xds-port=${xdsPort}`,
-          `--global-engine-xds-url=${node.network.hostIp}:${xdsPort}`,
-        ],
-      });
+      await env.startServing({ identity: "global", extraArgs: engineOperatorArgs(env, image) });
       engines = await readyEngines(env, 2);
     });
 

@@ -45,6 +45,13 @@ const SCALE_NS = "e2e-scale";
 /** The ScaledObject on the real Deployment, and its HPA. */
 const LOAD = "load";
 const LOAD_HPA = `keda-hpa-${LOAD}`;
+/** What the scaling steps sample: the scaled Deployment, its HPA and the Scaler. */
+const LOAD_TRACE = {
+  ns: SCALE_NS,
+  deployment: SCALED_APP,
+  hpa: LOAD_HPA,
+  scaler: { ns: NS, name: "keda" },
+};
 /** How long the HPA may take to follow the metric: its 15 s sync, KEDA's poll, Pods starting. */
 const SCALE_MS = 180_000;
 const KEDA_APPS = Object.values(KEDA_DEPLOYMENTS).sort();
@@ -277,12 +284,7 @@ async function scalesForReal(env: E2E): Promise<void> {
   assert.match(table, /\b0\/1 \(avg\)/, table);
   console.error(`[keda-real] kubectl get hpa:\n${table}`);
 
-  const trace = new ScaleTrace(env.kube, {
-    ns: SCALE_NS,
-    deployment: SCALED_APP,
-    hpa: LOAD_HPA,
-    scaler: { ns: NS, name: "keda" },
-  }, 1000);
+  const trace = new ScaleTrace(env.kube, LOAD_TRACE, 1000);
   try {
     const upFrom = trace.now();
     await setMetric(env.kube, SCALE_NS, 3);
@@ -341,12 +343,7 @@ const EDIT = {
  */
 async function scalerEditRollsKeda(env: E2E): Promise<void> {
   const before = new Set((await pods(env.kube, NS)).map((p) => p.name));
-  const trace = new ScaleTrace(env.kube, {
-    ns: SCALE_NS,
-    deployment: SCALED_APP,
-    hpa: LOAD_HPA,
-    scaler: { ns: NS, name: "keda" },
-  }, 1000);
+  const trace = new ScaleTrace(env.kube, LOAD_TRACE, 1000);
   try {
     await env.kube.must([
       "patch",
@@ -408,12 +405,7 @@ async function upgradeInPlace(env: E2E, images: KedaImages): Promise<void> {
     (await env.kube.get(resource, name, SCALE_NS))?.metadata.uid;
   const before = { so: await uid("scaledobject", LOAD), hpa: await uid("hpa", LOAD_HPA) };
   assert.ok(before.so && before.hpa, "the ScaledObject and its HPA exist before the upgrade");
-  const trace = new ScaleTrace(env.kube, {
-    ns: SCALE_NS,
-    deployment: SCALED_APP,
-    hpa: LOAD_HPA,
-    scaler: { ns: NS, name: "keda" },
-  }, 1000);
+  const trace = new ScaleTrace(env.kube, LOAD_TRACE, 1000);
   const versions: string[] = [];
   try {
     await env.stopOperators();

@@ -7,6 +7,7 @@
 import type { KubeObject } from "../../src/api/object.ts";
 import { conditionOf, statusOf } from "./status.ts";
 import type { Kube } from "./kube.ts";
+import { deploymentManifest } from "../../tools/cluster/test_helpers.ts";
 
 /** The Deployment KEDA scales and the one serving the metric. */
 export const SCALED_APP = "app";
@@ -41,17 +42,10 @@ function podcheckTemplate(name: string, image: string): Record<string, unknown> 
   };
 }
 
+/** tools/cluster's one-replica Deployment, its Pods podcheck's. */
 function podcheckDeployment(ns: string, name: string, image: string): KubeObject {
-  return {
-    apiVersion: "apps/v1",
-    kind: "Deployment",
-    metadata: { name, namespace: ns },
-    spec: {
-      replicas: 1,
-      selector: { matchLabels: { app: name } },
-      template: podcheckTemplate(name, image),
-    },
-  };
+  const d = deploymentManifest(ns, name) as unknown as KubeObject & { spec: object };
+  return { ...d, spec: { ...d.spec, template: podcheckTemplate(name, image) } };
 }
 
 /**
