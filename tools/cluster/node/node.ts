@@ -94,23 +94,34 @@ async function writeImages(c: NodeContext, dir: string): Promise<string[]> {
   return [pause, coredns];
 }
 
+/**
+ * Waits until the node is Ready and the node lifecycle controller has taken its own taints off
+ * (`node.kubernetes.io/not-ready`, `unreachable`): Ready alone can be seen a moment before the
+ * NoExecute taint goes, and a Pod scheduled then is evicted again.
+ */
 async function waitNodeReady(c: NodeContext, node: RealNodeState, ms: number): Promise<void> {
   const deadline = Date.now() + ms;
   const kubelet = node.kubelet!;
+  let seen = "not found";
   for (;;) {
-    const ready = await c.kubectl([
-      "get",
-      "node",
-      REAL_NODE_NAME,
-      "--ignore-not-found",
-      "-o",
-      'jsonpath={.status.conditions[?(@.type=="Ready")].status}',
-    ]).catch(() => "");
-    if (ready.trim() === "True") return;
+    const out = await c.kubectl(["get", "node", REAL_NODE_NAME, "--ignore-not-found", "-o", "json"])
+      .catch(() => "");
+    if (out.trim()) {
+      const n = JSON.parse(out) as {
+        spec?: { taints?: { key: string }[] };
+        status?: { conditions?: { type: string; status: string }[] };
+      };
+      const ready = n.status?.conditions?.find((x) => x.type === "Ready")?.status ?? "Unknown";
+      const lifecycle = (n.spec?.taints ?? []).map((x) => x.key).filter((k) =>
+        k.startsWith("node.kubernetes.io/")
+      );
+      if (ready === "True" && lifecycle.length === 0) return;
+      seen = `Ready=${ready}` + (lifecycle.length ? `, taints ${lifecycle.join(", ")}` : "");
+    }
     const why = !isAlive(kubelet.pid)
       ? `kubelet (pid ${kubelet.pid}) exited`
       : Date.now() > deadline
-      ? `node ${REAL_NODE_NAME} not Ready after ${ms / 1000} s`
+      ? `node ${REAL_NODE_NAME} not Ready and untainted after ${ms / 1000} s (${seen})`
       : "";
     if (why) {
       throw new Error(`${why}; last lines of ${kubelet.log}:\n${await tailFile(kubelet.log, 20)}`);
