@@ -101,6 +101,12 @@ const RUN_BY: { page: string | RegExp; command: string | RegExp; by: string; run
   { page: /./, command: "./deno task test", by: ".ci/run", runs: "./deno task test --junit-path" },
   { page: /./, command: "./deno task build", by: ".ci/run", runs: "step ./deno task build" },
   {
+    page: "docs/testing.md",
+    command: /^\.\/deno task test --/,
+    by: "tests/tools/test_lanes_test.ts",
+    runs: "shown test commands run",
+  },
+  {
     page: /./,
     command: /^\.\/deno task build --/,
     by: "tests/tools/build_test.ts",

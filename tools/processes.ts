@@ -1,8 +1,43 @@
 /** Starting, probing and stopping detached background processes by pid. */
 import { tailFile } from "./files.ts";
 
-/** A free TCP port on 127.0.0.1 (closed again; the caller binds it shortly after). */
+/**
+ * The lowest port of the kernel's ephemeral range (the ports `connect` and `bind(0)` hand out),
+ * from /proc, else Linux's default.
+ */
+function ephemeralLow(): number {
+  try {
+    const low = Number(
+      Deno.readTextFileSync("/proc/sys/net/ipv4/ip_local_port_range").split(/\s+/)[0],
+    );
+    if (Number.isInteger(low) && low > 21_000) return low;
+  } catch { /* not Linux, or no /proc */ }
+  return 32_768;
+}
+
+const handedOut = new Set<number>();
+
+/**
+ * A free TCP port on 127.0.0.1 (closed again; the caller binds it shortly after). It is picked at
+ * random below the ephemeral range, from 20000 up (above the fixed ports of
+ * Kubernetes, Istio and Envoy, 10250 to 15090): a port the kernel chose for `bind(0)` can be
+ * taken by any process's outgoing connection before the caller binds it, which made a test's
+ * kube-scheduler fail with "address already in use" while other test processes ran beside it.
+ * A port is handed out once per process.
+ */
 export function freePort(): number {
+  const low = 20_000, high = ephemeralLow();
+  for (let i = 0; i < 200; i++) {
+    const port = low + Math.floor(Math.random() * (high - low));
+    if (handedOut.has(port)) continue;
+    try {
+      Deno.listen({ hostname: "127.0.0.1", port }).close();
+    } catch {
+      continue;
+    }
+    handedOut.add(port);
+    return port;
+  }
   const l = Deno.listen({ hostname: "127.0.0.1", port: 0 });
   const port = (l.addr as Deno.NetAddr).port;
   l.close();

@@ -1,0 +1,308 @@
+/**
+ * `./deno task test`: the project's test files run in lanes, each lane one `deno test` process
+ * at a time. Every file that starts a real node goes to one lane of its own, one file after
+ * another (only one real node runs per machine: tools/cluster/node/machine_lock.ts), and those
+ * files spend most of their time waiting on Pods, so the other files run meanwhile in `--lanes`
+ * further lanes that take batches from one queue, the longest first (by the durations of the
+ * previous run when there is one, else by where the file lives). Files of one batch run in one
+ * process, one after another, as `deno test` runs them; processes never share a file, a pid or
+ * an environment, so a test that names a directory by its pid or sets an environment variable
+ * is as alone as in a serial run. The JUnit reports of all processes are merged into
+ * `--junit-path`; a process that ends without a report counts as one failed test naming it.
+ *
+ * Usage: deno run -A tools/test_lanes.ts [--lanes=N] [--junit-path=FILE] [--list] <dir|file>...
+ */
+import { dirname, join, relative, resolve } from "node:path";
+
+/** How a run is asked for. */
+export interface LaneOptions {
+  /** Directories or files, as given to `deno test`. */
+  roots: string[];
+  /** Lanes beside the real-node lane (1 to 8). */
+  lanes: number;
+  /** Where the merged JUnit report goes. */
+  junitPath?: string;
+  /** Print the plan only. */
+  list: boolean;
+}
+
+/** One `deno test` process: its files, and the lane that runs it. */
+export interface Batch {
+  files: string[];
+  /** Seconds the files took in the previous run, or an estimate. */
+  weight: number;
+  realNode: boolean;
+}
+
+const TEST_FILE = /(^|[._])test\.(ts|tsx|mts|js|mjs|jsx)$/;
+/** What a test file that starts a real node says (tests/e2e/harness.ts's option, or its skip). */
+const STARTS_REAL_NODE = /realNode: true|\bREAL_NODE_SKIP\b/;
+/** Directories whose files each get a process of their own (clusters, builds, long runs). */
+const HEAVY =
+  /^(tests\/(e2e|istio|bench|global|deploy|kube|dataplane|sim|modules)|tools\/cluster)\//;
+const BATCH_FILES = 8;
+const DURATIONS = ".cache/ci/test-durations.json";
+
+/** Parses the command line; unknown flags are errors. */
+export function parseLaneArgs(args: string[]): LaneOptions {
+  const o: LaneOptions = { roots: [], lanes: 2, list: false };
+  for (const a of args) {
+    const [flag, value] = a.startsWith("--") ? splitFlag(a) : ["", a];
+    if (flag === "") o.roots.push(value);
+    else if (flag === "--lanes") {
+      const n = Number(value);
+      if (!Number.isInteger(n) || n < 1 || n > 8) {
+        throw new Error(`--lanes must be a whole number from 1 to 8, not "${value}"`);
+      }
+      o.lanes = n;
+    } else if (flag === "--junit-path" && value) o.junitPath = value;
+    else if (flag === "--list" && value === "") o.list = true;
+    else throw new Error(`unknown flag ${a} (known: --lanes=N, --junit-path=FILE, --list)`);
+  }
+  if (o.roots.length === 0) throw new Error("name at least one directory or test file");
+  return o;
+}
+
+function splitFlag(a: string): [string, string] {
+  const eq = a.indexOf("=");
+  return eq < 0 ? [a, ""] : [a.slice(0, eq), a.slice(eq + 1)];
+}
+
+/** The test files under `roots` (as `deno test` finds them), relative to `cwd`, sorted. */
+export async function findTestFiles(roots: string[], cwd: string): Promise<string[]> {
+  const out = new Set<string>();
+  const walk = async (path: string): Promise<void> => {
+    const st = await Deno.stat(path);
+    if (st.isFile) {
+      out.add(relative(cwd, path));
+      return;
+    }
+    for await (const e of Deno.readDir(path)) {
+      if (e.name.startsWith(".") || e.name === "node_modules") continue;
+      const p = join(path, e.name);
+      if (e.isDirectory) await walk(p);
+      else if (e.isFile && TEST_FILE.test(e.name)) out.add(relative(cwd, p));
+    }
+  };
+  for (const r of roots) {
+    try {
+      await walk(resolve(cwd, r));
+    } catch (e) {
+      if (e instanceof Deno.errors.NotFound) throw new Error(`${r}: no such file or directory`);
+      throw e;
+    }
+  }
+  return [...out].sort();
+}
+
+/**
+ * Groups files into processes: the real-node files one each (their lane runs them in order), the
+ * files of heavy directories one each, the rest by directory in batches of up to eight; heaviest
+ * first.
+ */
+export function planBatches(
+  files: { path: string; realNode: boolean }[],
+  durations: Record<string, number>,
+): Batch[] {
+  const guess = (f: string) => durations[f] ?? (HEAVY.test(f) ? 30 : 2);
+  const batches: Batch[] = [];
+  const light = new Map<string, string[]>();
+  for (const f of files) {
+    if (f.realNode || HEAVY.test(f.path)) {
+      batches.push({ files: [f.path], weight: guess(f.path), realNode: f.realNode });
+    } else {
+      const dir = dirname(f.path);
+      light.set(dir, [...(light.get(dir) ?? []), f.path]);
+    }
+  }
+  for (const group of light.values()) {
+    for (let i = 0; i < group.length; i += BATCH_FILES) {
+      const part = group.slice(i, i + BATCH_FILES);
+      batches.push({
+        files: part,
+        weight: part.reduce((s, f) => s + guess(f), 0),
+        realNode: false,
+      });
+    }
+  }
+  return batches.sort((a, b) => b.weight - a.weight || a.files[0].localeCompare(b.files[0]));
+}
+
+/** Merges JUnit reports into one `<testsuites>` with summed counts. */
+export function mergeJunit(reports: string[]): string {
+  let tests = 0, failures = 0, errors = 0, time = 0;
+  const suites: string[] = [];
+  for (const r of reports) {
+    const m = r.match(/<testsuites\b([^>]*)>([\s\S]*)<\/testsuites>/);
+    if (!m) continue;
+    const attr = (name: string) => Number(m[1].match(new RegExp(`\\b${name}="([^"]*)"`))?.[1] ?? 0);
+    tests += attr("tests");
+    failures += attr("failures");
+    errors += attr("errors");
+    time += attr("time");
+    suites.push(m[2].trim());
+  }
+  return `<?xml version="1.0" encoding="UTF-8"?>\n` +
+    `<testsuites name="deno test (lanes)" tests="${tests}" failures="${failures}" ` +
+    `errors="${errors}" time="${time.toFixed(3)}">\n${suites.join("\n")}\n</testsuites>\n`;
+}
+
+/** A JUnit report of one failed test, for a process that ended without writing its own. */
+export function missingReport(files: string[], code: number): string {
+  const name = xmlEscape(`deno test ${files.join(" ")}`);
+  return `<testsuites tests="1" failures="1" errors="0" time="0">` +
+    `<testsuite name="${name}" tests="1" failures="1" errors="0">` +
+    `<testcase name="${name}" classname="lanes"><failure message="${
+      xmlEscape(`exited with code ${code} without a JUnit report`)
+    }"/></testcase></testsuite></testsuites>`;
+}
+
+function xmlEscape(s: string): string {
+  return s.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(
+    /"/g,
+    "&quot;",
+  );
+}
+
+interface Outcome {
+  batch: Batch;
+  lane: string;
+  code: number;
+  seconds: number;
+  report: string;
+}
+
+async function pipeLines(stream: ReadableStream<Uint8Array>, prefix: string): Promise<void> {
+  const enc = new TextEncoder();
+  let rest = "";
+  for await (const chunk of stream.pipeThrough(new TextDecoderStream())) {
+    const lines = (rest + chunk).split("\n");
+    rest = lines.pop() ?? "";
+    if (lines.length) {
+      await Deno.stdout.write(enc.encode(lines.map((l) => `${prefix}${l}\n`).join("")));
+    }
+  }
+  if (rest) await Deno.stdout.write(enc.encode(`${prefix}${rest}\n`));
+}
+
+async function runBatch(
+  batch: Batch,
+  lane: string,
+  dir: string,
+  n: number,
+  cwd: string,
+): Promise<Outcome> {
+  const junit = join(dir, `${n}.xml`);
+  const t0 = performance.now();
+  const child = new Deno.Command(Deno.execPath(), {
+    args: ["test", "-A", "--frozen", `--junit-path=${junit}`, ...batch.files],
+    cwd,
+    stdout: "piped",
+    stderr: "piped",
+  }).spawn();
+  const prefix = `[${lane}] `;
+  await Promise.all([pipeLines(child.stdout, prefix), pipeLines(child.stderr, prefix)]);
+  const { code } = await child.status;
+  const seconds = (performance.now() - t0) / 1000;
+  let report: string;
+  try {
+    report = await Deno.readTextFile(junit);
+  } catch {
+    report = missingReport(batch.files, code);
+  }
+  return { batch, lane, code, seconds, report };
+}
+
+async function readDurations(path: string): Promise<Record<string, number>> {
+  try {
+    return JSON.parse(await Deno.readTextFile(path)) as Record<string, number>;
+  } catch {
+    return {};
+  }
+}
+
+/** Runs the plan; returns the process's exit code (0 when every process passed). */
+export async function runLanes(o: LaneOptions, cwd = Deno.cwd()): Promise<number> {
+  const paths = await findTestFiles(o.roots, cwd);
+  const files = await Promise.all(paths.map(async (path) => ({
+    path,
+    realNode: STARTS_REAL_NODE.test(await Deno.readTextFile(join(cwd, path))),
+  })));
+  const durationsPath = join(cwd, DURATIONS);
+  const durations = await readDurations(durationsPath);
+  const batches = planBatches(files, durations);
+  const real = batches.filter((b) => b.realNode);
+  const queue = batches.filter((b) => !b.realNode);
+  const sum = (bs: Batch[]) => Math.round(bs.reduce((s, b) => s + b.weight, 0));
+  console.log(
+    `lanes: ${paths.length} files in ${batches.length} processes; real-node lane ` +
+      `${real.length} files (~${sum(real)} s), ${o.lanes} other lane(s) ${
+        queue.reduce((s, b) => s + b.files.length, 0)
+      } files (~${sum(queue)} s)` +
+      (Object.keys(durations).length ? ` (weights from ${DURATIONS})` : " (weights guessed)"),
+  );
+  if (o.list) {
+    for (const b of [...real, ...queue]) {
+      console.log(`${b.realNode ? "R" : "-"} ${Math.round(b.weight)}s ${b.files.join(" ")}`);
+    }
+    return 0;
+  }
+  const dir = await Deno.makeTempDir({ prefix: "test-lanes-" });
+  const t0 = performance.now();
+  const outcomes: Outcome[] = [];
+  let n = 0;
+  const lane = async (name: string, take: () => Batch | undefined) => {
+    for (let b = take(); b; b = take()) {
+      const o = await runBatch(b, name, dir, n++, cwd);
+      outcomes.push(o);
+      console.log(
+        `[${name}] ${o.code === 0 ? "ok" : "FAILED"} in ${o.seconds.toFixed(0)} s: ${
+          b.files.join(" ")
+        }`,
+      );
+    }
+  };
+  await Promise.all([
+    lane("R", () => real.shift()),
+    ...Array.from({ length: o.lanes }, (_, i) => lane(String(i + 1), () => queue.shift())),
+  ]);
+  const wall = (performance.now() - t0) / 1000;
+  if (o.junitPath) {
+    await Deno.mkdir(dirname(resolve(cwd, o.junitPath)), { recursive: true });
+    await Deno.writeTextFile(resolve(cwd, o.junitPath), mergeJunit(outcomes.map((x) => x.report)));
+  }
+  const next: Record<string, number> = { ...durations };
+  for (const x of outcomes) {
+    for (const f of x.batch.files) next[f] = Math.round(x.seconds / x.batch.files.length);
+  }
+  await Deno.mkdir(dirname(durationsPath), { recursive: true });
+  await Deno.writeTextFile(durationsPath, JSON.stringify(next, null, 1) + "\n");
+  await Deno.remove(dir, { recursive: true });
+  const failed = outcomes.filter((x) => x.code !== 0);
+  const busy = (name: string) =>
+    outcomes.filter((x) => x.lane === name).reduce((s, x) => s + x.seconds, 0);
+  console.log(
+    `lanes: wall ${fmtTime(wall)}; busy R ${fmtTime(busy("R"))}, ` +
+      Array.from({ length: o.lanes }, (_, i) => `${i + 1} ${fmtTime(busy(String(i + 1)))}`).join(
+        ", ",
+      ) + `; ${outcomes.length - failed.length} processes passed, ${failed.length} failed`,
+  );
+  for (const x of failed) console.log(`lanes: FAILED (exit ${x.code}): ${x.batch.files.join(" ")}`);
+  return failed.length ? 1 : 0;
+}
+
+function fmtTime(seconds: number): string {
+  const s = Math.round(seconds);
+  return `${Math.floor(s / 60)}m${String(s % 60).padStart(2, "0")}s`;
+}
+
+if (import.meta.main) {
+  let opts: LaneOptions;
+  try {
+    opts = parseLaneArgs(Deno.args);
+  } catch (e) {
+    console.error(`test_lanes: ${(e as Error).message}`);
+    Deno.exit(2);
+  }
+  Deno.exit(await runLanes(opts));
+}
