@@ -10,7 +10,12 @@
  * is as alone as in a serial run. The JUnit reports of all processes are merged into
  * `--junit-path`; a process that ends without a report counts as one failed test naming it.
  *
- * Usage: deno run -A tools/test_lanes.ts [--lanes=N] [--junit-path=FILE] [--list] <dir|file>...
+ * With `--others-after=FILE` the lanes beside lane R start only once FILE exists: `.ci/run` builds
+ * what the real-node files need first, then the rest of the build in the background, which writes
+ * FILE (its exit code) when done, so lane R waits on Pods while the Go builds the others need run.
+ *
+ * Usage: deno run -A tools/test_lanes.ts [--lanes=N] [--junit-path=FILE] [--others-after=FILE]
+ *   [--list] <dir|file>...
  */
 import { dirname, join, relative, resolve } from "node:path";
 
@@ -24,6 +29,8 @@ export interface LaneOptions {
   junitPath?: string;
   /** Print the plan only. */
   list: boolean;
+  /** A file whose appearance lets the lanes beside lane R start (the background build's end). */
+  othersAfter?: string;
 }
 
 /** One `deno test` process: its files, and the lane that runs it. */
@@ -56,8 +63,11 @@ export function parseLaneArgs(args: string[]): LaneOptions {
       }
       o.lanes = n;
     } else if (flag === "--junit-path" && value) o.junitPath = value;
+    else if (flag === "--others-after" && value) o.othersAfter = value;
     else if (flag === "--list" && value === "") o.list = true;
-    else throw new Error(`unknown flag ${a} (known: --lanes=N, --junit-path=FILE, --list)`);
+    else {throw new Error(
+        `unknown flag ${a} (known: --lanes=N, --junit-path=FILE, --others-after=FILE, --list)`,
+      );}
   }
   if (o.roots.length === 0) throw new Error("name at least one directory or test file");
   return o;
@@ -262,10 +272,13 @@ export async function runLanes(o: LaneOptions, cwd = Deno.cwd()): Promise<number
       );
     }
   };
-  await Promise.all([
-    lane("R", () => real.shift()),
-    ...Array.from({ length: o.lanes }, (_, i) => lane(String(i + 1), () => queue.shift())),
-  ]);
+  const others = async () => {
+    if (o.othersAfter) await waitForFile(resolve(cwd, o.othersAfter));
+    await Promise.all(
+      Array.from({ length: o.lanes }, (_, i) => lane(String(i + 1), () => queue.shift())),
+    );
+  };
+  await Promise.all([lane("R", () => real.shift()), others()]);
   const wall = (performance.now() - t0) / 1000;
   if (o.junitPath) {
     await Deno.mkdir(dirname(resolve(cwd, o.junitPath)), { recursive: true });
@@ -289,6 +302,30 @@ export async function runLanes(o: LaneOptions, cwd = Deno.cwd()): Promise<number
   );
   for (const x of failed) console.log(`lanes: FAILED (exit ${x.code}): ${x.batch.files.join(" ")}`);
   return failed.length ? 1 : 0;
+}
+
+/** Waits until `path` exists, saying so at the start, every 5 minutes and at the end. */
+async function waitForFile(path: string): Promise<void> {
+  const t0 = performance.now();
+  let said = -1;
+  for (;;) {
+    try {
+      const text = (await Deno.readTextFile(path)).trim();
+      console.log(
+        `lanes: ${path} appeared after ${fmtTime((performance.now() - t0) / 1000)}` +
+          (text ? ` (${text})` : "") + "; the other lanes start",
+      );
+      return;
+    } catch (e) {
+      if (!(e instanceof Deno.errors.NotFound)) throw e;
+    }
+    const minutes = Math.floor((performance.now() - t0) / 300_000);
+    if (minutes !== said) {
+      said = minutes;
+      console.log(`lanes: the lanes beside lane R wait for ${path}`);
+    }
+    await new Promise((r) => setTimeout(r, 1_000));
+  }
 }
 
 function fmtTime(seconds: number): string {

@@ -16,6 +16,8 @@ Deno.test("test lanes: flags are checked; an unknown flag or a bad lane count is
     junitPath: "x.xml",
     list: false,
   });
+  assert.equal(parseLaneArgs(["t", "--others-after=b.rc"]).othersAfter, "b.rc");
+  assert.throws(() => parseLaneArgs(["t", "--others-after"]), /unknown flag --others-after/);
   assert.throws(() => parseLaneArgs(["tests/", "--lane=3"]), /unknown flag --lane=3/);
   assert.throws(() => parseLaneArgs(["tests/", "--lanes=0"]), /--lanes must be/);
   assert.throws(() => parseLaneArgs(["tests/", "--lanes=two"]), /--lanes must be/);
@@ -89,7 +91,22 @@ Deno.test("test lanes: a run finds deno test's files, runs every one, fails when
       "t/real_test.ts",
     ]);
     await Deno.remove(join(dir, "t/b.test.ts"));
-    assert.equal(await runLanes({ roots: ["t"], lanes: 1, list: false }, dir), 0);
+    // The other lanes wait for the background build's file; lane R does not.
+    const t0 = Date.now();
+    let written = 0;
+    const timer = setTimeout(() => {
+      written = Date.now() - t0;
+      Deno.writeTextFileSync(join(dir, "build.rc"), "0\n");
+    }, 2_000);
+    try {
+      assert.equal(
+        await runLanes({ roots: ["t"], lanes: 1, list: false, othersAfter: "build.rc" }, dir),
+        0,
+      );
+    } finally {
+      clearTimeout(timer);
+    }
+    assert.ok(written >= 2_000, "the run ended only after the file appeared");
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
