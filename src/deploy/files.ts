@@ -7,6 +7,7 @@
 import { join } from "node:path";
 import { parse, stringify } from "yaml";
 import { MONITORING_CRDS, monitoringObjects } from "./monitoring_objects.ts";
+import { fenceObjects } from "./fence_objects.ts";
 import {
   controllerRbacObjects,
   DEFAULT_RBAC_NAMES,
@@ -235,6 +236,7 @@ function globalEngineFiles(): DeployFile[] {
 export function deployFiles(): DeployFile[] {
   return [
     { path: "base/rbac.yaml", text: rbacYaml() },
+    { path: "base/fence.yaml", text: yamlDocs(fenceObjects(), "src/deploy/fence_objects.ts") },
     ...globalEngineFiles(),
     ...istiodFiles(),
     ...monitoringFiles(),
