@@ -13,6 +13,10 @@ import assert from "node:assert/strict";
 import { workloadName } from "../../bench/fixtures.ts";
 import { netnsRules, partitionPod, podNetns, WatchStallProxy } from "../../tools/cluster/faults.ts";
 import { REAL_NODE_SKIP } from "../../tools/cluster/real_node_fixtures.ts";
+import {
+  OPERATOR_NAMESPACE,
+  OPERATOR_SERVICE_ACCOUNT,
+} from "../../tools/cluster/operator_identity.ts";
 import { isReady, operatorPods, type PodView, twoReady } from "./deployed.ts";
 import {
   assertAtRest,
@@ -28,14 +32,53 @@ import {
   line,
   logLines,
   NOT_STATE,
+  NS,
   operatorWrites,
   problems,
   waitConverged,
   waitReconciled,
 } from "./faults_deployed.ts";
-import { e2eSuite, waitFor } from "./harness.ts";
+import { type E2E, e2eSuite, waitFor } from "./harness.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * A merge patch of RateLimit `i`'s EnvoyFilter (a label) as Pod `pod` of the operator would
+ * send it: with a token of the operator's ServiceAccount bound to that Pod.
+ */
+async function writeAsPod(
+  env: E2E,
+  pod: string,
+  i: number,
+): Promise<{ status: number; text: string }> {
+  const token = (await env.kube.must([
+    "create",
+    "token",
+    OPERATOR_SERVICE_ACCOUNT,
+    "-n",
+    OPERATOR_NAMESPACE,
+    "--bound-object-kind=Pod",
+    `--bound-object-name=${pod}`,
+  ])).trim();
+  const path = `/apis/networking.istio.io/v1alpha3/namespaces/${NS}/envoyfilters/${
+    workloadName(i)
+  }`;
+  const client = Deno.createHttpClient({
+    caCerts: [await Deno.readTextFile(env.cluster.caCert)],
+  });
+  try {
+    const res = await fetch(`${env.cluster.server}${path}`, {
+      method: "PATCH",
+      client,
+      headers: { authorization: `Bearer ${token}`, "content-type": "application/merge-patch+json" },
+      body: JSON.stringify({ metadata: { labels: { "faults.platform-project.io/late": "1" } } }),
+      signal: AbortSignal.timeout(20_000),
+    });
+    return { status: res.status, text: await res.text() };
+  } finally {
+    client.close();
+  }
+}
 
 /** The Pod's /readyz answer, asked from the host on the Pod's address. */
 async function readyz(pod: PodView): Promise<string> {
@@ -132,20 +175,28 @@ e2eSuite("faults-partition", async (env, t) => {
           `restarts ${restarts} -> ${back.p.status.containerStatuses?.[0].restartCount}; ` +
           `writes by the old leader after the cut: ${byOld.length}, after the new leader's first: ${late.length}`,
       );
-      // The issue's target is none. The operator stops sending at its renew deadline, but a write
-      // already in its kernel's send buffer when the packets began to be dropped is retransmitted
-      // when the path heals and lands then (docs/faults.md: not met; the fix is fencing on the API
-      // server's side). So the test reports such writes and holds what the operator guarantees:
-      // none is a deletion, and everything converges to the new leader's state (below).
+      // The issue's target: none applied. The operator stops sending at its renew deadline, but a
+      // write already in its kernel's send buffer when the packets began to be dropped is
+      // retransmitted when the path heals; the API server's fence (deploy/base/fence.yaml: only the
+      // Lease's holder writes) refuses it then (403), and the audit log shows it refused.
       if (late.length > 0) {
         figure(
           `late writes of the old leader (in flight at the cut):\n${late.map(line).join("\n")}`,
         );
       }
       assert.deepEqual(
-        late.filter((w) => w.verb === "delete").map(line),
+        late.filter((w) => w.code >= 200 && w.code < 300).map(line),
         [],
-        "no deletion from the old leader after the new one's first",
+        "no write of the old leader applied after the new one's first",
+      );
+      // The same, made certain: a write as the old leader's Pod now (a token bound to it, as its
+      // own) is refused.
+      const replay = await writeAsPod(env, holder, 10);
+      assert.equal(replay.status, 403, `a write as the old leader: ${replay.text}`);
+      const refusedNew = writes.filter((w) => w.pod === next.metadata.name && w.code === 403);
+      figure(
+        `fence: ${late.length} late write(s) of the old leader refused; a write as it now: ` +
+          `${replay.status}; writes of the new leader refused (its Lease not yet seen): ${refusedNew.length}`,
       );
       // The late writes, reported above, repeat what the new leader wrote: not counted again.
       const onTime = writes.filter((w) => w.at >= t0 && !late.includes(w));
