@@ -28,6 +28,8 @@ import { CLUSTER_PHASES, type ClusterOptions, type ClusterPhase } from "./option
 import { addFloors, floorClusterFrom, STARTUP_FLOORS, startupFloorMs } from "./floor.ts";
 import { list, rowsOf, s, startMark } from "./rows.ts";
 import { oneNamespacePhase, scalePhase } from "./scale.ts";
+import { crowdedPhase } from "./crowded.ts";
+import { BEFORE_OPERATOR_ROOT_ENV } from "./operator.ts";
 import { operatorSubject, peerSubject, type Running, type Subject } from "./subject.ts";
 
 const SECTION = "control plane (kube-apiserver + kwok, operator and peer as processes)";
@@ -277,7 +279,8 @@ export async function benchCluster(report: Report, o: ClusterOptions): Promise<v
         }
         await stop();
         // Start-up right after a subject's last run, with its own objects alone in place: the
-        // operator caches Pods of every namespace, and other subjects' Pods would inflate its lists.
+        // operator (before #46's scoped Pod watch) cached Pods of every namespace, and other
+        // subjects' Pods would inflate its lists.
         if (run === o.runs - 1 && phase("startup")) await startup(subject);
         await env.deleteNamespaces(ns.map(([x]) => x));
       }
@@ -340,6 +343,14 @@ export async function benchCluster(report: Report, o: ClusterOptions): Promise<v
     const runner = { env, o, add, memory, start, stop };
     if (phase("scale")) await scalePhase(runner, subjects);
     if (o.oneNamespace && phase("namespace")) await oneNamespacePhase(runner, subjects[0]);
+    if (phase("crowded")) {
+      // The same run's "before": the operator of another tree (a commit's `git archive`).
+      const before = Deno.env.get(BEFORE_OPERATOR_ROOT_ENV);
+      const beside = before
+        ? [operatorSubject(env, undefined, { root: before, label: `operator before (${before})` })]
+        : [];
+      await crowdedPhase(runner, [...beside, ...subjects]);
+    }
   } finally {
     await stop().catch(() => {});
     await env.down();

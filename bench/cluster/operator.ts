@@ -31,6 +31,8 @@ export function startOperator(
 
 /** Environment variable: run the operator from another tree (a before/after comparison). */
 export const OPERATOR_ROOT_ENV = "BENCH_OPERATOR_ROOT";
+/** A second tree whose operator the crowded phase measures beside it, as "before" (crowded.ts). */
+export const BEFORE_OPERATOR_ROOT_ENV = "BENCH_BEFORE_OPERATOR_ROOT";
 
 /** Waits until `/readyz` answers 200 (caches synced, leading); fails early if the process exits. */
 export async function waitReady(op: OperatorProcess, timeoutMs = 120_000): Promise<void> {

@@ -41,6 +41,7 @@ export const CLUSTER_PHASES = [
   "latency",
   "scale",
   "namespace",
+  "crowded",
 ] as const;
 /** One phase of the control-plane benches. */
 export type ClusterPhase = typeof CLUSTER_PHASES[number];

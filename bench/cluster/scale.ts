@@ -14,7 +14,8 @@ import type { Running, Subject } from "./subject.ts";
 export interface PhaseRunner extends Rows {
   env: BenchCluster;
   o: ClusterOptions;
-  start(subject: Subject, identity: string): Promise<Running>;
+  /** Starts `subject`; `debug`: it logs every reconcile (the first reconcile is read from it). */
+  start(subject: Subject, identity: string, debug?: boolean): Promise<Running>;
   stop(): Promise<void>;
 }
 

@@ -51,11 +51,21 @@ export interface Subject {
  * This operator, as `deno task start` runs it (see operator.ts), or with `image` as that image runs
  * it (`podman run`, tools/operator/container.ts).
  */
-export function operatorSubject(env: BenchCluster, image?: string): Subject {
-  const root = image ? undefined : Deno.env.get(OPERATOR_ROOT_ENV) || undefined;
+export function operatorSubject(
+  env: BenchCluster,
+  image?: string,
+  tree?: { root: string; label: string },
+): Subject {
+  const root = image ? undefined : tree?.root ?? (Deno.env.get(OPERATOR_ROOT_ENV) || undefined);
   return {
     key: image ? "image" : "operator",
-    label: image ? `operator in its image` : root ? `operator (${root})` : "operator",
+    label: image
+      ? `operator in its image`
+      : tree
+      ? tree.label
+      : root
+      ? `operator (${root})`
+      : "operator",
     type: RESOURCES.RateLimit,
     user: OPERATOR_USER,
     async start(identity, debug = false) {

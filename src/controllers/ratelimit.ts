@@ -19,6 +19,7 @@ import { FILTER_PROJECTION, POD_PROJECTION } from "./ratelimit_cache.ts";
 import { reconcileRateLimit } from "../reconcile/ratelimit/mod.ts";
 import {
   holdersSelecting,
+  podScopesOf,
   podsEverywhere,
   podsFor,
   RATELIMIT_INDEXES,
@@ -218,12 +219,15 @@ export function rateLimitControllerFor(settings: RateLimitSettings): ControllerS
       // Pods decide conflicts between RateLimits whose selectors only partly overlap, whether a
       // limit reaches any proxy (the Enforced condition) and which patch context it needs.
       // The runtime calls triggers with the Pod's old state too, so labels moved away are covered.
-      // The root namespace's RateLimits reach every namespace's Pods: any Pod may change their
-      // verdict (a Pod that is not a gateway refuses them).
+      // The root namespace's RateLimits reach every namespace's Pods: any Pod they select may
+      // change their verdict (a Pod that is not a gateway refuses them).
+      // Scoped: only the Pods RateLimits read are listed and watched (podScopesOf), so a cluster
+      // of many unrelated Pods costs neither the start-up's lists nor their memory.
       {
         type: RESOURCES.Pod,
         project: POD_PROJECTION,
         trigger: (pod, cache) => rateLimitsOfPod(cache, root, pod),
+        scopes: (rl, cache) => podScopesOf(rl, cache, root),
       },
       {
         type: RESOURCES.CustomResourceDefinition,

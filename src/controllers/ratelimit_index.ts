@@ -16,10 +16,10 @@
  *   up, for the Pods S selects.
  */
 import { RESOURCES } from "../api/resources.ts";
-import { selects } from "../api/selector.ts";
+import { isLabelValue, isQualifiedName, selects } from "../api/selector.ts";
 import { stringMap } from "../api/json.ts";
 import type { KubeObject } from "../api/object.ts";
-import { byIndexOf, type CacheReader, type IndexSpec } from "../runtime/mod.ts";
+import { byIndexOf, type CacheReader, type IndexSpec, type WatchScope } from "../runtime/mod.ts";
 import { filterSelector, isRateLimitFilter } from "../reconcile/ratelimit/input.ts";
 
 /** A label selector, or a Pod's labels. */
@@ -215,4 +215,33 @@ export function rivalsOf(
     for (const labels of pods) matching(cache, h, namespace, labels, out);
   }
   return out;
+}
+
+/**
+ * The Pods a RateLimit's reconcile and triggers read (the Pod watch's scopes): those of its own
+ * namespace, where its selector reaches; in the mesh's root namespace, besides, the Pods of every
+ * namespace that its selector, or the one its EnvoyFilter still holds, selects (label-selected
+ * lists: a gateway's few Pods, not the cluster's). A selector that is not a valid label selector
+ * is refused by the reducer and names no cluster-wide scope. Pods of namespaces without a
+ * RateLimit are never listed otherwise.
+ */
+export function podScopesOf(rl: KubeObject, cache: CacheReader, root: string): WatchScope[] {
+  const namespace = rl.metadata.namespace;
+  if (!namespace) return [];
+  const scopes: WatchScope[] = [{ namespace }];
+  if (namespace !== root) return scopes;
+  const held = cache.get(RESOURCES.EnvoyFilter, namespace, rl.metadata.name);
+  for (const s of [specSelector(rl), held && heldSelector(held)]) {
+    const labelSelector = selectorString(s);
+    if (labelSelector) scopes.push({ labelSelector });
+  }
+  return scopes;
+}
+
+/** A map selector as a label selector string (`k=v,...`, keys sorted); undefined when empty or invalid. */
+function selectorString(selector: LabelMap | undefined): string | undefined {
+  const keys = Object.keys(selector ?? {}).sort();
+  if (keys.length === 0) return undefined;
+  if (!keys.every((k) => isQualifiedName(k) && isLabelValue(selector![k]))) return undefined;
+  return keys.map((k) => `${k}=${selector![k]}`).join(",");
 }

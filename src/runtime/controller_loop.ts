@@ -33,6 +33,11 @@ export interface ControllerLoopOptions {
   images: ModuleImages;
   /** The operator's namespace (ReconcileContext.namespace). */
   namespace: string;
+  /**
+   * Whether the scoped watches a key names have listed (see `WatchSpec.scopes`); when not, the
+   * key is handed back once they have. Default: always.
+   */
+  scopesReady?: (key: string) => boolean;
 }
 
 /** One controller's keys and reconciles. */
@@ -59,7 +64,7 @@ export class ControllerLoop {
     this.#reads = new Set([this.#primaryId, ...opts.spec.watches.map((w) => typeId(w.type))]);
     this.#required = [
       { type: opts.spec.primary },
-      ...opts.spec.watches.filter((w) => !w.optional).map((w) => ({
+      ...opts.spec.watches.filter((w) => !w.optional && !w.scopes).map((w) => ({
         type: w.type,
         selector: w.labelSelector,
       })),
@@ -69,6 +74,11 @@ export class ControllerLoop {
   /** True when the primary's and every required watch's first list has completed. */
   get synced(): boolean {
     return this.#required.every((w) => this.#o.cache.isSynced(w.type, w.selector));
+  }
+
+  /** The controller's primary type. */
+  get primary(): ResourceType {
+    return this.#o.spec.primary;
   }
 
   /** The controller's name. */
@@ -124,6 +134,11 @@ export class ControllerLoop {
     if (!this.synced) {
       log.debug("caches not synced yet; reconcile postponed", { key });
       return { type: "retrySoon", afterMs: NOT_SYNCED_RETRY_MS };
+    }
+    // Not a reconcile: its scoped watches hand the key back once they have listed.
+    if (this.#o.scopesReady && !this.#o.scopesReady(key)) {
+      log.debug("scoped watches not listed yet; reconcile postponed", { key });
+      return { type: "done" };
     }
     if (!this.#preloaded) {
       const failed = await this.#preload();

@@ -129,6 +129,28 @@ export interface WatchSpec {
   project?: Projection;
   /** Which primaries a change to one of these objects concerns; none when absent. */
   trigger?: MapFunc;
+  /**
+   * Watch only what the primaries need (a RateLimit: the Pods of its namespace), not the whole
+   * type: the parts of the type that each primary object reads. The runtime opens one watch a
+   * distinct scope while some primary names it, closes it (forgetting what it cached) when none
+   * does, and reconciles a primary only once every scope it names has listed. Such a watch is not
+   * waited for at start-up. Called with the primary's current state on each of its changes; must
+   * not throw.
+   */
+  scopes?: (primary: KubeObject, cache: CacheReader) => WatchScope[];
+}
+
+/** A part of a type a scoped watch lists and watches (see `WatchSpec.scopes`). */
+export interface WatchScope {
+  /** One namespace; undefined: every namespace. */
+  namespace?: string;
+  /** A label selector (`k=v,...`); undefined: every object. */
+  labelSelector?: string;
+}
+
+/** The one string a scope is known by. */
+export function scopeId(scope: WatchScope): string {
+  return `${scope.namespace ?? ""}|${scope.labelSelector ?? ""}`;
 }
 
 /**
@@ -246,6 +268,8 @@ export interface PlannedWatch {
    * `watchesNeedPrimary`, as a secondary. Undefined: open from start to stop.
    */
   wakers?: ResourceType[];
+  /** A scoped watch (see `WatchSpec.scopes`): its primary and what each primary object needs. */
+  scoped?: { primary: ResourceType; scopes: NonNullable<WatchSpec["scopes"]> };
 }
 
 /**
@@ -255,6 +279,7 @@ export interface PlannedWatch {
  */
 export function planWatches(controllers: readonly ControllerSpec[]): PlannedWatch[] {
   const wanted = new Map<string, PlannedWatch>();
+  const scoped: PlannedWatch[] = [];
   /** Per watch: the primaries that wake it, or null once some reader needs it always. */
   const wakers = new Map<string, ResourceType[] | null>();
   for (const c of controllers) {
@@ -269,6 +294,15 @@ export function planWatches(controllers: readonly ControllerSpec[]): PlannedWatc
         ...c.watches,
       ]
     ) {
+      if ("scopes" in w && w.scopes) {
+        scoped.push({
+          type: w.type,
+          required: !w.optional,
+          ...(w.project ? { project: w.project } : {}),
+          scoped: { primary: c.primary, scopes: w.scopes },
+        });
+        continue;
+      }
       const id = `${typeId(w.type)}|${w.labelSelector ?? ""}|${w.namespace ?? ""}`;
       const lazy = c.watchesNeedPrimary === true && w.type !== c.primary;
       const waking = wakers.get(id);
@@ -295,8 +329,17 @@ export function planWatches(controllers: readonly ControllerSpec[]): PlannedWatc
       });
     }
   }
-  return [...wanted].map(([id, w]) => {
+  const planned = [...wanted].map(([id, w]) => {
     const by = wakers.get(id);
     return by ? { ...w, wakers: by } : w;
   });
+  for (const w of scoped) {
+    if (
+      planned.some((p) => typeId(p.type) === typeId(w.type)) ||
+      scoped.filter((o) => typeId(o.type) === typeId(w.type)).length > 1
+    ) {
+      throw new Error(`${typeName(w.type)}: a scoped watch must be the type's only watch`);
+    }
+  }
+  return [...planned, ...scoped];
 }

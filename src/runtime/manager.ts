@@ -116,6 +116,7 @@ export class Manager {
       onChange: (type, change) => this.#dispatch(type, change),
       onLiveness: (type) => this.#livenessChanged(type),
       onListed: () => this.#terms.maybeBegin(),
+      onScopesReady: (primary, keys) => this.#terms.current?.requeueKeys(primary, keys),
     });
   }
 
@@ -144,6 +145,7 @@ export class Manager {
       metrics: this.#metrics,
       images: this.#o.images,
       namespace: operatorNamespace(this.#o),
+      scopesReady: (key) => this.#watches.scopesReady(spec.primary, key),
     });
   }
 
@@ -298,6 +300,7 @@ export class Manager {
   /** What a write of this replica got back from the API, and what caching it changed. */
   #onWrite(type: ResourceType, written: KubeObject, changes: CacheChange[]): void {
     if (isCrdType(type)) this.#watches.kickWatchesOf(written);
+    this.#watches.written(type, changes);
     this.#watches.reconsider();
     for (const change of changes) this.#dispatch(type, change);
   }

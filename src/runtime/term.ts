@@ -7,7 +7,7 @@
  */
 
 import type { Clock, Random } from "./clock.ts";
-import type { ResourceType } from "../api/object.ts";
+import { type ResourceType, typeId } from "../api/object.ts";
 import type { Logger } from "./log.ts";
 import type { Metrics } from "./metrics.ts";
 import { WorkQueue, type WorkResult } from "./queue.ts";
@@ -32,6 +32,8 @@ export interface TermController {
   echoOf?(key: string, type: ResourceType, change: CacheChange): (() => boolean) | undefined;
   /** True when it reads objects of `type`. */
   reads(type: ResourceType): boolean;
+  /** Its primary type. */
+  readonly primary: ResourceType;
   /** Keys of every cached primary. */
   allKeys(): string[];
 }
@@ -117,6 +119,15 @@ export class Term {
       if (!ctl.reads(type)) continue;
       const q = this.#queues.get(ctl.name)!;
       for (const key of ctl.allKeys()) q.add(key);
+    }
+  }
+
+  /** Queues `keys` of each controller whose primary is `primary` (their scoped watches listed). */
+  requeueKeys(primary: ResourceType, keys: readonly string[]): void {
+    for (const ctl of this.#controllers) {
+      if (typeId(ctl.primary) !== typeId(primary)) continue;
+      const q = this.#queues.get(ctl.name)!;
+      for (const key of keys) q.add(key);
     }
   }
 

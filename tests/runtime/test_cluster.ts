@@ -31,6 +31,8 @@ export interface Call {
   verb: string;
   kind: string;
   key: string;
+  /** A list's or watch's namespace, when it asked one namespace only. */
+  namespace?: string;
 }
 
 /** A custom type the runtime tests reconcile: any spec, a status subresource, no schema checks. */
@@ -100,7 +102,12 @@ export class TestCluster implements Cluster {
     const faults: FaultSource = {
       request: (_actor, verb, type, namespace, name) => {
         const key = name ? (namespace ? `${namespace}/${name}` : name) : "";
-        this.calls.push({ verb, kind: type.kind, key });
+        this.calls.push({
+          verb,
+          kind: type.kind,
+          key,
+          ...(!name && namespace ? { namespace } : {}),
+        });
         if (this.#pending.has(`${type.group}/${type.plural}`)) {
           return { kind: "error", error: noSuchType(type) };
         }

@@ -25,15 +25,15 @@ const name = (w: { type: { kind: string }; selector?: string }) =>
 
 Deno.test("planWatches: a watch only lazy controllers read, as a secondary, opens on demand", () => {
   const plan = planWatches(ALL_CONTROLLERS);
-  const always = plan.filter((w) => !w.wakers).map(name).sort();
+  const always = plan.filter((w) => !w.wakers && !w.scoped).map(name).sort();
   assert.deepEqual(always, [
     "CustomResourceDefinition",
     "EnvoyFilter",
-    "Pod",
     "RateLimit",
     "Scaler",
     "Serverless",
   ]);
+  assert.deepEqual(plan.filter((w) => w.scoped).map(name), ["Pod"], "Pods where RateLimits are");
   const by = (kind: string) =>
     plan.find((w) => w.type.kind === kind && w.wakers)?.wakers?.map((t) => t.kind);
   assert.deepEqual(by("Deployment"), ["Serverless", "Scaler"], "shared: either module wakes it");
@@ -75,7 +75,11 @@ Deno.test("a module's watches open when its object appears and close, forgetting
   });
   const done = m.start();
   await clock.advance(10_000);
-  assert.equal(cluster.watchCount, 6, "idle: the primaries and the RateLimit controller's");
+  assert.equal(
+    cluster.watchCount,
+    5,
+    "idle: the primaries and the RateLimit controller's (Pods only where RateLimits are)",
+  );
   assert.equal(m.status.ready, true, "ready without the module watches");
   assert.deepEqual(m.cache.list(RESOURCES.Deployment), [], "a closed watch caches nothing");
 
@@ -88,7 +92,7 @@ Deno.test("a module's watches open when its object appears and close, forgetting
   await clock.advance(60_000);
   const serverlessWatches = planWatches(ALL_CONTROLLERS)
     .filter((w) => w.wakers?.some((t) => t.kind === "Serverless")).length;
-  assert.equal(cluster.watchCount, 6 + serverlessWatches);
+  assert.equal(cluster.watchCount, 5 + serverlessWatches);
   assert.ok(
     m.cache.list(RESOURCES.Deployment).some((d) => d.metadata.name === "mine"),
     "open again, the watch listed the user's Deployment",
@@ -99,7 +103,7 @@ Deno.test("a module's watches open when its object appears and close, forgetting
   await cluster.delete(SL, NS, "default");
   await clock.advance(120_000);
   assert.equal(cluster.peek(SL, NS, "default"), undefined, "deleted once its objects were");
-  assert.equal(cluster.watchCount, 6, "the last module object gone, its watches closed");
+  assert.equal(cluster.watchCount, 5, "the last module object gone, its watches closed");
   assert.deepEqual(m.cache.list(RESOURCES.Deployment), [], "and what they cached forgotten");
   assert.ok(cluster.peek(RESOURCES.Deployment, "users", "mine"), "the user's Deployment stays");
   await m.stop();

@@ -23,21 +23,52 @@ export class Cache implements ControllerCache, RunnerCache {
    * The store of (type, selector), made on first use with `projection` (see `Projection`); throws
    * when it exists with another projection.
    */
-  store(type: ResourceType, labelSelector?: string, projection?: Projection): CacheStore {
+  store(
+    type: ResourceType,
+    labelSelector?: string,
+    projection?: Projection,
+    namespace?: string,
+  ): CacheStore {
     const id = typeId(type);
     const stores = this.#stores.get(id) ?? [];
-    let store = stores.find((s) => s.labelSelector === labelSelector);
+    let store = stores.find((s) => s.labelSelector === labelSelector && s.namespace === namespace);
     if (store && store.projection !== projection) {
       const names = [store.projection, projection].map((p) => p?.name ?? "none").join(" and ");
       throw new Error(`${typeName(type)} is cached with two projections: ${names}`);
     }
     if (!store) {
-      store = new CacheStore(type, labelSelector, projection);
+      store = new CacheStore(type, labelSelector, projection, namespace);
       for (const [name, keys] of this.#indexes.get(id) ?? []) store.addIndex(name, keys);
       stores.push(store);
       this.#stores.set(id, stores);
     }
     return store;
+  }
+
+  /**
+   * Declares a type whose stores come and go (a scoped watch's): until one exists, it reads as
+   * watched and empty rather than as a type nobody watches.
+   */
+  declare(type: ResourceType): void {
+    if (!this.#stores.has(typeId(type))) this.#stores.set(typeId(type), []);
+  }
+
+  /** Removes a store (a scoped watch closed: its objects were forgotten first). */
+  drop(store: CacheStore): void {
+    const stores = this.#stores.get(typeId(store.type));
+    if (stores) this.#stores.set(typeId(store.type), stores.filter((s) => s !== store));
+  }
+
+  /**
+   * True when some store that has listed holds every object of `type` in `namespace` (undefined:
+   * every namespace) that `labelSelector` selects (undefined: all): one of the whole type, of the
+   * namespace, or of exactly that selector.
+   */
+  covers(type: ResourceType, namespace?: string, labelSelector?: string): boolean {
+    return (this.#stores.get(typeId(type)) ?? []).some((s) =>
+      s.synced && (s.namespace === undefined || s.namespace === namespace) &&
+      (s.labelSelector === undefined || s.labelSelector === labelSelector)
+    );
   }
 
   /** Adds a secondary index to every store of `type` (see `CacheStore.addIndex`); throws when taken. */
@@ -54,8 +85,11 @@ export class Cache implements ControllerCache, RunnerCache {
   byIndex(type: ResourceType, index: string, value: string): readonly KubeObject[] {
     const stores = this.#of(type);
     if (stores.length === 1) return stores[0].byIndex(index, value);
+    // Scoped stores hold one namespace each: most values are filed in one store at most.
+    const found = stores.map((s) => s.byIndex(index, value)).filter((l) => l.length > 0);
+    if (found.length <= 1) return found[0] ?? [];
     const merged = new Map<string, KubeObject>();
-    for (const s of stores) for (const o of s.byIndex(index, value)) merged.set(objectKey(o), o);
+    for (const l of found) for (const o of l) merged.set(objectKey(o), o);
     return [...merged.values()].sort(byKey);
   }
 
@@ -67,7 +101,9 @@ export class Cache implements ControllerCache, RunnerCache {
   /** True when the watch of (type, selector) exists and has completed its first list. */
   isSynced(type: ResourceType, labelSelector?: string): boolean {
     const stores = this.#stores.get(typeId(type)) ?? [];
-    return stores.some((s) => s.labelSelector === labelSelector && s.synced);
+    return stores.some((s) =>
+      s.labelSelector === labelSelector && s.namespace === undefined && s.synced
+    );
   }
 
   /** True when every watch of `type` is live (see `CacheStore.live`); throws for a type nobody watches. */
@@ -86,7 +122,8 @@ export class Cache implements ControllerCache, RunnerCache {
    * store forgot everything) or still listing: ask the API server instead.
    */
   caches(type: ResourceType): boolean {
-    return this.#stores.get(typeId(type))?.every((s) => s.synced) ?? false;
+    const stores = this.#stores.get(typeId(type));
+    return stores !== undefined && stores.length > 0 && stores.every((s) => s.synced);
   }
 
   #of(type: ResourceType): CacheStore[] {
@@ -101,6 +138,7 @@ export class Cache implements ControllerCache, RunnerCache {
   list(type: ResourceType, namespace?: string): readonly KubeObject[] {
     const stores = this.#of(type);
     if (stores.length === 1) return stores[0].list(namespace);
+    if (stores.length === 0) return [];
     const merged = new Map<string, KubeObject>();
     for (const s of stores) for (const o of s.list(namespace)) merged.set(objectKey(o), o);
     return [...merged.values()].sort(byKey);

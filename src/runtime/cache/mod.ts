@@ -8,16 +8,22 @@
  * as a state machine, with watcher_state.ts and watcher_report.ts), watcher_event.ts (what a
  * watcher tells its store), prepare.ts (an object as cached), indexer.ts, write_fence.ts.
  */
-import { type KubeObject, type ResourceType, typeName } from "../../api/object.ts";
+import { type KubeObject, type ResourceType, typeId, typeName } from "../../api/object.ts";
 import type { Clock, Random } from "../clock.ts";
 import type { Cluster } from "../cluster.ts";
-import { type CacheChange, type ControllerSpec, planWatches } from "../controller_spec.ts";
+import {
+  type CacheChange,
+  type ControllerSpec,
+  type PlannedWatch,
+  planWatches,
+} from "../controller_spec.ts";
 import type { Logger } from "../log.ts";
 import type { Metrics } from "../metrics.ts";
 import type { Cache } from "./cache.ts";
 import type { CacheStore } from "./store.ts";
 import { Watcher } from "./watcher.ts";
 import type { WatcherEvent } from "./watcher_event.ts";
+import { ScopedWatch } from "./scoped.ts";
 
 export { Cache } from "./cache.ts";
 export { CacheStore } from "./store.ts";
@@ -49,6 +55,11 @@ export interface WatchSetOptions {
   onLiveness: (type: ResourceType) => void;
   /** A store finished a (re)list, or found its type missing. */
   onListed: () => void;
+  /**
+   * Keys of `primary` that waited for their scoped watches (see `WatchSpec.scopes`) may be
+   * reconciled now.
+   */
+  onScopesReady?: (primary: ResourceType, keys: string[]) => void;
 }
 
 /** True for apiextensions.k8s.io CustomResourceDefinitions. */
@@ -75,40 +86,106 @@ export class WatchSet {
   #signal: AbortSignal | undefined;
   /** The primaries' stores that open and close on-demand watches. */
   readonly #wakers = new Set<CacheStore>();
+  /** Scoped watches, with the store of their primary. */
+  readonly #scoped: { watch: ScopedWatch; primary: CacheStore }[] = [];
 
   constructor(readonly opts: WatchSetOptions) {
     for (const w of planWatches(opts.controllers)) {
+      if (w.scoped) {
+        const watch = this.#scopedWatch({ ...w, scoped: w.scoped });
+        this.#scoped.push({ watch, primary: opts.cache.store(w.scoped.primary) });
+        continue;
+      }
       const { type, selector, required, ownNamespace } = w;
       const store = opts.cache.store(type, selector, w.project);
+      const namespace = w.namespace ?? (ownNamespace ? opts.namespace : undefined);
       const make = () =>
-        new Watcher({
-          cluster: opts.cluster,
-          clock: opts.clock,
-          random: opts.random,
-          log: opts.log,
-          metrics: opts.metrics,
-          type,
-          labelSelector: selector,
-          ...(w.namespace
-            ? { namespace: w.namespace }
-            : ownNamespace
-            ? { namespace: opts.namespace }
-            : {}),
-          optional: !required,
-          pageSize: opts.pageSize,
-          timeoutSeconds: opts.timeoutSeconds,
-          idleMs: opts.idleMs,
-          quiet: opts.quiet,
-        }, (ev) => this.#handle(type, store, ev));
+        this.#watcher(
+          { type, required, selector, namespace },
+          (ev) => this.#handle(type, store, ev),
+        );
       const wakers = w.wakers?.map((t) => opts.cache.store(t));
       for (const waker of wakers ?? []) this.#wakers.add(waker);
       this.#slots.push({ store, required, make, ...(wakers ? { wakers } : {}) });
     }
   }
 
+  /** A Watcher of one (type, selector, namespace) with the set's settings, feeding `sink`. */
+  #watcher(
+    w: { type: ResourceType; required: boolean; selector?: string; namespace?: string },
+    sink: (ev: WatcherEvent) => void,
+  ): Watcher {
+    const o = this.opts;
+    return new Watcher({
+      cluster: o.cluster,
+      clock: o.clock,
+      random: o.random,
+      log: o.log,
+      metrics: o.metrics,
+      type: w.type,
+      labelSelector: w.selector,
+      ...(w.namespace ? { namespace: w.namespace } : {}),
+      optional: !w.required,
+      pageSize: o.pageSize,
+      timeoutSeconds: o.timeoutSeconds,
+      idleMs: o.idleMs,
+      quiet: o.quiet,
+    }, sink);
+  }
+
+  #scopedWatch(w: PlannedWatch & { scoped: NonNullable<PlannedWatch["scoped"]> }): ScopedWatch {
+    const o = this.opts;
+    return new ScopedWatch({
+      planned: w,
+      cache: o.cache,
+      make: (scope, sink) =>
+        this.#watcher({
+          type: w.type,
+          required: w.required,
+          selector: scope.labelSelector,
+          namespace: scope.namespace,
+        }, sink),
+      onChange: (type, change) => o.onChange(type, change),
+      onReady: (primary, keys) => o.onScopesReady?.(primary, keys),
+      onListed: (store) => {
+        this.#stale.delete(store);
+        o.onListed();
+      },
+    });
+  }
+
+  /**
+   * A primary changed (its watch, or this replica's write): the scoped watches it names are
+   * counted again (see `WatchSpec.scopes`).
+   */
+  written(type: ResourceType, changes: readonly CacheChange[]): void {
+    for (const s of this.#scoped) {
+      if (typeId(s.watch.primary) !== typeId(type)) continue;
+      for (const change of changes) s.watch.primaryChanged(change, this.opts.cache);
+    }
+  }
+
+  #primaryChanged(store: CacheStore, changes: readonly CacheChange[]): void {
+    for (const s of this.#scoped) {
+      if (s.primary !== store) continue;
+      for (const change of changes) s.watch.primaryChanged(change, this.opts.cache);
+    }
+  }
+
+  /**
+   * True when the scoped watches that `key` of `primary` names have listed (or none is scoped);
+   * otherwise the key is handed to `onScopesReady` once they have.
+   */
+  scopesReady(primary: ResourceType, key: string): boolean {
+    return this.#scoped.every((s) =>
+      typeId(s.watch.primary) !== typeId(primary) || s.watch.ready(key)
+    );
+  }
+
   #handle(type: ResourceType, store: CacheStore, ev: WatcherEvent): void {
     const wasLive = store.live;
     const changes = store.handle(ev);
+    if (changes.length > 0 && this.#scoped.length > 0) this.#primaryChanged(store, changes);
     if (this.#wakers.has(store)) this.reconsider();
     for (const change of changes) {
       if (isCrdType(type) && change.type === "apply") this.kickWatchesOf(change.object);
@@ -161,6 +238,7 @@ export class WatchSet {
    */
   relist(): void {
     for (const s of this.#slots) if (s.open?.watcher.relist()) this.#stale.add(s.store);
+    for (const s of this.#scoped) for (const store of s.watch.relist()) this.#stale.add(store);
   }
 
   /** True when every watch has listed since the last `relist()` was asked for. */
@@ -177,9 +255,13 @@ export class WatchSet {
     const always = this.#slots.filter((s) => !s.wakers);
     for (const s of always) this.#open(s, signal);
     this.reconsider();
+    for (const s of this.#scoped) s.watch.run(signal);
     const onDemand = new Promise<void>((resolve) => {
       const done = () => {
-        const tasks = this.#slots.filter((s) => s.wakers && s.open).map((s) => s.open!.task);
+        const tasks: Promise<void>[] = this.#slots.filter((s) => s.wakers && s.open).map((s) =>
+          s.open!.task
+        );
+        tasks.push(...this.#scoped.map((s) => s.watch.done()));
         Promise.all(tasks).then(() => resolve());
       };
       if (signal.aborted) done();

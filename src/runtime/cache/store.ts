@@ -53,6 +53,8 @@ export class CacheStore {
     readonly labelSelector?: string,
     /** What the store keeps of each object; undefined: all of it but managedFields. */
     readonly projection?: Projection,
+    /** The one namespace its watch covers; undefined: every namespace. */
+    readonly namespace?: string,
   ) {
     this.#matches = parseSelector(labelSelector);
   }

@@ -1,0 +1,120 @@
+/**
+ * Flat in the cluster's size (issue 46 point 3): 100 RateLimits on their own Pods, then the same
+ * with 20,000 unrelated Pods in 2,000 namespaces beside them. For each subject, and for the
+ * operator of another tree when `BENCH_BEFORE_OPERATOR_ROOT` names one (the same run's "before"):
+ * process spawn to first reconcile done (median of `startupRuns`), resident memory once settled
+ * and the peak (VmHWM) it reached from its start, which is the start-up's peak. Each subject is
+ * started once first, unmeasured, so a tree's first run does not pay for transpiling its modules.
+ */
+import { fmt, median } from "../stats.ts";
+import { until } from "./env.ts";
+import { IDLE_BOUND_MS, idleRss } from "./idle.ts";
+import { workload } from "./phases.ts";
+import { namespaceObject, podManifest } from "../fixtures.ts";
+import { RESOURCES } from "../../src/api/resources.ts";
+import { list, s } from "./rows.ts";
+import type { PhaseRunner } from "./scale.ts";
+import type { Subject } from "./subject.ts";
+
+/** Unrelated namespaces, and Pods in each. */
+export const CROWD = { namespaces: 2_000, podsEach: 10 };
+/** RateLimits (on as many Pods of their own) present throughout. */
+const LIMITS = 100;
+
+/** One state of the cluster measured for one subject. */
+interface Reading {
+  doneMs: number[];
+  mb: number;
+  peakMb: number;
+}
+
+/** The phase: figures without the crowd, the crowd created, the figures with it. */
+export async function crowdedPhase(
+  run: PhaseRunner,
+  subjects: readonly Subject[],
+  crowd = CROWD,
+): Promise<void> {
+  const { env, o, add } = run;
+  const readings = new Map<string, Reading>();
+  // Two operators (before and after) share a key: their logs, named by identity, must not.
+  const id = (subject: Subject) => `${subject.key}${subjects.indexOf(subject)}`;
+  const measure = async (subject: Subject, tag: string, runs: number) => {
+    const done: number[] = [];
+    let mb = 0;
+    let peakMb = 0;
+    for (let k = 0; k < runs; k++) {
+      const r = await run.start(subject, `${id(subject)}-${tag}-${k}`, true);
+      const f = await until(
+        `${subject.label}: a first reconcile done in its log`,
+        async () => (await r.firstReconcile())?.doneMs,
+        IDLE_BOUND_MS,
+        100,
+      );
+      done.push(f);
+      if (k === 0) ({ mb, peakMb } = await idleRss(r, 3_000));
+      await run.stop();
+    }
+    readings.set(`${subject.label}|${tag}`, { doneMs: done, mb, peakMb });
+  };
+  // One set of RateLimits a type (every operator subject reconciles the operator's own).
+  const types = [...new Set(subjects.map((x) => x.type))];
+  const ns = (subject: Subject) => `bench-crowd-limits-${types.indexOf(subject.type)}`;
+  for (
+    const subject of subjects.filter((x, i) => subjects.findIndex((y) => y.type === x.type) === i)
+  ) {
+    await env.namespace(ns(subject));
+    await env.createAll(workload(LIMITS, o.rules, ns(subject), subject.type), o.width);
+  }
+  for (const subject of subjects) {
+    // Unmeasured: its modules transpiled, its first run on this cluster done.
+    await run.start(subject, `${id(subject)}-crowd-warm`);
+    await run.stop();
+    await measure(subject, "alone", 1);
+  }
+  const names = Array.from({ length: crowd.namespaces }, (_, k) => `bench-crowd-${k}`);
+  const t0 = performance.now();
+  await env.createAll(names.map(namespaceObject), o.width, [RESOURCES.Namespace]);
+  const pods = names.flatMap((n, k) =>
+    Array.from({ length: crowd.podsEach }, (_, j) => podManifest(100_000 + k * 100 + j, n))
+  );
+  await env.createAll(pods, o.width);
+  const total = pods.length;
+  const createdS = s(performance.now() - t0);
+  for (const subject of subjects) await measure(subject, "crowded", o.startupRuns);
+  for (const subject of subjects) {
+    const alone = readings.get(`${subject.label}|alone`)!;
+    const crowded = readings.get(`${subject.label}|crowded`)!;
+    const what = `${fmt(LIMITS)} RateLimits and ${fmt(total)} unrelated Pods in ${
+      fmt(crowd.namespaces)
+    } namespaces`;
+    add(subject, `start-up: process spawn to first reconcile done (${what})`, {
+      value: s(median(crowded.doneMs)),
+      unit: "s",
+      ...(subject.key === "operator" ? { target: { of: "value", op: "<=", bound: 1 } } : {}),
+      note: `median of ${crowded.doneMs.length}: ${list(crowded.doneMs.map(s))} s; without ` +
+        `the unrelated Pods ${list(alone.doneMs.map(s))} s; creating them took ${
+          fmt(createdS, 1)
+        } s`,
+    });
+    add(subject, `peak resident memory (VmHWM) over settled (${what})`, {
+      value: crowded.peakMb,
+      unit: "MB",
+      baseline: { name: "settled resident memory (VmRSS)", value: crowded.mb },
+      ratio: crowded.peakMb / crowded.mb,
+      ...(subject.key === "operator" ? { target: { of: "ratio", op: "<=", bound: 1.1 } } : {}),
+      note: `VmHWM from its start (its start-up's peak) and VmRSS once idle and settled, ` +
+        `first run; without the unrelated Pods: ${fmt(alone.peakMb, 1)} MB peak, ${
+          fmt(alone.mb, 1)
+        } MB settled`,
+    });
+    add(subject, `settled memory growth per 1,000 unrelated Pods`, {
+      value: (crowded.mb - alone.mb) / (total / 1_000),
+      unit: "MB",
+      ...(subject.key === "operator" ? { target: { of: "value", op: "<=", bound: 0.72 } } : {}),
+      note: `VmRSS settled: ${fmt(alone.mb, 1)} MB without, ${fmt(crowded.mb, 1)} MB with ${
+        fmt(total)
+      } unrelated Pods`,
+    });
+  }
+  await env.deleteNamespaces([...new Set(subjects.map(ns)), ...names]);
+}
