@@ -2,8 +2,9 @@
  * Faults that hit the operator as a whole rather than one request, scheduled by the swarm at random
  * times of the safety phase: crashes and clock jumps, a crash right after one of its Plan writes
  * (the Plan half carried out), a lost leader Lease (the leader's Lease requests fail for longer
- * than its renew deadline), someone else deleting an object the operator created, and in the mesh
- * another team's EnvoyFilter that the proxies refuse and istiod unreachable for the operator.
+ * than its renew deadline), someone else deleting an object the operator created, in the mesh
+ * another team's EnvoyFilter that the proxies refuse and istiod unreachable for the operator, and
+ * the aggregator unable to reach KEDA's metrics server (DNS or kube-proxy down).
  */
 import { RESOURCES } from "../src/api/resources.ts";
 import {
@@ -108,8 +109,8 @@ export function scheduleSwarm(sim: ChaosTarget, until: number): void {
 }
 
 /**
- * Schedules the swarm's plan crashes, lease losses, owned-object deletions, istiod outages and
- * broken filters before `until`.
+ * Schedules the swarm's plan crashes, lease losses, owned-object deletions, istiod outages, broken
+ * filters and metrics outages before `until`.
  */
 export function scheduleChaos(sim: ChaosTarget, until: number, r: Prng): void {
   const f = sim.opts.faults;
@@ -158,6 +159,17 @@ export function scheduleChaos(sim: ChaosTarget, until: number, r: Prng): void {
       sim.clock.schedule(forMs, () => {
         client.delete(RESOURCES.EnvoyFilter, namespace, name).catch(() => {});
       });
+    });
+  }
+  // Drawn after the older kinds, so an old seed keeps its old schedule of those.
+  for (let i = 0; i < f.metricsOutages; i++) {
+    const when = at();
+    const forMs = r.logUniform(5_000, 120_000);
+    schedule(sim, when, () => {
+      sim.injector.cutMetricsPath(sim.clock.now() + forMs);
+      sim.cluster.aggregator.resync();
+      sim.clock.schedule(forMs, () => sim.cluster.aggregator.resync());
+      phase(sim, `the aggregator cannot reach KEDA's metrics server for ${forMs} ms`);
     });
   }
 }

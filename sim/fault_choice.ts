@@ -47,6 +47,7 @@ const SETTINGS: { [K in keyof FaultConfig]: z.ZodType<FaultConfig[K]> } = {
   proxyNeverConnects: RATE,
   brokenFilters: TIMES,
   istiodOutages: TIMES,
+  metricsOutages: TIMES,
 };
 
 /** Explicit rates: some settings of FaultConfig, the others as in NO_FAULTS. */

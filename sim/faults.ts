@@ -72,6 +72,11 @@ export interface FaultConfig {
   brokenFilters: number;
   /** Windows (5–120 s) in which the operator cannot reach istiod: times. */
   istiodOutages: number;
+  /**
+   * Windows (5–120 s) in which the API server's aggregator cannot reach KEDA's metrics server
+   * (cluster DNS or kube-proxy down): its APIService turns `FailedDiscoveryCheck`. Times.
+   */
+  metricsOutages: number;
 }
 
 /** No faults at all. */
@@ -98,6 +103,7 @@ export const NO_FAULTS: FaultConfig = {
   proxyNeverConnects: 0,
   brokenFilters: 0,
   istiodOutages: 0,
+  metricsOutages: 0,
 };
 
 /** Draws a fault mix: each kind is on in some seeds (most in half), at a rate drawn for the run. */
@@ -128,6 +134,8 @@ export function swarm(prng: Prng): FaultConfig {
     proxyNeverConnects: on(0.2, 1),
     brokenFilters: prng.chance(0.4) ? prng.int(1, 3) : 0,
     istiodOutages: prng.chance(0.4) ? prng.int(1, 2) : 0,
+    // The aggregator's (issue 44), drawn last for the same reason.
+    metricsOutages: prng.chance(0.4) ? prng.int(1, 2) : 0,
   };
 }
 
@@ -159,6 +167,8 @@ export class FaultInjector implements FaultSource {
   readonly #slowWrites: Prng;
   readonly #leases: Prng;
   readonly #outages: LeaseOutage[] = [];
+  /** Until when the aggregator cannot reach the Services' Pods (virtual time). */
+  #unreachableUntil = 0;
 
   constructor(readonly config: FaultConfig, prng: Prng, readonly now: () => number) {
     this.#api = prng.fork("api");
@@ -174,6 +184,17 @@ export class FaultInjector implements FaultSource {
    */
   loseLease(actor: string, namespace: string, name: string, until: number): void {
     this.#outages.push({ actor, namespace, name, until });
+  }
+
+  /** Makes the aggregator's discovery checks fail until virtual time `until`, while active. */
+  cutMetricsPath(until: number): void {
+    this.#unreachableUntil = Math.max(this.#unreachableUntil, until);
+  }
+
+  /** AggregatorBehaviour: the error of a discovery request to `url` now, if it cannot be reached. */
+  discoveryError(_namespace: string, _name: string, url: string): string | undefined {
+    if (!this.active || this.now() >= this.#unreachableUntil) return undefined;
+    return `Get "${url}": context deadline exceeded (Client.Timeout exceeded while awaiting headers)`;
   }
 
   /** FaultSource: the fault for one request, if any. */

@@ -27,6 +27,7 @@ import { ACCEPTED_CONDITION } from "../src/reconcile/ratelimit/status.ts";
 import { GENERATION_ANNOTATION } from "../src/reconcile/ratelimit/render.ts";
 import { DEFAULT_PERIOD_MS } from "../src/api/istiod.ts";
 import type { SimIstiod } from "./istiod.ts";
+import { KEDA_CLUSTER_OBJECTS, KEDA_DEPLOYMENTS } from "../src/reconcile/scaler/names.ts";
 
 /**
  * How old what the operator says of the proxies may be when its status write lands: a round of
@@ -34,6 +35,13 @@ import type { SimIstiod } from "./istiod.ts";
  * faults make (15 s, faults.ts), and 5 s of slack for the requests around it.
  */
 export const ACCEPTED_LAG_MS = DEFAULT_PERIOD_MS + 15_000 + 5_000;
+
+/**
+ * How late a Scaler's `Ready` may land after the aggregator stopped reporting KEDA's metrics
+ * APIService Available: the slowest write the faults make (15 s, faults.ts) and 5 s of slack for
+ * the requests around it.
+ */
+export const METRICS_LAG_MS = 15_000 + 5_000;
 
 /** One broken invariant. */
 export interface Violation {
@@ -96,6 +104,8 @@ export class InvariantChecker {
   /** uid → the actor that created the object (kept after deletion). */
   readonly #creators = new Map<string, string>();
   #checkedRv = -1;
+  /** APIService name → since when it is Available (undefined: not now), and when it last was. */
+  readonly #apiServices = new Map<string, { since?: number; lastAt?: number; why: string }>();
   /**
    * An object `checkState` reads changed since its last check, or that check found a violation:
    * otherwise the world it checks is the one it found sound, and the check is skipped (most steps
@@ -154,6 +164,7 @@ export class InvariantChecker {
 
   #onChange(c: Change): void {
     if (CHECKED_TYPES.has(c.typeKey)) this.#recheck = true;
+    if (c.rtype.kind === "APIService") this.#trackApiService(c);
     const obj = c.object;
     const uid = obj.metadata.uid!;
     if (c.type === "ADDED") this.#creators.set(uid, c.actor);
@@ -180,6 +191,62 @@ export class InvariantChecker {
     if (obj.kind === "RateLimit" && c.type !== "DELETED" && obj.status !== c.old?.status) {
       this.#checkAccepted(obj, c.actor);
     }
+    if (obj.kind === "Scaler" && c.type !== "DELETED" && obj.status !== c.old?.status) {
+      this.#checkScalerReady(obj, c.actor);
+    }
+  }
+
+  /** Records when each APIService is Available, as the aggregator reports it. */
+  #trackApiService(c: Change): void {
+    const name = c.object.metadata.name;
+    const now = this.cluster.clock.now();
+    const prev = this.#apiServices.get(name);
+    const available = c.type === "DELETED" ? undefined : (c.object.status as
+      | { conditions?: Condition[] }
+      | undefined)?.conditions?.find((x) => x.type === "Available");
+    const lastAt = prev?.since !== undefined ? now : prev?.lastAt;
+    if (available?.status === "True") {
+      this.#apiServices.set(name, { since: prev?.since ?? now, lastAt, why: "" });
+    } else {
+      const why = c.type === "DELETED"
+        ? "deleted"
+        : available
+        ? `${available.status}/${available.reason}`
+        : "no Available condition";
+      this.#apiServices.set(name, { lastAt, why });
+    }
+  }
+
+  /**
+   * A Scaler is written `Ready` only while the aggregator reports the APIService of KEDA's metrics
+   * server, pointing at the Scaler's namespace, Available, or did so less than
+   * {@link METRICS_LAG_MS} before (the write was under way): KEDA whose metrics API cannot be
+   * reached does not do its job, and `Ready` would hide it (issue 44).
+   */
+  #checkScalerReady(scaler: KubeObject, actor: string): void {
+    if ((scaler.status as { state?: string } | undefined)?.state !== "Ready") return;
+    const name = KEDA_CLUSTER_OBJECTS.apiService;
+    const api = this.cluster.store.get(RESOURCES.APIService, undefined, name);
+    const service = (api?.spec as { service?: { name?: string; namespace?: string } } | undefined)
+      ?.service;
+    const points = service?.name === KEDA_DEPLOYMENTS.metricServer &&
+      service.namespace === scaler.metadata.namespace;
+    const seen = this.#apiServices.get(name);
+    const now = this.cluster.clock.now();
+    if (points && seen?.since !== undefined) return;
+    if (points && seen?.lastAt !== undefined && now - seen.lastAt <= METRICS_LAG_MS) return;
+    this.#fail(
+      "scaler-ready-needs-metrics-api",
+      `${actor} wrote ${ref(scaler)} Ready while APIService ${name} ${
+        !api
+          ? "does not exist"
+          : !points
+          ? `points at ${service?.namespace}/${service?.name}`
+          : `is not Available (${seen?.why ?? "never judged"}) and ${
+            seen?.lastAt === undefined ? "never was" : `was not for ${now - seen.lastAt} ms`
+          }`
+      }`,
+    );
   }
 
   /**

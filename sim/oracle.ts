@@ -25,8 +25,9 @@ import { ACCEPTED_CONDITION } from "../src/reconcile/ratelimit/status.ts";
 interface ModuleRule {
   type: ResourceType;
   module: string;
-  /** States a served object with a valid spec may show. */
+  /** States a served object with a valid spec may show, and the reason its row has. */
   ready: string[];
+  readyReason: string;
   invalidReason: string;
   duplicateReason: string;
   /** User objects that block deletion (the controller's own list). */
@@ -38,6 +39,7 @@ const MODULES: ModuleRule[] = [
     type: RESOURCES.Serverless,
     module: "serverless",
     ready: ["Ready"],
+    readyReason: "Installed",
     invalidReason: "ConfigurationCheckErr",
     duplicateReason: "ServerlessDuplicated",
     blockers: SERVERLESS_MODULE.userTypes,
@@ -45,7 +47,10 @@ const MODULES: ModuleRule[] = [
   {
     type: RESOURCES.Scaler,
     module: "keda",
+    // Warning with Verified (part of the spec dropped), not MetricsAPIUnavailable: once faults
+    // stop the aggregator reaches KEDA's metrics server.
     ready: ["Ready", "Warning"],
+    readyReason: "Verified",
     invalidReason: "ValidationErr",
     duplicateReason: "KedaDuplicated",
     blockers: SCALER_MODULE.userTypes,
@@ -135,10 +140,10 @@ function judgeModules(sim: Simulation): string | undefined {
       if (problem) return problem;
       const valid = o.metadata.labels?.[VALIDITY_LABEL] !== "invalid";
       if (s?.served === "True") {
-        if (valid && !m.ready.includes(s.state ?? "")) {
-          return `${ref(o)}: valid and served, expected state ${m.ready.join(" or ")}, got ${
-            show(s)
-          }`;
+        if (valid && !(m.ready.includes(s.state ?? "") && hasReason(s, m.readyReason))) {
+          return `${ref(o)}: valid and served, expected state ${
+            m.ready.join(" or ")
+          } with reason ${m.readyReason}, got ${show(s)}`;
         }
         if (!valid && !(s.state === "Error" && hasReason(s, m.invalidReason))) {
           return `${ref(o)}: invalid and served, expected Error/${m.invalidReason}, got ${show(s)}`;

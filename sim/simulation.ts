@@ -114,6 +114,9 @@ export class Simulation {
         createFailure: (d, creator) => this.injector.createFailure(d, creator),
         readyDelayMs: (d) => this.injector.readyDelayMs(d) ?? pods.logUniform(500, 5_000),
       },
+      aggregator: {
+        discoveryError: (ns, name, url) => this.injector.discoveryError(ns, name, url),
+      },
     });
     this.injector.onTimedEnd = (at) =>
       clock.schedule(at - clock.now(), () => this.cluster.deployments.resyncAll());
@@ -253,7 +256,7 @@ export class Simulation {
 
   /**
    * Ends random faults: Deployments heal, istiod is reachable, every proxy connects and takes the
-   * next push; the operator must now converge.
+   * next push, the aggregator reaches every Service; the operator must now converge.
    */
   startLiveness(): void {
     this.injector.active = false;
@@ -261,6 +264,7 @@ export class Simulation {
     this.istiod.heal();
     this.engine.heal();
     this.cluster.deployments.resyncAll();
+    this.cluster.aggregator.resync();
     this.operator.fill();
     this.trace.add({ t: offset(this.clock.now()), event: "phase", detail: "liveness" });
   }

@@ -1,6 +1,7 @@
 /**
- * The simulated cluster: the API server (store, lists, watches), the built-in controllers
- * (Deployments and Pods, garbage collection, CRD and namespace lifecycle), the write log, and
+ * The simulated cluster: the API server (store, lists, watches, the aggregator's APIService
+ * checks), the built-in controllers (Deployments and Pods, garbage collection, CRD and namespace
+ * lifecycle), the write log, and
  * clients for the processes that talk to it. Everything runs on one SimClock and draws chance from
  * forks of one Prng.
  */
@@ -15,6 +16,7 @@ import {
   SimClient,
 } from "./client.ts";
 import { type DeploymentBehaviour, DeploymentController } from "./deployments.ts";
+import { type AggregatorBehaviour, AggregatorController } from "./aggregator.ts";
 import { BackgroundControllers } from "./gc.ts";
 import { Lister } from "./list.ts";
 import { Store } from "./store.ts";
@@ -30,6 +32,7 @@ export type {
   WatchFault,
 } from "./client.ts";
 export type { DeploymentBehaviour } from "./deployments.ts";
+export type { AggregatorBehaviour } from "./aggregator.ts";
 export type { Change, ChangeType, WriteVerb } from "./history.ts";
 export { type Actor, CRD_CLEANUP_FINALIZER, Store } from "./store.ts";
 export { isOperator, WriteLog, type WriteRecord } from "./writelog.ts";
@@ -43,6 +46,8 @@ export interface SimClusterOptions {
   faults?: FaultSource;
   /** Pod readiness and ReplicaFailure decisions; defaults draw a 0.5–5 s readiness delay. */
   deployments?: Partial<DeploymentBehaviour>;
+  /** Whether the aggregator's discovery checks fail; default they pass once a Pod is ready. */
+  aggregator?: Partial<AggregatorBehaviour>;
   /** Events retained per type before a watch from an older version gets 410. Default 500. */
   historySize?: number;
   /** Skip creating the initial namespaces, CRDs and mesh (tests of the bare API server). */
@@ -57,6 +62,8 @@ export class SimCluster {
   /** Watches open now, by any client. */
   readonly watches = new Set<OpenWatch>();
   readonly deployments: DeploymentController;
+  /** The aggregator: APIServices' Available condition. */
+  readonly aggregator: AggregatorController;
   readonly background: BackgroundControllers;
   readonly clock: SimClock;
   readonly prng: Prng;
@@ -77,6 +84,13 @@ export class SimCluster {
       createFailure: () => undefined,
       reactionMs: () => control.logUniform(5, 100),
       ...opts.deployments,
+    });
+    // Its own stream, so that runs without an APIService draw as before.
+    const aggregator = opts.prng.fork("aggregator");
+    this.aggregator = new AggregatorController(this.store, this.clock, {
+      discoveryError: () => undefined,
+      reactionMs: () => aggregator.logUniform(5, 200),
+      ...opts.aggregator,
     });
     this.background = new BackgroundControllers(
       this.store,

@@ -16,7 +16,7 @@ import { bucket, input, pod, rateLimit } from "./ratelimit_fixtures.ts";
 import { inputOf as scalerInput, scaler } from "./scaler_fixtures.ts";
 import { inputOf as serverlessInput, serverless, statusOf } from "./serverless_fixtures.ts";
 import { carryOut } from "./plans_on_sim_store.ts";
-import { rolledOut, type World } from "./module_fixtures.ts";
+import { aggregatorAvailable, rolledOut, type World } from "./module_fixtures.ts";
 
 /** Applied objects the cache shows after each pass: the rest of the Plan's applies lag behind. */
 const SEEN_PER_PASS = 3;
@@ -53,8 +53,9 @@ function rolloutStage(stage: number, generation: number): Record<string, unknown
 
 /**
  * Runs `reduce` from `w` until the object is in `state` and a pass writes nothing, carrying out
- * each Plan as a slow cluster would: a few applies seen a pass, and the n-th Deployment starting
- * its rollout n passes after it is seen. Returns every Event of every pass.
+ * each Plan as a slow cluster would: a few applies seen a pass, the n-th Deployment starting its
+ * rollout n passes after it is seen, and an APIService Available once KEDA's metrics server has
+ * rolled out. Returns every Event of every pass.
  */
 function installSlowly(reduce: (w: World) => Plan, w: World, state: string): EventSpec[] {
   const events: EventSpec[] = [];
@@ -71,6 +72,13 @@ function installSlowly(reduce: (w: World) => Plan, w: World, state: string): Eve
     cur = {
       ...cur,
       installed: cur.installed.map((o) => {
+        // The aggregator finds KEDA's metrics API available once its Deployment has rolled out.
+        if (o.kind === "APIService") {
+          const server = seenAt.get("keda-operator-metrics-apiserver");
+          return server !== undefined && pass - server >= 3
+            ? { ...o, status: aggregatorAvailable() }
+            : o;
+        }
         if (o.kind !== "Deployment") return o;
         const name = o.metadata.name;
         if (!seenAt.has(name)) seenAt.set(name, pass + seenAt.size);

@@ -104,6 +104,19 @@ export function rolledOut(generation: number): Record<string, unknown> {
   };
 }
 
+/** An APIService's status once the aggregator's checks passed (kube-aggregator's words). */
+export function aggregatorAvailable(): Record<string, unknown> {
+  return {
+    conditions: [{
+      type: "Available",
+      status: "True",
+      reason: "Passed",
+      message: "all checks passed",
+      lastTransitionTime: "2026-01-01T00:00:00Z",
+    }],
+  };
+}
+
 /** `w` with its module object being deleted (a deletionTimestamp set). */
 export function deleting(w: World): World {
   const object = structuredClone(w.object!);

@@ -8,7 +8,8 @@
  *
  * Two things are this helper's and not the simulator's: what it sends is first defaulted as a real
  * API server would (api_defaults.ts; the simulator stores what it gets), and it marks the applied
- * Deployments rolled out as the Deployment controller would once their Pods are ready.
+ * Deployments rolled out as the Deployment controller would once their Pods are ready, and the
+ * applied APIServices Available as the aggregator would once their Service answers.
  */
 import { FIELD_MANAGER, MANAGED_BY, MANAGED_BY_LABEL } from "../../src/reconcile/labels.ts";
 import { canonicalQuantity } from "../../src/api/quantity.ts";
@@ -24,17 +25,24 @@ import { bootstrap } from "../../sim/cluster/bootstrap.ts";
 import { BackgroundControllers } from "../../sim/cluster/gc.ts";
 import { type Actor, Store } from "../../sim/cluster/store.ts";
 import { apiServerDefaults } from "./api_defaults.ts";
-import { claimOf, moduleOfKind, rolledOut, type World } from "./module_fixtures.ts";
+import {
+  aggregatorAvailable,
+  claimOf,
+  moduleOfKind,
+  rolledOut,
+  type World,
+} from "./module_fixtures.ts";
 
 /** Options of `carryOut`. */
 export interface CarryOutOptions {
-  /** Mark every applied Deployment as rolled out (default true). */
+  /** Mark every applied Deployment as rolled out and APIService Available (default true). */
   ready?: boolean;
 }
 
 const OPERATOR: Actor = { name: "operator/test", manager: FIELD_MANAGER };
 const USER: Actor = { name: "user", manager: "kubectl" };
 const KCM: Actor = { name: "kube-controller-manager", manager: "kube-controller-manager" };
+const AGGREGATOR: Actor = { name: "kube-apiserver", manager: "kube-apiserver" };
 /** The time the store's clock starts at: the fixtures' NOW (2026-01-01T00:00:00Z). */
 const START = Date.UTC(2026, 0, 1);
 
@@ -210,6 +218,14 @@ export function carryOut(world: World, plan: Plan, opts: CarryOutOptions = {}): 
     if (obj.kind === "Deployment" && (opts.ready ?? true)) {
       const gen = server.read(stored)!.metadata.generation!;
       server.store.update(server.type(obj), { ...stored, status: rolledOut(gen) }, KCM, "status");
+    }
+    if (obj.kind === "APIService" && (opts.ready ?? true)) {
+      server.store.update(
+        server.type(obj),
+        { ...stored, status: aggregatorAvailable() },
+        AGGREGATOR,
+        "status",
+      );
     }
   }
   for (const ref of plan.delete) deleteOne(server, ref);

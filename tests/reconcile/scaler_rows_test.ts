@@ -1,13 +1,14 @@
 /** Walks every row of docs/design.md's Scaler state table (and the project's row 13, Warning) through the reducer. */
 import assert from "node:assert/strict";
 import { KEDA_DEPLOYMENTS } from "../../src/reconcile/scaler/names.ts";
+import { METRICS_API_GRACE_MS, metricsApiStep } from "../../src/reconcile/scaler/metrics_api.ts";
 import { SCALER_FINALIZER } from "../../src/reconcile/labels.ts";
 import {
   reconcileScaler,
   SCALER_STATES,
   type ScalerInput,
 } from "../../src/reconcile/scaler/mod.ts";
-import { conditionOf, inputOf, installed, scaler, statusOf } from "./scaler_fixtures.ts";
+import { conditionOf, inputOf, installed, NOW, scaler, statusOf } from "./scaler_fixtures.ts";
 import { type RowCase, testStateRows } from "./module_rows.ts";
 import { carryOut } from "./plans_on_sim_store.ts";
 import { deleting, type World } from "./module_fixtures.ts";
@@ -20,6 +21,26 @@ function withDeployment(w: World, name: string, status: Record<string, unknown>)
     ) => (o.kind === "Deployment" && o.metadata.name === name ? { ...o, status } : o)),
   };
 }
+
+/** `w` with the aggregator's status on KEDA's APIService (`conditions` its Available, or none). */
+function withAggregator(w: World, available?: Record<string, unknown>): World {
+  return {
+    ...w,
+    installed: w.installed.map((o) =>
+      o.kind === "APIService"
+        ? { ...o, status: available ? { conditions: [{ type: "Available", ...available }] } : {} }
+        : o
+    ),
+  };
+}
+
+/** What kube-aggregator writes when the metrics Service has no ready endpoint. */
+const MISSING_ENDPOINTS = {
+  status: "False",
+  reason: "MissingEndpoints",
+  message:
+    `endpointslices for service/keda-operator-metrics-apiserver in "platform-system" have no addresses with port name "https"`,
+};
 
 /** An installed Scaler whose spec changed to `spec` (generation 2), its objects not yet updated. */
 function changed(spec: Record<string, unknown>): World {
@@ -202,6 +223,19 @@ const CASES: Record<number, Case> = {
       /^KEDA 2\.20\.2 is installed: .* are ready, but pod annotation x\.platform-project\.io\/y of operator was dropped: the platform-project\.io prefix is reserved for the operator\.$/,
     check: (plan) => assert.deepEqual([plan.apply, plan.delete], [[], []]),
   },
+  14: {
+    input: () => inputOf(withAggregator(installed(), MISSING_ENDPOINTS)),
+    message:
+      /^KEDA 2\.20\.2 is installed, but the aggregator reports APIService v1beta1\.external\.metrics\.k8s\.io \(Service platform-system\/keda-operator-metrics-apiserver\) not Available: MissingEndpoints: endpointslices for service\/keda-operator-metrics-apiserver in "platform-system" have no addresses with port name "https"\. HPAs cannot read KEDA's metrics until it is\.$/,
+    check: (plan) => {
+      assert.deepEqual([plan.apply, plan.delete], [[], []]);
+      assert.equal(statusOf(plan).kedaVersion, "2.20.2");
+      assert.ok(plan.requeueAfterMs! > 0);
+      assert.deepEqual(plan.events.map((e) => [e.type, e.reason]), [
+        ["Warning", "MetricsAPIUnavailable"],
+      ]);
+    },
+  },
 };
 
 testStateRows("Scaler", SCALER_STATES, CASES, reconcileScaler);
@@ -285,4 +319,77 @@ Deno.test("Scaler: a failed write no longer pending, or of another generation, i
     "Verification",
     "the object's own status write is the runtime's",
   );
+});
+
+Deno.test("Scaler: Ready only while the aggregator reports KEDA's metrics APIService Available", () => {
+  const w = installed();
+  assert.equal(statusOf(reconcileScaler(inputOf(w))).state, "Ready");
+  // No verdict yet, or Unknown (the aggregator could not read the Service): still verifying.
+  for (
+    const available of [undefined, {
+      status: "Unknown",
+      reason: "ServiceAccessError",
+      message: "service/keda-operator-metrics-apiserver cannot be checked",
+    }]
+  ) {
+    const plan = reconcileScaler(inputOf(withAggregator(w, available)));
+    assert.equal(statusOf(plan).state, "Processing");
+    assert.equal(conditionOf(plan, "Installed")?.reason, "Verification");
+    assert.match(
+      conditionOf(plan, "Installed")!.message,
+      available ? /Available is Unknown: ServiceAccessError: / : /no Available condition yet/,
+    );
+  }
+  // The discovery check fails (no DNS, no kube-proxy): Warning, then Ready again once it passes.
+  const failing = withAggregator(w, {
+    status: "False",
+    reason: "FailedDiscoveryCheck",
+    message:
+      "failing or missing response from https://10.96.0.40:443/apis/external.metrics.k8s.io/v1beta1: dial tcp 10.96.0.40:443: i/o timeout",
+  });
+  const down = reconcileScaler(inputOf(failing));
+  assert.equal(statusOf(down).state, "Warning");
+  assert.match(conditionOf(down, "Installed")!.message, /FailedDiscoveryCheck: failing or missing/);
+  const after = carryOut(failing, down, { ready: false });
+  const again = reconcileScaler(inputOf(after));
+  assert.deepEqual(again.events, [], "nothing new while the aggregator says the same");
+  const healed = reconcileScaler(
+    inputOf(withAggregator(after, { status: "True", reason: "Passed" })),
+  );
+  assert.equal(statusOf(healed).state, "Ready");
+  assert.deepEqual(healed.events.map((e) => [e.type, e.reason]), [["Normal", "Verified"]]);
+  assert.deepEqual([healed.apply, healed.delete], [[], []]);
+});
+
+Deno.test("Scaler: only the APIService it installed, pointing at KEDA's metrics Service, counts", () => {
+  const w = installed();
+  const elsewhere = w.installed.map((o) =>
+    o.kind === "APIService"
+      ? { ...o, spec: { ...(o.spec as object), service: { name: "other", namespace: "x" } } }
+      : o
+  );
+  assert.match(
+    metricsApiStep(elsewhere, "platform-system", NOW)?.message ?? "",
+    /APIService v1beta1\.external\.metrics\.k8s\.io \(Service platform-system\/keda-operator-metrics-apiserver\) is not observed yet/,
+  );
+  assert.equal(metricsApiStep(w.installed, "platform-system", NOW), undefined);
+  assert.notEqual(metricsApiStep(w.installed, "other-namespace", NOW), undefined);
+});
+
+Deno.test("Scaler: a False verdict younger than the grace is verification, then a Warning", () => {
+  const w = installed();
+  const at = (ms: number) => new Date(NOW - ms).toISOString().replace(/\.\d+Z$/, "Z");
+  const young = withAggregator(w, { ...MISSING_ENDPOINTS, lastTransitionTime: at(10_000) });
+  const catching = reconcileScaler(inputOf(young));
+  assert.equal(statusOf(catching).state, "Processing");
+  assert.match(
+    conditionOf(catching, "Installed")!.message,
+    /^Verifying KEDA 2\.20\.2: waiting for the aggregator to find APIService .* available; it reports MissingEndpoints: /,
+  );
+  assert.equal(catching.requeueAfterMs, METRICS_API_GRACE_MS - 10_000, "looks again when it ends");
+  const old = withAggregator(w, {
+    ...MISSING_ENDPOINTS,
+    lastTransitionTime: at(METRICS_API_GRACE_MS),
+  });
+  assert.equal(statusOf(reconcileScaler(inputOf(old))).state, "Warning");
 });

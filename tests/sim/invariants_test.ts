@@ -93,7 +93,7 @@ Deno.test("invariants: two served objects of a singleton kind, and a status outs
     state,
     conditions: [{
       type: "Installed",
-      status: state === "Ready" ? "True" : "False",
+      status: state === "Warning" ? "True" : "False",
       reason,
       message: "",
       lastTransitionTime: "2026-01-01T00:00:00Z",
@@ -105,7 +105,7 @@ Deno.test("invariants: two served objects of a singleton kind, and a status outs
     driver,
     op.applyStatus(RESOURCES.Scaler, {
       ...scaler("a"),
-      status: status("True", "Ready", "Verified"),
+      status: status("True", "Warning", "Verified"),
     }, { fieldManager: "platform-operator" }),
   );
   await drive(
@@ -121,7 +121,7 @@ Deno.test("invariants: two served objects of a singleton kind, and a status outs
     driver,
     op.applyStatus(RESOURCES.Scaler, {
       ...scaler("b"),
-      status: status("True", "Ready", "Verified"),
+      status: status("True", "Warning", "Verified"),
     }, { fieldManager: "platform-operator" }),
   );
   checker.checkState();
@@ -130,7 +130,7 @@ Deno.test("invariants: two served objects of a singleton kind, and a status outs
     driver,
     op.applyStatus(RESOURCES.Scaler, {
       ...scaler("b"),
-      status: status("False", "Ready", "KedaDuplicated"),
+      status: status("False", "Warning", "KedaDuplicated"),
     }, { fieldManager: "platform-operator" }),
   );
   checker.checkState();
@@ -152,7 +152,7 @@ Deno.test("invariants: removing a module finalizer while installed objects remai
       ...scaler("default"),
       status: {
         served: "True",
-        state: "Ready",
+        state: "Warning",
         conditions: [{
           type: "Installed",
           status: "True",

@@ -4,7 +4,8 @@
  * through `SimulationOptions.operator`, the simulator's own injection point; nothing in src/ knows.
  */
 import { RESOURCES } from "../../src/api/resources.ts";
-import { scalerController } from "../../src/controllers/scaler.ts";
+import { SCALER_MODULE, scalerController } from "../../src/controllers/scaler.ts";
+import { reconcileScaler } from "../../src/reconcile/scaler/mod.ts";
 import { moduleController } from "../../src/controllers/module_controller.ts";
 import { SERVERLESS_MODULE, serverlessController } from "../../src/controllers/serverless.ts";
 import { claimLease } from "../../src/reconcile/module/claim.ts";
@@ -138,6 +139,31 @@ export function dropsTheFinalizerFirst(): MutantOptions {
   return swap(
     early(serverlessController, SERVERLESS_FINALIZER),
     early(scalerController, SCALER_FINALIZER),
+  );
+}
+
+/**
+ * A Scaler reducer that does not read the aggregator's verdict: it sees KEDA's metrics APIService
+ * Available whatever the aggregator says (the Scaler before issue 44).
+ */
+export function ignoresTheMetricsApi(): MutantOptions {
+  const available = {
+    conditions: [{ type: "Available", status: "True", reason: "Passed", message: "" }],
+  };
+  return swap(
+    moduleController(
+      "scaler",
+      SCALER_MODULE,
+      () =>
+        Promise.resolve((input) =>
+          reconcileScaler({
+            ...input,
+            installed: input.installed.map((o) =>
+              o.kind === "APIService" ? { ...o, status: available } : o
+            ),
+          })
+        ),
+    ),
   );
 }
 

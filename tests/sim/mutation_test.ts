@@ -215,6 +215,16 @@ const CASES: readonly Case[] = [
     failure:
       /^liveness: not converged .*RateLimit demo\/rl-c: every proxy it reaches holds its limits, expected Accepted=True, got .*Accepted=Unknown\/IstiodNotAsked/,
   },
+  {
+    check: "scaler-ready-needs-metrics-api",
+    mutant:
+      "a Scaler reducer that does not read the aggregator's verdict on KEDA's metrics APIService",
+    options: mutant.ignoresTheMetricsApi,
+    seed: 6,
+    faults: { metricsOutages: 3 },
+    failure:
+      /^invariant scaler-ready-needs-metrics-api broken .*Ready while APIService v1beta1\.external\.metrics\.k8s\.io is not Available \(False\/FailedDiscoveryCheck\)/,
+  },
 ];
 
 const baselines = new Map<string, Promise<RunResult>>();

@@ -171,7 +171,8 @@ ${STEP}    fault: {kind: proxyReject}
     "f.yaml: faults.watchDorp: unknown fault kind (did you mean watchDrop?); known: conflict, " +
       "throttle, serverError, timeout, watchDrop, watchStall, watchGone, goneAs, historySize, " +
       "crashes, replicaFailure, slowDeployment, clockJumps, slowWrite, planCrashes, leaseLoss, " +
-      "standbys, ownedDeletes, proxyRejects, proxyNeverConnects, brokenFilters, istiodOutages",
+      "standbys, ownedDeletes, proxyRejects, proxyNeverConnects, brokenFilters, istiodOutages, " +
+      "metricsOutages",
   );
   assert.equal(
     refusal(`name: x
@@ -181,7 +182,7 @@ ${STEP}`),
       "conflict, throttle, serverError, timeout, watchDrop, watchStall, watchGone, goneAs, " +
       "historySize, crashes, replicaFailure, slowDeployment, clockJumps, slowWrite, planCrashes, " +
       "leaseLoss, standbys, ownedDeletes, proxyRejects, proxyNeverConnects, brokenFilters, " +
-      "istiodOutages",
+      "istiodOutages, metricsOutages",
   );
   assert.equal(
     refusal(`name: x\nfaults: {watchDrop: 2, crashes: 1e9}\n${STEP}`),

@@ -57,6 +57,8 @@ export interface Step {
   message: string;
   /** Replaces the conditions the configuration sets besides the row's own (`configured`). */
   also?: readonly ConditionInput[];
+  /** When to look again, if the step says (`serving`'s); otherwise the lifecycle's interval. */
+  requeueAfterMs?: number;
 }
 
 /** Where a module installs: its namespace and the owner label value of its module object. */
@@ -112,6 +114,11 @@ export interface ModuleLifecycle<Spec, Config> {
   stalled(message: string): Step;
   /** Deployments still rolling out. */
   waiting(message: string): Step;
+  /**
+   * Whether the module, installed and rolled out, serves: undefined when it does, else the step to
+   * show instead of `ready` (the Scaler reads the aggregator's verdict on KEDA's metrics APIService).
+   */
+  serving?(installed: readonly KubeObject[], namespace: string, now: number): Step | undefined;
   /** Everything installed and ready. */
   ready(config: Config, namespace: string): Step;
 }
@@ -199,8 +206,17 @@ function install<Spec, Config>(
         ...settled,
         requeueAfterMs: REQUEUE_MS.verifying,
       });
-    case "ready":
+    case "ready": {
+      // Rolled out but not serving: looked at again, though a watch reports the change too.
+      const notServing = m.serving?.(input.installed, namespace, input.now);
+      if (notServing) {
+        return stepDecision(m.states, notServing, {
+          ...settled,
+          requeueAfterMs: notServing.requeueAfterMs ?? REQUEUE_MS.failure,
+        });
+      }
       return stepDecision(m.states, m.ready(config.value, namespace), settled);
+    }
   }
 }
 

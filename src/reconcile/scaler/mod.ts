@@ -1,8 +1,9 @@
 /**
  * The Scaler module (KEDA) as data for the module lifecycle (module/lifecycle.ts): its state table
- * (SCALER_STATES plus row 13, this project's Warning row; every status it writes is one of those
- * rows), what it renders, and the few words and rows where it differs from Serverless. Every
- * served status shows the installed KEDA version (`kedaVersion`).
+ * (SCALER_STATES plus rows 13 and 14, this project's Warning rows; every status it writes is one of
+ * those rows), what it renders, and the few words and rows where it differs from Serverless. Every
+ * served status shows the installed KEDA version (`kedaVersion`). KEDA is Ready only once the
+ * aggregator reports its metrics APIService Available (metrics_api.ts).
  */
 import { fitMessage } from "../../api/message.ts";
 import { parseScaler, type ScalerSpec } from "../../api/scaler.ts";
@@ -11,6 +12,7 @@ import type { StateRow } from "../conditions.ts";
 import { type KedaConfig, kedaConfig } from "./config.ts";
 import { KEDA_DEPLOYMENTS, KEDA_VERSION, VERSION_LABEL } from "./names.ts";
 import { renderKeda } from "./render.ts";
+import { METRICS_API_UNAVAILABLE, metricsApiStep } from "./metrics_api.ts";
 import { SCALER_FINALIZER } from "../labels.ts";
 import { stateRow } from "../module/decision.ts";
 import { describeDiff } from "../module/install_diff.ts";
@@ -22,7 +24,9 @@ import type { Plan } from "../plan.ts";
  * docs/design.md "Scaler: condition type / status / reason mapped to CR state", row by row, and row 13:
  * docs/design.md leaves open what leads to `Warning`; here it is KEDA installed and ready while something
  * the spec asked for was not applied as asked (a reserved pod annotation dropped, a protected env
- * entry kept), shown with `Installed` True, reason `Verified`, and a message saying what.
+ * entry kept), shown with `Installed` True, reason `Verified`, and a message saying what. Row 14:
+ * KEDA installed and rolled out, but the aggregator reports its external metrics APIService not
+ * Available (`Installed` False, `MetricsAPIUnavailable`, the aggregator's reason and message).
  */
 // deno-fmt-ignore
 export const SCALER_STATES: readonly StateRow[] = [
@@ -39,6 +43,7 @@ export const SCALER_STATES: readonly StateRow[] = [
   stateRow(11, "Error", "Deleted", "False", "DeletionErr", "Deletion failed"),
   stateRow(12, "Error", "Installed", "False", "ValidationErr", "Validation failed"),
   stateRow(13, "Warning", "Installed", "True", "Verified", "Installed, but part of the spec was not applied as asked"),
+  stateRow(14, "Warning", "Installed", "False", METRICS_API_UNAVAILABLE, "Installed, but KEDA's external metrics API is not available"),
 ];
 
 /** Everything the Scaler reducer reads (`installed`: objects carrying `managedLabels("keda")`). */
@@ -97,6 +102,7 @@ export const SCALER: ModuleLifecycle<ScalerSpec, Extract<KedaConfig, { ok: true 
     reason: "Verification",
     message: `Verifying KEDA ${KEDA_VERSION}: ${message}.`,
   }),
+  serving: metricsApiStep,
   ready(config) {
     const ready = `KEDA ${KEDA_VERSION} is installed: ${DEPLOYMENTS.join(", ")} are ready`;
     return config.warnings.length > 0
