@@ -38,13 +38,14 @@ const USER: Actor = { name: "user", manager: "kubectl" };
 
 /**
  * A simulated cluster (the project's and Istio's CRDs installed) on a clock stopped at NOW, whose
- * Deployments roll out at once.
+ * Deployments roll out at once and whose aggregator judges APIServices at once.
  */
 function simCluster(): SimCluster {
   return new SimCluster({
     clock: new SimClock(NOW),
     prng: new Prng(1),
     deployments: { readyDelayMs: () => 0, reactionMs: () => 0 },
+    aggregator: { reactionMs: () => 0 },
   });
 }
 

@@ -10,7 +10,13 @@ import { KEDA_CRDS } from "../../src/controllers/embedded_crds.ts";
 import { type E2E, e2eSuite } from "./harness.ts";
 import { fn, namespace, scaler, serverless } from "./fixtures.ts";
 import { standInCrds } from "./standins.ts";
-import { conditionOf, describe } from "./status.ts";
+import {
+  assertAggregatorVerdict,
+  conditionOf,
+  describe,
+  KWOK_VERDICT_MS,
+  SCALER_ON_KWOK,
+} from "./status.ts";
 import { checkKind, functionChecks, scaledObjectChecks } from "./upstream_checks.ts";
 
 const NS = "e2e-users";
@@ -93,7 +99,11 @@ e2eSuite("module-crds", async (env, t) => {
         serverless("platform-system", "default"),
       ]);
       await env.startServing({ identity: "module-crds-0" });
-      await env.waitStatus("scaler", "platform-system", "default", { state: "Ready" });
+      // KEDA installed and rolled out on kwok: the aggregator's verdict, not Ready.
+      const k = await env.waitStatus("scaler", "platform-system", "default", SCALER_ON_KWOK, {
+        timeoutMs: KWOK_VERDICT_MS,
+      });
+      assertAggregatorVerdict(k);
       await env.waitStatus("serverless", "platform-system", "default", { state: "Ready" });
       for (const [key, was] of before) {
         const [kind, name] = key.split("/");

@@ -84,3 +84,32 @@ export function describe(obj: KubeObject | undefined): string {
     s.served ?? "-"
   } [${conds}]`;
 }
+
+/**
+ * A Scaler whose KEDA is installed and rolled out on a kwok node: kwok's Pods never serve, so the
+ * API server's aggregator reports KEDA's metrics APIService not Available (FailedDiscoveryCheck, or
+ * MissingEndpoints) and the Scaler says so (docs/design.md, Scaler row 14) instead of `Ready`.
+ */
+export const SCALER_ON_KWOK: StatusWant = {
+  state: "Warning",
+  conditions: [{ type: "Installed", status: "False", reason: "MetricsAPIUnavailable" }],
+};
+
+/** Throws unless `scaler`'s Installed message names KEDA's APIService and the aggregator's reason. */
+export function assertAggregatorVerdict(scaler: KubeObject | undefined): void {
+  const message = conditionOf(scaler, "Installed")?.message ?? "";
+  const named =
+    /the aggregator reports APIService v1beta1\.external\.metrics\.k8s\.io \(Service [\w-]+\/keda-operator-metrics-apiserver\) not Available: (FailedDiscoveryCheck|MissingEndpoints|EndpointsNotFound|ServiceNotFound): /;
+  if (!named.test(message)) {
+    throw new Error(
+      `the Scaler's Installed message does not give the aggregator's verdict: ${message}`,
+    );
+  }
+}
+
+/**
+ * How long after KEDA's Deployments are ready a Scaler on kwok shows SCALER_ON_KWOK: the 30 s the
+ * operator gives the aggregator (METRICS_API_GRACE_MS) and the aggregator's own checks (5 s
+ * timeouts), with room.
+ */
+export const KWOK_VERDICT_MS = 150_000;
