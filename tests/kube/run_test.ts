@@ -166,11 +166,16 @@ Deno.test("the first checks go out after the Lease read and the lists; nothing i
       seen[0],
       /^GET \/apis\/coordination\.k8s\.io\/v1\/namespaces\/platform-system\/leases\//,
     );
-    const lists = seen.flatMap((l, i) => l.endsWith("?limit=500") ? [i] : []);
+    // Pods are not among them: they are listed a namespace at a time, once RateLimits are listed
+    // (issue 46), so the checks may probe them with one item.
+    const lists = seen.flatMap((l, i) =>
+      l.endsWith("?limit=500") && !l.includes("/pods?") ? [i] : []
+    );
     const checks = seen.flatMap((l, i) => l.endsWith("/selfsubjectrulesreviews") ? [i] : []);
-    assert.ok(lists.length >= 4 && checks.length === 2, seen.join("\n"));
+    assert.ok(lists.length >= 3 && checks.length === 2, seen.join("\n"));
     assert.ok(Math.max(...lists) < Math.min(...checks), seen.join("\n"));
-    assert.deepEqual(seen.filter((l) => l.endsWith("?limit=1")), [], "no one-item probe");
+    const probes = seen.filter((l) => l.endsWith("?limit=1"));
+    assert.ok(probes.every((l) => l === "GET /api/v1/pods?limit=1"), probes.join("\n"));
     const lease = api.sim.store.get(Lease, "platform-system", "platform-operator");
     assert.equal((lease?.spec as { holderIdentity?: string }).holderIdentity, "test-replica");
     await new Promise((r) => setTimeout(r, 100));
