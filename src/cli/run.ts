@@ -33,6 +33,7 @@ import { commandProgram, CONSOLE, failUsage } from "./usage.ts";
 import { type Endpoint, serveRoutes, text } from "./run_http.ts";
 import { serveMetrics } from "./metrics_endpoint.ts";
 import { checkCluster, waitUntilUsable } from "./run_checks.ts";
+import { reportOomRestart } from "./oom_restart.ts";
 import { type ControllerName, controllersFor } from "../controllers/registry.ts";
 import { ObjectMetrics } from "../controllers/object_metrics.ts";
 import { PROXY_STATUS } from "../api/istiod.ts";
@@ -221,6 +222,8 @@ export async function runOperator(opts: RunOptions, deps: RunDeps): Promise<numb
   const metrics = new Metrics();
   // The manager counts its own calls; the startup checks are counted into the same metrics.
   const cluster = instrumentCluster(live, metrics);
+  // Its own OOM kill, said by this replica once it runs again (in a Pod only; in the background).
+  void reportOomRestart({ cluster, metrics, log, clock, pod: identity });
   /** The manager, once the startup checks have passed: the probes answer for it from then on. */
   let manager: Manager | undefined;
   // Listed from the start; their series come once the manager's caches exist.

@@ -213,6 +213,22 @@ export function alertRules(d: AlertDurations = DEFAULT_DURATIONS): AlertRule[] {
           "its spec is not applied; the last good limit, if any, stays in place.",
       },
     },
+    {
+      alert: "PlatformOperatorOOMKilled",
+      // The kill's time, set by the replica that restarted (src/cli/oom_restart.ts): within the
+      // last hour (and not 0, never killed).
+      expr:
+        `(max by (pod) (platform_operator_last_oom_kill_timestamp_seconds{${job}}) > (time() - 3600)) > 0`,
+      for: "0m",
+      labels: { severity: "warning" },
+      annotations: {
+        summary: "Replica {{ $labels.pod }} of the platform operator was OOM-killed",
+        description:
+          "Its container was killed at its memory limit within the last hour and restarted (its " +
+          "Warning Event OOMKilled says when, and the limit). Raise the limit for the cluster's " +
+          "size: docs/faults.md, memory.",
+      },
+    },
   ];
 }
 

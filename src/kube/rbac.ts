@@ -216,6 +216,14 @@ export type { PolicyRule };
  * engine's controller installs its ServiceAccount, Deployment and Service in its namespace only.
  */
 export const PART_ACCESS: Readonly<Partial<Record<RbacPart, Readonly<Record<string, Access>>>>> = {
+  operator: {
+    Pod: {
+      verbs: ["get"],
+      scope: "lease-namespace",
+      for: ["operator"],
+      why: "its own Pod, read on start: was its last container OOM-killed (src/cli/oom_restart.ts)",
+    },
+  },
   ratelimit: {
     CustomResourceDefinition: {
       verbs: CACHED,

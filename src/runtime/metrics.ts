@@ -229,6 +229,15 @@ export class Metrics {
     "Events dropped unwritten because too many were waiting.",
   );
 
+  /**
+   * When this replica's previous container was OOM-killed (its Pod's lastState, epoch seconds),
+   * 0 if it was not; no series outside a Pod (src/cli/oom_restart.ts).
+   */
+  readonly lastOomKill = new Gauge(
+    `${PREFIX}last_oom_kill_timestamp_seconds`,
+    "When this replica's previous container was OOM-killed (its Pod's lastState), epoch seconds; 0 if it was not.",
+  );
+
   /** The process's memory by kind (`rss`, `heap_used`, `heap_total`, `external`), set at scrape. */
   readonly memory = new Gauge(
     `${PREFIX}memory_bytes`,
@@ -258,6 +267,7 @@ export class Metrics {
       this.watchRestarts,
       this.writesSkipped,
       this.eventsDropped,
+      this.lastOomKill,
       this.memory,
       ...this.#added,
     ];

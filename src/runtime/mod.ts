@@ -22,4 +22,4 @@ export { WorkQueue, type WorkResult } from "./queue.ts";
 export { type PlanRunResult, Runner } from "./runner.ts";
 export { LeaderElector, type LeaderElectorOptions } from "./leader.ts";
 export { microTime } from "./lease.ts";
-export { eventName, EventRecorder } from "./events.ts";
+export { eventName, eventObject, EventRecorder } from "./events.ts";

@@ -181,6 +181,8 @@ Deno.test("/metrics serves exactly the metrics docs/operations.md lists, with th
     [...unlabelled].filter((n) => n !== skipped).sort(),
     [
       "platform_operator_events_dropped_total",
+      // Set only in a Pod (read from its status on start): a process here has none.
+      "platform_operator_last_oom_kill_timestamp_seconds",
       "platform_operator_reconcile_errors_total",
       "platform_operator_watch_restarts_total",
     ],

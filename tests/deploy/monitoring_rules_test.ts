@@ -71,6 +71,20 @@ const CASES: Record<string, AlertCase> = {
       { series: `platform_operator_leader{${j},instance="b"}`, values: "1x30" },
     ],
   },
+  PlatformOperatorOOMKilled: {
+    // Killed 5 minutes in (the restarted replica sets the kill's time): fires at once, for an hour.
+    series: [{
+      series: `platform_operator_last_oom_kill_timestamp_seconds{${j},instance="a",pod="op-a"}`,
+      values: "0x4 300x30",
+    }],
+    quietAt: "4m",
+    firesAt: "6m",
+    labels: { pod: "op-a" },
+    healthy: [{
+      series: `platform_operator_last_oom_kill_timestamp_seconds{${j},instance="a",pod="op-a"}`,
+      values: "0x30",
+    }],
+  },
   PlatformOperatorReconcileErrors: {
     series: [{
       series: `platform_operator_reconcile_errors_total{${j},instance="a",controller="ratelimit"}`,
@@ -274,7 +288,7 @@ Deno.test("promtool checks deploy/monitoring's rules and every alert's unit test
     await installedRules(dir);
     const check = await promtool(["check", "rules", "rules.yaml"], dir);
     assert.ok(check.ok, check.out);
-    assert.match(check.out, /SUCCESS: 12 rules found/);
+    assert.match(check.out, /SUCCESS: 13 rules found/);
     const rules = alertRules();
     assert.deepEqual(Object.keys(CASES).sort(), rules.map((r) => r.alert).sort(), "a case each");
     await Deno.writeTextFile(

@@ -155,6 +155,8 @@ Deno.test("deploy/variants/ratelimit-only: no Secrets, no wildcard, only the clu
   ]);
   assert.deepEqual([...rules.namespaced.keys()], [SA.namespace]);
   assert.deepEqual(atoms(rules.namespaced.get(SA.namespace)!), [
+    // Its own Pod, read on start (was it OOM-killed).
+    "/pods: get",
     "coordination.k8s.io/leases: get,list,watch,create,update,delete",
   ]);
   // No module grants; no roles beyond the operator's own, the RateLimit's and the metrics reader.

@@ -18,6 +18,10 @@ import {
 } from "../../bench/fixtures.ts";
 import type { KubeObject } from "../../src/api/object.ts";
 import { OPERATOR_USER } from "../../tools/cluster/mod.ts";
+import {
+  OPERATOR_NAMESPACE,
+  OPERATOR_SERVICE_ACCOUNT,
+} from "../../tools/cluster/operator_identity.ts";
 import { type PodWrite, podWrites } from "../../tools/cluster/faults.ts";
 import { podcheckPod } from "../../tools/cluster/real_node_fixtures.ts";
 import { buildImage } from "../../tools/image/image.ts";
@@ -64,6 +68,22 @@ export async function apiRequest<T>(
   path: string,
   body?: unknown,
 ): Promise<T | undefined> {
+  const { status, text } = await requestAs(env, env.cluster.tokens.admin, method, path, body);
+  if (status === 404) return undefined;
+  if (status < 200 || status > 299) {
+    throw new Error(`${method} ${path}: ${status} ${text.slice(0, 300)}`);
+  }
+  return JSON.parse(text) as T;
+}
+
+/** A request to the API server with `token` (a merge patch for PATCH): its status and text. */
+export async function requestAs(
+  env: E2E,
+  token: string,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; text: string }> {
   const client = Deno.createHttpClient({
     caCerts: [await Deno.readTextFile(env.cluster.caCert)],
   });
@@ -72,19 +92,32 @@ export async function apiRequest<T>(
       method,
       client,
       headers: {
-        authorization: `Bearer ${env.cluster.tokens.admin}`,
+        authorization: `Bearer ${token}`,
         ...(body === undefined ? {} : { "content-type": "application/merge-patch+json" }),
       },
       body: body === undefined ? undefined : JSON.stringify(body),
       signal: AbortSignal.timeout(20_000),
     });
-    const text = await res.text();
-    if (res.status === 404) return undefined;
-    if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text.slice(0, 300)}`);
-    return JSON.parse(text) as T;
+    return { status: res.status, text: await res.text() };
   } finally {
     client.close();
   }
+}
+
+/**
+ * A token of the operator's ServiceAccount bound to Pod `pod` (its name then in the user's
+ * extra, as in the token the kubelet mounts), or to no Pod.
+ */
+export async function operatorToken(env: E2E, pod?: string): Promise<string> {
+  const bound = pod ? ["--bound-object-kind=Pod", `--bound-object-name=${pod}`] : [];
+  return (await env.kube.must([
+    "create",
+    "token",
+    OPERATOR_SERVICE_ACCOUNT,
+    "-n",
+    OPERATOR_NAMESPACE,
+    ...bound,
+  ])).trim();
 }
 
 /**

@@ -17,7 +17,7 @@ import {
 } from "../../tools/cluster/operator_identity.ts";
 import { DEFAULT_LEASE_NAME } from "../../src/runtime/manager_options.ts";
 import { REPO_ROOT } from "../../tools/cluster/paths.ts";
-import { apiRequest, figure, operatorWrites } from "./faults_deployed.ts";
+import { apiRequest, figure, operatorToken, operatorWrites, requestAs } from "./faults_deployed.ts";
 import { type E2E, e2eSuite, waitFor } from "./harness.ts";
 
 const NS = "fence";
@@ -27,44 +27,9 @@ const STATUS_PATH = `/apis/gateway.platform-project.io/v1alpha1/namespaces/${NS}
   workloadName(0)
 }/status`;
 
-/** A merge patch of the RateLimit's status with `token`: the HTTP status and the answer's text. */
-async function patchStatusAs(
-  env: E2E,
-  token: string,
-  generation: number,
-): Promise<{ status: number; text: string }> {
-  const client = Deno.createHttpClient({
-    caCerts: [await Deno.readTextFile(env.cluster.caCert)],
-  });
-  try {
-    const res = await fetch(`${env.cluster.server}${STATUS_PATH}`, {
-      method: "PATCH",
-      client,
-      headers: {
-        authorization: `Bearer ${token}`,
-        "content-type": "application/merge-patch+json",
-      },
-      body: JSON.stringify({ status: { observedGeneration: generation } }),
-      signal: AbortSignal.timeout(20_000),
-    });
-    return { status: res.status, text: await res.text() };
-  } finally {
-    client.close();
-  }
-}
-
-/** A token of the operator's ServiceAccount, bound to Pod `pod` when given. */
-async function token(env: E2E, pod?: string): Promise<string> {
-  const bound = pod ? ["--bound-object-kind=Pod", `--bound-object-name=${pod}`] : [];
-  return (await env.kube.must([
-    "create",
-    "token",
-    OPERATOR_SERVICE_ACCOUNT,
-    "-n",
-    OPERATOR_NAMESPACE,
-    ...bound,
-  ])).trim();
-}
+/** A merge patch of the RateLimit's status with `token`. */
+const patchStatusAs = (env: E2E, token: string, generation: number) =>
+  requestAs(env, token, "PATCH", STATUS_PATH, { status: { observedGeneration: generation } });
 
 function pod(name: string): object {
   return {
@@ -100,9 +65,9 @@ e2eSuite("faults-fence", async (env, t) => {
         spec: { holderIdentity: "operator-a", leaseDurationSeconds: 10 },
       }]);
       [a, b, unbound] = await Promise.all([
-        token(env, "operator-a"),
-        token(env, "operator-b"),
-        token(env),
+        operatorToken(env, "operator-a"),
+        operatorToken(env, "operator-b"),
+        operatorToken(env),
       ]);
       // The policy is in force once the API server has loaded it and the Lease: until then b writes.
       await waitFor(

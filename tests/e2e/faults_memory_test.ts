@@ -3,8 +3,10 @@
  * its load of RateLimits and a burst of as many edits at once within deploy/'s memory limit, its
  * peak measured where the kernel counts it (the container's memory cgroup); with a limit below
  * what it needs it is OOM-killed, restarted by the kubelet, the kill is shown on the Pod
- * (OOMKilled, restarts, a BackOff Event), and nothing it made is deleted; the limit restored, it
- * converges again.
+ * (OOMKilled, restarts, a BackOff Event), and nothing it made is deleted; resized in place to a
+ * limit it starts with, the replica says the kill itself (a Warning Event OOMKilled on its Pod and
+ * its gauge platform_operator_last_oom_kill_timestamp_seconds, which deploy/monitoring alerts on);
+ * the limit restored, it converges again.
  */
 import assert from "node:assert/strict";
 import { cgroupMemory } from "../../tools/cluster/faults.ts";
@@ -151,6 +153,65 @@ e2eSuite("faults-memory", async (env, t) => {
       assert.deepEqual(deletes.map((w) => `${w.resource} ${w.namespace}/${w.name}`), []);
       const lost = (await problems(env)).filter((p) => /EnvoyFilter|RateLimits,/.test(p));
       assert.deepEqual(lost, [], "no EnvoyFilter or RateLimit lost");
+      // The kill said by the operator itself (src/cli/oom_restart.ts) once a replica runs again:
+      // the killed Pod resized in place to a limit it starts with (the same Pod, so its status
+      // keeps lastState OOMKilled; Guaranteed as before, requests = limits), then its own Warning
+      // Event and its gauge.
+      const resized = { requests: { memory: "256Mi" }, limits: { memory: "256Mi" } };
+      await env.kube.must([
+        "patch",
+        "pod",
+        killed.metadata.name,
+        "-n",
+        DEPLOYED.namespace,
+        "--subresource=resize",
+        // Strategic: merged into the container by name (its CPU kept).
+        "--type=strategic",
+        "-p",
+        JSON.stringify({ spec: { containers: [{ name: "operator", resources: resized }] } }),
+      ]);
+      const said = await waitFor("the operator's own OOMKilled Event", async () => {
+        const text = await env.kube.must([
+          "get",
+          "events",
+          "-n",
+          DEPLOYED.namespace,
+          "--field-selector",
+          `involvedObject.name=${killed.metadata.name},reason=OOMKilled`,
+          "-o",
+          "json",
+        ]);
+        const items = (JSON.parse(text) as {
+          items: { type: string; message: string; reportingComponent?: string }[];
+        }).items.filter((e) => e.reportingComponent === "platform-operator");
+        return items[0];
+      }, { timeoutMs: 240_000, intervalMs: 2_000 });
+      assert.equal(said.type, "Warning");
+      assert.match(said.message, /was OOM-killed at .* its memory limit is 256Mi/);
+      const running = (await operatorPods(env)).find((p) =>
+        p.metadata.name === killed.metadata.name
+      );
+      assert.ok(running?.status.podIP, "the resized Pod runs");
+      const scraped = await new Deno.Command("curl", {
+        args: [
+          "-sk",
+          "--max-time",
+          "10",
+          "-H",
+          `Authorization: Bearer ${env.cluster.tokens.admin}`,
+          `https://${running.status.podIP}:8080/metrics`,
+        ],
+      }).output();
+      const gauge = new TextDecoder().decode(scraped.stdout).match(
+        /^platform_operator_last_oom_kill_timestamp_seconds (\S+)$/m,
+      );
+      assert.ok(gauge, "the gauge is served");
+      const killedAt = Number(gauge[1]) * 1000;
+      assert.ok(killedAt >= t0 && killedAt <= Date.now(), `killed at ${new Date(killedAt)}`);
+      figure(
+        `OOM kill said by the operator: Event ${said.type} OOMKilled "${said.message}" ` +
+          `${Date.now() - t0} ms after the low limit; gauge ${gauge[1]}`,
+      );
       // Restored: deploy/'s limit again.
       const t1 = Date.now();
       await setMemoryLimit(env, "512Mi", "128Mi");

@@ -13,10 +13,6 @@ import assert from "node:assert/strict";
 import { workloadName } from "../../bench/fixtures.ts";
 import { netnsRules, partitionPod, podNetns, WatchStallProxy } from "../../tools/cluster/faults.ts";
 import { REAL_NODE_SKIP } from "../../tools/cluster/real_node_fixtures.ts";
-import {
-  OPERATOR_NAMESPACE,
-  OPERATOR_SERVICE_ACCOUNT,
-} from "../../tools/cluster/operator_identity.ts";
 import { isReady, operatorPods, type PodView, twoReady } from "./deployed.ts";
 import {
   assertAtRest,
@@ -33,8 +29,10 @@ import {
   logLines,
   NOT_STATE,
   NS,
+  operatorToken,
   operatorWrites,
   problems,
+  requestAs,
   waitConverged,
   waitReconciled,
 } from "./faults_deployed.ts";
@@ -46,38 +44,13 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
  * A merge patch of RateLimit `i`'s EnvoyFilter (a label) as Pod `pod` of the operator would
  * send it: with a token of the operator's ServiceAccount bound to that Pod.
  */
-async function writeAsPod(
-  env: E2E,
-  pod: string,
-  i: number,
-): Promise<{ status: number; text: string }> {
-  const token = (await env.kube.must([
-    "create",
-    "token",
-    OPERATOR_SERVICE_ACCOUNT,
-    "-n",
-    OPERATOR_NAMESPACE,
-    "--bound-object-kind=Pod",
-    `--bound-object-name=${pod}`,
-  ])).trim();
+async function writeAsPod(env: E2E, pod: string, i: number) {
   const path = `/apis/networking.istio.io/v1alpha3/namespaces/${NS}/envoyfilters/${
     workloadName(i)
   }`;
-  const client = Deno.createHttpClient({
-    caCerts: [await Deno.readTextFile(env.cluster.caCert)],
+  return await requestAs(env, await operatorToken(env, pod), "PATCH", path, {
+    metadata: { labels: { "faults.platform-project.io/late": "1" } },
   });
-  try {
-    const res = await fetch(`${env.cluster.server}${path}`, {
-      method: "PATCH",
-      client,
-      headers: { authorization: `Bearer ${token}`, "content-type": "application/merge-patch+json" },
-      body: JSON.stringify({ metadata: { labels: { "faults.platform-project.io/late": "1" } } }),
-      signal: AbortSignal.timeout(20_000),
-    });
-    return { status: res.status, text: await res.text() };
-  } finally {
-    client.close();
-  }
 }
 
 /** The Pod's /readyz answer, asked from the host on the Pod's address. */
