@@ -178,7 +178,7 @@ export class WatchSet {
    */
   scopesReady(primary: ResourceType, key: string): boolean {
     return this.#scoped.every((s) =>
-      typeId(s.watch.primary) !== typeId(primary) || s.watch.ready(key)
+      typeId(s.watch.primary) !== typeId(primary) || s.watch.ready(key, this.opts.cache)
     );
   }
 

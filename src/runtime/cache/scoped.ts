@@ -5,7 +5,7 @@
  * it and closed, forgetting what it cached, when none does. A primary is ready to reconcile once
  * every scope it names has listed; a key that was not is parked and handed back when they have.
  */
-import { objectKey, type Projection, type ResourceType } from "../../api/object.ts";
+import { objectKey, type Projection, type ResourceType, splitKey } from "../../api/object.ts";
 import {
   type CacheChange,
   type CacheReader,
@@ -114,10 +114,15 @@ export class ScopedWatch {
   }
 
   /**
-   * True when every scope `key` names has listed (or it names none); otherwise the key is parked
-   * and handed to `onReady` once they have.
+   * True when every scope `key` names, with `cache` as it is now, has listed (or it names none);
+   * otherwise the key is parked and handed to `onReady` once they have.
    */
-  ready(key: string): boolean {
+  ready(key: string, cache: CacheReader): boolean {
+    // Counted again from what is cached now: the scopes may read other types (a RateLimit's
+    // EnvoyFilter), which may have been listed after the primary's last change.
+    const { namespace, name } = splitKey(key);
+    const primary = cache.get(this.primary, this.primary.namespaced ? namespace : undefined, name);
+    if (primary) this.primaryChanged({ type: "apply", object: primary }, cache);
     let ready = true;
     for (const id of this.#demand.get(key) ?? []) {
       const slot = this.#slots.get(id);
