@@ -17,58 +17,13 @@ import {
   COUNT,
   createLoad,
   deployOperator,
-  duplicateWrites,
-  EditLoad,
   figure,
   lease,
-  LeaseSampler,
-  line,
   logLines,
-  nonLeaderWrites,
-  NOT_STATE,
-  operatorWrites,
+  underLoad,
   waitConverged,
 } from "./faults_deployed.ts";
-import { type E2E, e2eSuite } from "./harness.ts";
-
-/**
- * Runs `fault` under an edit load with the Lease sampled; then waits for convergence and checks
- * the writes since the fault began. Returns the time to converge after the fault ended.
- */
-async function underLoad(env: E2E, what: string, fault: () => Promise<void>): Promise<number> {
-  const sampler = new LeaseSampler(env);
-  const load = new EditLoad(env);
-  const t0 = Date.now();
-  let ended = 0;
-  try {
-    await fault();
-    ended = Date.now();
-  } finally {
-    await load.stop();
-    await sampler.stop().catch(() => {});
-  }
-  await waitConverged(env, `after ${what}`);
-  const recover = Date.now() - ended;
-  const writes = await operatorWrites(env, t0);
-  const foreign = nonLeaderWrites(writes, sampler);
-  const dup = duplicateWrites(writes, load.edits);
-  const state = writes.filter((w) => !NOT_STATE.has(w.resource));
-  const unedited = state.filter((w) => !load.edits.has(w.name));
-  figure(
-    `${what}: fault ${ended - t0} ms; ${load.total} edits accepted (${load.failed} refused); ` +
-      `converged ${recover} ms after the fault ended; ${state.length} state writes ` +
-      `(${unedited.length} of objects not edited); ` +
-      `holders ${sampler.holders.join(" -> ")}; longest Lease gap ${sampler.longestGapMs} ms; ` +
-      `non-leader writes ${foreign.length}; duplicates ${dup.length}${
-        dup.length ? ` (${dup.join("; ")})` : ""
-      }`,
-  );
-  assert.deepEqual(foreign.map(line), [], "no write by a replica that did not lead");
-  // No EnvoyFilter is written twice for one change. A RateLimit's status was, once in two runs of
-  // ten API server restarts (docs/faults.md): counted and shown above, not yet held to zero.
-  assert.deepEqual(dup.filter((d) => d.startsWith("envoyfilters/")), [], "no duplicate write");
-  return recover;
-}
+import { e2eSuite } from "./harness.ts";
 
 e2eSuite("faults-control-plane", async (env, t) => {
   assert.ok(env.cluster.realNode, "the suite runs with the real node");
