@@ -15,8 +15,7 @@ import { DEPLOYED, operatorPods, twoReady } from "./deployed.ts";
 import {
   assertAtRest,
   COUNT,
-  createLoad,
-  deployOperator,
+  deployedWithLoad,
   figure,
   lease,
   logLines,
@@ -28,11 +27,7 @@ import { e2eSuite } from "./harness.ts";
 e2eSuite("faults-control-plane", async (env, t) => {
   assert.ok(env.cluster.realNode, "the suite runs with the real node");
 
-  await env.step(t, `deploy/ on the real node; ${COUNT} RateLimits Ready`, async () => {
-    await deployOperator(env);
-    await createLoad(env);
-    await assertAtRest(env);
-  });
+  await deployedWithLoad(env, t);
 
   await env.step(t, "kube-apiserver restarted ten times in a row under load", async () => {
     const took: number[] = [];

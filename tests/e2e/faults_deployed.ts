@@ -524,3 +524,17 @@ export async function underLoad(
   assert.deepEqual(dup.filter((d) => d.startsWith("envoyfilters/")), [], "no duplicate write");
   return recover;
 }
+
+/**
+ * The suites' first step: deploy/ on the real node ({@link deployOperator}) with the load of
+ * {@link COUNT} RateLimits, at rest; resolves with the two Pods.
+ */
+export async function deployedWithLoad(env: E2E, t: Deno.TestContext): Promise<PodView[]> {
+  let pods: PodView[] = [];
+  await env.step(t, `deploy/ on the real node; ${COUNT} RateLimits Ready`, async () => {
+    pods = await deployOperator(env);
+    await createLoad(env);
+    await assertAtRest(env);
+  });
+  return pods;
+}

@@ -11,9 +11,7 @@ import { REAL_NODE_SKIP } from "../../tools/cluster/real_node_fixtures.ts";
 import { DEPLOYED, isReady, operatorPods, twoReady } from "./deployed.ts";
 import {
   assertAtRest,
-  COUNT,
-  createLoad,
-  deployOperator,
+  deployedWithLoad,
   duplicateWrites,
   editRateLimit,
   figure,
@@ -71,11 +69,7 @@ e2eSuite("faults-disruption", async (env, t) => {
   const node = env.cluster.realNode;
   assert.ok(node, "the suite runs with the real node");
 
-  await env.step(t, `deploy/ on the real node; ${COUNT} RateLimits Ready`, async () => {
-    await deployOperator(env);
-    await createLoad(env);
-    await assertAtRest(env);
-  });
+  await deployedWithLoad(env, t);
 
   await env.step(t, "a drain of the node respects the PodDisruptionBudget", async () => {
     const before = (await operatorPods(env)).map((p) => p.metadata.name);

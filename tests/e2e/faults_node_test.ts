@@ -12,15 +12,7 @@ import { readAuditEvents } from "../../tools/cluster/audit.ts";
 import { type NodePart, restartNodeParts } from "../../tools/cluster/node_faults.ts";
 import { REAL_NODE_SKIP } from "../../tools/cluster/real_node_fixtures.ts";
 import { operatorPods, type PodView, twoReady } from "./deployed.ts";
-import {
-  assertAtRest,
-  COUNT,
-  createLoad,
-  deployOperator,
-  figure,
-  lease,
-  underLoad,
-} from "./faults_deployed.ts";
+import { assertAtRest, deployedWithLoad, figure, lease, underLoad } from "./faults_deployed.ts";
 import { type E2E, e2eSuite, waitFor } from "./harness.ts";
 
 /** Each operator container's id and restart count, by Pod. */
@@ -98,11 +90,7 @@ async function nodeFault(
 e2eSuite("faults-node", async (env, t) => {
   assert.ok(env.cluster.realNode, "the suite runs with the real node");
 
-  await env.step(t, `deploy/ on the real node; ${COUNT} RateLimits Ready`, async () => {
-    await deployOperator(env);
-    await createLoad(env);
-    await assertAtRest(env);
-  });
+  await deployedWithLoad(env, t);
 
   await env.step(t, "kubelet restarted: the operator's containers run on", async () => {
     assert.ok(await nodeFault(env, "kubelet restarted", ["kubelet"]), "containers kept");

@@ -17,8 +17,7 @@ import { isReady, operatorPods, type PodView, twoReady } from "./deployed.ts";
 import {
   assertAtRest,
   COUNT,
-  createLoad,
-  deployOperator,
+  deployedWithLoad,
   duplicateWrites,
   editRateLimit,
   figure,
@@ -66,11 +65,7 @@ e2eSuite("faults-partition", async (env, t) => {
   assert.ok(node, "the suite runs with the real node");
   let pods: PodView[] = [];
 
-  await env.step(t, `deploy/ on the real node; ${COUNT} RateLimits Ready`, async () => {
-    pods = await deployOperator(env);
-    await createLoad(env);
-    await assertAtRest(env);
-  });
+  pods = await deployedWithLoad(env, t);
 
   await env.step(
     t,
