@@ -7,7 +7,7 @@ import type { KubeObject } from "../../src/api/object.ts";
 import { type E2E, e2eSuite, waitFor } from "./harness.ts";
 import { namespace, rateLimit, scaler, serverless } from "./fixtures.ts";
 import { ownershipProblems } from "./invariants.ts";
-import { describe, statusOf } from "./status.ts";
+import { describe, SCALER_ON_KWOK, statusMatches, statusOf } from "./status.ts";
 
 /** Seed of the kill schedule; `E2E_SEED=<n>` replays another one. */
 const SEED = Number(Deno.env.get("E2E_SEED") ?? 42);
@@ -154,7 +154,9 @@ async function converged(env: E2E): Promise<void> {
         : "Error";
       const gens = [s.observedGeneration, ...(s.conditions ?? []).map((c) => c.observedGeneration)]
         .filter((g): g is number => typeof g === "number");
-      return s.state === want && gens.every((g) => g === o.metadata.generation);
+      // KEDA on kwok never serves: a settled Scaler shows the aggregator's verdict.
+      const settled = o.kind === "Scaler" ? statusMatches(o, SCALER_ON_KWOK) : s.state === want;
+      return settled && gens.every((g) => g === o.metadata.generation);
     });
   }, {
     timeoutMs: 180_000,
