@@ -31,7 +31,7 @@ import {
 } from "./deployed.ts";
 import { rateLimit } from "./fixtures.ts";
 import { type E2E, e2eSuite, waitFor } from "./harness.ts";
-import { describe } from "./status.ts";
+import { assertAggregatorVerdict, describe, SCALER_ON_KWOK, statusMatches } from "./status.ts";
 
 /** Words of the operator's command line in its container (the image's entrypoint). */
 const OPERATOR_CMD = ["operator_main.ts", "--leader-elect=true"];
@@ -139,10 +139,20 @@ e2eSuite("deployed", async (env, t) => {
     assert.match(logs, /"server":"https:\/\/10\.96\.0\.1:443"/);
     const since = Date.now();
     await env.kube.must(["apply", "-R", "-f", join(REPO_ROOT, "samples")]);
-    await waitFor("both modules Ready", async () => {
-      const table = await env.kube.must(["get", "serverlesses,scalers", "-A", "--no-headers"]);
-      return table.split("\n").filter((l) => /\sReady\s+True\s/.test(l)).length === 2;
-    }, { timeoutMs: 240_000 });
+    // KEDA runs on the kwok node, whose Pods never serve: the Scaler shows the aggregator's verdict.
+    await waitFor(
+      "the Serverless Ready, the Scaler Warning (KEDA's metrics API unreachable)",
+      async () => {
+        const lines = (await env.kube.must(["get", "serverlesses,scalers", "-A", "--no-headers"]))
+          .split("\n");
+        return lines.filter((l) => /\sserverless\.\S+\s+Ready\s+True\s/.test(l)).length === 1 &&
+          lines.filter((l) => /\sscaler\.\S+\s+Warning\s+True\s/.test(l)).length === 1;
+      },
+      { timeoutMs: 240_000 },
+    );
+    const [keda] = await env.kube.list("scalers", { allNamespaces: true });
+    assert.ok(statusMatches(keda, SCALER_ON_KWOK), describe(keda));
+    assertAggregatorVerdict(keda);
     await waitFor("the RateLimit samples settle", async () => {
       const table = await env.kube.must(["get", "ratelimits", "-A", "--no-headers"]);
       const rows = table.trim().split("\n");
