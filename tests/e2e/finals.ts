@@ -85,6 +85,29 @@ export function withoutAccepted(f: Finals, real: boolean): Finals {
   return out;
 }
 
+/**
+ * `f` (the simulator's) as a cluster whose KEDA Pods never serve shows it: on the differential's
+ * kwok node the API server's aggregator reports KEDA's metrics APIService not Available, so a
+ * Scaler the simulator shows installed and verified (Ready, or Warning row 13) is row 14 there:
+ * Warning, `Installed=False/MetricsAPIUnavailable`.
+ */
+export function asKedaUnreachable(f: Finals): Finals {
+  const out: Finals = {};
+  for (const [k, v] of Object.entries(f)) {
+    const verified = k.startsWith("Scaler ") && v.conditions.includes("Installed=True/Verified");
+    out[k] = verified
+      ? {
+        ...v,
+        state: "Warning",
+        conditions: v.conditions.map((c) =>
+          c === "Installed=True/Verified" ? "Installed=False/MetricsAPIUnavailable" : c
+        ).sort(),
+      }
+      : v;
+  }
+  return out;
+}
+
 /** User objects of the modules, deleted first so module deletion is never blocked by them. */
 const USER_RESOURCES = [
   "functions.serverless.platform-project.io",
