@@ -148,6 +148,17 @@ function answer(probe: { status: number; body: string }): Response {
   return text(probe.status, probe.body);
 }
 
+/**
+ * The watches of the live operator: the API server sends a bookmark 2 s before a watch's timeout
+ * (and otherwise about once a minute: k8s.io/apiserver's cacher, defaultBookmarkFrequency), so a
+ * watch of 20 s is never silent for longer than that when its stream is alive, and one silent for
+ * 25 s has lost its stream (a watch-only partition: docs/faults.md) and is restarted: a lost
+ * stream is noticed within 25 s instead of the runtime's default 90 s. The cost: each watch is
+ * opened again every 20 s (about a request a second for both replicas' dozen watches each), from
+ * its resourceVersion, which the API server's watch cache serves without reading etcd.
+ */
+const LIVE_WATCH = { timeoutSeconds: 20, idleMs: 25_000 } as const;
+
 function hostname(): string {
   try {
     return Deno.hostname();
@@ -251,6 +262,8 @@ export async function runOperator(opts: RunOptions, deps: RunDeps): Promise<numb
         ? { namespace: opts.leaseNamespace, name: opts.leaseName }
         : false,
       held,
+      watchTimeoutSeconds: LIVE_WATCH.timeoutSeconds,
+      watchIdleMs: LIVE_WATCH.idleMs,
     });
   const check = (listed?: FirstLists["answer"]) =>
     checkCluster(cluster, live, opts, controllers, listed);

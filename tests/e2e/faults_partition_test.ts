@@ -64,6 +64,8 @@ e2eSuite("faults-partition", async (env, t) => {
   const node = env.cluster.realNode;
   assert.ok(node, "the suite runs with the real node");
   let pods: PodView[] = [];
+  /** The Pod partitioned in the first fault, and when (epoch ms). */
+  const cutOff = { pod: "", from: 0, to: 0 };
 
   pods = await deployedWithLoad(env, t);
 
@@ -120,6 +122,7 @@ e2eSuite("faults-partition", async (env, t) => {
       } finally {
         await cut.heal();
         healedAt = Date.now();
+        Object.assign(cutOff, { pod: holder, from: t0, to: healedAt });
       }
       assert.deepEqual(await netnsRules(netns), [], "healing left no rule");
       const back = await waitFor("the old leader Ready again, as the standby", async () => {
@@ -219,8 +222,25 @@ e2eSuite("faults-partition", async (env, t) => {
             }`,
         );
         assert.equal(stillHolder, holder, "short requests passed: the Lease stayed");
-        // A lost stream is noticed by the watchdog (90 s without data), not sooner.
-        assert.ok(during || after <= 90_000 + 10_000, `recovered ${after} ms after the heal`);
+        // A lost stream is noticed by the watchdog (25 s without data, src/cli/run.ts LIVE_WATCH):
+        // the issue's target is 30 s after the fault's end.
+        assert.ok(during || after <= 30_000, `recovered ${after} ms after the heal`);
+        // Alive, a 20 s watch is never silent that long (the API server's bookmark before its
+        // timeout): no watch of either replica was restarted as silent before the stall.
+        const silent = (await Promise.all(pods.map(async (p) =>
+          (await logLines(env, p.metadata.name, /watch silent for too long/)).filter((l) =>
+            // The old leader's own partition (the step before) cut its watches: not counted.
+            l.at < t0 && !(p.metadata.name === cutOff.pod && l.at >= cutOff.from &&
+              l.at <= cutOff.to + 30_000)
+          )
+        ))).flat();
+        assert.deepEqual(
+          silent.map((l) =>
+            l.line
+          ),
+          [],
+          "no live watch taken for a lost one",
+        );
       } finally {
         await sampler.stop();
         await proxy.close();
