@@ -15,7 +15,7 @@ import {
   type MeshRequest,
   type MeshResponse,
 } from "../src/dataplane/mod.ts";
-import type { Logger } from "../src/runtime/mod.ts";
+import { DEFAULT_WATCH_IDLE_MS, type Logger } from "../src/runtime/mod.ts";
 import type { KubeObject } from "../src/api/object.ts";
 import { SIM_EPOCH, SimClock } from "./clock.ts";
 import { Driver, settle } from "./driver.ts";
@@ -39,8 +39,12 @@ import { GLOBAL_WINDOW, GlobalWindows } from "./global_windows.ts";
 
 /** Virtual time before the epoch in which the initial world settles (gateway Pods ready). */
 export const WARMUP_MS = 60_000;
-/** No operator write for this long counts as settled. */
-export const IDLE_MS = 60_000;
+/**
+ * No operator write for this long counts as settled: longer than the watchdog of a silent watch,
+ * since a watch stalled by a fault is pending work until the watchdog restarts it (seeds 240 and
+ * 100055 wrote in the quiet period what such a watch brought 65 and 80 s after the last change).
+ */
+export const IDLE_MS = DEFAULT_WATCH_IDLE_MS + 10_000;
 /** A quiet period: long enough to include the runtime's resync (10 min, jittered). */
 export const QUIET_MS = 11 * 60_000;
 

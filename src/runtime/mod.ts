@@ -17,7 +17,12 @@ export { instrumentCluster } from "./instrumented_cluster.ts";
 export { LocalSource, withLocalTypes } from "./local_types.ts";
 export { isSubset } from "./diff.ts";
 export { Cache, CacheStore, DEFAULT_PAGE_SIZE, type WatcherEvent } from "./cache/mod.ts";
-export { Watcher, type WatcherOptions, type WatcherState } from "./cache/mod.ts";
+export {
+  DEFAULT_WATCH_IDLE_MS,
+  Watcher,
+  type WatcherOptions,
+  type WatcherState,
+} from "./cache/mod.ts";
 export { WorkQueue, type WorkResult } from "./queue.ts";
 export { type PlanRunResult, Runner } from "./runner.ts";
 export { LeaderElector, type LeaderElectorOptions } from "./leader.ts";

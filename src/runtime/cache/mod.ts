@@ -28,7 +28,7 @@ import { ScopedWatch } from "./scoped.ts";
 export { Cache } from "./cache.ts";
 export { CacheStore } from "./store.ts";
 export { ownedFieldsOf, prepare } from "./prepare.ts";
-export { Watcher } from "./watcher.ts";
+export { DEFAULT_WATCH_IDLE_MS, Watcher } from "./watcher.ts";
 export type { WatcherOptions, WatcherState } from "./watcher_state.ts";
 export { DEFAULT_PAGE_SIZE } from "./watcher_state.ts";
 export type { WatcherEvent } from "./watcher_event.ts";

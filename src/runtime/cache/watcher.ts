@@ -31,6 +31,12 @@ const CANCELLED: unique symbol = Symbol("cancelled");
 const WATCH_CLOSED: Error = new Error("watch closed");
 
 /** One list+watch loop. */
+/**
+ * How long a watch may be silent before the watchdog restarts it, unless `idleMs` says otherwise
+ * (the live operator's watches set a shorter one: src/cli/run.ts).
+ */
+export const DEFAULT_WATCH_IDLE_MS = 90_000;
+
 export class Watcher {
   /** The current state (tests may inspect it; `run` advances it). */
   state: WatcherState = { kind: "Empty" };
@@ -225,7 +231,7 @@ export class Watcher {
     const idle = new AbortController();
     // Closing the watch (relist) ends the wait too: a stalled stream may ignore the abort.
     const timer = this.#clock.sleep(
-      this.#o.idleMs ?? 90_000,
+      this.#o.idleMs ?? DEFAULT_WATCH_IDLE_MS,
       AbortSignal.any([idle.signal, signal, st.abort.signal]),
     )
       .then((): typeof IDLE => IDLE, (): typeof CANCELLED => CANCELLED);
@@ -243,7 +249,7 @@ export class Watcher {
       closeWatch(st);
       this.#report.restart("idle");
       this.#log.info("watch silent for too long; restarting it", {
-        idleMs: this.#o.idleMs ?? 90_000,
+        idleMs: this.#o.idleMs ?? DEFAULT_WATCH_IDLE_MS,
       });
       return { events: [], next: { kind: "InitListed", resourceVersion: st.resourceVersion } };
     }
