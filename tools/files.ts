@@ -20,3 +20,17 @@ export async function tailFile(path: string, lines = 30): Promise<string> {
     return "";
   }
 }
+
+/**
+ * Writes `text` to `path` through a file beside it renamed over it, so that another process
+ * reading `path` meanwhile (tests run in lanes) sees the old content or the new, never a part.
+ */
+export async function writeFileAtomic(path: string, text: string): Promise<void> {
+  const partial = `${path}.${crypto.randomUUID().slice(0, 8)}.partial`;
+  try {
+    await Deno.writeTextFile(partial, text);
+    await Deno.rename(partial, path);
+  } finally {
+    await Deno.remove(partial).catch(() => {});
+  }
+}

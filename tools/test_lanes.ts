@@ -1,7 +1,8 @@
 /**
  * `./deno task test`: the project's test files run in lanes, each lane one `deno test` process
  * at a time. Every file that starts a real node goes to one lane of its own, one file after
- * another (only one real node runs per machine: tools/cluster/node/machine_lock.ts), and those
+ * another (only one real node runs per machine: tools/cluster/node/machine_lock.ts; so do the
+ * files that run `./deno task dev`, which has one default cluster per checkout), and those
  * files spend most of their time waiting on Pods, so the other files run meanwhile in `--lanes`
  * further lanes that take batches from one queue, the longest first (by the durations of the
  * previous run when there is one, else by where the file lives). Files of one batch run in one
@@ -38,12 +39,17 @@ export interface Batch {
   files: string[];
   /** Seconds the files took in the previous run, or an estimate. */
   weight: number;
-  realNode: boolean;
+  /** Needs the machine to itself: runs in lane R, one file after another. */
+  alone: boolean;
 }
 
 const TEST_FILE = /(^|[._])test\.(ts|tsx|mts|js|mjs|jsx)$/;
-/** What a test file that starts a real node says (tests/e2e/harness.ts's option, or its skip). */
-const STARTS_REAL_NODE = /realNode: true|\bREAL_NODE_SKIP\b/;
+/**
+ * What a test file that needs the machine to itself says: it starts a real node
+ * (tests/e2e/harness.ts's option, or its skip), or runs `./deno task dev` (devTest), whose one
+ * default cluster and lock a checkout has once.
+ */
+const NEEDS_THE_MACHINE = /realNode: true|\bREAL_NODE_SKIP\b|\bdevTest\(/;
 /** Directories whose files each get a process of their own (clusters, builds, long runs). */
 const HEAVY =
   /^(tests\/(e2e|istio|bench|global|deploy|kube|dataplane|sim|modules)|tools\/cluster)\//;
@@ -111,15 +117,15 @@ export async function findTestFiles(roots: string[], cwd: string): Promise<strin
  * first.
  */
 export function planBatches(
-  files: { path: string; realNode: boolean }[],
+  files: { path: string; alone: boolean }[],
   durations: Record<string, number>,
 ): Batch[] {
   const guess = (f: string) => durations[f] ?? (HEAVY.test(f) ? 30 : 2);
   const batches: Batch[] = [];
   const light = new Map<string, string[]>();
   for (const f of files) {
-    if (f.realNode || HEAVY.test(f.path)) {
-      batches.push({ files: [f.path], weight: guess(f.path), realNode: f.realNode });
+    if (f.alone || HEAVY.test(f.path)) {
+      batches.push({ files: [f.path], weight: guess(f.path), alone: f.alone });
     } else {
       const dir = dirname(f.path);
       light.set(dir, [...(light.get(dir) ?? []), f.path]);
@@ -131,7 +137,7 @@ export function planBatches(
       batches.push({
         files: part,
         weight: part.reduce((s, f) => s + guess(f), 0),
-        realNode: false,
+        alone: false,
       });
     }
   }
@@ -236,13 +242,13 @@ export async function runLanes(o: LaneOptions, cwd = Deno.cwd()): Promise<number
   const paths = await findTestFiles(o.roots, cwd);
   const files = await Promise.all(paths.map(async (path) => ({
     path,
-    realNode: STARTS_REAL_NODE.test(await Deno.readTextFile(join(cwd, path))),
+    alone: NEEDS_THE_MACHINE.test(await Deno.readTextFile(join(cwd, path))),
   })));
   const durationsPath = join(cwd, DURATIONS);
   const durations = await readDurations(durationsPath);
   const batches = planBatches(files, durations);
-  const real = batches.filter((b) => b.realNode);
-  const queue = batches.filter((b) => !b.realNode);
+  const real = batches.filter((b) => b.alone);
+  const queue = batches.filter((b) => !b.alone);
   const sum = (bs: Batch[]) => Math.round(bs.reduce((s, b) => s + b.weight, 0));
   console.log(
     `lanes: ${paths.length} files in ${batches.length} processes; real-node lane ` +
@@ -253,7 +259,7 @@ export async function runLanes(o: LaneOptions, cwd = Deno.cwd()): Promise<number
   );
   if (o.list) {
     for (const b of [...real, ...queue]) {
-      console.log(`${b.realNode ? "R" : "-"} ${Math.round(b.weight)}s ${b.files.join(" ")}`);
+      console.log(`${b.alone ? "R" : "-"} ${Math.round(b.weight)}s ${b.files.join(" ")}`);
     }
     return 0;
   }

@@ -27,14 +27,14 @@ Deno.test("test lanes: flags are checked; an unknown flag or a bad lane count is
 Deno.test("test lanes: real-node and heavy files get a process each, the rest batch by directory, heaviest first", () => {
   const light = Array.from({ length: 10 }, (_, i) => ({
     path: `tests/api/a${i}_test.ts`,
-    realNode: false,
+    alone: false,
   }));
   const plan = planBatches([
     ...light,
-    { path: "tests/e2e/keda_real_test.ts", realNode: true },
-    { path: "tests/e2e/modules_test.ts", realNode: false },
+    { path: "tests/e2e/keda_real_test.ts", alone: true },
+    { path: "tests/e2e/modules_test.ts", alone: false },
   ], { "tests/e2e/modules_test.ts": 120, "tests/e2e/keda_real_test.ts": 200 });
-  assert.deepEqual(plan.map((b) => [b.files.length, b.realNode, b.weight]), [
+  assert.deepEqual(plan.map((b) => [b.files.length, b.alone, b.weight]), [
     [1, true, 200],
     [1, false, 120],
     [8, false, 16],
@@ -64,7 +64,8 @@ Deno.test("test lanes: a run finds deno test's files, runs every one, fails when
       );
     await write("t/a_test.ts", `Deno.test("a", () => {});\nDeno.test("a2", () => {});\n`);
     await write("t/b.test.ts", `Deno.test("b", () => { throw new Error("b fails"); });\n`);
-    await write("t/real_test.ts", `// realNode: true\nDeno.test("r", () => {});\n`);
+    // The marker is built here, so that this file itself is not one the marker sends to lane R.
+    await write("t/real_test.ts", `// realNode: ${"true"}\nDeno.test("r", () => {});\n`);
     await write("t/helper.ts", `Deno.test("never run: not a test file name", () => {});\n`);
     await write("t/.hidden/c_test.ts", `Deno.test("hidden", () => {});\n`);
     assert.deepEqual(await findTestFiles(["t"], dir), [
@@ -126,7 +127,14 @@ Deno.test("test lanes: shown test commands run (docs/testing.md)", async () => {
   const lines = new TextDecoder().decode(out.stdout).trim().split("\n");
   assert.match(lines[0], /^lanes: \d+ files in \d+ processes; real-node lane \d+ files/);
   const real = lines.filter((l) => l.startsWith("R ")).map((l) => l.split(" ").slice(2).join(" "));
-  for (const f of ["tools/cluster/real_node_test.ts", "tests/e2e/keda_real_test.ts"]) {
+  for (
+    const f of [
+      "tools/cluster/real_node_test.ts",
+      "tests/e2e/keda_real_test.ts",
+      "tests/e2e/dev_test.ts",
+      "tests/istio/dev_mesh_test.ts",
+    ]
+  ) {
     assert.ok(real.includes(f), `${f} in lane R`);
   }
   assert.ok(!real.includes("tests/e2e/modules_test.ts"), "a kwok-only suite is not in lane R");

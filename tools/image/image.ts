@@ -4,6 +4,7 @@
  * result as the Pod would (read-only root, uid 65532, no capabilities), saves it as a docker
  * archive for `ctr images import`, and records what went in (.cache/image/record.json).
  */
+import { writeFileAtomic } from "../files.ts";
 import { join } from "node:path";
 import { type Bases, BUILD_BASE, makeBases, RUNTIME_BASE } from "./base.ts";
 import { ROOT } from "./lock.ts";
@@ -107,7 +108,7 @@ export async function buildImage(say: Say, o: BuildOptions = {}): Promise<ImageR
     npm: Object.keys(lock.npm).map((k) => k.replace(/_.*$/, "")).sort(),
     seconds: Math.round((Date.now() - start) / 1000),
   };
-  await Deno.writeTextFile(RECORD, `${JSON.stringify(record, null, 2)}\n`);
+  await writeFileAtomic(RECORD, `${JSON.stringify(record, null, 2)}\n`);
   say(`built ${tag} in ${elapsed(start)}: ${(record.size / 1e6).toFixed(1)} MB; record ${RECORD}`);
   if (o.save !== false) say(`saved ${archive}: ctr -n k8s.io images import ${archive}`);
   return record;

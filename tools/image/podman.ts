@@ -97,12 +97,19 @@ export const RESTRICTED_RUN: readonly string[] = [
 
 /** Saves `ref` as a docker archive at `archive` (what containerd's `ctr images import` reads). */
 export async function saveImage(say: Say, ref: string, archive: string): Promise<void> {
-  await Deno.remove(archive).catch(() => {});
-  await podmanStep(say, `podman save ${archive}`, [
-    "save",
-    "--format=docker-archive",
-    "--output",
-    archive,
-    ref,
-  ]);
+  // Saved beside it and renamed over it: a test loading the archive into a node meanwhile (tests
+  // run in lanes) reads the old file or the new one, never a half-written or missing one.
+  const partial = `${archive}.${crypto.randomUUID().slice(0, 8)}.partial`;
+  try {
+    await podmanStep(say, `podman save ${archive}`, [
+      "save",
+      "--format=docker-archive",
+      "--output",
+      partial,
+      ref,
+    ]);
+    await Deno.rename(partial, archive);
+  } finally {
+    await Deno.remove(partial).catch(() => {});
+  }
 }

@@ -10,6 +10,7 @@
  *
  * @module
  */
+import { writeFileAtomic } from "../files.ts";
 import { join } from "node:path";
 import { makeBases, RUNTIME_BASE } from "../image/base.ts";
 import { podman, RESTRICTED_RUN } from "../image/podman.ts";
@@ -117,7 +118,7 @@ export async function buildKedaImages(say: (line: string) => void): Promise<Keda
   }
   const images = out as KedaImages;
   const record = { version, seconds: Math.round((performance.now() - start) / 1000), images };
-  await Deno.writeTextFile(join(KEDA_IMAGE_DIR, "record.json"), JSON.stringify(record, null, 2));
+  await writeFileAtomic(join(KEDA_IMAGE_DIR, "record.json"), JSON.stringify(record, null, 2));
   return images;
 }
 

@@ -16,6 +16,7 @@
  *
  * @module
  */
+import { writeFileAtomic } from "../files.ts";
 import { join } from "node:path";
 import { makeBases, RUNTIME_BASE } from "../image/base.ts";
 import { podman, RESTRICTED_RUN } from "../image/podman.ts";
@@ -87,7 +88,7 @@ export async function buildEngineImage(say: (line: string) => void): Promise<Bin
     } MB, ${seconds.toFixed(1)} s${image.reused ? " (reused)" : ""}`,
   );
   const record = { version, seconds: Math.round(seconds * 10) / 10, image };
-  await Deno.writeTextFile(join(ENGINE_IMAGE_DIR, "record.json"), JSON.stringify(record, null, 2));
+  await writeFileAtomic(join(ENGINE_IMAGE_DIR, "record.json"), JSON.stringify(record, null, 2));
   return image;
 }
 
