@@ -145,8 +145,9 @@ export function moduleController(
       const object = cache.get(kind.primary, namespace, objectName);
       if (!object) return undefined;
       if (!reduce) throw new Error(`${name}: reconcile before preload (the reducer is not loaded)`);
-      return holdDeletion(kind, cache, object) ?? guardFinalizer(
+      return holdDeletion(kind, cache, object) ?? guardDeletion(
         kind,
+        object,
         reduce({
           object,
           peers: cache.list(kind.primary),
@@ -165,6 +166,24 @@ export function moduleController(
       );
     },
   };
+}
+
+/**
+ * A Plan for a module object being deleted that deletes anything or removes the finalizer must
+ * first find, with a live list, none of the user's objects that block the deletion (ScaledObjects,
+ * Functions, ...): the cache can be behind by one created a moment before the deletion (seen in a
+ * cold CI run: a Function applied just before the Serverless's deletion was not yet cached, and
+ * the module was being removed, CRDs included), and the finalizer guard besides.
+ */
+export function guardDeletion(kind: ModuleKind, object: KubeObject, plan: Plan): Plan {
+  const guarded = guardFinalizer(kind, plan);
+  if (!object.metadata.deletionTimestamp) return guarded;
+  if (guarded.delete.length === 0 && !guarded.finalizer?.remove) return guarded;
+  const blockers = kind.userTypes.map((type) => ({
+    apiVersion: apiVersionOf(type),
+    kind: type.kind,
+  }));
+  return { ...guarded, blockers };
 }
 
 /**

@@ -41,6 +41,13 @@ export interface Plan {
    * the one read that cannot be behind.
    */
   noneLeft?: { apiVersion: string; kind: string; labelSelector: string }[];
+  /**
+   * Kinds of which the API server must list no object (cluster-wide) right before the Plan deletes
+   * anything or removes its finalizer: the user's objects that block a module's deletion. The
+   * cache can be behind by the objects created a moment before the deletion, and deleting the
+   * module's CRDs on that stale "none" would take the user's objects with them.
+   */
+  blockers?: { apiVersion: string; kind: string }[];
   /** Reconcile this object again after this many milliseconds even if nothing changes. */
   requeueAfterMs?: number;
   /** Events to record. */

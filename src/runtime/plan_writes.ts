@@ -141,7 +141,9 @@ export class PlanWriter {
     const meta = state.primary.metadata;
     const index = name ? meta.finalizers?.indexOf(name) ?? -1 : -1;
     if (index < 0) return;
-    for (const left of plan.noneLeft ?? []) await this.#expectNoneLeft(left, signal);
+    for (const left of plan.noneLeft ?? []) {
+      await this.expectNone(left, "is left; the finalizer stays until it is gone", signal);
+    }
     const ops = removeFinalizerOps(index, name!);
     const written = await this.#write(
       refOf(state.primary),
@@ -153,19 +155,31 @@ export class PlanWriter {
   }
 
   /**
-   * Lists `left` from the API server; anything found fails the Plan as a conflict (retried soon)
-   * after being handed to the cache, so the next reconcile sees it and deletes it.
+   * Lists `left` from the API server (cluster-wide, by its label selector if it has one); anything
+   * found fails the Plan as a conflict (retried soon) after being handed to the cache, so the next
+   * reconcile sees it (and deletes it, or waits for it). `why` ends the error's message.
    */
-  async #expectNoneLeft(
+  async expectNone(
     left: { apiVersion: string; kind: string; labelSelector: string },
+    why: string,
     signal: AbortSignal,
   ): Promise<void> {
     const type = this.#type(left.apiVersion, left.kind);
-    const ref = { apiVersion: left.apiVersion, kind: left.kind, name: `(${left.labelSelector})` };
+    const ref = {
+      apiVersion: left.apiVersion,
+      kind: left.kind,
+      name: `(${left.labelSelector || "all"})`,
+    };
     const page = await this.#write(
       ref,
       signal,
-      () => this.#o.cluster.list(type, { labelSelector: left.labelSelector }),
+      // A kind the API server no longer serves (its CRD deleted with the module) has no objects.
+      () =>
+        this.#o.cluster.list(type, left.labelSelector ? { labelSelector: left.labelSelector } : {})
+          .catch((err) => {
+            if (err instanceof ApiError && err.code === 404) return { items: [] as KubeObject[] };
+            throw err;
+          }),
     );
     const found = page.items.filter((o) => !o.metadata.deletionTimestamp);
     if (found.length === 0) return;
@@ -178,8 +192,8 @@ export class PlanWriter {
       new ApiError(
         409,
         "Conflict",
-        `${left.kind} ${first.namespace ? `${first.namespace}/` : ""}${first.name} still exists ` +
-          `(the cache had not shown it); the finalizer stays until it is gone`,
+        `${left.kind} ${first.namespace ? `${first.namespace}/` : ""}${first.name} exists ` +
+          `(the cache had not shown it) and ${why}`,
       ),
     );
   }

@@ -118,6 +118,11 @@ export class Runner {
       for (const obj of plan.create ?? []) await this.#writes.create(obj, state, signal);
       await this.#writes.addFinalizer(primaryType, state, plan, signal);
       for (const obj of plan.apply) await this.#writes.apply(obj, state, signal);
+      if (plan.blockers && (plan.delete.length > 0 || plan.finalizer?.remove)) {
+        for (const b of plan.blockers) {
+          await this.#writes.expectNone({ ...b, labelSelector: "" }, "blocks the deletion", signal);
+        }
+      }
       for (const ref of plan.delete) await this.#writes.delete(ref, state, signal);
       await this.#writes.status(primaryType, state, plan.status, signal);
       await this.#writes.removeFinalizer(primaryType, state, plan, signal);
