@@ -31,7 +31,12 @@ export interface Target {
   build: (log: Log) => Promise<void>;
 }
 
-/** Every target, in the order CI builds them (the control plane first: most tests need it). */
+/**
+ * Every target, in the order CI builds them: first what most tests and the real node need (the
+ * control plane, the node's parts, the engine, the images), which `.ci/run` builds before the tests;
+ * then the rest, which it builds in the background while the tests run, in the order the files
+ * waiting for it need it (istiod and the proxy stand-ins for the most, then KEDA for lane R).
+ */
 export const TARGETS: readonly Target[] = [
   {
     name: "cluster",
@@ -44,9 +49,29 @@ export const TARGETS: readonly Target[] = [
     build: async (log) => void await ensureNodeBuilt(log),
   },
   {
+    name: "ratelimit-engine",
+    what: "the global rate limit engine (envoyproxy/ratelimit, Go module) and its test harnesses",
+    build: async (log) => void await ensureRatelimitEngine(log),
+  },
+  {
+    name: "image",
+    what: "the operator's image (podman, bases made from Debian packages), saved for the node",
+    build: async (log) => void await buildImage(log),
+  },
+  {
+    name: "ratelimit-engine-image",
+    what: "the global rate limit engine's image (its binary on the runtime base), saved",
+    build: async (log) => void await buildEngineImage(log),
+  },
+  {
     name: "istio-check",
     what: "tools/istio-check and istiod (pilot-discovery), one Go build of istio.io/istio",
     build: async (log) => void await ensureIstioCheck(log),
+  },
+  {
+    name: "keda",
+    what: "KEDA's operator, metrics API server and webhooks (Go module) and their images, saved",
+    build: async (log) => void await buildKedaImages(log),
   },
   {
     name: "crdgen",
@@ -73,26 +98,6 @@ export const TARGETS: readonly Target[] = [
     name: "helm",
     what: "helm (helm.sh/helm/v3): lints, renders and installs the generated chart",
     build: async (log) => void await ensureHelm(log),
-  },
-  {
-    name: "ratelimit-engine",
-    what: "the global rate limit engine (envoyproxy/ratelimit, Go module) and its test harnesses",
-    build: async (log) => void await ensureRatelimitEngine(log),
-  },
-  {
-    name: "image",
-    what: "the operator's image (podman, bases made from Debian packages), saved for the node",
-    build: async (log) => void await buildImage(log),
-  },
-  {
-    name: "keda",
-    what: "KEDA's operator, metrics API server and webhooks (Go module) and their images, saved",
-    build: async (log) => void await buildKedaImages(log),
-  },
-  {
-    name: "ratelimit-engine-image",
-    what: "the global rate limit engine's image (its binary on the runtime base), saved",
-    build: async (log) => void await buildEngineImage(log),
   },
 ];
 

@@ -11,11 +11,14 @@
  * is as alone as in a serial run. The JUnit reports of all processes are merged into
  * `--junit-path`; a process that ends without a report counts as one failed test naming it.
  *
- * With `--others-after=FILE` the lanes beside lane R start only once FILE exists: `.ci/run` builds
- * what the real-node files need first, then the rest of the build in the background, which writes
- * FILE (its exit code) when done, so lane R waits on Pods while the Go builds the others need run.
+ * With `--late-after=FILE`, the files that use what the rest of the build makes (istiod and the
+ * proxy stand-ins, KEDA's images, crdgen, promtool, Prometheus, helm: {@link NEEDS_THE_REST}, in the
+ * file or in the files of tests/ it imports) start only once FILE exists, and each lane takes them
+ * after every file it can run sooner: `.ci/run` builds what the other files need first, then the
+ * rest of the build in the background, which writes FILE (its exit code) when done, so the Go builds
+ * the late files need run while the lanes run every file that needs none of them.
  *
- * Usage: deno run -A tools/test_lanes.ts [--lanes=N] [--junit-path=FILE] [--others-after=FILE]
+ * Usage: deno run -A tools/test_lanes.ts [--lanes=N] [--junit-path=FILE] [--late-after=FILE]
  *   [--list] <dir|file>...
  */
 import { dirname, join, relative, resolve } from "node:path";
@@ -33,8 +36,11 @@ export interface LaneOptions {
   junitPath?: string;
   /** Print the plan only. */
   list: boolean;
-  /** A file whose appearance lets the lanes beside lane R start (the background build's end). */
-  othersAfter?: string;
+  /**
+   * A file whose appearance lets the files that need the rest of the build start (the background
+   * build's end).
+   */
+  lateAfter?: string;
 }
 
 /** One `deno test` process: its files, and the lane that runs it. */
@@ -44,6 +50,17 @@ export interface Batch {
   weight: number;
   /** Needs the machine to itself: runs in lane R, one file after another. */
   alone: boolean;
+  /** Uses what the rest of the build makes: waits for `--late-after`'s file. */
+  late: boolean;
+}
+
+/** One test file as the plan sees it. */
+export interface PlannedFile {
+  path: string;
+  /** Needs the machine to itself ({@link NEEDS_THE_MACHINE}). */
+  alone: boolean;
+  /** Uses what the rest of the build makes ({@link NEEDS_THE_REST}). */
+  late: boolean;
 }
 
 const TEST_FILE = /(^|[._])test\.(ts|tsx|mts|js|mjs|jsx)$/;
@@ -53,6 +70,15 @@ const TEST_FILE = /(^|[._])test\.(ts|tsx|mts|js|mjs|jsx)$/;
  * default cluster and lock a checkout has once.
  */
 const NEEDS_THE_MACHINE = /realNode: true|\bREAL_NODE_SKIP\b|\bdevTest\(/;
+/**
+ * What a test file (or a file of tests/ it imports) says when it uses what the rest of the build
+ * makes, which `.ci/run` builds in the background: istiod and the proxy stand-ins (istio-check's
+ * build; a cluster `up` with `mesh: true`, the dev task's `--mesh`, the mesh fixtures), KEDA's
+ * images, the CRD generator and KEDA's module, promtool, Prometheus and helm. Such a file would
+ * otherwise wait on the build's lock inside its own test.
+ */
+export const NEEDS_THE_REST =
+  /\b(ensureIstioCheck|ensurePilotDiscovery|ensureProxyStandin|buildKedaImages|kedaModule|ensureCrdgen|ensurePromtool|ensurePrometheus|ensureHelm)\b|mesh: true|"--mesh"|crdgen\/mod\.ts|prometheus\/server\.ts|proxy-standin\/mod\.ts/;
 /** Directories whose files each get a process of their own (clusters, builds, long runs). */
 const HEAVY =
   /^(tests\/(e2e|istio|bench|global|deploy|kube|dataplane|sim|modules)|tools\/cluster)\//;
@@ -72,10 +98,10 @@ export function parseLaneArgs(args: string[]): LaneOptions {
       }
       o.lanes = n;
     } else if (flag === "--junit-path" && value) o.junitPath = value;
-    else if (flag === "--others-after" && value) o.othersAfter = value;
+    else if (flag === "--late-after" && value) o.lateAfter = value;
     else if (flag === "--list" && value === "") o.list = true;
     else {throw new Error(
-        `unknown flag ${a} (known: --lanes=N, --junit-path=FILE, --others-after=FILE, --list)`,
+        `unknown flag ${a} (known: --lanes=N, --junit-path=FILE, --late-after=FILE, --list)`,
       );}
   }
   if (o.roots.length === 0) throw new Error("name at least one directory or test file");
@@ -116,11 +142,11 @@ export async function findTestFiles(roots: string[], cwd: string): Promise<strin
 
 /**
  * Groups files into processes: the real-node files one each (their lane runs them in order), the
- * files of heavy directories one each, the rest by directory in batches of up to eight; heaviest
- * first.
+ * files of heavy directories one each, the rest by directory (late files apart) in batches of up to
+ * eight; heaviest first.
  */
 export function planBatches(
-  files: { path: string; alone: boolean }[],
+  files: PlannedFile[],
   durations: Record<string, number>,
 ): Batch[] {
   const guess = (f: string) => durations[f] ?? (HEAVY.test(f) ? 30 : 2);
@@ -128,23 +154,61 @@ export function planBatches(
   const light = new Map<string, string[]>();
   for (const f of files) {
     if (f.alone || HEAVY.test(f.path)) {
-      batches.push({ files: [f.path], weight: guess(f.path), alone: f.alone });
+      batches.push({ files: [f.path], weight: guess(f.path), alone: f.alone, late: f.late });
     } else {
-      const dir = dirname(f.path);
-      light.set(dir, [...(light.get(dir) ?? []), f.path]);
+      const key = `${dirname(f.path)}${f.late ? " late" : ""}`;
+      light.set(key, [...(light.get(key) ?? []), f.path]);
     }
   }
-  for (const group of light.values()) {
+  for (const [key, group] of light) {
     for (let i = 0; i < group.length; i += BATCH_FILES) {
       const part = group.slice(i, i + BATCH_FILES);
       batches.push({
         files: part,
         weight: part.reduce((s, f) => s + guess(f), 0),
         alone: false,
+        late: key.endsWith(" late"),
       });
     }
   }
   return batches.sort((a, b) => b.weight - a.weight || a.files[0].localeCompare(b.files[0]));
+}
+
+/**
+ * Reads what the plan needs to know of each file: whether it needs the machine to itself (its own
+ * text), and whether it uses the rest of the build (its text, that of the files of tests/ it imports,
+ * followed through tests/, and that of the files of bench/ those import; the tools and src they
+ * import are not read, since every cluster test imports tools/cluster, which can start istiod when
+ * asked to).
+ */
+export async function classifyFiles(paths: string[], cwd: string): Promise<PlannedFile[]> {
+  const texts = new Map<string, Promise<string>>();
+  const read = (path: string) => {
+    let t = texts.get(path);
+    if (!t) texts.set(path, t = Deno.readTextFile(join(cwd, path)).catch(() => ""));
+    return t;
+  };
+  const usesTheRest = async (path: string): Promise<boolean> => {
+    const seen = new Set<string>();
+    for (const todo = [path]; todo.length > 0;) {
+      const p = todo.pop()!;
+      if (seen.has(p)) continue;
+      seen.add(p);
+      const text = await read(p);
+      if (NEEDS_THE_REST.test(text)) return true;
+      if (p !== path && !p.startsWith("tests/")) continue;
+      for (const m of text.matchAll(/\b(?:from|import)\s*\(?\s*"(\.{1,2}\/[^"]+)"/g)) {
+        const next = relative(cwd, resolve(cwd, dirname(p), m[1]));
+        if (/^(tests|bench)\//.test(next)) todo.push(next);
+      }
+    }
+    return false;
+  };
+  return await Promise.all(paths.map(async (path) => ({
+    path,
+    alone: NEEDS_THE_MACHINE.test(await read(path)),
+    late: await usesTheRest(path),
+  })));
 }
 
 /** Merges JUnit reports into one `<testsuites>` with summed counts. */
@@ -243,10 +307,7 @@ async function readDurations(path: string): Promise<Record<string, number>> {
 /** Runs the plan; returns the process's exit code (0 when every process passed). */
 export async function runLanes(o: LaneOptions, cwd = Deno.cwd()): Promise<number> {
   const paths = await findTestFiles(o.roots, cwd);
-  const files = await Promise.all(paths.map(async (path) => ({
-    path,
-    alone: NEEDS_THE_MACHINE.test(await Deno.readTextFile(join(cwd, path))),
-  })));
+  const files = await classifyFiles(paths, cwd);
   const durationsPath = join(cwd, DURATIONS);
   const durations = await readDurations(durationsPath);
   const batches = planBatches(files, durations);
@@ -258,20 +319,38 @@ export async function runLanes(o: LaneOptions, cwd = Deno.cwd()): Promise<number
       `${real.length} files (~${sum(real)} s), ${o.lanes} other lane(s) ${
         queue.reduce((s, b) => s + b.files.length, 0)
       } files (~${sum(queue)} s)` +
-      (Object.keys(durations).length ? ` (weights from ${DURATIONS})` : " (weights guessed)"),
+      (Object.keys(durations).length ? ` (weights from ${DURATIONS})` : " (weights guessed)") +
+      `; ${batches.filter((b) => b.late).length} processes use the rest of the build`,
   );
   if (o.list) {
     for (const b of [...real, ...queue]) {
-      console.log(`${b.alone ? "R" : "-"} ${Math.round(b.weight)}s ${b.files.join(" ")}`);
+      console.log(
+        `${b.alone ? "R" : "-"}${b.late ? " late" : ""} ${Math.round(b.weight)}s ${
+          b.files.join(" ")
+        }`,
+      );
     }
     return 0;
   }
+  // The late files wait for the rest of the build; each lane takes them after all it can run sooner.
+  let restBuilt = o.lateAfter === undefined;
+  const restWaiter = restBuilt
+    ? Promise.resolve()
+    : waitForFile(resolve(cwd, o.lateAfter!)).then(() => void (restBuilt = true));
+  const take = async (from: Batch[]): Promise<Batch | undefined> => {
+    for (;;) {
+      const i = from.findIndex((b) => restBuilt || !b.late);
+      if (i >= 0) return from.splice(i, 1)[0];
+      if (from.length === 0) return undefined;
+      await restWaiter;
+    }
+  };
   const dir = await Deno.makeTempDir({ prefix: "test-lanes-" });
   const t0 = performance.now();
   const outcomes: Outcome[] = [];
   let n = 0;
-  const lane = async (name: string, take: () => Batch | undefined) => {
-    for (let b = take(); b; b = take()) {
+  const lane = async (name: string, from: Batch[]) => {
+    for (let b = await take(from); b; b = await take(from)) {
       const o = await runBatch(b, name, dir, n++, cwd);
       outcomes.push(o);
       console.log(
@@ -281,13 +360,11 @@ export async function runLanes(o: LaneOptions, cwd = Deno.cwd()): Promise<number
       );
     }
   };
-  const others = async () => {
-    if (o.othersAfter) await waitForFile(resolve(cwd, o.othersAfter));
-    await Promise.all(
-      Array.from({ length: o.lanes }, (_, i) => lane(String(i + 1), () => queue.shift())),
-    );
-  };
-  await Promise.all([lane("R", () => real.shift()), others()]);
+  await Promise.all([
+    lane("R", real),
+    ...Array.from({ length: o.lanes }, (_, i) => lane(String(i + 1), queue)),
+  ]);
+  await restWaiter;
   const wall = (performance.now() - t0) / 1000;
   if (o.junitPath) {
     await Deno.mkdir(dirname(resolve(cwd, o.junitPath)), { recursive: true });
@@ -322,7 +399,7 @@ async function waitForFile(path: string): Promise<void> {
       const text = (await Deno.readTextFile(path)).trim();
       console.log(
         `lanes: ${path} appeared after ${fmtTime((performance.now() - t0) / 1000)}` +
-          (text ? ` (${text})` : "") + "; the other lanes start",
+          (text ? ` (${text})` : "") + "; the files that use the rest of the build may start",
       );
       return;
     } catch (e) {
@@ -331,7 +408,7 @@ async function waitForFile(path: string): Promise<void> {
     const minutes = Math.floor((performance.now() - t0) / 300_000);
     if (minutes !== said) {
       said = minutes;
-      console.log(`lanes: the lanes beside lane R wait for ${path}`);
+      console.log(`lanes: the files that use the rest of the build wait for ${path}`);
     }
     await new Promise((r) => setTimeout(r, 1_000));
   }

@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import {
+  classifyFiles,
   findTestFiles,
   mergeJunit,
   missingReport,
@@ -16,8 +17,8 @@ Deno.test("test lanes: flags are checked; an unknown flag or a bad lane count is
     junitPath: "x.xml",
     list: false,
   });
-  assert.equal(parseLaneArgs(["t", "--others-after=b.rc"]).othersAfter, "b.rc");
-  assert.throws(() => parseLaneArgs(["t", "--others-after"]), /unknown flag --others-after/);
+  assert.equal(parseLaneArgs(["t", "--late-after=b.rc"]).lateAfter, "b.rc");
+  assert.throws(() => parseLaneArgs(["t", "--late-after"]), /unknown flag --late-after/);
   assert.throws(() => parseLaneArgs(["tests/", "--lane=3"]), /unknown flag --lane=3/);
   assert.throws(() => parseLaneArgs(["tests/", "--lanes=0"]), /--lanes must be/);
   assert.throws(() => parseLaneArgs(["tests/", "--lanes=two"]), /--lanes must be/);
@@ -28,17 +29,19 @@ Deno.test("test lanes: real-node and heavy files get a process each, the rest ba
   const light = Array.from({ length: 10 }, (_, i) => ({
     path: `tests/api/a${i}_test.ts`,
     alone: false,
+    late: i === 9,
   }));
   const plan = planBatches([
     ...light,
-    { path: "tests/e2e/keda_real_test.ts", alone: true },
-    { path: "tests/e2e/modules_test.ts", alone: false },
+    { path: "tests/e2e/keda_real_test.ts", alone: true, late: true },
+    { path: "tests/e2e/modules_test.ts", alone: false, late: false },
   ], { "tests/e2e/modules_test.ts": 120, "tests/e2e/keda_real_test.ts": 200 });
-  assert.deepEqual(plan.map((b) => [b.files.length, b.alone, b.weight]), [
-    [1, true, 200],
-    [1, false, 120],
-    [8, false, 16],
-    [2, false, 4],
+  assert.deepEqual(plan.map((b) => [b.files.length, b.alone, b.late, b.weight]), [
+    [1, true, true, 200],
+    [1, false, false, 120],
+    [8, false, false, 16],
+    [1, false, false, 2],
+    [1, false, true, 2],
   ]);
 });
 
@@ -92,22 +95,53 @@ Deno.test("test lanes: a run finds deno test's files, runs every one, fails when
       "t/real_test.ts",
     ]);
     await Deno.remove(join(dir, "t/b.test.ts"));
-    // The other lanes wait for the background build's file; lane R does not.
+    // A file that uses the rest of the build (here through a helper of tests/ it imports) waits for
+    // the background build's file; the others do not. Each test writes when it ran.
+    const stamp = (name: string) =>
+      `Deno.test("${name}", () => Deno.writeTextFileSync("${name}.ran", String(Date.now())));\n`;
+    await write("t/a_test.ts", stamp("a"));
+    await write("t/real_test.ts", `// realNode: ${"true"}\n${stamp("r")}`);
+    await write("tests/mesh_helper.ts", `export const m = { ${"mesh"}: true };\n`);
+    await write("t/late_test.ts", `import "../tests/mesh_helper.ts";\n${stamp("late")}`);
+    await write("t/later_test.ts", `import "../tests/mesh_helper.ts";\n${stamp("later")}`);
+    const classes = await classifyFiles(
+      ["t/a_test.ts", "t/late_test.ts", "t/real_test.ts"],
+      dir,
+    );
+    assert.deepEqual(classes.map((f) => [f.path, f.alone, f.late]), [
+      ["t/a_test.ts", false, false],
+      ["t/late_test.ts", false, true],
+      ["t/real_test.ts", true, false],
+    ]);
+    // The build's file is written once the other files have run (or after 60 s, if they waited).
     const t0 = Date.now();
     let written = 0;
-    const timer = setTimeout(() => {
-      written = Date.now() - t0;
-      Deno.writeTextFileSync(join(dir, "build.rc"), "0\n");
-    }, 2_000);
+    const ranYet = (name: string) => {
+      try {
+        return Deno.statSync(join(dir, `${name}.ran`)).isFile;
+      } catch {
+        return false;
+      }
+    };
+    const timer = setInterval(() => {
+      if ((ranYet("a") && ranYet("r")) || Date.now() - t0 > 60_000) {
+        clearInterval(timer);
+        written = Date.now();
+        Deno.writeTextFileSync(join(dir, "build.rc"), "0\n");
+      }
+    }, 100);
     try {
       assert.equal(
-        await runLanes({ roots: ["t"], lanes: 1, list: false, othersAfter: "build.rc" }, dir),
+        await runLanes({ roots: ["t"], lanes: 1, list: false, lateAfter: "build.rc" }, dir),
         0,
       );
     } finally {
-      clearTimeout(timer);
+      clearInterval(timer);
     }
-    assert.ok(written >= 2_000, "the run ended only after the file appeared");
+    const ran = (name: string) => Number(Deno.readTextFileSync(join(dir, `${name}.ran`)));
+    assert.ok(written > 0 && written - t0 < 60_000, "the other files ran before the build's file");
+    assert.ok(ran("a") < written && ran("r") < written, "the other files did not wait");
+    assert.ok(ran("late") >= written && ran("later") >= written, "the late files waited");
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
@@ -126,7 +160,16 @@ Deno.test("test lanes: shown test commands run (docs/testing.md)", async () => {
   assert.equal(out.code, 0);
   const lines = new TextDecoder().decode(out.stdout).trim().split("\n");
   assert.match(lines[0], /^lanes: \d+ files in \d+ processes; real-node lane \d+ files/);
-  const real = lines.filter((l) => l.startsWith("R ")).map((l) => l.split(" ").slice(2).join(" "));
+  const file = (l: string) => l.replace(/^[R-]( late)? \d+s /, "");
+  const real = lines.filter((l) => l.startsWith("R ")).map(file);
+  const late = lines.filter((l) => / late /.test(l)).map(file);
+  for (const f of ["tests/e2e/keda_real_test.ts", "tests/istio/dev_mesh_test.ts"]) {
+    assert.ok(late.includes(f), `${f} waits for the rest of the build`);
+  }
+  for (const f of ["tests/istio/accepted_test.ts", "tests/deploy/chart_test.ts"]) {
+    assert.ok(late.includes(f), `${f} waits for the rest of the build`);
+  }
+  assert.ok(!late.includes("tests/e2e/modules_test.ts"), "a kwok-only suite does not wait");
   for (
     const f of [
       "tools/cluster/real_node_test.ts",
