@@ -5,7 +5,7 @@
  * /healthz, /readyz and /metrics while the first answers come, then runs the Manager until SIGTERM
  * or SIGINT, when it finishes in-flight work, releases the lease and exits 0.
  */
-import { ConfigError, loadConnection } from "../kube/config.ts";
+import { ConfigError, IN_CLUSTER_SOURCE, loadConnection } from "../kube/config.ts";
 import { YamlNotLoaded } from "../kube/kubeconfig.ts";
 import { LiveCluster } from "../kube/live_cluster.ts";
 import { trustingOnlyItsCa } from "../kube/trust.ts";
@@ -38,6 +38,7 @@ import { type ControllerName, controllersFor } from "../controllers/registry.ts"
 import { ObjectMetrics } from "../controllers/object_metrics.ts";
 import { PROXY_STATUS } from "../api/istiod.ts";
 import { ENGINE_STATUS } from "../api/engine_status.ts";
+import { DNS_LOOKUP } from "../api/cluster_dns.ts";
 import { startEngineStatus } from "../kube/engine_source.ts";
 import { RESOURCES } from "../api/resources.ts";
 import { STAT_PREFIX } from "../reconcile/ratelimit/render.ts";
@@ -183,6 +184,7 @@ export async function runOperator(opts: RunOptions, deps: RunDeps): Promise<numb
       meshRootNamespace: opts.meshRootNamespace,
       proxyStatus: asksIstiod(opts),
       engineStatus: opts.globalRedisSecret !== undefined,
+      clusterDns: true,
     });
   const unavailable = opts.controllers.filter((name) => !registry[name]);
   if (unavailable.length > 0) {
@@ -246,10 +248,12 @@ export async function runOperator(opts: RunOptions, deps: RunDeps): Promise<numb
   const proxyStatus = asksIstiod(opts) ? new LocalSource(PROXY_STATUS) : undefined;
   // What the global rate limit engine's Pods say, read back when the operator runs the engine.
   const engineStatus = opts.globalRedisSecret ? new LocalSource(ENGINE_STATUS) : undefined;
+  // The names KEDA's Pods dial, as the operator's resolver answers them (empty when not asked).
+  const dnsLookups = new LocalSource(DNS_LOOKUP);
   const newManager = (held: boolean, through: Cluster = live) =>
     new Manager({
       cluster: through,
-      localSources: [proxyStatus, engineStatus].filter((s) => s !== undefined),
+      localSources: [proxyStatus, engineStatus, dnsLookups].filter((s) => s !== undefined),
       clock,
       random,
       log,
@@ -339,6 +343,23 @@ export async function runOperator(opts: RunOptions, deps: RunDeps): Promise<numb
       changed: () => (manager ?? m).cache.list(RESOURCES.EnvoyFilter),
       signal: deps.shutdown,
     });
+  }
+  // Cluster DNS is asked where it answers as it does for KEDA's Pods: from the operator's Pod
+  // (`auto` in a Pod), or at a server given; outside a Pod by default nothing is asked or said.
+  const dns = opts.clusterDns;
+  const inPod = live.connection.source === IN_CLUSTER_SOURCE;
+  if (dns.kind === "server" || (dns.kind === "auto" && inPod)) {
+    // Loaded only when asked, as the engine's parts are: kept out of the start-up graph.
+    void import("../kube/cluster_dns.ts").then(({ startClusterDnsLookups }) =>
+      startClusterDnsLookups({
+        ask: dns.kind === "server" ? { ipAddr: dns.ipAddr, port: dns.port } : "pod",
+        source: dnsLookups,
+        cache: () => (manager ?? m).cache,
+        clock,
+        log: log.child({ component: "cluster-dns" }),
+        signal: deps.shutdown,
+      })
+    );
   }
   const firstCheck = m.listing.then(() => check(firstLists.answer));
   const endpoints: Endpoint[] = [];

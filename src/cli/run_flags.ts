@@ -57,6 +57,11 @@ export interface RunOptions {
   istiodServices: ServiceRef[];
   /** The token (audience istio-ca) the operator shows istiod. */
   istiodTokenFile: string;
+  /**
+   * Where the operator looks up the names KEDA's Pods dial (the Scaler's cluster DNS check):
+   * `auto`, its Pod's resolver when it runs in a Pod, else nowhere; `off`; or a DNS server.
+   */
+  clusterDns: ClusterDnsSetting;
   identity?: string;
   /** The Redis Secret of the global rate limit engine; undefined: the engine is not deployed. */
   globalRedisSecret?: { namespace: string; name: string };
@@ -76,6 +81,24 @@ export interface RunOptions {
   globalEngineReplicas: number;
   /** Each engine container's requests and limits. */
   globalEngineResources: EngineResources;
+}
+
+/** The `--cluster-dns` setting: where the operator asks cluster DNS, if anywhere. */
+export type ClusterDnsSetting =
+  | { kind: "auto" }
+  | { kind: "off" }
+  | { kind: "server"; ipAddr: string; port: number };
+
+function parseClusterDns(flag: string, value: string): ClusterDnsSetting {
+  if (value === "auto" || value === "off") return { kind: value };
+  const m = /^(\d{1,3}(?:\.\d{1,3}){3})(?::(\d{1,5}))?$/.exec(value);
+  const port = m?.[2] === undefined ? 53 : Number(m[2]);
+  if (m && m[1].split(".").every((b) => Number(b) <= 255) && port >= 1 && port <= 65535) {
+    return { kind: "server", ipAddr: m[1], port };
+  }
+  throw new Error(
+    `invalid --${flag} "${value}": use auto, off, or a DNS server's IPv4 address[:port] (e.g. 10.96.0.10)`,
+  );
 }
 
 /** One flag: `--name`, its variables (first set wins), default and help. */
@@ -392,6 +415,14 @@ export const RUN_FLAGS: readonly OperatorFlag[] = [
       o.istiodTokenFile = v;
     },
     { default: "/etc/platform-operator/istiod/token" },
+  ),
+  flag(
+    "cluster-dns",
+    "where the operator looks up the name KEDA's metrics server dials to reach KEDA's operator (a Scaler is not Ready while it does not resolve): auto, its Pod's resolver when it runs in a Pod and nowhere otherwise; off; or a DNS server's address[:port] (e.g. the kube-dns Service's 10.96.0.10 for an operator run outside the cluster that can reach it)",
+    (o, v) => {
+      o.clusterDns = parseClusterDns("cluster-dns", v);
+    },
+    { default: "auto" },
   ),
   flag(
     "global-redis-secret",

@@ -11,6 +11,7 @@ import { emptyPlan, type Plan } from "../reconcile/plan.ts";
 import type { ModuleInput } from "../reconcile/module/lifecycle.ts";
 import { CLAIM_LABEL, CLAIM_SELECTOR, claimName } from "../reconcile/module/claim.ts";
 import { RESOURCES } from "../api/resources.ts";
+import { DNS_LOOKUP } from "../api/cluster_dns.ts";
 import type { EmbeddedCrds } from "./embedded_crds.ts";
 import { everyPrimary, ownerByLabel, sortedKeys, whenLabelled } from "./triggers.ts";
 import {
@@ -33,6 +34,12 @@ export interface ModuleKind {
   userTypes: readonly ResourceType[];
   /** The upstream CRDs the module installs, loaded before its controller's first reconcile. */
   crds: EmbeddedCrds;
+  /**
+   * True when the operator looks up cluster DNS names for the module (src/controllers/cluster_dns.ts):
+   * its controller then watches the DNSLookup objects (a type served inside the operator) and hands
+   * them to the reducer as `lookups`.
+   */
+  lookups?: boolean;
 }
 
 /**
@@ -59,6 +66,7 @@ export function moduleWatches(kind: ModuleKind): WatchSpec[] {
       trigger: whenLabelled(installed, owner),
     })),
     ...kind.userTypes.map((type) => ({ type, optional: true, trigger: every })),
+    ...(kind.lookups ? [{ type: DNS_LOOKUP, local: true, trigger: every }] : []),
   ];
 }
 
@@ -161,6 +169,7 @@ export function moduleController(
           now: ctx.now,
           images: ctx.images,
           crds: kind.crds.get(),
+          ...(kind.lookups ? { lookups: cache.list(DNS_LOOKUP) } : {}),
           ...(ctx.lastOutcome ? { lastOutcome: ctx.lastOutcome } : {}),
         }),
       );

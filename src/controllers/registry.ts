@@ -5,7 +5,7 @@
 import type { ControllerSpec } from "../runtime/mod.ts";
 import { rateLimitControllerFor, type RateLimitSettings } from "./ratelimit.ts";
 import { ISTIO_ROOT_NAMESPACE } from "../api/mesh.ts";
-import { scalerController } from "./scaler.ts";
+import { scalerControllerFor } from "./scaler.ts";
 import { serverlessController } from "./serverless.ts";
 
 /** Names of the controllers, in the order the operator starts them. */
@@ -14,7 +14,14 @@ export const CONTROLLER_NAMES = ["serverless", "scaler", "ratelimit"] as const;
 export type ControllerName = typeof CONTROLLER_NAMES[number];
 
 /** What the controllers need to know of the cluster they run in (the operator's flags). */
-export type ControllerSettings = RateLimitSettings;
+export interface ControllerSettings extends RateLimitSettings {
+  /**
+   * True when the operator serves its cluster DNS lookups (src/controllers/cluster_dns.ts) as
+   * DNSLookup objects: the Scaler then reads them. The lookups themselves run only where the
+   * operator can ask cluster DNS.
+   */
+  clusterDns?: boolean;
+}
 
 /** The settings of a cluster with Istio's defaults. */
 export const DEFAULT_SETTINGS: ControllerSettings = { meshRootNamespace: ISTIO_ROOT_NAMESPACE };
@@ -25,7 +32,7 @@ export function controllersFor(
 ): Readonly<Record<ControllerName, ControllerSpec>> {
   return {
     serverless: serverlessController,
-    scaler: scalerController,
+    scaler: scalerControllerFor(settings.clusterDns ?? false),
     ratelimit: rateLimitControllerFor(settings),
   };
 }

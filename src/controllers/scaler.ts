@@ -34,9 +34,21 @@ export const SCALER_MODULE: ModuleKind = {
   crds: KEDA_CRDS,
 };
 
-/** The Scaler controller (ControllerSpec for the runtime). */
+const loadScaler = async () => (await import("../reconcile/scaler/mod.ts")).reconcileScaler;
+
+/** The Scaler controller (ControllerSpec for the runtime), without cluster DNS lookups. */
 export const scalerController: ControllerSpec = moduleController(
   "scaler",
   SCALER_MODULE,
-  async () => (await import("../reconcile/scaler/mod.ts")).reconcileScaler,
+  loadScaler,
 );
+
+/**
+ * The Scaler controller; with `clusterDns` it also reads the operator's cluster DNS lookups of the
+ * name KEDA's metrics server dials (the operator must then serve the DNSLookup type).
+ */
+export function scalerControllerFor(clusterDns: boolean): ControllerSpec {
+  return clusterDns
+    ? moduleController("scaler", { ...SCALER_MODULE, lookups: true }, loadScaler)
+    : scalerController;
+}

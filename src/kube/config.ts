@@ -186,6 +186,9 @@ export function connectionFromSelection(sel: KubeconfigSelection, source: string
   };
 }
 
+/** The `source` of a connection made from a Pod's service account (the operator runs in a Pod). */
+export const IN_CLUSTER_SOURCE = "in-cluster service account";
+
 /** Loads the in-cluster configuration (service account token, CA, KUBERNETES_SERVICE_HOST/PORT). */
 export function inClusterConnection(root = ""): Connection {
   const host = Deno.env.get("KUBERNETES_SERVICE_HOST");
@@ -206,7 +209,7 @@ export function inClusterConnection(root = ""): Connection {
     caCerts: ca ? [ca] : [],
     skipTLSVerify: false,
     credentials: new TokenFile(`${sa}/token`),
-    source: "in-cluster service account",
+    source: IN_CLUSTER_SOURCE,
     warnings: [],
   };
   const namespaceFile = `${root}${SERVICE_ACCOUNT_DIR}/namespace`;

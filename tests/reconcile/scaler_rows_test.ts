@@ -2,6 +2,12 @@
 import assert from "node:assert/strict";
 import { KEDA_DEPLOYMENTS } from "../../src/reconcile/scaler/names.ts";
 import { METRICS_API_GRACE_MS, metricsApiStep } from "../../src/reconcile/scaler/metrics_api.ts";
+import {
+  CLUSTER_DNS_GRACE_MS,
+  dialedOperatorHost,
+} from "../../src/reconcile/scaler/cluster_dns.ts";
+import { type DnsLookupFields, dnsLookupObject } from "../../src/api/cluster_dns.ts";
+import type { KubeObject } from "../../src/api/object.ts";
 import { SCALER_FINALIZER } from "../../src/reconcile/labels.ts";
 import {
   reconcileScaler,
@@ -41,6 +47,35 @@ const MISSING_ENDPOINTS = {
   message:
     `endpointslices for service/keda-operator-metrics-apiserver in "platform-system" have no addresses with port name "https"`,
 };
+
+/** The name KEDA's metrics server dials in platform-system. */
+const OPERATOR_HOST = "keda-operator.platform-system.svc.cluster.local";
+
+/** RFC 3339 (whole seconds) of `ms` before NOW. */
+const ago = (ms: number) => new Date(NOW - ms).toISOString().replace(/\.\d+Z$/, "Z");
+
+/** The operator's lookup of the name KEDA's metrics server dials: failing since `forMs`. */
+function failedLookup(forMs: number, host = OPERATOR_HOST): KubeObject[] {
+  const fields: DnsLookupFields = {
+    result: "Failed",
+    host,
+    server: "the operator Pod's resolver",
+    error: "no answer within 2 s",
+    since: ago(forMs),
+  };
+  return [dnsLookupObject("platform-system", KEDA_DEPLOYMENTS.metricServer, fields)];
+}
+
+/** The same name resolving. */
+function resolvedLookup(): KubeObject[] {
+  return [dnsLookupObject("platform-system", KEDA_DEPLOYMENTS.metricServer, {
+    result: "Resolved",
+    host: OPERATOR_HOST,
+    server: "the operator Pod's resolver",
+    addresses: ["10.96.0.20"],
+    since: ago(600_000),
+  })];
+}
 
 /** An installed Scaler whose spec changed to `spec` (generation 2), its objects not yet updated. */
 function changed(spec: Record<string, unknown>): World {
@@ -236,6 +271,19 @@ const CASES: Record<number, Case> = {
       ]);
     },
   },
+  15: {
+    input: () => inputOf(installed(), { lookups: failedLookup(CLUSTER_DNS_GRACE_MS) }),
+    message:
+      /^KEDA 2\.20\.2 is installed, but cluster DNS has not resolved keda-operator\.platform-system\.svc\.cluster\.local, the name KEDA's metrics server dials to reach KEDA's operator, since \S+Z \(the operator Pod's resolver answered: no answer within 2 s\)\. HPAs cannot get KEDA's metrics until it does: check the cluster's DNS server \(CoreDNS behind the kube-dns Service\)\.$/,
+    check: (plan) => {
+      assert.deepEqual([plan.apply, plan.delete], [[], []], "nothing is written but the status");
+      assert.equal(statusOf(plan).kedaVersion, "2.20.2");
+      assert.ok(plan.requeueAfterMs! > 0);
+      assert.deepEqual(plan.events.map((e) => [e.type, e.reason]), [
+        ["Warning", "ClusterDNSUnavailable"],
+      ]);
+    },
+  },
 };
 
 testStateRows("Scaler", SCALER_STATES, CASES, reconcileScaler);
@@ -392,4 +440,68 @@ Deno.test("Scaler: a False verdict younger than the grace is verification, then 
     lastTransitionTime: at(METRICS_API_GRACE_MS),
   });
   assert.equal(statusOf(reconcileScaler(inputOf(old))).state, "Warning");
+});
+
+Deno.test("Scaler: never Ready while the operator's lookups of the name KEDA dials fail", () => {
+  const w = installed();
+  // No lookup (the operator outside the cluster), or one that resolves: nothing said of DNS.
+  assert.equal(statusOf(reconcileScaler(inputOf(w))).state, "Ready");
+  assert.equal(statusOf(reconcileScaler(inputOf(w, { lookups: [] }))).state, "Ready");
+  assert.equal(statusOf(reconcileScaler(inputOf(w, { lookups: resolvedLookup() }))).state, "Ready");
+  // A lookup of another name (what the Deployment dialed before) says nothing of this one.
+  const stale = failedLookup(CLUSTER_DNS_GRACE_MS, "keda-operator.old.svc.cluster.local");
+  assert.equal(statusOf(reconcileScaler(inputOf(w, { lookups: stale }))).state, "Ready");
+  // Failing for less than the grace: verification in progress (not Ready), looked at again then.
+  const young = reconcileScaler(inputOf(w, { lookups: failedLookup(10_000) }));
+  assert.equal(statusOf(young).state, "Processing");
+  assert.match(
+    conditionOf(young, "Installed")!.message,
+    /^Verifying KEDA 2\.20\.2: cluster DNS did not resolve keda-operator\.platform-system\.svc\.cluster\.local, the name KEDA's metrics server dials to reach KEDA's operator \(the operator Pod's resolver answered: no answer within 2 s\); looking again\.$/,
+  );
+  assert.equal(young.requeueAfterMs, CLUSTER_DNS_GRACE_MS - 10_000, "looks again when it ends");
+  // Past the grace: Warning with a Warning Event; the same again: no new Event; back: Ready.
+  const failing = { lookups: failedLookup(CLUSTER_DNS_GRACE_MS + 5_000) };
+  const down = reconcileScaler(inputOf(w, failing));
+  assert.equal(statusOf(down).state, "Warning");
+  assert.equal(conditionOf(down, "Installed")?.reason, "ClusterDNSUnavailable");
+  assert.deepEqual([down.apply, down.delete], [[], []], "nothing the user made, nothing of KEDA");
+  const after = carryOut(w, down, { ready: false });
+  assert.deepEqual(reconcileScaler(inputOf(after, failing)).events, []);
+  const healed = reconcileScaler(inputOf(after, { lookups: resolvedLookup() }));
+  assert.equal(statusOf(healed).state, "Ready");
+  assert.deepEqual(healed.events.map((e) => [e.type, e.reason]), [["Normal", "Verified"]]);
+});
+
+Deno.test("Scaler: the aggregator's Warning comes first; a DNS Warning before its verification", () => {
+  const w = installed();
+  const failing = { lookups: failedLookup(CLUSTER_DNS_GRACE_MS) };
+  const both = reconcileScaler(inputOf(withAggregator(w, MISSING_ENDPOINTS), failing));
+  assert.equal(conditionOf(both, "Installed")?.reason, "MetricsAPIUnavailable");
+  const young = withAggregator(w, { ...MISSING_ENDPOINTS, lastTransitionTime: ago(5_000) });
+  const dns = reconcileScaler(inputOf(young, failing));
+  assert.equal(conditionOf(dns, "Installed")?.reason, "ClusterDNSUnavailable");
+  const neither = reconcileScaler(inputOf(young, { lookups: failedLookup(5_000) }));
+  assert.match(conditionOf(neither, "Installed")!.message, /waiting for the aggregator/);
+});
+
+Deno.test("Scaler: the name looked up is the host KEDA's metrics server dials", () => {
+  const dep = installed().installed.find((o) =>
+    o.kind === "Deployment" && o.metadata.name === KEDA_DEPLOYMENTS.metricServer
+  )!;
+  assert.equal(dialedOperatorHost(dep), OPERATOR_HOST);
+  const dialing = (address: string): KubeObject => ({
+    ...dep,
+    spec: {
+      template: {
+        spec: { containers: [{ args: ["--v=0", `--metrics-service-address=${address}`] }] },
+      },
+    },
+  });
+  assert.equal(
+    dialedOperatorHost(dialing("Keda.NS.svc.example.org.:9666")),
+    "keda.ns.svc.example.org",
+  );
+  assert.equal(dialedOperatorHost(dialing("dns:///keda.ns.svc:9666")), "keda.ns.svc");
+  assert.equal(dialedOperatorHost(dialing("10.0.0.7:9666")), undefined, "an address: no DNS");
+  assert.equal(dialedOperatorHost({ ...dep, spec: {} }), undefined);
 });

@@ -48,6 +48,11 @@ export interface ModuleInput {
   crds: readonly UpstreamCrd[];
   /** What happened to the writes of the previous Plan for this object (fed back by the runtime). */
   lastOutcome?: ApplyOutcome;
+  /**
+   * What the operator's own cluster DNS lookups found (DNSLookup objects, src/api/cluster_dns.ts);
+   * absent or empty when it did not ask (outside a cluster): then nothing is said of DNS.
+   */
+  lookups?: readonly KubeObject[];
 }
 
 /** What one pass shows: the row (by reason, and by state where a reason has two rows), its message. */
@@ -116,9 +121,10 @@ export interface ModuleLifecycle<Spec, Config> {
   waiting(message: string): Step;
   /**
    * Whether the module, installed and rolled out, serves: undefined when it does, else the step to
-   * show instead of `ready` (the Scaler reads the aggregator's verdict on KEDA's metrics APIService).
+   * show instead of `ready` (the Scaler reads the aggregator's verdict on KEDA's metrics APIService
+   * and the operator's lookups of the name KEDA's metrics server dials).
    */
-  serving?(installed: readonly KubeObject[], namespace: string, now: number): Step | undefined;
+  serving?(input: ModuleInput, namespace: string): Step | undefined;
   /** Everything installed and ready. */
   ready(config: Config, namespace: string): Step;
 }
@@ -208,7 +214,7 @@ function install<Spec, Config>(
       });
     case "ready": {
       // Rolled out but not serving: looked at again, though a watch reports the change too.
-      const notServing = m.serving?.(input.installed, namespace, input.now);
+      const notServing = m.serving?.(input, namespace);
       if (notServing) {
         return stepDecision(m.states, notServing, {
           ...settled,

@@ -3,7 +3,8 @@
  * (SCALER_STATES plus rows 13 and 14, this project's Warning rows; every status it writes is one of
  * those rows), what it renders, and the few words and rows where it differs from Serverless. Every
  * served status shows the installed KEDA version (`kedaVersion`). KEDA is Ready only once the
- * aggregator reports its metrics APIService Available (metrics_api.ts).
+ * aggregator reports its metrics APIService Available (metrics_api.ts) and, where the operator
+ * looks it up, cluster DNS resolves the name KEDA's metrics server dials (cluster_dns.ts).
  */
 import { fitMessage } from "../../api/message.ts";
 import { parseScaler, type ScalerSpec } from "../../api/scaler.ts";
@@ -13,11 +14,17 @@ import { type KedaConfig, kedaConfig } from "./config.ts";
 import { KEDA_DEPLOYMENTS, KEDA_VERSION, VERSION_LABEL } from "./names.ts";
 import { renderKeda } from "./render.ts";
 import { METRICS_API_UNAVAILABLE, metricsApiStep } from "./metrics_api.ts";
+import { CLUSTER_DNS_UNAVAILABLE, clusterDnsStep } from "./cluster_dns.ts";
 import { SCALER_FINALIZER } from "../labels.ts";
 import { stateRow } from "../module/decision.ts";
 import { describeDiff } from "../module/install_diff.ts";
 import { deploymentReadiness } from "../module/readiness.ts";
-import { type ModuleInput, type ModuleLifecycle, reconcileModule } from "../module/lifecycle.ts";
+import {
+  type ModuleInput,
+  type ModuleLifecycle,
+  reconcileModule,
+  type Step,
+} from "../module/lifecycle.ts";
 import type { Plan } from "../plan.ts";
 
 /**
@@ -27,6 +34,9 @@ import type { Plan } from "../plan.ts";
  * entry kept), shown with `Installed` True, reason `Verified`, and a message saying what. Row 14:
  * KEDA installed and rolled out, but the aggregator reports its external metrics APIService not
  * Available (`Installed` False, `MetricsAPIUnavailable`, the aggregator's reason and message).
+ * Row 15: KEDA installed and rolled out, but the operator's cluster DNS lookups of the name KEDA's
+ * metrics server dials to reach KEDA's operator have failed for longer than the grace
+ * (`Installed` False, `ClusterDNSUnavailable`, the name, the server asked and its error).
  */
 // deno-fmt-ignore
 export const SCALER_STATES: readonly StateRow[] = [
@@ -44,6 +54,7 @@ export const SCALER_STATES: readonly StateRow[] = [
   stateRow(12, "Error", "Installed", "False", "ValidationErr", "Validation failed"),
   stateRow(13, "Warning", "Installed", "True", "Verified", "Installed, but part of the spec was not applied as asked"),
   stateRow(14, "Warning", "Installed", "False", METRICS_API_UNAVAILABLE, "Installed, but KEDA's external metrics API is not available"),
+  stateRow(15, "Warning", "Installed", "False", CLUSTER_DNS_UNAVAILABLE, "Installed, but cluster DNS does not resolve the name KEDA's metrics server dials"),
 ];
 
 /** Everything the Scaler reducer reads (`installed`: objects carrying `managedLabels("keda")`). */
@@ -70,6 +81,17 @@ function versionFields(
   const running = deployments.every((d) => deploymentReadiness(d).kind === "ready");
   if (version && running) return { kedaVersion: version };
   return typeof shown.kedaVersion === "string" ? { kedaVersion: shown.kedaVersion } : {};
+}
+
+/**
+ * Whether a rolled-out KEDA serves: the aggregator's verdict on its metrics APIService and the
+ * operator's cluster DNS lookups. A Warning of either comes before a verification in progress of
+ * the other; the aggregator's first, since without it nothing reaches KEDA at all.
+ */
+function kedaServing(input: ModuleInput, namespace: string): Step | undefined {
+  const api = metricsApiStep(input.installed, namespace, input.now);
+  const dns = clusterDnsStep(input.installed, input.lookups ?? [], namespace, input.now);
+  return [api, dns].find((s) => s?.state === "Warning") ?? api ?? dns;
 }
 
 /** The Scaler module: KEDA's three Deployments, a Warning when part of the spec was not applied. */
@@ -102,7 +124,7 @@ export const SCALER: ModuleLifecycle<ScalerSpec, Extract<KedaConfig, { ok: true 
     reason: "Verification",
     message: `Verifying KEDA ${KEDA_VERSION}: ${message}.`,
   }),
-  serving: metricsApiStep,
+  serving: kedaServing,
   ready(config) {
     const ready = `KEDA ${KEDA_VERSION} is installed: ${DEPLOYMENTS.join(", ")} are ready`;
     return config.warnings.length > 0

@@ -18,6 +18,12 @@ export const KEDA_DEPLOYMENTS = {
   admissionWebhook: "keda-admission-webhooks",
 } as const;
 
+/**
+ * The flag of KEDA's metrics server that names where it dials KEDA's operator (gRPC), by cluster
+ * DNS name: the name the operator's cluster DNS lookups ask (cluster_dns.ts).
+ */
+export const METRICS_SERVICE_ADDRESS_FLAG = "--metrics-service-address=";
+
 /** The cluster-scoped objects of KEDA's metrics API and admission webhooks, by name. */
 export const KEDA_CLUSTER_OBJECTS = {
   apiService: "v1beta1.external.metrics.k8s.io",

@@ -13,6 +13,7 @@ import {
   KEDA_SERVICE_ACCOUNTS,
   kedaMeta,
   type KedaTarget,
+  METRICS_SERVICE_ADDRESS_FLAG,
 } from "./names.ts";
 import { canonicalQuantity } from "../../api/quantity.ts";
 
@@ -69,7 +70,7 @@ const SHAPES: Record<ScalerComponent, ComponentShape> = {
       "--secure-port=6443",
       "--stderrthreshold=ERROR",
       "--disable-compression=true",
-      `--metrics-service-address=${KEDA_DEPLOYMENTS.operator}.${t.namespace}.svc.cluster.local:9666`,
+      `${METRICS_SERVICE_ADDRESS_FLAG}${KEDA_DEPLOYMENTS.operator}.${t.namespace}.svc.cluster.local:9666`,
       "--client-ca-file=/certs/ca.crt",
       "--tls-cert-file=/certs/tls.crt",
       "--tls-private-key-file=/certs/tls.key",
