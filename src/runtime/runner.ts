@@ -114,6 +114,8 @@ export class Runner {
   ): Promise<PlanRunResult> {
     const state = { writes: 0, primary };
     const generation = primary.metadata.generation;
+    // A plan made while the last pass had failed describes that failure.
+    const stale = lastOutcome !== undefined && !lastOutcome.ok;
     try {
       for (const obj of plan.create ?? []) await this.#writes.create(obj, state, signal);
       await this.#writes.addFinalizer(primaryType, state, plan, signal);
@@ -124,7 +126,10 @@ export class Runner {
         }
       }
       for (const ref of plan.delete) await this.#writes.delete(ref, state, signal);
-      await this.#writes.status(primaryType, state, plan.status, signal);
+      // Every write of a stale plan has now succeeded, so the failure its status describes is
+      // over: writing it would put a stale status, then the true one a moment later (two writes
+      // for one change, seen when the API server restarts). The key is looked at again at once.
+      if (!stale) await this.#writes.status(primaryType, state, plan.status, signal);
       await this.#writes.removeFinalizer(primaryType, state, plan, signal);
     } catch (err) {
       const result = await this.#failed(primaryType, state, plan, lastOutcome, err, signal);
@@ -133,8 +138,7 @@ export class Runner {
     }
     this.#recordEvents(state.primary, plan.events, signal);
     const outcome: ApplyOutcome = { ok: true, generation };
-    // A plan made while the last pass had failed described that failure: look again now.
-    const stale = lastOutcome !== undefined && !lastOutcome.ok;
+    // A stale plan's status was not written: look again now.
     const requeueAfterMs = stale ? 0 : plan.requeueAfterMs;
     return { outcome, work: { type: "done", requeueAfterMs }, writes: state.writes };
   }

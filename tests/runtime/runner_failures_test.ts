@@ -38,6 +38,35 @@ Deno.test("a failed apply stops the plan, is recorded, and backs off", async () 
   assert.equal((t.cluster.peek(SL, NS, "default")!.status as { state: string }).state, "Error");
 });
 
+Deno.test("a plan made knowing the last pass failed writes no status when its writes succeed, and looks again at once", async () => {
+  const t = setup();
+  t.cluster.put(SL, serverless({ finalizers: [SERVERLESS_FINALIZER] }));
+  await t.refresh();
+  t.cluster.failNext("apply", new ApiError(0, "", "connection refused"));
+  const plan = { ...installPlan(), finalizer: undefined };
+  const failed = await t.runner.run(SL, t.primary(), plan, undefined, t.signal);
+  assert.equal(failed.outcome?.ok, false);
+  // The API server is back: the plan made knowing the failure reports it in its status.
+  await t.refresh();
+  const stale = { ...plan, status: { state: "Error", served: "True" } };
+  const r = await t.runner.run(SL, t.primary(), stale, failed.outcome, t.signal);
+  assert.deepEqual(r.outcome, { ok: true, generation: 1 });
+  assert.deepEqual(r.work, { type: "done", requeueAfterMs: 0 }, "looked at again at once");
+  assert.deepEqual(
+    t.cluster.writes().map((c) => c.verb),
+    ["apply", "apply"],
+    "the failure the status describes is over: no status write",
+  );
+  assert.equal(t.cluster.peek(SL, NS, "default")!.status, undefined);
+  // The next plan, made knowing the pass succeeded, writes the status as it is now: one write.
+  await t.refresh();
+  const from = t.cluster.calls.length;
+  const ready = { ...plan, status: { state: "Ready", served: "True" } };
+  await t.runner.run(SL, t.primary(), ready, r.outcome, t.signal);
+  assert.deepEqual(t.cluster.writes(from).map((c) => c.verb), ["applyStatus"]);
+  assert.equal((t.cluster.peek(SL, NS, "default")!.status as { state: string }).state, "Ready");
+});
+
 Deno.test("a 409 conflict is retried soon; a 404 of the primary ends the work", async () => {
   const t = setup();
   t.cluster.put(SL, serverless({ finalizers: [SERVERLESS_FINALIZER] }));
