@@ -5,7 +5,7 @@
  * runs back to back without I/O.
  */
 import { RESOURCES } from "../src/api/resources.ts";
-import { ENVOYFILTER_CRD } from "../src/controllers/ratelimit.ts";
+import { ENVOYFILTER_CRD, loadRateLimitReducer } from "../src/controllers/ratelimit.ts";
 import { CONTROLLERS } from "../src/controllers/registry.ts";
 import { Cache } from "../src/runtime/mod.ts";
 import type { KubeObject, ResourceType } from "../src/api/object.ts";
@@ -14,6 +14,9 @@ import { reconcileRateLimit } from "../src/reconcile/ratelimit/mod.ts";
 import { podObject, rateLimitObject } from "./fixtures.ts";
 import type { Loop } from "./stats.ts";
 import { IMAGES, NOW, stored } from "./worlds.ts";
+
+// The reducer loads with a controller's preload; reconcile is called directly here.
+await loadRateLimitReducer();
 
 const rateLimitController = CONTROLLERS.ratelimit;
 

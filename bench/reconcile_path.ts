@@ -31,13 +31,16 @@ import { RESOURCES } from "../src/api/resources.ts";
 import type { KubeObject, ResourceType } from "../src/api/object.ts";
 import { MESH_PROXY_CONTAINER } from "../src/api/pod.ts";
 import { CONTROLLERS } from "../src/controllers/registry.ts";
-import { ENVOYFILTER_CRD } from "../src/controllers/ratelimit.ts";
+import { ENVOYFILTER_CRD, loadRateLimitReducer } from "../src/controllers/ratelimit.ts";
 import { Cache, type ReconcileContext } from "../src/runtime/mod.ts";
 import type { Plan } from "../src/reconcile/plan.ts";
 import { deepEqual } from "../src/api/json.ts";
 import { specDigest } from "../src/reconcile/hash.ts";
 import { podObject, rateLimitObject } from "./fixtures.ts";
 import { IMAGES, NOW, stored } from "./worlds.ts";
+
+// The reducer loads with a controller's preload; reconcile is called directly here.
+await loadRateLimitReducer();
 
 const controller = CONTROLLERS.ratelimit;
 

@@ -39,15 +39,11 @@ import { ObjectMetrics } from "../controllers/object_metrics.ts";
 import { PROXY_STATUS } from "../api/istiod.ts";
 import { ENGINE_STATUS } from "../api/engine_status.ts";
 import { DNS_LOOKUP } from "../api/cluster_dns.ts";
-import { startEngineStatus } from "../kube/engine_source.ts";
 import { RESOURCES } from "../api/resources.ts";
-import { STAT_PREFIX } from "../reconcile/ratelimit/render.ts";
+import { STAT_PREFIX } from "../reconcile/ratelimit/stats.ts";
 import { rateLimitsOfPod } from "../controllers/ratelimit.ts";
-import { istiodClient } from "../kube/istiod.ts";
-import { IstiodPoller } from "../kube/istiod_source.ts";
 import { IstiodEndpoints, serviceRefText } from "../kube/istiod_endpoints.ts";
 import { TokenFile } from "../kube/credentials.ts";
-import { engineControllerFor } from "../controllers/engine.ts";
 
 /** What `runOperator` takes from outside besides its options (tests replace these). */
 export interface RunDeps {
@@ -73,11 +69,15 @@ function asksIstiod(opts: RunOptions): boolean {
   return opts.istiodUrls.length > 0 || opts.istiodServices.length > 0;
 }
 
-/** The engine's controller for the operator's flags. */
-function engineControllerOf(
+/**
+ * The engine's controller for the operator's flags. Its code (the engine's reducer) loads only
+ * with the engine, by a dynamic import with a literal specifier, which `deno compile` embeds.
+ */
+async function engineControllerOf(
   opts: RunOptions,
   secret: { namespace: string; name: string },
-): ControllerSpec {
+): Promise<ControllerSpec> {
+  const { engineControllerFor } = await import("../controllers/engine.ts");
   return engineControllerFor({
     secret,
     image: opts.globalEngineImage,
@@ -107,6 +107,18 @@ function xdsTlsFiles(opts: RunOptions) {
     keyFile: t.keyFile,
     ...(t.clientCaFile ? { clientCaFile: t.clientCaFile } : {}),
   };
+}
+
+/**
+ * istiod's poller and client, loaded only when the operator asks istiod (dynamic imports with
+ * literal specifiers, which `deno compile` embeds).
+ */
+async function loadIstiod() {
+  const [{ IstiodPoller }, { istiodClient }] = await Promise.all([
+    import("../kube/istiod_source.ts"),
+    import("../kube/istiod.ts"),
+  ]);
+  return { IstiodPoller, istiodClient };
 }
 
 /** A second SIGTERM/SIGINT at least this long after the first exits at once. */
@@ -197,7 +209,14 @@ export async function runOperator(opts: RunOptions, deps: RunDeps): Promise<numb
   }
   const controllers = opts.controllers.map((name) => registry[name]!);
   // The global rate limit engine, deployed and kept when the platform team names its Redis Secret.
-  if (opts.globalRedisSecret) controllers.push(engineControllerOf(opts, opts.globalRedisSecret));
+  if (opts.globalRedisSecret) {
+    controllers.push(await engineControllerOf(opts, opts.globalRedisSecret));
+  }
+  // What only some flags use is loaded only with them: istiod's poller, the engine's status.
+  const istiod = asksIstiod(opts) ? await loadIstiod() : undefined;
+  const engineSource = opts.globalRedisSecret
+    ? await import("../kube/engine_source.ts")
+    : undefined;
 
   let live: LiveCluster;
   const connect = () => {
@@ -280,7 +299,8 @@ export async function runOperator(opts: RunOptions, deps: RunDeps): Promise<numb
   const firstLists = recordFirstLists(live);
   let m = newManager(true, firstLists.cluster);
   let running = supervise(m);
-  if (proxyStatus) {
+  if (proxyStatus && istiod) {
+    const { IstiodPoller, istiodClient } = istiod;
     const credentials = new TokenFile(opts.istiodTokenFile);
     const istiodLog = log.child({ component: "istiod" });
     // istiod's replicas from its Services' EndpointSlices: a watch each, run beside the poller.
@@ -329,8 +349,8 @@ export async function runOperator(opts: RunOptions, deps: RunDeps): Promise<numb
         : opts.istiodUrls.join(","),
     });
   }
-  if (engineStatus) {
-    startEngineStatus({
+  if (engineStatus && engineSource) {
+    engineSource.startEngineStatus({
       cluster,
       source: engineStatus,
       clock,

@@ -25,7 +25,7 @@ import {
   DEFAULT_ENGINE_RESOURCES,
   type EngineResources,
   MAX_ENGINE_REPLICAS,
-} from "../reconcile/engine/mod.ts";
+} from "../reconcile/engine/sizing.ts";
 import { parseFlags } from "./flags.ts";
 import { type ServiceRef, serviceRefText } from "../kube/istiod_endpoints.ts";
 import { commandUsage } from "./usage.ts";

@@ -16,7 +16,6 @@ import { filterSelector, isRateLimitFilter } from "../reconcile/ratelimit/input.
 import { crdName, isUnknown } from "./cache_trust.ts";
 import { everyPrimary, whenNamed } from "./triggers.ts";
 import { FILTER_PROJECTION, POD_PROJECTION } from "./ratelimit_cache.ts";
-import { reconcileRateLimit } from "../reconcile/ratelimit/mod.ts";
 import {
   holdersSelecting,
   podScopesOf,
@@ -58,6 +57,21 @@ export {
   POD_LABEL_INDEX,
   RATELIMIT_SELECTOR_INDEX,
 } from "./ratelimit_index.ts";
+
+/** The RateLimit reducer (src/reconcile/ratelimit/mod.ts), once loaded. */
+type RateLimitReducer = typeof import("../reconcile/ratelimit/mod.ts").reconcileRateLimit;
+
+let reducer: RateLimitReducer | undefined;
+
+/**
+ * Loads the RateLimit reducer (parse, validation plans, render, status) once a process: every
+ * RateLimit controller's preload, which the runtime runs before its first reconcile, so an
+ * operator with no RateLimit never loads it. A dynamic import with a literal specifier, which
+ * `deno compile` still embeds. Tests and benches that call `reconcile` directly await it first.
+ */
+export async function loadRateLimitReducer(): Promise<void> {
+  reducer ??= (await import("../reconcile/ratelimit/mod.ts")).reconcileRateLimit;
+}
 
 /** The CRD whose presence means the mesh is installed. */
 export const ENVOYFILTER_CRD = crdName(RESOURCES.EnvoyFilter);
@@ -266,6 +280,7 @@ export function rateLimitControllerFor(settings: RateLimitSettings): ControllerS
         : []),
     ],
     indexes: [...RATELIMIT_INDEXES],
+    preload: loadRateLimitReducer,
     // A Plan renders the filter and the status from the same input: with its own filter and
     // status written, the next pass would find both applied and write nothing.
     settlesInOnePass: true,
@@ -285,6 +300,9 @@ export function rateLimitControllerFor(settings: RateLimitSettings): ControllerS
       const { namespace = "", name } = splitKey(key);
       const rateLimit = cache.get(RESOURCES.RateLimit, namespace, name);
       if (!rateLimit) return undefined;
+      if (!reducer) {
+        throw new Error("ratelimit: reconcile before preload (the reducer is not loaded)");
+      }
       const meshInstalled =
         cache.get(RESOURCES.CustomResourceDefinition, undefined, ENVOYFILTER_CRD) !== undefined;
       // With the CRD present but its watch not listed yet, "no EnvoyFilter seen" is not "none":
@@ -311,7 +329,7 @@ export function rateLimitControllerFor(settings: RateLimitSettings): ControllerS
         const filter = cache.get(RESOURCES.EnvoyFilter, peerKey.namespace, peerKey.name);
         if (filter) peerFilters.set(k, filter);
       }
-      return reconcileRateLimit({
+      return reducer({
         rateLimit,
         peers,
         pods: [...pods.values()],

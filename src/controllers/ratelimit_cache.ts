@@ -14,7 +14,7 @@ import {
 } from "../api/pod.ts";
 import { filterContexts } from "../reconcile/ratelimit/scope.ts";
 import { digestPatch, filterLimits, limitsPatch } from "../reconcile/ratelimit/input.ts";
-import { exportsLimitStats, STAT_PREFIX } from "../reconcile/ratelimit/render.ts";
+import { exportsLimitStats, STAT_PREFIX } from "../reconcile/ratelimit/stats.ts";
 import { STATS_INCLUSION_ANNOTATIONS } from "../api/stats_inclusion.ts";
 import { cacheMeta, type KubeObject, type Projection } from "../api/object.ts";
 import { deepFreeze, isObject, type JsonObject as Json } from "../api/json.ts";

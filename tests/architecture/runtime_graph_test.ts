@@ -1,7 +1,8 @@
 /**
  * The operator loads no npm package at run time: every package costs resident memory whether or
  * not it is used (zod with the schemas held 15 MB of an idle operator). It validates with the plans
- * generated from the schemas (src/api/validation/) and reads a kubeconfig's YAML only on demand.
+ * generated from the schemas (src/api/validation/), loaded with the RateLimit reducer when the
+ * first RateLimit is reconciled, and reads a kubeconfig's YAML only on demand.
  * Nor does it load the modules' upstream CRDs (data/upstream/<module>/crds.json) at start: only a module
  * controller's preload imports them, as text, so Deno does not hold their source from the start,
  * and `deno compile` still embeds them (it embeds every module of the graph, the text and bytes
@@ -49,7 +50,7 @@ Deno.test("the operator's start-up graph has no npm package", async () => {
   const entry = pathToFileURL(join(ROOT, "src/cli/operator_main.ts")).href;
   const loaded = loadedAtStart(await graphOf(entry), entry);
   assert.ok(loaded.length > 50, `only ${loaded.length} modules: not the operator's graph`);
-  assert.ok(loaded.some((u) => u.endsWith("/src/api/validation/run.ts")), "validates with plans");
+  assert.ok(loaded.some((u) => u.endsWith("/src/runtime/manager.ts")), "runs the manager");
   assert.deepEqual(loaded.filter((u) => u.startsWith("npm:")), []);
 });
 
@@ -158,4 +159,57 @@ Deno.test("the module check sees a reducer imported statically", async () => {
   const found = moduleFilesAtStart(await graphOf(entry), entry, ROOT);
   assert.ok(found.some((u) => u.endsWith("/src/reconcile/scaler/mod.ts")), found.join("\n"));
   assert.ok(found.some((u) => u.endsWith("/src/reconcile/module/lifecycle.ts")), found.join("\n"));
+});
+
+/**
+ * What the RateLimit reducer loads (parse, validation plans, render, status): not at start, but by
+ * the RateLimit controller's preload before its first reconcile (src/controllers/ratelimit.ts).
+ */
+const RATELIMIT_REDUCER_FILES = [
+  "src/reconcile/ratelimit/mod.ts",
+  "src/reconcile/ratelimit/status.ts",
+  "src/reconcile/ratelimit/render.ts",
+  "src/reconcile/ratelimit/validate.ts",
+  "src/api/validation/run.ts",
+  "src/api/validation/plans.json",
+];
+
+/** The RateLimit reducer's files that `entry` loads at start. */
+function reducerFilesAtStart(graph: Graph, entry: string, root: string): string[] {
+  const files = RATELIMIT_REDUCER_FILES.map((f) => pathToFileURL(join(root, f)).href);
+  return loadedAtStart(graph, entry).filter((u) => files.includes(u));
+}
+
+Deno.test("the idle start-up graph holds no RateLimit reducer: it loads with the first RateLimit", async () => {
+  const entry = pathToFileURL(join(ROOT, "src/cli/operator_main.ts")).href;
+  const graph = await graphOf(entry);
+  assert.deepEqual(reducerFilesAtStart(graph, entry, ROOT), []);
+  const all = graph.modules.map((m) => m.specifier);
+  for (const file of RATELIMIT_REDUCER_FILES) {
+    assert.ok(all.includes(pathToFileURL(join(ROOT, file)).href), `${file} is embedded`);
+  }
+});
+
+Deno.test("the reducer check sees the RateLimit reducer imported statically", async () => {
+  const entry = pathToFileURL(join(ROOT, "src/reconcile/ratelimit/mod.ts")).href;
+  const found = reducerFilesAtStart(await graphOf(entry), entry, ROOT);
+  assert.deepEqual(found.length, RATELIMIT_REDUCER_FILES.length, found.join("\n"));
+});
+
+/** Code that only some flags use (--istiod-url/--istiod-service, --global-redis-secret). */
+const FLAG_FILES = [
+  "src/kube/istiod_source.ts",
+  "src/kube/istiod.ts",
+  "src/kube/engine_source.ts",
+  "src/controllers/engine.ts",
+  "src/reconcile/engine/mod.ts",
+];
+
+Deno.test("istiod's poller and the engine's code load only with their flags", async () => {
+  const entry = pathToFileURL(join(ROOT, "src/cli/operator_main.ts")).href;
+  const graph = await graphOf(entry);
+  const files = FLAG_FILES.map((f) => pathToFileURL(join(ROOT, f)).href);
+  assert.deepEqual(loadedAtStart(graph, entry).filter((u) => files.includes(u)), []);
+  const all = graph.modules.map((m) => m.specifier);
+  for (const u of files) assert.ok(all.includes(u), `${u} is embedded`);
 });

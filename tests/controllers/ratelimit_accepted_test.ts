@@ -7,7 +7,11 @@
  * later), and the filter the cache keeps still says that the limit in force is per-client.
  */
 import assert from "node:assert/strict";
-import { rateLimitController, rateLimitControllerFor } from "../../src/controllers/ratelimit.ts";
+import {
+  loadRateLimitReducer,
+  rateLimitController,
+  rateLimitControllerFor,
+} from "../../src/controllers/ratelimit.ts";
 import {
   type HeldLimits,
   istiodStatusObject,
@@ -31,6 +35,9 @@ import { proxyImageVersion } from "../../src/api/pod.ts";
 import { RESOURCES } from "../../src/api/resources.ts";
 import { filterLimits } from "../../src/reconcile/ratelimit/input.ts";
 import { cacheOf, CTX, MESH_CRD } from "./ratelimit_cache_fixtures.ts";
+
+// The reducer loads with a controller's preload; reconcile is called directly here.
+await loadRateLimitReducer();
 
 const ctx = CTX;
 const crd = MESH_CRD;

@@ -7,7 +7,11 @@
  * never rendered.
  */
 import assert from "node:assert/strict";
-import { rateLimitController, rateLimitControllerFor } from "../../src/controllers/ratelimit.ts";
+import {
+  loadRateLimitReducer,
+  rateLimitController,
+  rateLimitControllerFor,
+} from "../../src/controllers/ratelimit.ts";
 import {
   ENGINE_STATUS,
   enginesStatusObject,
@@ -26,6 +30,9 @@ import { FILTER_PROJECTION } from "../../src/controllers/ratelimit_cache.ts";
 import { pod, rateLimit, withProxy } from "../reconcile/ratelimit_fixtures.ts";
 import { cacheOf, CTX, MESH_CRD } from "./ratelimit_cache_fixtures.ts";
 import { MANAGED_BY, MANAGED_BY_LABEL, MODULE_LABEL } from "../../src/reconcile/labels.ts";
+
+// The reducer loads with a controller's preload; reconcile is called directly here.
+await loadRateLimitReducer();
 
 const ctx = CTX;
 const crd = MESH_CRD;

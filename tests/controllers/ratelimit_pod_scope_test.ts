@@ -7,11 +7,14 @@
 import assert from "node:assert/strict";
 import { apiVersionOf, RESOURCES } from "../../src/api/resources.ts";
 import type { KubeObject } from "../../src/api/object.ts";
-import { rateLimitControllerFor } from "../../src/controllers/ratelimit.ts";
+import { loadRateLimitReducer, rateLimitControllerFor } from "../../src/controllers/ratelimit.ts";
 import { Manager } from "../../src/runtime/manager.ts";
 import { images } from "../runtime/manager_fixtures.ts";
 import { TEST_NAMESPACES, TestCluster } from "../runtime/test_cluster.ts";
 import { captureLogger, ManualClock, seededRandom } from "../runtime/helpers.ts";
+
+// The reducer loads with a controller's preload; reconcile is called directly here.
+await loadRateLimitReducer();
 
 const ROOT = "istio-system";
 const UNRELATED = ["unrelated-0", "unrelated-1"];

@@ -10,13 +10,20 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { RESOURCES } from "../../src/api/resources.ts";
-import { ENVOYFILTER_CRD, rateLimitController } from "../../src/controllers/ratelimit.ts";
+import {
+  ENVOYFILTER_CRD,
+  loadRateLimitReducer,
+  rateLimitController,
+} from "../../src/controllers/ratelimit.ts";
 import { cacheOf, TYPES } from "./ratelimit_cache_fixtures.ts";
 import { type KubeObject, objectKey } from "../../src/api/object.ts";
 import { reconcileRateLimit } from "../../src/reconcile/ratelimit/mod.ts";
 import { IMAGES, NOW } from "../reconcile/serverless_fixtures.ts";
 import { pod, rateLimit } from "../reconcile/ratelimit_fixtures.ts";
 import { triggersOf } from "../../src/runtime/controller_spec.ts";
+
+// The reducer loads with a controller's preload; reconcile is called directly here.
+await loadRateLimitReducer();
 
 const ctx = { now: NOW, images: IMAGES, namespace: "platform-system" };
 const crd: KubeObject = {

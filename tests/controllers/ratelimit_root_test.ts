@@ -5,12 +5,19 @@
  */
 import assert from "node:assert/strict";
 import { RESOURCES } from "../../src/api/resources.ts";
-import { ENVOYFILTER_CRD, rateLimitControllerFor } from "../../src/controllers/ratelimit.ts";
+import {
+  ENVOYFILTER_CRD,
+  loadRateLimitReducer,
+  rateLimitControllerFor,
+} from "../../src/controllers/ratelimit.ts";
 import type { KubeObject } from "../../src/api/object.ts";
 import { IMAGES, NOW } from "../reconcile/serverless_fixtures.ts";
 import { pod, rateLimit, withProxy } from "../reconcile/ratelimit_fixtures.ts";
 import { cacheOf } from "./ratelimit_cache_fixtures.ts";
 import { triggersOf } from "../../src/runtime/controller_spec.ts";
+
+// The reducer loads with a controller's preload; reconcile is called directly here.
+await loadRateLimitReducer();
 
 const ctx = { now: NOW, images: IMAGES, namespace: "platform-system" };
 const crd: KubeObject = {

@@ -4,13 +4,20 @@
  */
 import assert from "node:assert/strict";
 import { RESOURCES } from "../../src/api/resources.ts";
-import { ENVOYFILTER_CRD, rateLimitController } from "../../src/controllers/ratelimit.ts";
+import {
+  ENVOYFILTER_CRD,
+  loadRateLimitReducer,
+  rateLimitController,
+} from "../../src/controllers/ratelimit.ts";
 import { cacheOf } from "./ratelimit_cache_fixtures.ts";
 import type { KubeObject, ResourceType } from "../../src/api/object.ts";
 import { type CacheReader, triggersOf } from "../../src/runtime/controller_spec.ts";
 import { IMAGES, NOW } from "../reconcile/serverless_fixtures.ts";
 import { pod, rateLimit } from "../reconcile/ratelimit_fixtures.ts";
 import { fakeCache } from "../reconcile/module_fixtures.ts";
+
+// The reducer loads with a controller's preload; reconcile is called directly here.
+await loadRateLimitReducer();
 
 const ctx = { now: NOW, images: IMAGES, namespace: "platform-system" };
 const crd: KubeObject = {

@@ -52,12 +52,15 @@ import {
 } from "../../tools/ratelimit-engine/mod.ts";
 import { ManualClock } from "../runtime/helpers.ts";
 import { TestCluster } from "../runtime/test_cluster.ts";
-import { rateLimitControllerFor } from "../../src/controllers/ratelimit.ts";
+import { loadRateLimitReducer, rateLimitControllerFor } from "../../src/controllers/ratelimit.ts";
 import { engineDomainOfFilter } from "../../src/reconcile/ratelimit/engine_config.ts";
 import type { Condition } from "../../src/api/common.ts";
 import type { Plan } from "../../src/reconcile/plan.ts";
 import { cacheOf, CTX, MESH_CRD } from "../controllers/ratelimit_cache_fixtures.ts";
 import { rateLimit } from "../reconcile/ratelimit_fixtures.ts";
+
+// The reducer loads with a controller's preload; reconcile is called directly here.
+await loadRateLimitReducer();
 
 const quiet = createLogger({ clock: systemClock, sink: () => {} });
 

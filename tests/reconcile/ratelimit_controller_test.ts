@@ -1,7 +1,11 @@
 /** rateLimitController: watches, triggers, and the reconcile reading the cache. */
 import assert from "node:assert/strict";
 import { RESOURCES } from "../../src/api/resources.ts";
-import { ENVOYFILTER_CRD, rateLimitController } from "../../src/controllers/ratelimit.ts";
+import {
+  ENVOYFILTER_CRD,
+  loadRateLimitReducer,
+  rateLimitController,
+} from "../../src/controllers/ratelimit.ts";
 import { type KubeObject, objectKey, type ResourceType } from "../../src/api/object.ts";
 import {
   type CacheReader,
@@ -10,6 +14,9 @@ import {
 } from "../../src/runtime/controller_spec.ts";
 import { FILTER_PROJECTION } from "../../src/controllers/ratelimit_cache.ts";
 import { pod, rateLimit } from "./ratelimit_fixtures.ts";
+
+// The reducer loads with a controller's preload; reconcile is called directly here.
+await loadRateLimitReducer();
 
 function cacheOf(objects: KubeObject[]): CacheReader {
   const of = (type: ResourceType) =>

@@ -23,6 +23,7 @@ import {
 import { type EventSpec, type ObjectRef, type Plan, refOf, sameRef } from "../plan.ts";
 import { textDigest } from "../hash.ts";
 import { readRedisSecret, REDIS_SECRET_KEYS, type RedisConnection } from "./secret.ts";
+import type { EngineResources } from "./sizing.ts";
 import {
   type EngineXdsTls,
   readXdsTlsSecret,
@@ -53,12 +54,14 @@ export {
   xdsTlsSecretDigest,
   type XdsTlsSecretReading,
 } from "./xds_tls.ts";
-
-/** Requests and limits of the engine's container (Kubernetes quantities). */
-export interface EngineResources {
-  requests: Record<string, string>;
-  limits: Record<string, string>;
-}
+// The defaults live in sizing.ts (the flags' parser needs them, not the engine); their names stay
+// importable from here.
+export {
+  DEFAULT_ENGINE_REPLICAS,
+  DEFAULT_ENGINE_RESOURCES,
+  type EngineResources,
+  MAX_ENGINE_REPLICAS,
+} from "./sizing.ts";
 
 /** How the operator was told to run the engine (its flags). */
 export interface EngineSettings {
@@ -81,21 +84,6 @@ export interface EngineSettings {
    */
   xdsTls?: EngineXdsTls;
 }
-
-/** Two engines: one serves while the other restarts or moves (both share Redis's counters). */
-export const DEFAULT_ENGINE_REPLICAS = 2;
-
-/** Most engine replicas the operator runs (each holds a Redis pool of 10 connections). */
-export const MAX_ENGINE_REPLICAS = 50;
-
-/**
- * The engine's resources: it holds no counters (Redis does) and a configuration of a few KiB per
- * RateLimit; its Redis pool is 10 connections.
- */
-export const DEFAULT_ENGINE_RESOURCES: EngineResources = {
-  requests: { cpu: "100m", memory: "64Mi" },
-  limits: { cpu: "1", memory: "256Mi" },
-};
 
 /** Where the engine's Pods find the Secret's certificates (a Secret volume). */
 export const REDIS_TLS_DIR = "/etc/ratelimit-engine/redis-tls";

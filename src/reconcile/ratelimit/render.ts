@@ -35,13 +35,17 @@ import { namesGateway, type ProxyContext } from "../../api/mesh.ts";
 import { managedLabels } from "../labels.ts";
 import type { FilterLimits } from "./input.ts";
 import { DEFAULT_MAX_CLIENTS } from "../../api/ratelimit_bounds.ts";
-import { podExportsStat, STATS_INCLUSION_ANNOTATIONS } from "../../api/stats_inclusion.ts";
 import { errorLines } from "../../api/issues.ts";
 import { storedBytes } from "../../api/json.ts";
 import { validateSpec } from "./validate.ts";
 import { textDigest } from "../hash.ts";
 import { globalEntries, type Json, ruleEntries } from "./entries.ts";
 import { engineDomainOfEntries } from "./engine_config.ts";
+import { STAT_PREFIX } from "./stats.ts";
+
+// The stats live in stats.ts (the start-up graph needs them, not the renderer); their names stay
+// importable from here.
+export { exportsLimitStats, LIMIT_STATS, STAT_PREFIX, statsHint } from "./stats.ts";
 
 // The entries live in entries.ts; their names stay importable from here.
 export {
@@ -119,12 +123,6 @@ function tokenBucket(b: LocalSpec["defaultBucket"]): Json {
 const ALWAYS = { numerator: 100, denominator: "HUNDRED" };
 
 const NEVER = { numerator: 0, denominator: "HUNDRED" };
-
-/**
- * The `stat_prefix` of every filter we generate: Envoy counts its requests under
- * `<prefix>.http_local_rate_limit.*`, which the monitoring dashboard reads.
- */
-export const STAT_PREFIX = "http_local_rate_limiter";
 
 /** The LocalRateLimit config merged into the routes (typed, as Envoy loads an Any). */
 function routeConfig(spec: RateLimitSpec, local: LocalSpec, descriptors: Json[]): Json {
@@ -427,34 +425,6 @@ export function renderEnvoyFilter(
       ]),
     },
   };
-}
-
-// The hint an enforced RateLimit's status gives when its Pods' proxies do not export Envoy's local
-// rate limit stats: Istio hides them unless the proxy's stats inclusion names them, and then the
-// dashboard's Envoy panels stay empty although the limit works (docs/operations.md, "Envoy's rate
-// limit stats"). A hint in the Enforced message, not a state: the limit bites either way, and a
-// mesh-wide `proxyStatsMatcher` (which no Pod shows) may export them after all.
-
-/** The counters of our filters that the dashboard reads: admitted, rejected, over the limit. */
-export const LIMIT_STATS: readonly string[] = ["ok", "enforced", "rate_limited"].map((c) =>
-  `${STAT_PREFIX}.http_local_rate_limit.${c}`
-);
-
-/** True when the Pod's annotations make its proxy export every counter the dashboard reads. */
-export function exportsLimitStats(pod: unknown): boolean {
-  return LIMIT_STATS.every((stat) => podExportsStat(pod, stat));
-}
-
-/**
- * `; …`: what to append to the Enforced message when `hidden` (names, already cut to a few by the
- * caller's `listed`) of the `total` enforced Pods do not export the stats; "" when none.
- */
-export function statsHint(hidden: number, total: number, listed: string): string {
-  if (hidden === 0) return "";
-  const who = total === 1 ? "its proxy does" : `${hidden} of them (${listed}) do`;
-  return `; ${who} not export Envoy's rate limit stats (${STAT_PREFIX}) unless the mesh-wide ` +
-    `proxyStatsMatcher names them: to see them, annotate the Pod template with ` +
-    `${STATS_INCLUSION_ANNOTATIONS.Prefixes}: ${STAT_PREFIX}`;
 }
 
 // What a RateLimit's spec alone decides: whether it parses and validates, and the EnvoyFilter it
