@@ -19,6 +19,8 @@ import {
 import { DEFAULT_PAGE_SIZE } from "../../src/runtime/mod.ts";
 import { RESOURCES } from "../../src/api/resources.ts";
 import { BENCH_DIR } from "./env.ts";
+import { rssSplit } from "./idle.ts";
+import type { Memory } from "./operator.ts";
 
 /** One floor program: what it does, and its code (run from the repository, so imports resolve). */
 export interface Floor {
@@ -84,6 +86,21 @@ export async function floorRss(
   index: number,
   cluster?: FloorCluster,
 ): Promise<number> {
+  return (await floorMemory(floor, index, cluster)).rssMb;
+}
+
+/** A floor program's resident memory and its anonymous and file-backed parts (MB). */
+export type FloorMemory = Pick<Memory, "rssMb" | "anonMb" | "fileMb">;
+
+/**
+ * VmRSS (MB) of a floor program 3 s after it ran, with its RssAnon and RssFile, read by the
+ * program itself.
+ */
+export async function floorMemory(
+  floor: Floor,
+  index: number,
+  cluster?: FloorCluster,
+): Promise<FloorMemory> {
   if (floor.connects && !cluster) throw new Error(`floor ${floor.name}: needs a cluster`);
   const connection = floor.connects && cluster ? connectionEnv(cluster) : {};
   const file = join(BENCH_DIR, `floor-${index}.ts`);
@@ -93,7 +110,8 @@ export async function floorRss(
     `${floor.code}
     await new Promise((r) => setTimeout(r, 3000));
     const status = await Deno.readTextFile("/proc/self/status");
-    console.log(/^VmRSS:\\s+(\\d+) kB/m.exec(status)![1]);
+    console.log(["VmRSS", "RssAnon", "RssFile"]
+      .map((f) => new RegExp(\`^\${f}:\\\\s+(\\\\d+) kB\`, "m").exec(status)![1]).join(" "));
     Deno.exit(0);
 `,
   );
@@ -106,7 +124,10 @@ export async function floorRss(
   if (!out.success) {
     throw new Error(`floor ${floor.name}: ${new TextDecoder().decode(out.stderr)}`);
   }
-  return Number(new TextDecoder().decode(out.stdout).trim()) / 1024;
+  const [rss, anon, mapped] = new TextDecoder().decode(out.stdout).trim().split(" ").map((kb) =>
+    Number(kb) / 1024
+  );
+  return { rssMb: rss, anonMb: anon, fileMb: mapped };
 }
 
 /** What a connecting floor program reads: the API server, the operator's user, what to list. */
@@ -166,10 +187,12 @@ export async function startupFloorMs(
   return Number(new TextDecoder().decode(out.stdout).trim()) - spawned;
 }
 
-/** A floor and its figure (MB). */
+/** A floor and its figure (MB), with the figure's anonymous and file-backed parts. */
 export interface FloorFigure {
   floor: Floor;
   mb: number;
+  anonMb: number;
+  fileMb: number;
 }
 
 /**
@@ -184,14 +207,16 @@ export async function addFloors(
   const figures: FloorFigure[] = [];
   for (const [i, floor] of FLOORS.entries()) {
     if (floor.connects && !cluster) continue;
-    const mb = await floorRss(floor, i, cluster);
-    figures.push({ floor, mb });
+    const m = await floorMemory(floor, i, cluster);
+    figures.push({ floor, mb: m.rssMb, anonMb: m.anonMb, fileMb: m.fileMb });
     report.add({
       section,
       name: `floor: ${floor.name}`,
-      value: mb,
+      value: m.rssMb,
       unit: "MB",
-      note: "VmRSS 3 s after it ran, started with the operator's Deno flags and environment",
+      note: `VmRSS 3 s after it ran, started with the operator's Deno flags and environment, ${
+        rssSplit(m)
+      }`,
     });
   }
   return figures;

@@ -89,8 +89,9 @@ export async function benchCluster(report: Report, o: ClusterOptions): Promise<v
           : {}),
         // Within 10% of the floor (the issue's bound where the peer's figure is out of reach).
         ...(subject.key === "operator" ? { target: { of: "ratio", op: "<=", bound: 1.1 } } : {}),
-        note: `${m.mark}VmRSS from /proc/<pid>/status once synced, idle and settled; ${await r
-          .memoryNote()}`,
+        note:
+          `${m.mark}VmRSS from /proc/<pid>/status once synced, idle and settled, ${m.split}; ${await r
+            .memoryNote()}`,
       });
       await stop();
     }
@@ -113,7 +114,7 @@ export async function benchCluster(report: Report, o: ClusterOptions): Promise<v
           if (run === 0) {
             const m = await idleRss(r, 5_000);
             memory(subject, `${fmt(small)} RateLimits Ready`, m, {
-              note: `${m.mark}VmRSS once idle and settled after converging; ${await r
+              note: `${m.mark}VmRSS once idle and settled after converging, ${m.split}; ${await r
                 .memoryNote()}`,
             });
           }
@@ -274,7 +275,7 @@ export async function benchCluster(report: Report, o: ClusterOptions): Promise<v
           memory(subject, `${fmt(n)} RateLimits Ready`, m, {
             note: `${m.mark}one reading (run 1 of ${o.runs}): VmRSS after converging and ${
               fmt(s(o.steadyMs))
-            } s at rest, settled; ${fmt(n)} Pods too; ${await r.memoryNote()}`,
+            } s at rest, settled, ${m.split}; ${fmt(n)} Pods too; ${await r.memoryNote()}`,
           });
         }
         await stop();

@@ -52,15 +52,35 @@ export async function waitReady(op: OperatorProcess, timeoutMs = 120_000): Promi
   if (!op.running) throw new Error(`operator exited early:\n${await op.logTail()}`);
 }
 
-/** Resident and peak resident memory of a process, in MB (MiB), from /proc/<pid>/status. */
-export async function memoryOf(pid: number): Promise<{ rssMb: number; peakMb: number }> {
+/** A process's memory, in MB (MiB), from /proc/<pid>/status. */
+export interface Memory {
+  /** Resident (VmRSS). */
+  rssMb: number;
+  /** The most it was resident since it started (VmHWM). */
+  peakMb: number;
+  /** Of the resident, anonymous pages (RssAnon): heaps, buffers, stacks. */
+  anonMb: number;
+  /**
+   * Of the resident, file-backed pages (RssFile): the pages of its binary and libraries it touched,
+   * shared with other processes of the same file, counted whole in each.
+   */
+  fileMb: number;
+}
+
+/** Resident, peak and the resident's anonymous and file-backed parts, from /proc/<pid>/status. */
+export async function memoryOf(pid: number): Promise<Memory> {
   const text = await Deno.readTextFile(`/proc/${pid}/status`);
   const kb = (field: string) => {
     const m = new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(text);
     if (!m) throw new Error(`no ${field} in /proc/${pid}/status`);
     return Number(m[1]);
   };
-  return { rssMb: kb("VmRSS") / 1024, peakMb: kb("VmHWM") / 1024 };
+  return {
+    rssMb: kb("VmRSS") / 1024,
+    peakMb: kb("VmHWM") / 1024,
+    anonMb: kb("RssAnon") / 1024,
+    fileMb: kb("RssFile") / 1024,
+  };
 }
 
 /** Sum of the samples of metric `name` whose labels include every pair of `labels`. */

@@ -24,6 +24,12 @@ Deno.test("each floor without a cluster is a Deno process's own VmRSS, the empty
   const empty = rows[0].value;
   assert.ok(empty > 10 && empty < 200, `${empty} MB`);
   for (const r of rows.slice(1)) assert.ok(r.value > empty, `${r.name}: ${r.value} MB`);
+  // What each is made of: its anonymous and file-backed pages make up its VmRSS.
+  for (const f of figures) {
+    assert.ok(f.anonMb > 1 && f.fileMb > 1, `${f.anonMb} + ${f.fileMb} MB`);
+    assert.ok(Math.abs(f.anonMb + f.fileMb - f.mb) < 1, `${f.anonMb} + ${f.fileMb} != ${f.mb}`);
+  }
+  assert.match(String((rows[0] as { note?: string }).note), /MB anonymous .* MB file-backed/);
 });
 
 Deno.test("the connecting floor opens the watches an idle operator opens, not a module's", () => {

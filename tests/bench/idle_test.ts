@@ -66,6 +66,8 @@ Deno.test("a quiet subject is idle, with its reconciles, and its figure is not m
   const m = await within(10_000, idleRss(quiet(), 600, 5_000, FAST));
   assert.deepEqual(m.settled, { idle: true, boundMs: 5_000, reconciles: 7 });
   assert.equal(m.mark, "");
+  // What the reading is made of, from the same /proc/<pid>/status.
+  assert.match(m.split, /^of it \d+(\.\d)? MB anonymous .* and \d+(\.\d)? MB file-backed /);
 });
 
 Deno.test("no cluster phase waits on idleness but through the bounded settle", async () => {
