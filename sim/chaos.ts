@@ -17,6 +17,7 @@ import { isOperator, type SimClient, type SimCluster, type WriteRecord } from ".
 import { SIM_EPOCH, type SimClock } from "./clock.ts";
 import type { FaultConfig, FaultInjector } from "./faults.ts";
 import type { SimIstiod } from "./istiod.ts";
+import { DNS_STALE_MS, type InvariantChecker } from "./invariants.ts";
 import type { KubeObject } from "../src/api/object.ts";
 import { LEASE_NAME, OPERATOR_NAMESPACE, type OperatorProcess } from "./operator.ts";
 import { offset, type Trace } from "./trace.ts";
@@ -33,6 +34,7 @@ interface ChaosTarget {
   readonly opts: { readonly faults: FaultConfig };
   readonly ownedDeletions: OwnedDeletion[];
   readonly istiod: SimIstiod;
+  readonly checker: InvariantChecker;
   crash(restartAfterMs: number, identity?: string, why?: string): void;
 }
 
@@ -125,7 +127,11 @@ export function scheduleChaos(sim: ChaosTarget, until: number, r: Prng): void {
   for (let i = 0; i < f.leaseLoss; i++) {
     const when = at();
     const forMs = r.logUniform(8_000, 40_000);
-    schedule(sim, when, () => loseLease(sim, forMs));
+    // Half the windows cut the holder off the API server altogether (a partition, as the real
+    // node's showed: every request and watch), the others its Lease requests only. Forked, so the
+    // other kinds keep their draws.
+    const whole = sim.prng.fork(`partition/${i}`).chance(0.5);
+    schedule(sim, when, () => whole ? partitionLeader(sim, forMs) : loseLease(sim, forMs));
   }
   let chaos: SimClient | undefined;
   for (let i = 0; i < f.ownedDeletes; i++) {
@@ -172,6 +178,17 @@ export function scheduleChaos(sim: ChaosTarget, until: number, r: Prng): void {
       phase(sim, `the aggregator cannot reach KEDA's metrics server for ${forMs} ms`);
     });
   }
+  for (let i = 0; i < f.dnsOutages; i++) {
+    const when = at();
+    const forMs = r.logUniform(5_000, 120_000);
+    schedule(sim, when, () => {
+      const since = sim.clock.now();
+      sim.injector.cutClusterDns(since + forMs);
+      phase(sim, `cluster DNS answers nothing for ${forMs} ms`);
+      // The Scaler must have left Ready by then, if its leader led throughout.
+      sim.clock.schedule(DNS_STALE_MS, () => sim.checker.checkScalerDuringDnsOutage());
+    });
+  }
 }
 
 function schedule(sim: ChaosTarget, at: number, fn: () => void): void {
@@ -180,7 +197,7 @@ function schedule(sim: ChaosTarget, at: number, fn: () => void): void {
   });
 }
 
-function phase(sim: ChaosTarget, detail: string): void {
+function phase(sim: Pick<ChaosTarget, "trace" | "clock">, detail: string): void {
   sim.trace.add({ t: offset(sim.clock.now()), event: "phase", detail });
 }
 
@@ -201,11 +218,38 @@ function armPlanCrash(sim: ChaosTarget, nth: number, restartAfterMs: number): vo
   });
 }
 
-/** The election Lease's holder cannot reach it for `forMs`: it must step down. */
-function loseLease(sim: ChaosTarget, forMs: number): void {
+/** The running replica that holds the election Lease now, if any. */
+function leaseHolder(sim: PartitionTarget): string | undefined {
   const lease = sim.cluster.store.get(RESOURCES.Lease, OPERATOR_NAMESPACE, LEASE_NAME);
   const holder = (lease?.spec as { holderIdentity?: string } | undefined)?.holderIdentity;
-  if (!holder || !sim.operator.running.includes(holder)) return;
+  return holder && sim.operator.running.includes(holder) ? holder : undefined;
+}
+
+/** What a partition of the leader touches. */
+export type PartitionTarget = Pick<
+  ChaosTarget,
+  "cluster" | "clock" | "injector" | "operator" | "trace"
+>;
+
+/**
+ * The election Lease's holder is cut off the API server for `forMs` (a network partition): its
+ * requests go unanswered and its open watches fall silent, so it must step down, and a standby
+ * takes over. Returns the holder (undefined when no running replica holds the Lease).
+ */
+export function partitionLeader(sim: PartitionTarget, forMs: number): string | undefined {
+  const holder = leaseHolder(sim);
+  if (!holder) return undefined;
+  const actor = `operator/${holder}`;
+  sim.injector.cutOff(actor, sim.clock.now() + forMs, "none");
+  for (const w of sim.cluster.watches) if (w.actor === actor) w.stream.stall();
+  phase(sim, `partition: ${holder} cannot reach the API server for ${forMs} ms`);
+  return holder;
+}
+
+/** The election Lease's holder cannot reach it for `forMs`: it must step down. */
+function loseLease(sim: ChaosTarget, forMs: number): void {
+  const holder = leaseHolder(sim);
+  if (!holder) return;
   sim.injector.loseLease(
     `operator/${holder}`,
     OPERATOR_NAMESPACE,

@@ -48,6 +48,7 @@ const SETTINGS: { [K in keyof FaultConfig]: z.ZodType<FaultConfig[K]> } = {
   brokenFilters: TIMES,
   istiodOutages: TIMES,
   metricsOutages: TIMES,
+  dnsOutages: TIMES,
 };
 
 /** Explicit rates: some settings of FaultConfig, the others as in NO_FAULTS. */

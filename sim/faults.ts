@@ -77,6 +77,12 @@ export interface FaultConfig {
    * (cluster DNS or kube-proxy down): its APIService turns `FailedDiscoveryCheck`. Times.
    */
   metricsOutages: number;
+  /**
+   * Windows (5–120 s) in which cluster DNS answers nothing (CoreDNS scaled to 0 or crashing):
+   * names such as the one KEDA's metrics server dials do not resolve, while the aggregator, which
+   * dials Service addresses, still reaches KEDA. Times.
+   */
+  dnsOutages: number;
 }
 
 /** No faults at all. */
@@ -104,6 +110,7 @@ export const NO_FAULTS: FaultConfig = {
   brokenFilters: 0,
   istiodOutages: 0,
   metricsOutages: 0,
+  dnsOutages: 0,
 };
 
 /** Draws a fault mix: each kind is on in some seeds (most in half), at a rate drawn for the run. */
@@ -136,6 +143,8 @@ export function swarm(prng: Prng): FaultConfig {
     istiodOutages: prng.chance(0.4) ? prng.int(1, 2) : 0,
     // The aggregator's (issue 44), drawn last for the same reason.
     metricsOutages: prng.chance(0.4) ? prng.int(1, 2) : 0,
+    // Cluster DNS (issue 44), drawn last for the same reason.
+    dnsOutages: prng.chance(0.4) ? prng.int(1, 2) : 0,
   };
 }
 
@@ -148,6 +157,16 @@ interface LeaseOutage {
   namespace: string;
   name: string;
   until: number;
+}
+
+/**
+ * A window in which operator replica `actor` (every replica when undefined) cannot reach the API
+ * server: partitioned (`none`: no answer) or the server down (`refused`).
+ */
+interface Cut {
+  actor?: string;
+  until: number;
+  answer: "none" | "refused";
 }
 
 /** Decides faults for requests, watches and Deployments. */
@@ -167,8 +186,12 @@ export class FaultInjector implements FaultSource {
   readonly #slowWrites: Prng;
   readonly #leases: Prng;
   readonly #outages: LeaseOutage[] = [];
+  readonly #cuts: Cut[] = [];
   /** Until when the aggregator cannot reach the Services' Pods (virtual time). */
   #unreachableUntil = 0;
+  /** Until when cluster DNS answers nothing, and since when (virtual time). */
+  #dnsDownUntil = 0;
+  #dnsDownSince = 0;
 
   constructor(readonly config: FaultConfig, prng: Prng, readonly now: () => number) {
     this.#api = prng.fork("api");
@@ -186,9 +209,35 @@ export class FaultInjector implements FaultSource {
     this.#outages.push({ actor, namespace, name, until });
   }
 
+  /**
+   * Cuts operator replica `actor` (every replica when undefined) off the API server until virtual
+   * time `until`, while active, watches included: partitioned (`none`: each request goes
+   * unanswered, nothing is done, the client gives up after 1 to 5 s) or the server down
+   * (`refused`: each request refused at once). Open watches are the caller's to stall or end.
+   */
+  cutOff(actor: string | undefined, until: number, answer: Cut["answer"]): void {
+    this.#cuts.push({ ...(actor ? { actor } : {}), until, answer });
+  }
+
   /** Makes the aggregator's discovery checks fail until virtual time `until`, while active. */
   cutMetricsPath(until: number): void {
     this.#unreachableUntil = Math.max(this.#unreachableUntil, until);
+  }
+
+  /** Makes cluster DNS answer nothing until virtual time `until`, while active. */
+  cutClusterDns(until: number): void {
+    if (!this.clusterDnsDown()) this.#dnsDownSince = this.now();
+    this.#dnsDownUntil = Math.max(this.#dnsDownUntil, until);
+  }
+
+  /** Whether cluster DNS answers nothing now. */
+  clusterDnsDown(): boolean {
+    return this.active && this.now() < this.#dnsDownUntil;
+  }
+
+  /** Since when cluster DNS has answered nothing, without a break; undefined while it answers. */
+  clusterDnsDownSince(): number | undefined {
+    return this.clusterDnsDown() ? this.#dnsDownSince : undefined;
   }
 
   /** AggregatorBehaviour: the error of a discovery request to `url` now, if it cannot be reached. */
@@ -217,7 +266,18 @@ export class FaultInjector implements FaultSource {
         error: injectedError(rule.code, what, rule.retryAfterSeconds, rule.message),
       };
     }
-    if (!this.active || !isOperator(actor) || verb === "watch") return undefined;
+    if (!this.active || !isOperator(actor)) return undefined;
+    const cut = this.#cuts.find((c) =>
+      c.until > this.now() && (c.actor === undefined || c.actor === actor)
+    );
+    if (cut?.answer === "refused") {
+      return {
+        kind: "error",
+        error: injectedError(503, what, undefined, "dial tcp: connect: connection refused"),
+      };
+    }
+    if (cut) return { kind: "timeout", executed: false, afterMs: this.#leases.int(1_000, 5_000) };
+    if (verb === "watch") return undefined;
     const outage = this.#outages.find((o) =>
       o.actor === actor && o.until > this.now() && type.kind === "Lease" &&
       o.namespace === namespace && o.name === name

@@ -28,6 +28,7 @@ import { GENERATION_ANNOTATION } from "../src/reconcile/ratelimit/render.ts";
 import { DEFAULT_PERIOD_MS } from "../src/api/istiod.ts";
 import type { SimIstiod } from "./istiod.ts";
 import { KEDA_CLUSTER_OBJECTS, KEDA_DEPLOYMENTS } from "../src/reconcile/scaler/names.ts";
+import { DNS_PERIOD_MS, DNS_TIMEOUT_MS, DNS_TRIES } from "../src/controllers/cluster_dns.ts";
 
 /**
  * How old what the operator says of the proxies may be when its status write lands: a round of
@@ -42,6 +43,27 @@ export const ACCEPTED_LAG_MS = DEFAULT_PERIOD_MS + 15_000 + 5_000;
  * the requests around it.
  */
 export const METRICS_LAG_MS = 15_000 + 5_000;
+
+/**
+ * How late a Scaler's `Ready` may land after cluster DNS stopped answering: a period of the
+ * operator's lookups, their tries, and what {@link METRICS_LAG_MS} allows a write.
+ */
+export const DNS_LAG_MS = DNS_PERIOD_MS + DNS_TRIES * DNS_TIMEOUT_MS + METRICS_LAG_MS;
+
+/**
+ * How long into a cluster DNS outage a Scaler may still show `Ready` when one operator replica led
+ * throughout (no crash, restart, lease loss or clock jump since a little before it began): past
+ * {@link DNS_LAG_MS}, its status write retried through the faulty API for 20 s more.
+ */
+export const DNS_STALE_MS = DNS_LAG_MS + 20_000;
+
+/** What the checker asks the simulated world beyond the cluster (sim/simulation.ts gives it). */
+export interface CheckedWorld {
+  /** Since when cluster DNS has answered nothing, without a break; undefined while it answers. */
+  dnsDownSince(): number | undefined;
+  /** True when no operator replica crashed, restarted, lost its Lease or jumped its clock since `t`. */
+  operatorSteadySince(t: number): boolean;
+}
 
 /** One broken invariant. */
 export interface Violation {
@@ -122,6 +144,7 @@ export class InvariantChecker {
     readonly cluster: SimCluster,
     readonly lease?: LeaseSite,
     readonly istiod?: SimIstiod,
+    readonly world?: CheckedWorld,
   ) {
     cluster.store.subscribe((c) => this.#onChange(c));
   }
@@ -193,6 +216,7 @@ export class InvariantChecker {
     }
     if (obj.kind === "Scaler" && c.type !== "DELETED" && obj.status !== c.old?.status) {
       this.#checkScalerReady(obj, c.actor);
+      this.#checkScalerDnsWrite(obj, c.actor);
     }
   }
 
@@ -247,6 +271,44 @@ export class InvariantChecker {
           }`
       }`,
     );
+  }
+
+  /**
+   * A Scaler is written `Ready` only while cluster DNS answers, or stopped less than
+   * {@link DNS_LAG_MS} before: KEDA's metrics server reaches KEDA's operator by name, so KEDA
+   * does not serve metrics without DNS, and `Ready` would hide it (issue 44).
+   */
+  #checkScalerDnsWrite(scaler: KubeObject, actor: string): void {
+    if ((scaler.status as { state?: string } | undefined)?.state !== "Ready") return;
+    const since = this.world?.dnsDownSince();
+    const now = this.cluster.clock.now();
+    if (since === undefined || now - since <= DNS_LAG_MS) return;
+    this.#fail(
+      "scaler-ready-needs-cluster-dns",
+      `${actor} wrote ${ref(scaler)} Ready while cluster DNS has answered nothing for ${
+        now - since
+      } ms`,
+    );
+  }
+
+  /**
+   * Checked {@link DNS_STALE_MS} into a cluster DNS outage (chaos.ts schedules it): no Scaler shows
+   * `Ready` then, unless the operator was disrupted meanwhile (a replica that just took over may
+   * not have looked DNS up yet) or the outage ended or began again since.
+   */
+  checkScalerDuringDnsOutage(): void {
+    const since = this.world?.dnsDownSince();
+    const now = this.cluster.clock.now();
+    if (since === undefined || now - since < DNS_STALE_MS) return;
+    if (!this.world!.operatorSteadySince(since - DNS_LAG_MS)) return;
+    for (const scaler of this.cluster.store.objects(RESOURCES.Scaler)) {
+      if ((scaler.status as { state?: string } | undefined)?.state !== "Ready") continue;
+      this.#fail(
+        "scaler-ready-needs-cluster-dns",
+        `${ref(scaler)} still shows Ready ${now - since} ms into a cluster DNS outage, the ` +
+          `operator undisturbed since before it began`,
+      );
+    }
   }
 
   /**

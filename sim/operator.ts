@@ -21,6 +21,8 @@ import { rateLimitsOfPod } from "../src/controllers/ratelimit.ts";
 import { RESOURCES } from "../src/api/resources.ts";
 import { PROXY_STATUS } from "../src/api/istiod.ts";
 import { ENGINE_STATUS } from "../src/api/engine_status.ts";
+import { DNS_LOOKUP } from "../src/api/cluster_dns.ts";
+import { ClusterDnsProbe, kedaDnsTargets } from "../src/controllers/cluster_dns.ts";
 import { EngineStatusFeed, type SimEngine } from "./engine.ts";
 import type { SimClient, SimCluster } from "./cluster/mod.ts";
 import type { SimIstiod } from "./istiod.ts";
@@ -31,12 +33,14 @@ import type { Prng } from "./prng.ts";
  * The operator's controllers for the simulated mesh, whose root namespace is mesh-system, asking
  * istiod about the proxies (as with `--istiod-url`) and reading the global rate limit engine back
  * (as with `--global-redis-secret`): the RateLimit's Accepted condition comes from the simulated
- * istiod, GlobalEnforced from the simulated engine (sim/engine.ts).
+ * istiod, GlobalEnforced from the simulated engine (sim/engine.ts); and looking up the name KEDA's
+ * metrics server dials, as an operator in a Pod does, in the simulated cluster DNS.
  */
 export const SIM_CONTROLLERS = allControllersFor({
   meshRootNamespace: DEFAULT_MESH.rootNamespace,
   proxyStatus: true,
   engineStatus: true,
+  clusterDns: true,
 });
 
 /** Where the operator runs and the name of its Lease. */
@@ -68,6 +72,8 @@ interface Replica {
   client: SimClient;
   feed?: ProxyStatusFeed;
   engineFeed?: EngineStatusFeed;
+  /** Stops its cluster DNS lookups. */
+  dns: AbortController;
 }
 
 /**
@@ -134,9 +140,14 @@ export class OperatorProcess {
     });
     const source = this.opts.istiod && new LocalSource(PROXY_STATUS);
     const engineSource = this.opts.engine && new LocalSource(ENGINE_STATUS);
+    const lookups = new LocalSource(DNS_LOOKUP);
     const manager = new Manager({
       cluster: client,
-      localSources: [...(source ? [source] : []), ...(engineSource ? [engineSource] : [])],
+      localSources: [
+        ...(source ? [source] : []),
+        ...(engineSource ? [engineSource] : []),
+        lookups,
+      ],
       clock,
       random: this.opts.prng.fork(`replica/${n}`),
       log: this.opts.log ?? nullLogger,
@@ -164,9 +175,22 @@ export class OperatorProcess {
     });
     const engine = this.opts.engine;
     const engineFeed = engine && engineSource && new EngineStatusFeed(engine, engineSource, clock);
+    // The operator's cluster DNS lookups, as src/cli/run.ts starts them in a Pod: the Pod's
+    // resolver is the simulated cluster DNS, asked on this replica's clock.
+    const dns = new AbortController();
+    const probe = new ClusterDnsProbe({
+      source: lookups,
+      namespace: OPERATOR_NAMESPACE,
+      targets: () => kedaDnsTargets(manager.cache),
+      resolve: this.opts.cluster.dns.resolverFor(clock),
+      server: "the operator Pod's resolver",
+      clock,
+      log: this.opts.log ?? nullLogger,
+    });
     this.identities.push(identity);
-    this.#replicas.push({ identity, manager, client, feed, engineFeed });
+    this.#replicas.push({ identity, manager, client, feed, engineFeed, dns });
     manager.start().catch((err) => this.opts.onError?.(err));
+    void probe.run(dns.signal);
     feed?.start();
     // The engine is read once it runs (a RateLimit with spec.global exists).
     if (engine && engineFeed) engine.onStart(() => engineFeed.start());
@@ -187,6 +211,7 @@ export class OperatorProcess {
     r.client.kill();
     r.feed?.stop();
     r.engineFeed?.stop();
+    r.dns.abort();
     return r.identity;
   }
 
@@ -202,6 +227,7 @@ export class OperatorProcess {
     for (const r of all) {
       r.feed?.stop();
       r.engineFeed?.stop();
+      r.dns.abort();
     }
     await Promise.all(all.map((r) => r.manager.stop("sim end")));
   }

@@ -121,6 +121,7 @@ export class Simulation {
       aggregator: {
         discoveryError: (ns, name, url) => this.injector.discoveryError(ns, name, url),
       },
+      dns: { down: () => this.injector.clusterDnsDown() },
     });
     this.injector.onTimedEnd = (at) =>
       clock.schedule(at - clock.now(), () => this.cluster.deployments.resyncAll());
@@ -141,10 +142,18 @@ export class Simulation {
       active: () => this.injector.active,
       ...(opts.engine ? { broken: opts.engine } : {}),
     });
-    this.checker = new InvariantChecker(this.cluster, {
-      namespace: OPERATOR_NAMESPACE,
-      name: LEASE_NAME,
-    }, this.istiod);
+    this.checker = new InvariantChecker(
+      this.cluster,
+      {
+        namespace: OPERATOR_NAMESPACE,
+        name: LEASE_NAME,
+      },
+      this.istiod,
+      {
+        dnsDownSince: () => this.injector.clusterDnsDownSince(),
+        operatorSteadySince: (t) => this.#operatorSteadySince(t),
+      },
+    );
     this.cluster.onRequest = (actor, verb, type, namespace, name) =>
       this.checker.checkRequest(actor, verb, type, namespace, name);
     this.driver = new Driver(clock, { onStep: () => this.#afterStep() });
@@ -170,6 +179,21 @@ export class Simulation {
     });
     this.cluster.store.subscribe((c) => this.#observe(c));
     this.istiod.onFilters = () => this.operator.filtersChanged();
+  }
+
+  /**
+   * True when the timeline shows no crash, restart, lease loss or clock jump since virtual time
+   * `t`: the same replica led throughout.
+   */
+  #operatorSteadySince(t: number): boolean {
+    const from = (t - SIM_EPOCH) / 1000;
+    for (let i = this.trace.timeline.length - 1; i >= 0; i--) {
+      const e = this.trace.timeline[i];
+      if (parseFloat(e.t) < from) return true;
+      if (e.event === "crash" || e.event === "restart") return false;
+      if (e.event === "phase" && /^(lease lost|clock jumps)/.test(e.detail)) return false;
+    }
+    return true;
   }
 
   /** Milliseconds since the epoch (scenario time). */

@@ -17,6 +17,7 @@ import {
 } from "./client.ts";
 import { type DeploymentBehaviour, DeploymentController } from "./deployments.ts";
 import { type AggregatorBehaviour, AggregatorController } from "./aggregator.ts";
+import { type ClusterDnsBehaviour, SimClusterDns } from "./dns.ts";
 import { BackgroundControllers } from "./gc.ts";
 import { Lister } from "./list.ts";
 import { Store } from "./store.ts";
@@ -33,6 +34,7 @@ export type {
 } from "./client.ts";
 export type { DeploymentBehaviour } from "./deployments.ts";
 export type { AggregatorBehaviour } from "./aggregator.ts";
+export type { ClusterDnsBehaviour } from "./dns.ts";
 export type { Change, ChangeType, WriteVerb } from "./history.ts";
 export { type Actor, CRD_CLEANUP_FINALIZER, Store } from "./store.ts";
 export { isOperator, WriteLog, type WriteRecord } from "./writelog.ts";
@@ -48,6 +50,8 @@ export interface SimClusterOptions {
   deployments?: Partial<DeploymentBehaviour>;
   /** Whether the aggregator's discovery checks fail; default they pass once a Pod is ready. */
   aggregator?: Partial<AggregatorBehaviour>;
+  /** Whether cluster DNS answers; default it always does, in 1–20 ms. */
+  dns?: Partial<ClusterDnsBehaviour>;
   /** Events retained per type before a watch from an older version gets 410. Default 500. */
   historySize?: number;
   /** Skip creating the initial namespaces, CRDs and mesh (tests of the bare API server). */
@@ -64,6 +68,8 @@ export class SimCluster {
   readonly deployments: DeploymentController;
   /** The aggregator: APIServices' Available condition. */
   readonly aggregator: AggregatorController;
+  /** Cluster DNS: Service names as a Pod's resolver gets them. */
+  readonly dns: SimClusterDns;
   readonly background: BackgroundControllers;
   readonly clock: SimClock;
   readonly prng: Prng;
@@ -91,6 +97,13 @@ export class SimCluster {
       discoveryError: () => undefined,
       reactionMs: () => aggregator.logUniform(5, 200),
       ...opts.aggregator,
+    });
+    // Its own stream too, so that runs asking no names draw as before.
+    const dns = opts.prng.fork("dns");
+    this.dns = new SimClusterDns(this.store, {
+      down: () => false,
+      answerMs: () => dns.logUniform(1, 20),
+      ...opts.dns,
     });
     this.background = new BackgroundControllers(
       this.store,

@@ -22,6 +22,30 @@ export const DNS_LOOKUP: ResourceType = {
   namespaced: true,
 };
 
+const API_VERSION = `${DNS_LOOKUP.group}/${DNS_LOOKUP.version}`;
+
+/**
+ * Name of the DNSLookup that says the operator looks names up (in the operator's namespace, from
+ * the lookups' start): without it nothing is asked, and nothing may be said of cluster DNS. No
+ * Deployment can have it, since a Deployment's name is a DNS subdomain and has no `_`.
+ */
+export const DNS_RESOLVER_NAME = "_resolver";
+
+/** The DNSLookup saying the operator asks `server` (see {@link DNS_RESOLVER_NAME}). */
+export function dnsResolverObject(namespace: string, server: string): KubeObject {
+  return {
+    apiVersion: API_VERSION,
+    kind: DNS_LOOKUP.kind,
+    metadata: { namespace, name: DNS_RESOLVER_NAME },
+    status: { server },
+  };
+}
+
+/** True when `lookups` hold the object saying the operator looks names up. */
+export function asksClusterDns(lookups: readonly KubeObject[]): boolean {
+  return lookups.some((o) => o.metadata.name === DNS_RESOLVER_NAME);
+}
+
 /** The outcome of the last lookup of a name. */
 export type DnsLookupFields =
   | {
@@ -44,8 +68,6 @@ export type DnsLookupFields =
     /** When lookups of the name began failing (RFC 3339): kept while they go on failing. */
     since: string;
   };
-
-const API_VERSION = `${DNS_LOOKUP.group}/${DNS_LOOKUP.version}`;
 
 /** The DNSLookup object of the name the Deployment `namespace/name` dials. */
 export function dnsLookupObject(

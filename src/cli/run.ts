@@ -374,6 +374,7 @@ export async function runOperator(opts: RunOptions, deps: RunDeps): Promise<numb
       startClusterDnsLookups({
         ask: dns.kind === "server" ? { ipAddr: dns.ipAddr, port: dns.port } : "pod",
         source: dnsLookups,
+        namespace: opts.leaseNamespace,
         cache: () => (manager ?? m).cache,
         clock,
         log: log.child({ component: "cluster-dns" }),

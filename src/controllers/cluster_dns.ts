@@ -4,16 +4,20 @@
  * cached Deployment) is looked up every {@link DNS_PERIOD_MS} through the resolver the operator is
  * given (in a Pod, the Pod's own, as its /etc/resolv.conf sets it: the same cluster DNS KEDA's Pods
  * ask), and the outcome is published as DNSLookup objects (src/api/cluster_dns.ts) into a
- * LocalSource the Scaler controller watches. Bounded: at most {@link MAX_TARGETS} names a round,
- * {@link DNS_TRIES} tries of at most {@link DNS_TIMEOUT_MS} each, one round a period, nothing at
- * all while no Scaler has installed KEDA. A lookup answering as before changes no object, so at
- * rest the controller hears nothing.
+ * LocalSource the Scaler controller watches, beside one object saying that the operator asks at
+ * all (`_resolver`: without it the Scaler says nothing of DNS). Bounded: at most
+ * {@link MAX_TARGETS} names a round, {@link DNS_TRIES} tries of at most {@link DNS_TIMEOUT_MS}
+ * each, one round a period, nothing asked while no Scaler has installed KEDA; a name newly to be
+ * looked up (KEDA installed, an operator replica just started) is looked up within
+ * {@link TARGETS_CHECK_MS}, from the cache, without a request. A lookup answering as before
+ * changes no object, so at rest the controller hears nothing.
  */
 import {
   DNS_LOOKUP,
   type DnsLookupFields,
   dnsLookupObject,
   dnsLookupOf,
+  dnsResolverObject,
 } from "../api/cluster_dns.ts";
 import { RESOURCES } from "../api/resources.ts";
 import { kubeTime } from "../api/time.ts";
@@ -30,6 +34,8 @@ export const DNS_TIMEOUT_MS = 2_000;
 export const DNS_TRIES = 2;
 /** Most names looked up a round (there is one served Scaler, so one name). */
 export const MAX_TARGETS = 4;
+/** How often the names to look up are read from the cache between rounds. */
+export const TARGETS_CHECK_MS = 5_000;
 
 /** A name to look up: the one the Deployment `namespace/name` dials. */
 export interface DnsTarget {
@@ -49,6 +55,8 @@ export type DnsResolver = (host: string, signal: AbortSignal) => Promise<string[
 export interface ClusterDnsOptions {
   /** Where the DNSLookup objects go; its type must be DNS_LOOKUP. */
   source: LocalSource;
+  /** The operator's namespace, where the `_resolver` object is kept. */
+  namespace: string;
   /** The names to look up now (`kedaDnsTargets` of the operator's cache). */
   targets: () => readonly DnsTarget[];
   resolve: DnsResolver;
@@ -61,7 +69,11 @@ export interface ClusterDnsOptions {
   tries?: number;
 }
 
-/** The names KEDA's metrics server Deployments the operator installed dial, from the cache. */
+/**
+ * The names KEDA's metrics server Deployments the operator installed dial, from the cache: each
+ * once the Service it names (`<service>.<namespace>.svc...`) is cached too, so that an install
+ * does not ask for a name before its Service exists (CoreDNS would answer NXDOMAIN, rightly).
+ */
 export function kedaDnsTargets(cache: CacheReader): DnsTarget[] {
   const out: DnsTarget[] = [];
   for (const d of cache.list(RESOURCES.Deployment)) {
@@ -69,7 +81,9 @@ export function kedaDnsTargets(cache: CacheReader): DnsTarget[] {
     if (d.metadata.name !== KEDA_DEPLOYMENTS.metricServer || !d.metadata.namespace) continue;
     if (labels[MANAGED_BY_LABEL] !== MANAGED_BY || labels[MODULE_LABEL] !== "keda") continue;
     const host = dialedOperatorHost(d);
-    if (host) out.push({ namespace: d.metadata.namespace, name: d.metadata.name, host });
+    const [service, namespace, svc] = host?.split(".") ?? [];
+    if (!host || svc !== "svc" || !cache.get(RESOURCES.Service, namespace, service)) continue;
+    out.push({ namespace: d.metadata.namespace, name: d.metadata.name, host });
   }
   return out;
 }
@@ -122,7 +136,12 @@ export class ClusterDnsProbe {
     return { error };
   }
 
-  /** Looks up every target once and publishes the outcomes (none: no DNSLookup objects). */
+  /** The names to look up now, as one comparable text. */
+  #targetsKey(): string {
+    return JSON.stringify(this.#o.targets().slice(0, MAX_TARGETS));
+  }
+
+  /** Looks up every target once and publishes the outcomes beside the `_resolver` object. */
   async round(): Promise<void> {
     const { source, server, clock, log } = this.#o;
     const targets = this.#o.targets().slice(0, MAX_TARGETS);
@@ -132,7 +151,7 @@ export class ClusterDnsProbe {
         dnsLookupOf(o),
       ]),
     );
-    const objects = [];
+    const objects = [dnsResolverObject(this.#o.namespace, server)];
     for (const t of targets) {
       const outcome = await this.#lookup(t.host);
       const old = before.get(`${t.namespace}/${t.name}`);
@@ -156,17 +175,27 @@ export class ClusterDnsProbe {
     source.publish(objects);
   }
 
-  /** Rounds a period apart until `signal` aborts. */
+  /**
+   * Rounds a period apart until `signal` aborts, and one at once when the names to look up change.
+   * The `_resolver` object is published first, before any name is known.
+   */
   async run(signal: AbortSignal): Promise<void> {
-    const { clock, log } = this.#o;
+    const { clock, log, source } = this.#o;
+    const period = this.#o.periodMs ?? DNS_PERIOD_MS;
+    source.publish([dnsResolverObject(this.#o.namespace, this.#o.server)]);
+    let asked = "";
     while (!signal.aborted) {
+      asked = this.#targetsKey();
       try {
         await this.round();
       } catch (err) {
         log.error("cluster DNS lookups failed", { error: shortError(err) });
       }
+      const next = clock.now() + period;
       try {
-        await clock.sleep(this.#o.periodMs ?? DNS_PERIOD_MS, signal);
+        do {
+          await clock.sleep(Math.min(TARGETS_CHECK_MS, Math.max(0, next - clock.now())), signal);
+        } while (clock.now() < next && this.#targetsKey() === asked);
       } catch {
         return;
       }

@@ -39,6 +39,8 @@ export interface ClusterDnsLookupsOptions {
   ask: "pod" | { ipAddr: string; port: number };
   /** Where the DNSLookup objects go. */
   source: LocalSource;
+  /** The operator's namespace. */
+  namespace: string;
   /** The operator's cache now (the names come from KEDA's cached Deployments). */
   cache: () => CacheReader;
   clock: Clock;
@@ -52,6 +54,7 @@ export function startClusterDnsLookups(o: ClusterDnsLookupsOptions): void {
   const server = resolverName(nameServer);
   const probe = new ClusterDnsProbe({
     source: o.source,
+    namespace: o.namespace,
     targets: () => kedaDnsTargets(o.cache()),
     resolve: denoResolver(nameServer),
     server,

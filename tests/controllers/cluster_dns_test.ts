@@ -10,7 +10,7 @@ import {
   type DnsResolver,
   kedaDnsTargets,
 } from "../../src/controllers/cluster_dns.ts";
-import { DNS_LOOKUP, dnsLookupOf } from "../../src/api/cluster_dns.ts";
+import { DNS_LOOKUP, DNS_RESOLVER_NAME, dnsLookupOf } from "../../src/api/cluster_dns.ts";
 import { type Clock, createLogger, LocalSource } from "../../src/runtime/mod.ts";
 import { installed } from "../reconcile/scaler_fixtures.ts";
 import { fakeCache } from "../reconcile/module_fixtures.ts";
@@ -36,13 +36,15 @@ function probe(resolve: DnsResolver, t: { now: number }, clock = stillClock(t)) 
   const source = new LocalSource(DNS_LOOKUP);
   const p = new ClusterDnsProbe({
     source,
+    namespace: "platform-system",
     targets: () => [TARGET],
     resolve,
     server: "the operator Pod's resolver",
     clock,
     log,
   });
-  const lookup = () => dnsLookupOf(source.list().items[0]);
+  const lookup = () =>
+    dnsLookupOf(source.list().items.find((o) => o.metadata.name === TARGET.name));
   return { p, source, lookup };
 }
 
@@ -52,6 +54,11 @@ Deno.test("cluster DNS: the name looked up is the one KEDA's installed metrics s
   // Another Deployment of that name, not installed by the operator: not looked up.
   const foreign = w.installed.map((o) => ({ ...o, metadata: { ...o.metadata, labels: {} } }));
   assert.deepEqual(kedaDnsTargets(fakeCache(foreign)), []);
+  // Not before the Service the name stands for is there.
+  const noService = w.installed.filter((o) =>
+    !(o.kind === "Service" && o.metadata.name === "keda-operator")
+  );
+  assert.deepEqual(kedaDnsTargets(fakeCache(noService)), []);
 });
 
 Deno.test("cluster DNS: outcomes change the object only when they change; since is kept", async () => {
@@ -128,6 +135,7 @@ Deno.test("cluster DNS: no Scaler installed, nothing looked up and no lookup kep
   let asked = 0;
   const p = new ClusterDnsProbe({
     source,
+    namespace: "platform-system",
     targets: () => targets,
     resolve: () => (asked++, Promise.resolve(["10.96.0.20"])),
     server: "s",
@@ -135,8 +143,9 @@ Deno.test("cluster DNS: no Scaler installed, nothing looked up and no lookup kep
     log,
   });
   await p.round();
-  assert.equal(source.list().items.length, 1);
+  const names = () => source.list().items.map((o) => o.metadata.name);
+  assert.deepEqual(names(), [DNS_RESOLVER_NAME, TARGET.name]);
   targets = [];
   await p.round();
-  assert.deepEqual([asked, source.list().items.length], [1, 0]);
+  assert.deepEqual([asked, names()], [1, [DNS_RESOLVER_NAME]], "only: the operator asks");
 });

@@ -11,6 +11,7 @@ import { REAL_NODE_SKIP } from "../../tools/cluster/real_node_fixtures.ts";
 import { kedaBuildStatus } from "../../tools/keda/build.ts";
 import { buildKedaImages, type KedaImages } from "../../tools/keda/image.ts";
 import { missingTools } from "../../tools/image/run.ts";
+import { CLUSTER_DNS_IP } from "../../tools/cluster/services.ts";
 import type { Kube } from "./kube.ts";
 
 /** Why the real KEDA suite cannot run here, or "". */
@@ -37,6 +38,17 @@ export function imageFlags(images: KedaImages): string[] {
     `--keda-metrics-server-image=${images.metricServer.ref}`,
     `--keda-webhook-image=${images.admissionWebhook.ref}`,
   ];
+}
+
+/**
+ * The operator's flags on the real node: KEDA's `images`, and cluster DNS asked at the kube-dns
+ * Service's address, since the operator runs as a host process, outside any Pod (kube-proxy's
+ * rules serve the host too). KEDA_REAL_CLUSTER_DNS=off runs an operator that does not look the
+ * names up, to show the DNS step failing without it.
+ */
+export function operatorFlags(images: KedaImages): string[] {
+  const dns = Deno.env.get("KEDA_REAL_CLUSTER_DNS") ?? CLUSTER_DNS_IP;
+  return [...imageFlags(images), `--cluster-dns=${dns}`];
 }
 
 /**

@@ -6,7 +6,8 @@
  * missing, and is Ready once KEDA's Pods are; KEDA's operator turns a ScaledObject into its HPA;
  * KEDA scales a real Deployment on a metric served in the cluster (through the aggregator, KEDA's
  * metrics server, its operator, cluster DNS and kube-proxy); a Scaler edit rolls KEDA's Pods while
- * scaling goes on; the Scaler's deletion waits for the ScaledObjects, names them, and leaves no
+ * scaling goes on; with CoreDNS scaled to 0 the Scaler leaves Ready naming DNS and comes back
+ * (keda_dns.ts); the Scaler's deletion waits for the ScaledObjects, names them, and leaves no
  * APIService, webhook or CRD behind: discovery and namespace deletion work after it.
  */
 import assert from "node:assert/strict";
@@ -16,10 +17,10 @@ import { moduleSelector, namespace, scaledObject, scaler } from "./fixtures.ts";
 import { conditionOf, describe, statusOf } from "./status.ts";
 import {
   describePods,
-  imageFlags,
   KEDA_REAL_SKIP,
   kedaImages,
   kwokDeployment,
+  operatorFlags,
   pods,
   realNodeNamespace,
 } from "./keda_real.ts";
@@ -37,6 +38,7 @@ import {
 } from "./keda_scaling.ts";
 import { moduleGrantsRole } from "../../src/kube/rbac.ts";
 import { MODULE_GROUPS, nothingLeftBehind } from "./left_behind.ts";
+import { clusterDnsOutage } from "./keda_dns.ts";
 
 const NS = "keda-system";
 const USER_NS = "e2e-user";
@@ -75,7 +77,7 @@ e2eSuite("keda-real", async (env, t) => {
       }
       return true;
     });
-    await env.startServing({ identity: "keda-real", extraArgs: imageFlags(images) });
+    await env.startServing({ identity: "keda-real", extraArgs: operatorFlags(images) });
     await env.kube.apply([scaler(NS, "keda")]);
   });
 
@@ -174,6 +176,19 @@ e2eSuite("keda-real", async (env, t) => {
     "KEDA's images move to a rebuild with another tag: ScaledObjects and HPAs kept, scaling goes on",
     async () => {
       await upgradeInPlace(env, images);
+    },
+  );
+
+  await env.step(
+    t,
+    "CoreDNS scaled to 0: the Scaler leaves Ready naming DNS, Ready again once it is back",
+    async () => {
+      await clusterDnsOutage(
+        env,
+        NS,
+        "keda",
+        `${KEDA_DEPLOYMENTS.operator}.${NS}.svc.cluster.local`,
+      );
     },
   );
 
@@ -409,7 +424,7 @@ async function upgradeInPlace(env: E2E, images: KedaImages): Promise<void> {
   const versions: string[] = [];
   try {
     await env.stopOperators();
-    await env.startServing({ identity: "keda-real-upgrade", extraArgs: imageFlags(rebuilt) });
+    await env.startServing({ identity: "keda-real-upgrade", extraArgs: operatorFlags(rebuilt) });
     const want = Object.values(rebuilt).map((i) => i.ref).sort();
     await waitFor("every KEDA Pod running the rebuilt images, the Scaler Ready", async () => {
       const s = await env.kube.get("scaler", "keda", NS);
@@ -508,7 +523,7 @@ async function notReadyWhileImagesMissing(
 async function wrongImageRollout(env: E2E, images: KedaImages): Promise<void> {
   const wrong = `${images.admissionWebhook.ref}-missing`;
   await env.stopOperators();
-  const flags = imageFlags(images).map((f) =>
+  const flags = operatorFlags(images).map((f) =>
     f.startsWith("--keda-webhook-image=") ? `--keda-webhook-image=${wrong}` : f
   );
   await env.startServing({ identity: "keda-real-wrong", extraArgs: flags });
@@ -520,7 +535,7 @@ async function wrongImageRollout(env: E2E, images: KedaImages): Promise<void> {
   const notReady = await env.waitStatus("scaler", NS, "keda", { state: "Processing" });
   assert.notEqual(statusOf(notReady).state, "Ready");
   await env.stopOperators();
-  await env.startServing({ identity: "keda-real-fixed", extraArgs: imageFlags(images) });
+  await env.startServing({ identity: "keda-real-fixed", extraArgs: operatorFlags(images) });
   await env.waitStatus("scaler", NS, "keda", { state: "Ready" }, { timeoutMs: READY_MS });
   const ps = await waitFor("only the right images' Pods left", async () => {
     const now = await pods(env.kube, NS);

@@ -6,7 +6,11 @@ import {
   CLUSTER_DNS_GRACE_MS,
   dialedOperatorHost,
 } from "../../src/reconcile/scaler/cluster_dns.ts";
-import { type DnsLookupFields, dnsLookupObject } from "../../src/api/cluster_dns.ts";
+import {
+  type DnsLookupFields,
+  dnsLookupObject,
+  dnsResolverObject,
+} from "../../src/api/cluster_dns.ts";
 import type { KubeObject } from "../../src/api/object.ts";
 import { SCALER_FINALIZER } from "../../src/reconcile/labels.ts";
 import {
@@ -54,6 +58,9 @@ const OPERATOR_HOST = "keda-operator.platform-system.svc.cluster.local";
 /** RFC 3339 (whole seconds) of `ms` before NOW. */
 const ago = (ms: number) => new Date(NOW - ms).toISOString().replace(/\.\d+Z$/, "Z");
 
+/** The object saying the operator looks names up (in its namespace). */
+const ASKING = dnsResolverObject("platform-system", "the operator Pod's resolver");
+
 /** The operator's lookup of the name KEDA's metrics server dials: failing since `forMs`. */
 function failedLookup(forMs: number, host = OPERATOR_HOST): KubeObject[] {
   const fields: DnsLookupFields = {
@@ -63,18 +70,21 @@ function failedLookup(forMs: number, host = OPERATOR_HOST): KubeObject[] {
     error: "no answer within 2 s",
     since: ago(forMs),
   };
-  return [dnsLookupObject("platform-system", KEDA_DEPLOYMENTS.metricServer, fields)];
+  return [ASKING, dnsLookupObject("platform-system", KEDA_DEPLOYMENTS.metricServer, fields)];
 }
 
 /** The same name resolving. */
 function resolvedLookup(): KubeObject[] {
-  return [dnsLookupObject("platform-system", KEDA_DEPLOYMENTS.metricServer, {
-    result: "Resolved",
-    host: OPERATOR_HOST,
-    server: "the operator Pod's resolver",
-    addresses: ["10.96.0.20"],
-    since: ago(600_000),
-  })];
+  return [
+    ASKING,
+    dnsLookupObject("platform-system", KEDA_DEPLOYMENTS.metricServer, {
+      result: "Resolved",
+      host: OPERATOR_HOST,
+      server: "the operator Pod's resolver",
+      addresses: ["10.96.0.20"],
+      since: ago(600_000),
+    }),
+  ];
 }
 
 /** An installed Scaler whose spec changed to `spec` (generation 2), its objects not yet updated. */
@@ -274,7 +284,7 @@ const CASES: Record<number, Case> = {
   15: {
     input: () => inputOf(installed(), { lookups: failedLookup(CLUSTER_DNS_GRACE_MS) }),
     message:
-      /^KEDA 2\.20\.2 is installed, but cluster DNS has not resolved keda-operator\.platform-system\.svc\.cluster\.local, the name KEDA's metrics server dials to reach KEDA's operator, since \S+Z \(the operator Pod's resolver answered: no answer within 2 s\)\. HPAs cannot get KEDA's metrics until it does: check the cluster's DNS server \(CoreDNS behind the kube-dns Service\)\.$/,
+      /^KEDA 2\.20\.2 is installed, but cluster DNS has not resolved keda-operator\.platform-system\.svc\.cluster\.local, the name KEDA's metrics server dials to reach KEDA's operator, since \S+Z \(asked the operator Pod's resolver: no answer within 2 s\)\. HPAs cannot get KEDA's metrics until it does: check the cluster's DNS server \(CoreDNS behind the kube-dns Service\)\.$/,
     check: (plan) => {
       assert.deepEqual([plan.apply, plan.delete], [[], []], "nothing is written but the status");
       assert.equal(statusOf(plan).kedaVersion, "2.20.2");
@@ -456,7 +466,7 @@ Deno.test("Scaler: never Ready while the operator's lookups of the name KEDA dia
   assert.equal(statusOf(young).state, "Processing");
   assert.match(
     conditionOf(young, "Installed")!.message,
-    /^Verifying KEDA 2\.20\.2: cluster DNS did not resolve keda-operator\.platform-system\.svc\.cluster\.local, the name KEDA's metrics server dials to reach KEDA's operator \(the operator Pod's resolver answered: no answer within 2 s\); looking again\.$/,
+    /^Verifying KEDA 2\.20\.2: cluster DNS did not resolve keda-operator\.platform-system\.svc\.cluster\.local, the name KEDA's metrics server dials to reach KEDA's operator \(asked the operator Pod's resolver: no answer within 2 s\); looking again\.$/,
   );
   assert.equal(young.requeueAfterMs, CLUSTER_DNS_GRACE_MS - 10_000, "looks again when it ends");
   // Past the grace: Warning with a Warning Event; the same again: no new Event; back: Ready.

@@ -167,6 +167,20 @@ export function ignoresTheMetricsApi(): MutantOptions {
   );
 }
 
+/**
+ * A Scaler reducer that does not read the operator's cluster DNS lookups: it sees none, as when
+ * the operator does not ask (the Scaler before this part of issue 44).
+ */
+export function ignoresClusterDns(): MutantOptions {
+  return swap(
+    moduleController(
+      "scaler",
+      { ...SCALER_MODULE, lookups: true },
+      () => Promise.resolve((input) => reconcileScaler({ ...input, lookups: [] })),
+    ),
+  );
+}
+
 /** A RateLimit reducer whose condition reasons are not in the state table. */
 export function writesAStatusOffTheTable(): MutantOptions {
   return swap(editPlans(rateLimitController, (plan) => {

@@ -225,6 +225,15 @@ const CASES: readonly Case[] = [
     failure:
       /^invariant scaler-ready-needs-metrics-api broken .*Ready while APIService v1beta1\.external\.metrics\.k8s\.io is not Available \(False\/FailedDiscoveryCheck\)/,
   },
+  {
+    check: "scaler-ready-needs-cluster-dns",
+    mutant: "a Scaler reducer that does not read the operator's cluster DNS lookups",
+    options: mutant.ignoresClusterDns,
+    seed: 6,
+    faults: { dnsOutages: 3 },
+    failure:
+      /^invariant scaler-ready-needs-cluster-dns broken .*still shows Ready \d+ ms into a cluster DNS outage/,
+  },
 ];
 
 const baselines = new Map<string, Promise<RunResult>>();

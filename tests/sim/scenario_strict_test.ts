@@ -128,7 +128,7 @@ Deno.test("faults: an unknown kind is named with the known ones, a missing targe
     refusal(`name: x\n${STEP}    fault: {kind: wachDrop, target: {kind: Pod}}\n`),
     'f.yaml: steps[0].fault.kind: unknown fault kind "wachDrop" (did you mean watchDrop?); ' +
       "known: apiError, replicaFailure, slowDeployment, crash, clockJump, watchDrop, watchStall, " +
-      "watchGone, proxyReject, proxyDisconnect, istiodUnreachable, compact",
+      "watchGone, proxyReject, proxyDisconnect, istiodUnreachable, compact, partition, apiServerDown",
   );
   // The mesh's fault kinds are as strict: a misspelt key is named with the key meant.
   assert.equal(
@@ -172,7 +172,7 @@ ${STEP}    fault: {kind: proxyReject}
       "throttle, serverError, timeout, watchDrop, watchStall, watchGone, goneAs, historySize, " +
       "crashes, replicaFailure, slowDeployment, clockJumps, slowWrite, planCrashes, leaseLoss, " +
       "standbys, ownedDeletes, proxyRejects, proxyNeverConnects, brokenFilters, istiodOutages, " +
-      "metricsOutages",
+      "metricsOutages, dnsOutages",
   );
   assert.equal(
     refusal(`name: x
@@ -182,7 +182,7 @@ ${STEP}`),
       "conflict, throttle, serverError, timeout, watchDrop, watchStall, watchGone, goneAs, " +
       "historySize, crashes, replicaFailure, slowDeployment, clockJumps, slowWrite, planCrashes, " +
       "leaseLoss, standbys, ownedDeletes, proxyRejects, proxyNeverConnects, brokenFilters, " +
-      "istiodOutages, metricsOutages",
+      "istiodOutages, metricsOutages, dnsOutages",
   );
   assert.equal(
     refusal(`name: x\nfaults: {watchDrop: 2, crashes: 1e9}\n${STEP}`),

@@ -130,7 +130,7 @@ export interface ModuleLifecycle<Spec, Config> {
 }
 
 /** The status the module object shows now (`{}` when it has none or it is not an object). */
-function shownStatus(object: unknown): Record<string, unknown> {
+export function shownStatus(object: unknown): Record<string, unknown> {
   const status = (object as { status?: unknown } | null)?.status;
   return typeof status === "object" && status !== null && !Array.isArray(status)
     ? status as Record<string, unknown>

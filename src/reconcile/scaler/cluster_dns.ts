@@ -6,13 +6,17 @@
  *
  * The operator looks that name up with its own Pod's resolver (src/controllers/cluster_dns.ts) and
  * the lookups reach the reducer as DNSLookup objects (src/api/cluster_dns.ts). Only a lookup of the
- * name the installed metrics server Deployment dials counts; without one (the operator runs outside
- * the cluster, or has not asked yet) the Scaler says nothing of DNS. A failure is shown as
- * verification in progress for {@link CLUSTER_DNS_GRACE_MS} after lookups began failing, then as
- * the Warning row `ClusterDNSUnavailable`; never `Ready` while the lookups fail.
+ * name the installed metrics server Deployment dials counts. Where the operator does not ask (it
+ * runs outside the cluster: no `_resolver` object) the Scaler says nothing of DNS. Where it asks
+ * but has not looked the name up yet (KEDA just rolled out, a replica just started), a Scaler not
+ * shown Ready waits for that lookup, one shown Ready stays so (nothing seen says otherwise; the
+ * lookup comes within seconds and wakes it). A failure is shown as verification in
+ * progress for {@link CLUSTER_DNS_GRACE_MS} after lookups began failing, then as the Warning row
+ * `ClusterDNSUnavailable` (at once when the Scaler shows that row already: a replica that took
+ * over does not wait the grace again); never `Ready` while the lookups fail.
  */
 import type { KubeObject } from "../../api/object.ts";
-import { dnsLookupOf } from "../../api/cluster_dns.ts";
+import { asksClusterDns, dnsLookupOf } from "../../api/cluster_dns.ts";
 import type { Step } from "../module/lifecycle.ts";
 import { KEDA_DEPLOYMENTS, KEDA_VERSION, METRICS_SERVICE_ADDRESS_FLAG } from "./names.ts";
 
@@ -53,17 +57,26 @@ export function dialedOperatorHost(deployment: KubeObject): string | undefined {
   return undefined;
 }
 
+/** What the Scaler shows now, as far as the DNS step reads it. */
+export interface ShownScaler {
+  /** Its state is Ready. */
+  ready: boolean;
+  /** The reason of its Installed condition. */
+  reason?: string;
+}
+
 /**
  * The step a rolled-out KEDA shows while the operator's lookups of the name its metrics server
- * dials fail, or undefined when they resolve or none was observed (`lookups`: the cached DNSLookup
- * objects; the one of KEDA's metrics server in `namespace` counts, and only for the name the
- * installed Deployment dials now).
+ * dials fail or are awaited, or undefined when they resolve or the operator does not ask
+ * (`lookups`: the cached DNSLookup objects; the one of KEDA's metrics server in `namespace`
+ * counts, and only for the name the installed Deployment dials now).
  */
 export function clusterDnsStep(
   installed: readonly KubeObject[],
   lookups: readonly KubeObject[],
   namespace: string,
   now: number,
+  shown: ShownScaler,
 ): Step | undefined {
   const server = KEDA_DEPLOYMENTS.metricServer;
   const dep = installed.find((o) =>
@@ -71,15 +84,25 @@ export function clusterDnsStep(
   );
   const host = dep && dialedOperatorHost(dep);
   if (!host) return undefined;
-  const lookup = dnsLookupOf(
+  if (!asksClusterDns(lookups)) return undefined;
+  const found = dnsLookupOf(
     lookups.find((o) => o.metadata.namespace === namespace && o.metadata.name === server),
   );
-  if (!lookup || lookup.host !== host || lookup.result === "Resolved") return undefined;
+  const lookup = found?.host === host ? found : undefined;
   const dials = `${host}, the name KEDA's metrics server dials to reach KEDA's operator`;
-  const failure = `${lookup.server} answered: ${lookup.error}`;
+  if (!lookup) {
+    if (shown.ready) return undefined;
+    return {
+      reason: "Verification",
+      message: `Verifying KEDA ${KEDA_VERSION}: the operator has not looked up ${dials}, yet.`,
+      requeueAfterMs: CLUSTER_DNS_GRACE_MS,
+    };
+  }
+  if (lookup.result === "Resolved") return undefined;
+  const failure = `asked ${lookup.server}: ${lookup.error}`;
   const since = Date.parse(lookup.since);
   const left = (Number.isFinite(since) ? since : 0) + CLUSTER_DNS_GRACE_MS - now;
-  if (left > 0) {
+  if (left > 0 && shown.reason !== CLUSTER_DNS_UNAVAILABLE) {
     return {
       reason: "Verification",
       message: `Verifying KEDA ${KEDA_VERSION}: cluster DNS did not resolve ${dials} ` +

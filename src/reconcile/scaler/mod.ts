@@ -23,6 +23,7 @@ import {
   type ModuleInput,
   type ModuleLifecycle,
   reconcileModule,
+  shownStatus,
   type Step,
 } from "../module/lifecycle.ts";
 import type { Plan } from "../plan.ts";
@@ -90,7 +91,16 @@ function versionFields(
  */
 function kedaServing(input: ModuleInput, namespace: string): Step | undefined {
   const api = metricsApiStep(input.installed, namespace, input.now);
-  const dns = clusterDnsStep(input.installed, input.lookups ?? [], namespace, input.now);
+  const status = shownStatus(input.object);
+  const conditions = Array.isArray(status.conditions) ? status.conditions : [];
+  const installed = conditions.find((c) => (c as { type?: unknown })?.type === "Installed") as
+    | { reason?: unknown }
+    | undefined;
+  const shown = {
+    ready: status.state === "Ready",
+    ...(typeof installed?.reason === "string" ? { reason: installed.reason } : {}),
+  };
+  const dns = clusterDnsStep(input.installed, input.lookups ?? [], namespace, input.now, shown);
   return [api, dns].find((s) => s?.state === "Warning") ?? api ?? dns;
 }
 
