@@ -515,3 +515,34 @@ Deno.test("Scaler: the name looked up is the host KEDA's metrics server dials", 
   assert.equal(dialedOperatorHost(dialing("10.0.0.7:9666")), undefined, "an address: no DNS");
   assert.equal(dialedOperatorHost({ ...dep, spec: {} }), undefined);
 });
+
+Deno.test("Scaler: asked but not looked up yet, and a new leader during an outage", () => {
+  const w = installed();
+  const asking = { lookups: [ASKING] };
+  // Shown Ready (a replica that just took over): nothing seen says otherwise, it stays Ready.
+  assert.equal((w.object?.status as { state?: string } | undefined)?.state, "Ready");
+  const kept = reconcileScaler(inputOf(w, asking));
+  assert.equal(statusOf(kept).state, "Ready");
+  assert.deepEqual(kept.events, []);
+  // Not shown Ready (KEDA just rolled out): it waits for the operator's first lookup.
+  const rolledOut = {
+    ...w,
+    object: { ...w.object!, status: { ...w.object!.status as object, state: "Processing" } },
+  };
+  const fresh = reconcileScaler(inputOf(rolledOut, asking));
+  assert.equal(statusOf(fresh).state, "Processing");
+  assert.match(
+    conditionOf(fresh, "Installed")!.message,
+    /^Verifying KEDA 2\.20\.2: the operator has not looked up keda-operator\.platform-system\.svc\.cluster\.local, the name KEDA's metrics server dials to reach KEDA's operator, yet\.$/,
+  );
+  // Shown ClusterDNSUnavailable: a new leader's first failed lookup keeps the Warning at once.
+  const down = reconcileScaler(inputOf(w, { lookups: failedLookup(CLUSTER_DNS_GRACE_MS) }));
+  const warned = carryOut(w, down, { ready: false });
+  const young = reconcileScaler(inputOf(warned, { lookups: failedLookup(1_000) }));
+  assert.equal(statusOf(young).state, "Warning");
+  assert.equal(conditionOf(young, "Installed")?.reason, "ClusterDNSUnavailable");
+  // (Its message gives the new leader's start of the failures: said again as a Warning Event.)
+  assert.deepEqual(young.events.map((e) => [e.type, e.reason]), [
+    ["Warning", "ClusterDNSUnavailable"],
+  ]);
+});
