@@ -20,7 +20,7 @@ import { DEFAULT_PAGE_SIZE } from "../../src/runtime/mod.ts";
 import { RESOURCES } from "../../src/api/resources.ts";
 import { BENCH_DIR } from "./env.ts";
 import { rssSplit } from "./idle.ts";
-import type { Memory } from "./operator.ts";
+import { extraDenoArgs, type Memory } from "./operator.ts";
 
 /** One floor program: what it does, and its code (run from the repository, so imports resolve). */
 export interface Floor {
@@ -116,7 +116,7 @@ export async function floorMemory(
 `,
   );
   const out = await new Deno.Command(Deno.execPath(), {
-    args: ["run", "-A", "--cached-only", ...OPERATOR_DENO_FLAGS, file],
+    args: ["run", "-A", "--cached-only", ...OPERATOR_DENO_FLAGS, ...extraDenoArgs(), file],
     cwd: REPO_ROOT,
     env: { ...OPERATOR_ENV, NO_COLOR: "1", ...connection },
     stderr: "piped",
@@ -177,6 +177,7 @@ export async function startupFloorMs(
       "-A",
       "--cached-only",
       ...OPERATOR_DENO_FLAGS,
+      ...extraDenoArgs(),
       program,
     ],
     cwd: REPO_ROOT,

@@ -8,8 +8,23 @@ import { OperatorProcess } from "../../tools/operator/process.ts";
 import { BENCH_DIR, until } from "./env.ts";
 
 /**
+ * Environment variable: V8 flags added to the operator's own (`--v8-flags=...` beside
+ * OPERATOR_DENO_FLAGS'), for the operator and for the floors it is judged against, so a flag's
+ * worth is measured the same way as the operator is (docs/benchmarks.md, "What the idle figure is
+ * made of"). Not for an image: its flags are its own.
+ */
+export const OPERATOR_V8_FLAGS_ENV = "BENCH_OPERATOR_V8_FLAGS";
+
+/** The Deno arguments OPERATOR_V8_FLAGS_ENV adds: none when it is unset or empty. */
+export function extraDenoArgs(): string[] {
+  const flags = Deno.env.get(OPERATOR_V8_FLAGS_ENV)?.trim();
+  return flags ? [`--v8-flags=${flags}`] : [];
+}
+
+/**
  * Starts the operator against the bench cluster as user `platform-operator`, with the flags of
- * deploy/deployment.yaml (leader election on, so the Lease is renewed as in production).
+ * deploy/deployment.yaml (leader election on, so the Lease is renewed as in production), and
+ * OPERATOR_V8_FLAGS_ENV's V8 flags when run from a tree.
  */
 export function startOperator(
   kubeconfig: string,
@@ -25,7 +40,7 @@ export function startOperator(
     logLevel,
     leaderElect: true,
     ...(root ? { root } : {}),
-    ...(image ? { image } : {}),
+    ...(image ? { image } : { denoArgs: extraDenoArgs() }),
   });
 }
 

@@ -9,6 +9,7 @@ import { OPERATOR_USER } from "../../tools/cluster/mod.ts";
 import { join } from "node:path";
 import { BENCH_DIR, type BenchCluster } from "./env.ts";
 import {
+  extraDenoArgs,
   type FirstReconcile,
   firstReconcileOf,
   metricSum,
@@ -57,15 +58,17 @@ export function operatorSubject(
   tree?: { root: string; label: string },
 ): Subject {
   const root = image ? undefined : tree?.root ?? (Deno.env.get(OPERATOR_ROOT_ENV) || undefined);
+  // Deno flags the bench was asked to add (OPERATOR_V8_FLAGS_ENV) are named in the label.
+  const flags = image ? "" : extraDenoArgs().map((a) => ` ${a}`).join("");
   return {
     key: image ? "image" : "operator",
     label: image
       ? `operator in its image`
       : tree
-      ? tree.label
+      ? `${tree.label}${flags}`
       : root
-      ? `operator (${root})`
-      : "operator",
+      ? `operator (${root})${flags}`
+      : `operator${flags}`,
     type: RESOURCES.RateLimit,
     user: OPERATOR_USER,
     async start(identity, debug = false) {

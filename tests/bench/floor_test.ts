@@ -3,11 +3,13 @@ import assert from "node:assert/strict";
 import {
   addFloors,
   type FloorCluster,
+  floorMemory,
   floorRss,
   FLOORS,
   startupFloorMs,
   watchedPaths,
 } from "../../bench/cluster/floor.ts";
+import { extraDenoArgs, OPERATOR_V8_FLAGS_ENV } from "../../bench/cluster/operator.ts";
 import { type Seen, startServer } from "../kube/fake_server.ts";
 import { makePki } from "../kube/pki.ts";
 import { SimApi } from "../kube/sim_api.ts";
@@ -106,4 +108,24 @@ Deno.test("the start-up floor reads every page of what the operator lists, and f
     assert.equal(again.length, 2, "two pages of 500 again");
     await assert.rejects(startupFloorMs(broken, "code"), /500 broken/);
   });
+});
+
+Deno.test("BENCH_OPERATOR_V8_FLAGS adds its V8 flags to the operator's and the floors' Deno flags", async () => {
+  const saved = Deno.env.get(OPERATOR_V8_FLAGS_ENV);
+  try {
+    Deno.env.delete(OPERATOR_V8_FLAGS_ENV);
+    assert.deepEqual(extraDenoArgs(), []);
+    Deno.env.set(OPERATOR_V8_FLAGS_ENV, " ");
+    assert.deepEqual(extraDenoArgs(), []);
+    Deno.env.set(OPERATOR_V8_FLAGS_ENV, "--max-opt=2");
+    assert.deepEqual(extraDenoArgs(), ["--v8-flags=--max-opt=2"]);
+    // A floor runs with it: Deno refuses a flag V8 does not know, and so the floor fails.
+    const m = await floorMemory(FLOORS[0], 0);
+    assert.ok(m.rssMb > 10, `${m.rssMb} MB`);
+    Deno.env.set(OPERATOR_V8_FLAGS_ENV, "--no-such-v8-flag");
+    await assert.rejects(floorMemory(FLOORS[0], 0), /did not recognize flag '--no-such-v8-flag'/);
+  } finally {
+    if (saved === undefined) Deno.env.delete(OPERATOR_V8_FLAGS_ENV);
+    else Deno.env.set(OPERATOR_V8_FLAGS_ENV, saved);
+  }
 });
