@@ -1,8 +1,10 @@
 /**
  * Scenario fault steps: targeted API errors, Deployment faults, crashes, clock jumps, watch faults,
- * and the mesh's: proxies that reject pushes or do not connect, istiod unreachable.
+ * the leader partitioned or the API server down, and the mesh's: proxies that reject pushes or do
+ * not connect, istiod unreachable.
  */
 import { ApiError } from "../../src/runtime/mod.ts";
+import { partitionLeader } from "../chaos.ts";
 import { matchesTarget } from "../faults.ts";
 import type { Simulation } from "../simulation.ts";
 import type { FaultStep } from "./format.ts";
@@ -78,6 +80,22 @@ export function applyFault(sim: Simulation, f: FaultStep): string {
       if (!type) throw new Error(`compact: unknown kind ${f.target.kind}`);
       sim.cluster.store.compact(type);
       return `fault compact ${type.kind} history`;
+    }
+    case "partition": {
+      const holder = partitionLeader(sim, f.for);
+      if (!holder) throw new Error("fault partition: no running replica holds the Lease");
+      return `fault partition: ${holder} cut off the API server for ${f.for} ms`;
+    }
+    case "apiServerDown": {
+      // As a restart (its watches end with it) or etcd stopped beneath it (they stay open).
+      sim.injector.cutOff(undefined, sim.clock.now() + f.for, "refused");
+      let ended = 0;
+      for (const w of [...sim.cluster.watches]) {
+        if (f.watches === "keep" || !w.actor.startsWith("operator/")) continue;
+        w.stream.end();
+        ended++;
+      }
+      return `fault apiServerDown for ${f.for} ms (${ended} operator watches ended)`;
     }
     default: {
       let hit = 0;

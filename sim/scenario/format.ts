@@ -152,6 +152,12 @@ const Fault = z.discriminatedUnion("kind", [
     kind: z.literal("compact"),
     target: strict({ kind: z.string() }, { required: "required for compact" }),
   }),
+  strict({ kind: z.literal("partition"), for: Duration }),
+  strict({
+    kind: z.literal("apiServerDown"),
+    for: Duration,
+    watches: z.enum(["drop", "keep"]).default("drop"),
+  }),
 ], { error: unknownKind });
 
 const Fields = z.record(z.string(), z.unknown());

@@ -15,6 +15,7 @@ import {
   asKedaUnreachable,
   cleanup,
   type Finals,
+  finalsDiff,
   realFinals,
   simFinals,
   STATUS_RESOURCES,
@@ -39,17 +40,6 @@ async function loadScenarios(): Promise<{ file: string; sc: Scenario }[]> {
 
 const all = await loadScenarios();
 const runnable = all.filter(({ sc }) => realBlocker(sc) === undefined);
-
-function diff(want: Finals, got: Finals): string {
-  const keys = [...new Set([...Object.keys(want), ...Object.keys(got)])].sort();
-  return keys.filter((k) => !isDeepStrictEqual(want[k], got[k]))
-    .map((k) =>
-      `${k}:\n    simulator: ${JSON.stringify(want[k] ?? "(never had a status)")}\n    real:      ${
-        JSON.stringify(got[k] ?? "(none)")
-      }`
-    )
-    .join("\n");
-}
 
 e2eSuite("differential", async (env, t) => {
   const skipped = all.filter(({ sc }) => realBlocker(sc) !== undefined);
@@ -92,7 +82,7 @@ e2eSuite("differential", async (env, t) => {
           await waitFor("the real final statuses to equal the simulator's", async () => {
             got = withoutAccepted(await realFinals(env, Object.keys(want)), true);
             return isDeepStrictEqual(got, want);
-          }, { timeoutMs: 120_000, describe: () => Promise.resolve(`\n${diff(want, got)}`) });
+          }, { timeoutMs: 120_000, describe: () => Promise.resolve(`\n${finalsDiff(want, got)}`) });
         } catch (e) {
           failure = e;
         }

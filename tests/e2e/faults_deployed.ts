@@ -443,13 +443,25 @@ export function nextEdit(count = COUNT): { i: number; maxTokens: number } {
   return { i: REAL_PODS + (k % (count - REAL_PODS)), maxTokens: 1_000 + k };
 }
 
+/** One edit an {@link EditLoad} sent: when (epoch ms), whose, the value, and whether it was accepted. */
+export interface EditSent {
+  at: number;
+  name: string;
+  maxTokens: number;
+  /** Answered with success; false: refused or unanswered (which may still have landed). */
+  ok: boolean;
+}
+
 /**
  * Edits RateLimits round-robin (from {@link REAL_PODS} on) every `everyMs` until stopped, going
- * on through API server outages (a refused edit is tried again); counts the edits made to each.
+ * on through API server outages (a refused edit is followed by the next); counts the edits made to
+ * each and records every edit sent.
  */
 export class EditLoad {
   /** Edits that were accepted, by RateLimit name. */
   readonly edits = new Map<string, number>();
+  /** Every edit sent, in the order sent. */
+  readonly sent: EditSent[] = [];
   failed = 0;
   #stop = false;
   #done: Promise<void>;
@@ -458,13 +470,17 @@ export class EditLoad {
     this.#done = (async () => {
       while (!this.#stop) {
         const { i, maxTokens } = nextEdit(count);
+        const name = workloadName(i);
+        const at = Date.now();
+        let ok = false;
         try {
           await editRateLimit(env, i, maxTokens);
-          const name = workloadName(i);
           this.edits.set(name, (this.edits.get(name) ?? 0) + 1);
+          ok = true;
         } catch {
           this.failed++;
         }
+        this.sent.push({ at, name, maxTokens, ok });
         await sleep(everyMs);
       }
     })();
@@ -483,16 +499,17 @@ export class EditLoad {
 }
 
 /**
- * Runs `fault` under an edit load with the Lease sampled; then waits for convergence and checks
- * the writes since the fault began. Returns the time to converge after the fault ended.
+ * Runs `fault` under an edit load (`load`, or one every 200 ms) with the Lease sampled; then waits
+ * for convergence and checks the writes since the fault began. Returns the time to converge after
+ * the fault ended.
  */
 export async function underLoad(
   env: E2E,
   what: string,
   fault: () => Promise<void>,
+  load: EditLoad = new EditLoad(env),
 ): Promise<number> {
   const sampler = new LeaseSampler(env);
-  const load = new EditLoad(env);
   const t0 = Date.now();
   let ended = 0;
   try {
@@ -505,7 +522,8 @@ export async function underLoad(
   await waitConverged(env, `after ${what}`);
   const recover = Date.now() - ended;
   const writes = await operatorWrites(env, t0);
-  const foreign = nonLeaderWrites(writes, sampler);
+  // A write the fence refused (403) at the heal of a partition was not made: not counted.
+  const foreign = nonLeaderWrites(writes, sampler).filter((w) => w.code >= 200 && w.code < 300);
   const dup = duplicateWrites(writes, load.edits);
   const state = writes.filter((w) => !NOT_STATE.has(w.resource));
   const unedited = state.filter((w) => !load.edits.has(w.name));

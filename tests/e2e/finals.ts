@@ -3,6 +3,7 @@
  * cluster: per object (`Kind namespace/name`), its state, served and each condition's
  * `Type=Status/Reason`, or `(deleted)`. Also the cleanup between scenarios on the real cluster.
  */
+import { isDeepStrictEqual } from "node:util";
 import type { TimelineEntry } from "../../sim/trace.ts";
 import type { KubeObject } from "../../src/api/object.ts";
 import { envoyFilterCrd } from "../../src/crd/istio.ts";
@@ -27,6 +28,21 @@ export const STATUS_RESOURCES: Record<string, string> = {
   Scaler: "scalers.operator.platform-project.io",
   RateLimit: "ratelimits.gateway.platform-project.io",
 };
+
+/**
+ * The objects whose final statuses differ between `want` (the simulator's) and `got` (the real
+ * cluster's), each with both; empty when they are equal.
+ */
+export function finalsDiff(want: Finals, got: Finals): string {
+  const keys = [...new Set([...Object.keys(want), ...Object.keys(got)])].sort();
+  return keys.filter((k) => !isDeepStrictEqual(want[k], got[k]))
+    .map((k) =>
+      `${k}:\n    simulator: ${JSON.stringify(want[k] ?? "(never had a status)")}\n    real:      ${
+        JSON.stringify(got[k] ?? "(none)")
+      }`
+    )
+    .join("\n");
+}
 
 /** The last status of every object in a simulator timeline. */
 export function simFinals(timeline: readonly TimelineEntry[]): Finals {
