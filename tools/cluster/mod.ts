@@ -79,7 +79,11 @@ export interface ClusterHandle {
   dir: string;
   /** Admin kubeconfig (user `admin`, group system:masters). */
   kubeconfig: string;
-  /** Operator kubeconfig (user `platform-operator`, group system:masters). */
+  /**
+   * Operator kubeconfig: deploy/'s ServiceAccount (user OPERATOR_USER,
+   * `system:serviceaccount:platform-system:platform-operator`), bound by deploy/'s RBAC, with a
+   * token from the TokenRequest API (operator_identity.ts): not an admin, not in system:masters.
+   */
   operatorKubeconfig: string;
   /** API server URL, `https://127.0.0.1:<port>`. */
   server: string;
