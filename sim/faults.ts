@@ -55,7 +55,10 @@ export interface FaultConfig {
   slowWrite: number;
   /** Crashes right after the n-th Plan write lands (n log-uniform in 1–60; the Plan half done). */
   planCrashes: number;
-  /** Windows (8–40 s, longer than the renew deadline) in which the leader's Lease requests fail. */
+  /**
+   * Windows (8–40 s, longer than the renew deadline) in which the leader's Lease requests fail;
+   * half of them partitions: all its requests unanswered, its watches silent (sim/chaos.ts).
+   */
   leaseLoss: number;
   /** Standby operator replicas beside the leader (a 2-replica Deployment has 1). */
   standbys: number;
