@@ -366,9 +366,11 @@ export async function runOperator(opts: RunOptions, deps: RunDeps): Promise<numb
   }
   // Cluster DNS is asked where it answers as it does for KEDA's Pods: from the operator's Pod
   // (`auto` in a Pod), or at a server given; outside a Pod by default nothing is asked or said.
+  // Only the Scaler reads it, and only the Scaler's controller watches the Deployments it names.
   const dns = opts.clusterDns;
   const inPod = live.connection.source === IN_CLUSTER_SOURCE;
-  if (dns.kind === "server" || (dns.kind === "auto" && inPod)) {
+  const scaler = opts.controllers.includes("scaler");
+  if (scaler && (dns.kind === "server" || (dns.kind === "auto" && inPod))) {
     // Loaded only when asked, as the engine's parts are: kept out of the start-up graph.
     void import("../kube/cluster_dns.ts").then(({ startClusterDnsLookups }) =>
       startClusterDnsLookups({

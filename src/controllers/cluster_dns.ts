@@ -136,9 +136,13 @@ export class ClusterDnsProbe {
     return { error };
   }
 
-  /** The names to look up now, as one comparable text. */
+  /** The names to look up now, as one comparable text ("" when they cannot be read). */
   #targetsKey(): string {
-    return JSON.stringify(this.#o.targets().slice(0, MAX_TARGETS));
+    try {
+      return JSON.stringify(this.#o.targets().slice(0, MAX_TARGETS));
+    } catch {
+      return "";
+    }
   }
 
   /** Looks up every target once and publishes the outcomes beside the `_resolver` object. */
@@ -177,7 +181,8 @@ export class ClusterDnsProbe {
 
   /**
    * Rounds a period apart until `signal` aborts, and one at once when the names to look up change.
-   * The `_resolver` object is published first, before any name is known.
+   * The `_resolver` object is published first, before any name is known. Never rejects: a round
+   * that fails (the names cannot be read, say) is logged and tried again a period later.
    */
   async run(signal: AbortSignal): Promise<void> {
     const { clock, log, source } = this.#o;

@@ -149,3 +149,39 @@ Deno.test("cluster DNS: no Scaler installed, nothing looked up and no lookup kep
   await p.round();
   assert.deepEqual([asked, names()], [1, [DNS_RESOLVER_NAME]], "only: the operator asks");
 });
+
+Deno.test("cluster DNS: names that cannot be read fail a round, logged; the lookups go on and never reject", async () => {
+  const t = { now: 0 };
+  const lines: { level: string; msg: string }[] = [];
+  const source = new LocalSource(DNS_LOOKUP);
+  let rounds = 0;
+  const stop = new AbortController();
+  const clock: Clock = {
+    now: () => t.now,
+    sleep: (ms) => {
+      t.now += ms;
+      if (t.now > 60_000) stop.abort(new Error("done"));
+      return stop.signal.aborted ? Promise.reject(stop.signal.reason) : Promise.resolve();
+    },
+  };
+  const p = new ClusterDnsProbe({
+    source,
+    namespace: "platform-system",
+    // As the cache answers for a type nobody watches (the Scaler's controller not running).
+    targets: () => {
+      rounds++;
+      throw new Error("Deployment is not watched: add it to the controller's watches");
+    },
+    resolve: () => Promise.resolve(["10.96.0.20"]),
+    server: "s",
+    clock,
+    log: createLogger({
+      clock: { now: () => 0 },
+      sink: (l) => lines.push(JSON.parse(l) as { level: string; msg: string }),
+    }),
+  });
+  await p.run(stop.signal); // resolves: nothing escapes as an unhandled rejection
+  assert.ok(rounds >= 4, `the lookups went on (${rounds} reads)`);
+  assert.ok(lines.some((l) => l.level === "error" && l.msg === "cluster DNS lookups failed"));
+  assert.deepEqual(source.list().items.map((o) => o.metadata.name), [DNS_RESOLVER_NAME]);
+});
