@@ -211,7 +211,16 @@ const COUNTING = new Set(["kind", "apiVersion", "namespace", "labels", "count"])
 /** The keys an `absent: true` expectation checks. */
 const ABSENT = new Set(["kind", "apiVersion", "namespace", "name", "absent"]);
 /** The keys a `seen: true` expectation checks: the object's status history has no more. */
-const SEEN = new Set(["kind", "apiVersion", "namespace", "name", "seen", "status", "conditions"]);
+const SEEN = new Set([
+  "kind",
+  "apiVersion",
+  "namespace",
+  "name",
+  "seen",
+  "transient",
+  "status",
+  "conditions",
+]);
 
 const Expectation = strict({
   kind: z.string(),
@@ -221,6 +230,12 @@ const Expectation = strict({
   absent: z.boolean().optional(),
   /** Extension: some status the object had so far (not only the current one) matches. */
   seen: z.boolean().optional(),
+  /**
+   * Extension, with `seen: true`: a status the operator may pass through within one reconcile on a
+   * real cluster (kwok's Pods can be ready before the operator looks again): the simulator must
+   * show it; a run on a real cluster says when it did not see it, and goes on.
+   */
+  transient: z.boolean().optional(),
   /** Extension: count the objects of the kind (in the namespace, with `labels`) instead of matching one. */
   count: z.number().int().min(0).max(MAX_COUNT).optional(),
   labels: Labels.optional(),
@@ -243,6 +258,9 @@ const Expectation = strict({
     if (checked && !checked.has(key)) {
       ctx.addIssue({ code: "custom", path: [key], message: `not checked with ${how}` });
     }
+  }
+  if (e.transient !== undefined && !checked) {
+    ctx.addIssue({ code: "custom", path: ["transient"], message: "only with seen: true" });
   }
 });
 

@@ -78,6 +78,9 @@ e2eSuite("differential", async (env, t) => {
         let failure: unknown;
         try {
           await runReal(sc, run);
+          for (const [ref, missed] of run.unseen ?? []) {
+            console.error(`${file}: transient, not seen on the real cluster: ${ref}: ${missed}`);
+          }
           let got: Finals = {};
           await waitFor("the real final statuses to equal the simulator's", async () => {
             got = withoutAccepted(await realFinals(env, Object.keys(want)), true);

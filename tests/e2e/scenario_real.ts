@@ -63,6 +63,11 @@ export interface RealRun {
   /** Starts the next replica (`platform-operator-N`), as the simulator names them. */
   startReplica(): Promise<OperatorProcess>;
   current?: OperatorProcess;
+  /**
+   * The `transient` statuses this run did not see (the operator went past them before it wrote
+   * them), each as its expectation and what was seen instead; filled in by {@link runReal}.
+   */
+  unseen?: Map<string, string>;
 }
 
 /** Runs every step; throws with the step and the first differing field. */
@@ -209,11 +214,17 @@ export async function checkReal(
   if (e.seen) {
     const expected = expectedSeenStatus(e);
     const history = run.recorder.statuses(`${e.kind} ${e.namespace ?? ""}/${e.name}`, run.mark);
-    return history.some((s) => firstDifference(expected, s) === undefined)
-      ? undefined
-      : `${expectationRef(e)}: no status so far matched ${
-        JSON.stringify(expected)
-      } (${history.length} seen: ${history.map(briefStatus).join("; ")})`;
+    const ref = `${expectationRef(e)} ${JSON.stringify(expected)}`;
+    if (history.some((s) => firstDifference(expected, s) === undefined)) {
+      run.unseen?.delete(ref);
+      return undefined;
+    }
+    const missed = `no status so far matched ${JSON.stringify(expected)} (${history.length} seen: ${
+      history.map(briefStatus).join("; ")
+    })`;
+    if (!e.transient) return `${expectationRef(e)}: ${missed}`;
+    (run.unseen ??= new Map()).set(ref, missed);
+    return undefined;
   }
   const obj = await kube.get(resource, e.name, e.namespace);
   if (e.absent) return obj ? `${expectationRef(e)}: expected absent, but it exists` : undefined;

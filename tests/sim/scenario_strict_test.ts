@@ -92,6 +92,20 @@ Deno.test("strict: an expectation matches top-level object fields, and only keys
     refusal(`name: x\n${STEP}    expect: [{kind: Pod, name: a, seen: true, noConditions: [X]}]\n`),
     "f.yaml: steps[0].expect[0].noConditions: not checked with seen: true",
   );
+  assert.equal(
+    refusal(`name: x\n${STEP}    expect: [{kind: Pod, name: a, transient: true, spec: {}}]\n`),
+    "f.yaml: steps[0].expect[0].transient: only with seen: true",
+  );
+  assert.equal(
+    refusal(`name: x\n${STEP}    expect: [{kind: Pod, name: a, absent: true, transient: true}]\n`),
+    "f.yaml: steps[0].expect[0].transient: not checked with absent: true",
+  );
+  assert.equal(
+    parseScenario(
+      `name: x\n${STEP}    expect: [{kind: Pod, name: a, seen: true, transient: true}]\n`,
+    ).steps[0].expect![0].transient,
+    true,
+  );
 });
 
 Deno.test("bounds: seed 0 to 2^53-1, virtual time at most 24h, counts at most 1000", () => {
