@@ -61,7 +61,10 @@ export const DNS_STALE_MS = DNS_LAG_MS + 20_000;
 export interface CheckedWorld {
   /** Since when cluster DNS has answered nothing, without a break; undefined while it answers. */
   dnsDownSince(): number | undefined;
-  /** True when no operator replica crashed, restarted, lost its Lease or jumped its clock since `t`. */
+  /**
+   * True when no operator replica crashed, restarted, lost its Lease, was partitioned or jumped its
+   * clock since `t`.
+   */
   operatorSteadySince(t: number): boolean;
 }
 

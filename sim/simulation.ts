@@ -182,8 +182,8 @@ export class Simulation {
   }
 
   /**
-   * True when the timeline shows no crash, restart, lease loss or clock jump since virtual time
-   * `t`: the same replica led throughout.
+   * True when the timeline shows no crash, restart, lease loss, partition or clock jump since
+   * virtual time `t`: the same replica led throughout.
    */
   #operatorSteadySince(t: number): boolean {
     const from = (t - SIM_EPOCH) / 1000;
@@ -191,7 +191,7 @@ export class Simulation {
       const e = this.trace.timeline[i];
       if (parseFloat(e.t) < from) return true;
       if (e.event === "crash" || e.event === "restart") return false;
-      if (e.event === "phase" && /^(lease lost|clock jumps)/.test(e.detail)) return false;
+      if (e.event === "phase" && /^(lease lost|partition|clock jumps)/.test(e.detail)) return false;
     }
     return true;
   }

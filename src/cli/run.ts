@@ -382,6 +382,9 @@ export async function runOperator(opts: RunOptions, deps: RunDeps): Promise<numb
         log: log.child({ component: "cluster-dns" }),
         signal: deps.shutdown,
       })
+    ).catch((err) =>
+      // Nothing of the lookups may end the operator: without them the Scaler says nothing of DNS.
+      log.error("cannot start the cluster DNS lookups", { error: (err as Error).message })
     );
   }
   const firstCheck = m.listing.then(() => check(firstLists.answer));
