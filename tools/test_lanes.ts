@@ -18,8 +18,8 @@
  * rest of the build in the background, which writes FILE (its exit code) when done, so the Go builds
  * the late files need run while the lanes run every file that needs none of them.
  *
- * Usage: deno run -A tools/test_lanes.ts [--lanes=N] [--junit-path=FILE] [--late-after=FILE]
- *   [--list] <dir|file>...
+ * Usage: deno run -A tools/test_lanes.ts [--lanes=N] [--late-lanes=N] [--junit-path=FILE]
+ *   [--late-after=FILE] [--list] <dir|file>...
  */
 import { dirname, join, relative, resolve } from "node:path";
 
@@ -32,6 +32,11 @@ export interface LaneOptions {
    * it on 2 cores, and more load only stretches the timing of lane R's tests).
    */
   lanes: number;
+  /**
+   * Lanes beside lane R once `--late-after`'s file has appeared (at least `lanes`; by default
+   * `lanes`): the background build's cores are free then.
+   */
+  lateLanes?: number;
   /** Where the merged JUnit report goes. */
   junitPath?: string;
   /** Print the plan only. */
@@ -97,11 +102,17 @@ export function parseLaneArgs(args: string[]): LaneOptions {
         throw new Error(`--lanes must be a whole number from 1 to 8, not "${value}"`);
       }
       o.lanes = n;
+    } else if (flag === "--late-lanes") {
+      const n = Number(value);
+      if (!Number.isInteger(n) || n < 1 || n > 8) {
+        throw new Error(`--late-lanes must be a whole number from 1 to 8, not "${value}"`);
+      }
+      o.lateLanes = n;
     } else if (flag === "--junit-path" && value) o.junitPath = value;
     else if (flag === "--late-after" && value) o.lateAfter = value;
     else if (flag === "--list" && value === "") o.list = true;
     else {throw new Error(
-        `unknown flag ${a} (known: --lanes=N, --junit-path=FILE, --late-after=FILE, --list)`,
+        `unknown flag ${a} (known: --lanes=N, --late-lanes=N, --junit-path=FILE, --late-after=FILE, --list)`,
       );}
   }
   if (o.roots.length === 0) throw new Error("name at least one directory or test file");
@@ -360,11 +371,15 @@ export async function runLanes(o: LaneOptions, cwd = Deno.cwd()): Promise<number
       );
     }
   };
+  const more = Math.max(0, (o.lateLanes ?? o.lanes) - o.lanes);
   await Promise.all([
     lane("R", real),
     ...Array.from({ length: o.lanes }, (_, i) => lane(String(i + 1), queue)),
+    // Once the background build has ended its cores are free: more lanes take from the queue.
+    restWaiter.then(() =>
+      Promise.all(Array.from({ length: more }, (_, i) => lane(String(o.lanes + i + 1), queue)))
+    ),
   ]);
-  await restWaiter;
   const wall = (performance.now() - t0) / 1000;
   if (o.junitPath) {
     await Deno.mkdir(dirname(resolve(cwd, o.junitPath)), { recursive: true });
@@ -382,7 +397,10 @@ export async function runLanes(o: LaneOptions, cwd = Deno.cwd()): Promise<number
     outcomes.filter((x) => x.lane === name).reduce((s, x) => s + x.seconds, 0);
   console.log(
     `lanes: wall ${fmtTime(wall)}; busy R ${fmtTime(busy("R"))}, ` +
-      Array.from({ length: o.lanes }, (_, i) => `${i + 1} ${fmtTime(busy(String(i + 1)))}`).join(
+      Array.from(
+        { length: Math.max(o.lanes, o.lateLanes ?? 0) },
+        (_, i) => `${i + 1} ${fmtTime(busy(String(i + 1)))}`,
+      ).join(
         ", ",
       ) + `; ${outcomes.length - failed.length} processes passed, ${failed.length} failed`,
   );

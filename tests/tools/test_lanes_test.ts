@@ -18,6 +18,8 @@ Deno.test("test lanes: flags are checked; an unknown flag or a bad lane count is
     list: false,
   });
   assert.equal(parseLaneArgs(["t", "--late-after=b.rc"]).lateAfter, "b.rc");
+  assert.equal(parseLaneArgs(["t", "--late-lanes=2"]).lateLanes, 2);
+  assert.throws(() => parseLaneArgs(["t", "--late-lanes=9"]), /--late-lanes must be/);
   assert.throws(() => parseLaneArgs(["t", "--late-after"]), /unknown flag --late-after/);
   assert.throws(() => parseLaneArgs(["tests/", "--lane=3"]), /unknown flag --lane=3/);
   assert.throws(() => parseLaneArgs(["tests/", "--lanes=0"]), /--lanes must be/);
@@ -97,13 +99,19 @@ Deno.test("test lanes: a run finds deno test's files, runs every one, fails when
     await Deno.remove(join(dir, "t/b.test.ts"));
     // A file that uses the rest of the build (here through a helper of tests/ it imports) waits for
     // the background build's file; the others do not. Each test writes when it ran.
-    const stamp = (name: string) =>
-      `Deno.test("${name}", () => Deno.writeTextFileSync("${name}.ran", String(Date.now())));\n`;
+    const stamp = (name: string, holdMs = 0) =>
+      `Deno.test("${name}", async () => { Deno.writeTextFileSync("${name}.ran", String(Date.now())); ` +
+      `await new Promise((r) => setTimeout(r, ${holdMs})); });\n`;
     await write("t/a_test.ts", stamp("a"));
     await write("t/real_test.ts", `// realNode: ${"true"}\n${stamp("r")}`);
     await write("tests/mesh_helper.ts", `export const m = { ${"mesh"}: true };\n`);
-    await write("t/late_test.ts", `import "../tests/mesh_helper.ts";\n${stamp("late")}`);
-    await write("t/later_test.ts", `import "../tests/mesh_helper.ts";\n${stamp("later")}`);
+    // Each late file holds its lane 4 s: with a second lane once the file is there, they overlap.
+    await write("t/late_test.ts", `import "../tests/mesh_helper.ts";\n${stamp("late", 4000)}`);
+    // (another directory: light files of one directory share a process)
+    await write(
+      "t/x/later_test.ts",
+      `import "../../tests/mesh_helper.ts";\n${stamp("later", 4000)}`,
+    );
     const classes = await classifyFiles(
       ["t/a_test.ts", "t/late_test.ts", "t/real_test.ts"],
       dir,
@@ -132,7 +140,10 @@ Deno.test("test lanes: a run finds deno test's files, runs every one, fails when
     }, 100);
     try {
       assert.equal(
-        await runLanes({ roots: ["t"], lanes: 1, list: false, lateAfter: "build.rc" }, dir),
+        await runLanes(
+          { roots: ["t"], lanes: 1, lateLanes: 2, list: false, lateAfter: "build.rc" },
+          dir,
+        ),
         0,
       );
     } finally {
@@ -142,6 +153,10 @@ Deno.test("test lanes: a run finds deno test's files, runs every one, fails when
     assert.ok(written > 0 && written - t0 < 60_000, "the other files ran before the build's file");
     assert.ok(ran("a") < written && ran("r") < written, "the other files did not wait");
     assert.ok(ran("late") >= written && ran("later") >= written, "the late files waited");
+    assert.ok(
+      Math.abs(ran("late") - ran("later")) < 4000,
+      "the late files ran side by side in two lanes",
+    );
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
