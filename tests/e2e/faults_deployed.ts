@@ -500,14 +500,16 @@ export class EditLoad {
 
 /**
  * Runs `fault` under an edit load (`load`, or one every 200 ms) with the Lease sampled; then waits
- * for convergence and checks the writes since the fault began. Returns the time to converge after
- * the fault ended.
+ * for convergence and checks the writes since the fault began: each object may be written once for
+ * each of its new generations (`generations`, filled in by the time `fault` resolves; by default
+ * the load's accepted edits). Returns the time to converge after the fault ended.
  */
 export async function underLoad(
   env: E2E,
   what: string,
   fault: () => Promise<void>,
   load: EditLoad = new EditLoad(env),
+  generations: ReadonlyMap<string, number> = load.edits,
 ): Promise<number> {
   const sampler = new LeaseSampler(env);
   const t0 = Date.now();
@@ -524,7 +526,7 @@ export async function underLoad(
   const writes = await operatorWrites(env, t0);
   // A write the fence refused (403) at the heal of a partition was not made: not counted.
   const foreign = nonLeaderWrites(writes, sampler).filter((w) => w.code >= 200 && w.code < 300);
-  const dup = duplicateWrites(writes, load.edits);
+  const dup = duplicateWrites(writes, generations);
   const state = writes.filter((w) => !NOT_STATE.has(w.resource));
   const unedited = state.filter((w) => !load.edits.has(w.name));
   figure(
