@@ -215,6 +215,15 @@ export async function problems(env: E2E, count = COUNT): Promise<string[]> {
   return out;
 }
 
+/** Each RateLimit's generation as the API server holds it, by name. */
+export async function generationsOf(env: E2E): Promise<Map<string, number>> {
+  const rls = (await apiGet<{ items: KubeObject[] }>(
+    env,
+    `/apis/gateway.platform-project.io/v1alpha1/namespaces/${NS}/ratelimits`,
+  ))?.items ?? [];
+  return new Map(rls.map((rl) => [rl.metadata.name, rl.metadata.generation ?? 1]));
+}
+
 /** Waits until {@link problems} finds none; returns how long it took. */
 export async function waitConverged(
   env: E2E,
@@ -352,17 +361,42 @@ export function operatorWrites(env: E2E, sinceMs: number): Promise<PodWrite[]> {
   return podWrites(env.cluster.auditLog, OPERATOR_USER, sinceMs);
 }
 
-/** One write as a short line for messages. */
+/** One write as a short line for messages; a RateLimit status write with what it said. */
 export function line(w: PodWrite): string {
   return `${new Date(w.at).toISOString()} ${w.pod} ${w.verb} ${w.resource}${
     w.subresource ? `/${w.subresource}` : ""
-  } ${w.namespace}/${w.name} ${w.code}`;
+  } ${w.namespace}/${w.name} ${w.code}${w.body === undefined ? "" : ` ${statusSaid(w.body)}`}`;
+}
+
+/** A status write's body in short: generation, state, and each condition's status and reason. */
+function statusSaid(body: unknown): string {
+  const s = (body as {
+    status?: {
+      observedGeneration?: number;
+      state?: string;
+      conditions?: { type?: string; status?: string; reason?: string }[];
+    };
+  })?.status;
+  if (!s) return "(no status)";
+  const conditions = (s.conditions ?? []).map((c) => `${c.type}=${c.status}/${c.reason}`);
+  return `[generation ${s.observedGeneration} ${s.state} ${conditions.join(" ")}]`;
+}
+
+/** A status as written, its times aside (a condition's lastTransitionTime moves only with it). */
+function statusContent(body: unknown): string {
+  return JSON.stringify(
+    (body as { status?: unknown })?.status ?? null,
+    (k, v) => k.endsWith("Time") ? undefined : v,
+  );
 }
 
 /**
- * Successful state writes (not {@link NOT_STATE}) of the same object and subresource beyond the
- * first, among `writes` that had no new generation to write: a repeated write with nothing new to
- * say. `generations` is how many new generations each RateLimit got (edits) in the window.
+ * Successful state writes (not {@link NOT_STATE}) that repeat one already made, one line each. A
+ * write whose body the audit log holds (a RateLimit's status) repeats when it says what the
+ * object's previous status write said, times aside: a status that changed (a failure seen, then
+ * Ready again) is news, the same one twice is not. Any other write repeats when its object was
+ * written more often than its RateLimit got new generations in the window (`generations`, by
+ * name; at least once).
  */
 export function duplicateWrites(
   writes: readonly PodWrite[],
@@ -376,6 +410,18 @@ export function duplicateWrites(
   }
   const out: string[] = [];
   for (const [key, ws] of per) {
+    if (ws.every((w) => w.body !== undefined)) {
+      for (let k = 1; k < ws.length; k++) {
+        if (statusContent(ws[k].body) === statusContent(ws[k - 1].body)) {
+          out.push(
+            `${key}: the write at ${new Date(ws[k].at).toISOString()} says what the one at ${
+              new Date(ws[k - 1].at).toISOString()
+            } said`,
+          );
+        }
+      }
+      continue;
+    }
     const allowed = Math.max(1, generations.get(ws[0].name) ?? 0);
     if (ws.length > allowed) out.push(`${key}: ${ws.length} writes for ${allowed} change(s)`);
   }
@@ -463,11 +509,16 @@ export class EditLoad {
   /** Every edit sent, in the order sent. */
   readonly sent: EditSent[] = [];
   failed = 0;
+  /** Each RateLimit's generation before the load's first edit, by name. */
+  readonly before: Promise<Map<string, number>>;
   #stop = false;
   #done: Promise<void>;
 
   constructor(env: E2E, everyMs = 200, count = COUNT) {
+    const before = generationsOf(env);
+    this.before = before;
     this.#done = (async () => {
+      await before;
       while (!this.#stop) {
         const { i, maxTokens } = nextEdit(count);
         const name = workloadName(i);
@@ -501,16 +552,18 @@ export class EditLoad {
 /**
  * Runs `fault` under an edit load (`load`, or one every 200 ms) with the Lease sampled; then waits
  * for convergence and checks the writes since the fault began: each object may be written once for
- * each of its new generations (`generations`, filled in by the time `fault` resolves; by default
- * the load's accepted edits). Returns the time to converge after the fault ended.
+ * each new generation the API server gave its RateLimit meanwhile (read before and after, so that
+ * an edit left unanswered by a restarting API server that landed all the same counts as the change
+ * it is; "before" is before the load's first edit). Returns the time to converge after the fault
+ * ended.
  */
 export async function underLoad(
   env: E2E,
   what: string,
   fault: () => Promise<void>,
   load: EditLoad = new EditLoad(env),
-  generations: ReadonlyMap<string, number> = load.edits,
 ): Promise<number> {
+  const before = await load.before;
   const sampler = new LeaseSampler(env);
   const t0 = Date.now();
   let ended = 0;
@@ -523,14 +576,19 @@ export async function underLoad(
   }
   await waitConverged(env, `after ${what}`);
   const recover = Date.now() - ended;
+  const generations = new Map<string, number>();
+  for (const [name, g] of await generationsOf(env)) {
+    generations.set(name, g - (before.get(name) ?? g));
+  }
   const writes = await operatorWrites(env, t0);
   // A write the fence refused (403) at the heal of a partition was not made: not counted.
   const foreign = nonLeaderWrites(writes, sampler).filter((w) => w.code >= 200 && w.code < 300);
   const dup = duplicateWrites(writes, generations);
   const state = writes.filter((w) => !NOT_STATE.has(w.resource));
-  const unedited = state.filter((w) => !load.edits.has(w.name));
+  const unedited = state.filter((w) => !generations.get(w.name));
   figure(
-    `${what}: fault ${ended - t0} ms; ${load.total} edits accepted (${load.failed} refused); ` +
+    `${what}: fault ${ended - t0} ms; ${load.total} edits accepted (${load.failed} refused ` +
+      `or unanswered; ${[...generations.values()].reduce((a, b) => a + b, 0)} new generations); ` +
       `converged ${recover} ms after the fault ended; ${state.length} state writes ` +
       `(${unedited.length} of objects not edited); ` +
       `holders ${sampler.holders.join(" -> ")}; longest Lease gap ${sampler.longestGapMs} ms; ` +
@@ -538,6 +596,14 @@ export async function underLoad(
         dup.length ? ` (${dup.join("; ")})` : ""
       }`,
   );
+  // Each repeated write shown with the object's other writes in the window (the audit log's).
+  for (const d of dup) {
+    const [key] = d.split(":");
+    const shown = writes.filter((w) =>
+      `${w.resource}/${w.subresource} ${w.namespace}/${w.name}` === key
+    );
+    figure(`${d}:\n${shown.map(line).join("\n")}`);
+  }
   assert.deepEqual(foreign.map(line), [], "no write by a replica that did not lead");
   // No EnvoyFilter or finalizer patch written twice for one change. Statuses are counted and
   // shown above, not held to zero: the stale status after a refused write is fixed (3895bf4), but

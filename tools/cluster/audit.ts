@@ -1,4 +1,7 @@
-/** Reads the apiserver audit log (write verbs only, Metadata level) to count writes per user. */
+/**
+ * Reads the apiserver audit log (write verbs only, Metadata level; RateLimit status writes with
+ * their request bodies) to count writes per user.
+ */
 
 /** The fields of an audit event that tests use. */
 export interface AuditEvent {
@@ -15,6 +18,8 @@ export interface AuditEvent {
     subresource?: string;
   };
   responseStatus?: { code?: number };
+  /** The request's body, where the policy records it (RateLimit status writes). */
+  requestObject?: unknown;
   requestReceivedTimestamp: string;
   stageTimestamp: string;
 }

@@ -71,13 +71,25 @@ export async function writeKubeconfig(
 /** Write verbs recorded by the audit policy. */
 export const WRITE_VERBS = ["create", "update", "patch", "delete", "deletecollection"];
 
-/** Writes an audit policy that logs only write verbs, at Metadata level. */
+/**
+ * Writes an audit policy that logs only write verbs, at Metadata level, and RateLimit status
+ * writes at Request level: their bodies show what a repeated status write said (the fault suites'
+ * duplicates).
+ */
 export async function writeAuditPolicy(path: string): Promise<void> {
   const policy = {
     apiVersion: "audit.k8s.io/v1",
     kind: "Policy",
     omitStages: ["RequestReceived"],
-    rules: [{ level: "Metadata", verbs: WRITE_VERBS }, { level: "None" }],
+    rules: [
+      {
+        level: "Request",
+        verbs: WRITE_VERBS,
+        resources: [{ group: "gateway.platform-project.io", resources: ["ratelimits/status"] }],
+      },
+      { level: "Metadata", verbs: WRITE_VERBS },
+      { level: "None" },
+    ],
   };
   await Deno.writeTextFile(path, stringify(policy));
 }

@@ -110,6 +110,8 @@ export interface PodWrite {
   namespace: string;
   name: string;
   code: number;
+  /** The request's body where the audit policy records it (RateLimit status writes). */
+  body?: unknown;
 }
 
 /** The user an audit event names, with the extra fields a bound token adds. */
@@ -139,6 +141,7 @@ export async function podWrites(auditLog: string, user: string, sinceMs = 0): Pr
       namespace: ev.objectRef?.namespace ?? "",
       name: ev.objectRef?.name ?? "",
       code: ev.responseStatus?.code ?? 0,
+      ...(ev.requestObject === undefined ? {} : { body: ev.requestObject }),
     });
   }
   return out.sort((a, b) => a.at - b.at);
