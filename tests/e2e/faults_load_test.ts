@@ -180,7 +180,9 @@ e2eSuite("faults-load", async (env, t) => {
       const faultSteps = sc.steps.flatMap((s) => s.fault ?? []).length;
       figure(
         `simulator: ${edits.length} edits (${landedUnanswered} unanswered that landed), ` +
-          `${faultSteps} fault steps, ${sim.steps} events, virtual ${sim.virtualMs} ms, ` +
+          `${faultSteps} fault steps, ${sim.steps} events, virtual ${
+            Math.round(sim.virtualMs / 1000)
+          } s, ` +
           `${simMs} ms of wall time; ${Object.keys(want).length} final statuses, ` +
           `${diff ? "DIFFERENT" : "equal"}`,
       );
