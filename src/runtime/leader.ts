@@ -203,6 +203,7 @@ export class LeaderElector {
     this.#o.log.info("became leader", {
       lease: `${this.#o.namespace}/${this.#o.name}`,
       identity: this.#o.identity,
+      takeover: term.takeover,
     });
     this.#o.onStartedLeading?.(this.#term.signal, term);
   }

@@ -291,7 +291,7 @@ export class Manager {
     return this.#metrics;
   }
 
-  /** A term begins: from new lists when it takes over on a read after they were sent (list_timing.ts). */
+  /** A term begins: from new lists when it is taken on a read after they were sent (list_timing.ts). */
   #onLeading(signal: AbortSignal, term: TermStart): void {
     if (mustRelist(term, this.#listedAfterRead)) this.#watches.relist();
     this.#terms.lead(signal);

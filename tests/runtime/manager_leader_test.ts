@@ -4,6 +4,7 @@ import { RESOURCES } from "../../src/api/resources.ts";
 import type { KubeObject } from "../../src/api/object.ts";
 import type { Cluster } from "../../src/runtime/cluster.ts";
 import { microTime } from "../../src/runtime/lease.ts";
+import type { Manager } from "../../src/runtime/manager.ts";
 import { CM, RL, setup, widget, writesExceptLease } from "./manager_fixtures.ts";
 
 Deno.test("with leader election only the leader writes; the standby takes over when it dies", async () => {
@@ -104,6 +105,21 @@ Deno.test("a replica lists once it has read the Lease, without waiting for the w
   await a.m.stop();
 });
 
+/**
+ * A second after its term began, the leader `m` has reconciled Widget c, which its stalled watches
+ * never delivered, having listed the Widgets again once: then stops it.
+ */
+async function seesWhatStalledWatchesMissed(
+  t: ReturnType<typeof setup>,
+  m: Manager,
+): Promise<void> {
+  await t.clock.advance(1_000);
+  assert.deepEqual(t.cluster.peek(CM, "demo", "c-cfg")?.data, { value: "3" });
+  const restarts = { resource: "widgets.test.platform-project.io", reason: "relist" };
+  assert.equal(m.metrics.watchRestarts.get(restarts), 1);
+  await m.stop();
+}
+
 Deno.test("a standby that takes over lists again first: what its stalled watches missed is seen at once", async () => {
   const le = { namespace: "platform-system", name: "platform-operator" };
   const t = setup({ leaderElection: le });
@@ -120,16 +136,27 @@ Deno.test("a standby that takes over lists again first: what its stalled watches
   a.net.mode.value = "hang";
   await a.done;
   assert.ok(await t.clock.until(() => b.m.status.leading, 15_000), "standby leads within 15 s");
-  await t.clock.advance(1_000);
-  assert.deepEqual(t.cluster.peek(CM, "demo", "c-cfg")?.data, { value: "3" });
-  assert.equal(
-    b.m.metrics.watchRestarts.get({
-      resource: "widgets.test.platform-project.io",
-      reason: "relist",
-    }),
-    1,
-  );
-  await b.m.stop();
+  await seesWhatStalledWatchesMissed(t, b.m);
+});
+
+Deno.test("a leader cut off the API server that takes its own Lease back lists again first: what its stalled watches missed is seen at once", async () => {
+  const le = { namespace: "platform-system", name: "platform-operator" };
+  const t = setup({ leaderElection: le });
+  t.cluster.put(RL, widget("a", "1"));
+  const a = t.mk("op-a");
+  await t.clock.advance(5_000);
+  assert.equal(a.m.status.leading, true);
+  // A partition: every request refused, every open watch silent (until its 90 s idle timeout).
+  a.net.mode.value = "fail";
+  t.cluster.stallWatches();
+  await t.clock.advance(8_000);
+  assert.equal(a.m.status.leading, false, "stopped leading at its renew deadline");
+  // Someone else changes the world meanwhile; no other replica leads.
+  t.cluster.put(RL, widget("c", "3"));
+  await t.clock.advance(4_000);
+  a.net.mode.value = "ok";
+  assert.ok(await t.clock.until(() => a.m.status.leading, 5_000), "it takes its Lease back");
+  await seesWhatStalledWatchesMissed(t, a.m);
 });
 
 Deno.test("graceful stop finishes, releases the lease, and the standby takes over at once", async () => {
