@@ -30,9 +30,15 @@ import {
 import { OperatorProcess } from "../tools/operator/process.ts";
 import { OPERATOR_USER } from "../tools/cluster/mod.ts";
 import { BENCH_DIR, BenchCluster, retrying, until } from "./cluster/env.ts";
-import { followRateLimits } from "./cluster/follow.ts";
+import { conditionOf, followRateLimits, Waiters } from "./cluster/follow.ts";
 import { writesByResource } from "./cluster/phases.ts";
-import { cpuSeconds, memoryOf, OPERATOR_ROOT_ENV, waitReady } from "./cluster/operator.ts";
+import {
+  cpuSeconds,
+  loadAverage,
+  memoryOf,
+  OPERATOR_ROOT_ENV,
+  waitReady,
+} from "./cluster/operator.ts";
 import { BENCH_LABEL, podManifest, rateLimitObject, workloadName } from "./fixtures.ts";
 import { countRequests, IstiodCounter, type RequestCounts } from "./istiod_counter.ts";
 import type { Report } from "./report.ts";
@@ -150,26 +156,8 @@ export interface IstiodCostRun {
   timeline: { kind: string; at: number; ms: number; bytes: number; status: number }[];
 }
 
-/** The load average line of /proc/loadavg: 1, 5 and 15 minutes. */
-async function loadAverage(): Promise<string> {
-  const text = await Deno.readTextFile("/proc/loadavg").catch(() => "");
-  return text.split(" ").slice(0, 3).join(" ");
-}
-
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-interface Condition {
-  type: string;
-  status: string;
-  reason?: string;
-  message?: string;
-  observedGeneration?: number;
-}
-
-const conditionOf = (o: KubeObject, type: string) =>
-  ((o.status as { conditions?: Condition[] } | undefined)?.conditions ?? []).find((c) =>
-    c.type === type
-  );
 const isAccepted = (o: KubeObject) => conditionOf(o, "Accepted")?.status === "True";
 
 /** RateLimits of some namespaces, followed: when each was first Ready and first Accepted. */
@@ -183,7 +171,7 @@ class AcceptedWatch {
   readonly flapReasons = new Map<string, { count: number; example: string }>();
   readonly #stop = new AbortController();
   #tasks: Promise<void>[] = [];
-  #wake: (() => void)[] = [];
+  readonly #waiters = new Waiters();
 
   async start(env: BenchCluster, namespaces: readonly string[]): Promise<void> {
     await Promise.all(namespaces.map((ns) =>
@@ -213,24 +201,12 @@ class AcceptedWatch {
       if (!this.readyAt.has(key)) this.readyAt.set(key, at);
     }
     if (isAccepted(obj) && !this.acceptedAt.has(key)) this.acceptedAt.set(key, at);
-    const wake = this.#wake;
-    this.#wake = [];
-    wake.forEach((w) => w());
+    this.#waiters.wake();
   }
 
   /** Resolves once `done()` holds after an event (or at once); false at `deadline`. */
   async until(done: () => boolean, deadline: number): Promise<boolean> {
-    for (;;) {
-      if (done()) return true;
-      const left = deadline - performance.now();
-      if (left <= 0) return false;
-      let timer: ReturnType<typeof setTimeout> | undefined;
-      await new Promise<void>((resolve) => {
-        this.#wake.push(resolve);
-        timer = setTimeout(resolve, Math.min(left, 1_000));
-      });
-      clearTimeout(timer);
-    }
+    return await this.#waiters.until(() => done() || undefined, deadline) === true;
   }
 
   /** Times any RateLimit's Accepted left True so far, but `except`'s. */

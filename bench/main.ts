@@ -11,15 +11,21 @@ import { CLUSTER_PHASES, clusterOptions, type ClusterPhase } from "./cluster/opt
 import { PEER_ENV, peerCheckout } from "./cluster/peer.ts";
 import { benchDataplane, dataplaneOptions } from "./dataplane.ts";
 import { benchIstiod, istiodCostOptions } from "./istiod_cost.ts";
+import { benchGlobal, globalLimitsOptions } from "./global_limits.ts";
 import { benchReducers, reducerOptions } from "./reducer.ts";
 import { Report } from "./report.ts";
 import { benchSim, simOptions } from "./sim.ts";
 import { DEFAULT_TAG } from "../tools/image/image.ts";
 import { GoCache, goVersion } from "../tools/gobuild.ts";
 import { cacheDir, istioCheckBuild, MODULE_DIR } from "../tools/istio-check/build.ts";
+import {
+  cacheDir as engineCacheDir,
+  MODULE_DIR as ENGINE_MODULE_DIR,
+  ratelimitEngineBuilds,
+} from "../tools/ratelimit-engine/build.ts";
 
 /** The benches, in run order. */
-export const SECTIONS = ["reducer", "dataplane", "sim", "cluster", "istiod"] as const;
+export const SECTIONS = ["reducer", "dataplane", "sim", "cluster", "istiod", "global"] as const;
 /** A bench name. */
 export type Section = typeof SECTIONS[number];
 
@@ -28,10 +34,11 @@ export const USAGE = `Usage: deno task bench [--quick] [--cluster] [--only=${
   SECTIONS.join(",")
 }] [--json=FILE] [--peer=PATH] [--image=TAG]
        [--phases=${CLUSTER_PHASES.join(",")}] [--latency-size=N] [--latency-changes=M]
-       [--istiod-proxies=N]
+       [--istiod-proxies=N] [--global-edits=N]
   --quick      small counts, a few seconds a bench (CI); skips the control plane unless --cluster
   --cluster    with --quick: run the control-plane benches too (100 RateLimits, about 2 min;
-               the istiod bench with 20 proxies, about 2 min more)
+               the istiod bench with 20 proxies, about 2 min more; the global one with 10 edits,
+               about 30 s)
   --only=...   run only these benches, in order: ${SECTIONS.join(", ")}
   --json=FILE  also write every figure and skip as JSON
   --peer=PATH  a checkout of kyma-project/api-gateway (default: $${PEER_ENV}): the control-plane
@@ -45,6 +52,9 @@ export const USAGE = `Usage: deno task bench [--quick] [--cluster] [--only=${
   --istiod-proxies=N   the istiod bench's Pods, proxies and RateLimits (default 1,000; 20 with
                --quick): a real istiod, proxy stand-ins, the operator asking istiod through a
                counter; apply to Accepted, and requests to istiod a minute at rest
+  --global-edits=N     the global bench's edits, one after another (default 100; 10 with --quick):
+               the operator serving two real rate limit engines (host processes) over xDS; apply
+               to each engine's loaded /rlconfig and to GlobalEnforced, p50, p99 and max
 Environment: BENCH_OPERATOR_ROOT=DIR runs the operator from another tree (before/after); plot a
 control-plane run's JSON with: deno run -A bench/plot.ts FILE.json --out=FILE.svg
 Figures are medians over repeated runs, each with a baseline measured in the same run and their
@@ -63,6 +73,7 @@ export interface BenchArgs {
   latencySize?: number;
   latencyChanges?: number;
   istiodProxies?: number;
+  globalEdits?: number;
 }
 
 function count(arg: string, flag: string): number {
@@ -93,6 +104,7 @@ export function parseArgs(args: readonly string[]): BenchArgs {
     else if (a.startsWith("--latency-size=")) out.latencySize = count(a, "latency-size");
     else if (a.startsWith("--latency-changes=")) out.latencyChanges = count(a, "latency-changes");
     else if (a.startsWith("--istiod-proxies=")) out.istiodProxies = count(a, "istiod-proxies");
+    else if (a.startsWith("--global-edits=")) out.globalEdits = count(a, "global-edits");
     else if (a.startsWith("--phases=")) {
       const names = a.slice("--phases=".length).split(",").filter((s) => s);
       const bad = names.filter((n) => !(CLUSTER_PHASES as readonly string[]).includes(n));
@@ -104,7 +116,8 @@ export function parseArgs(args: readonly string[]): BenchArgs {
       throw new Error(
         `unknown argument ${a}: use --quick, --cluster, --only=..., --json=FILE, --peer=PATH, ` +
           "--image=TAG, " +
-          "--phases=..., --latency-size=N, --latency-changes=M, --istiod-proxies=N",
+          "--phases=..., --latency-size=N, --latency-changes=M, --istiod-proxies=N, " +
+          "--global-edits=N",
       );
     }
   }
@@ -133,6 +146,21 @@ export async function istiodSkipReason(args: BenchArgs): Promise<string | undefi
   if (stale.length > 0 && await goVersion(MODULE_DIR) === null) {
     return "istiod (pilot-discovery) and the proxy stand-in are not built and there is no go to build them";
   }
+  return undefined;
+}
+
+/** Why the global bench cannot or should not run, or undefined when it runs. */
+export async function globalSkipReason(args: BenchArgs): Promise<string | undefined> {
+  const why = await clusterSkipReason(args);
+  if (why) return why;
+  const { stale } = await new GoCache(engineCacheDir()).status(await ratelimitEngineBuilds());
+  if (stale.length > 0 && await goVersion(ENGINE_MODULE_DIR) === null) {
+    return "the rate limit engine (envoyproxy/ratelimit) is not built and there is no go to build it " +
+      "(./deno task build --only=ratelimit-engine)";
+  }
+  const redis = await new Deno.Command("redis-server", { args: ["--version"] }).output()
+    .then((o) => o.success, () => false);
+  if (!redis) return "no redis-server (Debian's redis-server package) for the engines to count in";
   return undefined;
 }
 
@@ -174,6 +202,11 @@ async function main(argv: string[]): Promise<number> {
     const why = await istiodSkipReason(args);
     if (why) report.skip("istiod", why);
     else await benchIstiod(report, istiodCostOptions(args.quick, args.istiodProxies));
+  }
+  if (want("global")) {
+    const why = await globalSkipReason(args);
+    if (why) report.skip("global", why);
+    else await benchGlobal(report, globalLimitsOptions(args.quick, args.globalEdits));
   }
   for (const line of report.summary()) console.log(line);
   if (args.json) {

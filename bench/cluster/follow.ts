@@ -55,3 +55,49 @@ export async function followRateLimits(
     }
   }
 }
+
+/**
+ * Waiters on what a follower saw: `until` checks a condition at once and again after every
+ * `wake()` (an event seen) and at least once a second, until it holds or a deadline passes.
+ */
+export class Waiters {
+  #wake: (() => void)[] = [];
+
+  /** Wakes every waiter (call it after each event seen). */
+  wake(): void {
+    const wake = this.#wake;
+    this.#wake = [];
+    wake.forEach((w) => w());
+  }
+
+  /** `check()`'s first value that is not undefined; undefined at `deadline` (performance.now()). */
+  async until<T>(check: () => T | undefined, deadline: number): Promise<T | undefined> {
+    for (;;) {
+      const v = check();
+      if (v !== undefined) return v;
+      const left = deadline - performance.now();
+      if (left <= 0) return undefined;
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await new Promise<void>((resolve) => {
+        this.#wake.push(resolve);
+        timer = setTimeout(resolve, Math.min(left, 1_000));
+      });
+      clearTimeout(timer);
+    }
+  }
+}
+
+/** A status condition as the benches read it from a followed object. */
+export interface Condition {
+  type: string;
+  status: string;
+  reason?: string;
+  message?: string;
+  observedGeneration?: number;
+}
+
+/** The condition `type` of `o`'s status, if any. */
+export const conditionOf = (o: KubeObject, type: string): Condition | undefined =>
+  ((o.status as { conditions?: Condition[] } | undefined)?.conditions ?? []).find((c) =>
+    c.type === type
+  );

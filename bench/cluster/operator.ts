@@ -185,3 +185,9 @@ export interface FirstReconcile {
   begunMs: number;
   doneMs?: number;
 }
+
+/** The machine's load average over 1, 5 and 15 minutes (/proc/loadavg), "" when unreadable. */
+export async function loadAverage(): Promise<string> {
+  const text = await Deno.readTextFile("/proc/loadavg").catch(() => "");
+  return text.split(" ").slice(0, 3).join(" ");
+}

@@ -4,7 +4,6 @@
  */
 import assert from "node:assert/strict";
 import type { Engine, RateLimitRequest, TestClient } from "../../tools/ratelimit-engine/mod.ts";
-import { parseRlconfig } from "../../src/api/engine_status.ts";
 import { globalEntries, renderEnvoyFilter } from "../../src/reconcile/ratelimit/render.ts";
 import { parseRateLimit, type RateLimit } from "../../src/api/ratelimit.ts";
 import type { KubeObject } from "../../src/api/object.ts";
@@ -99,9 +98,5 @@ export async function until(ok: () => boolean, what: string, timeoutMs = 10_000)
   }
 }
 
-/** The lines of an engine's `/rlconfig` answer that belong to `domain`, as the operator reads them. */
-export function linesOfDomain(dump: string, domain: string): string[] {
-  const read = parseRlconfig(dump);
-  if (!read.ok) throw new Error(read.reason);
-  return read.domains[domain] ?? [];
-}
+/** The lines of an engine's `/rlconfig` answer that belong to `domain` (tools/ratelimit-engine). */
+export { linesOfDomain } from "../../tools/ratelimit-engine/mod.ts";

@@ -20,6 +20,7 @@ import { freePorts } from "../processes.ts";
 import { tailFile } from "../files.ts";
 import { ensureRatelimitEngine, type RatelimitEngineBinaries } from "./build.ts";
 import { type Child, spawnLogged } from "./spawn.ts";
+import { parseRlconfig } from "../../src/api/engine_status.ts";
 
 export { ensureRatelimitEngine, type RatelimitEngineBinaries } from "./build.ts";
 export { type RedisOptions, type RedisServer, type RedisTls, startRedis } from "./redis.ts";
@@ -183,6 +184,8 @@ export interface EngineOptions {
   timeoutMs?: number;
   /** Fixed HTTP (health) and debug ports, as an engine Pod has them; default free ports. */
   ports?: { http: number; debug: number };
+  /** The loopback address it listens on (default 127.0.0.1), e.g. the one a kwok Pod's IP names. */
+  host?: string;
   binaries?: RatelimitEngineBinaries;
 }
 
@@ -208,12 +211,13 @@ export async function startEngine(o: EngineOptions): Promise<Engine> {
   const httpPort = o.ports?.http ?? free[1];
   const debugPort = o.ports?.debug ?? free[2];
   const log = join(o.dir, `engine-${o.name}.log`);
+  const host = o.host ?? "127.0.0.1";
   const env: Record<string, string> = {
-    HOST: "127.0.0.1",
+    HOST: host,
     PORT: String(httpPort),
-    GRPC_HOST: "127.0.0.1",
+    GRPC_HOST: host,
     GRPC_PORT: String(grpcPort),
-    DEBUG_HOST: "127.0.0.1",
+    DEBUG_HOST: host,
     DEBUG_PORT: String(debugPort),
     USE_STATSD: "false",
     LOG_LEVEL: "info",
@@ -223,8 +227,8 @@ export async function startEngine(o: EngineOptions): Promise<Engine> {
     ...o.env,
   };
   const child: Child = spawnLogged(bins.engine, [], log, env);
-  const http = `http://127.0.0.1:${httpPort}`;
-  const debug = `http://127.0.0.1:${debugPort}`;
+  const http = `http://${host}:${httpPort}`;
+  const debug = `http://${host}:${debugPort}`;
   const deadline = Date.now() + (o.timeoutMs ?? 30_000);
   while ((await get(`${http}/healthcheck`)).status !== 200) {
     if (child.exited() || Date.now() > deadline) {
@@ -238,7 +242,7 @@ export async function startEngine(o: EngineOptions): Promise<Engine> {
   }
   return {
     name: o.name,
-    grpc: `127.0.0.1:${grpcPort}`,
+    grpc: `${host}:${grpcPort}`,
     http,
     debug,
     pid: child.pid,
@@ -248,6 +252,16 @@ export async function startEngine(o: EngineOptions): Promise<Engine> {
     running: () => !child.exited(),
     stop: () => child.stop(),
   };
+}
+
+/**
+ * The lines of an engine's `/rlconfig` answer that belong to `domain`, as the operator reads them
+ * (none when it has not loaded it); throws when the answer cannot be read.
+ */
+export function linesOfDomain(dump: string, domain: string): string[] {
+  const read = parseRlconfig(dump);
+  if (!read.ok) throw new Error(read.reason);
+  return read.domains[domain] ?? [];
 }
 
 /** A RateLimitRequest in protobuf JSON form (envoy.service.ratelimit.v3). */
