@@ -69,7 +69,9 @@ export async function crowdedPhase(
     const subject of subjects.filter((x, i) => subjects.findIndex((y) => y.type === x.type) === i)
   ) {
     await env.namespace(ns(subject));
-    await env.createAll(workload(LIMITS, o.rules, ns(subject), subject.type), o.width);
+    await env.createAll(workload(LIMITS, o.rules, ns(subject), subject.type), o.width, [
+      subject.type,
+    ]);
   }
   for (const subject of subjects) {
     // Unmeasured: its modules transpiled, its first run on this cluster done.
