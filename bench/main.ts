@@ -55,7 +55,8 @@ export const USAGE = `Usage: deno task bench [--quick] [--cluster] [--only=${
   --global-edits=N     the global bench's edits, one after another (default 100; 10 with --quick):
                the operator serving two real rate limit engines (host processes) over xDS; apply
                to each engine's loaded /rlconfig and to GlobalEnforced, p50, p99 and max
-Environment: BENCH_OPERATOR_ROOT=DIR runs the operator from another tree (before/after); plot a
+Environment: BENCH_OPERATOR_ROOT=DIR runs the operator from another tree (before/after);
+BENCH_OPERATOR_CPU_PROF=DIR writes each operator process's CPU profile there as it exits; plot a
 control-plane run's JSON with: deno run -A bench/plot.ts FILE.json --out=FILE.svg
 Figures are medians over repeated runs, each with a baseline measured in the same run and their
 ratio; the summary lists the targets met and missed. Results and how to read them: bench/RESULTS.md`;

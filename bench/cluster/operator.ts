@@ -22,9 +22,21 @@ export function extraDenoArgs(): string[] {
 }
 
 /**
+ * Environment variable: a directory where each operator process (not the floors) writes a V8 CPU
+ * profile when it exits (`--cpu-prof --cpu-prof-dir=DIR`); `bench/profile.ts FILE` reads one.
+ */
+export const OPERATOR_CPU_PROF_ENV = "BENCH_OPERATOR_CPU_PROF";
+
+/** The Deno arguments OPERATOR_CPU_PROF_ENV adds: none when it is unset or empty. */
+export function cpuProfArgs(): string[] {
+  const dir = Deno.env.get(OPERATOR_CPU_PROF_ENV)?.trim();
+  return dir ? ["--cpu-prof", `--cpu-prof-dir=${dir}`] : [];
+}
+
+/**
  * Starts the operator against the bench cluster as user `platform-operator`, with the flags of
  * deploy/deployment.yaml (leader election on, so the Lease is renewed as in production), and
- * OPERATOR_V8_FLAGS_ENV's V8 flags when run from a tree.
+ * OPERATOR_V8_FLAGS_ENV's V8 flags and OPERATOR_CPU_PROF_ENV's profile when run from a tree.
  */
 export function startOperator(
   kubeconfig: string,
@@ -40,7 +52,7 @@ export function startOperator(
     logLevel,
     leaderElect: true,
     ...(root ? { root } : {}),
-    ...(image ? { image } : { denoArgs: extraDenoArgs() }),
+    ...(image ? { image } : { denoArgs: [...extraDenoArgs(), ...cpuProfArgs()] }),
   });
 }
 

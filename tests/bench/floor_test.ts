@@ -9,7 +9,12 @@ import {
   startupFloorMs,
   watchedPaths,
 } from "../../bench/cluster/floor.ts";
-import { extraDenoArgs, OPERATOR_V8_FLAGS_ENV } from "../../bench/cluster/operator.ts";
+import {
+  cpuProfArgs,
+  extraDenoArgs,
+  OPERATOR_CPU_PROF_ENV,
+  OPERATOR_V8_FLAGS_ENV,
+} from "../../bench/cluster/operator.ts";
 import { type Seen, startServer } from "../kube/fake_server.ts";
 import { makePki } from "../kube/pki.ts";
 import { SimApi } from "../kube/sim_api.ts";
@@ -127,5 +132,22 @@ Deno.test("BENCH_OPERATOR_V8_FLAGS adds its V8 flags to the operator's and the f
   } finally {
     if (saved === undefined) Deno.env.delete(OPERATOR_V8_FLAGS_ENV);
     else Deno.env.set(OPERATOR_V8_FLAGS_ENV, saved);
+  }
+});
+
+Deno.test("BENCH_OPERATOR_CPU_PROF adds a CPU profile to the operator's Deno flags, not the floors'", () => {
+  const saved = Deno.env.get(OPERATOR_CPU_PROF_ENV);
+  const savedV8 = Deno.env.get(OPERATOR_V8_FLAGS_ENV);
+  try {
+    Deno.env.delete(OPERATOR_V8_FLAGS_ENV);
+    Deno.env.delete(OPERATOR_CPU_PROF_ENV);
+    assert.deepEqual(cpuProfArgs(), []);
+    Deno.env.set(OPERATOR_CPU_PROF_ENV, "/tmp/prof");
+    assert.deepEqual(cpuProfArgs(), ["--cpu-prof", "--cpu-prof-dir=/tmp/prof"]);
+    assert.deepEqual(extraDenoArgs(), [], "the floors run without it");
+  } finally {
+    if (saved === undefined) Deno.env.delete(OPERATOR_CPU_PROF_ENV);
+    else Deno.env.set(OPERATOR_CPU_PROF_ENV, saved);
+    if (savedV8 !== undefined) Deno.env.set(OPERATOR_V8_FLAGS_ENV, savedV8);
   }
 });
