@@ -20,6 +20,11 @@ import type { OperatorProcess } from "./operator.ts";
 import type { StatusRecorder } from "./recorder.ts";
 import type { StatusView } from "./status.ts";
 
+/** kubectl's refusal of a kind its discovery does not have (yet). */
+const NOT_DISCOVERED = /resource mapping not found|no matches for kind/;
+/** How long an apply waits for a just-created CRD's kind to reach discovery. */
+const DISCOVERY_WAIT_MS = 15_000;
+
 /** The shortest bound a real expectation gets, whatever the scenario's virtual gap. */
 export const MIN_BOUND_MS = 30_000;
 /** Real pause between steps at different virtual times: enough for a new creationTimestamp second. */
@@ -102,11 +107,24 @@ async function runStep(
   const errors: string[] = [];
   if (step.apply) {
     await ensureNamespaces(run.env, step.apply as KubeObject[]);
-    const r = await kube.tryApply(step.apply as KubeObject[], [
-      "--server-side",
-      "--force-conflicts",
-      "--field-manager=kubectl",
-    ]);
+    const apply = () =>
+      kube.tryApply(step.apply as KubeObject[], [
+        "--server-side",
+        "--force-conflicts",
+        "--field-manager=kubectl",
+      ]);
+    let r = await apply();
+    // A kind whose CRD was just created (by the operator) reaches the API server's discovery a
+    // moment after the CRD is Established; kubectl, which maps kinds through discovery, refuses it
+    // until then. A user runs the command again; so does the step, for a bounded while. The
+    // simulator has no discovery, so this wait is the real world's alone.
+    const until = Date.now() + DISCOVERY_WAIT_MS;
+    const undiscovered = () =>
+      r.code !== 0 && !step.expectError && NOT_DISCOVERED.test(r.stderr) && Date.now() < until;
+    while (undiscovered()) {
+      await new Promise((res) => setTimeout(res, 500));
+      r = await apply();
+    }
     if (r.code !== 0) errors.push(r.stderr.trim());
   }
   for (const ref of step.delete ?? []) {
