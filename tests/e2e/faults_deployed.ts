@@ -177,16 +177,21 @@ export async function createLoad(env: E2E, count = COUNT): Promise<number> {
 }
 
 /** A RateLimit as the checks read it. */
-interface RateLimitView extends KubeObject {
+export interface RateLimitView extends KubeObject {
   status?: { state?: string; observedGeneration?: number };
+}
+
+/** The load's RateLimits ({@link NS}) as the API server holds them now. */
+export async function rateLimitsNow(env: E2E): Promise<RateLimitView[]> {
+  return (await apiGet<{ items: RateLimitView[] }>(
+    env,
+    `/apis/gateway.platform-project.io/v1alpha1/namespaces/${NS}/ratelimits`,
+  ))?.items ?? [];
 }
 
 /** What is not as it should be, one line each (empty: all converged, nothing lost). */
 export async function problems(env: E2E, count = COUNT): Promise<string[]> {
-  const rls = (await apiGet<{ items: RateLimitView[] }>(
-    env,
-    `/apis/gateway.platform-project.io/v1alpha1/namespaces/${NS}/ratelimits`,
-  ))?.items ?? [];
+  const rls = await rateLimitsNow(env);
   const filters = (await apiGet<{ items: KubeObject[] }>(
     env,
     `/apis/networking.istio.io/v1alpha3/namespaces/${NS}/envoyfilters?labelSelector=${
@@ -217,10 +222,7 @@ export async function problems(env: E2E, count = COUNT): Promise<string[]> {
 
 /** Each RateLimit's generation as the API server holds it, by name. */
 export async function generationsOf(env: E2E): Promise<Map<string, number>> {
-  const rls = (await apiGet<{ items: KubeObject[] }>(
-    env,
-    `/apis/gateway.platform-project.io/v1alpha1/namespaces/${NS}/ratelimits`,
-  ))?.items ?? [];
+  const rls = await rateLimitsNow(env);
   return new Map(rls.map((rl) => [rl.metadata.name, rl.metadata.generation ?? 1]));
 }
 
@@ -390,6 +392,11 @@ function statusContent(body: unknown): string {
   );
 }
 
+/** The object and subresource a write is of, as {@link duplicateWrites} names it. */
+function writeKey(w: PodWrite): string {
+  return `${w.resource}/${w.subresource} ${w.namespace}/${w.name}`;
+}
+
 /**
  * Successful state writes (not {@link NOT_STATE}) that repeat one already made, one line each. A
  * write whose body the audit log holds (a RateLimit's status) repeats when it says what the
@@ -405,7 +412,7 @@ export function duplicateWrites(
   const per = new Map<string, PodWrite[]>();
   for (const w of writes) {
     if (NOT_STATE.has(w.resource) || w.code < 200 || w.code > 299) continue;
-    const key = `${w.resource}/${w.subresource} ${w.namespace}/${w.name}`;
+    const key = writeKey(w);
     per.set(key, [...per.get(key) ?? [], w]);
   }
   const out: string[] = [];
@@ -599,9 +606,7 @@ export async function underLoad(
   // Each repeated write shown with the object's other writes in the window (the audit log's).
   for (const d of dup) {
     const [key] = d.split(":");
-    const shown = writes.filter((w) =>
-      `${w.resource}/${w.subresource} ${w.namespace}/${w.name}` === key
-    );
+    const shown = writes.filter((w) => writeKey(w) === key);
     figure(`${d}:\n${shown.map(line).join("\n")}`);
   }
   assert.deepEqual(foreign.map(line), [], "no write by a replica that did not lead");

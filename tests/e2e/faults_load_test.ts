@@ -31,6 +31,7 @@ import {
   lease,
   logLines,
   NS,
+  rateLimitsNow,
   underLoad,
   waitConverged,
 } from "./faults_deployed.ts";
@@ -44,7 +45,7 @@ import {
   type RunFault,
 } from "./faults_load.ts";
 import { finalsDiff, realFinals, simFinals } from "./finals.ts";
-import { type E2E, e2eSuite } from "./harness.ts";
+import { e2eSuite } from "./harness.ts";
 import { REPO_ROOT } from "./operator.ts";
 
 /** Edits accepted at least (`FAULTS_EDITS`, default 1,000); the load goes on through every fault. */
@@ -55,14 +56,6 @@ const EDIT_EVERY_MS = 50;
 const PARTITION_MS = 25_000;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** The load's RateLimits as the API server holds them. */
-async function rateLimits(env: E2E): Promise<KubeObject[]> {
-  return (await apiGet<{ items: KubeObject[] }>(
-    env,
-    `/apis/gateway.platform-project.io/v1alpha1/namespaces/${NS}/ratelimits`,
-  ))?.items ?? [];
-}
 
 e2eSuite("faults-load", async (env, t) => {
   const node = env.cluster.realNode;
@@ -147,7 +140,7 @@ e2eSuite("faults-load", async (env, t) => {
       assert.ok(run, "the load ran");
       const { load, faults, t0 } = run;
       await waitConverged(env, "before the comparison");
-      const rls = await rateLimits(env);
+      const rls = await rateLimitsNow(env);
       const livePods = (await apiGet<{ items: KubeObject[] }>(env, `/api/v1/namespaces/${NS}/pods`))
         ?.items ?? [];
       const record: LoadRecord = {
