@@ -63,8 +63,8 @@ export async function benchCluster(report: Report, o: ClusterOptions): Promise<v
       const version = await peerVersion(o.peer);
       say(`peer: Kyma api-gateway's RateLimit controller, built in ${o.peer} (version ${version})`);
       const binary = await buildPeer(o.peer);
-      await preparePeer(env, o.peer);
-      subjects.push(peerSubject(env, binary));
+      const access = await preparePeer(env, o.peer);
+      subjects.push(peerSubject(env, binary, access));
     } else {
       report.skip(
         SECTION,

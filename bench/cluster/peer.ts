@@ -1,14 +1,22 @@
 /**
  * The peer of the control-plane benches: Kyma api-gateway's RateLimit controller, built from a
  * checkout of kyma-project/api-gateway with bench/peers/kyma-ratelimit/main.go (see its README),
- * and what it needs to act on the bench's cluster: its two CRDs, the namespace of its Lease, and
- * a Ready APIGateway named `default` (no APIGateway controller runs, so the bench writes it).
+ * and what it needs to act on the bench's cluster: its two CRDs, the namespace of its Lease, a
+ * Ready APIGateway named `default` (no APIGateway controller runs, so the bench writes it), and a
+ * ServiceAccount of its own with a token, so that the audit log tells its writes from the bench's.
  */
 import { dirname, join } from "node:path";
 import { RESOURCES } from "../../src/api/resources.ts";
 import { isApiError } from "../../src/runtime/mod.ts";
 import { type KubeObject, type ResourceType } from "../../src/api/object.ts";
 import { freePort, isAlive } from "../../tools/processes.ts";
+import { writeKubeconfig } from "../../tools/cluster/auth.ts";
+import { internalDir } from "../../tools/cluster/components.ts";
+import {
+  type AdminKubectl,
+  serviceAccountToken,
+  serviceAccountUser,
+} from "../../tools/cluster/operator_identity.ts";
 import { scrapeMetrics } from "../../tools/operator/process.ts";
 import { type BenchCluster, until } from "./env.ts";
 import type { FirstReconcile } from "./operator.ts";
@@ -32,6 +40,8 @@ const APIGATEWAY: ResourceType = {
 };
 /** Where the peer keeps its leader-election Lease (api-gateway's default). */
 export const KYMA_NAMESPACE = "kyma-system";
+/** The peer's own ServiceAccount, in KYMA_NAMESPACE. */
+export const PEER_SERVICE_ACCOUNT = "bench-ratelimit-peer";
 /** api-gateway's LeaderElectionID. */
 const PEER_LEASE = "69358922.kyma-project.io";
 const CRDS = [
@@ -78,8 +88,11 @@ export async function buildPeer(checkout: string): Promise<string> {
   return binary;
 }
 
-/** Installs the peer's CRDs, its Lease namespace and a Ready APIGateway `default`. */
-export async function preparePeer(env: BenchCluster, checkout: string): Promise<void> {
+/**
+ * Installs the peer's CRDs, its Lease namespace, its identity (`installPeerIdentity`, its
+ * kubeconfig in the cluster directory's `internal/`) and a Ready APIGateway `default`.
+ */
+export async function preparePeer(env: BenchCluster, checkout: string): Promise<PeerAccess> {
   const bases = join(checkout, "config", "crd", "bases");
   const yaml = (await Promise.all(CRDS.map((f) => Deno.readTextFile(join(bases, f))))).join(
     "\n---\n",
@@ -93,6 +106,12 @@ export async function preparePeer(env: BenchCluster, checkout: string): Promise<
     "crd/apigateways.operator.kyma-project.io",
   ]);
   await env.namespace(KYMA_NAMESPACE);
+  const access = await installPeerIdentity(
+    (args, o) => env.kubectl(args, o?.stdin),
+    env.handle.server,
+    await Deno.readTextFile(env.handle.caCert),
+    join(internalDir(env.handle.dir), "kubeconfig-peer"),
+  );
   const gw: KubeObject = {
     apiVersion: "operator.kyma-project.io/v1alpha1",
     kind: "APIGateway",
@@ -108,6 +127,60 @@ export async function preparePeer(env: BenchCluster, checkout: string): Promise<
     fieldManager: "bench",
     force: true,
   });
+  return access;
+}
+
+/** Whom the peer acts as: its user, as the API server audits it, and a kubeconfig with its token. */
+export interface PeerAccess {
+  readonly user: string;
+  readonly kubeconfig: string;
+}
+
+/**
+ * The peer's ServiceAccount and its binding to the built-in `cluster-admin` ClusterRole. Not least
+ * privilege (api-gateway's own RBAC is not installed): the point is a user of its own in the audit
+ * log, apart from the bench's admin client, which creates the objects the peer reconciles.
+ */
+export function peerIdentityObjects(): KubeObject[] {
+  const name = PEER_SERVICE_ACCOUNT;
+  return [
+    {
+      apiVersion: "v1",
+      kind: "ServiceAccount",
+      metadata: { name, namespace: KYMA_NAMESPACE },
+    },
+    {
+      apiVersion: "rbac.authorization.k8s.io/v1",
+      kind: "ClusterRoleBinding",
+      metadata: { name },
+      roleRef: {
+        apiGroup: "rbac.authorization.k8s.io",
+        kind: "ClusterRole",
+        name: "cluster-admin",
+      },
+      subjects: [{ kind: "ServiceAccount", name, namespace: KYMA_NAMESPACE }],
+    },
+  ];
+}
+
+/**
+ * Applies `peerIdentityObjects` with the admin's `k` (KYMA_NAMESPACE must exist), asks the
+ * TokenRequest API for a token of the ServiceAccount and writes it into a kubeconfig at `path`
+ * for `server`; returns the peer's user and that kubeconfig.
+ */
+export async function installPeerIdentity(
+  k: AdminKubectl,
+  server: string,
+  caPem: string,
+  path: string,
+): Promise<PeerAccess> {
+  await k(["apply", "-f", "-"], {
+    stdin: peerIdentityObjects().map((o) => JSON.stringify(o)).join("\n"),
+  });
+  const token = await serviceAccountToken(k, KYMA_NAMESPACE, PEER_SERVICE_ACCOUNT);
+  const user = serviceAccountUser(KYMA_NAMESPACE, PEER_SERVICE_ACCOUNT);
+  await writeKubeconfig(path, server, caPem, { name: user, groups: [], token });
+  return { user, kubeconfig: path };
 }
 
 /** One running peer. */
@@ -124,11 +197,13 @@ export class PeerProcess {
 
   /**
    * Deletes the peer's Lease (it does not release it on exit, and a new replica would wait out
-   * the old one's term), then spawns it with leader election on, as api-gateway runs.
+   * the old one's term), then spawns it with leader election on, as api-gateway runs, acting as
+   * `access` (`preparePeer`).
    */
   static async start(
     env: BenchCluster,
     binary: string,
+    access: PeerAccess,
     identity: string,
     logDir: string,
   ): Promise<PeerProcess> {
@@ -143,7 +218,7 @@ export class PeerProcess {
     const probeAddr = `127.0.0.1:${freePort()}`;
     const child = new Deno.Command(binary, {
       args: [
-        `--kubeconfig=${env.handle.kubeconfig}`,
+        `--kubeconfig=${access.kubeconfig}`,
         `--metrics-bind-address=${metricsAddr}`,
         `--health-probe-bind-address=${probeAddr}`,
         "--leader-elect=true",

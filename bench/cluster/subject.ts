@@ -20,7 +20,7 @@ import {
   waitReady,
   type WorkProbe,
 } from "./operator.ts";
-import { KYMA_RATELIMIT, PeerProcess } from "./peer.ts";
+import { KYMA_RATELIMIT, type PeerAccess, PeerProcess } from "./peer.ts";
 
 /** One running subject. */
 export interface Running {
@@ -94,15 +94,18 @@ export function operatorSubject(
   };
 }
 
-/** Kyma's RateLimit controller built from `binary` (see peer.ts); it acts as the admin user. */
-export function peerSubject(env: BenchCluster, binary: string): Subject {
+/**
+ * Kyma's RateLimit controller built from `binary` (see peer.ts), acting as `access`: its own
+ * ServiceAccount (`preparePeer`), so the audit log counts its writes apart from the bench's.
+ */
+export function peerSubject(env: BenchCluster, binary: string, access: PeerAccess): Subject {
   return {
     key: "peer",
     label: "peer",
     type: KYMA_RATELIMIT,
-    user: "admin",
+    user: access.user,
     async start(identity) {
-      const p = await PeerProcess.start(env, binary, identity, join(BENCH_DIR, "logs"));
+      const p = await PeerProcess.start(env, binary, access, identity, join(BENCH_DIR, "logs"));
       try {
         await p.waitReady(env);
       } catch (e) {

@@ -1,11 +1,22 @@
 /**
  * The side-by-side benches' pieces that run without a control plane: where the peer's checkout
- * comes from, what a directory that is not one gets, when its first reconcile began and ended, the namespaces a size is spread over, and
- * the plot of memory and time against the number of RateLimits.
+ * comes from, what a directory that is not one gets, whom the peer acts as (its own ServiceAccount,
+ * its token in its kubeconfig), when its first reconcile began and ended, the namespaces a size is
+ * spread over, and the plot of memory and time against the number of RateLimits.
  */
 import assert from "node:assert/strict";
 import { parseArgs } from "../../bench/main.ts";
-import { buildPeer, PEER_ENV, peerCheckout, peerFirstReconcile } from "../../bench/cluster/peer.ts";
+import { join } from "node:path";
+import {
+  buildPeer,
+  installPeerIdentity,
+  PEER_ENV,
+  peerCheckout,
+  peerFirstReconcile,
+} from "../../bench/cluster/peer.ts";
+import { peerSubject } from "../../bench/cluster/subject.ts";
+import type { BenchCluster } from "../../bench/cluster/env.ts";
+import type { AdminKubectl } from "../../tools/cluster/operator_identity.ts";
 import { layout, workload } from "../../bench/cluster/phases.ts";
 import { KYMA_RATELIMIT } from "../../bench/cluster/peer.ts";
 import { mergeFigures, renderScaleSvg, scalePoints } from "../../bench/plot.ts";
@@ -29,6 +40,65 @@ Deno.test("the peer's checkout: --peer wins over the environment; neither means 
 Deno.test("a directory that is not a checkout of api-gateway is refused by name", async () => {
   const dir = await Deno.makeTempDir();
   await assert.rejects(buildPeer(dir), /is not a checkout of kyma-project\/api-gateway/);
+});
+
+/** What the peer's identity applies, as far as the test reads it. */
+interface Applied {
+  kind: string;
+  metadata: { name: string; namespace?: string };
+  roleRef?: { name: string };
+  subjects?: unknown;
+}
+/** A kubeconfig, as far as the test reads it. */
+interface Kubeconfig {
+  clusters: { cluster: { server: string } }[];
+  users: { name: string; user: { token: string } }[];
+  contexts: { context: { user: string } }[];
+}
+
+Deno.test("the peer acts as its own ServiceAccount, with its token, not as the bench's admin", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const token = "header.payload.signature";
+    const calls: { args: string[]; stdin?: string }[] = [];
+    const k: AdminKubectl = (args, o) => {
+      calls.push({ args, ...(o?.stdin === undefined ? {} : { stdin: o.stdin }) });
+      return Promise.resolve(args[0] === "create" ? `${token}\n` : "applied\n");
+    };
+    const server = "https://127.0.0.1:6443";
+    const access = await installPeerIdentity(k, server, "CA PEM", join(dir, "kubeconfig-peer"));
+    const user = "system:serviceaccount:kyma-system:bench-ratelimit-peer";
+    assert.equal(access.user, user);
+
+    // Its ServiceAccount, bound to cluster-admin, is applied before its token is asked for.
+    assert.deepEqual(calls.map((c) => c.args.slice(0, 2)), [["apply", "-f"], ["create", "token"]]);
+    const applied: Applied[] = calls[0].stdin!.split("\n").map((l) => JSON.parse(l));
+    assert.deepEqual(
+      applied.map((o) => `${o.kind} ${o.metadata.namespace ?? ""}/${o.metadata.name}`),
+      [
+        "ServiceAccount kyma-system/bench-ratelimit-peer",
+        "ClusterRoleBinding /bench-ratelimit-peer",
+      ],
+    );
+    assert.equal(applied[1].roleRef?.name, "cluster-admin");
+    assert.deepEqual(applied[1].subjects, [
+      { kind: "ServiceAccount", name: "bench-ratelimit-peer", namespace: "kyma-system" },
+    ]);
+    assert.deepEqual(calls[1].args.slice(2, 5), ["bench-ratelimit-peer", "-n", "kyma-system"]);
+
+    // Its kubeconfig carries that token, for the bench's API server.
+    const kc: Kubeconfig = JSON.parse(await Deno.readTextFile(access.kubeconfig));
+    assert.equal(kc.users.length, 1);
+    assert.equal(kc.users[0].user.token, token);
+    assert.equal(kc.clusters[0].cluster.server, server);
+    assert.equal(kc.contexts[0].context.user, kc.users[0].name);
+
+    // The figures keyed on the subject's user count that user's writes, not the admin's.
+    const subject = peerSubject({} as BenchCluster, "/no/binary", access);
+    assert.equal(subject.user, user);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });
 
 Deno.test("sizes spread 1,000 RateLimits a namespace; the peer's objects are of its own type", () => {

@@ -2,7 +2,8 @@
  * The operator's identity on the local cluster is the one it has when deployed: deploy/'s
  * ServiceAccount, bound by deploy/rbac.yaml's roles exactly as `kubectl apply -k deploy/` binds
  * them, and a token for it from the TokenRequest API. No test runs the operator as an admin: a
- * permission missing from deploy/rbac.yaml fails the tests that need it.
+ * permission missing from deploy/rbac.yaml fails the tests that need it. Its ServiceAccount token
+ * and user name helpers also serve the bench's peer, which is given a ServiceAccount of its own.
  */
 import { join } from "node:path";
 import { parseAllDocuments } from "yaml";
@@ -11,9 +12,14 @@ import { parseAllDocuments } from "yaml";
 export const OPERATOR_NAMESPACE = "platform-system";
 /** Name of the operator's ServiceAccount in deploy/. */
 export const OPERATOR_SERVICE_ACCOUNT = "platform-operator";
+
+/** The user a token of ServiceAccount `namespace/name` is authenticated (and audited) as. */
+export function serviceAccountUser(namespace: string, name: string): string {
+  return `system:serviceaccount:${namespace}:${name}`;
+}
+
 /** The user name the API server authenticates the operator's token as (and audits it as). */
-export const OPERATOR_USER =
-  `system:serviceaccount:${OPERATOR_NAMESPACE}:${OPERATOR_SERVICE_ACCOUNT}`;
+export const OPERATOR_USER = serviceAccountUser(OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT);
 /** Lifetime asked of the TokenRequest API: longer than any test or bench run. */
 const TOKEN_DURATION = "720h";
 
@@ -53,12 +59,24 @@ export async function installOperatorIdentity(
   deployDir?: string,
 ): Promise<string> {
   await k(["apply", "-f", "-"], { stdin: await operatorRbacYaml(deployDir) });
+  return await serviceAccountToken(k, OPERATOR_NAMESPACE, OPERATOR_SERVICE_ACCOUNT);
+}
+
+/**
+ * A token of ServiceAccount `namespace/name` (which must exist) from the TokenRequest API
+ * (`kubectl create token`), valid longer than any test or bench run.
+ */
+export async function serviceAccountToken(
+  k: AdminKubectl,
+  namespace: string,
+  name: string,
+): Promise<string> {
   const token = (await k([
     "create",
     "token",
-    OPERATOR_SERVICE_ACCOUNT,
+    name,
     "-n",
-    OPERATOR_NAMESPACE,
+    namespace,
     `--duration=${TOKEN_DURATION}`,
   ])).trim();
   if (!/^[\w-]+\.[\w-]+\.[\w-]+$/.test(token)) {
