@@ -34,7 +34,7 @@ export const USAGE = `Usage: deno task bench [--quick] [--cluster] [--only=${
   SECTIONS.join(",")
 }] [--json=FILE] [--peer=PATH] [--image=TAG]
        [--phases=${CLUSTER_PHASES.join(",")}] [--latency-size=N] [--latency-changes=M]
-       [--istiod-proxies=N] [--global-edits=N]
+       [--istiod-proxies=N] [--global-edits=N] [--runs=N] [--rest-seconds=N]
   --quick      small counts, a few seconds a bench (CI); skips the control plane unless --cluster
   --cluster    with --quick: run the control-plane benches too (100 RateLimits, about 2 min;
                the istiod bench with 20 proxies, about 2 min more; the global one with 10 edits,
@@ -55,6 +55,10 @@ export const USAGE = `Usage: deno task bench [--quick] [--cluster] [--only=${
   --global-edits=N     the global bench's edits, one after another (default 100; 10 with --quick):
                the operator serving two real rate limit engines (host processes) over xDS; apply
                to each engine's loaded /rlconfig and to GlobalEnforced, p50, p99 and max
+  --runs=N     convergence runs of the control-plane bench, each the baseline then every subject
+               (default 3; 1 with --quick)
+  --rest-seconds=N     the window at rest after run 1 (default 240; 10 with --quick): writes at
+               rest and settled memory (the peer requeues every 3 minutes: keep 240 with it)
 Environment: BENCH_OPERATOR_ROOT=DIR runs the operator from another tree (before/after);
 BENCH_OPERATOR_CPU_PROF=DIR writes each operator process's CPU profile there as it exits; plot a
 control-plane run's JSON with: deno run -A bench/plot.ts FILE.json --out=FILE.svg
@@ -75,6 +79,10 @@ export interface BenchArgs {
   latencyChanges?: number;
   istiodProxies?: number;
   globalEdits?: number;
+  /** Convergence runs of the control-plane bench (default 3, 1 with --quick). */
+  runs?: number;
+  /** Seconds of the window at rest after run 1 (default 240, 10 with --quick). */
+  restSeconds?: number;
 }
 
 function count(arg: string, flag: string): number {
@@ -106,6 +114,8 @@ export function parseArgs(args: readonly string[]): BenchArgs {
     else if (a.startsWith("--latency-changes=")) out.latencyChanges = count(a, "latency-changes");
     else if (a.startsWith("--istiod-proxies=")) out.istiodProxies = count(a, "istiod-proxies");
     else if (a.startsWith("--global-edits=")) out.globalEdits = count(a, "global-edits");
+    else if (a.startsWith("--runs=")) out.runs = count(a, "runs");
+    else if (a.startsWith("--rest-seconds=")) out.restSeconds = count(a, "rest-seconds");
     else if (a.startsWith("--phases=")) {
       const names = a.slice("--phases=".length).split(",").filter((s) => s);
       const bad = names.filter((n) => !(CLUSTER_PHASES as readonly string[]).includes(n));
@@ -118,7 +128,7 @@ export function parseArgs(args: readonly string[]): BenchArgs {
         `unknown argument ${a}: use --quick, --cluster, --only=..., --json=FILE, --peer=PATH, ` +
           "--image=TAG, " +
           "--phases=..., --latency-size=N, --latency-changes=M, --istiod-proxies=N, " +
-          "--global-edits=N",
+          "--global-edits=N, --runs=N, --rest-seconds=N",
       );
     }
   }
@@ -193,6 +203,8 @@ async function main(argv: string[]): Promise<number> {
       };
       await benchCluster(report, {
         ...o,
+        ...(args.runs ? { runs: args.runs } : {}),
+        ...(args.restSeconds ? { steadyMs: args.restSeconds * 1000 } : {}),
         latency,
         ...(args.phases ? { phases: args.phases } : {}),
         ...(args.image ? { image: args.image } : {}),

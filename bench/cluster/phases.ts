@@ -62,6 +62,11 @@ export interface ConvergeWrites {
   perObject: number;
   /** Of which Events. */
   events: number;
+  /**
+   * Of the Events, those the API server received before the user's last status write: Events
+   * that competed with the writes that make limits take effect (issue 46).
+   */
+  eventsBeforeLastStatus: number;
   /** By verb and resource (`writesByResource`). */
   byResource: string;
 }
@@ -91,18 +96,32 @@ export async function writesUntilQuiet(
     seen = writes.length;
     await new Promise((r) => setTimeout(r, WRITES_SETTLE_MS));
   }
-  const events = writes.filter((w) => w.objectRef?.resource === "events").length;
+  return convergeWrites(writes, objects);
+}
+
+/** The figures of a convergence's `writes` (one user's, Lease renewals apart) for `objects`. */
+export function convergeWrites(writes: readonly AuditEvent[], objects: number): ConvergeWrites {
+  const events = writes.filter((w) => w.objectRef?.resource === "events");
+  const statuses = writes.filter((w) => w.objectRef?.subresource === "status")
+    .map((w) => Date.parse(w.requestReceivedTimestamp));
+  const lastStatus = statuses.length > 0 ? Math.max(...statuses) : -Infinity;
   return {
     total: writes.length,
     perObject: writes.length / Math.max(1, objects),
-    events,
+    events: events.length,
+    eventsBeforeLastStatus: events
+      .filter((w) => Date.parse(w.requestReceivedTimestamp) < lastStatus).length,
     byResource: writesByResource(writes),
   };
 }
 
 /** `3.02 writes an object (patch envoyfilters ×1,000, …)`. */
 export function writesNote(w: ConvergeWrites): string {
-  return `${fmt(w.perObject, 2)} writes an object, Events included (${w.byResource})`;
+  return `${fmt(w.perObject, 2)} writes an object, Events included (${w.byResource})` +
+    (w.events > 0
+      ? `; ${fmt(w.eventsBeforeLastStatus)} of its ${fmt(w.events)} Events sent before its last ` +
+        "status write"
+      : "");
 }
 
 /**

@@ -183,3 +183,12 @@ Deno.test("--latency-size and --latency-changes make the phase smaller; bad coun
   assert.throws(() => parseArgs(["--latency-changes=x"]), /--latency-changes must be/);
   assert.deepEqual(clusterOptions(false).latency, { size: 1_000, changes: 50 });
 });
+
+Deno.test("--runs and --rest-seconds shorten the convergence runs; bad counts are refused", () => {
+  const a = parseArgs(["--only=cluster", "--phases=converge", "--runs=1", "--rest-seconds=5"]);
+  assert.equal(a.runs, 1);
+  assert.equal(a.restSeconds, 5);
+  assert.equal(parseArgs([]).runs, undefined);
+  assert.throws(() => parseArgs(["--runs=0"]), /--runs must be a positive integer/);
+  assert.throws(() => parseArgs(["--rest-seconds=x"]), /--rest-seconds must be a positive integer/);
+});

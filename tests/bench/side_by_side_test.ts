@@ -17,7 +17,8 @@ import {
 import { peerSubject } from "../../bench/cluster/subject.ts";
 import type { BenchCluster } from "../../bench/cluster/env.ts";
 import type { AdminKubectl } from "../../tools/cluster/operator_identity.ts";
-import { layout, workload } from "../../bench/cluster/phases.ts";
+import { convergeWrites, layout, workload, writesNote } from "../../bench/cluster/phases.ts";
+import type { AuditEvent } from "../../tools/cluster/mod.ts";
 import { KYMA_RATELIMIT } from "../../bench/cluster/peer.ts";
 import { mergeFigures, renderScaleSvg, scalePoints } from "../../bench/plot.ts";
 import type { Figure } from "../../bench/report.ts";
@@ -178,4 +179,33 @@ Deno.test("the peer's first reconcile: begun at its first start, done at the fir
     begunMs: 300,
     doneMs: 2_700,
   });
+});
+
+Deno.test("a convergence's writes: Events sent before the last status write are counted and said", () => {
+  const at = (s: number, resource: string, subresource?: string): AuditEvent => ({
+    auditID: `${resource}-${s}`,
+    stage: "ResponseComplete",
+    verb: resource === "events" ? "create" : "patch",
+    requestURI: "/",
+    user: { username: "op" },
+    objectRef: { resource, ...(subresource ? { subresource } : {}) },
+    requestReceivedTimestamp: new Date(Date.UTC(2026, 10, 29, 12, 0, s)).toISOString(),
+    stageTimestamp: new Date(Date.UTC(2026, 10, 29, 12, 0, s)).toISOString(),
+  });
+  const writes = [
+    at(1, "envoyfilters"),
+    at(2, "ratelimits", "status"),
+    at(3, "events"),
+    at(4, "envoyfilters"),
+    at(5, "ratelimits", "status"),
+    at(6, "events"),
+    at(7, "events"),
+  ];
+  const w = convergeWrites(writes, 2);
+  assert.equal(w.perObject, 3.5);
+  assert.equal(w.events, 3);
+  assert.equal(w.eventsBeforeLastStatus, 1, "the Event at 3 s came before the status at 5 s");
+  assert.match(writesNote(w), /; 1 of its 3 Events sent before its last status write$/);
+  const none = convergeWrites(writes.filter((x) => x.objectRef?.resource !== "events"), 2);
+  assert.doesNotMatch(writesNote(none), /Events sent/, "no Events, nothing said of them");
 });
