@@ -3,13 +3,13 @@ import { RESOURCES } from "../../src/api/resources.ts";
 import { emptyPlan } from "../../src/reconcile/plan.ts";
 import { Cache } from "../../src/runtime/cache/mod.ts";
 import { type ControllerSpec, planWatches } from "../../src/runtime/controller_spec.ts";
-import { nullLogger } from "../../src/runtime/log.ts";
+import { type Logger, nullLogger } from "../../src/runtime/log.ts";
 import { Metrics } from "../../src/runtime/metrics.ts";
 import { ControllerLoop } from "../../src/runtime/controller_loop.ts";
 import { splitKey } from "../../src/api/object.ts";
 import { Runner } from "../../src/runtime/runner.ts";
 import { TestCluster } from "./test_cluster.ts";
-import { ManualClock, seededRandom } from "./helpers.ts";
+import { captureLogger, ManualClock, seededRandom } from "./helpers.ts";
 
 const base = { reconcile: () => undefined };
 const a: ControllerSpec = {
@@ -31,7 +31,12 @@ const b: ControllerSpec = {
 };
 
 /** A controller loop of `spec` on the test cluster, with its own runner. */
-function loopOf(spec: ControllerSpec, cache: Cache, clock: ManualClock): ControllerLoop {
+function loopOf(
+  spec: ControllerSpec,
+  cache: Cache,
+  clock: ManualClock,
+  more: { log?: Logger; scopesReady?: (key: string) => boolean } = {},
+): ControllerLoop {
   const metrics = new Metrics();
   const runner = new Runner({
     cluster: new TestCluster(clock),
@@ -52,6 +57,7 @@ function loopOf(spec: ControllerSpec, cache: Cache, clock: ManualClock): Control
     metrics,
     images: {} as never,
     namespace: "platform-system",
+    ...more,
   });
 }
 
@@ -175,5 +181,38 @@ Deno.test("preload: awaited once before the first reconcile, shared by reconcile
     "reconcile ns/s",
     "reconcile ns/t",
     "reconcile ns/u",
+  ]);
+});
+
+Deno.test("keys postponed for scoped watches are logged once for the run, then once when they go on", async () => {
+  const clock = new ManualClock();
+  const cache = new Cache();
+  const calls: string[] = [];
+  let listed = false;
+  const { log, lines } = captureLogger(clock);
+  const spec: ControllerSpec = {
+    ...a,
+    watches: [],
+    reconcile: (key) => {
+      calls.push(key);
+      return undefined;
+    },
+  };
+  const loop = loopOf(spec, cache, clock, { log, scopesReady: () => listed });
+  cache.store(RESOURCES.Serverless).handle({ type: "init" });
+  cache.store(RESOURCES.Serverless).handle({ type: "init-done" });
+  const signal = new AbortController().signal;
+  for (let i = 0; i < 1_000; i++) {
+    assert.deepEqual(await loop.reconcile(`ns/s-${i}`, signal), { type: "done" });
+  }
+  assert.deepEqual(calls, [], "none reconciled before its scopes listed");
+  listed = true;
+  await loop.reconcile("ns/s-0", signal);
+  await loop.reconcile("ns/s-1", signal);
+  assert.deepEqual(calls, ["ns/s-0", "ns/s-1"]);
+  const said = lines.filter((l) => String(l.msg).startsWith("scoped watches"));
+  assert.deepEqual(said.map((l) => [l.msg, l.key ?? l.postponed]), [
+    ["scoped watches not listed yet; reconciles postponed until they have", "ns/s-0"],
+    ["scoped watches listed: postponed reconciles go on", 1_000],
   ]);
 });

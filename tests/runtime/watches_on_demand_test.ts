@@ -17,6 +17,7 @@ import { Manager } from "../../src/runtime/manager.ts";
 import { images } from "./manager_fixtures.ts";
 import { TestCluster } from "./test_cluster.ts";
 import { captureLogger, ManualClock, seededRandom } from "./helpers.ts";
+import { pod, rateLimit, withProxy } from "../reconcile/ratelimit_fixtures.ts";
 
 const SL = RESOURCES.Serverless;
 const NS = "platform-system";
@@ -106,6 +107,57 @@ Deno.test("a module's watches open when its object appears and close, forgetting
   assert.equal(cluster.watchCount, 5, "the last module object gone, its watches closed");
   assert.deepEqual(m.cache.list(RESOURCES.Deployment), [], "and what they cached forgotten");
   assert.ok(cluster.peek(RESOURCES.Deployment, "users", "mine"), "the user's Deployment stays");
+  await m.stop();
+  await done;
+});
+
+Deno.test("a namespace's Pods are listed as soon as a page of the RateLimit list names it, not after the last page", async () => {
+  await preloadControllers(ALL_CONTROLLERS);
+  const clock = new ManualClock();
+  const namespaces = ["rl-a", "rl-b", "rl-c"];
+  const cluster = new TestCluster(clock, [...namespaces, NS]);
+  for (const ns of namespaces) {
+    cluster.put(RESOURCES.Pod, withProxy(pod("web", { app: "web" }, ns), "sidecar"));
+    cluster.put(RESOURCES.RateLimit, rateLimit({ name: "web", namespace: ns }));
+  }
+  // Every list request, in the order it is sent: RateLimits one a page.
+  const lists: string[] = [];
+  const list = cluster.list.bind(cluster);
+  cluster.list = (type, opts) => {
+    if (type.kind === "RateLimit" || type.kind === "Pod") {
+      lists.push(`${type.kind} ${opts?.namespace ?? "*"}${opts?.continue ? " (next page)" : ""}`);
+    }
+    return list(type, opts);
+  };
+  const m = new Manager({
+    cluster,
+    clock,
+    random: seededRandom(7),
+    log: captureLogger(clock).log,
+    controllers: [...ALL_CONTROLLERS],
+    images,
+    identity: "op-0",
+    leaderElection: false,
+    pageSize: 1,
+  });
+  const done = m.start();
+  await clock.advance(10_000);
+  const lastPage = lists.lastIndexOf("RateLimit * (next page)");
+  assert.ok(lastPage > 0, `the RateLimits came in pages: ${lists.join(", ")}`);
+  const firstPods = lists.indexOf("Pod rl-a");
+  assert.ok(
+    firstPods >= 0 && firstPods < lastPage,
+    `rl-a's Pods listed before the RateLimit list's last page: ${lists.join(", ")}`,
+  );
+  for (const ns of namespaces) {
+    const rl = cluster.peek(RESOURCES.RateLimit, ns, "web");
+    assert.equal((rl?.status as { state?: string })?.state, "Ready", `${ns}: reconciled`);
+  }
+  assert.deepEqual(
+    m.cache.list(RESOURCES.Pod).map((p) => p.metadata.namespace).sort(),
+    namespaces,
+    "the Pods of each namespace with a RateLimit cached, each once",
+  );
   await m.stop();
   await done;
 });

@@ -172,6 +172,18 @@ export class WatchSet {
     }
   }
 
+  /** A primary arrived in a page of its list: the scopes it names open now (ScopedWatch.listing). */
+  #primaryListing(store: CacheStore, object: KubeObject): void {
+    for (const s of this.#scoped) {
+      if (s.primary === store) s.watch.listing(object, this.opts.cache);
+    }
+  }
+
+  /** A primary's list ended (or the watch moved on): scopes opened ahead are counted as named. */
+  #primaryListed(store: CacheStore): void {
+    for (const s of this.#scoped) if (s.primary === store) s.watch.listed();
+  }
+
   /**
    * True when the scoped watches that `key` of `primary` names have listed (or none is scoped);
    * otherwise the key is handed to `onScopesReady` once they have.
@@ -184,8 +196,12 @@ export class WatchSet {
 
   #handle(type: ResourceType, store: CacheStore, ev: WatcherEvent): void {
     const wasLive = store.live;
+    if (ev.type === "init-apply" && this.#scoped.length > 0) this.#primaryListing(store, ev.object);
     const changes = store.handle(ev);
     if (changes.length > 0 && this.#scoped.length > 0) this.#primaryChanged(store, changes);
+    if (ev.type !== "init-apply" && ev.type !== "init" && this.#scoped.length > 0) {
+      this.#primaryListed(store);
+    }
     if (this.#wakers.has(store)) this.reconsider();
     for (const change of changes) {
       if (isCrdType(type) && change.type === "apply") this.kickWatchesOf(change.object);

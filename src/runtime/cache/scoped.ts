@@ -5,7 +5,13 @@
  * it and closed, forgetting what it cached, when none does. A primary is ready to reconcile once
  * every scope it names has listed; a key that was not is parked and handed back when they have.
  */
-import { objectKey, type Projection, type ResourceType, splitKey } from "../../api/object.ts";
+import {
+  type KubeObject,
+  objectKey,
+  type Projection,
+  type ResourceType,
+  splitKey,
+} from "../../api/object.ts";
 import {
   type CacheChange,
   type CacheReader,
@@ -68,6 +74,8 @@ export class ScopedWatch {
   #signal: AbortSignal | undefined;
   /** The watches opened and not ended yet. */
   readonly #tasks = new Set<Promise<void>>();
+  /** Scopes opened ahead of their primaries' list's end (`listing`), each held once until `listed`. */
+  readonly #ahead = new Set<string>();
 
   constructor(o: ScopedWatchOptions) {
     this.#o = o;
@@ -101,6 +109,30 @@ export class ScopedWatch {
     else this.#demand.delete(key);
     scopes.forEach((scope, i) => this.#take(ids[i], scope));
     for (const id of before) this.#release(id);
+  }
+
+  /**
+   * A primary object arrived in a page of its type's list, which the cache takes in only once the
+   * whole list has come: the scopes it names open now, so that their lists run beside the
+   * primaries' later pages instead of after them (at start-up, a namespace's Pods were listed only
+   * once every RateLimit had been). Each is held until `listed`, when what the list named has been
+   * counted; a scope nothing names by then closes.
+   */
+  listing(object: KubeObject, cache: CacheReader): void {
+    for (const scope of this.#scopesOf({ type: "apply", object }, cache)) {
+      const id = scopeId(scope);
+      if (this.#ahead.has(id)) continue;
+      this.#ahead.add(id);
+      this.#take(id, scope);
+    }
+  }
+
+  /** The primaries' list has ended, or its watch moved on: the scopes held by `listing` are let go. */
+  listed(): void {
+    if (this.#ahead.size === 0) return;
+    const ahead = [...this.#ahead];
+    this.#ahead.clear();
+    for (const id of ahead) this.#release(id);
   }
 
   #scopesOf(change: CacheChange, cache: CacheReader): WatchScope[] {
