@@ -349,8 +349,10 @@ export async function runOperator(opts: RunOptions, deps: RunDeps): Promise<numb
         : opts.istiodUrls.join(","),
     });
   }
+  // Nudged when an engine ACKs a push (below): it has loaded it, so read it back now.
+  let enginePoller: { nudge(): void } | undefined;
   if (engineStatus && engineSource) {
-    engineSource.startEngineStatus({
+    enginePoller = engineSource.startEngineStatus({
       cluster,
       source: engineStatus,
       clock,
@@ -413,6 +415,9 @@ export async function runOperator(opts: RunOptions, deps: RunDeps): Promise<numb
         },
         port: opts.globalEngineXdsPort,
         tls: xdsTlsFiles(opts),
+        // An engine loaded a push: GlobalEnforced follows within a round trip, not the poller's
+        // next look (up to a second later).
+        onLoaded: () => enginePoller?.nudge(),
         log: log.child({ component: "engine-xds" }),
         metrics,
         clock,

@@ -106,6 +106,11 @@ export interface EngineXdsOptions {
   pingMs?: number;
   /** Serve TLS from these files (looked at again every `reloadMs`, default 10 s); none: cleartext. */
   tls?: XdsServingFiles & { reloadMs?: number };
+  /**
+   * Called when an engine has loaded a version it was sent (its ACK): what it holds changed, so
+   * whoever reads the engines back may look now rather than at its next tick.
+   */
+  onLoaded?: (version: string) => void;
 }
 
 /** The server's metrics. */
@@ -621,6 +626,13 @@ export class EngineXdsServer {
         node: info.node,
         version: req.versionInfo,
       });
+      try {
+        this.#o.onLoaded?.(req.versionInfo);
+      } catch (err) {
+        this.#log.warn("reading the engines back after an ACK could not start", {
+          error: (err as Error).message,
+        });
+      }
     }
     // An ACK or NACK brings the snapshot only when a newer one was not sent yet.
     if (this.#snapshot && this.#snapshot.version !== info.sent) this.#send(stream);
@@ -663,6 +675,8 @@ export interface ServeEngineConfigOptions {
   hostname?: string;
   /** TLS files (see `EngineXdsOptions.tls`); none: cleartext. */
   tls?: EngineXdsOptions["tls"];
+  /** See `EngineXdsOptions.onLoaded`. */
+  onLoaded?: EngineXdsOptions["onLoaded"];
   log: Logger;
   metrics?: Metrics;
   clock: Clock;
@@ -691,6 +705,7 @@ export async function serveEngineConfig(o: ServeEngineConfigOptions): Promise<En
     port: o.port,
     hostname: o.hostname,
     ...(o.tls ? { tls: o.tls } : {}),
+    ...(o.onLoaded ? { onLoaded: o.onLoaded } : {}),
     log,
     metrics: o.metrics,
     now: () => o.clock.now(),

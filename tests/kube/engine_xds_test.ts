@@ -207,7 +207,15 @@ function adsClient(port: number, path = ADS_PATH) {
 Deno.test("protocol: first request answered, ACK brings nothing, NACK recorded and not answered again, newer snapshot pushed", async () => {
   const { log, lines } = testLog();
   const metrics = new Metrics();
-  const server = new EngineXdsServer({ port: 0, hostname: "127.0.0.1", log, metrics });
+  // What an ACK tells whoever reads the engines back (run.ts nudges its poller).
+  const loaded: string[] = [];
+  const server = new EngineXdsServer({
+    port: 0,
+    hostname: "127.0.0.1",
+    log,
+    metrics,
+    onLoaded: (version) => loaded.push(version),
+  });
   await server.start();
   const port = server.address!.port;
   try {
@@ -227,6 +235,7 @@ Deno.test("protocol: first request answered, ACK brings nothing, NACK recorded a
     // ACK: nothing more.
     c.send({ nodeId: "engine-a", versionInfo: v1, responseNonce: c.responses[0].nonce });
     await until(() => server.streams()[0].acked === v1, "ACK recorded");
+    assert.deepEqual(loaded, [v1], "the ACK is said as it comes");
     // The same snapshot again: same version, nothing pushed.
     assert.equal(server.setSnapshot([structuredClone(SAMPLE)]), v1);
     await sleep(100);
@@ -252,6 +261,7 @@ Deno.test("protocol: first request answered, ACK brings nothing, NACK recorded a
     assert.deepEqual({ ...s.nacked, at: 0 }, { version: v2, error: "refused for a test", at: 0 });
     await sleep(100);
     assert.equal(c.responses.length, 2, "a NACKed version is not sent again");
+    assert.deepEqual(loaded, [v1], "a NACK loaded nothing: not said");
     assert.ok(
       lines.some((l) =>
         l.msg === "an engine refused its configuration (NACK)" && l.error === "refused for a test"
