@@ -181,15 +181,27 @@ export async function cpuSeconds(pid: number): Promise<number> {
 /**
  * Its first reconcile from its log, in milliseconds from spawn (lines from before the spawn are
  * not its own): done is the first `reconciled` line's timestamp, begun that less the reconcile's
- * own `ms`.
+ * own `ms`. A reconcile that wrote nothing and only asked to be run again (`requeue_after`) is not
+ * counted: at start-up a RateLimit looked at before the EnvoyFilter list has come in does just
+ * that (its filter is unknown, not absent), and the bench's RateLimits, all Ready, otherwise end
+ * `success`.
  */
-export async function firstReconcileOf(op: OperatorProcess): Promise<FirstReconcile | undefined> {
+export async function firstReconcileOf(
+  op: Pick<OperatorProcess, "startedAt" | "logLines">,
+): Promise<FirstReconcile | undefined> {
   const since = (l: Record<string, unknown>) =>
     typeof l.ts === "string" ? Date.parse(l.ts) - op.startedAt : NaN;
-  const line = (await op.logLines()).find((l) => l.msg === "reconciled" && since(l) >= 0);
+  const line = (await op.logLines()).find((l) =>
+    l.msg === "reconciled" && since(l) >= 0 && !isOnlyRequeue(l)
+  );
   if (!line) return undefined;
   const done = since(line);
   return { begunMs: done - (typeof line.ms === "number" ? line.ms : 0), doneMs: done };
+}
+
+/** A `reconciled` log line of a reconcile that wrote nothing and only asked to run again. */
+export function isOnlyRequeue(line: Record<string, unknown>): boolean {
+  return line.result === "requeue_after" && line.writes === 0;
 }
 
 /** When a subject's first reconcile began and, once it has, ended (ms from spawn). */

@@ -19,6 +19,7 @@ import type { BenchCluster } from "../../bench/cluster/env.ts";
 import type { AdminKubectl } from "../../tools/cluster/operator_identity.ts";
 import { convergeWrites, layout, workload, writesNote } from "../../bench/cluster/phases.ts";
 import type { AuditEvent } from "../../tools/cluster/mod.ts";
+import { firstReconcileOf, isOnlyRequeue } from "../../bench/cluster/operator.ts";
 import { KYMA_RATELIMIT } from "../../bench/cluster/peer.ts";
 import { mergeFigures, renderScaleSvg, scalePoints } from "../../bench/plot.ts";
 import type { Figure } from "../../bench/report.ts";
@@ -208,4 +209,20 @@ Deno.test("a convergence's writes: Events sent before the last status write are 
   assert.match(writesNote(w), /; 1 of its 3 Events sent before its last status write$/);
   const none = convergeWrites(writes.filter((x) => x.objectRef?.resource !== "events"), 2);
   assert.doesNotMatch(writesNote(none), /Events sent/, "no Events, nothing said of them");
+});
+
+Deno.test("the operator's first reconcile: a reconcile that only asked to run again is not it", async () => {
+  const startedAt = Date.UTC(2026, 10, 29, 12, 0, 0);
+  const at = (ms: number) => new Date(startedAt + ms).toISOString();
+  const lines = [
+    { ts: at(-50), msg: "reconciled", result: "success", writes: 0, ms: 1 }, // before the spawn
+    { ts: at(400), msg: "caches synced and leading: reconciling" },
+    // Looked at before the EnvoyFilter list came in: its filter unknown, run again later.
+    { ts: at(420), msg: "reconciled", result: "requeue_after", writes: 0, ms: 1 },
+    { ts: at(520), msg: "reconciled", result: "success", writes: 0, ms: 12 },
+  ];
+  const first = await firstReconcileOf({ startedAt, logLines: () => Promise.resolve(lines) });
+  assert.deepEqual(first, { begunMs: 508, doneMs: 520 });
+  assert.equal(isOnlyRequeue(lines[2]), true);
+  assert.equal(isOnlyRequeue({ result: "requeue_after", writes: 2 }), false, "it wrote: counted");
 });
