@@ -14,6 +14,7 @@ import {
   preloadControllers,
 } from "../../src/runtime/controller_spec.ts";
 import { Manager } from "../../src/runtime/manager.ts";
+import type { ManagerOptions } from "../../src/runtime/manager_options.ts";
 import { images } from "./manager_fixtures.ts";
 import { TestCluster } from "./test_cluster.ts";
 import { captureLogger, ManualClock, seededRandom } from "./helpers.ts";
@@ -52,6 +53,25 @@ Deno.test("planWatches: a watch only lazy controllers read, as a secondary, open
   assert.equal(shared.find((w) => w.type.kind === "Function")?.wakers, undefined);
 });
 
+/** A manager of every controller on `cluster`, no leader election. */
+function allControllers(
+  cluster: TestCluster,
+  clock: ManualClock,
+  more: Partial<ManagerOptions> = {},
+): Manager {
+  return new Manager({
+    cluster,
+    clock,
+    random: seededRandom(7),
+    log: captureLogger(clock).log,
+    controllers: [...ALL_CONTROLLERS],
+    images,
+    identity: "op-0",
+    leaderElection: false,
+    ...more,
+  });
+}
+
 Deno.test("a module's watches open when its object appears and close, forgetting, when it is gone", async () => {
   await preloadControllers(ALL_CONTROLLERS); // before the manual clock runs
   const clock = new ManualClock();
@@ -64,16 +84,7 @@ Deno.test("a module's watches open when its object appears and close, forgetting
     spec: {},
   };
   cluster.put(RESOURCES.Deployment, userDeployment);
-  const m = new Manager({
-    cluster,
-    clock,
-    random: seededRandom(7),
-    log: captureLogger(clock).log,
-    controllers: [...ALL_CONTROLLERS],
-    images,
-    identity: "op-0",
-    leaderElection: false,
-  });
+  const m = allControllers(cluster, clock);
   const done = m.start();
   await clock.advance(10_000);
   assert.equal(
@@ -129,17 +140,7 @@ Deno.test("a namespace's Pods are listed as soon as a page of the RateLimit list
     }
     return list(type, opts);
   };
-  const m = new Manager({
-    cluster,
-    clock,
-    random: seededRandom(7),
-    log: captureLogger(clock).log,
-    controllers: [...ALL_CONTROLLERS],
-    images,
-    identity: "op-0",
-    leaderElection: false,
-    pageSize: 1,
-  });
+  const m = allControllers(cluster, clock, { pageSize: 1 });
   const done = m.start();
   await clock.advance(10_000);
   const lastPage = lists.lastIndexOf("RateLimit * (next page)");
