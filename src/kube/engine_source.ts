@@ -15,9 +15,10 @@
  * A round every `periodMs` (5 s); after `nudge()` (the engines' snapshot changed, or an engine ACKed
  * a push: run.ts wires the xDS server's `onLoaded` to it) one at once and
  * {@link ENGINE_SETTLE_ROUNDS} more a `followUpMs` apart, so a push is seen loaded within a round
- * trip of the engines' ACK; at once when the Pods change. A Pod that does not answer is asked again after a backoff that
- * doubles from the period to {@link MAX_POD_BACKOFF_MS} (its last reading, with why it failed,
- * stays published), and at once when it changes (new IP, Ready). Nothing here throws.
+ * trip of the engines' ACK; at once when the Pods change. A Pod that does not answer is asked again
+ * after a backoff that doubles from the period to {@link MAX_POD_BACKOFF_MS} (its last reading,
+ * with why it failed, stays published), and at once when it changes (new IP, Ready). Nothing here
+ * throws.
  */
 import {
   domainsChanged,

@@ -172,14 +172,14 @@ export class WatchSet {
     }
   }
 
-  /** A primary arrived in a page of its list: the scopes it names open now (ScopedWatch.listing). */
+  /** A primary came in a page of its list: the scopes it names open now (ScopedWatch.listing). */
   #primaryListing(store: CacheStore, object: KubeObject): void {
     for (const s of this.#scoped) {
       if (s.primary === store) s.watch.listing(object, this.opts.cache);
     }
   }
 
-  /** A primary's list ended (or the watch moved on): scopes opened ahead are counted as named. */
+  /** A primary's list ended: scopes its pages opened stay only where its objects name them. */
   #primaryListed(store: CacheStore): void {
     for (const s of this.#scoped) if (s.primary === store) s.watch.listed();
   }
@@ -199,9 +199,6 @@ export class WatchSet {
     if (ev.type === "init-apply" && this.#scoped.length > 0) this.#primaryListing(store, ev.object);
     const changes = store.handle(ev);
     if (changes.length > 0 && this.#scoped.length > 0) this.#primaryChanged(store, changes);
-    if (ev.type !== "init-apply" && ev.type !== "init" && this.#scoped.length > 0) {
-      this.#primaryListed(store);
-    }
     if (this.#wakers.has(store)) this.reconsider();
     for (const change of changes) {
       if (isCrdType(type) && change.type === "apply") this.kickWatchesOf(change.object);
@@ -209,6 +206,8 @@ export class WatchSet {
     }
     if (store.live !== wasLive) this.opts.onLiveness(type);
     if (ev.type === "init-done" || ev.type === "missing") {
+      // After the list's changes were counted: the scopes its pages opened ahead are let go.
+      if (this.#scoped.length > 0) this.#primaryListed(store);
       this.#stale.delete(store);
       this.opts.onListed();
     }

@@ -74,7 +74,7 @@ export class ScopedWatch {
   #signal: AbortSignal | undefined;
   /** The watches opened and not ended yet. */
   readonly #tasks = new Set<Promise<void>>();
-  /** Scopes opened ahead of their primaries' list's end (`listing`), each held once until `listed`. */
+  /** Scopes opened before their primaries' list ended (`listing`), held once until `listed`. */
   readonly #ahead = new Set<string>();
 
   constructor(o: ScopedWatchOptions) {
@@ -127,7 +127,7 @@ export class ScopedWatch {
     }
   }
 
-  /** The primaries' list has ended, or its watch moved on: the scopes held by `listing` are let go. */
+  /** The primaries' list has ended (its changes counted): scopes held by `listing` are let go. */
   listed(): void {
     if (this.#ahead.size === 0) return;
     const ahead = [...this.#ahead];
