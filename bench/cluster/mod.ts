@@ -252,7 +252,9 @@ export async function benchCluster(report: Report, o: ClusterOptions): Promise<v
         // Only for the line below: the figures after it wait (boundedly) for what they need.
         const after = await settle(r, 5_000);
         say(
-          `run ${run + 1}: ${startMark(before)}${subject.label} ${fmt(s(c.ms), 2)} s; ${
+          `run ${run + 1}: ${startMark(before)}${subject.label} ${fmt(s(c.ms), 2)} s (created in ${
+            fmt(s(c.createdMs), 2)
+          } s); ${
             after.idle
               ? `idle after ${after.reconciles} reconciles`
               : `not idle ${fmt(s(after.boundMs))} s after all Ready`

@@ -8,6 +8,7 @@ import { type AuditEvent, OPERATOR_USER } from "../../tools/cluster/mod.ts";
 import { podManifest, rateLimitObject } from "../fixtures.ts";
 import { fmt } from "../stats.ts";
 import { BaselineProcess } from "./baseline_process.ts";
+import { DEFAULT_CONCURRENCY } from "../../src/runtime/mod.ts";
 import type { BenchCluster } from "./env.ts";
 import { cpuSeconds } from "./operator.ts";
 import { KYMA_RATELIMIT } from "./peer.ts";
@@ -15,7 +16,7 @@ import { ReadyWatch } from "./ready.ts";
 import type { Running, Subject } from "./subject.ts";
 
 /** Reconciles of one controller at once: the operator's default, which the baseline matches. */
-export const OPERATOR_CONCURRENCY = 2;
+export const OPERATOR_CONCURRENCY = DEFAULT_CONCURRENCY;
 
 /** RateLimits (and their Pods) a namespace holds when a size is spread over namespaces. */
 export const PER_NAMESPACE = 1_000;

@@ -285,6 +285,7 @@ export async function runOperator(opts: RunOptions, deps: RunDeps): Promise<numb
         ? { namespace: opts.leaseNamespace, name: opts.leaseName }
         : false,
       held,
+      concurrency: opts.concurrency,
       watchTimeoutSeconds: LIVE_WATCH.timeoutSeconds,
       watchIdleMs: LIVE_WATCH.idleMs,
     });

@@ -6,6 +6,7 @@ import type { ModuleImages } from "../api/images.ts";
 import { DEFAULT_IMAGES } from "../reconcile/images.ts";
 export { DEFAULT_IMAGES };
 import {
+  DEFAULT_CONCURRENCY,
   DEFAULT_LEASE_NAME,
   DEFAULT_NAMESPACE,
   LOG_FORMATS,
@@ -49,6 +50,8 @@ export interface RunOptions {
   logFormat: LogFormat;
   images: ModuleImages;
   controllers: ControllerName[];
+  /** RateLimit reconciles at once (the module controllers reconcile one object at a time). */
+  concurrency: number;
   /** The mesh's config root namespace (Istio's `meshConfig.rootNamespace`). */
   meshRootNamespace: string;
   /** Base URLs of istiod's monitoring port, one per replica; none: istiod is not asked. */
@@ -235,6 +238,15 @@ function parseSecretRef(
   return { namespace, name };
 }
 
+/** The most reconciles at once `--concurrency` accepts. */
+export const MAX_CONCURRENCY = 64;
+
+function parseConcurrency(flag: string, value: string): number {
+  const n = Number(value);
+  if (/^\d{1,2}$/.test(value) && n >= 1 && n <= MAX_CONCURRENCY) return n;
+  throw new Error(`invalid --${flag} "${value}": use a number from 1 to ${MAX_CONCURRENCY}`);
+}
+
 function parseControllers(value: string): ControllerName[] {
   const names = value.split(",").map((s) => s.trim()).filter((s) => s);
   const bad = names.filter((n) => !(CONTROLLER_NAMES as readonly string[]).includes(n));
@@ -383,6 +395,14 @@ export const RUN_FLAGS: readonly OperatorFlag[] = [
       o.controllers = parseControllers(v);
     },
     { default: CONTROLLER_NAMES.join(",") },
+  ),
+  flag(
+    "concurrency",
+    `RateLimits reconciled at once, 1 to ${MAX_CONCURRENCY} (never one RateLimit twice at once; Serverless and Scaler objects go one at a time): each reconcile waits on the API server for its two writes, so more in flight converge faster until the API server is the bottleneck`,
+    (o, v) => {
+      o.concurrency = parseConcurrency("concurrency", v);
+    },
+    { default: String(DEFAULT_CONCURRENCY) },
   ),
   flag(
     "mesh-root-namespace",

@@ -60,7 +60,7 @@ export interface ManagerOptions {
   leaderElection: false | LeaderElectionOptions;
   /** Every primary is reconciled again after this long, as a safety net; default 600 000 (10 min). */
   resyncPeriodMs?: number;
-  /** Reconciles of one controller running at once (never two of one key); default 2. */
+  /** Reconciles of one controller running at once (never two of one key); default DEFAULT_CONCURRENCY. */
   concurrency?: number;
   /** Server-side timeout of each watch request; default 300. */
   watchTimeoutSeconds?: number;

@@ -11,7 +11,7 @@ import { type ResourceType, typeId } from "../api/object.ts";
 import type { Logger } from "./log.ts";
 import type { Metrics } from "./metrics.ts";
 import { WorkQueue, type WorkResult } from "./queue.ts";
-import type { CacheChange } from "./controller_spec.ts";
+import { type CacheChange, DEFAULT_CONCURRENCY } from "./controller_spec.ts";
 
 /**
  * A controller as a term drives it (a TermController is one): its keys, and one reconcile of a key.
@@ -43,7 +43,7 @@ export interface TermOptions {
   clock: Clock;
   random: Random;
   metrics: Metrics;
-  /** Reconciles of a controller at once unless it sets its own; default 2. */
+  /** Reconciles of a controller at once unless it sets its own; default DEFAULT_CONCURRENCY. */
   concurrency?: number;
   /** Every primary is queued again after this long, jittered by up to 10%; default 600 000. */
   resyncPeriodMs?: number;
@@ -73,7 +73,7 @@ export class Term {
         new WorkQueue({
           clock: opts.clock,
           random: opts.random,
-          concurrency: ctl.concurrency ?? opts.concurrency ?? 2,
+          concurrency: ctl.concurrency ?? opts.concurrency ?? DEFAULT_CONCURRENCY,
           onDepth: opts.metrics.queueDepth.setter({ controller: name }),
           ...(opts.onIdle ? { onIdle: opts.onIdle } : {}),
         }, (key) => ctl.reconcile(key, signal)),

@@ -1,9 +1,11 @@
 import assert from "node:assert/strict";
 import { CONTROLLER_NAMES } from "../../src/controllers/registry.ts";
+import { DEFAULT_CONCURRENCY } from "../../src/runtime/mod.ts";
 import {
   DEFAULT_IMAGES,
   envName,
   flagEnvNames,
+  MAX_CONCURRENCY,
   parseRunFlags,
   RUN_FLAGS,
   runHelp,
@@ -149,6 +151,22 @@ Deno.test("--istiod-service: namespace/name, several for revisions, each once; n
     both.kind === "error" ? both.message : "",
     /^--istiod-url and --istiod-service are exclusive/,
   );
+});
+
+Deno.test("--concurrency: the runtime's default, 1 to 64 from the flag or its variable, else refused", () => {
+  assert.equal(options([]).concurrency, DEFAULT_CONCURRENCY);
+  assert.equal(DEFAULT_CONCURRENCY, 4);
+  assert.equal(options(["--concurrency=1"]).concurrency, 1);
+  assert.equal(options([], { PLATFORM_OPERATOR_CONCURRENCY: "16" }).concurrency, 16);
+  assert.equal(options([`--concurrency=${MAX_CONCURRENCY}`]).concurrency, 64);
+  for (const bad of ["0", "65", "two", "-1", "1.5", ""]) {
+    const parsed = parseRunFlags([`--concurrency=${bad}`], noEnv);
+    assert.equal(parsed.kind, "error", bad);
+    assert.match(
+      parsed.kind === "error" ? parsed.message : "",
+      new RegExp(`invalid --concurrency "${bad}": use a number from 1 to 64`),
+    );
+  }
 });
 
 Deno.test("the engine's replicas, requests and limits: defaults, canonical quantities, refusals", () => {

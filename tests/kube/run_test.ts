@@ -5,6 +5,7 @@ import { type Handler, json, startServer } from "./fake_server.ts";
 import { kubeconfigFor, Lease, Namespace, RateLimit } from "./helpers.ts";
 import { SimApi } from "./sim_api.ts";
 import { rateLimit } from "../api/fixtures.ts";
+import { DEFAULT_CONCURRENCY } from "../../src/runtime/mod.ts";
 import { scrapeHttps } from "../../tools/operator/scrape_https.ts";
 
 function opts(args: string[]): RunOptions {
@@ -205,6 +206,58 @@ Deno.test("the first checks go out after the Lease read and the lists; nothing i
     passChecks(); // a failed assertion must not leave requests held
     await op.close();
   }
+});
+
+/** The most EnvoyFilter applies in flight at once, each held 40 ms, while 8 RateLimits settle. */
+async function mostAppliesInFlight(args: string[]): Promise<number> {
+  const api = new SimApi();
+  const user = { name: "user", manager: "kubectl" };
+  api.sim.store.create(Namespace, {
+    apiVersion: "v1",
+    kind: "Namespace",
+    metadata: { name: "demo" },
+  }, user);
+  const names = Array.from({ length: 8 }, (_, i) => `rl-${i}`);
+  for (const name of names) {
+    const rl = rateLimit();
+    api.sim.store.create(RateLimit, {
+      ...rl,
+      metadata: { ...rl.metadata, name },
+      spec: { ...rl.spec, selectorLabels: { app: name } },
+    }, user);
+  }
+  let now = 0;
+  let most = 0;
+  const op = await start(api, ["--controllers=ratelimit", ...args], async (req) => {
+    if (req.method !== "PATCH" || !req.path.includes("/envoyfilters/")) return api.handle(req);
+    most = Math.max(most, ++now);
+    try {
+      await new Promise((r) => setTimeout(r, 40));
+      return await api.handle(req);
+    } finally {
+      now--;
+    }
+  });
+  try {
+    await waitFor(
+      "every RateLimit reconciled",
+      () =>
+        names.every((n) =>
+          op.lines.some((l) => l.msg === "reconciled" && l.key === `demo/${n}` && l.writes === 2)
+        ),
+    );
+    op.stop.abort();
+    assert.equal(await op.exit, 0);
+    return most;
+  } finally {
+    await op.close();
+  }
+}
+
+Deno.test("--concurrency bounds the RateLimits reconciled at once; the default is DEFAULT_CONCURRENCY", async () => {
+  assert.equal(await mostAppliesInFlight(["--concurrency=1"]), 1);
+  assert.equal(await mostAppliesInFlight(["--concurrency=3"]), 3);
+  assert.equal(await mostAppliesInFlight([]), DEFAULT_CONCURRENCY);
 });
 
 Deno.test("a probe address in use is one error line and exit code 1; the Lease taken meanwhile is released", async () => {

@@ -1,6 +1,6 @@
 /**
- * A controller's own `concurrency` bounds its reconciles in flight (a Plan's writes included):
- * the module controllers use 1, because whether one module object is served depends on the
+ * A controller's own `concurrency` bounds its reconciles in flight (a Plan's writes included), else
+ * the manager's (`--concurrency`), else DEFAULT_CONCURRENCY. The module controllers use 1, because whether one module object is served depends on the
  * others' claims, which a reconcile must see written before the next one decides.
  */
 import assert from "node:assert/strict";
@@ -13,6 +13,7 @@ import type { Cluster } from "../../src/runtime/cluster.ts";
 import type { KubeObject } from "../../src/api/object.ts";
 import type { ControllerSpec } from "../../src/runtime/controller_spec.ts";
 import { Manager } from "../../src/runtime/manager.ts";
+import { DEFAULT_CONCURRENCY } from "../../src/runtime/controller_spec.ts";
 import { TestCluster, WIDGET } from "./test_cluster.ts";
 import { images } from "./manager_fixtures.ts";
 import { captureLogger, ManualClock, seededRandom } from "./helpers.ts";
@@ -41,11 +42,17 @@ function children(concurrency?: number): ControllerSpec {
   };
 }
 
-/** The most ConfigMap applies in flight at once, each taking 50 ms of the manual clock. */
-async function mostInFlight(spec: ControllerSpec): Promise<number> {
+/** Widgets put before the manager starts: more than any bound the tests below expect. */
+const WIDGETS = ["a", "b", "c", "d", "e", "f", "g", "h"];
+
+/**
+ * The most ConfigMap applies in flight at once, each taking 50 ms of the manual clock, with the
+ * manager's `concurrency` when given.
+ */
+async function mostInFlight(spec: ControllerSpec, concurrency?: number): Promise<number> {
   const clock = new ManualClock();
   const sim = new TestCluster(clock);
-  for (const name of ["a", "b", "c", "d"]) {
+  for (const name of WIDGETS) {
     sim.put(RL, {
       apiVersion: "test.platform-project.io/v1",
       kind: "Widget",
@@ -83,18 +90,22 @@ async function mostInFlight(spec: ControllerSpec): Promise<number> {
     images,
     identity: "op-0",
     leaderElection: false,
+    ...(concurrency ? { concurrency } : {}),
   });
   const done = m.start();
   await clock.advance(2_000);
-  assert.ok(sim.peek(CM, "demo", "d"), "every object was reconciled");
+  assert.ok(sim.peek(CM, "demo", WIDGETS.at(-1)!), "every object was reconciled");
   await m.stop();
   await done;
   return most;
 }
 
-Deno.test("a controller's concurrency bounds its reconciles in flight; the default runs two", async () => {
+Deno.test("a controller's concurrency bounds its reconciles in flight, else the manager's, else the default", async () => {
   assert.equal(await mostInFlight(children(1)), 1);
-  assert.equal(await mostInFlight(children()), 2, "the manager's default, for contrast");
+  assert.equal(await mostInFlight(children(1), 3), 1, "the controller's own wins");
+  assert.equal(await mostInFlight(children(), 3), 3, "the manager's (--concurrency)");
+  assert.equal(await mostInFlight(children()), DEFAULT_CONCURRENCY, "the default");
+  assert.ok(DEFAULT_CONCURRENCY < WIDGETS.length);
 });
 
 Deno.test("the module controllers reconcile one object at a time", () => {
