@@ -54,14 +54,15 @@ export const OPERATOR_ENV: Readonly<Record<string, string>> = {
 /**
  * The flags of `deno run` that make it run the operator as the compiled binary does: no V8 code
  * cache (`deno task compile` builds with `--no-code-cache`; the cache also maps its database into
- * the process, about 1.5 MB of an idle operator), and V8's young generation capped at 4 MB a
- * semi-space instead of 16: converging 1,000 RateLimits peaked at 87 MB instead of 149 MB, for the
- * same CPU (bench/RESULTS.md, peak memory).
+ * the process, about 1.5 MB of an idle operator), and V8's young generation capped at 1 MB a
+ * semi-space instead of 16: at 4 MB, converging 1,000 RateLimits peaked at 87 MB instead of 149 MB
+ * for the same CPU; at 1 MB the start-up's peak is 2.5 to 4.5 MB lower again, for the same time and
+ * CPU (bench/RESULTS.md, peak memory and issue 46).
  */
 export const OPERATOR_DENO_FLAGS: readonly string[] = [
   "--frozen",
   "--no-code-cache",
-  "--v8-flags=--max-semi-space-size=4",
+  "--v8-flags=--max-semi-space-size=1",
 ];
 
 /** Where a replica of the operator answers and whom it talks to, for `mod.ts run`. */
