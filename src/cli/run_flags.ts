@@ -13,6 +13,7 @@ import {
   LOG_LEVELS,
   type LogFormat,
   type LogLevel,
+  MAX_CONCURRENCY,
   parseLogFormat,
   parseLogLevel,
 } from "../runtime/mod.ts";
@@ -237,9 +238,6 @@ function parseSecretRef(
   }
   return { namespace, name };
 }
-
-/** The most reconciles at once `--concurrency` accepts. */
-export const MAX_CONCURRENCY = 64;
 
 function parseConcurrency(flag: string, value: string): number {
   const n = Number(value);

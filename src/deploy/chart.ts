@@ -20,6 +20,7 @@ import { CONTROLLER_NAMES } from "../controllers/registry.ts";
 import { notServedPolicy } from "./variants.ts";
 import { fenceObjects } from "./fence_objects.ts";
 import { ISTIOD_SERVICE_ENV, istiodDiscoveryRbac } from "./istiod_objects.ts";
+import { MAX_CONCURRENCY } from "../runtime/mod.ts";
 import {
   GLOBAL_ENGINE_IMAGE_ENV,
   GLOBAL_ENGINE_SIZE_ENV,
@@ -49,6 +50,9 @@ interface Kustomization {
   images: { name: string; newName: string; newTag: string }[];
 }
 
+/** The operator's variable for `--concurrency` (run_flags.ts's envName; a test holds them equal). */
+export const CONCURRENCY_ENV = "PLATFORM_OPERATOR_CONCURRENCY";
+
 /** Escapes Go template delimiters in rendered text so Helm prints them as they are. */
 function escapeTemplate(text: string): string {
   return text.replace(/\{\{|\}\}/g, (d) => `{{ "${d}" }}`);
@@ -59,6 +63,7 @@ const HOLES: Record<string, (indent: string) => string> = {
   replicas: () => "{{ .Values.replicas }}",
   image: () => `"{{ .Values.image.repository }}:{{ .Values.image.tag }}"`,
   meshRootNamespace: () => "{{ .Values.meshRootNamespace | quote }}",
+  concurrency: () => "{{ .Values.concurrency | quote }}",
   resources: (indent) =>
     `\n${indent}  {{- toYaml .Values.resources | nindent ${indent.length + 2} }}`,
   // An item of the operator's env list, there only when istiodService is set.
@@ -135,9 +140,10 @@ function markDeployment(d: KubeObject, image: string): Record<string, unknown> {
   const spec = d.spec as { replicas: number; template: { spec: { containers: Container[] } } };
   const c = spec.template.spec.containers.find((c) => c.name === "operator");
   const mesh = c?.env?.find((e) => e.name === "PLATFORM_OPERATOR_MESH_ROOT_NAMESPACE");
-  if (!c || !mesh?.value || c.image !== "platform-operator") {
+  const concurrency = c?.env?.find((e) => e.name === CONCURRENCY_ENV);
+  if (!c || !mesh?.value || !concurrency?.value || c.image !== "platform-operator") {
     throw new Error(
-      "deploy/deployment.yaml: no operator container with image platform-operator and PLATFORM_OPERATOR_MESH_ROOT_NAMESPACE",
+      `deploy/deployment.yaml: no operator container with image platform-operator, PLATFORM_OPERATOR_MESH_ROOT_NAMESPACE and ${CONCURRENCY_ENV}`,
     );
   }
   const [repository, tag] = image.split(/:(?=[^:]+$)/);
@@ -146,11 +152,13 @@ function markDeployment(d: KubeObject, image: string): Record<string, unknown> {
     image: { repository, tag },
     resources: c.resources,
     meshRootNamespace: mesh.value,
+    concurrency: Number(concurrency.value),
   };
   spec.replicas = "@@replicas@@" as unknown as number;
   c.image = "@@image@@";
   c.resources = "@@resources@@";
   mesh.value = "@@meshRootNamespace@@";
+  concurrency.value = "@@concurrency@@";
   c.env?.unshift("@@istiodService@@" as unknown as { name: string });
   c.env?.unshift("@@globalEngineEnv@@" as unknown as { name: string });
   c.ports?.unshift("@@globalEnginePort@@");
@@ -281,6 +289,7 @@ function valuesSchema(): unknown {
       "replicas",
       "resources",
       "meshRootNamespace",
+      "concurrency",
       "modules",
       "monitoring",
       "istiodService",
@@ -307,6 +316,8 @@ function valuesSchema(): unknown {
         pattern: "^[a-z0-9]([-a-z0-9]*[a-z0-9])?$",
         maxLength: 63,
       },
+      // RateLimits reconciled at once: --concurrency's range.
+      concurrency: { type: "integer", minimum: 1, maximum: MAX_CONCURRENCY },
       // Which controllers run, each bringing its roles: a module has no other key, so a values
       // file cannot enable a controller without its roles, nor give roles to one that is off.
       modules: {

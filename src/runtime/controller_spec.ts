@@ -219,6 +219,8 @@ export interface ControllerSpec {
  * (bench/RESULTS.md, issue 46).
  */
 export const DEFAULT_CONCURRENCY = 4;
+/** The most reconciles at once a controller may be given (`--concurrency`'s bound). */
+export const MAX_CONCURRENCY = 64;
 
 /**
  * The keys a change to `obj` of `type` concerns for `spec`: a primary's own key and its `peers`,

@@ -15,7 +15,8 @@ import { ensureHelm } from "../../tools/helm/build.ts";
 import { monitoringObjects } from "../../src/deploy/monitoring_objects.ts";
 import { DEPLOY, withComponent, withIstiodComponent } from "./kustomize.ts";
 import { CONTROLLER_NAMES } from "../../src/controllers/registry.ts";
-import { parseRunFlags } from "../../src/cli/run_flags.ts";
+import { envName, parseRunFlags } from "../../src/cli/run_flags.ts";
+import { CONCURRENCY_ENV } from "../../src/deploy/chart.ts";
 import { partRoleName } from "../../src/kube/rbac.ts";
 import { notServedName } from "../../src/deploy/variants.ts";
 
@@ -69,6 +70,7 @@ Deno.test("each value lands in its place; monitoring adds deploy/monitoring's ob
     "--set=image.tag=1.2.3",
     "--set=resources.limits.memory=1Gi",
     "--set=meshRootNamespace=mesh-root",
+    "--set=concurrency=8",
     "--set=monitoring.enabled=true",
     ...MONITORING_APIS,
   );
@@ -96,6 +98,8 @@ Deno.test("each value lands in its place; monitoring adds deploy/monitoring's ob
     c.env.find((e) => e.name === "PLATFORM_OPERATOR_MESH_ROOT_NAMESPACE")?.value,
     "mesh-root",
   );
+  assert.equal(CONCURRENCY_ENV, envName("concurrency"));
+  assert.equal(c.env.find((e) => e.name === CONCURRENCY_ENV)?.value, "8");
   const monitoring = all.filter((o) =>
     ["ServiceMonitor", "PrometheusRule"].includes(o.kind) ||
     o.metadata.name === "platform-operator-dashboard"
@@ -123,6 +127,13 @@ Deno.test("bad values and a missing monitoring CRD are refused, naming what to f
     assert.equal(r2.ok, false);
     assert.match(r2.err, /replicas/);
     assert.match(r2.err, /enable/);
+
+    // --concurrency's range: 1 to 64.
+    for (const bad of ["0", "65"]) {
+      const r = await template(`--set=concurrency=${bad}`);
+      assert.equal(r.ok, false, bad);
+      assert.match(r.err, /concurrency/);
+    }
 
     const r3 = await template("--set=monitoring.enabled=true");
     assert.equal(r3.ok, false);

@@ -4,6 +4,7 @@ import { parse } from "yaml";
 import { readYamlFiles } from "../../src/cli/crds.ts";
 import { staleDeployFiles } from "../../src/cli/deploy.ts";
 import { RUN_FLAGS } from "../../src/cli/run_flags.ts";
+import { DEFAULT_CONCURRENCY } from "../../src/runtime/mod.ts";
 import { partRoleName, rulesFor } from "../../src/kube/rbac.ts";
 import { CONTROLLER_NAMES } from "../../src/controllers/registry.ts";
 import { DEPLOY, find, loadKustomization } from "./kustomize.ts";
@@ -174,6 +175,8 @@ Deno.test("Deployment: two replicas, probes, resources, locked-down security, PO
     "metadata.namespace",
   );
   assert.ok(c.args.includes("--leader-elect=true"));
+  // The reconciles at once it sets are the operator's default, written out where users tune it.
+  assert.equal(env.PLATFORM_OPERATOR_CONCURRENCY.value, String(DEFAULT_CONCURRENCY));
   // Every variable the Deployment sets is one the operator reads.
   const known = new Set(RUN_FLAGS.flatMap((f) => f.env));
   for (const name of Object.keys(env)) assert.ok(known.has(name), `${name} is read by run`);

@@ -1,11 +1,10 @@
 import assert from "node:assert/strict";
 import { CONTROLLER_NAMES } from "../../src/controllers/registry.ts";
-import { DEFAULT_CONCURRENCY } from "../../src/runtime/mod.ts";
+import { DEFAULT_CONCURRENCY, MAX_CONCURRENCY } from "../../src/runtime/mod.ts";
 import {
   DEFAULT_IMAGES,
   envName,
   flagEnvNames,
-  MAX_CONCURRENCY,
   parseRunFlags,
   RUN_FLAGS,
   runHelp,
