@@ -84,6 +84,18 @@ async function get(
   return { status: res.status, body: await res.text() };
 }
 
+/** An API server holding namespace `demo`, and the user that created it (kubectl). */
+function withDemoNamespace() {
+  const api = new SimApi();
+  const user = { name: "user", manager: "kubectl" };
+  api.sim.store.create(Namespace, {
+    apiVersion: "v1",
+    kind: "Namespace",
+    metadata: { name: "demo" },
+  }, user);
+  return { api, user };
+}
+
 Deno.test("a missing CRD is one log line saying what to do, retried; alive but not ready; SIGTERM exits 0", async () => {
   const api = new SimApi();
   api.uninstall(RateLimit);
@@ -135,13 +147,7 @@ Deno.test("once the CRD appears the manager starts, becomes ready, and a stop re
 });
 
 Deno.test("the first checks go out after the Lease read and the lists; nothing is reconciled, nor ready, until they pass", async () => {
-  const api = new SimApi();
-  const user = { name: "user", manager: "kubectl" };
-  api.sim.store.create(Namespace, {
-    apiVersion: "v1",
-    kind: "Namespace",
-    metadata: { name: "demo" },
-  }, user);
+  const { api, user } = withDemoNamespace();
   api.sim.store.create(RateLimit, rateLimit(), user);
   const seen: string[] = [];
   let passChecks!: () => void;
@@ -210,13 +216,7 @@ Deno.test("the first checks go out after the Lease read and the lists; nothing i
 
 /** The most EnvoyFilter applies in flight at once, each held 40 ms, while 8 RateLimits settle. */
 async function mostAppliesInFlight(args: string[]): Promise<number> {
-  const api = new SimApi();
-  const user = { name: "user", manager: "kubectl" };
-  api.sim.store.create(Namespace, {
-    apiVersion: "v1",
-    kind: "Namespace",
-    metadata: { name: "demo" },
-  }, user);
+  const { api, user } = withDemoNamespace();
   const names = Array.from({ length: 8 }, (_, i) => `rl-${i}`);
   for (const name of names) {
     const rl = rateLimit();
