@@ -18,12 +18,42 @@ export interface KubectlOptions {
   timeoutMs?: number;
 }
 
-/** Runs `kubectl --kubeconfig=<kubeconfig> ...args`; never throws on a non-zero exit. */
+/**
+ * What `kubectl wait --for=condition=...` prints, exiting 1 at once instead of waiting, when an
+ * object it waits for has `status.conditions: null`: a CustomResourceDefinition just applied does,
+ * for an instant, before the API server sets its first conditions (kubectl's ConditionalWait reads
+ * the field as a list; pingcap/tidb-operator#1511 met the same on `Established`).
+ */
+export const NULL_CONDITIONS = /\.status\.conditions accessor error: <nil> is of the type <nil>/;
+
+/**
+ * Runs `kubectl --kubeconfig=<kubeconfig> ...args`; never throws on a non-zero exit. A `wait`
+ * that fails only because a condition list is still null (NULL_CONDITIONS) is run again, every
+ * 200 ms, within the same time limit: the condition has not been seen to fail, only not yet set.
+ */
 export async function runKubectl(
   kubectl: string,
   kubeconfig: string,
   args: string[],
   opts: KubectlOptions = {},
+): Promise<KubectlResult> {
+  const deadline = Date.now() + (opts.timeoutMs ?? 120_000);
+  for (;;) {
+    const r = await runOnce(kubectl, kubeconfig, args, {
+      ...opts,
+      timeoutMs: Math.max(1, deadline - Date.now()),
+    });
+    if (r.code === 0 || args[0] !== "wait" || !NULL_CONDITIONS.test(r.stderr)) return r;
+    if (Date.now() + 200 >= deadline) return r;
+    await new Promise((res) => setTimeout(res, 200));
+  }
+}
+
+async function runOnce(
+  kubectl: string,
+  kubeconfig: string,
+  args: string[],
+  opts: KubectlOptions,
 ): Promise<KubectlResult> {
   const child = new Deno.Command(kubectl, {
     args: [
