@@ -16,19 +16,13 @@ import { BENCH_DIR, BenchCluster, until } from "./env.ts";
 import { latencyPhase, reportLatency } from "./latency_phase.ts";
 import { buildPeer, peerVersion, preparePeer } from "./peer.ts";
 import { IDLE_BOUND_MS, idleRss, settle } from "./idle.ts";
-import {
-  atRest,
-  converge,
-  type ConvergeWrites,
-  layout,
-  OPERATOR_CONCURRENCY,
-  writesNote,
-} from "./phases.ts";
+import { atRest, converge, type ConvergeWrites, layout, writesNote } from "./phases.ts";
 import { CLUSTER_PHASES, type ClusterOptions, type ClusterPhase } from "./options.ts";
 import { addFloors, floorClusterFrom, STARTUP_FLOORS, startupFloorMs } from "./floor.ts";
 import { list, rowsOf, s, startMark } from "./rows.ts";
 import { oneNamespacePhase, scalePhase } from "./scale.ts";
 import { crowdedPhase } from "./crowded.ts";
+import { DEFAULT_CONCURRENCY } from "../../src/runtime/mod.ts";
 import { BEFORE_OPERATOR_ROOT_ENV } from "./operator.ts";
 import { operatorSubject, peerSubject, type Running, type Subject } from "./subject.ts";
 
@@ -302,7 +296,7 @@ export async function benchCluster(report: Report, o: ClusterOptions): Promise<v
           value: s(median(t)),
           unit: "s",
           baseline: {
-            name: `client making 2 writes an object, ${OPERATOR_CONCURRENCY} at once, as a ` +
+            name: `client making 2 writes an object, ${DEFAULT_CONCURRENCY} at once, as a ` +
               `process of its own as the operator's user`,
             value: s(median(base)),
           },

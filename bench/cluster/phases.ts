@@ -15,9 +15,6 @@ import { KYMA_RATELIMIT } from "./peer.ts";
 import { ReadyWatch } from "./ready.ts";
 import type { Running, Subject } from "./subject.ts";
 
-/** Reconciles of one controller at once: the operator's default, which the baseline matches. */
-export const OPERATOR_CONCURRENCY = DEFAULT_CONCURRENCY;
-
 /** RateLimits (and their Pods) a namespace holds when a size is spread over namespaces. */
 export const PER_NAMESPACE = 1_000;
 
@@ -153,7 +150,8 @@ export async function converge(
     kubeconfig: env.handle.operatorKubeconfig,
     namespaces,
     rules,
-    width: OPERATOR_CONCURRENCY,
+    // The operator's reconciles at once, so both make their writes as many at a time.
+    width: DEFAULT_CONCURRENCY,
   });
   try {
     const pid = subject?.r.pid ?? baseline!.pid;

@@ -143,10 +143,11 @@ function parsePort(flag: string, value: string): number {
   throw new Error(`invalid --${flag} "${value}": use a port number from 0 to 65535`);
 }
 
-function parseReplicas(flag: string, value: string): number {
+/** A count from 1 to `max`, written in at most `digits` digits. */
+function parseCount(flag: string, value: string, max: number, digits: number): number {
   const n = Number(value);
-  if (/^\d{1,3}$/.test(value) && n >= 1 && n <= MAX_ENGINE_REPLICAS) return n;
-  throw new Error(`invalid --${flag} "${value}": use a number from 1 to ${MAX_ENGINE_REPLICAS}`);
+  if (new RegExp(`^\\d{1,${digits}}$`).test(value) && n >= 1 && n <= max) return n;
+  throw new Error(`invalid --${flag} "${value}": use a number from 1 to ${max}`);
 }
 
 /** `cpu=100m,memory=64Mi` as a resource list: cpu and memory only, each a Kubernetes quantity. */
@@ -237,12 +238,6 @@ function parseSecretRef(
     );
   }
   return { namespace, name };
-}
-
-function parseConcurrency(flag: string, value: string): number {
-  const n = Number(value);
-  if (/^\d{1,2}$/.test(value) && n >= 1 && n <= MAX_CONCURRENCY) return n;
-  throw new Error(`invalid --${flag} "${value}": use a number from 1 to ${MAX_CONCURRENCY}`);
 }
 
 function parseControllers(value: string): ControllerName[] {
@@ -398,7 +393,7 @@ export const RUN_FLAGS: readonly OperatorFlag[] = [
     "concurrency",
     `RateLimits reconciled at once, 1 to ${MAX_CONCURRENCY} (never one RateLimit twice at once; Serverless and Scaler objects go one at a time): each reconcile waits on the API server for its two writes, so more in flight converge faster until the API server is the bottleneck`,
     (o, v) => {
-      o.concurrency = parseConcurrency("concurrency", v);
+      o.concurrency = parseCount("concurrency", v, MAX_CONCURRENCY, 2);
     },
     { default: String(DEFAULT_CONCURRENCY) },
   ),
@@ -503,7 +498,7 @@ export const RUN_FLAGS: readonly OperatorFlag[] = [
     "global-engine-replicas",
     `engine Pods to run, 1 to ${MAX_ENGINE_REPLICAS} (they share Redis's counters; two keep one serving through a restart)`,
     (o, v) => {
-      o.globalEngineReplicas = parseReplicas("global-engine-replicas", v);
+      o.globalEngineReplicas = parseCount("global-engine-replicas", v, MAX_ENGINE_REPLICAS, 3);
     },
     { default: String(DEFAULT_ENGINE_REPLICAS) },
   ),

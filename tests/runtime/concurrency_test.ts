@@ -1,7 +1,8 @@
 /**
  * A controller's own `concurrency` bounds its reconciles in flight (a Plan's writes included), else
- * the manager's (`--concurrency`), else DEFAULT_CONCURRENCY. The module controllers use 1, because whether one module object is served depends on the
- * others' claims, which a reconcile must see written before the next one decides.
+ * the manager's (`--concurrency`), else DEFAULT_CONCURRENCY. The module controllers use 1, because
+ * whether one module object is served depends on the others' claims, which a reconcile must see
+ * written before the next one decides.
  */
 import assert from "node:assert/strict";
 import { RESOURCES } from "../../src/api/resources.ts";
