@@ -264,19 +264,39 @@ interface Outcome {
   code: number;
   seconds: number;
   report: string;
+  /** The process's last {@link TAIL_LINES} lines of output, stdout and stderr as they came. */
+  tail: string[];
 }
 
-async function pipeLines(stream: ReadableStream<Uint8Array>, prefix: string): Promise<void> {
+/**
+ * Lines of a failed process's output shown again at the end of the run: a CI log is often seen
+ * only by its end, and a failure's error and the figures before it are what explain it.
+ */
+export const TAIL_LINES = 80;
+
+async function pipeLines(
+  stream: ReadableStream<Uint8Array>,
+  prefix: string,
+  tail: string[],
+): Promise<void> {
   const enc = new TextEncoder();
+  const keep = (lines: string[]) => {
+    tail.push(...lines);
+    if (tail.length > TAIL_LINES) tail.splice(0, tail.length - TAIL_LINES);
+  };
   let rest = "";
   for await (const chunk of stream.pipeThrough(new TextDecoderStream())) {
     const lines = (rest + chunk).split("\n");
     rest = lines.pop() ?? "";
     if (lines.length) {
+      keep(lines);
       await Deno.stdout.write(enc.encode(lines.map((l) => `${prefix}${l}\n`).join("")));
     }
   }
-  if (rest) await Deno.stdout.write(enc.encode(`${prefix}${rest}\n`));
+  if (rest) {
+    keep([rest]);
+    await Deno.stdout.write(enc.encode(`${prefix}${rest}\n`));
+  }
 }
 
 async function runBatch(
@@ -295,7 +315,8 @@ async function runBatch(
     stderr: "piped",
   }).spawn();
   const prefix = `[${lane}] `;
-  await Promise.all([pipeLines(child.stdout, prefix), pipeLines(child.stderr, prefix)]);
+  const tail: string[] = [];
+  await Promise.all([pipeLines(child.stdout, prefix, tail), pipeLines(child.stderr, prefix, tail)]);
   const { code } = await child.status;
   const seconds = (performance.now() - t0) / 1000;
   let report: string;
@@ -304,7 +325,7 @@ async function runBatch(
   } catch {
     report = missingReport(batch.files, code);
   }
-  return { batch, lane, code, seconds, report };
+  return { batch, lane, code, seconds, report, tail };
 }
 
 async function readDurations(path: string): Promise<Record<string, number>> {
@@ -404,6 +425,12 @@ export async function runLanes(o: LaneOptions, cwd = Deno.cwd()): Promise<number
         ", ",
       ) + `; ${outcomes.length - failed.length} processes passed, ${failed.length} failed`,
   );
+  for (const x of failed) {
+    console.log(
+      `lanes: the last ${x.tail.length} lines of ${x.batch.files.join(" ")} (exit ${x.code}):`,
+    );
+    for (const l of x.tail) console.log(`  | ${l}`);
+  }
   for (const x of failed) console.log(`lanes: FAILED (exit ${x.code}): ${x.batch.files.join(" ")}`);
   return failed.length ? 1 : 0;
 }

@@ -8,6 +8,7 @@ import {
   parseLaneArgs,
   planBatches,
   runLanes,
+  TAIL_LINES,
 } from "../../tools/test_lanes.ts";
 
 Deno.test("test lanes: flags are checked; an unknown flag or a bad lane count is an error", () => {
@@ -197,4 +198,42 @@ Deno.test("test lanes: shown test commands run (docs/testing.md)", async () => {
   }
   assert.ok(!real.includes("tests/e2e/modules_test.ts"), "a kwok-only suite is not in lane R");
   assert.ok(lines.some((l) => l.endsWith(" tests/tools/test_lanes_test.ts")));
+});
+
+Deno.test("test lanes: a failed file's last lines are shown again at the end of the run", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "lanes-tail-" });
+  try {
+    // (two directories: light files of one directory share a process)
+    await Deno.mkdir(join(dir, "t"));
+    await Deno.mkdir(join(dir, "u"));
+    await Deno.writeTextFile(join(dir, "u/a_test.ts"), `Deno.test("a", () => {});\n`);
+    // More lines than the tail holds, then the figure and the error that explain the failure.
+    await Deno.writeTextFile(
+      join(dir, "t/b_test.ts"),
+      `Deno.test("b", () => {\n` +
+        `  for (let i = 0; i < ${TAIL_LINES * 2}; i++) console.log("noise " + i);\n` +
+        `  console.log("[faults] duplicates 1");\n` +
+        `  throw new Error("no duplicate write");\n});\n`,
+    );
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: ["run", "-A", new URL("../../tools/test_lanes.ts", import.meta.url).pathname, "t", "u"],
+      cwd: dir,
+      env: { NO_COLOR: "1" },
+      stdout: "piped",
+      stderr: "piped",
+    }).output();
+    assert.equal(out.code, 1);
+    const text = new TextDecoder().decode(out.stdout);
+    const end = text.slice(text.lastIndexOf("processes passed"));
+    const shown = end.split("\n").filter((l) => l.startsWith("  | "));
+    assert.ok(shown.length > 0 && shown.length <= TAIL_LINES, `${shown.length} lines shown`);
+    assert.match(end, /lanes: the last \d+ lines of t\/b_test\.ts \(exit 1\):/);
+    assert.match(end, / {2}\| \[faults\] duplicates 1/);
+    assert.match(end, / {2}\| .*no duplicate write/);
+    assert.doesNotMatch(end, /noise 0\b/, "only the tail");
+    assert.doesNotMatch(end, /lines of u\/a_test\.ts/, "a file that passed is not shown");
+    assert.match(end, /lanes: FAILED \(exit 1\): t\/b_test\.ts\s*$/, "the verdict stays last");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });
