@@ -8,6 +8,7 @@ import { readCopy } from "./json.ts";
 import {
   ApiError,
   type ApplyOptions,
+  asPartialMetadata,
   type Cluster,
   type DeleteOptions,
   type ListOptions,
@@ -67,7 +68,10 @@ export class SimClient implements Cluster {
       type,
       opts.namespace,
       undefined,
-      () => this.#server.lister.list(type, opts),
+      () => {
+        const page = this.#server.lister.list(type, opts);
+        return opts.metadataOnly ? { ...page, items: page.items.map(asPartialMetadata) } : page;
+      },
     );
   }
 
@@ -199,7 +203,14 @@ export class SimClient implements Cluster {
     const open: OpenWatch = { actor: this.#actor.name, type, stream };
     server.watches?.add(open);
     try {
-      yield* stream.events(signal);
+      if (!opts.metadataOnly) yield* stream.events(signal);
+      else {
+        for await (const ev of stream.events(signal)) {
+          yield ev.type === "BOOKMARK" || ev.type === "ERROR"
+            ? ev
+            : { ...ev, object: asPartialMetadata(ev.object) };
+        }
+      }
     } finally {
       server.watches?.delete(open);
     }

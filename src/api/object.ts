@@ -99,6 +99,12 @@ export interface Projection {
   keep(obj: KubeObject): KubeObject;
   /** Keep a digest of `spec` (see src/reconcile/hash.ts `specDigest`) beside the projected object. */
   digestSpec?: boolean;
+  /**
+   * `keep` reads nothing but `metadata`: the watch asks the API server for metadata only
+   * (`PartialObjectMetadata`), so the rest never crosses the wire or is parsed. `keep` then gets
+   * an object whose `apiVersion` and `kind` are `meta.k8s.io/v1` `PartialObjectMetadata`.
+   */
+  metadataOnly?: boolean;
 }
 
 /** The metadata fields a cache reads of every projected object (see {@link Projection}). */

@@ -3,8 +3,8 @@
  * watch is not live (the CRD appeared moments ago, or listing it fails) is unknown: "none seen" is
  * not "none" then. A type whose CRD is not observed has no objects, so it is known (empty).
  */
-import { RESOURCES } from "../api/resources.ts";
-import type { ResourceType } from "../api/object.ts";
+import { apiVersionOf, RESOURCES } from "../api/resources.ts";
+import { cacheMeta, type KubeObject, type Projection, type ResourceType } from "../api/object.ts";
 import type { CacheReader } from "../runtime/mod.ts";
 
 /** The name of a custom resource type's CRD: `<plural>.<group>`. */
@@ -17,3 +17,21 @@ export function isUnknown(cache: CacheReader, type: ResourceType): boolean {
   if (!cache.isLive || cache.isLive(type)) return false;
   return cache.get(RESOURCES.CustomResourceDefinition, undefined, crdName(type)) !== undefined;
 }
+
+/**
+ * What a controller that only asks whether a CRD exists keeps of it: its metadata, read as
+ * metadata only. A CRD's schema is most of it: the CRDs of a cluster with Istio and KEDA are
+ * about 1.3 MB of JSON, and a platform cluster's dozens of CRDs many times that; none of it is
+ * listed, parsed or cached for a name.
+ */
+export const CRD_PRESENCE: Projection = {
+  name: "crd.presence",
+  metadataOnly: true,
+  keep(crd: KubeObject): KubeObject {
+    return {
+      apiVersion: apiVersionOf(RESOURCES.CustomResourceDefinition),
+      kind: RESOURCES.CustomResourceDefinition.kind,
+      metadata: cacheMeta(crd),
+    };
+  },
+};

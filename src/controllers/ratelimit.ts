@@ -13,7 +13,7 @@ import { type KubeObject, objectKey, splitKey } from "../api/object.ts";
 import type { CacheReader, ControllerSpec } from "../runtime/mod.ts";
 import { emptyPlan } from "../reconcile/plan.ts";
 import { filterSelector, isRateLimitFilter } from "../reconcile/ratelimit/input.ts";
-import { crdName, isUnknown } from "./cache_trust.ts";
+import { CRD_PRESENCE, crdName, isUnknown } from "./cache_trust.ts";
 import { everyPrimary, whenNamed } from "./triggers.ts";
 import { FILTER_PROJECTION, POD_PROJECTION } from "./ratelimit_cache.ts";
 import {
@@ -243,8 +243,10 @@ export function rateLimitControllerFor(settings: RateLimitSettings): ControllerS
         trigger: (pod, cache) => rateLimitsOfPod(cache, root, pod),
         scopes: (rl, cache) => podScopesOf(rl, cache, root),
       },
+      // Whether the mesh's CRD (and so its filters) exists: names only (see CRD_PRESENCE).
       {
         type: RESOURCES.CustomResourceDefinition,
+        project: CRD_PRESENCE,
         trigger: whenNamed(ENVOYFILTER_CRD, everyPrimary(RESOURCES.RateLimit)),
       },
       // What istiod says of each proxy: a change wakes the RateLimits selecting its Pod; istiod's

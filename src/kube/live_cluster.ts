@@ -7,6 +7,7 @@ import {
   isApiError,
   type ListOptions,
   type ListPage,
+  PARTIAL_METADATA,
   type WatchEvent,
   type WatchOptions,
   type WriteOptions,
@@ -47,6 +48,28 @@ function asObject(value: unknown, type: ResourceType): KubeObject {
   return obj;
 }
 
+/**
+ * A metadata-only list's or watch's object. The API server gives a list's items no kind; a watch's
+ * objects say `PartialObjectMetadata`.
+ */
+function asPartial(value: unknown): KubeObject {
+  const obj = value as KubeObject;
+  obj.apiVersion ??= PARTIAL_METADATA.apiVersion;
+  obj.kind ??= PARTIAL_METADATA.kind;
+  obj.metadata ??= { name: "" };
+  return obj;
+}
+
+/**
+ * Accept headers of metadata-only reads (client-go's metadata client sends the same): JSON
+ * PartialObjectMetadata, or plain JSON from a server that cannot (it would send whole objects,
+ * which the projection then trims).
+ */
+const METADATA_LIST_ACCEPT =
+  "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json";
+const METADATA_ACCEPT =
+  "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json";
+
 /** The body of an apply: managedFields must not be sent. */
 function applyBody(obj: KubeObject): KubeObject {
   if (!obj.metadata || !("managedFields" in obj.metadata)) return obj;
@@ -84,12 +107,18 @@ export class LiveCluster implements Cluster {
       limit: opts.limit,
       continue: opts.continue,
     });
-    const body = await this.#http.json("GET", path) as {
+    const body = await this.#http.json(
+      "GET",
+      path,
+      opts.metadataOnly ? { accept: METADATA_LIST_ACCEPT } : {},
+    ) as {
       items?: unknown[] | null;
       metadata?: { resourceVersion?: string; continue?: string };
     };
     return {
-      items: (body.items ?? []).map((item) => asObject(item, type)),
+      items: (body.items ?? []).map((item) =>
+        opts.metadataOnly ? asPartial(item) : asObject(item, type)
+      ),
       resourceVersion: body.metadata?.resourceVersion ?? "",
       ...(body.metadata?.continue ? { continue: body.metadata.continue } : {}),
     };
@@ -110,7 +139,10 @@ export class LiveCluster implements Cluster {
     });
     let stream;
     try {
-      stream = await this.#http.stream("GET", path, { signal });
+      stream = await this.#http.stream("GET", path, {
+        signal,
+        ...(opts.metadataOnly ? { accept: METADATA_ACCEPT } : {}),
+      });
     } catch (err) {
       if (signal.aborted && !isApiError(err, 410)) return;
       throw err;
@@ -118,7 +150,8 @@ export class LiveCluster implements Cluster {
     const idleMs = (opts.timeoutSeconds ?? this.#defaultTimeoutSeconds) * 1000 + this.#graceMs;
     for await (const event of decodeWatch(stream, idleMs, signal)) {
       if (event.type === "ADDED" || event.type === "MODIFIED" || event.type === "DELETED") {
-        asObject(event.object, type);
+        if (opts.metadataOnly) asPartial(event.object);
+        else asObject(event.object, type);
       }
       yield event;
     }

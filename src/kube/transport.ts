@@ -30,6 +30,8 @@ export interface TransportOptions {
 export interface RequestInit {
   body?: unknown;
   contentType?: string;
+  /** The Accept header; default `application/json`. */
+  accept?: string;
   /** Aborting it cancels the request (and a streamed body). */
   signal?: AbortSignal;
 }
@@ -142,7 +144,7 @@ export class HttpTransport {
       let res: Response;
       try {
         const headers: Record<string, string> = {
-          accept: "application/json",
+          accept: init.accept ?? "application/json",
           "user-agent": this.#userAgent,
           ...(await this.#conn.credentials.headers()),
         };

@@ -13,6 +13,8 @@ export interface ListOptions {
   labelSelector?: string;
   limit?: number;
   continue?: string;
+  /** Only each object's metadata, as `meta.k8s.io/v1` `PartialObjectMetadata` (see {@link asPartialMetadata}). */
+  metadataOnly?: boolean;
 }
 
 /** One page of a list. */
@@ -30,7 +32,28 @@ export interface WatchOptions {
   /** Server-side timeout: the server ends the watch after this many seconds. */
   timeoutSeconds?: number;
   allowWatchBookmarks?: boolean;
+  /** Only each object's metadata, as `meta.k8s.io/v1` `PartialObjectMetadata` (see {@link asPartialMetadata}). */
+  metadataOnly?: boolean;
 }
+
+/**
+ * `obj` as a metadata-only list or watch answers it: `meta.k8s.io/v1` `PartialObjectMetadata`
+ * with the object's whole `metadata` and nothing else. The simulator serves this; tests compare
+ * with it.
+ */
+export function asPartialMetadata(obj: KubeObject): KubeObject {
+  return {
+    apiVersion: PARTIAL_METADATA.apiVersion,
+    kind: PARTIAL_METADATA.kind,
+    metadata: obj.metadata,
+  };
+}
+
+/** The type of an object a metadata-only list or watch answers. */
+export const PARTIAL_METADATA = {
+  apiVersion: "meta.k8s.io/v1",
+  kind: "PartialObjectMetadata",
+} as const;
 
 /** A watch event as the API server sends it. An ERROR event carries a Status (e.g. code 410). */
 export interface WatchEvent {

@@ -7,6 +7,8 @@
 import assert from "node:assert/strict";
 import type { KubeObject } from "../../src/api/object.ts";
 import { KEDA_CRDS } from "../../src/controllers/embedded_crds.ts";
+import { RESOURCES } from "../../src/api/resources.ts";
+import { LiveCluster } from "../../src/kube/live_cluster.ts";
 import { type E2E, e2eSuite } from "./harness.ts";
 import { fn, namespace, scaler, serverless } from "./fixtures.ts";
 import { standInCrds } from "./standins.ts";
@@ -161,4 +163,47 @@ e2eSuite("module-crds", async (env, t) => {
       assert.ok(await env.kube.get("crd", name), `${name} was deleted while deletion is blocked`);
     }
   });
+  await env.step(
+    t,
+    "the API server answers the RateLimit controller's CRD list and watch with metadata only, under the operator's own account",
+    async () => {
+      const cluster = LiveCluster.connect({ kubeconfig: env.cluster.operatorKubeconfig });
+      try {
+        const CRD = RESOURCES.CustomResourceDefinition;
+        const page = await cluster.list(CRD, { metadataOnly: true });
+        const names = page.items.map((o) => o.metadata.name);
+        for (const name of [...KEDA_CRD_NAMES, FUNCTION_CRD, "envoyfilters.networking.istio.io"]) {
+          assert.ok(names.includes(name), `${name} listed`);
+        }
+        for (const o of page.items) {
+          assert.deepEqual([o.apiVersion, o.kind, "spec" in o], [
+            "meta.k8s.io/v1",
+            "PartialObjectMetadata",
+            false,
+          ], o.metadata.name);
+          assert.ok(o.metadata.resourceVersion && o.metadata.uid, "the whole metadata");
+        }
+        // From "0": the API server sends every CRD as ADDED, then ends after 1 s.
+        const added: KubeObject[] = [];
+        for await (
+          const ev of cluster.watch(
+            CRD,
+            { resourceVersion: "0", timeoutSeconds: 1, metadataOnly: true },
+            AbortSignal.timeout(30_000),
+          )
+        ) if (ev.type === "ADDED") added.push(ev.object);
+        assert.equal(added.length, page.items.length);
+        assert.ok(added.every((o) => o.kind === "PartialObjectMetadata" && !("spec" in o)));
+        // The same list whole is many times larger: what the operator no longer reads.
+        const whole = JSON.stringify((await cluster.list(CRD)).items).length;
+        const partial = JSON.stringify(page.items).length;
+        console.log(
+          `[module-crds] CRDs: ${page.items.length}; ${whole} bytes whole, ${partial} metadata only`,
+        );
+        assert.ok(partial * 5 < whole, `${partial} of ${whole} bytes`);
+      } finally {
+        cluster.close();
+      }
+    },
+  );
 });

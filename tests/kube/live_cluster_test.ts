@@ -3,6 +3,7 @@ import { ApiError } from "../../src/runtime/cluster.ts";
 import type { KubeObject } from "../../src/api/object.ts";
 import { LiveCluster } from "../../src/kube/live_cluster.ts";
 import { SMALL_BODY_BYTES } from "../../src/kube/transport.ts";
+import { RESOURCES } from "../../src/api/resources.ts";
 import { json, status } from "./fake_server.ts";
 import {
   connectionTo,
@@ -319,4 +320,64 @@ Deno.test("reads, watches and bodies under 1 KiB share the HTTP/2-capable client
   } finally {
     globalThis.fetch = realFetch;
   }
+});
+
+Deno.test("a metadata-only list asks for PartialObjectMetadataList and names its items so; a plain list asks for JSON", async () => {
+  const CRD = RESOURCES.CustomResourceDefinition;
+  await withCluster(
+    (req) =>
+      json({
+        kind: req.headers.get("accept")?.includes("PartialObjectMetadataList")
+          ? "PartialObjectMetadataList"
+          : "CustomResourceDefinitionList",
+        apiVersion: "meta.k8s.io/v1",
+        metadata: { resourceVersion: "7" },
+        items: [{ metadata: { name: "envoyfilters.networking.istio.io", resourceVersion: "5" } }],
+      }),
+    async (cluster, server) => {
+      const page = await cluster.list(CRD, { metadataOnly: true });
+      assert.equal(
+        server.seen[0].headers.get("accept"),
+        "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json",
+      );
+      assert.equal(server.seen[0].path, "/apis/apiextensions.k8s.io/v1/customresourcedefinitions");
+      assert.deepEqual(
+        [page.items[0].apiVersion, page.items[0].kind, page.items[0].metadata.name],
+        ["meta.k8s.io/v1", "PartialObjectMetadata", "envoyfilters.networking.istio.io"],
+      );
+      const plain = await cluster.list(CRD);
+      assert.equal(server.seen[1].headers.get("accept"), "application/json");
+      assert.equal(plain.items[0].kind, "CustomResourceDefinition");
+    },
+  );
+});
+
+Deno.test("a metadata-only watch asks for PartialObjectMetadata", async () => {
+  await withCluster(() => {
+    const body = JSON.stringify({
+      type: "ADDED",
+      object: {
+        apiVersion: "meta.k8s.io/v1",
+        kind: "PartialObjectMetadata",
+        metadata: { name: "x.g", resourceVersion: "3" },
+      },
+    }) + "\n";
+    return new Response(body, { headers: { "content-type": "application/json" } });
+  }, async (cluster, server) => {
+    const events = [];
+    for await (
+      const e of cluster.watch(
+        RESOURCES.CustomResourceDefinition,
+        { resourceVersion: "1", metadataOnly: true },
+        new AbortController().signal,
+      )
+    ) events.push(e);
+    assert.equal(
+      server.seen[0].headers.get("accept"),
+      "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json",
+    );
+    assert.deepEqual(events.map((e) => [e.type, e.object.kind, e.object.metadata.name]), [
+      ["ADDED", "PartialObjectMetadata", "x.g"],
+    ]);
+  });
 });

@@ -1,5 +1,6 @@
 /** The Manager's tests' controller (Widgets, each with a ConfigMap) and their setup. */
 import { RESOURCES } from "../../src/api/resources.ts";
+import { ALL_CONTROLLERS } from "../../src/controllers/registry.ts";
 import { MANAGED_BY, MANAGED_BY_LABEL } from "../../src/reconcile/labels.ts";
 import { emptyPlan, type Plan } from "../../src/reconcile/plan.ts";
 import type { KubeObject } from "../../src/api/object.ts";
@@ -120,3 +121,22 @@ export function setup(opts: Partial<ManagerOptions> = {}, seed = 7) {
 
 /** The writes of a link that are not the Lease's. */
 export const writesExceptLease = (w: string[]) => w.filter((x) => !x.endsWith(":Lease"));
+
+/** A manager of every controller on `cluster`, no leader election. */
+export function allControllers(
+  cluster: TestCluster,
+  clock: ManualClock,
+  more: Partial<ManagerOptions> = {},
+): Manager {
+  return new Manager({
+    cluster,
+    clock,
+    random: seededRandom(7),
+    log: captureLogger(clock).log,
+    controllers: [...ALL_CONTROLLERS],
+    images,
+    identity: "op-0",
+    leaderElection: false,
+    ...more,
+  });
+}

@@ -13,6 +13,16 @@ import type { KubeObject, Projection } from "../../src/api/object.ts";
 import { type ControllerSpec, planWatches } from "../../src/runtime/controller_spec.ts";
 
 import { setup } from "./runner_fixtures.ts";
+import { ALL_CONTROLLERS } from "../../src/controllers/registry.ts";
+import { FUNCTION_CRDS } from "../../src/controllers/embedded_crds.ts";
+import { CRD_PRESENCE } from "../../src/controllers/cache_trust.ts";
+import { ENVOYFILTER_CRD } from "../../src/controllers/ratelimit.ts";
+import { preloadControllers } from "../../src/runtime/controller_spec.ts";
+import { allControllers } from "./manager_fixtures.ts";
+import { TestCluster } from "./test_cluster.ts";
+import { ManualClock } from "./helpers.ts";
+
+const WRITE_VERBS = new Set(["create", "update", "apply", "applyStatus", "patch", "delete"]);
 import { canonical, specDigest, textDigest } from "../../src/reconcile/hash.ts";
 
 const EF = RESOURCES.EnvoyFilter;
@@ -198,4 +208,115 @@ Deno.test("the runner compares a desired spec with a projected cache's digest", 
     ["apply"],
     "metadata is still compared field by field",
   );
+});
+
+Deno.test("a metadata-only projection lists and watches metadata only; where a whole store holds the object, readers get it whole", async () => {
+  await preloadControllers(ALL_CONTROLLERS); // before the manual clock runs
+  const clock = new ManualClock();
+  const cluster = new TestCluster(clock);
+  // What each CRD list and watch asked for: its selector, and whether metadata only.
+  const asked = new Set<string>();
+  const say = (verb: string, o?: { labelSelector?: string; metadataOnly?: boolean }) =>
+    asked.add(`${verb} ${o?.labelSelector ? "labelled" : "all"} ${o?.metadataOnly === true}`);
+  const list = cluster.list.bind(cluster);
+  cluster.list = (type, opts) => {
+    if (type.kind === "CustomResourceDefinition") say("list", opts);
+    return list(type, opts);
+  };
+  const watch = cluster.watch.bind(cluster);
+  cluster.watch = (type, opts, signal) => {
+    if (type.kind === "CustomResourceDefinition") say("watch", opts);
+    return watch(type, opts, signal);
+  };
+  const m = allControllers(cluster, clock);
+  const done = m.start();
+  await clock.advance(10_000);
+  // The RateLimit controller asks whether Istio's CRD is there: names only, everything else's
+  // schema neither sent nor kept.
+  const mesh = m.cache.get(RESOURCES.CustomResourceDefinition, undefined, ENVOYFILTER_CRD);
+  assert.ok(mesh, "the mesh's CRD is seen");
+  assert.equal(mesh.kind, "CustomResourceDefinition");
+  assert.equal(mesh.spec, undefined, "metadata only");
+  assert.deepEqual([...asked].sort(), ["list all true", "watch all true"]);
+
+  // The Serverless module installs its CRDs and watches them, labelled and whole.
+  cluster.put(SL, {
+    apiVersion: "operator.platform-project.io/v1alpha1",
+    kind: "Serverless",
+    metadata: { name: "default", namespace: "platform-system" },
+    spec: {},
+  });
+  await clock.advance(60_000);
+  assert.equal(
+    (cluster.peek(SL, "platform-system", "default")?.status as { state?: string })?.state,
+    "Ready",
+  );
+  assert.deepEqual([...asked].sort(), [
+    "list all true",
+    "list labelled false",
+    "watch all true",
+    "watch labelled false",
+  ]);
+  const installed = (await FUNCTION_CRDS.load()).map((c) => c.metadata.name);
+  assert.ok(installed.length > 0);
+  for (const name of installed) {
+    const got = m.cache.get(RESOURCES.CustomResourceDefinition, undefined, name);
+    assert.ok(got?.spec, `${name}: get gives the module's whole copy`);
+    const listed = m.cache.list(RESOURCES.CustomResourceDefinition).find((c) =>
+      c.metadata.name === name
+    );
+    assert.ok(listed?.spec, `${name}: list gives the module's whole copy`);
+  }
+  // Whole copies, so the module finds nothing to mend: it writes nothing more.
+  const writes = () => cluster.calls.filter((c) => WRITE_VERBS.has(c.verb) && c.kind !== "Lease");
+  const before = writes().length;
+  await clock.advance(120_000);
+  assert.deepEqual(writes().slice(before), [], "at rest");
+  await m.stop();
+  await done;
+});
+
+Deno.test("an object in a projected store and a whole one reads whole, whichever store came first", () => {
+  const CRD = RESOURCES.CustomResourceDefinition;
+  const crd = (name: string, labels?: Record<string, string>): KubeObject => ({
+    apiVersion: "apiextensions.k8s.io/v1",
+    kind: "CustomResourceDefinition",
+    metadata: { name, resourceVersion: "1", ...(labels ? { labels } : {}) },
+    spec: { group: "g" },
+  });
+  const managed = { [MANAGED_BY_LABEL]: MANAGED_BY };
+  for (const projectedFirst of [true, false]) {
+    const cache = new Cache();
+    const make = [
+      () => cache.store(CRD, undefined, CRD_PRESENCE),
+      () => cache.store(CRD, `${MANAGED_BY_LABEL}=${MANAGED_BY}`),
+    ];
+    const [presence, whole] = projectedFirst
+      ? make.map((f) => f())
+      : make.reverse().map((f) => f()).reverse();
+    cache.addIndex(CRD, "group", () => ["g"]);
+    presence.handle({ type: "init" });
+    for (const o of [crd("a.g", managed), crd("b.g")]) {
+      presence.handle({ type: "init-apply", object: o });
+    }
+    presence.handle({ type: "init-done" });
+    whole.handle({ type: "init" });
+    whole.handle({ type: "init-apply", object: crd("a.g", managed) });
+    whole.handle({ type: "init-done" });
+    const what = `projected store made ${projectedFirst ? "first" : "second"}`;
+    assert.deepEqual(cache.get(CRD, undefined, "a.g")?.spec, { group: "g" }, what);
+    assert.equal(cache.get(CRD, undefined, "b.g")?.spec, undefined, what);
+    assert.deepEqual(cache.list(CRD).map((o) => [o.metadata.name, o.spec !== undefined]), [
+      ["a.g", true],
+      ["b.g", false],
+    ], what);
+    assert.deepEqual(
+      cache.byIndex(CRD, "group", "g").map((o) => [o.metadata.name, o.spec !== undefined]),
+      [
+        ["a.g", true],
+        ["b.g", false],
+      ],
+      what,
+    );
+  }
 });

@@ -13,11 +13,9 @@ import {
   planWatches,
   preloadControllers,
 } from "../../src/runtime/controller_spec.ts";
-import { Manager } from "../../src/runtime/manager.ts";
-import type { ManagerOptions } from "../../src/runtime/manager_options.ts";
-import { images } from "./manager_fixtures.ts";
+import { allControllers } from "./manager_fixtures.ts";
 import { TestCluster } from "./test_cluster.ts";
-import { captureLogger, ManualClock, seededRandom } from "./helpers.ts";
+import { ManualClock } from "./helpers.ts";
 import { pod, rateLimit, withProxy } from "../reconcile/ratelimit_fixtures.ts";
 
 const SL = RESOURCES.Serverless;
@@ -52,25 +50,6 @@ Deno.test("planWatches: a watch only lazy controllers read, as a secondary, open
   const shared = planWatches([...ALL_CONTROLLERS, eager]);
   assert.equal(shared.find((w) => w.type.kind === "Function")?.wakers, undefined);
 });
-
-/** A manager of every controller on `cluster`, no leader election. */
-function allControllers(
-  cluster: TestCluster,
-  clock: ManualClock,
-  more: Partial<ManagerOptions> = {},
-): Manager {
-  return new Manager({
-    cluster,
-    clock,
-    random: seededRandom(7),
-    log: captureLogger(clock).log,
-    controllers: [...ALL_CONTROLLERS],
-    images,
-    identity: "op-0",
-    leaderElection: false,
-    ...more,
-  });
-}
 
 Deno.test("a module's watches open when its object appears and close, forgetting, when it is gone", async () => {
   await preloadControllers(ALL_CONTROLLERS); // before the manual clock runs

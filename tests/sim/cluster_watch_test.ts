@@ -160,3 +160,36 @@ Deno.test("list: selectors, namespaces and paging with continue over a fixed sna
     400,
   );
 });
+
+Deno.test("list and watch of metadata only answer PartialObjectMetadata, as the API server does", async () => {
+  const { driver, client } = world();
+  const partial = (o: KubeObject) => [o.apiVersion, o.kind, o.metadata.name, "data" in o];
+  const page = await drive(driver, client.list(RESOURCES.ConfigMap, { metadataOnly: true }));
+  const ac = new AbortController();
+  const w = collect(
+    client.watch(
+      RESOURCES.ConfigMap,
+      { resourceVersion: page.resourceVersion, metadataOnly: true },
+      ac.signal,
+    ),
+  );
+  await driver.runFor(100);
+  await drive(driver, client.create(RESOURCES.ConfigMap, cm("a", { app: "x" })));
+  const listed = await drive(driver, client.list(RESOURCES.ConfigMap, { metadataOnly: true }));
+  const whole = await drive(driver, client.list(RESOURCES.ConfigMap));
+  await driver.runFor(100);
+  ac.abort();
+  await drive(driver, w.ended);
+  const a = (l: readonly KubeObject[]) => l.filter((o) => o.metadata.name === "a");
+  assert.deepEqual(a(listed.items).map(partial), [[
+    "meta.k8s.io/v1",
+    "PartialObjectMetadata",
+    "a",
+    false,
+  ]]);
+  assert.deepEqual(a(listed.items)[0].metadata.labels, { app: "x" }, "the whole metadata");
+  assert.deepEqual(a(whole.items).map(partial), [["v1", "ConfigMap", "a", true]]);
+  assert.deepEqual(w.events.map((e) => [e.type, ...partial(e.object)]), [
+    ["ADDED", "meta.k8s.io/v1", "PartialObjectMetadata", "a", false],
+  ]);
+});

@@ -15,6 +15,12 @@ import { byKey, CacheStore } from "./store.ts";
 
 /** Every store of the manager, readable per type. */
 export class Cache implements ControllerCache, RunnerCache {
+  /**
+   * The stores of each type, those that keep objects whole (no projection) first: where two
+   * watches of a type hold one object (a CRD a module installed, in its module's labelled watch
+   * and, as metadata only, in the RateLimit controller's), `get`, `list` and `byIndex` give the
+   * whole object.
+   */
   readonly #stores = new Map<string, CacheStore[]>();
   /** Indexes by type id: every store of the type, now or later, keeps them. */
   readonly #indexes = new Map<string, Map<string, (obj: KubeObject) => string[]>>();
@@ -40,6 +46,10 @@ export class Cache implements ControllerCache, RunnerCache {
       store = new CacheStore(type, labelSelector, projection, namespace);
       for (const [name, keys] of this.#indexes.get(id) ?? []) store.addIndex(name, keys);
       stores.push(store);
+      // Stable: whole stores first, each group in creation order.
+      stores.sort((a, b) =>
+        Number(a.projection !== undefined) - Number(b.projection !== undefined)
+      );
       this.#stores.set(id, stores);
     }
     return store;
@@ -88,9 +98,7 @@ export class Cache implements ControllerCache, RunnerCache {
     // Scoped stores hold one namespace each: most values are filed in one store at most.
     const found = stores.map((s) => s.byIndex(index, value)).filter((l) => l.length > 0);
     if (found.length <= 1) return found[0] ?? [];
-    const merged = new Map<string, KubeObject>();
-    for (const l of found) for (const o of l) merged.set(objectKey(o), o);
-    return [...merged.values()].sort(byKey);
+    return merge(found);
   }
 
   /** Every store, in creation order. */
@@ -139,9 +147,7 @@ export class Cache implements ControllerCache, RunnerCache {
     const stores = this.#of(type);
     if (stores.length === 1) return stores[0].list(namespace);
     if (stores.length === 0) return [];
-    const merged = new Map<string, KubeObject>();
-    for (const s of stores) for (const o of s.list(namespace)) merged.set(objectKey(o), o);
-    return [...merged.values()].sort(byKey);
+    return merge(stores.map((s) => s.list(namespace)));
   }
 
   /**
@@ -170,7 +176,10 @@ export class Cache implements ControllerCache, RunnerCache {
     return undefined;
   }
 
-  /** One cached object; throws for a type nobody watches. */
+  /**
+   * One cached object; throws for a type nobody watches. Held by more than one store, it is the
+   * whole object's copy where one is whole (see `#stores`).
+   */
   get(type: ResourceType, namespace: string | undefined, name: string): KubeObject | undefined {
     for (const s of this.#of(type)) {
       const o = s.get(namespace, name);
@@ -178,4 +187,16 @@ export class Cache implements ControllerCache, RunnerCache {
     }
     return undefined;
   }
+}
+
+/** Lists merged in namespace/name order; of an object in more than one, the earliest list's copy. */
+function merge(lists: readonly (readonly KubeObject[])[]): KubeObject[] {
+  const merged = new Map<string, KubeObject>();
+  for (const l of lists) {
+    for (const o of l) {
+      const key = objectKey(o);
+      if (!merged.has(key)) merged.set(key, o);
+    }
+  }
+  return [...merged.values()].sort(byKey);
 }

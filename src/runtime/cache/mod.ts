@@ -99,9 +99,10 @@ export class WatchSet {
       const { type, selector, required, ownNamespace } = w;
       const store = opts.cache.store(type, selector, w.project);
       const namespace = w.namespace ?? (ownNamespace ? opts.namespace : undefined);
+      const metadataOnly = w.project?.metadataOnly === true;
       const make = () =>
         this.#watcher(
-          { type, required, selector, namespace },
+          { type, required, selector, namespace, metadataOnly },
           (ev) => this.#handle(type, store, ev),
         );
       const wakers = w.wakers?.map((t) => opts.cache.store(t));
@@ -112,7 +113,13 @@ export class WatchSet {
 
   /** A Watcher of one (type, selector, namespace) with the set's settings, feeding `sink`. */
   #watcher(
-    w: { type: ResourceType; required: boolean; selector?: string; namespace?: string },
+    w: {
+      type: ResourceType;
+      required: boolean;
+      selector?: string;
+      namespace?: string;
+      metadataOnly?: boolean;
+    },
     sink: (ev: WatcherEvent) => void,
   ): Watcher {
     const o = this.opts;
@@ -125,6 +132,7 @@ export class WatchSet {
       type: w.type,
       labelSelector: w.selector,
       ...(w.namespace ? { namespace: w.namespace } : {}),
+      ...(w.metadataOnly ? { metadataOnly: true } : {}),
       optional: !w.required,
       pageSize: o.pageSize,
       timeoutSeconds: o.timeoutSeconds,
@@ -144,6 +152,7 @@ export class WatchSet {
           required: w.required,
           selector: scope.labelSelector,
           namespace: scope.namespace,
+          metadataOnly: w.project?.metadataOnly === true,
         }, sink),
       onChange: (type, change) => o.onChange(type, change),
       onReady: (primary, keys) => o.onScopesReady?.(primary, keys),

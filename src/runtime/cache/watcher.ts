@@ -155,9 +155,10 @@ export class Watcher {
 
   /** One page of the list; it never rejects, so a page sent ahead and then dropped is harmless. */
   #fetchPage(continueToken?: string): Promise<PageAnswer> {
-    const { cluster, type, labelSelector, namespace } = this.#o;
+    const { cluster, type, labelSelector, namespace, metadataOnly } = this.#o;
     return cluster.list(type, {
       ...(namespace ? { namespace } : {}),
+      ...(metadataOnly ? { metadataOnly } : {}),
       labelSelector,
       limit: this.#o.pageSize ?? DEFAULT_PAGE_SIZE,
       continue: continueToken,
@@ -201,11 +202,12 @@ export class Watcher {
   }
 
   #openWatch(resourceVersion: string, signal: AbortSignal): StepResult {
-    const { cluster, type, labelSelector, namespace } = this.#o;
+    const { cluster, type, labelSelector, namespace, metadataOnly } = this.#o;
     const abort = new AbortController();
     try {
       const iterable = cluster.watch(type, {
         ...(namespace ? { namespace } : {}),
+        ...(metadataOnly ? { metadataOnly } : {}),
         labelSelector,
         resourceVersion,
         timeoutSeconds: this.#o.timeoutSeconds ?? 300,

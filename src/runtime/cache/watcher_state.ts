@@ -22,6 +22,8 @@ export interface WatcherOptions {
   namespace?: string;
   /** The type's CRD may be missing: a 404 on list means "none yet", not an error. */
   optional?: boolean;
+  /** List and watch each object's metadata only (see `Projection.metadataOnly`). */
+  metadataOnly?: boolean;
   /** Page size of the list; default DEFAULT_PAGE_SIZE. */
   pageSize?: number;
   /** Server-side watch timeout; default 300. */
