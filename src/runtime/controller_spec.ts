@@ -272,6 +272,8 @@ export interface PlannedWatch {
   namespace?: string;
   /** False when every controller that reads it marked it optional (its CRD may be missing). */
   required: boolean;
+  /** Served inside the operator (see `WatchSpec.local`). */
+  local?: boolean;
   /** What its cache keeps of each object (see `WatchSpec.project`). */
   project?: Projection;
   /**
@@ -322,6 +324,7 @@ export function planWatches(controllers: readonly ControllerSpec[]): PlannedWatc
       const before = wanted.get(id);
       const required = (before?.required ?? false) || !w.optional;
       const ownNamespace = "ownNamespace" in w && w.ownNamespace === true;
+      const local = "local" in w && w.local === true;
       const project = "project" in w ? w.project : undefined;
       if (before && before.project !== project) {
         throw new Error(
@@ -335,6 +338,7 @@ export function planWatches(controllers: readonly ControllerSpec[]): PlannedWatc
         selector: w.labelSelector,
         required,
         ...(ownNamespace ? { ownNamespace } : {}),
+        ...(local ? { local } : {}),
         ...(w.namespace ? { namespace: w.namespace } : {}),
         ...(project ? { project } : {}),
       });

@@ -3,6 +3,11 @@ import assert from "node:assert/strict";
 import { LocalSource, withLocalTypes } from "../../src/runtime/local_types.ts";
 import { ApiError, type Cluster, type WatchEvent } from "../../src/runtime/mod.ts";
 import type { KubeObject, ResourceType } from "../../src/api/object.ts";
+import type { ControllerSpec } from "../../src/runtime/controller_spec.ts";
+import { Manager } from "../../src/runtime/manager.ts";
+import { images } from "./manager_fixtures.ts";
+import { TestCluster, WIDGET } from "./test_cluster.ts";
+import { captureLogger, ManualClock, seededRandom } from "./helpers.ts";
 
 const TYPE: ResourceType = {
   group: "status.example.io",
@@ -106,4 +111,44 @@ Deno.test("withLocalTypes: the source answers its type; other types reach the cl
   assert.equal((await c.list(pods)).resourceVersion, "7");
   assert.deepEqual(calls, ["list pods"]);
   assert.throws(() => c.list(TYPE, { labelSelector: "a=b" }), /served locally/);
+});
+
+Deno.test("a local type's watch is not restarted for being quiet (no connection to lose), and still delivers", async () => {
+  const clock = new ManualClock();
+  const cluster = new TestCluster(clock);
+  const { log, lines } = captureLogger(clock);
+  const source = new LocalSource(TYPE);
+  source.publish([thing("demo", "a", "one")]);
+  const reader: ControllerSpec = {
+    name: "reader",
+    primary: WIDGET,
+    watches: [{ type: TYPE, local: true }],
+    reconcile: () => undefined,
+  };
+  const m = new Manager({
+    cluster,
+    clock,
+    random: seededRandom(7),
+    log,
+    controllers: [reader],
+    images,
+    identity: "op-0",
+    leaderElection: false,
+    localSources: [source],
+    watchIdleMs: 25_000,
+  });
+  const done = m.start();
+  await clock.advance(5_000);
+  assert.equal(m.cache.list(TYPE).length, 1, "listed");
+  await clock.advance(300_000); // twelve times the watchdog's 25 s, with nothing published
+  const restarts = lines.filter((l) =>
+    String(l.msg).includes("watch silent for too long") && JSON.stringify(l).includes("things")
+  );
+  assert.deepEqual(restarts, [], "the local watch was left open");
+  source.publish([thing("demo", "a", "two")]);
+  await clock.advance(100);
+  const state = (m.cache.get(TYPE, "demo", "a")?.status as { state?: string })?.state;
+  assert.equal(state, "two", "and still delivers");
+  await m.stop();
+  await done;
 });

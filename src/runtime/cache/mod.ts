@@ -96,13 +96,13 @@ export class WatchSet {
         this.#scoped.push({ watch, primary: opts.cache.store(w.scoped.primary) });
         continue;
       }
-      const { type, selector, required, ownNamespace } = w;
+      const { type, selector, required, ownNamespace, local } = w;
       const store = opts.cache.store(type, selector, w.project);
       const namespace = w.namespace ?? (ownNamespace ? opts.namespace : undefined);
       const metadataOnly = w.project?.metadataOnly === true;
       const make = () =>
         this.#watcher(
-          { type, required, selector, namespace, metadataOnly },
+          { type, required, selector, namespace, metadataOnly, local },
           (ev) => this.#handle(type, store, ev),
         );
       const wakers = w.wakers?.map((t) => opts.cache.store(t));
@@ -119,6 +119,7 @@ export class WatchSet {
       selector?: string;
       namespace?: string;
       metadataOnly?: boolean;
+      local?: boolean;
     },
     sink: (ev: WatcherEvent) => void,
   ): Watcher {
@@ -133,6 +134,8 @@ export class WatchSet {
       labelSelector: w.selector,
       ...(w.namespace ? { namespace: w.namespace } : {}),
       ...(w.metadataOnly ? { metadataOnly: true } : {}),
+      // In-process: no connection to lose silently, and quiet for as long as nothing changes.
+      ...(w.local ? { watchdog: false } : {}),
       optional: !w.required,
       pageSize: o.pageSize,
       timeoutSeconds: o.timeoutSeconds,

@@ -232,11 +232,11 @@ export class Watcher {
     pending.catch(() => {}); // it may settle after the watchdog gave up on it
     const idle = new AbortController();
     // Closing the watch (relist) ends the wait too: a stalled stream may ignore the abort.
-    const timer = this.#clock.sleep(
-      this.#o.idleMs ?? DEFAULT_WATCH_IDLE_MS,
-      AbortSignal.any([idle.signal, signal, st.abort.signal]),
-    )
-      .then((): typeof IDLE => IDLE, (): typeof CANCELLED => CANCELLED);
+    const stop = AbortSignal.any([idle.signal, signal, st.abort.signal]);
+    const timer = this.#o.watchdog === false
+      ? abortOf(stop).then((): typeof CANCELLED => CANCELLED)
+      : this.#clock.sleep(this.#o.idleMs ?? DEFAULT_WATCH_IDLE_MS, stop)
+        .then((): typeof IDLE => IDLE, (): typeof CANCELLED => CANCELLED);
     let result: IteratorResult<WatchEvent> | typeof IDLE | typeof CANCELLED;
     try {
       result = await Promise.race([pending, timer]);
@@ -317,4 +317,12 @@ function closeWatch(st: Extract<WatcherState, { kind: "Watching" }>): void {
   } catch {
     // an iterator that cannot be closed is dropped
   }
+}
+
+/** Resolves when `signal` aborts (at once if it has). */
+function abortOf(signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    if (signal.aborted) resolve();
+    else signal.addEventListener("abort", () => resolve(), { once: true });
+  });
 }

@@ -30,6 +30,8 @@ export interface WatcherOptions {
   timeoutSeconds?: number;
   /** Restart a watch that delivers nothing (not even a bookmark) for this long; default 90 000. */
   idleMs?: number;
+  /** False: never restart a silent watch (a source inside the process, without bookmarks). */
+  watchdog?: boolean;
   /** Retry delays; default 800 ms doubling to 30 s, jittered. */
   backoff?: BackoffOptions;
   /** While true, failures log at debug and are not remembered (start-up checks still running). */
