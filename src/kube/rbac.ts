@@ -79,31 +79,35 @@ const CACHED: readonly Verb[] = ["list", "watch"];
  */
 const INSTALLED: readonly Verb[] = ["get", "list", "watch", "create", "patch", "delete"];
 
+/** Why a primary's verbs are what they are. */
+const PRIMARY_WHY =
+  "primary: watched; finalizer by JSON patch; status by apply; read back after a write that got no answer";
+
 /** The module controllers: what they install they also hold (module_grants.ts). */
 const MODULES: readonly RbacPart[] = MODULE_CONTROLLERS;
 
 /** The verbs per kind of RESOURCES. Every kind has a row; an empty row means the operator never calls the API for it. */
 export const ACCESS: Readonly<Record<string, Access>> = {
   Serverless: {
-    verbs: [...CACHED, "patch"],
+    verbs: [...CACHED, "get", "patch"],
     status: ["patch"],
     finalizers: ["update"],
     for: ["serverless"],
-    why: "primary: watched; finalizer by JSON patch; status by apply",
+    why: PRIMARY_WHY,
   },
   Scaler: {
-    verbs: [...CACHED, "patch"],
+    verbs: [...CACHED, "get", "patch"],
     status: ["patch"],
     finalizers: ["update"],
     for: ["scaler"],
-    why: "primary: watched; finalizer by JSON patch; status by apply",
+    why: PRIMARY_WHY,
   },
   RateLimit: {
-    verbs: [...CACHED, "patch"],
+    verbs: [...CACHED, "get", "patch"],
     status: ["patch"],
     finalizers: ["update"],
     for: ["ratelimit"],
-    why: "primary: watched; finalizer by JSON patch; status by apply",
+    why: PRIMARY_WHY,
   },
   EnvoyFilter: {
     verbs: INSTALLED,

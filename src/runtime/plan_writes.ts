@@ -14,6 +14,7 @@ import type { CacheChange, RunnerCache } from "./controller_spec.ts";
 import {
   ApiError,
   type Cluster,
+  isApiError,
   NotLeaderError,
   TerminalError,
   type WriteOptions,
@@ -66,10 +67,25 @@ export interface RunState {
   primary: KubeObject;
 }
 
+/**
+ * True for a failed write that may have taken effect all the same: no answer came (the connection
+ * dropped, the client's deadline passed) or the server answered that it gave up waiting (504).
+ */
+export function mayHaveLanded(err: unknown): boolean {
+  return err instanceof ApiError && (err.code === 0 || err.code === 504);
+}
+
 /** Carries out single writes of Plans for one controller. */
 export class PlanWriter {
   readonly #o: WriterOptions;
   readonly #warnedUnwatched = new Set<string>();
+  /**
+   * Objects whose last write failed without an answer ({@link mayHaveLanded}), by `typeName
+   * namespace/name`. Before such an object is written again it is read from the API server: if
+   * the write landed, the cache learns it and the same write is not made twice (the watch that
+   * would have shown it is often the connection that dropped).
+   */
+  readonly #unsure = new Map<string, { type: ResourceType; namespace?: string; name: string }>();
 
   constructor(opts: WriterOptions) {
     this.#o = opts;
@@ -88,13 +104,58 @@ export class PlanWriter {
     ref: ObjectRef,
     signal: AbortSignal,
     f: (opts: WriteOptions) => Promise<T>,
+    target?: ResourceType,
   ): Promise<T> {
     const opts = this.#guard(signal);
     try {
-      return await f(opts);
+      const out = await f(opts);
+      if (target) this.#unsure.delete(unsureKey(target, ref.namespace, ref.name));
+      return out;
     } catch (err) {
+      if (target && mayHaveLanded(err)) {
+        const { namespace, name } = ref;
+        this.#unsure.set(unsureKey(target, namespace, name), {
+          type: target,
+          ...(namespace ? { namespace } : {}),
+          name,
+        });
+      }
       throw new WriteFailed(ref, err);
     }
+  }
+
+  /**
+   * When the last write of an object went unanswered, reads it from the API server and caches
+   * what it finds (a newer version than the cache's only): the checks that follow then see a
+   * write that landed. Returns the object read, or undefined when there was nothing to settle.
+   */
+  async #settle(
+    type: ResourceType,
+    namespace: string | undefined,
+    name: string,
+    ref: ObjectRef,
+    signal: AbortSignal,
+  ): Promise<KubeObject | undefined> {
+    const key = unsureKey(type, namespace, name);
+    if (!this.#unsure.has(key)) return undefined;
+    let found: KubeObject | undefined;
+    try {
+      found = await this.#write(ref, signal, () => this.#o.cluster.get(type, namespace, name));
+    } catch (err) {
+      // Not allowed to read it: write as before rather than never again.
+      if (!(err instanceof WriteFailed && isApiError(err.cause, 403))) throw err;
+      this.#o.log.warn(`${describeRef(ref)}: cannot read it back (403); writing it again`);
+    }
+    this.#unsure.delete(key);
+    if (found) this.#wrote(type, found, undefined);
+    return found;
+  }
+
+  /** `state.primary` as the API server has it now, if its last write went unanswered. */
+  async #settlePrimary(type: ResourceType, state: RunState, signal: AbortSignal): Promise<void> {
+    const { namespace, name } = state.primary.metadata;
+    const found = await this.#settle(type, namespace, name, refOf(state.primary), signal);
+    if (found && newer(found, state.primary)) state.primary = found;
   }
 
   #skipped(): void {
@@ -117,14 +178,18 @@ export class PlanWriter {
     signal: AbortSignal,
   ): Promise<void> {
     const name = plan.finalizer?.add;
+    if (!name || state.primary.metadata.deletionTimestamp) return;
+    if (state.primary.metadata.finalizers?.includes(name)) return;
+    await this.#settlePrimary(type, state, signal);
     const meta = state.primary.metadata;
-    if (!name || meta.deletionTimestamp || meta.finalizers?.includes(name)) return;
+    if (meta.deletionTimestamp || meta.finalizers?.includes(name)) return this.#skipped();
     const ops = addFinalizerOps(meta.finalizers, name);
     const ref = refOf(state.primary);
     state.primary = await this.#write(
       ref,
       signal,
       (o) => this.#o.cluster.patch(type, meta.namespace, meta.name, ops, o),
+      type,
     );
     state.writes++;
     this.#wrote(type, state.primary, state.primary);
@@ -144,11 +209,15 @@ export class PlanWriter {
     for (const left of plan.noneLeft ?? []) {
       await this.expectNone(left, "is left; the finalizer stays until it is gone", signal);
     }
-    const ops = removeFinalizerOps(index, name!);
+    await this.#settlePrimary(type, state, signal);
+    const now = state.primary.metadata.finalizers?.indexOf(name!) ?? -1;
+    if (now < 0) return this.#skipped();
+    const ops = removeFinalizerOps(now, name!);
     const written = await this.#write(
       refOf(state.primary),
       signal,
       (o) => this.#o.cluster.patch(type, meta.namespace, meta.name, ops, o),
+      type,
     );
     state.writes++;
     this.#wrote(type, written, state.primary);
@@ -222,6 +291,7 @@ export class PlanWriter {
   ): Promise<void> {
     const type = this.#type(obj.apiVersion, obj.kind);
     const { namespace, name } = obj.metadata;
+    await this.#settle(type, namespace, name, refOf(obj), signal);
     if (this.#listed(type)) {
       const observed = this.#o.cache.get(type, namespace, name);
       // Skip only when nothing would change: every desired field is observed, and no field this
@@ -237,6 +307,7 @@ export class PlanWriter {
       refOf(obj),
       signal,
       (o) => this.#o.cluster.apply(type, obj, { fieldManager: FIELD_MANAGER, force: true, ...o }),
+      type,
     );
     state.writes++;
     this.#wrote(type, written, state.primary);
@@ -268,6 +339,7 @@ export class PlanWriter {
       );
     }
     const uid = observed.metadata.uid;
+    this.#unsure.delete(unsureKey(type, ref.namespace, ref.name));
     await this.#write(ref, signal, (o) =>
       this.#o.cluster.delete(type, ref.namespace, ref.name, {
         propagationPolicy: "Background",
@@ -286,6 +358,8 @@ export class PlanWriter {
   ): Promise<void> {
     if (status === undefined) return;
     if (deepEqual(status, state.primary.status)) return this.#skipped();
+    await this.#settlePrimary(type, state, signal);
+    if (deepEqual(status, state.primary.status)) return this.#skipped();
     const { apiVersion, kind, metadata: { name, namespace } } = state.primary;
     const body: KubeObject = {
       apiVersion,
@@ -298,6 +372,7 @@ export class PlanWriter {
       signal,
       (o) =>
         this.#o.cluster.applyStatus(type, body, { fieldManager: FIELD_MANAGER, force: true, ...o }),
+      type,
     );
     state.writes++;
     this.#wrote(type, state.primary, state.primary);
@@ -338,4 +413,14 @@ function observedHere(desired: KubeObject, observed: KubeObject, digest: string 
   if (digest === undefined) return isObserved(desired, observed);
   return specDigest(desired.spec) === digest &&
     isObserved({ ...desired, spec: undefined }, observed);
+}
+
+/** The key of {@link PlanWriter}'s unsure writes. */
+function unsureKey(type: ResourceType, namespace: string | undefined, name: string): string {
+  return `${typeName(type)} ${namespace ?? ""}/${name}`;
+}
+
+/** True when `a` is a later version than `b` (resourceVersions compared as numbers, as the cache does). */
+function newer(a: KubeObject, b: KubeObject): boolean {
+  return Number(a.metadata.resourceVersion ?? 0) > Number(b.metadata.resourceVersion ?? 0);
 }

@@ -177,3 +177,77 @@ Deno.test("events are written once with deterministic names, and their failures 
     t.lines.some((l) => l.level === "warn" && String(l.msg).includes("could not record an Event")),
   );
 });
+
+Deno.test("a write that landed unanswered is read back before it is made again, and not made twice", async () => {
+  const t = setup();
+  t.cluster.put(SL, serverless({ finalizers: [SERVERLESS_FINALIZER] }));
+  await t.refresh();
+  // The status write lands, but no answer comes back (the API server went down meanwhile).
+  t.cluster.landUnanswered("applyStatus");
+  const plan = {
+    ...installPlan(),
+    finalizer: undefined,
+    status: { state: "Ready", served: "True" },
+  };
+  const first = await unanswered(t, t.runner.run(SL, t.primary(), plan, undefined, t.signal));
+  assert.equal(first.outcome?.ok, false);
+  assert.equal((t.cluster.peek(SL, NS, "default")!.status as { state: string }).state, "Ready");
+  // The watch has not shown it (the cache still has the primary without a status). The same
+  // plan again: the primary is read back, the status is found written, nothing is written.
+  // (The pass made knowing the failure writes no status; the one after it does.)
+  const from = t.cluster.calls.length;
+  const stale = await t.runner.run(SL, t.primary(), plan, first.outcome, t.signal);
+  assert.deepEqual(stale.work, { type: "done", requeueAfterMs: 0 });
+  const again = await t.runner.run(SL, t.primary(), plan, stale.outcome, t.signal);
+  assert.equal(again.outcome?.ok, true);
+  const after = t.cluster.calls.slice(from).filter((c) => c.kind === "Serverless");
+  assert.deepEqual(after.map((c) => c.verb), ["get"], "read back once, not written again");
+  // Answered writes are not read back: the next status change is one write, no read.
+  await t.refresh();
+  const next = t.cluster.calls.length;
+  await t.runner.run(
+    SL,
+    t.primary(),
+    { ...plan, status: { state: "Warning", served: "True" } },
+    again.outcome,
+    t.signal,
+  );
+  assert.deepEqual(
+    t.cluster.calls.slice(next).filter((c) => c.kind === "Serverless").map((c) => c.verb),
+    ["applyStatus"],
+  );
+});
+
+Deno.test("an apply that landed unanswered is read back and skipped; one that did not land is made", async () => {
+  const t = setup();
+  t.cluster.put(SL, serverless({ finalizers: [SERVERLESS_FINALIZER] }));
+  await t.refresh();
+  const plan = { ...installPlan(), finalizer: undefined };
+  t.cluster.landUnanswered("apply");
+  const first = await unanswered(t, t.runner.run(SL, t.primary(), plan, undefined, t.signal));
+  assert.equal(first.outcome?.ok, false);
+  const from = t.cluster.calls.length;
+  await t.runner.run(SL, t.primary(), plan, first.outcome, t.signal);
+  const cms = t.cluster.calls.slice(from).filter((c) => c.kind === "ConfigMap");
+  assert.deepEqual(cms.map((c) => `${c.verb} ${c.key}`).slice(0, 1), [`get ${NS}/a`]);
+  assert.equal(cms.filter((c) => c.verb === "apply" && c.key === `${NS}/a`).length, 0, "a landed");
+  // A write refused outright (no doubt it did not land) is not read back.
+  const t2 = setup();
+  t2.cluster.put(SL, serverless({ finalizers: [SERVERLESS_FINALIZER] }));
+  await t2.refresh();
+  t2.cluster.failNext("apply", new ApiError(500, "InternalError", "etcd leader changed"));
+  const failed = await t2.runner.run(SL, t2.primary(), plan, undefined, t2.signal);
+  const from2 = t2.cluster.calls.length;
+  await t2.runner.run(SL, t2.primary(), plan, failed.outcome, t2.signal);
+  assert.deepEqual(
+    t2.cluster.calls.slice(from2).filter((c) => c.kind === "ConfigMap" && c.key === `${NS}/a`)
+      .map((c) => c.verb),
+    ["apply"],
+  );
+});
+
+/** `run`, with the test clock moved on so that the unanswered call gives up. */
+async function unanswered<T>(t: ReturnType<typeof setup>, run: Promise<T>): Promise<T> {
+  await t.clock.advance(1);
+  return await run;
+}

@@ -95,6 +95,8 @@ export class TestCluster implements Cluster {
   /** Report a too-old watch version as an ERROR event instead of a thrown 410. */
   goneAsEvent = false;
   readonly #client: SimClient;
+  /** Calls of a verb still to take effect unanswered (see `landUnanswered`). */
+  readonly #unanswered = new Map<string, number>();
   /** Types whose CRD is not Established yet: requests for them answer 404 whatever the store has. */
   readonly #pending = new Set<string>();
 
@@ -112,7 +114,13 @@ export class TestCluster implements Cluster {
           return { kind: "error", error: noSuchType(type) };
         }
         const error = this.failures.get(verb)?.shift();
-        return error ? { kind: "error", error } : undefined;
+        if (error) return { kind: "error", error };
+        const unanswered = this.#unanswered.get(verb) ?? 0;
+        if (unanswered > 0) {
+          this.#unanswered.set(verb, unanswered - 1);
+          return { kind: "timeout", executed: true, afterMs: 0 };
+        }
+        return undefined;
       },
       watch: () => undefined,
       goneAs: () => this.goneAsEvent ? "event" : "throw",
@@ -138,6 +146,11 @@ export class TestCluster implements Cluster {
   /** Makes the next call(s) of `verb` fail with `errs`. */
   failNext(verb: string, ...errs: ApiError[]): void {
     this.failures.set(verb, [...(this.failures.get(verb) ?? []), ...errs]);
+  }
+
+  /** Makes the next call of `verb` take effect but answer nothing (ApiError code 0, a timeout). */
+  landUnanswered(verb: string): void {
+    this.#unanswered.set(verb, (this.#unanswered.get(verb) ?? 0) + 1);
   }
 
   /** Forgets every type's history up to now: watches and continue tokens from before get 410. */
