@@ -251,3 +251,26 @@ async function unanswered<T>(t: ReturnType<typeof setup>, run: Promise<T>): Prom
   await t.clock.advance(1);
   return await run;
 }
+
+Deno.test("a read back the role does not allow (403) writes as before, once, instead of never again", async () => {
+  const t = setup();
+  t.cluster.put(SL, serverless({ finalizers: [SERVERLESS_FINALIZER] }));
+  await t.refresh();
+  t.cluster.landUnanswered("applyStatus");
+  const plan = {
+    ...installPlan(),
+    finalizer: undefined,
+    status: { state: "Ready", served: "True" },
+  };
+  const first = await unanswered(t, t.runner.run(SL, t.primary(), plan, undefined, t.signal));
+  const stale = await t.runner.run(SL, t.primary(), plan, first.outcome, t.signal);
+  t.cluster.failNext("get", new ApiError(403, "Forbidden", "cannot get serverlesses"));
+  const from = t.cluster.calls.length;
+  const r = await t.runner.run(SL, t.primary(), plan, stale.outcome, t.signal);
+  assert.equal(r.outcome?.ok, true);
+  assert.deepEqual(
+    t.cluster.calls.slice(from).filter((c) => c.kind === "Serverless").map((c) => c.verb),
+    ["get", "applyStatus"],
+  );
+  assert.ok(t.lines.some((l) => String(l.msg).includes("cannot read it back (403)")));
+});
