@@ -7,7 +7,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { buildImage, DEFAULT_TAG, type ImageRecord } from "../../tools/image/image.ts";
+import { buildImage, contextHash, DEFAULT_TAG, type ImageRecord } from "../../tools/image/image.ts";
 import { type Lockfile, packageName, ROOT } from "../../tools/image/lock.ts";
 import { podman } from "../../tools/image/podman.ts";
 import { freePort } from "../../tools/processes.ts";
@@ -60,6 +60,59 @@ Deno.test({
     assert.deepEqual(record.packages.map((p) => p.name), ["libc6", "libgcc-s1", "ca-certificates"]);
     assert.equal(record.deno.version, "2.9.6");
   },
+});
+
+Deno.test({
+  name:
+    "a build that may reuse gives the last one back, unbuilt, when its context is unchanged; ./deno task image builds again",
+  ignore,
+  async fn() {
+    const lines: string[] = [];
+    const again = await buildImage((l) => lines.push(l), { reuse: true });
+    assert.equal(again.id, built().id);
+    assert.equal(again.inputs, built().inputs);
+    assert.ok(lines.some((l) => / up to date \(/.test(l)), lines.join("\n"));
+    assert.ok(!lines.some((l) => l.startsWith("podman build")), "nothing built");
+  },
+});
+
+Deno.test("the image's context hash follows the files the Dockerfile copies and the settings, nothing else", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "image-context-" });
+  try {
+    const put = async (p: string, text: string) => {
+      await Deno.mkdir(join(dir, p, ".."), { recursive: true });
+      await Deno.writeTextFile(join(dir, p), text);
+    };
+    for (const p of ["Dockerfile", ".dockerignore", "deno.json", "deno.lock"]) await put(p, p);
+    await put("src/cli/main.ts", "a");
+    await put("data/upstream/keda/crds.json", "[]");
+    await put("deploy/operator/deno.json", "{}");
+    await put("tests/x_test.ts", "t");
+    const hash = () => contextHash(["tag"], dir);
+    const first = await hash();
+    assert.equal(await hash(), first, "stable");
+    await put("tests/x_test.ts", "changed");
+    await put("README.md", "new");
+    assert.equal(await hash(), first, "files outside the context do not count");
+    assert.notEqual(await contextHash(["other tag"], dir), first, "settings count");
+    for (
+      const p of [
+        "src/cli/main.ts",
+        "data/upstream/keda/crds.json",
+        "deploy/operator/deno.json",
+        "Dockerfile",
+      ]
+    ) {
+      const was = await Deno.readTextFile(join(dir, p));
+      await put(p, was + " ");
+      assert.notEqual(await hash(), first, p);
+      await put(p, was);
+    }
+    await put("src/new.ts", "");
+    assert.notEqual(await hash(), first, "a new file in the context");
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });
 
 Deno.test({

@@ -68,7 +68,7 @@ e2eSuite("rl-only", async (env, t) => {
     t,
     `the image loads and kubectl apply -k ${VARIANT} runs two replicas`,
     async () => {
-      const image = await buildImage((m) => console.error(`[image] ${m}`));
+      const image = await buildImage((m) => console.error(`[image] ${m}`), { reuse: true });
       assert.ok((await node.loadImage(image.archive)).includes(image.tag), image.tag);
       await node.placeNamespace(NS);
       await env.kube.must(["apply", "-k", overlay]);

@@ -55,7 +55,7 @@ e2eSuite("deployed", async (env, t) => {
   let pods: PodView[] = [];
 
   await env.step(t, "the image loads and kubectl apply -k deploy/ runs two replicas", async () => {
-    const image = await buildImage((m) => console.error(`[image] ${m}`));
+    const image = await buildImage((m) => console.error(`[image] ${m}`), { reuse: true });
     assert.ok((await node.loadImage(image.archive)).includes(image.tag), image.tag);
     await node.placeNamespace(NS);
     await env.kube.must(["apply", "-k", overlay]);

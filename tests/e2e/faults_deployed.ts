@@ -127,7 +127,7 @@ export async function operatorToken(env: E2E, pod?: string): Promise<string> {
  */
 export async function deployOperator(env: E2E): Promise<PodView[]> {
   const node = env.cluster.realNode!;
-  const image = await buildImage((m) => console.error(`[image] ${m}`));
+  const image = await buildImage((m) => console.error(`[image] ${m}`), { reuse: true });
   assert.ok((await node.loadImage(image.archive)).includes(image.tag), image.tag);
   await node.loadImage(node.podcheckArchive);
   const overlay = await imageOverlay(join(env.dir, "overlay"), IMAGE);

@@ -5,6 +5,7 @@
  * archive for `ctr images import`, and records what went in (.cache/image/record.json).
  */
 import { writeFileAtomic } from "../files.ts";
+import { inputsHash } from "../stamp.ts";
 import { join } from "node:path";
 import { type Bases, BUILD_BASE, makeBases, RUNTIME_BASE } from "./base.ts";
 import { ROOT } from "./lock.ts";
@@ -33,6 +34,8 @@ export interface ImageRecord {
   /** The npm packages cached in the image (the operator's lockfile), name@version. */
   npm: string[];
   seconds: number;
+  /** The hash of the build's context and settings (see {@link contextHash}). */
+  inputs?: string;
 }
 
 /** Options of one build. */
@@ -41,6 +44,49 @@ export interface BuildOptions {
   target?: string;
   /** Skip `podman save` (the archive is what another machine imports). */
   save?: boolean;
+  /**
+   * Give the last build back when nothing that goes into the image changed: its record has the
+   * same context hash, its archive is there at its size, and podman still holds the image with
+   * its id. The e2e suites that deploy the image ask for this; `./deno task image` always builds.
+   */
+  reuse?: boolean;
+}
+
+/** The files the Dockerfile's build sees (.dockerignore lets these through), and the two files. */
+const CONTEXT = ["Dockerfile", ".dockerignore", "deno.json", "deno.lock"];
+const CONTEXT_DIRS = ["src", "data/upstream", "deploy/operator"];
+
+/** SHA-256 over the build context's files under `root` (path and content) and the build's settings. */
+export async function contextHash(settings: readonly unknown[], root = ROOT): Promise<string> {
+  const files = [...CONTEXT];
+  const walk = async (dir: string) => {
+    for await (const e of Deno.readDir(join(root, dir))) {
+      const p = `${dir}/${e.name}`;
+      if (e.isDirectory) await walk(p);
+      else files.push(p);
+    }
+  };
+  for (const d of CONTEXT_DIRS) await walk(d);
+  return await inputsHash(root, files.sort(), settings);
+}
+
+/** The last build's record when it is of `inputs` and its image and archive are still there. */
+async function reusable(inputs: string, save: boolean): Promise<ImageRecord | undefined> {
+  let record: ImageRecord;
+  try {
+    record = JSON.parse(await Deno.readTextFile(RECORD)) as ImageRecord;
+  } catch {
+    return undefined;
+  }
+  if (record.inputs !== inputs) return undefined;
+  if (save) {
+    const size = await Deno.stat(record.archive).then((s) => s.size, () => -1);
+    if (size !== record.archiveSize) return undefined;
+  }
+  const inspect = await podman(["image", "inspect", "--format", "{{.Id}}", record.tag], {
+    check: false,
+  });
+  return inspect.code === 0 && inspect.stdout.trim() === record.id ? record : undefined;
 }
 
 /** The CA bundle given to the build's npm downloads (a proxy's CA is trusted here as on the host). */
@@ -53,9 +99,17 @@ export async function buildImage(say: Say, o: BuildOptions = {}): Promise<ImageR
   const target = o.target ?? DEFAULT_TARGET;
   const missing = await missingTools();
   if (missing) throw new BuildError(missing);
+  const ca = await Deno.stat(HOST_CA).then(() => true, () => false);
+  const inputs = await contextHash([tag, target, BUILD_BASE, RUNTIME_BASE, ca, o.save !== false]);
+  if (o.reuse) {
+    const last = await reusable(inputs, o.save !== false);
+    if (last) {
+      say(`${tag} up to date (${last.id.slice(0, 12)}; nothing in its build context changed)`);
+      return last;
+    }
+  }
   say(`building ${tag} (Dockerfile target ${target}); storage: podman's default`);
   const bases = await makeBases(say);
-  const ca = await Deno.stat(HOST_CA).then(() => true, () => false);
   await podmanStep(say, `podman build --target ${target}`, [
     "build",
     "--pull=never",
@@ -107,6 +161,7 @@ export async function buildImage(say: Say, o: BuildOptions = {}): Promise<ImageR
     deno: bases.deno,
     npm: Object.keys(lock.npm).map((k) => k.replace(/_.*$/, "")).sort(),
     seconds: Math.round((Date.now() - start) / 1000),
+    inputs,
   };
   await writeFileAtomic(RECORD, `${JSON.stringify(record, null, 2)}\n`);
   say(`built ${tag} in ${elapsed(start)}: ${(record.size / 1e6).toFixed(1)} MB; record ${RECORD}`);
