@@ -179,17 +179,8 @@ Deno.test("events are written once with deterministic names, and their failures 
 });
 
 Deno.test("a write that landed unanswered is read back before it is made again, and not made twice", async () => {
-  const t = setup();
-  t.cluster.put(SL, serverless({ finalizers: [SERVERLESS_FINALIZER] }));
-  await t.refresh();
   // The status write lands, but no answer comes back (the API server went down meanwhile).
-  t.cluster.landUnanswered("applyStatus");
-  const plan = {
-    ...installPlan(),
-    finalizer: undefined,
-    status: { state: "Ready", served: "True" },
-  };
-  const first = await unanswered(t, t.runner.run(SL, t.primary(), plan, undefined, t.signal));
+  const { t, plan, first } = await statusLandedUnanswered();
   assert.equal(first.outcome?.ok, false);
   assert.equal((t.cluster.peek(SL, NS, "default")!.status as { state: string }).state, "Ready");
   // The watch has not shown it (the cache still has the primary without a status). The same
@@ -253,16 +244,7 @@ async function unanswered<T>(t: ReturnType<typeof setup>, run: Promise<T>): Prom
 }
 
 Deno.test("a read back the role does not allow (403) writes as before, once, instead of never again", async () => {
-  const t = setup();
-  t.cluster.put(SL, serverless({ finalizers: [SERVERLESS_FINALIZER] }));
-  await t.refresh();
-  t.cluster.landUnanswered("applyStatus");
-  const plan = {
-    ...installPlan(),
-    finalizer: undefined,
-    status: { state: "Ready", served: "True" },
-  };
-  const first = await unanswered(t, t.runner.run(SL, t.primary(), plan, undefined, t.signal));
+  const { t, plan, first } = await statusLandedUnanswered();
   const stale = await t.runner.run(SL, t.primary(), plan, first.outcome, t.signal);
   t.cluster.failNext("get", new ApiError(403, "Forbidden", "cannot get serverlesses"));
   const from = t.cluster.calls.length;
@@ -274,3 +256,18 @@ Deno.test("a read back the role does not allow (403) writes as before, once, ins
   );
   assert.ok(t.lines.some((l) => String(l.msg).includes("cannot read it back (403)")));
 });
+
+/** A runner whose status write of `plan` (Ready) landed but got no answer: `first` is that run. */
+async function statusLandedUnanswered() {
+  const t = setup();
+  t.cluster.put(SL, serverless({ finalizers: [SERVERLESS_FINALIZER] }));
+  await t.refresh();
+  t.cluster.landUnanswered("applyStatus");
+  const plan = {
+    ...installPlan(),
+    finalizer: undefined,
+    status: { state: "Ready", served: "True" },
+  };
+  const first = await unanswered(t, t.runner.run(SL, t.primary(), plan, undefined, t.signal));
+  return { t, plan, first };
+}
