@@ -89,21 +89,21 @@ const MODULES: readonly RbacPart[] = MODULE_CONTROLLERS;
 /** The verbs per kind of RESOURCES. Every kind has a row; an empty row means the operator never calls the API for it. */
 export const ACCESS: Readonly<Record<string, Access>> = {
   Serverless: {
-    verbs: [...CACHED, "get", "patch"],
+    verbs: ["get", ...CACHED, "patch"],
     status: ["patch"],
     finalizers: ["update"],
     for: ["serverless"],
     why: PRIMARY_WHY,
   },
   Scaler: {
-    verbs: [...CACHED, "get", "patch"],
+    verbs: ["get", ...CACHED, "patch"],
     status: ["patch"],
     finalizers: ["update"],
     for: ["scaler"],
     why: PRIMARY_WHY,
   },
   RateLimit: {
-    verbs: [...CACHED, "get", "patch"],
+    verbs: ["get", ...CACHED, "patch"],
     status: ["patch"],
     finalizers: ["update"],
     for: ["ratelimit"],

@@ -63,9 +63,10 @@ const root = new URL("../../src/", import.meta.url).pathname;
 async function derived(): Promise<Needed> {
   const needed = new Needed();
   for (const c of Object.values(CONTROLLERS)) {
-    // The runner: finalizers by JSON patch, status by apply to /status; owner references with
+    // The runner: finalizers by JSON patch, status by apply to /status, the primary read back
+    // after a write that got no answer (plan_writes.ts); owner references with
     // blockOwnerDeletion need update on finalizers.
-    needed.add(c.primary, ["list", "watch", "patch"]);
+    needed.add(c.primary, ["get", "list", "watch", "patch"]);
     needed.add(c.primary, ["patch"], "status");
     needed.add(c.primary, ["update"], "finalizers");
     for (const w of c.watches) needed.add(w.type, ["list", "watch"]);
@@ -163,7 +164,7 @@ Deno.test("each part's rows cover what its controller uses, read from the contro
   const modules = { serverless: SERVERLESS_MODULE, scaler: SCALER_MODULE };
   for (const name of CONTROLLER_NAMES) {
     const c = CONTROLLERS[name];
-    has(c.primary, name, ["list", "watch", "patch"]);
+    has(c.primary, name, ["get", "list", "watch", "patch"]);
     has(c.primary, name, ["patch"], "status");
     has(c.primary, name, ["update"], "finalizers");
     for (const w of c.watches.filter((w) => !w.local)) has(w.type, name, ["list", "watch"]);

@@ -150,7 +150,7 @@ Deno.test("deploy/variants/ratelimit-only: no Secrets, no wildcard, only the clu
     "authorization.k8s.io/subjectaccessreviews: create",
     "gateway.platform-project.io/ratelimits/finalizers: update",
     "gateway.platform-project.io/ratelimits/status: patch",
-    "gateway.platform-project.io/ratelimits: list,watch,patch",
+    "gateway.platform-project.io/ratelimits: get,list,watch,patch",
     "networking.istio.io/envoyfilters: get,list,watch,create,patch,delete",
   ]);
   assert.deepEqual([...rules.namespaced.keys()], [SA.namespace]);
@@ -223,7 +223,7 @@ Deno.test("start-up checks: an operator running more than its roles allow is tol
     assert.match(
       problem.message,
       new RegExp(
-        `controller ${c} needs ClusterRole platform-operator-${c} \\(the deploy/${c} component[^)]*\\), or run without it \\(--controllers\\): missing [^;]*list,watch,patch ${
+        `controller ${c} needs ClusterRole platform-operator-${c} \\(the deploy/${c} component[^)]*\\), or run without it \\(--controllers\\): missing [^;]*get,list,watch,patch ${
           c === "scaler" ? "scalers" : "serverlesses"
         }\\.operator\\.platform-project\\.io`,
       ),

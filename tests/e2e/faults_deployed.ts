@@ -579,9 +579,14 @@ export async function underLoad(
     ended = Date.now();
   } finally {
     await load.stop();
+  }
+  // The Lease is sampled until the writes judged below are over: a fault can move the lead
+  // (etcd down past the renew deadline), and the new leader's writes come after the fault.
+  try {
+    await waitConverged(env, `after ${what}`);
+  } finally {
     await sampler.stop().catch(() => {});
   }
-  await waitConverged(env, `after ${what}`);
   const recover = Date.now() - ended;
   const generations = new Map<string, number>();
   for (const [name, g] of await generationsOf(env)) {
