@@ -131,3 +131,12 @@ export function resourceName(type: ResourceType, sub?: string): string {
   const base = type.group ? `${type.plural}.${type.group}` : type.plural;
   return sub ? `${base}/${sub}` : base;
 }
+
+/**
+ * A resourceVersion as a number, when it is one. Kubernetes documents them as opaque, but every
+ * API server (etcd revisions) and the simulator issue increasing integers; anything else is not
+ * compared, and then, say, a write is not cached ahead of the watch.
+ */
+export function parseResourceVersion(rv: string | undefined): bigint | undefined {
+  return rv !== undefined && /^[0-9]{1,30}$/.test(rv) ? BigInt(rv) : undefined;
+}

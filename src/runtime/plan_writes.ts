@@ -21,7 +21,12 @@ import {
 } from "./cluster.ts";
 import type { Logger } from "./log.ts";
 import type { Metrics } from "./metrics.ts";
-import { type KubeObject, type ResourceType, typeName } from "../api/object.ts";
+import {
+  type KubeObject,
+  parseResourceVersion,
+  type ResourceType,
+  typeName,
+} from "../api/object.ts";
 import { deepEqual } from "../api/json.ts";
 import { ownedFieldMissing } from "./diff.ts";
 import { addFinalizerOps, removeFinalizerOps } from "./finalizers.ts";
@@ -85,7 +90,7 @@ export class PlanWriter {
    * the write landed, the cache learns it and the same write is not made twice (the watch that
    * would have shown it is often the connection that dropped).
    */
-  readonly #unsure = new Map<string, { type: ResourceType; namespace?: string; name: string }>();
+  readonly #unsure = new Set<string>();
 
   constructor(opts: WriterOptions) {
     this.#o = opts;
@@ -113,12 +118,7 @@ export class PlanWriter {
       return out;
     } catch (err) {
       if (target && mayHaveLanded(err)) {
-        const { namespace, name } = ref;
-        this.#unsure.set(unsureKey(target, namespace, name), {
-          type: target,
-          ...(namespace ? { namespace } : {}),
-          name,
-        });
+        this.#unsure.add(unsureKey(target, ref.namespace, ref.name));
       }
       throw new WriteFailed(ref, err);
     }
@@ -131,16 +131,18 @@ export class PlanWriter {
    */
   async #settle(
     type: ResourceType,
-    namespace: string | undefined,
-    name: string,
     ref: ObjectRef,
     signal: AbortSignal,
   ): Promise<KubeObject | undefined> {
-    const key = unsureKey(type, namespace, name);
+    const key = unsureKey(type, ref.namespace, ref.name);
     if (!this.#unsure.has(key)) return undefined;
     let found: KubeObject | undefined;
     try {
-      found = await this.#write(ref, signal, () => this.#o.cluster.get(type, namespace, name));
+      found = await this.#write(
+        ref,
+        signal,
+        () => this.#o.cluster.get(type, ref.namespace, ref.name),
+      );
     } catch (err) {
       // Not allowed to read it: write as before rather than never again.
       if (!(err instanceof WriteFailed && isApiError(err.cause, 403))) throw err;
@@ -153,8 +155,7 @@ export class PlanWriter {
 
   /** `state.primary` as the API server has it now, if its last write went unanswered. */
   async #settlePrimary(type: ResourceType, state: RunState, signal: AbortSignal): Promise<void> {
-    const { namespace, name } = state.primary.metadata;
-    const found = await this.#settle(type, namespace, name, refOf(state.primary), signal);
+    const found = await this.#settle(type, refOf(state.primary), signal);
     if (found && newer(found, state.primary)) state.primary = found;
   }
 
@@ -291,7 +292,7 @@ export class PlanWriter {
   ): Promise<void> {
     const type = this.#type(obj.apiVersion, obj.kind);
     const { namespace, name } = obj.metadata;
-    await this.#settle(type, namespace, name, refOf(obj), signal);
+    await this.#settle(type, refOf(obj), signal);
     if (this.#listed(type)) {
       const observed = this.#o.cache.get(type, namespace, name);
       // Skip only when nothing would change: every desired field is observed, and no field this
@@ -420,7 +421,12 @@ function unsureKey(type: ResourceType, namespace: string | undefined, name: stri
   return `${typeName(type)} ${namespace ?? ""}/${name}`;
 }
 
-/** True when `a` is a later version than `b` (resourceVersions compared as numbers, as the cache does). */
+/**
+ * True when `a` is a later version than `b`, by resourceVersion as the cache compares them
+ * (`parseResourceVersion`); `b` without a comparable one is older, `a` without one never newer.
+ */
 function newer(a: KubeObject, b: KubeObject): boolean {
-  return Number(a.metadata.resourceVersion ?? 0) > Number(b.metadata.resourceVersion ?? 0);
+  const x = parseResourceVersion(a.metadata.resourceVersion);
+  const y = parseResourceVersion(b.metadata.resourceVersion);
+  return x !== undefined && (y === undefined || x > y);
 }

@@ -8,7 +8,13 @@
  * as a state machine, with watcher_state.ts and watcher_report.ts), watcher_event.ts (what a
  * watcher tells its store), prepare.ts (an object as cached), indexer.ts, write_fence.ts.
  */
-import { type KubeObject, type ResourceType, typeId, typeName } from "../../api/object.ts";
+import {
+  type KubeObject,
+  type Projection,
+  type ResourceType,
+  typeId,
+  typeName,
+} from "../../api/object.ts";
 import type { Clock, Random } from "../clock.ts";
 import type { Cluster } from "../cluster.ts";
 import {
@@ -99,10 +105,9 @@ export class WatchSet {
       const { type, selector, required, ownNamespace, local } = w;
       const store = opts.cache.store(type, selector, w.project);
       const namespace = w.namespace ?? (ownNamespace ? opts.namespace : undefined);
-      const metadataOnly = w.project?.metadataOnly === true;
       const make = () =>
         this.#watcher(
-          { type, required, selector, namespace, metadataOnly, local },
+          { type, required, selector, namespace, project: w.project, local },
           (ev) => this.#handle(type, store, ev),
         );
       const wakers = w.wakers?.map((t) => opts.cache.store(t));
@@ -118,7 +123,7 @@ export class WatchSet {
       required: boolean;
       selector?: string;
       namespace?: string;
-      metadataOnly?: boolean;
+      project?: Projection;
       local?: boolean;
     },
     sink: (ev: WatcherEvent) => void,
@@ -133,7 +138,7 @@ export class WatchSet {
       type: w.type,
       labelSelector: w.selector,
       ...(w.namespace ? { namespace: w.namespace } : {}),
-      ...(w.metadataOnly ? { metadataOnly: true } : {}),
+      ...(w.project?.metadataOnly ? { metadataOnly: true } : {}),
       // In-process: no connection to lose silently, and quiet for as long as nothing changes.
       ...(w.local ? { watchdog: false } : {}),
       optional: !w.required,
@@ -155,7 +160,7 @@ export class WatchSet {
           required: w.required,
           selector: scope.labelSelector,
           namespace: scope.namespace,
-          metadataOnly: w.project?.metadataOnly === true,
+          project: w.project,
         }, sink),
       onChange: (type, change) => o.onChange(type, change),
       onReady: (primary, keys) => o.onScopesReady?.(primary, keys),

@@ -10,13 +10,14 @@
 import {
   type KubeObject,
   objectKey,
+  parseResourceVersion,
   type Projection,
   type ResourceType,
 } from "../../api/object.ts";
 import { Indexer } from "./indexer.ts";
 import { type Aside, asideOf, prepare, type Prepared, sameButVersion } from "./prepare.ts";
 import { type LabelMatcher, parseSelector } from "../../api/selector.ts";
-import { parseResourceVersion, WriteFence } from "./write_fence.ts";
+import { WriteFence } from "./write_fence.ts";
 import type { WatcherEvent } from "./watcher_event.ts";
 import type { CacheChange } from "../controller_spec.ts";
 

@@ -4,16 +4,7 @@
  * list has shown. While a write is ahead of the watch, the watch's older events for the object are
  * ignored; once the watch reaches it, the watch is trusted again.
  */
-import type { KubeObject } from "../../api/object.ts";
-
-/**
- * A resourceVersion as a number, when it is one. Kubernetes documents them as opaque, but every
- * API server (etcd revisions) and the simulator issue increasing integers; anything else is not
- * compared, and then a write is simply not cached ahead of the watch.
- */
-export function parseResourceVersion(rv: string | undefined): bigint | undefined {
-  return rv !== undefined && /^[0-9]{1,30}$/.test(rv) ? BigInt(rv) : undefined;
-}
+import { type KubeObject, parseResourceVersion } from "../../api/object.ts";
 
 /** An object this replica wrote that the watch has not shown yet: cached (or removed) ahead of it. */
 interface Written {
