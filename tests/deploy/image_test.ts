@@ -83,7 +83,12 @@ Deno.test("the image's context hash follows the files the Dockerfile copies and 
       await Deno.mkdir(join(dir, p, ".."), { recursive: true });
       await Deno.writeTextFile(join(dir, p), text);
     };
-    for (const p of ["Dockerfile", ".dockerignore", "deno.json", "deno.lock"]) await put(p, p);
+    for (const p of ["Dockerfile", "deno.json", "deno.lock"]) await put(p, p);
+    // The repository's allowlist, as the build reads it.
+    await put(
+      ".dockerignore",
+      "*\n!deno.json\n!deno.lock\n!src/\n!data/upstream/\n!deploy/operator/\n",
+    );
     await put("src/cli/main.ts", "a");
     await put("data/upstream/keda/crds.json", "[]");
     await put("deploy/operator/deno.json", "{}");
@@ -110,6 +115,18 @@ Deno.test("the image's context hash follows the files the Dockerfile copies and 
     }
     await put("src/new.ts", "");
     assert.notEqual(await hash(), first, "a new file in the context");
+    // A directory the allowlist lets through later counts from then on.
+    await put("static/x.txt", "x");
+    await put(
+      ".dockerignore",
+      (await Deno.readTextFile(join(dir, ".dockerignore"))) + "!static/\n",
+    );
+    const allowed = await hash();
+    await put("static/x.txt", "y");
+    assert.notEqual(await hash(), allowed, "a file of a newly allowed directory");
+    // A pattern the hash cannot follow is an error.
+    await put(".dockerignore", "*\n!src/**/*.ts\n");
+    await assert.rejects(hash(), /not a "!path" line/);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

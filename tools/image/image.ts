@@ -52,13 +52,14 @@ export interface BuildOptions {
   reuse?: boolean;
 }
 
-/** The files the Dockerfile's build sees (.dockerignore lets these through), and the two files. */
-const CONTEXT = ["Dockerfile", ".dockerignore", "deno.json", "deno.lock"];
-const CONTEXT_DIRS = ["src", "data/upstream", "deploy/operator"];
-
-/** SHA-256 over the build context's files under `root` (path and content) and the build's settings. */
+/**
+ * SHA-256 over the build's context under `root` and the build's settings: the Dockerfile,
+ * .dockerignore, and every file its allowlist lets through (`*`, then `!path` lines, a directory
+ * ending in `/`), so that the hash follows .dockerignore as the build does. Any other pattern is
+ * an error, not a guess.
+ */
 export async function contextHash(settings: readonly unknown[], root = ROOT): Promise<string> {
-  const files = [...CONTEXT];
+  const files = ["Dockerfile", ".dockerignore"];
   const walk = async (dir: string) => {
     for await (const e of Deno.readDir(join(root, dir))) {
       const p = `${dir}/${e.name}`;
@@ -66,7 +67,17 @@ export async function contextHash(settings: readonly unknown[], root = ROOT): Pr
       else files.push(p);
     }
   };
-  for (const d of CONTEXT_DIRS) await walk(d);
+  const ignore = await Deno.readTextFile(join(root, ".dockerignore"));
+  for (const raw of ignore.split("\n")) {
+    const line = raw.trim();
+    if (line === "" || line.startsWith("#") || line === "*") continue;
+    if (!line.startsWith("!") || /[*?[]/.test(line)) {
+      throw new Error(`.dockerignore: "${line}" is not a "!path" line of the allowlist`);
+    }
+    const path = line.slice(1);
+    if (path.endsWith("/")) await walk(path.slice(0, -1));
+    else files.push(path);
+  }
   return await inputsHash(root, files.sort(), settings);
 }
 
