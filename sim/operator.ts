@@ -64,6 +64,8 @@ export interface OperatorOptions {
   engine?: SimEngine;
   /** Called when a Manager's `start()` rejects: a bug in the runtime. */
   onError?: (err: unknown) => void;
+  /** Called when a replica stops leading, with the elector's reason (a lost lead is a disturbance). */
+  onLeadLost?: (identity: string, reason: string) => void;
 }
 
 interface Replica {
@@ -157,6 +159,9 @@ export class OperatorProcess {
       leaderElection: this.opts.leaderElection === false
         ? false
         : { namespace: OPERATOR_NAMESPACE, name: LEASE_NAME },
+      onLeadership: (leading, reason) => {
+        if (!leading) this.opts.onLeadLost?.(identity, reason ?? "");
+      },
     });
     const istiod = this.opts.istiod;
     const root = DEFAULT_MESH.rootNamespace;

@@ -151,7 +151,7 @@ export class Simulation {
       this.istiod,
       {
         dnsDownSince: () => this.injector.clusterDnsDownSince(),
-        operatorSteadySince: (t) => this.#operatorSteadySince(t),
+        operatorSteadySince: (t) => this.operatorSteadySince(t),
       },
     );
     this.cluster.onRequest = (actor, verb, type, namespace, name) =>
@@ -167,6 +167,13 @@ export class Simulation {
       log: opts.log,
       onError: (err) =>
         this.runtimeErrors.push(err instanceof Error ? err.stack ?? err.message : String(err)),
+      // Its own renewals failing (API faults) end a term as surely as an injected fault does.
+      onLeadLost: (identity, reason) =>
+        this.trace.add({
+          t: offset(this.clock.now()),
+          event: "phase",
+          detail: `lead lost: ${identity} stopped leading (${reason})`,
+        }),
     });
     this.user = this.cluster.client("user", {
       manager: "kubectl",
@@ -182,16 +189,18 @@ export class Simulation {
   }
 
   /**
-   * True when the timeline shows no crash, restart, lease loss, partition or clock jump since
-   * virtual time `t`: the same replica led throughout.
+   * True when the timeline shows no crash, restart, lease loss, lost lead, partition or clock jump
+   * since virtual time `t`: the same replica led throughout, without a break.
    */
-  #operatorSteadySince(t: number): boolean {
+  operatorSteadySince(t: number): boolean {
     const from = (t - SIM_EPOCH) / 1000;
     for (let i = this.trace.timeline.length - 1; i >= 0; i--) {
       const e = this.trace.timeline[i];
       if (parseFloat(e.t) < from) return true;
       if (e.event === "crash" || e.event === "restart") return false;
-      if (e.event === "phase" && /^(lease lost|partition|clock jumps)/.test(e.detail)) return false;
+      if (e.event === "phase" && /^(lease lost|lead lost|partition|clock jumps)/.test(e.detail)) {
+        return false;
+      }
     }
     return true;
   }

@@ -171,8 +171,14 @@ export class Manager {
         metrics: this.#metrics,
         identity: this.#o.identity,
         ...le,
-        onStartedLeading: (signal, term) => this.#onLeading(signal, term),
-        onStoppedLeading: () => this.#terms.unlead(),
+        onStartedLeading: (signal, term) => {
+          this.#o.onLeadership?.(true);
+          this.#onLeading(signal, term);
+        },
+        onStoppedLeading: (reason) => {
+          this.#o.onLeadership?.(false, reason);
+          this.#terms.unlead();
+        },
       });
       this.#electorTask = this.#elector.run(this.#electorStop.signal);
       listAfterFirstRead(this.#elector, this.#o.clock, (afterRead) => {

@@ -73,4 +73,9 @@ export interface ManagerOptions {
    * is campaigned for meanwhile: start-up runs its cluster checks beside them, not before them.
    */
   held?: boolean;
+  /**
+   * Told each time this replica starts leading (`leading` true) or stops (false, with the reason):
+   * the simulator records a lost lead as a disturbance. Never called without leader election.
+   */
+  onLeadership?: (leading: boolean, reason?: string) => void;
 }

@@ -11,6 +11,7 @@ import type { FaultConfig } from "../../sim/faults.ts";
 import { LEASE_NAME, OPERATOR_NAMESPACE } from "../../sim/operator.ts";
 import { faultsFor } from "../../sim/fault_choice.ts";
 import { Simulation } from "../../sim/simulation.ts";
+import { SIM_EPOCH } from "../../sim/clock.ts";
 import { runSeed } from "../../sim/seed_run.ts";
 
 const OPERATOR_API = "operator.platform-project.io/v1alpha1";
@@ -93,4 +94,21 @@ Deno.test("chaos: sweep seeds pass with every new fault kind on, and replay byte
     hashes.push(r.traceHash);
   }
   assert.equal((await runSeed(1, { faults: mix(1) })).traceHash, hashes[0]);
+});
+
+Deno.test("chaos: a lead lost to API faults alone is on the timeline and counts as a disturbance", async () => {
+  // No injected Lease fault: only unanswered requests, some of them the leader's renewals.
+  const sim = new Simulation({ seed: 5, faults: faultsFor({ timeout: 0.5 }, 5) });
+  await sim.boot();
+  await sim.runUntil(120_000);
+  const phases = sim.trace.timeline.flatMap((e) => e.event === "phase" ? [e] : []);
+  assert.deepEqual(phases.filter((e) => /^(lease lost|partition)/.test(e.detail)), []);
+  const lost = phases.filter((e) => e.detail.startsWith("lead lost"));
+  assert.ok(lost.length >= 1, JSON.stringify(phases));
+  assert.match(lost[0].detail, /^lead lost: platform-operator-0 stopped leading \(.+\)$/);
+  // Invariants that judge an undisturbed operator skip the time across it (sim/invariants.ts).
+  const at = SIM_EPOCH + parseFloat(lost[0].t) * 1000;
+  assert.equal(sim.operatorSteadySince(at - 1), false);
+  const last = SIM_EPOCH + parseFloat(lost.at(-1)!.t) * 1000;
+  assert.equal(sim.operatorSteadySince(last + 1), true);
 });
