@@ -159,9 +159,7 @@ export class OperatorProcess {
       leaderElection: this.opts.leaderElection === false
         ? false
         : { namespace: OPERATOR_NAMESPACE, name: LEASE_NAME },
-      onLeadership: (leading, reason) => {
-        if (!leading) this.opts.onLeadLost?.(identity, reason ?? "");
-      },
+      onStoppedLeading: (reason) => this.opts.onLeadLost?.(identity, reason),
     });
     const istiod = this.opts.istiod;
     const root = DEFAULT_MESH.rootNamespace;

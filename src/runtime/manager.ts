@@ -171,12 +171,9 @@ export class Manager {
         metrics: this.#metrics,
         identity: this.#o.identity,
         ...le,
-        onStartedLeading: (signal, term) => {
-          this.#o.onLeadership?.(true);
-          this.#onLeading(signal, term);
-        },
+        onStartedLeading: (signal, term) => this.#onLeading(signal, term),
         onStoppedLeading: (reason) => {
-          this.#o.onLeadership?.(false, reason);
+          this.#o.onStoppedLeading?.(reason);
           this.#terms.unlead();
         },
       });

@@ -74,8 +74,8 @@ export interface ManagerOptions {
    */
   held?: boolean;
   /**
-   * Told each time this replica starts leading (`leading` true) or stops (false, with the reason):
-   * the simulator records a lost lead as a disturbance. Never called without leader election.
+   * Told each time this replica stops leading, with the elector's reason: the simulator records a
+   * lost lead as a disturbance. Never called without leader election.
    */
-  onLeadership?: (leading: boolean, reason?: string) => void;
+  onStoppedLeading?: (reason: string) => void;
 }
