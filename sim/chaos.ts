@@ -20,7 +20,7 @@ import type { SimIstiod } from "./istiod.ts";
 import { DNS_STALE_MS, type InvariantChecker } from "./invariants.ts";
 import type { KubeObject } from "../src/api/object.ts";
 import { LEASE_NAME, OPERATOR_NAMESPACE, type OperatorProcess } from "./operator.ts";
-import { offset, type Trace } from "./trace.ts";
+import type { Trace } from "./trace.ts";
 import type { Prng } from "./prng.ts";
 
 /** What the chaos schedule drives of a simulation (simulation.ts's Simulation is one). */
@@ -103,7 +103,7 @@ export function scheduleSwarm(sim: ChaosTarget, until: number): void {
     const by = r.logUniform(1_000, 120_000);
     sim.clock.schedule(SIM_EPOCH + at - sim.clock.now(), () => {
       if (!sim.injector.active) return;
-      sim.trace.add({ t: offset(sim.clock.now()), event: "phase", detail: `clock jumps ${by} ms` });
+      phase(sim, `clock jumps ${by} ms`, true);
       sim.clock.jump(by);
     });
   }
@@ -197,8 +197,8 @@ function schedule(sim: ChaosTarget, at: number, fn: () => void): void {
   });
 }
 
-function phase(sim: Pick<ChaosTarget, "trace" | "clock">, detail: string): void {
-  sim.trace.add({ t: offset(sim.clock.now()), event: "phase", detail });
+function phase(sim: Pick<ChaosTarget, "trace" | "clock">, detail: string, disturbs = false): void {
+  sim.trace.phase(sim.clock.now(), detail, disturbs);
 }
 
 /** Crashes the replica that makes the `nth` Plan write from now, as soon as that write has landed. */
@@ -242,7 +242,7 @@ export function partitionLeader(sim: PartitionTarget, forMs: number): string | u
   const actor = `operator/${holder}`;
   sim.injector.cutOff(actor, sim.clock.now() + forMs, "none");
   for (const w of sim.cluster.watches) if (w.actor === actor) w.stream.stall();
-  phase(sim, `partition: ${holder} cannot reach the API server for ${forMs} ms`);
+  phase(sim, `partition: ${holder} cannot reach the API server for ${forMs} ms`, true);
   return holder;
 }
 
@@ -256,7 +256,7 @@ function loseLease(sim: ChaosTarget, forMs: number): void {
     LEASE_NAME,
     sim.clock.now() + forMs,
   );
-  phase(sim, `lease lost: ${holder} cannot reach its Lease for ${forMs} ms`);
+  phase(sim, `lease lost: ${holder} cannot reach its Lease for ${forMs} ms`, true);
 }
 
 /** Someone else deletes one object the operator created (chosen by `r` among those existing now). */

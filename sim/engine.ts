@@ -27,7 +27,7 @@ import type { LocalSource } from "../src/runtime/mod.ts";
 import type { ClockView, SimClock, TimerHandle } from "./clock.ts";
 import type { Prng } from "./prng.ts";
 import type { SimCluster } from "./cluster/mod.ts";
-import { offset, type Trace } from "./trace.ts";
+import type { Trace } from "./trace.ts";
 
 /** The engine's Pods (the operator's Deployment runs two). */
 export const SIM_ENGINE_PODS = ["ratelimit-engine-0", "ratelimit-engine-1"] as const;
@@ -202,11 +202,7 @@ export class SimEngine {
 
   #fault(detail: string, ms: number, end: () => void): void {
     this.version++;
-    this.#o.trace.add({
-      t: offset(this.#o.clock.now()),
-      event: "phase",
-      detail: `engine: ${detail}`,
-    });
+    this.#o.trace.phase(this.#o.clock.now(), `engine: ${detail}`);
     this.#o.clock.schedule(ms, () => {
       end();
       this.version++;

@@ -39,7 +39,7 @@ import type { Change, SimCluster } from "./cluster/mod.ts";
 import { SIM_EPOCH } from "./clock.ts";
 import type { Target } from "./fault_rules.ts";
 import type { Prng } from "./prng.ts";
-import { offset, type Trace } from "./trace.ts";
+import type { Trace } from "./trace.ts";
 
 /** Where a proxy stands with istiod. */
 export type ProxyStanding = "notConnected" | "pending" | "accepted" | "rejected";
@@ -587,6 +587,6 @@ export class SimIstiod {
   }
 
   #phase(detail: string): void {
-    this.#o.trace.add({ t: offset(this.#o.cluster.clock.now()), event: "phase", detail });
+    this.#o.trace.phase(this.#o.cluster.clock.now(), detail);
   }
 }

@@ -169,11 +169,11 @@ export class Simulation {
         this.runtimeErrors.push(err instanceof Error ? err.stack ?? err.message : String(err)),
       // Its own renewals failing (API faults) end a term as surely as an injected fault does.
       onLeadLost: (identity, reason) =>
-        this.trace.add({
-          t: offset(this.clock.now()),
-          event: "phase",
-          detail: `lead lost: ${identity} stopped leading (${reason})`,
-        }),
+        this.trace.phase(
+          this.clock.now(),
+          `lead lost: ${identity} stopped leading (${reason})`,
+          true,
+        ),
     });
     this.user = this.cluster.client("user", {
       manager: "kubectl",
@@ -193,16 +193,7 @@ export class Simulation {
    * since virtual time `t`: the same replica led throughout, without a break.
    */
   operatorSteadySince(t: number): boolean {
-    const from = (t - SIM_EPOCH) / 1000;
-    for (let i = this.trace.timeline.length - 1; i >= 0; i--) {
-      const e = this.trace.timeline[i];
-      if (parseFloat(e.t) < from) return true;
-      if (e.event === "crash" || e.event === "restart") return false;
-      if (e.event === "phase" && /^(lease lost|lead lost|partition|clock jumps)/.test(e.detail)) {
-        return false;
-      }
-    }
-    return true;
+    return !this.trace.disturbedSince(t);
   }
 
   /** Milliseconds since the epoch (scenario time). */
@@ -270,15 +261,11 @@ export class Simulation {
   crash(restartAfterMs: number, identity?: string, why?: string): void {
     const crashed = this.operator.crash(identity);
     if (crashed === undefined) return;
-    this.trace.add({
-      t: offset(this.clock.now()),
-      event: "crash",
-      detail: why ? `${crashed} ${why}` : crashed,
-    });
+    this.trace.lifecycle(this.clock.now(), "crash", why ? `${crashed} ${why}` : crashed);
     this.clock.schedule(restartAfterMs, () => {
       // Liveness may have started the replacement already.
       for (const identity of this.operator.fill()) {
-        this.trace.add({ t: offset(this.clock.now()), event: "restart", detail: identity });
+        this.trace.lifecycle(this.clock.now(), "restart", identity);
       }
     });
   }
@@ -303,7 +290,7 @@ export class Simulation {
     this.cluster.deployments.resyncAll();
     this.cluster.aggregator.resync();
     this.operator.fill();
-    this.trace.add({ t: offset(this.clock.now()), event: "phase", detail: "liveness" });
+    this.trace.phase(this.clock.now(), "liveness");
   }
 
   /** Runs until the operator made no write (leases aside) for IDLE_MS; false if not within `limitMs`. */

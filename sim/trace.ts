@@ -46,6 +46,11 @@ export class Trace {
   #pending: string[] = [];
   readonly timeline: TimelineEntry[] = [];
   lines = 0;
+  /**
+   * When the operator was disturbed (ms, scenario clock): a crash, a restart, or a phase that
+   * `phase` was told disturbs it (a lease lost, a partition, a clock jump, a lead lost).
+   */
+  readonly #disturbed: number[] = [];
 
   /** Adds one line to the hash. */
   line(text: string): void {
@@ -66,6 +71,29 @@ export class Trace {
   add(entry: TimelineEntry): void {
     this.timeline.push(entry);
     this.line(JSON.stringify(entry));
+  }
+
+  /** Adds a replica's crash or restart at `now` (scenario clock, ms): both disturb the operator. */
+  lifecycle(now: number, event: "crash" | "restart", detail: string): void {
+    this.add({ t: offset(now), event, detail });
+    this.#disturbed.push(now);
+  }
+
+  /**
+   * Adds a `phase` entry at `now` (scenario clock, ms). A phase that `disturbs` the operator (it
+   * may end a term or hold a replica's writes back) is remembered for `disturbedSince`.
+   */
+  phase(now: number, detail: string, disturbs = false): void {
+    this.add({ t: offset(now), event: "phase", detail });
+    if (disturbs) this.#disturbed.push(now);
+  }
+
+  /** True when the operator was disturbed (see `phase`) at or after `t` (ms, scenario clock). */
+  disturbedSince(t: number): boolean {
+    for (let i = this.#disturbed.length - 1; i >= 0; i--) {
+      if (this.#disturbed[i] >= t) return true;
+    }
+    return false;
   }
 
   /** The hash so far, hex (first 16 characters are plenty to compare runs). */
