@@ -98,6 +98,7 @@ export async function* decodeWatch(
   signal: AbortSignal,
 ): AsyncGenerator<WatchEvent> {
   const reader = textReader(stream.body);
+  const waiter = new ReadWaiter(idleMs, signal);
   let buffer = "";
   try {
     while (true) {
@@ -107,7 +108,7 @@ export async function* decodeWatch(
         (error): Outcome => signal.aborted ? { kind: "aborted" } : { kind: "failed", error },
       );
       // An abort must end the watch even if the body read never settles.
-      const outcome = await firstOf(read, idleMs, signal);
+      const outcome = await waiter.wait(read);
       if (outcome.kind === "aborted") return;
       if (outcome.kind === "failed") {
         const detail = outcome.error instanceof Error
@@ -124,40 +125,81 @@ export async function* decodeWatch(
       }
       if (outcome.value.done) break;
       buffer += outcome.value.value;
+      let start = 0;
       let newline: number;
-      while ((newline = buffer.indexOf("\n")) >= 0) {
-        const line = buffer.slice(0, newline).trim();
-        buffer = buffer.slice(newline + 1);
+      while ((newline = buffer.indexOf("\n", start)) >= 0) {
+        const line = buffer.slice(start, newline).trim();
+        start = newline + 1;
         if (line) yield parseWatchLine(line);
         if (signal.aborted) return;
       }
+      buffer = start === 0 ? buffer : buffer.slice(start);
     }
     const rest = buffer.trim();
     if (rest) yield parseWatchLine(rest);
   } finally {
+    waiter.close();
     stream.close();
     reader.cancel().catch(() => {});
   }
 }
 
 /**
- * The read's outcome, or idle after `idleMs`, or aborted, whichever comes first. Every listener
- * and timer is removed once one wins. Not `Promise.race` with a promise of the whole watch's
- * abort: such a promise never settles, so each race would add a reaction to it that holds the
- * race's result, and every chunk the watch ever read would stay in memory until the watch ends
- * (14 MB after 1,000 RateLimits converged).
+ * Waits for one read at a time: its outcome, or idle once a read has waited `idleMs`, or aborted,
+ * whichever comes first. One timer and one abort listener serve the whole watch, not one each a
+ * read: a busy watch reads thousands of chunks, and a timer set and cleared for each was a few
+ * percent of the operator's CPU while 1,000 RateLimits converged. The timer is lazy: when it fires
+ * while a read is younger than `idleMs` (or none is waiting), it is set again for the rest. Not
+ * `Promise.race` with a promise of the whole watch's abort: such a promise never settles, so each
+ * race would add a reaction to it that holds the race's result, and every chunk the watch ever
+ * read would stay in memory until the watch ends (14 MB after 1,000 RateLimits converged).
  */
-function firstOf(read: Promise<Outcome>, idleMs: number, signal: AbortSignal): Promise<Outcome> {
-  return new Promise<Outcome>((resolve) => {
-    if (signal.aborted) return resolve({ kind: "aborted" });
-    const done = (outcome: Outcome) => {
-      clearTimeout(timer);
-      signal.removeEventListener("abort", onAbort);
-      resolve(outcome);
-    };
-    const onAbort = () => done({ kind: "aborted" });
-    const timer = setTimeout(() => done({ kind: "idle" }), idleMs);
-    signal.addEventListener("abort", onAbort, { once: true });
-    read.then(done);
-  });
+class ReadWaiter {
+  readonly #idleMs: number;
+  readonly #signal: AbortSignal;
+  #settle: ((outcome: Outcome) => void) | undefined;
+  #since = 0;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+  readonly #onAbort = () => this.#finish({ kind: "aborted" });
+
+  constructor(idleMs: number, signal: AbortSignal) {
+    this.#idleMs = idleMs;
+    this.#signal = signal;
+    signal.addEventListener("abort", this.#onAbort, { once: true });
+  }
+
+  /** The outcome of `read`, or idle, or aborted. */
+  wait(read: Promise<Outcome>): Promise<Outcome> {
+    if (this.#signal.aborted) return Promise.resolve({ kind: "aborted" });
+    return new Promise<Outcome>((resolve) => {
+      this.#settle = resolve;
+      this.#since = performance.now();
+      this.#timer ??= setTimeout(this.#check, this.#idleMs);
+      read.then((outcome) => {
+        // Only the read this wait is for: a settled wait has nothing left to settle.
+        if (this.#settle === resolve) this.#finish(outcome);
+      });
+    });
+  }
+
+  /** Removes the timer and the abort listener. */
+  close(): void {
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#signal.removeEventListener("abort", this.#onAbort);
+  }
+
+  readonly #check = () => {
+    this.#timer = undefined;
+    if (this.#settle === undefined) return;
+    const waited = performance.now() - this.#since;
+    if (waited >= this.#idleMs) this.#finish({ kind: "idle" });
+    else this.#timer = setTimeout(this.#check, this.#idleMs - waited);
+  };
+
+  #finish(outcome: Outcome): void {
+    const settle = this.#settle;
+    this.#settle = undefined;
+    settle?.(outcome);
+  }
 }

@@ -35,7 +35,7 @@ export interface LoggerOptions {
   level?: LogLevel;
   /** Default `json`. */
   format?: LogFormat;
-  /** Receives each line without its newline; default writes to stderr. */
+  /** Receives each line without its newline; default writes to stderr in batches (`LineBatcher`). */
   sink?: (line: string) => void;
   /** Fields on every line. */
   fields?: LogFields;
@@ -56,19 +56,97 @@ export function parseLogFormat(value: string): LogFormat {
 }
 
 const encoder = new TextEncoder();
-const stderrSink = (line: string) => Deno.stderr.writeSync(encoder.encode(line + "\n"));
+
+/** Options of a `LineBatcher`. */
+export interface LineBatcherOptions {
+  /** Writes bytes wholly (default: stderr, synchronously). */
+  write?: (bytes: Uint8Array) => void;
+  /** Longest a line waits; default 200 ms. */
+  delayMs?: number;
+  /** Pending bytes that are written at once; default 32 KiB. */
+  maxBytes?: number;
+}
+
+/**
+ * Log lines written in batches. Each write to stderr is a system call that, on a pipe (a
+ * container runtime's, or a parent process's), wakes the reader: one a line was 3 to 4% of the
+ * operator's CPU while 1,000 RateLimits converged (1,000 "reconciled" lines). Lines wait at most
+ * `delayMs` (klog, the Kubernetes components' logger, flushes every 5 s), and not at all when
+ * `flush` is asked: for a warning or an error (with the lines before it, in order), when
+ * `maxBytes` are pending, and when the process exits (`unload`) or dies of an uncaught error.
+ */
+export class LineBatcher {
+  readonly #write: (bytes: Uint8Array) => void;
+  readonly #delayMs: number;
+  readonly #maxBytes: number;
+  #pending: string[] = [];
+  #bytes = 0;
+  #timer: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(opts: LineBatcherOptions = {}) {
+    this.#write = opts.write ?? writeStderr;
+    this.#delayMs = opts.delayMs ?? 200;
+    this.#maxBytes = opts.maxBytes ?? 32 * 1024;
+  }
+
+  /** Queues `line` (without its newline); writes what is pending now when `urgent`. */
+  line(line: string, urgent = false): void {
+    this.#pending.push(line);
+    this.#bytes += line.length + 1;
+    if (urgent || this.#bytes >= this.#maxBytes) this.flush();
+    else if (this.#timer === undefined) {
+      this.#timer = setTimeout(this.flush, this.#delayMs);
+      // A line waiting keeps no process alive: an exit flushes it (`unload`).
+      Deno.unrefTimer(this.#timer);
+    }
+  }
+
+  /** Writes every pending line now. */
+  readonly flush = (): void => {
+    if (this.#timer !== undefined) clearTimeout(this.#timer);
+    this.#timer = undefined;
+    if (this.#pending.length === 0) return;
+    const text = this.#pending.join("\n") + "\n";
+    this.#pending = [];
+    this.#bytes = 0;
+    this.#write(encoder.encode(text));
+  };
+}
+
+/** Writes all of `bytes` to stderr, however many calls that takes. */
+function writeStderr(bytes: Uint8Array): void {
+  let off = 0;
+  while (off < bytes.length) off += Deno.stderr.writeSync(bytes.subarray(off));
+}
+
+let stderrBatcher: LineBatcher | undefined;
+
+/** The process's one batcher of stderr lines, flushed on exit and on an uncaught error. */
+function stderrLines(): LineBatcher {
+  if (stderrBatcher) return stderrBatcher;
+  const batcher = stderrBatcher = new LineBatcher();
+  globalThis.addEventListener("unload", batcher.flush);
+  globalThis.addEventListener("error", batcher.flush);
+  globalThis.addEventListener("unhandledrejection", batcher.flush);
+  return batcher;
+}
 
 /** Creates a logger. */
 export function createLogger(opts: LoggerOptions): Logger {
   const min = LOG_LEVELS.indexOf(opts.level ?? "info");
   const format = opts.format ?? "json";
-  const sink = opts.sink ?? stderrSink;
+  const sink = opts.sink;
+  const warn = LOG_LEVELS.indexOf("warn");
   const make = (base: LogFields): Logger => {
     const write = (level: LogLevel, msg: string, fields?: LogFields) => {
       if (LOG_LEVELS.indexOf(level) < min) return;
       const ts = new Date(opts.clock.now()).toISOString();
       const all = { ...base, ...fields };
-      sink(format === "json" ? jsonLine(ts, level, msg, all) : textLine(ts, level, msg, all));
+      const line = format === "json"
+        ? jsonLine(ts, level, msg, all)
+        : textLine(ts, level, msg, all);
+      if (sink) sink(line);
+      else stderrLines().line(line, LOG_LEVELS.indexOf(level) >= warn);
     };
     return {
       debug: (m, f) => write("debug", m, f),

@@ -381,3 +381,27 @@ Deno.test("a metadata-only watch asks for PartialObjectMetadata", async () => {
     ]);
   });
 });
+
+Deno.test("requests share one deadline timer; a hung request after many answered still times out", async () => {
+  const realSetTimeout = globalThis.setTimeout;
+  let timers = 0;
+  let hang: PromiseWithResolvers<Response> | undefined;
+  await withCluster(() => hang ? hang.promise : json(rl("a")), async (cluster) => {
+    globalThis.setTimeout = ((fn: () => void, ms?: number) => {
+      timers++;
+      return realSetTimeout(fn, ms);
+    }) as typeof setTimeout;
+    try {
+      for (let i = 0; i < 200; i++) await cluster.get(RateLimit, "shop", "a");
+      assert.ok(timers <= 2, `${timers} timers for 200 requests`);
+      hang = Promise.withResolvers<Response>();
+      const started = performance.now();
+      const err = await cluster.get(RateLimit, "shop", "a").then(() => undefined, (e) => e);
+      assert.ok(err instanceof ApiError && err.reason === "Timeout", `${err}`);
+      assert.ok(performance.now() - started >= 250, "not before its own deadline");
+      hang.resolve(json({}));
+    } finally {
+      globalThis.setTimeout = realSetTimeout;
+    }
+  }, { requestTimeoutMs: 300 });
+});

@@ -249,3 +249,46 @@ Deno.test("textReader: a stream that is not a byte stream is read too, and a cut
   for (let r = await reader.read(); !r.done; r = await reader.read()) text += r.value;
   assert.equal(text, "ab\ufffd");
 });
+
+Deno.test("a busy watch uses one idle timer, not one a read, and still stalls when silent", async () => {
+  const enc = new TextEncoder();
+  const line = (i: number) =>
+    enc.encode(JSON.stringify({ type: "ADDED", object: obj(`o${i}`, String(i)) }) + "\n");
+  // 300 chunks, 1 ms apart: 300 reads over longer than the idle deadline, none of them idle.
+  let sent = 0;
+  let stall: (() => void) | undefined;
+  const body = new ReadableStream<Uint8Array>({
+    async pull(c) {
+      if (sent === 300) return new Promise<void>((r) => stall = r);
+      await new Promise((r) => setTimeout(r, 1));
+      c.enqueue(line(sent++));
+    },
+  });
+  const realSetTimeout = globalThis.setTimeout;
+  let timers = 0;
+  globalThis.setTimeout = ((fn: () => void, ms?: number) => {
+    timers++;
+    return realSetTimeout(fn, ms);
+  }) as typeof setTimeout;
+  const abort = new AbortController();
+  const seen: string[] = [];
+  let timersAtLast = 0;
+  const started = performance.now();
+  let err: unknown;
+  try {
+    for await (const e of decodeWatch({ body, close: () => {} }, 150, abort.signal)) {
+      seen.push(e.object.metadata.name);
+      if (seen.length === 300) timersAtLast = timers;
+    }
+  } catch (e) {
+    err = e;
+  } finally {
+    globalThis.setTimeout = realSetTimeout;
+    stall?.();
+  }
+  assert.equal(seen.length, 300);
+  // The stream's own 1 ms sleeps are 300 of the timers; the watch's are a handful at most.
+  assert.ok(timersAtLast - 300 <= 5, `the watch set ${timersAtLast - 300} timers for 300 reads`);
+  assert.ok(err instanceof ApiError && err.reason === "Timeout", `silent after: ${err}`);
+  assert.ok(performance.now() - started >= 150);
+});

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { healthz, readyz } from "../../src/runtime/health.ts";
-import { createLogger, parseLogFormat, parseLogLevel } from "../../src/runtime/log.ts";
+import { createLogger, LineBatcher, parseLogFormat, parseLogLevel } from "../../src/runtime/log.ts";
 import { ManualClock } from "./helpers.ts";
 
 Deno.test("JSON logs: one object a line, time from the clock, levels filtered, child fields", () => {
@@ -64,4 +64,56 @@ Deno.test("probes: healthz while running, readyz only when synced and leading or
     status: 200,
     body: "ok: leading\n",
   });
+});
+
+Deno.test("LineBatcher: lines wait for the delay, a full batch or an urgent line, in order", async () => {
+  const writes: string[] = [];
+  const dec = new TextDecoder();
+  const b = new LineBatcher({
+    write: (bytes) => writes.push(dec.decode(bytes)),
+    delayMs: 40,
+    maxBytes: 100,
+  });
+  b.line("a");
+  b.line("b");
+  assert.deepEqual(writes, [], "nothing written before the delay");
+  await new Promise((r) => setTimeout(r, 80));
+  assert.deepEqual(writes, ["a\nb\n"], "one write for both, after the delay");
+  b.line("c");
+  b.line("warn", true);
+  assert.deepEqual(writes.slice(1), ["c\nwarn\n"], "an urgent line takes the pending ones with it");
+  b.line("x".repeat(60));
+  b.line("y".repeat(60));
+  assert.deepEqual(writes.slice(2), [`${"x".repeat(60)}\n${"y".repeat(60)}\n`], "a full batch");
+  b.flush();
+  assert.equal(writes.length, 3, "nothing pending, nothing written");
+});
+
+Deno.test("the operator's stderr lines are written on exit and on an uncaught error", async () => {
+  const log = new URL("../../src/runtime/log.ts", import.meta.url).href;
+  const run = async (end: string) => {
+    const code = `import { createLogger } from "${log}";
+      const l = createLogger({ clock: { now: () => 0 } });
+      for (let i = 0; i < 3; i++) l.info("line " + i);
+      ${end}`;
+    const out = await new Deno.Command(Deno.execPath(), {
+      args: ["eval", "--quiet", code],
+      stderr: "piped",
+      stdout: "piped",
+    }).output();
+    return new TextDecoder().decode(out.stderr);
+  };
+  for (
+    const end of [
+      "Deno.exit(0);",
+      "throw new Error('boom');",
+      "Promise.reject(new Error('boom'));",
+      "",
+    ]
+  ) {
+    const err = await run(end);
+    for (let i = 0; i < 3; i++) {
+      assert.match(err, new RegExp(`"msg":"line ${i}"`), `${end || "returning"}: ${err}`);
+    }
+  }
 });
