@@ -4,6 +4,7 @@ import { CacheStore } from "../../src/runtime/cache/mod.ts";
 import type { KubeObject } from "../../src/api/object.ts";
 import { parseSelector } from "../../src/api/selector.ts";
 import { RESOURCES } from "../../src/api/resources.ts";
+import { FIELD_MANAGER } from "../../src/reconcile/labels.ts";
 
 const CM = RESOURCES.ConfigMap;
 
@@ -125,4 +126,37 @@ Deno.test("managedFields: the store strips them itself and keeps the operator's 
   // ...until the watch delivers the same version with them.
   store.handle({ type: "apply", object: cm("a", 7, { managedFields: mf({ "f:x": {} }) }) });
   assert.deepEqual(store.ownedFields("ns", "a"), { "f:x": {} });
+});
+
+Deno.test("the watch's copy of a write that came back whole is not prepared again; one without managedFields is", () => {
+  let kept = 0;
+  const counting = {
+    name: "counting",
+    keep: (o: KubeObject) => {
+      kept++;
+      return o;
+    },
+  };
+  const own = (fields: Record<string, unknown>) => [{
+    manager: FIELD_MANAGER,
+    operation: "Apply",
+    fieldsV1: fields,
+  }];
+  const store = new CacheStore(CM, undefined, counting);
+  listed(store, 5, cm("a", 5), cm("b", 5));
+  kept = 0;
+  store.written(cm("a", 7, { managedFields: own({ "f:data": { "f:rv": {} } }) }));
+  assert.equal(kept, 1);
+  store.handle({
+    type: "apply",
+    object: cm("a", 7, { managedFields: own({ "f:data": { "f:rv": {} } }) }),
+  });
+  assert.equal(kept, 1, "the same version, whole already: not prepared again");
+  assert.deepEqual(store.ownedFields("ns", "a"), { "f:data": { "f:rv": {} } });
+  // A write answered without managedFields: the watch's copy brings the owned fields.
+  store.written(cm("b", 8));
+  assert.equal(store.ownedFields("ns", "b"), undefined);
+  store.handle({ type: "apply", object: cm("b", 8, { managedFields: own({ "f:data": {} }) }) });
+  assert.equal(kept, 3);
+  assert.deepEqual(store.ownedFields("ns", "b"), { "f:data": {} });
 });

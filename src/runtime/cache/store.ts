@@ -48,6 +48,11 @@ export class CacheStore {
   readonly #fence = new WriteFence();
   readonly #matches: LabelMatcher | undefined;
   readonly #indexer = new Indexer();
+  /**
+   * Entries cached from this replica's write whose answer carried managedFields: their aside is
+   * whole, so the watch's copy of the same version adds nothing (`handle`, "apply").
+   */
+  readonly #writtenWhole = new WeakSet<KubeObject>();
 
   constructor(
     readonly type: ResourceType,
@@ -112,8 +117,9 @@ export class CacheStore {
         const old = this.#objects.get(key);
         if (old && old.metadata.resourceVersion === ev.object.metadata.resourceVersion) {
           // Already cached from this replica's write, which may have come back without
-          // managedFields: take the operator's owned fields from the watch's copy.
-          if (ev.object.metadata.managedFields) {
+          // managedFields: take the operator's owned fields from the watch's copy. When it came
+          // with them, the same version's are the same: nothing to prepare again.
+          if (ev.object.metadata.managedFields && !this.#writtenWhole.has(old)) {
             setOrDelete(this.#aside, key, asideOf(this.#prepare(ev.object)));
           }
           return [];
@@ -151,7 +157,9 @@ export class CacheStore {
     const gone = deleted || !this.#matches(obj.metadata.labels ?? {});
     this.#fence.wrote(key, rv, gone);
     if (gone) return old ? this.#remove(key, old) : [];
-    return [this.#put(key, this.#prepare(obj), old)];
+    const p = this.#prepare(obj);
+    if (obj.metadata.managedFields) this.#writtenWhole.add(p.object);
+    return [this.#put(key, p, old)];
   }
 
   /** True when a watch event for `obj` is older than this replica's cached write of it. */
