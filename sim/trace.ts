@@ -47,10 +47,11 @@ export class Trace {
   readonly timeline: TimelineEntry[] = [];
   lines = 0;
   /**
-   * When the operator was disturbed (ms, scenario clock): a crash, a restart, or a phase that
-   * `phase` was told disturbs it (a lease lost, a partition, a clock jump, a lead lost).
+   * When the operator was last disturbed (ms, scenario clock): a crash, a restart, or a phase that
+   * `phase` was told disturbs it (a lease lost, a partition, a clock jump, a lead lost). The
+   * scenario clock never goes back, so the last one answers `disturbedSince`.
    */
-  readonly #disturbed: number[] = [];
+  #lastDisturbed: number | undefined;
 
   /** Adds one line to the hash. */
   line(text: string): void {
@@ -76,7 +77,7 @@ export class Trace {
   /** Adds a replica's crash or restart at `now` (scenario clock, ms): both disturb the operator. */
   lifecycle(now: number, event: "crash" | "restart", detail: string): void {
     this.add({ t: offset(now), event, detail });
-    this.#disturbed.push(now);
+    this.#lastDisturbed = now;
   }
 
   /**
@@ -85,15 +86,12 @@ export class Trace {
    */
   phase(now: number, detail: string, disturbs = false): void {
     this.add({ t: offset(now), event: "phase", detail });
-    if (disturbs) this.#disturbed.push(now);
+    if (disturbs) this.#lastDisturbed = now;
   }
 
   /** True when the operator was disturbed (see `phase`) at or after `t` (ms, scenario clock). */
   disturbedSince(t: number): boolean {
-    for (let i = this.#disturbed.length - 1; i >= 0; i--) {
-      if (this.#disturbed[i] >= t) return true;
-    }
-    return false;
+    return this.#lastDisturbed !== undefined && this.#lastDisturbed >= t;
   }
 
   /** The hash so far, hex (first 16 characters are plenty to compare runs). */

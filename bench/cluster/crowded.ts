@@ -24,15 +24,20 @@ export const CROWD = { namespaces: 2_000, podsEach: 10 };
 /** RateLimits (on as many Pods of their own) present throughout. */
 const LIMITS = 100;
 
+/** One memory start: its settled VmRSS and its VmHWM, MB. */
+export interface MemoryStart {
+  mb: number;
+  peakMb: number;
+}
+
 /** One state of the cluster measured for one subject. */
 interface Reading {
   doneMs: number[];
-  /** Each memory start's settled VmRSS and its VmHWM, MB. */
-  memory: { mb: number; peakMb: number }[];
+  memory: MemoryStart[];
 }
 
 /** The median start's figures: settled and peak MB, and the median of the starts' ratios. */
-export function memoryFigures(memory: readonly { mb: number; peakMb: number }[]): {
+export function memoryFigures(memory: readonly MemoryStart[]): {
   mb: number;
   peakMb: number;
   ratio: number;
@@ -45,7 +50,7 @@ export function memoryFigures(memory: readonly { mb: number; peakMb: number }[])
 }
 
 /** `74.6/66.8` for each start: peak over settled, MB. */
-function readings(memory: readonly { mb: number; peakMb: number }[]): string {
+function readings(memory: readonly MemoryStart[]): string {
   return memory.map((m) => `${fmt(m.peakMb, 1)}/${fmt(m.mb, 1)}`).join(", ");
 }
 
@@ -61,7 +66,7 @@ export async function crowdedPhase(
   const id = (subject: Subject) => `${subject.key}${subjects.indexOf(subject)}`;
   const measure = async (subject: Subject, tag: string, runs: number) => {
     const done: number[] = [];
-    const memory: Reading["memory"] = [];
+    const memory: MemoryStart[] = [];
     for (let k = 0; k < runs; k++) {
       const r = await run.start(subject, `${id(subject)}-${tag}-${k}`, true);
       const f = await until(

@@ -63,8 +63,8 @@ export interface LineBatcherOptions {
   write?: (bytes: Uint8Array) => void;
   /** Longest a line waits; default 200 ms. */
   delayMs?: number;
-  /** Pending bytes that are written at once; default 32 KiB. */
-  maxBytes?: number;
+  /** Pending characters (newlines included) that are written at once; default 32 Ki. */
+  maxChars?: number;
 }
 
 /**
@@ -73,27 +73,27 @@ export interface LineBatcherOptions {
  * operator's CPU while 1,000 RateLimits converged (1,000 "reconciled" lines). Lines wait at most
  * `delayMs` (klog, the Kubernetes components' logger, flushes every 5 s), and not at all when
  * `flush` is asked: for a warning or an error (with the lines before it, in order), when
- * `maxBytes` are pending, and when the process exits (`unload`) or dies of an uncaught error.
+ * `maxChars` are pending, and when the process exits (`unload`) or dies of an uncaught error.
  */
 export class LineBatcher {
   readonly #write: (bytes: Uint8Array) => void;
   readonly #delayMs: number;
-  readonly #maxBytes: number;
+  readonly #maxChars: number;
   #pending: string[] = [];
-  #bytes = 0;
+  #chars = 0;
   #timer: ReturnType<typeof setTimeout> | undefined;
 
   constructor(opts: LineBatcherOptions = {}) {
     this.#write = opts.write ?? writeStderr;
     this.#delayMs = opts.delayMs ?? 200;
-    this.#maxBytes = opts.maxBytes ?? 32 * 1024;
+    this.#maxChars = opts.maxChars ?? 32 * 1024;
   }
 
   /** Queues `line` (without its newline); writes what is pending now when `urgent`. */
   line(line: string, urgent = false): void {
     this.#pending.push(line);
-    this.#bytes += line.length + 1;
-    if (urgent || this.#bytes >= this.#maxBytes) this.flush();
+    this.#chars += line.length + 1;
+    if (urgent || this.#chars >= this.#maxChars) this.flush();
     else if (this.#timer === undefined) {
       this.#timer = setTimeout(this.flush, this.#delayMs);
       // A line waiting keeps no process alive: an exit flushes it (`unload`).
@@ -108,7 +108,7 @@ export class LineBatcher {
     if (this.#pending.length === 0) return;
     const text = this.#pending.join("\n") + "\n";
     this.#pending = [];
-    this.#bytes = 0;
+    this.#chars = 0;
     this.#write(encoder.encode(text));
   };
 }
@@ -139,14 +139,15 @@ export function createLogger(opts: LoggerOptions): Logger {
   const warn = LOG_LEVELS.indexOf("warn");
   const make = (base: LogFields): Logger => {
     const write = (level: LogLevel, msg: string, fields?: LogFields) => {
-      if (LOG_LEVELS.indexOf(level) < min) return;
+      const rank = LOG_LEVELS.indexOf(level);
+      if (rank < min) return;
       const ts = new Date(opts.clock.now()).toISOString();
       const all = { ...base, ...fields };
       const line = format === "json"
         ? jsonLine(ts, level, msg, all)
         : textLine(ts, level, msg, all);
       if (sink) sink(line);
-      else stderrLines().line(line, LOG_LEVELS.indexOf(level) >= warn);
+      else stderrLines().line(line, rank >= warn);
     };
     return {
       debug: (m, f) => write("debug", m, f),

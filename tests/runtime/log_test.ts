@@ -72,7 +72,7 @@ Deno.test("LineBatcher: lines wait for the delay, a full batch or an urgent line
   const b = new LineBatcher({
     write: (bytes) => writes.push(dec.decode(bytes)),
     delayMs: 40,
-    maxBytes: 100,
+    maxChars: 100,
   });
   b.line("a");
   b.line("b");
