@@ -48,6 +48,15 @@ export interface Plan {
    * module's CRDs on that stale "none" would take the user's objects with them.
    */
   blockers?: { apiVersion: string; kind: string }[];
+  /**
+   * Objects the new status rests on (a Scaler's `Ready` on the aggregator's verdict in KEDA's
+   * APIService), read from the API server right before the status is written. One that the cache
+   * holds at another resourceVersion, or not at all, fails the Plan as a conflict (retried soon)
+   * after its live copy is handed to the cache, so the status is judged again from it: a watch
+   * that stalled unnoticed keeps the cache behind for up to its idle timeout, and a claim made
+   * from such a cache would be a guess.
+   */
+  confirm?: ObjectRef[];
   /** Reconcile this object again after this many milliseconds even if nothing changes. */
   requeueAfterMs?: number;
   /** Events to record. */

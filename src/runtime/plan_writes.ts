@@ -268,6 +268,35 @@ export class PlanWriter {
     );
   }
 
+  /**
+   * Reads `ref` from the API server and compares it with the cache: the same resourceVersion (or
+   * absent from both) passes. Otherwise the live copy, if any, is handed to the cache (the next
+   * reconcile sees it) and the Plan fails as a conflict (retried soon): what it would write was
+   * judged from a cache behind the API server.
+   */
+  async confirm(ref: ObjectRef, signal: AbortSignal): Promise<void> {
+    const type = this.#type(ref.apiVersion, ref.kind);
+    const cached = this.#o.cache.get(type, ref.namespace, ref.name)?.metadata.resourceVersion;
+    const live = await this.#write(
+      ref,
+      signal,
+      () => this.#o.cluster.get(type, ref.namespace, ref.name),
+    );
+    const seen = live?.metadata.resourceVersion;
+    if (seen === cached) return;
+    if (live) this.#wrote(type, { ...live, apiVersion: ref.apiVersion, kind: ref.kind }, undefined);
+    const was = cached === undefined ? "absent from the cache" : `cached at ${cached}`;
+    const is = seen === undefined ? "gone from the API server" : `at ${seen} there`;
+    throw new WriteFailed(
+      ref,
+      new ApiError(
+        409,
+        "Conflict",
+        `${describeRef(ref)} is ${is} but ${was}: the status it rests on is judged again`,
+      ),
+    );
+  }
+
   /** A create-if-absent: 409 AlreadyExists fails the Plan (a conflict: the cache was behind). */
   async create(
     obj: KubeObject,
@@ -350,17 +379,22 @@ export class PlanWriter {
     state.writes++;
   }
 
-  /** Applies the primary's status unless it is the observed one. */
+  /**
+   * Applies the primary's status unless it is the observed one, after reading live each object in
+   * `confirm` the status rests on (see {@link PlanWriter.confirm}).
+   */
   async status(
     type: ResourceType,
     state: RunState,
     status: Record<string, unknown> | undefined,
     signal: AbortSignal,
+    confirm: readonly ObjectRef[] = [],
   ): Promise<void> {
     if (status === undefined) return;
     if (deepEqual(status, state.primary.status)) return this.#skipped();
     await this.#settlePrimary(type, state, signal);
     if (deepEqual(status, state.primary.status)) return this.#skipped();
+    for (const ref of confirm) await this.confirm(ref, signal);
     const { apiVersion, kind, metadata: { name, namespace } } = state.primary;
     const body: KubeObject = {
       apiVersion,

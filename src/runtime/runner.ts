@@ -129,7 +129,9 @@ export class Runner {
       // Every write of a stale plan has now succeeded, so the failure its status describes is
       // over: writing it would put a stale status, then the true one a moment later (two writes
       // for one change, seen when the API server restarts). The key is looked at again at once.
-      if (!stale) await this.#writes.status(primaryType, state, plan.status, signal);
+      if (!stale) {
+        await this.#writes.status(primaryType, state, plan.status, signal, plan.confirm);
+      }
       await this.#writes.removeFinalizer(primaryType, state, plan, signal);
     } catch (err) {
       const result = await this.#failed(primaryType, state, plan, lastOutcome, err, signal);

@@ -417,6 +417,14 @@ Deno.test("Scaler: Ready only while the aggregator reports KEDA's metrics APISer
   assert.equal(statusOf(healed).state, "Ready");
   assert.deepEqual(healed.events.map((e) => [e.type, e.reason]), [["Normal", "Verified"]]);
   assert.deepEqual([healed.apply, healed.delete], [[], []]);
+  // Ready rests on the verdict: the runner reads the APIService live before writing it (a
+  // stalled watch can hold an old Available: True); a Warning or verification rests on nothing.
+  assert.deepEqual(healed.confirm, [{
+    apiVersion: "apiregistration.k8s.io/v1",
+    kind: "APIService",
+    name: "v1beta1.external.metrics.k8s.io",
+  }]);
+  assert.equal(down.confirm, undefined);
 });
 
 Deno.test("Scaler: only the APIService it installed, pointing at KEDA's metrics Service, counts", () => {

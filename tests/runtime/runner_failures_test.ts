@@ -271,3 +271,46 @@ async function statusLandedUnanswered() {
   const first = await unanswered(t, t.runner.run(SL, t.primary(), plan, undefined, t.signal));
   return { t, plan, first };
 }
+
+Deno.test("a status that rests on an object the cache holds behind the API server is not written", async () => {
+  const t = setup();
+  t.cluster.put(SL, serverless({ finalizers: [SERVERLESS_FINALIZER] }));
+  t.cluster.put(CM, configMap("verdict", { available: "True" }));
+  await t.refresh();
+  const ref = { apiVersion: "v1", kind: "ConfigMap", namespace: NS, name: "verdict" };
+  const cachedRv = t.cache.get(CM, NS, "verdict")!.metadata.resourceVersion;
+  // The verdict changes; the cache's watch delivers nothing (stalled unnoticed).
+  t.cluster.put(CM, configMap("verdict", { available: "False" }));
+  const plan = { ...emptyPlan(), status: { state: "Ready", served: "True" }, confirm: [ref] };
+  const r = await t.runner.run(SL, t.primary(), plan, undefined, t.signal);
+  assert.equal(r.work.type, "retrySoon", "a conflict: judged again soon");
+  assert.deepEqual(t.cluster.writes().map((c) => c.verb), [], "no status written");
+  assert.equal(t.cluster.peek(SL, NS, "default")!.status, undefined);
+  assert.match(
+    r.outcome?.error ?? "",
+    /ConfigMap platform-system\/verdict is at \d+ there but cached at \d+/,
+  );
+  // The live copy is in the cache now, so the next reconcile judges from it.
+  const cached = t.cache.get(CM, NS, "verdict")!;
+  assert.notEqual(cached.metadata.resourceVersion, cachedRv);
+  assert.deepEqual(cached.data, { available: "False" });
+  // With the cache caught up, the same claim is written.
+  const again = await t.runner.run(SL, t.primary(), plan, undefined, t.signal);
+  assert.equal(again.outcome?.ok, true);
+  assert.deepEqual(t.cluster.writes().map((c) => c.verb), ["applyStatus"]);
+  // Gone from the API server while the cache holds it: not written either.
+  t.cluster.remove(CM, NS, "verdict");
+  const gone = await t.runner.run(
+    SL,
+    t.primary(),
+    { ...plan, status: { state: "Ready", served: "False" } },
+    undefined,
+    t.signal,
+  );
+  assert.equal(gone.work.type, "retrySoon");
+  assert.match(gone.outcome?.error ?? "", /is gone from the API server but cached at/);
+  // A status already shown makes no read at all.
+  const from = t.cluster.calls.length;
+  await t.runner.run(SL, t.primary(), plan, undefined, t.signal);
+  assert.deepEqual(t.cluster.calls.slice(from).map((c) => c.verb), []);
+});

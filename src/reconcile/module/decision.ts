@@ -40,6 +40,8 @@ export interface ModuleDecision {
   delete?: ObjectRef[];
   finalizer?: Plan["finalizer"];
   requeueAfterMs?: number;
+  /** Objects the status rests on, read live before it is written (Plan's `confirm`). */
+  confirm?: ObjectRef[];
 }
 
 /** The status of a raw object as a record, or an empty one when it has none or it is not an object. */
@@ -112,6 +114,7 @@ export function decisionPlan(
     status: { served: d.served ? "True" : "False", state: d.row.state, conditions, ...fields },
     ...(d.finalizer ? { finalizer: d.finalizer } : {}),
     ...(d.requeueAfterMs !== undefined ? { requeueAfterMs: d.requeueAfterMs } : {}),
+    ...(d.confirm?.length ? { confirm: d.confirm } : {}),
     events: conditionEvents(before, conditions, {
       now: problemsIn(conditions, d.row.state),
       before: problemsIn(before, old.state),

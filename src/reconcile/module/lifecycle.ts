@@ -125,6 +125,11 @@ export interface ModuleLifecycle<Spec, Config> {
    * and the operator's lookups of the name KEDA's metrics server dials).
    */
   serving?(input: ModuleInput, namespace: string): Step | undefined;
+  /**
+   * The objects `serving` judged from, read from the API server before a status saying the
+   * module serves is written (the cache may be behind them: a watch stalled unnoticed).
+   */
+  servedBy?(namespace: string): ObjectRef[];
   /** Everything installed and ready. */
   ready(config: Config, namespace: string): Step;
 }
@@ -221,7 +226,12 @@ function install<Spec, Config>(
           requeueAfterMs: notServing.requeueAfterMs ?? REQUEUE_MS.failure,
         });
       }
-      return stepDecision(m.states, m.ready(config.value, namespace), settled);
+      const confirm = m.servedBy?.(namespace);
+      return stepDecision(
+        m.states,
+        m.ready(config.value, namespace),
+        confirm ? { ...settled, confirm } : settled,
+      );
     }
   }
 }

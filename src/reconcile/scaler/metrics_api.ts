@@ -12,6 +12,7 @@
  * then as a problem.
  */
 import type { KubeObject } from "../../api/object.ts";
+import type { ObjectRef } from "../plan.ts";
 import type { Step } from "../module/lifecycle.ts";
 import { KEDA_CLUSTER_OBJECTS, KEDA_DEPLOYMENTS, KEDA_VERSION } from "./names.ts";
 
@@ -25,6 +26,16 @@ export const METRICS_API_UNAVAILABLE = "MetricsAPIUnavailable";
  * the latest (its queue's backoff), each check taking at most 6 s.
  */
 export const METRICS_API_GRACE_MS = 30_000;
+
+/**
+ * The APIService whose verdict a Ready Scaler rests on: read live before such a status is
+ * written, since a watch stalled unnoticed can keep an old `Available: True` in the cache.
+ */
+export const METRICS_API_REF: ObjectRef = {
+  apiVersion: "apiregistration.k8s.io/v1",
+  kind: "APIService",
+  name: KEDA_CLUSTER_OBJECTS.apiService,
+};
 
 interface ApiServiceCondition {
   type?: unknown;

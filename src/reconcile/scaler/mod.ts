@@ -13,7 +13,7 @@ import type { StateRow } from "../conditions.ts";
 import { type KedaConfig, kedaConfig } from "./config.ts";
 import { KEDA_DEPLOYMENTS, KEDA_VERSION, VERSION_LABEL } from "./names.ts";
 import { renderKeda } from "./render.ts";
-import { METRICS_API_UNAVAILABLE, metricsApiStep } from "./metrics_api.ts";
+import { METRICS_API_REF, METRICS_API_UNAVAILABLE, metricsApiStep } from "./metrics_api.ts";
 import { CLUSTER_DNS_UNAVAILABLE, clusterDnsStep } from "./cluster_dns.ts";
 import { SCALER_FINALIZER } from "../labels.ts";
 import { stateRow } from "../module/decision.ts";
@@ -135,6 +135,7 @@ export const SCALER: ModuleLifecycle<ScalerSpec, Extract<KedaConfig, { ok: true 
     message: `Verifying KEDA ${KEDA_VERSION}: ${message}.`,
   }),
   serving: kedaServing,
+  servedBy: () => [METRICS_API_REF],
   ready(config) {
     const ready = `KEDA ${KEDA_VERSION} is installed: ${DEPLOYMENTS.join(", ")} are ready`;
     return config.warnings.length > 0
