@@ -15,8 +15,10 @@ import {
 } from "../src/reconcile/labels.ts";
 import { rowOfStatus, type StateRow } from "../src/reconcile/conditions.ts";
 import { RATELIMIT_STATES } from "../src/reconcile/ratelimit/mod.ts";
-import { SCALER_STATES } from "../src/reconcile/scaler/mod.ts";
-import { SERVERLESS_STATES } from "../src/reconcile/serverless/mod.ts";
+import { SCALER, SCALER_STATES } from "../src/reconcile/scaler/mod.ts";
+import { SERVERLESS, SERVERLESS_STATES } from "../src/reconcile/serverless/mod.ts";
+import { deploymentReadiness } from "../src/reconcile/module/readiness.ts";
+import { DEFAULT_MODULE_NAMESPACE } from "../src/reconcile/module/lifecycle.ts";
 import type { KubeObject, ResourceType } from "../src/api/object.ts";
 import { type Change, isOperator, type RequestVerb, type SimCluster } from "./cluster/mod.ts";
 import { specPart } from "./cluster/json.ts";
@@ -43,6 +45,48 @@ export const ACCEPTED_LAG_MS = DEFAULT_PERIOD_MS + 15_000 + 5_000;
  * the requests around it.
  */
 export const METRICS_LAG_MS = 15_000 + 5_000;
+
+/** How late a module's `Ready` may land after one of its Deployments stopped being ready: as {@link METRICS_LAG_MS}. */
+export const ROLLOUT_LAG_MS = METRICS_LAG_MS;
+
+/** The Deployments a served module object's `Ready` rests on, by kind. */
+const MODULE_DEPLOYMENTS: Record<string, readonly string[]> = {
+  Serverless: SERVERLESS.deployments,
+  Scaler: SCALER.deployments,
+};
+
+/** The namespace a module object installs into. */
+function moduleNamespace(module: KubeObject): string {
+  return module.metadata.namespace ?? DEFAULT_MODULE_NAMESPACE;
+}
+
+/**
+ * The first Deployment of `module`'s module, in its namespace, that `store` holds not ready, said
+ * as `Deployment ns/name (kind: why)`; undefined when every one it holds is ready (one it does not
+ * hold is for the liveness checks of what was deleted and must be restored).
+ */
+export function unreadyDeployment(
+  store: SimCluster["store"],
+  module: KubeObject,
+): string | undefined {
+  const namespace = moduleNamespace(module);
+  for (const name of MODULE_DEPLOYMENTS[module.kind] ?? []) {
+    const d = store.get(RESOURCES.Deployment, namespace, name);
+    const r = d && deploymentReadiness(d);
+    if (r && r.kind !== "ready") return `Deployment ${namespace}/${name} (${r.kind}: ${r.message})`;
+  }
+  return undefined;
+}
+
+/** When something the checker follows was last as a Ready status needs it. */
+interface Seen {
+  /** Since when it is so (undefined: not now). */
+  since?: number;
+  /** When it last was, if it is not now. */
+  lastAt?: number;
+  /** Why it is not now. */
+  why: string;
+}
 
 /**
  * How late a Scaler's `Ready` may land after cluster DNS stopped answering: a period of the
@@ -129,8 +173,10 @@ export class InvariantChecker {
   /** uid → the actor that created the object (kept after deletion). */
   readonly #creators = new Map<string, string>();
   #checkedRv = -1;
-  /** APIService name → since when it is Available (undefined: not now), and when it last was. */
-  readonly #apiServices = new Map<string, { since?: number; lastAt?: number; why: string }>();
+  /** APIService name → when it was Available, as the aggregator reports it. */
+  readonly #apiServices = new Map<string, Seen>();
+  /** Deployment `namespace/name` → when it was ready (the definition the module reducers use). */
+  readonly #deployments = new Map<string, Seen>();
   /**
    * An object `checkState` reads changed since its last check, or that check found a violation:
    * otherwise the world it checks is the one it found sound, and the check is skipped (most steps
@@ -191,6 +237,7 @@ export class InvariantChecker {
   #onChange(c: Change): void {
     if (CHECKED_TYPES.has(c.typeKey)) this.#recheck = true;
     if (c.rtype.kind === "APIService") this.#trackApiService(c);
+    if (c.rtype.kind === "Deployment") this.#trackDeployment(c);
     const obj = c.object;
     const uid = obj.metadata.uid!;
     if (c.type === "ADDED") this.#creators.set(uid, c.actor);
@@ -217,30 +264,71 @@ export class InvariantChecker {
     if (obj.kind === "RateLimit" && c.type !== "DELETED" && obj.status !== c.old?.status) {
       this.#checkAccepted(obj, c.actor);
     }
+    if (
+      (obj.kind === "Scaler" || obj.kind === "Serverless") && c.type !== "DELETED" &&
+      obj.status !== c.old?.status
+    ) this.#checkModuleReady(obj, c.actor);
     if (obj.kind === "Scaler" && c.type !== "DELETED" && obj.status !== c.old?.status) {
       this.#checkScalerReady(obj, c.actor);
       this.#checkScalerDnsWrite(obj, c.actor);
     }
   }
 
+  /** Records in `seen` under `key` whether it is so now (`why` not, when not). */
+  #track(seen: Map<string, Seen>, key: string, why: string | undefined): void {
+    const now = this.cluster.clock.now();
+    const prev = seen.get(key);
+    const lastAt = prev?.since !== undefined ? now : prev?.lastAt;
+    seen.set(
+      key,
+      why === undefined ? { since: prev?.since ?? now, lastAt, why: "" } : { lastAt, why },
+    );
+  }
+
   /** Records when each APIService is Available, as the aggregator reports it. */
   #trackApiService(c: Change): void {
-    const name = c.object.metadata.name;
-    const now = this.cluster.clock.now();
-    const prev = this.#apiServices.get(name);
     const available = c.type === "DELETED" ? undefined : (c.object.status as
       | { conditions?: Condition[] }
       | undefined)?.conditions?.find((x) => x.type === "Available");
-    const lastAt = prev?.since !== undefined ? now : prev?.lastAt;
-    if (available?.status === "True") {
-      this.#apiServices.set(name, { since: prev?.since ?? now, lastAt, why: "" });
-    } else {
-      const why = c.type === "DELETED"
-        ? "deleted"
-        : available
-        ? `${available.status}/${available.reason}`
-        : "no Available condition";
-      this.#apiServices.set(name, { lastAt, why });
+    const why = available?.status === "True"
+      ? undefined
+      : c.type === "DELETED"
+      ? "deleted"
+      : available
+      ? `${available.status}/${available.reason}`
+      : "no Available condition";
+    this.#track(this.#apiServices, c.object.metadata.name, why);
+  }
+
+  /** Records when each Deployment is ready, as the module reducers define it. */
+  #trackDeployment(c: Change): void {
+    const { namespace, name } = c.object.metadata;
+    const r = c.type === "DELETED" ? undefined : deploymentReadiness(c.object);
+    const why = r?.kind === "ready" ? undefined : r ? `${r.kind}: ${r.message}` : "deleted";
+    this.#track(this.#deployments, `${namespace}/${name}`, why);
+  }
+
+  /**
+   * A served module object is written `Ready` only while each Deployment of its module in its
+   * namespace is ready, or was less than {@link ROLLOUT_LAG_MS} before (the write was under way):
+   * `Ready` says the module's workloads run.
+   */
+  #checkModuleReady(module: KubeObject, actor: string): void {
+    const status = module.status as { state?: string; served?: string } | undefined;
+    if (status?.state !== "Ready" || status.served !== "True") return;
+    const namespace = moduleNamespace(module);
+    const now = this.cluster.clock.now();
+    for (const name of MODULE_DEPLOYMENTS[module.kind] ?? []) {
+      const seen = this.#deployments.get(`${namespace}/${name}`);
+      if (seen?.since !== undefined) continue;
+      if (seen?.lastAt !== undefined && now - seen.lastAt <= ROLLOUT_LAG_MS) continue;
+      this.#fail(
+        "module-ready-needs-rollout",
+        `${actor} wrote ${ref(module)} Ready while Deployment ${namespace}/${name} is not ready (${
+          seen?.why ?? "never seen"
+        }) and ${seen?.lastAt === undefined ? "never was" : `was not for ${now - seen.lastAt} ms`}`,
+      );
+      return;
     }
   }
 
@@ -261,7 +349,10 @@ export class InvariantChecker {
     const seen = this.#apiServices.get(name);
     const now = this.cluster.clock.now();
     if (points && seen?.since !== undefined) return;
-    if (points && seen?.lastAt !== undefined && now - seen.lastAt <= METRICS_LAG_MS) return;
+    // Available less than the lag before: a write under way, also when the APIService has been
+    // deleted since (sweep seed 4304484: deleted 24 ms before the status write landed).
+    const recent = seen?.lastAt !== undefined && now - seen.lastAt <= METRICS_LAG_MS;
+    if ((points || !api) && recent) return;
     this.#fail(
       "scaler-ready-needs-metrics-api",
       `${actor} wrote ${ref(scaler)} Ready while APIService ${name} ${

@@ -12,7 +12,7 @@ import type { Condition } from "../src/api/common.ts";
 import type { KubeObject, ResourceType } from "../src/api/object.ts";
 import { claimName } from "../src/reconcile/module/claim.ts";
 import { ownerLabelValue } from "../src/reconcile/labels.ts";
-import { rowsOfStatus, STATUS_TABLES } from "./invariants.ts";
+import { rowsOfStatus, STATUS_TABLES, unreadyDeployment } from "./invariants.ts";
 import { OPERATOR_NAMESPACE } from "./operator.ts";
 import { offset } from "./trace.ts";
 import type { Simulation } from "./simulation.ts";
@@ -140,6 +140,10 @@ function judgeModules(sim: Simulation): string | undefined {
       if (problem) return problem;
       const valid = o.metadata.labels?.[VALIDITY_LABEL] !== "invalid";
       if (s?.served === "True") {
+        // A rollout a fault slowed may outlast the faults (Pods that take up to 15 minutes): the
+        // module is not Ready before it ends, and the run has not converged.
+        const unready = valid ? unreadyDeployment(store, o) : undefined;
+        if (unready) return `${ref(o)}: valid and served, but ${unready} is not rolled out yet`;
         if (valid && !(m.ready.includes(s.state ?? "") && hasReason(s, m.readyReason))) {
           return `${ref(o)}: valid and served, expected state ${
             m.ready.join(" or ")

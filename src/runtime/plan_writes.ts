@@ -59,6 +59,12 @@ export interface WriterOptions {
   writeBoundMs?: () => number;
 }
 
+/**
+ * The reason of the conflict a Plan fails with when an object its status rests on is newer on the
+ * API server than in the cache ({@link PlanWriter.confirm}): no write failed, the cache was behind.
+ */
+export const CACHE_BEHIND = "CacheBehind";
+
 /** A failed write: the object and the error. */
 export class WriteFailed extends Error {
   constructor(readonly ref: ObjectRef, override readonly cause: unknown) {
@@ -291,7 +297,7 @@ export class PlanWriter {
       ref,
       new ApiError(
         409,
-        "Conflict",
+        CACHE_BEHIND,
         `${describeRef(ref)} is ${is} but ${was}: the status it rests on is judged again`,
       ),
     );

@@ -18,7 +18,13 @@ import {
 import { ApiError, classifyError, type ErrorClass } from "./cluster.ts";
 import { type KubeObject, objectKey, type ResourceType, typeId } from "../api/object.ts";
 import { EventRecorder } from "./events.ts";
-import { PlanWriter, type RunState, WriteFailed, type WriterOptions } from "./plan_writes.ts";
+import {
+  CACHE_BEHIND,
+  PlanWriter,
+  type RunState,
+  WriteFailed,
+  type WriterOptions,
+} from "./plan_writes.ts";
 import type { Clock, Random } from "./clock.ts";
 import type { WorkResult } from "./queue.ts";
 
@@ -168,10 +174,15 @@ export class Runner {
       error: message,
       generation: primary.metadata.generation,
     };
-    this.#o.log.error(`${describeRef(ref)}: write failed: ${message}`, {
-      code: cause instanceof ApiError ? cause.code : undefined,
-      reason: cause instanceof ApiError ? cause.reason : undefined,
-    });
+    if (cause instanceof ApiError && cause.reason === CACHE_BEHIND) {
+      // Not a failed write: a watch is behind (or stalled), and the status waits for it.
+      this.#o.log.warn(message, { reason: cause.reason });
+    } else {
+      this.#o.log.error(`${describeRef(ref)}: write failed: ${message}`, {
+        code: cause instanceof ApiError ? cause.code : undefined,
+        reason: cause instanceof ApiError ? cause.reason : undefined,
+      });
+    }
     // The plan was made knowing the previous pass failed, so its status reports a failure:
     // write it even though this pass failed too, or the error would never reach the status.
     if (lastOutcome && !lastOutcome.ok && !sameRef(ref, refOf(primary))) {

@@ -417,13 +417,21 @@ Deno.test("Scaler: Ready only while the aggregator reports KEDA's metrics APISer
   assert.equal(statusOf(healed).state, "Ready");
   assert.deepEqual(healed.events.map((e) => [e.type, e.reason]), [["Normal", "Verified"]]);
   assert.deepEqual([healed.apply, healed.delete], [[], []]);
-  // Ready rests on the verdict: the runner reads the APIService live before writing it (a
-  // stalled watch can hold an old Available: True); a Warning or verification rests on nothing.
-  assert.deepEqual(healed.confirm, [{
-    apiVersion: "apiregistration.k8s.io/v1",
-    kind: "APIService",
-    name: "v1beta1.external.metrics.k8s.io",
-  }]);
+  // Ready rests on KEDA's Deployments and the verdict: the runner reads them live before writing
+  // it (a stalled watch can hold an old Available: True); a Warning or verification rests on none.
+  assert.deepEqual(healed.confirm, [
+    ...Object.values(KEDA_DEPLOYMENTS).map((name) => ({
+      apiVersion: "apps/v1",
+      kind: "Deployment",
+      namespace: "platform-system",
+      name,
+    })),
+    {
+      apiVersion: "apiregistration.k8s.io/v1",
+      kind: "APIService",
+      name: "v1beta1.external.metrics.k8s.io",
+    },
+  ]);
   assert.equal(down.confirm, undefined);
 });
 

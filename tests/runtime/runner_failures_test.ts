@@ -290,6 +290,11 @@ Deno.test("a status that rests on an object the cache holds behind the API serve
     r.outcome?.error ?? "",
     /ConfigMap platform-system\/verdict is at \d+ there but cached at \d+/,
   );
+  // Said as a warning: no write failed, the cache was behind.
+  const said = t.lines.filter((l) => String(l.msg).includes("verdict"));
+  assert.equal(said.length, 1);
+  assert.equal(said[0].level, "warn");
+  assert.doesNotMatch(String(said[0].msg), /write failed/);
   // The live copy is in the cache now, so the next reconcile judges from it.
   const cached = t.cache.get(CM, NS, "verdict")!;
   assert.notEqual(cached.metadata.resourceVersion, cachedRv);

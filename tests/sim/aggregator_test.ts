@@ -115,6 +115,9 @@ Deno.test("invariants: a Scaler written Ready while KEDA's metrics APIService is
   const w = setup(cut);
   const { store, cluster, driver, client, settle, clock } = w;
   const checker = new InvariantChecker(cluster);
+  // This check's own violations: the world has no KEDA Deployments, which another check reports.
+  const seen = () =>
+    checker.violations.filter((v) => v.invariant === "scaler-ready-needs-metrics-api");
   const op = cluster.client("operator/platform-operator-0", { manager: "platform-operator" });
   const scaler: KubeObject = {
     apiVersion: "operator.platform-project.io/v1alpha1",
@@ -144,8 +147,7 @@ Deno.test("invariants: a Scaler written Ready while KEDA's metrics APIService is
   await drive(driver, client.create(RESOURCES.Scaler, scaler));
   await write("Processing");
   await write("Ready");
-  assert.equal(checker.violations[0]?.invariant, "scaler-ready-needs-metrics-api");
-  assert.match(checker.violations[0].message, /does not exist$/);
+  assert.match(seen()[0]?.message ?? "", /does not exist$/);
   checker.violations.length = 0;
   store.create(RESOURCES.APIService, apiService, USER);
   store.create(RESOURCES.Service, service(443), USER);
@@ -153,17 +155,16 @@ Deno.test("invariants: a Scaler written Ready while KEDA's metrics APIService is
   await settle();
   await write("Processing");
   await write("Ready");
-  assert.ok(checker.ok, JSON.stringify(checker.violations));
+  assert.deepEqual(seen(), []);
   // The path to the metrics server breaks: a Ready already under way may land within the lag.
   cut.on = true;
   cluster.aggregator.resync();
   await settle();
   await write("Processing");
   await write("Ready");
-  assert.ok(checker.ok, JSON.stringify(checker.violations));
+  assert.deepEqual(seen(), []);
   clock.jump(METRICS_LAG_MS + 1_000);
   await write("Processing");
   await write("Ready");
-  assert.equal(checker.violations[0]?.invariant, "scaler-ready-needs-metrics-api");
-  assert.match(checker.violations[0].message, /is not Available \(False\/FailedDiscoveryCheck\)/);
+  assert.match(seen()[0]?.message ?? "", /is not Available \(False\/FailedDiscoveryCheck\)/);
 });

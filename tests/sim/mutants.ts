@@ -67,24 +67,28 @@ function primaryOf(cache: CacheReader, type: ResourceType, key: string): KubeObj
   return cache.get(type, namespace, name);
 }
 
-/** A Serverless reducer that skips the claim: it believes every object holds the claim Lease. */
-export function skipsTheClaim(): MutantOptions {
+type ServerlessInput = Parameters<typeof reconcileServerless>[0];
+
+/** The real Serverless controller, its reducer reading what `edit` makes of its input. */
+function serverlessSeeing(edit: (input: ServerlessInput) => ServerlessInput): MutantOptions {
   return swap(
     moduleController(
       "serverless",
       SERVERLESS_MODULE,
-      () =>
-        Promise.resolve((input) =>
-          reconcileServerless({
-            ...input,
-            claim: {
-              ...input.claim,
-              observed: claimLease(input.claim, (input.object as KubeObject).metadata),
-            },
-          })
-        ),
+      () => Promise.resolve((input) => reconcileServerless(edit(input))),
     ),
   );
+}
+
+/** A Serverless reducer that skips the claim: it believes every object holds the claim Lease. */
+export function skipsTheClaim(): MutantOptions {
+  return serverlessSeeing((input) => ({
+    ...input,
+    claim: {
+      ...input.claim,
+      observed: claimLease(input.claim, (input.object as KubeObject).metadata),
+    },
+  }));
 }
 
 /** A user's ConfigMap that carries the operator's managed-by label (copied from its output). */
@@ -165,6 +169,24 @@ export function ignoresTheMetricsApi(): MutantOptions {
         ),
     ),
   );
+}
+
+/**
+ * A Serverless reducer that does not read its Deployment's rollout: it sees every Deployment it
+ * installed Available, with every replica updated and ready, whatever the Deployment controller says.
+ */
+export function ignoresTheRollout(): MutantOptions {
+  const rolledOut = (d: KubeObject): KubeObject => ({
+    ...d,
+    status: {
+      observedGeneration: d.metadata.generation ?? 0,
+      conditions: [{ type: "Available", status: "True", reason: "MinimumReplicasAvailable" }],
+    },
+  });
+  return serverlessSeeing((input) => ({
+    ...input,
+    installed: input.installed.map((o) => o.kind === "Deployment" ? rolledOut(o) : o),
+  }));
 }
 
 /**

@@ -100,7 +100,7 @@ const CASES: readonly Case[] = [
     check: "liveness (restored)",
     mutant: "module controllers whose cache never forgets a deleted object",
     options: mutant.neverForgets,
-    seed: 2,
+    seed: 3,
     faults: { ownedDeletes: 4 },
     failure: /^liveness: not converged .*deleted by someone else at .* and not restored/,
   },
@@ -224,6 +224,15 @@ const CASES: readonly Case[] = [
     faults: { metricsOutages: 3 },
     failure:
       /^invariant scaler-ready-needs-metrics-api broken .*Ready while APIService v1beta1\.external\.metrics\.k8s\.io is not Available \(False\/FailedDiscoveryCheck\)/,
+  },
+  {
+    check: "module-ready-needs-rollout",
+    mutant: "a Serverless reducer that sees its Deployment rolled out whatever its status says",
+    options: mutant.ignoresTheRollout,
+    seed: 6,
+    faults: { slowDeployment: 1 },
+    failure:
+      /^invariant module-ready-needs-rollout broken .*wrote Serverless default\/third Ready while Deployment default\/serverless-ctrl-mngr is not ready \(waiting: 1 replica\(s\) unavailable\)/,
   },
   {
     check: "scaler-ready-needs-cluster-dns",

@@ -126,8 +126,9 @@ export interface ModuleLifecycle<Spec, Config> {
    */
   serving?(input: ModuleInput, namespace: string): Step | undefined;
   /**
-   * The objects `serving` judged from, read from the API server before a status saying the
-   * module serves is written (the cache may be behind them: a watch stalled unnoticed).
+   * The objects `serving` judged from besides the Deployments, read from the API server with them
+   * before a status saying the module serves is written (the cache may be behind them: a watch
+   * stalled unnoticed).
    */
   servedBy?(namespace: string): ObjectRef[];
   /** Everything installed and ready. */
@@ -226,12 +227,17 @@ function install<Spec, Config>(
           requeueAfterMs: notServing.requeueAfterMs ?? REQUEUE_MS.failure,
         });
       }
-      const confirm = m.servedBy?.(namespace);
-      return stepDecision(
-        m.states,
-        m.ready(config.value, namespace),
-        confirm ? { ...settled, confirm } : settled,
-      );
+      // What the verdict rests on, read live before it is written (Plan's `confirm`).
+      const confirm: ObjectRef[] = [
+        ...m.deployments.map((name) => ({
+          apiVersion: "apps/v1",
+          kind: "Deployment",
+          namespace,
+          name,
+        })),
+        ...m.servedBy?.(namespace) ?? [],
+      ];
+      return stepDecision(m.states, m.ready(config.value, namespace), { ...settled, confirm });
     }
   }
 }
