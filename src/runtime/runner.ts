@@ -174,7 +174,8 @@ export class Runner {
       error: message,
       generation: primary.metadata.generation,
     };
-    if (cause instanceof ApiError && cause.reason === CACHE_BEHIND) {
+    const behind = cause instanceof ApiError && cause.reason === CACHE_BEHIND;
+    if (behind) {
       // Not a failed write: a watch is behind (or stalled), and the status waits for it.
       this.#o.log.warn(message, { reason: cause.reason });
     } else {
@@ -184,10 +185,11 @@ export class Runner {
       });
     }
     // The plan was made knowing the previous pass failed, so its status reports a failure:
-    // write it even though this pass failed too, or the error would never reach the status.
-    if (lastOutcome && !lastOutcome.ok && !sameRef(ref, refOf(primary))) {
+    // write it even though this pass failed too, or the error would never reach the status
+    // (unless the status was what failed: what it rests on is newer than the cache).
+    if (lastOutcome && !lastOutcome.ok && !sameRef(ref, refOf(primary)) && !behind) {
       try {
-        await this.#writes.status(primaryType, state, plan.status, signal);
+        await this.#writes.status(primaryType, state, plan.status, signal, plan.confirm);
       } catch (statusErr) {
         this.#o.log.warn("status write after a failed apply failed too", { error: statusErr });
       }

@@ -319,3 +319,30 @@ Deno.test("a status that rests on an object the cache holds behind the API serve
   await t.runner.run(SL, t.primary(), plan, undefined, t.signal);
   assert.deepEqual(t.cluster.calls.slice(from).map((c) => c.verb), []);
 });
+
+Deno.test("a failed pass's status is written only once what it rests on is read", async () => {
+  const t = setup();
+  t.cluster.put(SL, serverless({ finalizers: [SERVERLESS_FINALIZER] }));
+  t.cluster.put(CM, configMap("verdict", { available: "True" }));
+  await t.refresh();
+  const ref = { apiVersion: "v1", kind: "ConfigMap", namespace: NS, name: "verdict" };
+  t.cluster.put(CM, configMap("verdict", { available: "False" }));
+  // The last pass failed, and so does this one's apply: its status is written all the same, but
+  // not while the cache is behind what it rests on.
+  const last = {
+    ok: false,
+    failed: { apiVersion: "v1", kind: "ConfigMap", namespace: NS, name: "a" },
+    error: "500 InternalError: boom",
+  };
+  t.cluster.failNext("apply", new ApiError(500, "InternalError", "boom"));
+  const plan = {
+    ...emptyPlan(),
+    apply: [configMap("a", { k: "1" })],
+    status: { state: "Ready", served: "True" },
+    confirm: [ref],
+  };
+  const r = await t.runner.run(SL, t.primary(), plan, last, t.signal);
+  assert.equal(r.outcome?.ok, false);
+  assert.equal(t.cluster.peek(SL, NS, "default")!.status, undefined);
+  assert.deepEqual(t.cache.get(CM, NS, "verdict")!.data, { available: "False" }, "now cached");
+});
