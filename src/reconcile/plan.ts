@@ -49,8 +49,9 @@ export interface Plan {
    */
   blockers?: { apiVersion: string; kind: string }[];
   /**
-   * Objects the new status rests on (a Scaler's `Ready` on the aggregator's verdict in KEDA's
-   * APIService), read from the API server right before the status is written. One that the cache
+   * Objects the new status rests on (a module's `Ready` on its Deployments' rollout and, for the
+   * Scaler, on the aggregator's verdict in KEDA's APIService), read from the API server right
+   * before the status is written. One that the cache
    * holds at another resourceVersion, or not at all, fails the Plan as a conflict (retried soon)
    * after its live copy is handed to the cache, so the status is judged again from it: a watch
    * that stalled unnoticed keeps the cache behind for up to its idle timeout, and a claim made

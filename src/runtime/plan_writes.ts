@@ -282,6 +282,9 @@ export class PlanWriter {
    */
   async confirm(ref: ObjectRef, signal: AbortSignal): Promise<void> {
     const type = this.#type(ref.apiVersion, ref.kind);
+    // A type the cache does not hold was not what the status was judged from: nothing to compare
+    // (and comparing would fail every pass).
+    if (!this.#o.cache.has(type)) return;
     const cached = this.#o.cache.get(type, ref.namespace, ref.name)?.metadata.resourceVersion;
     const live = await this.#write(
       ref,
