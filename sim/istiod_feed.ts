@@ -15,7 +15,7 @@
  *   round comes at once and {@link SETTLE_ROUNDS} more follow a second apart;
  * - while istiod cannot be asked, istiod's own ProxyStatus says why, the proxies stay as last
  *   published, and the next try comes a {@link DEFAULT_FOLLOW_UP_MS} later, then each twice as late,
- *   up to {@link MAX_BACKOFF_MS}.
+ *   up to {@link DEFAULT_PERIOD_MS}.
  *
  * The figures are the poller's defaults; tests/sim checks they agree.
  */
@@ -27,7 +27,6 @@ import {
   type HeldRecord,
   ISTIOD_STATUS_NAME,
   istiodStatusObject,
-  MAX_BACKOFF_MS,
   podOfProxy,
   PROXY_STATUS,
   proxyStatusObject,
@@ -149,7 +148,7 @@ export class ProxyStatusFeed {
       this.#failing = true;
       this.#failures++;
       const wait = DEFAULT_FOLLOW_UP_MS * 2 ** Math.min(this.#failures - 1, 30);
-      this.#at(Math.min(MAX_BACKOFF_MS, wait));
+      this.#at(Math.min(DEFAULT_PERIOD_MS, wait));
       return;
     }
     this.#failing = false;

@@ -45,6 +45,8 @@ export const WARMUP_MS = 60_000;
  * 100055 wrote in the quiet period what such a watch brought 65 and 80 s after the last change).
  */
 export const IDLE_MS = DEFAULT_WATCH_IDLE_MS + 10_000;
+/** The longest a new Pod takes to become ready without a fault (the default delay's bound). */
+export const POD_READY_MAX_MS = 5_000;
 /** A quiet period: long enough to include the runtime's resync (10 min, jittered). */
 export const QUIET_MS = 11 * 60_000;
 
@@ -116,7 +118,8 @@ export class Simulation {
       historySize: opts.faults.historySize,
       deployments: {
         createFailure: (d, creator) => this.injector.createFailure(d, creator),
-        readyDelayMs: (d) => this.injector.readyDelayMs(d) ?? pods.logUniform(500, 5_000),
+        readyDelayMs: (d) =>
+          this.injector.readyDelayMs(d) ?? pods.logUniform(500, POD_READY_MAX_MS),
       },
       aggregator: {
         discoveryError: (ns, name, url) => this.injector.discoveryError(ns, name, url),
@@ -285,6 +288,8 @@ export class Simulation {
   startLiveness(): void {
     this.injector.active = false;
     this.injector.clearDeployments();
+    // Pods a fault made slow (up to 15 minutes) are ready within the default delay's bound.
+    this.cluster.deployments.hasten(POD_READY_MAX_MS);
     this.istiod.heal();
     this.engine.heal();
     this.cluster.deployments.resyncAll();

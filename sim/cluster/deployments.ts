@@ -10,7 +10,7 @@ import { RESOURCES } from "../../src/api/resources.ts";
 
 import { ApiError } from "../../src/runtime/mod.ts";
 import type { KubeObject } from "../../src/api/object.ts";
-import type { SimClock } from "../clock.ts";
+import type { SimClock, TimerHandle } from "../clock.ts";
 import { cloneJson } from "./json.ts";
 import { maxUnavailable, podReady, templateHash } from "./pod_template.ts";
 import type { Actor, Store } from "./store.ts";
@@ -48,6 +48,8 @@ export class DeploymentController {
   #progressAt = new Map<string, number>();
   #deadlineAt = new Map<string, number>();
   #podIps = 0;
+  /** Pods created and not ready yet, by uid: when they become ready, and how. */
+  readonly #starting = new Map<string, { due: number; timer: TimerHandle; ready: () => void }>();
 
   constructor(
     readonly store: Store,
@@ -70,6 +72,21 @@ export class DeploymentController {
   /** Schedules a reconcile of Deployment `d`. */
   enqueue(d: KubeObject): void {
     this.#enqueueKey(`${d.metadata.namespace}/${d.metadata.name}`);
+  }
+
+  /**
+   * Pods not ready yet that would take longer than `withinMs` become ready `withinMs` from now (a
+   * fault that slowed them ends).
+   */
+  hasten(withinMs: number): void {
+    const now = this.clock.now();
+    for (const [uid, s] of this.#starting) {
+      if (s.due <= now + withinMs) continue;
+      s.timer.cancel();
+      s.due = now + withinMs;
+      s.timer = this.clock.schedule(withinMs, s.ready);
+      this.#starting.set(uid, s);
+    }
   }
 
   /** Reconciles every Deployment again (after a fault starts or ends). */
@@ -190,7 +207,9 @@ export class DeploymentController {
       "status",
     );
     const ip = ++this.#podIps;
-    this.clock.schedule(this.behaviour.readyDelayMs(d), () => {
+    const podUid = created.metadata.uid!;
+    const ready = () => {
+      this.#starting.delete(podUid);
       const p = this.store.get(RESOURCES.Pod, namespace, podName);
       if (!p || p.metadata.uid !== created.metadata.uid || p.metadata.deletionTimestamp) return;
       const t = kubeTime(this.clock.now());
@@ -201,7 +220,10 @@ export class DeploymentController {
       };
       this.store.update(RESOURCES.Pod, { ...p, status }, KCM, "status");
       this.#progressAt.set(d.metadata.uid!, this.clock.now());
-    });
+    };
+    const delay = this.behaviour.readyDelayMs(d);
+    const timer = this.clock.schedule(delay, ready);
+    this.#starting.set(podUid, { due: this.clock.now() + delay, timer, ready });
   }
 
   #writeStatus(

@@ -405,9 +405,10 @@ export function heldLimitsOf(
 
 // How often the operator asks istiod (src/kube/istiod_source.ts, and the simulator's model of it).
 
-/** Longest wait between two tries while istiod cannot be asked. */
-export const MAX_BACKOFF_MS = 300_000;
-/** Default period between two rounds. */
+/**
+ * Default period between two rounds; also the longest wait between two tries while istiod cannot
+ * be asked (the tries back off from {@link DEFAULT_FOLLOW_UP_MS}, doubling, up to the period).
+ */
 export const DEFAULT_PERIOD_MS = 15_000;
 /** Default wait before a round that confirms what the last one read. */
 export const DEFAULT_FOLLOW_UP_MS = 1_000;

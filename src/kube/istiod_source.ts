@@ -14,8 +14,11 @@
  *
  * When istiod cannot be asked, istiod's own ProxyStatus says why and the proxies' stay as last
  * seen (a reader must not trust them then); the next tries back off, from a second (an istiod
- * restart is seen again at once) doubling up to {@link MAX_BACKOFF_MS}, so an istiod that is
- * down or refuses the token is not flooded. A proxy's dump that istiod refused (a token without
+ * restart is seen again at once) doubling up to the period: an istiod that is down or refuses
+ * the token is asked no more often than a healthy one, and one that is back is seen within a
+ * period. (Up to 5 minutes before: a standby whose tries had backed off to 2 minutes took the
+ * lead and reported istiod unreachable for 2 minutes after it answered again, sweep seed
+ * 4506965.) A proxy's dump that istiod refused (a token without
  * the rights) is asked again once a period, not only at the proxy's next push.
  *
  * The replicas asked are fixed (`clients`, from `--istiod-url`) or found each round
@@ -34,7 +37,6 @@ import {
   type HeldRecord,
   ISTIOD_STATUS_NAME,
   istiodStatusObject,
-  MAX_BACKOFF_MS,
   podOfProxy,
   PROXY_STATUS,
   proxyStatusObject,
@@ -47,7 +49,7 @@ import { LOCAL_RATELIMIT_FILTER } from "../api/envoy.ts";
 
 // How the operator asks istiod, in src/api/istiod.ts so the simulator's model of this poller reads
 // the same figures.
-export { DEFAULT_FOLLOW_UP_MS, DEFAULT_PERIOD_MS, MAX_BACKOFF_MS, SETTLE_ROUNDS };
+export { DEFAULT_FOLLOW_UP_MS, DEFAULT_PERIOD_MS, SETTLE_ROUNDS };
 import type { KubeObject } from "../api/object.ts";
 import { type Clock, inParallel, type LocalSource, type Logger } from "../runtime/mod.ts";
 import type { IstiodAnswer, IstiodClient } from "./istiod.ts";
@@ -340,7 +342,7 @@ export class IstiodPoller {
       const r = await this.round();
       failures = r.ok ? 0 : failures + 1;
       wait = !r.ok
-        ? Math.min(MAX_BACKOFF_MS, followUp * 2 ** Math.min(failures - 1, 30))
+        ? Math.min(period, followUp * 2 ** Math.min(failures - 1, 30))
         : r.backlog
         ? 0
         : r.followUp || settle > 0

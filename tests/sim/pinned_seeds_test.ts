@@ -55,6 +55,18 @@ const PINNED: readonly { seed: number; found: string }[] = [
       "a stalled APIService watch held an old Available verdict: the Scaler was written Ready " +
       "while the aggregator's discovery check had failed for 65 s",
   },
+  {
+    seed: 4506965,
+    found:
+      "a standby whose istiod tries had backed off to 128 s took the lead and reported istiod " +
+      "unreachable for two minutes after it answered again",
+  },
+  {
+    seed: 4600344,
+    found:
+      "Pods a fault made slow became ready 4 to 12 minutes after the faults stopped: the world " +
+      "never stayed still for the quiet period",
+  },
 ];
 
 for (const { seed, found } of PINNED) {
