@@ -140,8 +140,8 @@ function judgeModules(sim: Simulation): string | undefined {
       if (problem) return problem;
       const valid = o.metadata.labels?.[VALIDITY_LABEL] !== "invalid";
       if (s?.served === "True") {
-        // A rollout a fault slowed may outlast the faults (Pods that take up to 15 minutes): the
-        // module is not Ready before it ends, and the run has not converged.
+        // A rollout may be under way when faults stop (a Deployment someone deleted, back with new
+        // Pods): the module is not Ready before it ends, and the run has not converged.
         const unready = valid ? unreadyDeployment(store, o) : undefined;
         if (unready) return `${ref(o)}: valid and served, but ${unready} is not rolled out yet`;
         if (valid && !(m.ready.includes(s.state ?? "") && hasReason(s, m.readyReason))) {

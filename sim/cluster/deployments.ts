@@ -80,12 +80,11 @@ export class DeploymentController {
    */
   hasten(withinMs: number): void {
     const now = this.clock.now();
-    for (const [uid, s] of this.#starting) {
+    for (const s of this.#starting.values()) {
       if (s.due <= now + withinMs) continue;
       s.timer.cancel();
       s.due = now + withinMs;
       s.timer = this.clock.schedule(withinMs, s.ready);
-      this.#starting.set(uid, s);
     }
   }
 
