@@ -47,7 +47,7 @@ export const ACCEPTED_LAG_MS = DEFAULT_PERIOD_MS + 15_000 + 5_000;
 export const METRICS_LAG_MS = 15_000 + 5_000;
 
 /** How late a module's `Ready` may land after one of its Deployments stopped being ready: as {@link METRICS_LAG_MS}. */
-export const ROLLOUT_LAG_MS = METRICS_LAG_MS;
+const ROLLOUT_LAG_MS = METRICS_LAG_MS;
 
 /** The Deployments a served module object's `Ready` rests on, by kind. */
 const MODULE_DEPLOYMENTS: Record<string, readonly string[]> = {

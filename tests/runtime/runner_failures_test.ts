@@ -272,15 +272,23 @@ async function statusLandedUnanswered() {
   return { t, plan, first };
 }
 
-Deno.test("a status that rests on an object the cache holds behind the API server is not written", async () => {
+/**
+ * A Serverless and the ConfigMap `verdict` (`ref`) a status of it may rest on, which changed on the
+ * API server after the cache last saw it (its watch stalled unnoticed): cached at `cachedRv`.
+ */
+async function verdictBehind() {
   const t = setup();
   t.cluster.put(SL, serverless({ finalizers: [SERVERLESS_FINALIZER] }));
   t.cluster.put(CM, configMap("verdict", { available: "True" }));
   await t.refresh();
-  const ref = { apiVersion: "v1", kind: "ConfigMap", namespace: NS, name: "verdict" };
   const cachedRv = t.cache.get(CM, NS, "verdict")!.metadata.resourceVersion;
-  // The verdict changes; the cache's watch delivers nothing (stalled unnoticed).
   t.cluster.put(CM, configMap("verdict", { available: "False" }));
+  const ref = { apiVersion: "v1", kind: "ConfigMap", namespace: NS, name: "verdict" };
+  return { t, ref, cachedRv };
+}
+
+Deno.test("a status that rests on an object the cache holds behind the API server is not written", async () => {
+  const { t, ref, cachedRv } = await verdictBehind();
   const plan = { ...emptyPlan(), status: { state: "Ready", served: "True" }, confirm: [ref] };
   const r = await t.runner.run(SL, t.primary(), plan, undefined, t.signal);
   assert.equal(r.work.type, "retrySoon", "a conflict: judged again soon");
@@ -321,12 +329,7 @@ Deno.test("a status that rests on an object the cache holds behind the API serve
 });
 
 Deno.test("a failed pass's status is written only once what it rests on is read", async () => {
-  const t = setup();
-  t.cluster.put(SL, serverless({ finalizers: [SERVERLESS_FINALIZER] }));
-  t.cluster.put(CM, configMap("verdict", { available: "True" }));
-  await t.refresh();
-  const ref = { apiVersion: "v1", kind: "ConfigMap", namespace: NS, name: "verdict" };
-  t.cluster.put(CM, configMap("verdict", { available: "False" }));
+  const { t, ref } = await verdictBehind();
   // The last pass failed, and so does this one's apply: its status is written all the same, but
   // not while the cache is behind what it rests on.
   const last = {
