@@ -56,8 +56,9 @@ export const OPERATOR_ENV: Readonly<Record<string, string>> = {
  * cache (`deno task compile` builds with `--no-code-cache`; the cache also maps its database into
  * the process, about 1.5 MB of an idle operator), and V8's young generation capped at 1 MB a
  * semi-space instead of 16: at 4 MB, converging 1,000 RateLimits peaked at 87 MB instead of 149 MB
- * for the same CPU; at 1 MB the start-up's peak is 2.5 to 4.5 MB lower again, for the same time and
- * CPU (bench/RESULTS.md, peak memory and issue 46).
+ * for the same CPU; at 1 MB the start-up's peak is 2.5 to 5.5 MB lower again, for the same start-up
+ * time, while converging 1,000 RateLimits takes 5 to 17% more CPU than at 4 MB (bench/RESULTS.md,
+ * peak memory and issue 46).
  */
 export const OPERATOR_DENO_FLAGS: readonly string[] = [
   "--frozen",
