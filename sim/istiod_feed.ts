@@ -30,6 +30,7 @@ import {
   podOfProxy,
   PROXY_STATUS,
   proxyStatusObject,
+  retryWaitMs,
   SETTLE_ROUNDS,
   verdictOf,
 } from "../src/api/istiod.ts";
@@ -147,8 +148,7 @@ export class ProxyStatusFeed {
       ]);
       this.#failing = true;
       this.#failures++;
-      const wait = DEFAULT_FOLLOW_UP_MS * 2 ** Math.min(this.#failures - 1, 30);
-      this.#at(Math.min(DEFAULT_PERIOD_MS, wait));
+      this.#at(retryWaitMs(this.#failures, DEFAULT_FOLLOW_UP_MS, DEFAULT_PERIOD_MS));
       return;
     }
     this.#failing = false;

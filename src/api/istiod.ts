@@ -414,3 +414,11 @@ export const DEFAULT_PERIOD_MS = 15_000;
 export const DEFAULT_FOLLOW_UP_MS = 1_000;
 /** Rounds a follow-up apart after the operator's EnvoyFilters changed: istiod debounces a push. */
 export const SETTLE_ROUNDS = 5;
+
+/**
+ * The wait before the next try after `failures` rounds failed in a row (1 or more): `followUpMs`
+ * after the first, twice as long after each next, never longer than `periodMs`.
+ */
+export function retryWaitMs(failures: number, followUpMs: number, periodMs: number): number {
+  return Math.min(periodMs, followUpMs * 2 ** Math.min(failures - 1, 30));
+}

@@ -18,8 +18,8 @@
  * the token is asked no more often than a healthy one, and one that is back is seen within a
  * period. (Up to 5 minutes before: a standby whose tries had backed off to 2 minutes took the
  * lead and reported istiod unreachable for 2 minutes after it answered again, sweep seed
- * 4506965.) A proxy's dump that istiod refused (a token without
- * the rights) is asked again once a period, not only at the proxy's next push.
+ * 4506965.) A proxy's dump that istiod refused (a token without the rights) is asked again once a
+ * period, not only at the proxy's next push.
  *
  * The replicas asked are fixed (`clients`, from `--istiod-url`) or found each round
  * (`discovery`, from the EndpointSlices of istiod's Service: istiod_endpoints.ts). Found
@@ -41,6 +41,7 @@ import {
   PROXY_STATUS,
   proxyStatusObject,
   type ProxySync,
+  retryWaitMs,
   SETTLE_ROUNDS,
   type Syncz,
   verdictOf,
@@ -342,7 +343,7 @@ export class IstiodPoller {
       const r = await this.round();
       failures = r.ok ? 0 : failures + 1;
       wait = !r.ok
-        ? Math.min(period, followUp * 2 ** Math.min(failures - 1, 30))
+        ? retryWaitMs(failures, followUp, period)
         : r.backlog
         ? 0
         : r.followUp || settle > 0
