@@ -51,11 +51,12 @@ export interface Plan {
   /**
    * Objects the new status rests on (a module's `Ready` on its Deployments' rollout and, for the
    * Scaler, on the aggregator's verdict in KEDA's APIService), read from the API server right
-   * before the status is written. One that the cache
-   * holds at another resourceVersion, or not at all, fails the Plan as a conflict (retried soon)
+   * before the status is written. One that is not at the resourceVersion the reconcile read (or
+   * that it read absent and exists now, or the reverse) fails the Plan as a conflict (retried soon)
    * after its live copy is handed to the cache, so the status is judged again from it: a watch
    * that stalled unnoticed keeps the cache behind for up to its idle timeout, and a claim made
-   * from such a cache would be a guess.
+   * from such a cache would be a guess. The reconcile's version counts, not the cache's at the
+   * time of the write: a watch that catches up meanwhile does not make the claim any less stale.
    */
   confirm?: ObjectRef[];
   /** Reconcile this object again after this many milliseconds even if nothing changes. */

@@ -65,6 +65,17 @@ export interface WriterOptions {
  */
 export const CACHE_BEHIND = "CacheBehind";
 
+/**
+ * An object a status rests on, as the cache held it when the status was judged: `cached` false
+ * when the cache holds no objects of its type (nothing to compare), `resourceVersion` undefined
+ * when the cache held no such object.
+ */
+export interface JudgedRef {
+  ref: ObjectRef;
+  cached?: true;
+  resourceVersion?: string;
+}
+
 /** A failed write: the object and the error. */
 export class WriteFailed extends Error {
   constructor(readonly ref: ObjectRef, override readonly cause: unknown) {
@@ -275,33 +286,53 @@ export class PlanWriter {
   }
 
   /**
-   * Reads `ref` from the API server and compares it with the cache: the same resourceVersion (or
-   * absent from both) passes. Otherwise the live copy, if any, is handed to the cache (the next
-   * reconcile sees it) and the Plan fails as a conflict (retried soon): what it would write was
-   * judged from a cache behind the API server.
+   * What the cache holds of each of `refs` now: the resourceVersions a Plan's status is judged
+   * from, when called in the same task as the reconcile that made the Plan (no watch event can
+   * come between). {@link PlanWriter.confirm} compares the live copies with these, not with the
+   * cache at the time of the status write, which a watch may have moved on meanwhile.
    */
-  async confirm(ref: ObjectRef, signal: AbortSignal): Promise<void> {
-    const type = this.#type(ref.apiVersion, ref.kind);
+  judged(refs: readonly ObjectRef[]): JudgedRef[] {
+    return refs.map((ref) => {
+      const type = this.#type(ref.apiVersion, ref.kind);
+      if (!this.#o.cache.has(type)) return { ref };
+      const resourceVersion = this.#o.cache.get(type, ref.namespace, ref.name)?.metadata
+        .resourceVersion;
+      return { ref, cached: true, ...(resourceVersion ? { resourceVersion } : {}) };
+    });
+  }
+
+  /**
+   * Reads `judged.ref` from the API server and compares it with the version the status was judged
+   * from: the same resourceVersion (or absent from both) passes. Otherwise the live copy, if any,
+   * is handed to the cache (the next reconcile sees it) and the Plan fails as a conflict (retried
+   * soon): what it would write was judged from a cache behind the API server.
+   */
+  async confirm(judged: JudgedRef, signal: AbortSignal): Promise<void> {
+    const { ref } = judged;
     // A type the cache does not hold was not what the status was judged from: nothing to compare
     // (and comparing would fail every pass).
-    if (!this.#o.cache.has(type)) return;
-    const cached = this.#o.cache.get(type, ref.namespace, ref.name)?.metadata.resourceVersion;
+    if (!judged.cached) return;
+    const type = this.#type(ref.apiVersion, ref.kind);
     const live = await this.#write(
       ref,
       signal,
       () => this.#o.cluster.get(type, ref.namespace, ref.name),
     );
     const seen = live?.metadata.resourceVersion;
-    if (seen === cached) return;
+    if (seen === judged.resourceVersion) return;
     if (live) this.#wrote(type, { ...live, apiVersion: ref.apiVersion, kind: ref.kind }, undefined);
-    const was = cached === undefined ? "absent from the cache" : `cached at ${cached}`;
+    const was = judged.resourceVersion === undefined
+      ? "absent from the cache"
+      : `cached at ${judged.resourceVersion}`;
     const is = seen === undefined ? "gone from the API server" : `at ${seen} there`;
     throw new WriteFailed(
       ref,
       new ApiError(
         409,
         CACHE_BEHIND,
-        `${describeRef(ref)} is ${is} but ${was}: the status it rests on is judged again`,
+        `${
+          describeRef(ref)
+        } is ${is} but was ${was} when the status was judged: it is judged again`,
       ),
     );
   }
@@ -390,20 +421,20 @@ export class PlanWriter {
 
   /**
    * Applies the primary's status unless it is the observed one, after reading live each object in
-   * `confirm` the status rests on (see {@link PlanWriter.confirm}).
+   * `confirm` the status rests on (from {@link PlanWriter.judged}; see {@link PlanWriter.confirm}).
    */
   async status(
     type: ResourceType,
     state: RunState,
     status: Record<string, unknown> | undefined,
     signal: AbortSignal,
-    confirm: readonly ObjectRef[] = [],
+    confirm: readonly JudgedRef[] = [],
   ): Promise<void> {
     if (status === undefined) return;
     if (deepEqual(status, state.primary.status)) return this.#skipped();
     await this.#settlePrimary(type, state, signal);
     if (deepEqual(status, state.primary.status)) return this.#skipped();
-    for (const ref of confirm) await this.confirm(ref, signal);
+    for (const judged of confirm) await this.confirm(judged, signal);
     const { apiVersion, kind, metadata: { name, namespace } } = state.primary;
     const body: KubeObject = {
       apiVersion,

@@ -20,6 +20,7 @@ import { type KubeObject, objectKey, type ResourceType, typeId } from "../api/ob
 import { EventRecorder } from "./events.ts";
 import {
   CACHE_BEHIND,
+  type JudgedRef,
   PlanWriter,
   type RunState,
   WriteFailed,
@@ -92,8 +93,10 @@ export class Runner {
   }
 
   /**
-   * Runs `plan` for the primary `primary` (as cached when the plan was made). `lastOutcome` is the
-   * outcome the plan was made knowing; `signal` aborts when the lease is lost.
+   * Runs `plan` for the primary `primary` (as cached when the plan was made). Called in the same
+   * task as the reconcile that made `plan`, so the cache is still as the reconcile read it (what
+   * `plan.confirm` is compared with). `lastOutcome` is the outcome the plan was made knowing;
+   * `signal` aborts when the lease is lost.
    */
   async run(
     primaryType: ResourceType,
@@ -103,9 +106,11 @@ export class Runner {
     signal: AbortSignal,
   ): Promise<PlanRunResult> {
     const key = objectKey(primary);
+    // Before anything is awaited: what the Plan's status was judged from (see PlanWriter.judged).
+    const judged = this.#writes.judged(plan.confirm ?? []);
     this.#runs.set(key, new Set());
     try {
-      return await this.#run(primaryType, primary, plan, lastOutcome, signal);
+      return await this.#run(primaryType, primary, plan, judged, lastOutcome, signal);
     } finally {
       this.#runs.delete(key);
     }
@@ -115,6 +120,7 @@ export class Runner {
     primaryType: ResourceType,
     primary: KubeObject,
     plan: Plan,
+    judged: JudgedRef[],
     lastOutcome: ApplyOutcome | undefined,
     signal: AbortSignal,
   ): Promise<PlanRunResult> {
@@ -136,11 +142,11 @@ export class Runner {
       // over: writing it would put a stale status, then the true one a moment later (two writes
       // for one change, seen when the API server restarts). The key is looked at again at once.
       if (!stale) {
-        await this.#writes.status(primaryType, state, plan.status, signal, plan.confirm);
+        await this.#writes.status(primaryType, state, plan.status, signal, judged);
       }
       await this.#writes.removeFinalizer(primaryType, state, plan, signal);
     } catch (err) {
-      const result = await this.#failed(primaryType, state, plan, lastOutcome, err, signal);
+      const result = await this.#failed(primaryType, state, plan, judged, lastOutcome, err, signal);
       if (result.outcome) this.#recordEvents(state.primary, plan.events, signal);
       return result;
     }
@@ -155,6 +161,7 @@ export class Runner {
     primaryType: ResourceType,
     state: RunState,
     plan: Plan,
+    judged: JudgedRef[],
     lastOutcome: ApplyOutcome | undefined,
     err: unknown,
     signal: AbortSignal,
@@ -189,7 +196,7 @@ export class Runner {
     // (unless the status was what failed: what it rests on is newer than the cache).
     if (lastOutcome && !lastOutcome.ok && !sameRef(ref, refOf(primary)) && !behind) {
       try {
-        await this.#writes.status(primaryType, state, plan.status, signal, plan.confirm);
+        await this.#writes.status(primaryType, state, plan.status, signal, judged);
       } catch (statusErr) {
         this.#o.log.warn("status write after a failed apply failed too", { error: statusErr });
       }

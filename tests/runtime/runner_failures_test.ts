@@ -296,7 +296,7 @@ Deno.test("a status that rests on an object the cache holds behind the API serve
   assert.equal(t.cluster.peek(SL, NS, "default")!.status, undefined);
   assert.match(
     r.outcome?.error ?? "",
-    /ConfigMap platform-system\/verdict is at \d+ there but cached at \d+/,
+    /ConfigMap platform-system\/verdict is at \d+ there but was cached at \d+ when the status was judged/,
   );
   // Said as a warning: no write failed, the cache was behind.
   const said = t.lines.filter((l) => String(l.msg).includes("verdict"));
@@ -321,11 +321,30 @@ Deno.test("a status that rests on an object the cache holds behind the API serve
     t.signal,
   );
   assert.equal(gone.work.type, "retrySoon");
-  assert.match(gone.outcome?.error ?? "", /is gone from the API server but cached at/);
+  assert.match(gone.outcome?.error ?? "", /is gone from the API server but was cached at/);
   // A status already shown makes no read at all.
   const from = t.cluster.calls.length;
   await t.runner.run(SL, t.primary(), plan, undefined, t.signal);
   assert.deepEqual(t.cluster.calls.slice(from).map((c) => c.verb), []);
+});
+
+Deno.test("a status is confirmed against the version it was judged from, not a cache that caught up meanwhile", async () => {
+  const { t, ref, cachedRv } = await verdictBehind();
+  const plan = { ...emptyPlan(), status: { state: "Ready", served: "True" }, confirm: [ref] };
+  // The Plan is judged from `cachedRv`; then, while it runs, the watch delivers the newer copy
+  // (sweep seed 5200169: a stalled APIService watch restarted between a Scaler's reconcile and
+  // its Ready write, and the confirm compared the live copy with the cache as it was by then).
+  const run = t.runner.run(SL, t.primary(), plan, undefined, t.signal);
+  t.cache.written!(CM, t.cluster.peek(CM, NS, "verdict")!);
+  assert.notEqual(t.cache.get(CM, NS, "verdict")!.metadata.resourceVersion, cachedRv);
+  const r = await run;
+  assert.equal(r.work.type, "retrySoon", "judged again soon");
+  assert.deepEqual(t.cluster.writes().map((c) => c.verb), [], "no status written");
+  assert.match(r.outcome?.error ?? "", new RegExp(`was cached at ${cachedRv} when the status`));
+  // Judged again from the copy the cache holds now, the same claim is written.
+  const again = await t.runner.run(SL, t.primary(), plan, undefined, t.signal);
+  assert.equal(again.outcome?.ok, true);
+  assert.deepEqual(t.cluster.writes().map((c) => c.verb), ["applyStatus"]);
 });
 
 Deno.test("a failed pass's status is written only once what it rests on is read", async () => {
