@@ -40,6 +40,8 @@ export class SimClock implements Clock {
   #seq = 0;
   #cancelled = 0;
   #jumped = 0;
+  /** The jumps so far: from virtual time `at`, by `ms`. */
+  #jumps: { at: number; ms: number }[] = [];
 
   constructor(startMs = SIM_EPOCH) {
     this.#now = startMs;
@@ -91,6 +93,7 @@ export class SimClock implements Clock {
 
   /** Moves virtual time forward by `ms` at once (an NTP step, a paused VM); due timers fire next. */
   jump(ms: number): void {
+    if (ms > 0) this.#jumps.push({ at: this.#now, ms });
     this.#now += Math.max(0, ms);
     this.#jumped += Math.max(0, ms);
   }
@@ -98,6 +101,13 @@ export class SimClock implements Clock {
   /** Total milliseconds the clock jumped so far (time that passed without any timer firing). */
   get jumped(): number {
     return this.#jumped;
+  }
+
+  /** Milliseconds of virtual time since `t` that the clock jumped over (no timer fired in them). */
+  jumpedSince(t: number): number {
+    let sum = 0;
+    for (const j of this.#jumps) sum += Math.max(0, j.at + j.ms - Math.max(j.at, t));
+    return sum;
   }
 
   /** Timers waiting to fire (cancelled ones excluded). */

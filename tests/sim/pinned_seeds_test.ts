@@ -72,6 +72,11 @@ const PINNED: readonly { seed: number; found: string }[] = [
     found: "a stalled APIService watch restarted while a Scaler's Ready write was under way: the " +
       "write was confirmed against the caught-up cache, not the stale copy it was judged from",
   },
+  {
+    seed: 5204852,
+    found: "the harness: a 41 s clock jump inside a cluster DNS outage counted as time the " +
+      "operator's lookups should have noticed it in, though no timer can fire in a jump",
+  },
 ];
 
 for (const { seed, found } of PINNED) {
