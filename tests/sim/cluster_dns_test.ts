@@ -98,46 +98,26 @@ Deno.test("invariant scaler-ready-needs-cluster-dns: Ready written late into an 
   });
   const op: Actor = { name: "operator/platform-operator-0", manager: "platform-operator" };
   let s = w.store.create(RESOURCES.Scaler, scaler("Processing"), op).obj;
+  const write = (state: string) => {
+    s = w.store.update(RESOURCES.Scaler, { ...s, status: { state, served: "True" } }, op, "status")
+      .obj;
+  };
   outage.since = w.clock.now();
   // Within the lag, a Ready under way is allowed.
-  s = w.store.update(
-    RESOURCES.Scaler,
-    { ...s, status: { state: "Ready", served: "True" } },
-    op,
-    "status",
-  ).obj;
+  write("Ready");
   // (Without KEDA's APIService the Scaler breaks scaler-ready-needs-metrics-api too: not this one.)
   const dns = () =>
     checker.violations.filter((v) => v.invariant === "scaler-ready-needs-cluster-dns");
   assert.equal(dns().length, 0);
   // Time the clock jumped over (no lookup, no timeout could fire in it) does not count.
   w.clock.jump(DNS_LAG_MS + 1);
-  s = w.store.update(
-    RESOURCES.Scaler,
-    { ...s, status: { state: "Warning", served: "True" } },
-    op,
-    "status",
-  ).obj;
-  s = w.store.update(
-    RESOURCES.Scaler,
-    { ...s, status: { state: "Ready", served: "True" } },
-    op,
-    "status",
-  ).obj;
+  write("Warning");
+  write("Ready");
   assert.equal(dns().length, 0);
+  // Time that ran does.
   w.clock.advanceTo(w.clock.now() + DNS_LAG_MS + 1);
-  s = w.store.update(
-    RESOURCES.Scaler,
-    { ...s, status: { state: "Warning", served: "True" } },
-    op,
-    "status",
-  ).obj;
-  w.store.update(
-    RESOURCES.Scaler,
-    { ...s, status: { state: "Ready", served: "True" } },
-    op,
-    "status",
-  );
+  write("Warning");
+  write("Ready");
   assert.equal(dns().length, 1);
   assert.match(dns()[0].message, /Ready while cluster DNS has answered nothing for/);
   // And the state check: still Ready well into the outage.
