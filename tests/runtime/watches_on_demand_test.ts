@@ -14,8 +14,12 @@ import {
   preloadControllers,
 } from "../../src/runtime/controller_spec.ts";
 import { allControllers } from "./manager_fixtures.ts";
+import { Cache, WatchSet } from "../../src/runtime/cache/mod.ts";
+import { ApiError } from "../../src/runtime/cluster.ts";
+import { nullLogger } from "../../src/runtime/log.ts";
+import { Metrics } from "../../src/runtime/metrics.ts";
 import { TestCluster } from "./test_cluster.ts";
-import { ManualClock } from "./helpers.ts";
+import { ManualClock, seededRandom } from "./helpers.ts";
 import { pod, rateLimit, withProxy } from "../reconcile/ratelimit_fixtures.ts";
 
 const SL = RESOURCES.Serverless;
@@ -140,4 +144,57 @@ Deno.test("a namespace's Pods are listed as soon as a page of the RateLimit list
   );
   await m.stop();
   await done;
+});
+
+Deno.test("a module watch closed before it listed again does not hold a new term back", async () => {
+  const clock = new ManualClock();
+  const cluster = new TestCluster(clock);
+  cluster.put(SL, {
+    apiVersion: "operator.platform-project.io/v1alpha1",
+    kind: "Serverless",
+    metadata: { name: "default", namespace: NS },
+    spec: {},
+  });
+  let told = 0;
+  const watches = new WatchSet({
+    cluster,
+    clock,
+    random: seededRandom(),
+    log: nullLogger,
+    metrics: new Metrics(),
+    cache: new Cache(),
+    controllers: ALL_CONTROLLERS,
+    namespace: NS,
+    onChange: () => {},
+    onLiveness: () => {},
+    onListed: () => told++,
+  });
+  const stop = new AbortController();
+  const tasks = watches.run(stop.signal);
+  await clock.advance(10_000);
+  assert.ok(watches.synced && watches.fresh, "listed, the module's watches too");
+  // A new term asks for new lists, and the module's watches cannot list (sweep seed 5407105: lists
+  // failing under faults while a replica took the lead).
+  const onDemand = new Set(
+    planWatches(ALL_CONTROLLERS).filter((w) => w.wakers).map((w) =>
+      `${w.type.kind}|${w.selector ?? ""}`
+    ),
+  );
+  const list = cluster.list.bind(cluster);
+  cluster.list = (type, opts) =>
+    onDemand.has(`${type.kind}|${opts?.labelSelector ?? ""}`)
+      ? Promise.reject(new ApiError(500, "InternalError", "injected"))
+      : list(type, opts);
+  watches.relist();
+  await clock.advance(5_000);
+  assert.equal(watches.fresh, false, "the module's watches have not listed again");
+  // The Serverless goes: its watches close, and with them what the term waited for. The manager
+  // begins a term when told a store listed; a close must tell it too, or nothing else ever will.
+  const before = told;
+  cluster.remove(SL, NS, "default");
+  await clock.advance(1_000);
+  assert.ok(watches.fresh, "nothing left to wait for");
+  assert.ok(told > before, "and the manager is told so");
+  stop.abort();
+  await Promise.all(tasks);
 });

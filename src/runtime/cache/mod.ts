@@ -256,11 +256,13 @@ export class WatchSet {
   #close(slot: Slot): void {
     slot.open?.stop.abort();
     slot.open = undefined;
-    this.#stale.delete(slot.store);
+    const wasStale = this.#stale.delete(slot.store);
     const wasLive = slot.store.live;
     const type = slot.store.type;
     for (const change of slot.store.forget()) this.opts.onChange(type, change);
     if (wasLive) this.opts.onLiveness(type);
+    // A closed watch no longer has to list: it may have been the last one a new term waited for.
+    if (wasStale) this.opts.onListed();
   }
 
   /**
