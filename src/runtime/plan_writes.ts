@@ -66,9 +66,9 @@ export interface WriterOptions {
 export const CACHE_BEHIND = "CacheBehind";
 
 /**
- * An object a status rests on, as the cache held it when the status was judged: `cached` false
- * when the cache holds no objects of its type (nothing to compare), `resourceVersion` undefined
- * when the cache held no such object.
+ * An object a status rests on, as the cache held it when the status was judged: `cached` absent
+ * when the cache holds no objects of its type (nothing to compare), `resourceVersion` absent when
+ * the cache held no such object.
  */
 export interface JudgedRef {
   ref: ObjectRef;
@@ -325,16 +325,8 @@ export class PlanWriter {
       ? "absent from the cache"
       : `cached at ${judged.resourceVersion}`;
     const is = seen === undefined ? "gone from the API server" : `at ${seen} there`;
-    throw new WriteFailed(
-      ref,
-      new ApiError(
-        409,
-        CACHE_BEHIND,
-        `${
-          describeRef(ref)
-        } is ${is} but was ${was} when the status was judged: it is judged again`,
-      ),
-    );
+    const why = `${describeRef(ref)} is ${is} but was ${was} when the status was judged`;
+    throw new WriteFailed(ref, new ApiError(409, CACHE_BEHIND, `${why}: it is judged again`));
   }
 
   /** A create-if-absent: 409 AlreadyExists fails the Plan (a conflict: the cache was behind). */
