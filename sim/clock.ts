@@ -39,7 +39,6 @@ export class SimClock implements Clock {
   #heap: Timer[] = [];
   #seq = 0;
   #cancelled = 0;
-  #jumped = 0;
   /** The jumps so far: from virtual time `at`, by `ms`. */
   #jumps: { at: number; ms: number }[] = [];
 
@@ -93,14 +92,14 @@ export class SimClock implements Clock {
 
   /** Moves virtual time forward by `ms` at once (an NTP step, a paused VM); due timers fire next. */
   jump(ms: number): void {
-    if (ms > 0) this.#jumps.push({ at: this.#now, ms });
-    this.#now += Math.max(0, ms);
-    this.#jumped += Math.max(0, ms);
+    if (ms <= 0) return;
+    this.#jumps.push({ at: this.#now, ms });
+    this.#now += ms;
   }
 
   /** Total milliseconds the clock jumped so far (time that passed without any timer firing). */
   get jumped(): number {
-    return this.#jumped;
+    return this.jumpedSince(-Infinity);
   }
 
   /** Milliseconds of virtual time since `t` that the clock jumped over (no timer fired in them). */
