@@ -310,23 +310,24 @@ export class InvariantChecker {
 
   /**
    * A served module object is written `Ready` only while each Deployment of its module in its
-   * namespace is ready, or was less than {@link ROLLOUT_LAG_MS} before (the write was under way):
-   * `Ready` says the module's workloads run.
+   * namespace is ready, or was less than {@link ROLLOUT_LAG_MS} before (the write was under way;
+   * time the clock jumped over does not count): `Ready` says the module's workloads run.
    */
   #checkModuleReady(module: KubeObject, actor: string): void {
     const status = module.status as { state?: string; served?: string } | undefined;
     if (status?.state !== "Ready" || status.served !== "True") return;
     const namespace = moduleNamespace(module);
-    const now = this.cluster.clock.now();
     for (const name of MODULE_DEPLOYMENTS[module.kind] ?? []) {
       const seen = this.#deployments.get(`${namespace}/${name}`);
       if (seen?.since !== undefined) continue;
-      if (seen?.lastAt !== undefined && now - seen.lastAt <= ROLLOUT_LAG_MS) continue;
+      if (seen?.lastAt !== undefined && this.#ranSince(seen.lastAt) <= ROLLOUT_LAG_MS) continue;
       this.#fail(
         "module-ready-needs-rollout",
         `${actor} wrote ${ref(module)} Ready while Deployment ${namespace}/${name} is not ready (${
           seen?.why ?? "never seen"
-        }) and ${seen?.lastAt === undefined ? "never was" : `was not for ${now - seen.lastAt} ms`}`,
+        }) and ${
+          seen?.lastAt === undefined ? "never was" : `was not for ${this.#ago(seen.lastAt)}`
+        }`,
       );
       return;
     }
@@ -335,8 +336,9 @@ export class InvariantChecker {
   /**
    * A Scaler is written `Ready` only while the aggregator reports the APIService of KEDA's metrics
    * server, pointing at the Scaler's namespace, Available, or did so less than
-   * {@link METRICS_LAG_MS} before (the write was under way): KEDA whose metrics API cannot be
-   * reached does not do its job, and `Ready` would hide it (issue 44).
+   * {@link METRICS_LAG_MS} before (the write was under way; time the clock jumped over does not
+   * count): KEDA whose metrics API cannot be reached does not do its job, and `Ready` would hide
+   * it (issue 44).
    */
   #checkScalerReady(scaler: KubeObject, actor: string): void {
     if ((scaler.status as { state?: string } | undefined)?.state !== "Ready") return;
@@ -347,11 +349,10 @@ export class InvariantChecker {
     const points = service?.name === KEDA_DEPLOYMENTS.metricServer &&
       service.namespace === scaler.metadata.namespace;
     const seen = this.#apiServices.get(name);
-    const now = this.cluster.clock.now();
     if (points && seen?.since !== undefined) return;
     // Available less than the lag before: a write under way, also when the APIService has been
     // deleted since (sweep seed 4304484: deleted 24 ms before the status write landed).
-    const recent = seen?.lastAt !== undefined && now - seen.lastAt <= METRICS_LAG_MS;
+    const recent = seen?.lastAt !== undefined && this.#ranSince(seen.lastAt) <= METRICS_LAG_MS;
     if ((points || !api) && recent) return;
     this.#fail(
       "scaler-ready-needs-metrics-api",
@@ -361,7 +362,7 @@ export class InvariantChecker {
           : !points
           ? `points at ${service?.namespace}/${service?.name}`
           : `is not Available (${seen?.why ?? "never judged"}) and ${
-            seen?.lastAt === undefined ? "never was" : `was not for ${now - seen.lastAt} ms`
+            seen?.lastAt === undefined ? "never was" : `was not for ${this.#ago(seen.lastAt)}`
           }`
       }`,
     );
@@ -376,18 +377,33 @@ export class InvariantChecker {
   #checkScalerDnsWrite(scaler: KubeObject, actor: string): void {
     if ((scaler.status as { state?: string } | undefined)?.state !== "Ready") return;
     const since = this.world?.dnsDownSince();
-    const now = this.cluster.clock.now();
     if (since === undefined) return;
     // The lag is the operator's lookup period and tries, counted in time its timers could fire: a
     // clock jump (a paused VM, an NTP step) passes with no lookup and no timeout (seed 5204852).
-    const jumped = this.cluster.clock.jumpedSince(since);
-    if (now - since - jumped <= DNS_LAG_MS) return;
+    if (this.#ranSince(since) <= DNS_LAG_MS) return;
     this.#fail(
       "scaler-ready-needs-cluster-dns",
       `${actor} wrote ${ref(scaler)} Ready while cluster DNS has answered nothing for ${
-        now - since
-      } ms${jumped > 0 ? ` (${jumped} ms of it a clock jump)` : ""}`,
+        this.#ago(since)
+      }`,
     );
+  }
+
+  /**
+   * Virtual milliseconds that ran since `t`, not counting time the clock jumped over: a lag that
+   * allows for a write under way or a lookup's period is time the operator's timers could fire in,
+   * and no timer fires inside a jump (a paused VM, an NTP step).
+   */
+  #ranSince(t: number): number {
+    return this.cluster.clock.now() - t - this.cluster.clock.jumpedSince(t);
+  }
+
+  /** How long ago `t` was, for a message: "N ms", and how much of it was a clock jump. */
+  #ago(t: number): string {
+    const jumped = this.cluster.clock.jumpedSince(t);
+    return `${this.cluster.clock.now() - t} ms${
+      jumped > 0 ? ` (${jumped} ms of it a clock jump)` : ""
+    }`;
   }
 
   /**

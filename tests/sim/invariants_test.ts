@@ -283,3 +283,62 @@ Deno.test("invariants: a write sent by a replica the election Lease does not nam
   assert.match(checker.violations[0].message, /platform-operator-1 sent create ConfigMap/);
   assert.match(checker.violations[0].message, /names platform-operator-0/);
 });
+
+Deno.test("invariants: a Serverless written Ready after its Deployment stopped being ready is caught; a clock jump is not the lag", () => {
+  const { store, clock, checker } = setup();
+  const user = { name: "user", manager: "kubectl" };
+  const operator = { name: OPERATOR, manager: "platform-operator" };
+  const status = (ready: boolean) => ({
+    observedGeneration: 1,
+    replicas: 1,
+    updatedReplicas: 1,
+    ...(ready ? {} : { unavailableReplicas: 1 }),
+    conditions: [{ type: "Available", status: ready ? "True" : "False" }],
+  });
+  let dep = store.create(RESOURCES.Deployment, {
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    metadata: { name: "serverless-ctrl-mngr", namespace: "default" },
+    spec: {},
+  }, user).obj;
+  // The Deployment controller's report (a create drops the status, as the API server does).
+  const report = (ready: boolean) =>
+    dep = store.update(RESOURCES.Deployment, { ...dep, status: status(ready) }, user, "status").obj;
+  report(true);
+  let module = store.create(RESOURCES.Serverless, {
+    apiVersion: "operator.platform-project.io/v1alpha1",
+    kind: "Serverless",
+    metadata: { name: "default", namespace: "default" },
+    spec: {},
+  }, user).obj;
+  const write = (state: string) => {
+    module = store.update(
+      RESOURCES.Serverless,
+      { ...module, status: { state, served: "True" } },
+      operator,
+      "status",
+    ).obj;
+  };
+  const seen = () => checker.violations.filter((v) => v.invariant === "module-ready-needs-rollout");
+  write("Ready");
+  assert.deepEqual(seen(), []);
+  report(false);
+  // A Ready under way when the rollout broke lands within the lag.
+  write("Processing");
+  write("Ready");
+  assert.deepEqual(seen(), []);
+  // Time the clock jumped over (a paused VM: no watch event, no timer in it) is not the lag.
+  clock.jump(60_000);
+  write("Processing");
+  write("Ready");
+  assert.deepEqual(seen(), []);
+  // Time that ran is.
+  clock.advanceTo(clock.now() + 20_001);
+  write("Processing");
+  write("Ready");
+  assert.equal(seen().length, 1);
+  assert.match(
+    seen()[0].message,
+    /wrote Serverless default\/default Ready while Deployment default\/serverless-ctrl-mngr is not ready \(waiting: 1 replica\(s\) unavailable\) and was not for 80001 ms \(60000 ms of it a clock jump\)$/,
+  );
+});
