@@ -4,7 +4,7 @@
  * that the next reconcile of the key receives as `ctx.lastOutcome`.
  */
 import type { ApplyOutcome, Plan } from "../reconcile/plan.ts";
-import { objectKey, type ResourceType, splitKey, typeId } from "../api/object.ts";
+import { objectKey, type ResourceType, splitKey, typeId, typeName } from "../api/object.ts";
 import type { Clock } from "./clock.ts";
 import {
   type CacheChange,
@@ -40,6 +40,54 @@ export interface ControllerLoopOptions {
   scopesReady?: (key: string) => boolean;
 }
 
+/**
+ * `cache` as the controller of `spec` reads it: only the types it declares (its primary and its
+ * watches). A term begins a controller once the watches of those types have listed, so a read of
+ * another type could see a cache that no list has brought up to date: it throws instead.
+ */
+function declaredReads(cache: ControllerCache, spec: ControllerSpec): ControllerCache {
+  const ids = new Set([typeId(spec.primary), ...spec.watches.map((w) => typeId(w.type))]);
+  const checked = new Set<ResourceType>();
+  const check = (type: ResourceType): void => {
+    if (checked.has(type)) return;
+    if (!ids.has(typeId(type))) {
+      throw new Error(
+        `${typeName(type)} is read by controller ${spec.name} but not among its watches: add it ` +
+          `to them, so that the controller waits for its lists`,
+      );
+    }
+    checked.add(type);
+  };
+  const view: ControllerCache = {
+    list(type, namespace) {
+      check(type);
+      return cache.list(type, namespace);
+    },
+    get(type, namespace, name) {
+      check(type);
+      return cache.get(type, namespace, name);
+    },
+    isSynced(type, labelSelector) {
+      check(type);
+      return cache.isSynced(type, labelSelector);
+    },
+  };
+  const { isLive, byIndex } = cache;
+  if (isLive) {
+    view.isLive = (type) => {
+      check(type);
+      return isLive.call(cache, type);
+    };
+  }
+  if (byIndex) {
+    view.byIndex = (type, index, value) => {
+      check(type);
+      return byIndex.call(cache, type, index, value);
+    };
+  }
+  return view;
+}
+
 /** One controller's keys and reconciles. */
 export class ControllerLoop {
   readonly #o: ControllerLoopOptions;
@@ -57,7 +105,7 @@ export class ControllerLoop {
   #preloading: Promise<void> | undefined;
 
   constructor(opts: ControllerLoopOptions) {
-    this.#o = opts;
+    this.#o = { ...opts, cache: declaredReads(opts.cache, opts.spec) };
     this.#preloaded = opts.spec.preload === undefined;
     this.#primaryId = typeId(opts.spec.primary);
     this.#triggers = triggersOf(opts.spec, (err, obj) => {

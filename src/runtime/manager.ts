@@ -98,7 +98,8 @@ export class Manager {
         onIdle: () => this.#events.wake(),
       },
       opts.log,
-      () => this.#state === "running" && !this.#held && this.#watches.synced && this.#watches.fresh,
+      () => this.#state === "running" && !this.#held,
+      (ctl) => this.#watches.readyFor((type) => ctl.reads(type)),
     );
     this.#watches = new WatchSet({
       cluster: this.#cluster,

@@ -1,9 +1,10 @@
 /**
- * The work of one leadership term: one work queue a controller, every primary queued when the term
- * begins and again every resync period, and the keys each cache change concerns. A term ends when
- * the lease is lost or the manager stops: its queues take no more work and in-flight reconciles
- * finish. `Terms` begins one whenever the replica leads and its caches are ready, never while the
- * previous one is still draining.
+ * The work of one leadership term: one work queue a controller, every primary of a controller
+ * queued when it begins in the term and again every resync period, and the keys each cache change
+ * concerns. Each controller begins once the watches it reads are ready, so a watch that cannot list
+ * holds back only the controllers that read its type. A term ends when the lease is lost or the
+ * manager stops: its queues take no more work and in-flight reconciles finish. `Terms` begins one
+ * whenever the replica leads, never while the previous one is still draining.
  */
 
 import type { Clock, Random } from "./clock.ts";
@@ -56,7 +57,10 @@ export class Term {
   readonly #queues = new Map<string, WorkQueue>();
   readonly #controllers: readonly TermController[];
   readonly #o: TermOptions;
+  /** Names of the controllers begun in this term: only their queues take keys. */
+  readonly #begun = new Set<string>();
   #active = true;
+  #resyncing = false;
 
   /** Queues for `controllers`; reconciles stop writing once `signal` (the lease) aborts. */
   constructor(
@@ -81,10 +85,28 @@ export class Term {
     }
   }
 
-  /** Queues every primary, and again every resync period while the term lasts. */
-  begin(): void {
-    this.#enqueueAll();
-    void this.#resync();
+  /**
+   * Begins each controller not begun yet for which `ready` holds: every primary of it queued, and
+   * again every resync period while the term lasts. Returns the names of those begun now.
+   */
+  beginReady(ready: (ctl: TermController) => boolean): string[] {
+    const begun: string[] = [];
+    for (const ctl of this.#controllers) {
+      if (!this.#active || this.#begun.has(ctl.name) || !ready(ctl)) continue;
+      this.#begun.add(ctl.name);
+      this.#enqueue(ctl);
+      begun.push(ctl.name);
+    }
+    if (begun.length > 0 && !this.#resyncing) {
+      this.#resyncing = true;
+      void this.#resync();
+    }
+    return begun;
+  }
+
+  /** True when `name` has begun in this term. */
+  begun(name: string): boolean {
+    return this.#begun.has(name);
   }
 
   /** Keys waiting, over every queue. */
@@ -104,6 +126,7 @@ export class Term {
   /** Queues the keys a cache change concerns. */
   dispatch(type: ResourceType, change: CacheChange): void {
     for (const ctl of this.#controllers) {
+      if (!this.#begun.has(ctl.name)) continue;
       const q = this.#queues.get(ctl.name)!;
       for (const key of ctl.keysFor(type, change)) q.add(key, ctl.echoOf?.(key, type, change));
     }
@@ -116,7 +139,7 @@ export class Term {
    */
   requeueReaders(type: ResourceType): void {
     for (const ctl of this.#controllers) {
-      if (!ctl.reads(type)) continue;
+      if (!ctl.reads(type) || !this.#begun.has(ctl.name)) continue;
       const q = this.#queues.get(ctl.name)!;
       for (const key of ctl.allKeys()) q.add(key);
     }
@@ -125,7 +148,7 @@ export class Term {
   /** Queues `keys` of each controller whose primary is `primary` (their scoped watches listed). */
   requeueKeys(primary: ResourceType, keys: readonly string[]): void {
     for (const ctl of this.#controllers) {
-      if (typeId(ctl.primary) !== typeId(primary)) continue;
+      if (typeId(ctl.primary) !== typeId(primary) || !this.#begun.has(ctl.name)) continue;
       const q = this.#queues.get(ctl.name)!;
       for (const key of keys) q.add(key);
     }
@@ -137,11 +160,9 @@ export class Term {
     return Promise.all([...this.#queues.values()].map((q) => q.shutdown()));
   }
 
-  #enqueueAll(): void {
-    for (const ctl of this.#controllers) {
-      const q = this.#queues.get(ctl.name)!;
-      for (const key of ctl.allKeys()) q.add(key);
-    }
+  #enqueue(ctl: TermController): void {
+    const q = this.#queues.get(ctl.name)!;
+    for (const key of ctl.allKeys()) q.add(key);
   }
 
   /** The safety net: every primary again every resync period, jittered by up to 10%. */
@@ -153,7 +174,8 @@ export class Term {
       } catch {
         return;
       }
-      if (this.#active) this.#enqueueAll();
+      if (!this.#active) return;
+      for (const ctl of this.#controllers) if (this.#begun.has(ctl.name)) this.#enqueue(ctl);
     }
   }
 }
@@ -164,21 +186,27 @@ export class Terms {
   readonly #o: TermOptions;
   readonly #log: Logger;
   readonly #ready: () => boolean;
+  readonly #controllerReady: (ctl: TermController) => boolean;
   #leadSignal: AbortSignal | undefined;
   #term: Term | undefined;
   #draining: Promise<void> | undefined;
 
-  /** `ready`: the manager runs and its caches are synced and fresh (checked at each attempt). */
+  /**
+   * `ready`: the manager runs (checked at each attempt); `controllerReady`: the watches a
+   * controller reads are synced and fresh, so that it may begin (checked for each not begun yet).
+   */
   constructor(
     controllers: readonly TermController[],
     opts: TermOptions,
     log: Logger,
     ready: () => boolean,
+    controllerReady: (ctl: TermController) => boolean,
   ) {
     this.#controllers = controllers;
     this.#o = opts;
     this.#log = log;
     this.#ready = ready;
+    this.#controllerReady = controllerReady;
   }
 
   /** The running term, if any. */
@@ -192,18 +220,27 @@ export class Terms {
     this.maybeBegin();
   }
 
-  /** Starts the queues once leading and ready, after the previous term has drained. */
+  /**
+   * Once leading and ready, after the previous term has drained: begins a term if none runs, and
+   * in it each controller whose watches are ready. Called again whenever a watch lists.
+   */
   maybeBegin(): void {
     const signal = this.#leadSignal;
-    if (this.#term || !signal || signal.aborted || !this.#ready()) return;
-    if (this.#draining) {
-      this.#draining.then(() => this.maybeBegin());
-      return;
+    if (!signal || signal.aborted || !this.#ready()) return;
+    if (!this.#term) {
+      if (this.#draining) {
+        this.#draining.then(() => this.maybeBegin());
+        return;
+      }
+      this.#term = new Term(signal, this.#controllers, this.#o);
     }
-    const term = new Term(signal, this.#controllers, this.#o);
-    this.#term = term;
-    this.#log.info("caches synced and leading: reconciling");
-    term.begin();
+    const begun = this.#term.beginReady(this.#controllerReady);
+    if (begun.length === 0) return;
+    const waiting = this.#controllers.filter((c) => !this.#term!.begun(c.name)).map((c) => c.name);
+    this.#log.info("caches synced and leading: reconciling", {
+      controllers: begun,
+      ...(waiting.length > 0 ? { waiting } : {}),
+    });
   }
 
   /** Leadership ended: drain the current term, if any. */

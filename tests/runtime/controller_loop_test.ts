@@ -216,3 +216,39 @@ Deno.test("keys postponed for scoped watches are logged once for the run, then o
     ["scoped watches listed: postponed reconciles go on", 1_000],
   ]);
 });
+
+Deno.test("a controller reads only the types it watches: another type, cached for another controller, is an error", async () => {
+  const clock = new ManualClock();
+  const cache = new Cache();
+  const read: string[] = [];
+  const spec: ControllerSpec = {
+    ...a,
+    reconcile: (_key, c) => {
+      read.push(`${c.list(RESOURCES.Deployment).length} Deployments`);
+      // The Scalers are cached (controller b watches them), but not for this controller: a term
+      // begins it once its own watches have listed, not theirs.
+      read.push(`${c.list(RESOURCES.Scaler).length} Scalers`);
+      return undefined;
+    },
+  };
+  const { log, lines } = captureLogger(clock);
+  const loop = loopOf(spec, cache, clock, { log });
+  for (
+    const [type, selector] of [[RESOURCES.Serverless], [RESOURCES.Deployment, "m=1"], [
+      RESOURCES.Scaler,
+    ]] as const
+  ) {
+    cache.store(type, selector).handle({ type: "init" });
+    cache.store(type, selector).handle({ type: "init-done" });
+  }
+  const result = await loop.reconcile("ns/s", new AbortController().signal);
+  assert.notEqual(result.type, "done");
+  assert.deepEqual(read, ["0 Deployments"]);
+  assert.ok(
+    lines.some((l) =>
+      /scalers\.operator\.platform-project\.io is read by controller a but not among its watches/
+        .test(String(l.error))
+    ),
+    JSON.stringify(lines),
+  );
+});

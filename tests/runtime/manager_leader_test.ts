@@ -5,7 +5,8 @@ import type { KubeObject } from "../../src/api/object.ts";
 import type { Cluster } from "../../src/runtime/cluster.ts";
 import { microTime } from "../../src/runtime/lease.ts";
 import type { Manager } from "../../src/runtime/manager.ts";
-import { CM, RL, setup, widget, writesExceptLease } from "./manager_fixtures.ts";
+import type { ControllerSpec } from "../../src/runtime/controller_spec.ts";
+import { CM, RL, setup, widget, widgets, writesExceptLease } from "./manager_fixtures.ts";
 
 Deno.test("with leader election only the leader writes; the standby takes over when it dies", async () => {
   const le = { namespace: "platform-system", name: "platform-operator" };
@@ -220,4 +221,56 @@ Deno.test("stop finishes within bounded time even when the API hangs", async () 
   a.m.stop().then(() => stopped = true);
   assert.ok(await t.clock.until(() => stopped, 25_000, 500), "stopped within 4 × 5 s");
   assert.ok(t.lines.some((l) => String(l.msg).startsWith("stopping: gave up waiting for")));
+});
+
+Deno.test("a watch that cannot list again holds back only the controllers that read its type", async () => {
+  const le = { namespace: "platform-system", name: "platform-operator" };
+  const seen: string[] = [];
+  const secrets: ControllerSpec = {
+    name: "secrets",
+    primary: RESOURCES.Secret,
+    watches: [],
+    reconcile(key) {
+      seen.push(key);
+      return undefined;
+    },
+  };
+  const t = setup({ leaderElection: le, controllers: [widgets(), secrets] });
+  t.cluster.put(RL, widget("a", "1"));
+  t.cluster.put(RESOURCES.Secret, {
+    apiVersion: "v1",
+    kind: "Secret",
+    metadata: { name: "s", namespace: "demo" },
+  });
+  const a = t.mk("op-a");
+  await t.clock.advance(100);
+  // The standby's Secret lists will fail (a webhook, a timeout, a quota: something of that type).
+  const b = t.mk("op-b", {}, ["Secret"]);
+  await t.clock.advance(5_000);
+  assert.equal(a.m.status.leading, true);
+  assert.deepEqual(seen, ["demo/s"]);
+  b.net.mode.value = "fail";
+  t.cluster.put(RL, widget("a", "2"));
+  a.m.abort("crash");
+  a.net.mode.value = "hang";
+  await a.done;
+  assert.ok(await t.clock.until(() => b.m.status.leading, 15_000), "standby leads within 15 s");
+  // It lists every watch again before it acts: the Widgets and ConfigMaps list, the Secrets do not.
+  await t.clock.advance(1_000);
+  assert.deepEqual(t.cluster.peek(CM, "demo", "a-cfg")?.data, { value: "2" }, "widgets reconciled");
+  const began = () =>
+    t.lines.filter((l) =>
+      l.replica === "op-b" && l.msg === "caches synced and leading: reconciling"
+    ).map((l) => ({ controllers: l.controllers, waiting: l.waiting }));
+  assert.deepEqual(began(), [{ controllers: ["widgets"], waiting: ["secrets"] }]);
+  await t.clock.advance(30_000);
+  assert.deepEqual(seen, ["demo/s"], "the secrets controller waits for its list");
+  // The Secrets list again: their controller begins.
+  b.net.mode.value = "ok";
+  assert.ok(await t.clock.until(() => seen.length > 1, 60_000), "secrets reconciled once listed");
+  assert.deepEqual(began(), [
+    { controllers: ["widgets"], waiting: ["secrets"] },
+    { controllers: ["secrets"], waiting: undefined },
+  ]);
+  await b.m.stop();
 });

@@ -266,6 +266,20 @@ export class WatchSet {
   }
 
   /**
+   * True when a controller that reads the types `reads` names may begin a term: every required
+   * watch of those types that is always open has completed its first list, and every watch of
+   * those types has listed since the last `relist()`. A watch of another type that cannot list
+   * holds back only the controllers that read it.
+   */
+  readyFor(reads: (type: ResourceType) => boolean): boolean {
+    for (const s of this.#slots) {
+      if (s.required && !s.wakers && !s.store.synced && reads(s.store.type)) return false;
+    }
+    for (const store of this.#stale) if (reads(store.type)) return false;
+    return true;
+  }
+
+  /**
    * Lists every open watch again; `fresh` is false until all have. A watch can stall unnoticed
    * for up to its idle timeout, so a standby's caches may lack what the old leader wrote, and a
    * new leader that took that absence for real would remove a finalizer while the objects remain.
