@@ -7,6 +7,8 @@
  * the aggregator unable to reach KEDA's metrics server (DNS or kube-proxy down).
  */
 import { RESOURCES } from "../src/api/resources.ts";
+import { ALL_CONTROLLERS } from "../src/controllers/registry.ts";
+import { planWatches } from "../src/runtime/controller_spec.ts";
 import {
   MANAGED_BY,
   MANAGED_BY_LABEL,
@@ -189,7 +191,21 @@ export function scheduleChaos(sim: ChaosTarget, until: number, r: Prng): void {
       sim.clock.schedule(DNS_STALE_MS, () => sim.checker.checkScalerDuringDnsOutage());
     });
   }
+  for (let i = 0; i < f.listOutages; i++) {
+    const when = at();
+    const forMs = r.logUniform(5_000, 180_000);
+    const kind = r.pick(WATCHED_KINDS);
+    schedule(sim, when, () => {
+      sim.injector.failLists(kind, sim.clock.now() + forMs);
+      phase(sim, `every list of ${kind} fails for ${forMs} ms`);
+    });
+  }
 }
+
+/** The kinds the operator's controllers watch, each once, in the order they are planned. */
+const WATCHED_KINDS: readonly string[] = [
+  ...new Set(planWatches(ALL_CONTROLLERS).map((w) => w.type.kind)),
+];
 
 function schedule(sim: ChaosTarget, at: number, fn: () => void): void {
   sim.clock.schedule(SIM_EPOCH + at - sim.clock.now(), () => {

@@ -49,6 +49,7 @@ const SETTINGS: { [K in keyof FaultConfig]: z.ZodType<FaultConfig[K]> } = {
   istiodOutages: TIMES,
   metricsOutages: TIMES,
   dnsOutages: TIMES,
+  listOutages: TIMES,
 };
 
 /** Explicit rates: some settings of FaultConfig, the others as in NO_FAULTS. */

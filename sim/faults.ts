@@ -86,6 +86,12 @@ export interface FaultConfig {
    * dials Service addresses, still reaches KEDA. Times.
    */
   dnsOutages: number;
+  /**
+   * Windows (5–180 s) in which every list the operator makes of one kind it watches fails with a
+   * 500 (a broken conversion webhook, etcd timing out on that kind's keys); watches already open
+   * go on. Times.
+   */
+  listOutages: number;
 }
 
 /** No faults at all. */
@@ -114,6 +120,7 @@ export const NO_FAULTS: FaultConfig = {
   istiodOutages: 0,
   metricsOutages: 0,
   dnsOutages: 0,
+  listOutages: 0,
 };
 
 /** Draws a fault mix: each kind is on in some seeds (most in half), at a rate drawn for the run. */
@@ -148,6 +155,8 @@ export function swarm(prng: Prng): FaultConfig {
     metricsOutages: prng.chance(0.4) ? prng.int(1, 2) : 0,
     // Cluster DNS (issue 44), drawn last for the same reason.
     dnsOutages: prng.chance(0.4) ? prng.int(1, 2) : 0,
+    // One kind unlistable for a while, drawn last for the same reason.
+    listOutages: prng.chance(0.4) ? prng.int(1, 2) : 0,
   };
 }
 
@@ -190,6 +199,7 @@ export class FaultInjector implements FaultSource {
   readonly #leases: Prng;
   readonly #outages: LeaseOutage[] = [];
   readonly #cuts: Cut[] = [];
+  readonly #listOutages: { kind: string; until: number }[] = [];
   /** Until when the aggregator cannot reach the Services' Pods (virtual time). */
   #unreachableUntil = 0;
   /** Until when cluster DNS answers nothing, and since when (virtual time). */
@@ -220,6 +230,11 @@ export class FaultInjector implements FaultSource {
    */
   cutOff(actor: string | undefined, until: number, answer: Cut["answer"]): void {
     this.#cuts.push({ ...(actor ? { actor } : {}), until, answer });
+  }
+
+  /** Makes every list of `kind` by the operator fail until virtual time `until`, while active. */
+  failLists(kind: string, until: number): void {
+    this.#listOutages.push({ kind, until });
   }
 
   /** Makes the aggregator's discovery checks fail until virtual time `until`, while active. */
@@ -281,6 +296,21 @@ export class FaultInjector implements FaultSource {
     }
     if (cut) return { kind: "timeout", executed: false, afterMs: this.#leases.int(1_000, 5_000) };
     if (verb === "watch") return undefined;
+    if (
+      verb === "list" &&
+      this.#listOutages.some((o) => o.kind === type.kind && o.until > this.now())
+    ) {
+      return {
+        kind: "error",
+        error: injectedError(
+          500,
+          what,
+          undefined,
+          `conversion webhook for ${type.group}/${type.version}, Kind=${type.kind} failed: ` +
+            `Post "https://webhook.invalid/convert": context deadline exceeded`,
+        ),
+      };
+    }
     const outage = this.#outages.find((o) =>
       o.actor === actor && o.until > this.now() && type.kind === "Lease" &&
       o.namespace === namespace && o.name === name

@@ -30,6 +30,7 @@ Deno.test("faults: the swarm mix is a function of the seed and varies across see
       "istiodOutages",
       "metricsOutages",
       "dnsOutages",
+      "listOutages",
     ] as const
   ) {
     assert.ok(on(k) > 10 && on(k) < 40, `${k} on in ${on(k)} of 50 runs`);

@@ -186,7 +186,7 @@ ${STEP}    fault: {kind: proxyReject}
       "throttle, serverError, timeout, watchDrop, watchStall, watchGone, goneAs, historySize, " +
       "crashes, replicaFailure, slowDeployment, clockJumps, slowWrite, planCrashes, leaseLoss, " +
       "standbys, ownedDeletes, proxyRejects, proxyNeverConnects, brokenFilters, istiodOutages, " +
-      "metricsOutages, dnsOutages",
+      "metricsOutages, dnsOutages, listOutages",
   );
   assert.equal(
     refusal(`name: x
@@ -196,7 +196,7 @@ ${STEP}`),
       "conflict, throttle, serverError, timeout, watchDrop, watchStall, watchGone, goneAs, " +
       "historySize, crashes, replicaFailure, slowDeployment, clockJumps, slowWrite, planCrashes, " +
       "leaseLoss, standbys, ownedDeletes, proxyRejects, proxyNeverConnects, brokenFilters, " +
-      "istiodOutages, metricsOutages, dnsOutages",
+      "istiodOutages, metricsOutages, dnsOutages, listOutages",
   );
   assert.equal(
     refusal(`name: x\nfaults: {watchDrop: 2, crashes: 1e9}\n${STEP}`),
