@@ -8,7 +8,6 @@
  */
 import { RESOURCES } from "../src/api/resources.ts";
 import { ALL_CONTROLLERS } from "../src/controllers/registry.ts";
-import { planWatches } from "../src/runtime/controller_spec.ts";
 import {
   MANAGED_BY,
   MANAGED_BY_LABEL,
@@ -202,9 +201,11 @@ export function scheduleChaos(sim: ChaosTarget, until: number, r: Prng): void {
   }
 }
 
-/** The kinds the operator's controllers watch, each once, in the order they are planned. */
+/** The kinds the operator's controllers watch (primaries and watches), each once, in their order. */
 const WATCHED_KINDS: readonly string[] = [
-  ...new Set(planWatches(ALL_CONTROLLERS).map((w) => w.type.kind)),
+  ...new Set(
+    ALL_CONTROLLERS.flatMap((c) => [c.primary, ...c.watches.map((w) => w.type)].map((t) => t.kind)),
+  ),
 ];
 
 function schedule(sim: ChaosTarget, at: number, fn: () => void): void {
