@@ -280,18 +280,14 @@ export class WatchSet {
   }
 
   /**
-   * Lists every open watch again; `fresh` is false until all have. A watch can stall unnoticed
-   * for up to its idle timeout, so a standby's caches may lack what the old leader wrote, and a
-   * new leader that took that absence for real would remove a finalizer while the objects remain.
+   * Lists every open watch again; `readyFor` is false for their readers until they have. A watch
+   * can stall unnoticed for up to its idle timeout, so a standby's caches may lack what the old
+   * leader wrote, and a new leader that took that absence for real would remove a finalizer while
+   * the objects remain.
    */
   relist(): void {
     for (const s of this.#slots) if (s.open?.watcher.relist()) this.#stale.add(s.store);
     for (const s of this.#scoped) for (const store of s.watch.relist()) this.#stale.add(store);
-  }
-
-  /** True when every watch has listed since the last `relist()` was asked for. */
-  get fresh(): boolean {
-    return this.#stale.size === 0;
   }
 
   /**
