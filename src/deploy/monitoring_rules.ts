@@ -86,6 +86,20 @@ export function alertRules(d: AlertDurations = DEFAULT_DURATIONS): AlertRule[] {
       },
     },
     {
+      alert: "PlatformOperatorControllerWaiting",
+      expr: `max by (controller) (platform_operator_controller_waiting{${job}}) > 0`,
+      for: d.down,
+      labels: { severity: "critical" },
+      annotations: {
+        summary: "The leader has not begun the {{ $labels.controller }} controller",
+        description:
+          `The leading replica has waited ${d.down} to reconcile with the {{ $labels.controller }} ` +
+          "controller: a watch of a type it reads cannot list. The leader's error log names the " +
+          "type and the API server's answer (`list <type> failed …`: a conversion webhook, etcd " +
+          "timing out, a permission). The other controllers go on.",
+      },
+    },
+    {
       alert: "PlatformOperatorReconcileErrors",
       expr: `sum by (controller) (rate(platform_operator_reconcile_errors_total{${job}}[5m])) > 0`,
       for: d.errors,

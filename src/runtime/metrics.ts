@@ -206,6 +206,14 @@ export class Metrics {
     `${PREFIX}queue_depth`,
     "Keys waiting in the work queue, by controller.",
   );
+  /**
+   * 1 for each controller of the leading replica's term that has not begun, because a watch of a
+   * type it reads has not listed (since the term began); 0 once it has and once the term ends.
+   */
+  readonly controllerWaiting = new Gauge(
+    `${PREFIX}controller_waiting`,
+    "1 while this replica leads and the controller has not begun: a watch of a type it reads has not listed, by controller.",
+  );
   /** API requests by verb and HTTP status code (0: no answer). */
   readonly apiRequests = new Counter(
     `${PREFIX}api_requests_total`,
@@ -262,6 +270,7 @@ export class Metrics {
       this.reconcileErrors,
       this.reconcileDuration,
       this.queueDepth,
+      this.controllerWaiting,
       this.apiRequests,
       this.leader,
       this.watchRestarts,

@@ -234,9 +234,13 @@ export class Terms {
       }
       this.#term = new Term(signal, this.#controllers, this.#o);
     }
-    const begun = this.#term.beginReady(this.#controllerReady);
+    const term = this.#term;
+    const begun = term.beginReady(this.#controllerReady);
+    for (const c of this.#controllers) {
+      this.#o.metrics.controllerWaiting.set({ controller: c.name }, term.begun(c.name) ? 0 : 1);
+    }
     if (begun.length === 0) return;
-    const waiting = this.#controllers.filter((c) => !this.#term!.begun(c.name)).map((c) => c.name);
+    const waiting = this.#controllers.filter((c) => !term.begun(c.name)).map((c) => c.name);
     this.#log.info("caches synced and leading: reconciling", {
       controllers: begun,
       ...(waiting.length > 0 ? { waiting } : {}),
@@ -256,6 +260,7 @@ export class Terms {
     const term = this.#term;
     if (!term) return this.#draining ?? Promise.resolve();
     this.#term = undefined;
+    this.#noneWaiting();
     const draining = term.end().then(() => {
       if (this.#draining === draining) this.#draining = undefined;
       for (const ctl of this.#controllers) {
@@ -270,6 +275,14 @@ export class Terms {
   abandon(): void {
     const term = this.#term;
     this.#term = undefined;
+    this.#noneWaiting();
     void term?.end();
+  }
+
+  /** No term, so no controller waits to begin in one. */
+  #noneWaiting(): void {
+    for (const c of this.#controllers) {
+      this.#o.metrics.controllerWaiting.set({ controller: c.name }, 0);
+    }
   }
 }

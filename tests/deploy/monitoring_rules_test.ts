@@ -71,6 +71,32 @@ const CASES: Record<string, AlertCase> = {
       { series: `platform_operator_leader{${j},instance="b"}`, values: "1x30" },
     ],
   },
+  PlatformOperatorControllerWaiting: {
+    // The leader (a) waits for the scaler controller's lists; the standby (b) has no term.
+    series: [
+      {
+        series: `platform_operator_controller_waiting{${j},instance="a",controller="scaler"}`,
+        values: "1x30",
+      },
+      {
+        series: `platform_operator_controller_waiting{${j},instance="b",controller="scaler"}`,
+        values: "0x30",
+      },
+    ],
+    quietAt: "4m",
+    firesAt: "6m",
+    labels: { controller: "scaler" },
+    healthy: [
+      {
+        series: `platform_operator_controller_waiting{${j},instance="a",controller="scaler"}`,
+        values: "1 1 0x28",
+      },
+      {
+        series: `platform_operator_controller_waiting{${j},instance="a",controller="ratelimit"}`,
+        values: "0x30",
+      },
+    ],
+  },
   PlatformOperatorOOMKilled: {
     // Killed 5 minutes in (the restarted replica sets the kill's time): fires at once, for an hour.
     series: [{
@@ -288,7 +314,7 @@ Deno.test("promtool checks deploy/monitoring's rules and every alert's unit test
     await installedRules(dir);
     const check = await promtool(["check", "rules", "rules.yaml"], dir);
     assert.ok(check.ok, check.out);
-    assert.match(check.out, /SUCCESS: 13 rules found/);
+    assert.match(check.out, /SUCCESS: 14 rules found/);
     const rules = alertRules();
     assert.deepEqual(Object.keys(CASES).sort(), rules.map((r) => r.alert).sort(), "a case each");
     await Deno.writeTextFile(
@@ -303,14 +329,18 @@ Deno.test("promtool checks deploy/monitoring's rules and every alert's unit test
   }
 });
 
-Deno.test("the unit tests fail against broken rules: a `for:` of 1m, an alert that ignores `served`, the engine judged by the replica that sees least, any GlobalEnforced reason taken for a domain not loaded", async () => {
+Deno.test("the unit tests fail against broken rules: a `for:` of 1m, an alert that ignores `served`, the engine or a waiting controller judged by the replica that sees least, any GlobalEnforced reason taken for a domain not loaded", async () => {
   const dir = await Deno.makeTempDir({ prefix: "promtool-" });
   try {
     const rules = alertRules();
     const broken = structuredClone(rules);
-    broken[4].for = "1m";
-    broken[3].expr = broken[3].expr.replace(`served="True",`, "");
     const at = (alert: string) => broken.findIndex((r) => r.alert === alert);
+    broken[at("PlatformOperatorRateLimitNotEnforced")].for = "1m";
+    const module = at("PlatformOperatorModuleError");
+    broken[module].expr = broken[module].expr.replace(`served="True",`, "");
+    // Judged by the replica that sees least: the standby, which has no term, hides the leader.
+    const waiting = at("PlatformOperatorControllerWaiting");
+    broken[waiting].expr = broken[waiting].expr.replace(/^max by/, "min by");
     const down = at("PlatformOperatorRateLimitEngineDown");
     broken[down].expr = broken[down].expr.replace(/^max\(/, "min(");
     const domain = at("PlatformOperatorRateLimitDomainNotLoaded");
@@ -329,6 +359,7 @@ Deno.test("the unit tests fail against broken rules: a `for:` of 1m, an alert th
     assert.match(test.out, /PlatformOperatorModuleError/);
     assert.match(test.out, /PlatformOperatorRateLimitEngineDown/);
     assert.match(test.out, /PlatformOperatorRateLimitDomainNotLoaded/);
+    assert.match(test.out, /PlatformOperatorControllerWaiting/);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }

@@ -263,6 +263,8 @@ Deno.test("a watch that cannot list again holds back only the controllers that r
       l.replica === "op-b" && l.msg === "caches synced and leading: reconciling"
     ).map((l) => ({ controllers: l.controllers, waiting: l.waiting }));
   assert.deepEqual(began(), [{ controllers: ["widgets"], waiting: ["secrets"] }]);
+  const waiting = (controller: string) => b.m.metrics.controllerWaiting.get({ controller });
+  assert.deepEqual([waiting("widgets"), waiting("secrets")], [0, 1], "the metric says who waits");
   await t.clock.advance(30_000);
   assert.deepEqual(seen, ["demo/s"], "the secrets controller waits for its list");
   // The Secrets list again: their controller begins.
@@ -272,5 +274,6 @@ Deno.test("a watch that cannot list again holds back only the controllers that r
     { controllers: ["widgets"], waiting: ["secrets"] },
     { controllers: ["secrets"], waiting: undefined },
   ]);
+  assert.equal(waiting("secrets"), 0);
   await b.m.stop();
 });
