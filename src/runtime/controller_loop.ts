@@ -10,6 +10,7 @@ import {
   type CacheChange,
   type ControllerCache,
   type ControllerSpec,
+  type RunnerCache,
   triggersOf,
 } from "./controller_spec.ts";
 import { classifyError, errorMessage } from "./cluster.ts";
@@ -46,17 +47,14 @@ export interface ControllerLoopOptions {
  * another type could see a cache that no list has brought up to date: it throws instead.
  */
 function declaredReads(cache: ControllerCache, spec: ControllerSpec): ControllerCache {
-  const ids = new Set([typeId(spec.primary), ...spec.watches.map((w) => typeId(w.type))]);
-  const checked = new Set<ResourceType>();
+  const declared = declaredBy(spec);
   const check = (type: ResourceType): void => {
-    if (checked.has(type)) return;
-    if (!ids.has(typeId(type))) {
+    if (!declared(type)) {
       throw new Error(
         `${typeName(type)} is read by controller ${spec.name} but not among its watches: add it ` +
           `to them, so that the controller waits for its lists`,
       );
     }
-    checked.add(type);
   };
   const view: ControllerCache = {
     list(type, namespace) {
@@ -85,6 +83,50 @@ function declaredReads(cache: ControllerCache, spec: ControllerSpec): Controller
       return byIndex.call(cache, type, index, value);
     };
   }
+  return view;
+}
+
+/** Whether a type is the primary of `spec` or among its watches (by type id, remembered by object). */
+function declaredBy(spec: ControllerSpec): (type: ResourceType) => boolean {
+  const ids = new Set([typeId(spec.primary), ...spec.watches.map((w) => typeId(w.type))]);
+  const seen = new Set<ResourceType>();
+  return (type) => {
+    if (seen.has(type)) return true;
+    if (!ids.has(typeId(type))) return false;
+    seen.add(type);
+    return true;
+  };
+}
+
+/**
+ * `cache` as the runner of `spec`'s controller compares writes with it: a type outside the
+ * controller's watches counts as not watched (written every time, with the runner's warning), even
+ * when another controller caches it, whose watch may not have listed since this controller's term
+ * began. What a write gets back still goes into the shared cache.
+ */
+export function declaredWrites(cache: RunnerCache, spec: ControllerSpec): RunnerCache {
+  const declared = declaredBy(spec);
+  const { isLive, byIndex, caches, ownedFields, specDigest, written } = cache;
+  const view: RunnerCache = {
+    list: (type, namespace) => declared(type) ? cache.list(type, namespace) : [],
+    get: (type, namespace, name) => declared(type) ? cache.get(type, namespace, name) : undefined,
+    has: (type) => declared(type) && cache.has(type),
+  };
+  if (isLive) view.isLive = (type) => declared(type) && isLive.call(cache, type);
+  if (byIndex) {
+    view.byIndex = (type, index, value) =>
+      declared(type) ? byIndex.call(cache, type, index, value) : [];
+  }
+  if (caches) view.caches = (type) => declared(type) && caches.call(cache, type);
+  if (ownedFields) {
+    view.ownedFields = (type, namespace, name) =>
+      declared(type) ? ownedFields.call(cache, type, namespace, name) : undefined;
+  }
+  if (specDigest) {
+    view.specDigest = (type, namespace, name) =>
+      declared(type) ? specDigest.call(cache, type, namespace, name) : undefined;
+  }
+  if (written) view.written = (type, obj) => written.call(cache, type, obj);
   return view;
 }
 

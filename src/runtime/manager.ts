@@ -16,7 +16,7 @@ import { listAfterFirstRead, mustRelist } from "./list_timing.ts";
 import { Metrics } from "./metrics.ts";
 import { instrumentCluster } from "./instrumented_cluster.ts";
 import { withLocalTypes } from "./local_types.ts";
-import { ControllerLoop } from "./controller_loop.ts";
+import { ControllerLoop, declaredWrites } from "./controller_loop.ts";
 import { Runner } from "./runner.ts";
 import { type ManagerOptions, operatorNamespace } from "./manager_options.ts";
 import { Terms } from "./term.ts";
@@ -126,7 +126,7 @@ export class Manager {
     const { clock, random, identity } = this.#o;
     const runner = new Runner({
       cluster: this.#cluster,
-      cache: this.#cache,
+      cache: declaredWrites(this.#cache, spec),
       clock,
       random,
       log,

@@ -7,6 +7,8 @@ import { microTime } from "../../src/runtime/lease.ts";
 import type { Manager } from "../../src/runtime/manager.ts";
 import type { ControllerSpec } from "../../src/runtime/controller_spec.ts";
 import { CM, RL, setup, widget, widgets, writesExceptLease } from "./manager_fixtures.ts";
+import { emptyPlan } from "../../src/reconcile/plan.ts";
+import { MANAGED_BY, MANAGED_BY_LABEL } from "../../src/reconcile/labels.ts";
 
 Deno.test("with leader election only the leader writes; the standby takes over when it dies", async () => {
   const le = { namespace: "platform-system", name: "platform-operator" };
@@ -276,4 +278,42 @@ Deno.test("a watch that cannot list again holds back only the controllers that r
   ]);
   assert.equal(waiting("secrets"), 0);
   await b.m.stop();
+});
+
+Deno.test("a controller's writes are compared with what it watches, not with another controller's cache", async () => {
+  // The writer applies a ConfigMap it does not watch; the widgets controller's watch caches it.
+  // Compared with that cache, the second apply would be skipped as unchanged: but that watch need
+  // not have listed when the writer's term began, so the writer writes (and says why).
+  const cm: KubeObject = {
+    apiVersion: "v1",
+    kind: "ConfigMap",
+    metadata: { name: "shared", namespace: "demo", labels: { [MANAGED_BY_LABEL]: MANAGED_BY } },
+    data: { value: "1" },
+  };
+  const writer: ControllerSpec = {
+    name: "writer",
+    primary: RESOURCES.Secret,
+    watches: [],
+    reconcile: () => ({ ...emptyPlan(), apply: [cm] }),
+  };
+  const t = setup({ controllers: [widgets(), writer] });
+  const secret = (name: string): KubeObject => ({
+    apiVersion: "v1",
+    kind: "Secret",
+    metadata: { name, namespace: "demo" },
+  });
+  t.cluster.put(RESOURCES.Secret, secret("a"));
+  const a = t.mk("op-a");
+  await t.clock.advance(2_000);
+  assert.ok(a.m.cache.get(CM, "demo", "shared"), "the widgets controller's watch caches it");
+  t.cluster.put(RESOURCES.Secret, secret("b"));
+  await t.clock.advance(2_000);
+  const applies = t.cluster.calls.filter((c) => c.verb === "apply" && c.kind === "ConfigMap");
+  assert.equal(applies.length, 2, "applied for each Secret: not skipped against another's cache");
+  assert.ok(
+    t.lines.some((l) =>
+      l.level === "warn" && /^configmaps is applied but not watched/.test(String(l.msg))
+    ),
+  );
+  await a.m.stop();
 });
