@@ -18,7 +18,7 @@ export interface AuditEvent {
     subresource?: string;
   };
   responseStatus?: { code?: number };
-  /** The request's body, where the policy records it (RateLimit status writes). */
+  /** The request's body, where the policy records it (RateLimit, Scaler, Serverless status writes). */
   requestObject?: unknown;
   requestReceivedTimestamp: string;
   stageTimestamp: string;

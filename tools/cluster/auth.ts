@@ -72,9 +72,10 @@ export async function writeKubeconfig(
 export const WRITE_VERBS = ["create", "update", "patch", "delete", "deletecollection"];
 
 /**
- * Writes an audit policy that logs only write verbs, at Metadata level, and RateLimit status
- * writes at Request level: their bodies show what a repeated status write said (the fault suites'
- * duplicates).
+ * Writes an audit policy that logs only write verbs, at Metadata level, and the status writes of
+ * RateLimits, Scalers and Serverless at Request level: their bodies show what a repeated status
+ * write said (the fault suites' duplicates), and every state a module went through, however short
+ * (a sampler can miss a Processing that lasts under a second).
  */
 export async function writeAuditPolicy(path: string): Promise<void> {
   const policy = {
@@ -85,7 +86,13 @@ export async function writeAuditPolicy(path: string): Promise<void> {
       {
         level: "Request",
         verbs: WRITE_VERBS,
-        resources: [{ group: "gateway.platform-project.io", resources: ["ratelimits/status"] }],
+        resources: [
+          { group: "gateway.platform-project.io", resources: ["ratelimits/status"] },
+          {
+            group: "operator.platform-project.io",
+            resources: ["scalers/status", "serverlesses/status"],
+          },
+        ],
       },
       { level: "Metadata", verbs: WRITE_VERBS },
       { level: "None" },
