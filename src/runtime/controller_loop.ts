@@ -106,17 +106,12 @@ function declaredBy(spec: ControllerSpec): (type: ResourceType) => boolean {
  */
 export function declaredWrites(cache: RunnerCache, spec: ControllerSpec): RunnerCache {
   const declared = declaredBy(spec);
-  const { isLive, byIndex, caches, ownedFields, specDigest, written } = cache;
+  const { caches, ownedFields, specDigest, written } = cache;
   const view: RunnerCache = {
     list: (type, namespace) => declared(type) ? cache.list(type, namespace) : [],
     get: (type, namespace, name) => declared(type) ? cache.get(type, namespace, name) : undefined,
     has: (type) => declared(type) && cache.has(type),
   };
-  if (isLive) view.isLive = (type) => declared(type) && isLive.call(cache, type);
-  if (byIndex) {
-    view.byIndex = (type, index, value) =>
-      declared(type) ? byIndex.call(cache, type, index, value) : [];
-  }
   if (caches) view.caches = (type) => declared(type) && caches.call(cache, type);
   if (ownedFields) {
     view.ownedFields = (type, namespace, name) =>
@@ -133,7 +128,7 @@ export function declaredWrites(cache: RunnerCache, spec: ControllerSpec): Runner
 /** One controller's keys and reconciles. */
 export class ControllerLoop {
   readonly #o: ControllerLoopOptions;
-  readonly #reads: Set<string>;
+  readonly #reads: (type: ResourceType) => boolean;
   readonly #primaryId: string;
   readonly #triggers: ReturnType<typeof triggersOf>;
   /** Outcome of the last Plan per key. */
@@ -153,7 +148,7 @@ export class ControllerLoop {
     this.#triggers = triggersOf(opts.spec, (err, obj) => {
       opts.log.error("triggers failed", { error: err, object: objectKey(obj), kind: obj.kind });
     });
-    this.#reads = new Set([this.#primaryId, ...opts.spec.watches.map((w) => typeId(w.type))]);
+    this.#reads = declaredBy(opts.spec);
     this.#required = [
       { type: opts.spec.primary },
       ...opts.spec.watches.filter((w) => !w.optional && !w.scopes).map((w) => ({
@@ -185,7 +180,7 @@ export class ControllerLoop {
 
   /** True when the controller reads objects of `type` (its primary or one of its watches). */
   reads(type: ResourceType): boolean {
-    return this.#reads.has(typeId(type));
+    return this.#reads(type);
   }
 
   /** Keys of every cached primary (initial work and resyncs). */
@@ -198,7 +193,7 @@ export class ControllerLoop {
    * for its previous state, so a label moved away from one owner still reaches that owner.
    */
   keysFor(type: ResourceType, change: CacheChange): string[] {
-    if (!this.#reads.has(typeId(type))) return [];
+    if (!this.#reads(type)) return [];
     const keys: string[] = [];
     const objects = change.type === "apply" && change.old
       ? [change.object, change.old]

@@ -60,7 +60,6 @@ export class Term {
   /** Names of the controllers begun in this term: only their queues take keys. */
   readonly #begun = new Set<string>();
   #active = true;
-  #resyncing = false;
 
   /** Queues for `controllers`; reconciles stop writing once `signal` (the lease) aborts. */
   constructor(
@@ -90,17 +89,16 @@ export class Term {
    * again every resync period while the term lasts. Returns the names of those begun now.
    */
   beginReady(ready: (ctl: TermController) => boolean): string[] {
+    if (!this.#active) return [];
+    const first = this.#begun.size === 0;
     const begun: string[] = [];
     for (const ctl of this.#controllers) {
-      if (!this.#active || this.#begun.has(ctl.name) || !ready(ctl)) continue;
+      if (this.#begun.has(ctl.name) || !ready(ctl)) continue;
       this.#begun.add(ctl.name);
       this.#enqueue(ctl);
       begun.push(ctl.name);
     }
-    if (begun.length > 0 && !this.#resyncing) {
-      this.#resyncing = true;
-      void this.#resync();
-    }
+    if (first && begun.length > 0) void this.#resync();
     return begun;
   }
 
@@ -227,6 +225,7 @@ export class Terms {
   maybeBegin(): void {
     const signal = this.#leadSignal;
     if (!signal || signal.aborted || !this.#ready()) return;
+    const created = !this.#term;
     if (!this.#term) {
       if (this.#draining) {
         this.#draining.then(() => this.maybeBegin());
@@ -236,6 +235,8 @@ export class Terms {
     }
     const term = this.#term;
     const begun = term.beginReady(this.#controllerReady);
+    // Called on every list a watch finishes: the gauges change only with a new term or a begin.
+    if (!created && begun.length === 0) return;
     for (const c of this.#controllers) {
       this.#o.metrics.controllerWaiting.set({ controller: c.name }, term.begun(c.name) ? 0 : 1);
     }
