@@ -17,6 +17,8 @@ import { realNodeNamespace } from "./keda_real.ts";
 import { moduleGrantsRole } from "../../src/kube/rbac.ts";
 import { CONTROLLER_DEPLOYMENT } from "../../src/reconcile/serverless/render.ts";
 import { MODULE_GROUPS, nothingLeftBehind } from "./left_behind.ts";
+import type { KubeObject } from "../../src/api/object.ts";
+import { OPERATOR_USER } from "../../tools/cluster/mod.ts";
 
 const NS = "serverless-real";
 const USER_NS = "serverless-user";
@@ -87,6 +89,18 @@ e2eSuite("serverless-real", async (env, t) => {
     async () => {
       const [before] = await controllerPods(env);
       const states: string[] = [];
+      // The states the operator wrote, from the audit log: a Processing shorter than the poll's
+      // period (250 ms plus kubectl's time) is there too.
+      const editAt = Date.now();
+      const written = async () =>
+        (await env.cluster.writes({
+          user: OPERATOR_USER,
+          sinceMs: editAt,
+          resource: "serverlesses",
+          namespace: NS,
+          successfulOnly: true,
+        })).filter((e) => e.objectRef?.subresource === "status")
+          .map((e) => String(statusOf(e.requestObject as KubeObject).state ?? ""));
       await env.kube.must([
         "patch",
         "serverless",
@@ -112,6 +126,7 @@ e2eSuite("serverless-real", async (env, t) => {
         describe: async () =>
           JSON.stringify({
             before: before.metadata.name,
+            written: await written(),
             states: [...new Set(states)],
             pods: (await controllerPods(env)).map((p) => [p.metadata.name, isReady(p)]),
             template: (await env.kube.get<{ spec: { template: { metadata: unknown } } }>(
@@ -121,7 +136,13 @@ e2eSuite("serverless-real", async (env, t) => {
             ))?.spec.template.metadata,
           }),
       });
-      assert.ok(states.includes("Processing"), `states seen: ${[...new Set(states)].join(", ")}`);
+      const wrote = await written();
+      const processing = wrote.indexOf("Processing");
+      assert.ok(
+        processing >= 0 && wrote.slice(processing).includes("Ready"),
+        `states written since the edit: ${wrote.join(", ")}; states read: ` +
+          [...new Set(states)].join(", "),
+      );
       assert.match(await mounted(pod, "/appdata/log/log-config.yaml"), /logLevel: "debug"/);
       assert.match(
         await mounted(pod, "/appdata/config/function-config.yaml"),
