@@ -109,6 +109,24 @@ export class SimClock implements Clock {
     return sum;
   }
 
+  /**
+   * The latest virtual time from which `ms` of running time leads to now: a window of `ms` that
+   * time the clock jumped over does not shorten (`now - ranFrom(ms) - jumpedSince(ranFrom(ms))`
+   * is `ms`).
+   */
+  ranFrom(ms: number): number {
+    let t = this.#now;
+    let left = ms;
+    for (let i = this.#jumps.length - 1; i >= 0; i--) {
+      const j = this.#jumps[i];
+      const ran = t - (j.at + j.ms);
+      if (ran >= left) return t - left;
+      left -= ran;
+      t = j.at;
+    }
+    return t - left;
+  }
+
   /** Timers waiting to fire (cancelled ones excluded). */
   get pending(): number {
     return this.#heap.length - this.#cancelled;

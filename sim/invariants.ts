@@ -429,7 +429,7 @@ export class InvariantChecker {
   /**
    * What the operator says the proxies did with a RateLimit's filter is what they did: when it
    * writes `Accepted=True`, every proxy its filter reaches held, at some moment of the last
-   * {@link ACCEPTED_LAG_MS}, the RateLimit's filter (by owner uid) rendered from the generation
+   * {@link ACCEPTED_LAG_MS} of running time (a clock jump inside it widens it), the RateLimit's filter (by owner uid) rendered from the generation
    * the status says is enforced (`enforcedGeneration`), among the filters of the push it had
    * acknowledged, which the proxy model knows exactly; when it writes `Accepted=False`
    * (ProxyRejected), the message names a proxy that was rejecting in that time. The lag is what the
@@ -447,9 +447,14 @@ export class InvariantChecker {
     const filter = this.cluster.store.get(RESOURCES.EnvoyFilter, namespace, name);
     if (!filter || filter.metadata.labels?.[MANAGED_BY_LABEL] !== MANAGED_BY) return;
     const now = this.cluster.clock.now();
-    const from = now - ACCEPTED_LAG_MS;
+    // The lag is running time: a clock jump inside it (no poll, no push in it) widens the window.
+    const from = this.cluster.clock.ranFrom(ACCEPTED_LAG_MS);
     const reached = istiod.reachedBy(filter);
-    const within = `in the last ${ACCEPTED_LAG_MS / 1000} s`;
+    const within = `in the last ${ACCEPTED_LAG_MS / 1000} s the clock ran${
+      now - from > ACCEPTED_LAG_MS
+        ? ` (${now - from - ACCEPTED_LAG_MS} ms of clock jumps inside)`
+        : ""
+    }`;
     if (rejected) {
       const named = reached.filter((p) => accepted.message.includes(`${p.pod.name} rejected the`));
       if (!named.some((p) => p.rejectingWithin(from, now))) {

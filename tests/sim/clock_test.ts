@@ -133,3 +133,21 @@ Deno.test("clock: jumps while waiting do not eat the wait's budget", async () =>
   assert.equal(never, false);
   assert.equal(clock.now(), 255_001);
 });
+
+Deno.test("clock: ranFrom widens a window by the jumps inside it, and only by them", async () => {
+  const clock = new SimClock(0);
+  const driver = new Driver(clock);
+  assert.equal(clock.ranFrom(35_000), -35_000);
+  await driver.runFor(10_000);
+  clock.jump(60_000);
+  await driver.runFor(20_000);
+  assert.equal(clock.now(), 90_000);
+  // 20 s ran since the jump; the other 15 s of a 35 s window come from before it.
+  assert.equal(clock.ranFrom(35_000), -5_000);
+  assert.equal(clock.ranFrom(20_000), 70_000);
+  assert.equal(clock.ranFrom(10_000), 80_000);
+  for (const ms of [0, 5_000, 20_000, 25_000, 35_000, 100_000]) {
+    const from = clock.ranFrom(ms);
+    assert.equal(clock.now() - from - clock.jumpedSince(from), ms, `window of ${ms} ms`);
+  }
+});
