@@ -14,7 +14,7 @@ import assert from "node:assert/strict";
 import { KEDA_DEPLOYMENTS, KEDA_VERSION } from "../../src/reconcile/scaler/names.ts";
 import { type E2E, e2eSuite, waitFor } from "./harness.ts";
 import { moduleSelector, namespace, scaledObject, scaler } from "./fixtures.ts";
-import { conditionOf, describe, statusOf } from "./status.ts";
+import { conditionOf, describe, statesWritten, statusOf } from "./status.ts";
 import {
   describePods,
   KEDA_REAL_SKIP,
@@ -37,8 +37,6 @@ import {
   setMetric,
 } from "./keda_scaling.ts";
 import { moduleGrantsRole } from "../../src/kube/rbac.ts";
-import type { KubeObject } from "../../src/api/object.ts";
-import { OPERATOR_USER } from "../../tools/cluster/mod.ts";
 import { MODULE_GROUPS, nothingLeftBehind } from "./left_behind.ts";
 import { clusterDnsOutage } from "./keda_dns.ts";
 
@@ -364,15 +362,7 @@ async function scalerEditRollsKeda(env: E2E): Promise<void> {
   // The states the operator wrote, from the audit log: a Processing shorter than the trace's
   // period (0.8 s once, on a quiet machine) is there too.
   const editAt = Date.now();
-  const written = async () =>
-    (await env.cluster.writes({
-      user: OPERATOR_USER,
-      sinceMs: editAt,
-      resource: "scalers",
-      namespace: NS,
-      successfulOnly: true,
-    })).filter((e) => e.objectRef?.subresource === "status")
-      .map((e) => String(statusOf(e.requestObject as KubeObject).state ?? ""));
+  const written = () => statesWritten(env.cluster, "scalers", NS, editAt);
   try {
     await env.kube.must([
       "patch",

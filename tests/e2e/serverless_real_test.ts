@@ -11,14 +11,12 @@
 import assert from "node:assert/strict";
 import { type E2E, e2eSuite, waitFor } from "./harness.ts";
 import { fn, moduleSelector, serverless } from "./fixtures.ts";
-import { conditionOf, describe, statusOf } from "./status.ts";
+import { conditionOf, describe, statesWritten, statusOf } from "./status.ts";
 import { REAL_NODE_SKIP } from "../../tools/cluster/real_node_fixtures.ts";
 import { realNodeNamespace } from "./keda_real.ts";
 import { moduleGrantsRole } from "../../src/kube/rbac.ts";
 import { CONTROLLER_DEPLOYMENT } from "../../src/reconcile/serverless/render.ts";
 import { MODULE_GROUPS, nothingLeftBehind } from "./left_behind.ts";
-import type { KubeObject } from "../../src/api/object.ts";
-import { OPERATOR_USER } from "../../tools/cluster/mod.ts";
 
 const NS = "serverless-real";
 const USER_NS = "serverless-user";
@@ -92,15 +90,7 @@ e2eSuite("serverless-real", async (env, t) => {
       // The states the operator wrote, from the audit log: a Processing shorter than the poll's
       // period (250 ms plus kubectl's time) is there too.
       const editAt = Date.now();
-      const written = async () =>
-        (await env.cluster.writes({
-          user: OPERATOR_USER,
-          sinceMs: editAt,
-          resource: "serverlesses",
-          namespace: NS,
-          successfulOnly: true,
-        })).filter((e) => e.objectRef?.subresource === "status")
-          .map((e) => String(statusOf(e.requestObject as KubeObject).state ?? ""));
+      const written = () => statesWritten(env.cluster, "serverlesses", NS, editAt);
       await env.kube.must([
         "patch",
         "serverless",

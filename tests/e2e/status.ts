@@ -1,5 +1,6 @@
 /** Reading the operator's status off real objects: state, served, conditions. */
 import type { KubeObject } from "../../src/api/object.ts";
+import { type ClusterHandle, OPERATOR_USER } from "../../tools/cluster/mod.ts";
 
 /** A status condition as read back from the API. */
 export interface ConditionView {
@@ -22,6 +23,28 @@ export interface StatusView {
 /** The status of an object (empty when it has none yet). */
 export function statusOf(obj: KubeObject | undefined): StatusView {
   return (obj?.status ?? {}) as StatusView;
+}
+
+/**
+ * The states the operator wrote into `resource`'s statuses in `namespace` since `sinceMs`, in
+ * order, from the audit log (which records module status writes with their bodies): a state held
+ * for less than a poll's period is there too.
+ */
+export async function statesWritten(
+  cluster: Pick<ClusterHandle, "writes">,
+  resource: string,
+  namespace: string,
+  sinceMs: number,
+): Promise<string[]> {
+  const events = await cluster.writes({
+    user: OPERATOR_USER,
+    sinceMs,
+    resource,
+    namespace,
+    successfulOnly: true,
+  });
+  return events.filter((e) => e.objectRef?.subresource === "status")
+    .map((e) => String(statusOf(e.requestObject as KubeObject).state ?? ""));
 }
 
 /** The condition of `type`, if present. */
