@@ -544,13 +544,17 @@ export class InvariantChecker {
     }
   }
 
-  /** Objects the operator installed for `module` (`serverless`, `keda`, `ratelimit`) that still exist. */
+  /**
+   * Objects the operator installed for `module` (`serverless`, `keda`, `ratelimit`) that still
+   * exist: the module's labels, created by the operator (a user's object with the labels is not).
+   */
   installedObjects(module: string): KubeObject[] {
     const store = this.cluster.store;
     return store.types.all().flatMap((t) =>
       store.objects(t).filter((o) =>
         o.metadata.labels?.[MANAGED_BY_LABEL] === MANAGED_BY &&
-        o.metadata.labels?.[MODULE_LABEL] === module
+        o.metadata.labels?.[MODULE_LABEL] === module &&
+        isOperator(store.creatorOf(o.metadata.uid!) ?? "")
       )
     );
   }

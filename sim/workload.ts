@@ -5,6 +5,7 @@
  * without re-deriving the reducers.
  */
 import type { KubeObject } from "../src/api/object.ts";
+import { MANAGED_BY, MANAGED_BY_LABEL, MODULE_LABEL } from "../src/reconcile/labels.ts";
 import type { Prng } from "./prng.ts";
 
 /** The namespace and labels of the sweep's demo workload. */
@@ -230,5 +231,27 @@ export function generateWorkload(
       actions.push({ at, op: "delete", kind, namespace, name });
     }
   }
+  // A user's own object that carries an installed module's labels (copied from one, or set by a
+  // kustomization's common labels): the module must neither prune it nor wait for it. Drawn from a
+  // fork of its own, which leaves every other draw as it was.
+  const u = r.fork("labelled-user-object");
+  if (u.chance(0.3)) {
+    const [namespace] = u.pick(modules);
+    actions.push({ at: u.int(0, windowMs), op: "apply", obj: labelledUserObject(namespace) });
+  }
   return actions.sort((a, b) => a.at - b.at);
+}
+
+/** A user's ConfigMap with the Serverless module's labels, which the operator did not write. */
+export function labelledUserObject(namespace: string): KubeObject {
+  return {
+    apiVersion: "v1",
+    kind: "ConfigMap",
+    metadata: {
+      name: "user-labelled",
+      namespace,
+      labels: { [MANAGED_BY_LABEL]: MANAGED_BY, [MODULE_LABEL]: "serverless" },
+    },
+    data: { note: "the user's own, labelled like the module's" },
+  };
 }

@@ -48,6 +48,23 @@ export interface ResourceType {
   namespaced: boolean;
 }
 
+/** One `metadata.managedFields` entry, as far as the operator reads it. */
+export interface ManagedFieldsEntry {
+  manager?: string;
+  operation?: string;
+  subresource?: string;
+  fieldsV1?: unknown;
+}
+
+/**
+ * The managedFields entry of `manager`'s server-side apply of the object itself (not of a
+ * subresource), if the object shows one: what says that manager wrote it, whatever its labels say.
+ */
+export function applyEntryOf(obj: KubeObject, manager: string): ManagedFieldsEntry | undefined {
+  const entries = obj.metadata.managedFields as ManagedFieldsEntry[] | undefined;
+  return entries?.find((e) => e.manager === manager && e.operation === "Apply" && !e.subresource);
+}
+
 /** The `namespace/name` key of an object (just `name` for cluster-scoped ones). */
 export function objectKey(obj: { metadata: { namespace?: string; name: string } }): string {
   return obj.metadata.namespace

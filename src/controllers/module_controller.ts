@@ -15,6 +15,7 @@ import { DNS_LOOKUP } from "../api/cluster_dns.ts";
 import type { EmbeddedCrds } from "./embedded_crds.ts";
 import { everyPrimary, ownerByLabel, sortedKeys, whenLabelled } from "./triggers.ts";
 import {
+  FIELD_MANAGER,
   MANAGED_BY,
   MANAGED_BY_LABEL,
   MANAGED_SELECTOR,
@@ -75,10 +76,21 @@ function belongsTo(obj: KubeObject, module: string): boolean {
   return labels[MANAGED_BY_LABEL] === MANAGED_BY && labels[MODULE_LABEL] === module;
 }
 
-/** The observed objects the module installed, from every installed type's cache. */
+/**
+ * The observed objects the module installed, from every installed type's cache: those with the
+ * module's labels that the operator's own server-side apply wrote (their managedFields name its
+ * field manager). Labels alone are not proof: a user's object may carry them (copied, or set by a
+ * kustomization's common labels), and the module must never prune, or wait for, what it did not
+ * write.
+ */
 export function installedObjects(kind: ModuleKind, cache: CacheReader): KubeObject[] {
+  const { ownedFields } = cache;
   return kind.installed.flatMap((type) =>
-    cache.list(type).filter((o) => belongsTo(o, kind.module))
+    cache.list(type).filter((o) =>
+      belongsTo(o, kind.module) &&
+      (ownedFields === undefined ||
+        ownedFields.call(cache, type, o.metadata.namespace, o.metadata.name) !== undefined)
+    )
   );
 }
 
@@ -208,6 +220,7 @@ export function guardFinalizer(kind: ModuleKind, plan: Plan): Plan {
     apiVersion: apiVersionOf(type),
     kind: type.kind,
     labelSelector,
+    appliedBy: FIELD_MANAGER,
   }));
   return { ...plan, noneLeft };
 }

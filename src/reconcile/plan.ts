@@ -38,9 +38,10 @@ export interface Plan {
    * Kinds (with a label selector) of which the API server must list nothing right before the
    * finalizer is removed. A cache can be behind (a watch that stalled unnoticed), and removing a
    * module's finalizer on a stale "nothing left" would orphan what it installed; a live list is
-   * the one read that cannot be behind.
+   * the one read that cannot be behind. With `appliedBy`, only objects that field manager's
+   * server-side apply wrote count (a user's object that carries the labels is not the module's).
    */
-  noneLeft?: { apiVersion: string; kind: string; labelSelector: string }[];
+  noneLeft?: { apiVersion: string; kind: string; labelSelector: string; appliedBy?: string }[];
   /**
    * Kinds of which the API server must list no object (cluster-wide) right before the Plan deletes
    * anything or removes its finalizer: the user's objects that block a module's deletion. The

@@ -70,7 +70,13 @@ function declaredReads(cache: ControllerCache, spec: ControllerSpec): Controller
       return cache.isSynced(type, labelSelector);
     },
   };
-  const { isLive, byIndex } = cache;
+  const { isLive, byIndex, ownedFields } = cache;
+  if (ownedFields) {
+    view.ownedFields = (type, namespace, name) => {
+      check(type);
+      return ownedFields.call(cache, type, namespace, name);
+    };
+  }
   if (isLive) {
     view.isLive = (type) => {
       check(type);

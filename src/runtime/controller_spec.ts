@@ -33,6 +33,12 @@ export interface CacheReader {
    * reader without it (a test's fake) is read through `list` instead (see `byIndexOf`).
    */
   byIndex?(type: ResourceType, index: string, value: string): readonly KubeObject[];
+  /**
+   * The operator's own applied `fieldsV1` of an object (its server-side apply's managedFields
+   * entry), if the object has one: undefined means the operator's field manager never applied it.
+   * The runtime always implements it; a reader without it (a test's fake) cannot tell.
+   */
+  ownedFields?(type: ResourceType, namespace: string | undefined, name: string): unknown;
 }
 
 /** The cache as a controller's loop reads it: whether a watch has listed, besides the objects. */
@@ -49,8 +55,6 @@ export interface RunnerCache extends CacheReader {
    * a reader without it counts every type it `has` as listed.
    */
   caches?(type: ResourceType): boolean;
-  /** The operator's own applied `fieldsV1` of an object, if known. */
-  ownedFields?(type: ResourceType, namespace: string | undefined, name: string): unknown;
   /**
    * The digest of an object's spec when its cache keeps a digest instead of the spec (see
    * `Projection`); the runner then compares the desired spec's digest with it.

@@ -22,6 +22,7 @@ import {
 import type { Logger } from "./log.ts";
 import type { Metrics } from "./metrics.ts";
 import {
+  applyEntryOf,
   type KubeObject,
   parseResourceVersion,
   type ResourceType,
@@ -247,7 +248,7 @@ export class PlanWriter {
    * reconcile sees it (and deletes it, or waits for it). `why` ends the error's message.
    */
   async expectNone(
-    left: { apiVersion: string; kind: string; labelSelector: string },
+    left: { apiVersion: string; kind: string; labelSelector: string; appliedBy?: string },
     why: string,
     signal: AbortSignal,
   ): Promise<void> {
@@ -268,7 +269,10 @@ export class PlanWriter {
             throw err;
           }),
     );
-    const found = page.items.filter((o) => !o.metadata.deletionTimestamp);
+    const found = page.items.filter((o) =>
+      !o.metadata.deletionTimestamp &&
+      (left.appliedBy === undefined || applyEntryOf(o, left.appliedBy) !== undefined)
+    );
     if (found.length === 0) return;
     for (const obj of found) {
       this.#wrote(type, { ...obj, apiVersion: left.apiVersion, kind: left.kind }, undefined);

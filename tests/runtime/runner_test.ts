@@ -1,6 +1,10 @@
 /** The Runner carries out Plans in order and writes only what is not observed yet. */
 import assert from "node:assert/strict";
-import { SERVERLESS_FINALIZER } from "../../src/reconcile/labels.ts";
+import {
+  FIELD_MANAGER,
+  MANAGED_SELECTOR,
+  SERVERLESS_FINALIZER,
+} from "../../src/reconcile/labels.ts";
 import { emptyPlan, type Plan } from "../../src/reconcile/plan.ts";
 import type { Cluster, WriteOptions } from "../../src/runtime/cluster.ts";
 import { CM, configMap, installPlan, NS, serverless, setup, SL } from "./runner_fixtures.ts";
@@ -204,4 +208,66 @@ Deno.test("each write carries what is left of the leader's term; none is sent on
   assert.deepEqual(t.cluster.writes(), [], "nothing sent past the term");
   assert.equal(seen.length, 4);
   assert.equal(r.outcome, undefined, "a lost term remembers no outcome");
+});
+
+Deno.test("the finalizer's live check counts what the operator applied, not a user's object with its labels", async () => {
+  const noneLeft = (appliedBy?: string): Plan => ({
+    ...emptyPlan(),
+    finalizer: { remove: SERVERLESS_FINALIZER },
+    noneLeft: [{
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      labelSelector: MANAGED_SELECTOR,
+      ...(appliedBy ? { appliedBy } : {}),
+    }],
+  });
+  const deleting = async (t: ReturnType<typeof setup>) => {
+    t.cluster.put(SL, serverless({ finalizers: [SERVERLESS_FINALIZER] }));
+    // The user's own ConfigMap, created with the module's labels (another field manager).
+    t.cluster.put(CM, configMap("users", { k: "1" }));
+    await t.cluster.delete(SL, NS, "default");
+    await t.refresh();
+  };
+  // Labels alone: the user's object holds the finalizer (the old check, kept without appliedBy).
+  const labelsOnly = setup();
+  await deleting(labelsOnly);
+  const held = await labelsOnly.runner.run(
+    SL,
+    labelsOnly.primary(),
+    noneLeft(),
+    undefined,
+    labelsOnly.signal,
+  );
+  assert.equal(held.outcome?.ok, false);
+  assert.ok(labelsOnly.cluster.peek(SL, NS, "default"), "the finalizer stays");
+  // Applied by the operator's field manager: the user's object does not count, the finalizer goes.
+  const t = setup();
+  await deleting(t);
+  const r = await t.runner.run(SL, t.primary(), noneLeft(FIELD_MANAGER), undefined, t.signal);
+  assert.equal(r.outcome?.ok, true);
+  assert.equal(t.cluster.peek(SL, NS, "default"), undefined, "finalizer removed, object gone");
+  assert.ok(t.cluster.peek(CM, NS, "users"), "the user's object is not touched");
+  // An object the operator applied does count.
+  const applied = setup();
+  await deleting(applied);
+  await applied.runner.run(
+    SL,
+    applied.primary(),
+    { ...emptyPlan(), apply: [configMap("ours", { k: "2" })] },
+    undefined,
+    applied.signal,
+  );
+  await applied.refresh();
+  const kept = await applied.runner.run(
+    SL,
+    applied.primary(),
+    noneLeft(FIELD_MANAGER),
+    undefined,
+    applied.signal,
+  );
+  assert.equal(kept.outcome?.ok, false);
+  assert.ok(
+    applied.cluster.peek(SL, NS, "default"),
+    "the operator's ConfigMap holds the finalizer",
+  );
 });

@@ -263,12 +263,19 @@ export function neverConverges(): MutantOptions {
  */
 export function neverForgets(): MutantOptions {
   const remembering = (spec: ControllerSpec): ControllerSpec => {
-    const seen = new Map<string, Map<string, KubeObject>>();
-    const keep = (type: ResourceType, live: readonly KubeObject[]) => {
+    // Each object as last seen, with the operator's applied fields as the cache said then.
+    const seen = new Map<string, Map<string, { object: KubeObject; owned: unknown }>>();
+    const keep = (cache: CacheReader, type: ResourceType) => {
       const t = `${type.group}/${type.kind}`;
-      const mem = seen.get(t) ?? new Map<string, KubeObject>();
+      const mem = seen.get(t) ?? new Map<string, { object: KubeObject; owned: unknown }>();
       seen.set(t, mem);
-      for (const o of live) mem.set(`${o.metadata.namespace ?? ""}/${o.metadata.name}`, o);
+      for (const o of cache.list(type)) {
+        const { namespace, name } = o.metadata;
+        mem.set(`${namespace ?? ""}/${name}`, {
+          object: o,
+          owned: cache.ownedFields?.(type, namespace, name),
+        });
+      }
       return mem;
     };
     const isPrimary = (t: ResourceType) => t.kind === spec.primary.kind;
@@ -280,13 +287,17 @@ export function neverForgets(): MutantOptions {
           list: (type, namespace) =>
             isPrimary(type)
               ? cache.list(type, namespace)
-              : [...keep(type, cache.list(type)).values()].filter((o) =>
+              : [...keep(cache, type).values()].map((e) => e.object).filter((o) =>
                 namespace === undefined || o.metadata.namespace === namespace
               ),
           get: (type, namespace, name) =>
             isPrimary(type)
               ? cache.get(type, namespace, name)
-              : keep(type, cache.list(type)).get(`${namespace ?? ""}/${name}`),
+              : keep(cache, type).get(`${namespace ?? ""}/${name}`)?.object,
+          ownedFields: (type, namespace, name) =>
+            isPrimary(type)
+              ? cache.ownedFields?.(type, namespace, name)
+              : keep(cache, type).get(`${namespace ?? ""}/${name}`)?.owned,
           isLive: (type) => cache.isLive?.(type) ?? true,
         };
         return spec.reconcile(key, ghostly, ctx);

@@ -5,7 +5,7 @@
  * `fieldsV1`, kept beside the entry, and resourceVersions as numbers.
  */
 import { FIELD_MANAGER } from "../../reconcile/labels.ts";
-import type { KubeObject, Projection } from "../../api/object.ts";
+import { applyEntryOf, type KubeObject, type Projection } from "../../api/object.ts";
 import { specDigest } from "../../reconcile/hash.ts";
 import { deepEqual, deepFreeze } from "../../api/json.ts";
 
@@ -18,12 +18,7 @@ import { deepEqual, deepFreeze } from "../../api/json.ts";
  * of a shape has the same tree.
  */
 export function ownedFieldsOf(obj: KubeObject, manager = FIELD_MANAGER): unknown {
-  const entries = obj.metadata.managedFields as
-    | { manager?: string; operation?: string; subresource?: string; fieldsV1?: unknown }[]
-    | undefined;
-  const own = entries?.find((e) =>
-    e.manager === manager && e.operation === "Apply" && !e.subresource
-  );
+  const own = applyEntryOf(obj, manager);
   if (own?.fieldsV1 === undefined) return undefined;
   const keys = mapKeys(own.fieldsV1);
   const text = JSON.stringify(keys);
