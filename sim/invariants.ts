@@ -429,12 +429,13 @@ export class InvariantChecker {
   /**
    * What the operator says the proxies did with a RateLimit's filter is what they did: when it
    * writes `Accepted=True`, every proxy its filter reaches held, at some moment of the last
-   * {@link ACCEPTED_LAG_MS} of running time (a clock jump inside it widens it), the RateLimit's filter (by owner uid) rendered from the generation
-   * the status says is enforced (`enforcedGeneration`), among the filters of the push it had
-   * acknowledged, which the proxy model knows exactly; when it writes `Accepted=False`
-   * (ProxyRejected), the message names a proxy that was rejecting in that time. The lag is what the
-   * operator's knowledge may have (its poller's period, a slow write); a Pod younger than that is
-   * not judged, as the operator may not know it yet.
+   * {@link ACCEPTED_LAG_MS} of running time (a clock jump inside it widens it), the RateLimit's
+   * filter (by owner uid) rendered from the generation the status says is enforced
+   * (`enforcedGeneration`), among the filters of the push it had acknowledged, which the proxy
+   * model knows exactly; when it writes `Accepted=False` (ProxyRejected), the message names a proxy
+   * that was rejecting in that time. The lag is what the operator's knowledge may have (its
+   * poller's period, a slow write); a Pod younger than that is not judged, as the operator may not
+   * know it yet.
    */
   #checkAccepted(rl: KubeObject, actor: string): void {
     const istiod = this.istiod;
