@@ -88,7 +88,7 @@ e2eSuite("modules", async (env, t) => {
   );
   await env.step(
     t,
-    "deletion is blocked by a Function and a ScaledObject, then completes",
+    "deletion is blocked by a Function and a ScaledObject, then completes; a user's objects with the modules' labels stay",
     () => blockedDeletion(env),
   );
 });
@@ -305,6 +305,20 @@ async function quota(env: E2E): Promise<void> {
   );
 }
 
+/**
+ * A user's object in the module's namespace, of a kind the module installs, carrying the module's
+ * labels (a manifest copied from an installed one, a kustomization's commonLabels): not the
+ * module's, since the operator's server-side apply did not write it, so never pruned, deleted with
+ * the module, or waited for. Serverless installs ConfigMaps, KEDA ServiceAccounts.
+ */
+function userLabelled(ns: string, module: "serverless" | "keda"): KubeObject {
+  const labels = Object.fromEntries(moduleSelector(module).split(",").map((kv) => kv.split("=")));
+  const metadata = { name: `user-labelled-${module}`, namespace: ns, labels };
+  return module === "serverless"
+    ? { apiVersion: "v1", kind: "ConfigMap", metadata, data: { owner: "a user" } }
+    : { apiVersion: "v1", kind: "ServiceAccount", metadata };
+}
+
 async function blockedDeletion(env: E2E): Promise<void> {
   const ns = "e2e-second";
   await env.kube.apply([
@@ -312,6 +326,11 @@ async function blockedDeletion(env: E2E): Promise<void> {
     fn("e2e-user", "hello"),
     scaledObject("e2e-user", "hello", "web"),
   ]);
+  // One written as kubectl's client-side apply does (an Update entry), one by another manager's
+  // server-side apply (an Apply entry, but not the operator's).
+  const users = [userLabelled(ns, "serverless"), userLabelled(ns, "keda")];
+  await env.kube.apply([users[0]]);
+  await env.kube.apply([users[1]], ["--server-side", "--field-manager=platform-user"]);
   await env.kube.delete("serverless", ["second"], ns);
   await env.kube.delete("scaler", ["second"], ns);
   const blocked = {
@@ -348,6 +367,13 @@ async function blockedDeletion(env: E2E): Promise<void> {
       labelSelector: moduleSelector(m),
     });
     assert.deepEqual(left.map((d) => d.metadata.name), [], `${m} Deployments left after deletion`);
+  }
+  // The modules are gone; the user's objects are as the user wrote them.
+  for (const u of users) {
+    const what = `the user's ${u.kind} ${ns}/${u.metadata.name}`;
+    const kept = await env.kube.get(u.kind.toLowerCase(), u.metadata.name, ns);
+    assert.ok(kept, `${what} was deleted with its module`);
+    assert.deepEqual([kept.metadata.labels, kept.data], [u.metadata.labels, u.data], what);
   }
   await nothingLeftBehind(env, [...MODULE_GROUPS.serverless, ...MODULE_GROUPS.keda]);
 }
