@@ -151,20 +151,19 @@ export function enforcement(
   const nameOf = (p: unknown) => inForce.meshWide ? `${podNamespace(p)}/${podName(p)}` : podName(p);
   const without: string[] = [];
   const mismatched: string[] = [];
+  const covered: unknown[] = [];
   for (const p of selected) {
     const proxy = meshProxyOf(p);
     if (proxy === undefined) without.push(nameOf(p));
     else if (!inForce.contexts.includes(contextOf(proxy))) mismatched.push(nameOf(p));
+    else covered.push(p);
   }
   without.sort();
   mismatched.sort();
   const figures = {
     podsSelected: selected.length,
-    podsWithSidecar: selected.length - without.length - mismatched.length,
-    covered: selected.filter((p) => {
-      const proxy = meshProxyOf(p);
-      return proxy !== undefined && inForce.contexts.includes(contextOf(proxy));
-    }),
+    podsWithSidecar: covered.length,
+    covered,
   };
   const sel = selectorText(inForce.selector);
   const gateway = inForce.contexts.length === 1 && inForce.contexts[0] === "GATEWAY";
@@ -264,7 +263,7 @@ export const ACCEPTED_ROWS: readonly AcceptedRow[] = [
     status: "Unknown",
     reason: "IstiodNotAsked",
     meaning:
-      "The operator does not ask istiod (--istiod-url), so what the proxies hold is not known",
+      "The operator does not ask istiod (--istiod-service or --istiod-url), so what the proxies hold is not known",
   },
   {
     status: "Unknown",
@@ -328,7 +327,7 @@ export function acceptance(
     return {
       condition: condition(
         "IstiodNotAsked",
-        `The operator does not ask istiod (--istiod-url), so whether the proxies accepted the limit is not known${
+        `The operator does not ask istiod (--istiod-service or --istiod-url), so whether the proxies accepted the limit is not known${
           perClient
             ? `, nor which Envoy they run: its per-client buckets need ${PER_CLIENT_NEEDS}`
             : ""
