@@ -40,10 +40,13 @@ export function servedFamilies(text: string): Map<string, FamilyShape> {
   return out;
 }
 
-/** The rows of the table under `### Metrics` in a Markdown text, by metric name. */
-export function documentedFamilies(markdown: string): Map<string, FamilyShape> {
-  const section = markdown.split(/^### Metrics$/m)[1]?.split(/^#{2,3} /m)[0];
-  if (section === undefined) throw new Error("no ### Metrics section");
+/** The rows of the table under `### <heading>` in a Markdown text, by metric name. */
+export function documentedFamilies(
+  markdown: string,
+  heading = "Metrics",
+): Map<string, FamilyShape> {
+  const section = markdown.split(new RegExp(`^### ${heading}$`, "m"))[1]?.split(/^#{2,3} /m)[0];
+  if (section === undefined) throw new Error(`no ### ${heading} section`);
   const out = new Map<string, FamilyShape>();
   for (const line of section.split("\n")) {
     const cells = line.split("|").map((c) => c.trim());
@@ -91,7 +94,14 @@ function object(type: keyof typeof RESOURCES, name: string, spec: unknown): Kube
 
 const bucket = (fillInterval: string) => ({ maxTokens: 5, tokensPerFill: 5, fillInterval });
 
-async function scrapeRunningOperator(): Promise<string> {
+/**
+ * `/metrics` of an operator run with `flags` once it reports every kind, the refusal, the
+ * GlobalEnforced gauge and whatever else `ready` asks of the text.
+ */
+async function scrapeRunningOperator(
+  flags: readonly string[] = [],
+  ready: (body: string) => boolean = () => true,
+): Promise<string> {
   const api = new SimApi();
   const server = await startServer(api.handle);
   const stop = new AbortController();
@@ -102,6 +112,7 @@ async function scrapeRunningOperator(): Promise<string> {
     "--probe-addr=0",
     "--metrics-addr=127.0.0.1:0",
     "--log-level=error",
+    ...flags,
   ], () => undefined);
   if (parsed.kind !== "options") throw new Error(JSON.stringify(parsed));
   const exit = runOperator(parsed.options, {
@@ -141,7 +152,7 @@ async function scrapeRunningOperator(): Promise<string> {
     );
     for (let i = 0; i < 1000; i++) {
       const body = addr ? await (await fetch(`http://${addr}/metrics`)).text() : "";
-      const ready = ["RateLimit", "Serverless", "Scaler"].every((k) =>
+      const done = ["RateLimit", "Serverless", "Scaler"].every((k) =>
         body.includes(`platform_operator_objects{kind="${k}"`)
       ) && // Wait for the refusal itself, not the Unknown row before the first reconcile.
         /platform_operator_ratelimit_unmet\{condition="Ready",name="refused",[^}]*reason="InvalidSpec"/
@@ -149,8 +160,8 @@ async function scrapeRunningOperator(): Promise<string> {
         body.includes('platform_operator_objects{kind="RateLimit",state="Error"} 1') &&
         /platform_operator_module\{kind="Serverless",[^}]*served="True"/.test(body) &&
         body.includes("platform_operator_reconcile_duration_seconds_count") &&
-        body.includes("platform_operator_ratelimits_global_enforced{");
-      if (ready) {
+        body.includes("platform_operator_ratelimits_global_enforced{") && ready(body);
+      if (done) {
         return body;
       }
       await new Promise((r) =>
@@ -213,4 +224,29 @@ Deno.test("the comparison fails on a family left out of the docs, a wrong type, 
   ]);
   documented.delete("h");
   assert.ok(differences(served, documented).includes("h is served but not documented"));
+});
+
+Deno.test("with the global engine, /metrics serves exactly what docs/operations.md adds for it", async () => {
+  const without = servedFamilies(await scrapeRunningOperator());
+  const body = await scrapeRunningOperator([
+    "--global-redis-secret=platform-ratelimit/redis",
+    "--global-engine-xds-port=0",
+  ], (b) => b.includes("platform_operator_engine_pods{"));
+  const added = new Map([...servedFamilies(body)].filter(([name]) => !without.has(name)));
+  const documented = documentedFamilies(
+    await Deno.readTextFile("docs/operations.md"),
+    "Metrics with the global engine",
+  );
+  // No engine runs here: no Pod to count domains of, no stream, no reply, no push.
+  const unlabelled = new Set(
+    [...added.keys()].filter((name) => !new RegExp(`^${name}[{ _]`, "m").test(body)),
+  );
+  assert.deepEqual([...unlabelled].sort(), [
+    "platform_operator_engine_config_pushes_total",
+    "platform_operator_engine_config_replies_total",
+    "platform_operator_engine_config_streams",
+    "platform_operator_engine_domains_loaded",
+  ]);
+  assert.deepEqual(differences(added, documented, unlabelled), []);
+  assert.ok(documented.size >= 6, `the table was read: ${documented.size} rows`);
 });

@@ -119,7 +119,7 @@ Deno.test("a Scaler install from nothing to Ready makes 3 Events, none for progr
   ]);
 });
 
-Deno.test("a RateLimit makes one Event when applied, none for a new message with the same reason", () => {
+Deno.test("a RateLimit makes two Events when applied (Applied, Enforced), none for a new message with the same reason", () => {
   // One Pod in the mesh, so enforcement is good news too.
   const pods = [{
     ...pod("httpbin-1", { app: "httpbin", tier: "web" }),
