@@ -2,7 +2,7 @@
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { generatorHelp, parseGeneratorArgs } from "./generator_args.ts";
-import { deployFiles, variantsFiles } from "../deploy/files.ts";
+import { deployFiles, DeployFolderError, variantsFiles } from "../deploy/files.ts";
 import { chartFiles } from "../deploy/chart.ts";
 import { VERSION } from "./version.ts";
 import { checkOrWrite, type GeneratedFile, staleFiles } from "./generated_files.ts";
@@ -32,13 +32,27 @@ export async function staleDeployFiles(dir: string): Promise<string[]> {
   return (await staleFiles(await generated(dir))).map((s) => relative(dir, s.path));
 }
 
-/** Runs the command; resolves to the exit code (0 ok, 1 stale with --check, 2 bad usage). */
+/**
+ * Runs the command; resolves to the exit code (0 ok, 1 stale with --check or a folder it cannot
+ * read, 2 bad usage).
+ */
 export async function main(args: string[]): Promise<number> {
   const values = parseGeneratorArgs("deploy", args, HELP);
   if (typeof values === "number") return values;
   const dir = values.dir ?? DEPLOY_DIR;
   const shown = relative(Deno.cwd(), dir) || ".";
-  const stale = await checkOrWrite(await generated(dir), values.check);
+  let files: GeneratedFile[];
+  try {
+    files = await generated(dir);
+  } catch (err) {
+    // What the folder lacks or holds wrong, in one line.
+    const unreadable = err instanceof DeployFolderError || err instanceof Deno.errors.NotFound ||
+      err instanceof Deno.errors.PermissionDenied || err instanceof Deno.errors.IsADirectory;
+    if (!unreadable) throw err;
+    console.error(`deploy: ${err.message.split("\n")[0]}`);
+    return 1;
+  }
+  const stale = await checkOrWrite(files, values.check);
   const names = stale.map((s) => relative(dir, s.path));
   if (values.check) {
     if (stale.length === 0) {

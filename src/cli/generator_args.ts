@@ -42,5 +42,23 @@ export function parseGeneratorArgs(
     return 0;
   }
   const { check, dir } = parsed.values;
+  const wrong = dir === undefined ? undefined : notAFolder(dir);
+  if (wrong) return failUsage(output, commandProgram(command), `--dir ${wrong}`);
   return { check: check ?? false, ...(dir !== undefined ? { dir } : {}) };
+}
+
+/**
+ * Why `dir` cannot be a generator's folder, or undefined: empty, or a path that exists but is not
+ * a folder (one that does not exist yet is made when the files are written).
+ */
+function notAFolder(dir: string): string | undefined {
+  if (dir === "") return "is empty: give a folder";
+  try {
+    return Deno.statSync(dir).isDirectory ? undefined : `${dir} is not a folder`;
+  } catch (err) {
+    if (err instanceof Deno.errors.NotFound) return undefined;
+    // A path through a file (`a-file/sub`) is not a folder either.
+    if (err instanceof Deno.errors.NotADirectory) return `${dir} is not a folder`;
+    throw err;
+  }
 }

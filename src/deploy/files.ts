@@ -6,6 +6,7 @@
  */
 import { join } from "node:path";
 import { parse, stringify } from "yaml";
+import { isObject } from "../api/json.ts";
 import { MONITORING_CRDS, monitoringObjects } from "./monitoring_objects.ts";
 import { fenceObjects } from "./fence_objects.ts";
 import {
@@ -75,13 +76,30 @@ function controllerFiles(): DeployFile[] {
   ]);
 }
 
-/** The image deploy/kustomization.yaml sets, which a variant sets the same. */
+/** A deploy folder the generator cannot use: what is wrong, said plainly. */
+export class DeployFolderError extends Error {}
+
+/** The images deploy/kustomization.yaml sets, which a variant sets the same. */
 async function deployImages(deployDir: string): Promise<unknown> {
-  const k = parse(await Deno.readTextFile(join(deployDir, "kustomization.yaml"))) as {
-    images?: unknown;
-  };
-  if (!k.images) throw new Error(`${deployDir}/kustomization.yaml sets no image`);
-  return k.images;
+  const path = join(deployDir, "kustomization.yaml");
+  let text: string;
+  try {
+    text = await Deno.readTextFile(path);
+  } catch (err) {
+    if (!(err instanceof Deno.errors.NotFound)) throw err;
+    throw new DeployFolderError(`${path}: no such file; is ${deployDir} a deploy folder?`);
+  }
+  let k: unknown;
+  try {
+    k = parse(text);
+  } catch (err) {
+    throw new DeployFolderError(`${path}: ${(err as Error).message.split("\n")[0]}`);
+  }
+  const images = isObject(k) ? k.images : undefined;
+  if (!Array.isArray(images) || images.length === 0 || !images.every(isObject)) {
+    throw new DeployFolderError(`${path} sets no images (a list of name and newName or newTag)`);
+  }
+  return images;
 }
 
 /**

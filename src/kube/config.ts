@@ -19,6 +19,7 @@ import {
   readKubeconfigFiles,
   selectContext,
 } from "./kubeconfig.ts";
+import { readSmallFileSync } from "./small_file.ts";
 
 /** The service account mount of a Pod. */
 export const SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";
@@ -83,7 +84,7 @@ function readPem(
 ): string | undefined {
   try {
     if (data) return new TextDecoder().decode(Uint8Array.from(atob(data), (c) => c.charCodeAt(0)));
-    if (path) return Deno.readTextFileSync(path);
+    if (path) return readSmallFileSync(path);
   } catch (err) {
     throw new ConfigError(
       `cannot read the ${what}${path ? ` ${path}` : ""}: ${(err as Error).message}`,
@@ -213,7 +214,7 @@ export function inClusterConnection(root = ""): Connection {
     warnings: [],
   };
   const namespaceFile = `${root}${SERVICE_ACCOUNT_DIR}/namespace`;
-  if (exists(namespaceFile)) conn.namespace = Deno.readTextFileSync(namespaceFile).trim();
+  if (exists(namespaceFile)) conn.namespace = readSmallFileSync(namespaceFile).trim();
   return conn;
 }
 

@@ -31,6 +31,7 @@ export function basicAuth(username: string, password: string): Credentials {
  * A bearer token read from a file and read again whenever the file changes: the kubelet rotates
  * projected service account tokens in place, so a token read once at startup expires.
  */
+import { readSmallFile } from "./small_file.ts";
 export class TokenFile implements Credentials {
   #token = "";
   #stamp = "";
@@ -44,7 +45,7 @@ export class TokenFile implements Credentials {
     const info = await Deno.stat(this.path);
     const stamp = `${info.mtime?.getTime() ?? 0}:${info.size}:${info.ino ?? 0}`;
     if (stamp !== this.#stamp || !this.#token) {
-      this.#token = (await Deno.readTextFile(this.path)).trim();
+      this.#token = (await readSmallFile(this.path)).trim();
       this.#stamp = stamp;
     }
     return this.#token ? { authorization: `Bearer ${this.#token}` } : {};

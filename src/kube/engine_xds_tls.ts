@@ -11,6 +11,7 @@
  * symlink), and new ones reach new connections (`setSecureContext`) while open streams go on.
  */
 import { createPrivateKey, X509Certificate } from "node:crypto";
+import { readSmallFile } from "./small_file.ts";
 
 /** Where the operator's xDS TLS material is (its flags). */
 export interface XdsServingFiles {
@@ -94,7 +95,7 @@ export async function readXdsTls(
   const stamp = await stampOf(files);
   const read = async (which: keyof typeof FLAGS, path: string) => {
     try {
-      return await Deno.readTextFile(path);
+      return await readSmallFile(path);
     } catch (err) {
       throw new XdsTlsError(`${FLAGS[which]} ${path} cannot be read: ${(err as Error).message}`);
     }

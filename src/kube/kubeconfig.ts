@@ -4,6 +4,7 @@
  * picks one context. File references are made absolute against the directory of the file that
  * defines them, as kubectl does. No I/O beyond reading the listed files.
  */
+import { readSmallFileSync } from "./small_file.ts";
 
 /** A `clusters[].cluster` entry, with `certificate-authority` made absolute. */
 export interface KubeconfigCluster {
@@ -213,7 +214,7 @@ export function readKubeconfigFiles(paths: readonly string[]): Kubeconfig {
   return mergeKubeconfigs(paths.map((path) => {
     let text: string;
     try {
-      text = Deno.readTextFileSync(path);
+      text = readSmallFileSync(path);
     } catch (err) {
       throw new KubeconfigError(`kubeconfig ${path} cannot be read: ${(err as Error).message}`);
     }

@@ -1,7 +1,8 @@
-/** The CLI front door (`mod.ts`) and its `crds` command. */
+/** The CLI front door (`mod.ts`), its `crds` command, and the folder `crds` and `deploy` are given. */
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { main as crds } from "../../src/cli/crds.ts";
+import { main as deploy } from "../../src/cli/deploy.ts";
 import { type Command, COMMANDS, main, usage } from "../../src/cli/main.ts";
 import { renderCrdFiles } from "../../src/crd/render.ts";
 
@@ -92,4 +93,64 @@ Deno.test("crds writes the files, --check passes then, and fails on a stale or f
 
 Deno.test("crds rejects an unknown option with exit code 2", async () => {
   assert.equal(await crds(["--bogus"]), 2);
+});
+
+/** The exit code of `run` and what it printed to stderr (console.error), captured. */
+async function stderrOf(run: () => Promise<number>): Promise<{ code: number; err: string }> {
+  const lines: string[] = [];
+  const original = console.error;
+  console.error = (...args: unknown[]) => lines.push(args.join(" "));
+  try {
+    return { code: await run(), err: lines.join("\n") };
+  } finally {
+    console.error = original;
+  }
+}
+
+Deno.test("crds and deploy: --dir empty, or a file, is a usage error (exit 2), not a crash", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    await Deno.writeTextFile(join(dir, "a-file"), "");
+    for (const command of [crds, deploy]) {
+      for (
+        const [arg, said] of [["--dir=", "--dir is empty"], [
+          `--dir=${dir}/a-file`,
+          "is not a folder",
+        ], [`--dir=${dir}/a-file/sub`, "is not a folder"]]
+      ) {
+        const r = await stderrOf(() => command(["--check", arg]));
+        assert.equal(r.code, 2, `${arg}: ${r.err}`);
+        assert.match(r.err, new RegExp(said), arg);
+      }
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("deploy: a folder without a usable kustomization.yaml says what is wrong in one line, exit 1", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    const cases: [string, string | undefined, RegExp][] = [
+      [
+        "empty",
+        undefined,
+        /empty\/kustomization\.yaml: no such file; is .*empty a deploy folder\?$/,
+      ],
+      ["broken", "a: [\n", /broken\/kustomization\.yaml: Flow sequence/],
+      ["number", "images: 5\n", /number\/kustomization\.yaml sets no images/],
+      ["none", "foo: 1\n", /none\/kustomization\.yaml sets no images/],
+      ["blank", "", /blank\/kustomization\.yaml sets no images/],
+    ];
+    for (const [name, text, said] of cases) {
+      await Deno.mkdir(join(dir, name));
+      if (text !== undefined) await Deno.writeTextFile(join(dir, name, "kustomization.yaml"), text);
+      const r = await stderrOf(() => deploy(["--check", `--dir=${join(dir, name)}`]));
+      assert.equal(r.code, 1, `${name}: ${r.err}`);
+      assert.equal(r.err.split("\n").length, 1, r.err);
+      assert.match(r.err, said);
+    }
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
 });

@@ -3,6 +3,7 @@ import "../../src/kube/kubeconfig_yaml.ts";
 import assert from "node:assert/strict";
 import { ConfigError, loadConnection } from "../../src/kube/config.ts";
 import { mergeKubeconfigs, parseKubeconfig } from "../../src/kube/kubeconfig.ts";
+import { readSmallFile, readSmallFileSync } from "../../src/kube/small_file.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 
@@ -218,4 +219,34 @@ Deno.test("the operator's static module graph has no client-node, yaml or Node m
   }
   assert.ok(seen.size > 10, "the walk reached the operator's modules");
   assert.ok(dynamicUse, "client-node is still imported dynamically for exec users");
+});
+
+Deno.test("kubeconfig: a device or an oversized file is refused, not read until memory runs out", async () => {
+  // /dev/zero never ends: read whole, it took all of a 24 GB machine's memory.
+  assert.throws(
+    () => loadConnection({ kubeconfig: "/dev/zero" }),
+    (e) =>
+      e instanceof Error &&
+      e.message.includes(
+        "kubeconfig /dev/zero cannot be read: /dev/zero has more than 16777216 bytes",
+      ),
+  );
+  const dir = await Deno.makeTempDir();
+  await Deno.writeTextFile(
+    `${dir}/k`,
+    config("x", { server: "https://x", "certificate-authority": "/dev/zero" }, {}, "x"),
+  );
+  assert.throws(
+    () => loadConnection({ kubeconfig: `${dir}/k` }),
+    (e) =>
+      e instanceof ConfigError &&
+      e.message.includes(
+        "cannot read the certificate authority /dev/zero: /dev/zero has more than",
+      ),
+  );
+  // The bound is the reader's: a small file reads as Deno.readTextFile reads it.
+  await Deno.writeTextFile(`${dir}/t`, "token é\n");
+  assert.equal(readSmallFileSync(`${dir}/t`), "token é\n");
+  assert.equal(await readSmallFile(`${dir}/t`), "token é\n");
+  await assert.rejects(() => readSmallFile("/dev/zero", 1000), /has more than 1000 bytes/);
 });
