@@ -6,6 +6,9 @@
 import type { EnvoyBehaviour, MeshRequest } from "../../src/dataplane/mod.ts";
 import { ApiError, type Logger } from "../../src/runtime/mod.ts";
 import type { KubeObject, ResourceType } from "../../src/api/object.ts";
+import { RESOURCES } from "../../src/api/resources.ts";
+import { PLANS } from "../../src/api/validation/plans.ts";
+import { UNKNOWN_FIELD, unknownFields } from "../../src/api/validation/unknown.ts";
 import { expectQuiet, reportRun, RunFailure, type RunResult } from "../run_result.ts";
 import { type FaultChoice, faultsFor, hasFaults } from "../fault_choice.ts";
 import { Simulation, type SimulationOptions } from "../simulation.ts";
@@ -146,16 +149,21 @@ async function runStep(sim: Simulation, step: ScenarioStep, index: number): Prom
       o.metadata.namespace ? `${o.metadata.namespace}/` : ""
     }${o.metadata.name}`;
     const type = typeFor(sim, o.apiVersion, o.kind);
+    const unknown = strictlyUnknown(o);
     await call(
       action,
       () =>
-        type ? sim.user.apply(type, o, { fieldManager: "kubectl", force: true }) : Promise.reject(
-          new ApiError(
-            404,
-            "NotFound",
-            `the server doesn't have a resource type for ${o.apiVersion} ${o.kind}`,
-          ),
-        ),
+        !type
+          ? Promise.reject(
+            new ApiError(
+              404,
+              "NotFound",
+              `the server doesn't have a resource type for ${o.apiVersion} ${o.kind}`,
+            ),
+          )
+          : unknown
+          ? Promise.reject(new ApiError(400, "BadRequest", unknown))
+          : sim.user.apply(type, o, { fieldManager: "kubectl", force: true }),
     );
   }
   for (const ref of step.delete ?? []) {
@@ -175,6 +183,25 @@ async function runStep(sim: Simulation, step: ScenarioStep, index: number): Prom
     if (diff) throw new StepFailure(`${where}: ${diff}`);
   }
   if (step.requests) runRequests(sim, step, where, t);
+}
+
+/**
+ * What the API server's strict field validation (kubectl's default) refuses in an object of the
+ * project's kinds: `strict decoding error: unknown field "spec.x"`, naming each. A scenario's
+ * misspelt field is so an error, not a field silently pruned. Other kinds have no schema here.
+ */
+function strictlyUnknown(o: KubeObject): string | undefined {
+  const plan = (["RateLimit", "Serverless", "Scaler"] as const).find((k) =>
+    RESOURCES[k].kind === o.kind && o.apiVersion === `${RESOURCES[k].group}/${RESOURCES[k].version}`
+  );
+  if (plan === undefined) return undefined;
+  const unknown = unknownFields(PLANS[plan], o);
+  if (unknown.length === 0) return undefined;
+  return `strict decoding error: ${
+    unknown.map((e) =>
+      `unknown field ${JSON.stringify(e.path)}${e.message.slice(UNKNOWN_FIELD.length)}`
+    ).join(", ")
+  }`;
 }
 
 function runRequests(sim: Simulation, step: ScenarioStep, where: string, t: string): void {

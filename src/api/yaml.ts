@@ -8,6 +8,7 @@
  * values or a message out.
  */
 import {
+  type Alias,
   isAlias,
   isMap,
   isPair,
@@ -155,7 +156,7 @@ export function parseYamlDocuments(text: string, name: string): ReadResult<unkno
   for (const doc of docs) {
     const problem = doc.errors[0];
     if (problem) return { ok: false, error: `${at(problem.pos[0])}: ${oneLine(problem)}` };
-    const shape = checkNodes(doc.contents);
+    const shape = checkNodes(doc.contents, (alias) => alias.resolve(doc));
     if (shape) return { ok: false, error: `${at(shape.offset)}: ${shape.message}` };
     let value: unknown;
     try {
@@ -203,9 +204,13 @@ interface SourceNode {
 
 /**
  * Duplicate keys, keys that are not scalars, and nesting past MAX_DEPTH, found in one pass over
- * the document's nodes (aliases are not followed: what they refer to is checked where it stands).
+ * the document's nodes (aliases are not followed: what they refer to is checked where it stands;
+ * an alias used as a key is `resolve`d, as its value is the key).
  */
-function checkNodes(root: unknown): NodeProblem | undefined {
+function checkNodes(
+  root: unknown,
+  resolve: (alias: Alias) => unknown,
+): NodeProblem | undefined {
   const stack: Array<[unknown, number]> = [[root, 0]];
   while (stack.length > 0) {
     const [node, depth] = stack.pop()!;
@@ -221,7 +226,7 @@ function checkNodes(root: unknown): NodeProblem | undefined {
       const seen = new Set<string>();
       for (const pair of node.items) {
         if (!isPair(pair)) continue;
-        const key = pair.key;
+        const key = isAlias(pair.key) ? resolve(pair.key) : pair.key;
         if (isScalar(key)) {
           if (typeof key.value === "symbol") {
             // A merge key (`<<`): it may repeat, and what it merges is checked where it stands.
@@ -230,12 +235,13 @@ function checkNodes(root: unknown): NodeProblem | undefined {
           }
           const text = key.value === null ? "null" : String(key.value);
           if (seen.has(text)) {
-            return { offset: key.range?.[0], message: `duplicate key ${JSON.stringify(text)}` };
+            const offset = (pair.key as SourceNode).range?.[0];
+            return { offset, message: `duplicate key ${JSON.stringify(text)}` };
           }
           seen.add(text);
-        } else if (!isAlias(key) && key !== null) {
+        } else if (key !== null && key !== undefined) {
           return {
-            offset: (key as SourceNode).range?.[0],
+            offset: (pair.key as SourceNode).range?.[0],
             message: "a key must be a string, a number or a boolean, not a list or a map",
           };
         }
@@ -290,6 +296,11 @@ function isList(v: unknown): v is { kind: string; items: unknown[] } {
 
 function oneLine(err: unknown): string {
   const message = err instanceof Error ? err.message : String(err);
+  // The parser recurses into nested collections: one nested thousands deep overflows its stack
+  // before the walk below could count the levels.
+  if (message.startsWith("Maximum call stack size exceeded")) {
+    return `nested more than ${MAX_DEPTH} levels deep`;
+  }
   return message.split("\n")[0].replace(/ at line \d+, column \d+:?$/, "").trim();
 }
 

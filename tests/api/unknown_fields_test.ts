@@ -41,10 +41,27 @@ Deno.test("a field like no other gets no guess; fields in lists and at the top a
   valueOf(parseRateLimit(rl));
 });
 
-Deno.test("metadata keeps unknown fields: labels, annotations and anything else pass", () => {
+Deno.test("metadata: every field of Kubernetes' ObjectMeta passes, any other is unknown", () => {
+  // The API server's strict field validation decodes a custom resource's metadata strictly too
+  // (apiextensions-apiserver schema/objectmeta GetObjectMetaWithOptions, ReturnUnknownFieldPaths).
   const rl = rateLimit();
-  Object.assign(rl.metadata, { labels: { a: "b" }, managedFields: [], whatever: { x: 1 } });
+  Object.assign(rl.metadata, {
+    labels: { a: "b" },
+    managedFields: [],
+    generateName: "x-",
+    selfLink: "",
+    deletionGracePeriodSeconds: 30,
+  });
   valueOf(parseRateLimit(rl, refuse));
+  Object.assign(rl.metadata, { lables: { a: "b" }, whatever: { x: 1 } });
+  const r = parseRateLimit(rl, refuse);
+  assert.ok(!r.ok);
+  assert.deepEqual(r.errors.map((e) => `${e.path}: ${e.message}`), [
+    "metadata.lables: unknown field",
+    "metadata.whatever: unknown field",
+  ]);
+  // Stripping (what the operator reads from the API server) keeps them, as before.
+  valueOf(parseRateLimit(rl));
 });
 
 Deno.test("refuse accepts exactly the objects that stripping leaves whole", () => {

@@ -100,6 +100,13 @@ Deno.test("a duplicate key is refused with its line, in time linear in the keys"
   assert.equal(refusal("a: 1\nb:\n  c: 1\n  c: 2\n"), 'f.yaml:4: duplicate key "c"');
   // `y` is the boolean true in YAML 1.1, so it repeats the key `true` (as in kubectl).
   assert.equal(refusal("true: 1\ny: 2\n"), 'f.yaml:2: duplicate key "true"');
+  // An alias used as a key is its anchor's value: `? *k` repeats `spec` (it dropped the first).
+  assert.equal(
+    refusal("metadata: {name: &k spec}\nspec: 1\n? *k\n: 2\n"),
+    'f.yaml:3: duplicate key "spec"',
+  );
+  assert.deepEqual(values("a: &k b\n? *k\n: 2\n"), [{ a: "b", b: 2 }]);
+  assert.match(refusal("x: &m {a: 1}\n? *m\n: 2\n"), /^f\.yaml:2: a key must be a string/);
   const keys = ["metadata:", "  annotations:"];
   for (let i = 0; i < 40_000; i++) keys.push(`    k${i}: v`);
   const many = values(keys.join("\n"))[0] as { metadata: { annotations: object } };
@@ -119,6 +126,9 @@ Deno.test("aliases that expand too far are refused, not expanded", () => {
 Deno.test("nesting, keys that are collections, and syntax errors: one line with the line", () => {
   const deep = Array.from({ length: MAX_DEPTH + 1 }, (_, i) => `${" ".repeat(i)}a:`).join("\n");
   assert.match(refusal(`${deep} 1`), new RegExp(`nested more than ${MAX_DEPTH} levels deep`));
+  // Thousands deep, the parser's own recursion gives out first: said the same way.
+  const flow = `a: ${"[".repeat(1200)}${"]".repeat(1200)}\n`;
+  assert.equal(refusal(flow), `f.yaml:1: nested more than ${MAX_DEPTH} levels deep`);
   assert.match(refusal("? [1, 2]\n: x\n"), /^f\.yaml:1: a key must be a string/);
   assert.match(refusal("a: [1, 2\nb: 3\n"), /^f\.yaml:\d+: /);
   assert.match(refusal("a:\n\tb: 1\n"), /^f\.yaml:2: Tabs are not allowed/);

@@ -10,6 +10,7 @@ import { faultsFor } from "../../sim/fault_choice.ts";
 import { MAX_SEED } from "../../sim/prng.ts";
 import { expectedObject } from "../../sim/scenario/expect.ts";
 import { parseScenario } from "../../sim/scenario/format.ts";
+import { runScenario } from "../../sim/scenario/run.ts";
 
 /** The message parseScenario throws for `text` (fails when it parses). */
 function refusal(text: string): string {
@@ -268,4 +269,32 @@ Deno.test("cli sim: SIM_SEEDS that is not a count is a usage error", async () =>
     if (before === undefined) Deno.env.delete("SIM_SEEDS");
     else Deno.env.set("SIM_SEEDS", before);
   }
+});
+
+Deno.test("strict: an applied object of the project's kinds with a field its schema lacks is refused as kubectl's strict validation refuses it", async () => {
+  const rateLimit = (bucket: string) =>
+    `      - apiVersion: gateway.platform-project.io/v1alpha1
+        kind: RateLimit
+        metadata: {name: web, namespace: demo, lables: {a: b}}
+        spec:
+          selectorLabels: {app: web}
+          local: {defaultBucket: {${bucket}}}
+`;
+  const typo = "maxTokenz: 5, tokensPerFill: 5, fillInterval: 30s";
+  const failed = await runScenario(
+    parseScenario(`name: typo\nsteps:\n  - at: 1s\n    apply:\n${rateLimit(typo)}`, "f.yaml"),
+  );
+  assert.ok(!failed.ok);
+  assert.match(
+    failed.failure ?? "",
+    /apply RateLimit demo\/web failed: 400 BadRequest: strict decoding error: unknown field "metadata\.lables"; did you mean labels\?, unknown field "spec\.local\.defaultBucket\.maxTokenz"; did you mean maxTokens\?/,
+  );
+  // Expected, the refusal is a step like any other (the object is not stored).
+  const expected = await runScenario(parseScenario(
+    `name: typo\nsteps:\n  - at: 1s\n    apply:\n${
+      rateLimit(typo)
+    }    expectError: {code: 400, message: maxTokenz}\n  - at: 2s\n    expect: [{kind: RateLimit, namespace: demo, name: web, absent: true}]\n`,
+    "f.yaml",
+  ));
+  assert.ok(expected.ok, expected.failure ?? "");
 });

@@ -1,7 +1,9 @@
 /**
  * Fields a plan does not know, found where its schema prunes them: what the API server's strict
  * field validation (kubectl's default) refuses with `unknown field`, read from the same plan that
- * validates, so it follows the schema. Objects that keep unknown fields (metadata) have none.
+ * validates, so it follows the schema. Objects that keep unknown fields have none, but for an
+ * object's metadata: the schema names only the fields the operator reads and keeps the rest, and
+ * the API server refuses any field Kubernetes' ObjectMeta does not have.
  */
 import { type FieldError, formatPath } from "../issues.ts";
 import { isObject } from "../json.ts";
@@ -15,6 +17,25 @@ export const UNKNOWN_FIELD = "unknown field";
 export function isUnknownField(error: FieldError): boolean {
   return error.message.startsWith(UNKNOWN_FIELD);
 }
+
+/** The fields of Kubernetes' ObjectMeta (k8s.io/apimachinery/pkg/apis/meta/v1, its JSON names). */
+export const OBJECT_META_FIELDS: ReadonlySet<string> = new Set([
+  "name",
+  "generateName",
+  "namespace",
+  "selfLink",
+  "uid",
+  "resourceVersion",
+  "generation",
+  "creationTimestamp",
+  "deletionTimestamp",
+  "deletionGracePeriodSeconds",
+  "labels",
+  "annotations",
+  "ownerReferences",
+  "finalizers",
+  "managedFields",
+]);
 
 function walk(
   plan: ValidationPlan,
@@ -38,10 +59,12 @@ function walk(
       return;
     case "object": {
       if (!isObject(input)) return;
-      const known = Object.keys(plan.shape);
+      // An object's own metadata (the top level's): what ObjectMeta has is known.
+      const metadata = path.length === 1 && path[0] === "metadata";
+      const known = metadata ? [...OBJECT_META_FIELDS] : Object.keys(plan.shape);
       for (const key of Object.keys(input)) {
         if (Object.hasOwn(plan.shape, key)) walk(plan.shape[key], input[key], [...path, key], out);
-        else if (plan.unknown === "strip") {
+        else if (plan.unknown === "strip" || (metadata && !OBJECT_META_FIELDS.has(key))) {
           out.push({
             path: formatPath([...path, key]),
             message: `${UNKNOWN_FIELD}${didYouMean(key, known.filter((k) => !(k in input)))}`,
