@@ -43,7 +43,15 @@ class StepFailure extends RunFailure {}
 /** Runs one scenario to completion. */
 export async function runScenario(sc: Scenario, opts: ScenarioOptions = {}): Promise<RunResult> {
   const seed = opts.seed ?? sc.seed ?? 1;
-  const faults = faultsFor(opts.faults ?? (sc.faults as FaultChoice | undefined), seed);
+  const own = sc.faults as FaultChoice | undefined;
+  const chosen = faultsFor(opts.faults ?? own, seed);
+  // `--faults` replaces the file's fault rates, not the standby replicas its steps may need
+  // (a partitioned leader's successor): those are the scenario's cluster, not a fault.
+  const standbys = opts.faults !== undefined && typeof own === "object" &&
+      typeof own.standbys === "number"
+    ? own.standbys
+    : undefined;
+  const faults = standbys === undefined ? chosen : { ...chosen, standbys };
   const envoy = opts.envoy ?? sc.envoy;
   const sim = new Simulation({
     seed,

@@ -65,7 +65,7 @@ Runs the operator (the real runtime and reconcilers) against the in-memory clust
   --workers N      run sweep seeds on N Web Workers (default: one a core, now ${defaultWorkers()});
                    1 runs them in this process; results print in seed order either way
   --faults F       none or default (the seed's swarm mix); for scenarios it overrides the file's
-                   \`faults:\`, for the sweep the default is default
+                   \`faults:\` but its standbys, for the sweep the default is default
   --envoy VERSION  the Envoy of the mesh's proxies (default ${DEFAULT_ENVOY}, Istio ${NEWEST_ISTIO}'s; 1.30
                    refills by timer); for scenarios it overrides the file's \`envoy:\`
   --json           one JSON object a run, with the timeline of statuses and responses
@@ -135,6 +135,17 @@ export function parseSimArgs(args: readonly string[]): SimArgs {
       throw new UsageError(`--faults is none or default, got ${JSON.stringify(v.faults)}`);
     }
     out.faults = v.faults;
+  }
+  if (out.files.length > 0) {
+    // With files only scenarios run: a sweep flag would be silently ignored.
+    if (out.seeds !== undefined) {
+      throw new UsageError(
+        "--seeds sets the sweep, which files replace (--seed N sets their seed)",
+      );
+    }
+    if (out.workers !== undefined) {
+      throw new UsageError("--workers runs sweep seeds; files run in this process");
+    }
   }
   if (out.window !== undefined) {
     if (out.seed !== undefined) {

@@ -27,26 +27,20 @@ steps:
 
 Deno.test("cli sim: flags parse; bad flags are usage errors (exit 2)", async () => {
   assert.deepEqual(
-    parseSimArgs([
-      "a.yaml",
-      "--seed",
-      "3",
-      "--seeds=4",
-      "--faults",
-      "none",
-      "--json",
-      "--workers=2",
-    ]),
-    {
-      files: ["a.yaml"],
-      seed: 3,
-      seeds: 4,
-      workers: 2,
-      faults: "none",
-      json: true,
-      help: false,
-    },
+    parseSimArgs(["a.yaml", "--seed", "3", "--faults", "none", "--json"]),
+    { files: ["a.yaml"], seed: 3, faults: "none", json: true, help: false },
   );
+  assert.deepEqual(parseSimArgs(["--seed", "3", "--seeds=4", "--workers=2"]), {
+    files: [],
+    seed: 3,
+    seeds: 4,
+    workers: 2,
+    json: false,
+    help: false,
+  });
+  // With files no sweep runs: a sweep's flags would be ignored without a word.
+  assert.throws(() => parseSimArgs(["a.yaml", "--seeds", "500"]), /--seeds sets the sweep/);
+  assert.throws(() => parseSimArgs(["a.yaml", "--workers", "7"]), /--workers runs sweep seeds/);
   assert.throws(() => parseSimArgs(["--seed", "x"]), /--seed needs a non-negative integer/);
   assert.throws(() => parseSimArgs(["--faults", "some"]), /--faults is none or default/);
   assert.throws(() => parseSimArgs(["--nope"]), /unknown flag --nope/);
@@ -141,4 +135,13 @@ Deno.test("cli sim: virtual times print as seconds, then minutes and whole secon
   assert.equal(seconds(60_000), "1m0s");
   assert.equal(seconds(119_917), "2m0s"); // was 1m60s
   assert.equal(seconds(392_400), "6m32s");
+});
+
+Deno.test("cli sim: --faults replaces a scenario's fault rates but keeps the standbys its steps need", async () => {
+  // The leader is partitioned and its standby must take over: without the standby it cannot.
+  const file = "sim/scenarios/fault-partitioned-leader.yaml";
+  for (const faults of ["none", "default"]) {
+    const { code, lines } = await run([file, "--faults", faults]);
+    assert.equal(code, 0, `--faults ${faults}:\n${lines.join("\n")}`);
+  }
 });
