@@ -31,10 +31,95 @@ import {
 import { parseFlags } from "./flags.ts";
 import { type ServiceRef, serviceRefText } from "../kube/istiod_endpoints.ts";
 import { commandUsage } from "./usage.ts";
+import { parseListenAddr } from "./run_http.ts";
 
 function parseNamespace(flag: string, value: string): string {
   if (/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(value)) return value;
-  throw new Error(`invalid --${flag} "${value}": use a namespace name (a DNS label)`);
+  throw new Error(`invalid --${flag} ${JSON.stringify(value)}: use a namespace name (a DNS label)`);
+}
+
+/**
+ * A Lease's name: a DNS-1123 subdomain as Kubernetes checks it (apimachinery's
+ * IsDNS1123Subdomain): dot-separated labels of lower case alphanumerics and '-', each starting and
+ * ending alphanumeric, at most 253 characters in all.
+ */
+function parseLeaseName(flag: string, value: string): string {
+  const label = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
+  if (value.length <= 253 && new RegExp(`^${label}(\\.${label})*$`).test(value)) return value;
+  throw new Error(
+    `invalid --${flag} ${
+      JSON.stringify(value)
+    }: use a Lease name (a DNS subdomain: lower case letters, digits, '-' and '.', at most 253 characters, starting and ending with a letter or digit)`,
+  );
+}
+
+/**
+ * A value that must not be empty; `use` says what to give instead. (Values are quoted as JSON in
+ * messages, so a control character cannot break the one line of an error.)
+ */
+function parseRequired(flag: string, value: string, use: string): string {
+  if (value !== "") return value;
+  throw new Error(`invalid --${flag} "": use ${use}`);
+}
+
+/**
+ * An image reference as container runtimes parse it (distribution/reference's grammar):
+ * `[registry[:port]/]path[:tag][@digest]`, the path's components lower case, the name at most 255
+ * characters; so no white space or control characters anywhere.
+ */
+const IMAGE_REFERENCE = (() => {
+  const domainComponent = "(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])";
+  const host = `(?:${domainComponent}(?:\\.${domainComponent})*|\\[[a-fA-F0-9:]+\\])`;
+  const component = "[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*";
+  const name = `(?:${host}(?::[0-9]+)?/)?${component}(?:/${component})*`;
+  const tag = "[\\w][\\w.-]{0,127}";
+  const digest = "[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}";
+  return new RegExp(`^(${name})(?::${tag})?(?:@${digest})?$`);
+})();
+
+/** An image reference (`IMAGE_REFERENCE`); `example` is one, shown when the value is not. */
+function parseImage(flag: string, value: string, example: string): string {
+  const m = IMAGE_REFERENCE.exec(value);
+  if (m && m[1].length <= 255) return value;
+  throw new Error(
+    `invalid --${flag} ${
+      JSON.stringify(value)
+    }: use an image reference, [registry/]name[:tag][@digest] (e.g. ${example})`,
+  );
+}
+
+/** True for an IPv6 address as written between the brackets of a URL's host. */
+function isIpv6(text: string): boolean {
+  if (!/^[0-9a-fA-F:.]+$/.test(text)) return false;
+  try {
+    new URL(`http://[${text}]/`);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** True for a DNS name (labels of letters, digits and '-') or an IPv4 address. */
+function isHostName(text: string): boolean {
+  const labels = text.split(".");
+  if (labels.every((l) => /^\d+$/.test(l))) {
+    return labels.length === 4 && labels.every((l) => l.length <= 3 && Number(l) <= 255);
+  }
+  return text.length <= 253 &&
+    labels.every((l) => /^[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?$/.test(l));
+}
+
+/** `host:port` to dial: a DNS name, an IPv4 address or a bracketed IPv6 one; the port 1 to 65535. */
+function parseHostPort(flag: string, value: string): string {
+  const m = /^(?:\[([^\]]*)\]|([^:[\]]*)):(\d{1,5})$/.exec(value);
+  const port = Number(m?.[3]);
+  const hostOk = m?.[1] !== undefined ? isIpv6(m[1]) : m?.[2] !== undefined && isHostName(m[2]);
+  if (m && hostOk && port >= 1 && port <= 65535) return value;
+  throw new Error(
+    `invalid --${flag} ${
+      JSON.stringify(value)
+    }: use host:port with a port from 1 to 65535 (an IPv6 host in brackets, e.g. [fd00::1]:18001)`,
+  );
 }
 
 /** Everything `run` is configured with. */
@@ -129,12 +214,29 @@ function parseBool(flag: string, value: string): boolean {
 }
 
 function parseAddr(flag: string, value: string): string {
-  if (
-    value === "0" || /^[^:\s]*:\d{1,5}$/.test(value) || /^\[[0-9a-fA-F:]+\]:\d{1,5}$/.test(value)
-  ) return value;
+  const m = /^(?:[^:\s]*|\[[0-9a-fA-F:]+\]):(\d{1,5})$/.exec(value);
+  if (value === "0" || (m && Number(m[1]) <= 65535)) return value;
   throw new Error(
-    `invalid --${flag} "${value}": use [host]:port (e.g. :8080), or 0 to turn it off`,
+    `invalid --${flag} ${
+      JSON.stringify(value)
+    }: use [host]:port with a port from 0 to 65535 (e.g. :8080), or 0 to turn it off`,
   );
+}
+
+/** Hosts that listen on every address: a port there is taken on every other host too. */
+const WILDCARD_HOSTS: readonly string[] = ["0.0.0.0", "::"];
+
+/**
+ * Why --metrics-addr and --probe-addr cannot both listen (the same port, not 0, on the same host
+ * or where either is a wildcard), or "".
+ */
+function sharedListenPort(o: RunOptions): string {
+  if (o.metricsAddr === "0" || o.probeAddr === "0") return "";
+  const [m, p] = [parseListenAddr(o.metricsAddr), parseListenAddr(o.probeAddr)];
+  const [mh, ph] = [m.hostname.toLowerCase(), p.hostname.toLowerCase()];
+  const overlap = mh === ph || WILDCARD_HOSTS.includes(mh) || WILDCARD_HOSTS.includes(ph);
+  if (m.port === 0 || m.port !== p.port || !overlap) return "";
+  return `--metrics-addr "${o.metricsAddr}" and --probe-addr "${o.probeAddr}" both listen on port ${m.port}: give them different ports, or 0 to turn one off`;
 }
 
 function parsePort(flag: string, value: string): number {
@@ -159,6 +261,11 @@ function parseResourceList(flag: string, value: string): Record<string, string> 
     if ((name !== "cpu" && name !== "memory") || !canonical || name in out) {
       throw new Error(
         `invalid --${flag} "${value}": use cpu=QUANTITY,memory=QUANTITY (e.g. cpu=100m,memory=64Mi), each at most once`,
+      );
+    }
+    if (parseQuantity(q)!.n < 0n) {
+      throw new Error(
+        `invalid --${flag} "${value}": ${name}=${q} is negative; use quantities of 0 or more`,
       );
     }
     out[name] = canonical;
@@ -262,7 +369,7 @@ const flag = (
 
 const image = (name: string, key: keyof ModuleImages, env: string, what: string) =>
   flag(name, `image of ${what}`, (o, v) => {
-    o.images = { ...o.images, [key]: v };
+    o.images = { ...o.images, [key]: parseImage(name, v, DEFAULT_IMAGES[key]) };
   }, { env: [env], default: DEFAULT_IMAGES[key] });
 
 /** The xDS server's TLS file flags: where the operator's Pod has them mounted. */
@@ -321,6 +428,9 @@ function xdsTlsProblem(o: RunOptions): string {
   return "";
 }
 
+/** Where the token the operator shows istiod is mounted, unless --istiod-token-file says. */
+const ISTIOD_TOKEN_FILE = "/etc/platform-operator/istiod/token";
+
 /** Every flag of `run`, in `--help` order. */
 export const RUN_FLAGS: readonly OperatorFlag[] = [
   flag(
@@ -354,18 +464,22 @@ export const RUN_FLAGS: readonly OperatorFlag[] = [
     "lease-namespace",
     "namespace of the leader election Lease and of the module claim Leases",
     (o, v) => {
-      o.leaseNamespace = v;
+      o.leaseNamespace = parseNamespace("lease-namespace", v);
     },
     { default: DEFAULT_NAMESPACE },
   ),
   flag("lease-name", "name of the leader election Lease", (o, v) => {
-    o.leaseName = v;
+    o.leaseName = parseLeaseName("lease-name", v);
   }, { default: DEFAULT_LEASE_NAME }),
   flag(
     "identity",
     "this replica's name in the Lease and in Events; default: POD_NAME, else the hostname",
     (o, v) => {
-      o.identity = v;
+      o.identity = parseRequired(
+        "identity",
+        v,
+        "this replica's name in the Lease, not empty (default: POD_NAME, else the hostname)",
+      );
     },
     { env: ["POD_NAME"] },
   ),
@@ -425,9 +539,13 @@ export const RUN_FLAGS: readonly OperatorFlag[] = [
     "istiod-token-file",
     "the token the operator shows istiod (a projected service account token with audience istio-ca), read again when it changes",
     (o, v) => {
-      o.istiodTokenFile = v;
+      o.istiodTokenFile = parseRequired(
+        "istiod-token-file",
+        v,
+        `the path of istiod's token file (default ${ISTIOD_TOKEN_FILE})`,
+      );
     },
-    { default: "/etc/platform-operator/istiod/token" },
+    { default: ISTIOD_TOKEN_FILE },
   ),
   flag(
     "cluster-dns",
@@ -457,7 +575,7 @@ export const RUN_FLAGS: readonly OperatorFlag[] = [
     "global-engine-xds-url",
     `host:port the engines dial for their configuration; empty: the operator's Service, ${ENGINE_XDS.serviceName}.<namespace>.svc:${ENGINE_XDS.port} (set it when the cluster's DNS domain or the way to the operator differs)`,
     (o, v) => {
-      if (v !== "") o.globalEngineXdsUrl = v;
+      if (v !== "") o.globalEngineXdsUrl = parseHostPort("global-engine-xds-url", v);
     },
     { default: "" },
   ),
@@ -492,7 +610,7 @@ export const RUN_FLAGS: readonly OperatorFlag[] = [
     { default: "" },
   ),
   flag("global-engine-image", "image of the global rate limit engine", (o, v) => {
-    o.globalEngineImage = v;
+    o.globalEngineImage = parseImage("global-engine-image", v, DEFAULT_ENGINE_IMAGE);
   }, { default: DEFAULT_ENGINE_IMAGE }),
   flag(
     "global-engine-replicas",
@@ -614,6 +732,8 @@ export function parseRunFlags(
   } catch (err) {
     return { kind: "error", message: (err as Error).message };
   }
+  const shared = sharedListenPort(opts);
+  if (shared) return { kind: "error", message: shared };
   const overLimits = requestsOverLimits(opts.globalEngineResources);
   if (overLimits) return { kind: "error", message: overLimits };
   const tls = xdsTlsProblem(opts);
