@@ -81,9 +81,15 @@ export function usage(commands: readonly Command[] = COMMANDS): string {
   ].join("\n");
 }
 
+/** Refuses an argument the front door does not take (`why` says what it takes), exit 2. */
+function unexpected(output: Output, arg: string, why: string): number {
+  return failUsage(output, PROGRAM, `unexpected argument ${JSON.stringify(arg)}: ${why}`);
+}
+
 /**
  * Dispatches `args` to a command and resolves to the exit code: 0 for help and `--version`, 2 for
- * no or an unknown command, otherwise the command's own.
+ * no or an unknown command or an argument they do not take (`--version` takes none, `help` one
+ * command), otherwise the command's own.
  */
 export async function main(
   args: readonly string[],
@@ -93,12 +99,13 @@ export async function main(
   const [name, ...rest] = args;
   if (name === undefined) return failUsage(output, PROGRAM, "no command given");
   if (name === "--version") {
+    if (rest.length > 0) return unexpected(output, rest[0], "--version takes none");
     output.out(versionLine());
     return 0;
   }
   if (isHelp(name)) {
     // `help`, `help --help`, `-h -h`: this help. `help <command>`: the command's own.
-    const topic = rest.find((a) => !isHelp(a));
+    const [topic, extra] = rest.filter((a) => !isHelp(a));
     if (topic === undefined) {
       output.out(usage(commands));
       return 0;
@@ -111,6 +118,7 @@ export async function main(
         `no help on ${JSON.stringify(topic)}: not a command${didYouMean(topic, names)}`,
       );
     }
+    if (extra !== undefined) return unexpected(output, extra, "help takes one command");
     return main([topic, "--help"], commands, output);
   }
   const command = commands.find((c) => c.name === name);

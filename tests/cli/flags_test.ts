@@ -1,10 +1,12 @@
 /**
- * The one flag parser of the CLI's commands (src/cli/flags.ts), and the values `mod.ts run` takes
- * (src/cli/run_flags.ts).
+ * The one flag parser of the CLI's commands (src/cli/flags.ts), the values `mod.ts run` takes
+ * (src/cli/run_flags.ts), and the front door's own arguments (src/cli/main.ts).
  */
 import assert from "node:assert/strict";
 import { parseFlags, UsageError } from "../../src/cli/flags.ts";
 import { parseRunFlags } from "../../src/cli/run_flags.ts";
+import { type Command, COMMANDS, main } from "../../src/cli/main.ts";
+import { VERSION } from "../../src/cli/version.ts";
 
 const SPEC = {
   file: { type: "string", short: "f" },
@@ -281,4 +283,58 @@ Deno.test("run: --metrics-addr and --probe-addr take a port from 0 to 65535, and
     ]),
     [],
   );
+});
+
+Deno.test("mod.ts --version and help <command> refuse extra arguments (exit 2, one line); did you mean stays", async () => {
+  // The front door's commands, by name, each recording the arguments it is given.
+  const given: string[][] = [];
+  const commands: Command[] = COMMANDS.map((c) => ({
+    ...c,
+    load: () =>
+      Promise.resolve({ main: (args: string[]) => (given.push(args), Promise.resolve(0)) }),
+  }));
+  const said: string[] = [];
+  const output = { out: (l: string) => said.push(`out: ${l}`), err: (l: string) => said.push(l) };
+  const run = async (args: string[]) => {
+    said.length = 0;
+    given.length = 0;
+    const code = await main(args, commands, output);
+    return [code, ...said, ...given.map((a) => `command got ${JSON.stringify(a)}`)];
+  };
+  const problems: string[] = [];
+  const expect = async (args: string[], want: (string | number)[]) => {
+    const got = await run(args);
+    if (JSON.stringify(got) !== JSON.stringify(want)) {
+      problems.push(`${args.join(" ")}: ${JSON.stringify(got)}`);
+    }
+  };
+  await expect(["--version", "--bogus"], [
+    2,
+    `error: unexpected argument "--bogus": --version takes none. See 'mod.ts --help'.`,
+  ]);
+  await expect(["--version", "run"], [
+    2,
+    `error: unexpected argument "run": --version takes none. See 'mod.ts --help'.`,
+  ]);
+  await expect(["help", "sim", "bogus"], [
+    2,
+    `error: unexpected argument "bogus": help takes one command. See 'mod.ts --help'.`,
+  ]);
+  await expect(["help", "crds", "--check"], [
+    2,
+    `error: unexpected argument "--check": help takes one command. See 'mod.ts --help'.`,
+  ]);
+  // What was right stays: the command meant, help words around the command, --version alone.
+  await expect(["help", "simm", "bogus"], [
+    2,
+    `error: no help on "simm": not a command; did you mean sim? See 'mod.ts --help'.`,
+  ]);
+  await expect(["--versoin"], [
+    2,
+    `error: unknown flag "--versoin"; did you mean --version? See 'mod.ts --help'.`,
+  ]);
+  await expect(["help", "crds", "--help"], [0, `command got ["--help"]`]);
+  await expect(["-h", "sim", "-h"], [0, `command got ["--help"]`]);
+  await expect(["--version"], [0, `out: platform-operator ${VERSION}`]);
+  assert.deepEqual(problems, []);
 });
