@@ -8,8 +8,10 @@ import {
   GATEWAY_NAME_LABEL,
   isBackendTrafficPolicy,
 } from "../../src/cli/ratelimit/envoy_gateway.ts";
+import { parse } from "yaml";
 import { parseRateLimit } from "../../src/api/ratelimit.ts";
-import { run } from "./preview.ts";
+import { formatPath } from "../../src/api/issues.ts";
+import { run, runLines } from "./preview.ts";
 
 const EXAMPLES = new URL("../../docs/examples/", import.meta.url);
 const example = (name: string) => new URL(name, EXAMPLES).pathname;
@@ -268,4 +270,87 @@ Deno.test("envoy gateway: the preview converts a policy, prints the RateLimit an
     /cannot carry over Envoy Gateway's BackendTrafficPolicy: spec\.rateLimit\.global\.rules\[0\]\.clientSelectors\[0\]\.methods/,
   );
   assert.deepEqual(render.out.filter((l) => l.startsWith("error")), []);
+});
+
+/** The example policy (docs/examples/envoy-gateway-policy.yaml), read afresh. */
+async function examplePolicy(): Promise<Obj> {
+  return parse(await Deno.readTextFile(example("envoy-gateway-policy.yaml"))) as Obj;
+}
+
+/** The object at `path` in `doc`. */
+function dig(doc: Obj, path: (string | number)[]): Obj {
+  return path.reduce<unknown>((v, k) => (v as Record<string | number, unknown>)[k], doc) as Obj;
+}
+
+Deno.test("envoy gateway: a field unknown at any level is refused by its path, never dropped", async () => {
+  const rule0 = ["spec", "rateLimit", "global", "rules", 0];
+  const places: (string | number)[][] = [
+    [],
+    ["metadata"],
+    ["spec", "targetRefs", 0],
+    ["spec", "rateLimit"],
+    ["spec", "rateLimit", "global"],
+    ["spec", "rateLimit", "global", "rules", 1],
+    ["spec", "rateLimit", "global", "rules", 2, "limit"],
+    [...rule0, "clientSelectors", 0, "path"],
+    [...rule0, "clientSelectors", 0, "headers", 0],
+  ];
+  for (const place of places) {
+    const doc = await examplePolicy();
+    dig(doc, place).bogusKey = 1;
+    assert.deepEqual(refused(doc), [`${formatPath([...place, "bogusKey"])}: unknown field`]);
+  }
+  // A misspelt field is named with the one meant.
+  const typo = await examplePolicy();
+  const rateLimit = dig(typo, ["spec", "rateLimit"]);
+  rateLimit.typex = rateLimit.type;
+  delete rateLimit.type;
+  assert.deepEqual(refused(typo), ["spec.rateLimit.typex: unknown field; did you mean type?"]);
+  // A path without its value is not every path (it was: / by default).
+  const noValue = await examplePolicy();
+  const path = dig(noValue, [...rule0, "clientSelectors", 0, "path"]);
+  path.valuex = path.value;
+  delete path.value;
+  const at = "spec.rateLimit.global.rules[0].clientSelectors[0].path";
+  assert.deepEqual(refused(noValue), [
+    `${at}.valuex: unknown field; did you mean value?`,
+    `${at}.value: missing (/ for every path)`,
+  ]);
+  // A type Envoy Gateway does not have, and a list written as a map, are not read as nothing.
+  const badType = await examplePolicy();
+  dig(badType, ["spec", "rateLimit"]).type = "Globall";
+  assert.deepEqual(refused(badType), ['spec.rateLimit.type: "Globall" is not Global or Local']);
+  const headerMap = await examplePolicy();
+  const selector = dig(headerMap, [...rule0, "clientSelectors", 0]);
+  selector.headers = (selector.headers as unknown[])[0];
+  assert.deepEqual(refused(headerMap), [
+    "spec.rateLimit.global.rules[0].clientSelectors[0].headers: not a list",
+  ]);
+  // The preview says it in one line, exit 2.
+  const text = await Deno.readTextFile(example("envoy-gateway-policy.yaml"));
+  const r = await runLines(["-f", "-", "--render"], text.replace("type: Global", "typex: Global"));
+  assert.equal(r.code, 2);
+  assert.deepEqual(r.err, [
+    "error: stdin: cannot carry over Envoy Gateway's BackendTrafficPolicy: spec.rateLimit.typex: unknown field; did you mean type?",
+  ]);
+  assert.deepEqual(r.out, []);
+});
+
+Deno.test("envoy gateway: fields of its API that do not convert are refused as not supported, not unknown", async () => {
+  const shared = await examplePolicy();
+  dig(shared, ["spec", "rateLimit", "global", "rules", 0]).shared = true;
+  assert.deepEqual(refused(shared), [
+    "spec.rateLimit.global.rules[0].shared: not supported: a RateLimit counts each route of a gateway apart; no counter is shared across targets",
+  ]);
+  const section = await examplePolicy();
+  dig(section, ["spec", "targetRefs", 0]).sectionName = "http";
+  assert.deepEqual(refused(section), [
+    "spec.targetRefs[0].sectionName: not supported: a RateLimit limits all of a route's or gateway's Pods, not a section of it",
+  ]);
+  // What the API server adds to metadata, and shared at its default, convert.
+  const served = await examplePolicy();
+  Object.assign(dig(served, ["metadata"]), { uid: "u", generation: 2, managedFields: [] });
+  dig(served, ["spec", "rateLimit", "global", "rules", 0]).shared = false;
+  served.status = { ancestors: [] };
+  converted(served);
 });

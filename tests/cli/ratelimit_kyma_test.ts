@@ -7,7 +7,7 @@
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { parse } from "yaml";
-import { run } from "./preview.ts";
+import { run, runLines } from "./preview.ts";
 import { fromKyma, KYMA_API_VERSION } from "../../src/cli/ratelimit/kyma.ts";
 import { renderFilters } from "../../src/cli/ratelimit/run.ts";
 import { parseFillInterval } from "../../src/api/duration.ts";
@@ -221,4 +221,29 @@ Deno.test("Kyma's filter in the model: one rule is used, two with different keys
     "spec.local.buckets[0]",
     "spec.local.buckets[1]",
   ]);
+});
+
+Deno.test("a field Kyma's object does not have, beside its spec, is refused by its path", async () => {
+  const text = await Deno.readTextFile(example("kyma-ratelimit.yaml"));
+  for (
+    const [edited, problem] of [
+      [
+        text.replace("metadata:\n", "metadata:\n  lables: {tier: free}\n"),
+        "metadata.lables: unknown field; did you mean labels?",
+      ],
+      [text.replace("spec:\n", "bogusKey: 1\nspec:\n"), "bogusKey: unknown field"],
+    ]
+  ) {
+    const r = await runLines(["-f", "-", "--render"], edited);
+    assert.equal(r.code, 2, problem);
+    assert.deepEqual(r.err, [`error: stdin: cannot carry over Kyma's RateLimit: ${problem}`]);
+    assert.deepEqual(r.out, []);
+  }
+  // What the API server writes in metadata and status is not the user's, and is taken.
+  const c = fromKyma({
+    ...kyma("1s", []),
+    metadata: { name: "k", uid: "u", resourceVersion: "9", managedFields: [], generation: 3 },
+    status: { state: "Ready" },
+  });
+  assert.ok(c.ok, JSON.stringify(c));
 });

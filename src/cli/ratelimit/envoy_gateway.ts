@@ -6,6 +6,9 @@
  * `backendtrafficpolicy_types.go`). Pure: object in, object out.
  */
 import { GATEWAY_GROUP } from "../../api/groups.ts";
+import { show } from "../../api/issues.ts";
+import { didYouMean } from "../../api/suggest.ts";
+import { objectFieldProblems, unknownFields } from "./fields.ts";
 
 /** The apiVersion of Envoy Gateway's BackendTrafficPolicy. */
 export const ENVOY_GATEWAY_API_VERSION = "gateway.envoyproxy.io/v1alpha1";
@@ -39,6 +42,9 @@ const UNITS = ["Second", "Minute", "Hour", "Day"];
 /** A match on every client address: sourceCIDR Distinct over the whole IPv4 or IPv6 space. */
 const EVERY_ADDRESS = ["0.0.0.0/0", "::/0"];
 
+/** The fields of a policy's spec that are about rate limits (the others are refused). */
+const SPEC_FIELDS = ["targetRef", "targetRefs", "targetSelectors", "rateLimit"];
+
 /** The route kinds whose traffic is HTTP (rate limits here are HTTP's). */
 const HTTP_ROUTES = ["HTTPRoute", "GRPCRoute"];
 
@@ -59,18 +65,20 @@ function matchOf(selectors: unknown[], at: string, problems: string[]): Match {
   selectors.forEach((s, j) => {
     const where = `${at}.clientSelectors[${j}]`;
     if (!isObj(s)) return void problems.push(`${where}: not an object`);
-    for (const k of Object.keys(s)) {
-      if (!["headers", "methods", "path", "sourceCIDR"].includes(k)) {
-        problems.push(`${where}.${k}: unknown field`);
-      }
-    }
+    problems.push(...unknownFields(s, ["headers", "methods", "path", "sourceCIDR"], where));
     if (s.methods !== undefined) {
       problems.push(`${where}.methods: a rule here matches any method; there is no method match`);
     }
     if (s.path !== undefined) {
-      const p = isObj(s.path) ? s.path : {};
+      if (!isObj(s.path)) return void problems.push(`${where}.path: not an object`);
+      const p = s.path;
+      problems.push(...unknownFields(p, ["type", "value", "invert"], `${where}.path`));
       const type = p.type ?? "PathPrefix";
-      const value = typeof p.value === "string" ? p.value : "/";
+      // Envoy Gateway's CRD defaults a path's value to /, every path; not assumed here.
+      if (typeof p.value !== "string") {
+        return void problems.push(`${where}.path.value: missing (/ for every path)`);
+      }
+      const value = p.value;
       if (p.invert === true) {
         problems.push(`${where}.path.invert: an inverted path has no match here`);
       } else if (type === "Exact") {
@@ -88,11 +96,12 @@ function matchOf(selectors: unknown[], at: string, problems: string[]): Match {
       }
     }
     if (s.headers !== undefined) {
-      (Array.isArray(s.headers) ? s.headers : []).forEach((h, k) => {
+      if (!Array.isArray(s.headers)) return void problems.push(`${where}.headers: not a list`);
+      s.headers.forEach((h, k) => {
         const hw = `${where}.headers[${k}]`;
-        if (!isObj(h) || typeof h.name !== "string") {
-          return void problems.push(`${hw}.name: missing`);
-        }
+        if (!isObj(h)) return void problems.push(`${hw}: not an object`);
+        problems.push(...unknownFields(h, ["type", "name", "value", "invert"], hw));
+        if (typeof h.name !== "string") return void problems.push(`${hw}.name: missing`);
         const type = h.type ?? "Exact";
         if (h.invert === true) {
           return void problems.push(`${hw}.invert: an inverted header has no match here`);
@@ -109,6 +118,7 @@ function matchOf(selectors: unknown[], at: string, problems: string[]): Match {
     }
     if (s.sourceCIDR !== undefined) {
       const c = isObj(s.sourceCIDR) ? s.sourceCIDR : {};
+      problems.push(...unknownFields(c, ["type", "value"], `${where}.sourceCIDR`));
       const type = c.type ?? "Exact";
       if (type === "Distinct" && EVERY_ADDRESS.includes(String(c.value))) {
         setClient({ clientIP: true }, `${where}.sourceCIDR`);
@@ -146,6 +156,14 @@ function selectorOf(
     return undefined;
   }
   const { r, at } = refs[0];
+  if (isObj(r)) {
+    problems.push(...unknownFields(r, ["group", "kind", "name", "sectionName"], at));
+    if (r.sectionName !== undefined) {
+      problems.push(
+        `${at}.sectionName: not supported: a RateLimit limits all of a route's or gateway's Pods, not a section of it`,
+      );
+    }
+  }
   const kind = isObj(r) ? r.kind : undefined;
   const name = isObj(r) && typeof r.name === "string" ? r.name : undefined;
   if (name === undefined) {
@@ -172,18 +190,26 @@ function selectorOf(
 
 /** Envoy Gateway's BackendTrafficPolicy `doc` as this project's RateLimit, or why it cannot be. */
 export function fromBackendTrafficPolicy(doc: Obj): GatewayConversion {
-  const problems: string[] = [];
+  const problems: string[] = objectFieldProblems(doc);
   const notes: string[] = [];
   const spec = isObj(doc.spec) ? doc.spec : {};
+  for (const k of Object.keys(spec)) {
+    if (!SPEC_FIELDS.includes(k)) {
+      problems.push(
+        `spec.${k}: not a rate limit; a RateLimit carries rate limits only${
+          didYouMean(k, SPEC_FIELDS.filter((f) => !Object.hasOwn(spec, f)))
+        }`,
+      );
+    }
+  }
   const rl = isObj(spec.rateLimit) ? spec.rateLimit : undefined;
   if (rl === undefined) {
-    return { ok: false, problems: ["spec.rateLimit: missing: nothing to convert"] };
+    return { ok: false, problems: [...problems, "spec.rateLimit: missing: nothing to convert"] };
   }
   const selector = selectorOf(spec, problems, notes);
-  for (const k of Object.keys(spec)) {
-    if (!["targetRef", "targetRefs", "targetSelectors", "rateLimit"].includes(k)) {
-      problems.push(`spec.${k}: not a rate limit; a RateLimit carries rate limits only`);
-    }
+  problems.push(...unknownFields(rl, ["type", "global", "local"], "spec.rateLimit"));
+  if (rl.type !== undefined && rl.type !== "Global" && rl.type !== "Local") {
+    problems.push(`spec.rateLimit.type: ${show(rl.type)} is not Global or Local`);
   }
   if (rl.local !== undefined || rl.type === "Local") {
     problems.push(
@@ -195,18 +221,32 @@ export function fromBackendTrafficPolicy(doc: Obj): GatewayConversion {
     if (rl.local === undefined) problems.push("spec.rateLimit.global: missing: no global rules");
     return { ok: false, problems };
   }
-  const rules = Array.isArray(global.rules) ? global.rules : [];
+  problems.push(...unknownFields(global, ["rules"], "spec.rateLimit.global"));
+  if (!Array.isArray(global.rules)) {
+    problems.push("spec.rateLimit.global.rules: missing or not a list");
+    return { ok: false, problems };
+  }
+  const rules = global.rules;
   const out: Obj[] = [];
   let def: Obj | undefined;
   const shadow: boolean[] = [];
   rules.forEach((rule, i) => {
     const at = `spec.rateLimit.global.rules[${i}]`;
     if (!isObj(rule)) return void problems.push(`${at}: not an object`);
+    problems.push(
+      ...unknownFields(rule, ["clientSelectors", "limit", "cost", "shared", "shadowMode"], at),
+    );
     if (rule.cost !== undefined) {
       problems.push(`${at}.cost: every request counts 1 here; there is no cost`);
     }
+    if (rule.shared !== undefined && rule.shared !== false) {
+      problems.push(
+        `${at}.shared: not supported: a RateLimit counts each route of a gateway apart; no counter is shared across targets`,
+      );
+    }
     shadow.push(rule.shadowMode === true);
     const limit = isObj(rule.limit) ? rule.limit : {};
+    problems.push(...unknownFields(limit, ["requests", "unit"], `${at}.limit`));
     if (!UNITS.includes(String(limit.unit))) {
       problems.push(
         `${at}.limit.unit: ${
@@ -215,7 +255,8 @@ export function fromBackendTrafficPolicy(doc: Obj): GatewayConversion {
       );
     }
     const converted = { requests: limit.requests, unit: limit.unit };
-    const selectors = Array.isArray(rule.clientSelectors) ? rule.clientSelectors : [];
+    const selectors = rule.clientSelectors ?? [];
+    if (!Array.isArray(selectors)) return void problems.push(`${at}.clientSelectors: not a list`);
     const before = problems.length;
     const m = matchOf(selectors, at, problems);
     if (problems.length > before) return;

@@ -8,6 +8,7 @@ import { GATEWAY_GROUP } from "../../api/groups.ts";
 import { MAX_TOKENS_LIMIT } from "../../api/ratelimit_bounds.ts";
 import { MIN_FILL_INTERVAL_MS, SHADOW_HEADER, SHADOW_HEADER_VALUE } from "../../api/envoy.ts";
 import { show } from "../../api/issues.ts";
+import { objectFieldProblems } from "./fields.ts";
 
 /** The apiVersion of Kyma's RateLimit. */
 export const KYMA_API_VERSION = "gateway.kyma-project.io/v1alpha1";
@@ -175,6 +176,9 @@ function differences(spec: Obj, rules: Obj[]): string[] {
 
 /** Kyma's RateLimit `doc` as this project's, or why it cannot be carried over. */
 export function fromKyma(doc: Obj): KymaConversion {
+  // Its spec is this project's and is checked as one; the fields beside it are checked here.
+  const unknown = objectFieldProblems(doc);
+  if (unknown.length > 0) return { ok: false, problems: unknown };
   const spec = isObj(doc.spec) ? doc.spec : {};
   const local = isObj(spec.local) ? spec.local : {};
   const rules = Array.isArray(local.buckets) ? local.buckets.filter(isObj) : [];
