@@ -1,8 +1,9 @@
 /**
  * What `mod.ts ratelimit` reads as kubectl reads it, and the flags that once lost something
  * without a word: YAML 1.1 booleans and merge keys, `kind: List`, names the API server refuses,
- * invalid UTF-8, `-f` twice, `--svg -`, `--json --replicas`, and the fillInterval and integer
- * bound messages.
+ * invalid UTF-8, `-f` twice, `--svg -`, `--json --replicas`, the fillInterval and integer
+ * bound messages, and values that were taken as nothing: `--svg=`, a header given twice, a rate
+ * too large for a number, a request line's repeated key.
  */
 import assert from "node:assert/strict";
 import { runLines } from "./preview.ts";
@@ -11,6 +12,7 @@ const WORKLOAD = await Deno.readTextFile(
   new URL("../../samples/ratelimit-workload.yaml", import.meta.url),
 );
 const RATE = ["--rate", "1/s", "--for", "1s"];
+const WORKLOAD_FILE = new URL("../../samples/ratelimit-workload.yaml", import.meta.url).pathname;
 
 const run = runLines;
 
@@ -154,4 +156,75 @@ Deno.test("fillInterval and integer bounds: messages say what is taken", async (
     /spec\.local\.defaultBucket\.maxTokens: 1e\+30 is above the maximum 4294967295/,
   );
   assert.doesNotMatch(text, /9007199254740991/);
+});
+
+/** The one error line of a refused run, after checking it exited 2 and printed nothing else. */
+async function refusal(args: string[], stdin = WORKLOAD): Promise<string> {
+  const r = await run(args, stdin);
+  assert.equal(r.code, 2, args.join(" "));
+  assert.deepEqual(r.out, [], args.join(" "));
+  assert.equal(r.err.length, 1, r.err.join("\n"));
+  return r.err[0];
+}
+
+Deno.test("--svg= (no file name) is refused, not taken as no --svg", async () => {
+  assert.match(await refusal(["-f", "-", ...RATE, "--svg="]), /^error: --svg needs a file name/);
+  // With --requests, an empty --rate or --path is refused too, not taken as not given.
+  for (const flag of ["--rate=", "--path="]) {
+    assert.match(
+      await refusal(["-f", "-", "--requests", "r.jsonl", flag]),
+      /^error: --requests cannot be combined with --rate/,
+    );
+  }
+});
+
+Deno.test("--header given twice is refused naming it, its case aside; __proto__ is not dropped", async () => {
+  assert.match(
+    await refusal(["-f", "-", ...RATE, "--header", "a=1", "--header", "a=2"]),
+    /^error: --header "a=2": header "a" given twice\./,
+  );
+  assert.match(
+    await refusal(["-f", "-", ...RATE, "--header", "X-Key=1", "--header", "x-key=2"]),
+    /^error: --header "x-key=2": header "x-key" given twice \(as "X-Key" too: names are compared without case\)/,
+  );
+  assert.match(
+    await refusal(["-f", "-", ...RATE, "--header", "__proto__=x"]),
+    /^error: --header "__proto__=x": header name "__proto__" is not taken here/,
+  );
+});
+
+Deno.test("a rate too large to be a number is refused, as NaN/s is", async () => {
+  const nines = `${"9".repeat(400)}/s`;
+  assert.match(
+    await refusal(["-f", "-", "--rate", nines, "--for", "0s"]),
+    /^error: --rate "9+\/s" is not a rate like 10\/s/,
+  );
+});
+
+Deno.test("--requests: a key given twice in a line, or a header twice or __proto__, is refused", async () => {
+  const cases: [string, string][] = [
+    ['{"t":"1s","path":"/","t":"2s"}', 'stdin:1: duplicate key "t"'],
+    ['{"t":"1s","path":"/","headers":{"a":"1","a":"2"}}', 'stdin:1: headers: duplicate key "a"'],
+    [
+      '{"t":"1s","path":"/","headers":{"a":"1","A":"2"}}',
+      'stdin:1: headers: header "A" given twice (as "a" too: names are compared without case)',
+    ],
+    [
+      '{"t":"1s","path":"/","headers":{"__proto__":"x","b":"1"}}',
+      'stdin:1: headers: header name "__proto__" is not taken here',
+    ],
+  ];
+  for (const [line, error] of cases) {
+    assert.equal(
+      await refusal(["-f", WORKLOAD_FILE, "--requests", "-"], `${line}\n`),
+      `error: ${error}`,
+    );
+  }
+  // Keys alike in different objects, and a colon or quote inside a value, are not repeats.
+  const r = await run(
+    ["-f", WORKLOAD_FILE, "--requests", "-", "--json"],
+    '{"t":"0s","path":"/a:b","headers":{"t":"\\"","path":"x"}}\n',
+  );
+  assert.equal(r.code, 0, r.err.join("\n"));
+  assert.equal(r.out.length, 1);
 });

@@ -124,7 +124,29 @@ export const MAX_REQUESTS = 1_000_000;
 export function parseRate(text: string): number | undefined {
   const m = /^(\d+(?:\.\d+)?)\/s$/.exec(text);
   const n = m ? Number(m[1]) : NaN;
-  return n > 0 ? n : undefined;
+  // So many digits that the number is Infinity is no rate either.
+  return n > 0 && Number.isFinite(n) ? n : undefined;
+}
+
+/**
+ * Why a request's header names (`names`) cannot be sent, or undefined: a name given twice (HTTP
+ * compares names without case, and a request here carries each once), or `__proto__`, which a
+ * JavaScript object of headers drops.
+ */
+export function headerNamesProblem(names: readonly string[]): string | undefined {
+  const seen = new Map<string, string>();
+  for (const name of names) {
+    if (name === "__proto__") return `header name "__proto__" is not taken here`;
+    const before = seen.get(name.toLowerCase());
+    if (before === name) return `header ${JSON.stringify(name)} given twice`;
+    if (before !== undefined) {
+      return `header ${JSON.stringify(name)} given twice (as ${
+        JSON.stringify(before)
+      } too: names are compared without case)`;
+    }
+    seen.set(name.toLowerCase(), name);
+  }
+  return undefined;
 }
 
 /** Reads the command line. */
@@ -158,6 +180,7 @@ export function parseCommandLine(args: string[]): ParsedArgs {
       );
     }
   }
+  if (values.svg === "") return fail("--svg needs a file name (or - for stdout)");
   const common = {
     file: values.file,
     json: values.json ?? false,
@@ -166,7 +189,8 @@ export function parseCommandLine(args: string[]): ParsedArgs {
     ...(replicas !== undefined ? { replicas } : {}),
   };
   if (values.requests !== undefined) {
-    if (values.rate || values.for || values.path || values.header || values.clients) {
+    const traffic = [values.rate, values.for, values.path, values.header, values.clients];
+    if (traffic.some((v) => v !== undefined)) {
       return fail(
         "--requests cannot be combined with --rate, --for, --path, --header or --clients",
       );
@@ -196,6 +220,8 @@ export function parseCommandLine(args: string[]): ParsedArgs {
   for (const h of values.header ?? []) {
     const eq = h.indexOf("=");
     if (eq <= 0) return fail(`--header ${JSON.stringify(h)} is not K=V`);
+    const problem = headerNamesProblem([...Object.keys(headers), h.slice(0, eq)]);
+    if (problem !== undefined) return fail(`--header ${JSON.stringify(h)}: ${problem}`);
     headers[h.slice(0, eq)] = h.slice(eq + 1);
   }
   let clients: number | undefined;

@@ -212,7 +212,7 @@ export async function main(args: string[], io: CommandIo = CONSOLE): Promise<num
     for (const o of run.value.outcomes) report(jsonLine(o));
     for (const line of rateJsonLines(run.value)) report(line);
   } else for (const line of textReport(run.value)) report(line);
-  if (opts.svg) {
+  if (opts.svg !== undefined) {
     try {
       await writeOutput(opts.svg, renderSvg(run.value), io.out);
     } catch (err) {
