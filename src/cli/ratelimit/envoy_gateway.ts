@@ -8,7 +8,7 @@
 import { GATEWAY_GROUP } from "../../api/groups.ts";
 import { show } from "../../api/issues.ts";
 import { didYouMean } from "../../api/suggest.ts";
-import { objectFieldProblems, unknownFields } from "./fields.ts";
+import { objectFieldProblems, unknownKeys } from "./fields.ts";
 
 /** The apiVersion of Envoy Gateway's BackendTrafficPolicy. */
 export const ENVOY_GATEWAY_API_VERSION = "gateway.envoyproxy.io/v1alpha1";
@@ -65,20 +65,20 @@ function matchOf(selectors: unknown[], at: string, problems: string[]): Match {
   selectors.forEach((s, j) => {
     const where = `${at}.clientSelectors[${j}]`;
     if (!isObj(s)) return void problems.push(`${where}: not an object`);
-    problems.push(...unknownFields(s, ["headers", "methods", "path", "sourceCIDR"], where));
+    problems.push(...unknownKeys(s, ["headers", "methods", "path", "sourceCIDR"], where));
     if (s.methods !== undefined) {
       problems.push(`${where}.methods: a rule here matches any method; there is no method match`);
     }
     if (s.path !== undefined) {
       if (!isObj(s.path)) return void problems.push(`${where}.path: not an object`);
       const p = s.path;
-      problems.push(...unknownFields(p, ["type", "value", "invert"], `${where}.path`));
+      problems.push(...unknownKeys(p, ["type", "value", "invert"], `${where}.path`));
       const type = p.type ?? "PathPrefix";
-      // Envoy Gateway's CRD defaults a path's value to /, every path; not assumed here.
-      if (typeof p.value !== "string") {
-        return void problems.push(`${where}.path.value: missing (/ for every path)`);
+      // Envoy Gateway's CRD defaults a path's value to /, every path, as the API server fills it.
+      if (p.value !== undefined && typeof p.value !== "string") {
+        return void problems.push(`${where}.path.value: not a string`);
       }
-      const value = p.value;
+      const value = p.value ?? "/";
       if (p.invert === true) {
         problems.push(`${where}.path.invert: an inverted path has no match here`);
       } else if (type === "Exact") {
@@ -100,7 +100,7 @@ function matchOf(selectors: unknown[], at: string, problems: string[]): Match {
       s.headers.forEach((h, k) => {
         const hw = `${where}.headers[${k}]`;
         if (!isObj(h)) return void problems.push(`${hw}: not an object`);
-        problems.push(...unknownFields(h, ["type", "name", "value", "invert"], hw));
+        problems.push(...unknownKeys(h, ["type", "name", "value", "invert"], hw));
         if (typeof h.name !== "string") return void problems.push(`${hw}.name: missing`);
         const type = h.type ?? "Exact";
         if (h.invert === true) {
@@ -118,7 +118,7 @@ function matchOf(selectors: unknown[], at: string, problems: string[]): Match {
     }
     if (s.sourceCIDR !== undefined) {
       const c = isObj(s.sourceCIDR) ? s.sourceCIDR : {};
-      problems.push(...unknownFields(c, ["type", "value"], `${where}.sourceCIDR`));
+      problems.push(...unknownKeys(c, ["type", "value"], `${where}.sourceCIDR`));
       const type = c.type ?? "Exact";
       if (type === "Distinct" && EVERY_ADDRESS.includes(String(c.value))) {
         setClient({ clientIP: true }, `${where}.sourceCIDR`);
@@ -157,7 +157,7 @@ function selectorOf(
   }
   const { r, at } = refs[0];
   if (isObj(r)) {
-    problems.push(...unknownFields(r, ["group", "kind", "name", "sectionName"], at));
+    problems.push(...unknownKeys(r, ["group", "kind", "name", "sectionName"], at));
     if (r.sectionName !== undefined) {
       problems.push(
         `${at}.sectionName: not supported: a RateLimit limits all of a route's or gateway's Pods, not a section of it`,
@@ -207,7 +207,7 @@ export function fromBackendTrafficPolicy(doc: Obj): GatewayConversion {
     return { ok: false, problems: [...problems, "spec.rateLimit: missing: nothing to convert"] };
   }
   const selector = selectorOf(spec, problems, notes);
-  problems.push(...unknownFields(rl, ["type", "global", "local"], "spec.rateLimit"));
+  problems.push(...unknownKeys(rl, ["type", "global", "local"], "spec.rateLimit"));
   if (rl.type !== undefined && rl.type !== "Global" && rl.type !== "Local") {
     problems.push(`spec.rateLimit.type: ${show(rl.type)} is not Global or Local`);
   }
@@ -221,7 +221,7 @@ export function fromBackendTrafficPolicy(doc: Obj): GatewayConversion {
     if (rl.local === undefined) problems.push("spec.rateLimit.global: missing: no global rules");
     return { ok: false, problems };
   }
-  problems.push(...unknownFields(global, ["rules"], "spec.rateLimit.global"));
+  problems.push(...unknownKeys(global, ["rules"], "spec.rateLimit.global"));
   if (!Array.isArray(global.rules)) {
     problems.push("spec.rateLimit.global.rules: missing or not a list");
     return { ok: false, problems };
@@ -234,7 +234,7 @@ export function fromBackendTrafficPolicy(doc: Obj): GatewayConversion {
     const at = `spec.rateLimit.global.rules[${i}]`;
     if (!isObj(rule)) return void problems.push(`${at}: not an object`);
     problems.push(
-      ...unknownFields(rule, ["clientSelectors", "limit", "cost", "shared", "shadowMode"], at),
+      ...unknownKeys(rule, ["clientSelectors", "limit", "cost", "shared", "shadowMode"], at),
     );
     if (rule.cost !== undefined) {
       problems.push(`${at}.cost: every request counts 1 here; there is no cost`);
@@ -246,7 +246,7 @@ export function fromBackendTrafficPolicy(doc: Obj): GatewayConversion {
     }
     shadow.push(rule.shadowMode === true);
     const limit = isObj(rule.limit) ? rule.limit : {};
-    problems.push(...unknownFields(limit, ["requests", "unit"], `${at}.limit`));
+    problems.push(...unknownKeys(limit, ["requests", "unit"], `${at}.limit`));
     if (!UNITS.includes(String(limit.unit))) {
       problems.push(
         `${at}.limit.unit: ${

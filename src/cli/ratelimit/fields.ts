@@ -5,7 +5,7 @@
  */
 import { formatPath } from "../../api/issues.ts";
 import { didYouMean } from "../../api/suggest.ts";
-import { UNKNOWN_FIELD } from "../../api/validation/unknown.ts";
+import { OBJECT_META_FIELDS, UNKNOWN_FIELD } from "../../api/validation/unknown.ts";
 
 /** A Kubernetes object's top-level fields. */
 export const OBJECT_FIELDS: readonly string[] = [
@@ -14,25 +14,6 @@ export const OBJECT_FIELDS: readonly string[] = [
   "metadata",
   "spec",
   "status",
-];
-
-/** The fields of a Kubernetes ObjectMeta (k8s.io/apimachinery `meta/v1`). */
-export const OBJECT_META_FIELDS: readonly string[] = [
-  "name",
-  "generateName",
-  "namespace",
-  "selfLink",
-  "uid",
-  "resourceVersion",
-  "generation",
-  "creationTimestamp",
-  "deletionTimestamp",
-  "deletionGracePeriodSeconds",
-  "labels",
-  "annotations",
-  "ownerReferences",
-  "finalizers",
-  "managedFields",
 ];
 
 /** The path of the field `key` of the object at `at` (`""` for the top). */
@@ -45,7 +26,7 @@ function fieldPath(at: string, key: string): string {
  * Each key of `obj` (the object at `at`) not among `known` as `<path>: unknown field`, with the
  * field meant when one is close, as the API server's strict field validation says it.
  */
-export function unknownFields(
+export function unknownKeys(
   obj: Record<string, unknown>,
   known: readonly string[],
   at: string,
@@ -63,6 +44,6 @@ export function objectFieldProblems(doc: Record<string, unknown>): string[] {
     ? []
     : meta === null || typeof meta !== "object" || Array.isArray(meta)
     ? ["metadata: not an object"]
-    : unknownFields(meta as Record<string, unknown>, OBJECT_META_FIELDS, "metadata");
-  return [...unknownFields(doc, OBJECT_FIELDS, ""), ...metaProblems];
+    : unknownKeys(meta as Record<string, unknown>, [...OBJECT_META_FIELDS], "metadata");
+  return [...unknownKeys(doc, OBJECT_FIELDS, ""), ...metaProblems];
 }
