@@ -18,6 +18,7 @@ import {
   parseAllDocuments,
   type Tags,
 } from "yaml";
+import { DNS_LABEL, DNS_SUBDOMAIN, type NameRule } from "./names.ts";
 
 /** The most bytes an input may have: the API server's limit on a request body (3 MiB). */
 export const MAX_INPUT_BYTES = 3 * 1024 * 1024;
@@ -303,29 +304,6 @@ function oneLine(err: unknown): string {
   }
   return message.split("\n")[0].replace(/ at line \d+, column \d+:?$/, "").trim();
 }
-
-/** A name rule of the API server: its pattern, its longest, and the words it refuses with. */
-interface NameRule {
-  pattern: RegExp;
-  max: number;
-  rule: string;
-}
-
-/** A DNS-1123 subdomain: what the API server takes as most objects' names, custom ones too. */
-const DNS_SUBDOMAIN: NameRule = {
-  pattern: /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/,
-  max: 253,
-  rule: "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, " +
-    "'-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com')",
-};
-
-/** A DNS-1123 label: what the API server takes as a namespace's name. */
-const DNS_LABEL: NameRule = {
-  pattern: /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/,
-  max: 63,
-  rule: "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', " +
-    "and must start and end with an alphanumeric character (e.g. 'my-name')",
-};
 
 /** `path: Invalid value: "x": why`, for a string `value` that `rule` refuses. */
 function nameProblem(path: string, value: unknown, rule: NameRule): string[] {

@@ -32,9 +32,10 @@ import { parseFlags } from "./flags.ts";
 import { type ServiceRef, serviceRefText } from "../kube/istiod_endpoints.ts";
 import { commandUsage } from "./usage.ts";
 import { parseListenAddr } from "./run_http.ts";
+import { DNS_LABEL, DNS_SUBDOMAIN, followsRule } from "../api/names.ts";
 
 function parseNamespace(flag: string, value: string): string {
-  if (/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(value)) return value;
+  if (followsRule(value, DNS_LABEL)) return value;
   throw new Error(`invalid --${flag} ${JSON.stringify(value)}: use a namespace name (a DNS label)`);
 }
 
@@ -44,8 +45,7 @@ function parseNamespace(flag: string, value: string): string {
  * ending alphanumeric, at most 253 characters in all.
  */
 function parseLeaseName(flag: string, value: string): string {
-  const label = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
-  if (value.length <= 253 && new RegExp(`^${label}(\\.${label})*$`).test(value)) return value;
+  if (followsRule(value, DNS_SUBDOMAIN)) return value;
   throw new Error(
     `invalid --${flag} ${
       JSON.stringify(value)
@@ -310,10 +310,10 @@ function parseUrls(flag: string, value: string): string[] {
 }
 
 function parseServices(flag: string, value: string): ServiceRef[] {
-  const dns = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+  const dns = (s: string | undefined) => followsRule(s ?? "", DNS_LABEL);
   const refs = value.split(",").map((s) => s.trim()).filter((s) => s).map((s) => {
     const [namespace, name, ...rest] = s.split("/");
-    if (rest.length > 0 || !dns.test(namespace ?? "") || !dns.test(name ?? "")) {
+    if (rest.length > 0 || !dns(namespace) || !dns(name)) {
       throw new Error(
         `invalid --${flag} "${s}": use namespace/name of istiod's Service, e.g. istio-system/istiod`,
       );
@@ -332,9 +332,10 @@ function parseSecretRef(
   example = "redis",
 ): { namespace: string; name: string } {
   const [namespace, name, ...rest] = value.split("/");
-  const dns = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
-  const subdomain = /^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$/;
-  if (rest.length > 0 || !dns.test(namespace ?? "") || !subdomain.test(name ?? "")) {
+  if (
+    rest.length > 0 || !followsRule(namespace ?? "", DNS_LABEL) ||
+    !followsRule(name ?? "", DNS_SUBDOMAIN)
+  ) {
     throw new Error(
       `invalid --${flag} "${value}": use namespace/name of ${what}, e.g. ${GLOBAL_ENGINE_SERVICE.namespace}/${example}`,
     );

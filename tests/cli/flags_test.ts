@@ -81,7 +81,7 @@ function mismatches(cases: readonly (readonly [string[], RegExp])[]): string[] {
   });
 }
 
-Deno.test("run: --lease-namespace is a namespace name, --lease-name a Lease name (a DNS subdomain)", () => {
+Deno.test("run: --lease-namespace is a namespace name, --lease-name and a Secret's name a DNS subdomain", () => {
   const ns = /use a namespace name \(a DNS label\)$/;
   const lease =
     /use a Lease name \(a DNS subdomain: lower case letters, digits, '-' and '\.', at most 253 characters, starting and ending with a letter or digit\)$/;
@@ -105,6 +105,9 @@ Deno.test("run: --lease-namespace is a namespace name, --lease-name a Lease name
       // What Kubernetes accepts stays accepted.
       [["--lease-namespace=kube-system", "--lease-name=platform-operator.v2-a"], /^accepted$/],
       [[`--lease-name=${"a".repeat(63)}.${"b".repeat(189)}`], /^accepted$/],
+      // A Secret's name is a DNS subdomain by the same rule.
+      [["--global-redis-secret=platform-ratelimit/a..b"], /^invalid --global-redis-secret/],
+      [["--global-redis-secret=platform-ratelimit/redis.v2"], /^accepted$/],
     ]),
     [],
   );
