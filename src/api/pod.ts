@@ -15,6 +15,20 @@ export const SIDECAR_STATUS_ANNOTATION = "sidecar.istio.io/status";
 export const INJECT_TEMPLATES_ANNOTATION = "inject.istio.io/templates";
 
 /**
+ * Annotation Istio's CNI agent writes on a Pod it enrolled in ambient mode (`enabled`): its traffic
+ * goes through the node's ztunnel, with no Envoy beside it (annotation.AmbientRedirection).
+ */
+export const AMBIENT_REDIRECTION_ANNOTATION = "ambient.istio.io/redirection";
+
+/**
+ * True when a Pod is in Istio's ambient mesh (enrolled, not pending or disabled): its requests pass
+ * no Envoy an EnvoyFilter reaches, unless it also runs a sidecar, which ambient mode skips.
+ */
+export function inAmbientMesh(pod: unknown): boolean {
+  return at(pod, "metadata", "annotations", AMBIENT_REDIRECTION_ANNOTATION) === "enabled";
+}
+
+/**
  * The kind of mesh proxy a Pod runs. A `router` is a gateway (Istio's `pilot-agent proxy router`):
  * it applies EnvoyFilter patches of context GATEWAY only. A `sidecar` (`proxy sidecar`) applies
  * SIDECAR_INBOUND and SIDECAR_OUTBOUND ones only.

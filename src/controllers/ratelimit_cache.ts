@@ -7,6 +7,8 @@
  * copying each Pod's and filter's metadata took about 16 ms of a start-up with 1,000 of each.
  */
 import {
+  AMBIENT_REDIRECTION_ANNOTATION,
+  inAmbientMesh,
   MESH_PROXY_CONTAINER,
   type MeshProxy,
   meshProxyOf,
@@ -171,9 +173,19 @@ const EXPORTS_STATS: Readonly<Json> = Object.freeze({
   [STATS_INCLUSION_ANNOTATIONS.Prefixes]: STAT_PREFIX,
 });
 
+/** What a projected Pod in the ambient mesh without a proxy keeps of its annotations. */
+const AMBIENT: Readonly<Json> = Object.freeze({ [AMBIENT_REDIRECTION_ANNOTATION]: "enabled" });
+
+/** The annotations a projected Pod keeps, shared, by `<exports stats> <ambient, no proxy>`. */
+const KEPT_ANNOTATIONS: Readonly<Record<string, Readonly<Json> | undefined>> = {
+  "true false": EXPORTS_STATS,
+  "false true": AMBIENT,
+  "true true": Object.freeze({ ...EXPORTS_STATS, ...AMBIENT }),
+};
+
 /**
- * A Pod: its labels (which RateLimits select it), which mesh proxy it runs, whether it exports our
- * filters' Envoy stats, and whether it still serves (phase, deletionTimestamp). Of the proxy it
+ * A Pod: its labels (which RateLimits select it), which mesh proxy it runs (and, without one,
+ * whether it is in the ambient mesh), whether it exports our filters' Envoy stats, and whether it still serves (phase, deletionTimestamp). Of the proxy it
  * keeps one `istio-proxy` container that says the same to `meshProxyOf` and `proxyImageVersion`
  * as the whole Pod does (a router's with the `proxy router` arguments; the Istio version its image
  * tag says, alone, in a container shared by every Pod of that kind and version), whichever
@@ -186,8 +198,9 @@ export const POD_PROJECTION: Projection = {
   name: "ratelimit.pod",
   keep(pod: KubeObject): KubeObject {
     const meta = cacheMeta(pod);
-    if (exportsLimitStats(pod)) meta.annotations = EXPORTS_STATS as Record<string, string>;
     const proxy = meshProxyOf(pod);
+    const kept = KEPT_ANNOTATIONS[`${exportsLimitStats(pod)} ${!proxy && inAmbientMesh(pod)}`];
+    if (kept) meta.annotations = kept as Record<string, string>;
     const spec: Json = proxy ? { containers: proxyContainers(proxy, proxyImageVersion(pod)) } : {};
     const phase = isObject(pod.status) ? pod.status.phase : undefined;
     const ended = phase === "Succeeded" || phase === "Failed";

@@ -6,7 +6,13 @@
  */
 import assert from "node:assert/strict";
 import fc from "fast-check";
-import { isActivePod, meshProxyOf, podName, proxyImageVersion } from "../../src/api/pod.ts";
+import {
+  inAmbientMesh,
+  isActivePod,
+  meshProxyOf,
+  podName,
+  proxyImageVersion,
+} from "../../src/api/pod.ts";
 import { FILTER_PROJECTION, POD_PROJECTION } from "../../src/controllers/ratelimit_cache.ts";
 import { filterContexts, podLabelsOf } from "../../src/reconcile/ratelimit/scope.ts";
 import {
@@ -58,6 +64,7 @@ const container = fc.record({
 const pod = fc.record({
   labels: fc.dictionary(fc.constantFrom("app", "version", "tier"), fc.constantFrom("a", "b")),
   annotation: fc.option(fc.constantFrom('{"containers":["istio-proxy"]}', ""), { nil: undefined }),
+  ambient: fc.option(fc.constantFrom("enabled", "pending", "disabled"), { nil: undefined }),
   templates: fc.option(fc.constantFrom("gateway", "sidecar", "sidecar, gateway", "gateways"), {
     nil: undefined,
   }),
@@ -83,7 +90,7 @@ const pod = fc.record({
     ),
   ),
 }).map((
-  { labels, annotation, templates, containers, inits, phase, deleting, stats },
+  { labels, annotation, ambient, templates, containers, inits, phase, deleting, stats },
 ): KubeObject =>
   json({
     apiVersion: "v1",
@@ -100,6 +107,7 @@ const pod = fc.record({
         ...stats,
         ...(annotation !== undefined ? { "sidecar.istio.io/status": annotation } : {}),
         ...(templates !== undefined ? { "inject.istio.io/templates": templates } : {}),
+        ...(ambient !== undefined ? { "ambient.istio.io/redirection": ambient } : {}),
       },
       ...(deleting ? { deletionTimestamp: "2026-11-23T11:00:00Z", finalizers: ["f"] } : {}),
     },
@@ -125,6 +133,8 @@ Deno.test("a projected Pod answers every reading as the whole Pod does", () => {
       assert.equal(proxyImageVersion(kept), proxyImageVersion(p), "proxy image version");
       assert.equal(isActivePod(kept), isActivePod(p), "active");
       assert.equal(exportsLimitStats(kept), exportsLimitStats(p), "exports the limit's stats");
+      // What enforcement says of a Pod without a proxy: whether ambient mode carries it.
+      if (!meshProxyOf(p)) assert.equal(inAmbientMesh(kept), inAmbientMesh(p), "ambient");
       assert.deepEqual(podLabelsOf(kept), podLabelsOf(p), "labels");
       assert.equal(podName(kept), podName(p), "name");
       for (const k of ["name", "namespace", "resourceVersion", "deletionTimestamp"] as const) {

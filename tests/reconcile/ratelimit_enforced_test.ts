@@ -122,6 +122,34 @@ Deno.test("every Enforced reason is reached, with its status and words a user ca
   assert.match(enforcedOf(reconcileRateLimit(input(gateway))).message, /^No ingress gateway Pod/);
 });
 
+Deno.test("Pods in Istio's ambient mode are named as such: ztunnel carries their traffic, which no EnvoyFilter reaches", () => {
+  const ambient = (name: string, state = "enabled") => {
+    const p = meshPod(name, "none");
+    p.metadata.annotations = { "ambient.istio.io/redirection": state };
+    return p;
+  };
+  const enforced = (pods: KubeObject[]) =>
+    enforcedOf(reconcileRateLimit(input(rateLimit(), { pods })));
+  // All of those without a sidecar are in ambient mode.
+  const all = enforced([meshPod("a", "container"), ambient("b"), ambient("c")]);
+  assert.equal(all.reason, "SidecarMissing");
+  assert.equal(
+    all.message,
+    "2 of 3 Pods with app=httpbin have no mesh sidecar, so their requests are not limited: b, c; they are in Istio's ambient mode, whose ztunnel an EnvoyFilter does not reach; enable sidecar injection for them (e.g. namespace label istio-injection=enabled; a Pod with a sidecar leaves ambient mode) and restart them",
+  );
+  assert.match(
+    enforced([ambient("b")]).message,
+    /: b; it is in Istio's ambient mode, whose ztunnel an EnvoyFilter does not reach; enable sidecar injection for it/,
+  );
+  // Some of them; one only pending enrolment (not yet carried by ztunnel) is not named.
+  assert.match(
+    enforced([ambient("b"), meshPod("c", "none"), ambient("d", "pending")]).message,
+    /: b, c, d; 1 of them \(b\) is in Istio's ambient mode, whose/,
+  );
+  // None: the message is as before.
+  assert.doesNotMatch(enforced([meshPod("c", "none")]).message, /ambient/);
+});
+
 Deno.test("only live Pods of the namespace that the selector selects are counted", () => {
   const finished = meshPod("done", "none");
   finished.status = { phase: "Succeeded" };

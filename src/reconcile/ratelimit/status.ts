@@ -6,7 +6,7 @@
 import { contextOf, type ProxyContext } from "../../api/mesh.ts";
 import { fitMessage, joinWithin } from "../../api/message.ts";
 import { selects } from "../../api/selector.ts";
-import { isActivePod, meshProxyOf, podName, podNamespace } from "../../api/pod.ts";
+import { inAmbientMesh, isActivePod, meshProxyOf, podName, podNamespace } from "../../api/pod.ts";
 import type { ConditionInput } from "../conditions.ts";
 import {
   filterContexts,
@@ -150,15 +150,19 @@ export function enforcement(
   }
   const nameOf = (p: unknown) => inForce.meshWide ? `${podNamespace(p)}/${podName(p)}` : podName(p);
   const without: string[] = [];
+  const ambient: string[] = [];
   const mismatched: string[] = [];
   const covered: unknown[] = [];
   for (const p of selected) {
     const proxy = meshProxyOf(p);
-    if (proxy === undefined) without.push(nameOf(p));
-    else if (!inForce.contexts.includes(contextOf(proxy))) mismatched.push(nameOf(p));
+    if (proxy === undefined) {
+      without.push(nameOf(p));
+      if (inAmbientMesh(p)) ambient.push(nameOf(p));
+    } else if (!inForce.contexts.includes(contextOf(proxy))) mismatched.push(nameOf(p));
     else covered.push(p);
   }
   without.sort();
+  ambient.sort();
   mismatched.sort();
   const figures = {
     podsSelected: selected.length,
@@ -177,13 +181,26 @@ export function enforcement(
   }
   if (without.length > 0) {
     const one = without.length === 1;
+    // Istio's ambient mode carries a Pod's traffic through the node's ztunnel, which no
+    // EnvoyFilter reaches; a Pod with a sidecar is taken out of it (istio-cni's enablement).
+    const inAmbient = ambient.length === 0
+      ? ""
+      : `; ${
+        ambient.length === without.length
+          ? one ? "it is" : "they are"
+          : `${ambient.length} of them (${namedList(ambient)}) ${
+            ambient.length === 1 ? "is" : "are"
+          }`
+      } in Istio's ambient mode, whose ztunnel an EnvoyFilter does not reach`;
     const message = `${without.length} of ${
       plural(selected.length, noun, `${noun}s`)
     } with ${sel} ${one ? "has" : "have"} no mesh sidecar, so ${
       one ? "its" : "their"
-    } requests are not limited: ${namedList(without)}; enable sidecar injection for ${
+    } requests are not limited: ${namedList(without)}${inAmbient}; enable sidecar injection for ${
       one ? "it" : "them"
-    } (e.g. namespace label istio-injection=enabled) and restart ${one ? "it" : "them"}`;
+    } (e.g. namespace label istio-injection=enabled${
+      inAmbient ? "; a Pod with a sidecar leaves ambient mode" : ""
+    }) and restart ${one ? "it" : "them"}`;
     return { condition: condition("SidecarMissing", message), ...figures };
   }
   if (mismatched.length > 0) {
