@@ -20,7 +20,7 @@ import {
 import { CONTROLLER_NAMES, type ControllerName } from "../controllers/registry.ts";
 import { ISTIO_ROOT_NAMESPACE } from "../api/mesh.ts";
 import { ENGINE_XDS, GLOBAL_ENGINE_SERVICE } from "../api/global_engine.ts";
-import { DEFAULT_ENGINE_IMAGE } from "../api/images.ts";
+import { DEFAULT_ENGINE_IMAGE, isImageReference } from "../api/images.ts";
 import { canonicalQuantity, compareQuantities, parseQuantity } from "../api/quantity.ts";
 import {
   DEFAULT_ENGINE_REPLICAS,
@@ -62,25 +62,9 @@ function parseRequired(flag: string, value: string, use: string): string {
   throw new Error(`invalid --${flag} "": use ${use}`);
 }
 
-/**
- * An image reference as container runtimes parse it (distribution/reference's grammar):
- * `[registry[:port]/]path[:tag][@digest]`, the path's components lower case, the name at most 255
- * characters; so no white space or control characters anywhere.
- */
-const IMAGE_REFERENCE = (() => {
-  const domainComponent = "(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])";
-  const host = `(?:${domainComponent}(?:\\.${domainComponent})*|\\[[a-fA-F0-9:]+\\])`;
-  const component = "[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*";
-  const name = `(?:${host}(?::[0-9]+)?/)?${component}(?:/${component})*`;
-  const tag = "[\\w][\\w.-]{0,127}";
-  const digest = "[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}";
-  return new RegExp(`^(${name})(?::${tag})?(?:@${digest})?$`);
-})();
-
-/** An image reference (`IMAGE_REFERENCE`); `example` is one, shown when the value is not. */
+/** An image reference (`isImageReference`); `example` is one, shown when the value is not. */
 function parseImage(flag: string, value: string, example: string): string {
-  const m = IMAGE_REFERENCE.exec(value);
-  if (m && m[1].length <= 255) return value;
+  if (isImageReference(value)) return value;
   throw new Error(
     `invalid --${flag} ${
       JSON.stringify(value)

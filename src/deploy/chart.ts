@@ -34,7 +34,9 @@ import {
   DEFAULT_ENGINE_RESOURCES,
   MAX_ENGINE_REPLICAS,
 } from "../reconcile/engine/mod.ts";
-import { QUANTITY_PATTERN } from "../api/schema/scaler.ts";
+import { NON_NEGATIVE_QUANTITY_PATTERN } from "../api/schema/scaler.ts";
+import { IMAGE_NAME_PATTERN, IMAGE_REFERENCE_PATTERN, IMAGE_TAG_PATTERN } from "../api/images.ts";
+import { DNS_SUBDOMAIN } from "../api/names.ts";
 
 /** Where the chart is written, under deploy/. */
 export const CHART_DIR = "helm/platform-operator";
@@ -61,7 +63,8 @@ function escapeTemplate(text: string): string {
 /** The placeholders a rendering leaves, and the template text each becomes. */
 const HOLES: Record<string, (indent: string) => string> = {
   replicas: () => "{{ .Values.replicas }}",
-  image: () => `"{{ .Values.image.repository }}:{{ .Values.image.tag }}"`,
+  // Quoted as every value is: a tag holding a quote or a line break stays one string.
+  image: () => `{{ printf "%s:%s" .Values.image.repository .Values.image.tag | quote }}`,
   meshRootNamespace: () => "{{ .Values.meshRootNamespace | quote }}",
   concurrency: () => "{{ .Values.concurrency | quote }}",
   resources: (indent) =>
@@ -203,7 +206,14 @@ export async function chartFiles(deployDir: string, version: string): Promise<Ch
     for (const d of docs) {
       if (d.kind === "Deployment") values = markDeployment(d, `${img.newName}:${img.newTag}`);
     }
-    put(`templates/${name}.yaml`, HEAD + docs.map(template).join("---\n"));
+    const text = docs.map(template).join("---\n");
+    // One replica cannot keep one available through a voluntary eviction: with a budget, every
+    // drain of its node would wait for ever. So the budget is there only with two or more.
+    const budget = docs.length > 0 && docs.every((d) => d.kind === "PodDisruptionBudget");
+    put(
+      `templates/${name}.yaml`,
+      budget ? `${HEAD}{{- if gt (int .Values.replicas) 1 }}\n${text}{{- end }}\n` : HEAD + text,
+    );
   }
   if (!values) throw new Error("deploy/: no Deployment");
   const monitoring = monitoringObjects().map(template).join("---\n");
@@ -272,9 +282,18 @@ export async function chartFiles(deployDir: string, version: string): Promise<Ch
   return files.sort((a, b) => (a.path < b.path ? -1 : 1));
 }
 
+/** The most operator replicas the chart runs: one leads, the others stand by. */
+const MAX_OPERATOR_REPLICAS = 10;
+
 /** The values' JSON schema: Helm checks a values file against it and names the bad field. */
 function valuesSchema(): unknown {
-  const quantity = { type: ["string", "number"] };
+  // A quantity as the API server takes it in a container's resources: not negative.
+  const quantity = {
+    type: ["string", "number"],
+    pattern: NON_NEGATIVE_QUANTITY_PATTERN,
+    minimum: 0,
+  };
+  const unanchored = (pattern: string) => pattern.replace(/^\^/, "").replace(/\$$/, "");
   const list = {
     type: "object",
     additionalProperties: false,
@@ -301,11 +320,12 @@ function valuesSchema(): unknown {
         additionalProperties: false,
         required: ["repository", "tag"],
         properties: {
-          repository: { type: "string", minLength: 1 },
-          tag: { type: "string", minLength: 1 },
+          repository: { type: "string", pattern: IMAGE_NAME_PATTERN, maxLength: 255 },
+          tag: { type: "string", pattern: IMAGE_TAG_PATTERN },
         },
       },
-      replicas: { type: "integer", minimum: 1 },
+      // One leads; more only stand by (and one has no disruption budget: see pdb.yaml).
+      replicas: { type: "integer", minimum: 1, maximum: MAX_OPERATOR_REPLICAS },
       resources: {
         type: "object",
         additionalProperties: false,
@@ -344,7 +364,7 @@ function valuesSchema(): unknown {
       // namespace/name of istiod's Service (--istiod-service), or empty.
       istiodService: {
         type: "string",
-        pattern: "^([a-z0-9]([-a-z0-9]*[a-z0-9])?/[a-z0-9]([-a-z0-9]*[a-z0-9])?)?$",
+        pattern: "^([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?/[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)?$",
       },
       // The Redis Secret (--global-redis-secret), in the engine's namespace, or empty: no engine;
       // the engine's image (--global-engine-image), empty for the operator's default. An image
@@ -356,9 +376,12 @@ function valuesSchema(): unknown {
         properties: {
           redisSecret: {
             type: "string",
-            pattern: `^(${GLOBAL_ENGINE_SERVICE.namespace}/[a-z0-9]([-a-z0-9.]*[a-z0-9])?)?$`,
+            pattern: `^(${GLOBAL_ENGINE_SERVICE.namespace}/${
+              unanchored(DNS_SUBDOMAIN.pattern.source)
+            })?$`,
+            maxLength: GLOBAL_ENGINE_SERVICE.namespace.length + 1 + DNS_SUBDOMAIN.max,
           },
-          image: { type: "string" },
+          image: { type: "string", pattern: `^(${unanchored(IMAGE_REFERENCE_PATTERN)})?$` },
           // --global-engine-replicas, --global-engine-requests and --global-engine-limits.
           replicas: { type: "integer", minimum: 1, maximum: MAX_ENGINE_REPLICAS },
           resources: {
@@ -368,15 +391,24 @@ function valuesSchema(): unknown {
             properties: Object.fromEntries(["requests", "limits"].map((part) => [part, {
               type: "object",
               additionalProperties: false,
+              // Empty would render as no setting, which the operator reads as its defaults.
+              minProperties: 1,
               properties: {
-                cpu: { type: "string", pattern: QUANTITY_PATTERN },
-                memory: { type: "string", pattern: QUANTITY_PATTERN },
+                cpu: { type: "string", pattern: NON_NEGATIVE_QUANTITY_PATTERN },
+                memory: { type: "string", pattern: NON_NEGATIVE_QUANTITY_PATTERN },
               },
             }])),
           },
         },
+        // Without a Secret there is no engine: its settings would be dropped without a word.
         if: { properties: { redisSecret: { const: "" } } },
-        then: { properties: { image: { const: "" } } },
+        then: {
+          properties: {
+            image: { const: "" },
+            replicas: { const: DEFAULT_ENGINE_REPLICAS },
+            resources: { const: DEFAULT_ENGINE_RESOURCES },
+          },
+        },
       },
     },
     // The engine serves RateLimits' global part: refused without the RateLimit controller.

@@ -326,3 +326,67 @@ Deno.test("modules: for every choice of modules, --controllers, the roles and th
     }
   }
 });
+
+Deno.test("values Kubernetes or the operator would refuse, or that would be dropped, are refused by the schema, naming the field", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    // A tag that would add fields to the operator's container if pasted unquoted.
+    const inject = join(dir, "inject.yaml");
+    await Deno.writeTextFile(
+      inject,
+      'image:\n  repository: ghcr.io/platform-project/platform-operator\n  tag: |-\n    0.1.0"\n              command: ["/bin/sh"]\n',
+    );
+    const cases: [string[], RegExp][] = [
+      [["-f", inject], /\/image\/tag/],
+      [['--set=image.tag=1"x'], /\/image\/tag/],
+      [["--set=image.repository=ghcr.io/foo bar"], /\/image\/repository/],
+      [["--set=image.repository=GHCR.io/Platform/Operator"], /\/image\/repository/],
+      [["--set=image.repository=ghcr.io/x/y:1.0"], /\/image\/repository/],
+      [["--set=replicas=3000000000"], /\/replicas/],
+      [["--set=resources.requests.memory=-1Gi"], /\/resources\/requests\/memory/],
+      [["--set=resources.requests.cpu=abc"], /\/resources\/requests\/cpu/],
+      [["--set=istiodService=" + "a".repeat(70) + "/istiod"], /\/istiodService/],
+      // Engine settings without a Secret would be dropped without a word.
+      [["--set=globalEngine.replicas=7"], /\/globalEngine\/replicas/],
+      [["--set=globalEngine.resources.limits.cpu=2"], /\/globalEngine\/resources/],
+      ...[
+        "--set=globalEngine.redisSecret=platform-ratelimit/a..b",
+        "--set=globalEngine.image=Foo Bar",
+        "--set-string=globalEngine.resources.requests.cpu=-1",
+        // Emptied, it would render as no setting, which the operator reads as its defaults.
+        "--set=globalEngine.resources.requests=null",
+      ].map((bad): [string[], RegExp] => [
+        ["--set=globalEngine.redisSecret=platform-ratelimit/redis", bad],
+        /\/globalEngine\//,
+      ]),
+    ];
+    for (const [args, field] of cases) {
+      const r = await template(...args);
+      assert.equal(r.ok, false, `${args.join(" ")}: rendered`);
+      assert.match(r.err, /values don't meet the specifications of the schema/, args.join(" "));
+      assert.match(r.err, field, args.join(" "));
+    }
+    // Valid ones stay valid: a registry port, a digest, a dotted Secret name, numbers for cpu.
+    const ok = await template(
+      "--set=image.repository=registry.example:5000/team/operator",
+      "--set=image.tag=v1.2.3-rc.1",
+      "--set=resources.limits.cpu=2",
+      "--set=globalEngine.redisSecret=platform-ratelimit/redis.v2",
+      `--set=globalEngine.image=ghcr.io/x/engine:1.2@sha256:${"0123456789abcdef".repeat(4)}`,
+    );
+    assert.ok(ok.ok, ok.err);
+    assert.match(ok.out, /image: "registry\.example:5000\/team\/operator:v1\.2\.3-rc\.1"/);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("one replica renders no PodDisruptionBudget: it would hold every drain of its node", async () => {
+  const kinds = async (...args: string[]) => {
+    const r = await template(...args);
+    assert.ok(r.ok, r.err);
+    return objects(r.out).map((o) => o.kind);
+  };
+  assert.ok(!(await kinds("--set=replicas=1")).includes("PodDisruptionBudget"));
+  assert.ok((await kinds("--set=replicas=2")).includes("PodDisruptionBudget"));
+});

@@ -3,9 +3,15 @@ import { z } from "zod";
 import { OPERATOR_GROUP } from "../groups.ts";
 import { ConditionsSchema, kindSchema } from "./common.ts";
 
+/** A quantity's number and suffix (apimachinery's pattern, after the sign). */
+const QUANTITY_UNSIGNED =
+  "(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$";
+
 /** Kubernetes resource quantity syntax (apimachinery's pattern). */
-export const QUANTITY_PATTERN =
-  "^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$";
+export const QUANTITY_PATTERN = `^(\\+|-)?${QUANTITY_UNSIGNED}`;
+
+/** A quantity that is not negative: what a container's requests and limits may be. */
+export const NON_NEGATIVE_QUANTITY_PATTERN = `^\\+?${QUANTITY_UNSIGNED}`;
 
 const Quantity = (what: string) =>
   z.string().regex(new RegExp(QUANTITY_PATTERN), {
