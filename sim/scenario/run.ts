@@ -6,7 +6,7 @@
 import type { EnvoyBehaviour, MeshRequest } from "../../src/dataplane/mod.ts";
 import { ApiError, type Logger } from "../../src/runtime/mod.ts";
 import type { KubeObject, ResourceType } from "../../src/api/object.ts";
-import { RESOURCES } from "../../src/api/resources.ts";
+import { apiVersionOf, RESOURCES } from "../../src/api/resources.ts";
 import { PLANS } from "../../src/api/validation/plans.ts";
 import { UNKNOWN_FIELD, unknownFields } from "../../src/api/validation/unknown.ts";
 import { expectQuiet, reportRun, RunFailure, type RunResult } from "../run_result.ts";
@@ -200,7 +200,7 @@ async function runStep(sim: Simulation, step: ScenarioStep, index: number): Prom
  */
 function strictlyUnknown(o: KubeObject): string | undefined {
   const plan = (["RateLimit", "Serverless", "Scaler"] as const).find((k) =>
-    RESOURCES[k].kind === o.kind && o.apiVersion === `${RESOURCES[k].group}/${RESOURCES[k].version}`
+    RESOURCES[k].kind === o.kind && o.apiVersion === apiVersionOf(RESOURCES[k])
   );
   if (plan === undefined) return undefined;
   const unknown = unknownFields(PLANS[plan], o);

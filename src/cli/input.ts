@@ -4,6 +4,7 @@
  * words instead of the system's. Every command that reads a file reads it here.
  */
 import { decodeUtf8, MAX_INPUT_BYTES, tooLarge } from "../api/yaml.ts";
+import { concatBytes } from "../kube/bounded_read.ts";
 
 /** What stdin gives: its bytes (or text, from tests), read to the end or past `limit` bytes. */
 export type StdinReader = (limit: number) => Promise<Uint8Array | string>;
@@ -23,7 +24,7 @@ export async function readInput(path: string, stdin: StdinReader = readStdin): P
       if (info.size > MAX_INPUT_BYTES) throw new RefusedInput(tooLarge(info.size, name).error);
       // Read as a stream, bounded: a device or a pipe (`/dev/zero`, `<(...)`) has no size.
       const file = await Deno.open(path);
-      bytes = await readBounded(file.readable, MAX_INPUT_BYTES);
+      bytes = await readToLimit(file.readable, MAX_INPUT_BYTES);
     } catch (err) {
       if (err instanceof RefusedInput) throw err;
       throw new InputError(`${path}: ${plainly(err)}`);
@@ -63,14 +64,14 @@ export class RefusedInput extends Error {}
  * chunk over the limit, so the caller can refuse it without reading a stream that never ends).
  */
 export function readStdin(limit: number): Promise<Uint8Array> {
-  return readBounded(Deno.stdin.readable, limit, false);
+  return readToLimit(Deno.stdin.readable, limit, false);
 }
 
 /**
  * The bytes of `stream` until its end or until past `limit`; the stream is closed after, unless
  * `close` is false (stdin stays open for the rest of the process).
  */
-async function readBounded(
+async function readToLimit(
   stream: ReadableStream<Uint8Array>,
   limit: number,
   close = true,
@@ -89,13 +90,7 @@ async function readBounded(
     if (close) await reader.cancel().catch(() => {});
     else reader.releaseLock();
   }
-  const out = new Uint8Array(size);
-  let at = 0;
-  for (const c of chunks) {
-    out.set(c, at);
-    at += c.length;
-  }
-  return out;
+  return concatBytes(chunks);
 }
 
 function plainly(err: unknown): string {

@@ -185,14 +185,14 @@ const KEPT_ANNOTATIONS: Readonly<Record<string, Readonly<Json> | undefined>> = {
 
 /**
  * A Pod: its labels (which RateLimits select it), which mesh proxy it runs (and, without one,
- * whether it is in the ambient mesh), whether it exports our filters' Envoy stats, and whether it still serves (phase, deletionTimestamp). Of the proxy it
- * keeps one `istio-proxy` container that says the same to `meshProxyOf` and `proxyImageVersion`
- * as the whole Pod does (a router's with the `proxy router` arguments; the Istio version its image
- * tag says, alone, in a container shared by every Pod of that kind and version), whichever
- * evidence the Pod had: a container, a native sidecar, the injector's annotations. A
- * phase is kept only when it ends the Pod. A running Pod is a few kilobytes of JSON; this keeps
- * about 300 bytes, and `tests/controllers/ratelimit_cache_test.ts` checks that every reading gives
- * the same answer.
+ * whether it is in the ambient mesh), whether it exports our filters' Envoy stats, and whether it
+ * still serves (phase, deletionTimestamp). Of the proxy it keeps one `istio-proxy` container that
+ * says the same to `meshProxyOf` and `proxyImageVersion` as the whole Pod does (a router's with the
+ * `proxy router` arguments; the Istio version its image tag says, alone, in a container shared by
+ * every Pod of that kind and version), whichever evidence the Pod had: a container, a native
+ * sidecar, the injector's annotations. A phase is kept only when it ends the Pod. A running Pod is
+ * a few kilobytes of JSON; this keeps about 300 bytes, and
+ * `tests/controllers/ratelimit_cache_test.ts` checks that every reading gives the same answer.
  */
 export const POD_PROJECTION: Projection = {
   name: "ratelimit.pod",

@@ -19,7 +19,7 @@ import {
   readKubeconfigFiles,
   selectContext,
 } from "./kubeconfig.ts";
-import { readSmallFileSync } from "./small_file.ts";
+import { readSmallFileSync } from "./bounded_read.ts";
 
 /** The service account mount of a Pod. */
 export const SERVICE_ACCOUNT_DIR = "/var/run/secrets/kubernetes.io/serviceaccount";

@@ -1,4 +1,5 @@
 /** How requests prove who the operator is: bearer tokens (static or from a file), basic auth, or client-node's authenticators. */
+import { readSmallFile } from "./bounded_read.ts";
 
 /** A source of authentication headers. */
 export interface Credentials {
@@ -31,7 +32,6 @@ export function basicAuth(username: string, password: string): Credentials {
  * A bearer token read from a file and read again whenever the file changes: the kubelet rotates
  * projected service account tokens in place, so a token read once at startup expires.
  */
-import { readSmallFile } from "./small_file.ts";
 export class TokenFile implements Credentials {
   #token = "";
   #stamp = "";

@@ -55,7 +55,7 @@ import {
   Watcher,
 } from "../runtime/mod.ts";
 import { describe } from "./errors.ts";
-import { readBounded } from "./istiod.ts";
+import { readBounded } from "./bounded_read.ts";
 
 /** Default period between two rounds. */
 export const ENGINE_PERIOD_MS = 5_000;

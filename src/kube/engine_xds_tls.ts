@@ -11,7 +11,7 @@
  * symlink), and new ones reach new connections (`setSecureContext`) while open streams go on.
  */
 import { createPrivateKey, X509Certificate } from "node:crypto";
-import { readSmallFile } from "./small_file.ts";
+import { readSmallFile } from "./bounded_read.ts";
 
 /** Where the operator's xDS TLS material is (its flags). */
 export interface XdsServingFiles {

@@ -12,6 +12,7 @@
 import { parseSyncz, type Syncz } from "../api/istiod.ts";
 import type { Credentials } from "./credentials.ts";
 import { describe } from "./errors.ts";
+import { readBounded } from "./bounded_read.ts";
 
 /** Why istiod could not be asked. */
 export type IstiodFailure =
@@ -53,31 +54,6 @@ export interface IstiodClient {
    * than the caller's unless the caller's token is of istiod's root namespace.
    */
   listenersAndRoutes(proxyId: string): Promise<IstiodAnswer<unknown>>;
-}
-
-/** Reads a body up to `max` bytes; undefined when it is longer. */
-export async function readBounded(res: Response, max: number): Promise<Uint8Array | undefined> {
-  const reader = res.body?.getReader();
-  if (!reader) return new Uint8Array();
-  const parts: Uint8Array[] = [];
-  let size = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    size += value.length;
-    if (size > max) {
-      await reader.cancel();
-      return undefined;
-    }
-    parts.push(value);
-  }
-  const out = new Uint8Array(size);
-  let at = 0;
-  for (const p of parts) {
-    out.set(p, at);
-    at += p.length;
-  }
-  return out;
 }
 
 /** A client of one istiod. */

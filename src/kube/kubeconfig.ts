@@ -4,7 +4,7 @@
  * picks one context. File references are made absolute against the directory of the file that
  * defines them, as kubectl does. No I/O beyond reading the listed files.
  */
-import { readSmallFileSync } from "./small_file.ts";
+import { readSmallFileSync } from "./bounded_read.ts";
 
 /** A `clusters[].cluster` entry, with `certificate-authority` made absolute. */
 export interface KubeconfigCluster {

@@ -3,7 +3,7 @@ import "../../src/kube/kubeconfig_yaml.ts";
 import assert from "node:assert/strict";
 import { ConfigError, loadConnection } from "../../src/kube/config.ts";
 import { mergeKubeconfigs, parseKubeconfig } from "../../src/kube/kubeconfig.ts";
-import { readSmallFile, readSmallFileSync } from "../../src/kube/small_file.ts";
+import { readSmallFile, readSmallFileSync } from "../../src/kube/bounded_read.ts";
 
 const ROOT = new URL("../../", import.meta.url).pathname;
 
