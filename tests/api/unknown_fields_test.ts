@@ -64,6 +64,48 @@ Deno.test("metadata: every field of Kubernetes' ObjectMeta passes, any other is 
   valueOf(parseRateLimit(rl));
 });
 
+Deno.test("metadata: the entries of ownerReferences and managedFields are ObjectMeta's too", () => {
+  // Strict decoding into ObjectMeta reaches inside its lists: OwnerReference and
+  // ManagedFieldsEntry have their own fields; fieldsV1 is free-form.
+  const rl = rateLimit();
+  Object.assign(rl.metadata, {
+    ownerReferences: [{
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      name: "owner",
+      uid: "u1",
+      controller: false,
+      blockOwnerDeletion: false,
+    }],
+    managedFields: [{
+      manager: "kubectl",
+      operation: "Apply",
+      apiVersion: "v1",
+      time: "2026-01-01T00:00:00Z",
+      fieldsType: "FieldsV1",
+      fieldsV1: { "f:spec": { "f:anything": {} } },
+      subresource: "",
+    }],
+  });
+  valueOf(parseRateLimit(rl, refuse));
+  Object.assign(rl.metadata, {
+    ownerReferences: [{ apiVersion: "v1", kind: "ConfigMap", name: "owner", uid: "u1" }, {
+      apiVersion: "v1",
+      kind: "ConfigMap",
+      nme: "other",
+      uid: "u2",
+    }],
+    managedFields: [{ manager: "kubectl", operaton: "Apply" }],
+  });
+  const r = parseRateLimit(rl, refuse);
+  assert.ok(!r.ok);
+  assert.deepEqual(r.errors.map((e) => `${e.path}: ${e.message}`), [
+    "metadata.ownerReferences[1].nme: unknown field; did you mean name?",
+    "metadata.managedFields[0].operaton: unknown field; did you mean operation?",
+  ]);
+  valueOf(parseRateLimit(rl));
+});
+
 Deno.test("refuse accepts exactly the objects that stripping leaves whole", () => {
   // Oracle: the plan's own strip mode. An object has no unknown field iff every field it has
   // survives validation.

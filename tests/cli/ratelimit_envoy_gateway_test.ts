@@ -224,6 +224,32 @@ Deno.test("envoy gateway: what does not map is refused, each naming its field", 
       /spec\.targetRefs\[0\]\.kind: TCPRoute/,
     ],
     [policy([], { targetSelectors: [{ kind: "HTTPRoute" }] }), /spec\.targetSelectors/],
+    // What Envoy Gateway's own CRD refuses, so no policy of it holds it.
+    [
+      policy([{ clientSelectors: [{}], limit: { requests: 1, unit: "Second" } }]),
+      /rules\[0\]\.clientSelectors\[0\]: none of headers, methods, path or sourceCIDR/,
+    ],
+    [
+      policy([], { targetRefs: [{ group: "apps", kind: "HTTPRoute", name: "a" }] }),
+      /spec\.targetRefs\[0\]\.group: "apps": Envoy Gateway's policies target gateway\.networking\.k8s\.io's/,
+    ],
+    [
+      policy([], { targetRefs: [{ kind: "HTTPRoute", name: "a" }] }),
+      /spec\.targetRefs\[0\]\.group: missing/,
+    ],
+    [
+      policy([], {
+        targetRef: { group: "gateway.networking.k8s.io", kind: "HTTPRoute", name: "b" },
+      }),
+      /spec\.targetRef: given with spec\.targetRefs/,
+    ],
+    [
+      policy([], {
+        targetRefs: { group: "gateway.networking.k8s.io", kind: "Gateway", name: "a" },
+      }),
+      /spec\.targetRefs: not a list/,
+    ],
+    [policy([]), /spec\.rateLimit\.global\.rules: empty/],
     [
       policy([], { faultInjection: { abort: { httpStatus: 500 } } }),
       /spec\.faultInjection: not a rate limit/,

@@ -232,6 +232,13 @@ Deno.test("a field Kyma's object does not have, beside its spec, is refused by i
         "metadata.lables: unknown field; did you mean labels?",
       ],
       [text.replace("spec:\n", "bogusKey: 1\nspec:\n"), "bogusKey: unknown field"],
+      [
+        text.replace(
+          "metadata:\n",
+          "metadata:\n  ownerReferences: [{apiVersion: v1, kind: ConfigMap, name: o, uid: u, contoller: true}]\n",
+        ),
+        "metadata.ownerReferences[0].contoller: unknown field; did you mean controller?",
+      ],
     ]
   ) {
     const r = await runLines(["-f", "-", "--render"], edited);

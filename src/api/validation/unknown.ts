@@ -37,6 +37,67 @@ export const OBJECT_META_FIELDS: ReadonlySet<string> = new Set([
   "managedFields",
 ]);
 
+/**
+ * The fields of the entries of ObjectMeta's lists, by the list: `ownerReferences` (OwnerReference)
+ * and `managedFields` (ManagedFieldsEntry, whose `fieldsV1` is free-form). The API server decodes
+ * metadata strictly into ObjectMeta, so a field these lack is unknown there too.
+ */
+const OBJECT_META_ENTRY_FIELDS: Readonly<Record<string, ReadonlySet<string>>> = {
+  ownerReferences: new Set([
+    "apiVersion",
+    "kind",
+    "name",
+    "uid",
+    "controller",
+    "blockOwnerDeletion",
+  ]),
+  managedFields: new Set([
+    "manager",
+    "operation",
+    "apiVersion",
+    "time",
+    "fieldsType",
+    "fieldsV1",
+    "subresource",
+  ]),
+};
+
+/** The unknown field `key` of the object at `path`, with a guess among `known` not in `input`. */
+function unknownField(
+  path: PropertyKey[],
+  key: string,
+  known: Iterable<string>,
+  input: Record<string, unknown>,
+): FieldError {
+  return {
+    path: formatPath([...path, key]),
+    message: `${UNKNOWN_FIELD}${didYouMean(key, [...known].filter((k) => !(k in input)))}`,
+  };
+}
+
+/**
+ * The unknown fields of the entries of an object's `metadata` lists (`ownerReferences`,
+ * `managedFields`), `path` being the metadata's: what Kubernetes' ObjectMeta does not have inside
+ * them.
+ */
+export function metadataEntryUnknownFields(
+  metadata: Record<string, unknown>,
+  path: PropertyKey[],
+): FieldError[] {
+  const out: FieldError[] = [];
+  for (const [list, fields] of Object.entries(OBJECT_META_ENTRY_FIELDS)) {
+    const entries = metadata[list];
+    if (!Array.isArray(entries)) continue;
+    entries.forEach((entry, i) => {
+      if (!isObject(entry)) return;
+      for (const key of Object.keys(entry)) {
+        if (!fields.has(key)) out.push(unknownField([...path, list, i], key, fields, entry));
+      }
+    });
+  }
+  return out;
+}
+
 function walk(
   plan: ValidationPlan,
   input: unknown,
@@ -61,16 +122,14 @@ function walk(
       if (!isObject(input)) return;
       // An object's own metadata (the top level's): what ObjectMeta has is known.
       const metadata = path.length === 1 && path[0] === "metadata";
-      const known = metadata ? [...OBJECT_META_FIELDS] : Object.keys(plan.shape);
+      const known = metadata ? OBJECT_META_FIELDS : Object.keys(plan.shape);
       for (const key of Object.keys(input)) {
         if (Object.hasOwn(plan.shape, key)) walk(plan.shape[key], input[key], [...path, key], out);
         else if (plan.unknown === "strip" || (metadata && !OBJECT_META_FIELDS.has(key))) {
-          out.push({
-            path: formatPath([...path, key]),
-            message: `${UNKNOWN_FIELD}${didYouMean(key, known.filter((k) => !(k in input)))}`,
-          });
+          out.push(unknownField(path, key, known, input));
         }
       }
+      if (metadata) out.push(...metadataEntryUnknownFields(input, path));
       return;
     }
     default:

@@ -48,6 +48,12 @@ const SPEC_FIELDS = ["targetRef", "targetRefs", "targetSelectors", "rateLimit"];
 /** The route kinds whose traffic is HTTP (rate limits here are HTTP's). */
 const HTTP_ROUTES = ["HTTPRoute", "GRPCRoute"];
 
+/** The only group of a policy's targets (Envoy Gateway's CRD refuses any other). */
+const GATEWAY_API_GROUP = "gateway.networking.k8s.io";
+
+/** The fields of a client selector, of which Envoy Gateway's CRD requires at least one. */
+const SELECTOR_FIELDS = ["headers", "methods", "path", "sourceCIDR"];
+
 interface Match {
   path?: string;
   headers?: Record<string, string>;
@@ -65,7 +71,13 @@ function matchOf(selectors: unknown[], at: string, problems: string[]): Match {
   selectors.forEach((s, j) => {
     const where = `${at}.clientSelectors[${j}]`;
     if (!isObj(s)) return void problems.push(`${where}: not an object`);
-    problems.push(...unknownKeys(s, ["headers", "methods", "path", "sourceCIDR"], where));
+    problems.push(...unknownKeys(s, SELECTOR_FIELDS, where));
+    if (!SELECTOR_FIELDS.some((f) => s[f] !== undefined)) {
+      // Not every request: Envoy Gateway's CRD refuses such a selector, so it never held one.
+      problems.push(
+        `${where}: none of headers, methods, path or sourceCIDR; Envoy Gateway refuses an empty client selector (a rule for every request has no clientSelectors)`,
+      );
+    }
     if (s.methods !== undefined) {
       problems.push(`${where}.methods: a rule here matches any method; there is no method match`);
     }
@@ -144,6 +156,16 @@ function selectorOf(
     problems.push("spec.targetSelectors: a RateLimit selects Pods by labels; name one target");
     return undefined;
   }
+  if (spec.targetRef !== undefined && spec.targetRefs !== undefined) {
+    problems.push(
+      "spec.targetRef: given with spec.targetRefs; Envoy Gateway takes one of them (name the target in targetRefs)",
+    );
+    return undefined;
+  }
+  if (spec.targetRefs !== undefined && !Array.isArray(spec.targetRefs)) {
+    problems.push("spec.targetRefs: not a list");
+    return undefined;
+  }
   const refs = Array.isArray(spec.targetRefs)
     ? spec.targetRefs.map((r, i) => ({ r, at: `spec.targetRefs[${i}]` }))
     : spec.targetRef !== undefined
@@ -161,6 +183,13 @@ function selectorOf(
     if (r.sectionName !== undefined) {
       problems.push(
         `${at}.sectionName: not supported: a RateLimit limits all of a route's or gateway's Pods, not a section of it`,
+      );
+    }
+    if (r.group !== GATEWAY_API_GROUP) {
+      problems.push(
+        `${at}.group: ${
+          r.group === undefined ? "missing" : show(r.group)
+        }: Envoy Gateway's policies target ${GATEWAY_API_GROUP}'s Gateways and routes only`,
       );
     }
   }
@@ -224,6 +253,10 @@ export function fromBackendTrafficPolicy(doc: Obj): GatewayConversion {
   problems.push(...unknownKeys(global, ["rules"], "spec.rateLimit.global"));
   if (!Array.isArray(global.rules)) {
     problems.push("spec.rateLimit.global.rules: missing or not a list");
+    return { ok: false, problems };
+  }
+  if (global.rules.length === 0) {
+    problems.push("spec.rateLimit.global.rules: empty: no rules, nothing to convert");
     return { ok: false, problems };
   }
   const rules = global.rules;

@@ -5,7 +5,11 @@
  */
 import { formatPath } from "../../api/issues.ts";
 import { didYouMean } from "../../api/suggest.ts";
-import { OBJECT_META_FIELDS, UNKNOWN_FIELD } from "../../api/validation/unknown.ts";
+import {
+  metadataEntryUnknownFields,
+  OBJECT_META_FIELDS,
+  UNKNOWN_FIELD,
+} from "../../api/validation/unknown.ts";
 
 /** A Kubernetes object's top-level fields. */
 export const OBJECT_FIELDS: readonly string[] = [
@@ -37,13 +41,21 @@ export function unknownKeys(
   );
 }
 
-/** The unknown top-level and metadata fields of a Kubernetes object, and a metadata not a map. */
+/**
+ * The unknown top-level and metadata fields of a Kubernetes object (inside metadata's
+ * `ownerReferences` and `managedFields` entries too), and a metadata not a map.
+ */
 export function objectFieldProblems(doc: Record<string, unknown>): string[] {
   const meta = doc.metadata;
   const metaProblems = meta === undefined
     ? []
     : meta === null || typeof meta !== "object" || Array.isArray(meta)
     ? ["metadata: not an object"]
-    : unknownKeys(meta as Record<string, unknown>, [...OBJECT_META_FIELDS], "metadata");
+    : [
+      ...unknownKeys(meta as Record<string, unknown>, [...OBJECT_META_FIELDS], "metadata"),
+      ...metadataEntryUnknownFields(meta as Record<string, unknown>, ["metadata"]).map((e) =>
+        `${e.path}: ${e.message}`
+      ),
+    ];
   return [...unknownKeys(doc, OBJECT_FIELDS, ""), ...metaProblems];
 }
