@@ -39,6 +39,13 @@ export interface LoopOptions {
   /** Untimed runs of each loop first (JIT warm-up). Default 1. */
   warmup?: number;
   /**
+   * Untimed runs go on, both loops in turn, until they took at least this long together (on
+   * `clock`): V8 optimizes a function after it has run a while, and a reconcile's many functions
+   * reach their last tier later than a parse's few, so a warm-up of one short run times the
+   * subject while it is still being compiled. Default 0.
+   */
+  warmupMs?: number;
+  /**
    * Each timed run calls its loop (with `n`) as many times as takes at least this long, found
    * after the warm-up: `n` cache reads take microseconds, too short to time against a timer's
    * resolution and a scheduler's slices. Default 0: once.
@@ -105,13 +112,17 @@ function callsFor(loop: Loop, n: number, minMs: number, clock: Clock): number {
   return calls;
 }
 
+/** The most untimed runs of each loop a `warmupMs` asks for (a loop of no work takes no time). */
+const MAX_WARMUP = 10_000;
+
 /**
  * Times `subject` and `baseline` alternately, `runs` times each, and compares them: their median
  * rates, and the median ratio of a subject run to the baseline run before it.
  */
 export function compareLoops(subject: Loop, baseline: Loop, opts: LoopOptions): LoopComparison {
   const clock = opts.clock ?? "wall";
-  for (let i = 0; i < (opts.warmup ?? 1); i++) {
+  const warmUntil = clockMs(clock) + (opts.warmupMs ?? 0);
+  for (let i = 0; i < (opts.warmup ?? 1) || (clockMs(clock) < warmUntil && i < MAX_WARMUP); i++) {
     timeCalls(baseline, opts.n, 1, clock);
     timeCalls(subject, opts.n, 1, clock);
   }

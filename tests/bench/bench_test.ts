@@ -52,6 +52,24 @@ Deno.test("compareLoops: a loop doing more work a unit has a ratio above 1", () 
   assert.equal(c.samples.baseline.length, 3);
 });
 
+Deno.test("compareLoops: warmupMs warms both loops in turn until that long has passed", () => {
+  let subjectCalls = 0;
+  let baselineCalls = 0;
+  const busy = (ms: number) => {
+    const end = performance.now() + ms;
+    while (performance.now() < end) { /* spin */ }
+  };
+  const subject = () => (busy(1), ++subjectCalls);
+  const baseline = () => (busy(1), ++baselineCalls);
+  compareLoops(subject, baseline, { n: 1, runs: 1, warmupMs: 40 });
+  // About 20 untimed pairs of 2 ms, then one timed run each; without warmupMs, 1 and 1.
+  assert.ok(subjectCalls >= 10 && baselineCalls >= 10, `${subjectCalls}, ${baselineCalls}`);
+  subjectCalls = baselineCalls = 0;
+  compareLoops(subject, baseline, { n: 1, runs: 1 });
+  assert.equal(subjectCalls, 2);
+  assert.equal(baselineCalls, 2);
+});
+
 Deno.test("targets: meets reads the value or the ratio; the line says met or MISSED", () => {
   const f: Figure = {
     section: "s",
