@@ -3,7 +3,8 @@
  * open: only processes on the machine (in a Pod, its own containers) can connect. On any other
  * address, the default `:8080` included, it is HTTPS with a self-signed certificate made at start,
  * and each request needs a bearer token the API server authenticates and authorizes for `get` on
- * `/metrics` (AccessReview, as controller-runtime's secure metrics).
+ * `/metrics` (AccessReview, as controller-runtime's secure metrics; tokens not seen before are
+ * reviewed at most 20 at once and 5 a second, the rest answered 429 with Retry-After).
  */
 import {
   AccessReview,
@@ -70,7 +71,11 @@ export async function serveMetrics(opts: MetricsEndpointOptions): Promise<Endpoi
       status: decision.status,
       reason: decision.message,
     });
-    return text(decision.status, `${decision.message}\n`);
+    const refused = text(decision.status, `${decision.message}\n`);
+    if (decision.retryAfterSeconds !== undefined) {
+      refused.headers.set("retry-after", String(decision.retryAfterSeconds));
+    }
+    return refused;
   };
   const tls = await selfSignedCert("platform-operator", ["localhost"]);
   return serveRoutes("metrics", opts.addr, { "/metrics": guarded }, opts.log, tls, {

@@ -7,6 +7,12 @@
  * authenticate: 401; authenticated but not allowed: 403; the API server gave no decision: 500.
  * Answers are cached for as long as there: a token's review 1 minute, an allow 5 minutes, a deny 30
  * seconds.
+ *
+ * Unlike there, a flood of bearer tokens cannot make the operator flood the API server: tokens it
+ * has not seen are reviewed at most 20 at once and 5 a second (a token bucket), the rest answered
+ * 429 with Retry-After; one review serves every request waiting on the same token; and a token the
+ * API server authenticated is kept apart from rejected ones, so forged tokens neither push it out
+ * nor keep it waiting for a review when its minute is up.
  */
 import { apiVersionOf, RESOURCES } from "../api/resources.ts";
 import type { Clock } from "./clock.ts";
@@ -14,8 +20,10 @@ import type { Cluster } from "./cluster.ts";
 
 /** The outcome for one request: its HTTP status and the body's one line. */
 export interface AccessDecision {
-  status: 200 | 401 | 403 | 500;
+  status: 200 | 401 | 403 | 429 | 500;
   message: string;
+  /** With 429: seconds until a review of a new token can be had (the Retry-After header). */
+  retryAfterSeconds?: number;
 }
 
 /** An authenticated user, as a TokenReview gives it. */
@@ -33,6 +41,39 @@ export interface AccessReviewOptions {
   denyTtlMs?: number;
   /** Entries of each cache; the oldest goes first. Default 1024. */
   maxEntries?: number;
+  /** Reviews of tokens not seen before that may be made at once. Default 20. */
+  newTokenBurst?: number;
+  /** Reviews of tokens not seen before a second, refilling that burst. Default 5. */
+  newTokensPerSecond?: number;
+}
+
+/**
+ * Reviews of new tokens, as tokens of a bucket: `burst` at most, refilled continuously at
+ * `perSecond`. `take` spends one, or says how many ms until there is one.
+ */
+class ReviewBudget {
+  #tokens: number;
+  #at: number;
+  constructor(readonly burst: number, readonly perSecond: number, now: number) {
+    this.#tokens = burst;
+    this.#at = now;
+  }
+
+  /** 0 when a review was taken; else the ms until one can be. */
+  take(now: number): number {
+    if (now > this.#at) {
+      this.#tokens = Math.min(
+        this.burst,
+        this.#tokens + ((now - this.#at) * this.perSecond) / 1000,
+      );
+      this.#at = now;
+    }
+    if (this.#tokens >= 1) {
+      this.#tokens -= 1;
+      return 0;
+    }
+    return Math.ceil(((1 - this.#tokens) * 1000) / this.perSecond);
+  }
 }
 
 /** A cache whose entries expire, holding at most `max` (a flood of tokens cannot grow it). */
@@ -47,6 +88,10 @@ class ExpiringCache<T> {
     return undefined;
   }
 
+  delete(key: string): void {
+    this.#entries.delete(key);
+  }
+
   set(key: string, value: T, until: number): void {
     this.#entries.delete(key);
     if (this.#entries.size >= this.max) {
@@ -56,6 +101,11 @@ class ExpiringCache<T> {
   }
 }
 
+/** No review to be had for a new token now: `waitMs` until one can be. */
+class TooMany {
+  constructor(readonly waitMs: number) {}
+}
+
 async function sha256(text: string): Promise<string> {
   const digest = await crypto.subtle.digest("SHA-256", new TextEncoder().encode(text));
   return Array.from(new Uint8Array(digest), (b) => b.toString(16).padStart(2, "0")).join("");
@@ -63,7 +113,13 @@ async function sha256(text: string): Promise<string> {
 
 /** Decides requests with TokenReviews and SubjectAccessReviews sent through `cluster`. */
 export class AccessReview {
-  readonly #tokens: ExpiringCache<UserInfo | null>;
+  /** Tokens the API server authenticated; kept past their minute, to be known as seen. */
+  readonly #authenticated: ExpiringCache<{ user: UserInfo; until: number }>;
+  /** Tokens it did not authenticate, for their minute. */
+  readonly #rejected: ExpiringCache<true>;
+  /** Reviews under way, by token digest: one serves every request waiting on it. */
+  readonly #pending = new Map<string, Promise<UserInfo | null>>();
+  readonly #budget: ReviewBudget;
   readonly #decisions: ExpiringCache<AccessDecision>;
   readonly #tokenTtlMs: number;
   readonly #allowTtlMs: number;
@@ -75,7 +131,13 @@ export class AccessReview {
   constructor(cluster: Pick<Cluster, "create">, clock: Clock, opts: AccessReviewOptions = {}) {
     this.#cluster = cluster;
     this.#clock = clock;
-    this.#tokens = new ExpiringCache(opts.maxEntries ?? 1024);
+    this.#authenticated = new ExpiringCache(opts.maxEntries ?? 1024);
+    this.#rejected = new ExpiringCache(opts.maxEntries ?? 1024);
+    this.#budget = new ReviewBudget(
+      opts.newTokenBurst ?? 20,
+      opts.newTokensPerSecond ?? 5,
+      clock.now(),
+    );
     this.#decisions = new ExpiringCache(opts.maxEntries ?? 1024);
     this.#tokenTtlMs = opts.tokenTtlMs ?? 60_000;
     this.#allowTtlMs = opts.allowTtlMs ?? 300_000;
@@ -90,11 +152,20 @@ export class AccessReview {
   ): Promise<AccessDecision> {
     const token = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? "")?.[1];
     if (!token) return { status: 401, message: "Unauthorized: a bearer token is required" };
-    let user: UserInfo | null;
+    let user: UserInfo | null | TooMany;
     try {
       user = await this.#authenticate(token);
     } catch (err) {
       return { status: 500, message: `Authentication failed: ${(err as Error).message}` };
+    }
+    if (user instanceof TooMany) {
+      const b = this.#budget;
+      return {
+        status: 429,
+        message:
+          `Too many new bearer tokens: at most ${b.burst} at once and ${b.perSecond} a second are reviewed`,
+        retryAfterSeconds: Math.max(1, Math.ceil(user.waitMs / 1000)),
+      };
     }
     if (!user) return { status: 401, message: "Unauthorized" };
     const verb = method.toLowerCase();
@@ -113,10 +184,29 @@ export class AccessReview {
     return decision;
   }
 
-  async #authenticate(token: string): Promise<UserInfo | null> {
+  async #authenticate(token: string): Promise<UserInfo | null | TooMany> {
     const key = await sha256(token);
-    const cached = this.#tokens.get(key, this.#clock.now());
-    if (cached !== undefined) return cached;
+    const now = this.#clock.now();
+    // Kept past its minute, so that a token once authenticated is known as seen.
+    const known = this.#authenticated.get(key, Number.NEGATIVE_INFINITY);
+    if (known && known.until > now) return known.user;
+    if (!known && this.#rejected.get(key, now)) return null;
+    const pending = this.#pending.get(key);
+    if (pending) return await pending;
+    if (!known) {
+      const waitMs = this.#budget.take(now);
+      if (waitMs > 0) return new TooMany(waitMs);
+    }
+    const review = this.#review(key, token);
+    this.#pending.set(key, review);
+    try {
+      return await review;
+    } finally {
+      this.#pending.delete(key);
+    }
+  }
+
+  async #review(key: string, token: string): Promise<UserInfo | null> {
     const review = await this.#cluster.create(RESOURCES.TokenReview, {
       apiVersion: apiVersionOf(RESOURCES.TokenReview),
       kind: RESOURCES.TokenReview.kind,
@@ -125,7 +215,12 @@ export class AccessReview {
     });
     const status = review.status as { authenticated?: boolean; user?: UserInfo } | undefined;
     const user = status?.authenticated === true && status.user?.username ? status.user : null;
-    this.#tokens.set(key, user, this.#clock.now() + this.#tokenTtlMs);
+    const until = this.#clock.now() + this.#tokenTtlMs;
+    if (user) this.#authenticated.set(key, { user, until }, Number.POSITIVE_INFINITY);
+    else {
+      this.#authenticated.delete(key);
+      this.#rejected.set(key, true, until);
+    }
     return user;
   }
 

@@ -400,6 +400,41 @@ Deno.test("/metrics on a non-loopback address: HTTPS, self-signed; 401 without a
   }
 });
 
+Deno.test("/metrics under a flood of new bearer tokens: at most 20 reviews at once, the rest 429 with Retry-After; the known scraper still served", async () => {
+  const api = new SimApi();
+  const reviews: Record<string, unknown>[] = [];
+  const op = await start(api, ["--metrics-addr=0.0.0.0:0"], withReviews(api, reviews));
+  try {
+    const port = Number(op.addrs.metrics!.split(":").pop());
+    assert.equal((await scrapeHttps("127.0.0.1", port, "reader")).status, 200);
+    const started = performance.now();
+    const flood = await Promise.all(
+      Array.from({ length: 40 }, (_, i) => scrapeHttps("127.0.0.1", port, `forged-${i}`)),
+    );
+    const seconds = (performance.now() - started) / 1000;
+    const tooMany = flood.filter((r) => r.status === 429);
+    assert.ok(tooMany.length > 0, `no 429 among ${flood.map((r) => r.status)}`);
+    assert.deepEqual(tooMany[0], {
+      status: 429,
+      body: "Too many new bearer tokens: at most 20 at once and 5 a second are reviewed\n",
+      issuer: "platform-operator",
+      retryAfter: "1",
+    });
+    assert.ok(flood.every((r) => r.status === 401 || r.status === 429));
+    const tokenReviews = reviews.filter((r) => r.kind === "TokenReview").length;
+    // The reader's, then 19 of the burst and what refilled meanwhile (5 a second).
+    assert.ok(
+      tokenReviews <= 20 + Math.ceil(5 * seconds),
+      `${tokenReviews} TokenReviews in ${seconds.toFixed(2)} s`,
+    );
+    assert.equal((await scrapeHttps("127.0.0.1", port, "reader")).status, 200);
+    op.stop.abort();
+    assert.equal(await op.exit, 0);
+  } finally {
+    await op.close();
+  }
+});
+
 Deno.test("/metrics on a loopback address is plain HTTP and open, and not reachable on the machine's other addresses", async () => {
   const other = Deno.networkInterfaces().find((i) =>
     i.family === "IPv4" && !i.address.startsWith("127.")

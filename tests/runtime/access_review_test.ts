@@ -18,17 +18,24 @@ const READER = {
 };
 const NOBODY = { username: "nobody", groups: ["system:authenticated"] };
 
-/** An API server that knows two tokens and lets READER get /metrics; it records what it is sent. */
-function apiServer() {
+/**
+ * An API server that knows two tokens (and any `user-*`) and lets READER get /metrics; it records
+ * what it is sent, and answers `delayMs` later (on the system clock).
+ */
+function apiServer(delayMs = 0) {
   const sent: KubeObject[] = [];
   let down = false;
   const cluster = {
-    create: (type: ResourceType, obj: KubeObject): Promise<KubeObject> => {
+    create: async (type: ResourceType, obj: KubeObject): Promise<KubeObject> => {
       sent.push(obj);
+      if (delayMs > 0) await new Promise((r) => setTimeout(r, delayMs));
       if (down) return Promise.reject(new ApiError(0, "NetworkError", "connection refused"));
       const spec = obj.spec as Record<string, unknown>;
       if (type.kind === "TokenReview") {
-        const user = { reader: READER, nobody: NOBODY }[spec.token as string];
+        const token = spec.token as string;
+        const user = token.startsWith("user-")
+          ? { username: token }
+          : { reader: READER, nobody: NOBODY }[token];
         return Promise.resolve({ ...obj, status: user ? { authenticated: true, user } : {} });
       }
       const attrs = spec.nonResourceAttributes as { path: string; verb: string };
@@ -107,12 +114,72 @@ Deno.test("answers are kept as controller-runtime keeps them: token 1 min, allow
   assert.equal((await access.decide("Bearer reader", "GET", "/metrics")).status, 200);
 });
 
-Deno.test("a flood of tokens does not grow the caches past their bound", async () => {
+Deno.test("a flood of tokens does not grow the caches past their bound, and forged ones do not push out an authenticated one", async () => {
   const api = apiServer();
   const access = new AccessReview(api.cluster, new ManualClock(), { maxEntries: 2 });
+  const reviews = () => api.sent.filter((o) => o.kind === "TokenReview").length;
   await access.decide("Bearer reader", "GET", "/metrics");
   for (let i = 0; i < 3; i++) await access.decide(`Bearer forged-${i}`, "GET", "/metrics");
-  const before = api.sent.length;
+  assert.equal(reviews(), 4);
   await access.decide("Bearer reader", "GET", "/metrics");
-  assert.equal(api.sent.length, before + 1, "the oldest token was dropped and reviewed again");
+  assert.equal(reviews(), 4, "the authenticated token is kept apart from the forged ones");
+  await access.decide("Bearer forged-2", "GET", "/metrics");
+  assert.equal(reviews(), 4, "the newest rejection is kept");
+  await access.decide("Bearer forged-0", "GET", "/metrics");
+  assert.equal(reviews(), 5, "the oldest rejection was dropped (2 kept) and reviewed again");
+  await access.decide("Bearer nobody", "GET", "/metrics");
+  await access.decide("Bearer user-x", "GET", "/metrics");
+  await access.decide("Bearer reader", "GET", "/metrics");
+  assert.equal(reviews(), 8, "authenticated tokens are bounded too: reader was the oldest of 3");
+});
+
+Deno.test("new tokens are reviewed at most 20 at once and 5 a second; the rest get 429 with Retry-After", async () => {
+  const api = apiServer();
+  const clock = new ManualClock();
+  const access = new AccessReview(api.cluster, clock);
+  const reviews = () => api.sent.filter((o) => o.kind === "TokenReview").length;
+  assert.equal((await access.decide("Bearer reader", "GET", "/metrics")).status, 200);
+  const statuses: number[] = [];
+  for (let i = 0; i < 25; i++) {
+    statuses.push((await access.decide(`Bearer forged-${i}`, "GET", "/metrics")).status);
+  }
+  // The reader took one of the 20.
+  assert.deepEqual(statuses, [...Array(19).fill(401), ...Array(6).fill(429)]);
+  assert.equal(reviews(), 20);
+  assert.deepEqual(await access.decide("Bearer forged-99", "GET", "/metrics"), {
+    status: 429,
+    message: "Too many new bearer tokens: at most 20 at once and 5 a second are reviewed",
+    retryAfterSeconds: 1,
+  });
+  // A token seen before is not held back: rejected ones are answered from the cache, and the
+  // reader is served, its review kept for a minute.
+  assert.equal((await access.decide("Bearer forged-3", "GET", "/metrics")).status, 401);
+  assert.equal((await access.decide("Bearer reader", "GET", "/metrics")).status, 200);
+  assert.equal(reviews(), 20);
+  // A second later, 5 more.
+  clock.advanceTo(clock.now() + 1_000);
+  const next: number[] = [];
+  for (let i = 100; i < 107; i++) {
+    next.push((await access.decide(`Bearer forged-${i}`, "GET", "/metrics")).status);
+  }
+  assert.deepEqual(next, [401, 401, 401, 401, 401, 429, 429]);
+  assert.equal(reviews(), 25);
+  // The reader's minute is up while the flood goes on: its review is made again, not refused.
+  clock.advanceTo(clock.now() + 60_000);
+  for (let i = 200; i < 230; i++) await access.decide(`Bearer forged-${i}`, "GET", "/metrics");
+  assert.equal((await access.decide("Bearer forged-300", "GET", "/metrics")).status, 429);
+  const before = reviews();
+  assert.equal((await access.decide("Bearer reader", "GET", "/metrics")).status, 200);
+  assert.equal(reviews(), before + 1);
+});
+
+Deno.test("one review serves every request waiting on the same new token", async () => {
+  // The API server answers late, so that the requests wait on it together.
+  const api = apiServer(20);
+  const access = new AccessReview(api.cluster, new ManualClock());
+  const answers = await Promise.all(
+    Array.from({ length: 10 }, () => access.decide("Bearer reader", "GET", "/metrics")),
+  );
+  assert.deepEqual(answers.map((a) => a.status), Array(10).fill(200));
+  assert.equal(api.sent.filter((o) => o.kind === "TokenReview").length, 1);
 });

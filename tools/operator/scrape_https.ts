@@ -4,11 +4,15 @@
  */
 import https from "node:https";
 
-/** What the scrape got: the status, the body, and who issued the server's certificate. */
+/**
+ * What the scrape got: the status, the body, who issued the server's certificate, and the
+ * Retry-After header when there is one.
+ */
 export interface HttpsScrape {
   status?: number;
   body: string;
   issuer?: string;
+  retryAfter?: string;
 }
 
 /** Scrapes `https://host:port/metrics` with `token` (none when undefined), within `timeoutMs`. */
@@ -33,7 +37,14 @@ export function scrapeHttps(
       const issuer = socket.getPeerCertificate().issuer?.CN;
       let body = "";
       res.on("data", (chunk) => (body += chunk));
-      res.on("end", () => resolve({ status: res.statusCode, body, issuer }));
+      const retry = res.headers["retry-after"];
+      res.on("end", () =>
+        resolve({
+          status: res.statusCode,
+          body,
+          issuer,
+          ...(typeof retry === "string" ? { retryAfter: retry } : {}),
+        }));
     });
     req.on("timeout", () => req.destroy(new Error(`no answer from ${host}:${port} in time`)));
     req.on("error", reject);
