@@ -134,9 +134,10 @@ Deno.test("docs/examples/ratelimit-global.yaml: local and global parts, every gl
     unusedFields(GlobalSchema, [(raw as { spec: { global: unknown } }).spec.global], "global"),
     [],
   );
-  assert.deepEqual(rl.spec.global?.rules?.map((r) => [r.path, r.limit.unit]), [
+  assert.deepEqual(rl.spec.global?.rules?.map((r) => [r.path ?? r.pathPrefix, r.limit.unit]), [
     ["/anything", "Minute"],
     ["/ip", "Second"],
+    ["/delay/", "Second"],
     [undefined, "Day"],
   ]);
   // The operator applies it (the local part while the engine is not Ready, both once it is).

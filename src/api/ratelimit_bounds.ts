@@ -9,8 +9,13 @@ import { UINT32_MAX } from "./envoy.ts";
 export const MAX_TOKENS_LIMIT = UINT32_MAX;
 /** A bucket rule's path: absolute, without query or fragment (matching ignores the query string). */
 export const BUCKET_PATH_PATTERN = "^/[^?#]*$";
-/** The message of a rule (local or global) with no path, headers or perClient (zod and the CRD's CEL rule). */
-export const BUCKET_RULE_NEEDS_MATCH = "a rule needs a path, headers or perClient";
+/**
+ * The message of a rule (local or global) with no path, pathPrefix, headers or perClient (zod and
+ * the CRD's CEL rule).
+ */
+export const BUCKET_RULE_NEEDS_MATCH = "a rule needs a path, pathPrefix, headers or perClient";
+/** The message of a rule with both a path and a pathPrefix (zod and the CRD's CEL rule). */
+export const RULE_ONE_PATH = "a rule takes path or pathPrefix, not both";
 /** The message of a perClient without exactly one key (zod and the CRD's CEL rule). */
 export const PER_CLIENT_NEEDS_KEY =
   "perClient needs one key: header (a request header's name) or clientIP: true";

@@ -162,8 +162,18 @@ Deno.test("selectorLabels must select at least one label", () => {
 
 Deno.test("a bucket rule needs a path or headers; paths start with /; headers are not empty", () => {
   assert.deepEqual(errorsOf(parseRateLimit(rateLimit([{ bucket: bucket() }]))), [
-    "spec.local.buckets[0]: a rule needs a path, headers or perClient",
+    "spec.local.buckets[0]: a rule needs a path, pathPrefix, headers or perClient",
   ]);
+  assert.deepEqual(
+    errorsOf(parseRateLimit(rateLimit([{ path: "/a", pathPrefix: "/a", bucket: bucket() }]))),
+    ["spec.local.buckets[0]: a rule takes path or pathPrefix, not both"],
+  );
+  assert.deepEqual(
+    errorsOf(parseRateLimit(rateLimit([{ pathPrefix: "api", bucket: bucket() }]))),
+    [
+      'spec.local.buckets[0].pathPrefix: "api" is not a path prefix like /api/ (starts with /, no ? or #)',
+    ],
+  );
   assert.deepEqual(errorsOf(parseRateLimit(rateLimit([{ perClient: {}, bucket: bucket() }]))), [
     "spec.local.buckets[0].perClient: perClient needs one key: header (a request header's name) or clientIP: true",
   ]);

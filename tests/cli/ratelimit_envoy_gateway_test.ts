@@ -122,6 +122,33 @@ Deno.test("envoy gateway: a Gateway target selects its Pods by Istio's gateway-n
   assert.equal(spec.enforce, false);
 });
 
+Deno.test("envoy gateway: a PathPrefix becomes pathPrefix, and the difference in segments is said", () => {
+  for (
+    const [value, note] of [
+      ["/api", "it takes /apix too (write /api/ to keep to whole segments)"],
+      ["/api/", "it does not take /api itself"],
+    ]
+  ) {
+    const p = policy([{
+      clientSelectors: [{ path: { type: "PathPrefix", value } }],
+      limit: { requests: 5, unit: "Minute" },
+    }]);
+    const spec = converted(p);
+    assert.deepEqual((spec.global as Obj).rules, [{
+      pathPrefix: value,
+      limit: { requests: 5, unit: "Minute" },
+    }]);
+    const c = fromBackendTrafficPolicy(p);
+    assert.ok(c.ok);
+    assert.ok(
+      c.differences.includes(
+        `spec.rateLimit.global.rules[0].clientSelectors[0].path: PathPrefix ${value} becomes pathPrefix ${value}, which compares characters: ${note}; Envoy Gateway compares whole path segments`,
+      ),
+      c.differences.join("\n"),
+    );
+  }
+});
+
 Deno.test("envoy gateway: what does not map is refused, each naming its field", () => {
   const at = "spec.rateLimit.global.rules[0]";
   const cases: [Obj, RegExp][] = [
@@ -134,10 +161,10 @@ Deno.test("envoy gateway: what does not map is refused, each naming its field", 
     ],
     [
       policy([{
-        clientSelectors: [{ path: { value: "/api" } }],
+        clientSelectors: [{ path: { value: "/api" } }, { path: { type: "Exact", value: "/b" } }],
         limit: { requests: 1, unit: "Second" },
       }]),
-      /clientSelectors\[0\]\.path: PathPrefix \/api has no equivalent/,
+      /clientSelectors\[1\]\.path: a second path; a rule here has one/,
     ],
     [
       policy([{

@@ -12,8 +12,10 @@ const chars = (s: string) => [...s].length;
 
 /** The CEL rules the CRDs carry, as predicates on the (pruned) value. An unknown rule throws. */
 const CEL: Record<string, (self: Obj) => boolean> = {
-  "has(self.path) || has(self.headers) || has(self.perClient)": (self) =>
-    "path" in self || "headers" in self || "perClient" in self,
+  "has(self.path) || has(self.pathPrefix) || has(self.headers) || has(self.perClient)": (self) =>
+    "path" in self || "pathPrefix" in self || "headers" in self || "perClient" in self,
+  "!has(self.path) || !has(self.pathPrefix)": (self) =>
+    !("path" in self) || !("pathPrefix" in self),
   "has(self.header) || has(self.clientIP)": (self) => "header" in self || "clientIP" in self,
   "has(self.local) || has(self.global)": (self) => "local" in self || "global" in self,
   "has(self.rules) || has(self.default)": (self) => "rules" in self || "default" in self,

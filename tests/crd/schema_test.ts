@@ -90,11 +90,14 @@ Deno.test("metadata is just an object; apiVersion and kind are described strings
   assert.equal(schemaOf("serverlesses").required, undefined);
 });
 
-Deno.test("a bucket rule carries the CEL rule path-or-headers with its message", () => {
+Deno.test("a bucket rule carries the CEL rules path-or-headers and not path with pathPrefix, with their messages", () => {
   const rule = at(schemaOf("ratelimits"), "spec.local.buckets.[]");
   assert.deepEqual(rule["x-kubernetes-validations"], [{
-    rule: "has(self.path) || has(self.headers) || has(self.perClient)",
-    message: "a rule needs a path, headers or perClient",
+    rule: "has(self.path) || has(self.pathPrefix) || has(self.headers) || has(self.perClient)",
+    message: "a rule needs a path, pathPrefix, headers or perClient",
+  }, {
+    rule: "!has(self.path) || !has(self.pathPrefix)",
+    message: "a rule takes path or pathPrefix, not both",
   }]);
   assert.deepEqual(
     at(schemaOf("ratelimits"), "spec.local.buckets.[].perClient")["x-kubernetes-validations"],

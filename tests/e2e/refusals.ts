@@ -83,6 +83,23 @@ const REFUSALS: { what: string; obj: KubeObject; stderr: RegExp[] }[] = [
     stderr: [/is invalid/, /spec\.grpcStatus/, /Unsupported value: "Internal"/],
   },
   {
+    what: "a rule with both path and pathPrefix (the CRD's CEL rule)",
+    obj: withSpec(
+      rateLimit("default", "bad-paths", "web"),
+      (s) =>
+        (s.local as { buckets: unknown[] }).buckets = [{
+          path: "/api",
+          pathPrefix: "/api/",
+          bucket: { maxTokens: 1, tokensPerFill: 1, fillInterval: "30s" },
+        }],
+    ),
+    stderr: [
+      /is invalid/,
+      /spec\.local\.buckets\[0\]/,
+      /a rule takes path or pathPrefix, not both/,
+    ],
+  },
+  {
     what: "Scaler log level verbose",
     obj: scaler("default", "bad-level", { logging: { operator: { level: "verbose" } } }),
     stderr: [/is invalid/, /spec\.logging\.operator\.level/, /Unsupported value: "verbose"/],

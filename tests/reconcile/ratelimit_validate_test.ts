@@ -188,6 +188,93 @@ Deno.test("a rule an earlier rule always wins over is refused (duplicates includ
   );
 });
 
+Deno.test("path prefixes: a rule a prefix always wins over is refused; both path and pathPrefix are refused", () => {
+  const b = bucket(1, 1, "30s");
+  assertInvalid(
+    rateLimit({ buckets: [{ pathPrefix: "/api", bucket: b }, { path: "/api/v1", bucket: b }] }),
+    "spec.local.buckets[1] is never used: every request it matches is matched first by spec.local.buckets[0]",
+  );
+  assertInvalid(
+    rateLimit({
+      buckets: [{ pathPrefix: "/a", bucket: b }, {
+        pathPrefix: "/ab",
+        headers: { "X-A": "1" },
+        bucket: b,
+      }],
+    }),
+    "spec.local.buckets[1] is never used",
+  );
+  assertInvalid(
+    rateLimit({ buckets: [{ path: "/api", pathPrefix: "/api", bucket: b }] }),
+    "spec.local.buckets[0]: a rule takes path or pathPrefix, not both",
+  );
+  assertInvalid(
+    rateLimit({ buckets: [{ pathPrefix: "/a b", bucket: b }] }),
+    'spec.local.buckets[0].pathPrefix "/a b" is not a path prefix like /api/ (starts with /, no ?, # or spaces)',
+  );
+  // /api/ does not start /api, and an exact path does not cover a prefix.
+  for (
+    const buckets of [
+      [{ pathPrefix: "/api/", bucket: b }, { path: "/api", bucket: b }],
+      [{ path: "/api", bucket: b }, { pathPrefix: "/api", bucket: b }],
+      [{ pathPrefix: "/api/v1", bucket: b }, { pathPrefix: "/api", bucket: b }],
+    ]
+  ) {
+    const m = messageOf(rateLimit({ buckets }));
+    assert.equal(m.state, "Ready", m.message);
+  }
+});
+
+/** Whether a rule takes a request: docs/design.md's selection, written directly. */
+function takes(
+  rule: { path?: string; pathPrefix?: string; headers?: Record<string, string> },
+  path: string,
+  headers: Record<string, string>,
+): boolean {
+  return (rule.path === undefined || rule.path === path.split("?")[0]) &&
+    (rule.pathPrefix === undefined || path.startsWith(rule.pathPrefix)) &&
+    Object.entries(rule.headers ?? {}).every(([k, v]) => headers[k.toLowerCase()] === v);
+}
+
+Deno.test("property: a rule covers another only when it takes every request the other takes", () => {
+  const REQUEST_PATHS = ["/", "/a", "/a/", "/a/b", "/ab", "/a?x", "/ab?y", "/b", "/b/a"];
+  const HEADER_SETS: Record<string, string>[] = [{}, { "x-a": "1" }, { "x-a": "2" }, {
+    "x-a": "1",
+    "x-b": "1",
+  }];
+  type Rule = { path?: string; pathPrefix?: string; headers?: Record<string, string> };
+  const headerSets: Record<string, string>[] = [{ "X-A": "1" }, { "x-a": "2" }, {
+    "X-A": "1",
+    "X-B": "1",
+  }];
+  const ruleArb: fc.Arbitrary<Rule> = fc.record({
+    path: fc.option(
+      fc.oneof(
+        fc.constantFrom("/", "/a", "/a/b", "/ab").map((path) => ({ path })),
+        fc.constantFrom("/", "/a", "/a/", "/ab", "/b").map((pathPrefix) => ({ pathPrefix })),
+      ),
+      { nil: undefined },
+    ),
+    headers: fc.option(fc.constantFrom(...headerSets), { nil: undefined }),
+  }).map((r): Rule => ({ ...(r.path ?? {}), ...(r.headers ? { headers: r.headers } : {}) }));
+  let covered = 0;
+  fc.assert(
+    fc.property(ruleArb, ruleArb, (earlier, later) => {
+      if (!covers(earlier, later)) return;
+      covered++;
+      for (const path of REQUEST_PATHS) {
+        for (const headers of HEADER_SETS) {
+          if (takes(later, path, headers)) {
+            assert.ok(takes(earlier, path, headers), `${path} ${JSON.stringify(headers)}`);
+          }
+        }
+      }
+    }),
+    { seed: 11, numRuns: 2000 },
+  );
+  assert.ok(covered > 100, `only ${covered} covered pairs tried`);
+});
+
 Deno.test("all problems are reported at once", () => {
   const m = messageOf(rateLimit({
     buckets: [

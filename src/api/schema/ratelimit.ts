@@ -20,6 +20,7 @@ import {
   MAX_SELECTOR_LABELS,
   MAX_TOKENS_LIMIT,
   PER_CLIENT_NEEDS_KEY,
+  RULE_ONE_PATH,
   SPEC_NEEDS_LIMITS,
 } from "../ratelimit_bounds.ts";
 import { GATEWAY_GROUP } from "../groups.ts";
@@ -75,6 +76,12 @@ function ruleMatchShape(clients: string) {
     }).optional().describe(
       `Request path the rule applies to, matched exactly, query string ignored; starts with / and has no ? or #; at most ${MAX_PATH_LENGTH} characters.`,
     ),
+    pathPrefix: z.string().max(MAX_PATH_LENGTH).regex(new RegExp(BUCKET_PATH_PATTERN), {
+      error: (iss) =>
+        `${JSON.stringify(iss.input)} is not a path prefix like /api/ (starts with /, no ? or #)`,
+    }).optional().describe(
+      `Start of the request paths the rule applies to, compared character by character as Istio's uri prefix is: /api takes /api, /api/v1, /api?x=1 and /apiary, and /api/ takes /api/v1 but not /api. Not with path; starts with / and has no ? or #; at most ${MAX_PATH_LENGTH} characters.`,
+    ),
     // Header names are only bounded here: a CEL rule matching the names' syntax would cost more
     // than the API server allows, and this schema admits exactly what the CRD admits. The operator
     // checks the syntax.
@@ -94,13 +101,24 @@ function ruleMatchShape(clients: string) {
 /** A rule's refinement: it must say which requests it takes (zod, and the CRD's CEL rule). */
 const RULE_NEEDS_MATCH = {
   "x-kubernetes-validations": [{
-    rule: "has(self.path) || has(self.headers) || has(self.perClient)",
+    rule: "has(self.path) || has(self.pathPrefix) || has(self.headers) || has(self.perClient)",
     message: BUCKET_RULE_NEEDS_MATCH,
+  }, {
+    rule: "!has(self.path) || !has(self.pathPrefix)",
+    message: RULE_ONE_PATH,
   }],
 };
 
-function hasMatch(r: { path?: string; headers?: unknown; perClient?: unknown }): boolean {
-  return r.path !== undefined || r.headers !== undefined || r.perClient !== undefined;
+function hasMatch(
+  r: { path?: string; pathPrefix?: string; headers?: unknown; perClient?: unknown },
+): boolean {
+  return r.path !== undefined || r.pathPrefix !== undefined || r.headers !== undefined ||
+    r.perClient !== undefined;
+}
+
+/** At most one of a rule's path and pathPrefix (zod, and the CRD's CEL rule). */
+function onePath(r: { path?: string; pathPrefix?: string }): boolean {
+  return r.path === undefined || r.pathPrefix === undefined;
 }
 
 /** An additional bucket and the requests it applies to. */
@@ -111,7 +129,8 @@ export const BucketRuleSchema = z.object({
   bucket: BucketSchema.describe(
     "The bucket used for matching requests (for each client, with perClient).",
   ),
-}).refine(hasMatch, { error: BUCKET_RULE_NEEDS_MATCH }).meta(RULE_NEEDS_MATCH);
+}).refine(hasMatch, { error: BUCKET_RULE_NEEDS_MATCH }).refine(onePath, { error: RULE_ONE_PATH })
+  .meta(RULE_NEEDS_MATCH);
 
 /** A global limit: requests per unit, counted in fixed windows shared by every proxy. */
 export const GlobalLimitSchema = z.object({
@@ -131,7 +150,8 @@ export const GlobalRuleSchema = z.object({
   limit: GlobalLimitSchema.describe(
     "The limit for matching requests (for each client, with perClient), shared by every proxy.",
   ),
-}).refine(hasMatch, { error: BUCKET_RULE_NEEDS_MATCH }).meta(RULE_NEEDS_MATCH);
+}).refine(hasMatch, { error: BUCKET_RULE_NEEDS_MATCH }).refine(onePath, { error: RULE_ONE_PATH })
+  .meta(RULE_NEEDS_MATCH);
 
 /** The global part of a RateLimit: limits counted by the rate limit engine for all proxies. */
 export const GlobalSchema = z.object({

@@ -97,6 +97,8 @@ function refinementPasses(
       return Object.keys(value).every((k) => lengthPasses(k, "max", check.n));
     case "anyOf":
       return check.fields.some((f) => value[f] !== undefined);
+    case "notBoth":
+      return check.fields.some((f) => value[f] === undefined);
   }
 }
 
@@ -133,7 +135,8 @@ function runCheck(check: Check, value: unknown, numeric: boolean, issues: Found[
     case "minProperties":
     case "maxProperties":
     case "maxKeyLength":
-    case "anyOf": {
+    case "anyOf":
+    case "notBoth": {
       const passes = refinementPasses(check, value as Record<string, unknown>);
       if (passes) return;
       issues.push({

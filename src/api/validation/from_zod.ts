@@ -81,6 +81,8 @@ function plainChecks(def: Def, path: string, numeric: boolean): Check[] {
 const HAS_ANY =
   /^has\(self\.([A-Za-z_][A-Za-z0-9_]*)\)( \|\| has\(self\.([A-Za-z_][A-Za-z0-9_]*)\))*$/;
 const KEYS_AT_MOST = /^self\.all\(k, size\(k\) <= ([1-9][0-9]*)\)$/;
+const NOT_BOTH =
+  /^!has\(self\.([A-Za-z_][A-Za-z0-9_]*)\) \|\| !has\(self\.([A-Za-z_][A-Za-z0-9_]*)\)$/;
 
 /** The check a CEL rule of the schema states, for the forms a plan can hold. */
 function celCheck(rule: string, path: string): (message: Message) => Check {
@@ -88,6 +90,11 @@ function celCheck(rule: string, path: string): (message: Message) => Check {
   if (keys) {
     const n = Number(keys[1]);
     return (message) => ({ check: "maxKeyLength", n, message });
+  }
+  const both = NOT_BOTH.exec(rule);
+  if (both) {
+    const fields: [string, string] = [both[1], both[2]];
+    return (message) => ({ check: "notBoth", fields, message });
   }
   if (!HAS_ANY.test(rule)) fail(path, `the CEL rule ${JSON.stringify(rule)}`);
   const fields = [...rule.matchAll(/has\(self\.([A-Za-z0-9_]+)\)/g)].map((m) => m[1]);
@@ -97,7 +104,7 @@ function celCheck(rule: string, path: string): (message: Message) => Check {
 /**
  * The refinements of a node, read from what the schema states for the CRD (its metadata), in this
  * order: a map's `minProperties`, its `maxProperties`, then CEL rules (`has(self.a) || has(self.b)`,
- * `self.all(k, size(k) <= n)`). The refinement's function cannot be read; the property tests hold
+ * `!has(self.a) || !has(self.b)`, `self.all(k, size(k) <= n)`). The refinement's function cannot be read; the property tests hold
  * it and the plan to the same answers.
  */
 function refinements(schema: Node, def: Def, path: string): Check[] {

@@ -25,7 +25,9 @@ export type Check =
   /** Maps: keys of at most `n` characters; stated in the CRD as `self.all(k, size(k) <= n)`. */
   | { check: "maxKeyLength"; n: number; message: Message }
   /** Objects: at least one of `fields` set; stated in the CRD as `has(self.a) || has(self.b)`. */
-  | { check: "anyOf"; fields: string[]; message: Message };
+  | { check: "anyOf"; fields: string[]; message: Message }
+  /** Objects: not both of `fields` set; stated in the CRD as `!has(self.a) || !has(self.b)`. */
+  | { check: "notBoth"; fields: [string, string]; message: Message };
 
 /** One node of a plan. */
 export type ValidationPlan =

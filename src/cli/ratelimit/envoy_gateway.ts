@@ -56,12 +56,16 @@ const SELECTOR_FIELDS = ["headers", "methods", "path", "sourceCIDR"];
 
 interface Match {
   path?: string;
+  pathPrefix?: string;
   headers?: Record<string, string>;
   perClient?: { header: string } | { clientIP: true };
 }
 
-/** One rule's clientSelectors (all must hold) as one match, or problems naming fields. */
-function matchOf(selectors: unknown[], at: string, problems: string[]): Match {
+/**
+ * One rule's clientSelectors (all must hold) as one match, or problems naming fields; what
+ * behaves differently goes to `notes`.
+ */
+function matchOf(selectors: unknown[], at: string, problems: string[], notes: string[]): Match {
   const m: Match = {};
   const setClient = (c: NonNullable<Match["perClient"]>, where: string) => {
     if (m.perClient) {
@@ -94,16 +98,30 @@ function matchOf(selectors: unknown[], at: string, problems: string[]): Match {
       if (p.invert === true) {
         problems.push(`${where}.path.invert: an inverted path has no match here`);
       } else if (type === "Exact") {
-        if (m.path !== undefined && m.path !== value) {
+        if ((m.path !== undefined && m.path !== value) || m.pathPrefix !== undefined) {
           problems.push(`${where}.path: a second path; a rule here has one`);
         } else m.path = value;
       } else if (type === "PathPrefix" && value === "/") {
         // Every path: no path match.
+      } else if (type === "PathPrefix") {
+        if (m.path !== undefined || (m.pathPrefix !== undefined && m.pathPrefix !== value)) {
+          problems.push(`${where}.path: a second path; a rule here has one`);
+        } else {
+          m.pathPrefix = value;
+          const bare = value.endsWith("/") ? value.slice(0, -1) : value;
+          notes.push(
+            `${where}.path: PathPrefix ${value} becomes pathPrefix ${value}, which compares characters: ${
+              value.endsWith("/")
+                ? `it does not take ${bare} itself`
+                : `it takes ${value}x too (write ${value}/ to keep to whole segments)`
+            }; Envoy Gateway compares whole path segments`,
+          );
+        }
       } else {
         problems.push(
           `${where}.path: ${
             String(type)
-          } ${value} has no equivalent: a path here is matched exactly (type Exact), and PathPrefix / is every path`,
+          } ${value} has no equivalent: a path here is matched exactly (type Exact) or by its start (type PathPrefix)`,
         );
       }
     }
@@ -291,9 +309,12 @@ export function fromBackendTrafficPolicy(doc: Obj): GatewayConversion {
     const selectors = rule.clientSelectors ?? [];
     if (!Array.isArray(selectors)) return void problems.push(`${at}.clientSelectors: not a list`);
     const before = problems.length;
-    const m = matchOf(selectors, at, problems);
+    const m = matchOf(selectors, at, problems, notes);
     if (problems.length > before) return;
-    if (m.path === undefined && m.headers === undefined && m.perClient === undefined) {
+    if (
+      m.path === undefined && m.pathPrefix === undefined && m.headers === undefined &&
+      m.perClient === undefined
+    ) {
       // Every request of the target: the default, which here takes what no rule matches.
       if (def !== undefined) {
         problems.push(`${at}.clientSelectors: a second rule for every request; the default is one`);

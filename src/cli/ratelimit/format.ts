@@ -51,13 +51,16 @@ export function rateJsonLines(result: TrafficRun): string[] {
   );
 }
 
-/** What a rule matches, in words: `path /headers, X-Rate-Limited: true`. */
+/**
+ * What a rule matches, in words: `path /headers, X-Rate-Limited: true`, `path /api*` (a prefix).
+ */
 export function describeRule(
-  rule: Pick<BucketRule, "path" | "headers" | "perClient"> | undefined,
+  rule: Pick<BucketRule, "path" | "pathPrefix" | "headers" | "perClient"> | undefined,
 ): string {
   if (!rule) return "every other request";
   const parts = [
     ...(rule.path !== undefined ? [`path ${rule.path}`] : []),
+    ...(rule.pathPrefix !== undefined ? [`path ${rule.pathPrefix}*`] : []),
     ...Object.entries(rule.headers ?? {}).map(([k, v]) => `${k}: ${v}`),
   ];
   const key = rule.perClient?.header !== undefined

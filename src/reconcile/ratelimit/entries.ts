@@ -100,17 +100,39 @@ function pathMatchers(path: string, invert = false): Matcher[] {
     : [{ name: ":path", string_match: exact }, { name: ":path", string_match: prefix }];
 }
 
+/**
+ * `pathPrefix`: `:path` starts with P, query string and all, as Istio's uri prefix compares
+ * (character by character: /api starts /apiary too). One matcher.
+ */
+function prefixMatcher(prefix: string): Matcher {
+  return { name: ":path", string_match: { prefix } };
+}
+
 /** A rule as an OR of clauses, each an AND of header matchers. */
 function clauses(view: RuleView): Matcher[][] {
-  const path = view.rule.path;
+  const { path, pathPrefix } = view.rule;
+  if (pathPrefix !== undefined) return [[prefixMatcher(pathPrefix), ...headerMatchers(view)]];
   if (path === undefined) return [headerMatchers(view)];
   return pathMatchers(path).map((p) => [p, ...headerMatchers(view)]);
 }
 
 /**
- * True when some request matches both rules: unless both have a path and the paths differ, or both
- * require one header (names compared case-insensitively) with different values, the request with
- * the path of either and the headers of both matches both. Skipping disjoint rules keeps the
+ * True when some request's path both rules take: unless both have an exact path and they differ,
+ * or an exact path and a prefix that does not start it, or two prefixes neither of which starts the
+ * other. (A prefix has no `?`, so it starts `P?x` only if it starts `P`.)
+ */
+function pathsMeet(a: RuleMatch, b: RuleMatch): boolean {
+  const [p, q] = [a.pathPrefix, b.pathPrefix];
+  if (p !== undefined && q !== undefined) return p.startsWith(q) || q.startsWith(p);
+  if (p !== undefined) return b.path === undefined || b.path.startsWith(p);
+  if (q !== undefined) return a.path === undefined || a.path.startsWith(q);
+  return a.path === undefined || b.path === undefined || a.path === b.path;
+}
+
+/**
+ * True when some request matches both rules: unless their paths never meet (`pathsMeet`), or both
+ * require one header (names compared case-insensitively) with different values, a request with a
+ * path both take and the headers of both matches both. Skipping disjoint rules keeps the
  * filter small: with distinct paths, no rule needs to exclude another.
  */
 export function canOverlap(a: RuleMatch, b: RuleMatch): boolean {
@@ -118,9 +140,7 @@ export function canOverlap(a: RuleMatch, b: RuleMatch): boolean {
 }
 
 function overlap(a: RuleView, b: RuleView): boolean {
-  if (a.rule.path !== undefined && b.rule.path !== undefined && a.rule.path !== b.rule.path) {
-    return false;
-  }
+  if (!pathsMeet(a.rule, b.rule)) return false;
   return a.headers.every(([k, v]) => {
     const other = headerValue(b, k);
     return other === undefined || other === v;
@@ -170,6 +190,9 @@ function ruleEntry(
   if (rule.path !== undefined) {
     action("rule", String(i), pathMatchers(rule.path, true), false);
     if (own.length > 0) action("rule_headers", String(i), own, true);
+  } else if (rule.pathPrefix !== undefined) {
+    // One matcher: the prefix and the headers all hold.
+    action("rule", String(i), [prefixMatcher(rule.pathPrefix), ...own], true);
   } else if (own.length > 0) {
     action("rule", String(i), own, true);
   } else {

@@ -96,9 +96,22 @@ function clientHeader(rule: RuleMatch): string | undefined {
   return rule.perClient?.header?.toLowerCase();
 }
 
+/**
+ * True when every path `later` takes is one `earlier` takes: `earlier` has no path; or the same
+ * exact path; or `earlier`'s prefix starts `later`'s path or prefix. (An exact path takes its query
+ * strings too, and a prefix without `?` starts `P?x` only if it starts `P`.)
+ */
+function pathsCovered(earlier: RuleMatch, later: RuleMatch): boolean {
+  if (earlier.pathPrefix !== undefined) {
+    const theirs = later.path ?? later.pathPrefix;
+    return theirs !== undefined && theirs.startsWith(earlier.pathPrefix);
+  }
+  return earlier.path === undefined || earlier.path === later.path;
+}
+
 /** True when every request `later` matches is matched by `earlier` (so `later` is never used). */
 export function covers(earlier: RuleMatch, later: RuleMatch): boolean {
-  if (earlier.path !== undefined && earlier.path !== later.path) return false;
+  if (!pathsCovered(earlier, later)) return false;
   const need = lowerHeaders(earlier);
   const have = lowerHeaders(later);
   const present = clientHeader(earlier);
@@ -116,22 +129,31 @@ function ruleProblems(rules: readonly RuleMatch[], field: string): string[] {
   rules.forEach((rule, i) => {
     const at = `${field}[${i}]`;
     const headers = Object.keys(rule.headers ?? {}).length;
-    if (rule.path === undefined && headers === 0 && rule.perClient === undefined) {
+    if (
+      rule.path === undefined && rule.pathPrefix === undefined && headers === 0 &&
+      rule.perClient === undefined
+    ) {
       out.push(
-        `${at} has no path, headers or perClient; a rule must say which requests it takes`,
+        `${at} has no path, pathPrefix, headers or perClient; a rule must say which requests it takes`,
       );
       return;
     }
     out.push(...perClientProblems(rule, at));
-    if (
-      rule.path !== undefined &&
-      (!rule.path.startsWith("/") || /[?#\s]/.test(rule.path) || CONTROL.test(rule.path))
+    if (rule.path !== undefined && rule.pathPrefix !== undefined) {
+      out.push(`${at} has both path and pathPrefix; a rule takes one of them`);
+    }
+    for (
+      const [key, value, like] of [
+        ["path", rule.path, "a path like /headers"],
+        ["pathPrefix", rule.pathPrefix, "a path prefix like /api/"],
+      ] as const
     ) {
-      out.push(
-        `${at}.path ${
-          show(rule.path)
-        } is not a path like /headers (starts with /, no ?, # or spaces)`,
-      );
+      if (
+        value !== undefined &&
+        (!value.startsWith("/") || /[?#\s]/.test(value) || CONTROL.test(value))
+      ) {
+        out.push(`${at}.${key} ${show(value)} is not ${like} (starts with /, no ?, # or spaces)`);
+      }
     }
     out.push(...headerProblems(rule, at));
     const first = rules.slice(0, i).findIndex((e) => covers(e, rule));
