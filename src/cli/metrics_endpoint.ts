@@ -57,6 +57,9 @@ export async function serveMetrics(opts: MetricsEndpointOptions): Promise<Endpoi
     );
   }
   const access = new AccessReview(opts.cluster, opts.clock);
+  // A flood of new tokens is worth a warning, but one a minute, with the count since the last.
+  let floodWarnedAt = Number.NEGATIVE_INFINITY;
+  let floodRefused = 0;
   const guarded = async (req: Request) => {
     const url = new URL(req.url);
     const decision = await access.decide(
@@ -66,11 +69,23 @@ export async function serveMetrics(opts: MetricsEndpointOptions): Promise<Endpoi
     );
     if (decision.status === 200) return render(opts.metrics);
     // A refused scraper is routine; an API server that cannot decide is worth a warning.
-    const level = decision.status === 500 ? "warn" : "debug";
-    opts.log[level]("metrics request refused", {
-      status: decision.status,
-      reason: decision.message,
-    });
+    if (decision.status === 429) {
+      floodRefused++;
+      if (opts.clock.now() - floodWarnedAt >= 60_000) {
+        opts.log.warn("metrics requests refused: too many new bearer tokens", {
+          status: 429,
+          refused: floodRefused,
+          reason: decision.message,
+        });
+        floodWarnedAt = opts.clock.now();
+        floodRefused = 0;
+      }
+    } else {
+      opts.log[decision.status === 500 ? "warn" : "debug"]("metrics request refused", {
+        status: decision.status,
+        reason: decision.message,
+      });
+    }
     const refused = text(decision.status, `${decision.message}\n`);
     if (decision.retryAfterSeconds !== undefined) {
       refused.headers.set("retry-after", String(decision.retryAfterSeconds));

@@ -428,6 +428,12 @@ Deno.test("/metrics under a flood of new bearer tokens: at most 20 reviews at on
       `${tokenReviews} TokenReviews in ${seconds.toFixed(2)} s`,
     );
     assert.equal((await scrapeHttps("127.0.0.1", port, "reader")).status, 200);
+    // One warning for the flood (at most one a minute), not one a refused request.
+    const warned = op.lines.filter((l) =>
+      l.msg === "metrics requests refused: too many new bearer tokens"
+    );
+    assert.equal(warned.length, 1, JSON.stringify(warned));
+    assert.equal(warned[0].level, "warn");
     op.stop.abort();
     assert.equal(await op.exit, 0);
   } finally {

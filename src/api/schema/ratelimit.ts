@@ -98,7 +98,10 @@ function ruleMatchShape(clients: string) {
   };
 }
 
-/** A rule's refinement: it must say which requests it takes (zod, and the CRD's CEL rule). */
+/**
+ * A rule's refinements: it must say which requests it takes, by one kind of path at most (zod, and
+ * the CRD's CEL rules).
+ */
 const RULE_NEEDS_MATCH = {
   "x-kubernetes-validations": [{
     rule: "has(self.path) || has(self.pathPrefix) || has(self.headers) || has(self.perClient)",
