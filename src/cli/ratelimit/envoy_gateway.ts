@@ -97,26 +97,26 @@ function matchOf(selectors: unknown[], at: string, problems: string[], notes: st
       const value = p.value ?? "/";
       if (p.invert === true) {
         problems.push(`${where}.path.invert: an inverted path has no match here`);
-      } else if (type === "Exact") {
-        if ((m.path !== undefined && m.path !== value) || m.pathPrefix !== undefined) {
-          problems.push(`${where}.path: a second path; a rule here has one`);
-        } else m.path = value;
-      } else if (type === "PathPrefix" && value === "/") {
-        // Every path: no path match.
-      } else if (type === "PathPrefix") {
-        if (m.path !== undefined || (m.pathPrefix !== undefined && m.pathPrefix !== value)) {
+      } else if (type === "Exact" || (type === "PathPrefix" && value !== "/")) {
+        const [key, other] = type === "Exact"
+          ? ["path", "pathPrefix"] as const
+          : ["pathPrefix", "path"] as const;
+        if (m[other] !== undefined || (m[key] !== undefined && m[key] !== value)) {
           problems.push(`${where}.path: a second path; a rule here has one`);
         } else {
-          m.pathPrefix = value;
-          const bare = value.endsWith("/") ? value.slice(0, -1) : value;
-          notes.push(
-            `${where}.path: PathPrefix ${value} becomes pathPrefix ${value}, which compares characters: ${
-              value.endsWith("/")
-                ? `it does not take ${bare} itself`
-                : `it takes ${value}x too (write ${value}/ to keep to whole segments)`
-            }; Envoy Gateway compares whole path segments`,
-          );
+          m[key] = value;
+          if (key === "pathPrefix") {
+            notes.push(
+              `${where}.path: PathPrefix ${value} becomes pathPrefix ${value}, which compares characters: ${
+                value.endsWith("/")
+                  ? `it does not take ${value.slice(0, -1)} itself`
+                  : `it takes ${value}x too (write ${value}/ to keep to whole segments)`
+              }; Envoy Gateway compares whole path segments`,
+            );
+          }
         }
+      } else if (type === "PathPrefix") {
+        // PathPrefix /: every path, no path match.
       } else {
         problems.push(
           `${where}.path: ${

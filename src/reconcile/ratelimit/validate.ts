@@ -139,9 +139,6 @@ function ruleProblems(rules: readonly RuleMatch[], field: string): string[] {
       return;
     }
     out.push(...perClientProblems(rule, at));
-    if (rule.path !== undefined && rule.pathPrefix !== undefined) {
-      out.push(`${at} has both path and pathPrefix; a rule takes one of them`);
-    }
     for (
       const [key, value, like] of [
         ["path", rule.path, "a path like /headers"],

@@ -4,6 +4,7 @@
  * `ctr images import` reads it. Used for the real node's pause and test images.
  */
 import { createHash } from "node:crypto";
+import { concatBytes } from "../../../src/kube/bounded_read.ts";
 
 /** One file of a tar archive. */
 export interface TarEntry {
@@ -52,13 +53,7 @@ export function tar(entries: readonly TarEntry[]): Uint8Array {
     if (pad) parts.push(new Uint8Array(pad));
   }
   parts.push(new Uint8Array(2 * BLOCK));
-  const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
-  let off = 0;
-  for (const p of parts) {
-    out.set(p, off);
-    off += p.length;
-  }
-  return out;
+  return concatBytes(parts);
 }
 
 function sha256(data: Uint8Array): string {
