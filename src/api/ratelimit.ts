@@ -23,7 +23,10 @@ export type GlobalLimit = z.output<typeof S.GlobalLimitSchema>;
 /** The global part of a RateLimit spec. */
 export type GlobalSpec = z.output<typeof S.GlobalSchema>;
 /** What a local bucket rule and a global rule share: which requests they take. */
-export type RuleMatch = Pick<BucketRule, "path" | "pathPrefix" | "headers" | "perClient">;
+export type RuleMatch = Pick<
+  BucketRule,
+  "path" | "pathPrefix" | "methods" | "headers" | "perClient"
+>;
 /** RateLimit status. */
 export type RateLimitStatus = z.output<typeof S.RateLimitStatusSchema>;
 

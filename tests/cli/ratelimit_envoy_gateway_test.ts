@@ -89,6 +89,33 @@ Deno.test("envoy gateway: selectors map to path, headers, perClient; a rule for 
   });
 });
 
+Deno.test("envoy gateway: methods map to methods, all selectors' in common; a rule of methods alone is a rule, not the default", () => {
+  const spec = converted(policy([
+    {
+      clientSelectors: [
+        { methods: [{ value: "POST" }, { value: "PUT" }, { value: "POST" }, { value: "PATCH" }] },
+        { path: { value: "/api/" }, methods: [{ value: "PATCH" }, { value: "PUT" }] },
+      ],
+      limit: { requests: 10, unit: "Second" },
+    },
+    {
+      clientSelectors: [{ methods: [{ value: "DELETE", invert: false }] }],
+      limit: { requests: 1, unit: "Second" },
+    },
+    { limit: { requests: 1000, unit: "Day" } },
+  ]));
+  assert.deepEqual(spec, {
+    selectorLabels: { app: "orders" },
+    global: {
+      rules: [
+        { pathPrefix: "/api/", methods: ["PUT", "PATCH"], limit: { requests: 10, unit: "Second" } },
+        { methods: ["DELETE"], limit: { requests: 1, unit: "Second" } },
+      ],
+      default: { limit: { requests: 1000, unit: "Day" } },
+    },
+  });
+});
+
 Deno.test("envoy gateway: differences are said: first match, the default, the guessed selector", () => {
   const c = fromBackendTrafficPolicy(policy([
     {
@@ -154,10 +181,38 @@ Deno.test("envoy gateway: what does not map is refused, each naming its field", 
   const cases: [Obj, RegExp][] = [
     [
       policy([{
-        clientSelectors: [{ methods: [{ value: "GET" }] }],
+        clientSelectors: [{ methods: [{ value: "GET", invert: true }] }],
         limit: { requests: 1, unit: "Second" },
       }]),
-      /rules\[0\]\.clientSelectors\[0\]\.methods: a rule here matches any method/,
+      /rules\[0\]\.clientSelectors\[0\]\.methods\[0\]\.invert: an inverted method has no match here/,
+    ],
+    [
+      policy([{
+        clientSelectors: [{ methods: [{ value: "get" }] }],
+        limit: { requests: 1, unit: "Second" },
+      }]),
+      /clientSelectors\[0\]\.methods\[0\]\.value: "get" is not one of GET, HEAD, POST/,
+    ],
+    [
+      policy([{
+        clientSelectors: [{ methods: { value: "GET" } }],
+        limit: { requests: 1, unit: "Second" },
+      }]),
+      /clientSelectors\[0\]\.methods: not a list/,
+    ],
+    [
+      policy([{
+        clientSelectors: [{ methods: [{ value: "GET", vlaue: "POST" }] }],
+        limit: { requests: 1, unit: "Second" },
+      }]),
+      /clientSelectors\[0\]\.methods\[0\]\.vlaue: unknown field/,
+    ],
+    [
+      policy([{
+        clientSelectors: [{ methods: [{ value: "GET" }] }, { methods: [{ value: "POST" }] }],
+        limit: { requests: 1, unit: "Second" },
+      }]),
+      /clientSelectors\[1\]\.methods: no method in common with the rule's other selectors/,
     ],
     [
       policy([{
@@ -320,7 +375,7 @@ Deno.test("envoy gateway: the preview converts a policy, prints the RateLimit an
   assert.equal(bad.code, 2);
   assert.match(
     bad.err,
-    /cannot carry over Envoy Gateway's BackendTrafficPolicy: spec\.rateLimit\.global\.rules\[0\]\.clientSelectors\[0\]\.methods/,
+    /cannot carry over Envoy Gateway's BackendTrafficPolicy: spec\.rateLimit\.global\.rules\[0\]\.clientSelectors\[0\]\.methods\[0\]\.invert/,
   );
   assert.deepEqual(render.out.filter((l) => l.startsWith("error")), []);
 });

@@ -72,6 +72,14 @@ Deno.test("usage errors: one line on stderr pointing at --help, exit 2", async (
     [["--rate", "1/s"], "-f RATELIMIT.yaml is required"],
     [["-f", "a.yaml", "--render", "--json"], "--render prints the EnvoyFilter only: drop --json"],
     [["-f", "-", "--requests", "-"], "-f - and --requests - cannot both read stdin"],
+    [
+      ["-f", "a.yaml", "--rate", "1/s", "--for", "1s", "--method", "GET /"],
+      `--method "GET /" is not an HTTP method like GET or POST`,
+    ],
+    [
+      ["-f", "a.yaml", "--requests", "r.jsonl", "--method", "POST"],
+      "--requests cannot be combined with --rate, --for, --method, --path, --header or --clients",
+    ],
   ];
   for (const [args, message] of cases) {
     const r = await run(args);

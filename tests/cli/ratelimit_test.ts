@@ -167,6 +167,40 @@ Deno.test("bad request lines name the file and line", async () => {
   assert.ok(!parseRequests("{nope", "f").ok);
 });
 
+Deno.test("methods: --method and a request line's method reach the rules; any token is sent, a bad one is named", async () => {
+  const file = "docs/examples/ratelimit-methods.yaml";
+  const lines = await temp(
+    [
+      '{"t":"0s","method":"POST","path":"/api/a","count":3}',
+      '{"t":"1s","method":"DELETE","path":"/api/a"}',
+      '{"t":"1s","method":"post","path":"/api/a"}',
+      '{"t":"1s","method":"PROPFIND","path":"/api/a"}',
+      '{"t":"1s","path":"/api/a"}',
+    ].join("\n"),
+    ".jsonl",
+  );
+  const r = await run(["-f", file, "--requests", lines, "--json"]);
+  assert.equal(r.code, 0, r.err);
+  const got = r.out.map((l) => JSON.parse(l)).map((o) => [o.method, o.status, o.bucket]);
+  assert.deepEqual(got, [
+    ["POST", 200, 0],
+    ["POST", 200, 0],
+    ["POST", 429, 0],
+    // The writes share one bucket: a second later it has not refilled (1 every 30s).
+    ["DELETE", 429, 0],
+    // Methods compare exactly, and a method no rule lists goes to the default.
+    ["post", 200, "default"],
+    ["PROPFIND", 200, "default"],
+    [undefined, 200, "default"],
+  ]);
+  const rate = await run(["-f", file, "--rate", "1/s", "--for", "1s", "--method", "PATCH"]);
+  assert.ok(rate.out.some((l) => /^0s\s+PATCH\s+\/\s+200\s+default/.test(l)), rate.out.join("\n"));
+  const bad = await temp('{"t":"0s","method":"G T","path":"/"}\n', ".jsonl");
+  const b = await run(["-f", file, "--requests", bad]);
+  assert.equal(b.code, 2);
+  assert.match(b.err, /:1: method: "G T" is not an HTTP method like GET or POST/);
+});
+
 Deno.test("rates and their request times", () => {
   assert.equal(parseRate("2.5/s"), 2.5);
   assert.equal(parseRate("0/s"), undefined);

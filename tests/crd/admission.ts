@@ -12,8 +12,10 @@ const chars = (s: string) => [...s].length;
 
 /** The CEL rules the CRDs carry, as predicates on the (pruned) value. An unknown rule throws. */
 const CEL: Record<string, (self: Obj) => boolean> = {
-  "has(self.path) || has(self.pathPrefix) || has(self.headers) || has(self.perClient)": (self) =>
-    "path" in self || "pathPrefix" in self || "headers" in self || "perClient" in self,
+  "has(self.path) || has(self.pathPrefix) || has(self.methods) || has(self.headers) || has(self.perClient)":
+    (self) =>
+      "path" in self || "pathPrefix" in self || "methods" in self || "headers" in self ||
+      "perClient" in self,
   "!has(self.path) || !has(self.pathPrefix)": (self) =>
     !("path" in self) || !("pathPrefix" in self),
   "has(self.header) || has(self.clientIP)": (self) => "header" in self || "clientIP" in self,
@@ -92,6 +94,10 @@ export function violations(schema: JsonSchema, value: unknown, path = ""): strin
     }
     if (schema.items) {
       value.forEach((v, i) => out.push(...violations(schema.items!, v, `${path}[${i}]`)));
+    }
+    // A set: the API server refuses a scalar item given twice ("Duplicate value").
+    if (schema["x-kubernetes-list-type"] === "set" && new Set(value).size !== value.length) {
+      out.push(`${path}: duplicate`);
     }
   }
   if (isObj(value)) {

@@ -107,6 +107,15 @@ const EDGES = [
   { path: "/", bucket: BUCKET },
   { name: "A" },
   { name: "" },
+  // Methods: a set of nine names.
+  "GET",
+  ["GET"],
+  ["GET", "POST"],
+  ["GET", "GET"],
+  ["get"],
+  ["GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"],
+  ["GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH", "GET"],
+  { methods: ["GET"], bucket: BUCKET },
   ...BOUND_EDGES,
 ];
 const VALUE = fc.oneof(fc.constantFrom(...EDGES), fc.string({ maxLength: 6 }), fc.integer());

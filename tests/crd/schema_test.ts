@@ -93,8 +93,9 @@ Deno.test("metadata is just an object; apiVersion and kind are described strings
 Deno.test("a bucket rule carries the CEL rules path-or-headers and not path with pathPrefix, with their messages", () => {
   const rule = at(schemaOf("ratelimits"), "spec.local.buckets.[]");
   assert.deepEqual(rule["x-kubernetes-validations"], [{
-    rule: "has(self.path) || has(self.pathPrefix) || has(self.headers) || has(self.perClient)",
-    message: "a rule needs a path, pathPrefix, headers or perClient",
+    rule:
+      "has(self.path) || has(self.pathPrefix) || has(self.methods) || has(self.headers) || has(self.perClient)",
+    message: "a rule needs a path, pathPrefix, methods, headers or perClient",
   }, {
     rule: "!has(self.path) || !has(self.pathPrefix)",
     message: "a rule takes path or pathPrefix, not both",

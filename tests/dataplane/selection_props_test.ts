@@ -2,7 +2,8 @@
  * Properties of the generated EnvoyFilter as the data-plane model runs it, against a reference
  * written from docs/design.md (which bucket) and from Envoy's arithmetic (envoy_reference.ts: tokens
  * and header values), for Envoy 1.30, 1.33 and 1.38: the first matching rule wins; the path
- * matches exactly, query ignored, and a path prefix starts the path, query and all; header names case-insensitively, values exactly; one token from
+ * matches exactly, query ignored, and a path prefix starts the path, query and all; the method is
+ * one of the rule's, exactly; header names case-insensitively, values exactly; one token from
  * that bucket only; every response carries the headers that Envoy computes; every 429 has the
  * exact shape.
  */
@@ -24,11 +25,13 @@ const VERSIONS = ["1.30", "1.33", "1.38"].map((v) => {
 const PATHS = ["/", "/a", "/b", "/a/b", "/A"];
 const PREFIXES = ["/", "/a", "/a/", "/ab", "/b"];
 const NAMES = ["X-A", "x-b", "X-Rate-Limited"];
+const METHODS = ["GET", "POST", "PUT", "DELETE"];
 const VALUES = ["1", "true", "True", ""];
 
 interface Rule {
   path?: string;
   pathPrefix?: string;
+  methods?: string[];
   headers?: Record<string, string>;
   bucket: { maxTokens: number; tokensPerFill: number; fillInterval: string };
 }
@@ -53,11 +56,22 @@ const ruleArb: fc.Arbitrary<Rule> = fc.record({
     ),
     { nil: undefined },
   ),
+  methods: fc.option(
+    fc.subarray(METHODS, { minLength: 1 }).chain((ms) =>
+      fc.shuffledSubarray(ms, { minLength: ms.length })
+    ),
+    {
+      nil: undefined,
+    },
+  ),
   headers: fc.option(headersArb, { nil: undefined }),
   bucket: bucketArb(["10s", "20s", "1m"]),
-}, { requiredKeys: ["bucket"] }).filter((r) => r.path !== undefined || r.headers !== undefined)
+}, { requiredKeys: ["bucket"] }).filter((r) =>
+  r.path !== undefined || r.methods !== undefined || r.headers !== undefined
+)
   .map((r) => ({
     ...(r.path ?? {}),
+    ...(r.methods ? { methods: r.methods } : {}),
     ...(r.headers ? { headers: r.headers } : {}),
     bucket: r.bucket,
   }));
@@ -84,6 +98,7 @@ interface Req {
   /** Nanoseconds after the limit was applied. */
   ns: number;
   path: string;
+  method: string;
   headers: Record<string, string>;
 }
 
@@ -111,12 +126,19 @@ const requestsArb = fc.array(
       fc.integer({ min: 0, max: 15e9 }),
     ),
     path: fc.constantFrom(...PATHS, "/a/", "/a?x=1", "/b?", "/a/b?c=/a", "/ab", "/abc?a/"),
+    // Methods compare exactly: get is not GET, nor GETX.
+    method: fc.constantFrom(...METHODS, "get", "GETX", "HEAD"),
     headers: requestHeadersArb,
   }),
   { maxLength: 60 },
 ).map((rs) => {
   let ns = 0;
-  return rs.map((r): Req => ({ ns: ns += r.gap, path: r.path, headers: r.headers }));
+  return rs.map((r): Req => ({
+    ns: ns += r.gap,
+    path: r.path,
+    method: r.method,
+    headers: r.headers,
+  }));
 });
 
 /** docs/design.md's selection, written directly. */
@@ -126,6 +148,7 @@ function expectedBucket(rules: readonly Rule[], req: Req): "default" | number {
   const i = rules.findIndex((r) =>
     (r.path === undefined || r.path === path) &&
     (r.pathPrefix === undefined || req.path.startsWith(r.pathPrefix)) &&
+    (r.methods === undefined || r.methods.includes(req.method)) &&
     Object.entries(r.headers ?? {}).every(([k, v]) => headers.get(k.toLowerCase()) === v)
   );
   return i < 0 ? "default" : i;
@@ -160,9 +183,10 @@ Deno.test("property: bucket selection, admission, headers and the 429 shape", ()
           const r = mesh.send({
             to: { namespace: "demo", labels: { app: "httpbin" } },
             path: req.path,
+            method: req.method,
             headers: req.headers,
           }, req.ns / 1e6);
-          const where = `Envoy ${envoy.version}, ${req.ns} ns: ${req.path} ${
+          const where = `Envoy ${envoy.version}, ${req.ns} ns: ${req.method} ${req.path} ${
             JSON.stringify(req.headers)
           }`;
           assert.equal(r.bucket, want, where);
@@ -214,6 +238,7 @@ Deno.test("property: at most one rule's descriptor is produced for any request",
         const r = mesh.send({
           to: { namespace: "demo", labels: { app: "httpbin" } },
           path: req.path,
+          method: req.method,
           headers: req.headers,
         }, 0);
         const after = buckets().reduce((n, b) => n + b.tokensAt(0), 0);

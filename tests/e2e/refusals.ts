@@ -100,6 +100,25 @@ const REFUSALS: { what: string; obj: KubeObject; stderr: RegExp[] }[] = [
     ],
   },
   {
+    what: "a rule listing a method twice (a set in the CRD), and a method not of the nine",
+    obj: withSpec(
+      rateLimit("default", "bad-methods", "web"),
+      (s) =>
+        (s.local as { buckets: unknown[] }).buckets = [{
+          methods: ["GET", "GET"],
+          bucket: { maxTokens: 1, tokensPerFill: 1, fillInterval: "30s" },
+        }, {
+          methods: ["get"],
+          bucket: { maxTokens: 1, tokensPerFill: 1, fillInterval: "30s" },
+        }],
+    ),
+    stderr: [
+      /is invalid/,
+      /spec\.local\.buckets\[0\]\.methods\[1\]: Duplicate value: "GET"/,
+      /spec\.local\.buckets\[1\]\.methods\[0\]: Unsupported value: "get"/,
+    ],
+  },
+  {
     what: "Scaler log level verbose",
     obj: scaler("default", "bad-level", { logging: { operator: { level: "verbose" } } }),
     stderr: [/is invalid/, /spec\.logging\.operator\.level/, /Unsupported value: "verbose"/],

@@ -3,6 +3,7 @@
  * src/api/ratelimit.ts (docs/ratelimit.md "Bounds"), and one just over each bound.
  */
 import {
+  HTTP_METHODS,
   MAX_BUCKET_RULES,
   MAX_GLOBAL_REQUESTS,
   MAX_GLOBAL_RULES,
@@ -42,7 +43,8 @@ export function largestSelector(): Record<string, string> {
 
 /**
  * The RateLimit whose EnvoyFilter is the largest the bounds allow: the most labels, and the most
- * rules, all with the same longest path and the most headers of the longest names and values. Each
+ * rules, all with the same longest path, every method (the longest `:method` regex) and the most
+ * headers of the longest names and values. Each
  * rule's header names are its own, so no rule covers another (all are used) while every rule can
  * overlap every earlier one: each rule's entry repeats all earlier rules' matchers. `on` the gateway,
  * it selects the ingress gateway in its namespace instead of a workload.
@@ -65,7 +67,7 @@ export function largestRateLimit(fill: Fill, on: "workload" | "gateway" = "workl
     defaultBucket: most,
     buckets: Array.from(
       { length: MAX_BUCKET_RULES },
-      (_, i) => ({ path, headers: headers(i), bucket: most }),
+      (_, i) => ({ path, methods: [...HTTP_METHODS], headers: headers(i), bucket: most }),
     ),
   });
   // The longest name and namespace the API server allows, and the longest generation.
@@ -97,7 +99,9 @@ export function largestWithGlobal(fill: Fill): { what: string; rateLimit: KubeOb
   const make = (local: number | undefined, rules: number, withDefault: boolean) => {
     const rl = largestRateLimit(fill);
     const spec = rl.spec as {
-      local?: { buckets: { path: string; headers: Record<string, string> }[] };
+      local?: {
+        buckets: { path: string; methods: string[]; headers: Record<string, string> }[];
+      };
       global?: unknown;
     };
     const all = spec.local!.buckets;
@@ -105,7 +109,14 @@ export function largestWithGlobal(fill: Fill): { what: string; rateLimit: KubeOb
     else spec.local!.buckets = all.slice(0, local);
     spec.global = {
       ...(rules > 0
-        ? { rules: all.slice(0, rules).map((r) => ({ path: r.path, headers: r.headers, limit })) }
+        ? {
+          rules: all.slice(0, rules).map((r) => ({
+            path: r.path,
+            methods: r.methods,
+            headers: r.headers,
+            limit,
+          })),
+        }
         : {}),
       ...(withDefault ? { default: { limit } } : {}),
       failureMode: "Deny",

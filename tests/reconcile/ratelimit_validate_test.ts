@@ -225,14 +225,61 @@ Deno.test("path prefixes: a rule a prefix always wins over is refused; both path
   }
 });
 
+Deno.test("methods: a rule another takes every method of is never used; disjoint methods both are; a method twice or unknown is refused", () => {
+  const b = bucket(1, 1, "30s");
+  assertInvalid(
+    rateLimit({
+      buckets: [{ path: "/a", methods: ["GET", "POST"], bucket: b }, {
+        path: "/a",
+        methods: ["POST"],
+        bucket: b,
+      }],
+    }),
+    "spec.local.buckets[1] is never used: every request it matches is matched first by spec.local.buckets[0]",
+  );
+  assertInvalid(
+    rateLimit({
+      buckets: [{ path: "/a", bucket: b }, { path: "/a", methods: ["GET"], bucket: b }],
+    }),
+    "spec.local.buckets[1] is never used",
+  );
+  assertInvalid(
+    rateLimit({ buckets: [{ methods: ["GET", "GET"], bucket: b }] }),
+    "spec.local.buckets[0].methods: lists a method twice",
+  );
+  assertInvalid(
+    rateLimit({ buckets: [{ methods: ["get"], bucket: b }] }),
+    "spec.local.buckets[0].methods[0]",
+  );
+  // A method alone says which requests a rule takes.
+  for (
+    const buckets of [
+      [{ methods: ["POST"], bucket: b }],
+      [{ path: "/a", methods: ["POST"], bucket: b }, { path: "/a", methods: ["GET"], bucket: b }],
+      [{ path: "/a", methods: ["POST"], bucket: b }, { path: "/a", bucket: b }],
+      [{ methods: ["GET"], bucket: b }, { methods: ["GET", "HEAD"], bucket: b }],
+    ]
+  ) {
+    const m = messageOf(rateLimit({ buckets }));
+    assert.equal(m.state, "Ready", m.message);
+  }
+});
+
 /** Whether a rule takes a request: docs/design.md's selection, written directly. */
 function takes(
-  rule: { path?: string; pathPrefix?: string; headers?: Record<string, string> },
+  rule: {
+    path?: string;
+    pathPrefix?: string;
+    methods?: string[];
+    headers?: Record<string, string>;
+  },
   path: string,
   headers: Record<string, string>,
+  method = "GET",
 ): boolean {
   return (rule.path === undefined || rule.path === path.split("?")[0]) &&
     (rule.pathPrefix === undefined || path.startsWith(rule.pathPrefix)) &&
+    (rule.methods === undefined || rule.methods.includes(method)) &&
     Object.entries(rule.headers ?? {}).every(([k, v]) => headers[k.toLowerCase()] === v);
 }
 
@@ -242,7 +289,13 @@ Deno.test("property: a rule covers another only when it takes every request the 
     "x-a": "1",
     "x-b": "1",
   }];
-  type Rule = { path?: string; pathPrefix?: string; headers?: Record<string, string> };
+  type Rule = {
+    path?: string;
+    pathPrefix?: string;
+    methods?: ("GET" | "HEAD" | "POST")[];
+    headers?: Record<string, string>;
+  };
+  const METHODS = ["GET", "HEAD", "POST"] as const;
   const headerSets: Record<string, string>[] = [{ "X-A": "1" }, { "x-a": "2" }, {
     "X-A": "1",
     "X-B": "1",
@@ -255,8 +308,13 @@ Deno.test("property: a rule covers another only when it takes every request the 
       ),
       { nil: undefined },
     ),
+    methods: fc.option(fc.subarray([...METHODS], { minLength: 1 }), { nil: undefined }),
     headers: fc.option(fc.constantFrom(...headerSets), { nil: undefined }),
-  }).map((r): Rule => ({ ...(r.path ?? {}), ...(r.headers ? { headers: r.headers } : {}) }));
+  }).map((r): Rule => ({
+    ...(r.path ?? {}),
+    ...(r.methods ? { methods: r.methods } : {}),
+    ...(r.headers ? { headers: r.headers } : {}),
+  }));
   let covered = 0;
   fc.assert(
     fc.property(ruleArb, ruleArb, (earlier, later) => {
@@ -264,8 +322,13 @@ Deno.test("property: a rule covers another only when it takes every request the 
       covered++;
       for (const path of REQUEST_PATHS) {
         for (const headers of HEADER_SETS) {
-          if (takes(later, path, headers)) {
-            assert.ok(takes(earlier, path, headers), `${path} ${JSON.stringify(headers)}`);
+          for (const method of [...METHODS, "PUT"]) {
+            if (takes(later, path, headers, method)) {
+              assert.ok(
+                takes(earlier, path, headers, method),
+                `${method} ${path} ${JSON.stringify(headers)}`,
+              );
+            }
           }
         }
       }

@@ -7,6 +7,7 @@ import {
   DEFAULT_MAX_CLIENTS,
   GLOBAL_NEEDS_LIMIT,
   GLOBAL_UNITS,
+  HTTP_METHODS,
   MAX_BUCKET_RULES,
   MAX_CLIENTS,
   MAX_GLOBAL_REQUESTS,
@@ -19,6 +20,7 @@ import {
   MAX_RULE_HEADERS,
   MAX_SELECTOR_LABELS,
   MAX_TOKENS_LIMIT,
+  METHODS_TWICE,
   PER_CLIENT_NEEDS_KEY,
   RULE_ONE_PATH,
   SPEC_NEEDS_LIMITS,
@@ -64,7 +66,7 @@ export const PerClientSchema = z.object({
 });
 
 /**
- * Which requests a rule takes: its path, headers and per-client key, the same for a local bucket
+ * Which requests a rule takes: its path, methods, headers and per-client key, the same for a local bucket
  * rule and a global rule (one matching, rendered by render.ts `ruleEntries` for both). `perClient`
  * says how many clients are kept, which is where the two differ.
  */
@@ -81,6 +83,14 @@ function ruleMatchShape(clients: string) {
         `${JSON.stringify(iss.input)} is not a path prefix like /api/ (starts with /, no ? or #)`,
     }).optional().describe(
       `Start of the request paths the rule applies to, compared character by character as Istio's uri prefix is: /api takes /api, /api/v1, /api?x=1 and /apiary, and /api/ takes /api/v1 but not /api. Not with path; starts with / and has no ? or #; at most ${MAX_PATH_LENGTH} characters.`,
+    ),
+    methods: z.array(z.enum(HTTP_METHODS)).min(1).max(HTTP_METHODS.length).refine(
+      (ms) => new Set(ms).size === ms.length,
+      { error: METHODS_TWICE },
+    ).meta({ "x-kubernetes-list-type": "set" }).optional().describe(
+      `Request methods the rule applies to, any one of them (${
+        HTTP_METHODS.join(", ")
+      }, compared exactly: get is not GET); each at most once. Without it, every method.`,
     ),
     // Header names are only bounded here: a CEL rule matching the names' syntax would cost more
     // than the API server allows, and this schema admits exactly what the CRD admits. The operator
@@ -104,7 +114,8 @@ function ruleMatchShape(clients: string) {
  */
 const RULE_NEEDS_MATCH = {
   "x-kubernetes-validations": [{
-    rule: "has(self.path) || has(self.pathPrefix) || has(self.headers) || has(self.perClient)",
+    rule:
+      "has(self.path) || has(self.pathPrefix) || has(self.methods) || has(self.headers) || has(self.perClient)",
     message: BUCKET_RULE_NEEDS_MATCH,
   }, {
     rule: "!has(self.path) || !has(self.pathPrefix)",
@@ -113,10 +124,16 @@ const RULE_NEEDS_MATCH = {
 };
 
 function hasMatch(
-  r: { path?: string; pathPrefix?: string; headers?: unknown; perClient?: unknown },
+  r: {
+    path?: string;
+    pathPrefix?: string;
+    methods?: unknown;
+    headers?: unknown;
+    perClient?: unknown;
+  },
 ): boolean {
-  return r.path !== undefined || r.pathPrefix !== undefined || r.headers !== undefined ||
-    r.perClient !== undefined;
+  return r.path !== undefined || r.pathPrefix !== undefined || r.methods !== undefined ||
+    r.headers !== undefined || r.perClient !== undefined;
 }
 
 /** At most one of a rule's path and pathPrefix (zod, and the CRD's CEL rule). */

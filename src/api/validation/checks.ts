@@ -83,12 +83,16 @@ function matches(source: string, value: unknown): boolean {
   return answer;
 }
 
-/** Whether an object or map passes a refinement check. */
+/** Whether an object, map or list passes a refinement check. */
 function refinementPasses(
   check: Exclude<Check, { check: "min" | "max" | "regex" }>,
   value: Record<string, unknown>,
 ): boolean {
   switch (check.check) {
+    case "unique": {
+      const items = value as unknown as unknown[];
+      return new Set(items).size === items.length;
+    }
     case "minProperties":
       return Object.keys(value).length >= check.n;
     case "maxProperties":
@@ -136,7 +140,8 @@ function runCheck(check: Check, value: unknown, numeric: boolean, issues: Found[
     case "maxProperties":
     case "maxKeyLength":
     case "anyOf":
-    case "notBoth": {
+    case "notBoth":
+    case "unique": {
       const passes = refinementPasses(check, value as Record<string, unknown>);
       if (passes) return;
       issues.push({

@@ -51,6 +51,8 @@ function checkDefs(def: Def): Def[] {
 function plainChecks(def: Def, path: string, numeric: boolean): Check[] {
   const out: Check[] = [];
   for (const c of checkDefs(def)) {
+    // Refinements are read by `refinements`, after these (a list's, so far, come last).
+    if (c.check === "custom") continue;
     const abort = c.abort === true ? { abort: true as const } : {};
     if (c.error !== undefined && c.check !== "string_format") {
       fail(path, `${c.check} with a message`);
@@ -103,15 +105,19 @@ function celCheck(rule: string, path: string): (message: Message) => Check {
 
 /**
  * The refinements of a node, read from what the schema states for the CRD (its metadata), in this
- * order: a map's `minProperties`, its `maxProperties`, then CEL rules (`has(self.a) || has(self.b)`,
- * `!has(self.a) || !has(self.b)`, `self.all(k, size(k) <= n)`). The refinement's function cannot
- * be read; the property tests hold it and the plan to the same answers.
+ * order: a list's `x-kubernetes-list-type: set` (no item twice), a map's `minProperties`, its
+ * `maxProperties`, then CEL rules (`has(self.a) || has(self.b)`, `!has(self.a) || !has(self.b)`,
+ * `self.all(k, size(k) <= n)`). The refinement's function cannot be read; the property tests hold
+ * it and the plan to the same answers.
  */
 function refinements(schema: Node, def: Def, path: string): Check[] {
   const refines = checkDefs(def).filter((c) => c.check === "custom");
   if (refines.length === 0) return [];
   const meta = (z.globalRegistry.get(schema) ?? {}) as Record<string, unknown>;
   const stated: ((message: Message) => Check)[] = [];
+  if (meta["x-kubernetes-list-type"] === "set") {
+    stated.push((message) => ({ check: "unique", message }));
+  }
   for (const bound of ["minProperties", "maxProperties"] as const) {
     const n = meta[bound];
     if (typeof n === "number") stated.push((message) => ({ check: bound, n, message }));
@@ -189,11 +195,17 @@ export function planOf(schema: Node, path = ""): ValidationPlan {
         refinements(schema, def, path),
       );
     }
-    case "array":
+    case "array": {
+      const checks = checkDefs(def);
+      const firstRefine = checks.findIndex((c) => c.check === "custom");
+      if (firstRefine >= 0 && checks.slice(firstRefine).some((c) => c.check !== "custom")) {
+        fail(path, "a list check after a refinement");
+      }
       return withChecks(
         { type: "array", item: planOf(def.element as Node, `${path}[]`) },
-        plainChecks(def, path, false),
+        [...plainChecks(def, path, false), ...refinements(schema, def, path)],
       );
+    }
     case "optional":
     case "default":
     case "prefault": {

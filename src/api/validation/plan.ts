@@ -27,7 +27,9 @@ export type Check =
   /** Objects: at least one of `fields` set; stated in the CRD as `has(self.a) || has(self.b)`. */
   | { check: "anyOf"; fields: string[]; message: Message }
   /** Objects: not both of `fields` set; stated in the CRD as `!has(self.a) || !has(self.b)`. */
-  | { check: "notBoth"; fields: [string, string]; message: Message };
+  | { check: "notBoth"; fields: [string, string]; message: Message }
+  /** Lists: no item twice (compared as `Set` does); stated in the CRD as a list of type set. */
+  | { check: "unique"; message: Message };
 
 /** One node of a plan. */
 export type ValidationPlan =

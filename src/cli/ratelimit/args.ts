@@ -17,7 +17,7 @@ export const HELP = `${
   commandUsage(
     "ratelimit",
     `-f RATELIMIT.yaml (--render | --requests FILE.jsonl
-     | --rate N/s --for DURATION [--path P] [--header K=V]... [--clients N])
+     | --rate N/s --for DURATION [--method M] [--path P] [--header K=V]... [--clients N])
      [--envoy VERSION] [--replicas N] [--json] [--svg FILE]`,
   )
 }
@@ -34,11 +34,12 @@ Options:
                        equivalent RateLimit and what behaves differently are printed first
   --requests FILE      requests, one JSON object a line (- reads stdin):
                          {"t":"1.5s","path":"/headers","headers":{"X-Rate-Limited":"true"},"count":1}
-                       t is a Go duration from time 0, in order; headers, count and client
-                       are optional; "client":"C" sends from address C, and with C as the
+                       t is a Go duration from time 0, in order; method (default GET),
+                       headers, count and client are optional; "client":"C" sends from address C, and with C as the
                        value of each perClient header the request does not carry
   --rate N/s           instead of --requests: N requests a second, evenly spaced from time 0
   --for DURATION       how long --rate sends (Go duration: 10s, 2m, 1m30s)
+  --method M           method of the --rate requests (default GET)
   --path P             path of the --rate requests (default /)
   --header K=V         a header of the --rate requests; repeatable
   --clients N          spread the --rate requests over N clients in turn (10.0.0.1, 10.0.0.2,
@@ -68,6 +69,8 @@ the operator would put in its status); 1 a file could not be read or written.`;
 /** One request line (after `count` is expanded). */
 export interface TrafficRequest {
   t: number;
+  /** The HTTP method; GET when absent. */
+  method?: string;
   path: string;
   headers: Record<string, string>;
   /** Who sends it: its address, and its value of per-client headers it does not carry. */
@@ -80,6 +83,7 @@ export interface Options {
   traffic: { requests: string } | {
     rateHz: number;
     forMs: number;
+    method?: string;
     path: string;
     headers: Record<string, string>;
     clients?: number;
@@ -104,6 +108,7 @@ const FLAGS = {
   requests: { type: "string", once: true },
   rate: { type: "string" },
   for: { type: "string" },
+  method: { type: "string" },
   path: { type: "string" },
   header: { type: "string", multiple: true },
   clients: { type: "string" },
@@ -189,10 +194,17 @@ export function parseCommandLine(args: string[]): ParsedArgs {
     ...(replicas !== undefined ? { replicas } : {}),
   };
   if (values.requests !== undefined) {
-    const traffic = [values.rate, values.for, values.path, values.header, values.clients];
+    const traffic = [
+      values.rate,
+      values.for,
+      values.method,
+      values.path,
+      values.header,
+      values.clients,
+    ];
     if (traffic.some((v) => v !== undefined)) {
       return fail(
-        "--requests cannot be combined with --rate, --for, --path, --header or --clients",
+        "--requests cannot be combined with --rate, --for, --method, --path, --header or --clients",
       );
     }
     if (values.requests === "-" && values.file === "-") {
@@ -213,6 +225,10 @@ export function parseCommandLine(args: string[]): ParsedArgs {
   }
   if ((rateHz * forMs) / 1000 > MAX_REQUESTS) {
     return fail(`--rate ${values.rate} for ${values.for} is more than ${MAX_REQUESTS} requests`);
+  }
+  const method = values.method;
+  if (method !== undefined && !METHOD.test(method)) {
+    return fail(`--method ${JSON.stringify(method)} is not an HTTP method like GET or POST`);
   }
   const path = values.path ?? "/";
   if (!path.startsWith("/")) return fail(`--path ${JSON.stringify(path)} does not start with /`);
@@ -239,10 +255,23 @@ export function parseCommandLine(args: string[]): ParsedArgs {
     ok: true,
     options: {
       ...common,
-      traffic: { rateHz, forMs, path, headers, ...(clients ? { clients } : {}) },
+      traffic: {
+        rateHz,
+        forMs,
+        ...(method !== undefined ? { method } : {}),
+        path,
+        headers,
+        ...(clients ? { clients } : {}),
+      },
     },
   };
 }
+
+/**
+ * An HTTP method as a request line has it: a token (RFC 9110), any method and not only the nine a
+ * rule can list, so that a preview shows that `PROPFIND` or `get` matches no rule's methods.
+ */
+export const METHOD = /^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,32}$/;
 
 /** The most `--clients` takes. */
 export const MAX_CLIENTS_FLAG = 1000;
@@ -259,6 +288,7 @@ export function rateRequests(
   path: string,
   headers: Record<string, string>,
   clients?: number,
+  method?: string,
 ): TrafficRequest[] {
   const out: TrafficRequest[] = [];
   for (let k = 0;; k++) {
@@ -266,6 +296,7 @@ export function rateRequests(
     if (t >= forMs) return out;
     out.push({
       t,
+      ...(method !== undefined ? { method } : {}),
       path,
       headers,
       ...(clients ? { client: clientAddress((k % clients) + 1) } : {}),

@@ -8,6 +8,7 @@
 import { GATEWAY_GROUP } from "../../api/groups.ts";
 import { show } from "../../api/issues.ts";
 import { didYouMean } from "../../api/suggest.ts";
+import { HTTP_METHODS } from "../../api/ratelimit_bounds.ts";
 import { objectFieldProblems, unknownKeys } from "./fields.ts";
 
 /** The apiVersion of Envoy Gateway's BackendTrafficPolicy. */
@@ -57,6 +58,7 @@ const SELECTOR_FIELDS = ["headers", "methods", "path", "sourceCIDR"];
 interface Match {
   path?: string;
   pathPrefix?: string;
+  methods?: string[];
   headers?: Record<string, string>;
   perClient?: { header: string } | { clientIP: true };
 }
@@ -82,9 +84,7 @@ function matchOf(selectors: unknown[], at: string, problems: string[], notes: st
         `${where}: none of headers, methods, path or sourceCIDR; Envoy Gateway refuses an empty client selector (a rule for every request has no clientSelectors)`,
       );
     }
-    if (s.methods !== undefined) {
-      problems.push(`${where}.methods: a rule here matches any method; there is no method match`);
-    }
+    if (s.methods !== undefined) methodsOf(s.methods, `${where}.methods`, m, problems);
     if (s.path !== undefined) {
       if (!isObj(s.path)) return void problems.push(`${where}.path: not an object`);
       const p = s.path;
@@ -162,6 +162,38 @@ function matchOf(selectors: unknown[], at: string, problems: string[], notes: st
     }
   });
   return m;
+}
+
+/**
+ * A selector's methods (any one of them) into `m.methods`: with methods from an earlier selector
+ * of the rule, the methods both take, since all of a rule's selectors must hold.
+ */
+function methodsOf(methods: unknown, at: string, m: Match, problems: string[]): void {
+  if (!Array.isArray(methods)) return void problems.push(`${at}: not a list`);
+  const values = new Set<string>();
+  methods.forEach((x, k) => {
+    const mw = `${at}[${k}]`;
+    if (!isObj(x)) return void problems.push(`${mw}: not an object`);
+    problems.push(...unknownKeys(x, ["value", "invert"], mw));
+    if (x.invert === true) {
+      return void problems.push(`${mw}.invert: an inverted method has no match here`);
+    }
+    if (!(HTTP_METHODS as readonly unknown[]).includes(x.value)) {
+      // Envoy Gateway's CRD takes Gateway API's HTTPMethod, the same nine.
+      return void problems.push(
+        `${mw}.value: ${show(x.value)} is not one of ${HTTP_METHODS.join(", ")}`,
+      );
+    }
+    values.add(x.value as string);
+  });
+  if (values.size === 0) return;
+  const listed = m.methods === undefined ? [...values] : m.methods.filter((x) => values.has(x));
+  if (listed.length === 0) {
+    return void problems.push(
+      `${at}: no method in common with the rule's other selectors; the rule would match nothing`,
+    );
+  }
+  m.methods = listed;
 }
 
 /** The RateLimit's selector for the policy's one target, or problems naming fields. */
@@ -312,8 +344,8 @@ export function fromBackendTrafficPolicy(doc: Obj): GatewayConversion {
     const m = matchOf(selectors, at, problems, notes);
     if (problems.length > before) return;
     if (
-      m.path === undefined && m.pathPrefix === undefined && m.headers === undefined &&
-      m.perClient === undefined
+      m.path === undefined && m.pathPrefix === undefined && m.methods === undefined &&
+      m.headers === undefined && m.perClient === undefined
     ) {
       // Every request of the target: the default, which here takes what no rule matches.
       if (def !== undefined) {

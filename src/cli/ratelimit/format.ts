@@ -14,6 +14,7 @@ export function formatT(ms: number): string {
 export function jsonLine(o: RequestOutcome): string {
   return JSON.stringify({
     t: formatT(o.t),
+    ...(o.method !== undefined ? { method: o.method } : {}),
     path: o.path,
     status: o.status,
     ...(o.bucket !== undefined ? { bucket: o.bucket } : {}),
@@ -51,14 +52,23 @@ export function rateJsonLines(result: TrafficRun): string[] {
   );
 }
 
+/** Words in a list of alternatives: `GET`, `GET or HEAD`, `POST, PUT or PATCH`. */
+function oneOf(words: readonly string[]): string {
+  return words.length < 2
+    ? words.join("")
+    : `${words.slice(0, -1).join(", ")} or ${words[words.length - 1]}`;
+}
+
 /**
- * What a rule matches, in words: `path /headers, X-Rate-Limited: true`, `path /api*` (a prefix).
+ * What a rule matches, in words: `path /headers, X-Rate-Limited: true`, `path /api*` (a prefix),
+ * `method GET or HEAD`.
  */
 export function describeRule(
-  rule: Pick<BucketRule, "path" | "pathPrefix" | "headers" | "perClient"> | undefined,
+  rule: Pick<BucketRule, "path" | "pathPrefix" | "methods" | "headers" | "perClient"> | undefined,
 ): string {
   if (!rule) return "every other request";
   const parts = [
+    ...(rule.methods !== undefined ? [`method ${oneOf(rule.methods)}`] : []),
     ...(rule.path !== undefined ? [`path ${rule.path}`] : []),
     ...(rule.pathPrefix !== undefined ? [`path ${rule.pathPrefix}*`] : []),
     ...Object.entries(rule.headers ?? {}).map(([k, v]) => `${k}: ${v}`),
@@ -140,8 +150,10 @@ export function textReport(result: TrafficRun): string[] {
   const perClient = result.buckets.some((b) => b.rule?.perClient !== undefined);
   const global = result.global !== undefined;
   const pods = result.pods > 1;
+  const methods = result.outcomes.some((o) => o.method !== undefined);
   const head = [
     "T",
+    ...(methods ? ["METHOD"] : []),
     "PATH",
     ...(withHeaders ? ["HEADERS"] : []),
     ...(pods ? ["POD"] : []),
@@ -154,6 +166,7 @@ export function textReport(result: TrafficRun): string[] {
   ];
   const rows = result.outcomes.map((o) => [
     formatT(o.t),
+    ...(methods ? [o.method ?? "GET"] : []),
     o.path,
     ...(withHeaders ? [Object.entries(o.headers).map(([k, v]) => `${k}=${v}`).join(",")] : []),
     ...(pods ? [o.pod === undefined ? "-" : String(o.pod)] : []),

@@ -195,8 +195,8 @@ export async function main(args: string[], io: CommandIo = CONSOLE): Promise<num
     requests = parsed.value;
     endMs = requests.length > 0 ? requests[requests.length - 1].t : 0;
   } else {
-    const { rateHz, forMs, path, headers, clients } = opts.traffic;
-    requests = rateRequests(rateHz, forMs, path, headers, clients);
+    const { rateHz, forMs, method, path, headers, clients } = opts.traffic;
+    requests = rateRequests(rateHz, forMs, path, headers, clients, method);
     endMs = forMs;
   }
   const run = runTraffic(rateLimit, requests, endMs, opts.envoy, opts.replicas);

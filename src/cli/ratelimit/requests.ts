@@ -2,12 +2,15 @@
 import { z } from "zod";
 import { parseGoDuration } from "../../api/duration.ts";
 import { formatErrors, formatPath, toFieldErrors } from "../../api/issues.ts";
-import { headerNamesProblem, MAX_REQUESTS, type TrafficRequest } from "./args.ts";
+import { headerNamesProblem, MAX_REQUESTS, METHOD, type TrafficRequest } from "./args.ts";
 
 const LineSchema = z.strictObject({
   t: z.string().refine((s) => parseGoDuration(s) !== undefined, {
     error: (iss) => `${JSON.stringify(iss.input)} is not a duration like 1.5s`,
   }),
+  method: z.string().regex(METHOD, {
+    error: (iss) => `${JSON.stringify(iss.input)} is not an HTTP method like GET or POST`,
+  }).optional(),
   path: z.string().regex(/^\//, {
     error: (iss) => `${JSON.stringify(iss.input)} does not start with /`,
   }),
@@ -93,7 +96,7 @@ export function parseRequests(
     const written = (json as { headers?: object }).headers;
     const headerProblem = written && headerNamesProblem(Object.keys(written));
     if (headerProblem) return { ok: false, error: `${where}: headers: ${headerProblem}` };
-    const { t: tText, path, headers = {}, client, count = 1 } = parsed.data;
+    const { t: tText, method, path, headers = {}, client, count = 1 } = parsed.data;
     const t = parseGoDuration(tText)!;
     if (t < last) {
       return { ok: false, error: `${where}: t ${tText} is before the previous request's time` };
@@ -102,7 +105,15 @@ export function parseRequests(
       return { ok: false, error: `${where}: more than ${MAX_REQUESTS} requests` };
     }
     last = t;
-    for (let n = 0; n < count; n++) out.push({ t, path, headers, ...(client ? { client } : {}) });
+    for (let n = 0; n < count; n++) {
+      out.push({
+        t,
+        ...(method !== undefined ? { method } : {}),
+        path,
+        headers,
+        ...(client ? { client } : {}),
+      });
+    }
   }
   return { ok: true, value: out };
 }

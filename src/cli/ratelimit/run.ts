@@ -139,7 +139,12 @@ function sent(req: TrafficRequest, rules: readonly Pick<BucketRule, "perClient">
       have.add(h.toLowerCase());
     }
   }
-  return { path: req.path, headers, peer: client };
+  return {
+    ...(req.method !== undefined ? { method: req.method } : {}),
+    path: req.path,
+    headers,
+    peer: client,
+  };
 }
 
 /** Why the proxy refuses per-client rules, when its Envoy has no dynamic descriptors. */

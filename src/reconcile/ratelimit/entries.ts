@@ -6,6 +6,7 @@
  */
 import type { GlobalSpec, RuleMatch } from "../../api/ratelimit.ts";
 import type { DescriptorEntry } from "../../api/envoy.ts";
+import { HTTP_METHODS } from "../../api/ratelimit_bounds.ts";
 
 // How bucket rules become a route's `rate_limits` entries: each rule's actions and the descriptor
 // entries they produce, so that at most one entry (the first matching rule's) yields a descriptor.
@@ -23,6 +24,8 @@ type Matcher = Json;
  */
 interface RuleView {
   rule: RuleMatch;
+  /** Its methods, in HTTP_METHODS' order (so the order a rule lists them in changes nothing). */
+  methods: string[] | undefined;
   /** `[name, value]`, names lower-cased, in the rule's order. */
   headers: [string, string][];
   /** Each header matcher's name and exact value (undefined: present), sorted by name. */
@@ -42,7 +45,21 @@ function viewOf(rule: RuleMatch): RuleView {
     matchers.push([key, undefined]);
   }
   matchers.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return { rule, headers, matchers };
+  const listed = rule.methods;
+  const methods = listed === undefined ? undefined : HTTP_METHODS.filter((m) => listed.includes(m));
+  return { rule, methods, headers, matchers };
+}
+
+/**
+ * `:method` is one of the rule's methods: exactly the one, or a RE2 alternation of several, which
+ * Envoy matches whole. Its program is small: all nine methods compile to 46 instructions
+ * (`RE2::ProgramSize()`, RE2 2022-12 from Debian's libre2-dev), under Envoy's default error level
+ * of 100 (`re2.max_program_size.error_level`), so no rule's regex can leave the filter NACKed.
+ */
+function methodMatcher(methods: readonly string[]): Matcher {
+  return methods.length === 1
+    ? { name: ":method", string_match: { exact: methods[0] } }
+    : { name: ":method", string_match: { safe_regex: { regex: methods.join("|") } } };
 }
 
 /** The value of header `name` (lower-cased) in a view, the last if it is given twice. */
@@ -54,14 +71,19 @@ function headerValue(view: RuleView, name: string): string | undefined {
 }
 
 /**
- * Header matchers of a rule's headers: names in lower case (Envoy's form), values exact; and a
- * per-client header must be present, so that a request without it is not the rule's and goes on
- * to later rules (its `request_headers` action would yield no descriptor). New objects each call.
+ * Header matchers of a rule's methods (`:method`, first) and headers: names in lower case (Envoy's
+ * form), values exact; and a per-client header must be present, so that a request without it is
+ * not the rule's and goes on to later rules (its `request_headers` action would yield no
+ * descriptor). New objects each call.
  */
 function headerMatchers(view: RuleView): Matcher[] {
-  return view.matchers.map(([name, exact]) =>
-    exact === undefined ? { name, present_match: true } : { name, string_match: { exact } }
-  );
+  const out: Matcher[] = view.methods === undefined ? [] : [methodMatcher(view.methods)];
+  for (const [name, exact] of view.matchers) {
+    out.push(
+      exact === undefined ? { name, present_match: true } : { name, string_match: { exact } },
+    );
+  }
+  return out;
 }
 
 /**
@@ -131,9 +153,10 @@ function pathsMeet(a: RuleMatch, b: RuleMatch): boolean {
 
 /**
  * True when some request matches both rules: unless their paths never meet (`pathsMeet`), or both
- * require one header (names compared case-insensitively) with different values, a request with a
- * path both take and the headers of both matches both. Skipping disjoint rules keeps the
- * filter small: with distinct paths, no rule needs to exclude another.
+ * list methods and none in common, or both require one header (names compared
+ * case-insensitively) with different values, a request with a path both take, a method both take
+ * and the headers of both matches both. Skipping disjoint rules keeps the filter small: with
+ * distinct paths (or methods), no rule needs to exclude another.
  */
 export function canOverlap(a: RuleMatch, b: RuleMatch): boolean {
   return overlap(viewOf(a), viewOf(b));
@@ -141,6 +164,8 @@ export function canOverlap(a: RuleMatch, b: RuleMatch): boolean {
 
 function overlap(a: RuleView, b: RuleView): boolean {
   if (!pathsMeet(a.rule, b.rule)) return false;
+  const [m, n] = [a.methods, b.methods];
+  if (m !== undefined && n !== undefined && !m.some((x) => n.includes(x))) return false;
   return a.headers.every(([k, v]) => {
     const other = headerValue(b, k);
     return other === undefined || other === v;
@@ -155,7 +180,8 @@ function overlap(a: RuleView, b: RuleView): boolean {
  * A `header_value_match` action appends its entry when all its matchers match (expect_match true)
  * or when they do not all match (expect_match false). So entry i requires:
  *   - rule i matches: its path, as `expect_match: false` over the two path matchers inverted
- *     (NOT(NOT exact AND NOT prefix) = exact OR prefix), and its headers, as one `expect_match: true`;
+ *     (NOT(NOT exact AND NOT prefix) = exact OR prefix), and its methods and headers, as one
+ *     `expect_match: true`;
  *   - no earlier rule j matches: rule j is an OR of clauses, so NOT rule j = AND over its clauses of
  *     NOT clause, one `expect_match: false` action a clause. Only earlier rules that can match a
  *     request rule i matches need this (see `canOverlap`); for the others it always holds.

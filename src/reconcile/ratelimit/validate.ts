@@ -109,9 +109,16 @@ function pathsCovered(earlier: RuleMatch, later: RuleMatch): boolean {
   return earlier.path === undefined || earlier.path === later.path;
 }
 
+/** True when every method `later` takes is one `earlier` takes: `earlier` lists none, or more. */
+function methodsCovered(earlier: RuleMatch, later: RuleMatch): boolean {
+  const theirs = later.methods;
+  if (earlier.methods === undefined) return true;
+  return theirs !== undefined && theirs.every((m) => earlier.methods!.includes(m));
+}
+
 /** True when every request `later` matches is matched by `earlier` (so `later` is never used). */
 export function covers(earlier: RuleMatch, later: RuleMatch): boolean {
-  if (!pathsCovered(earlier, later)) return false;
+  if (!pathsCovered(earlier, later) || !methodsCovered(earlier, later)) return false;
   const need = lowerHeaders(earlier);
   const have = lowerHeaders(later);
   const present = clientHeader(earlier);
@@ -130,11 +137,11 @@ function ruleProblems(rules: readonly RuleMatch[], field: string): string[] {
     const at = `${field}[${i}]`;
     const headers = Object.keys(rule.headers ?? {}).length;
     if (
-      rule.path === undefined && rule.pathPrefix === undefined && headers === 0 &&
-      rule.perClient === undefined
+      rule.path === undefined && rule.pathPrefix === undefined && rule.methods === undefined &&
+      headers === 0 && rule.perClient === undefined
     ) {
       out.push(
-        `${at} has no path, pathPrefix, headers or perClient; a rule must say which requests it takes`,
+        `${at} has no path, pathPrefix, methods, headers or perClient; a rule must say which requests it takes`,
       );
       return;
     }
