@@ -74,6 +74,7 @@ Deno.test("envoy gateway: selectors map to path, headers, perClient; a rule for 
   ]));
   assert.deepEqual(spec, {
     selectorLabels: { app: "orders" },
+    enableResponseHeaders: true,
     global: {
       rules: [
         {
@@ -106,6 +107,7 @@ Deno.test("envoy gateway: methods map to methods, all selectors' in common; a ru
   ]));
   assert.deepEqual(spec, {
     selectorLabels: { app: "orders" },
+    enableResponseHeaders: true,
     global: {
       rules: [
         { pathPrefix: "/api/", methods: ["PUT", "PATCH"], limit: { requests: 10, unit: "Second" } },
@@ -114,6 +116,28 @@ Deno.test("envoy gateway: methods map to methods, all selectors' in common; a ru
       default: { limit: { requests: 1000, unit: "Day" } },
     },
   });
+});
+
+Deno.test("envoy gateway: X-RateLimit headers are on as there by default, off when every rule turns them off", () => {
+  const on = fromBackendTrafficPolicy(policy([{ limit: { requests: 1, unit: "Second" } }]));
+  assert.ok(on.ok);
+  assert.equal((on.rateLimit.spec as Obj).enableResponseHeaders, true);
+  assert.ok(
+    on.differences.some((d) => d.startsWith("spec.enableResponseHeaders: true, as Envoy Gateway")),
+  );
+  for (const [value, want] of [["Off", false], ["DraftVersion03", true]] as const) {
+    const c = fromBackendTrafficPolicy(policy([
+      {
+        clientSelectors: [{ path: { value: "/a" } }],
+        xRateLimitHeaders: value,
+        limit: { requests: 1, unit: "Second" },
+      },
+      { xRateLimitHeaders: value, limit: { requests: 1, unit: "Second" } },
+    ]));
+    assert.ok(c.ok, JSON.stringify(c));
+    assert.equal((c.rateLimit.spec as Obj).enableResponseHeaders, want);
+    assert.ok(!c.differences.some((d) => d.startsWith("spec.enableResponseHeaders")));
+  }
 });
 
 Deno.test("envoy gateway: differences are said: first match, the default, the guessed selector", () => {
@@ -179,6 +203,45 @@ Deno.test("envoy gateway: a PathPrefix becomes pathPrefix, and the difference in
 Deno.test("envoy gateway: what does not map is refused, each naming its field", () => {
   const at = "spec.rateLimit.global.rules[0]";
   const cases: [Obj, RegExp][] = [
+    [
+      policy([{
+        clientSelectors: [{ queryParams: [{ name: "page", value: "1" }] }],
+        limit: { requests: 1, unit: "Second" },
+      }]),
+      /clientSelectors\[0\]\.queryParams: no equivalent: a rule here does not match query parameters/,
+    ],
+    [
+      policy([{
+        clientSelectors: [{ sourceCIDR: { type: "Distinct", value: "0.0.0.0/0", invert: true } }],
+        limit: { requests: 1, unit: "Second" },
+      }]),
+      /clientSelectors\[0\]\.sourceCIDR\.invert: an inverted address range has no match here/,
+    ],
+    [
+      policy([{
+        clientSelectors: [{ path: { value: "/a" } }],
+        limit: { requests: 0, unit: "Second" },
+      }]),
+      /rules\[0\]\.limit\.requests: 0 \(every request refused\) has no equivalent/,
+    ],
+    [
+      policy([{
+        clientSelectors: [{ path: { value: "/a" } }],
+        limit: { requests: 1, unit: "Second", fromMetadata: { namespace: "n", key: "k" } },
+      }]),
+      /rules\[0\]\.limit\.fromMetadata: not supported/,
+    ],
+    [
+      policy([
+        { clientSelectors: [{ path: { value: "/a" } }], limit: { requests: 1, unit: "Second" } },
+        { xRateLimitHeaders: "Off", limit: { requests: 1, unit: "Second" } },
+      ]),
+      /rules\[\]\.xRateLimitHeaders: unset, "Off" on different rules; X-RateLimit headers here are one switch/,
+    ],
+    [
+      policy([{ xRateLimitHeaders: "On", limit: { requests: 1, unit: "Second" } }]),
+      /rules\[0\]\.xRateLimitHeaders: "On" is not Off or DraftVersion03/,
+    ],
     [
       policy([{
         clientSelectors: [{ methods: [{ value: "GET", invert: true }] }],
@@ -309,7 +372,7 @@ Deno.test("envoy gateway: what does not map is refused, each naming its field", 
     // What Envoy Gateway's own CRD refuses, so no policy of it holds it.
     [
       policy([{ clientSelectors: [{}], limit: { requests: 1, unit: "Second" } }]),
-      /rules\[0\]\.clientSelectors\[0\]: none of headers, methods, path or sourceCIDR/,
+      /rules\[0\]\.clientSelectors\[0\]: none of headers, methods, path, sourceCIDR or queryParams/,
     ],
     [
       policy([], { targetRefs: [{ group: "apps", kind: "HTTPRoute", name: "a" }] }),

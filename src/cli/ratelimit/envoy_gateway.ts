@@ -3,7 +3,8 @@
  * rules as this project's RateLimit with `spec.global` (docs/migration-envoy-gateway.md): what maps
  * is converted, what does not is refused naming the field. The facts about Envoy Gateway come from
  * its API (envoyproxy/gateway `api/v1alpha1/ratelimit_types.go` and
- * `backendtrafficpolicy_types.go`). Pure: object in, object out.
+ * `backendtrafficpolicy_types.go`, as of its main branch of 2026-08, after v1.7's query parameter
+ * match) and its translator (`internal/xds/translator/ratelimit.go`). Pure: object in, object out.
  */
 import { GATEWAY_GROUP } from "../../api/groups.ts";
 import { show } from "../../api/issues.ts";
@@ -49,11 +50,14 @@ const SPEC_FIELDS = ["targetRef", "targetRefs", "targetSelectors", "rateLimit"];
 /** The route kinds whose traffic is HTTP (rate limits here are HTTP's). */
 const HTTP_ROUTES = ["HTTPRoute", "GRPCRoute"];
 
+/** The values of a rule's `xRateLimitHeaders` (Envoy Gateway's XRateLimitHeadersOption). */
+const X_RATELIMIT: unknown[] = ["Off", "DraftVersion03"];
+
 /** The only group of a policy's targets (Envoy Gateway's CRD refuses any other). */
 const GATEWAY_API_GROUP = "gateway.networking.k8s.io";
 
 /** The fields of a client selector, of which Envoy Gateway's CRD requires at least one. */
-const SELECTOR_FIELDS = ["headers", "methods", "path", "sourceCIDR"];
+const SELECTOR_FIELDS = ["headers", "methods", "path", "sourceCIDR", "queryParams"];
 
 interface Match {
   path?: string;
@@ -81,10 +85,15 @@ function matchOf(selectors: unknown[], at: string, problems: string[], notes: st
     if (!SELECTOR_FIELDS.some((f) => s[f] !== undefined)) {
       // Not every request: Envoy Gateway's CRD refuses such a selector, so it never held one.
       problems.push(
-        `${where}: none of headers, methods, path or sourceCIDR; Envoy Gateway refuses an empty client selector (a rule for every request has no clientSelectors)`,
+        `${where}: none of headers, methods, path, sourceCIDR or queryParams; Envoy Gateway refuses an empty client selector (a rule for every request has no clientSelectors)`,
       );
     }
     if (s.methods !== undefined) methodsOf(s.methods, `${where}.methods`, m, problems);
+    if (s.queryParams !== undefined) {
+      problems.push(
+        `${where}.queryParams: no equivalent: a rule here does not match query parameters (an exact path ignores the query string; a path prefix takes it as characters)`,
+      );
+    }
     if (s.path !== undefined) {
       if (!isObj(s.path)) return void problems.push(`${where}.path: not an object`);
       const p = s.path;
@@ -148,9 +157,11 @@ function matchOf(selectors: unknown[], at: string, problems: string[], notes: st
     }
     if (s.sourceCIDR !== undefined) {
       const c = isObj(s.sourceCIDR) ? s.sourceCIDR : {};
-      problems.push(...unknownKeys(c, ["type", "value"], `${where}.sourceCIDR`));
+      problems.push(...unknownKeys(c, ["type", "value", "invert"], `${where}.sourceCIDR`));
       const type = c.type ?? "Exact";
-      if (type === "Distinct" && EVERY_ADDRESS.includes(String(c.value))) {
+      if (c.invert === true) {
+        problems.push(`${where}.sourceCIDR.invert: an inverted address range has no match here`);
+      } else if (type === "Distinct" && EVERY_ADDRESS.includes(String(c.value))) {
         setClient({ clientIP: true }, `${where}.sourceCIDR`);
       } else {
         problems.push(
@@ -313,11 +324,16 @@ export function fromBackendTrafficPolicy(doc: Obj): GatewayConversion {
   const out: Obj[] = [];
   let def: Obj | undefined;
   const shadow: boolean[] = [];
+  const headers: unknown[] = [];
   rules.forEach((rule, i) => {
     const at = `spec.rateLimit.global.rules[${i}]`;
     if (!isObj(rule)) return void problems.push(`${at}: not an object`);
     problems.push(
-      ...unknownKeys(rule, ["clientSelectors", "limit", "cost", "shared", "shadowMode"], at),
+      ...unknownKeys(
+        rule,
+        ["clientSelectors", "limit", "cost", "shared", "shadowMode", "xRateLimitHeaders"],
+        at,
+      ),
     );
     if (rule.cost !== undefined) {
       problems.push(`${at}.cost: every request counts 1 here; there is no cost`);
@@ -328,8 +344,24 @@ export function fromBackendTrafficPolicy(doc: Obj): GatewayConversion {
       );
     }
     shadow.push(rule.shadowMode === true);
+    if (rule.xRateLimitHeaders !== undefined && !X_RATELIMIT.includes(rule.xRateLimitHeaders)) {
+      problems.push(
+        `${at}.xRateLimitHeaders: ${show(rule.xRateLimitHeaders)} is not Off or DraftVersion03`,
+      );
+    }
+    headers.push(rule.xRateLimitHeaders);
     const limit = isObj(rule.limit) ? rule.limit : {};
-    problems.push(...unknownKeys(limit, ["requests", "unit"], `${at}.limit`));
+    problems.push(...unknownKeys(limit, ["requests", "unit", "fromMetadata"], `${at}.limit`));
+    if (limit.fromMetadata !== undefined) {
+      problems.push(
+        `${at}.limit.fromMetadata: not supported: a limit here is the RateLimit's, not read from each request's metadata`,
+      );
+    }
+    if (limit.requests === 0) {
+      problems.push(
+        `${at}.limit.requests: 0 (every request refused) has no equivalent: a limit here admits at least 1 a window`,
+      );
+    }
     if (!UNITS.includes(String(limit.unit))) {
       problems.push(
         `${at}.limit.unit: ${
@@ -361,7 +393,23 @@ export function fromBackendTrafficPolicy(doc: Obj): GatewayConversion {
       "spec.rateLimit.global.rules[].shadowMode: set on some rules only; shadow mode here is one switch for the whole RateLimit (spec.enforce)",
     );
   }
+  const headersSet = new Set(headers);
+  if (headersSet.size > 1) {
+    problems.push(
+      `spec.rateLimit.global.rules[].xRateLimitHeaders: ${
+        [...headersSet].map((h) => h === undefined ? "unset" : show(h)).join(", ")
+      } on different rules; X-RateLimit headers here are one switch for the whole RateLimit (spec.enableResponseHeaders)`,
+    );
+  }
   if (problems.length > 0) return { ok: false, problems };
+  // Envoy Gateway's global filter sends X-RateLimit headers unless a rule or a ClientTrafficPolicy
+  // turns them off; every rule says the same here (checked above).
+  const responseHeaders = headers[0] !== "Off";
+  if (headers[0] === undefined) {
+    notes.push(
+      "spec.enableResponseHeaders: true, as Envoy Gateway sends X-RateLimit headers by default; if a ClientTrafficPolicy of the gateway turns them off (headers.disableRateLimitHeaders), set it to false",
+    );
+  }
   if (out.length > 1) {
     notes.push(
       "a request that several rules match is counted by the first of them only; Envoy Gateway counts it by each (and refuses it when any is over)",
@@ -386,6 +434,7 @@ export function fromBackendTrafficPolicy(doc: Obj): GatewayConversion {
       metadata,
       spec: {
         selectorLabels: selector,
+        enableResponseHeaders: responseHeaders,
         ...(shadow.length > 0 && shadow.every((s) => s) ? { enforce: false } : {}),
         global: {
           ...(out.length > 0 ? { rules: out } : {}),
