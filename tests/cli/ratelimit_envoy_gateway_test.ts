@@ -140,6 +140,78 @@ Deno.test("envoy gateway: X-RateLimit headers are on as there by default, off wh
   }
 });
 
+Deno.test("envoy gateway: local rules become token buckets filled once a unit; the rule for every request the default bucket", () => {
+  const spec = converted(policy([], {
+    rateLimit: {
+      local: {
+        rules: [
+          { limit: { requests: 100, unit: "Minute" } },
+          {
+            clientSelectors: [{
+              path: { type: "Exact", value: "/login" },
+              methods: [{ value: "POST" }],
+            }],
+            limit: { requests: 5, unit: "Hour" },
+          },
+          {
+            clientSelectors: [{ headers: [{ name: "x-api-key", type: "Distinct" }] }],
+            limit: { requests: 1000, unit: "Day" },
+          },
+        ],
+      },
+    },
+  }));
+  assert.deepEqual(spec, {
+    selectorLabels: { app: "orders" },
+    enableResponseHeaders: true,
+    local: {
+      defaultBucket: { maxTokens: 100, tokensPerFill: 100, fillInterval: "1m" },
+      buckets: [
+        {
+          path: "/login",
+          methods: ["POST"],
+          bucket: { maxTokens: 5, tokensPerFill: 5, fillInterval: "60m" },
+        },
+        {
+          perClient: { header: "x-api-key" },
+          bucket: { maxTokens: 1000, tokensPerFill: 1000, fillInterval: "1440m" },
+        },
+      ],
+      maxClients: 10000,
+    },
+  });
+  // No rule for every request: Envoy Gateway's default, uint32 max a second; Week to Year fill once a unit.
+  const c = fromBackendTrafficPolicy(policy([], {
+    rateLimit: {
+      local: {
+        rules: [{
+          clientSelectors: [{ path: { value: "/reports/" } }],
+          limit: { requests: 3, unit: "Year" },
+        }],
+      },
+      global: { rules: [{ limit: { requests: 50, unit: "Second" } }] },
+    },
+  }));
+  assert.ok(c.ok, JSON.stringify(c));
+  const both = c.rateLimit.spec as Obj;
+  assert.deepEqual(both.local, {
+    defaultBucket: { maxTokens: 4294967295, tokensPerFill: 4294967295, fillInterval: "1s" },
+    buckets: [{
+      pathPrefix: "/reports/",
+      bucket: { maxTokens: 3, tokensPerFill: 3, fillInterval: "525600m" },
+    }],
+  });
+  assert.deepEqual(both.global, { default: { limit: { requests: 50, unit: "Second" } } });
+  assert.ok(
+    c.differences.some((d) =>
+      d.startsWith("spec.local.defaultBucket: 4294967295 requests a second")
+    ),
+  );
+  assert.ok(
+    parseRateLimit({ ...c.rateLimit, metadata: { name: "p", namespace: "d", uid: "u" } }).ok,
+  );
+});
+
 Deno.test("envoy gateway: differences are said: first match, the default, the guessed selector", () => {
   const c = fromBackendTrafficPolicy(policy([
     {
@@ -400,9 +472,53 @@ Deno.test("envoy gateway: what does not map is refused, each naming its field", 
       /spec\.faultInjection: not a rate limit/,
     ],
     [
-      policy([], { rateLimit: { local: { rules: [{ limit: { requests: 1, unit: "Second" } }] } } }),
-      /spec\.rateLimit\.local: local rules are not converted/,
+      policy([], {
+        rateLimit: {
+          local: {
+            rules: [
+              { limit: { requests: 10, unit: "Minute" } },
+              {
+                clientSelectors: [{ path: { value: "/a" } }],
+                limit: { requests: 1, unit: "Second" },
+              },
+            ],
+          },
+        },
+      }),
+      /spec\.rateLimit\.local\.rules\[1\]\.limit\.unit: Second is not a multiple of the default rule's Minute \(spec\.rateLimit\.local\.rules\[0\]\); Envoy Gateway refuses such a policy/,
     ],
+    [
+      policy([], {
+        rateLimit: { local: { rules: [{ limit: { requests: 1, unit: "Fortnight" } }] } },
+      }),
+      /spec\.rateLimit\.local\.rules\[0\]\.limit\.unit: "Fortnight" is not one of Second, Minute, Hour, Day, Week, Month, Year/,
+    ],
+    [
+      policy([], {
+        rateLimit: {
+          local: {
+            rules: [{ limit: { requests: 1, unit: "Second" } }, {
+              limit: { requests: 2, unit: "Second" },
+            }],
+          },
+        },
+      }),
+      /spec\.rateLimit\.local\.rules\[1\]\.clientSelectors: a second local rule for every request/,
+    ],
+    [
+      policy([{ limit: { requests: 1, unit: "Second" }, shadowMode: true }], {
+        rateLimit: {
+          global: { rules: [{ limit: { requests: 1, unit: "Second" }, shadowMode: true }] },
+          local: { rules: [{ limit: { requests: 1, unit: "Second" } }] },
+        },
+      }),
+      /shadowMode: set on some rules only/,
+    ],
+    [
+      policy([], { rateLimit: { local: { rules: [] } } }),
+      /spec\.rateLimit\.local\.rules: empty/,
+    ],
+    [policy([], { rateLimit: {} }), /spec\.rateLimit: neither global nor local rules/],
   ];
   for (const [p, want] of cases) {
     const problems = refused(p);

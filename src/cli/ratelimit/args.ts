@@ -30,7 +30,8 @@ kubectl refuses them. --render prints the EnvoyFilter the operator would apply i
 
 Options:
   -f, --file FILE      the RateLimit (YAML; the one RateLimit document of the file); - reads stdin
-                       a Kyma RateLimit (gateway.kyma-project.io/v1alpha1) is converted: the
+                       a Kyma RateLimit (gateway.kyma-project.io/v1alpha1) or an Envoy Gateway
+                       BackendTrafficPolicy (gateway.envoyproxy.io/v1alpha1) is converted: the
                        equivalent RateLimit and what behaves differently are printed first
   --requests FILE      requests, one JSON object a line (- reads stdin):
                          {"t":"1.5s","path":"/headers","headers":{"X-Rate-Limited":"true"},"count":1}
@@ -60,7 +61,8 @@ Options:
                        report to stderr
   --render             print the EnvoyFilter the operator would apply (YAML; with spec.global, once
                        the rate limit engine is Ready), and nothing else;
-                       for a Kyma RateLimit, the RateLimit to apply instead
+                       for a Kyma RateLimit or an Envoy Gateway policy, the RateLimit to apply
+                       instead
   -h, --help           show this help
 
 Exit status: 0 done; 2 invalid arguments, RateLimit or requests (the RateLimit's message is the one

@@ -88,7 +88,6 @@ function matchOf(selectors: unknown[], at: string, problems: string[], notes: st
         `${where}: none of headers, methods, path, sourceCIDR or queryParams; Envoy Gateway refuses an empty client selector (a rule for every request has no clientSelectors)`,
       );
     }
-    if (s.methods !== undefined) methodsOf(s.methods, `${where}.methods`, m, problems);
     if (s.queryParams !== undefined) {
       problems.push(
         `${where}.queryParams: no equivalent: a rule here does not match query parameters (an exact path ignores the query string; a path prefix takes it as characters)`,
@@ -134,6 +133,7 @@ function matchOf(selectors: unknown[], at: string, problems: string[], notes: st
         );
       }
     }
+    if (s.methods !== undefined) methodsOf(s.methods, `${where}.methods`, m, problems);
     if (s.headers !== undefined) {
       if (!Array.isArray(s.headers)) return void problems.push(`${where}.headers: not a list`);
       s.headers.forEach((h, k) => {
@@ -278,6 +278,232 @@ function selectorOf(
   return undefined;
 }
 
+/** A rule of either part, read: what it matches (none: every request) and its limit. */
+interface RuleRead {
+  match: Match | undefined;
+  requests: unknown;
+  unit: unknown;
+}
+
+/** What the rules of both parts must agree on: one switch each here. */
+interface Switches {
+  shadow: boolean[];
+  headers: unknown[];
+}
+
+/**
+ * One rule of either part (`at`: `spec.rateLimit.global.rules[0]`), or undefined with problems:
+ * the fields both parts share; the part checks its units.
+ */
+function ruleOf(
+  rule: unknown,
+  at: string,
+  problems: string[],
+  notes: string[],
+  switches: Switches,
+): RuleRead | undefined {
+  if (!isObj(rule)) return void problems.push(`${at}: not an object`);
+  problems.push(
+    ...unknownKeys(
+      rule,
+      ["clientSelectors", "limit", "cost", "shared", "shadowMode", "xRateLimitHeaders"],
+      at,
+    ),
+  );
+  if (rule.cost !== undefined) {
+    problems.push(`${at}.cost: every request counts 1 here; there is no cost`);
+  }
+  if (rule.shared !== undefined && rule.shared !== false) {
+    problems.push(
+      `${at}.shared: not supported: a RateLimit counts each route of a gateway apart; no counter is shared across targets`,
+    );
+  }
+  switches.shadow.push(rule.shadowMode === true);
+  if (rule.xRateLimitHeaders !== undefined && !X_RATELIMIT.includes(rule.xRateLimitHeaders)) {
+    problems.push(
+      `${at}.xRateLimitHeaders: ${show(rule.xRateLimitHeaders)} is not Off or DraftVersion03`,
+    );
+  }
+  switches.headers.push(rule.xRateLimitHeaders);
+  const limit = isObj(rule.limit) ? rule.limit : {};
+  problems.push(...unknownKeys(limit, ["requests", "unit", "fromMetadata"], `${at}.limit`));
+  if (limit.fromMetadata !== undefined) {
+    problems.push(
+      `${at}.limit.fromMetadata: not supported: a limit here is the RateLimit's, not read from each request's metadata`,
+    );
+  }
+  if (limit.requests === 0) {
+    problems.push(
+      `${at}.limit.requests: 0 (every request refused) has no equivalent: a limit here admits at least 1 a window`,
+    );
+  }
+  const selectors = rule.clientSelectors ?? [];
+  if (!Array.isArray(selectors)) return void problems.push(`${at}.clientSelectors: not a list`);
+  const before = problems.length;
+  const m = matchOf(selectors, at, problems, notes);
+  if (problems.length > before) return undefined;
+  const every = m.path === undefined && m.pathPrefix === undefined && m.methods === undefined &&
+    m.headers === undefined && m.perClient === undefined;
+  return { match: every ? undefined : m, requests: limit.requests, unit: limit.unit };
+}
+
+/** A part's `rules`, or undefined with a problem naming `at` (`spec.rateLimit.global`). */
+function rulesOf(part: Obj, at: string, problems: string[]): unknown[] | undefined {
+  problems.push(...unknownKeys(part, ["rules"], at));
+  if (!Array.isArray(part.rules)) {
+    return void problems.push(`${at}.rules: missing or not a list`);
+  }
+  if (part.rules.length === 0) {
+    return void problems.push(`${at}.rules: empty: no rules, nothing to convert`);
+  }
+  return part.rules;
+}
+
+/** The global part: rules, and the rule for every request as the default. */
+function globalPart(
+  global: Obj,
+  problems: string[],
+  notes: string[],
+  switches: Switches,
+): Obj | undefined {
+  const rules = rulesOf(global, "spec.rateLimit.global", problems);
+  if (rules === undefined) return undefined;
+  const out: Obj[] = [];
+  let def: Obj | undefined;
+  rules.forEach((rule, i) => {
+    const at = `spec.rateLimit.global.rules[${i}]`;
+    const r = ruleOf(rule, at, problems, notes, switches);
+    if (r === undefined) return;
+    if (!UNITS.includes(String(r.unit))) {
+      problems.push(
+        `${at}.limit.unit: ${
+          String(r.unit)
+        } has no equivalent: windows here are a Second, Minute, Hour or Day`,
+      );
+    }
+    const limit = { requests: r.requests, unit: r.unit };
+    if (r.match === undefined) {
+      // Every request of the target: the default, which here takes what no rule matches.
+      if (def !== undefined) {
+        problems.push(`${at}.clientSelectors: a second rule for every request; the default is one`);
+      }
+      def = { limit };
+      return;
+    }
+    out.push({ ...r.match, limit });
+  });
+  if (out.length > 1) {
+    notes.push(
+      "a request that several global rules match is counted by the first of them only; Envoy Gateway counts it by each (and refuses it when any is over)",
+    );
+  }
+  if (def && out.length > 0) {
+    notes.push(
+      "the global rule without clientSelectors becomes spec.global.default, which counts only the requests no other rule matches; Envoy Gateway counts every request by it",
+    );
+  }
+  notes.push(
+    "each RateLimit counts in its own engine domain (<namespace>/<name>); the engine unreachable admits requests (failureMode: Allow), as Envoy Gateway's default does",
+  );
+  return { ...(out.length > 0 ? { rules: out } : {}), ...(def ? { default: def } : {}) };
+}
+
+/**
+ * A local limit's window as a fillInterval: Envoy Gateway fills a rule's bucket with all its
+ * requests once a unit (internal/utils/ratelimit/unit.go: a Month is 30 days, a Year 365).
+ */
+const LOCAL_INTERVALS: Record<string, string> = {
+  Second: "1s",
+  Minute: "1m",
+  Hour: "60m",
+  Day: "1440m",
+  Week: "10080m",
+  Month: "43200m",
+  Year: "525600m",
+};
+
+/** Envoy Gateway's default bucket when no local rule is for every request: uint32 max a second. */
+const UNLIMITED = 4294967295;
+
+/** How many clients Envoy Gateway keeps a bucket for (its max_dynamic_descriptors). */
+const GATEWAY_MAX_CLIENTS = 10000;
+
+/**
+ * The local part: Envoy Gateway's local rules as token buckets, each filled with its requests once
+ * a unit (internal/xds/translator/local_ratelimit.go), the rule for every request as the default
+ * bucket (without one, Envoy Gateway's uint32 max a second).
+ */
+function localPart(
+  local: Obj,
+  problems: string[],
+  notes: string[],
+  switches: Switches,
+): Obj | undefined {
+  const rules = rulesOf(local, "spec.rateLimit.local", problems);
+  if (rules === undefined) return undefined;
+  const buckets: Obj[] = [];
+  let def: { bucket: Obj; at: string; unit: string } | undefined;
+  const units: [string, string][] = [];
+  rules.forEach((rule, i) => {
+    const at = `spec.rateLimit.local.rules[${i}]`;
+    const r = ruleOf(rule, at, problems, notes, switches);
+    if (r === undefined) return;
+    const fillInterval = LOCAL_INTERVALS[String(r.unit)];
+    if (fillInterval === undefined) {
+      return void problems.push(
+        `${at}.limit.unit: ${show(r.unit)} is not one of ${
+          Object.keys(LOCAL_INTERVALS).join(", ")
+        }`,
+      );
+    }
+    const bucket = { maxTokens: r.requests, tokensPerFill: r.requests, fillInterval };
+    if (r.match === undefined) {
+      if (def !== undefined) {
+        problems.push(
+          `${at}.clientSelectors: a second local rule for every request; the default bucket is one`,
+        );
+      } else def = { bucket, at, unit: String(r.unit) };
+      return;
+    }
+    units.push([at, String(r.unit)]);
+    buckets.push({ ...r.match, bucket });
+  });
+  // Envoy Gateway refuses a rule whose unit is not a multiple of the default's, as Envoy does.
+  const seconds = (unit: string) =>
+    (LOCAL_INTERVALS[unit].endsWith("s") ? 1 : 60) * parseInt(LOCAL_INTERVALS[unit]);
+  if (def !== undefined) {
+    for (const [at, unit] of units) {
+      if (seconds(unit) % seconds(def.unit) !== 0) {
+        problems.push(
+          `${at}.limit.unit: ${unit} is not a multiple of the default rule's ${def.unit} (${def.at}); Envoy Gateway refuses such a policy, as Envoy does`,
+        );
+      }
+    }
+  }
+  if (buckets.length > 1) {
+    notes.push(
+      "a request that several local rules match takes a token from the first rule's bucket only; Envoy Gateway takes one from each, and refuses it when any is empty",
+    );
+  }
+  if (def === undefined) {
+    notes.push(
+      `spec.local.defaultBucket: ${UNLIMITED} requests a second, as Envoy Gateway's default when no local rule is for every request: no limit on the rest`,
+    );
+  }
+  const perClient = buckets.some((b) => b.perClient !== undefined);
+  if (perClient) {
+    notes.push(
+      `spec.local.maxClients: ${GATEWAY_MAX_CLIENTS}, as Envoy Gateway keeps (max_dynamic_descriptors); a client beyond them shares the rule's bucket with the other unkept ones`,
+    );
+  }
+  return {
+    defaultBucket: def?.bucket ??
+      { maxTokens: UNLIMITED, tokensPerFill: UNLIMITED, fillInterval: "1s" },
+    ...(buckets.length > 0 ? { buckets } : {}),
+    ...(perClient ? { maxClients: GATEWAY_MAX_CLIENTS } : {}),
+  };
+}
+
 /** Envoy Gateway's BackendTrafficPolicy `doc` as this project's RateLimit, or why it cannot be. */
 export function fromBackendTrafficPolicy(doc: Obj): GatewayConversion {
   const problems: string[] = objectFieldProblems(doc);
@@ -297,132 +523,50 @@ export function fromBackendTrafficPolicy(doc: Obj): GatewayConversion {
     return { ok: false, problems: [...problems, "spec.rateLimit: missing: nothing to convert"] };
   }
   const selector = selectorOf(spec, problems, notes);
+  const afterSelector = notes.length;
   problems.push(...unknownKeys(rl, ["type", "global", "local"], "spec.rateLimit"));
   if (rl.type !== undefined && rl.type !== "Global" && rl.type !== "Local") {
     problems.push(`spec.rateLimit.type: ${show(rl.type)} is not Global or Local`);
   }
-  if (rl.local !== undefined || rl.type === "Local") {
-    problems.push(
-      "spec.rateLimit.local: local rules are not converted: write spec.local (token buckets, docs/ratelimit.md) by hand; Envoy Gateway applies the strictest matching local rule, this project the first",
-    );
+  const switches: Switches = { shadow: [], headers: [] };
+  const globalIn = isObj(rl.global) ? rl.global : undefined;
+  const localIn = isObj(rl.local) ? rl.local : undefined;
+  if (rl.global !== undefined && globalIn === undefined) {
+    problems.push("spec.rateLimit.global: not an object");
   }
-  const global = isObj(rl.global) ? rl.global : undefined;
-  if (global === undefined) {
-    if (rl.local === undefined) problems.push("spec.rateLimit.global: missing: no global rules");
-    return { ok: false, problems };
+  if (rl.local !== undefined && localIn === undefined) {
+    problems.push("spec.rateLimit.local: not an object");
   }
-  problems.push(...unknownKeys(global, ["rules"], "spec.rateLimit.global"));
-  if (!Array.isArray(global.rules)) {
-    problems.push("spec.rateLimit.global.rules: missing or not a list");
-    return { ok: false, problems };
+  if (rl.global === undefined && rl.local === undefined) {
+    problems.push("spec.rateLimit: neither global nor local rules: nothing to convert");
   }
-  if (global.rules.length === 0) {
-    problems.push("spec.rateLimit.global.rules: empty: no rules, nothing to convert");
-    return { ok: false, problems };
-  }
-  const rules = global.rules;
-  const out: Obj[] = [];
-  let def: Obj | undefined;
-  const shadow: boolean[] = [];
-  const headers: unknown[] = [];
-  rules.forEach((rule, i) => {
-    const at = `spec.rateLimit.global.rules[${i}]`;
-    if (!isObj(rule)) return void problems.push(`${at}: not an object`);
-    problems.push(
-      ...unknownKeys(
-        rule,
-        ["clientSelectors", "limit", "cost", "shared", "shadowMode", "xRateLimitHeaders"],
-        at,
-      ),
-    );
-    if (rule.cost !== undefined) {
-      problems.push(`${at}.cost: every request counts 1 here; there is no cost`);
-    }
-    if (rule.shared !== undefined && rule.shared !== false) {
-      problems.push(
-        `${at}.shared: not supported: a RateLimit counts each route of a gateway apart; no counter is shared across targets`,
-      );
-    }
-    shadow.push(rule.shadowMode === true);
-    if (rule.xRateLimitHeaders !== undefined && !X_RATELIMIT.includes(rule.xRateLimitHeaders)) {
-      problems.push(
-        `${at}.xRateLimitHeaders: ${show(rule.xRateLimitHeaders)} is not Off or DraftVersion03`,
-      );
-    }
-    headers.push(rule.xRateLimitHeaders);
-    const limit = isObj(rule.limit) ? rule.limit : {};
-    problems.push(...unknownKeys(limit, ["requests", "unit", "fromMetadata"], `${at}.limit`));
-    if (limit.fromMetadata !== undefined) {
-      problems.push(
-        `${at}.limit.fromMetadata: not supported: a limit here is the RateLimit's, not read from each request's metadata`,
-      );
-    }
-    if (limit.requests === 0) {
-      problems.push(
-        `${at}.limit.requests: 0 (every request refused) has no equivalent: a limit here admits at least 1 a window`,
-      );
-    }
-    if (!UNITS.includes(String(limit.unit))) {
-      problems.push(
-        `${at}.limit.unit: ${
-          String(limit.unit)
-        } has no equivalent: windows here are a Second, Minute, Hour or Day`,
-      );
-    }
-    const converted = { requests: limit.requests, unit: limit.unit };
-    const selectors = rule.clientSelectors ?? [];
-    if (!Array.isArray(selectors)) return void problems.push(`${at}.clientSelectors: not a list`);
-    const before = problems.length;
-    const m = matchOf(selectors, at, problems, notes);
-    if (problems.length > before) return;
-    if (
-      m.path === undefined && m.pathPrefix === undefined && m.methods === undefined &&
-      m.headers === undefined && m.perClient === undefined
-    ) {
-      // Every request of the target: the default, which here takes what no rule matches.
-      if (def !== undefined) {
-        problems.push(`${at}.clientSelectors: a second rule for every request; the default is one`);
-      }
-      def = { limit: converted };
-      return;
-    }
-    out.push({ ...m, limit: converted });
-  });
+  const local = localIn && localPart(localIn, problems, notes, switches);
+  const global = globalIn && globalPart(globalIn, problems, notes, switches);
+  const { shadow, headers } = switches;
   if (shadow.some((s) => s) && !shadow.every((s) => s)) {
     problems.push(
-      "spec.rateLimit.global.rules[].shadowMode: set on some rules only; shadow mode here is one switch for the whole RateLimit (spec.enforce)",
+      "spec.rateLimit.*.rules[].shadowMode: set on some rules only; shadow mode here is one switch for the whole RateLimit (spec.enforce)",
     );
   }
   const headersSet = new Set(headers);
   if (headersSet.size > 1) {
     problems.push(
-      `spec.rateLimit.global.rules[].xRateLimitHeaders: ${
+      `spec.rateLimit.*.rules[].xRateLimitHeaders: ${
         [...headersSet].map((h) => h === undefined ? "unset" : show(h)).join(", ")
       } on different rules; X-RateLimit headers here are one switch for the whole RateLimit (spec.enableResponseHeaders)`,
     );
   }
   if (problems.length > 0) return { ok: false, problems };
-  // Envoy Gateway's global filter sends X-RateLimit headers unless a rule or a ClientTrafficPolicy
-  // turns them off; every rule says the same here (checked above).
+  // Envoy Gateway's rate limit filters send X-RateLimit headers unless a rule or a
+  // ClientTrafficPolicy turns them off; every rule says the same here (checked above).
   const responseHeaders = headers[0] !== "Off";
   if (headers[0] === undefined) {
-    notes.push(
+    notes.splice(
+      afterSelector,
+      0,
       "spec.enableResponseHeaders: true, as Envoy Gateway sends X-RateLimit headers by default; if a ClientTrafficPolicy of the gateway turns them off (headers.disableRateLimitHeaders), set it to false",
     );
   }
-  if (out.length > 1) {
-    notes.push(
-      "a request that several rules match is counted by the first of them only; Envoy Gateway counts it by each (and refuses it when any is over)",
-    );
-  }
-  if (def && out.length > 0) {
-    notes.push(
-      "the rule without clientSelectors becomes spec.global.default, which counts only the requests no other rule matches; Envoy Gateway counts every request by it",
-    );
-  }
-  notes.push(
-    "each RateLimit counts in its own engine domain (<namespace>/<name>); the engine unreachable admits requests (failureMode: Allow), as Envoy Gateway's default does",
-  );
   const meta = isObj(doc.metadata) ? doc.metadata : {};
   const metadata: Obj = {};
   for (const k of ["name", "namespace", "labels"]) if (meta[k] !== undefined) metadata[k] = meta[k];
@@ -436,10 +580,8 @@ export function fromBackendTrafficPolicy(doc: Obj): GatewayConversion {
         selectorLabels: selector,
         enableResponseHeaders: responseHeaders,
         ...(shadow.length > 0 && shadow.every((s) => s) ? { enforce: false } : {}),
-        global: {
-          ...(out.length > 0 ? { rules: out } : {}),
-          ...(def ? { default: def } : {}),
-        },
+        ...(local ? { local } : {}),
+        ...(global ? { global } : {}),
       },
     },
     differences: notes,

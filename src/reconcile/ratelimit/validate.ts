@@ -111,9 +111,8 @@ function pathsCovered(earlier: RuleMatch, later: RuleMatch): boolean {
 
 /** True when every method `later` takes is one `earlier` takes: `earlier` lists none, or more. */
 function methodsCovered(earlier: RuleMatch, later: RuleMatch): boolean {
-  const theirs = later.methods;
-  if (earlier.methods === undefined) return true;
-  return theirs !== undefined && theirs.every((m) => earlier.methods!.includes(m));
+  const [mine, theirs] = [earlier.methods, later.methods];
+  return mine === undefined || (theirs !== undefined && theirs.every((m) => mine.includes(m)));
 }
 
 /** True when every request `later` matches is matched by `earlier` (so `later` is never used). */
