@@ -6,7 +6,7 @@ import type { z } from "zod";
 import type { ParseResult } from "./issues.ts";
 import type * as S from "./schema/scaler.ts";
 import { PLANS } from "./validation/plans.ts";
-import { validate } from "./validation/run.ts";
+import { validate, type ValidateOptions } from "./validation/run.ts";
 
 /** The KEDA components a Scaler configures. */
 export const SCALER_COMPONENTS = ["operator", "metricServer", "admissionWebhook"] as const;
@@ -22,7 +22,13 @@ export type ScalerStatus = z.output<typeof S.ScalerStatusSchema>;
 /** A container environment variable. */
 export type EnvVar = z.output<typeof S.EnvVarSchema>;
 
-/** Parses a Scaler object; returns it with defaults filled, or field errors. */
-export function parseScaler(input: unknown): ParseResult<Scaler> {
-  return validate(PLANS.Scaler, input);
+/**
+ * Parses a Scaler object; returns it with defaults filled, or field errors. Unknown fields are
+ * stripped unless `options.unknown` says otherwise (`ValidateOptions`).
+ */
+export function parseScaler(
+  input: unknown,
+  options: Pick<ValidateOptions, "unknown"> = {},
+): ParseResult<Scaler> {
+  return validate(PLANS.Scaler, input, options);
 }

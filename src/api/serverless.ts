@@ -6,7 +6,7 @@ import type { z } from "zod";
 import type { ParseResult } from "./issues.ts";
 import type * as S from "./schema/serverless.ts";
 import { PLANS } from "./validation/plans.ts";
-import { validate } from "./validation/run.ts";
+import { validate, type ValidateOptions } from "./validation/run.ts";
 
 /** A parsed Serverless, defaults filled. */
 export type Serverless = z.output<typeof S.ServerlessSchema>;
@@ -15,7 +15,13 @@ export type ServerlessSpec = z.output<typeof S.ServerlessSpecSchema>;
 /** Serverless status. */
 export type ServerlessStatus = z.output<typeof S.ServerlessStatusSchema>;
 
-/** Parses a Serverless object; returns it with defaults filled, or field errors. */
-export function parseServerless(input: unknown): ParseResult<Serverless> {
-  return validate(PLANS.Serverless, input);
+/**
+ * Parses a Serverless object; returns it with defaults filled, or field errors. Unknown fields are
+ * stripped unless `options.unknown` says otherwise (`ValidateOptions`).
+ */
+export function parseServerless(
+  input: unknown,
+  options: Pick<ValidateOptions, "unknown"> = {},
+): ParseResult<Serverless> {
+  return validate(PLANS.Serverless, input, options);
 }

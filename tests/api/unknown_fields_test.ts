@@ -144,3 +144,23 @@ Deno.test("closest: case, one slip, a swap; nothing for a stranger", () => {
   assert.equal(closest("--jsno", ["--json", "--svg"]), "--json");
   assert.equal(closest("extra", ["spec", "status", "metadata"]), undefined);
 });
+
+Deno.test("spec only: a stored object's unknown spec fields are refused saying a CRD may be newer; metadata and status are not judged", () => {
+  const rl = rateLimit() as Record<string, unknown> & {
+    spec: { local: { buckets?: Record<string, unknown>[]; defaultBucket: unknown } };
+    metadata: Record<string, unknown>;
+  };
+  rl.metadata.newMetaField = "x";
+  rl.status = { state: "Ready", fromANewerOperator: 1 };
+  assert.ok(parseRateLimit(rl, { unknown: "spec" }).ok);
+  rl.spec.local.buckets = [{
+    path: "/a",
+    queryParams: { q: "1" },
+    bucket: rl.spec.local.defaultBucket,
+  }];
+  assert.deepEqual(errorsOf(parseRateLimit(rl, { unknown: "spec" })), [
+    "spec.local.buckets[0].queryParams: unknown field (this operator does not know it: is the CRD newer than the operator?)",
+  ]);
+  // Stripped by default, as before.
+  assert.ok(parseRateLimit(rl).ok);
+});

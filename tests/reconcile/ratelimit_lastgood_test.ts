@@ -214,3 +214,27 @@ Deno.test("every refusal names the field and the rule", () => {
     assert.deepEqual(plan.delete, []);
   }
 });
+
+Deno.test("a spec field this operator does not know (a CRD newer than it) is refused, never ignored: the last good filter stays", () => {
+  const before = enforcedAt1();
+  // A newer CRD's narrowing field on a rule: ignored, the rule would take every request.
+  const world = edit(before, { buckets: [{ path: "/headers", bucket: bucket(1, 1, "30s") }] });
+  const spec = world.rateLimit.spec as { local: { buckets: Record<string, unknown>[] } };
+  spec.local.buckets[0].queryParams = { page: "1" };
+  const plan = reconcileWorld(world, input(world.rateLimit));
+  assert.deepEqual([plan.apply, plan.delete], [[], []], "nothing enforced is touched");
+  assert.equal(ready(plan).reason, "InvalidSpec");
+  assert.equal(
+    ready(plan).message,
+    "Invalid spec, generation 2 rejected: spec.local.buckets[0].queryParams: unknown field (this operator does not know it: is the CRD newer than the operator?); generation 1 still enforced by EnvoyFilter demo/httpbin",
+  );
+  // A metadata field it does not know is the API server's, not the spec's: it changes nothing.
+  const extra = structuredClone(before.rateLimit);
+  (extra.metadata as Record<string, unknown>).somethingNew = "x";
+  const world2 = { ...before, rateLimit: extra };
+  const again = reconcileWorld(world2, input(extra));
+  assert.equal(ready(again).reason, ready(before).reason);
+  const baseline = reconcileWorld(before, input(before.rateLimit));
+  assert.deepEqual(writesOf(world2, again), writesOf(before, baseline));
+  assert.deepEqual(again.apply, baseline.apply);
+});

@@ -362,6 +362,17 @@ Deno.test("ValidationErr names the field for each spec that cannot be applied", 
   );
 });
 
+Deno.test("a spec field this operator does not know (a newer CRD) is a ValidationErr, never ignored", () => {
+  const w = installed();
+  const object = { ...w.object!, spec: { resources: { operator: { limits: { gpu: "1" } } } } };
+  const plan = reconcileScaler(inputOf({ ...w, object }));
+  assert.equal(
+    conditionOf(plan, "Installed")!.message,
+    "The Scaler object is invalid: spec.resources.operator.limits.gpu: unknown field; did you mean cpu? (this operator does not know it: is the CRD newer than the operator?)",
+  );
+  assert.deepEqual([plan.apply, plan.delete], [[], []]);
+});
+
 Deno.test("a spec the schema rejects is a ValidationErr naming the field, and changes nothing", () => {
   const w = installed();
   const object = { ...w.object!, spec: { resources: { operator: { limits: { cpu: "lots" } } } } };

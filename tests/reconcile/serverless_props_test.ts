@@ -98,6 +98,20 @@ Deno.test("Serverless: malformed objects never throw; they get an Error status w
   );
 });
 
+Deno.test("Serverless: a spec field this operator does not know (a newer CRD) is refused, never ignored", () => {
+  const { world: w } = converge({ object: serverless(), others: [], installed: [] });
+  const newer = structuredClone(w.object!) as KubeObject;
+  newer.spec = { ...newer.spec as Record<string, unknown>, profiling: { enabled: true } };
+  const plan = reconcileServerless(inputOf({ ...w, object: newer }));
+  const cond = statusOf(plan).conditions.find((c) => c.type === "Configured");
+  assert.equal(cond?.reason, "ConfigurationCheckErr");
+  assert.equal(
+    cond?.message,
+    "The Serverless object is invalid: spec.profiling: unknown field (this operator does not know it: is the CRD newer than the operator?)",
+  );
+  assert.deepEqual([plan.apply, plan.delete], [[], []]);
+});
+
 Deno.test("Serverless: a claimed object with an invalid spec keeps the installation and names the field", () => {
   const { world: w } = converge({ object: serverless(), others: [], installed: [] });
   const bad = structuredClone(w.object!) as KubeObject;

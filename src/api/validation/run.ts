@@ -7,7 +7,7 @@ import { type FieldError, type ParseResult, toFieldErrors, withoutNulls } from "
 import { type Found, oversized, type Result, runChecks } from "./checks.ts";
 import type { ValidationPlan } from "./plan.ts";
 import { isObject } from "../json.ts";
-import { unknownFields } from "./unknown.ts";
+import { unknownFields, unknownSpecFields } from "./unknown.ts";
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   if (!isObject(value)) return false;
@@ -194,12 +194,15 @@ export interface ValidateOptions {
   /** Null fields: dropped first ("drop", the default, as pruning does) or validated as they are. */
   nulls?: "drop" | "keep";
   /**
-   * Fields the schema does not know: stripped ("strip", the default: the operator reads what the
-   * API server stored, already pruned), or refused ("refuse": a file before it is applied, as
-   * kubectl's strict field validation refuses it; the unknown fields are then the only errors,
-   * since the API server stops there too).
+   * Fields the schema does not know: stripped ("strip", the default), refused ("refuse": a file
+   * before it is applied, as kubectl's strict field validation refuses it; the unknown fields are
+   * then the only errors, since the API server stops there too), or refused in `spec` only
+   * ("spec": the operator reading what the API server stored, which pruned what the CRD does not
+   * know; a field there that this schema does not know comes from a CRD newer than the operator,
+   * and ignoring it could apply a broader limit than meant. Metadata is the API server's and
+   * status the operator's own).
    */
-  unknown?: "strip" | "refuse";
+  unknown?: "strip" | "refuse" | "spec";
 }
 
 /**
@@ -215,6 +218,9 @@ export function validate<T>(
   const cleaned = options.nulls === "keep" ? input : withoutNulls(input);
   if (options.unknown === "refuse") {
     const unknown = unknownFields(plan, cleaned);
+    if (unknown.length > 0) return { ok: false, errors: unknown };
+  } else if (options.unknown === "spec") {
+    const unknown = unknownSpecFields(plan, cleaned);
     if (unknown.length > 0) return { ok: false, errors: unknown };
   }
   const { value, issues } = run(plan, cleaned);

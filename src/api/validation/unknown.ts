@@ -137,6 +137,21 @@ function walk(
   }
 }
 
+/** What the operator adds to an unknown field's message in a stored object's spec. */
+export const NEWER_CRD = " (this operator does not know it: is the CRD newer than the operator?)";
+
+/**
+ * The fields of a stored object's `spec` (its kind's `plan`) that the plan does not know, each
+ * saying so (NEWER_CRD): the API server pruned what its CRD does not know, so such a field comes
+ * from a CRD newer than the schema reading it.
+ */
+export function unknownSpecFields(plan: ValidationPlan, input: unknown): FieldError[] {
+  if (plan.type !== "object" || !isObject(input) || plan.shape.spec === undefined) return [];
+  const out: FieldError[] = [];
+  walk(plan.shape.spec, input.spec, ["spec"], out);
+  return out.map((e) => ({ ...e, message: `${e.message}${NEWER_CRD}` }));
+}
+
 /** The fields of `input` that `plan` would prune, each with its path and a guess at the one meant. */
 export function unknownFields(plan: ValidationPlan, input: unknown): FieldError[] {
   const out: FieldError[] = [];

@@ -117,7 +117,8 @@ export const SCALER: ModuleLifecycle<ScalerSpec, Extract<KedaConfig, { ok: true 
     reason: "Initialized",
     message: `Claimed as the served Scaler; installing KEDA ${KEDA_VERSION} next.`,
   },
-  parse: parseScaler,
+  // A spec field this operator does not know (a newer CRD) is refused, never ignored.
+  parse: (object) => parseScaler(object, { unknown: "spec" }),
   configure(spec) {
     const config = kedaConfig(spec);
     return config.ok ? { ok: true, value: config } : config;

@@ -53,7 +53,8 @@ export const SERVERLESS: ModuleLifecycle<ServerlessSpec, ServerlessSettings> = {
     reason: "ConfigurationCheck",
     message: "Claimed as the served Serverless; checking the configuration.",
   },
-  parse: parseServerless,
+  // A spec field this operator does not know (a newer CRD) is refused, never ignored.
+  parse: (object) => parseServerless(object, { unknown: "spec" }),
   configure(spec) {
     const check = checkConfiguration(spec);
     return check.ok ? { ok: true, value: check.settings } : check;
