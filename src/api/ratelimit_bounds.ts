@@ -9,6 +9,30 @@ import { UINT32_MAX } from "./envoy.ts";
 export const MAX_TOKENS_LIMIT = UINT32_MAX;
 /** A bucket rule's path: absolute, without query or fragment (matching ignores the query string). */
 export const BUCKET_PATH_PATTERN = "^/[^?#]*$";
+
+/** The characters of an HTTP token (RFC 9110): a header's name, a method. */
+export const HTTP_TOKEN_CHARS = "[A-Za-z0-9!#$%&'*+.^_`|~-]";
+const HTTP_TOKEN = new RegExp(`^${HTTP_TOKEN_CHARS}+$`);
+// deno-lint-ignore no-control-regex
+const CONTROL = /[\u0000-\u001f\u007f]/;
+
+/** Whether `s` is an HTTP token (RFC 9110), as a header's name must be. */
+export function isHttpToken(s: string): boolean {
+  return HTTP_TOKEN.test(s);
+}
+
+/** Whether `s` has a control character (U+0000 to U+001F, U+007F), which no header value may. */
+export function hasControlCharacter(s: string): boolean {
+  return CONTROL.test(s);
+}
+
+/**
+ * Whether `s` is a rule's path or path prefix as the operator takes it: it starts with /, and has
+ * no ?, #, whitespace or control character (the schema checks only the first three).
+ */
+export function isRulePath(s: string): boolean {
+  return s.startsWith("/") && !/[?#\s]/.test(s) && !CONTROL.test(s);
+}
 /**
  * The message of a rule (local or global) with no path, pathPrefix, methods, headers or perClient
  * (zod and the CRD's CEL rule).

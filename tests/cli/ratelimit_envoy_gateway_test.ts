@@ -519,6 +519,44 @@ Deno.test("envoy gateway: what does not map is refused, each naming its field", 
       /spec\.rateLimit\.local\.rules: empty/,
     ],
     [policy([], { rateLimit: {} }), /spec\.rateLimit: neither global nor local rules/],
+    [
+      policy([{
+        clientSelectors: [{ headers: [{ name: "x api", value: "1" }] }],
+        limit: { requests: 1, unit: "Second" },
+      }]),
+      /clientSelectors\[0\]\.headers\[0\]\.name: "x api" is not an HTTP header name/,
+    ],
+    [
+      policy([{
+        clientSelectors: [{ headers: [{ name: "x-a", value: "a\u0007" }] }],
+        limit: { requests: 1, unit: "Second" },
+      }]),
+      /clientSelectors\[0\]\.headers\[0\]\.value: "a\\u0007" has a control character/,
+    ],
+    [
+      policy([{
+        clientSelectors: [{ headers: [{ name: "x-a", value: "1" }, { name: "X-A", value: "2" }] }],
+        limit: { requests: 1, unit: "Second" },
+      }]),
+      /clientSelectors\[0\]\.headers\[1\]: header x-a must also be "1"; the rule would match nothing/,
+    ],
+    [
+      policy([{
+        clientSelectors: [{ path: { type: "Exact", value: "/a?b" } }],
+        limit: { requests: 1, unit: "Second" },
+      }]),
+      /clientSelectors\[0\]\.path\.value: "\/a\?b" is not a path here/,
+    ],
+    [
+      policy([
+        { clientSelectors: [{ path: { value: "/api/" } }], limit: { requests: 9, unit: "Second" } },
+        {
+          clientSelectors: [{ path: { type: "Exact", value: "/api/login" } }],
+          limit: { requests: 1, unit: "Second" },
+        },
+      ]),
+      /global\.rules\[1\]: every request it matches, spec\.rateLimit\.global\.rules\[0\] matches too; here only the first matching rule applies/,
+    ],
   ];
   for (const [p, want] of cases) {
     const problems = refused(p);

@@ -1,5 +1,6 @@
 /** Arguments of `mod.ts ratelimit` and the traffic they describe. */
 import { parseGoDuration } from "../../api/duration.ts";
+import { HTTP_TOKEN_CHARS } from "../../api/ratelimit_bounds.ts";
 import {
   DEFAULT_ENVOY,
   type EnvoyBehaviour,
@@ -273,7 +274,7 @@ export function parseCommandLine(args: string[]): ParsedArgs {
  * An HTTP method as a request line has it: a token (RFC 9110), any method and not only the nine a
  * rule can list, so that a preview shows that `PROPFIND` or `get` matches no rule's methods.
  */
-export const METHOD = /^[A-Za-z0-9!#$%&'*+.^_`|~-]{1,32}$/;
+export const METHOD = new RegExp(`^${HTTP_TOKEN_CHARS}{1,32}$`);
 
 /** The most `--clients` takes. */
 export const MAX_CLIENTS_FLAG = 1000;

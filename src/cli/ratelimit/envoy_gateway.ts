@@ -9,8 +9,15 @@
 import { GATEWAY_GROUP } from "../../api/groups.ts";
 import { show } from "../../api/issues.ts";
 import { didYouMean } from "../../api/suggest.ts";
-import { HTTP_METHODS } from "../../api/ratelimit_bounds.ts";
+import {
+  hasControlCharacter,
+  HTTP_METHODS,
+  type HttpMethod,
+  isHttpToken,
+  isRulePath,
+} from "../../api/ratelimit_bounds.ts";
 import { objectFieldProblems, unknownKeys } from "./fields.ts";
+import { covers } from "../../reconcile/ratelimit/validate.ts";
 
 /** The apiVersion of Envoy Gateway's BackendTrafficPolicy. */
 export const ENVOY_GATEWAY_API_VERSION = "gateway.envoyproxy.io/v1alpha1";
@@ -62,7 +69,7 @@ const SELECTOR_FIELDS = ["headers", "methods", "path", "sourceCIDR", "queryParam
 interface Match {
   path?: string;
   pathPrefix?: string;
-  methods?: string[];
+  methods?: HttpMethod[];
   headers?: Record<string, string>;
   perClient?: { header: string } | { clientIP: true };
 }
@@ -105,6 +112,12 @@ function matchOf(selectors: unknown[], at: string, problems: string[], notes: st
       const value = p.value ?? "/";
       if (p.invert === true) {
         problems.push(`${where}.path.invert: an inverted path has no match here`);
+      } else if ((type === "Exact" || type === "PathPrefix") && !isRulePath(value)) {
+        problems.push(
+          `${where}.path.value: ${
+            show(value)
+          } is not a path here (it starts with /, and has no ?, #, space or control character)`,
+        );
       } else if (type === "Exact" || (type === "PathPrefix" && value !== "/")) {
         const [key, other] = type === "Exact"
           ? ["path", "pathPrefix"] as const
@@ -141,6 +154,9 @@ function matchOf(selectors: unknown[], at: string, problems: string[], notes: st
         if (!isObj(h)) return void problems.push(`${hw}: not an object`);
         problems.push(...unknownKeys(h, ["type", "name", "value", "invert"], hw));
         if (typeof h.name !== "string") return void problems.push(`${hw}.name: missing`);
+        if (!isHttpToken(h.name)) {
+          return void problems.push(`${hw}.name: ${show(h.name)} is not an HTTP header name`);
+        }
         const type = h.type ?? "Exact";
         if (h.invert === true) {
           return void problems.push(`${hw}.invert: an inverted header has no match here`);
@@ -152,6 +168,23 @@ function matchOf(selectors: unknown[], at: string, problems: string[], notes: st
           );
         }
         if (typeof h.value !== "string") return void problems.push(`${hw}.value: missing`);
+        if (hasControlCharacter(h.value)) {
+          return void problems.push(`${hw}.value: ${show(h.value)} has a control character`);
+        }
+        // All of a rule's header matches must hold, names in any case: the same one twice is
+        // once, with two values the rule matches nothing.
+        const lower = h.name.toLowerCase();
+        const same = Object.keys(m.headers ?? {}).find((k) => k.toLowerCase() === lower);
+        if (same !== undefined) {
+          if (m.headers![same] !== h.value) {
+            problems.push(
+              `${hw}: header ${same} must also be ${
+                show(m.headers![same])
+              }; the rule would match nothing`,
+            );
+          }
+          return;
+        }
         m.headers = { ...m.headers, [h.name]: h.value };
       });
     }
@@ -181,7 +214,7 @@ function matchOf(selectors: unknown[], at: string, problems: string[], notes: st
  */
 function methodsOf(methods: unknown, at: string, m: Match, problems: string[]): void {
   if (!Array.isArray(methods)) return void problems.push(`${at}: not a list`);
-  const values = new Set<string>();
+  const values = new Set<HttpMethod>();
   methods.forEach((x, k) => {
     const mw = `${at}[${k}]`;
     if (!isObj(x)) return void problems.push(`${mw}: not an object`);
@@ -195,7 +228,7 @@ function methodsOf(methods: unknown, at: string, m: Match, problems: string[]): 
         `${mw}.value: ${show(x.value)} is not one of ${HTTP_METHODS.join(", ")}`,
       );
     }
-    values.add(x.value as string);
+    values.add(x.value as HttpMethod);
   });
   if (values.size === 0) return;
   const listed = m.methods === undefined ? [...values] : m.methods.filter((x) => values.has(x));
@@ -347,6 +380,27 @@ function ruleOf(
   return { match: every ? undefined : m, requests: limit.requests, unit: limit.unit };
 }
 
+/**
+ * Rules (converted, each from the rule at `from`) that an earlier one always wins over: here the
+ * first matching rule takes a request, so such a rule would never take one, where Envoy Gateway
+ * applies every rule a request matches. Refused naming both, rather than converted to a RateLimit
+ * the operator refuses.
+ */
+function shadowed(rules: readonly Match[], from: readonly string[]): string[] {
+  const out: string[] = [];
+  rules.forEach((rule, i) => {
+    const first = rules.slice(0, i).findIndex((e) => covers(e, rule));
+    if (first >= 0) {
+      out.push(
+        `${from[i]}: every request it matches, ${
+          from[first]
+        } matches too; here only the first matching rule applies, so it would never apply (Envoy Gateway applies both): merge them, or put the narrower first`,
+      );
+    }
+  });
+  return out;
+}
+
 /** A part's `rules`, or undefined with a problem naming `at` (`spec.rateLimit.global`). */
 function rulesOf(part: Obj, at: string, problems: string[]): unknown[] | undefined {
   problems.push(...unknownKeys(part, ["rules"], at));
@@ -369,6 +423,7 @@ function globalPart(
   const rules = rulesOf(global, "spec.rateLimit.global", problems);
   if (rules === undefined) return undefined;
   const out: Obj[] = [];
+  const from: string[] = [];
   let def: Obj | undefined;
   rules.forEach((rule, i) => {
     const at = `spec.rateLimit.global.rules[${i}]`;
@@ -391,7 +446,9 @@ function globalPart(
       return;
     }
     out.push({ ...r.match, limit });
+    from.push(at);
   });
+  problems.push(...shadowed(out as Match[], from));
   if (out.length > 1) {
     notes.push(
       "a request that several global rules match is counted by the first of them only; Envoy Gateway counts it by each (and refuses it when any is over)",
@@ -442,6 +499,7 @@ function localPart(
   const rules = rulesOf(local, "spec.rateLimit.local", problems);
   if (rules === undefined) return undefined;
   const buckets: Obj[] = [];
+  const from: string[] = [];
   let def: { bucket: Obj; at: string; unit: string } | undefined;
   const units: [string, string][] = [];
   rules.forEach((rule, i) => {
@@ -467,6 +525,7 @@ function localPart(
     }
     units.push([at, String(r.unit)]);
     buckets.push({ ...r.match, bucket });
+    from.push(at);
   });
   // Envoy Gateway refuses a rule whose unit is not a multiple of the default's, as Envoy does.
   const seconds = (unit: string) =>
@@ -480,6 +539,7 @@ function localPart(
       }
     }
   }
+  problems.push(...shadowed(buckets as Match[], from));
   if (buckets.length > 1) {
     notes.push(
       "a request that several local rules match takes a token from the first rule's bucket only; Envoy Gateway takes one from each, and refuses it when any is empty",

@@ -7,12 +7,12 @@ import { show } from "../../api/issues.ts";
 import type { RateLimitSpec, RuleMatch } from "../../api/ratelimit.ts";
 import { MIN_FILL_INTERVAL_MS } from "../../api/envoy.ts";
 import { isLabelValue, isQualifiedName } from "../../api/selector.ts";
-import { MAX_BUCKET_RULES } from "../../api/ratelimit_bounds.ts";
-
-const TOKEN = /^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/;
-
-// deno-lint-ignore no-control-regex
-const CONTROL = /[\u0000-\u001f\u007f]/;
+import {
+  hasControlCharacter,
+  isHttpToken,
+  isRulePath,
+  MAX_BUCKET_RULES,
+} from "../../api/ratelimit_bounds.ts";
 
 /** Renders a fillInterval with its value for a message: `fillInterval 45s`. */
 function interval(text: string): string {
@@ -52,7 +52,7 @@ function headerProblems(rule: RuleMatch, at: string): string[] {
   const out: string[] = [];
   const seen = new Map<string, string>();
   for (const [name, value] of Object.entries(rule.headers ?? {})) {
-    if (!TOKEN.test(name)) out.push(`${at}.headers name ${show(name)} is not an HTTP header name`);
+    if (!isHttpToken(name)) out.push(`${at}.headers name ${show(name)} is not an HTTP header name`);
     const lower = name.toLowerCase();
     const other = seen.get(lower);
     if (other !== undefined) {
@@ -63,7 +63,7 @@ function headerProblems(rule: RuleMatch, at: string): string[] {
       );
     }
     seen.set(lower, name);
-    if (CONTROL.test(value)) {
+    if (hasControlCharacter(value)) {
       out.push(`${at}.headers[${show(name)}] value ${show(value)} has a control character`);
     }
   }
@@ -80,7 +80,7 @@ function perClientProblems(rule: RuleMatch, at: string): string[] {
   if (p.clientIP === false) {
     return [`${at}.perClient.clientIP is false; give clientIP: true or a header to key clients on`];
   }
-  if (p.header !== undefined && !TOKEN.test(p.header)) {
+  if (p.header !== undefined && !isHttpToken(p.header)) {
     return [`${at}.perClient.header ${show(p.header)} is not an HTTP header name`];
   }
   return [];
@@ -151,10 +151,7 @@ function ruleProblems(rules: readonly RuleMatch[], field: string): string[] {
         ["pathPrefix", rule.pathPrefix, "a path prefix like /api/"],
       ] as const
     ) {
-      if (
-        value !== undefined &&
-        (!value.startsWith("/") || /[?#\s]/.test(value) || CONTROL.test(value))
-      ) {
+      if (value !== undefined && !isRulePath(value)) {
         out.push(`${at}.${key} ${show(value)} is not ${like} (starts with /, no ?, # or spaces)`);
       }
     }
