@@ -3,7 +3,7 @@
  * key (the pure `reconcile`, then the runner), with its metrics, logs and the remembered outcome
  * that the next reconcile of the key receives as `ctx.lastOutcome`.
  */
-import type { ApplyOutcome, Plan } from "../reconcile/plan.ts";
+import { type ApplyOutcome, describeRef, type Plan } from "../reconcile/plan.ts";
 import { objectKey, type ResourceType, splitKey, typeId, typeName } from "../api/object.ts";
 import type { Clock } from "./clock.ts";
 import {
@@ -269,10 +269,23 @@ export class ControllerLoop {
         terminal ? { type: "terminal" } : { type: "retry" },
       );
     }
-    if (!plan || !observed) {
+    if (!observed) {
       this.#outcomes.delete(key); // the primary is gone: forget it
+      if (plan && plan.delete.length > 0) {
+        const r = await this.#o.runner.deleteOrphans(plan.delete, signal);
+        const failed = r.work.type !== "done";
+        if (r.writes > 0) {
+          log.info("deleted what a deleted primary owned", {
+            key,
+            deleted: plan.delete.map(describeRef).join(", "),
+            writes: r.writes,
+          });
+        }
+        return this.#count(started, failed ? "error" : "success", failed, r.work);
+      }
       return this.#count(started, "success", false, { type: "done" });
     }
+    if (!plan) return this.#count(started, "success", false, { type: "done" });
     const r = await this.#o.runner.run(spec.primary, observed, plan, lastOutcome, signal);
     if (r.outcome) this.#outcomes.set(key, r.outcome);
     const failed = r.outcome?.ok === false;

@@ -181,7 +181,11 @@ export interface ControllerSpec {
    * whose decision reads it, as a module's peers or a RateLimit's rivals.
    */
   peers?: MapFunc;
-  /** Pure: the Plan for one primary, from cached state. Undefined when the primary is not in the cache. */
+  /**
+   * Pure: the Plan for one primary, from cached state; undefined for nothing to do. For a primary
+   * no longer in the cache (deleted), only the Plan's deletes are run: what it owned, removed
+   * before the garbage collector gets to it.
+   */
   reconcile(key: string, cache: CacheReader, ctx: ReconcileContext): Plan | undefined;
   /**
    * Loads what `reconcile` reads besides the cache when it is too large to hold while there is

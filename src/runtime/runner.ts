@@ -11,11 +11,12 @@ import {
   type ApplyOutcome,
   describeRef,
   type EventSpec,
+  type ObjectRef,
   type Plan,
   refOf,
   sameRef,
 } from "../reconcile/plan.ts";
-import { ApiError, classifyError, type ErrorClass } from "./cluster.ts";
+import { ApiError, classifyError, type ErrorClass, errorMessage } from "./cluster.ts";
 import { type KubeObject, objectKey, type ResourceType, typeId } from "../api/object.ts";
 import { EventRecorder } from "./events.ts";
 import {
@@ -114,6 +115,29 @@ export class Runner {
     } finally {
       this.#runs.delete(key);
     }
+  }
+
+  /**
+   * Deletes what a primary that is gone owned (the Plan made for it lists them), before the
+   * garbage collector gets to it: each only if the operator made it and as the cache last saw it
+   * (its uid, PlanWriter.delete). A failure is retried; the garbage collector stays the backstop.
+   */
+  async deleteOrphans(refs: readonly ObjectRef[], signal: AbortSignal): Promise<PlanRunResult> {
+    const state = { writes: 0 };
+    try {
+      for (const ref of refs) await this.#writes.delete(ref, state, signal);
+    } catch (err) {
+      const cause = err instanceof WriteFailed ? err.cause : err;
+      const kind = classifyError(cause);
+      if (kind === "not-leader") return { work: { type: "terminal" }, writes: state.writes };
+      const ref = err instanceof WriteFailed ? describeRef(err.ref) : "an orphan";
+      this.#o.log.warn(`${ref}: delete failed (its owner is gone): ${errorMessage(cause)}`);
+      return {
+        work: kind === "terminal" ? { type: "terminal" } : { type: "retry" },
+        writes: state.writes,
+      };
+    }
+    return { work: { type: "done" }, writes: state.writes };
   }
 
   async #run(

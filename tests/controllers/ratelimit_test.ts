@@ -168,3 +168,25 @@ Deno.test("ratelimit: a filter event wakes its owner and the rivals of the Pods 
   const foreign = { ...ef, metadata: { name: "a", namespace: "demo" } };
   assert.deepEqual(t(RESOURCES.EnvoyFilter, foreign, cacheOf([crd, a, b, c])), ["demo/a"]);
 });
+
+Deno.test("ratelimit: a deleted RateLimit's filter is deleted at once, not left to the garbage collector; no other filter is", () => {
+  const filter = filterOf(rateLimit());
+  const gone = (objects: KubeObject[], notLive: ResourceType[] = []) =>
+    rateLimitController.reconcile("demo/httpbin", cacheWith([crd, ...objects], notLive), ctx);
+  assert.deepEqual(gone([filter])?.delete, [{
+    apiVersion: "networking.istio.io/v1alpha3",
+    kind: "EnvoyFilter",
+    namespace: "demo",
+    name: "httpbin",
+  }]);
+  assert.deepEqual(gone([filter])?.apply, []);
+  // Not ours (no labels), owned by another RateLimit, or not seen live yet: nothing.
+  const unlabelled = structuredClone(filter);
+  delete unlabelled.metadata.labels;
+  assert.equal(gone([unlabelled]), undefined);
+  const other = structuredClone(filter);
+  other.metadata.ownerReferences = [{ ...other.metadata.ownerReferences![0], name: "other" }];
+  assert.equal(gone([other]), undefined);
+  assert.equal(gone([filter], [RESOURCES.EnvoyFilter]), undefined);
+  assert.equal(gone([]), undefined);
+});

@@ -12,7 +12,10 @@
  *   x-ratelimit headers, bucket, tokens left), on Envoy 1.38 and 1.30;
  * - on the gateway, only the VirtualService's forwarding route carries the per-route local rate
  *   limit and the rate_limits entry; its redirect and direct-response routes carry neither, and the
- *   model never limits them.
+ *   model never limits them;
+ * - docs/examples/ratelimit-methods.yaml (a path prefix and methods, the `:method` matcher a RE2
+ *   alternation) in the workload sample's place: Accepted, and the model on the received config
+ *   answers requests of several methods as the preview.
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
@@ -90,8 +93,27 @@ const GATEWAY_AND_ROUTES = [
 ].map((d) => JSON.stringify(d)).join("\n");
 
 /** `count` requests at `t` ms. */
-const at = (count: number, t: number, path: string, headers: Record<string, string> = {}) =>
-  Array.from({ length: count }, (): TrafficRequest => ({ t, path, headers }));
+const at = (
+  count: number,
+  t: number,
+  path: string,
+  headers: Record<string, string> = {},
+  method?: string,
+) =>
+  Array.from(
+    { length: count },
+    (): TrafficRequest => ({ t, path, headers, ...(method ? { method } : {}) }),
+  );
+
+/** docs/examples/ratelimit-methods.yaml: writes to /api/ share a bucket of 2 a minute. */
+const METHODS_REQUESTS: TrafficRequest[] = [
+  ...at(3, 0, "/api/orders", {}, "POST"), // the writes' bucket: 2, then 429
+  ...at(1, 100, "/api/orders/7", {}, "DELETE"), // the same bucket, spent
+  ...at(2, 200, "/api/orders", {}, "GET"), // a read: the default bucket
+  ...at(1, 300, "/api/orders", {}, "post"), // methods compare exactly: the default
+  ...at(1, 400, "/orders", {}, "PATCH"), // a write outside the prefix: the default
+  ...at(1, 30_000, "/api/orders?page=2", {}, "PUT"), // one token back after 30 s (continuous)
+];
 
 /** Every rule of samples/ratelimit-workload.yaml, spent and refilled. */
 const WORKLOAD_REQUESTS: TrafficRequest[] = [
@@ -149,12 +171,19 @@ function compare(
   if (!preview.ok) throw new Error(preview.error);
   return requests.map((r, i) => {
     const want = preview.value.outcomes[i];
-    const got = received.send({ path: r.path, headers: r.headers, peer: DEFAULT_CLIENT }, r.t);
+    const got = received.send({
+      ...(r.method !== undefined ? { method: r.method } : {}),
+      path: r.path,
+      headers: r.headers,
+      peer: DEFAULT_CLIENT,
+    }, r.t);
     assert.equal(got.kind, "route", `request ${i} (${r.path}) takes a forwarding route`);
     assert.deepEqual(
       shown(got.decision),
       shown({ ...want, headers: want.responseHeaders }),
-      `Envoy ${envoy.version}, request ${i} at ${r.t} ms: ${r.path} ${JSON.stringify(r.headers)}`,
+      `Envoy ${envoy.version}, request ${i} at ${r.t} ms: ${r.method ?? "GET"} ${r.path} ${
+        JSON.stringify(r.headers)
+      }`,
     );
     return got.decision.status;
   });
@@ -330,6 +359,54 @@ meshTest(
           "httpbin:429",
           "httpbin:429",
         ]);
+      },
+    );
+
+    await t.step(
+      "methods in the workload sample's place: Accepted, and the model on the received config answers as the preview",
+      async () => {
+        const file = join(REPO_ROOT, "docs", "examples", "ratelimit-methods.yaml");
+        await ok(c, ["delete", "-f", join(REPO_ROOT, "samples", "ratelimit-workload.yaml")]);
+        await ok(c, ["apply", "-f", file]);
+        // The operator deletes the deleted RateLimit's filter itself (the garbage collector took 13
+        // s here, while the proxies held both filters and both charged every request).
+        const deletedBy = async () =>
+          (await op.process.logLines()).find((l) =>
+            l.msg === "deleted what a deleted primary owned" && l.key === "demo/httpbin"
+          );
+        for (let i = 0; i < 100 && !(await deletedBy()); i++) {
+          await new Promise((r) => setTimeout(r, 100));
+        }
+        assert.equal((await deletedBy())?.deleted, "EnvoyFilter demo/httpbin");
+        const status = await op.until("Accepted True", accepted, ["demo", "api-writes"]);
+        assert.deepEqual(status.proxies, { accepted: 2, rejected: 0, pending: 0, notConnected: 0 });
+        const sample = await Deno.readTextFile(file);
+        for (const app of apps) {
+          // Until the garbage collector removes the deleted RateLimit's filter, the proxy holds
+          // both filters (docs/ratelimit-status.md): wait for the new one alone.
+          const view = await holding(running, app, "the methods limit alone", (v) => {
+            const text = JSON.stringify(v.config);
+            return text.includes("POST|PUT|DELETE|PATCH") && !text.includes("/headers?");
+          });
+          assertNoNacks(await running.proxy(proxyKey(app)), app.pod);
+          for (const envoy of envoys) {
+            const model = new ReceivedProxy(
+              view.config as ConfigView,
+              { listener: "virtualInbound", port: 8080 },
+              envoy,
+              false,
+            );
+            assert.equal(model.filters.length, 1);
+            const statuses = compare(sample, model, METHODS_REQUESTS, envoy);
+            assert.equal(
+              runs(statuses),
+              envoy.refill === "continuous"
+                ? "2x200 2x429 5x200" // a token back 30 s later
+                : "2x200 2x429 4x200 1x429", // nothing back before the minute
+              `Envoy ${envoy.version} on ${app.pod}`,
+            );
+          }
+        }
       },
     );
   },

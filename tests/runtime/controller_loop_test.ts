@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { RESOURCES } from "../../src/api/resources.ts";
 import { emptyPlan } from "../../src/reconcile/plan.ts";
+import { MANAGED_BY, MANAGED_BY_LABEL } from "../../src/reconcile/labels.ts";
 import { Cache } from "../../src/runtime/cache/mod.ts";
 import { type ControllerSpec, planWatches } from "../../src/runtime/controller_spec.ts";
 import { type Logger, nullLogger } from "../../src/runtime/log.ts";
@@ -251,4 +252,62 @@ Deno.test("a controller reads only the types it watches: another type, cached fo
     ),
     JSON.stringify(lines),
   );
+});
+
+Deno.test("a primary that is gone: its Plan's deletes alone are run, and only of what the operator made", async () => {
+  const clock = new ManualClock();
+  const cache = new Cache();
+  const cluster = new TestCluster(clock);
+  const configMap = (name: string, labels: Record<string, string>) => ({
+    apiVersion: "v1",
+    kind: "ConfigMap",
+    metadata: { name, namespace: "ns", labels },
+  });
+  cluster.put(RESOURCES.ConfigMap, configMap("ours", { [MANAGED_BY_LABEL]: MANAGED_BY }));
+  cluster.put(RESOURCES.ConfigMap, configMap("theirs", {}));
+  const ref = (name: string) => ({ apiVersion: "v1", kind: "ConfigMap", namespace: "ns", name });
+  let deletes = [ref("ours")];
+  const spec: ControllerSpec = {
+    ...a,
+    // A Plan for a primary not in the cache: everything but its deletes is ignored.
+    reconcile: () => ({
+      ...emptyPlan(),
+      apply: [configMap("applied", {})],
+      delete: deletes,
+      status: { state: "Ready" },
+    }),
+  };
+  const metrics = new Metrics();
+  const runner = new Runner({
+    cluster,
+    cache,
+    clock,
+    random: seededRandom(),
+    log: nullLogger,
+    metrics,
+    controller: "a",
+    identity: "x",
+  });
+  const loop = new ControllerLoop({
+    spec,
+    cache,
+    runner,
+    clock,
+    log: nullLogger,
+    metrics,
+    images: {} as never,
+    namespace: "platform-system",
+  });
+  for (const [type, selector] of [[RESOURCES.Serverless], [RESOURCES.Deployment, "m=1"]] as const) {
+    cache.store(type, selector).handle({ type: "init" });
+    cache.store(type, selector).handle({ type: "init-done" });
+  }
+  const signal = new AbortController().signal;
+  assert.deepEqual(await loop.reconcile("ns/gone", signal), { type: "done" });
+  assert.equal(cluster.peek(RESOURCES.ConfigMap, "ns", "ours"), undefined, "deleted");
+  assert.equal(cluster.peek(RESOURCES.ConfigMap, "ns", "applied"), undefined, "nothing applied");
+  // What the operator did not make is never deleted, whatever a Plan says.
+  deletes = [ref("theirs")];
+  assert.deepEqual(await loop.reconcile("ns/gone", signal), { type: "terminal" });
+  assert.ok(cluster.peek(RESOURCES.ConfigMap, "ns", "theirs"));
 });

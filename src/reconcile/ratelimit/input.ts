@@ -71,6 +71,16 @@ export function isOurs(ef: KubeObject, meta: Pick<Meta, "name" | "uid">): boolea
   );
 }
 
+/**
+ * True when the EnvoyFilter is one this operator made for a RateLimit named `name` (its labels, and
+ * an owner reference to that RateLimit, whatever its uid): with no RateLimit of that name left,
+ * the garbage collector will delete it, and the operator may do so first.
+ */
+export function isOrphanOf(ef: KubeObject, name: string): boolean {
+  return isRateLimitFilter(ef) &&
+    (ef.metadata.ownerReferences ?? []).some((o) => o.kind === "RateLimit" && o.name === name);
+}
+
 /** True when the EnvoyFilter carries this operator's RateLimit labels (whoever it belongs to). */
 export function isRateLimitFilter(ef: KubeObject): boolean {
   const labels = ef.metadata.labels ?? {};
