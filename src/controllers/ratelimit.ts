@@ -10,12 +10,13 @@
  */
 import { RESOURCES } from "../api/resources.ts";
 import { type KubeObject, objectKey, splitKey } from "../api/object.ts";
-import type { CacheReader, ControllerSpec } from "../runtime/mod.ts";
+import { byIndexOf, type CacheReader, type ControllerSpec } from "../runtime/mod.ts";
 import { emptyPlan } from "../reconcile/plan.ts";
 import {
   filterRef,
   filterSelector,
   isOrphanOf,
+  isOtherRateLimitFilter,
   isRateLimitFilter,
 } from "../reconcile/ratelimit/input.ts";
 import { CRD_PRESENCE, crdName, isUnknown } from "./cache_trust.ts";
@@ -23,6 +24,7 @@ import { everyPrimary, whenNamed } from "./triggers.ts";
 import { FILTER_PROJECTION, POD_PROJECTION } from "./ratelimit_cache.ts";
 import {
   holdersSelecting,
+  OTHER_FILTERS_INDEX,
   podScopesOf,
   podsEverywhere,
   podsFor,
@@ -231,6 +233,11 @@ export function rateLimitControllerFor(settings: RateLimitSettings): ControllerS
         trigger: (ef, cache) => {
           const ns = ef.metadata.namespace;
           if (!ns) return [];
+          // Another's rate limit filter: every RateLimit it may share proxies with looks again
+          // (its namespace's; every one, from the mesh's root namespace). Rare, and few.
+          if (isOtherRateLimitFilter(ef)) {
+            return cache.list(RESOURCES.RateLimit, ns === root ? undefined : ns).map(objectKey);
+          }
           const held = isRateLimitFilter(ef) ? filterSelector(ef) : undefined;
           return rivalKeys(cache, ns, ef.metadata.name, [held]);
         },
@@ -345,6 +352,10 @@ export function rateLimitControllerFor(settings: RateLimitSettings): ControllerS
         const filter = cache.get(RESOURCES.EnvoyFilter, peerKey.namespace, peerKey.name);
         if (filter) peerFilters.set(k, filter);
       }
+      const otherFilters = [
+        ...byIndexOf(cache, OTHER_FILTERS_INDEX, namespace),
+        ...(namespace === root ? [] : byIndexOf(cache, OTHER_FILTERS_INDEX, root)),
+      ];
       return reducer({
         rateLimit,
         peers,
@@ -353,6 +364,7 @@ export function rateLimitControllerFor(settings: RateLimitSettings): ControllerS
         peerFilters,
         meshInstalled,
         meshRootNamespace: root,
+        ...(otherFilters.length > 0 ? { otherFilters } : {}),
         now: ctx.now,
         lastOutcome: ctx.lastOutcome,
         ...(settings.proxyStatus

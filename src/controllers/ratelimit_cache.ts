@@ -15,7 +15,13 @@ import {
   proxyImageVersion,
 } from "../api/pod.ts";
 import { filterContexts } from "../reconcile/ratelimit/scope.ts";
-import { digestPatch, filterLimits, limitsPatch } from "../reconcile/ratelimit/input.ts";
+import {
+  digestPatch,
+  filterLimits,
+  isRateLimitFilter,
+  limitsPatch,
+  rateLimitFilterPatches,
+} from "../reconcile/ratelimit/input.ts";
 import { exportsLimitStats, STAT_PREFIX } from "../reconcile/ratelimit/stats.ts";
 import { STATS_INCLUSION_ANNOTATIONS } from "../api/stats_inclusion.ts";
 import { cacheMeta, type KubeObject, type Projection } from "../api/object.ts";
@@ -105,6 +111,22 @@ function keptPatches(ef: KubeObject): readonly Json[] | undefined {
 }
 
 /**
+ * Of a filter not this operator's, its patches of a rate limit filter, each cut to what
+ * `rateLimitFilterPatches` reads (the filter's name and the proxy context): which proxies it gives
+ * a second rate limit filter. None for the operator's own.
+ */
+function otherFilterPatches(ef: KubeObject): Json[] {
+  if (isRateLimitFilter(ef)) return [];
+  return rateLimitFilterPatches(ef).map(({ name, context }) =>
+    deepFreeze({
+      applyTo: "HTTP_FILTER",
+      ...(context !== undefined ? { match: { context } } : {}),
+      patch: { value: { name } },
+    })
+  );
+}
+
+/**
  * An EnvoyFilter: its metadata (ownership labels and references, the generation annotation), its
  * workload selector (which Pods it holds), and of its patches their contexts and the limits in
  * force (`keptPatches`); the rest of the spec is its digest, which the runner compares with the
@@ -117,7 +139,9 @@ export const FILTER_PROJECTION: Projection = {
   digestSpec: true,
   keep(ef: KubeObject): KubeObject {
     const selector = isObject(ef.spec) ? ef.spec.workloadSelector : undefined;
-    const patches = keptPatches(ef);
+    const others = otherFilterPatches(ef);
+    const ownPatches = keptPatches(ef);
+    const patches = others.length === 0 ? ownPatches : [...(ownPatches ?? []), ...others];
     const spec: Json = {
       ...(selector !== undefined ? { workloadSelector: selector } : {}),
       ...(patches !== undefined ? { configPatches: patches } : {}),

@@ -20,7 +20,11 @@ import { isLabelValue, isQualifiedName, selects } from "../api/selector.ts";
 import { stringMap } from "../api/json.ts";
 import type { KubeObject } from "../api/object.ts";
 import { byIndexOf, type CacheReader, type IndexSpec, type WatchScope } from "../runtime/mod.ts";
-import { filterSelector, isRateLimitFilter } from "../reconcile/ratelimit/input.ts";
+import {
+  filterSelector,
+  isOtherRateLimitFilter,
+  isRateLimitFilter,
+} from "../reconcile/ratelimit/input.ts";
 
 /** A label selector, or a Pod's labels. */
 export type LabelMap = Record<string, string>;
@@ -86,12 +90,24 @@ export const POD_LABEL_INDEX: IndexSpec = {
 };
 
 /** Every index the controller declares. */
+/**
+ * EnvoyFilters not this operator's that patch a rate limit filter in (Kyma's, or one by hand), by
+ * namespace: few or none, each looked at by every RateLimit of its namespace (all of them, in the
+ * mesh's root namespace), whose Pods it may give a second rate limit filter.
+ */
+export const OTHER_FILTERS_INDEX: IndexSpec = {
+  type: RESOURCES.EnvoyFilter,
+  name: "ratelimit.other-filters",
+  keys: (ef) => isOtherRateLimitFilter(ef) ? [ef.metadata.namespace ?? ""] : [],
+};
+
 export const RATELIMIT_INDEXES: readonly IndexSpec[] = [
   RATELIMIT_SELECTOR_INDEX,
   RATELIMIT_PAIRS_INDEX,
   FILTER_SELECTOR_INDEX,
   FILTER_PAIRS_INDEX,
   POD_LABEL_INDEX,
+  OTHER_FILTERS_INDEX,
 ];
 
 /** One kind of selector holder: RateLimits by spec, or filters by the selector they hold. */

@@ -164,9 +164,17 @@ Deno.test("ratelimit: a filter event wakes its owner and the rivals of the Pods 
   ]);
   // Withdrawn (not in the cache) while its RateLimit stays: b may take the Pods now.
   assert.deepEqual(t(RESOURCES.EnvoyFilter, ef, cacheOf([crd, a, b, c])), ["demo/a", "demo/b"]);
-  // Someone else's filter of the same name holds nothing: its namesake alone looks again.
-  const foreign = { ...ef, metadata: { name: "a", namespace: "demo" } };
+  // Someone else's filter of the same name holds nothing: its namesake alone looks again...
+  const foreign = { ...ef, metadata: { name: "a", namespace: "demo" }, spec: {} };
   assert.deepEqual(t(RESOURCES.EnvoyFilter, foreign, cacheOf([crd, a, b, c])), ["demo/a"]);
+  // ...unless it patches a rate limit filter in: then every RateLimit of the namespace, whose
+  // proxies it may share, looks again.
+  const limiting = { ...ef, metadata: { name: "kyma", namespace: "demo" } };
+  assert.deepEqual(t(RESOURCES.EnvoyFilter, limiting, cacheOf([crd, a, b, c])), [
+    "demo/a",
+    "demo/b",
+    "demo/c",
+  ]);
 });
 
 Deno.test("ratelimit: a deleted RateLimit's filter is deleted at once, not left to the garbage collector; no other filter is", () => {
@@ -189,4 +197,60 @@ Deno.test("ratelimit: a deleted RateLimit's filter is deleted at once, not left 
   assert.equal(gone([other]), undefined);
   assert.equal(gone([filter], [RESOURCES.EnvoyFilter]), undefined);
   assert.equal(gone([]), undefined);
+});
+
+Deno.test("ratelimit: another's EnvoyFilter that patches a rate limit filter into the same proxies is named in Enforced", () => {
+  const rl = rateLimit();
+  const other = (
+    name: string,
+    namespace: string,
+    selector?: Record<string, string>,
+    context = "SIDECAR_INBOUND",
+    filter = "envoy.filters.http.local_ratelimit",
+  ): KubeObject => ({
+    apiVersion: "networking.istio.io/v1alpha3",
+    kind: "EnvoyFilter",
+    metadata: { name, namespace, labels: { "app.kubernetes.io/managed-by": "kyma" } },
+    spec: {
+      ...(selector ? { workloadSelector: { labels: selector } } : {}),
+      configPatches: [{
+        applyTo: "HTTP_FILTER",
+        match: { context, listener: { filterChain: { filter: { name: "hcm" } } } },
+        patch: { operation: "INSERT_BEFORE", value: { name: filter, typed_config: {} } },
+      }],
+    },
+  });
+  const enforced = (objects: KubeObject[]) => {
+    const cache = cacheOf([crd, rl, sidecarPod("a", { app: "httpbin" }, true), ...objects]);
+    const plan = rateLimitController.reconcile("demo/httpbin", cache, ctx)!;
+    return (plan.status as { conditions: { type: string; reason: string; message: string }[] })
+      .conditions.find((c) => c.type === "Enforced")!;
+  };
+  const kyma = enforced([other("kyma-httpbin", "demo", { app: "httpbin" })]);
+  assert.equal(kyma.reason, "Enforced");
+  assert.match(
+    kyma.message,
+    /; EnvoyFilter demo\/kyma-httpbin, not this operator's, patches a rate limit filter into the same proxies: a request passes both, which gives limits neither sets \(remove that filter or this RateLimit\)$/,
+  );
+  // From the mesh's root namespace, without a selector: every proxy; a global rate limit filter too.
+  assert.match(
+    enforced([
+      other("mesh-wide", "istio-system"),
+      other("global", "demo", undefined, "ANY", "envoy.filters.http.ratelimit"),
+    ]).message,
+    /EnvoyFilters demo\/global, istio-system\/mesh-wide, not this operator's, patch/,
+  );
+  // Other Pods, another namespace, the gateway's proxies, or no rate limit filter: not named.
+  const none = other("plain", "demo", { app: "httpbin" });
+  (none.spec as { configPatches: unknown[] }).configPatches = [];
+  for (
+    const f of [
+      other("x", "demo", { app: "other" }),
+      other("x", "elsewhere", { app: "httpbin" }),
+      other("x", "demo", { app: "httpbin" }, "GATEWAY"),
+      none,
+    ]
+  ) {
+    assert.doesNotMatch(enforced([f]).message, /not this operator's/, f.metadata.name);
+  }
 });

@@ -81,6 +81,36 @@ export function isOrphanOf(ef: KubeObject, name: string): boolean {
     (ef.metadata.ownerReferences ?? []).some((o) => o.kind === "RateLimit" && o.name === name);
 }
 
+/**
+ * The rate limit HTTP filters (local, global) an EnvoyFilter's patches name, each with the proxy
+ * context its patch matches (undefined: any), in patch order.
+ */
+export function rateLimitFilterPatches(
+  ef: KubeObject,
+): { name: string; context: string | undefined }[] {
+  const patches = at(ef, "spec", "configPatches");
+  if (!Array.isArray(patches)) return [];
+  const out: { name: string; context: string | undefined }[] = [];
+  for (const p of patches) {
+    if (!isObject(p) || p.applyTo !== "HTTP_FILTER") continue;
+    const name = at(p, "patch", "value", "name");
+    const context = at(p, "match", "context");
+    if (name === LOCAL_RATELIMIT_FILTER || name === RATELIMIT_FILTER) {
+      out.push({ name, context: typeof context === "string" ? context : undefined });
+    }
+  }
+  return out;
+}
+
+/**
+ * True for an EnvoyFilter that is not this operator's and patches a rate limit filter into the
+ * proxies (Kyma's RateLimit controller's, or one written by hand): on the Pods of a RateLimit it
+ * gives requests a second rate limit filter.
+ */
+export function isOtherRateLimitFilter(ef: KubeObject): boolean {
+  return !isRateLimitFilter(ef) && rateLimitFilterPatches(ef).length > 0;
+}
+
 /** True when the EnvoyFilter carries this operator's RateLimit labels (whoever it belongs to). */
 export function isRateLimitFilter(ef: KubeObject): boolean {
   const labels = ef.metadata.labels ?? {};
@@ -411,6 +441,12 @@ export interface RateLimitInput {
    * `istio-system`).
    */
   meshRootNamespace?: string;
+  /**
+   * EnvoyFilters not this operator's that patch a rate limit filter in (`isOtherRateLimitFilter`),
+   * at least those of the RateLimit's namespace and of the mesh's root namespace; the reducer
+   * finds which reach the Pods it covers. Undefined: none known.
+   */
+  otherFilters?: readonly KubeObject[];
   /** Whether the EnvoyFilter CRD exists (the mesh is installed). */
   meshInstalled: boolean;
   /** Epoch milliseconds. */

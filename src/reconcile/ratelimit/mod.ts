@@ -244,7 +244,10 @@ export function reconcileRateLimit(input: RateLimitInput): Plan {
     message = refusal(verdict.reason, verdict.problems, meta.generation, kept);
   }
   const row = rowFor(RATELIMIT_STATES, verdict.reason);
-  const enforced = enforcement(inForce, inForce ? selected(inForce.selector) : []);
+  const enforced = enforcement(inForce, inForce ? selected(inForce.selector) : [], {
+    filters: input.otherFilters ?? [],
+    root: input.meshRootNamespace ?? ISTIO_ROOT_NAMESPACE,
+  });
   const accepted = acceptance(inForce, enforced.covered, input.proxies);
   const previousGlobal = meta.conditions.find((c) => c.type === GLOBAL_ENFORCED_CONDITION);
   const global = globalEnforcement(

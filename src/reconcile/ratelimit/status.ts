@@ -29,7 +29,9 @@ import {
   type FilterLimits,
   filterLimits,
   filterSelector,
+  isOtherRateLimitFilter,
   type ProxyObservation,
+  rateLimitFilterPatches,
   type RateLimitInput,
 } from "./input.ts";
 import { engineDomainOfFilter, rlconfigLines } from "./engine_config.ts";
@@ -129,6 +131,7 @@ export interface Enforcement {
 export function enforcement(
   inForce: InForce | undefined,
   pods: readonly unknown[],
+  others: { filters: readonly KubeObject[]; root: string } = { filters: [], root: "" },
 ): Enforcement {
   const condition = (reason: string, message: string): ConditionInput => {
     const row = ENFORCED_ROWS.find((r) => r.reason === reason)!;
@@ -219,8 +222,54 @@ export function enforcement(
     (selected.length === 1
       ? `Enforced on the one ${noun} with ${sel}, which ${has}`
       : `Enforced on all ${selected.length} ${noun}s with ${sel}: each ${has}`) +
-    statsHint(hidden.length, selected.length, namedList(hidden));
+    statsHint(hidden.length, selected.length, namedList(hidden)) +
+    otherFiltersHint(covered, others.filters, others.root);
   return { condition: condition("Enforced", message), ...figures };
+}
+
+/**
+ * EnvoyFilters not this operator's that patch a rate limit filter into a proxy of `covered`
+ * (`namespace/name`, sorted): each reaches a Pod of its own namespace, or any when it is in the
+ * mesh's `root` namespace, that its workload selector (none: every Pod) selects, through a patch
+ * of that Pod's proxy context (or of any).
+ */
+export function otherFiltersOn(
+  covered: readonly unknown[],
+  filters: readonly KubeObject[],
+  root: string,
+): string[] {
+  const out = new Set<string>();
+  for (const f of filters) {
+    if (!isOtherRateLimitFilter(f)) continue;
+    const ns = f.metadata.namespace;
+    const selector = filterSelector(f);
+    const contexts = rateLimitFilterPatches(f).map((p) => p.context);
+    const reaches = covered.some((p) => {
+      const proxy = meshProxyOf(p);
+      const labels = podLabelsOf(p);
+      return proxy !== undefined && labels !== undefined &&
+        (ns === podNamespace(p) || ns === root) &&
+        (selector === undefined || selects(selector, labels)) &&
+        contexts.some((c) => c === undefined || c === "ANY" || c === contextOf(proxy));
+    });
+    if (reaches) out.add(`${ns}/${f.metadata.name}`);
+  }
+  return [...out].sort();
+}
+
+/** What another rate limit filter on the same proxies does, for the Enforced message. */
+function otherFiltersHint(
+  covered: readonly unknown[],
+  filters: readonly KubeObject[],
+  root: string,
+): string {
+  const found = otherFiltersOn(covered, filters, root);
+  if (found.length === 0) return "";
+  const one = found.length === 1;
+  const them = one ? "that filter" : "those filters";
+  return `; ${one ? "EnvoyFilter" : "EnvoyFilters"} ${namedList(found)}, not this operator's, ${
+    one ? "patches" : "patch"
+  } a rate limit filter into the same proxies: a request passes both, which gives limits neither sets (remove ${them} or this RateLimit)`;
 }
 
 // Whether the proxies took the limit in place (`Accepted`): what istiod says of each selected
