@@ -14,14 +14,16 @@
  *   limit and the rate_limits entry; its redirect and direct-response routes carry neither, and the
  *   model never limits them;
  * - docs/examples/ratelimit-methods.yaml (a path prefix and methods, the `:method` matcher a RE2
- *   alternation) in the workload sample's place: Accepted, and the model on the received config
- *   answers requests of several methods as the preview.
+ *   alternation) in the workload sample's place: the old filter deleted by the operator, Accepted,
+ *   and the model on the received config answers requests of several methods as the preview;
+ * - another's EnvoyFilter patching a rate limit filter into the same proxies: named in Enforced, and
+ *   on the received config the first write is refused where the RateLimit admits two.
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { parse } from "yaml";
 import { REPO_ROOT } from "../../tools/cluster/paths.ts";
-import { ok } from "../../tools/cluster/test_helpers.ts";
+import { eventually, ok } from "../../tools/cluster/test_helpers.ts";
 import {
   type ConfigView,
   type JsonObject,
@@ -40,6 +42,7 @@ import { loadLocalRateLimit, loadRouteRateLimits } from "../../src/dataplane/env
 import {
   acceptedOf,
   assertNoNacks,
+  conditionOf,
   gatewayPod,
   holding,
   injectedDemo,
@@ -382,8 +385,8 @@ meshTest(
         assert.deepEqual(status.proxies, { accepted: 2, rejected: 0, pending: 0, notConnected: 0 });
         const sample = await Deno.readTextFile(file);
         for (const app of apps) {
-          // Until the garbage collector removes the deleted RateLimit's filter, the proxy holds
-          // both filters (docs/ratelimit-status.md): wait for the new one alone.
+          // Until the deleted RateLimit's filter is gone (the operator deletes it at once), the
+          // proxy holds both filters (docs/ratelimit-status.md): wait for the new one alone.
           const view = await holding(running, app, "the methods limit alone", (v) => {
             const text = JSON.stringify(v.config);
             return text.includes("POST|PUT|DELETE|PATCH") && !text.includes("/headers?");
@@ -407,6 +410,58 @@ meshTest(
             );
           }
         }
+      },
+    );
+    await t.step(
+      "another's EnvoyFilter on the same Pods: Enforced names it, and the proxies then enforce a limit neither sets",
+      async () => {
+        // Kyma's controller's filter, say: the same patches, not this operator's.
+        const ours = JSON.parse(
+          await ok(c, ["get", "envoyfilter", "-n", "demo", "api-writes", "-o", "json"]),
+        );
+        const foreign = {
+          apiVersion: ours.apiVersion,
+          kind: ours.kind,
+          metadata: { name: "kyma-httpbin", namespace: "demo", labels: { managed: "kyma" } },
+          spec: ours.spec,
+        };
+        await ok(c, ["apply", "-f", "-"], JSON.stringify(foreign));
+        const hint =
+          "EnvoyFilter demo/kyma-httpbin, not this operator's, patches a rate limit filter";
+        const named = await op.until(
+          "Enforced names the other filter",
+          (s) => conditionOf(s, "Enforced")?.message.includes(hint) === true,
+          ["demo", "api-writes"],
+        );
+        assert.equal(conditionOf(named, "Enforced")?.reason, "Enforced");
+        // What the hint says: both filters read the route's limits, and the route's entries come
+        // from both filters' patches, so the first write, which a bucket of 2 admits, takes all
+        // its tokens and more: refused.
+        const app = apps[0];
+        const view = await eventually(`${app.pod} holds two rate limit filters`, async () => {
+          const v = await holding(running, app, "the methods limit", () => true);
+          const model = new ReceivedProxy(
+            v.config as ConfigView,
+            { listener: "virtualInbound", port: 8080 },
+            DEFAULT_BEHAVIOUR,
+            false,
+          );
+          return model.filters.length === 2 ? model : undefined;
+        });
+        const first = view.send({
+          method: "POST",
+          path: "/api/orders",
+          headers: {},
+          peer: DEFAULT_CLIENT,
+        }, 0);
+        assert.deepEqual([first.decision.status, first.decision.remaining], [429, 0]);
+        // Removed: the hint goes.
+        await ok(c, ["delete", "envoyfilter", "-n", "demo", "kyma-httpbin"]);
+        await op.until(
+          "Enforced without the hint",
+          (s) => conditionOf(s, "Enforced")?.message.includes("not this operator's") === false,
+          ["demo", "api-writes"],
+        );
       },
     );
   },
