@@ -89,7 +89,6 @@ export const POD_LABEL_INDEX: IndexSpec = {
   keys: (pod) => everyPair(pod.metadata.namespace, stringMap(pod.metadata.labels)),
 };
 
-/** Every index the controller declares. */
 /**
  * EnvoyFilters not this operator's that patch a rate limit filter in (Kyma's, or one by hand), by
  * namespace: few or none, each looked at by every RateLimit of its namespace (all of them, in the
@@ -101,6 +100,7 @@ export const OTHER_FILTERS_INDEX: IndexSpec = {
   keys: (ef) => isOtherRateLimitFilter(ef) ? [ef.metadata.namespace ?? ""] : [],
 };
 
+/** Every index the controller declares. */
 export const RATELIMIT_INDEXES: readonly IndexSpec[] = [
   RATELIMIT_SELECTOR_INDEX,
   RATELIMIT_PAIRS_INDEX,

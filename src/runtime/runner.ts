@@ -128,6 +128,11 @@ export class Runner {
       for (const ref of refs) await this.#writes.delete(ref, state, signal);
     } catch (err) {
       const cause = err instanceof WriteFailed ? err.cause : err;
+      // Gone already (the garbage collector was first), or another object of that name now (the
+      // uid precondition failed): nothing of the deleted primary's is left to delete.
+      if (cause instanceof ApiError && (cause.code === 404 || cause.code === 409)) {
+        return { work: { type: "done" }, writes: state.writes };
+      }
       const kind = classifyError(cause);
       if (kind === "not-leader") return { work: { type: "terminal" }, writes: state.writes };
       const ref = err instanceof WriteFailed ? describeRef(err.ref) : "an orphan";

@@ -9,6 +9,7 @@ import { Metrics } from "../../src/runtime/metrics.ts";
 import { ControllerLoop } from "../../src/runtime/controller_loop.ts";
 import { splitKey } from "../../src/api/object.ts";
 import { Runner } from "../../src/runtime/runner.ts";
+import { ApiError } from "../../src/runtime/cluster.ts";
 import { TestCluster } from "./test_cluster.ts";
 import { captureLogger, ManualClock, seededRandom } from "./helpers.ts";
 
@@ -310,4 +311,13 @@ Deno.test("a primary that is gone: its Plan's deletes alone are run, and only of
   deletes = [ref("theirs")];
   assert.deepEqual(await loop.reconcile("ns/gone", signal), { type: "terminal" });
   assert.ok(cluster.peek(RESOURCES.ConfigMap, "ns", "theirs"));
+  // Gone already (the garbage collector was first): done; an API server error: tried again.
+  cluster.put(RESOURCES.ConfigMap, configMap("ours", { [MANAGED_BY_LABEL]: MANAGED_BY }));
+  deletes = [ref("ours")];
+  cluster.failNext("delete", new ApiError(404, "NotFound", 'configmaps "ours" not found'));
+  assert.deepEqual(await loop.reconcile("ns/gone", signal), { type: "done" });
+  cluster.failNext("delete", new ApiError(500, "InternalError", "etcd timeout"));
+  assert.deepEqual(await loop.reconcile("ns/gone", signal), { type: "retry" });
+  assert.deepEqual(await loop.reconcile("ns/gone", signal), { type: "done" });
+  assert.equal(cluster.peek(RESOURCES.ConfigMap, "ns", "ours"), undefined);
 });
