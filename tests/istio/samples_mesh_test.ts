@@ -192,6 +192,16 @@ function compare(
   });
 }
 
+/** The model of a sidecar's inbound listener on the config it received. */
+function sidecarModel(config: unknown, envoy: EnvoyBehaviour): ReceivedProxy {
+  return new ReceivedProxy(
+    config as ConfigView,
+    { listener: "virtualInbound", port: 8080 },
+    envoy,
+    false,
+  );
+}
+
 /** Statuses, run-length: `10x200 2x429 ...`. */
 function runs(statuses: number[]): string {
   const out: string[] = [];
@@ -268,12 +278,7 @@ meshTest(
         for (const app of apps) {
           const view = await received(app);
           for (const envoy of envoys) {
-            const model = new ReceivedProxy(
-              view.config as ConfigView,
-              { listener: "virtualInbound", port: 8080 },
-              envoy,
-              false,
-            );
+            const model = sidecarModel(view.config, envoy);
             // One local rate limit filter, with no bucket of its own: the per-route one decides.
             assert.equal(model.filters.length, 1);
             assert.equal(model.filters[0].tokenBucket, undefined);
@@ -393,12 +398,7 @@ meshTest(
           });
           assertNoNacks(await running.proxy(proxyKey(app)), app.pod);
           for (const envoy of envoys) {
-            const model = new ReceivedProxy(
-              view.config as ConfigView,
-              { listener: "virtualInbound", port: 8080 },
-              envoy,
-              false,
-            );
+            const model = sidecarModel(view.config, envoy);
             assert.equal(model.filters.length, 1);
             const statuses = compare(sample, model, METHODS_REQUESTS, envoy);
             assert.equal(
@@ -440,12 +440,7 @@ meshTest(
         const app = apps[0];
         const view = await eventually(`${app.pod} holds two rate limit filters`, async () => {
           const v = await holding(running, app, "the methods limit", () => true);
-          const model = new ReceivedProxy(
-            v.config as ConfigView,
-            { listener: "virtualInbound", port: 8080 },
-            DEFAULT_BEHAVIOUR,
-            false,
-          );
+          const model = sidecarModel(v.config, DEFAULT_BEHAVIOUR);
           return model.filters.length === 2 ? model : undefined;
         });
         const first = view.send({

@@ -37,11 +37,12 @@ function loopOf(
   spec: ControllerSpec,
   cache: Cache,
   clock: ManualClock,
-  more: { log?: Logger; scopesReady?: (key: string) => boolean } = {},
+  more: { log?: Logger; scopesReady?: (key: string) => boolean; cluster?: TestCluster } = {},
 ): ControllerLoop {
   const metrics = new Metrics();
+  const { cluster = new TestCluster(clock), ...rest } = more;
   const runner = new Runner({
-    cluster: new TestCluster(clock),
+    cluster,
     cache,
     clock,
     random: seededRandom(),
@@ -59,7 +60,7 @@ function loopOf(
     metrics,
     images: {} as never,
     namespace: "platform-system",
-    ...more,
+    ...rest,
   });
 }
 
@@ -278,27 +279,7 @@ Deno.test("a primary that is gone: its Plan's deletes alone are run, and only of
       status: { state: "Ready" },
     }),
   };
-  const metrics = new Metrics();
-  const runner = new Runner({
-    cluster,
-    cache,
-    clock,
-    random: seededRandom(),
-    log: nullLogger,
-    metrics,
-    controller: "a",
-    identity: "x",
-  });
-  const loop = new ControllerLoop({
-    spec,
-    cache,
-    runner,
-    clock,
-    log: nullLogger,
-    metrics,
-    images: {} as never,
-    namespace: "platform-system",
-  });
+  const loop = loopOf(spec, cache, clock, { cluster });
   for (const [type, selector] of [[RESOURCES.Serverless], [RESOURCES.Deployment, "m=1"]] as const) {
     cache.store(type, selector).handle({ type: "init" });
     cache.store(type, selector).handle({ type: "init-done" });
