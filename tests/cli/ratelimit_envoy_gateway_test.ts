@@ -212,6 +212,35 @@ Deno.test("envoy gateway: local rules become token buckets filled once a unit; t
   );
 });
 
+Deno.test("envoy gateway: the deprecated type converts its part alone, as Envoy Gateway builds it alone", () => {
+  const both = {
+    global: { rules: [{ limit: { requests: 50, unit: "Second" } }] },
+    local: { rules: [{ limit: { requests: 10, unit: "Second" } }] },
+  };
+  const c = fromBackendTrafficPolicy(policy([], { rateLimit: { type: "Local", ...both } }));
+  assert.ok(c.ok, JSON.stringify(c));
+  const spec = c.rateLimit.spec as Obj;
+  assert.equal(spec.global, undefined);
+  assert.deepEqual(spec.local, {
+    defaultBucket: { maxTokens: 10, tokensPerFill: 10, fillInterval: "1s" },
+  });
+  assert.ok(
+    c.differences.includes(
+      "spec.rateLimit.global: not converted: with spec.rateLimit.type Local, Envoy Gateway ignores it",
+    ),
+  );
+  const g = converted(policy([], { rateLimit: { type: "Global", ...both } }));
+  assert.deepEqual([g.local, g.global], [
+    undefined,
+    both.global.rules[0] && {
+      default: { limit: { requests: 50, unit: "Second" } },
+    },
+  ]);
+  assert.deepEqual(refused(policy([], { rateLimit: { type: "Global", local: both.local } })), [
+    "spec.rateLimit.global: missing, and spec.rateLimit.type is Global",
+  ]);
+});
+
 Deno.test("envoy gateway: differences are said: first match, the default, the guessed selector", () => {
   const c = fromBackendTrafficPolicy(policy([
     {

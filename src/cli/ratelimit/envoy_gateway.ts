@@ -600,8 +600,25 @@ export function fromBackendTrafficPolicy(doc: Obj): GatewayConversion {
   if (rl.global === undefined && rl.local === undefined) {
     problems.push("spec.rateLimit: neither global nor local rules: nothing to convert");
   }
-  const local = localIn && localPart(localIn, problems, notes, switches);
-  const global = globalIn && globalPart(globalIn, problems, notes, switches);
+  // The deprecated `type`, when set, makes Envoy Gateway build that part alone and ignore the
+  // other (internal/gatewayapi/backendtrafficpolicy.go buildRateLimit); the other is not converted.
+  const only = rl.type === "Global" ? "global" : rl.type === "Local" ? "local" : undefined;
+  if (only !== undefined && rl[only] === undefined) {
+    problems.push(`spec.rateLimit.${only}: missing, and spec.rateLimit.type is ${rl.type}`);
+  }
+  for (const part of ["global", "local"] as const) {
+    if (only !== undefined && part !== only && rl[part] !== undefined) {
+      notes.push(
+        `spec.rateLimit.${part}: not converted: with spec.rateLimit.type ${rl.type}, Envoy Gateway ignores it`,
+      );
+    }
+  }
+  const local = only !== "global" && localIn
+    ? localPart(localIn, problems, notes, switches)
+    : undefined;
+  const global = only !== "local" && globalIn
+    ? globalPart(globalIn, problems, notes, switches)
+    : undefined;
   const { shadow, headers } = switches;
   if (shadow.some((s) => s) && !shadow.every((s) => s)) {
     problems.push(
