@@ -15,7 +15,9 @@ import {
   type HttpMethod,
   isHttpToken,
   isRulePath,
+  MAX_TOKENS_LIMIT,
 } from "../../api/ratelimit_bounds.ts";
+import { parseFillInterval } from "../../api/duration.ts";
 import { objectFieldProblems, unknownKeys } from "./fields.ts";
 import { covers } from "../../reconcile/ratelimit/validate.ts";
 
@@ -479,9 +481,6 @@ const LOCAL_INTERVALS: Record<string, string> = {
   Year: "525600m",
 };
 
-/** Envoy Gateway's default bucket when no local rule is for every request: uint32 max a second. */
-const UNLIMITED = 4294967295;
-
 /** How many clients Envoy Gateway keeps a bucket for (its max_dynamic_descriptors). */
 const GATEWAY_MAX_CLIENTS = 10000;
 
@@ -528,11 +527,10 @@ function localPart(
     from.push(at);
   });
   // Envoy Gateway refuses a rule whose unit is not a multiple of the default's, as Envoy does.
-  const seconds = (unit: string) =>
-    (LOCAL_INTERVALS[unit].endsWith("s") ? 1 : 60) * parseInt(LOCAL_INTERVALS[unit]);
+  const ms = (unit: string) => parseFillInterval(LOCAL_INTERVALS[unit])!;
   if (def !== undefined) {
     for (const [at, unit] of units) {
-      if (seconds(unit) % seconds(def.unit) !== 0) {
+      if (ms(unit) % ms(def.unit) !== 0) {
         problems.push(
           `${at}.limit.unit: ${unit} is not a multiple of the default rule's ${def.unit} (${def.at}); Envoy Gateway refuses such a policy, as Envoy does`,
         );
@@ -547,7 +545,7 @@ function localPart(
   }
   if (def === undefined) {
     notes.push(
-      `spec.local.defaultBucket: ${UNLIMITED} requests a second, as Envoy Gateway's default when no local rule is for every request: no limit on the rest`,
+      `spec.local.defaultBucket: ${MAX_TOKENS_LIMIT} requests a second, as Envoy Gateway's default when no local rule is for every request: no limit on the rest`,
     );
   }
   const perClient = buckets.some((b) => b.perClient !== undefined);
@@ -558,7 +556,7 @@ function localPart(
   }
   return {
     defaultBucket: def?.bucket ??
-      { maxTokens: UNLIMITED, tokensPerFill: UNLIMITED, fillInterval: "1s" },
+      { maxTokens: MAX_TOKENS_LIMIT, tokensPerFill: MAX_TOKENS_LIMIT, fillInterval: "1s" },
     ...(buckets.length > 0 ? { buckets } : {}),
     ...(perClient ? { maxClients: GATEWAY_MAX_CLIENTS } : {}),
   };

@@ -555,12 +555,13 @@ export function parseSpec(raw: unknown): ParsedSpec {
   if (memo && memo.problems.length > 0) return { ok: false, problems: [...memo.problems] };
   // Status is the operator's own output: judging it would make the verdict depend on itself.
   // A spec field this operator does not know (a CRD newer than the operator) is refused: ignored,
-  // a rule's narrowing field (methods, say) would leave a broader limit than meant.
+  // a rule's narrowing field (methods, say) would leave a broader limit than meant. A frozen
+  // object known valid was looked at for them already.
   const parsed = parseRateLimit(
     raw !== null && typeof raw === "object" && !Array.isArray(raw)
       ? { ...raw, status: undefined }
       : raw,
-    { unknown: "spec" },
+    { unknown: memo ? "strip" : "spec" },
   );
   const problems = !parsed.ok
     ? errorLines(parsed.errors)
