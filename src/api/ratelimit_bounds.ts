@@ -34,11 +34,11 @@ export function isRulePath(s: string): boolean {
   return s.startsWith("/") && !/[?#\s]/.test(s) && !CONTROL.test(s);
 }
 /**
- * The message of a rule (local or global) with no path, pathPrefix, methods, headers or perClient
- * (zod and the CRD's CEL rule).
+ * The message of a rule (local or global) with no path, pathPrefix, methods, hosts, headers or
+ * perClient (zod and the CRD's CEL rule).
  */
 export const BUCKET_RULE_NEEDS_MATCH =
-  "a rule needs a path, pathPrefix, methods, headers or perClient";
+  "a rule needs a path, pathPrefix, methods, hosts, headers or perClient";
 /** The message of a rule with both a path and a pathPrefix (zod and the CRD's CEL rule). */
 export const RULE_ONE_PATH = "a rule takes path or pathPrefix, not both";
 /**
@@ -60,6 +60,32 @@ export const HTTP_METHODS = [
 export type HttpMethod = (typeof HTTP_METHODS)[number];
 /** The message of a rule that lists a method twice (zod; the CRD's list is a set). */
 export const METHODS_TWICE = "lists a method twice";
+/**
+ * A rule's host, as Gateway API's Hostname is written: a DNS name in lower case, or `*.` and one
+ * (any name that ends with `.` and it, in one label or more: `*.example.com` takes
+ * `a.example.com` and `a.b.example.com`, not `example.com`).
+ */
+export const HOST_PATTERN =
+  "^(\\*\\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$";
+/** The message of a rule that lists a host twice (zod; the CRD's list is a set). */
+export const HOSTS_TWICE = "lists a host twice";
+
+/**
+ * Whether every request host `other` (a rule's host, `*.` for a wildcard) takes is one `host`
+ * takes: the same name, or `host` is `*.d` and `other` ends with `.d` after one label or more
+ * (`*.x.d` and `x.d` both do, and `*.d` itself).
+ */
+export function hostCovers(host: string, other: string): boolean {
+  if (!host.startsWith("*.")) return host === other;
+  const suffix = host.slice(1);
+  return other.length > suffix.length && other.endsWith(suffix);
+}
+
+/** Whether some request host is taken by both `a` and `b` (rules' hosts, `*.` for a wildcard). */
+export function hostsMeet(a: string, b: string): boolean {
+  return hostCovers(a, b) || hostCovers(b, a);
+}
+
 /** The message of a perClient without exactly one key (zod and the CRD's CEL rule). */
 export const PER_CLIENT_NEEDS_KEY =
   "perClient needs one key: header (a request header's name) or clientIP: true";
@@ -69,7 +95,7 @@ export const PER_CLIENT_NEEDS_KEY =
  * Kubernetes' and Istio's own limits. The rules take what keeps the filter small: rule i's entry
  * repeats the matchers of every earlier rule it can overlap, so the filter grows with the square of
  * the rules times their text, and Go's JSON (what etcd stores) writes `<`, `>` and `&` in six bytes.
- * With these the largest valid RateLimit renders at most 0.87 MB, below the 1 MiB the operator
+ * With these the largest valid RateLimit renders at most 0.94 MB, below the 1 MiB the operator
  * applies and etcd's 1.5 MiB; any rule fits in a request Envoy accepts (60 KiB of headers, 100).
  */
 
@@ -85,6 +111,19 @@ export const MAX_BUCKET_RULES = 8;
 export const MAX_PATH_LENGTH = 1024;
 /** Headers a rule matches. */
 export const MAX_RULE_HEADERS = 4;
+/**
+ * Hosts a rule takes. Each is a term of one RE2 alternation (entries.ts's `:authority` matcher),
+ * which every later overlapping rule's entry repeats, so their length together is bounded too
+ * (MAX_RULE_HOSTS_LENGTH), which keeps the largest filter under the budget above.
+ */
+export const MAX_RULE_HOSTS = 4;
+/** Characters of a host: a DNS name's 253, as Gateway API's Hostname. */
+export const MAX_HOST_LENGTH = 253;
+/** Characters of a rule's hosts together: two of the longest, or four of 128. */
+export const MAX_RULE_HOSTS_LENGTH = 512;
+/** The message of a rule whose hosts are longer together than MAX_RULE_HOSTS_LENGTH. */
+export const HOSTS_TOO_LONG =
+  `hosts must have at most ${MAX_RULE_HOSTS_LENGTH} characters together`;
 /** Characters of a header name. */
 export const MAX_HEADER_NAME_LENGTH = 64;
 /** Characters of a header value. */

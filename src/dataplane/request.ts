@@ -36,11 +36,17 @@ function namedHeaders(req: Request): Map<string, string> {
 
 /**
  * The headers of a request the way Envoy's header matchers read them: names in lower case (HTTP/2
- * form), the pseudo-headers `:path` and `:method` set, and repeated names (`X-A` and `x-a`) joined
- * with "," as `HeaderUtility::getAllOfHeaderAsString` does.
+ * form), the pseudo-headers `:path` and `:method` set, `host` also as `:authority` (see
+ * {@link requestHeaders}), and repeated names (`X-A` and `x-a`) joined with "," as
+ * `HeaderUtility::getAllOfHeaderAsString` does.
  */
 export function requestHeaderMap(req: Request): Map<string, string> {
   const map = namedHeaders(req);
+  const host = map.get("host") ?? map.get(":authority");
+  if (host !== undefined) {
+    map.set("host", host);
+    map.set(":authority", host);
+  }
   map.set(":path", req.path);
   map.set(":method", req.method ?? "GET");
   return map;
@@ -52,6 +58,8 @@ export function requestHeaderMap(req: Request): Map<string, string> {
  * into a flat list that lookups scan (a decision reads a handful of names from a few headers, for
  * which a scan beats building a Map). `name` must be in lower case, as matchers keep it. `get`
  * joins a repeated header's values, `first` gives the first of them (the request's own order).
+ * HTTP/1's Host is HTTP/2's `:authority`, and Envoy's request header map answers either name with
+ * it (`StaticLookupTable<RequestHeaderMap>` maps `host` to `:authority`): so does this.
  */
 export function requestHeaders(
   req: Request,
@@ -64,6 +72,7 @@ export function requestHeaders(
       if (name === ":path") return req.path;
       if (name === ":method") return req.method ?? "GET";
       if (req.headers === undefined) return undefined;
+      if (name === "host") name = ":authority";
       pairs ??= lowerCasePairs(req.headers);
       let found: string | undefined;
       for (let i = 0; i < pairs.length; i += 2) {
@@ -76,6 +85,7 @@ export function requestHeaders(
       if (name === ":path") return req.path;
       if (name === ":method") return req.method ?? "GET";
       if (req.headers === undefined) return undefined;
+      if (name === "host") name = ":authority";
       pairs ??= lowerCasePairs(req.headers);
       for (let i = 0; i < pairs.length; i += 2) if (pairs[i] === name) return pairs[i + 1];
       return undefined;
@@ -85,7 +95,10 @@ export function requestHeaders(
 
 function lowerCasePairs(headers: Readonly<Record<string, string>>): string[] {
   const out: string[] = [];
-  for (const name of Object.keys(headers)) out.push(name.toLowerCase(), headers[name]);
+  for (const name of Object.keys(headers)) {
+    const lower = name.toLowerCase();
+    out.push(lower === "host" ? ":authority" : lower, headers[name]);
+  }
   return out;
 }
 

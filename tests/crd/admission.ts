@@ -12,15 +12,17 @@ const chars = (s: string) => [...s].length;
 
 /** The CEL rules the CRDs carry, as predicates on the (pruned) value. An unknown rule throws. */
 const CEL: Record<string, (self: Obj) => boolean> = {
-  "has(self.path) || has(self.pathPrefix) || has(self.methods) || has(self.headers) || has(self.perClient)":
+  "has(self.path) || has(self.pathPrefix) || has(self.methods) || has(self.hosts) || has(self.headers) || has(self.perClient)":
     (self) =>
-      "path" in self || "pathPrefix" in self || "methods" in self || "headers" in self ||
-      "perClient" in self,
+      "path" in self || "pathPrefix" in self || "methods" in self || "hosts" in self ||
+      "headers" in self || "perClient" in self,
   "!has(self.path) || !has(self.pathPrefix)": (self) =>
     !("path" in self) || !("pathPrefix" in self),
   "has(self.header) || has(self.clientIP)": (self) => "header" in self || "clientIP" in self,
   "has(self.local) || has(self.global)": (self) => "local" in self || "global" in self,
   "has(self.rules) || has(self.default)": (self) => "rules" in self || "default" in self,
+  "self.map(x, size(x)).sum() <= 512": (self) =>
+    (self as unknown as string[]).reduce((n, h) => n + chars(h), 0) <= 512,
   "self.all(k, size(k) <= 64)": (self) => Object.keys(self).every((k) => chars(k) <= 64),
   "self.all(k, size(k) <= 317)": (self) => Object.keys(self).every((k) => chars(k) <= 317),
 };

@@ -116,6 +116,21 @@ const EDGES = [
   ["GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH"],
   ["GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH", "GET"],
   { methods: ["GET"], bucket: BUCKET },
+  // Hosts: a set of lower-case DNS names, or *. and one.
+  "api.example.com",
+  ["api.example.com"],
+  ["*.example.com", "example.com"],
+  ["api.example.com", "api.example.com"],
+  ["API.example.com"],
+  ["*.*.example.com"],
+  ["*example.com"],
+  ["a..b"],
+  ["-a.b"],
+  ["a.b", "c.d", "e.f", "g.h"],
+  ["a.b", "c.d", "e.f", "g.h", "i.j"],
+  [`${"a".repeat(63)}.${"b".repeat(63)}.${"c".repeat(63)}.${"d".repeat(61)}`],
+  [`${"a".repeat(63)}.${"b".repeat(63)}.${"c".repeat(63)}.${"d".repeat(62)}`],
+  { hosts: ["api.example.com"], bucket: BUCKET },
   ...BOUND_EDGES,
 ];
 const VALUE = fc.oneof(fc.constantFrom(...EDGES), fc.string({ maxLength: 6 }), fc.integer());

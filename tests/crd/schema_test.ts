@@ -94,8 +94,8 @@ Deno.test("a bucket rule carries the CEL rules path-or-headers and not path with
   const rule = at(schemaOf("ratelimits"), "spec.local.buckets.[]");
   assert.deepEqual(rule["x-kubernetes-validations"], [{
     rule:
-      "has(self.path) || has(self.pathPrefix) || has(self.methods) || has(self.headers) || has(self.perClient)",
-    message: "a rule needs a path, pathPrefix, methods, headers or perClient",
+      "has(self.path) || has(self.pathPrefix) || has(self.methods) || has(self.hosts) || has(self.headers) || has(self.perClient)",
+    message: "a rule needs a path, pathPrefix, methods, hosts, headers or perClient",
   }, {
     rule: "!has(self.path) || !has(self.pathPrefix)",
     message: "a rule takes path or pathPrefix, not both",

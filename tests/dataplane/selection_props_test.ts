@@ -3,7 +3,8 @@
  * written from docs/design.md (which bucket) and from Envoy's arithmetic (envoy_reference.ts: tokens
  * and header values), for Envoy 1.30, 1.33 and 1.38: the first matching rule wins; the path
  * matches exactly, query ignored, and a path prefix starts the path, query and all; the method is
- * one of the rule's, exactly; header names case-insensitively, values exactly; one token from
+ * one of the rule's, exactly; the host one of the rule's, case-insensitively and without a port or
+ * trailing dot, `*.d` any name ending in `.d`; header names case-insensitively, values exactly; one token from
  * that bucket only; every response carries the headers that Envoy computes; every 429 has the
  * exact shape.
  */
@@ -27,11 +28,34 @@ const PREFIXES = ["/", "/a", "/a/", "/ab", "/b"];
 const NAMES = ["X-A", "x-b", "X-Rate-Limited"];
 const METHODS = ["GET", "POST", "PUT", "DELETE"];
 const VALUES = ["1", "true", "True", ""];
+const HOSTS = [
+  "a.example.com",
+  "*.example.com",
+  "b.a.example.com",
+  "*.a.example.com",
+  "example.org",
+];
+/** Request hosts: in other cases, with ports, trailing dots, and near misses. */
+const REQUEST_HOSTS = [
+  "a.example.com",
+  "A.Example.COM:8080",
+  "b.a.example.com.",
+  "b.a.example.com.:80",
+  "example.com",
+  "x.example.com:443",
+  "example.org",
+  "EXAMPLE.ORG.",
+  "a.example.com:",
+  "a.example.comx",
+  "a.example.com..",
+  "xa.example.com",
+];
 
 interface Rule {
   path?: string;
   pathPrefix?: string;
   methods?: string[];
+  hosts?: string[];
   headers?: Record<string, string>;
   bucket: { maxTokens: number; tokensPerFill: number; fillInterval: string };
 }
@@ -64,14 +88,17 @@ const ruleArb: fc.Arbitrary<Rule> = fc.record({
       nil: undefined,
     },
   ),
+  hosts: fc.option(fc.shuffledSubarray(HOSTS, { minLength: 1, maxLength: 3 }), { nil: undefined }),
   headers: fc.option(headersArb, { nil: undefined }),
   bucket: bucketArb(["10s", "20s", "1m"]),
 }, { requiredKeys: ["bucket"] }).filter((r) =>
-  r.path !== undefined || r.methods !== undefined || r.headers !== undefined
+  r.path !== undefined || r.methods !== undefined || r.hosts !== undefined ||
+  r.headers !== undefined
 )
   .map((r) => ({
     ...(r.path ?? {}),
     ...(r.methods ? { methods: r.methods } : {}),
+    ...(r.hosts ? { hosts: r.hosts } : {}),
     ...(r.headers ? { headers: r.headers } : {}),
     bucket: r.bucket,
   }));
@@ -129,6 +156,9 @@ const requestsArb = fc.array(
     // Methods compare exactly: get is not GET, nor GETX.
     method: fc.constantFrom(...METHODS, "get", "GETX", "HEAD"),
     headers: requestHeadersArb,
+    host: fc.option(fc.tuple(fc.constantFrom(...REQUEST_HOSTS), fc.constantFrom("Host", "host")), {
+      nil: undefined,
+    }),
   }),
   { maxLength: 60 },
 ).map((rs) => {
@@ -137,9 +167,21 @@ const requestsArb = fc.array(
     ns: ns += r.gap,
     path: r.path,
     method: r.method,
-    headers: r.headers,
+    headers: r.host === undefined ? r.headers : { ...r.headers, [r.host[1]]: r.host[0] },
   }));
 });
+
+/**
+ * Whether a rule's host takes the request's Host, as docs/ratelimit.md says: letters in any case,
+ * a port and one trailing dot dropped; `*.d` any name that ends with `.d` after one label or more.
+ */
+function hostTakes(host: string, sent: string | undefined): boolean {
+  if (sent === undefined) return false;
+  const name = sent.toLowerCase().replace(/:[0-9]+$/, "").replace(/\.$/, "");
+  if (name.includes(":")) return false;
+  if (!host.startsWith("*.")) return name === host;
+  return name.length > host.length - 1 && name.endsWith(host.slice(1));
+}
 
 /** docs/design.md's selection, written directly. */
 function expectedBucket(rules: readonly Rule[], req: Req): "default" | number {
@@ -149,6 +191,7 @@ function expectedBucket(rules: readonly Rule[], req: Req): "default" | number {
     (r.path === undefined || r.path === path) &&
     (r.pathPrefix === undefined || req.path.startsWith(r.pathPrefix)) &&
     (r.methods === undefined || r.methods.includes(req.method)) &&
+    (r.hosts === undefined || r.hosts.some((h) => hostTakes(h, headers.get("host")))) &&
     Object.entries(r.headers ?? {}).every(([k, v]) => headers.get(k.toLowerCase()) === v)
   );
   return i < 0 ? "default" : i;

@@ -119,6 +119,30 @@ const REFUSALS: { what: string; obj: KubeObject; stderr: RegExp[] }[] = [
     ],
   },
   {
+    what:
+      "a rule listing a host twice, a host in upper case, and hosts over 512 characters together (a CEL sum)",
+    obj: withSpec(
+      rateLimit("default", "bad-hosts", "web"),
+      (s) =>
+        (s.local as { buckets: unknown[] }).buckets = [{
+          hosts: ["a.example.com", "a.example.com"],
+          bucket: { maxTokens: 1, tokensPerFill: 1, fillInterval: "30s" },
+        }, {
+          hosts: ["API.example.com"],
+          bucket: { maxTokens: 1, tokensPerFill: 1, fillInterval: "30s" },
+        }, {
+          hosts: ["a", "b", "c"].map((l) => `${l.repeat(63)}.${l.repeat(63)}.${l.repeat(50)}`),
+          bucket: { maxTokens: 1, tokensPerFill: 1, fillInterval: "30s" },
+        }],
+    ),
+    stderr: [
+      /is invalid/,
+      /spec\.local\.buckets\[0\]\.hosts\[1\]: Duplicate value: "a\.example\.com"/,
+      /spec\.local\.buckets\[1\]\.hosts\[0\]: Invalid value: "API\.example\.com"/,
+      /spec\.local\.buckets\[2\]\.hosts: Invalid value: "array": hosts must have at most 512 characters together/,
+    ],
+  },
+  {
     what: "Scaler log level verbose",
     obj: scaler("default", "bad-level", { logging: { operator: { level: "verbose" } } }),
     stderr: [/is invalid/, /spec\.logging\.operator\.level/, /Unsupported value: "verbose"/],

@@ -9,10 +9,13 @@ import {
   MAX_GLOBAL_RULES,
   MAX_HEADER_NAME_LENGTH,
   MAX_HEADER_VALUE_LENGTH,
+  MAX_HOST_LENGTH,
   MAX_LABEL_KEY_LENGTH,
   MAX_LABEL_VALUE_LENGTH,
   MAX_PATH_LENGTH,
   MAX_RULE_HEADERS,
+  MAX_RULE_HOSTS,
+  MAX_RULE_HOSTS_LENGTH,
   MAX_SELECTOR_LABELS,
   MAX_TOKENS_LIMIT,
 } from "../../src/api/ratelimit_bounds.ts";
@@ -43,8 +46,9 @@ export function largestSelector(): Record<string, string> {
 
 /**
  * The RateLimit whose EnvoyFilter is the largest the bounds allow: the most labels, and the most
- * rules, all with the same longest path, every method (the longest `:method` regex) and the most
- * headers of the longest names and values. Each
+ * rules, all with the same longest path, every method (the longest `:method` regex), the most hosts
+ * with the longest regex (wildcards of one-letter labels: every dot escaped) and the most headers of
+ * the longest names and values. Each
  * rule's header names are its own, so no rule covers another (all are used) while every rule can
  * overlap every earlier one: each rule's entry repeats all earlier rules' matchers. `on` the gateway,
  * it selects the ingress gateway in its namespace instead of a workload.
@@ -60,6 +64,15 @@ export function largestRateLimit(fill: Fill, on: "workload" | "gateway" = "workl
         valueChar.repeat(MAX_HEADER_VALUE_LENGTH),
       ]),
     );
+  // `*.` and one-letter labels (every dot escaped in the regex), each host its own letter: as
+  // many as fit in MAX_RULE_HOSTS_LENGTH, each as long as they can be together (four of 127 give a
+  // longer regex than two of 253: each term adds its `|` and `[^:]+`).
+  const count = Math.min(MAX_RULE_HOSTS, Math.floor(MAX_RULE_HOSTS_LENGTH / 3));
+  const each = Math.min(MAX_HOST_LENGTH, Math.floor(MAX_RULE_HOSTS_LENGTH / count));
+  const hosts = Array.from({ length: count }, (_, k) => {
+    const letter = String.fromCharCode(97 + k);
+    return `*.${`${letter}.`.repeat(Math.floor((each - 1) / 2) - 1)}${letter}`;
+  });
   const rl = rateLimit({
     name: `largest-${fill}`,
     selectorLabels: largestSelector(),
@@ -67,7 +80,7 @@ export function largestRateLimit(fill: Fill, on: "workload" | "gateway" = "workl
     defaultBucket: most,
     buckets: Array.from(
       { length: MAX_BUCKET_RULES },
-      (_, i) => ({ path, methods: [...HTTP_METHODS], headers: headers(i), bucket: most }),
+      (_, i) => ({ path, methods: [...HTTP_METHODS], hosts, headers: headers(i), bucket: most }),
     ),
   });
   // The longest name and namespace the API server allows, and the longest generation.
@@ -100,7 +113,12 @@ export function largestWithGlobal(fill: Fill): { what: string; rateLimit: KubeOb
     const rl = largestRateLimit(fill);
     const spec = rl.spec as {
       local?: {
-        buckets: { path: string; methods: string[]; headers: Record<string, string> }[];
+        buckets: {
+          path: string;
+          methods: string[];
+          hosts: string[];
+          headers: Record<string, string>;
+        }[];
       };
       global?: unknown;
     };
@@ -113,6 +131,7 @@ export function largestWithGlobal(fill: Fill): { what: string; rateLimit: KubeOb
           rules: all.slice(0, rules).map((r) => ({
             path: r.path,
             methods: r.methods,
+            hosts: r.hosts,
             headers: r.headers,
             limit,
           })),

@@ -202,7 +202,7 @@ Deno.test("every refusal names the field and the rule", () => {
     [{ selectorLabels: {} }, /spec\.selectorLabels/],
     [
       { buckets: [{ bucket: bucket(1, 1, "30s") }] },
-      /spec\.local\.buckets\[0\].*path, pathPrefix, methods, headers or perClient/,
+      /spec\.local\.buckets\[0\].*path, pathPrefix, methods, hosts, headers or perClient/,
     ],
   ];
   for (const [opts, re] of cases) {

@@ -265,21 +265,63 @@ Deno.test("methods: a rule another takes every method of is never used; disjoint
   }
 });
 
+Deno.test("hosts: a set of lower-case names or *. wildcards; a rule they all cover is never used", () => {
+  const b = { maxTokens: 1, tokensPerFill: 1, fillInterval: "1m" };
+  assertInvalid(
+    rateLimit({ buckets: [{ hosts: ["a.example.com", "a.example.com"], bucket: b }] }),
+    "spec.local.buckets[0].hosts: lists a host twice",
+  );
+  for (
+    const bad of ["API.example.com", "*.*.example.com", "*example.com", "a..b", "a.example.com:80"]
+  ) {
+    assertInvalid(
+      rateLimit({ buckets: [{ hosts: [bad], bucket: b }] }),
+      "spec.local.buckets[0].hosts[0]",
+    );
+  }
+  assertInvalid(
+    rateLimit({
+      buckets: [{ hosts: ["*.example.com"], bucket: b }, {
+        hosts: ["a.example.com", "*.b.example.com"],
+        bucket: b,
+      }],
+    }),
+    "spec.local.buckets[1] is never used: every request it matches is matched first by spec.local.buckets[0]",
+  );
+  // A host alone says which requests a rule takes; a wildcard does not take its own suffix.
+  for (
+    const buckets of [
+      [{ hosts: ["api.example.com"], bucket: b }],
+      [{ hosts: ["*.example.com"], bucket: b }, { hosts: ["example.com"], bucket: b }],
+      [{ hosts: ["a.example.com"], bucket: b }, { hosts: ["*.example.com"], bucket: b }],
+      [{ path: "/a", hosts: ["a.example.com"], bucket: b }, { path: "/a", bucket: b }],
+    ]
+  ) {
+    const m = messageOf(rateLimit({ buckets }));
+    assert.equal(m.state, "Ready", m.message);
+  }
+});
+
 /** Whether a rule takes a request: docs/design.md's selection, written directly. */
 function takes(
   rule: {
     path?: string;
     pathPrefix?: string;
     methods?: string[];
+    hosts?: string[];
     headers?: Record<string, string>;
   },
   path: string,
   headers: Record<string, string>,
   method = "GET",
+  host = "a.example.com",
 ): boolean {
+  const hostTakes = (h: string) =>
+    h.startsWith("*.") ? host.endsWith(h.slice(1)) && host.length > h.length - 1 : h === host;
   return (rule.path === undefined || rule.path === path.split("?")[0]) &&
     (rule.pathPrefix === undefined || path.startsWith(rule.pathPrefix)) &&
     (rule.methods === undefined || rule.methods.includes(method)) &&
+    (rule.hosts === undefined || rule.hosts.some(hostTakes)) &&
     Object.entries(rule.headers ?? {}).every(([k, v]) => headers[k.toLowerCase()] === v);
 }
 
@@ -293,9 +335,12 @@ Deno.test("property: a rule covers another only when it takes every request the 
     path?: string;
     pathPrefix?: string;
     methods?: ("GET" | "HEAD" | "POST")[];
+    hosts?: string[];
     headers?: Record<string, string>;
   };
   const METHODS = ["GET", "HEAD", "POST"] as const;
+  const HOSTS = ["a.example.com", "*.example.com", "*.a.example.com", "b.a.example.com"];
+  const REQUEST_HOSTS = ["a.example.com", "b.a.example.com", "c.b.a.example.com", "example.com"];
   const headerSets: Record<string, string>[] = [{ "X-A": "1" }, { "x-a": "2" }, {
     "X-A": "1",
     "X-B": "1",
@@ -309,10 +354,12 @@ Deno.test("property: a rule covers another only when it takes every request the 
       { nil: undefined },
     ),
     methods: fc.option(fc.subarray([...METHODS], { minLength: 1 }), { nil: undefined }),
+    hosts: fc.option(fc.subarray(HOSTS, { minLength: 1 }), { nil: undefined }),
     headers: fc.option(fc.constantFrom(...headerSets), { nil: undefined }),
   }).map((r): Rule => ({
     ...(r.path ?? {}),
     ...(r.methods ? { methods: r.methods } : {}),
+    ...(r.hosts ? { hosts: r.hosts } : {}),
     ...(r.headers ? { headers: r.headers } : {}),
   }));
   let covered = 0;
@@ -323,11 +370,13 @@ Deno.test("property: a rule covers another only when it takes every request the 
       for (const path of REQUEST_PATHS) {
         for (const headers of HEADER_SETS) {
           for (const method of [...METHODS, "PUT"]) {
-            if (takes(later, path, headers, method)) {
-              assert.ok(
-                takes(earlier, path, headers, method),
-                `${method} ${path} ${JSON.stringify(headers)}`,
-              );
+            for (const host of REQUEST_HOSTS) {
+              if (takes(later, path, headers, method, host)) {
+                assert.ok(
+                  takes(earlier, path, headers, method, host),
+                  `${method} ${host}${path} ${JSON.stringify(headers)}`,
+                );
+              }
             }
           }
         }

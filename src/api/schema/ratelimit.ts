@@ -7,6 +7,9 @@ import {
   DEFAULT_MAX_CLIENTS,
   GLOBAL_NEEDS_LIMIT,
   GLOBAL_UNITS,
+  HOST_PATTERN,
+  HOSTS_TOO_LONG,
+  HOSTS_TWICE,
   HTTP_METHODS,
   MAX_BUCKET_RULES,
   MAX_CLIENTS,
@@ -14,10 +17,13 @@ import {
   MAX_GLOBAL_RULES,
   MAX_HEADER_NAME_LENGTH,
   MAX_HEADER_VALUE_LENGTH,
+  MAX_HOST_LENGTH,
   MAX_LABEL_KEY_LENGTH,
   MAX_LABEL_VALUE_LENGTH,
   MAX_PATH_LENGTH,
   MAX_RULE_HEADERS,
+  MAX_RULE_HOSTS,
+  MAX_RULE_HOSTS_LENGTH,
   MAX_SELECTOR_LABELS,
   MAX_TOKENS_LIMIT,
   METHODS_TWICE,
@@ -66,8 +72,8 @@ export const PerClientSchema = z.object({
 });
 
 /**
- * Which requests a rule takes: its path, methods, headers and per-client key, the same for a local bucket
- * rule and a global rule (one matching, rendered by render.ts `ruleEntries` for both). `perClient`
+ * Which requests a rule takes: its path, methods, hosts, headers and per-client key, the same for a
+ * local bucket rule and a global rule (one matching, rendered by render.ts `ruleEntries` for both). `perClient`
  * says how many clients are kept, which is where the two differ.
  */
 function ruleMatchShape(clients: string) {
@@ -92,6 +98,28 @@ function ruleMatchShape(clients: string) {
         HTTP_METHODS.join(", ")
       }, compared exactly: get is not GET); each at most once. Without it, every method.`,
     ),
+    hosts: z.array(
+      z.string().max(MAX_HOST_LENGTH).regex(new RegExp(HOST_PATTERN), {
+        error: (iss) =>
+          `${
+            JSON.stringify(iss.input)
+          } is not a host like api.example.com or *.example.com (a DNS name in lower case, or *. and one)`,
+      }),
+    ).min(1).max(MAX_RULE_HOSTS).refine(
+      (hs) => new Set(hs).size === hs.length,
+      { error: HOSTS_TWICE },
+    ).refine(
+      (hs) => hs.reduce((n, h) => n + [...h].length, 0) <= MAX_RULE_HOSTS_LENGTH,
+      { error: HOSTS_TOO_LONG },
+    ).meta({
+      "x-kubernetes-list-type": "set",
+      "x-kubernetes-validations": [{
+        rule: `self.map(x, size(x)).sum() <= ${MAX_RULE_HOSTS_LENGTH}`,
+        message: HOSTS_TOO_LONG,
+      }],
+    }).optional().describe(
+      `Request hosts the rule applies to, any one of them: the Host header (HTTP/2's :authority) compared case-insensitively and without a port or trailing dot, so api.example.com takes API.example.com:443; *.example.com takes any name that ends with .example.com (a.example.com, a.b.example.com), not example.com. DNS names in lower case, each at most ${MAX_HOST_LENGTH} characters and all at most ${MAX_RULE_HOSTS_LENGTH} together, 1 to ${MAX_RULE_HOSTS}, each at most once. Without it, every host.`,
+    ),
     // Header names are only bounded here: a CEL rule matching the names' syntax would cost more
     // than the API server allows, and this schema admits exactly what the CRD admits. The operator
     // checks the syntax.
@@ -115,7 +143,7 @@ function ruleMatchShape(clients: string) {
 const RULE_NEEDS_MATCH = {
   "x-kubernetes-validations": [{
     rule:
-      "has(self.path) || has(self.pathPrefix) || has(self.methods) || has(self.headers) || has(self.perClient)",
+      "has(self.path) || has(self.pathPrefix) || has(self.methods) || has(self.hosts) || has(self.headers) || has(self.perClient)",
     message: BUCKET_RULE_NEEDS_MATCH,
   }, {
     rule: "!has(self.path) || !has(self.pathPrefix)",
@@ -128,12 +156,13 @@ function hasMatch(
     path?: string;
     pathPrefix?: string;
     methods?: unknown;
+    hosts?: unknown;
     headers?: unknown;
     perClient?: unknown;
   },
 ): boolean {
   return r.path !== undefined || r.pathPrefix !== undefined || r.methods !== undefined ||
-    r.headers !== undefined || r.perClient !== undefined;
+    r.hosts !== undefined || r.headers !== undefined || r.perClient !== undefined;
 }
 
 /** At most one of a rule's path and pathPrefix (zod, and the CRD's CEL rule). */

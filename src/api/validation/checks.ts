@@ -99,6 +99,11 @@ function refinementPasses(
       return Object.keys(value).length <= check.n;
     case "maxKeyLength":
       return Object.keys(value).every((k) => lengthPasses(k, "max", check.n));
+    case "maxTotalLength": {
+      const items = value as unknown as unknown[];
+      return items.reduce<number>((n, s) => n + (typeof s === "string" ? [...s].length : 0), 0) <=
+        check.n;
+    }
     case "anyOf":
       return check.fields.some((f) => value[f] !== undefined);
     case "notBoth":
@@ -139,6 +144,7 @@ function runCheck(check: Check, value: unknown, numeric: boolean, issues: Found[
     case "minProperties":
     case "maxProperties":
     case "maxKeyLength":
+    case "maxTotalLength":
     case "anyOf":
     case "notBoth":
     case "unique": {

@@ -83,6 +83,7 @@ function plainChecks(def: Def, path: string, numeric: boolean): Check[] {
 const HAS_ANY =
   /^has\(self\.([A-Za-z_][A-Za-z0-9_]*)\)( \|\| has\(self\.([A-Za-z_][A-Za-z0-9_]*)\))*$/;
 const KEYS_AT_MOST = /^self\.all\(k, size\(k\) <= ([1-9][0-9]*)\)$/;
+const TOTAL_AT_MOST = /^self\.map\(x, size\(x\)\)\.sum\(\) <= ([1-9][0-9]*)$/;
 const NOT_BOTH =
   /^!has\(self\.([A-Za-z_][A-Za-z0-9_]*)\) \|\| !has\(self\.([A-Za-z_][A-Za-z0-9_]*)\)$/;
 
@@ -92,6 +93,11 @@ function celCheck(rule: string, path: string): (message: Message) => Check {
   if (keys) {
     const n = Number(keys[1]);
     return (message) => ({ check: "maxKeyLength", n, message });
+  }
+  const total = TOTAL_AT_MOST.exec(rule);
+  if (total) {
+    const n = Number(total[1]);
+    return (message) => ({ check: "maxTotalLength", n, message });
   }
   const both = NOT_BOTH.exec(rule);
   if (both) {
@@ -107,7 +113,7 @@ function celCheck(rule: string, path: string): (message: Message) => Check {
  * The refinements of a node, read from what the schema states for the CRD (its metadata), in this
  * order: a list's `x-kubernetes-list-type: set` (no item twice), a map's `minProperties`, its
  * `maxProperties`, then CEL rules (`has(self.a) || has(self.b)`, `!has(self.a) || !has(self.b)`,
- * `self.all(k, size(k) <= n)`). The refinement's function cannot be read; the property tests hold
+ * `self.all(k, size(k) <= n)`, `self.map(x, size(x)).sum() <= n`). The refinement's function cannot be read; the property tests hold
  * it and the plan to the same answers.
  */
 function refinements(schema: Node, def: Def, path: string): Check[] {

@@ -29,7 +29,12 @@ export type Check =
   /** Objects: not both of `fields` set; stated in the CRD as `!has(self.a) || !has(self.b)`. */
   | { check: "notBoth"; fields: [string, string]; message: Message }
   /** Lists: no item twice (compared as `Set` does); stated in the CRD as a list of type set. */
-  | { check: "unique"; message: Message };
+  | { check: "unique"; message: Message }
+  /**
+   * Lists of strings: their lengths (characters, as CEL's size counts them) add up to at most n;
+   * stated in the CRD as `self.map(x, size(x)).sum() <= n`.
+   */
+  | { check: "maxTotalLength"; n: number; message: Message };
 
 /** One node of a plan. */
 export type ValidationPlan =

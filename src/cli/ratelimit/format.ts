@@ -61,14 +61,17 @@ function oneOf(words: readonly string[]): string {
 
 /**
  * What a rule matches, in words: `path /headers, X-Rate-Limited: true`, `path /api*` (a prefix),
- * `method GET or HEAD`.
+ * `method GET or HEAD`, `host api.example.com or *.example.org`.
  */
 export function describeRule(
-  rule: Pick<BucketRule, "path" | "pathPrefix" | "methods" | "headers" | "perClient"> | undefined,
+  rule:
+    | Pick<BucketRule, "path" | "pathPrefix" | "methods" | "hosts" | "headers" | "perClient">
+    | undefined,
 ): string {
   if (!rule) return "every other request";
   const parts = [
     ...(rule.methods !== undefined ? [`method ${oneOf(rule.methods)}`] : []),
+    ...(rule.hosts !== undefined ? [`host ${oneOf(rule.hosts)}`] : []),
     ...(rule.path !== undefined ? [`path ${rule.path}`] : []),
     ...(rule.pathPrefix !== undefined ? [`path ${rule.pathPrefix}*`] : []),
     ...Object.entries(rule.headers ?? {}).map(([k, v]) => `${k}: ${v}`),

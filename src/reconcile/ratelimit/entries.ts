@@ -6,7 +6,7 @@
  */
 import type { GlobalSpec, RuleMatch } from "../../api/ratelimit.ts";
 import type { DescriptorEntry } from "../../api/envoy.ts";
-import { HTTP_METHODS } from "../../api/ratelimit_bounds.ts";
+import { hostsMeet, HTTP_METHODS } from "../../api/ratelimit_bounds.ts";
 
 // How bucket rules become a route's `rate_limits` entries: each rule's actions and the descriptor
 // entries they produce, so that at most one entry (the first matching rule's) yields a descriptor.
@@ -26,6 +26,8 @@ interface RuleView {
   rule: RuleMatch;
   /** Its methods, in HTTP_METHODS' order (so the order a rule lists them in changes nothing). */
   methods: string[] | undefined;
+  /** Its hosts, sorted (so the order a rule lists them in changes nothing). */
+  hosts: string[] | undefined;
   /** `[name, value]`, names lower-cased, in the rule's order. */
   headers: [string, string][];
   /** Each header matcher's name and exact value (undefined: present), sorted by name. */
@@ -47,7 +49,8 @@ function viewOf(rule: RuleMatch): RuleView {
   matchers.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   const listed = rule.methods;
   const methods = listed === undefined ? undefined : HTTP_METHODS.filter((m) => listed.includes(m));
-  return { rule, methods, headers, matchers };
+  const hosts = rule.hosts === undefined ? undefined : [...rule.hosts].sort();
+  return { rule, methods, hosts, headers, matchers };
 }
 
 /**
@@ -62,6 +65,30 @@ function methodMatcher(methods: readonly string[]): Matcher {
     : { name: ":method", string_match: { safe_regex: { regex: methods.join("|") } } };
 }
 
+/**
+ * `:authority` (HTTP/1's Host, which Envoy keeps as `:authority`) names one of the rule's hosts, as
+ * Envoy picks a virtual host by it: letters in either case, and any port and trailing dot
+ * ignored; `*.d` takes any name that ends with `.d`. One RE2 matcher, so that a rule stays one
+ * clause (an OR of exact and prefix matchers for each host would multiply the clauses that every
+ * later rule's entry repeats). RE2's `(?i)` folds more than ASCII (U+212A, the Kelvin sign, is a
+ * `k`), but Envoy's connection manager answers 400 to an authority with anything but ASCII
+ * (`HeaderUtility::requestHeadersValid`), so no request the filter sees tells them apart. Four
+ * hosts of 253 characters compile to at most 3,531 instructions (all `k` and `s`, which fold to
+ * three characters each; `RE2::ProgramSize()`, Debian's libre2), above Envoy's default error
+ * level of 100 (one long host alone is) and far under the 32,768 Istio's pilot-agent sets
+ * for every proxy (`re2.max_program_size.error_level`, pkg/bootstrap/config.go); a proxy that
+ * refuses it says so (Accepted False in the RateLimit's status).
+ */
+function hostMatcher(hosts: readonly string[]): Matcher {
+  const terms = hosts.map((h) =>
+    h.startsWith("*.") ? `[^:]+${h.slice(1).replaceAll(".", "\\.")}` : h.replaceAll(".", "\\.")
+  );
+  return {
+    name: ":authority",
+    string_match: { safe_regex: { regex: `(?i:${terms.join("|")})\\.?(?::[0-9]+)?` } },
+  };
+}
+
 /** The value of header `name` (lower-cased) in a view, the last if it is given twice. */
 function headerValue(view: RuleView, name: string): string | undefined {
   for (let i = view.headers.length - 1; i >= 0; i--) {
@@ -71,13 +98,14 @@ function headerValue(view: RuleView, name: string): string | undefined {
 }
 
 /**
- * Header matchers of a rule's methods (`:method`, first) and headers: names in lower case (Envoy's
+ * Header matchers of a rule's methods (`:method`, first), hosts (`:authority`) and headers: names in lower case (Envoy's
  * form), values exact; and a per-client header must be present, so that a request without it is
  * not the rule's and goes on to later rules (its `request_headers` action would yield no
  * descriptor). New objects each call.
  */
 function headerMatchers(view: RuleView): Matcher[] {
   const out: Matcher[] = view.methods === undefined ? [] : [methodMatcher(view.methods)];
+  if (view.hosts !== undefined) out.push(hostMatcher(view.hosts));
   for (const [name, exact] of view.matchers) {
     out.push(
       exact === undefined ? { name, present_match: true } : { name, string_match: { exact } },
@@ -153,10 +181,10 @@ function pathsMeet(a: RuleMatch, b: RuleMatch): boolean {
 
 /**
  * True when some request matches both rules: unless their paths never meet (`pathsMeet`), or both
- * list methods and none in common, or both require one header (names compared
+ * list methods and none in common, or both list hosts and none meet, or both require one header (names compared
  * case-insensitively) with different values, a request with a path both take, a method both take
- * and the headers of both matches both. Skipping disjoint rules keeps the filter small: with
- * distinct paths (or methods), no rule needs to exclude another.
+ * a host both take and the headers of both matches both. Skipping disjoint rules keeps the filter
+ * small: with distinct paths (or methods, or hosts), no rule needs to exclude another.
  */
 export function canOverlap(a: RuleMatch, b: RuleMatch): boolean {
   return overlap(viewOf(a), viewOf(b));
@@ -166,6 +194,10 @@ function overlap(a: RuleView, b: RuleView): boolean {
   if (!pathsMeet(a.rule, b.rule)) return false;
   const [m, n] = [a.methods, b.methods];
   if (m !== undefined && n !== undefined && !m.some((x) => n.includes(x))) return false;
+  const [g, h] = [a.hosts, b.hosts];
+  if (g !== undefined && h !== undefined && !g.some((x) => h.some((y) => hostsMeet(x, y)))) {
+    return false;
+  }
   return a.headers.every(([k, v]) => {
     const other = headerValue(b, k);
     return other === undefined || other === v;
@@ -180,7 +212,7 @@ function overlap(a: RuleView, b: RuleView): boolean {
  * A `header_value_match` action appends its entry when all its matchers match (expect_match true)
  * or when they do not all match (expect_match false). So entry i requires:
  *   - rule i matches: its path, as `expect_match: false` over the two path matchers inverted
- *     (NOT(NOT exact AND NOT prefix) = exact OR prefix), and its methods and headers, as one
+ *     (NOT(NOT exact AND NOT prefix) = exact OR prefix), and its methods, hosts and headers, as one
  *     `expect_match: true`;
  *   - no earlier rule j matches: rule j is an OR of clauses, so NOT rule j = AND over its clauses of
  *     NOT clause, one `expect_match: false` action a clause. Only earlier rules that can match a

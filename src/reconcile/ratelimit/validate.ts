@@ -9,6 +9,7 @@ import { MIN_FILL_INTERVAL_MS } from "../../api/envoy.ts";
 import { isLabelValue, isQualifiedName } from "../../api/selector.ts";
 import {
   hasControlCharacter,
+  hostCovers,
   isHttpToken,
   isRulePath,
   MAX_BUCKET_RULES,
@@ -115,9 +116,17 @@ function methodsCovered(earlier: RuleMatch, later: RuleMatch): boolean {
   return mine === undefined || (theirs !== undefined && theirs.every((m) => mine.includes(m)));
 }
 
+/** True when every host `later` takes is one `earlier` takes: `earlier` lists none, or covers each. */
+function hostsCovered(earlier: RuleMatch, later: RuleMatch): boolean {
+  const [mine, theirs] = [earlier.hosts, later.hosts];
+  return mine === undefined ||
+    (theirs !== undefined && theirs.every((h) => mine.some((m) => hostCovers(m, h))));
+}
+
 /** True when every request `later` matches is matched by `earlier` (so `later` is never used). */
 export function covers(earlier: RuleMatch, later: RuleMatch): boolean {
   if (!pathsCovered(earlier, later) || !methodsCovered(earlier, later)) return false;
+  if (!hostsCovered(earlier, later)) return false;
   const need = lowerHeaders(earlier);
   const have = lowerHeaders(later);
   const present = clientHeader(earlier);
@@ -137,10 +146,10 @@ function ruleProblems(rules: readonly RuleMatch[], field: string): string[] {
     const headers = Object.keys(rule.headers ?? {}).length;
     if (
       rule.path === undefined && rule.pathPrefix === undefined && rule.methods === undefined &&
-      headers === 0 && rule.perClient === undefined
+      rule.hosts === undefined && headers === 0 && rule.perClient === undefined
     ) {
       out.push(
-        `${at} has no path, pathPrefix, methods, headers or perClient; a rule must say which requests it takes`,
+        `${at} has no path, pathPrefix, methods, hosts, headers or perClient; a rule must say which requests it takes`,
       );
       return;
     }
