@@ -17,7 +17,10 @@
  *   alternation) in the workload sample's place: the old filter deleted by the operator, Accepted,
  *   and the model on the received config answers requests of several methods as the preview;
  * - another's EnvoyFilter patching a rate limit filter into the same proxies: named in Enforced, and
- *   on the received config the first write is refused where the RateLimit admits two.
+ *   on the received config the first write is refused where the RateLimit admits two;
+ * - docs/examples/ratelimit-hosts.yaml (hosts, the `:authority` matcher a case-insensitive RE2
+ *   regex over Envoy's default program size) in its place: Accepted, and the model on the received
+ *   config answers requests for several hosts as the preview.
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
@@ -116,6 +119,15 @@ const METHODS_REQUESTS: TrafficRequest[] = [
   ...at(1, 300, "/api/orders", {}, "post"), // methods compare exactly: the default
   ...at(1, 400, "/orders", {}, "PATCH"), // a write outside the prefix: the default
   ...at(1, 30_000, "/api/orders?page=2", {}, "PUT"), // one token back after 30 s (continuous)
+];
+
+/** docs/examples/ratelimit-hosts.yaml: the trial names share a bucket of 2 a minute. */
+const HOSTS_REQUESTS: TrafficRequest[] = [
+  ...at(3, 0, "/", { Host: "trial.example.com" }), // the trial bucket: 2, then 429
+  ...at(1, 100, "/", { Host: "Acme.Trial.Example.com:8000" }), // the same bucket, spent
+  ...at(2, 200, "/", { Host: "api.example.com" }), // another name: the default bucket
+  ...at(1, 300, "/", { Host: "xtrial.example.com" }), // ends like the suffix only: the default
+  ...at(1, 30_000, "/", { Host: "trial.example.com." }), // one token back after 30 s (continuous)
 ];
 
 /** Every rule of samples/ratelimit-workload.yaml, spent and refilled. */
@@ -457,6 +469,40 @@ meshTest(
           (s) => conditionOf(s, "Enforced")?.message.includes("not this operator's") === false,
           ["demo", "api-writes"],
         );
+      },
+    );
+    await t.step(
+      "hosts in its place: Accepted, and the model on the received config answers as the preview",
+      async () => {
+        const file = join(REPO_ROOT, "docs", "examples", "ratelimit-hosts.yaml");
+        await ok(c, [
+          "delete",
+          "-f",
+          join(REPO_ROOT, "docs", "examples", "ratelimit-methods.yaml"),
+        ]);
+        await ok(c, ["apply", "-f", file]);
+        const status = await op.until("Accepted True", accepted, ["demo", "trial-tenants"]);
+        assert.deepEqual(status.proxies, { accepted: 2, rejected: 0, pending: 0, notConnected: 0 });
+        const sample = await Deno.readTextFile(file);
+        for (const app of apps) {
+          const view = await holding(running, app, "the hosts limit alone", (v) => {
+            const text = JSON.stringify(v.config);
+            return text.includes(":authority") && !text.includes("POST|PUT|DELETE|PATCH");
+          });
+          assertNoNacks(await running.proxy(proxyKey(app)), app.pod);
+          for (const envoy of envoys) {
+            const model = sidecarModel(view.config, envoy);
+            assert.equal(model.filters.length, 1);
+            const statuses = compare(sample, model, HOSTS_REQUESTS, envoy);
+            assert.equal(
+              runs(statuses),
+              envoy.refill === "continuous"
+                ? "2x200 2x429 4x200" // a token back 30 s later
+                : "2x200 2x429 3x200 1x429", // nothing back before the minute
+              `Envoy ${envoy.version} on ${app.pod}`,
+            );
+          }
+        }
       },
     );
   },
