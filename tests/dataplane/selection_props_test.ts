@@ -6,13 +6,19 @@
  * one of the rule's, exactly; the host one of the rule's, case-insensitively and without a port or
  * trailing dot, `*.d` any name ending in `.d`; header names case-insensitively, values exactly; one token from
  * that bucket only; every response carries the headers that Envoy computes; every 429 has the
- * exact shape.
+ * exact shape. Global rules, matched by the same entries, count a request under the first rule that
+ * takes it, else the default, as the engine model answers the global filter.
  */
 import assert from "node:assert/strict";
 import fc from "fast-check";
 import { parseFillInterval } from "../../src/api/duration.ts";
 import { parseRateLimit, type RateLimit } from "../../src/api/ratelimit.ts";
-import { envoyBehaviour, Mesh } from "../../src/dataplane/mod.ts";
+import {
+  engineConfigOfFilters,
+  EngineModel,
+  envoyBehaviour,
+  Mesh,
+} from "../../src/dataplane/mod.ts";
 import { renderEnvoyFilter } from "../../src/reconcile/ratelimit/render.ts";
 import { validateSpec } from "../../src/reconcile/ratelimit/validate.ts";
 import { RefLimiter, type RefSpec } from "./envoy_reference.ts";
@@ -291,4 +297,74 @@ Deno.test("property: at most one rule's descriptor is produced for any request",
     }),
     { seed: 7, numRuns: 1000 },
   );
+});
+
+Deno.test("property: the first global rule that takes a request counts it, else the default", () => {
+  const T0_MS = 1795877160_000;
+  // Each rule's limit is its own number, so the engine's answer says which rule counted.
+  const limitOf = (i: number | "default") => i === "default" ? 900 : 1000 + i;
+  const globalArb = fc.record({
+    rules: fc.array(ruleArb, { minLength: 1, maxLength: 4 }),
+    withDefault: fc.boolean(),
+  }).map((g) =>
+    parseRateLimit({
+      apiVersion: "gateway.platform-project.io/v1alpha1",
+      kind: "RateLimit",
+      metadata: { name: "rl", namespace: "demo", uid: "u", generation: 1 },
+      spec: {
+        selectorLabels: { app: "httpbin" },
+        global: {
+          rules: g.rules.map(({ bucket: _, ...match }, i) => ({
+            ...match,
+            limit: { requests: limitOf(i), unit: "Minute" },
+          })),
+          ...(g.withDefault
+            ? { default: { limit: { requests: limitOf("default"), unit: "Minute" } } }
+            : {}),
+        },
+      },
+    })
+  ).filter((p) => p.ok && validateSpec(p.value.spec).length === 0)
+    .map((p) => (p as { ok: true; value: RateLimit }).value);
+  let counted = 0;
+  fc.assert(
+    fc.property(globalArb, requestsArb, (rl, requests) => {
+      const filter = renderEnvoyFilter(rl, undefined, { global: true });
+      const { config, problems } = engineConfigOfFilters([filter]);
+      assert.deepEqual(problems, []);
+      const mesh = new Mesh({ engine: new EngineModel([{ config, ready: true }]) });
+      mesh.sync([filter], [{
+        namespace: "demo",
+        name: "p",
+        labels: { app: "httpbin" },
+        ready: true,
+      }], 0);
+      assert.deepEqual(mesh.rejections(), []);
+      const rules = rl.spec.global!.rules as unknown as Rule[];
+      for (const req of requests) {
+        const r = mesh.send({
+          to: { namespace: "demo", labels: { app: "httpbin" } },
+          path: req.path,
+          method: req.method,
+          headers: req.headers,
+        }, T0_MS + req.ns / 1e6);
+        const want = expectedBucket(rules, req);
+        const where = `${req.method} ${req.path} ${JSON.stringify(req.headers)}`;
+        if (want === "default" && rl.spec.global!.default === undefined) {
+          assert.equal(
+            r.global,
+            undefined,
+            `${where}: no rule, no default: the engine is not asked`,
+          );
+          continue;
+        }
+        counted++;
+        // One counter, the rule's: a request that two entries described would count twice.
+        assert.equal(r.global?.keys?.length, 1, `${where}: ${JSON.stringify(r.global?.keys)}`);
+        assert.equal(r.global?.requestsPerUnit, limitOf(want), where);
+      }
+    }),
+    { seed: 23, numRuns: 500 },
+  );
+  assert.ok(counted > 1000, `only ${counted} requests counted`);
 });
