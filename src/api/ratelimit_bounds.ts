@@ -61,9 +61,9 @@ export type HttpMethod = (typeof HTTP_METHODS)[number];
 /** The message of a rule that lists a method twice (zod; the CRD's list is a set). */
 export const METHODS_TWICE = "lists a method twice";
 /**
- * A rule's host, as Gateway API's Hostname is written: a DNS name in lower case, or `*.` and one
- * (any name that ends with `.` and it, in one label or more: `*.example.com` takes
- * `a.example.com` and `a.b.example.com`, not `example.com`).
+ * A rule's host, as Gateway API's Hostname is written: a DNS name in lower case, or `*.` and one,
+ * which takes every name that ends with `.` and that one after one label or more
+ * (`*.example.com` takes `a.example.com` and `a.b.example.com`, not `example.com`).
  */
 export const HOST_PATTERN =
   "^(\\*\\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$";

@@ -73,8 +73,8 @@ export const PerClientSchema = z.object({
 
 /**
  * Which requests a rule takes: its path, methods, hosts, headers and per-client key, the same for a
- * local bucket rule and a global rule (one matching, rendered by render.ts `ruleEntries` for both). `perClient`
- * says how many clients are kept, which is where the two differ.
+ * local bucket rule and a global rule (one matching, rendered by entries.ts `ruleEntries` for
+ * both). `perClient` says how many clients are kept, which is where the two differ.
  */
 function ruleMatchShape(clients: string) {
   return {

@@ -113,8 +113,8 @@ function celCheck(rule: string, path: string): (message: Message) => Check {
  * The refinements of a node, read from what the schema states for the CRD (its metadata), in this
  * order: a list's `x-kubernetes-list-type: set` (no item twice), a map's `minProperties`, its
  * `maxProperties`, then CEL rules (`has(self.a) || has(self.b)`, `!has(self.a) || !has(self.b)`,
- * `self.all(k, size(k) <= n)`, `self.map(x, size(x)).sum() <= n`). The refinement's function cannot be read; the property tests hold
- * it and the plan to the same answers.
+ * `self.all(k, size(k) <= n)`, `self.map(x, size(x)).sum() <= n`). The refinement's function
+ * cannot be read; the property tests hold it and the plan to the same answers.
  */
 function refinements(schema: Node, def: Def, path: string): Check[] {
   const refines = checkDefs(def).filter((c) => c.check === "custom");

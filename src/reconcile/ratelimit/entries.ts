@@ -75,9 +75,9 @@ function methodMatcher(methods: readonly string[]): Matcher {
  * (`HeaderUtility::requestHeadersValid`), so no request the filter sees tells them apart. Four
  * hosts of 253 characters compile to at most 3,531 instructions (all `k` and `s`, which fold to
  * three characters each; `RE2::ProgramSize()`, Debian's libre2), above Envoy's default error
- * level of 100 (one long host alone is) and far under the 32,768 Istio's pilot-agent sets
- * for every proxy (`re2.max_program_size.error_level`, pkg/bootstrap/config.go); a proxy that
- * refuses it says so (Accepted False in the RateLimit's status).
+ * level of 100 (one long host alone is) and far under the 32,768 Istio's pilot-agent sets for
+ * every proxy (`re2.max_program_size.error_level`, pkg/bootstrap/config.go); a proxy that refuses
+ * it says so (Accepted False in the RateLimit's status).
  */
 function hostMatcher(hosts: readonly string[]): Matcher {
   const terms = hosts.map((h) =>
@@ -98,10 +98,10 @@ function headerValue(view: RuleView, name: string): string | undefined {
 }
 
 /**
- * Header matchers of a rule's methods (`:method`, first), hosts (`:authority`) and headers: names in lower case (Envoy's
- * form), values exact; and a per-client header must be present, so that a request without it is
- * not the rule's and goes on to later rules (its `request_headers` action would yield no
- * descriptor). New objects each call.
+ * Header matchers of a rule's methods (`:method`, first), hosts (`:authority`) and headers: names
+ * in lower case (Envoy's form), values exact; and a per-client header must be present, so that a
+ * request without it is not the rule's and goes on to later rules (its `request_headers` action
+ * would yield no descriptor). New objects each call.
  */
 function headerMatchers(view: RuleView): Matcher[] {
   const out: Matcher[] = view.methods === undefined ? [] : [methodMatcher(view.methods)];
@@ -181,10 +181,11 @@ function pathsMeet(a: RuleMatch, b: RuleMatch): boolean {
 
 /**
  * True when some request matches both rules: unless their paths never meet (`pathsMeet`), or both
- * list methods and none in common, or both list hosts and none meet, or both require one header (names compared
- * case-insensitively) with different values, a request with a path both take, a method both take
- * a host both take and the headers of both matches both. Skipping disjoint rules keeps the filter
- * small: with distinct paths (or methods, or hosts), no rule needs to exclude another.
+ * list methods and none in common, or both list hosts and none meet, or both require one header
+ * (names compared case-insensitively) with different values, a request with a path both take, a
+ * method both take, a host both take and the headers of both matches both. Skipping disjoint
+ * rules keeps the filter small: with distinct paths (or methods, or hosts), no rule needs to
+ * exclude another.
  */
 export function canOverlap(a: RuleMatch, b: RuleMatch): boolean {
   return overlap(viewOf(a), viewOf(b));
@@ -212,8 +213,8 @@ function overlap(a: RuleView, b: RuleView): boolean {
  * A `header_value_match` action appends its entry when all its matchers match (expect_match true)
  * or when they do not all match (expect_match false). So entry i requires:
  *   - rule i matches: its path, as `expect_match: false` over the two path matchers inverted
- *     (NOT(NOT exact AND NOT prefix) = exact OR prefix), and its methods, hosts and headers, as one
- *     `expect_match: true`;
+ *     (NOT(NOT exact AND NOT prefix) = exact OR prefix), and its methods, hosts and headers, as
+ *     one `expect_match: true`;
  *   - no earlier rule j matches: rule j is an OR of clauses, so NOT rule j = AND over its clauses of
  *     NOT clause, one `expect_match: false` action a clause. Only earlier rules that can match a
  *     request rule i matches need this (see `canOverlap`); for the others it always holds.
