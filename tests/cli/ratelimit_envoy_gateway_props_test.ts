@@ -93,15 +93,22 @@ const policy = fc.record({
   const part = (x: { rules: Record<string, unknown>[] } | undefined) =>
     x && { rules: x.rules.map((r) => ({ ...every, ...r })) };
   return defined({ global: part(p.global), local: part(p.local) });
-}).map((rateLimit) => ({
-  apiVersion: "gateway.envoyproxy.io/v1alpha1",
-  kind: "BackendTrafficPolicy",
-  metadata: { name: "p", namespace: "demo" },
-  spec: {
-    targetRefs: [{ group: "gateway.networking.k8s.io", kind: "HTTPRoute", name: "orders" }],
-    rateLimit: defined(rateLimit),
-  },
-}));
+}).chain((rateLimit) =>
+  // One to three targets: routes (of distinct names, as Envoy Gateway's policies have them), or
+  // a Gateway.
+  fc.oneof(
+    fc.uniqueArray(fc.constantFrom("orders", "carts", "users"), { minLength: 1, maxLength: 3 })
+      .map((names) =>
+        names.map((name) => ({ group: "gateway.networking.k8s.io", kind: "HTTPRoute", name }))
+      ),
+    fc.constant([{ group: "gateway.networking.k8s.io", kind: "Gateway", name: "public" }]),
+  ).map((targetRefs) => ({
+    apiVersion: "gateway.envoyproxy.io/v1alpha1",
+    kind: "BackendTrafficPolicy",
+    metadata: { name: "p", namespace: "demo" },
+    spec: { targetRefs, rateLimit: defined(rateLimit) },
+  }))
+);
 
 Deno.test("property: Envoy Gateway policies convert to a RateLimit the operator takes, or are refused naming their fields", () => {
   let converted = 0;
@@ -116,17 +123,24 @@ Deno.test("property: Envoy Gateway policies convert to a RateLimit the operator 
         return;
       }
       converted++;
-      const parsed = parseRateLimit({
-        ...c.rateLimit,
-        metadata: { ...(c.rateLimit.metadata as object), uid: "u" },
-      });
-      assert.ok(parsed.ok, `${JSON.stringify(p)}\n${JSON.stringify(parsed)}`);
-      const problems = validateSpec(parsed.value.spec);
-      // More rules than a RateLimit holds are the operator's to say (its bounds, named by its
-      // fields); the converter lets through nothing else the operator refuses.
-      const allowed = /at most 8 rules/;
-      for (const problem of problems) {
-        assert.match(problem, allowed, `${JSON.stringify(p)}: ${problem}`);
+      // A RateLimit a target, each with its own name.
+      const targets = (p.spec.targetRefs as unknown[]).length;
+      assert.equal(c.rateLimits.length, targets);
+      const names = c.rateLimits.map((r) => (r.metadata as { name: string }).name);
+      assert.equal(new Set(names).size, targets);
+      for (const rateLimit of c.rateLimits) {
+        const parsed = parseRateLimit({
+          ...rateLimit,
+          metadata: { ...(rateLimit.metadata as object), uid: "u" },
+        });
+        assert.ok(parsed.ok, `${JSON.stringify(p)}\n${JSON.stringify(parsed)}`);
+        const problems = validateSpec(parsed.value.spec);
+        // More rules than a RateLimit holds are the operator's to say (its bounds, named by its
+        // fields); the converter lets through nothing else the operator refuses.
+        const allowed = /at most 8 rules/;
+        for (const problem of problems) {
+          assert.match(problem, allowed, `${JSON.stringify(p)}: ${problem}`);
+        }
       }
     }),
     { seed: 5, numRuns: 3000 },

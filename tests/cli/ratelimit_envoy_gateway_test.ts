@@ -461,10 +461,23 @@ Deno.test("envoy gateway: what does not map is refused, each naming its field", 
     ],
     [
       policy([], {
-        targetRefs: [{ kind: "HTTPRoute", name: "a" }, { kind: "HTTPRoute", name: "b" }],
+        targetRefs: [
+          { group: "gateway.networking.k8s.io", kind: "Gateway", name: "public" },
+          { group: "gateway.networking.k8s.io", kind: "HTTPRoute", name: "b" },
+        ],
       }),
-      /spec\.targetRefs: 2 targets/,
+      /spec\.targetRefs: a Gateway and routes together; here a request through the gateway to one of the routes would pass both RateLimits' limits/,
     ],
+    [
+      policy([], {
+        targetRefs: [
+          { group: "gateway.networking.k8s.io", kind: "HTTPRoute", name: "b" },
+          { group: "gateway.networking.k8s.io", kind: "GRPCRoute", name: "b" },
+        ],
+      }),
+      /spec\.targetRefs\[1\]\.name: b again \(as spec\.targetRefs\[0\]\)/,
+    ],
+    [policy([], { targetRefs: [] }), /spec\.targetRefs: no target/],
     [
       policy([], { targetRefs: [{ kind: "TCPRoute", name: "a" }] }),
       /spec\.targetRefs\[0\]\.kind: TCPRoute/,
@@ -704,4 +717,74 @@ Deno.test("envoy gateway: fields of its API that do not convert are refused as n
   dig(served, ["spec", "rateLimit", "global", "rules", 0]).shared = false;
   served.status = { ancestors: [] };
   converted(served);
+});
+
+Deno.test("envoy gateway: a policy of several targets is a RateLimit each, named after both, with the same limits", () => {
+  const refs = ["orders", "carts"].map((name) => ({
+    group: "gateway.networking.k8s.io",
+    kind: "HTTPRoute",
+    name,
+  }));
+  const c = fromBackendTrafficPolicy(
+    policy([{ limit: { requests: 5, unit: "Minute" } }], { targetRefs: refs }),
+  );
+  assert.ok(c.ok, JSON.stringify(c));
+  assert.deepEqual(
+    c.rateLimits.map((r) => [(r.metadata as Obj).name, (r.spec as Obj).selectorLabels]),
+    [["p-orders", { app: "orders" }], ["p-carts", { app: "carts" }]],
+  );
+  assert.equal(c.rateLimit, c.rateLimits[0]);
+  const specs = c.rateLimits.map((r) => {
+    const { selectorLabels: _, ...rest } = r.spec as Obj;
+    return rest;
+  });
+  assert.deepEqual(specs[1], specs[0]);
+  for (const r of c.rateLimits) {
+    assert.ok(parseRateLimit({ ...r, metadata: { ...r.metadata as Obj, uid: "u" } }).ok);
+  }
+  assert.match(
+    c.differences.join("\n"),
+    /spec\.targetRefs: 2 targets: one RateLimit each \(p-orders, p-carts\), with the same limits, each target's counted apart as under Envoy Gateway; the preview runs the first/,
+  );
+  // A name Kubernetes would refuse is refused here.
+  const long = fromBackendTrafficPolicy(
+    policy([{ limit: { requests: 5, unit: "Minute" } }], {
+      targetRefs: [refs[0], { ...refs[1], name: "c".repeat(252) }],
+    }),
+  );
+  assert.ok(!long.ok);
+  assert.match(
+    long.problems.join("\n"),
+    /spec\.targetRefs\[1\]\.name: its RateLimit's name would have 254 characters, over Kubernetes' 253/,
+  );
+});
+
+Deno.test("the preview of a policy of two targets prints both RateLimits, runs the first, and holds the second to the same checks", async () => {
+  const text = (second: string) =>
+    JSON.stringify(
+      policy([{ limit: { requests: 2, unit: "Minute" } }], {
+        targetRefs: ["orders", second].map((name) => ({
+          group: "gateway.networking.k8s.io",
+          kind: "HTTPRoute",
+          name,
+        })),
+        rateLimit: { local: { rules: [{ limit: { requests: 2, unit: "Minute" } }] } },
+      }),
+    );
+  const r = await runLines(["-f", "-", "--rate", "1/s", "--for", "3s"], text("carts"));
+  assert.equal(r.code, 0, r.err.join("\n"));
+  const docs = r.out.join("\n").split("\n\n")[0];
+  assert.match(docs, /as this project's RateLimits\./);
+  assert.deepEqual(
+    [...docs.matchAll(/^ {2}name: (.*)$/gm)].map((m) => m[1]),
+    ["p-orders", "p-carts"],
+  );
+  assert.match(r.out.join("\n"), /3 requests: 2 admitted, 1 rejected/);
+  // A label value Kubernetes refuses, in the second only: refused, naming it.
+  const bad = await runLines(["-f", "-", "--render"], text("c".repeat(64)));
+  assert.equal(bad.code, 2);
+  assert.match(
+    bad.err.join("\n"),
+    /demo\/p-c{64}: Invalid spec, limit not applied: spec\.selectorLabels\.app: must have at most 63 characters/,
+  );
 });

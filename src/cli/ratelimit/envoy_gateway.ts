@@ -34,12 +34,24 @@ export const GATEWAY_NAME_LABEL = "gateway.networking.k8s.io/gateway-name";
 
 type Obj = Record<string, unknown>;
 
+/** The longest name of a Kubernetes object (a DNS subdomain). */
+const MAX_NAME_LENGTH = 253;
+
 const isObj = (v: unknown): v is Obj => v !== null && typeof v === "object" && !Array.isArray(v);
 
-/** The converted RateLimit and what behaves differently, or why it cannot be carried over. */
+/**
+ * The converted RateLimits, one a target of the policy (`rateLimit`: the first, the only one for a
+ * policy of one target), and what behaves differently; or why it cannot be carried over.
+ */
 export type GatewayConversion =
-  | { ok: true; rateLimit: Obj; differences: string[] }
+  | { ok: true; rateLimit: Obj; rateLimits: Obj[]; differences: string[] }
   | { ok: false; problems: string[] };
+
+/** A target of the policy as a RateLimit selects it: its name and the Pods' labels. */
+interface Target {
+  name: string;
+  selector: Record<string, string>;
+}
 
 /** True when `doc` is an Envoy Gateway BackendTrafficPolicy (its apiVersion and kind). */
 export function isBackendTrafficPolicy(doc: unknown): boolean {
@@ -242,14 +254,14 @@ function methodsOf(methods: unknown, at: string, m: Match, problems: string[]): 
   m.methods = listed;
 }
 
-/** The RateLimit's selector for the policy's one target, or problems naming fields. */
-function selectorOf(
-  spec: Obj,
-  problems: string[],
-  notes: string[],
-): Record<string, string> | undefined {
+/**
+ * The policy's targets as RateLimits select them, or problems naming fields. Several targets are
+ * several RateLimits with the same limits; a Gateway beside routes is refused, since a request
+ * through the gateway to one of the routes would pass both RateLimits' limits here.
+ */
+function targetsOf(spec: Obj, problems: string[], notes: string[]): Target[] | undefined {
   if (spec.targetSelectors !== undefined) {
-    problems.push("spec.targetSelectors: a RateLimit selects Pods by labels; name one target");
+    problems.push("spec.targetSelectors: a RateLimit selects Pods by labels; name the targets");
     return undefined;
   }
   if (spec.targetRef !== undefined && spec.targetRefs !== undefined) {
@@ -267,13 +279,36 @@ function selectorOf(
     : spec.targetRef !== undefined
     ? [{ r: spec.targetRef, at: "spec.targetRef" }]
     : [];
-  if (refs.length !== 1) {
-    problems.push(
-      `spec.targetRefs: ${refs.length} targets; a RateLimit holds the limits of one workload: convert one policy a target`,
-    );
+  if (refs.length === 0) {
+    problems.push("spec.targetRefs: no target; a RateLimit needs one to select Pods by");
     return undefined;
   }
-  const { r, at } = refs[0];
+  const targets: Target[] = [];
+  const kinds = new Set<string>();
+  for (const { r, at } of refs) {
+    const target = targetOf(r, at, problems, notes);
+    if (target === undefined) continue;
+    const twice = targets.findIndex((t) => t.name === target.name);
+    if (twice >= 0) {
+      problems.push(
+        `${at}.name: ${target.name} again (as ${
+          refs[twice].at
+        }); one RateLimit a target, named after it, cannot be two`,
+      );
+    }
+    targets.push(target);
+    kinds.add(isObj(r) && r.kind === "Gateway" ? "Gateway" : "route");
+  }
+  if (kinds.size > 1) {
+    problems.push(
+      "spec.targetRefs: a Gateway and routes together; here a request through the gateway to one of the routes would pass both RateLimits' limits: convert one policy for the Gateway and one for the routes",
+    );
+  }
+  return targets.length === refs.length ? targets : undefined;
+}
+
+/** One target as a RateLimit selects it, or problems naming fields. */
+function targetOf(r: unknown, at: string, problems: string[], notes: string[]): Target | undefined {
   if (isObj(r)) {
     problems.push(...unknownKeys(r, ["group", "kind", "name", "sectionName"], at));
     if (r.sectionName !== undefined) {
@@ -299,13 +334,13 @@ function selectorOf(
     notes.push(
       `${at}: Gateway ${name}: the RateLimit selects its Pods by the label ${GATEWAY_NAME_LABEL}: ${name} that Istio's Gateway API deployment gives them; each route of the gateway is counted apart, as under Envoy Gateway`,
     );
-    return { [GATEWAY_NAME_LABEL]: name };
+    return { name, selector: { [GATEWAY_NAME_LABEL]: name } };
   }
   if (typeof kind === "string" && HTTP_ROUTES.includes(kind)) {
     notes.push(
       `${at}: ${kind} ${name}: a RateLimit limits the Pods behind a route, selected by labels; selectorLabels app: ${name} is a guess: set the labels of the Pods the route's backends run on`,
     );
-    return { app: name };
+    return { name, selector: { app: name } };
   }
   problems.push(
     `${at}.kind: ${String(kind)}: rate limits here are HTTP's (Gateway, HTTPRoute, GRPCRoute)`,
@@ -580,7 +615,7 @@ export function fromBackendTrafficPolicy(doc: Obj): GatewayConversion {
   if (rl === undefined) {
     return { ok: false, problems: [...problems, "spec.rateLimit: missing: nothing to convert"] };
   }
-  const selector = selectorOf(spec, problems, notes);
+  const targets = targetsOf(spec, problems, notes);
   const afterSelector = notes.length;
   problems.push(...unknownKeys(rl, ["type", "global", "local"], "spec.rateLimit"));
   if (rl.type !== undefined && rl.type !== "Global" && rl.type !== "Local") {
@@ -631,6 +666,22 @@ export function fromBackendTrafficPolicy(doc: Obj): GatewayConversion {
       } on different rules; X-RateLimit headers here are one switch for the whole RateLimit (spec.enableResponseHeaders)`,
     );
   }
+  const meta = isObj(doc.metadata) ? doc.metadata : {};
+  // With several targets, a RateLimit each, named after the policy and the target.
+  const names = (targets ?? []).map((t) =>
+    targets!.length === 1
+      ? meta.name
+      : typeof meta.name === "string"
+      ? `${meta.name}-${t.name}`
+      : t.name
+  );
+  names.forEach((n, i) => {
+    if (typeof n === "string" && targets!.length > 1 && n.length > MAX_NAME_LENGTH) {
+      problems.push(
+        `spec.targetRefs[${i}].name: its RateLimit's name would have ${n.length} characters, over Kubernetes' ${MAX_NAME_LENGTH}: give the policy or the target a shorter name`,
+      );
+    }
+  });
   if (problems.length > 0) return { ok: false, problems };
   // Envoy Gateway's rate limit filters send X-RateLimit headers unless a rule or a
   // ClientTrafficPolicy turns them off; every rule says the same here (checked above).
@@ -642,23 +693,29 @@ export function fromBackendTrafficPolicy(doc: Obj): GatewayConversion {
       "spec.enableResponseHeaders: true, as Envoy Gateway sends X-RateLimit headers by default; if a ClientTrafficPolicy of the gateway turns them off (headers.disableRateLimitHeaders), set it to false",
     );
   }
-  const meta = isObj(doc.metadata) ? doc.metadata : {};
   const metadata: Obj = {};
   for (const k of ["name", "namespace", "labels"]) if (meta[k] !== undefined) metadata[k] = meta[k];
-  return {
-    ok: true,
-    rateLimit: {
-      apiVersion: `${GATEWAY_GROUP}/v1alpha1`,
-      kind: "RateLimit",
-      metadata,
-      spec: {
-        selectorLabels: selector,
-        enableResponseHeaders: responseHeaders,
-        ...(shadow.length > 0 && shadow.every((s) => s) ? { enforce: false } : {}),
-        ...(local ? { local } : {}),
-        ...(global ? { global } : {}),
-      },
+  const several = targets!.length > 1;
+  const rateLimits = targets!.map((t, i): Obj => ({
+    apiVersion: `${GATEWAY_GROUP}/v1alpha1`,
+    kind: "RateLimit",
+    metadata: several ? { ...metadata, name: names[i] } : metadata,
+    spec: {
+      selectorLabels: t.selector,
+      enableResponseHeaders: responseHeaders,
+      ...(shadow.length > 0 && shadow.every((s) => s) ? { enforce: false } : {}),
+      ...(local ? { local } : {}),
+      ...(global ? { global } : {}),
     },
-    differences: notes,
-  };
+  }));
+  if (several) {
+    notes.splice(
+      afterSelector,
+      0,
+      `spec.targetRefs: ${targets!.length} targets: one RateLimit each (${
+        rateLimits.map((r) => (r.metadata as Obj).name).join(", ")
+      }), with the same limits, each target's counted apart as under Envoy Gateway; the preview runs the first`,
+    );
+  }
+  return { ok: true, rateLimit: rateLimits[0], rateLimits, differences: notes };
 }

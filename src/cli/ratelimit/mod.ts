@@ -86,23 +86,26 @@ export function kymaLines(name: string, rateLimit: unknown, differences: string[
   return convertedLines(
     `Kyma's RateLimit ${name} (${KYMA_API_VERSION})`,
     "docs/migrating-from-kyma.md",
-    rateLimit,
+    [rateLimit],
     differences,
   );
 }
 
-/** A converted object's lines: what it was, what behaves differently (see `page`), the RateLimit. */
+/**
+ * A converted object's lines: what it was, what behaves differently (see `page`), the RateLimits
+ * (one, or one a target of an Envoy Gateway policy).
+ */
 function convertedLines(
   what: string,
   page: string,
-  rateLimit: unknown,
+  rateLimits: unknown[],
   differences: string[],
 ): string[] {
   return [
-    `# ${what} as this project's RateLimit.`,
+    `# ${what} as this project's RateLimit${rateLimits.length > 1 ? "s" : ""}.`,
     `# What behaves differently (${page}):`,
     ...differences.map((d) => `# - ${d}`),
-    ...objectsYaml([rateLimit]).trimEnd().split("\n"),
+    ...objectsYaml(rateLimits).trimEnd().split("\n"),
   ];
 }
 
@@ -170,10 +173,16 @@ export async function main(args: string[], io: CommandIo = CONSOLE): Promise<num
         shownName(policy)
       } (${ENVOY_GATEWAY_API_VERSION})`,
       "docs/migration-envoy-gateway.md",
-      c.rateLimit,
+      c.rateLimits,
       c.differences,
     );
     rateLimit = c.rateLimit;
+    // The preview runs the first; the others differ in name and selector, and are held to the
+    // same checks here.
+    for (const other of c.rateLimits.slice(1)) {
+      const filters = renderFilters(other);
+      if (!filters.ok) return refused(`${shownName(other)}: ${filters.error}`);
+    }
   }
   if ("render" in cmd) {
     const filters = renderFilters(rateLimit);
