@@ -215,3 +215,55 @@ Deno.test("the front door lists the ratelimit command", async () => {
   assert.ok(cmd);
   assert.equal((await cmd.load()).main, main);
 });
+
+Deno.test("hosts: a rule's hosts take the Host in any case, with a port or a trailing dot; a Host header rule is flagged", async () => {
+  const file = "docs/examples/ratelimit-hosts.yaml";
+  const lines = await temp(
+    [
+      '{"t":"0s","path":"/","headers":{"Host":"trial.example.com"}}',
+      '{"t":"0s","path":"/","headers":{"host":"ACME.Trial.Example.com:8443"}}',
+      '{"t":"0s","path":"/","headers":{"Host":"trial.example.com."}}',
+      '{"t":"0s","path":"/","headers":{"Host":"xtrial.example.com"}}',
+      '{"t":"0s","path":"/"}',
+    ].join("\n"),
+    ".jsonl",
+  );
+  const r = await run(["-f", file, "--requests", lines, "--json"]);
+  assert.equal(r.code, 0, r.err);
+  assert.deepEqual(r.out.map((l) => JSON.parse(l)).map((o) => [o.status, o.bucket]), [
+    [200, 0],
+    [200, 0],
+    [429, 0],
+    [200, "default"],
+    [200, "default"],
+  ]);
+  const text = await run(["-f", file, "--rate", "1/s", "--for", "1s"]);
+  assert.ok(!text.out.some((l) => l.includes("names Host")), text.out.join("\n"));
+  // A rule on the Host header compares it exactly: the preview says so.
+  const rl = (await Deno.readTextFile(file)).replace(
+    '- hosts: [trial.example.com, "*.trial.example.com"]',
+    "- headers: { Host: trial.example.com }",
+  );
+  const exact = await temp(rl, ".yaml");
+  const e = await run([
+    "-f",
+    exact,
+    "--rate",
+    "1/s",
+    "--for",
+    "1s",
+    "--header",
+    "Host=Trial.Example.com",
+  ]);
+  assert.equal(e.code, 0, e.err);
+  assert.ok(
+    e.out.includes(
+      "spec.local.buckets[0].headers names Host, which the proxy compares exactly: in other letters or with a port (API.example.com, api.example.com:443) a request escapes it; hosts takes a name in any case, with any port.",
+    ),
+    e.out.join("\n"),
+  );
+  assert.ok(
+    e.out.some((l) => /^0s\s+\/\s+Host=Trial\.Example\.com\s+200\s+default/.test(l)),
+    e.out.join("\n"),
+  );
+});

@@ -119,6 +119,24 @@ export interface TrafficRun {
   global?: GlobalReport[];
   /** The Pods the traffic went to: `--replicas` with a global part, else 1. */
   pods: number;
+  /** The rules (`spec.local.buckets[0]`) whose headers name Host, which the proxy compares exactly. */
+  hostHeaders: string[];
+}
+
+/**
+ * The rules of a RateLimit whose headers name Host: the proxy compares its value exactly (Envoy's
+ * request header map answers `host` with `:authority`), so another letter case or a port escapes
+ * the rule where `hosts` would take it.
+ */
+function hostHeaderRules(rl: RateLimit): string[] {
+  const named = (rules: readonly { headers?: Record<string, string> }[], field: string) =>
+    rules.flatMap((r, i) =>
+      Object.keys(r.headers ?? {}).some((k) => k.toLowerCase() === "host") ? [`${field}[${i}]`] : []
+    );
+  return [
+    ...named(rl.spec.local?.buckets ?? [], "spec.local.buckets"),
+    ...named(rl.spec.global?.rules ?? [], "spec.global.rules"),
+  ];
 }
 
 /** Where a request without a client comes from. */
@@ -398,6 +416,7 @@ export function runTraffic(
       ...(replicas !== undefined ? { replicas } : {}),
       ...(globalReports ? { global: globalReports } : {}),
       pods,
+      hostHeaders: hostHeaderRules(rl),
     },
   };
 }
