@@ -266,4 +266,17 @@ Deno.test("hosts: a rule's hosts take the Host in any case, with a port or a tra
     e.out.some((l) => /^0s\s+\/\s+Host=Trial\.Example\.com\s+200\s+default/.test(l)),
     e.out.join("\n"),
   );
+  // A per-client key on Host: each spelling a client of its own.
+  const perHost = await temp(
+    rl.replace("- headers: { Host: trial.example.com }", "- perClient: { header: host }"),
+    ".yaml",
+  );
+  const p = await run(["-f", perHost, "--rate", "1/s", "--for", "1s"]);
+  assert.equal(p.code, 0, p.err);
+  assert.ok(
+    p.out.includes(
+      "spec.local.buckets[0].perClient keys on Host as sent: each spelling (API.example.com, api.example.com:443) is a client of its own, with its own bucket.",
+    ),
+    p.out.join("\n"),
+  );
 });

@@ -223,9 +223,7 @@ export function textReport(result: TrafficRun): string[] {
       ]
       : []),
     ...(result.gateway ? GATEWAY_ROUTES_NOTE : []),
-    ...result.hostHeaders.map((r) =>
-      `${r}.headers names Host, which the proxy compares exactly: in other letters or with a port (API.example.com, api.example.com:443) a request escapes it; hosts takes a name in any case, with any port.`
-    ),
+    ...result.hostHeaders,
     ...requests,
     "",
     `${result.outcomes.length} requests: ${admitted} admitted${

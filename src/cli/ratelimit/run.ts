@@ -11,6 +11,7 @@ import type {
   GlobalLimit,
   GlobalRule,
   RateLimit,
+  RuleMatch,
 } from "../../api/ratelimit.ts";
 import { parseRateLimit } from "../../api/ratelimit.ts";
 import { isUnknownField } from "../../api/validation/unknown.ts";
@@ -119,23 +120,37 @@ export interface TrafficRun {
   global?: GlobalReport[];
   /** The Pods the traffic went to: `--replicas` with a global part, else 1. */
   pods: number;
-  /** The rules (`spec.local.buckets[0]`) whose headers name Host, which the proxy compares exactly. */
+  /**
+   * What the proxy makes of rules that name the Host header (compared exactly, or a client's key
+   * taken as sent), a line each: `spec.local.buckets[0].headers names Host, ...`.
+   */
   hostHeaders: string[];
 }
 
 /**
- * The rules of a RateLimit whose headers name Host: the proxy compares its value exactly (Envoy's
- * request header map answers `host` with `:authority`), so another letter case or a port escapes
- * the rule where `hosts` would take it.
+ * What the proxy makes of a RateLimit's rules that name the Host header, a line each. Envoy's
+ * request header map answers `host` with `:authority` as the client sent it: a rule's headers
+ * compare it exactly, so another letter case or a port escapes the rule where `hosts` would take
+ * it; a per-client key on it gives each spelling a bucket of its own.
  */
 function hostHeaderRules(rl: RateLimit): string[] {
-  const named = (rules: readonly { headers?: Record<string, string> }[], field: string) =>
-    rules.flatMap((r, i) =>
-      Object.keys(r.headers ?? {}).some((k) => k.toLowerCase() === "host") ? [`${field}[${i}]`] : []
-    );
+  const isHost = (name: string) => name.toLowerCase() === "host";
+  const lines = (rules: readonly RuleMatch[], field: string) =>
+    rules.flatMap((r, i) => [
+      ...(Object.keys(r.headers ?? {}).some(isHost)
+        ? [
+          `${field}[${i}].headers names Host, which the proxy compares exactly: in other letters or with a port (API.example.com, api.example.com:443) a request escapes it; hosts takes a name in any case, with any port.`,
+        ]
+        : []),
+      ...(r.perClient?.header !== undefined && isHost(r.perClient.header)
+        ? [
+          `${field}[${i}].perClient keys on Host as sent: each spelling (API.example.com, api.example.com:443) is a client of its own, with its own bucket.`,
+        ]
+        : []),
+    ]);
   return [
-    ...named(rl.spec.local?.buckets ?? [], "spec.local.buckets"),
-    ...named(rl.spec.global?.rules ?? [], "spec.global.rules"),
+    ...lines(rl.spec.local?.buckets ?? [], "spec.local.buckets"),
+    ...lines(rl.spec.global?.rules ?? [], "spec.global.rules"),
   ];
 }
 
