@@ -223,7 +223,7 @@ export function textReport(result: TrafficRun): string[] {
       ]
       : []),
     ...(result.gateway ? GATEWAY_ROUTES_NOTE : []),
-    ...result.hostHeaders,
+    ...result.hostNotes,
     ...requests,
     "",
     `${result.outcomes.length} requests: ${admitted} admitted${

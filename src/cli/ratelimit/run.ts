@@ -124,7 +124,7 @@ export interface TrafficRun {
    * What the proxy makes of rules that name the Host header (compared exactly, or a client's key
    * taken as sent), a line each: `spec.local.buckets[0].headers names Host, ...`.
    */
-  hostHeaders: string[];
+  hostNotes: string[];
 }
 
 /**
@@ -133,7 +133,7 @@ export interface TrafficRun {
  * compare it exactly, so another letter case or a port escapes the rule where `hosts` would take
  * it; a per-client key on it gives each spelling a bucket of its own.
  */
-function hostHeaderRules(rl: RateLimit): string[] {
+function hostHeaderNotes(rl: RateLimit): string[] {
   const isHost = (name: string) => name.toLowerCase() === "host";
   const lines = (rules: readonly RuleMatch[], field: string) =>
     rules.flatMap((r, i) => [
@@ -431,7 +431,7 @@ export function runTraffic(
       ...(replicas !== undefined ? { replicas } : {}),
       ...(globalReports ? { global: globalReports } : {}),
       pods,
-      hostHeaders: hostHeaderRules(rl),
+      hostNotes: hostHeaderNotes(rl),
     },
   };
 }
