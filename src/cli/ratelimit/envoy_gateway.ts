@@ -18,6 +18,7 @@ import {
   MAX_TOKENS_LIMIT,
 } from "../../api/ratelimit_bounds.ts";
 import { parseFillInterval } from "../../api/duration.ts";
+import { isLabelValue } from "../../api/selector.ts";
 import { objectFieldProblems, unknownKeys } from "./fields.ts";
 import { covers } from "../../reconcile/ratelimit/validate.ts";
 
@@ -328,6 +329,15 @@ function targetOf(r: unknown, at: string, problems: string[], notes: string[]): 
   const name = isObj(r) && typeof r.name === "string" ? r.name : undefined;
   if (name === undefined) {
     problems.push(`${at}.name: missing`);
+    return undefined;
+  }
+  // The RateLimit selects the target's Pods by a label whose value is the target's name.
+  if (!isLabelValue(name)) {
+    problems.push(
+      `${at}.name: ${
+        show(name)
+      } cannot be a label's value (at most 63 characters), which the RateLimit's selector would need: convert it with a shorter name and set the labels`,
+    );
     return undefined;
   }
   if (kind === "Gateway") {
