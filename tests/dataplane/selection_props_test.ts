@@ -29,6 +29,9 @@ const VERSIONS = ["1.30", "1.33", "1.38"].map((v) => {
   return b.value;
 });
 
+/** The one Pod the RateLimits select. */
+const POD = { namespace: "demo", name: "p", labels: { app: "httpbin" }, ready: true };
+
 const PATHS = ["/", "/a", "/b", "/a/b", "/A"];
 const PREFIXES = ["/", "/a", "/a/", "/ab", "/b"];
 const NAMES = ["X-A", "x-b", "X-Rate-Limited"];
@@ -217,12 +220,7 @@ Deno.test("property: bucket selection, admission, headers and the 429 shape", ()
       const rules = rl.spec.local!.buckets as Rule[];
       for (const envoy of VERSIONS) {
         const mesh = new Mesh({ envoy });
-        mesh.sync([renderEnvoyFilter(rl)], [{
-          namespace: "demo",
-          name: "p",
-          labels: { app: "httpbin" },
-          ready: true,
-        }], 0);
+        mesh.sync([renderEnvoyFilter(rl)], [POD], 0);
         assert.deepEqual(mesh.rejections(), []);
         const specs = [rl.spec.local!.defaultBucket, ...rules.map((r) => r.bucket)].map(refSpec);
         const ref = new RefLimiter(specs, envoy.minor);
@@ -272,12 +270,7 @@ Deno.test("property: at most one rule's descriptor is produced for any request",
       // With always_consume_default false and one descriptor per request, each admitted request
       // takes exactly one token in total: the sum over buckets of tokens used equals admissions.
       const mesh = new Mesh();
-      mesh.sync([renderEnvoyFilter(rl)], [{
-        namespace: "demo",
-        name: "p",
-        labels: { app: "httpbin" },
-        ready: true,
-      }], 0);
+      mesh.sync([renderEnvoyFilter(rl)], [POD], 0);
       const state = mesh.proxy("demo", "p")!;
       const buckets = () =>
         [...state.buckets.values(), ...state.routes.values()].flatMap((m) => [...m.values()]);
@@ -333,12 +326,7 @@ Deno.test("property: the first global rule that takes a request counts it, else 
       const { config, problems } = engineConfigOfFilters([filter]);
       assert.deepEqual(problems, []);
       const mesh = new Mesh({ engine: new EngineModel([{ config, ready: true }]) });
-      mesh.sync([filter], [{
-        namespace: "demo",
-        name: "p",
-        labels: { app: "httpbin" },
-        ready: true,
-      }], 0);
+      mesh.sync([filter], [POD], 0);
       assert.deepEqual(mesh.rejections(), []);
       const rules = rl.spec.global!.rules as unknown as Rule[];
       for (const req of requests) {
