@@ -20,7 +20,10 @@
  *   on the received config the first write is refused where the RateLimit admits two;
  * - docs/examples/ratelimit-hosts.yaml (hosts, the `:authority` matcher a case-insensitive RE2
  *   regex over Envoy's default program size) in its place: Accepted, and the model on the received
- *   config answers requests for several hosts as the preview.
+ *   config answers requests for several hosts as the preview;
+ * - the gateway sample with its rule narrowed to the VirtualService's host (a gateway route patch
+ *   with the `:authority` matcher): Accepted, and the model on the gateway's received config
+ *   answers as the preview, the host in capitals included.
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
@@ -128,6 +131,13 @@ const HOSTS_REQUESTS: TrafficRequest[] = [
   ...at(2, 200, "/", { Host: "api.example.com" }), // another name: the default bucket
   ...at(1, 300, "/", { Host: "xtrial.example.com" }), // ends like the suffix only: the default
   ...at(1, 30_000, "/", { Host: "trial.example.com." }), // one token back after 30 s (continuous)
+];
+
+/** The gateway sample with its /headers rule for the VirtualService's host only, in any case. */
+const GATEWAY_HOSTS_REQUESTS: TrafficRequest[] = [
+  ...at(6, 0, "/headers", { host: HOST }), // the rule's bucket: 10 a minute
+  ...at(6, 100, "/headers", { host: HOST.toUpperCase() }), // the same bucket: 4 more, then 429
+  ...at(2, 200, "/", { host: HOST }), // the default bucket
 ];
 
 /** Every rule of samples/ratelimit-workload.yaml, spent and refilled. */
@@ -502,6 +512,39 @@ meshTest(
               `Envoy ${envoy.version} on ${app.pod}`,
             );
           }
+        }
+      },
+    );
+    await t.step(
+      "the gateway's rule for its host: Accepted, and the model on the received config answers as the preview",
+      async () => {
+        const sample = gatewaySample.replace(
+          "      - path: /headers\n",
+          `      - path: /headers\n        hosts: [${HOST}]\n`,
+        );
+        assert.notEqual(sample, gatewaySample, "the sample's rule is narrowed");
+        await ok(c, ["apply", "-f", "-"], sample);
+        await op.until(
+          "Accepted True for the generation with hosts",
+          (s) => accepted(s) && s.enforcedGeneration === 2,
+          ["mesh-system", "ingressgateway"],
+        );
+        const view = await holding(
+          running,
+          gateway,
+          "the limit with hosts",
+          (v) => JSON.stringify(v.config).includes(":authority"),
+        );
+        assertNoNacks(await running.proxy(proxyKey(gateway)), gateway.pod);
+        for (const envoy of envoys) {
+          const model = new ReceivedProxy(
+            view.config as ConfigView,
+            { listener: "0.0.0.0_8080" },
+            envoy,
+            true,
+          );
+          const statuses = compare(sample, model, GATEWAY_HOSTS_REQUESTS, envoy);
+          assert.equal(runs(statuses), "10x200 2x429 2x200", `Envoy ${envoy.version}`);
         }
       },
     );
