@@ -224,6 +224,11 @@ function sidecarModel(config: unknown, envoy: EnvoyBehaviour): ReceivedProxy {
   );
 }
 
+/** The model of the ingress gateway's listener on the config it received. */
+function gatewayModel(config: unknown, envoy: EnvoyBehaviour): ReceivedProxy {
+  return new ReceivedProxy(config as ConfigView, { listener: "0.0.0.0_8080" }, envoy, true);
+}
+
 /** Statuses, run-length: `10x200 2x429 ...`. */
 function runs(statuses: number[]): string {
   const out: string[] = [];
@@ -293,6 +298,33 @@ meshTest(
     const v130 = envoyBehaviour("1.30");
     if (!v130.ok) throw new Error(v130.error);
     const envoys = [DEFAULT_BEHAVIOUR, v130.value];
+    /**
+     * Each sidecar, once it acknowledged a config that `holds` (its text), answers `requests` on
+     * the model of that config as the preview of `sample` does, on every Envoy, with `want`'s
+     * statuses for Envoy's refill.
+     */
+    const sidecarsAnswer = async (
+      sample: string,
+      what: string,
+      holds: (text: string) => boolean,
+      requests: TrafficRequest[],
+      want: { continuous: string; interval: string },
+    ) => {
+      for (const app of apps) {
+        const view = await holding(running, app, what, (v) => holds(JSON.stringify(v.config)));
+        assertNoNacks(await running.proxy(proxyKey(app)), app.pod);
+        for (const envoy of envoys) {
+          const model = sidecarModel(view.config, envoy);
+          assert.equal(model.filters.length, 1);
+          const statuses = compare(sample, model, requests, envoy);
+          assert.equal(
+            runs(statuses),
+            envoy.refill === "continuous" ? want.continuous : want.interval,
+            `Envoy ${envoy.version} on ${app.pod}`,
+          );
+        }
+      }
+    };
 
     await t.step(
       "the model on each sidecar's received config answers the workload's requests as the preview",
@@ -320,12 +352,7 @@ meshTest(
       async () => {
         const view = await received(gateway);
         for (const envoy of envoys) {
-          const model = new ReceivedProxy(
-            view.config as ConfigView,
-            { listener: "0.0.0.0_8080" },
-            envoy,
-            true,
-          );
+          const model = gatewayModel(view.config, envoy);
           const statuses = compare(gatewaySample, model, GATEWAY_REQUESTS, envoy);
           assert.equal(
             runs(statuses),
@@ -376,7 +403,7 @@ meshTest(
           assert.equal(JSON.stringify(r).includes("rate_limits"), false);
         }
         // So the model never limits them, while the forwarding route runs out.
-        const model = new ReceivedProxy(config, { listener: "0.0.0.0_8080" }, envoys[0], true);
+        const model = gatewayModel(config, envoys[0]);
         const send = (path: string) =>
           Array.from({ length: 12 }, () => {
             const a = model.send({ path, headers: { host: HOST }, peer: DEFAULT_CLIENT }, 0);
@@ -410,28 +437,18 @@ meshTest(
         assert.equal((await deletedBy())?.deleted, "EnvoyFilter demo/httpbin");
         const status = await op.until("Accepted True", accepted, ["demo", "api-writes"]);
         assert.deepEqual(status.proxies, { accepted: 2, rejected: 0, pending: 0, notConnected: 0 });
-        const sample = await Deno.readTextFile(file);
-        for (const app of apps) {
-          // Until the deleted RateLimit's filter is gone (the operator deletes it at once), the
-          // proxy holds both filters (docs/ratelimit-status.md): wait for the new one alone.
-          const view = await holding(running, app, "the methods limit alone", (v) => {
-            const text = JSON.stringify(v.config);
-            return text.includes("POST|PUT|DELETE|PATCH") && !text.includes("/headers?");
-          });
-          assertNoNacks(await running.proxy(proxyKey(app)), app.pod);
-          for (const envoy of envoys) {
-            const model = sidecarModel(view.config, envoy);
-            assert.equal(model.filters.length, 1);
-            const statuses = compare(sample, model, METHODS_REQUESTS, envoy);
-            assert.equal(
-              runs(statuses),
-              envoy.refill === "continuous"
-                ? "2x200 2x429 5x200" // a token back 30 s later
-                : "2x200 2x429 4x200 1x429", // nothing back before the minute
-              `Envoy ${envoy.version} on ${app.pod}`,
-            );
-          }
-        }
+        // Until the deleted RateLimit's filter is gone (the operator deletes it at once), the
+        // proxy holds both filters (docs/ratelimit-status.md): wait for the new one alone.
+        await sidecarsAnswer(
+          await Deno.readTextFile(file),
+          "the methods limit alone",
+          (text) => text.includes("POST|PUT|DELETE|PATCH") && !text.includes("/headers?"),
+          METHODS_REQUESTS,
+          {
+            continuous: "2x200 2x429 5x200", // a token back 30 s later
+            interval: "2x200 2x429 4x200 1x429", // nothing back before the minute
+          },
+        );
       },
     );
     await t.step(
@@ -493,26 +510,16 @@ meshTest(
         await ok(c, ["apply", "-f", file]);
         const status = await op.until("Accepted True", accepted, ["demo", "trial-tenants"]);
         assert.deepEqual(status.proxies, { accepted: 2, rejected: 0, pending: 0, notConnected: 0 });
-        const sample = await Deno.readTextFile(file);
-        for (const app of apps) {
-          const view = await holding(running, app, "the hosts limit alone", (v) => {
-            const text = JSON.stringify(v.config);
-            return text.includes(":authority") && !text.includes("POST|PUT|DELETE|PATCH");
-          });
-          assertNoNacks(await running.proxy(proxyKey(app)), app.pod);
-          for (const envoy of envoys) {
-            const model = sidecarModel(view.config, envoy);
-            assert.equal(model.filters.length, 1);
-            const statuses = compare(sample, model, HOSTS_REQUESTS, envoy);
-            assert.equal(
-              runs(statuses),
-              envoy.refill === "continuous"
-                ? "2x200 2x429 4x200" // a token back 30 s later
-                : "2x200 2x429 3x200 1x429", // nothing back before the minute
-              `Envoy ${envoy.version} on ${app.pod}`,
-            );
-          }
-        }
+        await sidecarsAnswer(
+          await Deno.readTextFile(file),
+          "the hosts limit alone",
+          (text) => text.includes(":authority") && !text.includes("POST|PUT|DELETE|PATCH"),
+          HOSTS_REQUESTS,
+          {
+            continuous: "2x200 2x429 4x200", // a token back 30 s later
+            interval: "2x200 2x429 3x200 1x429", // nothing back before the minute
+          },
+        );
       },
     );
     await t.step(
@@ -537,12 +544,7 @@ meshTest(
         );
         assertNoNacks(await running.proxy(proxyKey(gateway)), gateway.pod);
         for (const envoy of envoys) {
-          const model = new ReceivedProxy(
-            view.config as ConfigView,
-            { listener: "0.0.0.0_8080" },
-            envoy,
-            true,
-          );
+          const model = gatewayModel(view.config, envoy);
           const statuses = compare(sample, model, GATEWAY_HOSTS_REQUESTS, envoy);
           assert.equal(runs(statuses), "10x200 2x429 2x200", `Envoy ${envoy.version}`);
         }
