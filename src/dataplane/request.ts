@@ -35,31 +35,15 @@ function namedHeaders(req: Request): Map<string, string> {
 }
 
 /**
- * The headers of a request the way Envoy's header matchers read them: names in lower case (HTTP/2
- * form), the pseudo-headers `:path` and `:method` set, `host` also as `:authority` (see
- * {@link requestHeaders}), and repeated names (`X-A` and `x-a`) joined with "," as
- * `HeaderUtility::getAllOfHeaderAsString` does.
- */
-export function requestHeaderMap(req: Request): Map<string, string> {
-  const map = namedHeaders(req);
-  const host = map.get("host") ?? map.get(":authority");
-  if (host !== undefined) {
-    map.set("host", host);
-    map.set(":authority", host);
-  }
-  map.set(":path", req.path);
-  map.set(":method", req.method ?? "GET");
-  return map;
-}
-
-/**
- * The same headers as {@link requestHeaderMap}, read lazily: the pseudo-headers come straight
- * from the request, and the others are lower-cased once, on the first lookup of a named header,
- * into a flat list that lookups scan (a decision reads a handful of names from a few headers, for
- * which a scan beats building a Map). `name` must be in lower case, as matchers keep it. `get`
- * joins a repeated header's values, `first` gives the first of them (the request's own order).
- * HTTP/1's Host is HTTP/2's `:authority`, and Envoy's request header map answers either name with
- * it (`StaticLookupTable<RequestHeaderMap>` maps `host` to `:authority`): so does this.
+ * The headers of a request the way Envoy's header matchers read them (names in lower case, HTTP/2
+ * form), read lazily: the pseudo-headers `:path` and `:method` come straight from the request, and
+ * the others are lower-cased once, on the first lookup of a named header, into a flat list that
+ * lookups scan (a decision reads a handful of names from a few headers, for which a scan beats
+ * building a Map). `name` must be in lower case, as matchers keep it. `get` joins a repeated
+ * header's values with "," (`HeaderUtility::getAllOfHeaderAsString`), `first` gives the first of
+ * them (the request's own order). HTTP/1's Host is HTTP/2's `:authority`, and Envoy's request
+ * header map answers either name with it (`StaticLookupTable<RequestHeaderMap>` maps `host` to
+ * `:authority`): so does this.
  */
 export function requestHeaders(
   req: Request,
