@@ -677,16 +677,14 @@ export function fromBackendTrafficPolicy(doc: Obj): GatewayConversion {
     );
   }
   const meta = isObj(doc.metadata) ? doc.metadata : {};
-  // With several targets, a RateLimit each, named after the policy and the target.
-  const names = (targets ?? []).map((t) =>
-    targets!.length === 1
-      ? meta.name
-      : typeof meta.name === "string"
-      ? `${meta.name}-${t.name}`
-      : t.name
-  );
+  // With several targets, a RateLimit each, named after the policy and the target; with one, the
+  // RateLimit keeps the policy's metadata.
+  const several = targets !== undefined && targets.length > 1;
+  const names = several
+    ? targets.map((t) => typeof meta.name === "string" ? `${meta.name}-${t.name}` : t.name)
+    : [];
   names.forEach((n, i) => {
-    if (typeof n === "string" && targets!.length > 1 && n.length > MAX_NAME_LENGTH) {
+    if (n.length > MAX_NAME_LENGTH) {
       problems.push(
         `spec.targetRefs[${i}].name: its RateLimit's name would have ${n.length} characters, over Kubernetes' ${MAX_NAME_LENGTH}: give the policy or the target a shorter name`,
       );
@@ -705,7 +703,6 @@ export function fromBackendTrafficPolicy(doc: Obj): GatewayConversion {
   }
   const metadata: Obj = {};
   for (const k of ["name", "namespace", "labels"]) if (meta[k] !== undefined) metadata[k] = meta[k];
-  const several = targets!.length > 1;
   const rateLimits = targets!.map((t, i): Obj => ({
     apiVersion: `${GATEWAY_GROUP}/v1alpha1`,
     kind: "RateLimit",
