@@ -81,6 +81,23 @@ export function hostCovers(host: string, other: string): boolean {
   return other.length > suffix.length && other.endsWith(suffix);
 }
 
+/**
+ * Whether a rule's host takes a request whose Host (`:authority`) is `sent`, as the rule's
+ * `:authority` matcher compares (reconcile/ratelimit/entries.ts): ASCII letters in either case, one
+ * trailing dot and a port ignored; `*.d` takes a name that ends with `.d` after one label or more.
+ * Sound, not complete: a request the matcher takes only by folding more than ASCII (RE2's `(?i)`
+ * folds the Kelvin sign into `k`) is said not taken, and Envoy answers such a request 400 anyway.
+ */
+export function hostTakes(host: string, sent: string): boolean {
+  const colon = sent.indexOf(":");
+  if (colon >= 0 && !/^[0-9]+$/.test(sent.slice(colon + 1))) return false;
+  let name = (colon >= 0 ? sent.slice(0, colon) : sent).replace(/[A-Z]/g, (c) => c.toLowerCase());
+  if (name.endsWith(".")) name = name.slice(0, -1);
+  if (!host.startsWith("*.")) return name === host;
+  const suffix = host.slice(1);
+  return name.length > suffix.length && name.endsWith(suffix);
+}
+
 /** Whether some request host is taken by both `a` and `b` (rules' hosts, `*.` for a wildcard). */
 export function hostsMeet(a: string, b: string): boolean {
   return hostCovers(a, b) || hostCovers(b, a);

@@ -98,7 +98,18 @@ const ruleArb: fc.Arbitrary<Rule> = fc.record({
     },
   ),
   hosts: fc.option(fc.shuffledSubarray(HOSTS, { minLength: 1, maxLength: 3 }), { nil: undefined }),
-  headers: fc.option(headersArb, { nil: undefined }),
+  // A Host named as a header compares exactly, as sent: one spelling of the request hosts.
+  headers: fc.option(
+    fc.oneof(
+      headersArb,
+      fc.tuple(
+        fc.option(headersArb, { nil: undefined }),
+        fc.constantFrom("Host", "host"),
+        fc.constantFrom(...REQUEST_HOSTS),
+      ).map(([hs, name, value]) => ({ ...hs, [name]: value })),
+    ),
+    { nil: undefined },
+  ),
   bucket: bucketArb(["10s", "20s", "1m"]),
 }, { requiredKeys: ["bucket"] }).filter((r) =>
   r.path !== undefined || r.methods !== undefined || r.hosts !== undefined ||

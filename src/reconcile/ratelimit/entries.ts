@@ -6,7 +6,7 @@
  */
 import type { GlobalSpec, RuleMatch } from "../../api/ratelimit.ts";
 import type { DescriptorEntry } from "../../api/envoy.ts";
-import { hostsMeet, HTTP_METHODS } from "../../api/ratelimit_bounds.ts";
+import { hostsMeet, hostTakes, HTTP_METHODS } from "../../api/ratelimit_bounds.ts";
 
 // How bucket rules become a route's `rate_limits` entries: each rule's actions and the descriptor
 // entries they produce, so that at most one entry (the first matching rule's) yields a descriptor.
@@ -180,12 +180,24 @@ function pathsMeet(a: RuleMatch, b: RuleMatch): boolean {
 }
 
 /**
+ * True when `view` names its Host as a header (compared exactly) with a value none of `hosts`
+ * takes, so no request matches both. Only for a value in printable ASCII: RE2's `(?i)` folds a few
+ * other letters into ASCII ones (the Kelvin sign), which `hostTakes` does not, so another value
+ * may be taken after all.
+ */
+function hostHeaderMissed(hosts: readonly string[] | undefined, view: RuleView): boolean {
+  const sent = headerValue(view, "host");
+  return hosts !== undefined && sent !== undefined && /^[\x20-\x7e]*$/.test(sent) &&
+    !hosts.some((h) => hostTakes(h, sent));
+}
+
+/**
  * True when some request matches both rules: unless their paths never meet (`pathsMeet`), or both
  * list methods and none in common, or both list hosts and none meet, or both require one header
  * (names compared case-insensitively) with different values, a request with a path both take, a
- * method both take, a host both take and the headers of both matches both. Skipping disjoint
- * rules keeps the filter small: with distinct paths (or methods, or hosts), no rule needs to
- * exclude another.
+ * method both take, a host both take and the headers of both matches both (a Host named as a
+ * header is a host too: `hostHeaderMissed`). Skipping disjoint rules keeps the filter small:
+ * with distinct paths (or methods, or hosts), no rule needs to exclude another.
  */
 export function canOverlap(a: RuleMatch, b: RuleMatch): boolean {
   return overlap(viewOf(a), viewOf(b));
@@ -199,6 +211,7 @@ function overlap(a: RuleView, b: RuleView): boolean {
   if (g !== undefined && h !== undefined && !g.some((x) => h.some((y) => hostsMeet(x, y)))) {
     return false;
   }
+  if (hostHeaderMissed(g, b) || hostHeaderMissed(h, a)) return false;
   return a.headers.every(([k, v]) => {
     const other = headerValue(b, k);
     return other === undefined || other === v;

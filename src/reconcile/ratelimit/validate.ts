@@ -10,6 +10,7 @@ import { isLabelValue, isQualifiedName } from "../../api/selector.ts";
 import {
   hasControlCharacter,
   hostCovers,
+  hostTakes,
   isHttpToken,
   isRulePath,
   MAX_BUCKET_RULES,
@@ -116,11 +117,17 @@ function methodsCovered(earlier: RuleMatch, later: RuleMatch): boolean {
   return mine === undefined || (theirs !== undefined && theirs.every((m) => mine.includes(m)));
 }
 
-/** True when every host `later` takes is one `earlier` takes: `earlier` lists none, or covers each. */
+/**
+ * True when every host `later` takes is one `earlier` takes: `earlier` lists none, or covers each
+ * of `later`'s, or `later` names its Host as a header (`headers: {host: …}`, compared exactly) with
+ * a value one of `earlier`'s hosts takes.
+ */
 function hostsCovered(earlier: RuleMatch, later: RuleMatch): boolean {
   const [mine, theirs] = [earlier.hosts, later.hosts];
-  return mine === undefined ||
-    (theirs !== undefined && theirs.every((h) => mine.some((m) => hostCovers(m, h))));
+  if (mine === undefined) return true;
+  if (theirs !== undefined && theirs.every((h) => mine.some((m) => hostCovers(m, h)))) return true;
+  const sent = lowerHeaders(later).get("host");
+  return sent !== undefined && mine.some((m) => hostTakes(m, sent));
 }
 
 /** True when every request `later` matches is matched by `earlier` (so `later` is never used). */
