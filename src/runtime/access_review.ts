@@ -12,7 +12,10 @@
  * has not seen are reviewed at most 20 at once and 5 a second (a token bucket), the rest answered
  * 429 with Retry-After; one review serves every request waiting on the same token; and a token the
  * API server authenticated is kept apart from rejected ones, so forged tokens neither push it out
- * nor keep it waiting for a review when its minute is up.
+ * nor keep it waiting for a review when its minute is up. Each cache drops the entry least
+ * recently used: as new tokens are reviewed at most 5 a second, other valid tokens (every Pod's
+ * ServiceAccount token is one) cannot push out a scraper's that is used at least every 200
+ * seconds (1,024 entries at 5 a second), however many there are.
  */
 import { apiVersionOf, RESOURCES } from "../api/resources.ts";
 import type { Clock } from "./clock.ts";
@@ -39,7 +42,7 @@ export interface AccessReviewOptions {
   tokenTtlMs?: number;
   allowTtlMs?: number;
   denyTtlMs?: number;
-  /** Entries of each cache; the oldest goes first. Default 1024. */
+  /** Entries of each cache; the least recently used goes first. Default 1024. */
   maxEntries?: number;
   /** Reviews of tokens not seen before that may be made at once. Default 20. */
   newTokenBurst?: number;
@@ -76,16 +79,21 @@ class ReviewBudget {
   }
 }
 
-/** A cache whose entries expire, holding at most `max` (a flood of tokens cannot grow it). */
+/**
+ * A cache whose entries expire, holding at most `max` (a flood of tokens cannot grow it); when full,
+ * the entry least recently set or read goes first.
+ */
 class ExpiringCache<T> {
   readonly #entries = new Map<string, { value: T; until: number }>();
   constructor(readonly max: number) {}
 
+  /** The value of `key` if it is still good at `now`, which makes it the most recently used. */
   get(key: string, now: number): T | undefined {
     const entry = this.#entries.get(key);
-    if (entry && entry.until > now) return entry.value;
     this.#entries.delete(key);
-    return undefined;
+    if (!entry || entry.until <= now) return undefined;
+    this.#entries.set(key, entry);
+    return entry.value;
   }
 
   delete(key: string): void {

@@ -133,6 +133,30 @@ Deno.test("a flood of tokens does not grow the caches past their bound, and forg
   assert.equal(reviews(), 8, "authenticated tokens are bounded too: reader was the oldest of 3");
 });
 
+Deno.test("a token in use stays known however many other valid tokens come, so a flood of them cannot hold it back", async () => {
+  const api = apiServer();
+  const clock = new ManualClock();
+  const access = new AccessReview(api.cluster, clock, { maxEntries: 3 });
+  const reviews = () => api.sent.filter((o) => o.kind === "TokenReview").length;
+  assert.equal((await access.decide("Bearer reader", "GET", "/metrics")).status, 200);
+  // Valid tokens (every ServiceAccount's is one), as fast as new tokens are reviewed, three times
+  // the cache's size; the reader scrapes between them.
+  for (let i = 0; i < 9; i++) {
+    clock.advanceTo(clock.now() + 200);
+    assert.equal((await access.decide(`Bearer user-${i}`, "GET", "/metrics")).status, 403);
+    assert.equal((await access.decide("Bearer reader", "GET", "/metrics")).status, 200);
+  }
+  assert.equal(reviews(), 1 + 9, "the reader's token was reviewed once");
+  // With the budget for new tokens spent (429 to them), the reader is still served.
+  const statuses: number[] = [];
+  for (let i = 100; i < 125; i++) {
+    statuses.push((await access.decide(`Bearer user-${i}`, "GET", "/metrics")).status);
+    assert.equal((await access.decide("Bearer reader", "GET", "/metrics")).status, 200);
+  }
+  assert.deepEqual([...new Set(statuses)], [403, 429]);
+  assert.equal(reviews(), 1 + 9 + statuses.filter((s) => s === 403).length);
+});
+
 Deno.test("new tokens are reviewed at most 20 at once and 5 a second; the rest get 429 with Retry-After", async () => {
   const api = apiServer();
   const clock = new ManualClock();
