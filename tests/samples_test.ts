@@ -137,6 +137,7 @@ Deno.test("docs/examples/ratelimit-global.yaml: local and global parts, every gl
   assert.deepEqual(rl.spec.global?.rules?.map((r) => [r.path ?? r.pathPrefix, r.limit.unit]), [
     ["/anything", "Minute"],
     ["/ip", "Second"],
+    ["/anything/export", "Minute"],
     ["/delay/", "Second"],
     [undefined, "Day"],
   ]);

@@ -25,7 +25,7 @@ export type GlobalSpec = z.output<typeof S.GlobalSchema>;
 /** What a local bucket rule and a global rule share: which requests they take. */
 export type RuleMatch = Pick<
   BucketRule,
-  "path" | "pathPrefix" | "methods" | "hosts" | "headers" | "perClient"
+  "path" | "pathPrefix" | "methods" | "hosts" | "headers" | "queryParams" | "perClient"
 >;
 /** RateLimit status. */
 export type RateLimitStatus = z.output<typeof S.RateLimitStatusSchema>;

@@ -34,11 +34,11 @@ export function isRulePath(s: string): boolean {
   return s.startsWith("/") && !/[?#\s]/.test(s) && !CONTROL.test(s);
 }
 /**
- * The message of a rule (local or global) with no path, pathPrefix, methods, hosts, headers or
- * perClient (zod and the CRD's CEL rule).
+ * The message of a rule (local or global) with no path, pathPrefix, methods, hosts, headers,
+ * queryParams or perClient (zod and the CRD's CEL rule).
  */
 export const BUCKET_RULE_NEEDS_MATCH =
-  "a rule needs a path, pathPrefix, methods, hosts, headers or perClient";
+  "a rule needs a path, pathPrefix, methods, hosts, headers, queryParams or perClient";
 /** The message of a rule with both a path and a pathPrefix (zod and the CRD's CEL rule). */
 export const RULE_ONE_PATH = "a rule takes path or pathPrefix, not both";
 /**
@@ -145,6 +145,36 @@ export const HOSTS_TOO_LONG =
 export const MAX_HEADER_NAME_LENGTH = 64;
 /** Characters of a header value. */
 export const MAX_HEADER_VALUE_LENGTH = 128;
+/**
+ * Headers and query parameters a rule matches, together: each query parameter is a `:path` regex
+ * (entries.ts's `queryMatcher`), within the length bounds below no longer than the longest header
+ * matcher, so the largest filter is the same with any mix of the two.
+ */
+export const MAX_RULE_HEADERS_AND_QUERY = MAX_RULE_HEADERS;
+/** The message of a rule with more headers and query parameters together than allowed. */
+export const HEADERS_AND_QUERY_TOO_MANY =
+  `headers and queryParams must have at most ${MAX_RULE_HEADERS_AND_QUERY} entries together`;
+/** Characters of a query parameter's name. */
+export const MAX_QUERY_NAME_LENGTH = 32;
+/** Characters of a query parameter's value. */
+export const MAX_QUERY_VALUE_LENGTH = 40;
+/**
+ * A query parameter's name as a rule takes it, written as the workload reads it (decoded): RFC
+ * 3986's unreserved characters and brackets (`ids[]`). The operator checks it (a CEL rule on a
+ * map's keys would cost more than the API server allows).
+ */
+export const QUERY_NAME_PATTERN = "^[A-Za-z0-9._~\\[\\]-]+$";
+/**
+ * A query parameter's value as a rule takes it, written decoded: RFC 3986's query characters but
+ * `&` (which ends a parameter), `+` (a space to form decoding, a plus to Envoy), `%` (write the
+ * character itself), `#` and spaces, so that one value has one meaning.
+ */
+export const QUERY_VALUE_PATTERN = "^[A-Za-z0-9._~!$'()*,/:;=?@\\[\\]-]*$";
+
+/** Whether `s` is a query parameter's name a rule can take (QUERY_NAME_PATTERN). */
+export function isQueryName(s: string): boolean {
+  return new RegExp(QUERY_NAME_PATTERN).test(s);
+}
 /**
  * Clients a per-client rule keeps a bucket for, on each proxy and route (Envoy's
  * `max_dynamic_descriptors`, a UInt32Value of at least 1, default 20). Envoy accepts up to

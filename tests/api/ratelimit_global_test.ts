@@ -71,7 +71,7 @@ Deno.test("spec.global: each unit; a bad unit, count or failure mode is refused 
     ],
     [
       { rules: [{ limit: limit() }] },
-      "spec.global.rules[0]: a rule needs a path, pathPrefix, methods, hosts, headers or perClient",
+      "spec.global.rules[0]: a rule needs a path, pathPrefix, methods, hosts, headers, queryParams or perClient",
     ],
     [{}, "spec.global: needs rules, a default or both"],
     [{ rules: [] }, "spec.global.rules: must have at least 1 entries"],

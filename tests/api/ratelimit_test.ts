@@ -162,7 +162,7 @@ Deno.test("selectorLabels must select at least one label", () => {
 
 Deno.test("a bucket rule needs a path or headers; paths start with /; headers are not empty", () => {
   assert.deepEqual(errorsOf(parseRateLimit(rateLimit([{ bucket: bucket() }]))), [
-    "spec.local.buckets[0]: a rule needs a path, pathPrefix, methods, hosts, headers or perClient",
+    "spec.local.buckets[0]: a rule needs a path, pathPrefix, methods, hosts, headers, queryParams or perClient",
   ]);
   assert.deepEqual(
     errorsOf(parseRateLimit(rateLimit([{ path: "/a", pathPrefix: "/a", bucket: bucket() }]))),

@@ -155,11 +155,11 @@ Deno.test("spec only: a stored object's unknown spec fields are refused saying a
   assert.ok(parseRateLimit(rl, { unknown: "spec" }).ok);
   rl.spec.local.buckets = [{
     path: "/a",
-    queryParams: { q: "1" },
+    sourceCIDRs: ["10.0.0.0/8"],
     bucket: rl.spec.local.defaultBucket,
   }];
   assert.deepEqual(errorsOf(parseRateLimit(rl, { unknown: "spec" })), [
-    "spec.local.buckets[0].queryParams: unknown field (this operator does not know it: is the CRD newer than the operator?)",
+    "spec.local.buckets[0].sourceCIDRs: unknown field (this operator does not know it: is the CRD newer than the operator?)",
   ]);
   // Stripped by default, as before.
   assert.ok(parseRateLimit(rl).ok);

@@ -63,7 +63,18 @@ const selector = fc.record({
     }).map(defined),
     6,
   ),
-  queryParams: opt(mostly([undefined], [[{ name: "page", value: "1" }]])),
+  queryParams: seldom(
+    fc.array(
+      fc.record({
+        name: mostly(["page", "format", "ids[]"], ["a b", "x".repeat(33)]),
+        type: opt(mostly(["Exact"], ["RegularExpression", "Distinct"])),
+        value: mostly(["1", "csv", ""], ["a&b", "%41", "x".repeat(41)]),
+        invert: rarelyTrue,
+      }).map(defined),
+      { minLength: 1, maxLength: 3 },
+    ),
+    2,
+  ),
 }).map(defined).filter((sel) => Object.keys(sel).length > 0);
 
 const rule = fc.record({

@@ -301,15 +301,91 @@ Deno.test("envoy gateway: a PathPrefix becomes pathPrefix, and the difference in
   }
 });
 
+Deno.test("envoy gateway: Exact query parameters become queryParams, and the first-occurrence difference is said", () => {
+  const p = policy([{
+    clientSelectors: [
+      {
+        path: { type: "Exact", value: "/export" },
+        queryParams: [{ name: "format", value: "csv" }],
+      },
+      {
+        queryParams: [{ name: "ids[]", type: "Exact", value: "" }, {
+          name: "format",
+          value: "csv",
+        }],
+      },
+    ],
+    limit: { requests: 5, unit: "Minute" },
+  }]);
+  assert.deepEqual((converted(p).global as Obj).rules, [{
+    path: "/export",
+    queryParams: { format: "csv", "ids[]": "" },
+    limit: { requests: 5, unit: "Minute" },
+  }]);
+  const c = fromBackendTrafficPolicy(p);
+  assert.ok(c.ok);
+  assert.ok(
+    c.differences.includes(
+      "spec.rateLimit.global.rules[0].clientSelectors[0].queryParams: a parameter a request repeats is taken here when any occurrence has the value; Envoy Gateway compares the first",
+    ),
+    c.differences.join("\n"),
+  );
+});
+
 Deno.test("envoy gateway: what does not map is refused, each naming its field", () => {
   const at = "spec.rateLimit.global.rules[0]";
   const cases: [Obj, RegExp][] = [
     [
       policy([{
-        clientSelectors: [{ queryParams: [{ name: "page", value: "1" }] }],
+        clientSelectors: [{
+          queryParams: [{ name: "page", type: "RegularExpression", value: "1" }],
+        }],
         limit: { requests: 1, unit: "Second" },
       }]),
-      /clientSelectors\[0\]\.queryParams: no equivalent: a rule here does not match query parameters/,
+      /clientSelectors\[0\]\.queryParams\[0\]\.type: RegularExpression has no equivalent: query parameters here match exact values/,
+    ],
+    [
+      policy([{
+        clientSelectors: [{ queryParams: [{ name: "page", type: "Distinct" }] }],
+        limit: { requests: 1, unit: "Second" },
+      }]),
+      /clientSelectors\[0\]\.queryParams\[0\]\.type: Distinct has no equivalent/,
+    ],
+    [
+      policy([{
+        clientSelectors: [{ queryParams: [{ name: "q", value: "a&b" }] }],
+        limit: { requests: 1, unit: "Second" },
+      }]),
+      /clientSelectors\[0\]\.queryParams\[0\]\.value: "a&b" is not a query parameter's value here/,
+    ],
+    [
+      policy([{
+        clientSelectors: [{ queryParams: [{ name: "a b", value: "1" }] }],
+        limit: { requests: 1, unit: "Second" },
+      }]),
+      /clientSelectors\[0\]\.queryParams\[0\]\.name: "a b" is not a query parameter's name here/,
+    ],
+    [
+      policy([{
+        clientSelectors: [{
+          queryParams: [{ name: "q", value: "1" }, { name: "q", value: "2" }],
+        }],
+        limit: { requests: 1, unit: "Second" },
+      }]),
+      /clientSelectors\[0\]\.queryParams\[1\]: query parameter q is also "1"; a rule here holds one value a parameter/,
+    ],
+    [
+      policy([{
+        clientSelectors: [{
+          headers: [{ name: "x-a", value: "1" }, { name: "x-b", value: "1" }],
+          queryParams: [{ name: "a", value: "1" }, { name: "b", value: "1" }, {
+            name: "c",
+            value: "1",
+          }],
+        }],
+        limit: { requests: 1, unit: "Second" },
+      }]),
+      /rules\[0\]\.clientSelectors: 5 headers and query parameters; a rule here matches at most 4 together/,
     ],
     [
       policy([{

@@ -12,10 +12,16 @@ const chars = (s: string) => [...s].length;
 
 /** The CEL rules the CRDs carry, as predicates on the (pruned) value. An unknown rule throws. */
 const CEL: Record<string, (self: Obj) => boolean> = {
-  "has(self.path) || has(self.pathPrefix) || has(self.methods) || has(self.hosts) || has(self.headers) || has(self.perClient)":
+  "has(self.path) || has(self.pathPrefix) || has(self.methods) || has(self.hosts) || has(self.headers) || has(self.queryParams) || has(self.perClient)":
     (self) =>
       "path" in self || "pathPrefix" in self || "methods" in self || "hosts" in self ||
-      "headers" in self || "perClient" in self,
+      "headers" in self || "queryParams" in self || "perClient" in self,
+  "(has(self.headers) ? size(self.headers) : 0) + (has(self.queryParams) ? size(self.queryParams) : 0) <= 4":
+    (self) =>
+      ["headers", "queryParams"].reduce(
+        (n, f) => n + (isObj(self[f]) ? Object.keys(self[f] as Obj).length : 0),
+        0,
+      ) <= 4,
   "!has(self.path) || !has(self.pathPrefix)": (self) =>
     !("path" in self) || !("pathPrefix" in self),
   "has(self.header) || has(self.clientIP)": (self) => "header" in self || "clientIP" in self,
@@ -24,6 +30,7 @@ const CEL: Record<string, (self: Obj) => boolean> = {
   "self.map(x, size(x)).sum() <= 512": (self) =>
     (self as unknown as string[]).reduce((n, h) => n + chars(h), 0) <= 512,
   "self.all(k, size(k) <= 64)": (self) => Object.keys(self).every((k) => chars(k) <= 64),
+  "self.all(k, size(k) <= 32)": (self) => Object.keys(self).every((k) => chars(k) <= 32),
   "self.all(k, size(k) <= 317)": (self) => Object.keys(self).every((k) => chars(k) <= 317),
 };
 

@@ -131,6 +131,18 @@ const EDGES = [
   [`${"a".repeat(63)}.${"b".repeat(63)}.${"c".repeat(63)}.${"d".repeat(61)}`],
   [`${"a".repeat(63)}.${"b".repeat(63)}.${"c".repeat(63)}.${"d".repeat(62)}`],
   { hosts: ["api.example.com"], bucket: BUCKET },
+  // Query parameters: a map of at most 4 (with the headers), names of 32, decoded values of 40.
+  { format: "csv" },
+  { format: "a&b" },
+  { format: "a+b" },
+  { format: "%41" },
+  { format: "" },
+  { [".".repeat(32)]: ".".repeat(40) },
+  { [".".repeat(33)]: "v" },
+  { q: ".".repeat(41) },
+  { queryParams: { format: "csv" }, bucket: BUCKET },
+  { queryParams: { a: "1", b: "2" }, headers: { "x-a": "1", "x-b": "2" }, bucket: BUCKET },
+  { queryParams: { a: "1", b: "2", c: "3" }, headers: { "x-a": "1", "x-b": "2" }, bucket: BUCKET },
   ...BOUND_EDGES,
 ];
 const VALUE = fc.oneof(fc.constantFrom(...EDGES), fc.string({ maxLength: 6 }), fc.integer());

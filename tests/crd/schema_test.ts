@@ -90,15 +90,19 @@ Deno.test("metadata is just an object; apiVersion and kind are described strings
   assert.equal(schemaOf("serverlesses").required, undefined);
 });
 
-Deno.test("a bucket rule carries the CEL rules path-or-headers and not path with pathPrefix, with their messages", () => {
+Deno.test("a bucket rule carries the CEL rules path-or-headers, not path with pathPrefix, and headers with query parameters bounded together, with their messages", () => {
   const rule = at(schemaOf("ratelimits"), "spec.local.buckets.[]");
   assert.deepEqual(rule["x-kubernetes-validations"], [{
     rule:
-      "has(self.path) || has(self.pathPrefix) || has(self.methods) || has(self.hosts) || has(self.headers) || has(self.perClient)",
-    message: "a rule needs a path, pathPrefix, methods, hosts, headers or perClient",
+      "has(self.path) || has(self.pathPrefix) || has(self.methods) || has(self.hosts) || has(self.headers) || has(self.queryParams) || has(self.perClient)",
+    message: "a rule needs a path, pathPrefix, methods, hosts, headers, queryParams or perClient",
   }, {
     rule: "!has(self.path) || !has(self.pathPrefix)",
     message: "a rule takes path or pathPrefix, not both",
+  }, {
+    rule:
+      "(has(self.headers) ? size(self.headers) : 0) + (has(self.queryParams) ? size(self.queryParams) : 0) <= 4",
+    message: "headers and queryParams must have at most 4 entries together",
   }]);
   assert.deepEqual(
     at(schemaOf("ratelimits"), "spec.local.buckets.[].perClient")["x-kubernetes-validations"],

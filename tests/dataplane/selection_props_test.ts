@@ -60,12 +60,46 @@ const REQUEST_HOSTS = [
   "xa.example.com",
 ];
 
+/** Query parameters a rule takes: names and values (decoded), an empty value, a dot. */
+const QUERIES: Record<string, string>[] = [
+  { format: "csv" },
+  { format: "" },
+  { q: "." },
+  { format: "csv", q: "." },
+  { "ids[]": "a.b" },
+];
+/**
+ * Request paths with query strings: repeated parameters, encodings of either case, empty values,
+ * names that only end like one, values with an `=`.
+ */
+const QUERY_PATHS = [
+  "/a?format=csv",
+  "/a?x=1&format=csv",
+  "/a?format=json&format=csv",
+  "/a?%66ormat=%63sv",
+  "/a?FORMAT=csv",
+  "/a?format=CSV",
+  "/a?format=csv&",
+  "/a?format",
+  "/a?format=",
+  "/a?xformat=csv",
+  "/b?format=csv=1",
+  "/b?q=.&format=csv",
+  "/b?q=%2e&format=%63%73%76",
+  "/b?q=%2E",
+  "/b?q=%2",
+  "/a/b?ids[]=a.b",
+  "/a?ids%5b%5D=a%2Eb",
+  "/a?format=csv?q=.",
+];
+
 interface Rule {
   path?: string;
   pathPrefix?: string;
   methods?: string[];
   hosts?: string[];
   headers?: Record<string, string>;
+  queryParams?: Record<string, string>;
   bucket: { maxTokens: number; tokensPerFill: number; fillInterval: string };
 }
 
@@ -110,16 +144,18 @@ const ruleArb: fc.Arbitrary<Rule> = fc.record({
     ),
     { nil: undefined },
   ),
+  queryParams: fc.option(fc.constantFrom(...QUERIES), { nil: undefined }),
   bucket: bucketArb(["10s", "20s", "1m"]),
 }, { requiredKeys: ["bucket"] }).filter((r) =>
   r.path !== undefined || r.methods !== undefined || r.hosts !== undefined ||
-  r.headers !== undefined
+  r.headers !== undefined || r.queryParams !== undefined
 )
   .map((r) => ({
     ...(r.path ?? {}),
     ...(r.methods ? { methods: r.methods } : {}),
     ...(r.hosts ? { hosts: r.hosts } : {}),
     ...(r.headers ? { headers: r.headers } : {}),
+    ...(r.queryParams ? { queryParams: r.queryParams } : {}),
     bucket: r.bucket,
   }));
 
@@ -172,7 +208,16 @@ const requestsArb = fc.array(
       fc.integer({ min: 0, max: 15_000 }).map((ms) => ms * 1_000_000),
       fc.integer({ min: 0, max: 15e9 }),
     ),
-    path: fc.constantFrom(...PATHS, "/a/", "/a?x=1", "/b?", "/a/b?c=/a", "/ab", "/abc?a/"),
+    path: fc.constantFrom(
+      ...PATHS,
+      "/a/",
+      "/a?x=1",
+      "/b?",
+      "/a/b?c=/a",
+      "/ab",
+      "/abc?a/",
+      ...QUERY_PATHS,
+    ),
     // Methods compare exactly: get is not GET, nor GETX.
     method: fc.constantFrom(...METHODS, "get", "GETX", "HEAD"),
     headers: requestHeadersArb,
@@ -203,6 +248,25 @@ function hostTakes(host: string, sent: string | undefined): boolean {
   return name.length > host.length - 1 && name.endsWith(host.slice(1));
 }
 
+/**
+ * Whether a request's path has each of a rule's query parameters, as docs/ratelimit.md says: in the
+ * query (after the first `?`), a parameter (between `&`s) whose name (up to its first `=`) and
+ * value, percent-decoded, are the rule's; no `=` is an empty value; any occurrence.
+ */
+function queryTakes(query: Record<string, string>, path: string): boolean {
+  const at = path.indexOf("?");
+  if (at < 0) return false;
+  const decode = (s: string) =>
+    s.replace(/%([0-9A-Fa-f]{2})/g, (_, hex) => String.fromCharCode(parseInt(hex, 16)));
+  const params = path.slice(at + 1).split("&").map((p) => {
+    const eq = p.indexOf("=");
+    return eq < 0 ? [decode(p), ""] : [decode(p.slice(0, eq)), decode(p.slice(eq + 1))];
+  });
+  return Object.entries(query).every(([name, value]) =>
+    params.some(([n, v]) => n === name && v === value)
+  );
+}
+
 /** docs/design.md's selection, written directly. */
 function expectedBucket(rules: readonly Rule[], req: Req): "default" | number {
   const path = req.path.split("?")[0];
@@ -212,7 +276,8 @@ function expectedBucket(rules: readonly Rule[], req: Req): "default" | number {
     (r.pathPrefix === undefined || req.path.startsWith(r.pathPrefix)) &&
     (r.methods === undefined || r.methods.includes(req.method)) &&
     (r.hosts === undefined || r.hosts.some((h) => hostTakes(h, headers.get("host")))) &&
-    Object.entries(r.headers ?? {}).every(([k, v]) => headers.get(k.toLowerCase()) === v)
+    Object.entries(r.headers ?? {}).every(([k, v]) => headers.get(k.toLowerCase()) === v) &&
+    (r.queryParams === undefined || queryTakes(r.queryParams, req.path))
   );
   return i < 0 ? "default" : i;
 }

@@ -12,6 +12,12 @@ const OVER_BOUND: Record<string, RegExp> = {
   "headers of a rule": /spec\.local\.buckets\[0\]\.headers: Too many: 5: must have at most 4 items/,
   "header name length":
     /spec\.local\.buckets\[0\]\.headers: Invalid value: "object": header names must have at most 64 characters/,
+  "headers and query parameters of a rule together":
+    /spec\.local\.buckets\[0\]: Invalid value: "object": headers and queryParams must have at most 4 entries together/,
+  "query parameter name length":
+    /spec\.local\.buckets\[0\]\.queryParams: Invalid value: "object": query parameter names must have at most 32 characters/,
+  "query parameter value length":
+    /spec\.local\.buckets\[0\]\.queryParams\.q: Too long: may not be more than 40/,
   "header value length":
     /spec\.local\.buckets\[0\]\.headers\.x-a: Too long: may not be more than 128/,
   "selector labels": /spec\.selectorLabels: Too many: 257: must have at most 256 items/,

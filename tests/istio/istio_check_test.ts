@@ -463,7 +463,7 @@ MUTATIONS.push(
       const value = valueOf(patchOf(s, "HTTP_ROUTE"));
       for (const e of (value.route as { rate_limits: Json[] }).rate_limits) delete e.stage;
     },
-    expect: [/carries no global rate_limits entry/, /0 descriptors but 5 rate_limits entries/],
+    expect: [/carries no global rate_limits entry/, /0 descriptors but 6 rate_limits entries/],
   },
   {
     name: "a global refusal without the local refusal's body",

@@ -21,6 +21,9 @@
  * - docs/examples/ratelimit-hosts.yaml (hosts, the `:authority` matcher a case-insensitive RE2
  *   regex over Envoy's default program size) in its place: Accepted, and the model on the received
  *   config answers requests for several hosts as the preview;
+ * - docs/examples/ratelimit-query.yaml (query parameters, `:path` RE2 regexes that take each
+ *   character percent-encoded too) in its place: Accepted, and the model on the received config
+ *   answers encoded, repeated and near-miss query strings as the preview;
  * - the gateway sample with its rule narrowed to the VirtualService's host (a gateway route patch
  *   with the `:authority` matcher): Accepted, and the model on the gateway's received config
  *   answers as the preview, the host in capitals included.
@@ -131,6 +134,17 @@ const HOSTS_REQUESTS: TrafficRequest[] = [
   ...at(2, 200, "/", { Host: "api.example.com" }), // another name: the default bucket
   ...at(1, 300, "/", { Host: "xtrial.example.com" }), // ends like the suffix only: the default
   ...at(1, 30_000, "/", { Host: "trial.example.com." }), // one token back after 30 s (continuous)
+];
+
+/** docs/examples/ratelimit-query.yaml: CSV exports share a bucket of 2 a minute. */
+const QUERY_REQUESTS: TrafficRequest[] = [
+  ...at(1, 0, "/anything/export?format=csv"), // the exports' bucket: 1 left
+  ...at(1, 100, "/anything/export?format=json"), // another value: the default bucket
+  ...at(1, 200, "/anything/export?format=json&format=csv"), // any occurrence: the exports', 0 left
+  ...at(1, 300, "/anything/export?%66ormat=%63sv"), // decoded, the same: 429
+  ...at(1, 400, "/anything/export?format=CSV"), // values compare exactly: the default
+  ...at(1, 500, "/anything/export?page=2&format=csv"), // the exports' bucket: 429
+  ...at(1, 30_000, "/anything/export?format=csv"), // one token back after 30 s (continuous)
 ];
 
 /** The gateway sample with its /headers rule for the VirtualService's host only, in any case. */
@@ -498,29 +512,60 @@ meshTest(
         );
       },
     );
+    /**
+     * docs/examples/`example` in `previous`'s place (RateLimit `name`): Accepted by both sidecars,
+     * and each answers as `sidecarsAnswer` says once it holds the new limit alone.
+     */
+    const inPlace = async (
+      previous: string,
+      example: string,
+      name: string,
+      holds: (text: string) => boolean,
+      requests: TrafficRequest[],
+      want: { continuous: string; interval: string },
+    ) => {
+      const file = join(REPO_ROOT, "docs", "examples", example);
+      await ok(c, ["delete", "-f", join(REPO_ROOT, "docs", "examples", previous)]);
+      await ok(c, ["apply", "-f", file]);
+      const status = await op.until("Accepted True", accepted, ["demo", name]);
+      assert.deepEqual(status.proxies, { accepted: 2, rejected: 0, pending: 0, notConnected: 0 });
+      await sidecarsAnswer(
+        await Deno.readTextFile(file),
+        `${example} alone`,
+        holds,
+        requests,
+        want,
+      );
+    };
     await t.step(
       "hosts in its place: Accepted, and the model on the received config answers as the preview",
-      async () => {
-        const file = join(REPO_ROOT, "docs", "examples", "ratelimit-hosts.yaml");
-        await ok(c, [
-          "delete",
-          "-f",
-          join(REPO_ROOT, "docs", "examples", "ratelimit-methods.yaml"),
-        ]);
-        await ok(c, ["apply", "-f", file]);
-        const status = await op.until("Accepted True", accepted, ["demo", "trial-tenants"]);
-        assert.deepEqual(status.proxies, { accepted: 2, rejected: 0, pending: 0, notConnected: 0 });
-        await sidecarsAnswer(
-          await Deno.readTextFile(file),
-          "the hosts limit alone",
+      () =>
+        inPlace(
+          "ratelimit-methods.yaml",
+          "ratelimit-hosts.yaml",
+          "trial-tenants",
           (text) => text.includes(":authority") && !text.includes("POST|PUT|DELETE|PATCH"),
           HOSTS_REQUESTS,
           {
             continuous: "2x200 2x429 4x200", // a token back 30 s later
             interval: "2x200 2x429 3x200 1x429", // nothing back before the minute
           },
-        );
-      },
+        ),
+    );
+    await t.step(
+      "query parameters in its place: Accepted, and the model on the received config answers as the preview",
+      () =>
+        inPlace(
+          "ratelimit-hosts.yaml",
+          "ratelimit-query.yaml",
+          "csv-exports",
+          (text) => text.includes("%6[Ff]") && !text.includes(":authority"),
+          QUERY_REQUESTS,
+          {
+            continuous: "3x200 1x429 1x200 1x429 1x200", // a token back 30 s later
+            interval: "3x200 1x429 1x200 2x429", // nothing back before the minute
+          },
+        ),
     );
     await t.step(
       "the gateway's rule for its host: Accepted, and the model on the received config answers as the preview",

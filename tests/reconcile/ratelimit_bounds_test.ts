@@ -13,6 +13,7 @@ import { ONE_READY_ENGINE } from "../../src/reconcile/ratelimit/input.ts";
 import { RateLimitStatusSchema } from "../../src/api/schema/ratelimit.ts";
 import { ENGINE_DOMAIN_ANNOTATION } from "../../src/api/global_engine.ts";
 import { ENVOYFILTER_MAX_BYTES } from "../../src/reconcile/ratelimit/render.ts";
+import { MAX_RULE_HEADERS_AND_QUERY } from "../../src/api/ratelimit_bounds.ts";
 import {
   boundCases,
   largestRateLimit,
@@ -61,6 +62,22 @@ Deno.test("the largest valid RateLimit renders an EnvoyFilter below the operator
   assert.ok(sizes.escaped <= ENVOYFILTER_MAX_BYTES, JSON.stringify(sizes));
   // Well below etcd's limit: the API server's additions (managedFields, ...) have room.
   assert.ok(sizes.escaped <= 0.6 * 1.5 * 1024 * 1024, JSON.stringify(sizes));
+});
+
+Deno.test("query parameters in place of headers, any number of them, render no larger a filter", () => {
+  const headersOnly = storedBytes(reconcileRateLimit(input(largestRateLimit("escaped"))).apply[0]);
+  const sizes: number[] = [];
+  for (let q = 1; q <= MAX_RULE_HEADERS_AND_QUERY; q++) {
+    for (const fill of ["plain", "escaped"] as const) {
+      const plan = reconcileRateLimit(input(largestRateLimit(fill, "workload", q)));
+      assert.equal((plan.status as Ready).state, "Ready", `${fill} ${q}`);
+      const filter = plan.apply.find((o) => o.kind === "EnvoyFilter")!;
+      assert.ok(JSON.stringify(filter).includes(":path"), `${fill} ${q}`);
+      sizes.push(storedBytes(filter));
+    }
+  }
+  console.log(`with query parameters: ${sizes.join(", ")} bytes (headers only ${headersOnly})`);
+  assert.ok(Math.max(...sizes) <= headersOnly, `${sizes} against ${headersOnly}`);
 });
 
 Deno.test("with its global part rendered, the largest valid RateLimit is no larger but for the engine annotation, and under budget", () => {

@@ -3,6 +3,7 @@
  * src/api/ratelimit.ts (docs/ratelimit.md "Bounds"), and one just over each bound.
  */
 import {
+  HEADERS_AND_QUERY_TOO_MANY,
   HTTP_METHODS,
   MAX_BUCKET_RULES,
   MAX_GLOBAL_REQUESTS,
@@ -13,7 +14,10 @@ import {
   MAX_LABEL_KEY_LENGTH,
   MAX_LABEL_VALUE_LENGTH,
   MAX_PATH_LENGTH,
+  MAX_QUERY_NAME_LENGTH,
+  MAX_QUERY_VALUE_LENGTH,
   MAX_RULE_HEADERS,
+  MAX_RULE_HEADERS_AND_QUERY,
   MAX_RULE_HOSTS,
   MAX_RULE_HOSTS_LENGTH,
   MAX_SELECTOR_LABELS,
@@ -48,20 +52,33 @@ export function largestSelector(): Record<string, string> {
  * The RateLimit whose EnvoyFilter is the largest the bounds allow: the most labels, and the most
  * rules, all with the same longest path, every method (the longest `:method` regex), the most hosts
  * with the longest regex (wildcards of one-letter labels: every dot escaped) and the most headers of
- * the longest names and values. Each
+ * the longest names and values (or `queryParams` of them query parameters, the longest). Each
  * rule's header names are its own, so no rule covers another (all are used) while every rule can
  * overlap every earlier one: each rule's entry repeats all earlier rules' matchers. `on` the gateway,
  * it selects the ingress gateway in its namespace instead of a workload.
  */
-export function largestRateLimit(fill: Fill, on: "workload" | "gateway" = "workload"): KubeObject {
+export function largestRateLimit(
+  fill: Fill,
+  on: "workload" | "gateway" = "workload",
+  queryParams = 0,
+): KubeObject {
   const [pathChar, nameChar, valueChar] = fill === "plain" ? ["p", "h", "v"] : ["<", "&", ">"];
   const most = bucket(MAX_TOKENS_LIMIT, MAX_TOKENS_LIMIT, "999999999s");
   const path = `/${pathChar.repeat(MAX_PATH_LENGTH - 1)}`;
   const headers = (rule: number) =>
     Object.fromEntries(
-      Array.from({ length: MAX_RULE_HEADERS }, (_, h) => [
+      Array.from({ length: MAX_RULE_HEADERS_AND_QUERY - queryParams }, (_, h) => [
         `${nameChar.repeat(MAX_HEADER_NAME_LENGTH - 4)}${digits(rule, 2)}${digits(h, 2)}`,
         valueChar.repeat(MAX_HEADER_VALUE_LENGTH),
+      ]),
+    );
+  // The longest query matchers: every character one whose regex is longest (`.`: `(?:\.|%2[eE])`);
+  // `<`, `>` and `&` are no query parameter's.
+  const query = (rule: number) =>
+    Object.fromEntries(
+      Array.from({ length: queryParams }, (_, q) => [
+        `${".".repeat(MAX_QUERY_NAME_LENGTH - 4)}${digits(rule, 2)}${digits(q, 2)}`,
+        ".".repeat(MAX_QUERY_VALUE_LENGTH),
       ]),
     );
   // `*.` and one-letter labels (every dot escaped in the regex), each host its own letter: as
@@ -80,7 +97,14 @@ export function largestRateLimit(fill: Fill, on: "workload" | "gateway" = "workl
     defaultBucket: most,
     buckets: Array.from(
       { length: MAX_BUCKET_RULES },
-      (_, i) => ({ path, methods: [...HTTP_METHODS], hosts, headers: headers(i), bucket: most }),
+      (_, i) => ({
+        path,
+        methods: [...HTTP_METHODS],
+        hosts,
+        ...(queryParams < MAX_RULE_HEADERS_AND_QUERY ? { headers: headers(i) } : {}),
+        ...(queryParams > 0 ? { queryParams: query(i) } : {}),
+        bucket: most,
+      }),
     ),
   });
   // The longest name and namespace the API server allows, and the longest generation.
@@ -229,7 +253,30 @@ export function boundCases(): BoundCase[] {
       what: "headers of a rule",
       at: withHeaders(mapOf(MAX_RULE_HEADERS)),
       over: withHeaders(mapOf(MAX_RULE_HEADERS + 1)),
-      says: `${rule0}.headers: must have at most ${MAX_RULE_HEADERS} entries`,
+      says:
+        `${rule0}.headers: must have at most ${MAX_RULE_HEADERS} entries; ${rule0}: ${HEADERS_AND_QUERY_TOO_MANY}`,
+    },
+    {
+      what: "headers and query parameters of a rule together",
+      at: withRules([{ headers: mapOf(2), queryParams: mapOf(2), bucket: b }]),
+      over: withRules([{ headers: mapOf(2), queryParams: mapOf(3), bucket: b }]),
+      says: `${rule0}: ${HEADERS_AND_QUERY_TOO_MANY}`,
+    },
+    {
+      what: "query parameter name length",
+      at: withRules([{ queryParams: { ["q".repeat(MAX_QUERY_NAME_LENGTH)]: "v" }, bucket: b }]),
+      over: withRules([{
+        queryParams: { ["q".repeat(MAX_QUERY_NAME_LENGTH + 1)]: "v" },
+        bucket: b,
+      }]),
+      says:
+        `${rule0}.queryParams: query parameter names must have at most ${MAX_QUERY_NAME_LENGTH} characters`,
+    },
+    {
+      what: "query parameter value length",
+      at: withRules([{ queryParams: { q: ".".repeat(MAX_QUERY_VALUE_LENGTH) }, bucket: b }]),
+      over: withRules([{ queryParams: { q: "v".repeat(MAX_QUERY_VALUE_LENGTH + 1) }, bucket: b }]),
+      says: `${rule0}.queryParams.q: must have at most ${MAX_QUERY_VALUE_LENGTH} characters`,
     },
     {
       what: "header name length",

@@ -202,7 +202,7 @@ Deno.test("every refusal names the field and the rule", () => {
     [{ selectorLabels: {} }, /spec\.selectorLabels/],
     [
       { buckets: [{ bucket: bucket(1, 1, "30s") }] },
-      /spec\.local\.buckets\[0\].*path, pathPrefix, methods, hosts, headers or perClient/,
+      /spec\.local\.buckets\[0\].*path, pathPrefix, methods, hosts, headers, queryParams or perClient/,
     ],
   ];
   for (const [opts, re] of cases) {
@@ -220,13 +220,13 @@ Deno.test("a spec field this operator does not know (a CRD newer than it) is ref
   // A newer CRD's narrowing field on a rule: ignored, the rule would take every request.
   const world = edit(before, { buckets: [{ path: "/headers", bucket: bucket(1, 1, "30s") }] });
   const spec = world.rateLimit.spec as { local: { buckets: Record<string, unknown>[] } };
-  spec.local.buckets[0].queryParams = { page: "1" };
+  spec.local.buckets[0].sourceCIDRs = ["10.0.0.0/8"];
   const plan = reconcileWorld(world, input(world.rateLimit));
   assert.deepEqual([plan.apply, plan.delete], [[], []], "nothing enforced is touched");
   assert.equal(ready(plan).reason, "InvalidSpec");
   assert.equal(
     ready(plan).message,
-    "Invalid spec, generation 2 rejected: spec.local.buckets[0].queryParams: unknown field (this operator does not know it: is the CRD newer than the operator?); generation 1 still enforced by EnvoyFilter demo/httpbin",
+    "Invalid spec, generation 2 rejected: spec.local.buckets[0].sourceCIDRs: unknown field (this operator does not know it: is the CRD newer than the operator?); generation 1 still enforced by EnvoyFilter demo/httpbin",
   );
   // A metadata field it does not know is the API server's, not the spec's: it changes nothing.
   const extra = structuredClone(before.rateLimit);

@@ -350,6 +350,55 @@ Deno.test("hosts: a later rule naming the Host as a header the hosts take is nev
   }
 });
 
+Deno.test("queryParams: names the workload reads; a rule whose parameters an earlier rule requires all of is never used", () => {
+  const b = { maxTokens: 1, tokensPerFill: 1, fillInterval: "1m" };
+  for (const bad of ["a b", "a&b", "a=b", "%66", "a+b", "é"]) {
+    assertInvalid(
+      rateLimit({ buckets: [{ queryParams: { [bad]: "1" }, bucket: b }] }),
+      `spec.local.buckets[0].queryParams name ${
+        JSON.stringify(bad)
+      } is not a query parameter's name`,
+    );
+  }
+  for (const bad of ["a&b", "a+b", "%63", "a b", "a#b"]) {
+    assertInvalid(
+      rateLimit({ buckets: [{ queryParams: { format: bad }, bucket: b }] }),
+      "spec.local.buckets[0].queryParams.format",
+    );
+  }
+  assertInvalid(
+    rateLimit({
+      buckets: [{ path: "/export", queryParams: { format: "csv" }, bucket: b }, {
+        path: "/export",
+        queryParams: { format: "csv", "ids[]": "1" },
+        headers: { "x-a": "1" },
+        bucket: b,
+      }],
+    }),
+    "spec.local.buckets[1] is never used: every request it matches is matched first by spec.local.buckets[0]",
+  );
+  // Another value, a parameter the earlier rule lacks, or none: a request can still reach the later
+  // rule (?format=csv&format=json takes both values' rules: the first wins).
+  for (
+    const buckets of [
+      [{ queryParams: { format: "csv" }, bucket: b }, {
+        queryParams: { format: "json" },
+        bucket: b,
+      }],
+      [{ queryParams: { format: "csv", q: "1" }, bucket: b }, {
+        queryParams: { format: "csv" },
+        bucket: b,
+      }],
+      [{ queryParams: { format: "" }, bucket: b }, { queryParams: { Format: "" }, bucket: b }],
+      [{ path: "/a", queryParams: { format: "csv" }, bucket: b }, { path: "/a", bucket: b }],
+      [{ queryParams: { "ids[]": "a.b", "~_-.": "!$'()*,/:;=?@[]" }, bucket: b }],
+    ]
+  ) {
+    const m = messageOf(rateLimit({ buckets }));
+    assert.equal(m.state, "Ready", `${JSON.stringify(buckets)}: ${m.message}`);
+  }
+});
+
 /** Whether a rule takes a request: docs/design.md's selection, written directly. */
 function takes(
   rule: {
@@ -358,6 +407,7 @@ function takes(
     methods?: string[];
     hosts?: string[];
     headers?: Record<string, string>;
+    queryParams?: Record<string, string>;
   },
   path: string,
   headers: Record<string, string>,
@@ -374,11 +424,28 @@ function takes(
     (rule.pathPrefix === undefined || path.startsWith(rule.pathPrefix)) &&
     (rule.methods === undefined || rule.methods.includes(method)) &&
     (rule.hosts === undefined || rule.hosts.some(hostTakes)) &&
-    Object.entries(rule.headers ?? {}).every(([k, v]) => sent[k.toLowerCase()] === v);
+    Object.entries(rule.headers ?? {}).every(([k, v]) => sent[k.toLowerCase()] === v) &&
+    Object.entries(rule.queryParams ?? {}).every(([k, v]) =>
+      (path.split("?")[1] ?? "").split("&").some((p) => p === `${k}=${v}`)
+    );
 }
 
 Deno.test("property: a rule covers another only when it takes every request the other takes", () => {
-  const REQUEST_PATHS = ["/", "/a", "/a/", "/a/b", "/ab", "/a?x", "/ab?y", "/b", "/b/a"];
+  const REQUEST_PATHS = [
+    "/",
+    "/a",
+    "/a/",
+    "/a/b",
+    "/ab",
+    "/a?x",
+    "/ab?y",
+    "/b",
+    "/b/a",
+    "/a?f=1",
+    "/a?f=1&g=2",
+    "/a/b?f=2&f=1",
+    "/b?g=2",
+  ];
   const HEADER_SETS: Record<string, string>[] = [{}, { "x-a": "1" }, { "x-a": "2" }, {
     "x-a": "1",
     "x-b": "1",
@@ -389,8 +456,13 @@ Deno.test("property: a rule covers another only when it takes every request the 
     methods?: ("GET" | "HEAD" | "POST")[];
     hosts?: string[];
     headers?: Record<string, string>;
+    queryParams?: Record<string, string>;
   };
   const METHODS = ["GET", "HEAD", "POST"] as const;
+  const QUERIES: Record<string, string>[] = [{ f: "1" }, { f: "2" }, { g: "2" }, {
+    f: "1",
+    g: "2",
+  }];
   const HOSTS = ["a.example.com", "*.example.com", "*.a.example.com", "b.a.example.com"];
   const REQUEST_HOSTS = [
     "a.example.com",
@@ -419,7 +491,9 @@ Deno.test("property: a rule covers another only when it takes every request the 
     methods: fc.option(fc.subarray([...METHODS], { minLength: 1 }), { nil: undefined, freq: 2 }),
     hosts: fc.option(fc.subarray(HOSTS, { minLength: 1 }), { nil: undefined, freq: 2 }),
     headers: fc.option(fc.constantFrom(...headerSets), { nil: undefined, freq: 2 }),
+    queryParams: fc.option(fc.constantFrom(...QUERIES), { nil: undefined, freq: 2 }),
   }).map((r): Rule => ({
+    ...(r.queryParams ? { queryParams: r.queryParams } : {}),
     ...(r.path ?? {}),
     ...(r.methods ? { methods: r.methods } : {}),
     ...(r.hosts ? { hosts: r.hosts } : {}),

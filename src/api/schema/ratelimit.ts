@@ -7,6 +7,7 @@ import {
   DEFAULT_MAX_CLIENTS,
   GLOBAL_NEEDS_LIMIT,
   GLOBAL_UNITS,
+  HEADERS_AND_QUERY_TOO_MANY,
   HOST_PATTERN,
   HOSTS_TOO_LONG,
   HOSTS_TWICE,
@@ -21,13 +22,17 @@ import {
   MAX_LABEL_KEY_LENGTH,
   MAX_LABEL_VALUE_LENGTH,
   MAX_PATH_LENGTH,
+  MAX_QUERY_NAME_LENGTH,
+  MAX_QUERY_VALUE_LENGTH,
   MAX_RULE_HEADERS,
+  MAX_RULE_HEADERS_AND_QUERY,
   MAX_RULE_HOSTS,
   MAX_RULE_HOSTS_LENGTH,
   MAX_SELECTOR_LABELS,
   MAX_TOKENS_LIMIT,
   METHODS_TWICE,
   PER_CLIENT_NEEDS_KEY,
+  QUERY_VALUE_PATTERN,
   RULE_ONE_PATH,
   SPEC_NEEDS_LIMITS,
 } from "../ratelimit_bounds.ts";
@@ -132,22 +137,45 @@ function ruleMatchShape(clients: string) {
     }).optional().describe(
       `Request headers and values that must all match (names case-insensitive, values exact); 1 to ${MAX_RULE_HEADERS} headers, names of at most ${MAX_HEADER_NAME_LENGTH} characters, values of at most ${MAX_HEADER_VALUE_LENGTH}.`,
     ),
+    // Names, like headers', are only bounded here; the operator checks their syntax.
+    queryParams: boundedMap(
+      z.string().max(MAX_QUERY_VALUE_LENGTH).regex(new RegExp(QUERY_VALUE_PATTERN), {
+        error: (iss) =>
+          `${
+            JSON.stringify(iss.input)
+          } is not a query parameter's value as the workload reads it (letters, digits and -._~!$'()*,/:;=?@[], no &, +, %, # or spaces)`,
+      }),
+      {
+        min: 1,
+        minMessage: "must list at least one query parameter",
+        max: MAX_RULE_HEADERS_AND_QUERY,
+        maxKey: MAX_QUERY_NAME_LENGTH,
+        keys: "query parameter names",
+      },
+    ).optional().describe(
+      `Query parameters and values that must all be in the request's query string: a parameter matches when any of its occurrences has the value, names and values compared after percent-decoding (format=csv takes ?format=csv, ?a=1&format=csv, ?format=json&format=csv and ?%66ormat=%63sv), case-sensitive; an empty value takes ?name and ?name=. Names of at most ${MAX_QUERY_NAME_LENGTH} characters (letters, digits, -._~[]); values of at most ${MAX_QUERY_VALUE_LENGTH}, written decoded. At most ${MAX_RULE_HEADERS_AND_QUERY} headers and query parameters together.`,
+    ),
     perClient: PerClientSchema.optional().describe(clients),
   };
 }
 
 /**
- * A rule's refinements: it must say which requests it takes, by one kind of path at most (zod, and
- * the CRD's CEL rules).
+ * A rule's refinements: it must say which requests it takes, by one kind of path at most, with at
+ * most MAX_RULE_HEADERS_AND_QUERY headers and query parameters together (zod, and the CRD's CEL
+ * rules).
  */
 const RULE_NEEDS_MATCH = {
   "x-kubernetes-validations": [{
     rule:
-      "has(self.path) || has(self.pathPrefix) || has(self.methods) || has(self.hosts) || has(self.headers) || has(self.perClient)",
+      "has(self.path) || has(self.pathPrefix) || has(self.methods) || has(self.hosts) || has(self.headers) || has(self.queryParams) || has(self.perClient)",
     message: BUCKET_RULE_NEEDS_MATCH,
   }, {
     rule: "!has(self.path) || !has(self.pathPrefix)",
     message: RULE_ONE_PATH,
+  }, {
+    rule:
+      `(has(self.headers) ? size(self.headers) : 0) + (has(self.queryParams) ? size(self.queryParams) : 0) <= ${MAX_RULE_HEADERS_AND_QUERY}`,
+    message: HEADERS_AND_QUERY_TOO_MANY,
   }],
 };
 
@@ -158,11 +186,19 @@ function hasMatch(
     methods?: unknown;
     hosts?: unknown;
     headers?: unknown;
+    queryParams?: unknown;
     perClient?: unknown;
   },
 ): boolean {
   return r.path !== undefined || r.pathPrefix !== undefined || r.methods !== undefined ||
-    r.hosts !== undefined || r.headers !== undefined || r.perClient !== undefined;
+    r.hosts !== undefined || r.headers !== undefined || r.queryParams !== undefined ||
+    r.perClient !== undefined;
+}
+
+/** At most MAX_RULE_HEADERS_AND_QUERY headers and query parameters together (zod, and CEL). */
+function fewMatches(r: { headers?: object; queryParams?: object }): boolean {
+  const size = (m: object | undefined) => (m === undefined ? 0 : Object.keys(m).length);
+  return size(r.headers) + size(r.queryParams) <= MAX_RULE_HEADERS_AND_QUERY;
 }
 
 /** At most one of a rule's path and pathPrefix (zod, and the CRD's CEL rule). */
@@ -179,7 +215,7 @@ export const BucketRuleSchema = z.object({
     "The bucket used for matching requests (for each client, with perClient).",
   ),
 }).refine(hasMatch, { error: BUCKET_RULE_NEEDS_MATCH }).refine(onePath, { error: RULE_ONE_PATH })
-  .meta(RULE_NEEDS_MATCH);
+  .refine(fewMatches, { error: HEADERS_AND_QUERY_TOO_MANY }).meta(RULE_NEEDS_MATCH);
 
 /** A global limit: requests per unit, counted in fixed windows shared by every proxy. */
 export const GlobalLimitSchema = z.object({
@@ -200,7 +236,7 @@ export const GlobalRuleSchema = z.object({
     "The limit for matching requests (for each client, with perClient), shared by every proxy.",
   ),
 }).refine(hasMatch, { error: BUCKET_RULE_NEEDS_MATCH }).refine(onePath, { error: RULE_ONE_PATH })
-  .meta(RULE_NEEDS_MATCH);
+  .refine(fewMatches, { error: HEADERS_AND_QUERY_TOO_MANY }).meta(RULE_NEEDS_MATCH);
 
 /** The global part of a RateLimit: limits counted by the rate limit engine for all proxies. */
 export const GlobalSchema = z.object({

@@ -104,6 +104,11 @@ function refinementPasses(
       return items.reduce<number>((n, s) => n + (typeof s === "string" ? [...s].length : 0), 0) <=
         check.n;
     }
+    case "maxEntriesTogether":
+      return check.fields.reduce((n, f) => {
+        const m = value[f];
+        return n + (m !== null && typeof m === "object" ? Object.keys(m).length : 0);
+      }, 0) <= check.n;
     case "anyOf":
       return check.fields.some((f) => value[f] !== undefined);
     case "notBoth":
@@ -145,6 +150,7 @@ function runCheck(check: Check, value: unknown, numeric: boolean, issues: Found[
     case "maxProperties":
     case "maxKeyLength":
     case "maxTotalLength":
+    case "maxEntriesTogether":
     case "anyOf":
     case "notBoth":
     case "unique": {

@@ -84,6 +84,8 @@ const HAS_ANY =
   /^has\(self\.([A-Za-z_][A-Za-z0-9_]*)\)( \|\| has\(self\.([A-Za-z_][A-Za-z0-9_]*)\))*$/;
 const KEYS_AT_MOST = /^self\.all\(k, size\(k\) <= ([1-9][0-9]*)\)$/;
 const TOTAL_AT_MOST = /^self\.map\(x, size\(x\)\)\.sum\(\) <= ([1-9][0-9]*)$/;
+const SIZE_TERM = /^\(has\(self\.([A-Za-z_][A-Za-z0-9_]*)\) \? size\(self\.\1\) : 0\)$/;
+const SUM_AT_MOST = /^(.+) <= ([1-9][0-9]*)$/;
 const NOT_BOTH =
   /^!has\(self\.([A-Za-z_][A-Za-z0-9_]*)\) \|\| !has\(self\.([A-Za-z_][A-Za-z0-9_]*)\)$/;
 
@@ -99,6 +101,13 @@ function celCheck(rule: string, path: string): (message: Message) => Check {
     const n = Number(total[1]);
     return (message) => ({ check: "maxTotalLength", n, message });
   }
+  const sum = SUM_AT_MOST.exec(rule);
+  const terms = sum?.[1].split(" + ").map((t) => SIZE_TERM.exec(t));
+  if (sum && terms && terms.length > 1 && terms.every((t) => t !== null)) {
+    const fields = terms.map((t) => t![1]);
+    const n = Number(sum[2]);
+    return (message) => ({ check: "maxEntriesTogether", fields, n, message });
+  }
   const both = NOT_BOTH.exec(rule);
   if (both) {
     const fields: [string, string] = [both[1], both[2]];
@@ -113,7 +122,8 @@ function celCheck(rule: string, path: string): (message: Message) => Check {
  * The refinements of a node, read from what the schema states for the CRD (its metadata), in this
  * order: a list's `x-kubernetes-list-type: set` (no item twice), a map's `minProperties`, its
  * `maxProperties`, then CEL rules (`has(self.a) || has(self.b)`, `!has(self.a) || !has(self.b)`,
- * `self.all(k, size(k) <= n)`, `self.map(x, size(x)).sum() <= n`). The refinement's function
+ * `self.all(k, size(k) <= n)`, `self.map(x, size(x)).sum() <= n`,
+ * `(has(self.a) ? size(self.a) : 0) + (has(self.b) ? size(self.b) : 0) <= n`). The refinement's function
  * cannot be read; the property tests hold it and the plan to the same answers.
  */
 function refinements(schema: Node, def: Def, path: string): Check[] {

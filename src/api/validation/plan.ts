@@ -34,7 +34,12 @@ export type Check =
    * Lists of strings: their lengths (characters, as CEL's size counts them) add up to at most n;
    * stated in the CRD as `self.map(x, size(x)).sum() <= n`.
    */
-  | { check: "maxTotalLength"; n: number; message: Message };
+  | { check: "maxTotalLength"; n: number; message: Message }
+  /**
+   * Objects: the entries of the maps `fields` (absent ones count 0) add up to at most n; stated in
+   * the CRD as `(has(self.a) ? size(self.a) : 0) + (has(self.b) ? size(self.b) : 0) <= n`.
+   */
+  | { check: "maxEntriesTogether"; fields: string[]; n: number; message: Message };
 
 /** One node of a plan. */
 export type ValidationPlan =

@@ -14,8 +14,13 @@ import {
   HTTP_METHODS,
   type HttpMethod,
   isHttpToken,
+  isQueryName,
   isRulePath,
+  MAX_QUERY_NAME_LENGTH,
+  MAX_QUERY_VALUE_LENGTH,
+  MAX_RULE_HEADERS_AND_QUERY,
   MAX_TOKENS_LIMIT,
+  QUERY_VALUE_PATTERN,
 } from "../../api/ratelimit_bounds.ts";
 import { parseFillInterval } from "../../api/duration.ts";
 import { isLabelValue } from "../../api/selector.ts";
@@ -86,6 +91,7 @@ interface Match {
   pathPrefix?: string;
   methods?: HttpMethod[];
   headers?: Record<string, string>;
+  queryParams?: Record<string, string>;
   perClient?: { header: string } | { clientIP: true };
 }
 
@@ -111,9 +117,7 @@ function matchOf(selectors: unknown[], at: string, problems: string[], notes: st
       );
     }
     if (s.queryParams !== undefined) {
-      problems.push(
-        `${where}.queryParams: no equivalent: a rule here does not match query parameters (an exact path ignores the query string; a path prefix takes it as characters)`,
-      );
+      queryParamsOf(s.queryParams, `${where}.queryParams`, m, problems, notes);
     }
     if (s.path !== undefined) {
       if (!isObj(s.path)) return void problems.push(`${where}.path: not an object`);
@@ -220,7 +224,77 @@ function matchOf(selectors: unknown[], at: string, problems: string[], notes: st
       }
     }
   });
+  const count = Object.keys(m.headers ?? {}).length + Object.keys(m.queryParams ?? {}).length;
+  if (count > MAX_RULE_HEADERS_AND_QUERY) {
+    problems.push(
+      `${at}.clientSelectors: ${count} headers and query parameters; a rule here matches at most ${MAX_RULE_HEADERS_AND_QUERY} together`,
+    );
+  }
   return m;
+}
+
+/**
+ * A selector's query parameters (all must hold) into `m.queryParams`: Exact ones whose name and
+ * value a rule here can hold. Envoy Gateway compares a parameter's first occurrence, a rule here
+ * any (a note says so).
+ */
+function queryParamsOf(
+  params: unknown,
+  at: string,
+  m: Match,
+  problems: string[],
+  notes: string[],
+): void {
+  if (!Array.isArray(params)) return void problems.push(`${at}: not a list`);
+  params.forEach((q, k) => {
+    const qw = `${at}[${k}]`;
+    if (!isObj(q)) return void problems.push(`${qw}: not an object`);
+    problems.push(...unknownKeys(q, ["type", "name", "value", "invert"], qw));
+    if (typeof q.name !== "string") return void problems.push(`${qw}.name: missing`);
+    if (!isQueryName(q.name) || [...q.name].length > MAX_QUERY_NAME_LENGTH) {
+      return void problems.push(
+        `${qw}.name: ${
+          show(q.name)
+        } is not a query parameter's name here (at most ${MAX_QUERY_NAME_LENGTH} characters: letters, digits and -._~[])`,
+      );
+    }
+    if (q.invert === true) {
+      return void problems.push(`${qw}.invert: an inverted query parameter has no match here`);
+    }
+    const type = q.type ?? "Exact";
+    if (type !== "Exact") {
+      return void problems.push(
+        `${qw}.type: ${String(type)} has no equivalent: query parameters here match exact values`,
+      );
+    }
+    if (typeof q.value !== "string") return void problems.push(`${qw}.value: missing`);
+    if (
+      !new RegExp(QUERY_VALUE_PATTERN).test(q.value) || [...q.value].length > MAX_QUERY_VALUE_LENGTH
+    ) {
+      return void problems.push(
+        `${qw}.value: ${
+          show(q.value)
+        } is not a query parameter's value here (at most ${MAX_QUERY_VALUE_LENGTH} characters, decoded: letters, digits and -._~!$'()*,/:;=?@[], no &, +, %, # or spaces)`,
+      );
+    }
+    const other = m.queryParams?.[q.name];
+    if (other !== undefined && Object.hasOwn(m.queryParams!, q.name)) {
+      if (other !== q.value) {
+        problems.push(
+          `${qw}: query parameter ${q.name} is also ${
+            show(other)
+          }; a rule here holds one value a parameter`,
+        );
+      }
+      return;
+    }
+    m.queryParams = { ...m.queryParams, [q.name]: q.value };
+  });
+  if (m.queryParams !== undefined) {
+    notes.push(
+      `${at}: a parameter a request repeats is taken here when any occurrence has the value; Envoy Gateway compares the first`,
+    );
+  }
 }
 
 /**
@@ -423,7 +497,7 @@ function ruleOf(
   const m = matchOf(selectors, at, problems, notes);
   if (problems.length > before) return undefined;
   const every = m.path === undefined && m.pathPrefix === undefined && m.methods === undefined &&
-    m.headers === undefined && m.perClient === undefined;
+    m.headers === undefined && m.queryParams === undefined && m.perClient === undefined;
   return { match: every ? undefined : m, requests: limit.requests, unit: limit.unit };
 }
 

@@ -61,11 +61,14 @@ function oneOf(words: readonly string[]): string {
 
 /**
  * What a rule matches, in words: `path /headers, X-Rate-Limited: true`, `path /api*` (a prefix),
- * `method GET or HEAD`, `host api.example.com or *.example.org`.
+ * `method GET or HEAD`, `host api.example.com or *.example.org`, `query format=csv`.
  */
 export function describeRule(
   rule:
-    | Pick<BucketRule, "path" | "pathPrefix" | "methods" | "hosts" | "headers" | "perClient">
+    | Pick<
+      BucketRule,
+      "path" | "pathPrefix" | "methods" | "hosts" | "headers" | "queryParams" | "perClient"
+    >
     | undefined,
 ): string {
   if (!rule) return "every other request";
@@ -74,6 +77,7 @@ export function describeRule(
     ...(rule.hosts !== undefined ? [`host ${oneOf(rule.hosts)}`] : []),
     ...(rule.path !== undefined ? [`path ${rule.path}`] : []),
     ...(rule.pathPrefix !== undefined ? [`path ${rule.pathPrefix}*`] : []),
+    ...Object.entries(rule.queryParams ?? {}).map(([k, v]) => `query ${k}=${v}`),
     ...Object.entries(rule.headers ?? {}).map(([k, v]) => `${k}: ${v}`),
   ];
   const key = rule.perClient?.header !== undefined

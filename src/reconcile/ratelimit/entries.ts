@@ -32,6 +32,8 @@ interface RuleView {
   headers: [string, string][];
   /** Each header matcher's name and exact value (undefined: present), sorted by name. */
   matchers: [string, string | undefined][];
+  /** Its query parameters, `[name, value]` sorted by name. */
+  query: [string, string][];
 }
 
 function viewOf(rule: RuleMatch): RuleView {
@@ -50,7 +52,8 @@ function viewOf(rule: RuleMatch): RuleView {
   const listed = rule.methods;
   const methods = listed === undefined ? undefined : HTTP_METHODS.filter((m) => listed.includes(m));
   const hosts = rule.hosts === undefined ? undefined : [...rule.hosts].sort();
-  return { rule, methods, hosts, headers, matchers };
+  const query = Object.entries(rule.queryParams ?? {}).sort(([a], [b]) => (a < b ? -1 : 1));
+  return { rule, methods, hosts, headers, matchers, query };
 }
 
 /**
@@ -89,6 +92,38 @@ function hostMatcher(hosts: readonly string[]): Matcher {
   };
 }
 
+/**
+ * RE2 for one character of a query parameter's name or value as Envoy's query parser reads it: the
+ * character itself, or `%` and its code in hex digits of either case (`(?:\.|%2[eE])`). Names and
+ * values hold only ASCII (QUERY_NAME_PATTERN, QUERY_VALUE_PATTERN).
+ */
+function queryChar(c: string): string {
+  const hex = c.charCodeAt(0).toString(16).toUpperCase().padStart(2, "0")
+    .replace(/[A-F]/g, (d) => `[${d}${d.toLowerCase()}]`);
+  const literal = /[A-Za-z0-9_~\-!'",:;=@/]/.test(c) ? c : `\\${c}`;
+  return `(?:${literal}|%${hex})`;
+}
+
+/**
+ * `:path` has a query parameter `name` with `value`: in the query (after the first `?`), a
+ * parameter (between `&`s) whose name and value, percent-decoded, are these; an empty value takes
+ * `name` and `name=`. Any occurrence, where Envoy's own query matchers compare the first only (a
+ * client repeating the parameter does not slip past). One `:path` matcher, so that the rule stays
+ * one clause, beside its path matchers. Within the bounds (32 and 48 characters) it is no longer,
+ * escaped as etcd stores it, than the longest header matcher
+ * (tests/reconcile/ratelimit_bounds_test.ts).
+ */
+function queryMatcher(name: string, value: string): Matcher {
+  const encoded = (s: string) => [...s].map(queryChar).join("");
+  const rest = value === "" ? "=?" : `=${encoded(value)}`;
+  return {
+    name: ":path",
+    string_match: {
+      safe_regex: { regex: `[^?]*\\?(?:[^&]*&)*${encoded(name)}${rest}(?:&.*)?` },
+    },
+  };
+}
+
 /** The value of header `name` (lower-cased) in a view, the last if it is given twice. */
 function headerValue(view: RuleView, name: string): string | undefined {
   for (let i = view.headers.length - 1; i >= 0; i--) {
@@ -111,6 +146,7 @@ function headerMatchers(view: RuleView): Matcher[] {
       exact === undefined ? { name, present_match: true } : { name, string_match: { exact } },
     );
   }
+  for (const [name, value] of view.query) out.push(queryMatcher(name, value));
   return out;
 }
 

@@ -1,6 +1,7 @@
 /**
  * Whether a parsed RateLimit's spec can be applied, beyond what its schema checks: intervals a
- * multiple of the default's, Envoy's floor, headers, per-client rules, rules that shadow others.
+ * multiple of the default's, Envoy's floor, headers, query parameters' names, per-client rules,
+ * rules that shadow others.
  */
 import { parseFillInterval } from "../../api/duration.ts";
 import { show } from "../../api/issues.ts";
@@ -12,6 +13,7 @@ import {
   hostCovers,
   hostTakes,
   isHttpToken,
+  isQueryName,
   isRulePath,
   MAX_BUCKET_RULES,
 } from "../../api/ratelimit_bounds.ts";
@@ -70,6 +72,15 @@ function headerProblems(rule: RuleMatch, at: string): string[] {
     }
   }
   return out;
+}
+
+/** Query parameters' names (their values the schema has checked). */
+function queryProblems(rule: RuleMatch, at: string): string[] {
+  return Object.keys(rule.queryParams ?? {}).filter((name) => !isQueryName(name)).map((name) =>
+    `${at}.queryParams name ${
+      show(name)
+    } is not a query parameter's name as the workload reads it (letters, digits and -._~[])`
+  );
 }
 
 /** A per-client rule names one client key: a header's name, or the client IP. */
@@ -138,6 +149,15 @@ export function covers(earlier: RuleMatch, later: RuleMatch): boolean {
   const have = lowerHeaders(later);
   const present = clientHeader(earlier);
   if (present !== undefined && !have.has(present) && clientHeader(later) !== present) return false;
+  // A query parameter compares by name and value, any occurrence: `later` must require each.
+  const query = later.queryParams ?? {};
+  if (
+    !Object.entries(earlier.queryParams ?? {}).every(([k, v]) =>
+      Object.hasOwn(query, k) && query[k] === v
+    )
+  ) {
+    return false;
+  }
   return [...need].every(([k, v]) => have.get(k) === v);
 }
 
@@ -151,16 +171,17 @@ function ruleProblems(rules: readonly RuleMatch[], field: string): string[] {
   rules.forEach((rule, i) => {
     const at = `${field}[${i}]`;
     const headers = Object.keys(rule.headers ?? {}).length;
+    const query = Object.keys(rule.queryParams ?? {}).length;
     if (
       rule.path === undefined && rule.pathPrefix === undefined && rule.methods === undefined &&
-      rule.hosts === undefined && headers === 0 && rule.perClient === undefined
+      rule.hosts === undefined && headers === 0 && query === 0 && rule.perClient === undefined
     ) {
       out.push(
-        `${at} has no path, pathPrefix, methods, hosts, headers or perClient; a rule must say which requests it takes`,
+        `${at} has no path, pathPrefix, methods, hosts, headers, queryParams or perClient; a rule must say which requests it takes`,
       );
       return;
     }
-    out.push(...perClientProblems(rule, at));
+    out.push(...perClientProblems(rule, at), ...queryProblems(rule, at));
     for (
       const [key, value, like] of [
         ["path", rule.path, "a path like /headers"],
