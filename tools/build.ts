@@ -20,6 +20,7 @@ import { buildKedaImages } from "./keda/image.ts";
 import { ensureHelm } from "./helm/build.ts";
 import { ensurePrometheus, ensurePromtool } from "./prometheus/build.ts";
 import { ensureRatelimitEngine } from "./ratelimit-engine/build.ts";
+import { ensureRe2Check } from "./re2-check/build.ts";
 import { buildEngineImage } from "./ratelimit-engine/image.ts";
 import { formatElapsed, type Log, step } from "./progress.ts";
 
@@ -62,6 +63,12 @@ export const TARGETS: readonly Target[] = [
     name: "ratelimit-engine-image",
     what: "the global rate limit engine's image (its binary on the runtime base), saved",
     build: async (log) => void await buildEngineImage(log),
+  },
+  {
+    name: "re2-check",
+    what:
+      "tools/re2-check: Google's RE2 (Debian's libre2, g++), which the model's regexes are held to",
+    build: async (log) => void await ensureRe2Check(log),
   },
   {
     name: "istio-check",

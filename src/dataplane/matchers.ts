@@ -108,8 +108,9 @@ export interface HeaderLookup {
 
 /**
  * StringMatcher semantics, compiled once: the test of a value. RE2 `safe_regex` matches the whole
- * value (RE2::FullMatch); JavaScript's RegExp stands in for RE2 here, which agrees on the
- * literal-heavy patterns a rate limit uses. The RegExp is built on first use.
+ * value (RE2::FullMatch); JavaScript's RegExp stands in for RE2 here, held to RE2 itself on every
+ * regex the operator renders (tests/dataplane/re2_agreement_test.ts; printable ASCII values, as
+ * Envoy admits in a path or authority). The RegExp is built on first use.
  */
 export function compileStringMatcher(
   m: z.output<typeof StringMatcherSchema>,

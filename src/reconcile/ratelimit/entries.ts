@@ -58,9 +58,10 @@ function viewOf(rule: RuleMatch): RuleView {
 
 /**
  * `:method` is one of the rule's methods: exactly the one, or a RE2 alternation of several, which
- * Envoy matches whole. Its program is small: all nine methods compile to 46 instructions
- * (`RE2::ProgramSize()`, RE2 2022-12 from Debian's libre2-dev), under Envoy's default error level
- * of 100 (`re2.max_program_size.error_level`), so no rule's regex can leave the filter NACKed.
+ * Envoy matches whole. Its program is small: all nine methods compile to 47 instructions
+ * (`RE2::ProgramSize()`, RE2 2022-06-01 from Debian's libre2, in
+ * tests/dataplane/re2_agreement_test.ts), under Envoy's default error level of 100
+ * (`re2.max_program_size.error_level`), so no rule's regex can leave the filter NACKed.
  */
 function methodMatcher(methods: readonly string[]): Matcher {
   return methods.length === 1
@@ -75,10 +76,11 @@ function methodMatcher(methods: readonly string[]): Matcher {
  * clause (an OR of exact and prefix matchers for each host would multiply the clauses that every
  * later rule's entry repeats). RE2's `(?i)` folds more than ASCII (U+212A, the Kelvin sign, is a
  * `k`), but Envoy's connection manager answers 400 to an authority with anything but ASCII
- * (`HeaderUtility::requestHeadersValid`), so no request the filter sees tells them apart. Four
- * hosts of 253 characters compile to at most 3,531 instructions (all `k` and `s`, which fold to
- * three characters each; `RE2::ProgramSize()`, Debian's libre2), above Envoy's default error
- * level of 100 (one long host alone is) and far under the 32,768 Istio's pilot-agent sets for
+ * (`HeaderUtility::requestHeadersValid`), so no request the filter sees tells them apart. Hosts
+ * of 512 characters together compile to at most 2,067 instructions (all `k` and `s`, which fold to
+ * three characters each; `RE2::ProgramSize()`, Debian's libre2, in
+ * tests/dataplane/re2_agreement_test.ts), above Envoy's default error level of 100 (one long host
+ * alone is) and far under the 32,768 Istio's pilot-agent sets for
  * every proxy (`re2.max_program_size.error_level`, pkg/bootstrap/config.go); a proxy that refuses
  * it says so (Accepted False in the RateLimit's status).
  */
@@ -112,8 +114,9 @@ function queryChar(c: string): string {
  * one clause, beside its path matchers. Within the bounds (32 and 40 characters) it is no longer,
  * escaped as etcd stores it, than the longest header matcher
  * (tests/reconcile/ratelimit_bounds_test.ts), and compiles to at most 323 RE2 instructions
- * (`format=csv`: 71; `RE2::ProgramSize()`, Debian's libre2): over Envoy's default error level of
- * 100 for the longest, far under the 32,768 Istio sets for every proxy (see `hostMatcher`).
+ * (`format=csv`: 71; `RE2::ProgramSize()`, Debian's libre2, in
+ * tests/dataplane/re2_agreement_test.ts): over Envoy's default error level of 100 for the
+ * longest, far under the 32,768 Istio sets for every proxy (see `hostMatcher`).
  */
 function queryMatcher(name: string, value: string): Matcher {
   const encoded = (s: string) => [...s].map(queryChar).join("");
