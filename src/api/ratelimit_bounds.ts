@@ -148,7 +148,7 @@ export const MAX_HEADER_VALUE_LENGTH = 128;
 /**
  * Headers and query parameters a rule matches, together: each query parameter is a `:path` regex
  * (entries.ts's `queryMatcher`), within the length bounds below no longer than the longest header
- * matcher, so the largest filter is the same with any mix of the two.
+ * matcher, so the largest filter is no larger with any mix of the two.
  */
 export const MAX_RULE_HEADERS_AND_QUERY = MAX_RULE_HEADERS;
 /** The message of a rule with more headers and query parameters together than allowed. */
@@ -171,9 +171,17 @@ export const QUERY_NAME_PATTERN = "^[A-Za-z0-9._~\\[\\]-]+$";
  */
 export const QUERY_VALUE_PATTERN = "^[A-Za-z0-9._~!$'()*,/:;=?@\\[\\]-]*$";
 
+const QUERY_NAME = new RegExp(QUERY_NAME_PATTERN);
+const QUERY_VALUE = new RegExp(QUERY_VALUE_PATTERN);
+
 /** Whether `s` is a query parameter's name a rule can take (QUERY_NAME_PATTERN). */
 export function isQueryName(s: string): boolean {
-  return new RegExp(QUERY_NAME_PATTERN).test(s);
+  return QUERY_NAME.test(s);
+}
+
+/** Whether `s` is a query parameter's value a rule can take (QUERY_VALUE_PATTERN). */
+export function isQueryValue(s: string): boolean {
+  return QUERY_VALUE.test(s);
 }
 /**
  * Clients a per-client rule keeps a bucket for, on each proxy and route (Envoy's

@@ -13,8 +13,9 @@ import { type Log, step } from "../progress.ts";
 
 const MODULE_DIR = resolve(import.meta.dirname ?? ".");
 const SOURCE = "re2_check.cc";
-/** The headers and library it needs, and where they come from. */
+/** RE2's header as Debian's libre2-dev installs it (its library beside it). */
 const HEADER = "/usr/include/re2/re2.h";
+/** What ensureRe2Check says when g++ or RE2 is missing. */
 export const RE2_MISSING =
   "re2-check needs g++ and RE2's headers and library: apt-get install g++ libre2-dev " +
   "(.ci/packages installs them)";
@@ -29,6 +30,7 @@ export function re2CheckPath(): string {
   return join(re2CacheDir(), "re2-check");
 }
 
+/** Runs `cmd` and returns its stdout; throws with its stderr when it fails. */
 async function output(cmd: string, args: string[]): Promise<string> {
   const out = await new Deno.Command(cmd, { args, stdout: "piped", stderr: "piped" }).output();
   if (!out.success) {

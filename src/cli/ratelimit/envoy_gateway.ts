@@ -15,12 +15,12 @@ import {
   type HttpMethod,
   isHttpToken,
   isQueryName,
+  isQueryValue,
   isRulePath,
   MAX_QUERY_NAME_LENGTH,
   MAX_QUERY_VALUE_LENGTH,
   MAX_RULE_HEADERS_AND_QUERY,
   MAX_TOKENS_LIMIT,
-  QUERY_VALUE_PATTERN,
 } from "../../api/ratelimit_bounds.ts";
 import { parseFillInterval } from "../../api/duration.ts";
 import { isLabelValue } from "../../api/selector.ts";
@@ -269,7 +269,7 @@ function queryParamsOf(
     }
     if (typeof q.value !== "string") return void problems.push(`${qw}.value: missing`);
     if (
-      !new RegExp(QUERY_VALUE_PATTERN).test(q.value) || [...q.value].length > MAX_QUERY_VALUE_LENGTH
+      !isQueryValue(q.value) || [...q.value].length > MAX_QUERY_VALUE_LENGTH
     ) {
       return void problems.push(
         `${qw}.value: ${
