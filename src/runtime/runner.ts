@@ -55,15 +55,25 @@ export class Runner {
   readonly #o: RunnerOptions;
   readonly #events: EventRecorder;
   readonly #writes: PlanWriter;
-  /** Per primary key being run: what its writes got back (`writeId`), for `echoOf`. */
-  readonly #runs = new Map<string, Set<string>>();
+  /**
+   * Per primary key being run: the primary as its Plan was made from, and what its writes got back
+   * (`writeId`) that holds nothing the Plan did not see, for `echoOf`.
+   */
+  readonly #runs = new Map<string, { primary: KubeObject; wrote: Set<string> }>();
 
   constructor(opts: RunnerOptions) {
     this.#o = opts;
     this.#writes = new PlanWriter({
       ...opts,
       onWrite: (type, written, changes, by) => {
-        if (by) this.#runs.get(objectKey(by))?.add(writeId(type, written));
+        const run = by && this.#runs.get(objectKey(by));
+        // The primary's own write (its status, its finalizer) comes back with whatever else
+        // changed on the server first: a spec edit made just before it is in the answer, and the
+        // watch's event of that edit, older than the answer, never reaches the cache. Such an
+        // answer is not an echo: the key must run again for it.
+        if (run && !(sameObject(written, run.primary) && unseenChange(run.primary, written))) {
+          run.wrote.add(writeId(type, written));
+        }
         opts.onWrite?.(type, written, changes, by);
       },
     });
@@ -87,10 +97,10 @@ export class Runner {
    * `key` is running.
    */
   echoOf(key: string, type: ResourceType, obj: KubeObject): (() => boolean) | undefined {
-    const wrote = this.#runs.get(key);
-    if (!wrote) return undefined;
+    const run = this.#runs.get(key);
+    if (!run) return undefined;
     const id = writeId(type, obj);
-    return () => wrote.has(id);
+    return () => run.wrote.has(id);
   }
 
   /**
@@ -109,7 +119,7 @@ export class Runner {
     const key = objectKey(primary);
     // Before anything is awaited: what the Plan's status was judged from (see PlanWriter.judged).
     const judged = this.#writes.judged(plan.confirm ?? []);
-    this.#runs.set(key, new Set());
+    this.#runs.set(key, { primary, wrote: new Set() });
     try {
       return await this.#run(primaryType, primary, plan, judged, lastOutcome, signal);
     } finally {
@@ -245,6 +255,33 @@ export class Runner {
 }
 
 /** One version of one object: what a write got back, and what a change may show again. */
+/** Whether `a` and `b` are the same object (kind and key), whatever their versions. */
+function sameObject(a: KubeObject, b: KubeObject): boolean {
+  return a.kind === b.kind && objectKey(a) === objectKey(b);
+}
+
+/**
+ * Whether `written`, what a write of the primary got back, holds a change its Plan was not made
+ * from (`seen`): another uid, generation (a spec edit), deletion, labels or annotations. The
+ * Plan's own writes of the primary change its status and finalizers only.
+ */
+function unseenChange(seen: KubeObject, written: KubeObject): boolean {
+  const a = seen.metadata;
+  const b = written.metadata;
+  return a.uid !== b.uid || a.generation !== b.generation ||
+    a.deletionTimestamp !== b.deletionTimestamp ||
+    !sameStrings(a.labels, b.labels) || !sameStrings(a.annotations, b.annotations);
+}
+
+function sameStrings(
+  a: Readonly<Record<string, string>> | undefined,
+  b: Readonly<Record<string, string>> | undefined,
+): boolean {
+  const ka = Object.keys(a ?? {});
+  if (ka.length !== Object.keys(b ?? {}).length) return false;
+  return ka.every((k) => b?.[k] === a?.[k]);
+}
+
 function writeId(type: ResourceType, obj: KubeObject): string {
   return `${typeId(type)}|${objectKey(obj)}|${obj.metadata.resourceVersion ?? ""}`;
 }
