@@ -206,7 +206,9 @@ export function classifyError(err: unknown): ErrorClass {
   if (err instanceof NotLeaderError) return "not-leader";
   if (err instanceof TerminalError) return "terminal";
   if (err instanceof ApiError) {
-    if (err.code === 409) return "conflict";
+    // A conflict is a version the cache was behind; an object that already exists may be another's
+    // that no read will show (outside the operator's watch), so it backs off.
+    if (err.code === 409) return err.reason === "AlreadyExists" ? "retry" : "conflict";
     if (err.code === 429) return "throttled";
   }
   return "retry";

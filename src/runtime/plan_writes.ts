@@ -333,18 +333,45 @@ export class PlanWriter {
     throw new WriteFailed(ref, new ApiError(409, CACHE_BEHIND, `${why}: it is judged again`));
   }
 
-  /** A create-if-absent: 409 AlreadyExists fails the Plan (a conflict: the cache was behind). */
+  /**
+   * A create-if-absent. 409 AlreadyExists fails the Plan, after reading the object back: when the
+   * cache was behind, the next pass sees it there; when it is there but outside what the operator
+   * watches (another's object of that name, without the operator's labels), the cache keeps
+   * ignoring it and the key backs off (classifyError: AlreadyExists is no conflict to retry soon).
+   */
   async create(
     obj: KubeObject,
     state: RunState,
     signal: AbortSignal,
   ): Promise<void> {
     const type = this.#type(obj.apiVersion, obj.kind);
-    const written = await this.#write(
-      refOf(obj),
-      signal,
-      (o) => this.#o.cluster.create(type, obj, o),
-    );
+    const ref = refOf(obj);
+    let written: KubeObject;
+    try {
+      written = await this.#write(ref, signal, (o) => this.#o.cluster.create(type, obj, o));
+    } catch (err) {
+      if (err instanceof WriteFailed && isApiError(err.cause, 409)) {
+        const live = await this.#write(
+          ref,
+          signal,
+          () => this.#o.cluster.get(type, ref.namespace, ref.name),
+        );
+        if (live) {
+          this.#wrote(type, { ...live, apiVersion: ref.apiVersion, kind: ref.kind }, undefined);
+        }
+        const cause = err.cause as ApiError;
+        throw new WriteFailed(
+          ref,
+          new ApiError(
+            409,
+            cause.reason,
+            `${cause.message}; if the operator did not make it (it lacks the operator's labels), ` +
+              `it is not the operator's to change: rename or remove it`,
+          ),
+        );
+      }
+      throw err;
+    }
     state.writes++;
     this.#wrote(type, written, state.primary);
   }
