@@ -7,6 +7,13 @@
 export interface Clock {
   /** Milliseconds since the Unix epoch. */
   now(): number;
+  /**
+   * Milliseconds on a clock that never steps (`performance.now()` on the system clock), for
+   * durations that must not move when the wall clock is set (NTP, a resumed VM): the leader
+   * election's deadlines and a standby's timing of the Lease, as client-go's monotonic readings.
+   * Absent on virtual clocks, whose `now()` never steps on its own: use `monotonicOf`.
+   */
+  monotonic?(): number;
   /** Resolves after `ms`; rejects with the signal's reason when `signal` aborts first. */
   sleep(ms: number, signal?: AbortSignal): Promise<void>;
   /**
@@ -21,9 +28,15 @@ export interface Random {
   next(): number;
 }
 
+/** Milliseconds on `clock`'s monotonic clock, or its `now()` when it has none. */
+export function monotonicOf(clock: Clock): number {
+  return clock.monotonic?.() ?? clock.now();
+}
+
 /** The system clock. */
 export const systemClock: Clock = {
   now: () => Date.now(),
+  monotonic: () => performance.now(),
   sleep: (ms, signal) =>
     new Promise((resolve, reject) => {
       if (signal?.aborted) return reject(signal.reason);

@@ -9,7 +9,7 @@
  * standby counts the lease from when its read of a new version answered.
  */
 import { RESOURCES } from "../api/resources.ts";
-import { type Clock, type Random, TIMER_CANCELLED } from "./clock.ts";
+import { type Clock, monotonicOf, type Random, TIMER_CANCELLED } from "./clock.ts";
 import { type Cluster, errorMessage, isApiError } from "./cluster.ts";
 import type { KubeObject } from "../api/object.ts";
 import { type LeaseSpec, leaseWith, microTime, newLease } from "./lease.ts";
@@ -57,7 +57,7 @@ export class LeaderElector {
   readonly #o: LeaderElectorOptions;
   #term: AbortController | undefined;
   #deadline: AbortController | undefined;
-  /** When the term ends unless a renewal succeeds first (this replica's clock). */
+  /** When the term ends unless a renewal succeeds first (this replica's monotonic clock). */
   #termEndsAt = 0;
   #read!: () => void;
   /** Settles once the first read of the Lease has been answered or has failed (or `run` stopped). */
@@ -65,6 +65,7 @@ export class LeaderElector {
   #reads = 0;
   /** The last attempt took the Lease, and `run` stopped before a term began on it. */
   #takenAtStop = false;
+  /** The Lease version last seen, and when it was first seen (monotonic clock). */
   #observed: { rv?: string; at: number } | undefined;
   #lastAttemptOk = false;
   #lastFailure = "";
@@ -100,12 +101,17 @@ export class LeaderElector {
    * can land in the next one, however slow the server is.
    */
   get termLeftMs(): number {
-    return this.leading ? Math.max(0, this.#termEndsAt - this.#o.clock.now()) : 0;
+    return this.leading ? Math.max(0, this.#termEndsAt - this.#mono()) : 0;
   }
 
   /** The signal of the current term (aborted when not leading). */
   get signal(): AbortSignal {
     return this.#term?.signal ?? AbortSignal.abort();
+  }
+
+  /** Now on the monotonic clock: every duration of the election is measured on it. */
+  #mono(): number {
+    return monotonicOf(this.#o.clock);
   }
 
   get #leaseMs(): number {
@@ -124,7 +130,7 @@ export class LeaderElector {
   /** Campaigns and renews until `stop` aborts. It does not release: call `release()` after. */
   async run(stop: AbortSignal): Promise<void> {
     while (!stop.aborted) {
-      const sentAt = this.#o.clock.now();
+      const sentAt = this.#mono();
       const result = await this.#tryAcquireOrRenew();
       if (stop.aborted) {
         // Taken as the stop came, with no term begun: `release()` must still give it back.
@@ -135,7 +141,7 @@ export class LeaderElector {
         // The deadline runs from when the renewal was sent, not from its answer: a standby times
         // the lease from when it saw the write, which is no earlier than the send. An answer that
         // comes late (a paused process, a clock step) counts for only what is left.
-        const left = sentAt + this.#renewDeadlineMs - this.#o.clock.now();
+        const left = sentAt + this.#renewDeadlineMs - this.#mono();
         if (left > 0) {
           this.#termEndsAt = sentAt + this.#renewDeadlineMs;
           if (!this.leading) {
@@ -162,7 +168,7 @@ export class LeaderElector {
     if (this.leading) return this.retryPeriodMs;
     const jittered = this.retryPeriodMs * (1 + 0.2 * this.#o.random.next());
     if (!this.#observed) return jittered;
-    const expiresIn = this.#observed.at + this.#leaseMs - this.#o.clock.now();
+    const expiresIn = this.#observed.at + this.#leaseMs - this.#mono();
     return expiresIn > 0 ? Math.min(jittered, expiresIn + 1) : jittered;
   }
 
@@ -245,8 +251,10 @@ export class LeaderElector {
     this.#reads++;
     this.#read();
     // When the answer came, not when it was asked: a version first seen now may be seconds old
-    // if the read was slow, and its expiry must not be counted from before it was seen.
+    // if the read was slow, and its expiry must not be counted from before it was seen. Durations
+    // on the monotonic clock (`seenAt`), the Lease's times on the wall clock (`now`).
     const now = clock.now();
+    const seenAt = this.#mono();
     const durationSeconds = Math.ceil(this.#leaseMs / 1000);
     try {
       if (!lease) {
@@ -265,12 +273,12 @@ export class LeaderElector {
       const prev = this.#observed;
       const seen = prev && prev.rv === lease.metadata.resourceVersion
         ? prev
-        : { rv: lease.metadata.resourceVersion, at: now };
+        : { rv: lease.metadata.resourceVersion, at: seenAt };
       this.#observed = seen;
       const observedAt = seen.at;
       const holder = spec.holderIdentity;
       const validMs = (spec.leaseDurationSeconds ?? durationSeconds) * 1000;
-      if (holder && holder !== identity && observedAt + validMs > now) {
+      if (holder && holder !== identity && observedAt + validMs > seenAt) {
         this.#lastAttemptOk = true;
         return "held";
       }
@@ -296,7 +304,7 @@ export class LeaderElector {
   }
 
   #succeeded(lease: KubeObject, result: Attempt): Attempt {
-    this.#observed = { rv: lease.metadata.resourceVersion, at: this.#o.clock.now() };
+    this.#observed = { rv: lease.metadata.resourceVersion, at: this.#mono() };
     this.#lastAttemptOk = true;
     this.#lastFailure = "";
     return result;

@@ -9,6 +9,7 @@ import { Metrics } from "../../src/runtime/metrics.ts";
 import { nullLogger } from "../../src/runtime/log.ts";
 import { TestCluster } from "./test_cluster.ts";
 import { link, ManualClock, seededRandom } from "./helpers.ts";
+import type { Clock } from "../../src/runtime/clock.ts";
 
 /** One elector on its own link; `wrap` may delay or fail what that link answers. */
 function replica(
@@ -17,6 +18,7 @@ function replica(
   identity: string,
   seed: number,
   wrap: (c: Cluster) => Cluster = (c) => c,
+  own: Clock = clock,
 ) {
   const net = link(shared);
   const metrics = new Metrics();
@@ -25,7 +27,7 @@ function replica(
   const terms: (TermStart & { readsThen: number })[] = [];
   const elector: LeaderElector = new LeaderElector({
     cluster: wrap(net.cluster),
-    clock,
+    clock: own,
     random: seededRandom(seed),
     log: nullLogger,
     metrics,
@@ -321,4 +323,53 @@ Deno.test("stopped while its write takes the Lease: no term begins, and release 
   const spec = lease(cluster)!.spec as LeaseSpec;
   assert.equal(spec.holderIdentity, undefined, "released, so a standby takes it at once");
   assert.equal(spec.leaseDurationSeconds, 1);
+});
+
+/**
+ * Leader `a` renews slowly (each renewal reaches the server 2.4 s after it is sent, within the renew
+ * deadline), so standby `b` sees one version of the Lease for up to 4.4 s; then b's wall clock
+ * steps 9 s forward (NTP, a resumed VM). Returns whether two replicas led at once.
+ */
+async function stepStandby(monotonic: boolean): Promise<boolean> {
+  const clock = new ManualClock();
+  const cluster = new TestCluster(clock);
+  const slowRenewals = (c: Cluster): Cluster => ({
+    ...c,
+    update: async (type, obj, opts) => {
+      await clock.sleep(2_400);
+      return await c.update(type, obj, opts);
+    },
+  });
+  const a = replica(cluster, clock, "op-a", 1, slowRenewals);
+  await clock.advance(0);
+  const step = { ms: 0 };
+  const stepped: Clock = {
+    now: () => clock.now() + step.ms,
+    sleep: (ms, signal) => clock.sleep(ms, signal),
+    ...(monotonic ? { monotonic: () => clock.now() } : {}),
+  };
+  const b = replica(cluster, clock, "op-b", 2, (c) => c, stepped);
+  // b's last read saw the version of the renewal that landed at 13.2 s.
+  await clock.advance(14_000);
+  assert.equal(a.elector.leading && !b.elector.leading, true);
+  step.ms = 9_000;
+  let both = false;
+  try {
+    await watchLeaders(clock, a, b, 30_000);
+  } catch (err) {
+    if (!(err instanceof assert.AssertionError && /two leaders/.test(err.message))) throw err;
+    both = true;
+  }
+  a.stop.abort();
+  b.stop.abort();
+  await clock.advance(5_000); // the renewal under way when it stopped
+  await Promise.all([a.done, b.done]);
+  return both;
+}
+
+Deno.test("a standby's wall clock stepping forward does not make it take a lease still held", async () => {
+  assert.equal(await stepStandby(true), false, "one leader at a time");
+  // The same step timed on the wall clock (as before durations took the monotonic clock): the
+  // standby judges the lease expired 9 s early and takes it while the leader's term runs.
+  assert.equal(await stepStandby(false), true, "two leaders on the wall clock");
 });
