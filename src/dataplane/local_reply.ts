@@ -12,6 +12,16 @@ export function isGrpcRequest(request: Request): boolean {
     (type === GRPC_CONTENT_TYPE || type.startsWith(`${GRPC_CONTENT_TYPE}+`));
 }
 
+/**
+ * Whether Envoy answers the request with headers only: a `HEAD` request (the method compared
+ * exactly, as `is_head_request_` is set). `Http::Utility::sendLocalReply` (source/common/http/
+ * utility.cc) keeps the body's content-type (and content-length) but sends no body, and leaves a
+ * gRPC reply without its `grpc-message`.
+ */
+export function isHeadRequest(request: Request): boolean {
+  return request.method === "HEAD";
+}
+
 /** The content type of a gRPC call and of its local reply. */
 export const GRPC_CONTENT_TYPE = "application/grpc";
 /** gRPC's RESOURCE_EXHAUSTED (`rate_limited_as_resource_exhausted`). */

@@ -24,6 +24,7 @@ import {
   addRequestHeaders,
   GRPC_CONTENT_TYPE,
   isGrpcRequest,
+  isHeadRequest,
   RESOURCE_EXHAUSTED,
   UNAVAILABLE,
 } from "./local_reply.ts";
@@ -250,7 +251,8 @@ function rateLimitHeaders(
  * `local_rate_limited` (text/plain; docs/design.md's shape, so without the `x-envoy-ratelimited`
  * header older Envoy docs mention), or for a gRPC request a trailers-only HTTP 200 with
  * `grpc-status` 8 (rate_limited_as_resource_exhausted) or 14 (429 mapped) and `grpc-message`
- * (`Http::Utility::sendLocalReply`). A rejection not enforced (shadow mode) lets the request on
+ * (`Http::Utility::sendLocalReply`); to a `HEAD` request, headers only (no body, no
+ * `grpc-message`). A rejection not enforced (shadow mode) lets the request on
  * with `request_headers_to_add_when_not_enforced` and marks it `wouldReject`. Admitted requests
  * get the upstream's 200. With x-ratelimit headers on, every filter that ran adds
  * `x-ratelimit-limit` (maxTokens), `x-ratelimit-remaining` (whole tokens left) and, where this
@@ -311,11 +313,12 @@ export function decide(
     if (isGrpcRequest(request)) {
       out["content-type"] = GRPC_CONTENT_TYPE;
       out["grpc-status"] = String(cfg.grpcResourceExhausted ? RESOURCE_EXHAUSTED : UNAVAILABLE);
-      out["grpc-message"] = RATE_LIMITED_BODY;
+      if (!isHeadRequest(request)) out["grpc-message"] = RATE_LIMITED_BODY;
       return answer(200, out, "", reported, nowMs, { rejected: true });
     }
     out["content-type"] = "text/plain";
-    return answer(cfg.status, out, RATE_LIMITED_BODY, reported, nowMs, { rejected: true });
+    const body = isHeadRequest(request) ? "" : RATE_LIMITED_BODY;
+    return answer(cfg.status, out, body, reported, nowMs, { rejected: true });
   }
   // A local filter's; the global filter's is in `global` (notEnforced, shadowOverLimit).
   const wouldReject = reported !== undefined && !reported.allowed;
@@ -375,11 +378,11 @@ function globalStep(
       headers["grpc-status"] = String(
         status === 429 && g.grpcResourceExhausted ? RESOURCE_EXHAUSTED : grpcStatusOf(status),
       );
-      if (body !== "") headers["grpc-message"] = body;
+      if (body !== "" && !isHeadRequest(request)) headers["grpc-message"] = body;
       return { status: 200, headers, body: "" };
     }
     if (body !== "") headers["content-type"] = "text/plain";
-    return { status, headers, body };
+    return { status, headers, body: isHeadRequest(request) ? "" : body };
   };
   if (!result.ok) {
     const decision: GlobalDecision = { domain: g.domain, code: "ERROR", error: result.error };

@@ -213,3 +213,20 @@ Deno.test("two filters on one proxy: both filter instances charge the shared rou
   const s = newProxyState(proxyConfig([a, a], "SIDECAR_INBOUND"), 0);
   assert.deepEqual([0, 1, 2].map(() => decide(s, { path: "/" }, 0).status), [200, 200, 429]);
 });
+
+Deno.test("a rejected HEAD request gets the 429's headers and no body (sendLocalReply's is_head_request_)", () => {
+  const cfg = { token_bucket: tb(1, 1, "60s"), filter_enabled: ON, filter_enforced: ON };
+  const s = proxy(filter(cfg, []));
+  assert.equal(decide(s, { path: "/a", method: "HEAD" }, 0).status, 200);
+  const head = decide(s, { path: "/a", method: "HEAD" }, 0);
+  assert.deepEqual([head.status, head.body, head.headers["content-type"]], [429, "", "text/plain"]);
+  const get = decide(s, { path: "/a" }, 0);
+  assert.deepEqual([get.status, get.body], [429, "local_rate_limited"]);
+  const grpc = { "content-type": "application/grpc" };
+  const call = decide(s, { path: "/a", method: "HEAD", headers: grpc }, 0);
+  assert.equal(call.headers["grpc-message"], undefined, "no grpc-message for HEAD");
+  assert.equal(
+    decide(s, { path: "/a", headers: grpc }, 0).headers["grpc-message"],
+    "local_rate_limited",
+  );
+});

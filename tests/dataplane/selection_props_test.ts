@@ -327,7 +327,8 @@ Deno.test("property: bucket selection, admission, headers and the 429 shape", ()
               { status: r.status, body: r.body, headers: r.headers },
               {
                 status: 429,
-                body: "local_rate_limited",
+                // HEAD: headers only (Http::Utility::sendLocalReply's is_head_request_).
+                body: req.method === "HEAD" ? "" : "local_rate_limited",
                 headers: { ...headers, "content-type": "text/plain" },
               },
               where,
