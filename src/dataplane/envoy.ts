@@ -49,6 +49,12 @@ export interface EnvoyBehaviour {
    * envoyproxy/envoy#36623, changelogs/1.34.0.yaml); older ones refuse the empty value.
    */
   readonly dynamicDescriptors: boolean;
+  /**
+   * Envoy ≤ 1.32 counts private addresses (RFC 1918, loopback) as internal when no
+   * `internal_address_config` is set; from 1.33 none (`explicit_internal_address_config`, as
+   * Istio's listener builder notes), and Istio sets none by default (connection_manager.ts).
+   */
+  readonly privateIsInternal: boolean;
 }
 
 /** The oldest and newest Envoy minor versions whose local rate limit source the model follows. */
@@ -68,6 +74,7 @@ function behaviourOf(minor: number): EnvoyBehaviour {
     headerBucket: minor <= 30 ? "firstMatch" : "decided",
     multipleOfRule: minor <= 33,
     dynamicDescriptors: minor >= DYNAMIC_DESCRIPTORS_MINOR,
+    privateIsInternal: minor <= 32,
   };
 }
 

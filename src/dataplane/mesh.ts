@@ -13,6 +13,7 @@ import { selects } from "../api/selector.ts";
 import { type EnvoyFilterModel, readEnvoyFilterOnce } from "./envoyfilter.ts";
 import type { EngineClient } from "./engine.ts";
 import {
+  admitted,
   type BucketId,
   decide,
   type Decision,
@@ -21,7 +22,7 @@ import {
   type ProxyState,
 } from "./proxy.ts";
 import { NO_LIMIT, proxyConfig } from "./proxyconfig.ts";
-import { forwardedByGateway, type Request } from "./request.ts";
+import type { Request } from "./request.ts";
 import { type GatewayRoute, gatewayRoutes, routeOf } from "./routes.ts";
 
 /** The one route of a gateway no VirtualService routes (the model's stand-in: it takes everything). */
@@ -216,9 +217,12 @@ export class Mesh {
    */
   send(req: MeshRequest, nowMs: number): MeshResponse {
     if (req.viaGateway && req.to !== "gateway") {
-      const first = this.#at("gateway", req, nowMs);
-      if (first.status !== 200 || first.rejected) return first;
-      return this.#at(req.to, forwardedByGateway(req), nowMs);
+      const first = this.#answer("gateway", req, nowMs);
+      if (first.response.status !== 200 || first.response.rejected) return first.response;
+      // On to the sidecar as the gateway's connection manager left it (its peer appended to
+      // x-forwarded-for); the sidecar's peer is the gateway, whose address the model leaves out.
+      const { peer: _, tls: __, ...forwarded } = { ...req, ...first.forwarded };
+      return this.#at(req.to, forwarded, nowMs);
     }
     return this.#at(req.to, req, nowMs);
   }
@@ -231,6 +235,15 @@ export class Mesh {
   }
 
   #at(to: MeshTarget, req: Request, nowMs: number): MeshResponse {
+    return this.#answer(to, req, nowMs).response;
+  }
+
+  /** The answer at `to`, and the request as the chosen proxy's connection manager admitted it. */
+  #answer(
+    to: MeshTarget,
+    req: Request,
+    nowMs: number,
+  ): { response: MeshResponse; forwarded?: Request } {
     const target = to === "gateway" ? this.#opts.gateway : to;
     const ready = this.#pods
       .filter((p) =>
@@ -239,9 +252,11 @@ export class Mesh {
       .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
     if (ready.length === 0) {
       return {
-        status: 503,
-        headers: { "content-type": "text/plain" },
-        body: "no healthy upstream",
+        response: {
+          status: 503,
+          headers: { "content-type": "text/plain" },
+          body: "no healthy upstream",
+        },
       };
     }
     const rr = `${target.namespace}/${JSON.stringify(Object.entries(target.labels).sort())}`;
@@ -249,16 +264,18 @@ export class Mesh {
     this.#next.set(rr, n + 1);
     const pod = ready[n % ready.length];
     const proxy = this.#proxies.get(pod.uid ?? `${pod.namespace}/${pod.name}`);
-    const route = this.#routeAt(to, req);
-    const decision = proxy
-      ? decide(proxy.state, req, nowMs, route ?? null)
+    const seen = proxy && admitted(proxy.state, req);
+    const route = this.#routeAt(to, seen?.request ?? req);
+    const decision = proxy && seen
+      ? decide(proxy.state, req, nowMs, route ?? null, seen)
       : { status: 200, headers: {}, body: "" };
     const at = { pod: `${pod.namespace}/${pod.name}`, ...(route ? { route } : {}) };
+    const forwarded = seen?.request;
     // No route: the router answers 404 with no body, once the rate limit filters let it pass.
     if (route === undefined && decision.status === 200 && !decision.rejected) {
-      return { ...decision, status: 404, body: "", ...at };
+      return { response: { ...decision, status: 404, body: "", ...at }, forwarded };
     }
-    return { ...decision, ...at };
+    return { response: { ...decision, ...at }, forwarded };
   }
 
   /** The route entry a request takes at `to`'s proxies; undefined when none (a 404). */

@@ -25,7 +25,14 @@ export type {
   MeshTarget,
   Rejection,
 } from "./mesh.ts";
-export { bucketTokens, decide, INBOUND_ROUTE, newProxyState, RATE_LIMITED_BODY } from "./proxy.ts";
+export {
+  admitted,
+  bucketTokens,
+  decide,
+  INBOUND_ROUTE,
+  newProxyState,
+  RATE_LIMITED_BODY,
+} from "./proxy.ts";
 export type { BucketId, Decision, ProxyState } from "./proxy.ts";
 export { NO_LIMIT, proxyConfig } from "./proxyconfig.ts";
 export type { ProxyConfig } from "./proxyconfig.ts";
@@ -69,6 +76,9 @@ export {
 } from "./envoy.ts";
 export type { EnvoyBehaviour, Refill, ResetHeader } from "./envoy.ts";
 export type { Request, Response } from "./request.ts";
+export { canonicalAddress } from "./address.ts";
+export { admit, strippedByProxy, withoutFragment } from "./connection_manager.ts";
+export type { Admitted, Downstream } from "./connection_manager.ts";
 export {
   counterKey,
   EngineConfig,

@@ -18,7 +18,8 @@ import {
   sameDescriptor,
 } from "./matchers.ts";
 import { type CompiledInstance, compiledOf, type ProxyConfig } from "./proxyconfig.ts";
-import { type Request, requestHeaders, type Response, trustedClientAddress } from "./request.ts";
+import { type Request, requestHeaders, type Response } from "./request.ts";
+import { admit, type Admitted, requestIdOf } from "./connection_manager.ts";
 import { type DynamicDescriptor, isWildcard, wildcardBucket } from "./dynamic.ts";
 import {
   addRequestHeaders,
@@ -53,6 +54,8 @@ export interface ProxyState {
   readonly dynamic: WeakMap<Map<string, RateBucket>, Map<number, DynamicDescriptor>>;
   /** The rate limit engine its global filters ask; none: every call fails (the failure mode). */
   readonly engine?: EngineClient;
+  /** How many x-request-id values its connection manager made (connection_manager.ts). */
+  readonly requestIds: { count: number };
 }
 
 /** A fresh proxy state: every bucket full as of `startMs`. */
@@ -71,8 +74,23 @@ export function newProxyState(
     routes: new Map(),
     router,
     dynamic: new WeakMap(),
+    requestIds: { count: 0 },
     ...(engine ? { engine } : {}),
   };
+}
+
+/**
+ * The request as this proxy's connection manager hands it to the filters, with the client
+ * address it trusts (connection_manager.ts): a router as Istio sets up a gateway, else as a
+ * sidecar's inbound listener. Counts a request id when it makes one.
+ */
+export function admitted(state: ProxyState, request: Request): Admitted {
+  const downstream = {
+    useRemoteAddress: state.router,
+    xffNumTrustedHops: 0,
+    privateIsInternal: state.envoy.privateIsInternal,
+  };
+  return admit(request, downstream, () => requestIdOf(++state.requestIds.count));
 }
 
 /** Which bucket decided: `"default"` or the index of the descriptor (= the RateLimit rule). */
@@ -257,15 +275,18 @@ function rateLimitHeaders(
  * get the upstream's 200. With x-ratelimit headers on, every filter that ran adds
  * `x-ratelimit-limit` (maxTokens), `x-ratelimit-remaining` (whole tokens left) and, where this
  * Envoy sends it, `x-ratelimit-reset`, all computed after the request took its token, as Envoy's
- * `encodeHeaders` does. Mutates the buckets in `state`.
+ * `encodeHeaders` does. The filters see the request as the connection manager admitted it
+ * (`seen`, {@link admitted} of `sent` unless given). Mutates the buckets in `state`.
  */
 export function decide(
   state: ProxyState,
-  request: Request,
+  sent: Request,
   nowMs: number,
   route: string | null = INBOUND_ROUTE,
+  seen: Admitted = admitted(state, sent),
 ): Decision {
-  const headers = requestHeaders(request, trustedClientAddress(request, state.router));
+  const request = seen.request;
+  const headers = requestHeaders(request, seen.remoteAddress);
   const out: Record<string, string> = {};
   let upstream: Record<string, string> | undefined;
   let reported: Limited | undefined;

@@ -11,6 +11,11 @@ export interface Request {
   method?: string;
   /** The address of the connection's peer as the proxy sees it (an IP); none when unknown. */
   peer?: string;
+  /**
+   * The connection to the proxy is TLS (a gateway's HTTPS server, mutual TLS into a sidecar): the
+   * proxy's `x-forwarded-proto` is then `https`. Plain text when absent.
+   */
+  tls?: boolean;
 }
 
 /** What the proxy answers. */
@@ -19,19 +24,6 @@ export interface Response {
   /** Response headers, names in lower case. */
   headers: Record<string, string>;
   body: string;
-}
-
-/** The request's own headers by lower-case name, repeated names joined with ",". */
-function namedHeaders(req: Request): Map<string, string> {
-  const map = new Map<string, string>();
-  const headers = req.headers ?? {};
-  for (const name of Object.keys(headers)) {
-    const value = headers[name];
-    const key = name.toLowerCase();
-    const prev = map.get(key);
-    map.set(key, prev === undefined ? value : `${prev},${value}`);
-  }
-  return map;
 }
 
 /**
@@ -84,39 +76,4 @@ function lowerCasePairs(headers: Readonly<Record<string, string>>): string[] {
     out.push(lower === "host" ? ":authority" : lower, headers[name]);
   }
   return out;
-}
-
-const IPV4 = /^(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(\.(25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3}$/;
-const IPV6 = /^[0-9A-Fa-f:.]*:[0-9A-Fa-f:.]*$/;
-
-/**
- * The client address Envoy's connection manager trusts (`ConnectionManagerUtility::
- * mutateRequestHeaders`), with `xff_num_trusted_hops` 0 as Istio sets it: with
- * `use_remote_address` (Istio's gateways) the connection's peer, whatever x-forwarded-for says;
- * without (Istio's sidecar inbound listeners) the last address of x-forwarded-for when it is an
- * IP, else the peer. So behind the gateway a sidecar sees the client the gateway saw, and a client
- * that reaches a sidecar directly can name any address it likes in x-forwarded-for.
- */
-export function trustedClientAddress(req: Request, useRemoteAddress: boolean): string | undefined {
-  if (!useRemoteAddress) {
-    const xff = namedHeaders(req).get("x-forwarded-for");
-    const last = xff?.split(",").pop()?.trim();
-    if (last !== undefined && (IPV4.test(last) || IPV6.test(last))) return last;
-  }
-  return req.peer;
-}
-
-/**
- * The request as the gateway forwards it: Envoy with `use_remote_address` appends the peer it saw
- * to x-forwarded-for, and the next proxy's peer is the gateway (whose address the model leaves
- * out).
- */
-export function forwardedByGateway<R extends Request>(req: R): R {
-  if (req.peer === undefined) return req;
-  const headers = { ...(req.headers ?? {}) };
-  const name = Object.keys(headers).find((k) => k.toLowerCase() === "x-forwarded-for");
-  if (name === undefined) headers["x-forwarded-for"] = req.peer;
-  else headers[name] = `${headers[name]},${req.peer}`;
-  const { peer: _, ...rest } = req;
-  return { ...rest, headers } as R;
 }
