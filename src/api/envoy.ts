@@ -153,3 +153,43 @@ export function refusesPerClient(e: ProxyEnvoy | undefined): boolean {
 export const PER_CLIENT_NEEDS = `Envoy 1.${DYNAMIC_DESCRIPTORS_MINOR} (Istio ${
   ISTIO_ENVOY_ROWS.find((r) => minorOf(r.envoy) === DYNAMIC_DESCRIPTORS_MINOR)!.istio
 }) or later`;
+
+/**
+ * Hop-by-hop request headers Envoy's connection manager removes before any filter, on every
+ * request (`mutateRequestHeaders`); `connection` and `upgrade` go too unless it is an upgrade.
+ */
+export const HOP_BY_HOP_HEADERS = ["keep-alive", "proxy-connection", "transfer-encoding"] as const;
+/**
+ * Internal `x-envoy-*` request headers Envoy removes from every request that is not internal
+ * (`cleanInternalHeaders`): every request from Envoy 1.33, where Istio leaves no address internal.
+ */
+export const INTERNAL_ENVOY_HEADERS = [
+  "x-envoy-retriable-status-codes",
+  "x-envoy-retriable-header-names",
+  "x-envoy-retry-on",
+  "x-envoy-retry-grpc-on",
+  "x-envoy-max-retries",
+  "x-envoy-upstream-alt-stat-name",
+  "x-envoy-upstream-rq-timeout-ms",
+  "x-envoy-upstream-rq-per-try-timeout-ms",
+  "x-envoy-upstream-rq-timeout-alt-response",
+  "x-envoy-expected-rq-timeout-ms",
+  "x-envoy-force-trace",
+  "x-envoy-ip-tags",
+  "x-envoy-original-url",
+  "x-envoy-hedge-on-per-try-timeout",
+] as const;
+const REMOVED_BEFORE_FILTERS: ReadonlySet<string> = new Set<string>([
+  ...HOP_BY_HOP_HEADERS,
+  ...INTERNAL_ENVOY_HEADERS,
+]);
+
+/**
+ * Whether every proxy removes the request header `name` (any case) before any filter (from Envoy
+ * 1.33 for the internal `x-envoy-*` ones), so that a rule comparing a client's value of it never
+ * sees one. Not `connection`, `upgrade` (kept on upgrades) or `x-envoy-internal` (the proxy may
+ * set it).
+ */
+export function removedBeforeFilters(name: string): boolean {
+  return REMOVED_BEFORE_FILTERS.has(name.toLowerCase());
+}

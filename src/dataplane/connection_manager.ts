@@ -25,6 +25,10 @@
  *   loopback, fd00::/8); from 1.33 none, as Istio sets no `internal_address_config` by default.
  */
 import { addressBytes, canonicalAddress } from "./address.ts";
+import {
+  HOP_BY_HOP_HEADERS as HOP_BY_HOP,
+  INTERNAL_ENVOY_HEADERS as INTERNAL_ONLY,
+} from "../api/envoy.ts";
 import type { Request } from "./request.ts";
 
 /** How Istio sets up the connection manager of one proxy. */
@@ -43,52 +47,15 @@ export interface Admitted {
   readonly remoteAddress: string | undefined;
 }
 
-/** Hop-by-hop headers removed from every request that is not an upgrade. */
-const HOP_BY_HOP = ["keep-alive", "proxy-connection", "transfer-encoding"] as const;
 /** Removed too unless the request is an upgrade. */
 const UPGRADE_HEADERS = ["connection", "upgrade"] as const;
 
-/** Removed from every request that is not internal (`cleanInternalHeaders`). */
-const INTERNAL_ONLY = [
-  "x-envoy-retriable-status-codes",
-  "x-envoy-retriable-header-names",
-  "x-envoy-retry-on",
-  "x-envoy-retry-grpc-on",
-  "x-envoy-max-retries",
-  "x-envoy-upstream-alt-stat-name",
-  "x-envoy-upstream-rq-timeout-ms",
-  "x-envoy-upstream-rq-per-try-timeout-ms",
-  "x-envoy-upstream-rq-timeout-alt-response",
-  "x-envoy-expected-rq-timeout-ms",
-  "x-envoy-force-trace",
-  "x-envoy-ip-tags",
-  "x-envoy-original-url",
-  "x-envoy-hedge-on-per-try-timeout",
-] as const;
 /** Removed too from an edge request (a gateway's, not internal). */
 const EDGE_ONLY = [
   "x-envoy-decorator-operation",
   "x-envoy-downstream-service-cluster",
   "x-envoy-downstream-service-node",
 ] as const;
-
-const ALWAYS_STRIPPED: ReadonlySet<string> = new Set<string>([
-  ...HOP_BY_HOP,
-  ...INTERNAL_ONLY,
-  ...EDGE_ONLY,
-]);
-
-/**
- * Whether a proxy removes the request header `name` (any case) before any filter, so a rule that
- * compares the client's value of it can never see one: `keep-alive`, `proxy-connection`,
- * `transfer-encoding` on every request, and the internal `x-envoy-*` headers of
- * `cleanInternalHeaders` (on every request from Envoy 1.33, where no request is internal).
- * `connection`, `upgrade` (kept on upgrades) and `x-envoy-internal` (set by the proxy on internal
- * requests) are not in it: a rule can see them.
- */
-export function strippedByProxy(name: string): boolean {
-  return ALWAYS_STRIPPED.has(name.toLowerCase());
-}
 
 /** The path without its fragment (`#` and what follows), as Istio's Envoys hold it. */
 export function withoutFragment(path: string): string {

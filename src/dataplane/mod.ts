@@ -77,7 +77,7 @@ export {
 export type { EnvoyBehaviour, Refill, ResetHeader } from "./envoy.ts";
 export type { Request, Response } from "./request.ts";
 export { canonicalAddress } from "./address.ts";
-export { admit, strippedByProxy, withoutFragment } from "./connection_manager.ts";
+export { admit, withoutFragment } from "./connection_manager.ts";
 export type { Admitted, Downstream } from "./connection_manager.ts";
 export {
   counterKey,
