@@ -19,6 +19,7 @@ import { controllerRbacObjects, operatorRbacObjects } from "../kube/rbac.ts";
 import { CONTROLLER_NAMES } from "../controllers/registry.ts";
 import { notServedPolicy } from "./variants.ts";
 import { fenceObjects } from "./fence_objects.ts";
+import { adviceObjects } from "./advice_objects.ts";
 import { ISTIOD_SERVICE_ENV, istiodDiscoveryRbac } from "./istiod_objects.ts";
 import { MAX_CONCURRENCY } from "../runtime/mod.ts";
 import {
@@ -241,10 +242,11 @@ export async function chartFiles(deployDir: string, version: string): Promise<Ch
       appVersion: img.newTag,
     }),
   );
-  // Each controller's roles when its module is enabled (deploy/<controller>), else the policy
-  // refusing its objects as not served (deploy/variants/).
+  // Each controller's roles (and the RateLimit's advice) when its module is enabled
+  // (deploy/<controller>), else the policy refusing its objects as not served (deploy/variants/).
   for (const c of CONTROLLER_NAMES) {
-    const roles = controllerRbacObjects(c).map(template).join("---\n");
+    const served = [...controllerRbacObjects(c), ...(c === "ratelimit" ? adviceObjects() : [])];
+    const roles = served.map(template).join("---\n");
     const refused = notServedPolicy(c).map(template).join("---\n");
     put(
       `templates/${c}.yaml`,

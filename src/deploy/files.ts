@@ -9,6 +9,7 @@ import { parse, stringify } from "yaml";
 import { isObject } from "../api/json.ts";
 import { MONITORING_CRDS, monitoringObjects } from "./monitoring_objects.ts";
 import { fenceObjects } from "./fence_objects.ts";
+import { adviceObjects } from "./advice_objects.ts";
 import {
   controllerRbacObjects,
   DEFAULT_RBAC_NAMES,
@@ -66,13 +67,27 @@ function componentFile(path: string, resources: string[], comment: string[]): De
  */
 function controllerFiles(): DeployFile[] {
   return CONTROLLER_NAMES.flatMap((c) => [
-    componentFile(`${c}/kustomization.yaml`, ["rbac.yaml"], [
-      `The roles of the ${c} controller (ClusterRole ${partRoleName(c)}${
-        c === "ratelimit" ? "" : ` and the grants of its module's RBAC`
-      }), bound to the operator's ServiceAccount.`,
-      "deploy/ has it; a variant without it runs without the controller (deploy/variants/).",
-    ]),
+    componentFile(
+      `${c}/kustomization.yaml`,
+      ["rbac.yaml", ...(c === "ratelimit" ? ["advice.yaml"] : [])],
+      [
+        `The roles of the ${c} controller (ClusterRole ${partRoleName(c)}${
+          c === "ratelimit" ? "" : ` and the grants of its module's RBAC`
+        }), bound to the operator's ServiceAccount${
+          c === "ratelimit"
+            ? "; and advice.yaml, the API server's warnings on RateLimit rules (the preview's advice)"
+            : ""
+        }.`,
+        "deploy/ has it; a variant without it runs without the controller (deploy/variants/).",
+      ],
+    ),
     { path: `${c}/rbac.yaml`, text: yamlDocs(controllerRbacObjects(c), "src/kube/rbac.ts") },
+    ...(c === "ratelimit"
+      ? [{
+        path: `${c}/advice.yaml`,
+        text: yamlDocs(adviceObjects(), "src/deploy/advice_objects.ts"),
+      }]
+      : []),
   ]);
 }
 

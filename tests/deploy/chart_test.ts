@@ -59,7 +59,7 @@ Deno.test("helm template with the default values gives exactly kubectl kustomize
   const kustomize = await run((await binaryPaths()).kubectl, ["kustomize", DEPLOY]);
   assert.ok(kustomize.ok, kustomize.err);
   const fromHelm = objects(helm.out);
-  assert.equal(fromHelm.length, 30);
+  assert.equal(fromHelm.length, 32);
   assert.deepEqual(fromHelm, objects(kustomize.out));
 });
 
@@ -153,7 +153,7 @@ Deno.test("istiodService gives exactly deploy/ with the deploy/istiod component,
     const kustomize = await run((await binaryPaths()).kubectl, ["kustomize", dir]);
     assert.ok(kustomize.ok, kustomize.err);
     const fromHelm = objects(helm.out);
-    assert.equal(fromHelm.length, 32);
+    assert.equal(fromHelm.length, 34);
     assert.deepEqual(fromHelm, objects(kustomize.out));
     // Another Service: the Role goes to its namespace, the variable names it.
     const other = objects((await template("--set=istiodService=mesh/istiod-canary")).out);
@@ -182,7 +182,7 @@ Deno.test("globalEngine.redisSecret gives exactly deploy/ with the deploy/global
     const kustomize = await run((await binaryPaths()).kubectl, ["kustomize", dir]);
     assert.ok(kustomize.ok, kustomize.err);
     const fromHelm = objects(helm.out);
-    assert.equal(fromHelm.length, 35);
+    assert.equal(fromHelm.length, 37);
     assert.deepEqual(fromHelm, objects(kustomize.out));
   });
   // Another Secret and an image: both variables.
@@ -246,7 +246,7 @@ Deno.test("modules: only modules.ratelimit enabled gives exactly deploy/variants
   const kustomize = await run((await binaryPaths()).kubectl, ["kustomize", variant]);
   assert.ok(kustomize.ok, kustomize.err);
   const fromHelm = objects(helm.out);
-  assert.equal(fromHelm.length, 22);
+  assert.equal(fromHelm.length, 24);
   assert.deepEqual(fromHelm, objects(kustomize.out));
   // Another choice: each enabled module brings its roles, the flag names them, the other is refused.
   const two = objects((await template("--set=modules.serverless.enabled=false")).out);

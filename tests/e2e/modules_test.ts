@@ -30,6 +30,7 @@ import {
   statusMatches,
 } from "./status.ts";
 import { schemaRefusals } from "./refusals.ts";
+import { adviceWarnings } from "./advice.ts";
 
 const EXPECTED_CRDS = [
   "ratelimits.gateway.platform-project.io",
@@ -58,6 +59,12 @@ e2eSuite("modules", async (env, t) => {
     t,
     "objects that break the schema are refused by kubectl apply",
     () => schemaRefusals(env),
+  );
+
+  await env.step(
+    t,
+    "kubectl apply warns of RateLimit rules as the preview advises (deploy/ratelimit/advice.yaml)",
+    () => adviceWarnings(env),
   );
 
   const started = await env.step(t, "the operator starts", async () => {

@@ -227,7 +227,7 @@ export function textReport(result: TrafficRun): string[] {
       ]
       : []),
     ...(result.gateway ? GATEWAY_ROUTES_NOTE : []),
-    ...result.hostNotes,
+    ...result.advice,
     ...requests,
     "",
     `${result.outcomes.length} requests: ${admitted} admitted${

@@ -11,9 +11,9 @@ import type {
   GlobalLimit,
   GlobalRule,
   RateLimit,
-  RuleMatch,
 } from "../../api/ratelimit.ts";
 import { parseRateLimit } from "../../api/ratelimit.ts";
+import { ruleAdvice } from "../../api/ratelimit_advice.ts";
 import { isUnknownField } from "../../api/validation/unknown.ts";
 import { parseFillInterval } from "../../api/duration.ts";
 import {
@@ -124,34 +124,7 @@ export interface TrafficRun {
    * What the proxy makes of rules that name the Host header (compared exactly, or a client's key
    * taken as sent), a line each: `spec.local.buckets[0].headers names Host, ...`.
    */
-  hostNotes: string[];
-}
-
-/**
- * What the proxy makes of a RateLimit's rules that name the Host header, a line each. Envoy's
- * request header map answers `host` with `:authority` as the client sent it: a rule's headers
- * compare it exactly, so another letter case or a port escapes the rule where `hosts` would take
- * it; a per-client key on it gives each spelling a bucket of its own.
- */
-function hostHeaderNotes(rl: RateLimit): string[] {
-  const isHost = (name: string) => name.toLowerCase() === "host";
-  const lines = (rules: readonly RuleMatch[], field: string) =>
-    rules.flatMap((r, i) => [
-      ...(Object.keys(r.headers ?? {}).some(isHost)
-        ? [
-          `${field}[${i}].headers names Host, which the proxy compares exactly: in other letters or with a port (API.example.com, api.example.com:443) a request escapes it; hosts takes a name in any case, with any port.`,
-        ]
-        : []),
-      ...(r.perClient?.header !== undefined && isHost(r.perClient.header)
-        ? [
-          `${field}[${i}].perClient keys on Host as sent: each spelling (API.example.com, api.example.com:443) is a client of its own, with its own bucket.`,
-        ]
-        : []),
-    ]);
-  return [
-    ...lines(rl.spec.local?.buckets ?? [], "spec.local.buckets"),
-    ...lines(rl.spec.global?.rules ?? [], "spec.global.rules"),
-  ];
+  advice: string[];
 }
 
 /** Where a request without a client comes from. */
@@ -431,7 +404,7 @@ export function runTraffic(
       ...(replicas !== undefined ? { replicas } : {}),
       ...(globalReports ? { global: globalReports } : {}),
       pods,
-      hostNotes: hostHeaderNotes(rl),
+      advice: ruleAdvice(rl),
     },
   };
 }
