@@ -216,7 +216,7 @@ export class Manager {
     }
     this.#state = "stopping";
     this.#o.log.info("stopping: finishing in-flight reconciles", { reason });
-    await this.#within(this.#terms.drain(), STOP_WAIT_MS, "in-flight reconciles");
+    const drained = await this.#within(this.#terms.drain(), STOP_WAIT_MS, "in-flight reconciles");
     // Still leading here, so the queued Events' lease signal has not aborted them; no reconcile
     // runs any more, so those held back go now.
     this.#events.wake();
@@ -224,6 +224,7 @@ export class Manager {
     this.#electorStop.abort();
     // A request that hangs must not hold up a shutdown the kubelet will cut short anyway.
     await this.#within(this.#electorTask, STOP_WAIT_MS, "leader election");
+    if (!drained) await this.#waitOutTerm();
     await this.#within(
       this.#elector?.release() ?? Promise.resolve(),
       STOP_WAIT_MS,
@@ -255,12 +256,30 @@ export class Manager {
   }
 
   /** Waits for `task`, but at most `ms` on the Clock. */
-  async #within(task: Promise<unknown>, ms: number, what: string): Promise<void> {
+  /** Waits for `task` at most `ms`; true when it settled in time. */
+  async #within(task: Promise<unknown>, ms: number, what: string): Promise<boolean> {
     const timeout = new AbortController();
     const late = this.#o.clock.sleep(ms, timeout.signal).then(() => true, () => false);
     const timedOut = await Promise.race([task.then(() => false, () => false), late]);
     timeout.abort();
     if (timedOut) this.#o.log.warn(`stopping: gave up waiting for ${what}`, { waitedMs: ms });
+    return !timedOut;
+  }
+
+  /**
+   * A reconcile that outlived the drain may still have a write in flight, bounded only by the
+   * term's end (each write's server-side timeout is the term's time left): handing the Lease over
+   * before then could let it land in the next leader's term. So the Lease is released only once
+   * the term is over; by then the renew deadline has ended it, and the Lease expires on its own.
+   */
+  async #waitOutTerm(): Promise<void> {
+    const left = this.#elector?.termLeftMs ?? 0;
+    if (left <= 0) return;
+    this.#o.log.warn(
+      "stopping: a write may still be in flight; the lease goes when this term ends",
+      { waitMs: left },
+    );
+    await this.#o.clock.sleep(left);
   }
 
   #finish(): void {

@@ -317,3 +317,42 @@ Deno.test("a controller's writes are compared with what it watches, not with ano
   );
   await a.m.stop();
 });
+
+Deno.test("a stop whose reconcile outlives the drain hands the lease over only when its term is over", async () => {
+  const le = { namespace: "platform-system", name: "platform-operator" };
+  const t = setup({ leaderElection: le });
+  t.cluster.put(RL, widget("a", "1"));
+  const a = t.mk("op-a", {}, ["ConfigMap"]); // only its ConfigMap writes hang
+  await t.clock.advance(100);
+  const b = t.mk("op-b");
+  await t.clock.advance(5_000);
+  assert.equal(a.m.status.leading, true);
+  const lease = () =>
+    t.cluster.peek(RESOURCES.Lease, le.namespace, le.name)?.spec as {
+      renewTime?: string;
+      holderIdentity?: string;
+    };
+  // Right after a renewal: the term then ends 7 s (the renew deadline) after it was sent.
+  const before = lease().renewTime;
+  assert.ok(await t.clock.until(() => lease().renewTime !== before, 3_000, 10));
+  const termEnds = Date.parse(lease().renewTime!) + 7_000;
+  a.net.mode.value = "hang";
+  t.cluster.put(RL, { ...t.cluster.peek(RL, "demo", "a")!, spec: { value: "2" } }); // its apply hangs
+  await t.clock.advance(10);
+  let stopped = false;
+  a.m.stop("SIGTERM").then(() => stopped = true);
+  let handedOver = 0;
+  for (let i = 0; i < 400 && !(stopped && b.m.status.leading); i++) {
+    await t.clock.advance(50);
+    if (!handedOver && lease().holderIdentity !== "op-a") handedOver = t.clock.now();
+  }
+  assert.ok(stopped && b.m.status.leading, "a stopped and b leads");
+  // Released at the drain's end (5 s after the stop), the Lease would go inside a's term, where
+  // the hung write may still land (its server-side timeout is the term's time left).
+  assert.ok(
+    handedOver >= termEnds,
+    `the lease went ${termEnds - handedOver} ms before a's term ended`,
+  );
+  assert.ok(t.lines.some((l) => String(l.msg).includes("the lease goes when this term ends")));
+  await b.m.stop();
+});
