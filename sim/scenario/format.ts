@@ -5,7 +5,7 @@
  * scenario is reported with its path instead of a confusing run.
  */
 import { z } from "zod";
-import { parseGoDuration } from "../../src/api/duration.ts";
+import { goDurationProblem, parseGoDuration } from "../../src/api/duration.ts";
 import { formatErrors } from "../../src/api/issues.ts";
 import { isObject } from "../../src/api/json.ts";
 import { parseYamlDocument } from "../../src/api/yaml.ts";
@@ -30,7 +30,10 @@ const MAX_STEP_REQUESTS = 10_000;
 const Duration = z.string().transform((s, ctx) => {
   const ms = parseGoDuration(s);
   if (ms === undefined) {
-    ctx.addIssue({ code: "custom", message: "must be a Go duration like 0s, 2s, 1m30s" });
+    ctx.addIssue({
+      code: "custom",
+      message: goDurationProblem(s, "must be a Go duration like 0s, 2s, 1m30s"),
+    });
     return z.NEVER;
   }
   if (ms > MAX_DURATION_MS) {

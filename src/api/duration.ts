@@ -13,13 +13,69 @@ const GO_UNITS: Record<string, number> = {
 const GO_DURATION = /^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$/;
 const GO_PART = /([0-9]+(?:\.[0-9]+)?)(ns|us|µs|ms|s|m|h)/g;
 
-/** Parses a Go duration string (no sign) into milliseconds; undefined when it is not one. */
+/** Go's longest duration: time.Duration is int64 nanoseconds. */
+export const MAX_GO_DURATION = "2562047h47m16.854775807s";
+
+const MAX_NS = 2n ** 63n - 1n;
+
+const UNIT_NS: Record<string, bigint> = {
+  ns: 1n,
+  us: 1_000n,
+  "µs": 1_000n,
+  ms: 1_000_000n,
+  s: 1_000_000_000n,
+  m: 60_000_000_000n,
+  h: 3_600_000_000_000n,
+};
+
+/**
+ * True when `text`, a Go duration by its syntax, is longer than {@link MAX_GO_DURATION}: Go's
+ * time.ParseDuration counts int64 nanoseconds, each part's fraction truncated to whole ones, and
+ * refuses such a text ("time: invalid duration").
+ */
+function beyondGo(text: string): boolean {
+  let total = 0n;
+  for (const [, num, unit] of text.matchAll(GO_PART)) {
+    const [whole, fraction = ""] = num.split(".");
+    const scale = UNIT_NS[unit];
+    // As Go: the fraction's digits as a float64, times the unit over their scale, truncated.
+    const part = fraction === "" ? 0n : BigInt(
+      Math.trunc(
+        Number(fraction.slice(0, 18)) * (Number(scale) / 10 ** Math.min(fraction.length, 18)),
+      ),
+    );
+    total += BigInt(whole) * scale + part;
+    if (total > MAX_NS) return true;
+  }
+  return false;
+}
+
+/**
+ * Parses a Go duration string (no sign) into milliseconds; undefined when it is not one, or is
+ * longer than Go takes ({@link goDurationProblem} says which).
+ */
 export function parseGoDuration(text: string): number | undefined {
   if (text === "0") return 0;
-  if (!GO_DURATION.test(text)) return undefined;
+  if (!GO_DURATION.test(text) || beyondGo(text)) return undefined;
   let total = 0;
   for (const [, num, unit] of text.matchAll(GO_PART)) total += Number(num) * GO_UNITS[unit];
   return total;
+}
+
+/**
+ * Why {@link parseGoDuration} refuses `text`: longer than Go's maximum (`shown` is how the message
+ * writes it), or else `otherwise` (the caller's "not a duration like ..."). Undefined when it is a
+ * duration.
+ */
+export function goDurationProblem(
+  text: string,
+  otherwise: string,
+  shown: string = JSON.stringify(text),
+): string | undefined {
+  if (parseGoDuration(text) !== undefined) return undefined;
+  return GO_DURATION.test(text)
+    ? `${shown} is longer than Go's maximum duration ${MAX_GO_DURATION}`
+    : otherwise;
 }
 
 /**

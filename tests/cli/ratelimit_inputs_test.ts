@@ -228,3 +228,33 @@ Deno.test("--requests: a key given twice in a line, or a header twice or __proto
   assert.equal(r.code, 0, r.err.join("\n"));
   assert.equal(r.out.length, 1);
 });
+
+Deno.test("a duration longer than Go's maximum is refused in --requests and --for, not run as Infinity", async () => {
+  const huge = `1${"0".repeat(400)}h`;
+  const lines = await run(
+    ["-f", WORKLOAD_FILE, "--requests", "-", "--envoy", "1.30"],
+    `{"t":"0s","path":"/"}\n{"t":"${huge}","path":"/"}\n`,
+  );
+  assert.equal(lines.code, 2);
+  assert.deepEqual(lines.err, [
+    `error: stdin:2: t: "${huge}" is longer than Go's maximum duration 2562047h47m16.854775807s`,
+  ]);
+  const flag = await run(["-f", WORKLOAD_FILE, "--rate", "1/s", "--for", "2562048h"]);
+  assert.equal(flag.code, 2);
+  assert.match(flag.err[0], /--for "2562048h" is longer than Go's maximum duration/);
+});
+
+Deno.test("the largest request time Go takes runs to the end with Envoy 1.30, and draws", async () => {
+  const svg = await Deno.makeTempFile({ suffix: ".svg" });
+  try {
+    const r = await run(
+      ["-f", WORKLOAD_FILE, "--requests", "-", "--envoy", "1.30", "--svg", svg],
+      `{"t":"0s","path":"/"}\n{"t":"2562047h47m16.854775807s","path":"/"}\n`,
+    );
+    assert.equal(r.code, 0, r.err.join("\n"));
+    assert.ok(r.out.some((l) => l.startsWith("9223372036.855s ")), r.out.join("\n"));
+    assert.match(await Deno.readTextFile(svg), /^<svg /);
+  } finally {
+    await Deno.remove(svg);
+  }
+});

@@ -1,5 +1,5 @@
 /** Arguments of `mod.ts ratelimit` and the traffic they describe. */
-import { parseGoDuration } from "../../api/duration.ts";
+import { goDurationProblem, parseGoDuration } from "../../api/duration.ts";
 import { HTTP_TOKEN_CHARS } from "../../api/ratelimit_bounds.ts";
 import {
   DEFAULT_ENVOY,
@@ -224,7 +224,14 @@ export function parseCommandLine(args: string[]): ParsedArgs {
   }
   const forMs = parseGoDuration(values.for);
   if (forMs === undefined) {
-    return fail(`--for ${JSON.stringify(values.for)} is not a duration like 30s or 2m`);
+    return fail(
+      `--for ${
+        goDurationProblem(
+          values.for,
+          `${JSON.stringify(values.for)} is not a duration like 30s or 2m`,
+        )
+      }`,
+    );
   }
   if ((rateHz * forMs) / 1000 > MAX_REQUESTS) {
     return fail(`--rate ${values.rate} for ${values.for} is more than ${MAX_REQUESTS} requests`);

@@ -3,7 +3,7 @@
  * project's: the same spec, its fillIntervals in our whole-second form, and the differences in
  * behaviour a user who migrates meets (docs/migrating-from-kyma.md). Pure: object in, object out.
  */
-import { parseGoDuration } from "../../api/duration.ts";
+import { goDurationProblem, parseGoDuration } from "../../api/duration.ts";
 import { GATEWAY_GROUP } from "../../api/groups.ts";
 import { MAX_TOKENS_LIMIT } from "../../api/ratelimit_bounds.ts";
 import { MIN_FILL_INTERVAL_MS, SHADOW_HEADER, SHADOW_HEADER_VALUE } from "../../api/envoy.ts";
@@ -85,7 +85,12 @@ function convertIntervals(
     const text = bucket.fillInterval;
     const ms = typeof text === "string" ? parseGoDuration(text) : undefined;
     if (ms === undefined) {
-      problems.push(`${path}.fillInterval ${show(text)} is not a Go duration like 30s or 500ms`);
+      const otherwise = `${show(text)} is not a Go duration like 30s or 500ms`;
+      problems.push(
+        `${path}.fillInterval ${
+          typeof text === "string" ? goDurationProblem(text, otherwise) : otherwise
+        }`,
+      );
       continue;
     }
     if (ms < MIN_FILL_INTERVAL_MS) {

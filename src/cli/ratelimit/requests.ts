@@ -1,12 +1,16 @@
 /** Reads the `--requests` file: one JSON object a line, `count` expanded, times in order. */
 import { z } from "zod";
-import { parseGoDuration } from "../../api/duration.ts";
+import { goDurationProblem, parseGoDuration } from "../../api/duration.ts";
 import { formatErrors, formatPath, toFieldErrors } from "../../api/issues.ts";
 import { headerNamesProblem, MAX_REQUESTS, METHOD, type TrafficRequest } from "./args.ts";
 
 const LineSchema = z.strictObject({
   t: z.string().refine((s) => parseGoDuration(s) !== undefined, {
-    error: (iss) => `${JSON.stringify(iss.input)} is not a duration like 1.5s`,
+    error: (iss) =>
+      goDurationProblem(
+        String(iss.input),
+        `${JSON.stringify(iss.input)} is not a duration like 1.5s`,
+      ),
   }),
   method: z.string().regex(METHOD, {
     error: (iss) => `${JSON.stringify(iss.input)} is not an HTTP method like GET or POST`,

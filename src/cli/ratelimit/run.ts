@@ -305,7 +305,11 @@ export function runTraffic(
     const first = Math.floor(from / every) + 1;
     const last = Math.floor(to / every);
     const step = Math.max(1, Math.ceil((last - first + 1) / MAX_FILL_POINTS));
-    for (let k = first; k <= last; k += step) sample(r, k * every);
+    // Counted, not `k += step` to `last`: past 2^53 a float sum stops advancing.
+    const points = Math.max(0, Math.floor((last - first) / step) + 1);
+    for (let i = 0; i < Math.min(points, MAX_FILL_POINTS); i++) {
+      sample(r, (first + i * step) * every);
+    }
   };
   for (const r of reports) sample(r, 0);
   const domain = globalDomain(namespace, rl.metadata.name);

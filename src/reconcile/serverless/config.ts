@@ -2,7 +2,7 @@
  * The Serverless configuration check (docs/design.md): the spec's plain strings become the settings in
  * use, or field errors that name the field and the value.
  */
-import { parseGoDuration } from "../../api/duration.ts";
+import { goDurationProblem, parseGoDuration } from "../../api/duration.ts";
 import { type FieldError, show } from "../../api/issues.ts";
 import type { ServerlessSpec } from "../../api/serverless.ts";
 
@@ -71,7 +71,11 @@ function checkDuration(
 ): void {
   const ms = parseGoDuration(parsed);
   if (ms === undefined) {
-    errors.push({ path, message: `${show(value)} is not a duration such as ${examples}` });
+    const otherwise = `${show(value)} is not a duration such as ${examples}`;
+    errors.push({
+      path,
+      message: goDurationProblem(parsed, otherwise, show(value))!,
+    });
   } else if (ms <= 0) {
     errors.push({ path, message: `${show(value)} must be longer than zero` });
   }
