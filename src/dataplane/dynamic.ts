@@ -46,6 +46,8 @@ export function descriptorKey(entries: readonly DescriptorEntry[]): string {
  */
 export class DynamicDescriptor {
   readonly #kept = new Map<string, { bucket: RateBucket; client: string }>();
+  /** The kept descriptors' keys by client, for {@link peek}. */
+  readonly #keyOf = new Map<string, string>();
   constructor(
     readonly spec: BucketSpec,
     readonly lruSize: number,
@@ -63,14 +65,19 @@ export class DynamicDescriptor {
     // AtomicTokenBucketImpl starts full as of its creation.
     const made = { bucket: makeBucket(this.spec, nowMs, this.envoy), client };
     this.#kept.set(key, made);
-    if (this.#kept.size > this.lruSize) this.#kept.delete(this.#kept.keys().next().value!);
+    if (!this.#keyOf.has(client)) this.#keyOf.set(client, key);
+    if (this.#kept.size > this.lruSize) {
+      const [oldest, { client: gone }] = this.#kept.entries().next().value!;
+      this.#kept.delete(oldest);
+      if (this.#keyOf.get(gone) === oldest) this.#keyOf.delete(gone);
+    }
     return made.bucket;
   }
 
   /** The bucket of `client` if kept, without touching the order (for charts). */
   peek(client: string): RateBucket | undefined {
-    for (const k of this.#kept.values()) if (k.client === client) return k.bucket;
-    return undefined;
+    const key = this.#keyOf.get(client);
+    return key === undefined ? undefined : this.#kept.get(key)?.bucket;
   }
 
   /** The kept descriptors, most recently used first. */

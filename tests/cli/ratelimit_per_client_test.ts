@@ -7,6 +7,9 @@ import assert from "node:assert/strict";
 import { run } from "./preview.ts";
 import { clientAddress, parseCommandLine, rateRequests } from "../../src/cli/ratelimit/args.ts";
 import { parseRequests } from "../../src/cli/ratelimit/requests.ts";
+import { runTraffic } from "../../src/cli/ratelimit/run.ts";
+import { parseYamlDocument } from "../../src/api/yaml.ts";
+import { DEFAULT_ENVOY, envoyBehaviour } from "../../src/dataplane/mod.ts";
 
 const example = (name: string) => new URL(`../../docs/examples/${name}`, import.meta.url).pathname;
 const file = example("ratelimit-per-client.yaml");
@@ -71,4 +74,32 @@ Deno.test("Envoy before 1.34: refused plainly, naming the rule", async () => {
   assert.equal(r.code, 2);
   assert.match(r.err, /spec\.local\.buckets\[0\]\.perClient: per-client buckets need Envoy 1\.34/);
   assert.deepEqual(r.out, []);
+});
+
+Deno.test("20000 clients: one report each, in the order they came, each with its own points", () => {
+  // Each request used to scan every report and redraw every client's points: quadratic, minutes
+  // for a few thousand clients. Now a client's report is looked up and drawn when it comes.
+  const text = Deno.readTextFileSync(file).replace("maxClients: 1000", "maxClients: 100000");
+  const rl = parseYamlDocument(text, "rl.yaml");
+  assert.ok(rl.ok);
+  const n = 20_000;
+  const requests = Array.from({ length: n }, (_, i) => ({
+    t: i,
+    path: "/x",
+    headers: {},
+    client: `c${i}`,
+  }));
+  const envoy = envoyBehaviour(DEFAULT_ENVOY);
+  assert.ok(envoy.ok);
+  const r = runTraffic(rl.value, requests, n, envoy.value);
+  assert.ok(r.ok);
+  const clients = r.value.buckets.filter((b) => b.id === 1);
+  assert.deepEqual(clients.map((b) => b.client), requests.map((q) => q.client));
+  for (const b of clients) {
+    assert.deepEqual([b.admitted, b.rejected, b.marks.length], [1, 0, 1]);
+    // Full at 0, the level its request found and left, full again 3 s later if the run lasts.
+    assert.ok(b.tokens.length <= 4, `${b.client}: ${b.tokens.length} points`);
+  }
+  assert.deepEqual(clients[0].tokens, [[0, 20], [0, 20], [0, 19], [3000, 20]]);
+  assert.deepEqual(clients[n - 1].tokens, [[0, 20], [n - 1, 20], [n - 1, 19]]);
 });

@@ -269,7 +269,7 @@ export function runTraffic(
   const proxy = mesh.proxy(namespace, "proxy-0")!;
   const first = `${namespace}/proxy-0`;
   const to: MeshTarget = gateway ? "gateway" : { namespace, labels };
-  const reports: BucketReport[] = local === undefined ? [] : [
+  const ruleReports: BucketReport[] = local === undefined ? [] : [
     {
       id: "default",
       bucket: local.defaultBucket,
@@ -311,7 +311,17 @@ export function runTraffic(
       sample(r, (first + i * step) * every);
     }
   };
-  for (const r of reports) sample(r, 0);
+  for (const r of ruleReports) sample(r, 0);
+  const byId = new Map(ruleReports.map((r) => [r.id, r]));
+  const clients = new ClientReports(byId);
+  // A client's fill points are drawn up to the time it last had them: before each request from
+  // it (its bucket as its previous request left it) and at the end, never for every request.
+  const flushClient = (r: BucketReport, to: number) => {
+    const from = clients.filledTo(r);
+    if (to <= from) return;
+    fillsUpTo(r, from, to);
+    clients.filled(r, to);
+  };
   const domain = globalDomain(namespace, rl.metadata.name);
   const globalReports: GlobalReport[] | undefined = globalSpec && [
     ...(globalSpec.rules ?? []).map((rule, i): GlobalReport => ({
@@ -334,13 +344,14 @@ export function runTraffic(
   ];
   let prev = 0;
   const outcomes: RequestOutcome[] = [];
+  const perClientRules = [...(local?.buckets ?? []), ...(globalSpec?.rules ?? [])];
   for (const req of requests) {
-    for (const r of reports) fillsUpTo(r, prev, req.t);
+    for (const r of ruleReports) fillsUpTo(r, prev, req.t);
     prev = req.t;
-    const d = mesh.send({
-      to,
-      ...sent(req, [...(local?.buckets ?? []), ...(globalSpec?.rules ?? [])]),
-    }, req.t);
+    const request = sent(req, perClientRules);
+    // Whichever client the request turns out to be, its bucket's points up to now come first.
+    for (const r of clients.candidates(request)) flushClient(r, req.t);
+    const d = mesh.send({ to, ...request }, req.t);
     const g = d.global && globalOutcome(d.global, d.globalRejected === true, domain);
     const globalWould = d.global?.shadowOverLimit === true || d.global?.notEnforced === true;
     if (g && globalReports) {
@@ -364,9 +375,13 @@ export function runTraffic(
       wouldReject: d.wouldReject === true || globalWould,
       ...(d.client !== undefined ? { bucketClient: d.client } : {}),
     });
-    const r = d.client === undefined
-      ? reports.find((x) => x.id === d.bucket)
-      : clientReport(reports, d.bucket as number, d.client);
+    const r = d.bucket === undefined
+      ? undefined
+      : d.client === undefined
+      ? byId.get(d.bucket)
+      : clients.report(d.bucket as number, d.client, req.t);
+    // Not foreseen among the candidates (a client value the model derives otherwise): drawn now.
+    if (r && r.client !== undefined) flushClient(r, req.t);
     // A local bucket's count is of what the local filter decided (a global refusal came after);
     // its tokens, drawn by --svg, are the first Pod's.
     const refusedHere = d.rejected === true && d.globalRejected !== true;
@@ -384,12 +399,14 @@ export function runTraffic(
       sample(r, req.t);
     }
   }
-  for (const r of reports) fillsUpTo(r, prev, endMs);
-  // A per-client rule that clients reached is shown by client, not also as the rule.
-  const shown = reports.filter((r) =>
-    r.client !== undefined || r.rule?.perClient === undefined ||
-    !reports.some((x) => x.id === r.id && x.client !== undefined)
-  );
+  for (const r of ruleReports) fillsUpTo(r, prev, endMs);
+  for (const r of clients.all()) flushClient(r, endMs);
+  // A per-client rule that clients reached is shown by client, not also as the rule; each rule's
+  // clients follow it in the order they came.
+  const shown = ruleReports.flatMap((r) => {
+    const of = clients.of(r.id);
+    return of.length > 0 ? of : [r];
+  });
   const limits = filterLimits(plan.apply[0]);
   return {
     ok: true,
@@ -435,27 +452,81 @@ function globalOutcome(
 }
 
 /**
- * The report of a per-client rule's client, made (from the rule's, full at time 0, as Envoy makes
- * it full when the client first comes) after the rule's and the earlier clients' when new.
+ * The reports of per-client rules' clients, by rule and client in the order they came (a lookup,
+ * not a scan: a run may see a client a request), and until when each has its fill points.
  */
-function clientReport(reports: BucketReport[], id: number, client: string): BucketReport {
-  const found = reports.find((x) => x.id === id && x.client === client);
-  if (found) return found;
-  const rule = reports.find((x) => x.id === id && x.client === undefined)!;
-  const made: BucketReport = {
-    ...rule,
-    client,
-    admitted: 0,
-    rejected: 0,
-    wouldReject: 0,
-    // Full from time 0, as Envoy makes it when the client first comes (not sampled now: the
-    // request just sent has taken a token from it).
-    tokens: [[0, rule.bucket.maxTokens]],
-    marks: [],
-  };
-  const last = reports.findLastIndex((x) => x.id === id);
-  reports.splice(last + 1, 0, made);
-  return made;
+class ClientReports {
+  readonly #byRule = new Map<number, Map<string, BucketReport>>();
+  readonly #filledTo = new Map<BucketReport, number>();
+  constructor(private readonly rules: ReadonlyMap<BucketId, BucketReport>) {}
+
+  /**
+   * The report of rule `id`'s `client`, made when new at `nowMs` (from the rule's, full at time
+   * 0, as Envoy makes it full when the client first comes).
+   */
+  report(id: number, client: string, nowMs: number): BucketReport {
+    let of = this.#byRule.get(id);
+    if (!of) this.#byRule.set(id, of = new Map());
+    const found = of.get(client);
+    if (found) return found;
+    const rule = this.rules.get(id)!;
+    const made: BucketReport = {
+      ...rule,
+      client,
+      admitted: 0,
+      rejected: 0,
+      wouldReject: 0,
+      // Not sampled now: the request just sent has taken a token from it.
+      tokens: [[0, rule.bucket.maxTokens]],
+      marks: [],
+    };
+    of.set(client, made);
+    this.#filledTo.set(made, nowMs);
+    return made;
+  }
+
+  /**
+   * The reports a request could be counted on: each kept client whose name is the request's
+   * peer, an x-forwarded-for address or a header's value.
+   */
+  candidates(req: { headers: Record<string, string>; peer: string }): BucketReport[] {
+    if (this.#byRule.size === 0) return [];
+    const names = new Set([req.peer]);
+    for (const [k, v] of Object.entries(req.headers)) {
+      names.add(v);
+      if (k.toLowerCase() === "x-forwarded-for") {
+        for (const a of v.split(",")) names.add(a.trim());
+      }
+    }
+    const out: BucketReport[] = [];
+    for (const of of this.#byRule.values()) {
+      for (const n of names) {
+        const r = of.get(n);
+        if (r) out.push(r);
+      }
+    }
+    return out;
+  }
+
+  /** Rule `id`'s clients' reports, in the order they came. */
+  of(id: BucketId): BucketReport[] {
+    return typeof id === "number" ? [...(this.#byRule.get(id)?.values() ?? [])] : [];
+  }
+
+  /** Every client's report. */
+  all(): BucketReport[] {
+    return [...this.#byRule.values()].flatMap((of) => [...of.values()]);
+  }
+
+  /** The time up to which `r` has its fill points. */
+  filledTo(r: BucketReport): number {
+    return this.#filledTo.get(r) ?? 0;
+  }
+
+  /** Records that `r` has its fill points up to `t`. */
+  filled(r: BucketReport, t: number): void {
+    this.#filledTo.set(r, t);
+  }
 }
 
 /** What the API server and kubectl would add: a namespace, a uid, a creation time, generation 1. */
