@@ -27,6 +27,13 @@ const MAX_COUNT = 1_000;
 /** The most requests one step sends, `count`s expanded. */
 const MAX_STEP_REQUESTS = 10_000;
 
+/**
+ * The most requests a scenario sends, all steps together: ten steps at the most each (100000
+ * requests run in about 3 s and 230 MB; YAML aliases once repeated a full step a thousand times,
+ * 10^7 requests from 1 KB, which ran for minutes to 4.4 GB and then failed).
+ */
+const MAX_SCENARIO_REQUESTS = 100_000;
+
 const Duration = z.string().transform((s, ctx) => {
   const ms = parseGoDuration(s);
   if (ms === undefined) {
@@ -372,6 +379,8 @@ export const ScenarioSchema = strict({
       });
     }
   }
+  let total = 0;
+  let counted = true;
   for (const [i, step] of s.steps.entries()) {
     if (step.expectResponses && !step.requests) {
       ctx.addIssue({
@@ -389,7 +398,8 @@ export const ScenarioSchema = strict({
     }
     const requests = step.requests ?? [];
     const sent = requests.reduce((n, r) => n + r.count, 0);
-    if (sent > MAX_STEP_REQUESTS && requests.every((r) => r.count <= MAX_COUNT)) {
+    const countsValid = requests.every((r) => r.count <= MAX_COUNT);
+    if (sent > MAX_STEP_REQUESTS && countsValid) {
       ctx.addIssue({
         code: "custom",
         path: ["steps", i, "requests"],
@@ -397,6 +407,16 @@ export const ScenarioSchema = strict({
           `${sent} requests (counts expanded) is above the maximum ${MAX_STEP_REQUESTS} a step`,
       });
     }
+    counted &&= countsValid && sent <= MAX_STEP_REQUESTS;
+    total += sent;
+  }
+  if (counted && total > MAX_SCENARIO_REQUESTS) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["steps"],
+      message:
+        `${total} requests (counts expanded, all steps) is above the maximum ${MAX_SCENARIO_REQUESTS} a scenario`,
+    });
   }
 });
 

@@ -109,7 +109,7 @@ Deno.test("strict: an expectation matches top-level object fields, and only keys
   );
 });
 
-Deno.test("bounds: seed 0 to 2^53-1, virtual time at most 24h, counts at most 1000", () => {
+Deno.test("bounds: seed 0 to 2^53-1, virtual time at most 24h, counts at most 1000, requests 100000", () => {
   assert.equal(parseScenario(`name: x\nseed: ${MAX_SEED}\n${STEP}`).seed, MAX_SEED);
   assert.match(refusal(`name: x\nseed: 9007199254740992\n${STEP}`), /^f\.yaml: seed: .*2\^53/);
   assert.match(refusal(`name: x\nseed: -1\n${STEP}`), /^f\.yaml: seed: -1 is below the minimum 0/);
@@ -131,6 +131,15 @@ Deno.test("bounds: seed 0 to 2^53-1, virtual time at most 24h, counts at most 10
       `name: x\n${STEP}    requests: [${"{to: gateway, path: /ip, count: 1000}, ".repeat(11)}]\n`,
     ),
     "f.yaml: steps[0].requests: 11000 requests (counts expanded) is above the maximum 10000 a step",
+  );
+  // Ten full steps are taken; an eleventh, here a YAML alias of the first, is one too many.
+  const full = `requests: [${"{to: gateway, path: /ip, count: 1000}, ".repeat(10)}]`;
+  const steps = (n: number) =>
+    `name: x\nsteps:\n  - &s {at: 0s, ${full}}\n${"  - *s\n".repeat(n - 1)}`;
+  assert.equal(parseScenario(steps(10)).steps.length, 10);
+  assert.equal(
+    refusal(steps(11)),
+    "f.yaml: steps: 110000 requests (counts expanded, all steps) is above the maximum 100000 a scenario",
   );
   assert.equal(
     refusal(`name: x\n${STEP}    fault: {kind: apiError, code: 200, target: {}}\n`),
