@@ -37,7 +37,7 @@ const BUILTIN_GROUPS = new Set([
 ]);
 
 /** Built-in types beyond the project's RESOURCES table that installed modules may render. */
-const EXTRA_BUILTINS: ResourceType[] = [
+export const EXTRA_BUILTINS: ResourceType[] = [
   resourceType(
     "admissionregistration.k8s.io",
     "v1",

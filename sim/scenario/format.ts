@@ -12,6 +12,8 @@ import { parseYamlDocument } from "../../src/api/yaml.ts";
 import { envoyBehaviour } from "../../src/dataplane/mod.ts";
 import { FaultRates } from "../fault_choice.ts";
 import { fieldErrors, strict, unknownName } from "../schema.ts";
+import { RESOURCES } from "../../src/api/resources.ts";
+import { EXTRA_BUILTINS } from "../cluster/types.ts";
 
 /**
  * The longest virtual time and duration a scenario may give (`at`, `by`, `delay`, `restartAfter`,
@@ -216,6 +218,52 @@ export type ExpectedField = keyof typeof OBJECT_FIELDS;
 /** The object fields an expectation may match (`expectedObject` takes them). */
 export const EXPECTED_FIELDS = Object.keys(OBJECT_FIELDS) as readonly ExpectedField[];
 
+/** What an empty `conditions` or `noConditions` is told: it would pass whatever the status. */
+const NOTHING_CHECKED = "an empty list checks nothing: list a condition, or leave the key out";
+
+/**
+ * The groups of each kind an expectation may name: the simulator's (RESOURCES and the other
+ * built-ins) and the kinds of the CRDs the scenario applies. Anything else is a misspelling whose
+ * `absent: true` or `count: 0` would pass without looking.
+ */
+function knownKinds(steps: readonly { apply?: readonly unknown[] }[]): Map<string, Set<string>> {
+  const known = new Map<string, Set<string>>();
+  const add = (kind: string, group: string) => {
+    if (!known.has(kind)) known.set(kind, new Set());
+    known.get(kind)!.add(group);
+  };
+  for (const t of [...Object.values(RESOURCES), ...EXTRA_BUILTINS]) add(t.kind, t.group);
+  for (const step of steps) {
+    for (const o of step.apply ?? []) {
+      if (!isObject(o) || o.kind !== "CustomResourceDefinition" || !isObject(o.spec)) continue;
+      const names = o.spec.names;
+      if (isObject(names) && typeof names.kind === "string" && typeof o.spec.group === "string") {
+        add(names.kind, o.spec.group);
+      }
+    }
+  }
+  return known;
+}
+
+/** Why an expectation's kind and apiVersion name nothing the simulator can serve; undefined if they do. */
+function unknownExpectedKind(
+  e: { kind: string; apiVersion?: string },
+  known: ReadonlyMap<string, ReadonlySet<string>>,
+): { path: string; message: string } | undefined {
+  const groups = known.get(e.kind);
+  if (!groups) {
+    return { path: "kind", message: unknownName("kind", e.kind, [...known.keys()].sort()) };
+  }
+  if (e.apiVersion === undefined) return undefined;
+  const group = e.apiVersion.includes("/") ? e.apiVersion.slice(0, e.apiVersion.indexOf("/")) : "";
+  if (groups.has(group)) return undefined;
+  const served = [...groups].map((g) => g === "" ? "the core group (v1)" : g).join(", ");
+  return {
+    path: "apiVersion",
+    message: `${JSON.stringify(e.apiVersion)} does not serve ${e.kind}, which is in ${served}`,
+  };
+}
+
 /** The keys an expectation that counts objects (`count`, or no name) checks. */
 const COUNTING = new Set(["kind", "apiVersion", "namespace", "labels", "count"]);
 /** The keys an `absent: true` expectation checks. */
@@ -249,9 +297,13 @@ const Expectation = strict({
   /** Extension: count the objects of the kind (in the namespace, with `labels`) instead of matching one. */
   count: z.number().int().min(0).max(MAX_COUNT).optional(),
   labels: Labels.optional(),
-  conditions: z.array(z.record(z.string(), z.unknown())).optional(),
+  conditions: z.array(z.record(z.string(), z.unknown())).refine(
+    (a) => a.length > 0,
+    NOTHING_CHECKED,
+  )
+    .optional(),
   /** Extension: condition types the status must not have. */
-  noConditions: z.array(z.string()).optional(),
+  noConditions: z.array(z.string()).refine((a) => a.length > 0, NOTHING_CHECKED).optional(),
   ...Object.fromEntries(Object.entries(OBJECT_FIELDS).map(([k, s]) => [k, s.optional()])) as {
     [K in ExpectedField]: z.ZodOptional<(typeof OBJECT_FIELDS)[K]>;
   },
@@ -381,7 +433,18 @@ export const ScenarioSchema = strict({
   }
   let total = 0;
   let counted = true;
+  const known = knownKinds(s.steps);
   for (const [i, step] of s.steps.entries()) {
+    for (const [j, e] of (step.expect ?? []).entries()) {
+      const problem = unknownExpectedKind(e, known);
+      if (problem) {
+        ctx.addIssue({
+          code: "custom",
+          path: ["steps", i, "expect", j, problem.path],
+          message: problem.message,
+        });
+      }
+    }
     if (step.expectResponses && !step.requests) {
       ctx.addIssue({
         code: "custom",

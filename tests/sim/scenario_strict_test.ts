@@ -307,3 +307,46 @@ Deno.test("strict: an applied object of the project's kinds with a field its sch
   ));
   assert.ok(expected.ok, expected.failure ?? "");
 });
+
+Deno.test("expect: an unknown kind or apiVersion is refused, not passed as absent or count 0", () => {
+  assert.match(
+    refusal(
+      `name: x\n${STEP}    expect: [{kind: RateLimt, namespace: d, name: a, absent: true}]\n`,
+    ),
+    /^f\.yaml: steps\[0\]\.expect\[0\]\.kind: unknown kind "RateLimt" \(did you mean RateLimit\?\); known: .*EnvoyFilter/,
+  );
+  assert.match(
+    refusal(`name: x\n${STEP}    expect: [{kind: EnvoyFiltr, namespace: d, count: 0}]\n`),
+    /^f\.yaml: steps\[0\]\.expect\[0\]\.kind: unknown kind "EnvoyFiltr" \(did you mean EnvoyFilter\?\)/,
+  );
+  assert.equal(
+    refusal(
+      `name: x\n${STEP}    expect: [{kind: RateLimit, apiVersion: v1, name: a, absent: true}]\n`,
+    ),
+    'f.yaml: steps[0].expect[0].apiVersion: "v1" does not serve RateLimit, which is in gateway.platform-project.io',
+  );
+  // The simulator's kinds in their groups, and a CRD's kind the scenario applies, are taken.
+  const crd = [
+    "    apply:",
+    "      apiVersion: apiextensions.k8s.io/v1",
+    "      kind: CustomResourceDefinition",
+    "      metadata: {name: widgets.example.com}",
+    "      spec: {group: example.com, names: {kind: Widget, plural: widgets}, scope: Namespaced}",
+    "    expect:",
+    "      - {kind: Widget, apiVersion: example.com/v1, namespace: d, count: 0}",
+    "      - {kind: RateLimit, apiVersion: gateway.platform-project.io/v1alpha1, name: a, absent: true}",
+    "      - {kind: Job, namespace: d, count: 0}",
+  ].join("\n");
+  assert.equal(parseScenario(`name: x\n${STEP}${crd}\n`).steps[0].expect!.length, 3);
+});
+
+Deno.test("expect: an empty conditions or noConditions is refused, as it checks nothing", () => {
+  for (const key of ["conditions", "noConditions"]) {
+    assert.equal(
+      refusal(
+        `name: x\n${STEP}    expect: [{kind: RateLimit, namespace: d, name: a, ${key}: []}]\n`,
+      ),
+      `f.yaml: steps[0].expect[0].${key}: an empty list checks nothing: list a condition, or leave the key out`,
+    );
+  }
+});
