@@ -9,6 +9,7 @@
  */
 import {
   type Alias,
+  type Document,
   isAlias,
   isMap,
   isPair,
@@ -17,6 +18,7 @@ import {
   LineCounter,
   parseAllDocuments,
   type Tags,
+  visit,
 } from "yaml";
 import { DNS_LABEL, DNS_SUBDOMAIN, type NameRule } from "./names.ts";
 
@@ -163,7 +165,17 @@ export function parseYamlDocuments(text: string, name: string): ReadResult<unkno
     try {
       value = doc.toJS({ maxAliasCount: MAX_ALIAS_COUNT });
     } catch (err) {
-      const message = err instanceof ReferenceError && /alias/i.test(String(err.message))
+      const unresolved = err instanceof ReferenceError && /^Unresolved alias/.test(err.message)
+        ? unresolvedAlias(doc)
+        : undefined;
+      if (unresolved) {
+        return {
+          ok: false,
+          error: `${at(unresolved.range?.[0])}: unresolved alias *${unresolved.source} ` +
+            `(no anchor &${unresolved.source} before it)`,
+        };
+      }
+      const message = err instanceof ReferenceError && /alias count/i.test(String(err.message))
         ? `its aliases expand too far (more than ${MAX_ALIAS_COUNT} expansions): refused as ` +
           `a resource exhaustion attack`
         : oneLine(err);
@@ -180,6 +192,19 @@ export function parseYamlDocuments(text: string, name: string): ReadResult<unkno
     if (value !== null && value !== undefined) values.push(value);
   }
   return { ok: true, value: flattenLists(values) };
+}
+
+/** The first alias of `doc` whose anchor does not come before it; undefined when none. */
+function unresolvedAlias(doc: Document): Alias | undefined {
+  let found: Alias | undefined;
+  visit(doc, {
+    Alias(_, node) {
+      if (node.resolve(doc) !== undefined) return;
+      found = node;
+      return visit.BREAK;
+    },
+  });
+  return found;
 }
 
 /** The one document of a YAML text (an empty text is `null`), or why not. */

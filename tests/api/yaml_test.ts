@@ -203,3 +203,19 @@ Deno.test("parseYamlDocument: one document, null for none, refused for two", () 
     error: "s.yaml: expected one YAML document, found 2",
   });
 });
+
+Deno.test("an alias without an anchor before it is named, at its line, not taken for an attack", () => {
+  assert.equal(
+    refusal("spec:\n  local:\n    maxTokens: *nope\n"),
+    "f.yaml:3: unresolved alias *nope (no anchor &nope before it)",
+  );
+  // As a key, and before its anchor.
+  assert.equal(
+    refusal("a: 1\n*k : 2\n"),
+    "f.yaml:2: unresolved alias *k (no anchor &k before it)",
+  );
+  assert.equal(
+    refusal("a: *x\nb: &x 1\n"),
+    "f.yaml:1: unresolved alias *x (no anchor &x before it)",
+  );
+});
