@@ -7,7 +7,12 @@ import { fileURLToPath } from "node:url";
 import { generatorHelp, parseGeneratorArgs } from "./generator_args.ts";
 import { CRD_KUSTOMIZATION, crdKustomization, renderCrdFiles } from "../crd/render.ts";
 import { PLANS_FILE, plansText } from "../api/schema/plans.ts";
-import { checkOrWrite, type GeneratedFile } from "./generated_files.ts";
+import {
+  checkOrWrite,
+  type GeneratedFile,
+  GeneratedFileError,
+  isFsError,
+} from "./generated_files.ts";
 
 const HELP = generatorHelp(
   "crds",
@@ -50,7 +55,10 @@ export async function foreignFiles(dir: string): Promise<string[]> {
   return [...(await readYamlFiles(dir)).keys()].filter((n) => !names.has(n)).sort();
 }
 
-/** Runs the command; resolves to the exit code (0 ok, 1 stale with --check, 2 bad usage). */
+/**
+ * Runs the command; resolves to the exit code (0 ok, 1 stale with --check or a file it cannot read
+ * or write, 2 bad usage).
+ */
 export async function main(args: string[]): Promise<number> {
   const values = parseGeneratorArgs("crds", args, HELP);
   if (typeof values === "number") return values;
@@ -58,8 +66,16 @@ export async function main(args: string[]): Promise<number> {
   const shown = relative(Deno.cwd(), dir) || ".";
   const show = (path: string) => relative(Deno.cwd(), path);
   const count = renderCrdFiles().length;
-  const stale = await checkOrWrite(crdsFiles(dir), values.check);
-  const foreign = (await foreignFiles(dir)).map((n) => join(dir, n));
+  let stale, foreign;
+  try {
+    stale = await checkOrWrite(crdsFiles(dir), values.check);
+    foreign = (await foreignFiles(dir)).map((n) => join(dir, n));
+  } catch (err) {
+    // A folder or file it cannot read or write, in one line.
+    if (!(err instanceof GeneratedFileError) && !isFsError(err)) throw err;
+    console.error(`crds: ${err.message.split("\n")[0]}`);
+    return 1;
+  }
   if (values.check) {
     if (stale.length === 0 && foreign.length === 0) {
       console.log(`${shown}/ is up to date (${count} CRDs), and so is ${show(PLANS_FILE)}`);

@@ -5,7 +5,13 @@ import { generatorHelp, parseGeneratorArgs } from "./generator_args.ts";
 import { deployFiles, DeployFolderError, variantsFiles } from "../deploy/files.ts";
 import { chartFiles } from "../deploy/chart.ts";
 import { VERSION } from "./version.ts";
-import { checkOrWrite, type GeneratedFile, staleFiles } from "./generated_files.ts";
+import {
+  checkOrWrite,
+  type GeneratedFile,
+  GeneratedFileError,
+  isFsError,
+  staleFiles,
+} from "./generated_files.ts";
 
 const HELP = generatorHelp(
   "deploy",
@@ -46,13 +52,18 @@ export async function main(args: string[]): Promise<number> {
     files = await generated(dir);
   } catch (err) {
     // What the folder lacks or holds wrong, in one line.
-    const unreadable = err instanceof DeployFolderError || err instanceof Deno.errors.NotFound ||
-      err instanceof Deno.errors.PermissionDenied || err instanceof Deno.errors.IsADirectory;
-    if (!unreadable) throw err;
+    if (!(err instanceof DeployFolderError) && !isFsError(err)) throw err;
     console.error(`deploy: ${err.message.split("\n")[0]}`);
     return 1;
   }
-  const stale = await checkOrWrite(files, values.check);
+  let stale;
+  try {
+    stale = await checkOrWrite(files, values.check);
+  } catch (err) {
+    if (!(err instanceof GeneratedFileError)) throw err;
+    console.error(`deploy: ${err.message}`);
+    return 1;
+  }
   const names = stale.map((s) => relative(dir, s.path));
   if (values.check) {
     if (stale.length === 0) {

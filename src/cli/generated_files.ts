@@ -17,13 +17,33 @@ export interface StaleFile {
   why: string;
 }
 
-async function readOrUndefined(path: string): Promise<string | undefined> {
+/** True for what Deno's file system calls throw: not found, permission denied, a folder, ... */
+export function isFsError(err: unknown): err is Error {
+  return Object.values(Deno.errors).some((E) => err instanceof E);
+}
+
+/** A generated file (or its folder) that could not be read or written, in one line. */
+export class GeneratedFileError extends Error {}
+
+/** `op()`, a file system error of it turned into a GeneratedFileError saying `what`. */
+async function fsStep<T>(what: string, op: () => Promise<T>): Promise<T> {
   try {
-    return await Deno.readTextFile(path);
+    return await op();
   } catch (err) {
-    if (err instanceof Deno.errors.NotFound) return undefined;
-    throw err;
+    if (!isFsError(err)) throw err;
+    throw new GeneratedFileError(`${what}: ${err.message.split("\n")[0]}`);
   }
+}
+
+async function readOrUndefined(path: string): Promise<string | undefined> {
+  return await fsStep(`cannot read ${path}`, async () => {
+    try {
+      return await Deno.readTextFile(path);
+    } catch (err) {
+      if (err instanceof Deno.errors.NotFound) return undefined;
+      throw err;
+    }
+  });
 }
 
 /** The first line where `found` differs from `expected`, quoted both ways. */
@@ -40,7 +60,10 @@ function firstDifference(expected: string, found: string): string {
   return "differs";
 }
 
-/** The files of `files` that are missing or differ on disk, in the order given. */
+/**
+ * The files of `files` that are missing or differ on disk, in the order given; a
+ * GeneratedFileError when one cannot be read.
+ */
 export async function staleFiles(files: readonly GeneratedFile[]): Promise<StaleFile[]> {
   const stale: StaleFile[] = [];
   for (const { path, text } of files) {
@@ -53,7 +76,8 @@ export async function staleFiles(files: readonly GeneratedFile[]): Promise<Stale
 
 /**
  * The stale files of `files`; unless `check`, also written (their folders made), so that afterwards
- * none is stale. A file already as generated is never touched.
+ * none is stale. A file already as generated is never touched. A GeneratedFileError when one cannot
+ * be read or written.
  */
 export async function checkOrWrite(
   files: readonly GeneratedFile[],
@@ -63,8 +87,10 @@ export async function checkOrWrite(
   if (check) return stale;
   const text = new Map(files.map((f) => [f.path, f.text]));
   for (const { path } of stale) {
-    await Deno.mkdir(dirname(path), { recursive: true });
-    await Deno.writeTextFile(path, text.get(path)!);
+    await fsStep(`cannot write ${path}`, async () => {
+      await Deno.mkdir(dirname(path), { recursive: true });
+      await Deno.writeTextFile(path, text.get(path)!);
+    });
   }
   return stale;
 }

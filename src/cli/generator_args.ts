@@ -1,5 +1,6 @@
 /** The arguments of the commands that write generated files (`crds`, `deploy`). */
 import { parseFlags, UsageError } from "./flags.ts";
+import { isFsError } from "./generated_files.ts";
 import { commandProgram, commandUsage, CONSOLE, failUsage, type Output } from "./usage.ts";
 
 /** What a generator command was asked: `--check` (write nothing) and `--dir DIR`. */
@@ -59,6 +60,7 @@ function notAFolder(dir: string): string | undefined {
     if (err instanceof Deno.errors.NotFound) return undefined;
     // A path through a file (`a-file/sub`) is not a folder either.
     if (err instanceof Deno.errors.NotADirectory) return `${dir} is not a folder`;
+    if (isFsError(err)) return `${dir}: ${err.message.split("\n")[0]}`;
     throw err;
   }
 }

@@ -5,7 +5,7 @@
  */
 import assert from "node:assert/strict";
 import { join } from "node:path";
-import { checkOrWrite, staleFiles } from "../../src/cli/generated_files.ts";
+import { checkOrWrite, GeneratedFileError, staleFiles } from "../../src/cli/generated_files.ts";
 
 Deno.test("staleFiles names missing and changed files with the first differing line", async () => {
   const dir = await Deno.makeTempDir();
@@ -48,6 +48,46 @@ Deno.test("checkOrWrite: a check writes nothing; a write makes folders, writes o
     assert.equal(await Deno.readTextFile(files[0].path), "new\n");
     assert.deepEqual((await Deno.stat(same)).mtime, before, "a current file is not touched");
     assert.deepEqual(await checkOrWrite(files, true), []);
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+/** `mod.ts <command> ...args`: its exit code and stderr. */
+async function command(...args: string[]): Promise<{ code: number; err: string }> {
+  const root = new URL("../../", import.meta.url).pathname;
+  const out = await new Deno.Command(Deno.execPath(), {
+    args: ["run", "-A", "--frozen", "--cached-only", "mod.ts", ...args],
+    cwd: root,
+    stdout: "null",
+    stderr: "piped",
+  }).output();
+  return { code: out.code, err: new TextDecoder().decode(out.stderr).trim() };
+}
+
+Deno.test("a file or folder that cannot be read or written is one line, exit 1, not a stack trace", async () => {
+  const dir = await Deno.makeTempDir();
+  try {
+    // kustomization.yaml a folder: reading it fails with IsADirectory.
+    await Deno.mkdir(join(dir, "kustomization.yaml"));
+    await assert.rejects(
+      checkOrWrite([{ path: join(dir, "kustomization.yaml"), text: "x\n" }], true),
+      (err: Error) =>
+        err instanceof GeneratedFileError &&
+        err.message.startsWith(`cannot read ${join(dir, "kustomization.yaml")}: Is a directory`),
+    );
+    for (const args of [["crds", "--check", "--dir", dir], ["crds", "--dir", dir]]) {
+      const r = await command(...args);
+      assert.equal(r.code, 1, r.err);
+      assert.match(r.err, /^crds: cannot read .*kustomization\.yaml: Is a directory[^\n]*$/);
+    }
+    // Under /proc nothing can be made: the write fails with NotFound.
+    const r = await command("crds", "--dir", "/proc/nope");
+    assert.equal(r.code, 1, r.err);
+    assert.match(r.err, /^crds: cannot write \/proc\/nope\/[^\n]*No such file or directory[^\n]*$/);
+    const d = await command("deploy", "--dir", dir);
+    assert.equal(d.code, 1, d.err);
+    assert.match(d.err, /^deploy: Is a directory[^\n]*kustomization\.yaml'$/);
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
