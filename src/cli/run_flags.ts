@@ -427,7 +427,11 @@ export const RUN_FLAGS: readonly OperatorFlag[] = [
     { env: ["KUBECONFIG"] },
   ),
   flag("context", "kubeconfig context to use instead of the current one", (o, v) => {
-    o.context = v;
+    o.context = parseRequired(
+      "context",
+      v,
+      "a context of the kubeconfig, not empty (default: its current-context)",
+    );
   }),
   flag(
     "allow-insecure-http",

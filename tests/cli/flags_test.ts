@@ -131,6 +131,19 @@ Deno.test("run: --identity (the Lease holder identity) is not empty; --istiod-to
   );
 });
 
+Deno.test("run: --context= is refused, not taken as no --context", () => {
+  assert.deepEqual(
+    mismatches([
+      [
+        ["--context="],
+        /^invalid --context "": use a context of the kubeconfig, not empty \(default: its current-context\)$/,
+      ],
+      [["--context=kind-dev"], /^accepted$/],
+    ]),
+    [],
+  );
+});
+
 Deno.test("run: every image flag takes an image reference, [registry/]name[:tag][@digest]", () => {
   const flags = [
     "global-engine-image",
