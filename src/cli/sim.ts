@@ -119,7 +119,11 @@ export function parseSimArgs(args: readonly string[]): SimArgs {
     return n;
   };
   if (v.seed !== undefined) out.seed = int("--seed", v.seed);
-  if (v.seeds !== undefined) out.seeds = int("--seeds", v.seeds);
+  if (v.seeds !== undefined) {
+    out.seeds = int("--seeds", v.seeds);
+    // No seed would run, and the run would pass: as --workers, at least one.
+    if (out.seeds < 1) throw new UsageError("--seeds needs at least 1");
+  }
   if (v.window !== undefined) out.window = v.window;
   if (v.workers !== undefined) {
     out.workers = int("--workers", v.workers);

@@ -45,6 +45,14 @@ Deno.test("cli sim: flags parse; bad flags are usage errors (exit 2)", async () 
   assert.throws(() => parseSimArgs(["--faults", "some"]), /--faults is none or default/);
   assert.throws(() => parseSimArgs(["--nope"]), /unknown flag --nope/);
   assert.throws(() => parseSimArgs(["--workers", "0"]), /--workers needs at least 1/);
+  // No seed would run and the run would pass (with --window, over a backwards range).
+  for (const args of [["--seed", "5", "--seeds", "0"], ["--window", "today", "--seeds", "0"]]) {
+    assert.deepEqual(await run(args), {
+      code: 2,
+      lines: [],
+      errors: ["error: --seeds needs at least 1. See 'mod.ts sim --help'."],
+    });
+  }
   assert.throws(() => parseSimArgs(["--window", "2026-02-30"]), /a window is a UTC day/);
   assert.throws(() => parseSimArgs(["--window", "today", "--seed", "1"]), /--window and --seed/);
   assert.equal(parseSimArgs(["--window", "today"]).window, "today");
