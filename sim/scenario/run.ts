@@ -8,7 +8,11 @@ import { ApiError, type Logger } from "../../src/runtime/mod.ts";
 import type { KubeObject, ResourceType } from "../../src/api/object.ts";
 import { apiVersionOf, RESOURCES } from "../../src/api/resources.ts";
 import { PLANS } from "../../src/api/validation/plans.ts";
-import { UNKNOWN_FIELD, unknownFields } from "../../src/api/validation/unknown.ts";
+import {
+  metadataUnknownFields,
+  UNKNOWN_FIELD,
+  unknownFields,
+} from "../../src/api/validation/unknown.ts";
 import { expectQuiet, reportRun, RunFailure, type RunResult } from "../run_result.ts";
 import { type FaultChoice, faultsFor, hasFaults } from "../fault_choice.ts";
 import { Simulation, type SimulationOptions } from "../simulation.ts";
@@ -196,14 +200,15 @@ async function runStep(sim: Simulation, step: ScenarioStep, index: number): Prom
 /**
  * What the API server's strict field validation (kubectl's default) refuses in an object of the
  * project's kinds: `strict decoding error: unknown field "spec.x"`, naming each. A scenario's
- * misspelt field is so an error, not a field silently pruned. Other kinds have no schema here.
+ * misspelt field is so an error, not a field silently pruned. Other kinds have no schema here but
+ * their metadata, which is ObjectMeta in every kind.
  */
 function strictlyUnknown(o: KubeObject): string | undefined {
   const plan = (["RateLimit", "Serverless", "Scaler"] as const).find((k) =>
     RESOURCES[k].kind === o.kind && o.apiVersion === apiVersionOf(RESOURCES[k])
   );
-  if (plan === undefined) return undefined;
-  const unknown = unknownFields(PLANS[plan], o);
+  // Other kinds: their metadata, which is ObjectMeta in every kind.
+  const unknown = plan === undefined ? metadataUnknownFields(o) : unknownFields(PLANS[plan], o);
   if (unknown.length === 0) return undefined;
   return `strict decoding error: ${
     unknown.map((e) =>

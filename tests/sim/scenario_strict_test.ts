@@ -350,3 +350,22 @@ Deno.test("expect: an empty conditions or noConditions is refused, as it checks 
     );
   }
 });
+
+Deno.test("strict: a misspelt metadata key is refused in every kind applied, not only the project's", async () => {
+  for (
+    const object of [
+      "{apiVersion: v1, kind: Namespace, metadata: {name: demo, lables: {a: b}}}",
+      "{apiVersion: v1, kind: ConfigMap, metadata: {name: c, namespace: default, anotations: {}}}",
+      "{apiVersion: v1, kind: ConfigMap, metadata: {name: c, namespace: default, ownerReferences: [{apiVersion: v1, kind: X, name: x, uid: u, controler: true}]}}",
+    ]
+  ) {
+    const r = await runScenario(
+      parseScenario(`name: typo\nsteps:\n  - at: 1s\n    apply: [${object}]\n`, "f.yaml"),
+    );
+    assert.ok(!r.ok, object);
+    assert.match(
+      r.failure ?? "",
+      /failed: 400 BadRequest: strict decoding error: unknown field "metadata\.(lables"; did you mean labels\?|anotations"; did you mean annotations\?|ownerReferences\[0\]\.controler"; did you mean controller\?)$/m,
+    );
+  }
+});

@@ -152,6 +152,22 @@ export function unknownSpecFields(plan: ValidationPlan, input: unknown): FieldEr
   return out.map((e) => ({ ...e, message: `${e.message}${NEWER_CRD}` }));
 }
 
+/**
+ * The fields of an object's `metadata`, of any kind, that Kubernetes' ObjectMeta does not have
+ * (`metadata.lables`), with those of its lists' entries: what the API server refuses in every
+ * kind, whatever its schema.
+ */
+export function metadataUnknownFields(input: unknown): FieldError[] {
+  if (!isObject(input) || !isObject(input.metadata)) return [];
+  const meta = input.metadata;
+  return [
+    ...Object.keys(meta).filter((k) => !OBJECT_META_FIELDS.has(k)).map((k) =>
+      unknownField(["metadata"], k, OBJECT_META_FIELDS, meta)
+    ),
+    ...metadataEntryUnknownFields(meta, ["metadata"]),
+  ];
+}
+
 /** The fields of `input` that `plan` would prune, each with its path and a guess at the one meant. */
 export function unknownFields(plan: ValidationPlan, input: unknown): FieldError[] {
   const out: FieldError[] = [];
