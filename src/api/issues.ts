@@ -30,9 +30,13 @@ export function formatPath(path: readonly PropertyKey[]): string {
   return out || "(root)";
 }
 
-/** Renders a value for a message: strings quoted, objects as short JSON. */
+/**
+ * Renders a value for a message: strings quoted, objects as short JSON, and NaN and Infinity
+ * (YAML's `.nan` and `.inf`) by their names, where JSON would write null.
+ */
 export function show(value: unknown): string {
   if (value === undefined) return "nothing";
+  if (typeof value === "number" && !Number.isFinite(value)) return String(value);
   const text = JSON.stringify(value);
   return text.length > 60 ? `${text.slice(0, 57)}...` : text;
 }

@@ -82,6 +82,10 @@ Deno.test("paths and values render the way users write them", () => {
   assert.equal(formatPath([]), "(root)");
   assert.equal(show("10x"), '"10x"');
   assert.equal(show(undefined), "nothing");
+  // JSON would write null: YAML's .nan and .inf are named.
+  assert.equal(show(NaN), "NaN");
+  assert.equal(show(Infinity), "Infinity");
+  assert.equal(show(-Infinity), "-Infinity");
   assert.equal(show("x".repeat(100)).length, 60);
   assert.equal(
     formatErrors([{ path: "a", message: "m" }, { path: "b[0]", message: "n" }]),

@@ -258,3 +258,14 @@ Deno.test("the largest request time Go takes runs to the end with Envoy 1.30, an
     await Deno.remove(svg);
   }
 });
+
+Deno.test("YAML's .nan and .inf are named in the message, not shown as null", async () => {
+  for (const [yaml, shown] of [[".nan", "NaN"], [".inf", "Infinity"], ["-.inf", "-Infinity"]]) {
+    const r = await run(
+      ["-f", "-", "--render"],
+      WORKLOAD.replace(/maxTokens: \d+/, `maxTokens: ${yaml}`),
+    );
+    assert.equal(r.code, 2);
+    assert.match(r.err.join("\n"), new RegExp(`maxTokens: expected integer, got ${shown}$`));
+  }
+});
