@@ -269,3 +269,14 @@ Deno.test("YAML's .nan and .inf are named in the message, not shown as null", as
     assert.match(r.err.join("\n"), new RegExp(`maxTokens: expected integer, got ${shown}$`));
   }
 });
+
+Deno.test("--requests: a misspelt key of a line is named with a guess, as in a RateLimit", async () => {
+  const r = await run(
+    ["-f", WORKLOAD_FILE, "--requests", "-"],
+    `{"t":"0s","path":"/"}\n{"t":"1s","path":"/","cuont":2,"headres":{}}\n`,
+  );
+  assert.equal(r.code, 2);
+  assert.deepEqual(r.err, [
+    "error: stdin:2: cuont: unknown field; did you mean count?; headres: unknown field; did you mean headers?",
+  ]);
+});

@@ -161,11 +161,23 @@ export function metadataUnknownFields(input: unknown): FieldError[] {
   if (!isObject(input) || !isObject(input.metadata)) return [];
   const meta = input.metadata;
   return [
-    ...Object.keys(meta).filter((k) => !OBJECT_META_FIELDS.has(k)).map((k) =>
-      unknownField(["metadata"], k, OBJECT_META_FIELDS, meta)
-    ),
+    ...unknownKeys(meta, OBJECT_META_FIELDS, ["metadata"]),
     ...metadataEntryUnknownFields(meta, ["metadata"]),
   ];
+}
+
+/**
+ * The keys of `input` (at `path`) that are not `known`, each an unknown field with a guess at the
+ * one meant: `count: unknown field; did you mean count?` for `cuont`.
+ */
+export function unknownKeys(
+  input: Record<string, unknown>,
+  known: ReadonlySet<string>,
+  path: PropertyKey[] = [],
+): FieldError[] {
+  return Object.keys(input).filter((k) => !known.has(k)).map((k) =>
+    unknownField(path, k, known, input)
+  );
 }
 
 /** The fields of `input` that `plan` would prune, each with its path and a guess at the one meant. */

@@ -2,6 +2,8 @@
 import { z } from "zod";
 import { goDurationProblem, parseGoDuration } from "../../api/duration.ts";
 import { formatErrors, formatPath, toFieldErrors } from "../../api/issues.ts";
+import { isObject } from "../../api/json.ts";
+import { unknownKeys } from "../../api/validation/unknown.ts";
 import { headerNamesProblem, MAX_REQUESTS, METHOD, type TrafficRequest } from "./args.ts";
 
 const LineSchema = z.strictObject({
@@ -22,6 +24,8 @@ const LineSchema = z.strictObject({
   client: z.string().min(1).max(256).optional(),
   count: z.int().min(1).optional(),
 });
+
+const LINE_KEYS: ReadonlySet<string> = new Set(Object.keys(LineSchema.shape));
 
 /** An object or array open in the JSON text scanned, and where its current member is. */
 interface Open {
@@ -92,6 +96,9 @@ export function parseRequests(
     }
     const duplicate = duplicateKey(line);
     if (duplicate !== undefined) return { ok: false, error: `${where}: ${duplicate}` };
+    // A misspelt key named with a guess, as in a RateLimit, before the schema's bare list.
+    const unknown = isObject(json) ? unknownKeys(json, LINE_KEYS) : [];
+    if (unknown.length > 0) return { ok: false, error: `${where}: ${formatErrors(unknown)}` };
     const parsed = LineSchema.safeParse(json);
     if (!parsed.success) {
       return { ok: false, error: `${where}: ${formatErrors(toFieldErrors(parsed.error, json))}` };
