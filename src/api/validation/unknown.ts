@@ -161,7 +161,7 @@ export function metadataUnknownFields(input: unknown): FieldError[] {
   if (!isObject(input) || !isObject(input.metadata)) return [];
   const meta = input.metadata;
   return [
-    ...unknownKeys(meta, OBJECT_META_FIELDS, ["metadata"]),
+    ...unknownKeyErrors(meta, OBJECT_META_FIELDS, ["metadata"]),
     ...metadataEntryUnknownFields(meta, ["metadata"]),
   ];
 }
@@ -170,7 +170,7 @@ export function metadataUnknownFields(input: unknown): FieldError[] {
  * The keys of `input` (at `path`) that are not `known`, each an unknown field with a guess at the
  * one meant: `count: unknown field; did you mean count?` for `cuont`.
  */
-export function unknownKeys(
+export function unknownKeyErrors(
   input: Record<string, unknown>,
   known: ReadonlySet<string>,
   path: PropertyKey[] = [],

@@ -3,7 +3,7 @@ import { z } from "zod";
 import { goDurationProblem, parseGoDuration } from "../../api/duration.ts";
 import { formatErrors, formatPath, toFieldErrors } from "../../api/issues.ts";
 import { isObject } from "../../api/json.ts";
-import { unknownKeys } from "../../api/validation/unknown.ts";
+import { unknownKeyErrors } from "../../api/validation/unknown.ts";
 import { headerNamesProblem, MAX_REQUESTS, METHOD, type TrafficRequest } from "./args.ts";
 
 const LineSchema = z.strictObject({
@@ -97,7 +97,7 @@ export function parseRequests(
     const duplicate = duplicateKey(line);
     if (duplicate !== undefined) return { ok: false, error: `${where}: ${duplicate}` };
     // A misspelt key named with a guess, as in a RateLimit, before the schema's bare list.
-    const unknown = isObject(json) ? unknownKeys(json, LINE_KEYS) : [];
+    const unknown = isObject(json) ? unknownKeyErrors(json, LINE_KEYS) : [];
     if (unknown.length > 0) return { ok: false, error: `${where}: ${formatErrors(unknown)}` };
     const parsed = LineSchema.safeParse(json);
     if (!parsed.success) {
