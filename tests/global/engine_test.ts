@@ -527,36 +527,45 @@ Deno.test("the engine's Prometheus metrics: per domain and key; a dot in the dom
       ...perMinute("broken"),
       descriptors: [{ key: "" }],
     }]);
-    const metric = async (line: RegExp) => {
+    // The engine flushes its counters every 200 ms, so a line may show a count still rising: read
+    // until it shows `value` (a regex on the line's end), for at most 5 s; then the last line seen.
+    const metricAt = async (line: RegExp, value: RegExp) => {
+      let seen: string | undefined;
       for (let i = 0; i < 50; i++) {
         const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-        const m = text.split("\n").find((l) => line.test(l));
-        if (m) return m;
+        seen = text.split("\n").find((l) => line.test(l)) ?? seen;
+        if (seen !== undefined && value.test(seen)) return seen;
         await sleep(100);
       }
-      throw new Error(`no metric ${line}`);
+      if (seen === undefined) throw new Error(`no metric ${line}`);
+      return seen;
     };
     // The default statsd-to-Prometheus mapping cuts the stat name at dots: "demo.api" becomes
     // domain "demo" and key1 "api"; "demo/api" stays whole.
     assert.match(
-      await metric(/^ratelimit_service_rate_limit_over_limit\{domain="demo\/api",key1="client"\}/),
+      await metricAt(
+        /^ratelimit_service_rate_limit_over_limit\{domain="demo\/api",key1="client"\}/,
+        / 3$/,
+      ),
       / 3$/,
     );
     assert.match(
-      await metric(
+      await metricAt(
         /^ratelimit_service_rate_limit_within_limit\{domain="demo\/api",key1="client"\}/,
+        / 2$/,
       ),
       / 2$/,
     );
     assert.match(
-      await metric(
+      await metricAt(
         /^ratelimit_service_rate_limit_over_limit\{domain="demo",key1="api",key2="client"\}/,
+        / 3$/,
       ),
       / 3$/,
     );
-    assert.match(await metric(/^ratelimit_redis_pool_cx_active /), / 10$/);
-    assert.match(await metric(/^ratelimit_service_config_load_success /), / 1$/);
-    assert.match(await metric(/^ratelimit_service_config_load_error /), / 1$/);
+    assert.match(await metricAt(/^ratelimit_redis_pool_cx_active /, / 10$/), / 10$/);
+    assert.match(await metricAt(/^ratelimit_service_config_load_success /, / 1$/), / 1$/);
+    assert.match(await metricAt(/^ratelimit_service_config_load_error /, / 1$/), / 1$/);
   });
 });
 
