@@ -121,8 +121,8 @@ export interface TrafficRun {
   /** The Pods the traffic went to: `--replicas` with a global part, else 1. */
   pods: number;
   /**
-   * What the proxy makes of rules that name the Host header (compared exactly, or a client's key
-   * taken as sent), a line each: `spec.local.buckets[0].headers names Host, ...`.
+   * The advice on rules that are valid but seldom meant (ratelimit_advice.ts: Host named as a
+   * header or a key, a hop-by-hop header), a line each: `spec.local.buckets[0].headers names Host, ...`.
    */
   advice: string[];
 }
