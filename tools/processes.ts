@@ -17,13 +17,66 @@ function ephemeralLow(): number {
 
 const handedOut = new Set<number>();
 
+/** How long a port handed out by any process on the machine is not handed out again. */
+const CLAIM_MS = 10 * 60_000;
+
+/** Where processes on this machine note the ports they handed out: one empty file a port. */
+function claimsDir(): string {
+  return `${Deno.env.get("TMPDIR") || "/tmp"}/platform-operator-ports`;
+}
+
+/**
+ * Claims `port` for this process among all processes on the machine (test lanes, the CLIs they
+ * run, other clones): true when no claim younger than {@link CLAIM_MS} stood. A port is probed
+ * free, then bound seconds later by the process it is given to (istiod binds its xDS port some
+ * 10 s after start), so a probe alone let two lanes hand out the same port in that window
+ * ("bind: address already in use" in CI). Without a writable claims directory, the probe alone.
+ */
+export function claimPort(port: number, now = Date.now()): boolean {
+  const dir = claimsDir();
+  const path = `${dir}/${port}`;
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      Deno.openSync(path, { write: true, createNew: true }).close();
+      return true;
+    } catch (e) {
+      if (e instanceof Deno.errors.NotFound) {
+        try {
+          Deno.mkdirSync(dir, { recursive: true });
+        } catch {
+          return true;
+        }
+        continue;
+      }
+      if (!(e instanceof Deno.errors.AlreadyExists)) return true;
+    }
+    let mtime: number;
+    try {
+      mtime = Deno.statSync(path).mtime?.getTime() ?? now;
+    } catch {
+      continue; // removed in between: try again
+    }
+    if (now - mtime < CLAIM_MS) return false;
+    // A stale claim: renew it. Two processes renewing it at once is as rare as the port's
+    // probe racing a bind, and the later one's write does not undo the earlier one's.
+    try {
+      Deno.utimeSync(path, new Date(now), new Date(now));
+      return true;
+    } catch {
+      continue;
+    }
+  }
+  return false;
+}
+
 /**
  * A free TCP port on 127.0.0.1 (closed again; the caller binds it shortly after). It is picked at
  * random below the ephemeral range, from 20000 up (above the fixed ports of
  * Kubernetes, Istio and Envoy, 10250 to 15090): a port the kernel chose for `bind(0)` can be
  * taken by any process's outgoing connection before the caller binds it, which made a test's
  * kube-scheduler fail with "address already in use" while other test processes ran beside it.
- * A port is handed out once per process.
+ * A port is handed out once per process, and by one process on the machine in ten minutes
+ * (see {@link claimPort}).
  */
 export function freePort(): number {
   const low = 20_000, high = ephemeralLow();
@@ -35,6 +88,7 @@ export function freePort(): number {
     } catch {
       continue;
     }
+    if (!claimPort(port)) continue;
     handedOut.add(port);
     return port;
   }
