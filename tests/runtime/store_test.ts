@@ -89,6 +89,16 @@ Deno.test("a write goes only into stores whose selector it matches; unparsable r
   assert.deepEqual(unsynced.written(cm("x", 6)), [], "nothing before the first list");
 });
 
+Deno.test("a write goes only into a namespaced store of its own namespace", () => {
+  const scoped = new CacheStore(CM, undefined, undefined, "ns");
+  listed(scoped, 5);
+  const elsewhere = { ...cm("a", 6), metadata: { ...cm("a", 6).metadata, namespace: "other" } };
+  assert.deepEqual(scoped.written(elsewhere), [], "its watch would never update or remove it");
+  assert.equal(scoped.get("other", "a"), undefined);
+  assert.equal(scoped.written(cm("a", 7)).length, 1);
+  assert.equal(rvOf(scoped, "a"), "7");
+});
+
 Deno.test("label selectors: equality, inequality, existence and sets", () => {
   const m = (sel: string, labels: Record<string, string>) => parseSelector(sel)!(labels);
   assert.equal(m("a=1", { a: "1" }), true);

@@ -147,6 +147,8 @@ export class CacheStore {
   written(obj: KubeObject): CacheChange[] {
     const rv = parseResourceVersion(obj.metadata.resourceVersion);
     if (!this.#live || !this.#matches || rv === undefined) return [];
+    // Not this watch's namespace: no event of it would ever come to update or remove it.
+    if (this.namespace !== undefined && obj.metadata.namespace !== this.namespace) return [];
     if (this.#fence.shown(rv)) return []; // the watch has shown it already
     const key = objectKey(obj);
     const old = this.#objects.get(key);
