@@ -169,6 +169,24 @@ Deno.test("relist() during a backoff lists at once", async () => {
   await t.finish();
 });
 
+Deno.test("a list answered 429 with Retry-After waits as long as the server asked, not the shorter backoff", async () => {
+  const t = setup(CM);
+  t.cluster.failNext("list", new ApiError(429, "TooManyRequests", "slow down", 7));
+  await t.clock.advance(0);
+  assert.equal(t.watcher.state.kind, "Backoff");
+  assert.equal(backoffMs(t.watcher), 7_000, "the backoff alone is under a second");
+  await t.clock.advance(6_999);
+  assert.equal(t.cluster.calls.filter((c) => c.verb === "list").length, 1);
+  await t.clock.advance(1);
+  assert.equal(t.store.synced, true);
+  // An absurd Retry-After is held to five minutes.
+  t.cluster.failNext("watch", new ApiError(503, "ServiceUnavailable", "starting", 86_400));
+  t.cluster.dropWatches(); // closed with nothing received: a short backoff, then the failing watch
+  await t.clock.advance(1_000);
+  assert.equal(backoffMs(t.watcher), 300_000);
+  await t.finish();
+});
+
 /** The delay of the backoff the watcher is in (jittered: 15-30 s for a 30 s backoff), else 0. */
 const backoffMs = (w: Watcher) => w.state.kind === "Backoff" ? w.state.delayMs : 0;
 

@@ -22,6 +22,8 @@ import {
 } from "./watcher_state.ts";
 
 const IDLE: unique symbol = Symbol("idle");
+/** The longest Retry-After a backoff honours: a server's odd answer does not stop a watch for long. */
+const MAX_RETRY_AFTER_MS = 5 * 60_000;
 const CANCELLED: unique symbol = Symbol("cancelled");
 /**
  * Why an open watch is closed (its iterator and the waits on it are cancelled): one shared value,
@@ -197,7 +199,7 @@ export class Watcher {
       const resume: ResumeState = isApiError(err, 404)
         ? { kind: "Empty" }
         : { kind: "InitPage", continueToken };
-      return { events: [], next: this.#backoffTo(resume) };
+      return { events: [], next: this.#backoffTo(resume, err) };
     }
   }
 
@@ -220,7 +222,7 @@ export class Watcher {
       };
     } catch (err) {
       this.#report.problem("watch", err);
-      return { events: [], next: this.#backoffTo({ kind: "InitListed", resourceVersion }) };
+      return { events: [], next: this.#backoffTo({ kind: "InitListed", resourceVersion }, err) };
     }
   }
 
@@ -301,11 +303,20 @@ export class Watcher {
     const resume: ResumeState = isApiError(err, 404)
       ? { kind: "Empty" }
       : { kind: "InitListed", resourceVersion: st.resourceVersion };
-    return { events: [], next: this.#backoffTo(resume) };
+    return { events: [], next: this.#backoffTo(resume, err) };
   }
 
-  #backoffTo(then: ResumeState): WatcherState {
-    return { kind: "Backoff", delayMs: this.#backoff.next(), then };
+  /**
+   * The next backoff, at least as long as the Retry-After of the failure (at most
+   * {@link MAX_RETRY_AFTER_MS}): an API server shedding load (429) or starting up (503) says when
+   * to come back, and a list sent sooner only adds to its load, as client-go's requests wait too.
+   */
+  #backoffTo(then: ResumeState, err?: unknown): WatcherState {
+    const delayMs = this.#backoff.next();
+    const asked = err instanceof ApiError && err.retryAfterSeconds !== undefined
+      ? Math.min(err.retryAfterSeconds * 1000, MAX_RETRY_AFTER_MS)
+      : 0;
+    return { kind: "Backoff", delayMs: Math.max(delayMs, asked), then };
   }
 }
 
