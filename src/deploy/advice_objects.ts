@@ -20,7 +20,7 @@ import {
 } from "../api/ratelimit_advice.ts";
 import { HOP_BY_HOP_HEADERS } from "../api/envoy.ts";
 import { RESOURCES } from "../api/resources.ts";
-import { OPERATOR_OBJECT_LABELS } from "../kube/rbac.ts";
+import { admissionPolicy, matchingType } from "./admission_policy.ts";
 
 /** The name of the advice's ValidatingAdmissionPolicy and of its binding. */
 export const ADVICE_NAME = "platform-operator-ratelimit-advice";
@@ -73,32 +73,9 @@ export function adviceValidations(): { expression: string; message: string }[] {
 
 /** The advice's policy and its binding (action Warn). */
 export function adviceObjects(): KubeObject[] {
-  const api = "admissionregistration.k8s.io/v1";
-  const labels = { ...OPERATOR_OBJECT_LABELS };
-  const type = RESOURCES.RateLimit;
-  return [
-    {
-      apiVersion: api,
-      kind: "ValidatingAdmissionPolicy",
-      metadata: { name: ADVICE_NAME, labels },
-      spec: {
-        failurePolicy: "Ignore",
-        matchConstraints: {
-          resourceRules: [{
-            apiGroups: [type.group],
-            apiVersions: ["*"],
-            operations: ["CREATE", "UPDATE"],
-            resources: [type.plural],
-          }],
-        },
-        validations: adviceValidations(),
-      },
-    },
-    {
-      apiVersion: api,
-      kind: "ValidatingAdmissionPolicyBinding",
-      metadata: { name: ADVICE_NAME, labels },
-      spec: { policyName: ADVICE_NAME, validationActions: ["Warn"] },
-    },
-  ];
+  return admissionPolicy(ADVICE_NAME, {
+    failurePolicy: "Ignore",
+    matchConstraints: matchingType(RESOURCES.RateLimit, ["CREATE", "UPDATE"]),
+    validations: adviceValidations(),
+  }, { validationActions: ["Warn"] });
 }

@@ -13,7 +13,8 @@
  * no Lease (leader election off) nothing is denied.
  */
 import type { KubeObject } from "../api/object.ts";
-import { DEFAULT_RBAC_NAMES, OPERATOR_OBJECT_LABELS, type RbacNames } from "../kube/rbac.ts";
+import { DEFAULT_RBAC_NAMES, type RbacNames } from "../kube/rbac.ts";
+import { admissionPolicy } from "./admission_policy.ts";
 import { DEFAULT_LEASE_NAME } from "../runtime/mod.ts";
 
 /** The name of the fence's ValidatingAdmissionPolicy and of its binding. */
@@ -27,69 +28,57 @@ export function fenceObjects(
   names: RbacNames = DEFAULT_RBAC_NAMES,
   leaseName: string = DEFAULT_LEASE_NAME,
 ): KubeObject[] {
-  const api = "admissionregistration.k8s.io/v1";
-  const labels = { ...OPERATOR_OBJECT_LABELS };
   const user = `system:serviceaccount:${names.namespace}:${names.serviceAccount}`;
   const pod = `request.userInfo.extra['${POD_NAME_EXTRA}'][0]`;
   const holder = "(has(params.spec) && has(params.spec.holderIdentity) ? " +
     "params.spec.holderIdentity : '')";
-  return [
+  return admissionPolicy(
+    FENCE_NAME,
     {
-      apiVersion: api,
-      kind: "ValidatingAdmissionPolicy",
-      metadata: { name: FENCE_NAME, labels },
-      spec: {
-        failurePolicy: "Fail",
-        paramKind: { apiVersion: "coordination.k8s.io/v1", kind: "Lease" },
-        matchConstraints: {
-          resourceRules: [{
-            apiGroups: ["*"],
-            apiVersions: ["*"],
-            operations: ["CREATE", "UPDATE", "DELETE"],
-            // Every resource and every subresource (a status, a scale).
-            resources: ["*/*"],
-          }],
-          // The election itself, Events (a standby records them too), and reviews.
-          excludeResourceRules: [
-            ["coordination.k8s.io", "leases"],
-            ["", "events"],
-            ["events.k8s.io", "events"],
-            ["authorization.k8s.io", "*"],
-            ["authentication.k8s.io", "*"],
-          ].map(([group, resource]) => ({
-            apiGroups: [group],
-            apiVersions: ["*"],
-            operations: ["*"],
-            resources: [resource],
-          })),
-        },
-        matchConditions: [{
-          name: "operator-pod",
-          expression: `request.userInfo.username == '${user}' && ` +
-            `'${POD_NAME_EXTRA}' in request.userInfo.extra`,
+      failurePolicy: "Fail",
+      paramKind: { apiVersion: "coordination.k8s.io/v1", kind: "Lease" },
+      matchConstraints: {
+        resourceRules: [{
+          apiGroups: ["*"],
+          apiVersions: ["*"],
+          operations: ["CREATE", "UPDATE", "DELETE"],
+          // Every resource and every subresource (a status, a scale).
+          resources: ["*/*"],
         }],
-        validations: [{
-          expression: `${pod} == ${holder}`,
-          reason: "Forbidden",
-          messageExpression: `'only the leader writes: Pod ' + ${pod} + ' does not hold Lease ` +
-            `${names.namespace}/${leaseName} (held by ' + ${holder} + ')'`,
-        }],
+        // The election itself, Events (a standby records them too), and reviews.
+        excludeResourceRules: [
+          ["coordination.k8s.io", "leases"],
+          ["", "events"],
+          ["events.k8s.io", "events"],
+          ["authorization.k8s.io", "*"],
+          ["authentication.k8s.io", "*"],
+        ].map(([group, resource]) => ({
+          apiGroups: [group],
+          apiVersions: ["*"],
+          operations: ["*"],
+          resources: [resource],
+        })),
       },
+      matchConditions: [{
+        name: "operator-pod",
+        expression: `request.userInfo.username == '${user}' && ` +
+          `'${POD_NAME_EXTRA}' in request.userInfo.extra`,
+      }],
+      validations: [{
+        expression: `${pod} == ${holder}`,
+        reason: "Forbidden",
+        messageExpression: `'only the leader writes: Pod ' + ${pod} + ' does not hold Lease ` +
+          `${names.namespace}/${leaseName} (held by ' + ${holder} + ')'`,
+      }],
     },
     {
-      apiVersion: api,
-      kind: "ValidatingAdmissionPolicyBinding",
-      metadata: { name: FENCE_NAME, labels },
-      spec: {
-        policyName: FENCE_NAME,
-        validationActions: ["Deny"],
-        paramRef: {
-          name: leaseName,
-          namespace: names.namespace,
-          // Leader election off: no Lease, no fence.
-          parameterNotFoundAction: "Allow",
-        },
+      validationActions: ["Deny"],
+      paramRef: {
+        name: leaseName,
+        namespace: names.namespace,
+        // Leader election off: no Lease, no fence.
+        parameterNotFoundAction: "Allow",
       },
     },
-  ];
+  );
 }

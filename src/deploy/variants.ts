@@ -7,7 +7,7 @@
  */
 import type { KubeObject } from "../api/object.ts";
 import { CONTROLLER_NAMES, type ControllerName, CONTROLLERS } from "../controllers/registry.ts";
-import { OPERATOR_OBJECT_LABELS } from "../kube/rbac.ts";
+import { admissionPolicy, matchingType } from "./admission_policy.ts";
 
 /** An installation of deploy/ serving some controllers: deploy/variants/<name>. */
 export interface Variant {
@@ -46,37 +46,15 @@ export function notServedName(controller: ControllerName): string {
 export function notServedPolicy(controller: ControllerName): KubeObject[] {
   const type = CONTROLLERS[controller].primary;
   const name = notServedName(controller);
-  const labels = { ...OPERATOR_OBJECT_LABELS };
-  const api = "admissionregistration.k8s.io/v1";
   const message = `${type.kind} is not served by this installation of platform-operator: it runs ` +
     `without the ${controller} controller (--controllers), so no ${type.kind} would be ` +
     `reconciled. Install deploy/ (or set the Helm value modules.${controller}.enabled=true) to ` +
     `serve them.`;
-  return [
-    {
-      apiVersion: api,
-      kind: "ValidatingAdmissionPolicy",
-      metadata: { name, labels },
-      spec: {
-        failurePolicy: "Fail",
-        matchConstraints: {
-          resourceRules: [{
-            apiGroups: [type.group],
-            apiVersions: ["*"],
-            operations: ["CREATE"],
-            resources: [type.plural],
-          }],
-        },
-        validations: [{ expression: "false", message, reason: "Forbidden" }],
-      },
-    },
-    {
-      apiVersion: api,
-      kind: "ValidatingAdmissionPolicyBinding",
-      metadata: { name, labels },
-      spec: { policyName: name, validationActions: ["Deny"] },
-    },
-  ];
+  return admissionPolicy(name, {
+    failurePolicy: "Fail",
+    matchConstraints: matchingType(type, ["CREATE"]),
+    validations: [{ expression: "false", message, reason: "Forbidden" }],
+  }, { validationActions: ["Deny"] });
 }
 
 /** The not-served policies of an installation serving `served`: one per other controller. */
