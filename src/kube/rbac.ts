@@ -130,10 +130,10 @@ export const ACCESS: Readonly<Record<string, Access>> = {
     why: "the Redis Secret of --global-redis-secret, watched in the engine's namespace only",
   },
   Event: {
-    verbs: ["create", "patch"],
+    verbs: ["create", "get", "patch"],
     for: ["operator"],
     why:
-      "Kubernetes Events about the reconciled objects; a repeat counted by patch (count, lastTimestamp)",
+      "Kubernetes Events about the reconciled objects; a repeat counted by patch (count, lastTimestamp), on the count read back after a restart",
   },
   Deployment: {
     verbs: INSTALLED,

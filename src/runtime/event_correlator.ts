@@ -145,6 +145,15 @@ export class EventCorrelator {
     this.#counts.delete(`${namespace}/${name}`);
   }
 
+  /**
+   * The Event `namespace/name` was found written `before` times before this correlator counted it
+   * (a restart): its count goes on from there.
+   */
+  countFrom(namespace: string, name: string, before: number): void {
+    const id = `${namespace}/${name}`;
+    this.#counts.set(id, (this.#counts.get(id) ?? 0) + before);
+  }
+
   /** True when `message` is one similar message too many within the interval: combine it. */
   #combined(key: string, message: string, now: number): boolean {
     let s = this.#similar.get(key);

@@ -3,7 +3,7 @@
  * (event_correlator.ts): similar Events combined, a repeat counted on the Event it repeats
  * (`count`, `lastTimestamp`) instead of a new one, and a spam filter for each object. Names are
  * deterministic (`<object>.<hash of uid, type, reason, message>`): after a restart the create of
- * an Event already written answers 409 and is dropped. An Event write never fails a reconcile, and
+ * an Event already written answers 409, and the Event is read and counted on instead. An Event write never fails a reconcile, and
  * never delays one: Events are queued and written off the reconcile's path (client-go's
  * EventBroadcaster does the same), a few at a time, in order for each object, and only one at a
  * time while reconciles are at work, so they take little from the writes that make a change take
@@ -269,7 +269,8 @@ export class EventRecorder {
         ]);
       }
     } catch (err) {
-      if (!p.update && isApiError(err, 409)) return; // written before a restart
+      // Written before a restart (or by the replica that led before): its count goes on.
+      if (!p.update && isApiError(err, 409)) return await this.#countOn(p);
       // Gone (Events expire) or never written: recording it again writes it anew.
       this.#correlator.forget(namespace, name);
       if (p.update && isApiError(err, 404)) return;
@@ -288,6 +289,32 @@ export class EventRecorder {
         object: `${kind} ${namespace}/${about}`,
         error: err,
       });
+    }
+  }
+
+  /**
+   * `p`'s create found the Event written already, by this operator before it restarted: the
+   * correlator began again at 1, so the Event's own count is read and `p`'s counted on it (the
+   * correlator and a repeat waiting to be written go on from there). Dropped, its count would stay
+   * where it was and the next repeat's patch would set it back to 2.
+   */
+  async #countOn(p: Pending): Promise<void> {
+    const { namespace = "default", name } = p.body.metadata;
+    try {
+      const live = await this.#o.cluster.get(RESOURCES.Event, namespace, name);
+      if (!live) return;
+      const before = typeof live.count === "number" && live.count > 0 ? live.count : 1;
+      this.#correlator.countFrom(namespace, name, before);
+      const waiting = this.#waiting.get(p.id);
+      if (waiting) waiting.body = { ...waiting.body, count: Number(waiting.body.count) + before };
+      await this.#o.cluster.patch(RESOURCES.Event, namespace, name, [
+        { op: "replace", path: "/count", value: before + Number(p.body.count) },
+        { op: "replace", path: "/lastTimestamp", value: p.body.lastTimestamp },
+        { op: "replace", path: "/message", value: p.body.message },
+      ]);
+    } catch (err) {
+      // Not readable (a role without get on events) or gone meanwhile: left as it was.
+      this.#o.log.debug("an Event written before could not be counted on", { name, error: err });
     }
   }
 

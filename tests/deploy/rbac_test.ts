@@ -139,7 +139,7 @@ Deno.test("the RBAC table grants exactly what the code uses", async () => {
     "update",
     "watch",
   ]);
-  assert.deepEqual([...needed.verbs.get("Event") ?? []].sort(), ["create", "patch"]);
+  assert.deepEqual([...needed.verbs.get("Event") ?? []].sort(), ["create", "get", "patch"]);
   assert.deepEqual(show(granted()), show(needed));
 });
 

@@ -143,7 +143,7 @@ Deno.test("deploy/variants/ratelimit-only: no Secrets, no wildcard, only the clu
       )
     ).sort();
   assert.deepEqual(atoms(rules.cluster), [
-    "/events: create,patch",
+    "/events: get,create,patch",
     "/pods: list,watch",
     "apiextensions.k8s.io/customresourcedefinitions: list,watch",
     "authentication.k8s.io/tokenreviews: create",

@@ -214,6 +214,42 @@ Deno.test("a repeat after other Events is counted on its Event; restated at once
   assert.deepEqual({ creates, patches }, { creates: 2, patches: 1 }, "a repeat is a patch");
 });
 
+Deno.test("after a restart an Event written before is counted on, not set back", async () => {
+  const t = setup();
+  const a = obj("a");
+  for (let i = 0; i < 3; i++) {
+    t.recorder.record(a, ev("Enforced"));
+    t.recorder.record(a, ev("SidecarMissing"));
+  }
+  await drain(t);
+  assert.deepEqual((await written(t, "a")).map((e) => e.count), [3, 3]);
+  // The operator restarts: a new recorder, whose correlator has seen nothing.
+  await t.clock.advance(60_000);
+  const restarted = new EventRecorder({
+    cluster: t.cluster,
+    clock: t.clock,
+    log: captureLogger(t.clock).log,
+    identity: "op-1",
+  });
+  const again = { ...t, recorder: restarted };
+  restarted.record(a, ev("Enforced")); // its create answers 409: read and counted on
+  await turns();
+  // A repeat recorded while that create is in flight goes on from the count read back.
+  restarted.record(a, ev("SidecarMissing"));
+  restarted.record(a, ev("Enforced"));
+  await drain(again);
+  assert.deepEqual(await written(t, "a"), [
+    { reason: "Enforced", count: 5, message: "Enforced" },
+    { reason: "SidecarMissing", count: 4, message: "SidecarMissing" },
+  ]);
+  const enforced = (await t.sim.list(RESOURCES.Event, { namespace: NS })).items
+    .find((e) => e.reason === "Enforced")!;
+  assert.equal(
+    enforced.lastTimestamp,
+    new Date(t.clock.now()).toISOString().replace(/\.\d+Z$/, "Z"),
+  );
+});
+
 Deno.test("a repeat recorded while its Event still waits is folded into that one write", async () => {
   const t = setup({ concurrency: 1 });
   t.recorder.record(obj("b"), ev("First")); // in flight: holds the only slot
