@@ -3,18 +3,18 @@
  * (event_correlator.ts): similar Events combined, a repeat counted on the Event it repeats
  * (`count`, `lastTimestamp`) instead of a new one, and a spam filter for each object. Names are
  * deterministic (`<object>.<hash of uid, type, reason, message>`): after a restart the create of
- * an Event already written answers 409, and the Event is read and counted on instead. An Event write never fails a reconcile, and
- * never delays one: Events are queued and written off the reconcile's path (client-go's
- * EventBroadcaster does the same), a few at a time, in order for each object, and only one at a
- * time while reconciles are at work, so they take little from the writes that make a change take
- * effect.
+ * an Event already written answers 409, and the Event is read and counted on instead. An Event
+ * write never fails a reconcile, and never delays one: Events are queued and written off the
+ * reconcile's path (client-go's EventBroadcaster does the same), a few at a time, in order for
+ * each object, and only one at a time while reconciles are at work, so they take little from the
+ * writes that make a change take effect.
  */
 import type { EventSpec } from "../reconcile/plan.ts";
 import { EventCorrelator } from "./event_correlator.ts";
 import { RESOURCES } from "../api/resources.ts";
 import type { Clock } from "./clock.ts";
 import { type Cluster, isApiError } from "./cluster.ts";
-import type { KubeObject } from "../api/object.ts";
+import type { JsonPatchOp, KubeObject } from "../api/object.ts";
 import type { Logger } from "./log.ts";
 import type { Metrics } from "./metrics.ts";
 import { kubeTime } from "../api/time.ts";
@@ -95,6 +95,15 @@ export function eventObject(
     lastTimestamp: time,
     count,
   };
+}
+
+/** The JSON patch that moves a written Event on to `body`'s count, time and message. */
+function countPatch(body: KubeObject): JsonPatchOp[] {
+  return [
+    { op: "replace", path: "/count", value: body.count },
+    { op: "replace", path: "/lastTimestamp", value: body.lastTimestamp },
+    { op: "replace", path: "/message", value: body.message },
+  ];
 }
 
 /** An Event waiting to be written. */
@@ -262,11 +271,7 @@ export class EventRecorder {
     try {
       if (!p.update) await this.#o.cluster.create(RESOURCES.Event, p.body);
       else {
-        await this.#o.cluster.patch(RESOURCES.Event, namespace, name, [
-          { op: "replace", path: "/count", value: p.body.count },
-          { op: "replace", path: "/lastTimestamp", value: p.body.lastTimestamp },
-          { op: "replace", path: "/message", value: p.body.message },
-        ]);
+        await this.#o.cluster.patch(RESOURCES.Event, namespace, name, countPatch(p.body));
       }
     } catch (err) {
       // Written before a restart (or by the replica that led before): its count goes on.
@@ -307,11 +312,12 @@ export class EventRecorder {
       this.#correlator.countFrom(namespace, name, before);
       const waiting = this.#waiting.get(p.id);
       if (waiting) waiting.body = { ...waiting.body, count: Number(waiting.body.count) + before };
-      await this.#o.cluster.patch(RESOURCES.Event, namespace, name, [
-        { op: "replace", path: "/count", value: before + Number(p.body.count) },
-        { op: "replace", path: "/lastTimestamp", value: p.body.lastTimestamp },
-        { op: "replace", path: "/message", value: p.body.message },
-      ]);
+      await this.#o.cluster.patch(
+        RESOURCES.Event,
+        namespace,
+        name,
+        countPatch({ ...p.body, count: before + Number(p.body.count) }),
+      );
     } catch (err) {
       // Not readable (a role without get on events) or gone meanwhile: left as it was.
       this.#o.log.debug("an Event written before could not be counted on", { name, error: err });

@@ -22,9 +22,9 @@ import {
 } from "./watcher_state.ts";
 
 const IDLE: unique symbol = Symbol("idle");
+const CANCELLED: unique symbol = Symbol("cancelled");
 /** The longest Retry-After a backoff honours: a server's odd answer does not stop a watch for long. */
 const MAX_RETRY_AFTER_MS = 5 * 60_000;
-const CANCELLED: unique symbol = Symbol("cancelled");
 /**
  * Why an open watch is closed (its iterator and the waits on it are cancelled): one shared value,
  * since `abort()` without a reason builds a DOMException, stack and all. No one reads it: every
