@@ -38,12 +38,16 @@ export async function runKubectl(
   opts: KubectlOptions = {},
 ): Promise<KubectlResult> {
   const deadline = Date.now() + (opts.timeoutMs ?? 120_000);
+  let nullSeen: KubectlResult | undefined;
   for (;;) {
-    const r = await runOnce(kubectl, kubeconfig, args, {
+    const { result: r, killed } = await runOnce(kubectl, kubeconfig, args, {
       ...opts,
       timeoutMs: Math.max(1, deadline - Date.now()),
     });
+    // A run again killed at the time limit has said nothing: the null list is what was seen.
+    if (killed && nullSeen) return nullSeen;
     if (r.code === 0 || args[0] !== "wait" || !NULL_CONDITIONS.test(r.stderr)) return r;
+    nullSeen = r;
     if (Date.now() + 200 >= deadline) return r;
     await new Promise((res) => setTimeout(res, 200));
   }
@@ -54,7 +58,8 @@ async function runOnce(
   kubeconfig: string,
   args: string[],
   opts: KubectlOptions,
-): Promise<KubectlResult> {
+): Promise<{ result: KubectlResult; killed: boolean }> {
+  const signal = AbortSignal.timeout(opts.timeoutMs ?? 120_000);
   const child = new Deno.Command(kubectl, {
     args: [
       `--kubeconfig=${opts.kubeconfig ?? kubeconfig}`,
@@ -64,7 +69,7 @@ async function runOnce(
     stdin: opts.stdin === undefined ? "null" : "piped",
     stdout: "piped",
     stderr: "piped",
-    signal: AbortSignal.timeout(opts.timeoutMs ?? 120_000),
+    signal,
   }).spawn();
   if (opts.stdin !== undefined) {
     const w = child.stdin.getWriter();
@@ -73,7 +78,10 @@ async function runOnce(
   }
   const out = await child.output();
   const dec = new TextDecoder();
-  return { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) };
+  return {
+    result: { code: out.code, stdout: dec.decode(out.stdout), stderr: dec.decode(out.stderr) },
+    killed: signal.aborted && !out.success,
+  };
 }
 
 /** Like {@link runKubectl} but throws (with stderr) on a non-zero exit; returns stdout. */
