@@ -66,11 +66,12 @@ Deno.test("other failures, and other commands, are answered at once", async () =
 
 Deno.test("a condition list still null at the time limit is the failure returned", async () => {
   await using k = await standIn(1_000, `error: ${NULL_MESSAGE}`);
-  const r = await k.run(["wait", "--for=condition=Established", "crd/x"], 1_000);
+  const r = await k.run(["wait", "--for=condition=Established", "crd/x"], 2_000);
   assert.equal(r.code, 1);
   assert.match(r.stderr, NULL_CONDITIONS);
+  // Every 200 ms: at most 11 calls in 2 s; at least 2 even on a loaded machine.
   const calls = await k.calls();
-  assert.ok(calls >= 2 && calls <= 6, `${calls} calls within 1 s`);
+  assert.ok(calls >= 2 && calls <= 11, `${calls} calls within 2 s`);
 });
 
 Deno.test("a run again killed at the time limit returns the null list seen before it", async () => {
