@@ -9,7 +9,7 @@ import fc from "fast-check";
 import { parse } from "yaml";
 import { run, runLines } from "./preview.ts";
 import { fromKyma, KYMA_API_VERSION } from "../../src/cli/ratelimit/kyma.ts";
-import { renderFilters } from "../../src/cli/ratelimit/run.ts";
+import { renderFilters, runTraffic } from "../../src/cli/ratelimit/run.ts";
 import { parseFillInterval } from "../../src/api/duration.ts";
 import { envoyBehaviour, Mesh } from "../../src/dataplane/mod.ts";
 import { filter, ON, tb } from "../dataplane/filters.ts";
@@ -124,6 +124,115 @@ Deno.test("what cannot be carried is refused naming Kyma's field", () => {
   assert.match(c.problems[0], /tokensPerFill would be 5000000000, above 4294967295/);
 });
 
+/** The bucket each request takes under the converted RateLimit `rl`, on Envoy 1.38. */
+function bucketsHere(rl: Obj, paths: string[]): unknown[] {
+  const envoy = envoyBehaviour("1.38");
+  assert.ok(envoy.ok);
+  const r = runTraffic(
+    rl,
+    paths.map((path, t) => ({ t, path, headers: {} })),
+    paths.length,
+    envoy.value,
+  );
+  assert.ok(r.ok, r.ok ? "" : r.error);
+  return r.value.outcomes.map((o) => o.bucket);
+}
+
+Deno.test("a Kyma path with a query string becomes path and queryParams, the difference said", () => {
+  const cases: [string, string, Record<string, string>][] = [
+    ["/search?q=", "/search", { q: "" }],
+    ["/search?debug", "/search", { debug: "" }],
+    ["/export?format=csv&page=2", "/export", { format: "csv", page: "2" }],
+    ["/export?%66ormat=%63sv&format=csv", "/export", { format: "csv" }],
+    ["/a?ids[]=1&x=a=b", "/a", { "ids[]": "1", x: "a=b" }],
+  ];
+  for (const [path, base, queryParams] of cases) {
+    const c = fromKyma(kyma("1s", [{ path }]));
+    assert.ok(c.ok, c.ok ? "" : c.problems.join("; "));
+    const rule = (c.rateLimit.spec as { local: { buckets: Obj[] } }).local.buckets[0];
+    assert.equal(rule.path, base);
+    assert.deepEqual(rule.queryParams, queryParams);
+    const note = c.differences.find((d) => d.startsWith("spec.local.buckets[0]: path"));
+    assert.ok(note?.includes(`becomes path ${base} with queryParams`), note);
+    assert.ok(note?.includes(`under Kyma only ${path} as written`), note);
+    // The request Kyma took this rule for still takes it; the path alone does not.
+    assert.deepEqual(bucketsHere(c.rateLimit, [path, base]), [0, "default"], path);
+  }
+});
+
+Deno.test("a Kyma query string a rule here cannot hold is refused naming the path", () => {
+  const cases: [Rule, RegExp][] = [
+    [{ path: "/search?" }, /an empty query string has no rule here/],
+    [{ path: "?q=1" }, /the part before \? is not a path/],
+    [{ path: "/s?a=1&&b=2" }, /an empty parameter/],
+    [{ path: "/s?q=a+b" }, /q's value "a\+b" is not a query parameter's value here/],
+    [{ path: "/s?q=a%20b" }, /q's value "a b" is not/],
+    [{ path: "/s?q=%zz" }, /"q=%zz" is not percent-encoded correctly/],
+    [{ path: "/s?na%20me=1" }, /"na me" is not a query parameter's name here/],
+    [{ path: `/s?${"n".repeat(33)}=1` }, /is not a query parameter's name here/],
+    [{ path: `/s?q=${"v".repeat(41)}` }, /is not a query parameter's value here/],
+    [{ path: "/s?q=1&q=2" }, /q is given twice/],
+    [
+      { path: "/s?a=1&b=2", headers: { "X-A": "1", "X-B": "2", "X-C": "3" } },
+      /more than the 4 a rule here matches together/,
+    ],
+  ];
+  for (const [rule, problem] of cases) {
+    const c = fromKyma(kyma("1s", [{ path: "/ok" }, rule]));
+    assert.ok(!c.ok, rule.path);
+    assert.equal(c.problems.length, 1);
+    assert.ok(
+      c.problems[0].startsWith(`spec.local.buckets[1].path ${JSON.stringify(rule.path)}: `),
+      c.problems[0],
+    );
+    assert.match(c.problems[0], problem);
+  }
+  // Beside an interval that cannot be carried, both are said.
+  const c = fromKyma(kyma("50500us", [{ path: "/s?q=a+b" }]));
+  assert.ok(!c.ok);
+  assert.equal(c.problems.length, 2);
+});
+
+const QUERY_NAME_CHARS = [..."abcXYZ019._~[]-"];
+const QUERY_VALUE_CHARS = [..."abcXYZ019._~!$'()*,/:;=?@[]-"];
+/** A character as Kyma's path may hold it: as itself, or percent-encoded (either case of hex). */
+const written = (ch: string) =>
+  fc.constantFrom(
+    ch,
+    "%" + ch.charCodeAt(0).toString(16).padStart(2, "0").toUpperCase(),
+    "%" + ch.charCodeAt(0).toString(16).padStart(2, "0"),
+  );
+const encodedOf = (chars: string[], min: number, max: number) =>
+  fc.array(fc.constantFrom(...chars), { minLength: min, maxLength: max }).chain((cs) =>
+    fc.tuple(...cs.map(written)).map((ws) => ({ decoded: cs.join(""), written: ws.join("") }))
+  );
+
+Deno.test("property: a carried query string still takes the request Kyma took, and its path alone does not", () => {
+  fc.assert(
+    fc.property(
+      fc.uniqueArray(
+        fc.tuple(encodedOf(QUERY_NAME_CHARS, 1, 8), encodedOf(QUERY_VALUE_CHARS, 0, 8)),
+        { minLength: 1, maxLength: 4, selector: ([n]) => n.decoded },
+      ),
+      (params) => {
+        // A value holding "=" is written after the first "=", as Kyma's path would have it; a
+        // value holding "?" likewise (only the first "?" starts the query).
+        const query = params.map(([n, v]) => `${n.written}=${v.written}`).join("&");
+        const path = `/p?${query}`;
+        const c = fromKyma(kyma("1s", [{ path }]));
+        assert.ok(c.ok, c.ok ? "" : c.problems.join("; "));
+        const rule = (c.rateLimit.spec as { local: { buckets: Obj[] } }).local.buckets[0];
+        assert.deepEqual(
+          rule.queryParams,
+          Object.fromEntries(params.map(([n, v]) => [n.decoded, v.decoded])),
+        );
+        assert.deepEqual(bucketsHere(c.rateLimit, [path, "/p"]), [0, "default"], path);
+      },
+    ),
+    { numRuns: 200 },
+  );
+});
+
 Deno.test("the preview converts, prints the RateLimit to apply, and runs it", async () => {
   const rendered = await run(["-f", example("kyma-ratelimit.yaml"), "--render"]);
   assert.equal(rendered.code, 0, rendered.err);
@@ -151,7 +260,11 @@ Deno.test("the preview converts, prints the RateLimit to apply, and runs it", as
   assert.deepEqual(refused.out, []);
   assert.match(
     refused.err,
-    /cannot carry over Kyma's RateLimit: .*spec\.local\.defaultBucket\.maxTokens/,
+    /cannot carry over Kyma's RateLimit: spec\.local\.buckets\[0\]\.bucket\.fillInterval 1250500us/,
+  );
+  assert.match(
+    refused.err,
+    /cannot carry over Kyma's RateLimit: spec\.local\.buckets\[0\]\.path "\/search\?q=a\+b": q's value/,
   );
 });
 

@@ -5,7 +5,14 @@
  */
 import { goDurationProblem, parseGoDuration } from "../../api/duration.ts";
 import { GATEWAY_GROUP } from "../../api/groups.ts";
-import { MAX_TOKENS_LIMIT } from "../../api/ratelimit_bounds.ts";
+import {
+  isQueryName,
+  isQueryValue,
+  MAX_QUERY_NAME_LENGTH,
+  MAX_QUERY_VALUE_LENGTH,
+  MAX_RULE_HEADERS_AND_QUERY,
+  MAX_TOKENS_LIMIT,
+} from "../../api/ratelimit_bounds.ts";
 import { MIN_FILL_INTERVAL_MS, SHADOW_HEADER, SHADOW_HEADER_VALUE } from "../../api/envoy.ts";
 import { show } from "../../api/issues.ts";
 import { objectFieldProblems } from "./fields.ts";
@@ -124,6 +131,83 @@ function convertIntervals(
   return problems.length > 0 ? { ok: false, problems } : { ok: true, out, notes };
 }
 
+/** A Kyma path with a query string as a path and the query parameters a rule here matches. */
+type QueryPath =
+  | { ok: true; path: string; queryParams: Record<string, string> }
+  | { ok: false; problem: string };
+
+/**
+ * Kyma compares a rule's path with the whole `:path`, so `/search?q=a` selects that request only.
+ * Here a path never holds a query string; the rule becomes path `/search` with queryParams
+ * `{q: a}`, which takes that request and others (parameters beside it, in any order, encoded or
+ * not): `differences` says so. Each `name=value` (a bare `name` is the empty value) is decoded,
+ * and the rule must be able to hold it, else the path is refused with the reason.
+ */
+function queryPath(path: string, headers: number): QueryPath {
+  const q = path.indexOf("?");
+  const base = path.slice(0, q);
+  const query = path.slice(q + 1);
+  const refuse = (why: string): QueryPath => ({
+    ok: false,
+    problem: `${show(path)}: ${why}`,
+  });
+  if (!base.startsWith("/")) return refuse("the part before ? is not a path like /search");
+  if (query.length === 0) return refuse("an empty query string has no rule here");
+  const queryParams: Record<string, string> = {};
+  for (const part of query.split("&")) {
+    if (part.length === 0) return refuse("the query string has an empty parameter (&&)");
+    const eq = part.indexOf("=");
+    let name: string, value: string;
+    try {
+      name = decodeURIComponent(eq < 0 ? part : part.slice(0, eq));
+      value = eq < 0 ? "" : decodeURIComponent(part.slice(eq + 1));
+    } catch {
+      return refuse(`${show(part)} is not percent-encoded correctly`);
+    }
+    if (!isQueryName(name) || [...name].length > MAX_QUERY_NAME_LENGTH) {
+      return refuse(
+        `${
+          show(name)
+        } is not a query parameter's name here (at most ${MAX_QUERY_NAME_LENGTH} characters: letters, digits and -._~[])`,
+      );
+    }
+    if (!isQueryValue(value) || [...value].length > MAX_QUERY_VALUE_LENGTH) {
+      return refuse(
+        `${name}'s value ${
+          show(value)
+        } is not a query parameter's value here (at most ${MAX_QUERY_VALUE_LENGTH} characters, decoded: letters, digits and -._~!$'()*,/:;=?@[], no &, +, %, # or spaces)`,
+      );
+    }
+    if (Object.hasOwn(queryParams, name) && queryParams[name] !== value) {
+      return refuse(`${name} is given twice; a rule here holds one value a parameter`);
+    }
+    queryParams[name] = value;
+  }
+  if (Object.keys(queryParams).length + headers > MAX_RULE_HEADERS_AND_QUERY) {
+    return refuse(
+      `its query parameters and the rule's headers are more than the ${MAX_RULE_HEADERS_AND_QUERY} a rule here matches together`,
+    );
+  }
+  return { ok: true, path: base, queryParams };
+}
+
+/** The rules whose Kyma path holds a query string, converted (queryPath), by index. */
+function queryRules(
+  rules: unknown[],
+): { ok: true; out: Map<number, Obj> } | { ok: false; problems: string[] } {
+  const out = new Map<number, Obj>();
+  const problems: string[] = [];
+  rules.forEach((rule, i) => {
+    if (!isObj(rule) || typeof rule.path !== "string" || !rule.path.includes("?")) return;
+    if (rule.path.includes("#")) return; // no request carries a fragment: the spec's check says so
+    const headers = isObj(rule.headers) ? Object.keys(rule.headers).length : 0;
+    const c = queryPath(rule.path, headers);
+    if (!c.ok) return void problems.push(`spec.local.buckets[${i}].path ${c.problem}`);
+    out.set(i, { path: c.path, queryParams: c.queryParams });
+  });
+  return problems.length > 0 ? { ok: false, problems } : { ok: true, out };
+}
+
 /** A rule's descriptor keys as Kyma's controller writes them: `path`, then its header names. */
 function kymaKeys(rule: Obj): string[] {
   return [
@@ -147,8 +231,11 @@ function rulesKymaNeverSelects(rules: Obj[]): { index: number; keys: string[]; a
   });
 }
 
-/** What behaves differently here than under Kyma, for this spec. */
-function differences(spec: Obj, rules: Obj[]): string[] {
+/**
+ * What behaves differently here than under Kyma, for this spec whose rules with a query string in
+ * their path became `queried` (by index in `rules`).
+ */
+function differences(spec: Obj, rules: Obj[], queried: Map<number, Obj>): string[] {
   const out = [
     "the filter runs just before the router, after the mesh's authorization: a request the mesh denies takes no token (Kyma's filter runs first)",
     "a selector with no Pod, or with Pods without a sidecar, is applied and reported (Enforced False, NoPodSelected or SidecarMissing), so Pods that come later are limited; Kyma refuses it and applies nothing",
@@ -161,11 +248,21 @@ function differences(spec: Obj, rules: Obj[]): string[] {
     );
   }
   rules.forEach((rule, i) => {
-    if (typeof rule.path === "string") {
+    if (typeof rule.path !== "string") return;
+    const query = queried.get(i);
+    if (query === undefined) {
       out.push(
         `spec.local.buckets[${i}]: path ${rule.path} matches with any query string too; under Kyma ${rule.path}?a=1 took the default bucket`,
       );
+      return;
     }
+    const params = Object.entries(query.queryParams as Record<string, string>)
+      .map(([k, v]) => `${k}: ${show(v)}`).join(", ");
+    out.push(
+      `spec.local.buckets[${i}]: path ${rule.path} becomes path ${query.path} with queryParams {${params}}, which takes a request to ${query.path} whose query string holds ${
+        Object.keys(query.queryParams as Record<string, string>).length === 1 ? "it" : "them"
+      } anywhere, beside other parameters, encoded or not; under Kyma only ${rule.path} as written took this rule`,
+    );
   });
   for (const { index, keys, all } of rulesKymaNeverSelects(rules)) {
     out.push(
@@ -186,9 +283,18 @@ export function fromKyma(doc: Obj): KymaConversion {
   if (unknown.length > 0) return { ok: false, problems: unknown };
   const spec = isObj(doc.spec) ? doc.spec : {};
   const local = isObj(spec.local) ? spec.local : {};
-  const rules = Array.isArray(local.buckets) ? local.buckets.filter(isObj) : [];
+  const rules = Array.isArray(local.buckets) ? local.buckets : [];
   const intervals = convertIntervals(bucketsOf(local));
-  if (!intervals.ok) return intervals;
+  const queried = queryRules(rules);
+  if (!intervals.ok || !queried.ok) {
+    return {
+      ok: false,
+      problems: [
+        ...(intervals.ok ? [] : intervals.problems),
+        ...(queried.ok ? [] : queried.problems),
+      ],
+    };
+  }
   const converted = intervals.out;
   const newLocal: Obj = { ...local };
   if (converted.has("spec.local.defaultBucket")) {
@@ -196,8 +302,9 @@ export function fromKyma(doc: Obj): KymaConversion {
   }
   if (Array.isArray(local.buckets)) {
     newLocal.buckets = local.buckets.map((rule, i) => {
+      if (!isObj(rule)) return rule;
       const bucket = converted.get(`spec.local.buckets[${i}].bucket`);
-      return bucket && isObj(rule) ? { ...rule, bucket } : rule;
+      return { ...rule, ...queried.out.get(i), ...(bucket ? { bucket } : {}) };
     });
   }
   return {
@@ -208,6 +315,9 @@ export function fromKyma(doc: Obj): KymaConversion {
       metadata: userMetadata(doc.metadata),
       spec: { ...spec, local: newLocal },
     },
-    differences: [...intervals.notes, ...differences(spec, rules)],
+    differences: [
+      ...intervals.notes,
+      ...differences(spec, rules.filter(isObj), queried.out),
+    ],
   };
 }
