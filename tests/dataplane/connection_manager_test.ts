@@ -10,7 +10,7 @@ import { removedBeforeFilters } from "../../src/api/envoy.ts";
 import { decide, newProxyState, proxyConfig } from "../../src/dataplane/mod.ts";
 import { admit, type Downstream, requestIdOf } from "../../src/dataplane/connection_manager.ts";
 import type { Request } from "../../src/dataplane/request.ts";
-import { filter, model, ON, pathAction, proxy, tb, version } from "./filters.ts";
+import { byAddressFilter, filter, model, ON, pathAction, proxy, tb, version } from "./filters.ts";
 
 const SIDECAR: Downstream = {
   useRemoteAddress: false,
@@ -130,16 +130,7 @@ Deno.test("a sidecar's client: the last x-forwarded-for entry only when Envoy pa
 });
 
 Deno.test("per-client buckets: two spellings of one IPv6 client share its bucket", () => {
-  const byAddress = filter({
-    token_bucket: tb(100, 100, "60s"),
-    filter_enabled: ON,
-    filter_enforced: ON,
-    always_consume_default_token_bucket: false,
-    descriptors: [{
-      entries: [{ key: "remote_address", value: "" }],
-      token_bucket: tb(1, 1, "60s"),
-    }],
-  }, [{ actions: [{ remote_address: {} }] }]);
+  const byAddress = byAddressFilter(1);
   const s = proxy(byAddress);
   const ask = (xff: string) => decide(s, { path: "/", headers: { "x-forwarded-for": xff } }, 0);
   assert.equal(ask("2001:DB8:0::1").status, 200);

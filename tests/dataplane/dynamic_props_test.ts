@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 import fc from "fast-check";
 import { decide, newProxyState } from "../../src/dataplane/proxy.ts";
 import { proxyConfig } from "../../src/dataplane/proxyconfig.ts";
-import { errorsOf, filter, model, ON, proxy, tb, version } from "./filters.ts";
+import { byAddressFilter, errorsOf, filter, model, ON, proxy, tb, version } from "./filters.ts";
 import { RefAtomic, type RefSpec } from "./envoy_reference.ts";
 
 /** `DynamicDescriptor` of dynamic_descriptor.cc, line by line. */
@@ -138,17 +138,7 @@ Deno.test("Envoy before 1.34 refuses a wildcard descriptor; 0 clients is refused
 });
 
 Deno.test("remote_address: a sidecar trusts x-forwarded-for's last address, a gateway its peer", () => {
-  const one = { maxTokens: 1, tokensPerFill: 1, fillIntervalMs: 60_000 };
-  const byAddress = filter({
-    token_bucket: tb(100, 100, "60s"),
-    filter_enabled: ON,
-    filter_enforced: ON,
-    always_consume_default_token_bucket: false,
-    descriptors: [{
-      entries: [{ key: "remote_address", value: "" }],
-      token_bucket: tb(one.maxTokens, one.tokensPerFill, "60s"),
-    }],
-  }, [{ actions: [{ remote_address: {} }] }]);
+  const byAddress = byAddressFilter(1);
   const sidecar = proxy(byAddress);
   const ask = (peer: string | undefined, xff?: string) =>
     decide(sidecar, {

@@ -93,3 +93,20 @@ export function proxy(obj: unknown, envoy = "1.38") {
 
 /** A `rate_limits` action putting the path in the descriptor. */
 export const pathAction = { request_headers: { header_name: ":path", descriptor_key: "path" } };
+
+/**
+ * A filter whose only rule gives each client address (`remote_address`) a bucket of `maxTokens`,
+ * refilled that many a minute, beside a default bucket of 100.
+ */
+export function byAddressFilter(maxTokens: number): Json {
+  return filter({
+    token_bucket: tb(100, 100, "60s"),
+    filter_enabled: ON,
+    filter_enforced: ON,
+    always_consume_default_token_bucket: false,
+    descriptors: [{
+      entries: [{ key: "remote_address", value: "" }],
+      token_bucket: tb(maxTokens, maxTokens, "60s"),
+    }],
+  }, [{ actions: [{ remote_address: {} }] }]);
+}
