@@ -10,6 +10,7 @@
  *
  * @module
  */
+import { join } from "node:path";
 import { parseArgs } from "node:util";
 import { ensureBuilt } from "./cluster/build.ts";
 import { ensureNodeBuilt } from "./cluster/node/build.ts";
@@ -123,25 +124,41 @@ export function selectTargets(only: string | undefined): Target[] {
   return TARGETS.filter((t) => names.includes(t.name));
 }
 
-/** Builds `targets` one after another, logging each with its time and the total. */
-export async function buildAll(targets: readonly Target[], log: Log): Promise<void> {
+/**
+ * Builds `targets` one after another, logging each with its time and the total. With `doneDir`,
+ * each target that ends writes a file of its name there (written whole, then renamed into place),
+ * so that what waits for one target need not wait for the others (tools/test_lanes.ts
+ * `--built-dir`).
+ */
+export async function buildAll(
+  targets: readonly Target[],
+  log: Log,
+  doneDir?: string,
+): Promise<void> {
   const started = performance.now();
+  if (doneDir !== undefined) await Deno.mkdir(doneDir, { recursive: true });
   for (const t of targets) {
     const prefixed: Log = (m) => log(`[${t.name}] ${m}`);
     await t.build(prefixed);
+    if (doneDir !== undefined) {
+      const tmp = join(doneDir, `.${t.name}.tmp`);
+      await Deno.writeTextFile(tmp, "0\n");
+      await Deno.rename(tmp, join(doneDir, t.name));
+    }
   }
   log(`${targets.length} targets up to date in ${formatElapsed(performance.now() - started)}`);
 }
 
-const USAGE = "usage: ./deno task build [--only=TARGET,...] [--list]";
+const USAGE = "usage: ./deno task build [--only=TARGET,...] [--done-dir=DIR] [--list]";
 
 async function main(argv: string[]): Promise<number> {
-  let values: { only?: string; list?: boolean; help?: boolean };
+  let values: { only?: string; "done-dir"?: string; list?: boolean; help?: boolean };
   try {
     values = parseArgs({
       args: argv,
       options: {
         only: { type: "string" },
+        "done-dir": { type: "string" },
         list: { type: "boolean" },
         help: { type: "boolean", short: "h" },
       },
@@ -161,7 +178,7 @@ async function main(argv: string[]): Promise<number> {
   }
   const log: Log = (m) => console.error(`[build] ${m}`);
   try {
-    await buildAll(selectTargets(values.only), log);
+    await buildAll(selectTargets(values.only), log, values["done-dir"]);
     return 0;
   } catch (e) {
     console.error(`error: ${(e as Error).message}`);

@@ -18,8 +18,12 @@
  * rest of the build in the background, which writes FILE (its exit code) when done, so the Go builds
  * the late files need run while the lanes run every file that needs none of them.
  *
+ * With `--built-dir=DIR` as well, a late file starts as soon as each target of the rest it needs
+ * ({@link REST_TARGETS}) has its file in DIR (`./deno task build --done-dir=DIR` writes one as each
+ * target ends), without waiting for the others: the istio files need not wait for KEDA's build.
+ *
  * Usage: deno run -A tools/test_lanes.ts [--lanes=N] [--late-lanes=N] [--junit-path=FILE]
- *   [--late-after=FILE] [--list] <dir|file>...
+ *   [--late-after=FILE] [--built-dir=DIR] [--list] <dir|file>...
  */
 import { dirname, join, relative, resolve } from "node:path";
 
@@ -46,6 +50,11 @@ export interface LaneOptions {
    * build's end).
    */
   lateAfter?: string;
+  /**
+   * A directory where the background build writes a file for each target as it ends: a late
+   * batch starts once each target it needs has one (or `lateAfter`'s file has appeared).
+   */
+  builtDir?: string;
 }
 
 /** One `deno test` process: its files, and the lane that runs it. */
@@ -57,6 +66,8 @@ export interface Batch {
   alone: boolean;
   /** Uses what the rest of the build makes: waits for `--late-after`'s file. */
   late: boolean;
+  /** The targets of the rest it uses ({@link REST_TARGETS}); empty when not late. */
+  needs: string[];
 }
 
 /** One test file as the plan sees it. */
@@ -66,6 +77,8 @@ export interface PlannedFile {
   alone: boolean;
   /** Uses what the rest of the build makes ({@link NEEDS_THE_REST}). */
   late: boolean;
+  /** The targets of the rest it uses ({@link REST_TARGETS}), sorted; empty when not late. */
+  needs: string[];
 }
 
 const TEST_FILE = /(^|[._])test\.(ts|tsx|mts|js|mjs|jsx)$/;
@@ -82,8 +95,20 @@ const NEEDS_THE_MACHINE = /realNode: true|\bREAL_NODE_SKIP\b|\bdevTest\(/;
  * images, the CRD generator and KEDA's module, promtool, Prometheus and helm. Such a file would
  * otherwise wait on the build's lock inside its own test.
  */
-export const NEEDS_THE_REST =
-  /\b(ensureIstioCheck|ensurePilotDiscovery|ensureProxyStandin|buildKedaImages|kedaModule|ensureCrdgen|ensurePromtool|ensurePrometheus|ensureHelm)\b|mesh: true|"--mesh"|crdgen\/mod\.ts|prometheus\/server\.ts|proxy-standin\/mod\.ts/;
+export const REST_TARGETS: readonly { target: string; uses: RegExp }[] = [
+  {
+    target: "istio-check",
+    uses:
+      /\b(?:ensureIstioCheck|ensurePilotDiscovery|ensureProxyStandin)\b|mesh: true|"--mesh"|proxy-standin\/mod\.ts/,
+  },
+  { target: "keda", uses: /\bbuildKedaImages\b/ },
+  { target: "crdgen", uses: /\b(?:kedaModule|ensureCrdgen)\b|crdgen\/mod\.ts/ },
+  { target: "promtool", uses: /\bensurePromtool\b/ },
+  { target: "prometheus", uses: /\bensurePrometheus\b|prometheus\/server\.ts/ },
+  { target: "helm", uses: /\bensureHelm\b/ },
+];
+/** Any of {@link REST_TARGETS}. */
+export const NEEDS_THE_REST = new RegExp(REST_TARGETS.map((t) => `(?:${t.uses.source})`).join("|"));
 /** Directories whose files each get a process of their own (clusters, builds, long runs). */
 const HEAVY =
   /^(tests\/(e2e|istio|bench|global|deploy|kube|dataplane|sim|modules)|tools\/cluster)\//;
@@ -110,9 +135,10 @@ export function parseLaneArgs(args: string[]): LaneOptions {
       o.lateLanes = n;
     } else if (flag === "--junit-path" && value) o.junitPath = value;
     else if (flag === "--late-after" && value) o.lateAfter = value;
+    else if (flag === "--built-dir" && value) o.builtDir = value;
     else if (flag === "--list" && value === "") o.list = true;
     else {throw new Error(
-        `unknown flag ${a} (known: --lanes=N, --late-lanes=N, --junit-path=FILE, --late-after=FILE, --list)`,
+        `unknown flag ${a} (known: --lanes=N, --late-lanes=N, --junit-path=FILE, --late-after=FILE, --built-dir=DIR, --list)`,
       );}
   }
   if (o.roots.length === 0) throw new Error("name at least one directory or test file");
@@ -162,23 +188,31 @@ export function planBatches(
 ): Batch[] {
   const guess = (f: string) => durations[f] ?? (HEAVY.test(f) ? 30 : 2);
   const batches: Batch[] = [];
-  const light = new Map<string, string[]>();
+  const light = new Map<string, PlannedFile[]>();
   for (const f of files) {
     if (f.alone || HEAVY.test(f.path)) {
-      batches.push({ files: [f.path], weight: guess(f.path), alone: f.alone, late: f.late });
+      batches.push({
+        files: [f.path],
+        weight: guess(f.path),
+        alone: f.alone,
+        late: f.late,
+        needs: f.needs,
+      });
     } else {
-      const key = `${dirname(f.path)}${f.late ? " late" : ""}`;
-      light.set(key, [...(light.get(key) ?? []), f.path]);
+      // Light files of one directory share a process when they need the same targets.
+      const key = `${dirname(f.path)}\n${f.needs.join(",")}`;
+      light.set(key, [...(light.get(key) ?? []), f]);
     }
   }
-  for (const [key, group] of light) {
+  for (const group of light.values()) {
     for (let i = 0; i < group.length; i += BATCH_FILES) {
       const part = group.slice(i, i + BATCH_FILES);
       batches.push({
-        files: part,
-        weight: part.reduce((s, f) => s + guess(f), 0),
+        files: part.map((f) => f.path),
+        weight: part.reduce((s, f) => s + guess(f.path), 0),
         alone: false,
-        late: key.endsWith(" late"),
+        late: part[0].late,
+        needs: part[0].needs,
       });
     }
   }
@@ -199,27 +233,27 @@ export async function classifyFiles(paths: string[], cwd: string): Promise<Plann
     if (!t) texts.set(path, t = Deno.readTextFile(join(cwd, path)).catch(() => ""));
     return t;
   };
-  const usesTheRest = async (path: string): Promise<boolean> => {
+  const restNeeded = async (path: string): Promise<string[]> => {
     const seen = new Set<string>();
+    const needs = new Set<string>();
     for (const todo = [path]; todo.length > 0;) {
       const p = todo.pop()!;
       if (seen.has(p)) continue;
       seen.add(p);
       const text = await read(p);
-      if (NEEDS_THE_REST.test(text)) return true;
+      for (const { target, uses } of REST_TARGETS) if (uses.test(text)) needs.add(target);
       if (p !== path && !p.startsWith("tests/")) continue;
       for (const m of text.matchAll(/\b(?:from|import)\s*\(?\s*"(\.{1,2}\/[^"]+)"/g)) {
         const next = relative(cwd, resolve(cwd, dirname(p), m[1]));
         if (/^(tests|bench)\//.test(next)) todo.push(next);
       }
     }
-    return false;
+    return [...needs].sort();
   };
-  return await Promise.all(paths.map(async (path) => ({
-    path,
-    alone: NEEDS_THE_MACHINE.test(await read(path)),
-    late: await usesTheRest(path),
-  })));
+  return await Promise.all(paths.map(async (path) => {
+    const needs = await restNeeded(path);
+    return { path, alone: NEEDS_THE_MACHINE.test(await read(path)), late: needs.length > 0, needs };
+  }));
 }
 
 /** Merges JUnit reports into one `<testsuites>` with summed counts. */
@@ -369,12 +403,38 @@ export async function runLanes(o: LaneOptions, cwd = Deno.cwd()): Promise<number
   const restWaiter = restBuilt
     ? Promise.resolve()
     : waitForFile(resolve(cwd, o.lateAfter!)).then(() => void (restBuilt = true));
+  // With --built-dir, each target of the rest as it ends (its file there) lets the files that
+  // need only what has ended start.
+  const built = new Set<string>();
+  const t0Built = performance.now();
+  const readBuilt = async () => {
+    if (o.builtDir === undefined || restBuilt) return;
+    for (const { target } of REST_TARGETS) {
+      if (built.has(target)) continue;
+      try {
+        await Deno.stat(join(resolve(cwd, o.builtDir), target));
+      } catch (e) {
+        if (e instanceof Deno.errors.NotFound) continue;
+        throw e;
+      }
+      built.add(target);
+      console.log(
+        `lanes: ${target} built after ${
+          fmtTime((performance.now() - t0Built) / 1000)
+        }; the files that need only what is built may start`,
+      );
+    }
+  };
+  const ready = (b: Batch) => restBuilt || !b.late || b.needs.every((t) => built.has(t));
   const take = async (from: Batch[]): Promise<Batch | undefined> => {
     for (;;) {
-      const i = from.findIndex((b) => restBuilt || !b.late);
+      await readBuilt();
+      const i = from.findIndex(ready);
       if (i >= 0) return from.splice(i, 1)[0];
       if (from.length === 0) return undefined;
-      await restWaiter;
+      await (o.builtDir === undefined
+        ? restWaiter
+        : Promise.race([restWaiter, new Promise((r) => setTimeout(r, 1_000))]));
     }
   };
   const dir = await Deno.makeTempDir({ prefix: "test-lanes-" });

@@ -7,9 +7,11 @@ import {
   missingReport,
   parseLaneArgs,
   planBatches,
+  REST_TARGETS,
   runLanes,
   TAIL_LINES,
 } from "../../tools/test_lanes.ts";
+import { TARGETS } from "../../tools/build.ts";
 
 Deno.test("test lanes: flags are checked; an unknown flag or a bad lane count is an error", () => {
   assert.deepEqual(parseLaneArgs(["tests/", "--lanes=3", "--junit-path=x.xml"]), {
@@ -19,6 +21,7 @@ Deno.test("test lanes: flags are checked; an unknown flag or a bad lane count is
     list: false,
   });
   assert.equal(parseLaneArgs(["t", "--late-after=b.rc"]).lateAfter, "b.rc");
+  assert.equal(parseLaneArgs(["t", "--built-dir=built"]).builtDir, "built");
   assert.equal(parseLaneArgs(["t", "--late-lanes=2"]).lateLanes, 2);
   assert.throws(() => parseLaneArgs(["t", "--late-lanes=9"]), /--late-lanes must be/);
   assert.throws(() => parseLaneArgs(["t", "--late-after"]), /unknown flag --late-after/);
@@ -28,23 +31,26 @@ Deno.test("test lanes: flags are checked; an unknown flag or a bad lane count is
   assert.throws(() => parseLaneArgs(["--list"]), /name at least one/);
 });
 
-Deno.test("test lanes: real-node and heavy files get a process each, the rest batch by directory, heaviest first", () => {
+Deno.test("test lanes: real-node and heavy files get a process each, the rest batch by directory and needs, heaviest first", () => {
+  const needs = (i: number) => i === 8 ? ["istio-check"] : i === 9 ? ["helm"] : [];
   const light = Array.from({ length: 10 }, (_, i) => ({
     path: `tests/api/a${i}_test.ts`,
     alone: false,
-    late: i === 9,
+    late: needs(i).length > 0,
+    needs: needs(i),
   }));
   const plan = planBatches([
     ...light,
-    { path: "tests/e2e/keda_real_test.ts", alone: true, late: true },
-    { path: "tests/e2e/modules_test.ts", alone: false, late: false },
+    { path: "tests/e2e/keda_real_test.ts", alone: true, late: true, needs: ["keda"] },
+    { path: "tests/e2e/modules_test.ts", alone: false, late: false, needs: [] },
   ], { "tests/e2e/modules_test.ts": 120, "tests/e2e/keda_real_test.ts": 200 });
-  assert.deepEqual(plan.map((b) => [b.files.length, b.alone, b.late, b.weight]), [
-    [1, true, true, 200],
-    [1, false, false, 120],
-    [8, false, false, 16],
-    [1, false, false, 2],
-    [1, false, true, 2],
+  assert.deepEqual(plan.map((b) => [b.files.length, b.alone, b.late, b.weight, b.needs]), [
+    [1, true, true, 200, ["keda"]],
+    [1, false, false, 120, []],
+    [8, false, false, 16, []],
+    // Late files of one directory that need different targets are apart.
+    [1, false, true, 2, ["istio-check"]],
+    [1, false, true, 2, ["helm"]],
   ]);
 });
 
@@ -158,6 +164,79 @@ Deno.test("test lanes: a run finds deno test's files, runs every one, fails when
       Math.abs(ran("late") - ran("later")) < 4000,
       "the late files ran side by side in two lanes",
     );
+  } finally {
+    await Deno.remove(dir, { recursive: true });
+  }
+});
+
+Deno.test("test lanes: each target of the rest a file may need is one ./deno task build makes", () => {
+  const names = TARGETS.map((t) => t.name);
+  for (const { target } of REST_TARGETS) assert.ok(names.includes(target), target);
+  // Part 1 of CI's build (.ci/run) is not waited for: it ends before the tests start.
+  assert.deepEqual(
+    names.slice(names.indexOf("istio-check")),
+    REST_TARGETS.map((t) => t.target),
+  );
+});
+
+Deno.test("test lanes: with --built-dir a late file starts once what it needs is built, not the whole rest", async () => {
+  const dir = await Deno.makeTempDir({ prefix: "lanes-built-" });
+  try {
+    const write = (p: string, text: string) =>
+      Deno.mkdir(join(dir, p, ".."), { recursive: true }).then(() =>
+        Deno.writeTextFile(join(dir, p), text)
+      );
+    const stamp = (name: string) =>
+      `Deno.test("${name}", () => { Deno.writeTextFileSync("${name}.ran", String(Date.now())); });\n`;
+    await write("t/a_test.ts", stamp("a"));
+    await write("tests/mesh_helper.ts", `export const m = { ${"mesh"}: true };\n`);
+    await write("t/mesh_test.ts", `import "../tests/mesh_helper.ts";\n${stamp("mesh")}`);
+    await write("t/y/helm_test.ts", `// uses ${"ensure"}Helm\n${stamp("helm")}`);
+    const classes = await classifyFiles(["t/a_test.ts", "t/mesh_test.ts", "t/y/helm_test.ts"], dir);
+    assert.deepEqual(classes.map((f) => [f.path, f.needs]), [
+      ["t/a_test.ts", []],
+      ["t/mesh_test.ts", ["istio-check"]],
+      ["t/y/helm_test.ts", ["helm"]],
+    ]);
+    const ranYet = (name: string) => {
+      try {
+        return Deno.statSync(join(dir, `${name}.ran`)).isFile;
+      } catch {
+        return false;
+      }
+    };
+    // istiod's target ends once the first file ran; the whole rest once the mesh file ran (or
+    // after 60 s, had it waited for the whole rest).
+    const t0 = Date.now();
+    let istioAt = 0, restAt = 0;
+    await Deno.mkdir(join(dir, "built"));
+    const timer = setInterval(() => {
+      if (istioAt === 0 && ranYet("a")) {
+        istioAt = Date.now();
+        Deno.writeTextFileSync(join(dir, "built/istio-check"), "0\n");
+      }
+      if (istioAt > 0 && (ranYet("mesh") || Date.now() - t0 > 60_000)) {
+        clearInterval(timer);
+        restAt = Date.now();
+        Deno.writeTextFileSync(join(dir, "build.rc"), "0\n");
+      }
+    }, 100);
+    try {
+      assert.equal(
+        await runLanes(
+          { roots: ["t"], lanes: 1, list: false, lateAfter: "build.rc", builtDir: "built" },
+          dir,
+        ),
+        0,
+      );
+    } finally {
+      clearInterval(timer);
+    }
+    const ran = (name: string) => Number(Deno.readTextFileSync(join(dir, `${name}.ran`)));
+    assert.ok(istioAt > 0 && restAt > 0);
+    assert.ok(ran("mesh") >= istioAt, "the mesh file waited for istio-check");
+    assert.ok(ran("mesh") < restAt, "the mesh file did not wait for the whole rest");
+    assert.ok(ran("helm") >= restAt, "the helm file waited for the whole rest");
   } finally {
     await Deno.remove(dir, { recursive: true });
   }
