@@ -12,7 +12,7 @@
  * `--junit-path`; a process that ends without a report counts as one failed test naming it.
  *
  * With `--late-after=FILE`, the files that use what the rest of the build makes (istiod and the
- * proxy stand-ins, KEDA's images, crdgen, promtool, Prometheus, helm: {@link NEEDS_THE_REST}, in the
+ * proxy stand-ins, KEDA's images, crdgen, promtool, Prometheus, helm: {@link REST_TARGETS}, in the
  * file or in the files of tests/ it imports) start only once FILE exists, and each lane takes them
  * after every file it can run sooner: `.ci/run` builds what the other files need first, then the
  * rest of the build in the background, which writes FILE (its exit code) when done, so the Go builds
@@ -75,7 +75,7 @@ export interface PlannedFile {
   path: string;
   /** Needs the machine to itself ({@link NEEDS_THE_MACHINE}). */
   alone: boolean;
-  /** Uses what the rest of the build makes ({@link NEEDS_THE_REST}). */
+  /** Uses what the rest of the build makes (one of {@link REST_TARGETS}). */
   late: boolean;
   /** The targets of the rest it uses ({@link REST_TARGETS}), sorted; empty when not late. */
   needs: string[];
@@ -89,8 +89,8 @@ const TEST_FILE = /(^|[._])test\.(ts|tsx|mts|js|mjs|jsx)$/;
  */
 const NEEDS_THE_MACHINE = /realNode: true|\bREAL_NODE_SKIP\b|\bdevTest\(/;
 /**
- * What a test file (or a file of tests/ it imports) says when it uses what the rest of the build
- * makes, which `.ci/run` builds in the background: istiod and the proxy stand-ins (istio-check's
+ * What a test file (or a file of tests/ it imports) says when it uses what a target of the rest of
+ * the build makes, which `.ci/run` builds in the background, target by target: istiod and the proxy stand-ins (istio-check's
  * build; a cluster `up` with `mesh: true`, the dev task's `--mesh`, the mesh fixtures), KEDA's
  * images, the CRD generator and KEDA's module, promtool, Prometheus and helm. Such a file would
  * otherwise wait on the build's lock inside its own test.
@@ -107,8 +107,6 @@ export const REST_TARGETS: readonly { target: string; uses: RegExp }[] = [
   { target: "prometheus", uses: /\bensurePrometheus\b|prometheus\/server\.ts/ },
   { target: "helm", uses: /\bensureHelm\b/ },
 ];
-/** Any of {@link REST_TARGETS}. */
-export const NEEDS_THE_REST = new RegExp(REST_TARGETS.map((t) => `(?:${t.uses.source})`).join("|"));
 /** Directories whose files each get a process of their own (clusters, builds, long runs). */
 const HEAVY =
   /^(tests\/(e2e|istio|bench|global|deploy|kube|dataplane|sim|modules)|tools\/cluster)\//;
