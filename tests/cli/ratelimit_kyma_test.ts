@@ -152,9 +152,9 @@ Deno.test("a Kyma path with a query string becomes path and queryParams, the dif
     const rule = (c.rateLimit.spec as { local: { buckets: Obj[] } }).local.buckets[0];
     assert.equal(rule.path, base);
     assert.deepEqual(rule.queryParams, queryParams);
-    const note = c.differences.find((d) => d.startsWith("spec.local.buckets[0]: path"));
-    assert.ok(note?.includes(`becomes path ${base} with queryParams`), note);
-    assert.ok(note?.includes(`under Kyma only ${path} as written`), note);
+    const note = c.differences.find((d) => d.startsWith("spec.local.buckets[0]: path")) ?? "";
+    assert.ok(note.includes(`becomes path ${base} with queryParams`), note);
+    assert.ok(note.includes(`under Kyma only ${path} as written`), note);
     // The request Kyma took this rule for still takes it; the path alone does not.
     assert.deepEqual(bucketsHere(c.rateLimit, [path, base]), [0, "default"], path);
   }
@@ -179,7 +179,7 @@ Deno.test("a Kyma query string a rule here cannot hold is refused naming the pat
   ];
   for (const [rule, problem] of cases) {
     const c = fromKyma(kyma("1s", [{ path: "/ok" }, rule]));
-    assert.ok(!c.ok, rule.path);
+    assert.ok(!c.ok, rule.path ?? "");
     assert.equal(c.problems.length, 1);
     assert.ok(
       c.problems[0].startsWith(`spec.local.buckets[1].path ${JSON.stringify(rule.path)}: `),
