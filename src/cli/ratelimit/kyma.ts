@@ -131,10 +131,14 @@ function convertIntervals(
   return problems.length > 0 ? { ok: false, problems } : { ok: true, out, notes };
 }
 
-/** A Kyma path with a query string as a path and the query parameters a rule here matches. */
-type QueryPath =
-  | { ok: true; path: string; queryParams: Record<string, string> }
-  | { ok: false; problem: string };
+/** A path and the query parameters a rule here matches, from a Kyma path with a query string. */
+interface Queried {
+  path: string;
+  queryParams: Record<string, string>;
+}
+
+/** A Kyma path with a query string as a {@link Queried}, or why it cannot be one. */
+type QueryPath = ({ ok: true } & Queried) | { ok: false; problem: string };
 
 /**
  * Kyma compares a rule's path with the whole `:path`, so `/search?q=a` selects that request only.
@@ -194,8 +198,8 @@ function queryPath(path: string, headers: number): QueryPath {
 /** The rules whose Kyma path holds a query string, converted (queryPath), by index. */
 function queryRules(
   rules: unknown[],
-): { ok: true; out: Map<number, Obj> } | { ok: false; problems: string[] } {
-  const out = new Map<number, Obj>();
+): { ok: true; out: Map<number, Queried> } | { ok: false; problems: string[] } {
+  const out = new Map<number, Queried>();
   const problems: string[] = [];
   rules.forEach((rule, i) => {
     if (!isObj(rule) || typeof rule.path !== "string" || !rule.path.includes("?")) return;
@@ -235,7 +239,7 @@ function rulesKymaNeverSelects(rules: Obj[]): { index: number; keys: string[]; a
  * What behaves differently here than under Kyma, for this spec whose rules with a query string in
  * their path became `queried` (by index in `rules`).
  */
-function differences(spec: Obj, rules: Obj[], queried: Map<number, Obj>): string[] {
+function differences(spec: Obj, rules: Obj[], queried: Map<number, Queried>): string[] {
   const out = [
     "the filter runs just before the router, after the mesh's authorization: a request the mesh denies takes no token (Kyma's filter runs first)",
     "a selector with no Pod, or with Pods without a sidecar, is applied and reported (Enforced False, NoPodSelected or SidecarMissing), so Pods that come later are limited; Kyma refuses it and applies nothing",
@@ -256,11 +260,12 @@ function differences(spec: Obj, rules: Obj[], queried: Map<number, Obj>): string
       );
       return;
     }
-    const params = Object.entries(query.queryParams as Record<string, string>)
-      .map(([k, v]) => `${k}: ${show(v)}`).join(", ");
+    const params = Object.entries(query.queryParams).map(([k, v]) => `${k}: ${show(v)}`);
     out.push(
-      `spec.local.buckets[${i}]: path ${rule.path} becomes path ${query.path} with queryParams {${params}}, which takes a request to ${query.path} whose query string holds ${
-        Object.keys(query.queryParams as Record<string, string>).length === 1 ? "it" : "them"
+      `spec.local.buckets[${i}]: path ${rule.path} becomes path ${query.path} with queryParams {${
+        params.join(", ")
+      }}, which takes a request to ${query.path} whose query string holds ${
+        params.length === 1 ? "it" : "them"
       } anywhere, beside other parameters, encoded or not; under Kyma only ${rule.path} as written took this rule`,
     );
   });
