@@ -13,6 +13,22 @@ import {
 } from "../../tools/test_lanes.ts";
 import { TARGETS } from "../../tools/build.ts";
 
+/** Writes `text` to `p` below `dir`, making its directories. */
+function writeIn(dir: string, p: string, text: string): Promise<void> {
+  return Deno.mkdir(join(dir, p, ".."), { recursive: true }).then(() =>
+    Deno.writeTextFile(join(dir, p), text)
+  );
+}
+
+/** Whether the test `name` has run: it writes `<name>.ran` in `dir` when it does. */
+function ranIn(dir: string, name: string): boolean {
+  try {
+    return Deno.statSync(join(dir, `${name}.ran`)).isFile;
+  } catch {
+    return false;
+  }
+}
+
 Deno.test("test lanes: flags are checked; an unknown flag or a bad lane count is an error", () => {
   assert.deepEqual(parseLaneArgs(["tests/", "--lanes=3", "--junit-path=x.xml"]), {
     roots: ["tests/"],
@@ -70,10 +86,7 @@ Deno.test("test lanes: JUnit reports merge with summed counts; a missing report 
 Deno.test("test lanes: a run finds deno test's files, runs every one, fails when one fails, and merges the reports", async () => {
   const dir = await Deno.makeTempDir({ prefix: "lanes-test-" });
   try {
-    const write = (p: string, text: string) =>
-      Deno.mkdir(join(dir, p, ".."), { recursive: true }).then(() =>
-        Deno.writeTextFile(join(dir, p), text)
-      );
+    const write = (p: string, text: string) => writeIn(dir, p, text);
     await write("t/a_test.ts", `Deno.test("a", () => {});\nDeno.test("a2", () => {});\n`);
     await write("t/b.test.ts", `Deno.test("b", () => { throw new Error("b fails"); });\n`);
     // The marker is built here, so that this file itself is not one the marker sends to lane R.
@@ -131,13 +144,7 @@ Deno.test("test lanes: a run finds deno test's files, runs every one, fails when
     // The build's file is written once the other files have run (or after 60 s, if they waited).
     const t0 = Date.now();
     let written = 0;
-    const ranYet = (name: string) => {
-      try {
-        return Deno.statSync(join(dir, `${name}.ran`)).isFile;
-      } catch {
-        return false;
-      }
-    };
+    const ranYet = (name: string) => ranIn(dir, name);
     const timer = setInterval(() => {
       if ((ranYet("a") && ranYet("r")) || Date.now() - t0 > 60_000) {
         clearInterval(timer);
@@ -182,10 +189,7 @@ Deno.test("test lanes: each target of the rest a file may need is one ./deno tas
 Deno.test("test lanes: with --built-dir a late file starts once what it needs is built, not the whole rest", async () => {
   const dir = await Deno.makeTempDir({ prefix: "lanes-built-" });
   try {
-    const write = (p: string, text: string) =>
-      Deno.mkdir(join(dir, p, ".."), { recursive: true }).then(() =>
-        Deno.writeTextFile(join(dir, p), text)
-      );
+    const write = (p: string, text: string) => writeIn(dir, p, text);
     const stamp = (name: string) =>
       `Deno.test("${name}", () => { Deno.writeTextFileSync("${name}.ran", String(Date.now())); });\n`;
     await write("t/a_test.ts", stamp("a"));
@@ -198,13 +202,7 @@ Deno.test("test lanes: with --built-dir a late file starts once what it needs is
       ["t/mesh_test.ts", ["istio-check"]],
       ["t/y/helm_test.ts", ["helm"]],
     ]);
-    const ranYet = (name: string) => {
-      try {
-        return Deno.statSync(join(dir, `${name}.ran`)).isFile;
-      } catch {
-        return false;
-      }
-    };
+    const ranYet = (name: string) => ranIn(dir, name);
     // istiod's target ends once the first file ran; the whole rest once the mesh file ran (or
     // after 60 s, had it waited for the whole rest).
     const t0 = Date.now();
