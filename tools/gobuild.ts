@@ -28,6 +28,10 @@ export interface GoBuild {
   ldflags: string;
   /** Build tags (`go build -tags`), if any. */
   tags?: readonly string[];
+  /** Further `go build` flags (e.g. `-modfile=…`), before the packages. */
+  flags?: readonly string[];
+  /** Runs under the cache's lock before `go build` (prepares what the flags name). */
+  before?: () => Promise<void>;
   /** Paths besides the binaries that must exist for the build to be up to date. */
   artifacts?: readonly string[];
   /** Runs after the binaries are in place (writes `artifacts`). */
@@ -77,6 +81,52 @@ export async function goVersion(cwd: string): Promise<string | null> {
   }
 }
 
+/**
+ * The module (path → version) of every non-standard package `build` compiles, as `go list -deps`
+ * reads them with its tags; a module a `replace` points elsewhere has the replacement as its
+ * version (`=> path version`: that is what is compiled). The build's `flags` are left aside: the
+ * one build that has them (KEDA's `-modfile`) reads its own go.mod plus a replace of KEDA itself.
+ */
+export async function buildModules(build: GoBuild): Promise<Map<string, string>> {
+  const tags = build.tags?.length ? ["-tags", build.tags.join(",")] : [];
+  const out = await runGo([
+    "list",
+    ...tags,
+    "-deps",
+    "-f",
+    "{{if not .Standard}}{{with .Module}}{{.Path}}\t{{with .Replace}}=> {{.Path}} {{.Version}}{{else}}{{.Version}}{{end}}{{end}}{{end}}",
+    ...build.packages,
+  ], build.dir);
+  const modules = new Map<string, string>();
+  for (const line of out.split("\n")) {
+    const [path, version] = line.split("\t");
+    if (path && version) modules.set(path, version.trimEnd());
+  }
+  return modules;
+}
+
+/**
+ * The modules that two or more of `builds` compile at different versions: module → the version
+ * each build uses. Empty when every module they share is at one version, which lets Go's build
+ * cache compile each package they share once.
+ */
+export function versionDisagreements(
+  builds: readonly { name: string; modules: ReadonlyMap<string, string> }[],
+): Map<string, Record<string, string>> {
+  const out = new Map<string, Record<string, string>>();
+  for (const b of builds) {
+    for (const [path] of b.modules) {
+      if (out.has(path)) continue;
+      const users = builds.filter((o) => o.modules.has(path));
+      const versions = new Set(users.map((o) => o.modules.get(path)));
+      if (versions.size > 1) {
+        out.set(path, Object.fromEntries(users.map((o) => [o.name, o.modules.get(path)!])));
+      }
+    }
+  }
+  return out;
+}
+
 /** The hash of a build's inputs. */
 export function inputsHash(build: GoBuild): Promise<string> {
   return hashFiles(build.dir, build.inputs, build.extra);
@@ -121,8 +171,18 @@ export class GoCache {
       await step(what, log, async () => {
         const out = build.outputs.length === 1 ? join(tmp, build.outputs[0]) : tmp + "/";
         const tags = build.tags?.length ? ["-tags", build.tags.join(",")] : [];
+        await build.before?.();
         await runGo(
-          ["build", ...tags, "-ldflags", build.ldflags, "-o", out, ...build.packages],
+          [
+            "build",
+            ...tags,
+            ...build.flags ?? [],
+            "-ldflags",
+            build.ldflags,
+            "-o",
+            out,
+            ...build.packages,
+          ],
           build.dir,
         );
         for (const o of build.outputs) await Deno.rename(join(tmp, o), this.path(o));

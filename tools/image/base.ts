@@ -1,7 +1,7 @@
 /**
  * The two base images the Dockerfile builds on, made here without a registry. The runtime base
  * is made the way distroless makes cc-debian12: Debian's packages unpacked (glibc, libgcc, the CA
- * bundle), a passwd and group with nonroot (65532), a /tmp, and nothing that runs a shell or
+ * bundle, tzdata), a passwd and group with nonroot (65532), a /tmp, and nothing that runs a shell or
  * installs packages. The build base is that plus the project's pinned deno binary, at the path
  * and with the DENO_DIR denoland/deno uses, so the Dockerfile's build stage runs unchanged.
  */
@@ -11,8 +11,12 @@ import { CACHE, type Say, step } from "./run.ts";
 import { podman, podmanStep } from "./podman.ts";
 import { ROOT } from "./lock.ts";
 
-/** The Debian packages of the runtime base: glibc, GCC's runtime library, the CA certificates. */
-export const PACKAGES: readonly string[] = ["libc6", "libgcc-s1", "ca-certificates"];
+/**
+ * The Debian packages of the runtime base: glibc, GCC's runtime library, the CA certificates and
+ * the time zone database (distroless's bases carry tzdata too: KEDA's cron scaler loads a
+ * ScaledObject's `timezone` from /usr/share/zoneinfo).
+ */
+export const PACKAGES: readonly string[] = ["libc6", "libgcc-s1", "ca-certificates", "tzdata"];
 /** The runtime base's tag (stands in for gcr.io/distroless/cc-debian12:nonroot). */
 export const RUNTIME_BASE = "localhost/platform-operator-base/runtime:debian12";
 /** The build base's tag (stands in for denoland/deno:2.9.6). */

@@ -3,14 +3,19 @@
  * github.com/kedacore/keda/v2 with KEDA's own replace directives): the operator
  * (`cmd/operator` → `keda`), the metrics API server (`cmd/adapter` → `keda-adapter`) and the
  * admission webhooks (`cmd/webhooks` → `keda-admission-webhooks`), the names KEDA's Makefile
- * gives them. Static (CGO_ENABLED=0), with the version variables KEDA's Makefile sets and the
- * time zone database embedded (see {@link KEDA_TAGS}), through
- * {@link GoCache}: a build is a no-op when its stamp matches.
+ * gives them. Static (CGO_ENABLED=0), with the version variables KEDA's Makefile sets, from
+ * KEDA's module with its scalers trimmed to the triggers the tests use (tools/keda/trim.ts),
+ * through {@link GoCache}: a build is a no-op when its stamp matches. No build tags: the time
+ * zone database KEDA's cron scaler reads is the runtime base's (Debian's tzdata, as distroless),
+ * so the packages KEDA shares with the CRD generator's build (the same k8s.io versions) are
+ * compiled once.
  */
 import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
-import { type GoBuild, GoCache, goEnv } from "../gobuild.ts";
+import { type GoBuild, GoCache, goEnv, runGo } from "../gobuild.ts";
 import { REPO_ROOT } from "../cluster/paths.ts";
+import { writeFileAtomic } from "../files.ts";
+import { KEDA_TRIGGERS, trimmedCopy, trimmedGoMod } from "./trim.ts";
 
 /** Directory of the wrapper module. */
 export const KEDA_GO_DIR: string = resolve(
@@ -21,6 +26,10 @@ export const KEDA_GO_DIR: string = resolve(
 export const KEDA_BIN_DIR: string = join(REPO_ROOT, ".cache", "keda", "bin");
 /** KEDA's module path. */
 export const KEDA_MODULE = "github.com/kedacore/keda/v2";
+/** KEDA's module with its scalers trimmed to {@link KEDA_TRIGGERS} (tools/keda/trim.ts). */
+export const KEDA_SRC_DIR: string = join(REPO_ROOT, ".cache", "keda", "src");
+/** The go.mod the build reads: the wrapper's, with KEDA replaced by {@link KEDA_SRC_DIR}. */
+export const KEDA_MODFILE: string = join(REPO_ROOT, ".cache", "keda", "keda.mod");
 
 /** The three programs: the binary's name and its package in KEDA's module. */
 export const KEDA_PROGRAMS = {
@@ -49,26 +58,44 @@ export function kedaLdflags(version: string): string {
 }
 
 /**
- * `timetzdata` embeds Go's copy of the time zone database: KEDA's images are distroless/static,
- * which has /usr/share/zoneinfo, the project's runtime base has not, and KEDA's cron scaler loads
- * the ScaledObject's `timezone` (without it: "unknown time zone Etc/UTC").
+ * Makes the trimmed copy of KEDA's module (once per version and trigger list) and the go.mod and
+ * go.sum that point the build at it.
  */
-export const KEDA_TAGS: readonly string[] = ["timetzdata"];
+export async function prepareTrimmedKeda(): Promise<void> {
+  const version = await kedaVersion();
+  const info = JSON.parse(
+    await runGo(["mod", "download", "-json", `${KEDA_MODULE}@${version}`], KEDA_GO_DIR),
+  ) as { Dir?: string; Error?: string };
+  if (!info.Dir) throw new Error(info.Error ?? `no ${KEDA_MODULE}@${version} module`);
+  await trimmedCopy(info.Dir, KEDA_SRC_DIR);
+  const gomod = await Deno.readTextFile(join(KEDA_GO_DIR, "go.mod"));
+  await writeFileAtomic(KEDA_MODFILE, trimmedGoMod(gomod, KEDA_MODULE, KEDA_SRC_DIR));
+  await writeFileAtomic(
+    KEDA_MODFILE.replace(/\.mod$/, ".sum"),
+    await Deno.readTextFile(join(KEDA_GO_DIR, "go.sum")),
+  );
+}
 
-/** One build per program, so each shows its own progress and time. */
+/**
+ * One build per program, so each shows its own progress and time; each reads KEDA's module
+ * trimmed to {@link KEDA_TRIGGERS} (tools/keda/trim.ts), which its stamp includes.
+ */
 export async function kedaBuilds(): Promise<GoBuild[]> {
   const version = await kedaVersion();
   const ldflags = kedaLdflags(version);
   return Object.values(KEDA_PROGRAMS).map(({ binary, pkg }) => ({
     name: binary,
-    label: `${binary} (KEDA ${version} ${pkg.slice(KEDA_MODULE.length + 1)})`,
+    label: `${binary} (KEDA ${version} ${pkg.slice(KEDA_MODULE.length + 1)}, scalers: ${
+      KEDA_TRIGGERS.join(", ")
+    })`,
     dir: KEDA_GO_DIR,
-    inputs: ["go.mod", "go.sum", "tools.go"],
-    extra: [[pkg, ldflags, goEnv(), KEDA_TAGS]],
+    inputs: ["go.mod", "go.sum", "tools.go", "../trim.ts"],
+    extra: [[pkg, ldflags, goEnv(), KEDA_TRIGGERS]],
     packages: [pkg],
     outputs: [binary],
     ldflags,
-    tags: KEDA_TAGS,
+    flags: [`-modfile=${KEDA_MODFILE}`],
+    before: prepareTrimmedKeda,
   }));
 }
 
