@@ -12,14 +12,17 @@
  */
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { ensureBuilt } from "./cluster/build.ts";
+import { clusterBuilds, ensureBuilt } from "./cluster/build.ts";
+import { corednsBuild } from "./coredns/build.ts";
+import type { GoBuild } from "./gobuild.ts";
 import { ensureNodeBuilt } from "./cluster/node/build.ts";
-import { ensureCrdgen, kedaModule, layout, REPO_ROOT } from "./crdgen/mod.ts";
+import { crdgenBuild, ensureCrdgen, kedaModule, layout, REPO_ROOT } from "./crdgen/mod.ts";
 import { buildImage } from "./image/image.ts";
-import { ensureIstioCheck } from "./istio-check/build.ts";
+import { ensureIstioCheck, istioCheckBuild } from "./istio-check/build.ts";
 import { buildKedaImages } from "./keda/image.ts";
-import { ensureHelm } from "./helm/build.ts";
-import { ensurePrometheus, ensurePromtool } from "./prometheus/build.ts";
+import { kedaBuilds } from "./keda/build.ts";
+import { ensureHelm, helmBuild } from "./helm/build.ts";
+import { ensurePrometheus, ensurePromtool, prometheusBuild } from "./prometheus/build.ts";
 import { ensureRatelimitEngine } from "./ratelimit-engine/build.ts";
 import { ensureRe2Check } from "./re2-check/build.ts";
 import { buildEngineImage } from "./ratelimit-engine/image.ts";
@@ -108,6 +111,34 @@ export const TARGETS: readonly Target[] = [
     build: async (log) => void await ensureHelm(log),
   },
 ];
+
+/**
+ * Go builds that compile one line of the k8s.io modules, each group kept at one version of every
+ * module its builds share (their go.mod files say so, and tests/tools/go_versions_test.ts checks
+ * it), so that Go's build cache compiles a package they share once: a package compiled against
+ * another version of anything below it is compiled again. On two cores that is the difference
+ * between compiling client-go once for kwok and istiod or twice. (The control plane is on its own:
+ * Kubernetes 1.34 pins its k8s.io modules, KEDA's replace block pins 0.35.)
+ */
+export async function sharedVersionGroups(): Promise<{ name: string; builds: GoBuild[] }[]> {
+  const kwok = (await clusterBuilds()).filter((b) => b.name === "kwok");
+  return [
+    { name: "k8s.io v0.36: kwok, istiod", builds: [...kwok, await istioCheckBuild()] },
+    {
+      name: "k8s.io v0.37: CoreDNS, helm, Prometheus",
+      builds: [
+        await corednsBuild(),
+        helmBuild(),
+        prometheusBuild("promtool"),
+        prometheusBuild("prometheus"),
+      ],
+    },
+    {
+      name: "k8s.io v0.35: KEDA, crdgen",
+      builds: [...await kedaBuilds(), await crdgenBuild(layout(REPO_ROOT).goModule)],
+    },
+  ];
+}
 
 /** The targets `--only` names, in {@link TARGETS} order; throws naming an unknown one. */
 export function selectTargets(only: string | undefined): Target[] {

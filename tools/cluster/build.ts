@@ -108,8 +108,8 @@ async function writeKwokStages(mod: GoModule): Promise<void> {
   await Deno.writeTextFile(KWOK_STAGES, docs.map((d) => d.trim()).join("\n---\n") + "\n");
 }
 
-/** The wrapper modules as builds of the binary cache (the stamp hashes are those of before). */
-async function goBuilds(): Promise<GoBuild[]> {
+/** The wrapper modules (k8s, etcd, kwok) as builds of the binary cache. */
+export async function clusterBuilds(): Promise<GoBuild[]> {
   return await Promise.all(MODULES.map(async (mod): Promise<GoBuild> => {
     const ldflags = mod.ldflags(await readModuleVersion(mod));
     const kwok = mod.name === "kwok";
@@ -144,7 +144,7 @@ export async function binaryPaths(): Promise<Binaries> {
 
 /** Which wrapper modules need a build; `goAvailable` says whether one is possible. */
 export async function buildStatus(): Promise<{ stale: string[]; goAvailable: boolean }> {
-  return cache.status(await goBuilds());
+  return cache.status(await clusterBuilds());
 }
 
 let pending: Promise<Binaries> | undefined;
@@ -164,6 +164,6 @@ export function ensureBuilt(log: (msg: string) => void = () => {}): Promise<Bina
 }
 
 async function doEnsureBuilt(log: (msg: string) => void): Promise<Binaries> {
-  if (!await cache.ensure(await goBuilds(), log)) log("binaries up to date, nothing to build");
+  if (!await cache.ensure(await clusterBuilds(), log)) log("binaries up to date, nothing to build");
   return binaryPaths();
 }

@@ -47,7 +47,8 @@ export async function goFiles(goModule: string): Promise<string[]> {
   return names.sort();
 }
 
-async function crdgenBuild(goModule: string): Promise<GoBuild> {
+/** The build of the generator of `goModule` (controller-gen as a library, KEDA's API types). */
+export async function crdgenBuild(goModule: string): Promise<GoBuild> {
   const gomod = await Deno.readTextFile(join(goModule, "go.mod"));
   const tools = requiredVersion(gomod, "sigs.k8s.io/controller-tools");
   // controller-gen writes its version into each CRD's annotations; built as a dependency, it

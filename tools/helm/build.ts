@@ -8,17 +8,17 @@
  * @module
  */
 import { resolve } from "node:path";
-import { GoCache, goEnv } from "../gobuild.ts";
+import { type GoBuild, GoCache, goEnv } from "../gobuild.ts";
 import type { Log } from "../progress.ts";
 
 const GO_DIR = resolve(import.meta.dirname ?? ".", "go");
 const BIN_DIR = resolve(import.meta.dirname ?? ".", "..", "..", ".cache", "helm");
 const cache = new GoCache(BIN_DIR);
 
-/** The path of an up-to-date `helm`, built first when needed. */
-export async function ensureHelm(log: Log = () => {}): Promise<string> {
+/** The build of `helm` from the wrapper module. */
+export function helmBuild(): GoBuild {
   const ldflags = "-s -w";
-  await cache.ensure([{
+  return {
     name: "helm",
     label: "helm (helm.sh/helm/v3)",
     dir: GO_DIR,
@@ -27,6 +27,11 @@ export async function ensureHelm(log: Log = () => {}): Promise<string> {
     packages: ["helm.sh/helm/v3/cmd/helm"],
     outputs: ["helm"],
     ldflags,
-  }], log);
+  };
+}
+
+/** The path of an up-to-date `helm`, built first when needed. */
+export async function ensureHelm(log: Log = () => {}): Promise<string> {
+  await cache.ensure([helmBuild()], log);
   return cache.path("helm");
 }

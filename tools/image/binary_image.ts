@@ -10,6 +10,7 @@ import { createHash } from "node:crypto";
 import { dirname, join } from "node:path";
 import { podman, podmanStep, saveImage } from "./podman.ts";
 import type { Say } from "./run.ts";
+import { withLock } from "../lock.ts";
 
 /** What to build. */
 export interface BinaryImageSpec {
@@ -66,8 +67,17 @@ export async function inspectImage(
   return { Id: i.Id, Size: i.Size, label: i.Labels?.[label] };
 }
 
-/** Builds (or reuses) the image, smoke-runs it and saves it; returns what was made. */
+/**
+ * Builds (or reuses) the image, smoke-runs it and saves it; returns what was made. Two processes
+ * making the same image take turns (a lock beside its context folder): CI's background build and
+ * a test running `./deno task build` may reach the same image at once.
+ */
 export async function binaryImage(say: Say, spec: BinaryImageSpec): Promise<BinaryImage> {
+  await Deno.mkdir(dirname(spec.contextDir), { recursive: true });
+  return await withLock(`${spec.contextDir}.lock`, () => buildBinaryImage(say, spec), say);
+}
+
+async function buildBinaryImage(say: Say, spec: BinaryImageSpec): Promise<BinaryImage> {
   const hash = createHash("sha256").update(
     [await sha256(spec.binaryPath), spec.containerfile(""), spec.baseId].join("\n"),
   ).digest("hex").slice(0, 16);

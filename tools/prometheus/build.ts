@@ -26,7 +26,8 @@ export async function prometheusModuleVersion(): Promise<string> {
   return m[1];
 }
 
-function build(cmd: "promtool" | "prometheus"): GoBuild {
+/** The build of `promtool` or `prometheus` from the wrapper module. */
+export function prometheusBuild(cmd: "promtool" | "prometheus"): GoBuild {
   const ldflags = "-s -w";
   return {
     name: cmd,
@@ -45,12 +46,12 @@ const cache = new GoCache(BIN_DIR);
 
 /** The path of an up-to-date `promtool`, built first when needed. */
 export async function ensurePromtool(log: Log = () => {}): Promise<string> {
-  await cache.ensure([build("promtool")], log);
+  await cache.ensure([prometheusBuild("promtool")], log);
   return cache.path("promtool");
 }
 
 /** The path of an up-to-date `prometheus`, built first when needed. */
 export async function ensurePrometheus(log: Log = () => {}): Promise<string> {
-  await cache.ensure([build("prometheus")], log);
+  await cache.ensure([prometheusBuild("prometheus")], log);
   return cache.path("prometheus");
 }
