@@ -6,6 +6,7 @@
  *
  *   ./deno task build                      # every target
  *   ./deno task build --only=cluster       # some targets (comma-separated)
+ *   ./deno task build --skip=cluster       # every target but these
  *   ./deno task build --list               # the targets and what each builds
  *
  * @module
@@ -140,19 +141,26 @@ export async function sharedVersionGroups(): Promise<{ name: string; builds: GoB
   ];
 }
 
-/** The targets `--only` names, in {@link TARGETS} order; throws naming an unknown one. */
-export function selectTargets(only: string | undefined): Target[] {
-  if (only === undefined) return [...TARGETS];
-  const names = only.split(",").map((n) => n.trim()).filter((n) => n !== "");
-  const unknown = names.filter((n) => !TARGETS.some((t) => t.name === n));
-  if (unknown.length > 0 || names.length === 0) {
-    throw new Error(
-      `--only: unknown target ${unknown.join(", ") || "(none given)"}; targets: ${
-        TARGETS.map((t) => t.name).join(", ")
-      }`,
-    );
-  }
-  return TARGETS.filter((t) => names.includes(t.name));
+/**
+ * The targets `--only` names (all when undefined), less those `--skip` names, in {@link TARGETS}
+ * order; throws naming an unknown one.
+ */
+export function selectTargets(only: string | undefined, skip?: string): Target[] {
+  const named = (list: string, flag: string) => {
+    const names = list.split(",").map((n) => n.trim()).filter((n) => n !== "");
+    const unknown = names.filter((n) => !TARGETS.some((t) => t.name === n));
+    if (unknown.length > 0 || names.length === 0) {
+      throw new Error(
+        `${flag}: unknown target ${unknown.join(", ") || "(none given)"}; targets: ${
+          TARGETS.map((t) => t.name).join(", ")
+        }`,
+      );
+    }
+    return names;
+  };
+  const wanted = only === undefined ? TARGETS.map((t) => t.name) : named(only, "--only");
+  const skipped = skip === undefined ? [] : named(skip, "--skip");
+  return TARGETS.filter((t) => wanted.includes(t.name) && !skipped.includes(t.name));
 }
 
 /**
@@ -180,15 +188,23 @@ export async function buildAll(
   log(`${targets.length} targets up to date in ${formatElapsed(performance.now() - started)}`);
 }
 
-const USAGE = "usage: ./deno task build [--only=TARGET,...] [--done-dir=DIR] [--list]";
+const USAGE =
+  "usage: ./deno task build [--only=TARGET,...] [--skip=TARGET,...] [--done-dir=DIR] [--list]";
 
 async function main(argv: string[]): Promise<number> {
-  let values: { only?: string; "done-dir"?: string; list?: boolean; help?: boolean };
+  let values: {
+    only?: string;
+    skip?: string;
+    "done-dir"?: string;
+    list?: boolean;
+    help?: boolean;
+  };
   try {
     values = parseArgs({
       args: argv,
       options: {
         only: { type: "string" },
+        skip: { type: "string" },
         "done-dir": { type: "string" },
         list: { type: "boolean" },
         help: { type: "boolean", short: "h" },
@@ -209,7 +225,7 @@ async function main(argv: string[]): Promise<number> {
   }
   const log: Log = (m) => console.error(`[build] ${m}`);
   try {
-    await buildAll(selectTargets(values.only), log, values["done-dir"]);
+    await buildAll(selectTargets(values.only, values.skip), log, values["done-dir"]);
     return 0;
   } catch (e) {
     console.error(`error: ${(e as Error).message}`);

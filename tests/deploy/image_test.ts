@@ -57,7 +57,12 @@ Deno.test({
     assert.ok(lines.includes("podman build --target deno-runtime"), lines.join("\n"));
     assert.ok(lines.some((l) => /^podman build --target deno-runtime: done in /.test(l)));
     assert.ok((await Deno.stat(record.archive)).size > 50e6, "the saved archive");
-    assert.deepEqual(record.packages.map((p) => p.name), ["libc6", "libgcc-s1", "ca-certificates"]);
+    assert.deepEqual(record.packages.map((p) => p.name), [
+      "libc6",
+      "libgcc-s1",
+      "ca-certificates",
+      "tzdata",
+    ]);
     assert.equal(record.deno.version, "2.9.6");
   },
 });
@@ -209,6 +214,7 @@ Deno.test({
       assert.match(control, new RegExp(`^Version: ${p.version.replace(/[.+~]/g, "\\$&")}$`, "m"));
     }
     assert.ok(paths.includes("etc/ssl/certs/ca-certificates.crt"));
+    assert.ok(paths.includes("usr/share/zoneinfo/Etc/UTC"), "tzdata's zone files, as distroless");
     assert.ok(paths.includes("tmp"));
     // Of the repository, only what the operator imports.
     const graph = (await operatorFiles()).filter((f) => /^(src|data)\//.test(f));

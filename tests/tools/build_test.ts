@@ -45,11 +45,17 @@ Deno.test("progress: elapsed times read as people write them", () => {
   assert.equal(formatElapsed(3_600_000), "60m00s");
 });
 
-Deno.test("build: --only picks targets in build order and names an unknown one", () => {
+Deno.test("build: --only and --skip pick targets in build order and name an unknown one", () => {
   assert.deepEqual(selectTargets("crdgen,cluster").map((t) => t.name), ["cluster", "crdgen"]);
   assert.deepEqual(selectTargets(undefined).map((t) => t.name), TARGETS.map((t) => t.name));
   assert.throws(() => selectTargets("cluster,kubelett"), /unknown target kubelett; targets: /);
   assert.throws(() => selectTargets(","), /unknown target \(none given\)/);
+  assert.deepEqual(
+    selectTargets(undefined, "cluster,node,image").map((t) => t.name),
+    TARGETS.map((t) => t.name).filter((n) => !["cluster", "node", "image"].includes(n)),
+  );
+  assert.deepEqual(selectTargets("cluster,crdgen", "cluster").map((t) => t.name), ["crdgen"]);
+  assert.throws(() => selectTargets(undefined, "helm,nope"), /^Error: --skip: unknown target nope/);
 });
 
 Deno.test("build: a Go build through the cache logs progress, then is up to date", async () => {
